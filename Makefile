@@ -1,0 +1,139 @@
+# kubectl-catalog. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+BIN_DIR := bin
+BINARY := $(BIN_DIR)/kubectl-catalog
+MODULE := github.com/kubectl-catalog/kubectl-catalog
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w \
+	-X $(MODULE)/pkg/version.gitVersion=$(VERSION) \
+	-X $(MODULE)/pkg/version.gitCommit=$(COMMIT) \
+	-X $(MODULE)/pkg/version.buildDate=$(BUILD_DATE)
+PREFIX ?= $(HOME)/.local
+CLUSTER_DIR ?= .cluster
+FUZZTIME ?= 5s
+E2E_TIMEOUT ?= 30m
+# Every package but the end-to-end tests.
+UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e)
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/kubectl-catalog
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINARY) ./cmd/kubectl-catalog
+
+.PHONY: install
+install: build ## Install kubectl-catalog and its kubectl completion helper into $(PREFIX)/bin
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BINARY) $(PREFIX)/bin/kubectl-catalog
+	install -m 0755 completions/kubectl_complete-catalog $(PREFIX)/bin/kubectl_complete-catalog
+
+.PHONY: completions
+completions: build ## Regenerate the shell completion scripts in completions/
+	for shell in bash zsh fish powershell kubectl; do \
+		case $$shell in bash) f=kubectl-catalog.bash;; zsh) f=_kubectl-catalog;; fish) f=kubectl-catalog.fish;; \
+			powershell) f=kubectl-catalog.ps1;; kubectl) f=kubectl_complete-catalog;; esac; \
+		$(BINARY) completion $$shell > completions/$$f; \
+	done
+	chmod +x completions/kubectl_complete-catalog
+
+.PHONY: dist
+dist: ## Build release archives and the krew manifest with goreleaser (a local snapshot)
+	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/goreleaser github.com/goreleaser/goreleaser/v2
+	$(BIN_DIR)/goreleaser release --snapshot --clean --skip=publish
+
+.PHONY: krew-validate
+krew-validate: dist ## Validate the krew manifest goreleaser generated
+	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
+	$(BIN_DIR)/validate-krew-manifest -manifest dist/krew/catalog.yaml -skip-install
+
+##@ Test
+
+.PHONY: test
+test: lint test-unit test-fuzz test-e2e ## Everything CI runs: lint, unit, fuzz smoke and end-to-end tests
+
+.PHONY: test-unit
+test-unit: ## Unit tests (no cluster)
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: test-fuzz
+test-fuzz: ## Run each fuzz target for FUZZTIME (default 5s)
+	for pkg in $$($(GO) list ./...); do \
+		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+			echo "fuzz $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+.PHONY: test-e2e
+test-e2e: tools ## End-to-end tests on a real kube-apiserver, etcd and controller-manager
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+.PHONY: tools
+tools: ## Build (or find in the cache) etcd, kube-apiserver, kube-controller-manager and kubectl
+	$(GO) run ./test/cmd/tools
+
+.PHONY: lint
+lint: ## gofmt, go vet, and check the committed completion scripts are current
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	cd test/tools && $(GO) vet ./cmd/... && cd etcd && $(GO) vet .
+	$(MAKE) --no-print-directory check-completions
+
+.PHONY: check-completions
+check-completions: build
+	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(BINARY) completion kubectl > $$tmp/k; $(BINARY) completion bash > $$tmp/b; \
+	diff -u completions/kubectl_complete-catalog $$tmp/k; diff -u completions/kubectl-catalog.bash $$tmp/b || \
+	{ echo "completions/ is stale: run 'make completions'"; exit 1; }
+
+.PHONY: bench
+bench: ## Benchmarks: every figure as a ratio to a floor measured in the same run
+	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+	$(GO) run ./test/bench
+
+##@ Local cluster and demo
+
+.PHONY: cluster-up
+cluster-up: tools ## Start a local control plane in the background and print the KUBECONFIG line
+	@mkdir -p $(CLUSTER_DIR)
+	@if [ -f $(CLUSTER_DIR)/pid ] && kill -0 $$(cat $(CLUSTER_DIR)/pid) 2>/dev/null; then \
+		echo "already running"; echo "export KUBECONFIG=$$(cat $(CLUSTER_DIR)/ready)"; exit 0; fi
+	$(GO) build -o $(CLUSTER_DIR)/cluster ./test/cmd/cluster
+	nohup $(CLUSTER_DIR)/cluster --dir $(CLUSTER_DIR) > $(CLUSTER_DIR)/cluster.log 2>&1 & echo $$! > $(CLUSTER_DIR)/pid
+	@for i in $$(seq 1 600); do \
+		[ -f $(CLUSTER_DIR)/ready ] && break; \
+		kill -0 $$(cat $(CLUSTER_DIR)/pid) 2>/dev/null || { cat $(CLUSTER_DIR)/cluster.log; exit 1; }; \
+		sleep 0.2; done
+	@grep '^export KUBECONFIG=' $(CLUSTER_DIR)/cluster.log
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane
+	@if [ -f $(CLUSTER_DIR)/pid ]; then \
+		pid=$$(cat $(CLUSTER_DIR)/pid); kill $$pid 2>/dev/null || true; \
+		while kill -0 $$pid 2>/dev/null; do sleep 0.2; done; rm -f $(CLUSTER_DIR)/pid; echo "stopped"; \
+	else echo "not running"; fi
+
+.PHONY: demo
+demo: build tools ## Run the main job end to end on a throw-away local control plane
+	./test/demo/demo.sh
+
+##@ Other
+
+.PHONY: clean
+clean: cluster-down ## Remove build output and the local cluster's files (the tool cache stays)
+	rm -rf $(BIN_DIR) dist $(CLUSTER_DIR)
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,51 @@
+// Package cmd assembles the kubectl catalog command tree.
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/completion"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/version"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+)
+
+var rootLong = cmdutil.LongDesc(`
+	Use Open Service Broker services from Kubernetes, with nothing installed
+	in the cluster.
+
+	kubectl catalog registers service brokers, shows their marketplace, and
+	provisions, updates, binds, unbinds and deprovisions service instances.
+	It keeps its records in labelled ConfigMaps and writes binding credentials
+	to Secrets. Anything left unfinished (an operation still running at the
+	broker, an interrupted command, a broker that was down) is finished by
+	"kubectl catalog reconcile", run by hand or from a CronJob.`)
+
+// NewCmdRoot returns the root command of kubectl catalog.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubectl-catalog",
+		Short: "Use Open Service Broker services from Kubernetes",
+		Long:  rootLong,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl catalog",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Completion is a subcommand of its own; cobra's default would
+		// shadow the kubectl flavour.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetIn(f.In)
+	root.SetOut(f.Out)
+	root.SetErr(f.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &cmdutil.UsageError{Err: err}
+	})
+	f.AddFlags(root.PersistentFlags())
+
+	root.AddCommand(
+		version.NewCmdVersion(f),
+		completion.NewCmdCompletion(f.IOStreams),
+	)
+	return root
+}

@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+)
+
+func execute(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestRoot_HelpSaysKubectlCatalog(t *testing.T) {
+	out, _, err := execute(t, "--help")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, "kubectl catalog [command]"))
+	assert.Assert(t, !strings.Contains(out, "kubectl-catalog [command]"))
+	assert.Assert(t, is.Contains(out, "--kubeconfig"))
+	assert.Assert(t, is.Contains(out, "--qps"))
+}
+
+func TestRoot_EveryCommandIsDocumented(t *testing.T) {
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(nil, &bytes.Buffer{}, &bytes.Buffer{}))
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" {
+			return
+		}
+		t.Run(c.CommandPath(), func(t *testing.T) {
+			assert.Assert(t, c.Short != "", "no short description")
+			if c.Runnable() && c.HasParent() {
+				assert.Assert(t, c.Example != "", "no examples")
+				assert.Assert(t, is.Contains(c.Example, "kubectl catalog "+c.Name()))
+				for _, line := range strings.Split(c.Example, "\n") {
+					assert.Assert(t, !strings.HasPrefix(strings.TrimSpace(line), "kubectl-catalog "),
+						"example %q should show the kubectl form", line)
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewCmdRoot(f))
+}
+
+func TestRoot_UnknownFlagIsAUsageError(t *testing.T) {
+	_, _, err := execute(t, "version", "--no-such-flag")
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+}
+
+func TestRoot_UnknownCommandFails(t *testing.T) {
+	_, _, err := execute(t, "no-such-command")
+	assert.Assert(t, err != nil)
+}
+
+func TestVersion_ClientOnly_PrintsClientVersion(t *testing.T) {
+	out, _, err := execute(t, "version", "--client")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, "Client Version: "))
+	assert.Assert(t, !strings.Contains(out, "Server Version"))
+}
+
+func TestVersion_ClientOnly_YAML(t *testing.T) {
+	out, _, err := execute(t, "version", "--client", "-o", "yaml")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, "clientVersion:\n  gitVersion: "))
+}
+
+func TestCompletion_EveryShell(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell", "kubectl"} {
+		t.Run(shell, func(t *testing.T) {
+			out, _, err := execute(t, "completion", shell)
+			assert.NilError(t, err)
+			assert.Assert(t, len(out) > 0)
+		})
+	}
+	out, _, _ := execute(t, "completion", "kubectl")
+	assert.Assert(t, is.Contains(out, `kubectl catalog __complete "$@"`))
+}
+
+func TestCompletion_UnknownShellIsAUsageError(t *testing.T) {
+	_, _, err := execute(t, "completion", "tcsh")
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+}

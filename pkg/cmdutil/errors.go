@@ -1,0 +1,78 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Exit codes of kubectl-catalog. They are part of the command-line contract:
+// scripts and CronJobs rely on them.
+const (
+	ExitOK      = 0
+	ExitError   = 1
+	ExitUsage   = 2
+	ExitTimeout = 124
+	// ExitInterrupted is returned when the user interrupts a command (Ctrl-C).
+	ExitInterrupted = 130
+)
+
+// UsageError is a mistake in how the command was invoked: an unknown flag, a
+// missing argument, flags that cannot go together. It exits with ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// UsageErrorf returns a UsageError with a formatted message.
+func UsageErrorf(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// TimeoutError reports that --wait ran out of time. The operation itself goes
+// on; Hint tells the user how to pick it up again. It exits with ExitTimeout.
+type TimeoutError struct {
+	What string
+	Hint string
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Hint == "" {
+		return e.What
+	}
+	return e.What + ": " + e.Hint
+}
+
+// SilentError carries an exit code for a failure that has already been
+// reported to the user, so nothing more is printed.
+type SilentError struct{ Code int }
+
+func (e *SilentError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// ExitCode maps an error returned by a command to the process exit code. It
+// is the one place where errors become exit codes.
+func ExitCode(err error) int {
+	var usage *UsageError
+	var timeout *TimeoutError
+	var silent *SilentError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &silent):
+		return silent.Code
+	case errors.As(err, &usage):
+		return ExitUsage
+	case errors.As(err, &timeout):
+		return ExitTimeout
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	default:
+		return ExitError
+	}
+}
+
+// ShouldPrint says whether main should print err before exiting.
+func ShouldPrint(err error) bool {
+	var silent *SilentError
+	return err != nil && !errors.As(err, &silent)
+}

@@ -1,0 +1,144 @@
+package osb
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxRetryAfter bounds a Retry-After so that a silly value cannot overflow a
+// time.Duration or park an operation for years; the platform's own maximum
+// polling duration applies anyway.
+const maxRetryAfter = 24 * time.Hour
+
+// decodeObject decodes a JSON object body into v. An empty body counts as {}
+// where allowEmpty is set, because brokers answer deletes and some creates
+// without a body. Unknown fields are ignored, as the spec requires.
+func decodeObject(data []byte, allowEmpty bool, v any) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return errors.New("empty body, expected a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return errors.New("body is not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, v); err != nil {
+		return fmt.Errorf("decoding JSON body: %w", err)
+	}
+	return nil
+}
+
+// DecodeCatalog decodes the body of a catalog answer. A catalog without a
+// "services" key is malformed; an empty (or null) list is not. Call Validate for the
+// spec's structural rules.
+func DecodeCatalog(data []byte) (*CatalogResponse, error) {
+	var probe map[string]json.RawMessage
+	if err := decodeObject(data, false, &probe); err != nil {
+		return nil, err
+	}
+	if _, ok := probe["services"]; !ok {
+		return nil, errors.New(`catalog has no "services" key`)
+	}
+	var c CatalogResponse
+	if err := json.Unmarshal(bytes.TrimSpace(data), &c); err != nil {
+		return nil, fmt.Errorf("decoding catalog: %w", err)
+	}
+	if c.Services == nil {
+		c.Services = []Service{}
+	}
+	return &c, nil
+}
+
+// DecodeLastOperation decodes the body of a last_operation answer. The state
+// must be one of the three the spec defines.
+func DecodeLastOperation(data []byte) (*LastOperationResponse, error) {
+	var lo LastOperationResponse
+	if err := decodeObject(data, false, &lo); err != nil {
+		return nil, err
+	}
+	switch lo.State {
+	case StateInProgress, StateSucceeded, StateFailed:
+		return &lo, nil
+	case "":
+		return nil, errors.New(`last operation has no "state"`)
+	default:
+		return nil, fmt.Errorf("last operation has unknown state %q", lo.State)
+	}
+}
+
+// DecodeBindResponse decodes the body of a bind answer; an empty body is a
+// binding without credentials.
+func DecodeBindResponse(data []byte) (*BindResponse, error) {
+	var br BindResponse
+	if err := decodeObject(data, true, &br); err != nil {
+		return nil, err
+	}
+	return &br, nil
+}
+
+// DecodeErrorBody extracts what it can from a non-2xx body. It never fails:
+// brokers send HTML pages, plain text, or fields of the wrong type, and the
+// status code alone must still be usable. Each field is decoded on its own
+// so one bad field does not hide the others.
+func DecodeErrorBody(data []byte) ErrorResponse {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimSpace(data), &fields) != nil {
+		return ErrorResponse{}
+	}
+	var er ErrorResponse
+	_ = json.Unmarshal(fields["error"], &er.Error)
+	_ = json.Unmarshal(fields["description"], &er.Description)
+	var b bool
+	if json.Unmarshal(fields["instance_usable"], &b) == nil && isBool(fields["instance_usable"]) {
+		er.InstanceUsable = &b
+	}
+	var r bool
+	if json.Unmarshal(fields["update_repeatable"], &r) == nil && isBool(fields["update_repeatable"]) {
+		er.UpdateRepeatable = &r
+	}
+	return er
+}
+
+func isBool(raw json.RawMessage) bool {
+	s := string(bytes.TrimSpace(raw))
+	return s == "true" || s == "false"
+}
+
+// ParseRetryAfter interprets a Retry-After header value relative to now: a
+// number of seconds, or an HTTP date. It returns 0 for an absent, negative,
+// past or unparsable value, and caps the result at 24 hours.
+func ParseRetryAfter(value string, now time.Time) time.Duration {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(value, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs > int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		return time.Duration(secs) * time.Second
+	}
+	at, err := http.ParseTime(value)
+	if err != nil {
+		return 0
+	}
+	d := at.Sub(now)
+	switch {
+	case d <= 0:
+		return 0
+	case d > maxRetryAfter:
+		return maxRetryAfter
+	}
+	return d
+}

@@ -1,0 +1,104 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RunMain starts one control plane for a test package, runs its tests, and
+// stops it. Use it from TestMain:
+//
+//	var cp *controlplane.ControlPlane
+//	func TestMain(m *testing.M) { os.Exit(controlplane.RunMain(m, &cp)) }
+//
+// A test that panics or a test binary that is killed takes the control plane
+// with it (the children die with their parent); a normal run also checks that
+// no process survived, and fails the package if one did.
+func RunMain(m *testing.M, into **ControlPlane) int {
+	start := time.Now()
+	cp, err := Start(context.Background(), Options{Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot start the control plane: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "control plane ready in %s at %s\n", time.Since(start).Round(10*time.Millisecond), cp.Server)
+	*into = cp
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+var namespaceSeq atomic.Int64
+
+// NewNamespace creates a fresh namespace for one test and deletes it when the
+// test ends (without waiting for it to finish terminating).
+func (c *ControlPlane) NewNamespace(t testing.TB) string {
+	t.Helper()
+	client, err := c.Client(AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("%s-%d", sanitize(t.Name()), namespaceSeq.Add(1))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// sanitize turns a test name into the start of a namespace name.
+func sanitize(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 40 {
+		s = strings.Trim(s[:40], "-")
+	}
+	if s == "" {
+		s = "test"
+	}
+	return s
+}
+
+// BuildPlugin builds kubectl-catalog into dir and returns its path. Callers
+// put dir on PATH so the real kubectl discovers the plugin.
+func BuildPlugin(dir string) (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("cannot locate the repository")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out := filepath.Join(dir, "kubectl-catalog")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "./cmd/kubectl-catalog")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building kubectl-catalog: %v\n%s", err, b)
+	}
+	return out, nil
+}
