@@ -95,6 +95,23 @@ func EnsureBinaries(log io.Writer) (Binaries, error) {
 	return bins, nil
 }
 
+// ldflags stamps the Kubernetes version into the binaries, as the upstream
+// release build does: a module build would otherwise report v0.0.0-master.
+func ldflags() string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	flags := []string{"-s", "-w"}
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags,
+			"-X", pkg+".gitVersion="+KubernetesVersion,
+			"-X", pkg+".gitMajor="+major,
+			"-X", pkg+".gitMinor="+minor,
+			"-X", pkg+".gitTreeState=clean",
+		)
+	}
+	return strings.Join(flags, " ")
+}
+
 func complete(b Binaries) bool {
 	for _, p := range []string{b.Etcd, b.APIServer, b.ControllerManager, b.Kubectl} {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
@@ -109,7 +126,7 @@ func goBuild(log io.Writer, dir, out, pkg string) error {
 	if _, err := os.Stat(goBin); err != nil {
 		goBin = "go"
 	}
-	cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", out, pkg)
+	cmd := exec.Command(goBin, "build", "-ldflags="+ldflags(), "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Stdout = log
 	cmd.Stderr = log
@@ -156,7 +173,7 @@ func toolsKey(dir string) (string, error) {
 	}
 	sort.Strings(files)
 	h := sha256.New()
-	fmt.Fprintln(h, runtime.Version())
+	fmt.Fprintln(h, runtime.Version(), ldflags())
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -134,7 +134,6 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--cert-dir", filepath.Join(c.Dir, "certs"),
 		"--secure-port", fmt.Sprint(ports[2]),
 		"--bind-address", "127.0.0.1",
-		"--advertise-address", "127.0.0.1",
 		"--token-auth-file", filepath.Join(c.Dir, "tokens.csv"),
 		"--authorization-mode", "RBAC",
 		"--service-account-key-file", saKey,
