@@ -1,0 +1,113 @@
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// HasPendingWork reports whether the broker's catalog is to be fetched: its spec changed
+// since the last fetch (a new registration, "sync broker") or a failed fetch is to be
+// retried. A periodic relist that is merely due is not pending work: reconcile looks at
+// brokers' NextRelistAt itself, brokers being few.
+func (in *Broker) HasPendingWork() bool {
+	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
+		in.Status.Retry != nil
+}
+
+// HasPendingWork is always false: classes are written by catalog sync, which is the
+// broker's work.
+func (in *ServiceClass) HasPendingWork() bool { return false }
+
+// HasPendingWork is always false: schemas are written by catalog sync, which is the
+// broker's work.
+func (in *ServicePlanSchemas) HasPendingWork() bool { return false }
+
+// HasPendingWork reports whether the instance is not settled: deletion requested, a spec
+// the engine has not acted on yet, a broker call in flight, a retry scheduled, or orphan
+// mitigation to do. A terminal failure (retry cleared, generation observed) is settled
+// until the spec changes.
+func (in *ServiceInstance) HasPendingWork() bool {
+	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
+		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil
+}
+
+// HasPendingWork reports whether the binding is not settled, on the same rules as
+// ServiceInstance.HasPendingWork.
+func (in *ServiceBinding) HasPendingWork() bool {
+	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
+		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil
+}
+
+// ClassRecordName is the name of the ServiceClass (and ServicePlanSchemas) record of the
+// OSB service classID offered by brokerName: "<broker>.<id>" when the id is a DNS label
+// (lowercase GUIDs are), else "<broker>.sha256-<first 24 hex digits of its SHA-256>". The
+// same id always gives the same name, and different ids give different names.
+func ClassRecordName(brokerName, classID string) string {
+	if len(validation.IsDNS1123Label(classID)) == 0 {
+		return brokerName + "." + classID
+	}
+	sum := sha256.Sum256([]byte(classID))
+	return brokerName + ".sha256-" + hex.EncodeToString(sum[:12])
+}
+
+// PlanByID returns the plan with OSB id id, or nil.
+func (in *ServiceClass) PlanByID(id string) *ServicePlan {
+	for i := range in.Spec.Plans {
+		if in.Spec.Plans[i].ID == id {
+			return &in.Spec.Plans[i]
+		}
+	}
+	return nil
+}
+
+// PlanByName returns the plan with OSB name externalName, or nil.
+func (in *ServiceClass) PlanByName(externalName string) *ServicePlan {
+	for i := range in.Spec.Plans {
+		if in.Spec.Plans[i].ExternalName == externalName {
+			return &in.Spec.Plans[i]
+		}
+	}
+	return nil
+}
+
+// PlanRemoved reports whether the broker no longer offers the plan with OSB id id (or the
+// whole class).
+func (in *ServiceClass) PlanRemoved(id string) bool {
+	if in.Status.RemovedFromBroker {
+		return true
+	}
+	for _, p := range in.Status.Plans {
+		if p.ID == id {
+			return p.RemovedFromBroker
+		}
+	}
+	return false
+}
+
+// EffectiveBindable is the plan's bindable, else the service's.
+func (in *ServiceClass) EffectiveBindable(p *ServicePlan) bool {
+	if p.Bindable != nil {
+		return *p.Bindable
+	}
+	return in.Spec.Bindable
+}
+
+// EffectivePlanUpdateable is the plan's plan_updateable, else the service's.
+func (in *ServiceClass) EffectivePlanUpdateable(p *ServicePlan) bool {
+	if p.PlanUpdateable != nil {
+		return *p.PlanUpdateable
+	}
+	return in.Spec.PlanUpdateable
+}
+
+// ForPlan returns the schemas of the plan with OSB id planID, or nil.
+func (in *ServicePlanSchemas) ForPlan(planID string) *PlanSchemas {
+	for i := range in.Spec.Plans {
+		if in.Spec.Plans[i].PlanID == planID {
+			return &in.Spec.Plans[i]
+		}
+	}
+	return nil
+}

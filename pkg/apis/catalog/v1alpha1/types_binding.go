@@ -1,0 +1,153 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ServiceBinding is a binding to a service instance. Its credentials are written to a
+// Secret owned by the binding's ConfigMap, never to the record.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type ServiceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServiceBindingSpec   `json:"spec"`
+	Status ServiceBindingStatus `json:"status,omitempty"`
+}
+
+// ServiceBindingSpec is what the user asked for.
+type ServiceBindingSpec struct {
+	// InstanceName is the name of the ServiceInstance record, in the same namespace.
+	InstanceName string `json:"instanceName"`
+	// ExternalID is the OSB binding id, generated once and reused on every call.
+	ExternalID string `json:"externalID"`
+	// Parameters are the inline parameters, a JSON object.
+	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+	// ParametersFrom are parameters read from Secrets, merged with the inline ones.
+	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty"`
+	// SecretName is the Secret the credentials are written to.
+	SecretName string `json:"secretName"`
+	// SecretTransforms are applied in order to the credentials before they are written.
+	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty"`
+	// Predecessor is the binding this one rotates (sent as predecessor_binding_id).
+	Predecessor *BindingReference `json:"predecessor,omitempty"`
+}
+
+// BindingReference names a binding record and its OSB id; the id outlives the record.
+type BindingReference struct {
+	Name       string `json:"name"`
+	ExternalID string `json:"externalID"`
+}
+
+// SecretTransform is one change to the credentials before they are written. Exactly one
+// field is set.
+type SecretTransform struct {
+	RenameKey   *RenameKeyTransform   `json:"renameKey,omitempty"`
+	AddKey      *AddKeyTransform      `json:"addKey,omitempty"`
+	AddKeysFrom *AddKeysFromTransform `json:"addKeysFrom,omitempty"`
+	RemoveKey   *RemoveKeyTransform   `json:"removeKey,omitempty"`
+}
+
+// RenameKeyTransform renames a credentials key.
+type RenameKeyTransform struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// AddKeyTransform adds a key; exactly one of Value, StringValue and JSONPathExpression is
+// set.
+type AddKeyTransform struct {
+	Key         string  `json:"key"`
+	Value       []byte  `json:"value,omitempty"`
+	StringValue *string `json:"stringValue,omitempty"`
+	// JSONPathExpression is evaluated against the credentials, e.g. "{.host}:{.port}".
+	JSONPathExpression *string `json:"jsonPathExpression,omitempty"`
+}
+
+// AddKeysFromTransform adds every key of another Secret.
+type AddKeysFromTransform struct {
+	SecretRef SecretReference `json:"secretRef"`
+}
+
+// RemoveKeyTransform removes a credentials key.
+type RemoveKeyTransform struct {
+	Key string `json:"key"`
+}
+
+// ServiceBindingStatus is what the broker holds for the binding and what is being done
+// about it.
+type ServiceBindingStatus struct {
+	Phase Phase `json:"phase,omitempty"`
+	// Conditions: Ready, Failed, OrphanMitigation.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the generation of the spec the engine last acted on.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Bound is what the broker returned for the binding, credentials excepted; nil
+	// before the bind succeeded.
+	Bound *BoundState `json:"bound,omitempty"`
+	// Secret is the credentials Secret once written; nil before.
+	Secret *CredentialsSecret `json:"secret,omitempty"`
+	// InFlight is the broker call being made, recorded before it is made.
+	InFlight *Operation `json:"inFlight,omitempty"`
+	// Retry is set while failed work is to be retried.
+	Retry *RetryState `json:"retry,omitempty"`
+	// OrphanMitigation is set while what an uncertain bind may have created is to be
+	// deleted at the broker.
+	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
+}
+
+// BoundState is the non-secret part of the broker's bind answer.
+type BoundState struct {
+	// ParametersChecksum identifies the parameters the broker accepted.
+	ParametersChecksum string        `json:"parametersChecksum,omitempty"`
+	SyslogDrainURL     string        `json:"syslogDrainURL,omitempty"`
+	RouteServiceURL    string        `json:"routeServiceURL,omitempty"`
+	VolumeMounts       []VolumeMount `json:"volumeMounts,omitempty"`
+	Endpoints          []Endpoint    `json:"endpoints,omitempty"`
+	// ExpiresAt and RenewBefore are the binding's metadata.expires_at and renew_before.
+	ExpiresAt   *metav1.Time `json:"expiresAt,omitempty"`
+	RenewBefore *metav1.Time `json:"renewBefore,omitempty"`
+}
+
+// CredentialsSecret is the Secret a binding's credentials were written to.
+type CredentialsSecret struct {
+	Name string `json:"name"`
+	// Keys are the Secret's keys after the transforms; values are never recorded.
+	Keys      []string    `json:"keys,omitempty"`
+	WrittenAt metav1.Time `json:"writtenAt"`
+}
+
+// Endpoint is a network endpoint of a binding.
+type Endpoint struct {
+	Host string `json:"host"`
+	// Ports are single ports ("443") or ranges ("9000-9010").
+	Ports []string `json:"ports"`
+	// Protocol is tcp, udp or all; tcp when empty.
+	Protocol string `json:"protocol,omitempty"`
+}
+
+// VolumeMount is a volume mount of a binding.
+type VolumeMount struct {
+	Driver       string       `json:"driver"`
+	ContainerDir string       `json:"containerDir"`
+	Mode         string       `json:"mode"`
+	DeviceType   string       `json:"deviceType"`
+	Device       VolumeDevice `json:"device"`
+}
+
+// VolumeDevice is the device of a volume mount.
+type VolumeDevice struct {
+	VolumeID    string                `json:"volumeID"`
+	MountConfig *runtime.RawExtension `json:"mountConfig,omitempty"`
+}
+
+// ServiceBindingList is a list of bindings.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type ServiceBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServiceBinding `json:"items"`
+}

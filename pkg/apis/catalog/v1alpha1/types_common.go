@@ -1,0 +1,139 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Scope says where a broker and its classes live: cluster-wide brokers in the catalog
+// namespace (default catalog-system), namespaced brokers in the user's namespace.
+type Scope string
+
+// Scopes.
+const (
+	ScopeCluster   Scope = "Cluster"
+	ScopeNamespace Scope = "Namespace"
+)
+
+// Phase is a one-word summary of where an instance or binding is. The conditions and the
+// inFlight/retry fields hold the detail.
+type Phase string
+
+// Phases of instances and bindings.
+const (
+	// PhasePending: recorded, no broker call made yet.
+	PhasePending          Phase = "Pending"
+	PhaseProvisioning     Phase = "Provisioning"
+	PhaseUpdating         Phase = "Updating"
+	PhaseDeprovisioning   Phase = "Deprovisioning"
+	PhaseBinding          Phase = "Binding"
+	PhaseUnbinding        Phase = "Unbinding"
+	PhaseOrphanMitigation Phase = "OrphanMitigation"
+	PhaseReady            Phase = "Ready"
+	// PhaseFailed: the last operation failed; Retry says whether and when it is retried.
+	PhaseFailed Phase = "Failed"
+)
+
+// Condition types. Reasons are CamelCase words a user can search for; the engine defines
+// them.
+const (
+	ConditionReady            = "Ready"
+	ConditionFailed           = "Failed"
+	ConditionOrphanMitigation = "OrphanMitigation"
+)
+
+// OperationType is the broker call an Operation stands for.
+type OperationType string
+
+// Operation types. Orphan mitigation is a Deprovision or Unbind while the record's
+// OrphanMitigation status is set.
+const (
+	OperationProvision   OperationType = "Provision"
+	OperationUpdate      OperationType = "Update"
+	OperationDeprovision OperationType = "Deprovision"
+	OperationBind        OperationType = "Bind"
+	OperationUnbind      OperationType = "Unbind"
+)
+
+// Operation is a broker call in flight, persisted before the call is made (write-ahead) so
+// that an interrupted call can be re-sent identically.
+type Operation struct {
+	// Type is the call being made.
+	Type OperationType `json:"type"`
+	// InstanceID is the OSB instance id the call is about.
+	InstanceID string `json:"instanceID"`
+	// BindingID is the OSB binding id, for Bind and Unbind.
+	BindingID string `json:"bindingID,omitempty"`
+	// ServiceID and PlanID are the OSB service and plan ids sent.
+	ServiceID string `json:"serviceID,omitempty"`
+	PlanID    string `json:"planID,omitempty"`
+	// MaintenanceInfoVersion is the maintenance_info.version sent, if any.
+	MaintenanceInfoVersion string `json:"maintenanceInfoVersion,omitempty"`
+	// ParametersChecksum identifies the parameters sent (inline and secret-sourced).
+	ParametersChecksum string `json:"parametersChecksum,omitempty"`
+	// RequestID is the X-Broker-API-Request-Identity sent with the call.
+	RequestID string `json:"requestID,omitempty"`
+	// StartedAt is when the operation was first recorded.
+	StartedAt metav1.Time `json:"startedAt"`
+	// Async is true once the broker answered 202 Accepted: the outcome comes from polling.
+	Async bool `json:"async,omitempty"`
+	// OperationKey is the broker's operation key from the 202 answer, if it sent one.
+	OperationKey string `json:"operationKey,omitempty"`
+	// DashboardURL from a 202 answer to a provision: it is only sent then.
+	DashboardURL string `json:"dashboardURL,omitempty"`
+	// NextPollAt is when last_operation is polled next.
+	NextPollAt *metav1.Time `json:"nextPollAt,omitempty"`
+	// PollDeadline is when polling gives up and treats the operation as failed
+	// (maximum_polling_duration, or the engine's own bound).
+	PollDeadline *metav1.Time `json:"pollDeadline,omitempty"`
+	// LastDescription is the description of the last last_operation answer.
+	LastDescription string `json:"lastDescription,omitempty"`
+}
+
+// RetryState records failed attempts so a retry is never invisible. It is set while a
+// retry is scheduled and cleared when the work succeeds or fails terminally.
+type RetryState struct {
+	// Attempts counts the failed attempts so far.
+	Attempts int32 `json:"attempts"`
+	// Reason is a CamelCase word for the last failure.
+	Reason string `json:"reason,omitempty"`
+	// LastError is the last failure, with the broker's message when there was one.
+	LastError string `json:"lastError,omitempty"`
+	// LastAttemptAt is when the last attempt failed.
+	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
+	// NextRetryAt is when the next attempt is due.
+	NextRetryAt *metav1.Time `json:"nextRetryAt,omitempty"`
+}
+
+// OrphanMitigationState is set while the broker must be asked to delete what an
+// uncertain provision or bind may have created (OSB orphan mitigation).
+type OrphanMitigationState struct {
+	// Reason is a CamelCase word for what made the outcome uncertain.
+	Reason string `json:"reason"`
+	// Message explains it.
+	Message string `json:"message,omitempty"`
+	// StartedAt is when mitigation was decided.
+	StartedAt metav1.Time `json:"startedAt"`
+	// RetryAfter is true when the original call is to be made again once mitigation is
+	// done (the original error was retriable).
+	RetryAfter bool `json:"retryAfter,omitempty"`
+}
+
+// SecretReference names a Secret. An empty namespace means the namespace of the record.
+type SecretReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret in the record's namespace.
+type SecretKeyReference struct {
+	Name string `json:"name"`
+	// Key selects one key whose value is a JSON object of parameters. When empty, every
+	// key of the Secret is a parameter, with its value as a string.
+	Key string `json:"key,omitempty"`
+}
+
+// ParametersFromSource is a source of parameters other than the inline ones. Its values
+// are re-read on every call and compared by checksum, never copied into the record.
+type ParametersFromSource struct {
+	SecretKeyRef *SecretKeyReference `json:"secretKeyRef,omitempty"`
+}

@@ -1,0 +1,87 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ServiceInstance is a service instance: what the user asked for (spec), what the broker
+// is known to hold (status.provisioned) and the broker call in flight (status.inFlight).
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type ServiceInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServiceInstanceSpec   `json:"spec"`
+	Status ServiceInstanceStatus `json:"status,omitempty"`
+}
+
+// ServiceInstanceSpec is what the user asked for.
+type ServiceInstanceSpec struct {
+	// Scope is where the class's broker lives.
+	Scope Scope `json:"scope"`
+	// BrokerName is the name of the Broker record.
+	BrokerName string `json:"brokerName"`
+	// ClassExternalName and ClassID are the class's OSB name and id.
+	ClassExternalName string `json:"classExternalName"`
+	ClassID           string `json:"classID"`
+	// PlanExternalName and PlanID are the plan's OSB name and id.
+	PlanExternalName string `json:"planExternalName"`
+	PlanID           string `json:"planID"`
+	// Parameters are the inline parameters, a JSON object.
+	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+	// ParametersFrom are parameters read from Secrets, merged with the inline ones.
+	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty"`
+	// MaintenanceInfoVersion asks for an upgrade to this maintenance_info.version of the
+	// plan. Empty: whatever the plan offered when the instance was provisioned.
+	MaintenanceInfoVersion string `json:"maintenanceInfoVersion,omitempty"`
+	// ExternalID is the OSB instance id, generated once when the record is created and
+	// reused on every call.
+	ExternalID string `json:"externalID"`
+}
+
+// ServiceInstanceStatus is what the broker holds and what is being done about it.
+type ServiceInstanceStatus struct {
+	Phase Phase `json:"phase,omitempty"`
+	// Conditions: Ready, Failed, OrphanMitigation.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the generation of the spec the engine last acted on.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Provisioned is what the broker is known to hold; nil before the first provision
+	// succeeded.
+	Provisioned *ProvisionedState `json:"provisioned,omitempty"`
+	// InFlight is the broker call being made, recorded before it is made.
+	InFlight *Operation `json:"inFlight,omitempty"`
+	// Retry is set while failed work is to be retried.
+	Retry *RetryState `json:"retry,omitempty"`
+	// OrphanMitigation is set while what an uncertain provision may have created is to be
+	// deleted at the broker.
+	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
+	// Usable is the broker's instance_usable after a failed update or deprovision; nil
+	// means the broker did not say (usable).
+	Usable *bool `json:"usable,omitempty"`
+	// UpdateRepeatable is the broker's update_repeatable after a failed update.
+	UpdateRepeatable *bool `json:"updateRepeatable,omitempty"`
+}
+
+// ProvisionedState is what the broker holds for an instance.
+type ProvisionedState struct {
+	// PlanID is the OSB plan id of the instance at the broker.
+	PlanID string `json:"planID"`
+	// ParametersChecksum identifies the parameters last accepted by the broker.
+	ParametersChecksum string `json:"parametersChecksum,omitempty"`
+	// MaintenanceInfoVersion is the maintenance_info.version last accepted.
+	MaintenanceInfoVersion string `json:"maintenanceInfoVersion,omitempty"`
+	// DashboardURL is the instance's dashboard, if the broker gave one.
+	DashboardURL string `json:"dashboardURL,omitempty"`
+}
+
+// ServiceInstanceList is a list of instances.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type ServiceInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServiceInstance `json:"items"`
+}

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Lease is a claim on a record: while it is live, only Holder talks to the broker about
+// the record. It is stored as JSON in the AnnotationClaim annotation.
+type Lease struct {
+	// Holder names who drives the record, e.g. "reconcile@host/1234".
+	Holder string `json:"holder"`
+	// ExpiresAt is when the claim lapses and may be taken over.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Live reports whether the lease has not expired at now.
+func (l Lease) Live(now time.Time) bool { return now.Before(l.ExpiresAt) }
+
+// LeaseOf returns the claim on obj. An unreadable claim annotation counts as no claim, so
+// it can be taken over.
+func LeaseOf(obj metav1.Object) (Lease, bool) {
+	v, ok := obj.GetAnnotations()[AnnotationClaim]
+	if !ok {
+		return Lease{}, false
+	}
+	var l Lease
+	if err := json.Unmarshal([]byte(v), &l); err != nil || l.Holder == "" {
+		return Lease{}, false
+	}
+	return l, true
+}
+
+// SetClaim claims obj in memory for holder until now+ttl (rounded up to the second), to
+// be written together with other changes in one Update, as the engine does before a
+// broker call. It fails with a Claimed error, changing nothing, if another holder's claim
+// is live. Claiming again as the same holder renews the claim.
+func SetClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time) error {
+	if l, ok := LeaseOf(obj); ok && l.Holder != holder && l.Live(now) {
+		return &Error{Reason: ReasonClaimed, Op: "claim", Kind: kindOf(obj), Namespace: obj.GetNamespace(),
+			Name: obj.GetName(), Holder: l.Holder, Expires: l.ExpiresAt}
+	}
+	expires := now.Add(ttl)
+	if expires.Nanosecond() != 0 {
+		expires = expires.Truncate(time.Second).Add(time.Second)
+	}
+	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC()})
+	if err != nil {
+		return err
+	}
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationClaim] = string(v)
+	obj.SetAnnotations(annotations)
+	return nil
+}
+
+// ClearClaim removes holder's claim from obj in memory. It reports whether there was one;
+// another holder's claim is left alone.
+func ClearClaim(obj metav1.Object, holder string) bool {
+	l, ok := LeaseOf(obj)
+	if _, present := obj.GetAnnotations()[AnnotationClaim]; !present || (ok && l.Holder != holder) {
+		return false
+	}
+	annotations := maps.Clone(obj.GetAnnotations())
+	delete(annotations, AnnotationClaim)
+	obj.SetAnnotations(annotations)
+	return true
+}
+
+func kindOf(obj metav1.Object) string {
+	if o, ok := obj.(runtime.Object); ok {
+		return o.GetObjectKind().GroupVersionKind().Kind
+	}
+	return ""
+}
+
+// Claim claims the record obj for holder for ttl, in one write guarded by obj's
+// resourceVersion. A live claim by another holder, or any change to the record since obj
+// was read, means someone else is driving it: Claim then fails with a Claimed error
+// (IsClaimed) and the caller must re-read, not call the broker. An expired claim is taken
+// over. It returns the record as stored.
+func (r Records[T]) Claim(ctx context.Context, obj T, holder string, ttl time.Duration) (T, error) {
+	var zero T
+	obj = obj.DeepCopyObject().(T)
+	if err := SetClaim(obj, holder, ttl, r.s.now()); err != nil {
+		return zero, err
+	}
+	claimed, err := r.Update(ctx, obj)
+	if IsConflict(err) {
+		return zero, &Error{Reason: ReasonClaimed, Op: "claim", Kind: r.k.name, Namespace: obj.GetNamespace(),
+			Name: obj.GetName(), Err: errors.Unwrap(err)}
+	}
+	return claimed, err
+}
+
+// Release removes holder's claim from the record obj names. If the record changed since
+// obj was read it is read again (releasing one's own claim is safe on any version). A
+// claim by someone else is left alone. It returns the record as stored.
+func (r Records[T]) Release(ctx context.Context, obj T, holder string) (T, error) {
+	released := obj.DeepCopyObject().(T)
+	if !ClearClaim(released, holder) {
+		return obj, nil
+	}
+	stored, err := r.Update(ctx, released)
+	if !IsConflict(err) {
+		return stored, err
+	}
+	return r.updateWithRetry(ctx, obj.GetNamespace(), obj.GetName(), obj.GetUID(), func(cur T) error {
+		ClearClaim(cur, holder)
+		return nil
+	})
+}

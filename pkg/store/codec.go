@@ -1,0 +1,357 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+)
+
+// maxDataBytes is what a ConfigMap's data may hold (the API server's limit is 1 MiB for
+// keys and values together).
+const maxDataBytes = 1<<20 - len(DataKey)
+
+// kind describes how one record kind is stored.
+type kind[T v1alpha1.Record] struct {
+	name string
+	// finalize: Create adds Finalizer.
+	finalize  bool
+	newRecord func() T
+	// parts returns pointers into the record: its metadata, spec and status (nil when the
+	// kind has no status).
+	parts func(T) (meta *metav1.ObjectMeta, spec, status any)
+	// labels are the filter labels derived from the record; empty values are left out.
+	labels func(T) map[string]string
+}
+
+func brokerKind() kind[*v1alpha1.Broker] {
+	return kind[*v1alpha1.Broker]{
+		name:      v1alpha1.KindBroker,
+		newRecord: func() *v1alpha1.Broker { return &v1alpha1.Broker{} },
+		parts: func(o *v1alpha1.Broker) (*metav1.ObjectMeta, any, any) {
+			return &o.ObjectMeta, &o.Spec, &o.Status
+		},
+		labels: func(o *v1alpha1.Broker) map[string]string {
+			return map[string]string{LabelBroker: o.Name, LabelScope: string(o.Spec.Scope)}
+		},
+	}
+}
+
+func classKind() kind[*v1alpha1.ServiceClass] {
+	return kind[*v1alpha1.ServiceClass]{
+		name:      v1alpha1.KindServiceClass,
+		newRecord: func() *v1alpha1.ServiceClass { return &v1alpha1.ServiceClass{} },
+		parts: func(o *v1alpha1.ServiceClass) (*metav1.ObjectMeta, any, any) {
+			return &o.ObjectMeta, &o.Spec, &o.Status
+		},
+		labels: func(o *v1alpha1.ServiceClass) map[string]string {
+			return map[string]string{
+				LabelBroker: o.Spec.BrokerName, LabelClass: o.Spec.ExternalName, LabelScope: string(o.Spec.Scope),
+			}
+		},
+	}
+}
+
+func schemasKind() kind[*v1alpha1.ServicePlanSchemas] {
+	return kind[*v1alpha1.ServicePlanSchemas]{
+		name:      v1alpha1.KindServicePlanSchemas,
+		newRecord: func() *v1alpha1.ServicePlanSchemas { return &v1alpha1.ServicePlanSchemas{} },
+		parts: func(o *v1alpha1.ServicePlanSchemas) (*metav1.ObjectMeta, any, any) {
+			return &o.ObjectMeta, &o.Spec, nil
+		},
+		labels: func(o *v1alpha1.ServicePlanSchemas) map[string]string {
+			return map[string]string{LabelBroker: o.Spec.BrokerName, LabelScope: string(o.Spec.Scope)}
+		},
+	}
+}
+
+func instanceKind() kind[*v1alpha1.ServiceInstance] {
+	return kind[*v1alpha1.ServiceInstance]{
+		name:      v1alpha1.KindServiceInstance,
+		finalize:  true,
+		newRecord: func() *v1alpha1.ServiceInstance { return &v1alpha1.ServiceInstance{} },
+		parts: func(o *v1alpha1.ServiceInstance) (*metav1.ObjectMeta, any, any) {
+			return &o.ObjectMeta, &o.Spec, &o.Status
+		},
+		labels: func(o *v1alpha1.ServiceInstance) map[string]string {
+			return map[string]string{
+				LabelBroker: o.Spec.BrokerName, LabelClass: o.Spec.ClassExternalName,
+				LabelPlan: o.Spec.PlanExternalName, LabelScope: string(o.Spec.Scope),
+			}
+		},
+	}
+}
+
+func bindingKind() kind[*v1alpha1.ServiceBinding] {
+	return kind[*v1alpha1.ServiceBinding]{
+		name:      v1alpha1.KindServiceBinding,
+		finalize:  true,
+		newRecord: func() *v1alpha1.ServiceBinding { return &v1alpha1.ServiceBinding{} },
+		parts: func(o *v1alpha1.ServiceBinding) (*metav1.ObjectMeta, any, any) {
+			return &o.ObjectMeta, &o.Spec, &o.Status
+		},
+		labels: func(o *v1alpha1.ServiceBinding) map[string]string {
+			return map[string]string{LabelInstance: o.Spec.InstanceName}
+		},
+	}
+}
+
+// derivedLabels are the labels the store owns; whatever a record carries under these
+// keys is replaced on every write.
+func derivedLabels() []string {
+	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelScope, LabelPending, LabelManagedBy}
+}
+
+// body is the record as stored under DataKey.
+type body struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Spec       any    `json:"spec"`
+	Status     any    `json:"status,omitempty"`
+}
+
+// rawBody is body as read back.
+type rawBody struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Spec       json.RawMessage `json:"spec"`
+	Status     json.RawMessage `json:"status"`
+}
+
+// Encode returns the ConfigMap that holds record, as Update would write it: derived
+// labels, the format, generation and spec-hash annotations, and the record under DataKey.
+// record is not modified.
+func Encode(record v1alpha1.Record) (*corev1.ConfigMap, error) {
+	switch o := record.(type) {
+	case *v1alpha1.Broker:
+		return encode(brokerKind(), o, false)
+	case *v1alpha1.ServiceClass:
+		return encode(classKind(), o, false)
+	case *v1alpha1.ServicePlanSchemas:
+		return encode(schemasKind(), o, false)
+	case *v1alpha1.ServiceInstance:
+		return encode(instanceKind(), o, false)
+	case *v1alpha1.ServiceBinding:
+		return encode(bindingKind(), o, false)
+	}
+	return nil, fmt.Errorf("store: %T is not a record type", record)
+}
+
+// Decode returns the record held by cm, whatever its kind (from LabelKind).
+func Decode(cm *corev1.ConfigMap) (v1alpha1.Record, error) {
+	switch k := cm.Labels[LabelKind]; k {
+	case v1alpha1.KindBroker:
+		return decode(brokerKind(), cm)
+	case v1alpha1.KindServiceClass:
+		return decode(classKind(), cm)
+	case v1alpha1.KindServicePlanSchemas:
+		return decode(schemasKind(), cm)
+	case v1alpha1.KindServiceInstance:
+		return decode(instanceKind(), cm)
+	case v1alpha1.KindServiceBinding:
+		return decode(bindingKind(), cm)
+	default:
+		return nil, &Error{Reason: ReasonCorrupt, Op: "decode", Kind: k, Namespace: cm.Namespace, Name: cm.Name,
+			Detail: fmt.Sprintf("label %s=%q is not a record kind this release knows", LabelKind, k), configMap: cm.Name}
+	}
+}
+
+// validateName checks that name makes a valid ConfigMap name for kind k.
+func validateName(op, k, namespace, name string) error {
+	if name == "" {
+		return &Error{Reason: ReasonInvalid, Op: op, Kind: k, Namespace: namespace, Detail: "the name is empty"}
+	}
+	if errs := validation.IsDNS1123Subdomain(ConfigMapName(k, name)); len(errs) > 0 {
+		return &Error{Reason: ReasonInvalid, Op: op, Kind: k, Namespace: namespace, Name: name,
+			Detail: fmt.Sprintf("the name must be lowercase letters, digits, '-' and '.', at most %d characters (%s)",
+				validation.DNS1123SubdomainMaxLength-len(configMapPrefix(k)), strings.Join(errs, "; "))}
+	}
+	return nil
+}
+
+// encode builds the ConfigMap of obj. create is true for a new record: generation 1 and
+// the kind's finalizer.
+func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap, error) {
+	obj = obj.DeepCopyObject().(T)
+	meta, spec, status := k.parts(obj)
+	if err := validateName("write", k.name, meta.Namespace, meta.Name); err != nil {
+		return nil, err
+	}
+
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the spec of %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
+	}
+	sum := sha256.Sum256(specJSON)
+	specHash := hex.EncodeToString(sum[:8])
+
+	annotations := maps.Clone(meta.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	switch {
+	case create || meta.Generation < 1:
+		meta.Generation = 1
+	case annotations[AnnotationSpecHash] != specHash:
+		meta.Generation++
+	}
+	annotations[AnnotationFormat] = strconv.Itoa(FormatVersion)
+	annotations[AnnotationGeneration] = strconv.FormatInt(meta.Generation, 10)
+	annotations[AnnotationSpecHash] = specHash
+
+	labels := maps.Clone(meta.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, key := range derivedLabels() {
+		delete(labels, key)
+	}
+	for key, v := range k.labels(obj) {
+		if v != "" {
+			labels[key] = LabelValue(v)
+		}
+	}
+	labels[LabelKind] = k.name
+	labels[LabelManagedBy] = ManagedBy
+	if obj.HasPendingWork() {
+		labels[LabelPending] = "true"
+	}
+
+	finalizers := slices.Clone(meta.Finalizers)
+	if create && k.finalize && !slices.Contains(finalizers, Finalizer) {
+		finalizers = append(finalizers, Finalizer)
+	}
+
+	data, err := marshalBody(body{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: k.name, Spec: spec, Status: status})
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
+	}
+	if len(data) > maxDataBytes {
+		return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
+			Detail: fmt.Sprintf("%d bytes", len(data))}
+	}
+
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       ConfigMapName(k.name, meta.Name),
+			Namespace:                  meta.Namespace,
+			UID:                        meta.UID,
+			ResourceVersion:            meta.ResourceVersion,
+			CreationTimestamp:          meta.CreationTimestamp,
+			DeletionTimestamp:          meta.DeletionTimestamp,
+			DeletionGracePeriodSeconds: meta.DeletionGracePeriodSeconds,
+			Labels:                     labels,
+			Annotations:                annotations,
+			OwnerReferences:            meta.OwnerReferences,
+			Finalizers:                 finalizers,
+		},
+		Data: map[string]string{DataKey: string(data)},
+	}, nil
+}
+
+// marshalBody writes b as indented JSON, or compact JSON when indented would not fit.
+// HTML characters are not escaped: URLs with '&' stay readable.
+func marshalBody(b body) ([]byte, error) {
+	for _, indent := range []string{"  ", ""} {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", indent)
+		if err := enc.Encode(b); err != nil {
+			return nil, err
+		}
+		if buf.Len() <= maxDataBytes || indent == "" {
+			return buf.Bytes(), nil
+		}
+	}
+	panic("unreachable")
+}
+
+// decode reads the record of kind k held by cm.
+func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
+	var zero T
+	name, hasPrefix := strings.CutPrefix(cm.Name, configMapPrefix(k.name))
+	corrupt := func(format string, args ...any) (T, error) {
+		n := name
+		if !hasPrefix {
+			n = cm.Name
+		}
+		return zero, &Error{Reason: ReasonCorrupt, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: n,
+			Detail: fmt.Sprintf(format, args...), configMap: cm.Name}
+	}
+	if got := cm.Labels[LabelKind]; got != k.name {
+		return corrupt("it is labelled %s=%q, not %q", LabelKind, got, k.name)
+	}
+	if !hasPrefix || name == "" {
+		return corrupt("its name does not start with %q", configMapPrefix(k.name))
+	}
+	format, ok := cm.Annotations[AnnotationFormat]
+	if !ok {
+		return corrupt("annotation %s is missing", AnnotationFormat)
+	}
+	version, err := strconv.Atoi(format)
+	if err != nil || version < 1 {
+		return corrupt("annotation %s=%q is not a format version", AnnotationFormat, format)
+	}
+	if version > FormatVersion {
+		return zero, &Error{Reason: ReasonUnsupportedFormat, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: name,
+			Detail: fmt.Sprintf("record format %d; this release reads formats up to %d", version, FormatVersion)}
+	}
+	data, ok := cm.Data[DataKey]
+	if !ok {
+		return corrupt("data key %q is missing", DataKey)
+	}
+	// Compacting first makes embedded raw JSON (parameters, schemas) come back exactly as
+	// it was given to Encode, which compacts it, whatever the indentation of the record.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(data)); err != nil {
+		return corrupt("data key %q is not a JSON record: %v", DataKey, err)
+	}
+	var raw rawBody
+	if err := json.Unmarshal(compact.Bytes(), &raw); err != nil {
+		return corrupt("data key %q is not a JSON record: %v", DataKey, err)
+	}
+	if raw.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return zero, &Error{Reason: ReasonUnsupportedFormat, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: name,
+			Detail: fmt.Sprintf("apiVersion %q; this release reads %q", raw.APIVersion, v1alpha1.SchemeGroupVersion.String())}
+	}
+	if raw.Kind != k.name {
+		return corrupt("the record's kind is %q, not %q", raw.Kind, k.name)
+	}
+
+	obj := k.newRecord()
+	meta, spec, status := k.parts(obj)
+	if len(raw.Spec) > 0 {
+		if err := json.Unmarshal(raw.Spec, spec); err != nil {
+			return corrupt("reading the spec: %v", err)
+		}
+	}
+	if status != nil && len(raw.Status) > 0 {
+		if err := json.Unmarshal(raw.Status, status); err != nil {
+			return corrupt("reading the status: %v", err)
+		}
+	}
+	cm.ObjectMeta.DeepCopyInto(meta)
+	meta.Name = name
+	meta.ManagedFields = nil // they describe the ConfigMap's fields, not the record's
+	meta.Generation = 0
+	if g, ok := cm.Annotations[AnnotationGeneration]; ok {
+		if meta.Generation, err = strconv.ParseInt(g, 10, 64); err != nil {
+			return corrupt("annotation %s=%q is not a number", AnnotationGeneration, g)
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(k.name))
+	return obj, nil
+}

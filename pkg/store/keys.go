@@ -1,0 +1,111 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+)
+
+// Prefix is the prefix of every label, annotation and finalizer key kubectl-catalog owns:
+// the records' API group and a slash.
+const Prefix = v1alpha1.GroupName + "/"
+
+// Labels on record ConfigMaps (and, for LabelManagedBy, LabelBinding and LabelInstance, on
+// credentials Secrets). Values of LabelBroker, LabelClass, LabelPlan, LabelInstance and
+// LabelBinding go through LabelValue.
+const (
+	// LabelKind is the record's kind (v1alpha1.KindServiceInstance, ...), on every record.
+	LabelKind = Prefix + "kind"
+	// LabelBroker is the broker's record name, on brokers, classes, plan schemas and
+	// instances.
+	LabelBroker = Prefix + "broker"
+	// LabelClass is the class's external (OSB) name, on classes and instances.
+	LabelClass = Prefix + "class"
+	// LabelPlan is the plan's external (OSB) name, on instances.
+	LabelPlan = Prefix + "plan"
+	// LabelInstance is the instance's record name, on bindings and credentials Secrets.
+	LabelInstance = Prefix + "instance"
+	// LabelBinding is the binding's record name, on credentials Secrets.
+	LabelBinding = Prefix + "binding"
+	// LabelScope is the broker's scope (Cluster or Namespace), on brokers, classes, plan
+	// schemas and instances.
+	LabelScope = Prefix + "scope"
+	// LabelPending is "true" on every record with unfinished work, absent otherwise.
+	LabelPending = Prefix + "pending"
+	// LabelManagedBy is the well-known managed-by label, ManagedBy on everything the
+	// store writes.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy.
+	ManagedBy = "kubectl-catalog"
+)
+
+// Annotations on record ConfigMaps.
+const (
+	// AnnotationFormat is the format version of the record under DataKey.
+	AnnotationFormat = Prefix + "format"
+	// AnnotationGeneration is the record's generation: 1 at creation, one more on every
+	// write that changes the spec.
+	AnnotationGeneration = Prefix + "generation"
+	// AnnotationSpecHash identifies the spec last written, to detect spec changes.
+	AnnotationSpecHash = Prefix + "spec-hash"
+	// AnnotationClaim is the claim (lease) on a record: a JSON Lease, holder and expiry.
+	AnnotationClaim = Prefix + "claim"
+)
+
+// Finalizer is on every instance and binding ConfigMap until the broker confirmed the
+// delete (and the binding's Secret is gone). Run "kubectl catalog reconcile" to finish
+// what it holds back.
+const Finalizer = Prefix + "broker-cleanup"
+
+// DataKey is the ConfigMap data key holding the record.
+const DataKey = "record"
+
+// FormatVersion is the record format this release writes, and the newest it reads.
+//
+// Format 1: DataKey holds a JSON object {apiVersion, kind, spec, status} (indented, or
+// compact when indented would not fit); apiVersion is catalog.kubectl-catalog.io/v1alpha1.
+// Adding optional fields that older releases may drop does not change the format; any
+// other change does, together with a decoder for the older format.
+const FormatVersion = 1
+
+// configMapPrefixes are the per-kind ConfigMap name prefixes. Each ends with a dot and
+// none contains another dot, so the record name is whatever follows the first dot.
+func configMapPrefix(kind string) string {
+	switch kind {
+	case v1alpha1.KindBroker:
+		return "catalog-broker."
+	case v1alpha1.KindServiceClass:
+		return "catalog-class."
+	case v1alpha1.KindServicePlanSchemas:
+		return "catalog-schemas."
+	case v1alpha1.KindServiceInstance:
+		return "catalog-instance."
+	case v1alpha1.KindServiceBinding:
+		return "catalog-binding."
+	}
+	return ""
+}
+
+// ConfigMapName is the name of the ConfigMap holding the record of kind kind named name,
+// e.g. "catalog-instance.db" for the ServiceInstance "db". It is "" for an unknown kind.
+func ConfigMapName(kind, name string) string {
+	p := configMapPrefix(kind)
+	if p == "" {
+		return ""
+	}
+	return p + name
+}
+
+// LabelValue turns s into a valid label value: s itself when it is one, else "sha256-"
+// and the first 56 hex digits of its SHA-256. Selectors built by the store use the same
+// function, so filtering by a long or unusual name still works.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "sha256-" + hex.EncodeToString(sum[:])[:56]
+}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+)
+
+// Filter selects records by their labels. Empty fields select everything.
+type Filter struct {
+	// Broker is a broker's record name.
+	Broker string
+	// Class is a class's external (OSB) name.
+	Class string
+	// Plan is a plan's external (OSB) name.
+	Plan string
+	// Instance is an instance's record name (selects bindings).
+	Instance string
+	// Scope is a broker's scope.
+	Scope v1alpha1.Scope
+	// PendingOnly selects only records labelled pending.
+	PendingOnly bool
+	// Selector is an additional label selector, e.g. from the user's -l flag.
+	Selector labels.Selector
+}
+
+// selector is f as a label selector for records of kind k; nil when f.Selector selects
+// nothing (labels.Nothing()).
+func (f Filter) selector(k string) (labels.Selector, error) {
+	sel := labels.NewSelector()
+	add := func(key string, op selection.Operator, values ...string) error {
+		req, err := labels.NewRequirement(key, op, values)
+		if err != nil {
+			return err
+		}
+		sel = sel.Add(*req)
+		return nil
+	}
+	if err := add(LabelKind, selection.Equals, k); err != nil {
+		return nil, err
+	}
+	for key, v := range map[string]string{
+		LabelBroker: f.Broker, LabelClass: f.Class, LabelPlan: f.Plan, LabelInstance: f.Instance, LabelScope: string(f.Scope),
+	} {
+		if v == "" {
+			continue
+		}
+		if err := add(key, selection.Equals, LabelValue(v)); err != nil {
+			return nil, err
+		}
+	}
+	if f.PendingOnly {
+		if err := add(LabelPending, selection.Equals, "true"); err != nil {
+			return nil, err
+		}
+	}
+	if f.Selector != nil {
+		reqs, selectable := f.Selector.Requirements()
+		if !selectable {
+			return nil, nil
+		}
+		sel = sel.Add(reqs...)
+	}
+	return sel, nil
+}
+
+// List returns every record in namespace (all namespaces when namespace is "") that
+// matches f, sorted by namespace and name. It reads the ConfigMaps page by page (limit and
+// continue); if the list's snapshot expires between pages, it lists again in one request.
+//
+// A ConfigMap that does not hold a readable record does not hide the others: List returns
+// the records it could read together with an error joining one *Error per unreadable
+// ConfigMap (IsCorrupt or IsUnsupportedFormat).
+func (r Records[T]) List(ctx context.Context, namespace string, f Filter) ([]T, error) {
+	sel, err := f.selector(r.k.name)
+	if err != nil {
+		return nil, &Error{Reason: ReasonInvalid, Op: "list", Kind: r.k.name, Namespace: namespace, Detail: "bad filter", Err: err}
+	}
+	if sel == nil {
+		return nil, nil
+	}
+	var items []T
+	var bad []error
+	err = r.s.pages(ctx, namespace, sel.String(), func(cms []corev1.ConfigMap) {
+		for i := range cms {
+			obj, err := decode(r.k, &cms[i])
+			if err != nil {
+				bad = append(bad, err)
+				continue
+			}
+			items = append(items, obj)
+		}
+	}, func() { items, bad = nil, nil })
+	if err != nil {
+		return nil, apiError("list", r.k.name, namespace, "", err)
+	}
+	slices.SortFunc(items, func(a, b T) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	return items, errors.Join(bad...)
+}
+
+// pages lists the ConfigMaps matching selector page by page, handing each page to page.
+// When a continue token has expired it calls restart and lists again without paging, as
+// client-go's pager does.
+func (s *Store) pages(ctx context.Context, namespace, selector string, page func([]corev1.ConfigMap), restart func()) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: s.pageSize}
+	for {
+		list, err := s.core.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+			restart()
+			opts.Continue, opts.Limit = "", 0
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		page(list.Items)
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}

@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	metadatafake "k8s.io/client-go/metadata/fake"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+func partialConfigMap(ns, name string, labels map[string]string, change func(*metav1.PartialObjectMetadata)) *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, UID: types.UID("uid-" + name + "-" + ns)},
+	}
+	if change != nil {
+		change(p)
+	}
+	return p
+}
+
+// item summarises a WorkItem for comparison.
+type item struct {
+	kind, key        string
+	pending, deleted bool
+	holder           string
+}
+
+func TestListPending_KeepsPendingAndDeletingRecordsOnly(t *testing.T) {
+	now := metav1.NewTime(storetest.SampleTime().Time)
+	expires := now.Add(time.Minute).UTC()
+	claim, err := json.Marshal(store.Lease{Holder: "reconcile@node1/7", ExpiresAt: expires})
+	assert.NilError(t, err)
+	kind := func(k string, pending bool) map[string]string {
+		l := map[string]string{store.LabelKind: k, store.LabelManagedBy: store.ManagedBy}
+		if pending {
+			l[store.LabelPending] = "true"
+		}
+		return l
+	}
+	scheme := metadatafake.NewTestScheme()
+	assert.NilError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme,
+		partialConfigMap("dev", "catalog-instance.pending", kind(v1alpha1.KindServiceInstance, true), func(p *metav1.PartialObjectMetadata) {
+			p.Annotations = map[string]string{store.AnnotationClaim: string(claim)}
+		}),
+		partialConfigMap("dev", "catalog-instance.deleting", kind(v1alpha1.KindServiceInstance, false), func(p *metav1.PartialObjectMetadata) {
+			p.DeletionTimestamp = &now
+			p.Finalizers = []string{store.Finalizer}
+		}),
+		partialConfigMap("dev", "catalog-instance.settled", kind(v1alpha1.KindServiceInstance, false), nil),
+		partialConfigMap("dev", "catalog-binding.pending", kind(v1alpha1.KindServiceBinding, true), func(p *metav1.PartialObjectMetadata) {
+			p.Annotations = map[string]string{store.AnnotationClaim: "not json"}
+		}),
+		partialConfigMap("dev", "catalog-class.x", kind(v1alpha1.KindServiceClass, true), nil),
+		partialConfigMap("dev", "app-settings", map[string]string{store.LabelPending: "true"}, nil),
+		partialConfigMap("prod", "catalog-instance.pending", kind(v1alpha1.KindServiceInstance, true), nil),
+		partialConfigMap(storetest.CatalogNamespace, "catalog-broker.acme", kind(v1alpha1.KindBroker, true), nil),
+	)
+	st := store.New(nil, meta) // ListPending never touches the typed client
+
+	summary := func(items []store.WorkItem) []item {
+		var out []item
+		for _, i := range items {
+			it := item{kind: i.Kind, key: i.Namespace + "/" + i.Name, pending: i.Pending, deleted: i.Deleting}
+			if i.Lease != nil {
+				it.holder = fmt.Sprintf("%s until %s", i.Lease.Holder, i.Lease.ExpiresAt.Format(time.RFC3339))
+			}
+			out = append(out, it)
+		}
+		slices.SortFunc(out, func(a, b item) int {
+			return cmp.Or(strings.Compare(a.kind, b.kind), strings.Compare(a.key, b.key))
+		})
+		return out
+	}
+	tests := []struct {
+		namespace string
+		want      []item
+	}{
+		{namespace: "dev", want: []item{
+			{kind: v1alpha1.KindServiceBinding, key: "dev/pending", pending: true},
+			{kind: v1alpha1.KindServiceInstance, key: "dev/deleting", deleted: true},
+			{kind: v1alpha1.KindServiceInstance, key: "dev/pending", pending: true, holder: "reconcile@node1/7 until 2026-12-02T14:01:00Z"},
+		}},
+		{namespace: "", want: []item{
+			{kind: v1alpha1.KindBroker, key: "catalog-system/acme", pending: true},
+			{kind: v1alpha1.KindServiceBinding, key: "dev/pending", pending: true},
+			{kind: v1alpha1.KindServiceInstance, key: "dev/deleting", deleted: true},
+			{kind: v1alpha1.KindServiceInstance, key: "dev/pending", pending: true, holder: "reconcile@node1/7 until 2026-12-02T14:01:00Z"},
+			{kind: v1alpha1.KindServiceInstance, key: "prod/pending", pending: true},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("namespace %q", tc.namespace), func(t *testing.T) {
+			got, err := st.ListPending(context.Background(), tc.namespace)
+			assert.NilError(t, err)
+			assert.DeepEqual(t, summary(got), tc.want, gocmp.AllowUnexported(item{}))
+		})
+	}
+}
+
+// TestListPending_ReadsMetadataOnlyPageByPage runs against the shared fake cluster: the
+// records written through the store are found by a paged metadata list, without reading
+// any record in full.
+func TestListPending_ReadsMetadataOnlyPageByPage(t *testing.T) {
+	ctx := context.Background()
+	c, st, _ := newCluster(t, store.WithPageSize(1))
+	for i := range 3 {
+		mustCreateInstance(t, st, fmt.Sprintf("new-%d", i)) // new: pending
+	}
+	settled := mustCreateInstance(t, st, "settled")
+	settled.Status.ObservedGeneration = settled.Generation
+	_, err := st.Instances().Update(ctx, settled)
+	assert.NilError(t, err)
+	assert.NilError(t, st.Instances().Delete(ctx, "dev", "settled")) // deletion: work again
+
+	c.Core.ClearActions()
+	items, err := st.ListPending(ctx, "dev")
+	assert.NilError(t, err)
+	var names []string
+	for _, i := range items {
+		names = append(names, i.Name)
+	}
+	assert.DeepEqual(t, names, []string{"new-0", "new-1", "new-2", "settled"})
+	assert.Check(t, items[3].Deleting && !items[3].Pending)
+	assert.Equal(t, c.MetadataLists(), 4, "one page per record")
+	assert.Equal(t, len(c.Core.Actions()), 0, "no ConfigMap read in full")
+}

@@ -1,0 +1,228 @@
+package store
+
+import (
+	"context"
+	"maps"
+	"reflect"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+)
+
+// DefaultPageSize is how many ConfigMaps a list asks for per page.
+const DefaultPageSize = 500
+
+// Store reads and writes records. It holds no state of its own beyond its clients and is
+// safe for concurrent use.
+type Store struct {
+	core     kubernetes.Interface
+	meta     metadata.Interface
+	now      func() time.Time
+	pageSize int64
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock used for claims (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithPageSize sets how many ConfigMaps a list asks for per page (default
+// DefaultPageSize).
+func WithPageSize(n int64) Option { return func(s *Store) { s.pageSize = n } }
+
+// New returns a Store using core for ConfigMaps and Secrets and meta for metadata-only
+// lists (ListPending; meta may be nil if ListPending is not used).
+func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *Store {
+	s := &Store{core: core, meta: meta, now: time.Now, pageSize: DefaultPageSize}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Records reads and writes the records of one kind. Get one from Store.Brokers,
+// Store.Classes, Store.PlanSchemas, Store.Instances or Store.Bindings.
+type Records[T v1alpha1.Record] struct {
+	s *Store
+	k kind[T]
+}
+
+// Brokers reads and writes Broker records.
+func (s *Store) Brokers() Records[*v1alpha1.Broker] {
+	return Records[*v1alpha1.Broker]{s, brokerKind()}
+}
+
+// Classes reads and writes ServiceClass records.
+func (s *Store) Classes() Records[*v1alpha1.ServiceClass] {
+	return Records[*v1alpha1.ServiceClass]{s, classKind()}
+}
+
+// PlanSchemas reads and writes ServicePlanSchemas records.
+func (s *Store) PlanSchemas() Records[*v1alpha1.ServicePlanSchemas] {
+	return Records[*v1alpha1.ServicePlanSchemas]{s, schemasKind()}
+}
+
+// Instances reads and writes ServiceInstance records.
+func (s *Store) Instances() Records[*v1alpha1.ServiceInstance] {
+	return Records[*v1alpha1.ServiceInstance]{s, instanceKind()}
+}
+
+// Bindings reads and writes ServiceBinding records.
+func (s *Store) Bindings() Records[*v1alpha1.ServiceBinding] {
+	return Records[*v1alpha1.ServiceBinding]{s, bindingKind()}
+}
+
+// Kind is the record kind these Records read and write.
+func (r Records[T]) Kind() string { return r.k.name }
+
+func (r Records[T]) configMaps(namespace string) typedcorev1.ConfigMapInterface {
+	return r.s.core.CoreV1().ConfigMaps(namespace)
+}
+
+// Create stores a new record in obj's namespace, with generation 1 and, for instances and
+// bindings, Finalizer. It returns the record as stored (uid, resourceVersion, ...).
+func (r Records[T]) Create(ctx context.Context, obj T) (T, error) {
+	var zero T
+	if err := validateName("create", r.k.name, obj.GetNamespace(), obj.GetName()); err != nil {
+		return zero, err
+	}
+	cm, err := encode(r.k, obj, true)
+	if err != nil {
+		return zero, err
+	}
+	cm.ResourceVersion, cm.UID = "", ""
+	created, err := r.configMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	if err != nil {
+		return zero, apiError("create", r.k.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return decode(r.k, created)
+}
+
+// Get reads the record namespace/name.
+func (r Records[T]) Get(ctx context.Context, namespace, name string) (T, error) {
+	var zero T
+	if err := validateName("get", r.k.name, namespace, name); err != nil {
+		return zero, err
+	}
+	cm, err := r.configMaps(namespace).Get(ctx, ConfigMapName(r.k.name, name), metav1.GetOptions{})
+	if err != nil {
+		return zero, apiError("get", r.k.name, namespace, name, err)
+	}
+	return decode(r.k, cm)
+}
+
+// Update writes obj, guarded by its resourceVersion: if the record changed since obj was
+// read, it returns a Conflict error and writes nothing. It returns the record as stored.
+// The spec, status, labels, annotations, finalizers and owner references are obj's; the
+// derived labels and annotations are recomputed.
+func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
+	var zero T
+	if obj.GetResourceVersion() == "" {
+		return zero, &Error{Reason: ReasonInvalid, Op: "update", Kind: r.k.name, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+			Detail: "it has no resourceVersion; read it from the store, change it, then update it"}
+	}
+	cm, err := encode(r.k, obj, false)
+	if err != nil {
+		return zero, err
+	}
+	updated, err := r.configMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	if err != nil {
+		return zero, apiError("update", r.k.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return decode(r.k, updated)
+}
+
+// UpdateWithRetry reads the record, applies mutate and writes it; on a conflict it reads
+// the record again and re-applies mutate, a few times. Use it only for changes that are
+// right on whatever version of the record is current (a finalizer, a label, a spec edit
+// by the user), never to persist the outcome of a broker call decided on an older
+// version. If mutate returns an error, nothing is written and that error is returned. If
+// mutate changes nothing, nothing is written.
+func (r Records[T]) UpdateWithRetry(ctx context.Context, namespace, name string, mutate func(T) error) (T, error) {
+	return r.updateWithRetry(ctx, namespace, name, "", mutate)
+}
+
+// updateWithRetry is UpdateWithRetry, refusing to touch a record whose uid is not uid (a
+// record deleted and created again under the same name) when uid is set.
+func (r Records[T]) updateWithRetry(ctx context.Context, namespace, name string, uid types.UID, mutate func(T) error) (T, error) {
+	var result T
+	err := retry.OnError(retry.DefaultRetry, IsConflict, func() error {
+		current, err := r.Get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		if uid != "" && current.GetUID() != uid {
+			return &Error{Reason: ReasonNotFound, Op: "update", Kind: r.k.name, Namespace: namespace, Name: name}
+		}
+		before, err := encode(r.k, current, false)
+		if err != nil {
+			return err
+		}
+		if err := mutate(current); err != nil {
+			return err
+		}
+		after, err := encode(r.k, current, false)
+		if err != nil {
+			return err
+		}
+		if sameConfigMap(before, after) {
+			result = current
+			return nil
+		}
+		result, err = r.Update(ctx, current)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return result, nil
+}
+
+func sameConfigMap(a, b *corev1.ConfigMap) bool {
+	return maps.Equal(a.Data, b.Data) && maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		slices.Equal(a.Finalizers, b.Finalizers) && reflect.DeepEqual(a.OwnerReferences, b.OwnerReferences)
+}
+
+// Delete deletes the record namespace/name. For a record with finalizers (instances and
+// bindings) this only sets its deletionTimestamp: the record stays, marked for deletion,
+// until the engine removes the finalizer.
+func (r Records[T]) Delete(ctx context.Context, namespace, name string) error {
+	if err := validateName("delete", r.k.name, namespace, name); err != nil {
+		return err
+	}
+	err := r.configMaps(namespace).Delete(ctx, ConfigMapName(r.k.name, name), metav1.DeleteOptions{})
+	return apiError("delete", r.k.name, namespace, name, err)
+}
+
+// AddFinalizer adds Finalizer to the record obj names, re-reading it on conflict (the
+// record must still be the one obj was read from: same uid).
+func (r Records[T]) AddFinalizer(ctx context.Context, obj T) (T, error) {
+	return r.updateWithRetry(ctx, obj.GetNamespace(), obj.GetName(), obj.GetUID(), func(cur T) error {
+		if !slices.Contains(cur.GetFinalizers(), Finalizer) {
+			cur.SetFinalizers(append(cur.GetFinalizers(), Finalizer))
+		}
+		return nil
+	})
+}
+
+// RemoveFinalizer removes Finalizer from the record obj names, re-reading it on conflict
+// (the record must still be the one obj was read from: same uid). Once no finalizer is
+// left on a record marked for deletion, the API server deletes it. A record already gone
+// (or replaced by a new one of the same name) gives a NotFound error.
+func (r Records[T]) RemoveFinalizer(ctx context.Context, obj T) (T, error) {
+	return r.updateWithRetry(ctx, obj.GetNamespace(), obj.GetName(), obj.GetUID(), func(cur T) error {
+		cur.SetFinalizers(slices.DeleteFunc(cur.GetFinalizers(), func(f string) bool { return f == Finalizer }))
+		return nil
+	})
+}
