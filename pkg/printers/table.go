@@ -1,0 +1,76 @@
+// Package printers prints records the way kubectl prints objects: a
+// borderless table by default, and -o json|yaml|name|jsonpath|go-template
+// through cli-runtime's printers.
+package printers
+
+import (
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Table writes rows in kubectl's style: upper-case headers, left-aligned
+// columns separated by three spaces, no borders, no wrapping.
+type Table struct {
+	w       io.Writer
+	headers []string
+	rows    [][]string
+}
+
+// NewTable returns a table with the given column headers.
+func NewTable(w io.Writer, headers ...string) *Table {
+	return &Table{w: w, headers: headers}
+}
+
+// Append adds one row; missing cells are left empty.
+func (t *Table) Append(cells ...string) {
+	t.rows = append(t.rows, cells)
+}
+
+// Len is the number of rows appended.
+func (t *Table) Len() int { return len(t.rows) }
+
+// Render writes the table. A table without rows writes nothing: the caller
+// says "No resources found" in its own words.
+func (t *Table) Render() error {
+	if len(t.rows) == 0 {
+		return nil
+	}
+	table := tablewriter.NewTable(t.w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off, ShowHeader: tw.Off, ShowFooter: tw.Off},
+				Lines:      tw.Lines{ShowTop: tw.Off, ShowBottom: tw.Off, ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off},
+			},
+			Symbols: tw.NewSymbols(tw.StyleNone),
+		})),
+		tablewriter.WithConfig(tablewriter.Config{
+			Header: tw.CellConfig{
+				Formatting: tw.CellFormatting{AutoFormat: tw.Off, AutoWrap: tw.WrapNone, Alignment: tw.AlignLeft},
+				Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
+			},
+			Row: tw.CellConfig{
+				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone, Alignment: tw.AlignLeft},
+				Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
+			},
+		}),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	headers := make([]any, len(t.headers))
+	for i, h := range t.headers {
+		headers[i] = strings.ToUpper(h)
+	}
+	table.Header(headers...)
+	for _, r := range t.rows {
+		row := make([]string, len(t.headers))
+		copy(row, r)
+		if err := table.Append(row); err != nil {
+			return err
+		}
+	}
+	return table.Render()
+}
