@@ -16,8 +16,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
@@ -140,6 +142,29 @@ func (f *Factory) KubernetesClient() (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+// MetadataClient returns a client for metadata-only requests
+// (PartialObjectMetadata), which list records without their data.
+func (f *Factory) MetadataClient() (metadata.Interface, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return metadata.NewForConfig(cfg)
+}
+
+// Store returns the record store on the cluster of the current context.
+func (f *Factory) Store() (*store.Store, error) {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, err
+	}
+	meta, err := f.MetadataClient()
+	if err != nil {
+		return nil, err
+	}
+	return store.New(core, meta), nil
 }
 
 // DiscoveryClient returns a discovery client (server version, API groups).
