@@ -29,7 +29,15 @@ func run() int {
 	if cmdutil.ShouldPrint(err) {
 		fmt.Fprintln(f.ErrOut, "error:", err)
 	}
-	return cmdutil.ExitCode(err)
+	code := cmdutil.ExitCode(err)
+	if code == cmdutil.ExitUsage {
+		c, _, findErr := root.Find(os.Args[1:])
+		if findErr != nil || c == nil {
+			c = root
+		}
+		fmt.Fprintf(f.ErrOut, "Run '%s --help' for usage.\n", c.CommandPath())
+	}
+	return code
 }
 
 // interruptContext returns a context cancelled by the first SIGINT or

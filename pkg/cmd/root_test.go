@@ -62,9 +62,10 @@ func TestRoot_UnknownFlagIsAUsageError(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
 }
 
-func TestRoot_UnknownCommandFails(t *testing.T) {
+func TestRoot_UnknownCommandIsAUsageError(t *testing.T) {
 	_, _, err := execute(t, "no-such-command")
-	assert.Assert(t, err != nil)
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+	assert.ErrorContains(t, err, `unknown command "no-such-command"`)
 }
 
 func TestVersion_ClientOnly_PrintsClientVersion(t *testing.T) {
