@@ -192,7 +192,9 @@ func cacheRoot() (string, error) {
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("no cache directory: set %s: %w", CacheDirEnv, err)
+		// No HOME (some CI runners): a per-user directory under the
+		// system's temporary directory still survives between runs.
+		d = filepath.Join(os.TempDir(), fmt.Sprintf("kubectl-catalog-cache-%d", os.Getuid()))
 	}
 	return filepath.Join(d, "kubectl-catalog", "controlplane"), nil
 }
