@@ -8,7 +8,7 @@ GO ?= go
 BIN_DIR := bin
 BINARY := $(BIN_DIR)/kubectl-catalog
 MODULE := github.com/kubectl-catalog/kubectl-catalog
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo dev))
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w \
@@ -121,6 +121,10 @@ cluster-down: ## Stop the local control plane
 		pid=$$(cat $(CLUSTER_DIR)/pid); kill $$pid 2>/dev/null || true; \
 		while kill -0 $$pid 2>/dev/null; do sleep 0.2; done; rm -f $(CLUSTER_DIR)/pid; echo "stopped"; \
 	else echo "not running"; fi
+
+.PHONY: broker
+broker: ## Run the OSB test broker with its demo catalog on 127.0.0.1:8080 (see docs/test-broker.md)
+	$(GO) run ./test/broker/cmd/osb-test-broker --listen 127.0.0.1:8080 --username $${BROKER_USERNAME:-demo} --password $${BROKER_PASSWORD:-demo}
 
 .PHONY: demo
 demo: build tools ## Run the main job end to end on a throw-away local control plane

@@ -7,7 +7,12 @@ cd "$(dirname "$0")/../.."
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-catalog-demo-XXXXXX")
 cluster_pid=""
+broker_pid=""
 cleanup() {
+	if [ -n "$broker_pid" ]; then
+		kill "$broker_pid" 2>/dev/null || true
+		wait "$broker_pid" 2>/dev/null || true
+	fi
 	if [ -n "$cluster_pid" ]; then
 		kill "$cluster_pid" 2>/dev/null || true
 		wait "$cluster_pid" 2>/dev/null || true
@@ -38,11 +43,31 @@ KUBECONFIG=$(cat "$work/cluster-dir/ready")
 kubectl_dir=$(dirname "$(go run ./test/cmd/tools | tail -n 1)")
 mkdir -p "$work/bin"
 cp bin/kubectl-catalog "$work/bin/"
-export PATH="$work/bin:$kubectl_dir:$PATH"
+# Only directories that exist: kubectl warns about every other PATH entry.
+clean_path=""
+IFS=: read -ra path_dirs <<< "$PATH"
+for d in "${path_dirs[@]}"; do [ -d "$d" ] && clean_path="$clean_path:$d"; done
+export PATH="$work/bin:$kubectl_dir$clean_path"
+
+echo "Starting the demo OSB broker on loopback..."
+go build -o "$work/osb-test-broker" ./test/broker/cmd/osb-test-broker
+broker_user=demo
+broker_password=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+"$work/osb-test-broker" --listen 127.0.0.1:0 --username "$broker_user" --password "$broker_password" \
+	--async-delay 3s --print-url-file "$work/broker-url" --quiet > "$work/broker.log" 2>&1 &
+broker_pid=$!
+for _ in $(seq 1 100); do
+	[ -s "$work/broker-url" ] && break
+	kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; exit 1; }
+	sleep 0.1
+done
+[ -s "$work/broker-url" ] || { echo "the broker did not start"; cat "$work/broker.log"; exit 1; }
+broker_url=$(cat "$work/broker-url")
+echo "Demo broker listening at $broker_url"
 
 step kubectl plugin list
 step kubectl catalog version
 step kubectl catalog --help
 
 echo
-echo "Demo finished; stopping the control plane."
+echo "Demo finished; stopping the broker and the control plane."
