@@ -88,7 +88,14 @@ func TestRBAC_UserWithoutRoleIsRefused(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.DeveloperUser}},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
-	_, err = dev.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	// The authorizer sees new bindings through an informer: wait for it.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dev.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 	assert.NilError(t, err, "the role grants list")
 	_, err = dev.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 	assert.Assert(t, apierrors.IsForbidden(err), "the role does not grant secrets, got %v", err)
