@@ -4,7 +4,19 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/completion"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	catalogsync "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/sync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/version"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
@@ -50,9 +62,24 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	})
 	f.AddFlags(root.PersistentFlags())
 
+	getCmd := get.NewCmdGet(f)
+	getCmd.AddCommand(instance.NewCmdGetInstances(f))
+	describeCmd := describe.NewCmdDescribe(f)
+	describeCmd.AddCommand(instance.NewCmdDescribeInstance(f))
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
+		register.NewCmdRegister(f),
+		deregister.NewCmdDeregister(f),
+		catalogsync.NewCmdSync(f),
+		marketplace.NewCmdMarketplace(f),
+		getCmd,
+		describeCmd,
+		provision.NewCmdProvision(f),
+		update.NewCmdUpdate(f),
+		deprovision.NewCmdDeprovision(f),
+		touch.NewCmdTouch(f),
+		access.NewCmdAccess(f),
 	)
 	return root
 }

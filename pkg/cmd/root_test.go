@@ -43,7 +43,7 @@ func TestRoot_EveryCommandIsDocumented(t *testing.T) {
 			assert.Assert(t, c.Short != "", "no short description")
 			if c.Runnable() && c.HasParent() {
 				assert.Assert(t, c.Example != "", "no examples")
-				assert.Assert(t, is.Contains(c.Example, "kubectl catalog "+c.Name()))
+				assert.Assert(t, is.Contains(c.Example, c.CommandPath()))
 				for _, line := range strings.Split(c.Example, "\n") {
 					assert.Assert(t, !strings.HasPrefix(strings.TrimSpace(line), "kubectl-catalog "),
 						"example %q should show the kubectl form", line)

@@ -76,6 +76,17 @@ func schemasKind() kind[*v1alpha1.ServicePlanSchemas] {
 	}
 }
 
+func accessKind() kind[*v1alpha1.CatalogAccess] {
+	return kind[*v1alpha1.CatalogAccess]{
+		name:      v1alpha1.KindCatalogAccess,
+		newRecord: func() *v1alpha1.CatalogAccess { return &v1alpha1.CatalogAccess{} },
+		parts: func(o *v1alpha1.CatalogAccess) (*metav1.ObjectMeta, any, any) {
+			return &o.ObjectMeta, &o.Spec, nil
+		},
+		labels: func(*v1alpha1.CatalogAccess) map[string]string { return nil },
+	}
+}
+
 func instanceKind() kind[*v1alpha1.ServiceInstance] {
 	return kind[*v1alpha1.ServiceInstance]{
 		name:      v1alpha1.KindServiceInstance,
@@ -144,6 +155,8 @@ func Encode(record v1alpha1.Record) (*corev1.ConfigMap, error) {
 		return encode(instanceKind(), o, false)
 	case *v1alpha1.ServiceBinding:
 		return encode(bindingKind(), o, false)
+	case *v1alpha1.CatalogAccess:
+		return encode(accessKind(), o, false)
 	}
 	return nil, fmt.Errorf("store: %T is not a record type", record)
 }
@@ -161,6 +174,8 @@ func Decode(cm *corev1.ConfigMap) (v1alpha1.Record, error) {
 		return decode(instanceKind(), cm)
 	case v1alpha1.KindServiceBinding:
 		return decode(bindingKind(), cm)
+	case v1alpha1.KindCatalogAccess:
+		return decode(accessKind(), cm)
 	default:
 		return nil, &Error{Reason: ReasonCorrupt, Op: "decode", Kind: k, Namespace: cm.Namespace, Name: cm.Name,
 			Detail: fmt.Sprintf("label %s=%q is not a record kind this release knows", LabelKind, k), configMap: cm.Name}

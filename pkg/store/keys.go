@@ -85,6 +85,8 @@ func configMapPrefix(kind string) string {
 		return "catalog-instance."
 	case v1alpha1.KindServiceBinding:
 		return "catalog-binding."
+	case v1alpha1.KindCatalogAccess:
+		return "catalog-access."
 	}
 	return ""
 }

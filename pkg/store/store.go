@@ -82,6 +82,11 @@ func (s *Store) Bindings() Records[*v1alpha1.ServiceBinding] {
 	return Records[*v1alpha1.ServiceBinding]{s, bindingKind()}
 }
 
+// Access reads and writes the CatalogAccess record (access rules).
+func (s *Store) Access() Records[*v1alpha1.CatalogAccess] {
+	return Records[*v1alpha1.CatalogAccess]{s, accessKind()}
+}
+
 // Kind is the record kind these Records read and write.
 func (r Records[T]) Kind() string { return r.k.name }
 

@@ -34,6 +34,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		&ServicePlanSchemas{}, &ServicePlanSchemasList{},
 		&ServiceInstance{}, &ServiceInstanceList{},
 		&ServiceBinding{}, &ServiceBindingList{},
+		&CatalogAccess{}, &CatalogAccessList{},
 	)
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil

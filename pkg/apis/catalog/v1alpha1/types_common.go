@@ -70,6 +70,9 @@ type Operation struct {
 	MaintenanceInfoVersion string `json:"maintenanceInfoVersion,omitempty"`
 	// ParametersChecksum identifies the parameters sent (inline and secret-sourced).
 	ParametersChecksum string `json:"parametersChecksum,omitempty"`
+	// ParameterHashes identify the inline parameters the instance has once the call
+	// succeeds (see ProvisionedState.ParameterHashes).
+	ParameterHashes map[string]string `json:"parameterHashes,omitempty"`
 	// RequestID is the X-Broker-API-Request-Identity sent with the call.
 	RequestID string `json:"requestID,omitempty"`
 	// StartedAt is when the operation was first recorded.

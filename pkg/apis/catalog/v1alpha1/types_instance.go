@@ -75,6 +75,10 @@ type ProvisionedState struct {
 	MaintenanceInfoVersion string `json:"maintenanceInfoVersion,omitempty"`
 	// DashboardURL is the instance's dashboard, if the broker gave one.
 	DashboardURL string `json:"dashboardURL,omitempty"`
+	// ParameterHashes identify each inline parameter last accepted (top-level key to a
+	// hash of its JSON value), so that an update sends only the parameters that changed.
+	// Secret-sourced parameters are never hashed one by one.
+	ParameterHashes map[string]string `json:"parameterHashes,omitempty"`
 }
 
 // ServiceInstanceList is a list of instances.

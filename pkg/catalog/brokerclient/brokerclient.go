@@ -1,0 +1,207 @@
+// Package brokerclient builds OSB clients for Broker records: it reads the
+// broker's credentials from the Secret the record references, so that the
+// credentials are never copied into a record, a log or the output.
+//
+// Every caller that talks to a broker (register, sync, the instance engine,
+// reconcile) goes through Factory.ClientFor, so that authentication, TLS and
+// the originating identity are handled the same way everywhere.
+package brokerclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+)
+
+// Keys of a broker's credentials Secret.
+const (
+	// KeyUsername and KeyPassword hold basic-auth credentials (AuthBasic).
+	KeyUsername = "username"
+	KeyPassword = "password"
+	// KeyToken holds a bearer token (AuthBearer).
+	KeyToken = "token"
+)
+
+// DefaultMaxCatalogBytes caps a catalog body. It is above osb.DefaultMaxCatalogBytes
+// because a broker with 500 services of 20 plans, each with realistic schemas, sends
+// about 19 MB; the cap is there against runaway bodies, not large catalogs.
+const DefaultMaxCatalogBytes int64 = 64 << 20
+
+// Factory builds OSB clients for broker records. It is safe for concurrent use.
+type Factory struct {
+	core            kubernetes.Interface
+	identity        *osb.OriginatingIdentity
+	userAgent       string
+	timeout         time.Duration
+	maxCatalogBytes int64
+	transport       http.RoundTripper
+}
+
+// Option configures a Factory.
+type Option func(*Factory)
+
+// WithOriginatingIdentity sends id as the originating identity (the Kubernetes
+// profile's user description) on every request of the clients built.
+func WithOriginatingIdentity(id *osb.OriginatingIdentity) Option {
+	return func(f *Factory) { f.identity = id }
+}
+
+// WithUserAgent sets the User-Agent of the clients built.
+func WithUserAgent(ua string) Option {
+	return func(f *Factory) { f.userAgent = ua }
+}
+
+// WithTimeout bounds each broker request (default osb.DefaultTimeout).
+func WithTimeout(d time.Duration) Option {
+	return func(f *Factory) { f.timeout = d }
+}
+
+// WithMaxCatalogBytes caps the size of a catalog body (default DefaultMaxCatalogBytes).
+func WithMaxCatalogBytes(n int64) Option {
+	return func(f *Factory) { f.maxCatalogBytes = n }
+}
+
+// WithTransport replaces the HTTP transport, for tests. Brokers with a CA
+// bundle or InsecureSkipTLSVerify then fail: the transport decides TLS.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(f *Factory) { f.transport = rt }
+}
+
+// New returns a Factory that reads broker Secrets with core.
+func New(core kubernetes.Interface, opts ...Option) *Factory {
+	f := &Factory{core: core, maxCatalogBytes: DefaultMaxCatalogBytes}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// SecretError says why a broker's credentials could not be read.
+type SecretError struct {
+	Broker          string
+	Namespace, Name string
+	// Key is the missing or empty key, if that was the problem.
+	Key string
+	Err error
+}
+
+func (e *SecretError) Error() string {
+	ref := fmt.Sprintf("secret %q in namespace %q", e.Name, e.Namespace)
+	switch {
+	case e.Key != "":
+		return fmt.Sprintf("broker %q: %s has no %q key: add it (kubectl create secret generic %s --from-literal=%s=...) or point the broker to another Secret",
+			e.Broker, ref, e.Key, e.Name, e.Key)
+	case apierrors.IsNotFound(e.Err):
+		return fmt.Sprintf("broker %q: %s not found: create it in namespace %q, or register the broker again with the right Secret name",
+			e.Broker, ref, e.Namespace)
+	case apierrors.IsForbidden(e.Err):
+		return fmt.Sprintf("broker %q: not allowed to read %s: ask for get permission on Secrets in namespace %q",
+			e.Broker, ref, e.Namespace)
+	default:
+		return fmt.Sprintf("broker %q: cannot read %s: %v", e.Broker, ref, e.Err)
+	}
+}
+
+func (e *SecretError) Unwrap() error { return e.Err }
+
+// IsSecretError reports whether err says a broker's credentials Secret is
+// missing, unreadable or lacks a key.
+func IsSecretError(err error) bool {
+	var se *SecretError
+	return errors.As(err, &se)
+}
+
+// ClientFor returns an OSB client for broker b: its URL, credentials (read
+// now from the Secret b references, in b's namespace unless the reference
+// names one), CA bundle and TLS setting. Errors name the broker and, for
+// credentials, the Secret and key (see SecretError).
+func (f *Factory) ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client, error) {
+	if b == nil {
+		return nil, errors.New("no broker given")
+	}
+	cfg := &osb.ClientConfig{
+		URL:                 b.Spec.URL,
+		InsecureSkipVerify:  b.Spec.InsecureSkipTLSVerify,
+		Timeout:             f.timeout,
+		MaxCatalogBytes:     f.maxCatalogBytes,
+		OriginatingIdentity: f.identity,
+		UserAgent:           f.userAgent,
+		Transport:           f.transport,
+	}
+	if b.Spec.CABundle != "" {
+		cfg.CAData = []byte(b.Spec.CABundle)
+	}
+	if a := b.Spec.Auth; a != nil {
+		if err := f.loadAuth(ctx, b, a, cfg); err != nil {
+			return nil, err
+		}
+	}
+	c, err := osb.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("broker %q: cannot build a client for %s: %w", b.Name, b.Spec.URL, err)
+	}
+	return c, nil
+}
+
+func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.BrokerAuth, cfg *osb.ClientConfig) error {
+	ns := a.SecretRef.Namespace
+	if ns == "" {
+		ns = b.Namespace
+	}
+	serr := &SecretError{Broker: b.Name, Namespace: ns, Name: a.SecretRef.Name}
+	if a.SecretRef.Name == "" {
+		return fmt.Errorf("broker %q: its %s authentication names no Secret: register it again with the Secret", b.Name, a.Type)
+	}
+	if f.core == nil {
+		serr.Err = errors.New("no Kubernetes client configured")
+		return serr
+	}
+	s, err := f.core.CoreV1().Secrets(ns).Get(ctx, a.SecretRef.Name, metav1.GetOptions{})
+	if err != nil {
+		serr.Err = err
+		return serr
+	}
+	value := func(key string) (string, bool) {
+		v, ok := s.Data[key]
+		if !ok {
+			sv, sok := s.StringData[key]
+			return sv, sok
+		}
+		return string(v), true
+	}
+	switch a.Type {
+	case v1alpha1.AuthBasic:
+		user, ok := value(KeyUsername)
+		if !ok || strings.TrimSpace(user) == "" {
+			serr.Key = KeyUsername
+			return serr
+		}
+		pass, ok := value(KeyPassword)
+		if !ok {
+			serr.Key = KeyPassword
+			return serr
+		}
+		cfg.BasicAuth = &osb.BasicAuth{Username: user, Password: pass}
+	case v1alpha1.AuthBearer:
+		tok, ok := value(KeyToken)
+		if !ok || strings.TrimSpace(tok) == "" {
+			serr.Key = KeyToken
+			return serr
+		}
+		cfg.BearerToken = strings.TrimSpace(tok)
+	default:
+		return fmt.Errorf("broker %q: unknown authentication type %q (want %s or %s): register it again",
+			b.Name, a.Type, v1alpha1.AuthBasic, v1alpha1.AuthBearer)
+	}
+	return nil
+}

@@ -1,0 +1,471 @@
+// Package catalogsync fetches a broker's catalog, applies its restrictions, and writes
+// the difference into the broker's class (ServiceClass) and schema (ServicePlanSchemas)
+// records. register, "sync broker", deregister and reconcile's relist all use it.
+//
+// The OSB id is the only identity of a class or plan: a renamed class is updated in place,
+// and a class that disappears is another class than a new one with its old name.
+//
+// A fetch that fails, or a catalog that is invalid (duplicate ids, services without
+// plans), changes no class: only the broker's status records the error. Classes and plans
+// the broker stopped offering are marked removed-from-broker and kept while instances use
+// them; without instances they are deleted.
+package catalogsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// AnnotationSchemasDigest on a class record identifies the schemas last written to its
+// ServicePlanSchemas record, so that a sync with unchanged schemas does not read or
+// rewrite them.
+const AnnotationSchemasDigest = store.Prefix + "schemas-digest"
+
+// Syncer syncs brokers' catalogs into records.
+type Syncer struct {
+	st          *store.Store
+	clients     *brokerclient.Factory
+	now         func() time.Time
+	concurrency int
+}
+
+// Option configures a Syncer.
+type Option func(*Syncer)
+
+// WithClock sets the clock (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Syncer) { s.now = now } }
+
+// WithConcurrency sets how many records are written at once (default 8). Large catalogs
+// are thousands of writes; the client's QPS limit still applies.
+func WithConcurrency(n int) Option {
+	return func(s *Syncer) {
+		if n > 0 {
+			s.concurrency = n
+		}
+	}
+}
+
+// New returns a Syncer writing records with st and calling brokers with clients.
+func New(st *store.Store, clients *brokerclient.Factory, opts ...Option) *Syncer {
+	s := &Syncer{st: st, clients: clients, now: time.Now, concurrency: 8}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Result says what a sync did.
+type Result struct {
+	// Classes and Plans are what the broker offers after restrictions.
+	Classes, Plans int
+	// Changes, by class and plan.
+	ClassesAdded, ClassesUpdated, ClassesRemoved, ClassesDeleted int
+	PlansAdded, PlansRemoved, PlansDeleted                       int
+	// Kept names the classes and plans marked removed but kept because instances use
+	// them ("CLASS" or "CLASS/PLAN").
+	Kept []string
+	// Warnings are things the user should know that did not stop the sync.
+	Warnings []string
+}
+
+// Unchanged reports whether the sync changed no class or plan.
+func (r *Result) Unchanged() bool {
+	return r.ClassesAdded+r.ClassesUpdated+r.ClassesRemoved+r.ClassesDeleted+r.PlansAdded+r.PlansRemoved+r.PlansDeleted == 0
+}
+
+// Fetch gets broker b's catalog and checks it: ids present and unique (plan ids across
+// the whole catalog), names unique, at least one plan per service. Errors are *FetchError.
+func (s *Syncer) Fetch(ctx context.Context, b *v1alpha1.Broker) (*osb.CatalogResponse, error) {
+	c, err := s.clients.ClientFor(ctx, b)
+	if err != nil {
+		fe := classifyFetch(b, err)
+		if !brokerclient.IsSecretError(err) {
+			fe.Reason = ReasonClientConfig
+		}
+		return nil, fe
+	}
+	cat, err := c.GetCatalog(ctx, nil)
+	if err != nil {
+		return nil, classifyFetch(b, err)
+	}
+	if err := validate(cat); err != nil {
+		return nil, &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonInvalid, Err: err}
+	}
+	return cat, nil
+}
+
+func validate(cat *osb.CatalogResponse) error {
+	if err := cat.Validate(); err != nil {
+		return err
+	}
+	planOwner := map[string]string{}
+	var errs []error
+	for _, svc := range cat.Services {
+		for _, p := range svc.Plans {
+			if other, ok := planOwner[p.ID]; ok && other != svc.ID {
+				errs = append(errs, fmt.Errorf("plan id %q is used by services %q and %q (plan ids must be unique in the catalog)", p.ID, other, svc.ID))
+			}
+			planOwner[p.ID] = svc.ID
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sync fetches b's catalog and applies it (see Apply), then records the outcome in b's
+// status: counts, time, errors. b must have been read from the store. A fetch error is
+// recorded in the status, changes no class, and is returned.
+func (s *Syncer) Sync(ctx context.Context, b *v1alpha1.Broker) (*Result, error) {
+	restr, err := ParseRestrictions(b.Spec.CatalogRestrictions)
+	if err != nil {
+		fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonClientConfig, Err: err}
+		return nil, s.recordFailure(ctx, b, fe)
+	}
+	cat, err := s.Fetch(ctx, b)
+	if err != nil {
+		var fe *FetchError
+		errors.As(err, &fe)
+		return nil, s.recordFailure(ctx, b, fe)
+	}
+	res, err := s.Apply(ctx, b, restr.Apply(cat))
+	if err != nil {
+		fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonStoreError,
+			Err: fmt.Errorf("catalog fetched, but recording it failed: %w", err)}
+		return res, s.recordFailure(ctx, b, fe)
+	}
+	if err := s.recordSuccess(ctx, b, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func (s *Syncer) recordFailure(ctx context.Context, b *v1alpha1.Broker, fe *FetchError) error {
+	now := metav1.NewTime(s.now())
+	gen := b.Generation
+	_, err := s.st.Brokers().UpdateWithRetry(ctx, b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
+		st := &cur.Status
+		st.LastCatalogError = fe.Error()
+		st.ObservedGeneration = gen
+		attempts := int32(1)
+		if st.Retry != nil {
+			attempts = st.Retry.Attempts + 1
+		}
+		next := metav1.NewTime(now.Add(backoff(attempts)))
+		st.Retry = &v1alpha1.RetryState{Attempts: attempts, Reason: fe.Reason, LastError: fe.Error(), LastAttemptAt: &now, NextRetryAt: &next}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionFailed, Status: metav1.ConditionTrue,
+			Reason: fe.Reason, Message: fe.Error(), ObservedGeneration: gen, LastTransitionTime: now})
+		if st.LastCatalogFetch == nil {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: fe.Reason, Message: "the catalog has never been fetched", ObservedGeneration: gen, LastTransitionTime: now})
+		}
+		return nil
+	})
+	if err != nil {
+		return errors.Join(fe, fmt.Errorf("and recording the failure in broker %q failed too: %w", b.Name, err))
+	}
+	return fe
+}
+
+// backoff is the delay before retry number attempts+1: 30s doubling, capped at an hour.
+func backoff(attempts int32) time.Duration {
+	d := 30 * time.Second
+	for i := int32(1); i < attempts && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+func (s *Syncer) recordSuccess(ctx context.Context, b *v1alpha1.Broker, res *Result) error {
+	now := metav1.NewTime(s.now())
+	gen := b.Generation
+	_, err := s.st.Brokers().UpdateWithRetry(ctx, b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
+		st := &cur.Status
+		st.LastCatalogFetch = &now
+		st.LastCatalogError = ""
+		st.ObservedGeneration = gen
+		st.Retry = nil
+		st.ClassCount, st.PlanCount = int32(res.Classes), int32(res.Plans)
+		st.NextRelistAt = nil
+		if ri := cur.Spec.RelistInterval; ri != nil && ri.Duration > 0 {
+			next := metav1.NewTime(now.Add(ri.Duration))
+			st.NextRelistAt = &next
+		}
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionFailed)
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: "CatalogFetched", Message: fmt.Sprintf("%d classes and %d plans", res.Classes, res.Plans),
+			ObservedGeneration: gen, LastTransitionTime: now})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("catalog of broker %q recorded, but updating the broker's status failed: %w", b.Name, err)
+	}
+	return nil
+}
+
+// Apply writes cat (already restricted) as broker b's classes and schemas: new classes
+// and plans are created, changed ones updated, vanished ones marked removed and deleted
+// once no instance uses them. It does not touch b.
+func (s *Syncer) Apply(ctx context.Context, b *v1alpha1.Broker, cat *osb.CatalogResponse) (*Result, error) {
+	existing, err := s.st.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+	if err != nil {
+		// A corrupt class record must not make a sync recreate or delete blindly.
+		return nil, fmt.Errorf("cannot read the classes of broker %q: %w", b.Name, err)
+	}
+	byID := make(map[string]*v1alpha1.ServiceClass, len(existing))
+	for _, c := range existing {
+		byID[c.Spec.ID] = c
+	}
+	res := &Result{Classes: len(cat.Services)}
+	offered := make(map[string]bool, len(cat.Services))
+
+	var usage *instanceUsage
+	loadUsage := func() (*instanceUsage, error) {
+		if usage == nil {
+			u, err := s.instanceUsage(ctx, b)
+			if err != nil {
+				return nil, err
+			}
+			usage = u
+		}
+		return usage, nil
+	}
+
+	var mu sync.Mutex
+	var jobs []func() error
+	for i := range cat.Services {
+		svc := &cat.Services[i]
+		offered[svc.ID] = true
+		res.Plans += len(svc.Plans)
+		old := byID[svc.ID]
+		spec := classSpec(b, svc)
+		schemas := schemasSpec(b, svc)
+		schemasDigest := digest(schemas)
+
+		var status v1alpha1.ServiceClassStatus
+		if old != nil {
+			// Keep the plans the broker dropped, marked, while instances use them.
+			newIDs := map[string]bool{}
+			for _, p := range spec.Plans {
+				newIDs[p.ID] = true
+			}
+			for _, p := range old.Spec.Plans {
+				if newIDs[p.ID] {
+					continue
+				}
+				u, err := loadUsage()
+				if err != nil {
+					return res, err
+				}
+				if u.planUsed(svc.ID, p.ID) {
+					spec.Plans = append(spec.Plans, p)
+					status.Plans = append(status.Plans, v1alpha1.ServicePlanStatus{ID: p.ID, RemovedFromBroker: true})
+					if !old.PlanRemoved(p.ID) {
+						res.PlansRemoved++
+					}
+					res.Kept = append(res.Kept, spec.ExternalName+"/"+p.ExternalName)
+				} else {
+					res.PlansDeleted++
+				}
+			}
+			for _, p := range spec.Plans {
+				if old.PlanByID(p.ID) == nil {
+					res.PlansAdded++
+				}
+			}
+		} else {
+			res.PlansAdded += len(spec.Plans)
+		}
+
+		switch {
+		case old == nil:
+			res.ClassesAdded++
+			jobs = append(jobs, func() error {
+				if err := s.writeSchemas(ctx, b, svc.ID, schemas, nil); err != nil {
+					return err
+				}
+				c := &v1alpha1.ServiceClass{
+					ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: v1alpha1.ClassRecordName(b.Name, svc.ID),
+						Annotations: map[string]string{AnnotationSchemasDigest: schemasDigest}},
+					Spec: spec, Status: status,
+				}
+				_, err := s.st.Classes().Create(ctx, c)
+				if store.IsAlreadyExists(err) {
+					// A record left by a sync that was interrupted between listing and
+					// writing: overwrite it with what the broker offers now.
+					_, err = s.st.Classes().UpdateWithRetry(ctx, c.Namespace, c.Name, func(cur *v1alpha1.ServiceClass) error {
+						cur.Spec, cur.Status = spec, status
+						setAnnotation(&cur.ObjectMeta, AnnotationSchemasDigest, schemasDigest)
+						return nil
+					})
+				}
+				return err
+			})
+		default:
+			sameSpec := digest(old.Spec) == digest(spec)
+			sameStatus := digest(old.Status) == digest(status)
+			sameSchemas := old.Annotations[AnnotationSchemasDigest] == schemasDigest
+			if sameSpec && sameStatus && sameSchemas {
+				continue
+			}
+			if !sameSpec || old.Status.RemovedFromBroker {
+				res.ClassesUpdated++
+			}
+			old := old
+			jobs = append(jobs, func() error {
+				if !sameSchemas {
+					if err := s.writeSchemas(ctx, b, svc.ID, schemas, old); err != nil {
+						return err
+					}
+				}
+				old = old.DeepCopy()
+				old.Spec, old.Status = spec, status
+				setAnnotation(&old.ObjectMeta, AnnotationSchemasDigest, schemasDigest)
+				_, err := s.st.Classes().Update(ctx, old)
+				return err
+			})
+		}
+	}
+
+	// Classes the broker no longer offers.
+	var gone []*v1alpha1.ServiceClass
+	for _, c := range existing {
+		if !offered[c.Spec.ID] {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) > 0 {
+		u, err := loadUsage()
+		if err != nil {
+			return res, err
+		}
+		for _, c := range gone {
+			if u.classUsed(c.Spec.ID) {
+				if c.Status.RemovedFromBroker {
+					res.Kept = append(res.Kept, c.Spec.ExternalName)
+					continue
+				}
+				res.ClassesRemoved++
+				res.Kept = append(res.Kept, c.Spec.ExternalName)
+				jobs = append(jobs, func() error {
+					_, err := s.st.Classes().UpdateWithRetry(ctx, c.Namespace, c.Name, func(cur *v1alpha1.ServiceClass) error {
+						cur.Status.RemovedFromBroker = true
+						return nil
+					})
+					return err
+				})
+				continue
+			}
+			res.ClassesDeleted++
+			jobs = append(jobs, func() error { return s.deleteClass(ctx, c.Namespace, c.Name) })
+		}
+	}
+	if usage != nil && usage.warning != "" {
+		res.Warnings = append(res.Warnings, usage.warning)
+	}
+	slices.Sort(res.Kept)
+
+	err = s.run(jobs, &mu)
+	return res, err
+}
+
+func setAnnotation(m *metav1.ObjectMeta, k, v string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = v
+}
+
+// run runs jobs on a bounded pool and joins their errors.
+func (s *Syncer) run(jobs []func() error, mu *sync.Mutex) error {
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.concurrency)
+	for _, job := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := job(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 5 {
+		errs = append(errs[:5], fmt.Errorf("and %d more errors", len(errs)-5))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Syncer) writeSchemas(ctx context.Context, b *v1alpha1.Broker, classID string, spec v1alpha1.ServicePlanSchemasSpec, old *v1alpha1.ServiceClass) error {
+	name := v1alpha1.ClassRecordName(b.Name, classID)
+	if old != nil {
+		_, err := s.st.PlanSchemas().UpdateWithRetry(ctx, b.Namespace, name, func(cur *v1alpha1.ServicePlanSchemas) error {
+			cur.Spec = spec
+			return nil
+		})
+		if !store.IsNotFound(err) {
+			return err
+		}
+	}
+	_, err := s.st.PlanSchemas().Create(ctx, &v1alpha1.ServicePlanSchemas{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: name}, Spec: spec,
+	})
+	if store.IsAlreadyExists(err) {
+		_, err = s.st.PlanSchemas().UpdateWithRetry(ctx, b.Namespace, name, func(cur *v1alpha1.ServicePlanSchemas) error {
+			cur.Spec = spec
+			return nil
+		})
+	}
+	return err
+}
+
+// deleteClass deletes a class record and then its schemas: never a visible class without
+// schemas.
+func (s *Syncer) deleteClass(ctx context.Context, namespace, name string) error {
+	if err := s.st.Classes().Delete(ctx, namespace, name); err != nil && !store.IsNotFound(err) {
+		return err
+	}
+	if err := s.st.PlanSchemas().Delete(ctx, namespace, name); err != nil && !store.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// DeleteCatalog deletes every class and schema record of broker b (for deregister).
+func (s *Syncer) DeleteCatalog(ctx context.Context, b *v1alpha1.Broker) (int, error) {
+	classes, listErr := s.st.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+	var jobs []func() error
+	for _, c := range classes {
+		jobs = append(jobs, func() error { return s.deleteClass(ctx, c.Namespace, c.Name) })
+	}
+	// Schemas whose class record is already gone (an interrupted deregister).
+	schemas, err := s.st.PlanSchemas().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+	listErr = errors.Join(listErr, err)
+	for _, sc := range schemas {
+		if !slices.ContainsFunc(classes, func(c *v1alpha1.ServiceClass) bool { return c.Name == sc.Name }) {
+			jobs = append(jobs, func() error {
+				if err := s.st.PlanSchemas().Delete(ctx, sc.Namespace, sc.Name); err != nil && !store.IsNotFound(err) {
+					return err
+				}
+				return nil
+			})
+		}
+	}
+	var mu sync.Mutex
+	return len(classes), errors.Join(listErr, s.run(jobs, &mu))
+}

@@ -1,0 +1,111 @@
+package catalog
+
+import (
+	"context"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// DriveOptions tune DriveInstance.
+type DriveOptions struct {
+	// Progress is called after every step, and about every Tick while waiting.
+	Progress func(Result)
+	// StopWhenWaiting returns at the first wait that is not immediate: a verb without
+	// --wait does the work it can do now (a sync call, orphan mitigation) and leaves
+	// polling to a later --wait or reconcile.
+	StopWhenWaiting bool
+	// Tick is how often Progress is called while waiting; default 1 second.
+	Tick time.Duration
+}
+
+// DriveInstance calls StepInstance until the instance settles, needs the user, is gone,
+// or ctx ends (its deadline is --timeout). While it waits for an async operation it
+// renews its claim, so reconcile leaves the record to it.
+func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
+	if o.Tick <= 0 {
+		o.Tick = time.Second
+	}
+	var last Result
+	immediate := 0
+	for {
+		inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+		if store.IsNotFound(err) {
+			return Result{State: StateDeleted, Message: "deprovisioned"}, nil
+		}
+		if err != nil {
+			return last, err
+		}
+		res, err := e.StepInstance(ctx, inst)
+		if res.Instance == nil && res.State == StateWaiting {
+			res.Instance = inst
+		}
+		last = res
+		if o.Progress != nil {
+			o.Progress(res)
+		}
+		if err != nil || res.Done() {
+			return res, err
+		}
+		if res.RequeueAfter <= 0 {
+			// Immediate work (a conflict re-read, orphan mitigation right after a failed
+			// provision): go on, but never spin.
+			immediate++
+			if o.StopWhenWaiting && immediate > 10 {
+				return res, nil
+			}
+			res.RequeueAfter = 50 * time.Millisecond * time.Duration(min(immediate, 20))
+		} else {
+			immediate = 0
+			if o.StopWhenWaiting {
+				return res, nil
+			}
+		}
+		if err := e.wait(ctx, res, o); err != nil {
+			return last, err
+		}
+	}
+}
+
+// wait sleeps until the next step is due, reporting progress every tick and renewing an
+// async operation's claim before it runs low.
+func (e *Engine) wait(ctx context.Context, res Result, o DriveOptions) error {
+	deadline := e.now().Add(res.RequeueAfter)
+	for {
+		left := deadline.Sub(e.now())
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(min(left, o.Tick))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if res.Instance != nil && res.Instance.Status.InFlight != nil && res.Instance.Status.InFlight.Async {
+			if l, ok := store.LeaseOf(res.Instance); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(e.now()) < e.cfg.ClaimTTL/2 {
+				if renewed, err := e.cfg.Store.Instances().Claim(ctx, res.Instance, e.cfg.Holder, e.cfg.ClaimTTL); err == nil {
+					res.Instance = renewed
+				}
+			}
+		}
+		if o.Progress != nil && deadline.Sub(e.now()) > 0 {
+			o.Progress(res)
+		}
+	}
+}
+
+// Release drops this engine's claim on the instance, so reconcile may drive it at once.
+// It is what a verb does when it stops waiting.
+func (e *Engine) Release(ctx context.Context, inst *v1alpha1.ServiceInstance) error {
+	if l, ok := store.LeaseOf(inst); !ok || l.Holder != e.cfg.Holder {
+		return nil
+	}
+	_, err := e.cfg.Store.Instances().Release(ctx, inst, e.cfg.Holder)
+	if store.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

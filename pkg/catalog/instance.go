@@ -1,0 +1,1014 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// StepInstance moves an instance one step toward its spec: it polls the operation in
+// flight, re-sends an interrupted call, deprovisions (for a deletion or orphan
+// mitigation), provisions or updates, in that order, making at most one broker call.
+// Before any broker call it stores the call in status.inFlight together with a claim, in
+// one write guarded by resourceVersion; if that write conflicts, someone else drives the
+// record and no call is made. Broker failures are recorded in the record and reported
+// in the Result, not as errors; an error means the record could not be read or written
+// (or ctx ended, in which case the record is left pending for the next step).
+func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance) (Result, error) {
+	inst := in.DeepCopy()
+	now := e.now()
+	if l, ok := store.LeaseOf(inst); ok && l.Holder != e.cfg.Holder && l.Live(now) {
+		return Result{Instance: inst, State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
+			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
+	}
+	deleting := inst.DeletionTimestamp != nil
+	if op := inst.Status.InFlight; op != nil {
+		if op.Async {
+			return e.poll(ctx, inst)
+		}
+		// A deletion needs no provision or update: whatever an interrupted one did is
+		// removed by the deprovision, which also answers 410 if the broker never saw it.
+		if !deleting || op.Type == v1alpha1.OperationDeprovision {
+			if d := e.retryWait(inst, string(op.Type)); d > 0 {
+				return e.resultOf(inst), nil
+			}
+			switch op.Type {
+			case v1alpha1.OperationProvision:
+				return e.provision(ctx, inst, op)
+			case v1alpha1.OperationUpdate:
+				return e.update(ctx, inst, op)
+			case v1alpha1.OperationDeprovision:
+				return e.deprovision(ctx, inst, op)
+			default:
+				return Result{}, fmt.Errorf("instance %s/%s has an in-flight operation of unknown type %q", inst.Namespace, inst.Name, op.Type)
+			}
+		}
+	}
+	if deleting || inst.Status.OrphanMitigation != nil {
+		return e.deprovision(ctx, inst, nil)
+	}
+	if inst.Status.Provisioned == nil {
+		return e.provision(ctx, inst, nil)
+	}
+	return e.update(ctx, inst, nil)
+}
+
+// target is what a broker call needs from other records.
+type target struct {
+	broker *v1alpha1.Broker
+	client osb.Client
+	class  *v1alpha1.ServiceClass // nil when the class record is gone
+}
+
+func (t target) plan(id string) *v1alpha1.ServicePlan {
+	if t.class == nil {
+		return nil
+	}
+	return t.class.PlanByID(id)
+}
+
+// brokerNamespace is where the instance's broker and classes live.
+func (e *Engine) brokerNamespace(inst *v1alpha1.ServiceInstance) string {
+	if inst.Spec.Scope == v1alpha1.ScopeCluster {
+		return e.cfg.CatalogNamespace
+	}
+	return inst.Namespace
+}
+
+func (e *Engine) target(ctx context.Context, inst *v1alpha1.ServiceInstance) (target, error) {
+	ns := e.brokerNamespace(inst)
+	b, err := e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
+	if err != nil {
+		return target{}, fmt.Errorf("broker %q of instance %q: %w", inst.Spec.BrokerName, inst.Name, err)
+	}
+	c, err := e.cfg.Brokers.ClientFor(ctx, b)
+	if err != nil {
+		return target{}, fmt.Errorf("cannot talk to broker %q: %w", b.Name, err)
+	}
+	class, err := e.cfg.Store.Classes().Get(ctx, ns, v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	if err != nil && !store.IsNotFound(err) {
+		return target{}, err
+	}
+	if err != nil {
+		class = nil
+	}
+	return target{broker: b, client: c, class: class}, nil
+}
+
+func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance) (Parameters, error) {
+	return ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom,
+		func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+			s, err := e.cfg.Store.GetSecret(ctx, ns, name)
+			if err != nil {
+				return nil, err
+			}
+			return s.Data, nil
+		})
+}
+
+// osbContext is the Kubernetes context object and the deprecated GUIDs.
+func (e *Engine) osbContext(ctx context.Context, inst *v1alpha1.ServiceInstance) (*osb.KubernetesContext, string, string, error) {
+	cluster, err := e.cfg.Platform.ClusterID(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	space, err := e.cfg.Platform.NamespaceUID(ctx, inst.Namespace)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return &osb.KubernetesContext{
+		Platform: osb.PlatformKubernetes, Namespace: inst.Namespace, ClusterID: cluster, InstanceName: inst.Name,
+	}, cluster, space, nil
+}
+
+// requestOptions carry the request id of the operation (the same on every re-send) and
+// the user's identity, which orphan mitigation does not send: it is the platform's own
+// clean-up, not the user's request.
+func (e *Engine) requestOptions(ctx context.Context, requestID string, mitigation bool) (osb.RequestOptions, error) {
+	o := osb.RequestOptions{RequestIdentity: requestID}
+	if mitigation {
+		o.OmitOriginatingIdentity = true
+		return o, nil
+	}
+	id, err := e.cfg.Platform.Identity(ctx)
+	if err != nil {
+		return o, err
+	}
+	if id == nil {
+		o.OmitOriginatingIdentity = true
+	}
+	o.OriginatingIdentity = id
+	return o, nil
+}
+
+// retryWait is how long a retry of action is still held back by status.retry.
+func (e *Engine) retryWait(inst *v1alpha1.ServiceInstance, action string) time.Duration {
+	r := inst.Status.Retry
+	if r == nil || r.NextRetryAt == nil {
+		return 0
+	}
+	if a := actionOf(r.Reason); a != "" && a != action {
+		return 0
+	}
+	return r.NextRetryAt.Sub(e.now())
+}
+
+// terminallyFailed reports a failure recorded for the current spec that retrying will
+// not fix: the record waits for the user.
+func terminallyFailed(inst *v1alpha1.ServiceInstance) bool {
+	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionFailed)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == inst.Generation && inst.Status.Retry == nil
+}
+
+func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil {
+		if terminallyFailed(inst) {
+			return e.resultOf(inst), nil
+		}
+		if d := e.retryWait(inst, actionProvision); d > 0 {
+			return e.resultOf(inst), nil
+		}
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	params, err := e.parameters(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonParametersUnavailable, err)
+	}
+	kctx, org, space, err := e.osbContext(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationProvision, InstanceID: inst.Spec.ExternalID,
+		ServiceID: inst.Spec.ClassID, PlanID: inst.Spec.PlanID,
+		MaintenanceInfoVersion: inst.Spec.MaintenanceInfoVersion,
+		RequestID:              newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if op.MaintenanceInfoVersion == "" {
+		if p := t.plan(op.PlanID); p != nil && p.MaintenanceInfo != nil {
+			op.MaintenanceInfoVersion = p.MaintenanceInfo.Version
+		}
+	}
+	if prev != nil {
+		// A re-send must be the identical request: same ids, plan and request id.
+		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
+		op.MaintenanceInfoVersion, op.RequestID, op.StartedAt = prev.MaintenanceInfoVersion, prev.RequestID, prev.StartedAt
+	}
+	op.ParametersChecksum, op.ParameterHashes = params.Checksum(), params.InlineHashes()
+	opts, err := e.requestOptions(ctx, op.RequestID, false)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	stored, ok, err := e.writeAhead(ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
+		fmt.Sprintf("sending the provision request to broker %q", t.broker.Name))
+	if !ok || err != nil {
+		return e.reread(ctx, inst, err)
+	}
+	req := &osb.ProvisionRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
+		ServiceID: op.ServiceID, PlanID: op.PlanID, Context: kctx,
+		OrganizationGUID: org, SpaceGUID: space, Parameters: params.JSON(),
+	}
+	if op.MaintenanceInfoVersion != "" {
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	resp, callErr := t.client.Provision(ctx, req)
+	if ctx.Err() != nil {
+		return e.interrupted(stored, ctx.Err())
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpProvision, osb.OutcomeOf(resp.Status(), callErr))
+	if act.RefetchCatalog {
+		e.refreshCatalog(ctx, t.broker)
+	}
+	return e.finish(ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		switch {
+		case act.Result == osb.ResultSucceeded:
+			e.succeeded(x, resp.DashboardURL, now)
+		case act.Poll:
+			e.accepted(x, t, resp.Operation, resp.DashboardURL, ReasonProvisionInProgress, "the broker is provisioning", now)
+		case act.OrphanMitigation:
+			e.startMitigation(x, act, describe(callErr, resp.Status()), now)
+		case act.Terminal:
+			e.terminalFailure(x, ReasonProvisionRejected, describe(callErr, resp.Status())+": change the instance's spec (plan or parameters) or deprovision it", now)
+		default:
+			e.retryLater(x, provisionRetryReason(act), describe(callErr, resp.Status()), act.RefetchCatalog && x.Status.Retry == nil, now)
+		}
+	})
+}
+
+func provisionRetryReason(act osb.Action) string {
+	switch {
+	case act.WaitForOtherOperation:
+		return ReasonProvisionBlockedByConcurrentOperation
+	case act.RefetchCatalog:
+		return ReasonProvisionMaintenanceInfoConflict
+	}
+	return ReasonProvisionCallFailed
+}
+
+func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil {
+		if d := e.retryWait(inst, actionUpdate); d > 0 {
+			return e.resultOf(inst), nil
+		}
+	}
+	prov := inst.Status.Provisioned
+	params, err := e.parameters(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonParametersUnavailable, err)
+	}
+	targetMI := prov.MaintenanceInfoVersion
+	if inst.Spec.MaintenanceInfoVersion != "" {
+		targetMI = inst.Spec.MaintenanceInfoVersion
+	}
+	planChange := inst.Spec.PlanID != prov.PlanID
+	miChange := targetMI != prov.MaintenanceInfoVersion
+	paramsChange := params.Checksum() != prov.ParametersChecksum
+	if !planChange && !miChange && !paramsChange {
+		return e.settle(ctx, inst)
+	}
+	if prev == nil && terminallyFailed(inst) {
+		return e.resultOf(inst), nil
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	if planChange && t.class != nil {
+		if cur := t.plan(prov.PlanID); cur != nil && !t.class.EffectivePlanUpdateable(cur) {
+			return e.persistTerminal(ctx, inst, ReasonUpdateRejected, fmt.Sprintf(
+				"plan %q of class %q cannot be changed (the broker says plan_updateable: false): set the plan back or deprovision and provision again",
+				cur.ExternalName, t.class.Spec.ExternalName))
+		}
+	}
+	kctx, _, _, err := e.osbContext(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationUpdate, InstanceID: inst.Spec.ExternalID, ServiceID: inst.Spec.ClassID,
+		PlanID: inst.Spec.PlanID, MaintenanceInfoVersion: targetMI,
+		ParametersChecksum: params.Checksum(), ParameterHashes: params.InlineHashes(),
+		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if prev != nil {
+		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+	}
+	opts, err := e.requestOptions(ctx, op.RequestID, false)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	req := &osb.UpdateRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
+		ServiceID: op.ServiceID, Context: kctx,
+		PreviousValues: &osb.PreviousValues{PlanID: prov.PlanID},
+	}
+	if prov.MaintenanceInfoVersion != "" {
+		req.PreviousValues.MaintenanceInfo = &osb.MaintenanceInfo{Version: prov.MaintenanceInfoVersion}
+	}
+	var changes []string
+	if planChange {
+		req.PlanID = op.PlanID
+		changes = append(changes, "plan "+inst.Spec.PlanExternalName)
+	}
+	if paramsChange {
+		req.Parameters = params.Changed(prov.ParameterHashes)
+		changes = append(changes, "parameters")
+	}
+	if miChange {
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: targetMI}
+		changes = append(changes, "maintenance version "+targetMI)
+	}
+	stored, ok, err := e.writeAhead(ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
+		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
+	if !ok || err != nil {
+		return e.reread(ctx, inst, err)
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	resp, callErr := t.client.Update(ctx, req)
+	if ctx.Err() != nil {
+		return e.interrupted(stored, ctx.Err())
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpUpdate, osb.OutcomeOf(resp.Status(), callErr))
+	if act.RefetchCatalog {
+		e.refreshCatalog(ctx, t.broker)
+	}
+	var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
+	return e.finish(ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		switch {
+		case act.Result == osb.ResultSucceeded:
+			e.succeeded(x, resp.DashboardURL, now)
+		case act.Poll:
+			e.accepted(x, t, resp.Operation, "", ReasonUpdateInProgress, "the broker is updating", now)
+		default:
+			e.updateFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+		}
+	})
+}
+
+// updateFailed records a failed update: what the broker holds is unchanged, and its
+// instance_usable and update_repeatable are kept for the user to see.
+func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
+	x.Status.Usable = o.InstanceUsable
+	x.Status.UpdateRepeatable = o.UpdateRepeatable
+	if act.InstanceUnusable {
+		msg += " (the broker says the instance is not usable until an update succeeds)"
+	}
+	switch {
+	case act.Terminal && o.UpdateRepeatable != nil && !*o.UpdateRepeatable:
+		e.terminalFailure(x, ReasonUpdateNotRepeatable, msg+": the broker says this update cannot be repeated; change the spec again to try another", now)
+	case act.Terminal:
+		e.terminalFailure(x, ReasonUpdateRejected, msg+": change the instance's spec to try again", now)
+	case act.WaitForOtherOperation:
+		e.retryLater(x, ReasonUpdateBlockedByConcurrentOperation, msg, false, now)
+	case act.RefetchCatalog:
+		e.retryLater(x, ReasonUpdateMaintenanceInfoConflict, msg, x.Status.Retry == nil, now)
+	case async:
+		e.retryLater(x, ReasonUpdateFailed, msg, false, now)
+	default:
+		e.retryLater(x, ReasonUpdateCallFailed, msg, false, now)
+	}
+}
+
+func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+	deleting := inst.DeletionTimestamp != nil
+	mitigating := !deleting
+	if deleting {
+		if res, blocked, err := e.waitForBindings(ctx, inst); blocked || err != nil {
+			return res, err
+		}
+		// Every uncertain outcome of a provision sets inFlight or orphan mitigation, and
+		// a 4xx leaves nothing at the broker: with neither, there is nothing to delete.
+		if inst.Status.Provisioned == nil && inst.Status.InFlight == nil && inst.Status.OrphanMitigation == nil {
+			return e.release(ctx, inst)
+		}
+	}
+	action := actionDeprovision
+	if mitigating {
+		action = actionOrphanMitigation
+	}
+	if prev == nil {
+		if d := e.retryWait(inst, action); d > 0 {
+			return e.resultOf(inst), nil
+		}
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationDeprovision, InstanceID: inst.Spec.ExternalID, ServiceID: inst.Spec.ClassID,
+		PlanID: brokerPlanID(inst), RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if prev != nil && prev.Type == v1alpha1.OperationDeprovision {
+		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
+		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+	}
+	opts, err := e.requestOptions(ctx, op.RequestID, mitigating)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	phase, reason, msg := v1alpha1.PhaseDeprovisioning, ReasonDeprovisionRequestInFlight, fmt.Sprintf("sending the deprovision request to broker %q", t.broker.Name)
+	if mitigating {
+		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
+		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
+	}
+	stored, ok, err := e.writeAhead(ctx, inst, op, phase, reason, msg)
+	if !ok || err != nil {
+		return e.reread(ctx, inst, err)
+	}
+	req := &osb.DeprovisionRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	resp, callErr := t.client.Deprovision(ctx, req)
+	if ctx.Err() != nil {
+		return e.interrupted(stored, ctx.Err())
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	outcome := osb.OutcomeOf(resp.Status(), callErr)
+	act := osb.Decide(osb.OpDeprovision, outcome)
+	if act.Result == osb.ResultSucceeded {
+		return e.gone(ctx, stored, op.RequestID)
+	}
+	return e.finish(ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		if act.Poll {
+			r := ReasonDeprovisionInProgress
+			if mitigating {
+				r = ReasonOrphanMitigationInProgress
+			}
+			e.accepted(x, t, resp.Operation, "", r, "the broker is deprovisioning", now)
+			return
+		}
+		e.deleteFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+	})
+}
+
+// deleteFailed records a failed deprovision (or orphan mitigation): the broker may still
+// hold the instance, so it is retried with backoff, visibly, until it succeeds or the
+// user abandons the instance.
+func (e *Engine) deleteFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
+	if act.InstanceUnusable {
+		f := false
+		x.Status.Usable = &f
+	}
+	reason := ReasonDeprovisionCallFailed
+	switch {
+	case x.DeletionTimestamp == nil && async:
+		reason = ReasonOrphanMitigationFailed
+	case x.DeletionTimestamp == nil:
+		reason = ReasonOrphanMitigationCallFailed
+	case act.WaitForOtherOperation:
+		reason = ReasonDeprovisionBlockedByConcurrentOperation
+	case async:
+		reason = ReasonDeprovisionFailed
+	}
+	if x.DeletionTimestamp != nil {
+		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: "kubectl catalog deprovision %s --abandon")`, x.Name)
+	}
+	e.retryLater(x, reason, msg, false, now)
+	if x.Status.OrphanMitigation != nil {
+		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, reason, msg, now)
+	}
+}
+
+// brokerPlanID is the plan the broker has the instance on: the one provisioned, else the
+// one a provision was (or is being) attempted with.
+func brokerPlanID(inst *v1alpha1.ServiceInstance) string {
+	switch {
+	case inst.Status.Provisioned != nil:
+		return inst.Status.Provisioned.PlanID
+	case inst.Status.InFlight != nil && inst.Status.InFlight.PlanID != "":
+		return inst.Status.InFlight.PlanID
+	}
+	return inst.Spec.PlanID
+}
+
+// waitForBindings marks the instance's bindings for deletion and reports whether any is
+// left: an instance is never deprovisioned under a binding.
+func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
+	bs, err := e.cfg.Store.Bindings().List(ctx, inst.Namespace, store.Filter{Instance: inst.Name})
+	if err != nil {
+		return Result{}, false, err
+	}
+	if len(bs) == 0 {
+		return Result{}, false, nil
+	}
+	names := make([]string, 0, len(bs))
+	for _, b := range bs {
+		names = append(names, b.Name)
+		if b.DeletionTimestamp == nil {
+			if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+				return Result{}, false, err
+			}
+		}
+	}
+	msg := fmt.Sprintf("waiting for its bindings (%s) to be unbound first; they are marked for deletion", strings.Join(names, ", "))
+	x := inst.DeepCopy()
+	now := e.now()
+	x.Status.Phase = v1alpha1.PhaseDeprovisioning
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeprovisionBlockedByExistingBindings, msg, now)
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		res, err := e.reread(ctx, inst, nil)
+		return res, true, err
+	}
+	if err != nil {
+		return Result{}, true, err
+	}
+	return Result{Instance: stored, State: StateWaiting, RequeueAfter: e.cfg.PollInterval, Message: msg}, true, nil
+}
+
+func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+	op := inst.Status.InFlight
+	now := e.now()
+	if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
+		return e.resultOf(inst), nil
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil
+	opts, err := e.requestOptions(ctx, "", mitigating)
+	if err != nil {
+		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	// Polling is a broker call too: hold the claim while doing it, renewing it only
+	// when it runs low so a long --wait costs one write per poll at most.
+	if l, ok := store.LeaseOf(inst); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
+		claimed, err := e.cfg.Store.Instances().Claim(ctx, inst, e.cfg.Holder, e.cfg.ClaimTTL)
+		if store.IsClaimed(err) || store.IsConflict(err) {
+			return e.reread(ctx, inst, nil)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		inst = claimed
+	}
+	pollOp, planID := osb.OpPollProvision, op.PlanID
+	switch op.Type {
+	case v1alpha1.OperationUpdate:
+		pollOp = osb.OpPollUpdate
+		// The spec: after a plan change, poll with the plan before the update.
+		if inst.Status.Provisioned != nil {
+			planID = inst.Status.Provisioned.PlanID
+		}
+	case v1alpha1.OperationDeprovision:
+		pollOp = osb.OpPollDeprovision
+	}
+	resp, callErr := t.client.LastOperation(ctx, &osb.LastOperationRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: planID, OperationKey: op.OperationKey,
+	})
+	if ctx.Err() != nil {
+		return e.interrupted(inst, ctx.Err())
+	}
+	outcome := osb.PollOutcomeOf(resp, callErr)
+	if op.PollDeadline != nil && !e.now().Before(op.PollDeadline.Time) {
+		outcome.PollingExpired = true
+	}
+	act := osb.Decide(pollOp, outcome)
+	desc := ""
+	if resp != nil {
+		desc = resp.Description
+	}
+	msg := desc
+	switch {
+	case act.Reason == osb.ReasonPollingExpired:
+		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", op.PollDeadline.Format(time.RFC3339))
+	case callErr != nil:
+		msg = describe(callErr, 0)
+	case msg == "":
+		msg = "the broker reported " + string(outcome.State)
+	}
+	if act.Result == osb.ResultSucceeded && op.Type == v1alpha1.OperationDeprovision {
+		return e.gone(ctx, inst, op.RequestID)
+	}
+	return e.finish(ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		switch {
+		case act.Result == osb.ResultInProgress:
+			f := x.Status.InFlight
+			if desc != "" {
+				f.LastDescription = desc
+			} else if callErr != nil {
+				f.LastDescription = "last poll failed: " + msg
+			}
+			var retryAfter time.Duration
+			if resp != nil {
+				retryAfter = resp.RetryAfter
+			}
+			f.NextPollAt = mtime(now.Add(e.pollDelay(f, retryAfter, now)))
+		case act.Result == osb.ResultSucceeded:
+			e.succeeded(x, "", now)
+		case op.Type == v1alpha1.OperationProvision:
+			e.startMitigation(x, act, "the asynchronous provision failed: "+msg, now)
+		case op.Type == v1alpha1.OperationUpdate:
+			e.updateFailed(x, act, outcome, "the asynchronous update failed: "+msg, true, now)
+		default:
+			e.deleteFailed(x, act, outcome, "the asynchronous deprovision failed: "+msg, true, now)
+		}
+	})
+}
+
+// pollDelay honours Retry-After; without it, polls slow down as the operation ages (a
+// tenth of its age), between PollInterval and MaxPollInterval.
+func (e *Engine) pollDelay(op *v1alpha1.Operation, retryAfter time.Duration, now time.Time) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	d := now.Sub(op.StartedAt.Time) / 10
+	return min(max(d, e.cfg.PollInterval), e.cfg.MaxPollInterval)
+}
+
+func (e *Engine) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
+	if e.cfg.RefreshCatalog != nil {
+		// A failed refresh shows up as the conflict again on the retry.
+		_ = e.cfg.RefreshCatalog(ctx, b)
+	}
+}
+
+// settle marks an instance with nothing left to do as Ready.
+func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+	x := inst.DeepCopy()
+	now := e.now()
+	x.Status.InFlight, x.Status.Retry = nil, nil
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = v1alpha1.PhaseReady
+	if c := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProvisioned, "the broker holds the instance as specified", now)
+	} else {
+		c.ObservedGeneration = x.Generation
+	}
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+	store.ClearClaim(x, e.cfg.Holder)
+	if equalStatus(x, inst) {
+		return e.resultOf(inst), nil
+	}
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		return e.reread(ctx, inst, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return e.resultOf(stored), nil
+}
+
+func equalStatus(a, b *v1alpha1.ServiceInstance) bool {
+	_, ca := store.LeaseOf(a)
+	_, cb := store.LeaseOf(b)
+	return ca == cb && a.Status.Phase == b.Status.Phase && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
+		a.Status.InFlight == nil && b.Status.InFlight == nil && a.Status.Retry == nil && b.Status.Retry == nil &&
+		len(a.Status.Conditions) == len(b.Status.Conditions) && conditionsEqual(a.Status.Conditions, b.Status.Conditions)
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// succeeded copies the operation in flight into what the broker holds.
+func (e *Engine) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now time.Time) {
+	op := x.Status.InFlight
+	prev := x.Status.Provisioned
+	p := &v1alpha1.ProvisionedState{
+		PlanID: op.PlanID, ParametersChecksum: op.ParametersChecksum,
+		MaintenanceInfoVersion: op.MaintenanceInfoVersion, ParameterHashes: op.ParameterHashes,
+	}
+	switch {
+	case dashboardURL != "":
+		p.DashboardURL = dashboardURL
+	case op.DashboardURL != "":
+		p.DashboardURL = op.DashboardURL
+	case prev != nil:
+		// OSB: an update without a dashboard_url keeps the previous one.
+		p.DashboardURL = prev.DashboardURL
+	}
+	x.Status.Provisioned = p
+	x.Status.InFlight, x.Status.Retry, x.Status.OrphanMitigation = nil, nil, nil
+	x.Status.Usable, x.Status.UpdateRepeatable = nil, nil
+	x.Status.Phase = v1alpha1.PhaseReady
+	reason, msg := ReasonProvisioned, "the broker provisioned the instance"
+	if op.Type == v1alpha1.OperationUpdate {
+		reason, msg = ReasonUpdated, "the broker updated the instance"
+	}
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg, now)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
+}
+
+// accepted records a 202: poll from now on with the operation key, the dashboard URL
+// (sent only now) and a poll deadline from the plan's maximum_polling_duration.
+func (e *Engine) accepted(x *v1alpha1.ServiceInstance, t target, key, dashboardURL, reason, msg string, now time.Time) {
+	op := x.Status.InFlight
+	op.Async, op.OperationKey, op.DashboardURL = true, key, dashboardURL
+	limit := e.cfg.MaxPollingDuration
+	if p := t.plan(op.PlanID); p != nil && p.MaximumPollingDuration != nil && p.MaximumPollingDuration.Duration > 0 {
+		limit = p.MaximumPollingDuration.Duration
+	}
+	if op.Type == v1alpha1.OperationUpdate && x.Status.Provisioned != nil {
+		if p := t.plan(x.Status.Provisioned.PlanID); p != nil && p.MaximumPollingDuration != nil && p.MaximumPollingDuration.Duration > limit {
+			limit = p.MaximumPollingDuration.Duration
+		}
+	}
+	op.PollDeadline = mtime(now.Add(limit))
+	op.NextPollAt = mtime(now.Add(e.cfg.PollInterval))
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+}
+
+// startMitigation records that the broker may hold an instance nobody can trust: delete
+// it first (right away), then provision again if the failure was retriable.
+func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
+	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
+		Reason: act.Reason, Message: msg, StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
+	}
+	reason := ReasonProvisionCallFailed
+	if x.Status.InFlight != nil && x.Status.InFlight.Async {
+		reason = ReasonProvisionFailed
+	}
+	e.retryLater(x, reason, msg, true, now)
+	x.Status.Phase = v1alpha1.PhaseOrphanMitigation
+	setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, ReasonOrphanMitigationInProgress,
+		"the outcome of the provision is uncertain ("+msg+"); deleting what the broker may hold before trying again", now)
+}
+
+// retryLater clears the operation in flight and schedules the next attempt with backoff
+// (at once when now is set), counting attempts per action.
+func (e *Engine) retryLater(x *v1alpha1.ServiceInstance, reason, msg string, immediate bool, now time.Time) {
+	attempts := int32(1)
+	if r := x.Status.Retry; r != nil && actionOf(r.Reason) == actionOf(reason) {
+		attempts = r.Attempts + 1
+	}
+	delay := e.backoff(attempts)
+	if immediate {
+		delay = 0
+	}
+	next := now.Add(delay)
+	x.Status.Retry = &v1alpha1.RetryState{
+		Attempts: attempts, Reason: reason, LastError: msg, LastAttemptAt: mtime(now), NextRetryAt: mtime(next),
+	}
+	x.Status.InFlight = nil
+	x.Status.Phase = v1alpha1.PhaseFailed
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
+		fmt.Sprintf("%s (attempt %d; next retry at %s)", msg, attempts, next.UTC().Format(time.RFC3339)), now)
+}
+
+// terminalFailure records a failure that retrying will not fix; the record settles
+// until the user changes its spec.
+func (e *Engine) terminalFailure(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
+	x.Status.InFlight, x.Status.Retry = nil, nil
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = v1alpha1.PhaseFailed
+	setCondition(x, v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg, now)
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+}
+
+func (e *Engine) persistTerminal(ctx context.Context, inst *v1alpha1.ServiceInstance, reason, msg string) (Result, error) {
+	x := inst.DeepCopy()
+	e.terminalFailure(x, reason, msg, e.now())
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		return e.reread(ctx, inst, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return e.resultOf(stored), nil
+}
+
+// preCallFailure records a failure before any broker call (broker record, credentials,
+// parameters Secret, cluster id) and schedules a retry. An operation in flight stays as
+// it is: it is still to be re-sent or polled.
+func (e *Engine) preCallFailure(ctx context.Context, inst *v1alpha1.ServiceInstance, reason string, cause error) (Result, error) {
+	if ctx.Err() != nil {
+		return e.interrupted(inst, ctx.Err())
+	}
+	x := inst.DeepCopy()
+	now := e.now()
+	inFlight := x.Status.InFlight
+	e.retryLater(x, reason, cause.Error(), false, now)
+	if inFlight != nil {
+		x.Status.InFlight = inFlight
+		if inFlight.Async {
+			inFlight.NextPollAt = x.Status.Retry.NextRetryAt
+		}
+	}
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		return e.reread(ctx, inst, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r := e.resultOf(stored)
+	r.RequeueAfter = x.Status.Retry.NextRetryAt.Sub(now)
+	return r, nil
+}
+
+// writeAhead stores the call about to be made, with a claim, in one write guarded by
+// resourceVersion. It reports false when someone else changed or claimed the record:
+// then no call may be made.
+func (e *Engine) writeAhead(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation, phase v1alpha1.Phase, reason, msg string) (*v1alpha1.ServiceInstance, bool, error) {
+	x := inst.DeepCopy()
+	now := e.now()
+	x.Status.InFlight = op
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = phase
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+	if err := store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now); err != nil {
+		if store.IsClaimed(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) || store.IsClaimed(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return stored, true, nil
+}
+
+// finish stores the outcome of a broker call. The outcome is about the operation in
+// flight, which nobody else replaces while the claim holds, so on a conflict (a user's
+// spec edit, say) it is re-applied to the newer record as long as that still carries the
+// same operation.
+func (e *Engine) finish(ctx context.Context, inst *v1alpha1.ServiceInstance, requestID string, mutate func(*v1alpha1.ServiceInstance, time.Time)) (Result, error) {
+	cur := inst
+	for range 5 {
+		x := cur.DeepCopy()
+		now := e.now()
+		mutate(x, now)
+		if x.Status.InFlight != nil && x.Status.InFlight.Async {
+			_ = store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now)
+		} else {
+			store.ClearClaim(x, e.cfg.Holder)
+		}
+		stored, err := e.cfg.Store.Instances().Update(ctx, x)
+		if err == nil {
+			return e.resultOf(stored), nil
+		}
+		if !store.IsConflict(err) {
+			return Result{Instance: cur, State: StateWaiting, Message: "the outcome could not be stored; the call will be re-sent"}, err
+		}
+		fresh, err := e.cfg.Store.Instances().Get(ctx, cur.Namespace, cur.Name)
+		if err != nil {
+			return Result{}, err
+		}
+		if fresh.Status.InFlight == nil || fresh.Status.InFlight.RequestID != requestID {
+			return e.reread(ctx, fresh, errLost)
+		}
+		cur = fresh
+	}
+	return e.reread(ctx, cur, nil)
+}
+
+// gone finishes a deprovision the broker confirmed (200, or 410 Gone): a deletion
+// releases the record; orphan mitigation forgets what the broker held and schedules the
+// provision again.
+func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, requestID string) (Result, error) {
+	if inst.DeletionTimestamp != nil {
+		return e.release(ctx, inst)
+	}
+	om := inst.Status.OrphanMitigation
+	return e.finish(ctx, inst, requestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		x.Status.Provisioned, x.Status.OrphanMitigation, x.Status.InFlight = nil, nil, nil
+		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
+			"the broker confirmed it holds nothing of the failed provision", now)
+		msg := "provision failed"
+		if om != nil {
+			msg = om.Message
+		}
+		if om == nil || om.RetryAfter {
+			// Keep counting provision attempts: the backoff grows across mitigations.
+			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionProvision {
+				x.Status.Retry.Attempts--
+			}
+			e.retryLater(x, ReasonProvisionCallFailed, msg+"; orphan mitigation done, provisioning again", false, now)
+			return
+		}
+		e.terminalFailure(x, ReasonProvisionFailed, msg, now)
+	})
+}
+
+// release removes the finalizer of an instance whose deletion is done, letting the API
+// server delete it.
+func (e *Engine) release(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+	_, err := e.cfg.Store.Instances().RemoveFinalizer(ctx, inst)
+	if err != nil && !store.IsNotFound(err) {
+		return Result{Instance: inst, State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, err
+	}
+	return Result{State: StateDeleted, Message: "deprovisioned"}, nil
+}
+
+// reread reads the record again after someone else changed it.
+func (e *Engine) reread(ctx context.Context, inst *v1alpha1.ServiceInstance, cause error) (Result, error) {
+	if cause != nil && !errors.Is(cause, errLost) {
+		return Result{Instance: inst, State: StateWaiting}, cause
+	}
+	fresh, err := e.cfg.Store.Instances().Get(ctx, inst.Namespace, inst.Name)
+	if store.IsNotFound(err) {
+		return Result{State: StateDeleted, Message: "the record is gone"}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r := e.resultOf(fresh)
+	if r.State == StateSettled && fresh.HasPendingWork() {
+		r.State = StateWaiting
+	}
+	if r.State == StateWaiting && r.Message == "" {
+		r.Message = "the record changed meanwhile; reading it again"
+	}
+	return r, nil
+}
+
+// interrupted leaves the record as it is (pending, with its operation in flight if one
+// was being sent) when ctx ended: the next step re-sends or polls.
+func (e *Engine) interrupted(inst *v1alpha1.ServiceInstance, cause error) (Result, error) {
+	return Result{Instance: inst, State: StateWaiting, Message: "interrupted; the record is left pending"}, cause
+}
+
+// resultOf says what the stored record waits for.
+func (e *Engine) resultOf(inst *v1alpha1.ServiceInstance) Result {
+	now := e.now()
+	r := Result{Instance: inst, State: StateWaiting}
+	if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		r.Message = c.Message
+	}
+	until := func(t *metav1.Time) time.Duration {
+		if t == nil {
+			return 0
+		}
+		return max(t.Sub(now), 0)
+	}
+	switch op := inst.Status.InFlight; {
+	case op != nil && op.Async:
+		r.RequeueAfter = until(op.NextPollAt)
+		if op.LastDescription != "" {
+			r.Message = op.LastDescription
+		}
+	case op != nil && inst.Status.Retry != nil:
+		r.RequeueAfter = until(inst.Status.Retry.NextRetryAt)
+	case op != nil:
+	case inst.Status.Retry != nil:
+		r.RequeueAfter = until(inst.Status.Retry.NextRetryAt)
+	case terminallyFailed(inst):
+		r.State = StateNeedsUser
+		if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionFailed); c != nil {
+			r.Message = c.Message
+		}
+	case inst.HasPendingWork():
+	default:
+		r.State = StateSettled
+	}
+	return r
+}
+
+// describe turns a broker call's failure into a message for the record: the broker's
+// own words when it sent some, never credentials (the osb errors hold none).
+func describe(err error, status int) string {
+	if err == nil {
+		return fmt.Sprintf("the broker answered %d %s, which is not a valid answer to this call", status, http.StatusText(status))
+	}
+	if he, ok := osb.AsHTTPStatusError(err); ok {
+		msg := fmt.Sprintf("the broker answered %d %s", he.StatusCode, http.StatusText(he.StatusCode))
+		if he.ErrorCode != "" {
+			msg += " " + he.ErrorCode
+		}
+		switch {
+		case he.Description != "":
+			msg += ": " + he.Description
+		case he.BodyExcerpt != "":
+			msg += ": " + he.BodyExcerpt
+		}
+		return msg
+	}
+	return err.Error()
+}

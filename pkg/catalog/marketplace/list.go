@@ -1,0 +1,109 @@
+package marketplace
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Filter narrows List.
+type Filter struct {
+	// Broker is a broker's record name.
+	Broker string
+	// Class is a class's external name.
+	Class string
+	// IncludeRemoved keeps classes and plans the broker no longer offers.
+	IncludeRemoved bool
+	// IgnoreAccess keeps classes and plans that access rules disable (for administrators'
+	// views such as "get classes").
+	IgnoreAccess bool
+}
+
+// Offering is a class and the plans of it that the namespace may see.
+type Offering struct {
+	Class *v1alpha1.ServiceClass
+	Plans []*v1alpha1.ServicePlan
+}
+
+// List returns what namespace may see: the classes of cluster-scoped brokers and of the
+// namespace's brokers, each with its visible plans, sorted by class name then broker.
+// Classes with no visible plan are left out. It makes one paginated LIST of class records
+// per scope and one GET of the access rules (none with IgnoreAccess).
+//
+// Unreadable class records do not hide the others: List returns what it could read
+// together with an error (see store.Records.List).
+func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts ...Option) ([]Offering, error) {
+	cfg := newConfig(opts)
+	classes, listErr := listClasses(ctx, st, cfg, namespace, store.Filter{Broker: f.Broker, Class: f.Class})
+	if listErr != nil && len(classes) == 0 {
+		return nil, listErr
+	}
+	var rules Rules
+	if !f.IgnoreAccess {
+		var err error
+		if rules, err = LoadRules(ctx, st, opts...); err != nil {
+			return nil, err
+		}
+	}
+	var out []Offering
+	for _, c := range classes {
+		if c.Status.RemovedFromBroker && !f.IncludeRemoved {
+			continue
+		}
+		o := Offering{Class: c}
+		for i := range c.Spec.Plans {
+			p := &c.Spec.Plans[i]
+			if !f.IncludeRemoved && c.PlanRemoved(p.ID) {
+				continue
+			}
+			if !f.IgnoreAccess && !rules.PlanVisible(namespace, c, p.ID) {
+				continue
+			}
+			o.Plans = append(o.Plans, p)
+		}
+		if len(o.Plans) == 0 && len(c.Spec.Plans) > 0 {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, listErr
+}
+
+// ListClasses returns the class records of both scopes visible from namespace, without
+// applying removal or access rules: one paginated LIST per scope.
+func ListClasses(ctx context.Context, st *store.Store, namespace string, f store.Filter, opts ...Option) ([]*v1alpha1.ServiceClass, error) {
+	return listClasses(ctx, st, newConfig(opts), namespace, f)
+}
+
+func listClasses(ctx context.Context, st *store.Store, cfg config, namespace string, f store.Filter) ([]*v1alpha1.ServiceClass, error) {
+	var all []*v1alpha1.ServiceClass
+	var errs []error
+	if namespace == cfg.catalogNamespace || namespace == "" {
+		cs, err := st.Classes().List(ctx, cfg.catalogNamespace, f)
+		all, errs = append(all, cs...), append(errs, err)
+	} else {
+		cf := f
+		cf.Scope = v1alpha1.ScopeCluster
+		cs, err := st.Classes().List(ctx, cfg.catalogNamespace, cf)
+		if store.IsForbidden(err) {
+			// A user who may not read the catalog namespace still sees the namespace's
+			// own brokers; the error says why the cluster's are missing.
+			errs = append(errs, err)
+		} else {
+			all, errs = append(all, cs...), append(errs, err)
+		}
+		nf := f
+		nf.Scope = v1alpha1.ScopeNamespace
+		ns, err := st.Classes().List(ctx, namespace, nf)
+		all, errs = append(all, ns...), append(errs, err)
+	}
+	slices.SortStableFunc(all, func(a, b *v1alpha1.ServiceClass) int {
+		return cmp.Or(cmp.Compare(a.Spec.ExternalName, b.Spec.ExternalName),
+			cmp.Compare(a.Spec.BrokerName, b.Spec.BrokerName), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	return all, errors.Join(errs...)
+}

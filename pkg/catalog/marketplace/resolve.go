@@ -1,0 +1,151 @@
+package marketplace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Resolution is a class and plan the namespace may provision.
+type Resolution struct {
+	// Class is the class record (with every plan; use Plan, not Class.Spec.Plans[0]).
+	Class *v1alpha1.ServiceClass
+	// Plan is the chosen plan, a pointer into Class.Spec.Plans; nil when Resolve was
+	// given no plan name.
+	Plan *v1alpha1.ServicePlan
+
+	st *store.Store
+}
+
+// Schemas reads the JSON schemas of the resolved plan from its ServicePlanSchemas record
+// (one GET). It returns nil, nil when the plan has no schema.
+func (r *Resolution) Schemas(ctx context.Context) (*v1alpha1.PlanSchemas, error) {
+	if r.Plan == nil {
+		return nil, fmt.Errorf("class %q: no plan chosen, so no schemas to read", r.Class.Spec.ExternalName)
+	}
+	s, err := r.st.PlanSchemas().Get(ctx, r.Class.Namespace, r.Class.Name)
+	if store.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the schemas of plan %q of class %q: %w", r.Plan.ExternalName, r.Class.Spec.ExternalName, err)
+	}
+	return s.ForPlan(r.Plan.ID), nil
+}
+
+// Resolve finds the class and plan a user named, as seen from namespace: classes of
+// cluster-scoped brokers (in the catalog namespace, see InCatalogNamespace) and of the
+// namespace's own brokers.
+//
+// className is a class's external name, "BROKER/CLASS" to pick one broker's class when
+// several offer that name, a class record name ("BROKER.ID") or an OSB service id.
+// planName is a plan's external name or OSB id; empty resolves the class only
+// (Resolution.Plan is nil), for callers that then ask the user.
+//
+// Errors are *Error values: IsNotFound (with "did you mean" suggestions), IsAmbiguous,
+// IsRemoved (the broker no longer offers it: it cannot be provisioned) and IsDisabled (an
+// access rule hides it from the namespace); other errors come from the store.
+//
+// Cost: one or two LISTs of class records (label-selected by name) per scope and one GET
+// of the access rules; schemas are read only by Resolution.Schemas.
+func Resolve(ctx context.Context, st *store.Store, namespace, className, planName string, opts ...Option) (*Resolution, error) {
+	cfg := newConfig(opts)
+	brokerName, name := "", className
+	if b, n, ok := strings.Cut(className, "/"); ok {
+		brokerName, name = b, n
+	}
+	matches, err := listClasses(ctx, st, cfg, namespace, store.Filter{Broker: brokerName, Class: name})
+	if err != nil && len(matches) == 0 {
+		return nil, err
+	}
+	var all []*v1alpha1.ServiceClass
+	if len(matches) == 0 {
+		// Not an external name: an id or record name, or a typo. One unfiltered list
+		// serves both the lookup and the suggestions.
+		all, err = listClasses(ctx, st, cfg, namespace, store.Filter{Broker: brokerName})
+		if err != nil && len(all) == 0 {
+			return nil, err
+		}
+		for _, c := range all {
+			if c.Spec.ID == name || c.Name == name || c.Name == className {
+				matches = append(matches, c)
+			}
+		}
+	}
+	rules, err := LoadRules(ctx, st, opts...)
+	if err != nil {
+		return nil, err
+	}
+
+	var usable, removed, disabled []*v1alpha1.ServiceClass
+	for _, c := range matches {
+		switch {
+		case c.Status.RemovedFromBroker:
+			removed = append(removed, c)
+		case !rules.ClassVisible(namespace, c):
+			disabled = append(disabled, c)
+		default:
+			usable = append(usable, c)
+		}
+	}
+	cerr := &Error{Kind: "class", Name: className, Namespace: namespace}
+	switch {
+	case len(usable) > 1:
+		cerr.Reason = ReasonAmbiguous
+		for _, c := range usable {
+			cerr.Candidates = append(cerr.Candidates, c.Spec.BrokerName+"/"+c.Spec.ExternalName)
+		}
+		return nil, cerr
+	case len(usable) == 0 && len(disabled) > 0:
+		cerr.Reason, cerr.Broker = ReasonDisabled, disabled[0].Spec.BrokerName
+		return nil, cerr
+	case len(usable) == 0 && len(removed) > 0:
+		cerr.Reason, cerr.Broker = ReasonRemoved, removed[0].Spec.BrokerName
+		return nil, cerr
+	case len(usable) == 0:
+		cerr.Reason = ReasonNotFound
+		var names []string
+		for _, c := range all {
+			if !c.Status.RemovedFromBroker && rules.ClassVisible(namespace, c) {
+				names = append(names, c.Spec.ExternalName)
+			}
+		}
+		cerr.Suggestions = Suggest(name, names)
+		return nil, cerr
+	}
+
+	class := usable[0]
+	res := &Resolution{Class: class, st: st}
+	if planName == "" {
+		return res, nil
+	}
+	plan := class.PlanByName(planName)
+	if plan == nil {
+		plan = class.PlanByID(planName)
+	}
+	perr := &Error{Kind: "plan", Name: planName, Class: class.Spec.ExternalName, Broker: class.Spec.BrokerName, Namespace: namespace}
+	switch {
+	case plan == nil:
+		perr.Reason = ReasonNotFound
+		var names []string
+		for i := range class.Spec.Plans {
+			p := &class.Spec.Plans[i]
+			if !class.PlanRemoved(p.ID) && rules.PlanVisible(namespace, class, p.ID) {
+				names = append(names, p.ExternalName)
+			}
+		}
+		perr.Suggestions = Suggest(planName, names)
+		return nil, perr
+	case class.PlanRemoved(plan.ID):
+		perr.Reason = ReasonRemoved
+		return nil, perr
+	case !rules.PlanVisible(namespace, class, plan.ID):
+		perr.Reason = ReasonDisabled
+		return nil, perr
+	}
+	res.Plan = plan
+	return res, nil
+}

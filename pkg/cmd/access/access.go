@@ -1,0 +1,302 @@
+// Package access implements "kubectl catalog access": which classes and plans each
+// namespace may see and provision.
+package access
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// NewCmdAccess returns the access command with enable, disable and list.
+func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "access",
+		Short: "Choose which classes and plans each namespace may use",
+		Long: cmdutil.LongDesc(`
+			Curate the marketplace: enable or disable a class, or one plan of it, in one
+			namespace (--namespace) or in every namespace (without --namespace).
+			Everything is enabled until a rule disables it. The most specific rule wins:
+			a namespace's rule over an every-namespace rule, and at the same level a
+			plan's rule over its class's. The marketplace, provisioning and completion
+			respect the rules.
+
+			The rules are one record in the catalog namespace, so changing them needs
+			write access there (a catalog administrator's job).`),
+		Example: cmdutil.Examples(`
+			# Hide class legacy-db everywhere, and list the rules
+			kubectl catalog access disable legacy-db
+			kubectl catalog access list`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdSet(f, true), newCmdSet(f, false), newCmdList(f))
+	return cmd
+}
+
+// Options are the options of "access enable" and "access disable".
+type Options struct {
+	Target  string
+	Enabled bool
+
+	// Namespace is the rule's namespace; "" for every namespace.
+	Namespace        string
+	ViewNamespace    string
+	CatalogNamespace string
+	Store            *store.Store
+	Streams          cmdutil.IOStreams
+}
+
+func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Enabled: enable}
+	verb, example := "disable", `
+		# Hide class legacy-db from every namespace
+		kubectl catalog access disable legacy-db
+
+		# ...but let namespace migration use its plan small
+		kubectl catalog access enable legacy-db/small --namespace migration`
+	short := "Hide a class or plan from a namespace, or from all"
+	if enable {
+		verb, example = "enable", `
+		# Let namespace team-a use class postgres again
+		kubectl catalog access enable postgres --namespace team-a
+
+		# Enable plan large of postgres in every namespace
+		kubectl catalog access enable postgres/large`
+		short = "Let a namespace, or all, use a class or plan"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " CLASS[/PLAN]",
+		Short: short,
+		Long: cmdutil.LongDesc(fmt.Sprintf(`
+			%s a class, or one plan of it (CLASS/PLAN), in the namespace given with
+			--namespace, or in every namespace when --namespace is not given. When
+			several brokers offer a class of that name, name the broker too:
+			BROKER/CLASS/PLAN, or the class's record name.`, strings.ToUpper(verb[:1])+verb[1:])),
+		Example:           cmdutil.Examples(example),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: catalogcmd.CompleteClassOrPlan(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	return cmd
+}
+
+// Validate checks the argument without any I/O.
+func (o *Options) Validate() error {
+	if strings.Trim(o.Target, "/") == "" || strings.Contains(o.Target, "//") {
+		return cmdutil.UsageErrorf("name a class (CLASS) or a plan (CLASS/PLAN), not %q", o.Target)
+	}
+	if strings.Count(o.Target, "/") > 2 {
+		return cmdutil.UsageErrorf("%q has too many slashes: use CLASS, CLASS/PLAN or BROKER/CLASS/PLAN", o.Target)
+	}
+	return nil
+}
+
+// Complete reads the namespace flag: an explicit --namespace makes a namespace's rule.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, explicit, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.ViewNamespace = ns
+	if explicit {
+		o.Namespace = ns
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	o.CatalogNamespace, o.Store = f.CatalogNamespace, st
+	return nil
+}
+
+// Run records the rule.
+func (o *Options) Run(ctx context.Context) error {
+	c, plan, err := o.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	rule := v1alpha1.AccessRule{Namespace: o.Namespace, BrokerName: c.Spec.BrokerName, ClassID: c.Spec.ID,
+		ClassExternalName: c.Spec.ExternalName, Enabled: o.Enabled}
+	what := fmt.Sprintf("class %q", c.Spec.ExternalName)
+	if plan != nil {
+		rule.PlanID, rule.PlanExternalName = plan.ID, plan.ExternalName
+		what = fmt.Sprintf("plan %q of class %q", plan.ExternalName, c.Spec.ExternalName)
+	}
+	where := "every namespace"
+	if o.Namespace != "" {
+		where = fmt.Sprintf("namespace %q", o.Namespace)
+	}
+	verb := "Disabling"
+	if o.Enabled {
+		verb = "Enabling"
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "%s %s (broker %q) in %s...\n", verb, what, c.Spec.BrokerName, where)
+	changed, err := marketplace.SetRule(ctx, o.Store, rule, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	if err != nil {
+		return err
+	}
+	state := "disabled"
+	if o.Enabled {
+		state = "enabled"
+	}
+	suffix := ""
+	if !changed {
+		suffix = " (unchanged)"
+	}
+	fmt.Fprintf(o.Streams.Out, "%s %s in %s%s\n", what, state, where, suffix)
+	return nil
+}
+
+// resolve finds the class (and plan) whatever access rules say: the rule may be what
+// makes it visible again.
+func (o *Options) resolve(ctx context.Context) (*v1alpha1.ServiceClass, *v1alpha1.ServicePlan, error) {
+	parts := strings.Split(o.Target, "/")
+	var brokerName, className, planName string
+	switch len(parts) {
+	case 1:
+		className = parts[0]
+	case 2:
+		className, planName = parts[0], parts[1]
+	case 3:
+		brokerName, className, planName = parts[0], parts[1], parts[2]
+	}
+	classes, err := marketplace.ListClasses(ctx, o.Store, o.ViewNamespace, store.Filter{Broker: brokerName},
+		marketplace.InCatalogNamespace(o.CatalogNamespace))
+	if err != nil && len(classes) == 0 {
+		return nil, nil, err
+	}
+	var matches []*v1alpha1.ServiceClass
+	var names []string
+	for _, c := range classes {
+		names = append(names, c.Spec.ExternalName)
+		if c.Spec.ExternalName == className || c.Name == className || c.Spec.ID == className {
+			matches = append(matches, c)
+		}
+	}
+	// "BROKER/CLASS" without a plan.
+	if len(matches) == 0 && len(parts) == 2 {
+		for _, c := range classes {
+			if c.Spec.BrokerName == parts[0] && c.Spec.ExternalName == parts[1] {
+				matches, planName = append(matches, c), ""
+			}
+		}
+	}
+	switch {
+	case len(matches) == 0:
+		return nil, nil, &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "class", Name: className,
+			Namespace: o.ViewNamespace, Suggestions: marketplace.Suggest(className, names)}
+	case len(matches) > 1:
+		e := &marketplace.Error{Reason: marketplace.ReasonAmbiguous, Kind: "class", Name: className, Namespace: o.ViewNamespace}
+		for _, c := range matches {
+			e.Candidates = append(e.Candidates, c.Spec.BrokerName+"/"+c.Spec.ExternalName)
+		}
+		return nil, nil, e
+	}
+	c := matches[0]
+	if planName == "" {
+		return c, nil, nil
+	}
+	p := c.PlanByName(planName)
+	if p == nil {
+		p = c.PlanByID(planName)
+	}
+	if p == nil {
+		var pn []string
+		for _, x := range c.Spec.Plans {
+			pn = append(pn, x.ExternalName)
+		}
+		return nil, nil, &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "plan", Name: planName,
+			Class: c.Spec.ExternalName, Namespace: o.ViewNamespace, Suggestions: marketplace.Suggest(planName, pn)}
+	}
+	return c, p, nil
+}
+
+// ListOptions are the options of "access list".
+type ListOptions struct {
+	Output           *printers.OutputFlags
+	CatalogNamespace string
+	Store            *store.Store
+	Streams          cmdutil.IOStreams
+}
+
+func newCmdList(f *cmdutil.Factory) *cobra.Command {
+	o := &ListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the access rules",
+		Long:  "List the access rules: which classes and plans are enabled or disabled, and where.",
+		Example: cmdutil.Examples(`
+			# List the rules
+			kubectl catalog access list
+
+			# The rules record as YAML
+			kubectl catalog access list -o yaml`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
+			st, err := f.Store()
+			if err != nil {
+				return err
+			}
+			o.Store, o.CatalogNamespace = st, f.CatalogNamespace
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Run lists the rules.
+func (o *ListOptions) Run(ctx context.Context) error {
+	a, err := o.Store.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
+	if store.IsNotFound(err) {
+		a, err = &v1alpha1.CatalogAccess{}, nil
+		a.Namespace, a.Name = o.CatalogNamespace, v1alpha1.CatalogAccessName
+	}
+	if err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		return o.Output.PrintObject(a, o.Streams.Out)
+	}
+	if len(a.Spec.Rules) == 0 {
+		fmt.Fprintln(o.Streams.ErrOut, "No access rules: every class and plan is enabled in every namespace.")
+		return nil
+	}
+	t := printers.NewTable(o.Streams.Out, "NAMESPACE", "BROKER", "CLASS", "PLAN", "ACCESS")
+	for _, r := range a.Spec.Rules {
+		ns, plan, access := r.Namespace, r.PlanExternalName, "disabled"
+		if ns == "" {
+			ns = "<all>"
+		}
+		if r.PlanID == "" {
+			plan = "<all>"
+		}
+		if r.Enabled {
+			access = "enabled"
+		}
+		t.Append(ns, r.BrokerName, r.ClassExternalName, plan, access)
+	}
+	return t.Render()
+}

@@ -1,0 +1,240 @@
+// Package catalogcmd holds what the broker and marketplace commands share: finding a
+// broker by name in either scope, the --scope flag, and completion of broker, class and
+// plan names.
+package catalogcmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// ParseScope turns a --scope value into a Scope; "" is "" (either scope).
+func ParseScope(s string) (v1alpha1.Scope, error) {
+	switch strings.ToLower(s) {
+	case "":
+		return "", nil
+	case "cluster":
+		return v1alpha1.ScopeCluster, nil
+	case "namespace":
+		return v1alpha1.ScopeNamespace, nil
+	}
+	return "", cmdutil.UsageErrorf("--scope must be cluster or namespace, not %q", s)
+}
+
+// ScopeNamespace is where records of scope live: the catalog namespace for cluster scope,
+// the user's namespace otherwise.
+func ScopeNamespace(f *cmdutil.Factory, scope v1alpha1.Scope, userNS string) string {
+	if scope == v1alpha1.ScopeCluster {
+		return f.CatalogNamespace
+	}
+	return userNS
+}
+
+// FindBroker finds the broker name: in the user's namespace (namespace scope) and in the
+// catalog namespace (cluster scope), or only in scope when given. A name found in both
+// needs --scope. Not found: the error suggests the closest names.
+func FindBroker(ctx context.Context, st *store.Store, catalogNS, userNS, name string, scope v1alpha1.Scope) (*v1alpha1.Broker, error) {
+	type place struct {
+		ns    string
+		scope v1alpha1.Scope
+	}
+	var places []place
+	if scope != v1alpha1.ScopeCluster && userNS != catalogNS {
+		places = append(places, place{userNS, v1alpha1.ScopeNamespace})
+	}
+	if scope != v1alpha1.ScopeNamespace || userNS == catalogNS {
+		places = append(places, place{catalogNS, v1alpha1.ScopeCluster})
+	}
+	var found []*v1alpha1.Broker
+	for _, p := range places {
+		b, err := st.Brokers().Get(ctx, p.ns, name)
+		switch {
+		case store.IsNotFound(err):
+			continue
+		case store.IsForbidden(err) && len(places) > 1:
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if scope == "" || b.Spec.Scope == scope {
+			found = append(found, b)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+	default:
+		return nil, cmdutil.UsageErrorf("broker %q exists in namespace %q (namespace scope) and in %q (cluster scope): say which with --scope namespace or --scope cluster",
+			name, userNS, catalogNS)
+	}
+	var names []string
+	for _, p := range places {
+		bs, _ := st.Brokers().List(ctx, p.ns, store.Filter{})
+		for _, b := range bs {
+			names = append(names, b.Name)
+		}
+	}
+	msg := fmt.Sprintf("broker %q not found", name)
+	if len(places) == 2 {
+		msg += fmt.Sprintf(" in namespace %q or in the catalog namespace %q", userNS, catalogNS)
+	} else {
+		msg += fmt.Sprintf(" in namespace %q", places[0].ns)
+	}
+	if s := marketplace.Suggest(name, names); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	} else {
+		msg += " (run \"kubectl catalog get brokers\" to list them)"
+	}
+	return nil, &NotFoundError{msg}
+}
+
+// NotFoundError is an object the user named that does not exist.
+type NotFoundError struct{ Msg string }
+
+func (e *NotFoundError) Error() string { return e.Msg }
+
+// Age formats the time since t as kubectl does ("5m", "3d").
+func Age(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// Namespace is the user's namespace from the flags or kubeconfig.
+func Namespace(f *cmdutil.Factory) (string, error) {
+	ns, _, err := f.Namespace()
+	return ns, err
+}
+
+func completionContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// CompleteBrokers completes the names of the brokers visible from the namespace.
+func CompleteBrokers(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		st, err := f.Store()
+		ns, nerr := Namespace(f)
+		if err != nil || nerr != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx := completionContext(cmd)
+		var out []string
+		seen := map[string]bool{}
+		for _, n := range []string{ns, f.CatalogNamespace} {
+			bs, _ := st.Brokers().List(ctx, n, store.Filter{})
+			for _, b := range bs {
+				if !seen[b.Name] && strings.HasPrefix(b.Name, toComplete) {
+					seen[b.Name] = true
+					out = append(out, b.Name)
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// CompleteClasses completes the class names the namespace may see (access rules applied),
+// optionally of the broker named by brokerFlag.
+func CompleteClasses(f *cmdutil.Factory, brokerFlag *string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		offers, ok := completionOffers(cmd, f, brokerFlag, "")
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		seen := map[string]bool{}
+		for _, o := range offers {
+			n := o.Class.Spec.ExternalName
+			if !seen[n] && strings.HasPrefix(n, toComplete) {
+				seen[n] = true
+				out = append(out, n+"\t"+firstLine(o.Class.Spec.Description))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// CompletePlans completes plan names of the class named by classFlag, or "CLASS/PLAN"
+// when no class is given.
+func CompletePlans(f *cmdutil.Factory, brokerFlag, classFlag *string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		class := ""
+		if classFlag != nil {
+			class = *classFlag
+		}
+		offers, ok := completionOffers(cmd, f, brokerFlag, class)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		for _, o := range offers {
+			for _, p := range o.Plans {
+				n := p.ExternalName
+				if class == "" {
+					n = o.Class.Spec.ExternalName + "/" + n
+				}
+				if strings.HasPrefix(n, toComplete) {
+					out = append(out, n+"\t"+firstLine(p.Description))
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// CompleteClassOrPlan completes CLASS, or CLASS/PLAN once a slash is typed.
+func CompleteClassOrPlan(f *cmdutil.Factory) cobra.CompletionFunc {
+	classes, plans := CompleteClasses(f, nil), CompletePlans(f, nil, nil)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if strings.Contains(toComplete, "/") {
+			return plans(cmd, args, toComplete)
+		}
+		return classes(cmd, args, toComplete)
+	}
+}
+
+func completionOffers(cmd *cobra.Command, f *cmdutil.Factory, brokerFlag *string, class string) ([]marketplace.Offering, bool) {
+	st, err := f.Store()
+	if err != nil {
+		return nil, false
+	}
+	ns, err := Namespace(f)
+	if err != nil {
+		return nil, false
+	}
+	filter := marketplace.Filter{Class: class}
+	if brokerFlag != nil {
+		filter.Broker = *brokerFlag
+	}
+	offers, _ := marketplace.List(completionContext(cmd), st, ns, filter, marketplace.InCatalogNamespace(f.CatalogNamespace))
+	return offers, true
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// Plural returns "1 class" or "3 classes".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,159 @@
+// Package deprovision implements "kubectl catalog deprovision".
+package deprovision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+var deprovisionLong = cmdutil.LongDesc(`
+	Deprovision a service instance: delete it at the broker, then drop its
+	record.
+
+	The instance's bindings are deleted first; an instance is never
+	deprovisioned under a binding. The record is kept (marked for deletion)
+	until the broker confirms, so a broker that is down or refuses is
+	retried by "kubectl catalog reconcile" and the reason is shown by
+	"kubectl catalog describe instance".
+
+	--abandon drops the records without calling the broker at all, for a
+	broker that is gone for good: whatever the broker holds stays there.`)
+
+var deprovisionExample = cmdutil.Examples(`
+	# Deprovision an instance, asking for confirmation in a terminal
+	kubectl catalog deprovision db
+
+	# Deprovision without asking and wait until the broker has finished
+	kubectl catalog deprovision db --yes --wait
+
+	# Forget an instance whose broker no longer exists
+	kubectl catalog deprovision db --abandon --yes`)
+
+// Options are the options of deprovision.
+type Options struct {
+	Name    string
+	Yes     bool
+	Abandon bool
+	Wait    instance.WaitFlags
+
+	Namespace string
+	Store     *store.Store
+	Engine    *catalog.Engine
+	Prompter  prompt.Prompter
+	Streams   cmdutil.IOStreams
+}
+
+// NewCmdDeprovision returns the deprovision command.
+func NewCmdDeprovision(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:               "deprovision NAME",
+		Short:             "Deprovision a service instance",
+		Long:              deprovisionLong,
+		Example:           deprovisionExample,
+		Args:              instance.ExactlyOneName,
+		ValidArgsFunction: instance.CompleteInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
+	cmd.Flags().BoolVar(&o.Abandon, "abandon", false, "Drop the records without calling the broker; what the broker holds is left there.")
+	o.Wait.AddFlags(cmd.Flags(), "deprovision")
+	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	if o.Abandon && o.Wait.Wait {
+		return cmdutil.UsageErrorf("--abandon and --wait cannot be used together: abandoning does not call the broker, so there is nothing to wait for")
+	}
+	return o.Wait.Validate()
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	if err != nil {
+		return err
+	}
+	if o.Prompter == nil && o.Streams.CanPrompt() {
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
+	}
+	return nil
+}
+
+// Run marks the instance for deletion and drives it.
+func (o *Options) Run(ctx context.Context) error {
+	inst, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	bindings, err := o.Store.Bindings().List(ctx, o.Namespace, store.Filter{Instance: o.Name})
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("instance %q (%s/%s, broker %q)", o.Name, inst.Spec.ClassExternalName, inst.Spec.PlanExternalName, inst.Spec.BrokerName)
+	if len(bindings) > 0 {
+		names := make([]string, 0, len(bindings))
+		for _, b := range bindings {
+			names = append(names, b.Name)
+		}
+		what += fmt.Sprintf(" and its bindings %s (their credentials Secrets too)", strings.Join(names, ", "))
+	}
+	if o.Abandon {
+		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning %s in namespace %q.\nWARNING: the broker is NOT called: whatever it holds for this instance stays there (and may still be billed).\n", what, o.Namespace)
+	} else {
+		fmt.Fprintf(o.Streams.ErrOut, "This deletes %s in namespace %q at the broker.\n", what, o.Namespace)
+	}
+	if !o.Yes {
+		if o.Prompter == nil {
+			return cmdutil.UsageErrorf("deprovision needs --yes when it cannot ask for confirmation (not a terminal)")
+		}
+		ok, err := o.Prompter.Confirm("Continue?", false)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
+			return nil
+		}
+	}
+	if o.Abandon {
+		if err := o.Engine.AbandonInstance(ctx, inst); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "Instance %q abandoned: its records are gone; the broker was not told.\n", o.Name)
+		return nil
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Deprovisioning instance %q in namespace %q...\n", o.Name, o.Namespace)
+	if err := o.Store.Instances().Delete(ctx, o.Namespace, o.Name); err != nil {
+		return err
+	}
+	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "deprovision", o.Wait)
+	if err != nil {
+		return err
+	}
+	return instance.Report(o.Streams, nil, r, o.Name, o.Namespace, "deprovision", o.Wait.Wait)
+}

@@ -1,0 +1,321 @@
+// Package describe implements "kubectl catalog describe" and its broker, class and plan
+// subcommands. Other subcommands (instance, binding) are added to the parent by their own
+// packages.
+package describe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// NewCmdDescribe returns the describe command with the broker, class and plan
+// subcommands. Add others with AddCommand.
+func NewCmdDescribe(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe",
+		Short: "Show the details of a broker, class, plan or other record",
+		Long:  "Show the details of one record in a readable form. Use \"kubectl catalog get ... -o yaml\" for the raw record.",
+		Example: cmdutil.Examples(`
+			# Describe a broker, then the parameters of a plan
+			kubectl catalog describe broker acme
+			kubectl catalog describe plan postgres/small`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(NewCmdDescribeBroker(f), NewCmdDescribeClass(f), NewCmdDescribePlan(f))
+	return cmd
+}
+
+// Options are what describe broker, class and plan share.
+type Options struct {
+	Name        string
+	Scope       string
+	Broker      string
+	Class       string
+	ShowSchemas bool
+
+	Namespace        string
+	CatalogNamespace string
+	Store            *store.Store
+	Streams          cmdutil.IOStreams
+	Now              func() time.Time
+}
+
+// Validate checks the arguments without any I/O.
+func (o *Options) Validate() error {
+	if o.Name == "" {
+		return cmdutil.UsageErrorf("a name is required")
+	}
+	_, err := catalogcmd.ParseScope(o.Scope)
+	return err
+}
+
+// Complete builds the store and finds the namespaces.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, err := catalogcmd.Namespace(f)
+	if err != nil {
+		return err
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace, o.Store, o.Now = ns, f.CatalogNamespace, st, f.Now
+	return nil
+}
+
+func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []string, run func(*Options, context.Context) error) (*cobra.Command, *Options) {
+	o := &Options{Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: cmdutil.LongDesc(long), Example: cmdutil.Examples(example), Aliases: aliases,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return run(o, cmd.Context())
+		},
+	}
+	return cmd, o
+}
+
+// NewCmdDescribeBroker returns "describe broker".
+func NewCmdDescribeBroker(f *cmdutil.Factory) *cobra.Command {
+	cmd, o := newCmd(f, "broker NAME", "Show a broker's details", `
+		Show a broker: where it is, how it authenticates (never the credentials), its
+		restrictions, the last catalog fetch and its error, and its classes.`, `
+		# Describe broker acme
+		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, (*Options).RunBroker)
+	cmd.ValidArgsFunction = catalogcmd.CompleteBrokers(f)
+	cmd.Flags().StringVar(&o.Scope, "scope", "", "Scope of the broker when both scopes have one of that name: cluster or namespace.")
+	return cmd
+}
+
+// kv writes aligned "Key:  value" lines.
+type kv struct {
+	w     io.Writer
+	width int
+}
+
+func (k kv) line(key, value string) {
+	fmt.Fprintf(k.w, "%-*s %s\n", k.width, key+":", value)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+func timeOrNever(t interface{ IsZero() bool }, s string) string {
+	if t.IsZero() {
+		return "<never>"
+	}
+	return s
+}
+
+// RunBroker describes a broker.
+func (o *Options) RunBroker(ctx context.Context) error {
+	scope, _ := catalogcmd.ParseScope(o.Scope)
+	b, err := catalogcmd.FindBroker(ctx, o.Store, o.CatalogNamespace, o.Namespace, o.Name, scope)
+	if err != nil {
+		return err
+	}
+	classes, err := o.Store.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+	if err != nil && len(classes) == 0 {
+		return err
+	}
+	return BrokerView(o.Streams.Out, b, classes, o.Now())
+}
+
+// BrokerView writes the describe view of a broker.
+func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClass, now time.Time) error {
+	k := kv{w, 18}
+	k.line("Name", b.Name)
+	k.line("Namespace", b.Namespace)
+	k.line("Scope", string(b.Spec.Scope))
+	k.line("URL", b.Spec.URL)
+	k.line("Status", get.BrokerStatus(b))
+	auth := "<none>"
+	if a := b.Spec.Auth; a != nil {
+		auth = fmt.Sprintf("%s, from secret %q", a.Type, a.SecretRef.Name)
+	}
+	k.line("Authentication", auth)
+	tlsInfo := "system roots"
+	switch {
+	case b.Spec.InsecureSkipTLSVerify:
+		tlsInfo = "NOT VERIFIED (--insecure-skip-tls-verify)"
+	case b.Spec.CABundle != "":
+		tlsInfo = fmt.Sprintf("CA bundle (%d certificates)", strings.Count(b.Spec.CABundle, "BEGIN CERTIFICATE"))
+	}
+	if strings.HasPrefix(b.Spec.URL, "https://") {
+		k.line("TLS", tlsInfo)
+	}
+	relist := "on request (kubectl catalog sync broker " + b.Name + ")"
+	if ri := b.Spec.RelistInterval; ri != nil && ri.Duration > 0 {
+		relist = "every " + ri.Duration.String()
+	}
+	k.line("Relist", relist)
+	if r := b.Spec.CatalogRestrictions; r != nil {
+		k.line("Class rules", orNone(strings.Join(r.ServiceClass, "; ")))
+		k.line("Plan rules", orNone(strings.Join(r.ServicePlan, "; ")))
+	}
+	last := "<never>"
+	if t := b.Status.LastCatalogFetch; t != nil {
+		last = t.UTC().Format(time.RFC3339) + " (" + catalogcmd.Age(t.Time, now) + " ago)"
+	}
+	k.line("Last fetch", last)
+	if b.Status.LastCatalogError != "" {
+		k.line("Last error", b.Status.LastCatalogError)
+	}
+	if r := b.Status.Retry; r != nil && r.NextRetryAt != nil {
+		k.line("Next retry", fmt.Sprintf("%s (attempt %d failed: %s)", r.NextRetryAt.UTC().Format(time.RFC3339), r.Attempts, r.Reason))
+	}
+	k.line("Offered", fmt.Sprintf("%s, %s", catalogcmd.Plural(int(b.Status.ClassCount), "class", "classes"),
+		catalogcmd.Plural(int(b.Status.PlanCount), "plan", "plans")))
+	if len(classes) == 0 {
+		fmt.Fprintln(w, "Classes:           <none>")
+		return nil
+	}
+	fmt.Fprintln(w, "Classes:")
+	items := make([]v1alpha1.ServiceClass, len(classes))
+	for i, c := range classes {
+		items[i] = *c
+	}
+	var buf bytes.Buffer
+	if err := get.ClassTable(&buf, items, false, false); err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		fmt.Fprintln(w, strings.TrimRight("  "+l, " "))
+	}
+	return nil
+}
+
+// NewCmdDescribeClass returns "describe class".
+func NewCmdDescribeClass(f *cmdutil.Factory) *cobra.Command {
+	cmd, o := newCmd(f, "class NAME", "Show a class's details and plans", `
+		Show a service class: its broker, OSB id, description, tags, what it requires,
+		and its plans. NAME is the class's name, BROKER/NAME when several brokers offer
+		that name, its record name or its OSB id.`, `
+		# Describe class postgres
+		kubectl catalog describe class postgres
+
+		# The class of that name offered by broker acme
+		kubectl catalog describe class acme/postgres`, []string{"classes", "cl"}, (*Options).RunClass)
+	cmd.ValidArgsFunction = catalogcmd.CompleteClasses(f, &o.Broker)
+	return cmd
+}
+
+// findClass finds a class by the names Resolve accepts, but also removed and disabled
+// ones: describe shows them with their status.
+func (o *Options) findClass(ctx context.Context, name string) (*v1alpha1.ServiceClass, error) {
+	brokerName, cname := "", name
+	if b, n, ok := strings.Cut(name, "/"); ok {
+		brokerName, cname = b, n
+	}
+	all, err := marketplace.ListClasses(ctx, o.Store, o.Namespace, store.Filter{Broker: brokerName}, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	if err != nil && len(all) == 0 {
+		return nil, err
+	}
+	var matches []*v1alpha1.ServiceClass
+	var names []string
+	for _, c := range all {
+		names = append(names, c.Spec.ExternalName)
+		if c.Spec.ExternalName == cname || c.Name == name || c.Spec.ID == cname {
+			matches = append(matches, c)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return nil, &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "class", Name: name, Namespace: o.Namespace,
+			Suggestions: marketplace.Suggest(cname, names)}
+	}
+	e := &marketplace.Error{Reason: marketplace.ReasonAmbiguous, Kind: "class", Name: name, Namespace: o.Namespace}
+	for _, c := range matches {
+		e.Candidates = append(e.Candidates, c.Spec.BrokerName+"/"+c.Spec.ExternalName)
+	}
+	return nil, e
+}
+
+// RunClass describes a class.
+func (o *Options) RunClass(ctx context.Context) error {
+	c, err := o.findClass(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	rules, err := marketplace.LoadRules(ctx, o.Store, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	if err != nil {
+		return err
+	}
+	return ClassView(o.Streams.Out, c, rules, o.Namespace)
+}
+
+// ClassView writes the describe view of a class as seen from namespace.
+func ClassView(w io.Writer, c *v1alpha1.ServiceClass, rules marketplace.Rules, namespace string) error {
+	k := kv{w, 18}
+	k.line("Name", c.Spec.ExternalName)
+	k.line("Description", orNone(c.Spec.Description))
+	k.line("Broker", fmt.Sprintf("%s (%s scope)", c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope))))
+	k.line("ID", c.Spec.ID)
+	k.line("Record", c.Namespace+"/"+c.Name)
+	k.line("Status", get.ClassStatus(c))
+	k.line("Bindable", get.YesNo(c.Spec.Bindable))
+	k.line("Plan updateable", get.YesNo(c.Spec.PlanUpdateable))
+	k.line("Tags", orNone(strings.Join(c.Spec.Tags, ", ")))
+	if len(c.Spec.Requires) > 0 {
+		k.line("Requires", strings.Join(c.Spec.Requires, ", "))
+	}
+	if c.Spec.Metadata != nil && len(c.Spec.Metadata.Raw) > 0 {
+		var md map[string]any
+		if json.Unmarshal(c.Spec.Metadata.Raw, &md) == nil {
+			for _, key := range []string{"displayName", "longDescription", "providerDisplayName", "documentationUrl", "supportUrl"} {
+				if s, ok := md[key].(string); ok && s != "" {
+					k.line(key, s)
+				}
+			}
+		}
+	}
+	fmt.Fprintln(w, "Plans:")
+	var buf bytes.Buffer
+	t := newPlanTable(&buf)
+	for i := range c.Spec.Plans {
+		p := &c.Spec.Plans[i]
+		status := "Active"
+		switch {
+		case c.PlanRemoved(p.ID):
+			status = "Removed"
+		case !rules.PlanVisible(namespace, c, p.ID):
+			status = "Disabled here"
+		}
+		t.Append(p.ExternalName, get.FreeOrPaid(p), get.YesNo(c.EffectiveBindable(p)), status, get.Truncate(p.Description, 60))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		fmt.Fprintln(w, strings.TrimRight("  "+l, " "))
+	}
+	return nil
+}

@@ -1,0 +1,517 @@
+// Package get implements "kubectl catalog get" and its broker, class and plan
+// subcommands. Other subcommands (instances, bindings) are added to the parent by their
+// own packages.
+package get
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// NewCmdGet returns the get command with the brokers, classes and plans subcommands.
+// Add others with AddCommand.
+func NewCmdGet(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "List brokers, classes, plans and other records",
+		Long: cmdutil.LongDesc(`
+			List kubectl-catalog's records as tables, or in any -o format.`),
+		Example: cmdutil.Examples(`
+			# List brokers, then the plans of class postgres
+			kubectl catalog get brokers
+			kubectl catalog get plans -c postgres`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(NewCmdGetBrokers(f), NewCmdGetClasses(f), NewCmdGetPlans(f))
+	return cmd
+}
+
+// Options are what get brokers, classes and plans share.
+type Options struct {
+	Names         []string
+	AllNamespaces bool
+	Broker        string
+	Class         string
+	Output        *printers.OutputFlags
+
+	Namespace        string
+	CatalogNamespace string
+	Store            *store.Store
+	Streams          cmdutil.IOStreams
+	Now              func() time.Time
+}
+
+func newOptions(f *cmdutil.Factory) *Options {
+	return &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+}
+
+// Validate checks the flags without any I/O.
+func (o *Options) Validate() error {
+	return o.Output.Validate()
+}
+
+// Complete builds the store and finds the namespaces.
+func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
+	o.Names = args
+	ns, err := catalogcmd.Namespace(f)
+	if err != nil {
+		return err
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace, o.Store = ns, f.CatalogNamespace, st
+	return nil
+}
+
+func runE(f *cmdutil.Factory, o *Options, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		if err := o.Complete(f, args); err != nil {
+			return err
+		}
+		return run(cmd.Context())
+	}
+}
+
+func (o *Options) noneFound(w io.Writer, what string) {
+	if o.AllNamespaces {
+		fmt.Fprintf(w, "No %s found.\n", what)
+		return
+	}
+	fmt.Fprintf(w, "No %s found in namespace %q or the catalog namespace %q.\n", what, o.Namespace, o.CatalogNamespace)
+}
+
+// NewCmdGetBrokers returns "get brokers".
+func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
+	o := newOptions(f)
+	cmd := &cobra.Command{
+		Use:     "brokers [NAME...]",
+		Aliases: []string{"broker", "brk"},
+		Short:   "List registered brokers",
+		Long: cmdutil.LongDesc(`
+			List the brokers visible from the current namespace: cluster-scoped ones
+			(in the catalog namespace) and the namespace's own. With -A, the brokers of
+			every namespace.`),
+		Example: cmdutil.Examples(`
+			# List brokers
+			kubectl catalog get brokers
+
+			# One broker as YAML
+			kubectl catalog get brokers acme -o yaml`),
+		ValidArgsFunction: catalogcmd.CompleteBrokers(f),
+	}
+	cmd.RunE = runE(f, o, o.RunBrokers)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the brokers of every namespace.")
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+func (o *Options) namespaces() []string {
+	switch {
+	case o.AllNamespaces:
+		return []string{""}
+	case o.Namespace == o.CatalogNamespace:
+		return []string{o.Namespace}
+	}
+	return []string{o.CatalogNamespace, o.Namespace}
+}
+
+func matchName(names []string, candidates ...string) bool {
+	if len(names) == 0 {
+		return true
+	}
+	for _, n := range names {
+		for _, c := range candidates {
+			if n == c {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// missing returns an error for the first name that matched nothing.
+func missing(kind string, names []string, found map[string]bool, known []string) error {
+	for _, n := range names {
+		if !found[n] {
+			msg := fmt.Sprintf("%s %q not found", kind, n)
+			if s := marketplace.Suggest(n, known); len(s) > 0 {
+				msg += fmt.Sprintf("; did you mean %q?", s[0])
+			}
+			return &catalogcmd.NotFoundError{Msg: msg}
+		}
+	}
+	return nil
+}
+
+// RunBrokers lists brokers.
+func (o *Options) RunBrokers(ctx context.Context) error {
+	var items []v1alpha1.Broker
+	found := map[string]bool{}
+	var known []string
+	for _, ns := range o.namespaces() {
+		bs, err := o.Store.Brokers().List(ctx, ns, store.Filter{})
+		if err != nil && len(bs) == 0 {
+			if store.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
+				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
+				continue
+			}
+			return err
+		}
+		for _, b := range bs {
+			if ns != "" && ns != o.CatalogNamespace && b.Spec.Scope == v1alpha1.ScopeCluster {
+				continue
+			}
+			known = append(known, b.Name)
+			if matchName(o.Names, b.Name) {
+				found[b.Name] = true
+				items = append(items, *b)
+			}
+		}
+	}
+	if err := missing("broker", o.Names, found, known); err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		return o.Output.PrintObject(&v1alpha1.BrokerList{Items: items}, o.Streams.Out)
+	}
+	if len(items) == 0 {
+		o.noneFound(o.Streams.ErrOut, "brokers")
+		return nil
+	}
+	return BrokerTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide(), o.Now())
+}
+
+// BrokerStatus is a one-word summary of a broker's state.
+func BrokerStatus(b *v1alpha1.Broker) string {
+	switch {
+	case b.DeletionTimestamp != nil:
+		return "Deleting"
+	case meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ConditionFailed):
+		return "Failed"
+	case b.HasPendingWork():
+		return "Pending"
+	case meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ConditionReady):
+		return "Ready"
+	}
+	return "Unknown"
+}
+
+// BrokerTable prints brokers as a table.
+func BrokerTable(w io.Writer, items []v1alpha1.Broker, withNamespace, wide bool, now time.Time) error {
+	headers := []string{"NAME", "SCOPE", "URL", "STATUS", "CLASSES", "PLANS", "AGE"}
+	if withNamespace {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(headers, "LAST FETCH", "AUTH")
+	}
+	t := printers.NewTable(w, headers...)
+	for i := range items {
+		b := &items[i]
+		row := []string{b.Name, strings.ToLower(string(b.Spec.Scope)), b.Spec.URL, BrokerStatus(b),
+			fmt.Sprint(b.Status.ClassCount), fmt.Sprint(b.Status.PlanCount), catalogcmd.Age(b.CreationTimestamp.Time, now)}
+		if withNamespace {
+			row = append([]string{b.Namespace}, row...)
+		}
+		if wide {
+			last := "<never>"
+			if b.Status.LastCatalogFetch != nil {
+				last = catalogcmd.Age(b.Status.LastCatalogFetch.Time, now) + " ago"
+			}
+			auth := "<none>"
+			if b.Spec.Auth != nil {
+				auth = string(b.Spec.Auth.Type) + " (secret " + b.Spec.Auth.SecretRef.Name + ")"
+			}
+			row = append(row, last, auth)
+		}
+		t.Append(row...)
+	}
+	return t.Render()
+}
+
+// NewCmdGetClasses returns "get classes".
+func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
+	o := newOptions(f)
+	cmd := &cobra.Command{
+		Use:     "classes [NAME...]",
+		Aliases: []string{"class", "cl"},
+		Short:   "List service classes",
+		Long: cmdutil.LongDesc(`
+			List the service classes of the brokers visible from the current namespace,
+			including classes the broker no longer offers (status Removed) and classes
+			access rules hide. NAME is a class's name, record name or OSB id. For what
+			the namespace may provision, use "kubectl catalog marketplace".`),
+		Example: cmdutil.Examples(`
+			# List classes
+			kubectl catalog get classes
+
+			# Classes of one broker, with their ids
+			kubectl catalog get classes -b acme -o wide
+
+			# One class as YAML
+			kubectl catalog get classes postgres -o yaml`),
+		ValidArgsFunction: catalogcmd.CompleteClasses(f, nil),
+	}
+	cmd.RunE = runE(f, o, o.RunClasses)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the classes of every namespace.")
+	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
+	_ = cmd.RegisterFlagCompletionFunc("broker", catalogcmd.CompleteBrokers(f))
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+func (o *Options) classes(ctx context.Context, class string) ([]*v1alpha1.ServiceClass, error) {
+	filter := store.Filter{Broker: o.Broker, Class: class}
+	var out []*v1alpha1.ServiceClass
+	var err error
+	if o.AllNamespaces {
+		out, err = o.Store.Classes().List(ctx, "", filter)
+	} else {
+		out, err = marketplace.ListClasses(ctx, o.Store, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	}
+	if err != nil && len(out) > 0 {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %v\n", err)
+		err = nil
+	}
+	return out, err
+}
+
+// RunClasses lists classes.
+func (o *Options) RunClasses(ctx context.Context) error {
+	all, err := o.classes(ctx, "")
+	if err != nil {
+		return err
+	}
+	var items []v1alpha1.ServiceClass
+	found := map[string]bool{}
+	var known []string
+	for _, c := range all {
+		known = append(known, c.Spec.ExternalName)
+		for _, n := range o.Names {
+			if n == c.Spec.ExternalName || n == c.Name || n == c.Spec.ID {
+				found[n] = true
+			}
+		}
+		if matchName(o.Names, c.Spec.ExternalName, c.Name, c.Spec.ID) {
+			items = append(items, *c)
+		}
+	}
+	if err := missing("class", o.Names, found, known); err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		return o.Output.PrintObject(&v1alpha1.ServiceClassList{Items: items}, o.Streams.Out)
+	}
+	if len(items) == 0 {
+		o.noneFound(o.Streams.ErrOut, "classes")
+		return nil
+	}
+	return ClassTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide())
+}
+
+// ClassStatus is "Active" or "Removed".
+func ClassStatus(c *v1alpha1.ServiceClass) string {
+	if c.Status.RemovedFromBroker {
+		return "Removed"
+	}
+	return "Active"
+}
+
+// ClassTable prints classes as a table.
+func ClassTable(w io.Writer, items []v1alpha1.ServiceClass, withNamespace, wide bool) error {
+	headers := []string{"NAME", "BROKER", "SCOPE", "PLANS", "STATUS", "DESCRIPTION"}
+	if withNamespace {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(headers, "ID", "RECORD")
+	}
+	t := printers.NewTable(w, headers...)
+	for i := range items {
+		c := &items[i]
+		row := []string{c.Spec.ExternalName, c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope)),
+			fmt.Sprint(len(c.Spec.Plans)), ClassStatus(c), Truncate(c.Spec.Description, 60)}
+		if withNamespace {
+			row = append([]string{c.Namespace}, row...)
+		}
+		if wide {
+			row = append(row, c.Spec.ID, c.Name)
+		}
+		t.Append(row...)
+	}
+	return t.Render()
+}
+
+// Truncate shortens s to n runes, on one line.
+func Truncate(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// NewCmdGetPlans returns "get plans".
+func NewCmdGetPlans(f *cmdutil.Factory) *cobra.Command {
+	o := newOptions(f)
+	cmd := &cobra.Command{
+		Use:     "plans [CLASS/PLAN | PLAN...]",
+		Aliases: []string{"plan", "pl"},
+		Short:   "List service plans",
+		Long: cmdutil.LongDesc(`
+			List the plans of the classes visible from the current namespace, including
+			plans the broker no longer offers (status Removed). Name plans as CLASS/PLAN,
+			or as PLAN together with --class. With -o json|yaml the class records
+			holding the plans are printed, with only the selected plans.`),
+		Example: cmdutil.Examples(`
+			# List every plan
+			kubectl catalog get plans
+
+			# The plans of one class
+			kubectl catalog get plans -c postgres
+
+			# One plan, with its id
+			kubectl catalog get plans postgres/small -o wide`),
+		ValidArgsFunction: catalogcmd.CompletePlans(f, nil, nil),
+	}
+	cmd.RunE = runE(f, o, o.RunPlans)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the plans of every namespace.")
+	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the plans of this broker's classes.")
+	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only the plans of this class.")
+	_ = cmd.RegisterFlagCompletionFunc("broker", catalogcmd.CompleteBrokers(f))
+	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, &o.Broker))
+	cmd.ValidArgsFunction = catalogcmd.CompletePlans(f, &o.Broker, &o.Class)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// PlanRow is one plan of a class, for tables.
+type PlanRow struct {
+	Class *v1alpha1.ServiceClass
+	Plan  *v1alpha1.ServicePlan
+}
+
+// RunPlans lists plans.
+func (o *Options) RunPlans(ctx context.Context) error {
+	all, err := o.classes(ctx, "")
+	if err != nil {
+		return err
+	}
+	var rows []PlanRow
+	var list v1alpha1.ServiceClassList
+	found := map[string]bool{}
+	var known []string
+	classSeen := o.Class == ""
+	for _, c := range all {
+		if o.Class != "" && o.Class != c.Spec.ExternalName && o.Class != c.Name && o.Class != c.Spec.ID {
+			continue
+		}
+		classSeen = true
+		kept := c.DeepCopy()
+		kept.Spec.Plans = nil
+		for i := range c.Spec.Plans {
+			p := &c.Spec.Plans[i]
+			qualified := c.Spec.ExternalName + "/" + p.ExternalName
+			known = append(known, qualified)
+			match := len(o.Names) == 0
+			for _, n := range o.Names {
+				if n == qualified || n == p.ExternalName || n == p.ID {
+					found[n], match = true, true
+				}
+			}
+			if match {
+				rows = append(rows, PlanRow{c, p})
+				kept.Spec.Plans = append(kept.Spec.Plans, *p)
+			}
+		}
+		if len(kept.Spec.Plans) > 0 {
+			list.Items = append(list.Items, *kept)
+		}
+	}
+	if !classSeen {
+		var names []string
+		for _, c := range all {
+			names = append(names, c.Spec.ExternalName)
+		}
+		return missing("class", []string{o.Class}, nil, names)
+	}
+	if err := missing("plan", o.Names, found, known); err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		return o.Output.PrintObject(&list, o.Streams.Out)
+	}
+	if len(rows) == 0 {
+		o.noneFound(o.Streams.ErrOut, "plans")
+		return nil
+	}
+	return PlanTable(o.Streams.Out, rows, o.AllNamespaces, o.Output.IsWide())
+}
+
+// FreeOrPaid says "free" or "paid".
+func FreeOrPaid(p *v1alpha1.ServicePlan) string {
+	if p.Free {
+		return "free"
+	}
+	return "paid"
+}
+
+// YesNo formats a boolean for tables.
+func YesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// PlanTable prints plans as a table.
+func PlanTable(w io.Writer, rows []PlanRow, withNamespace, wide bool) error {
+	headers := []string{"NAME", "CLASS", "BROKER", "FREE", "BINDABLE", "STATUS", "DESCRIPTION"}
+	if withNamespace {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(headers, "ID", "MAINTENANCE")
+	}
+	t := printers.NewTable(w, headers...)
+	for _, r := range rows {
+		status := "Active"
+		if r.Class.PlanRemoved(r.Plan.ID) {
+			status = "Removed"
+		}
+		row := []string{r.Plan.ExternalName, r.Class.Spec.ExternalName, r.Class.Spec.BrokerName, FreeOrPaid(r.Plan),
+			YesNo(r.Class.EffectiveBindable(r.Plan)), status, Truncate(r.Plan.Description, 60)}
+		if withNamespace {
+			row = append([]string{r.Class.Namespace}, row...)
+		}
+		if wide {
+			mi := "<none>"
+			if r.Plan.MaintenanceInfo != nil {
+				mi = r.Plan.MaintenanceInfo.Version
+			}
+			row = append(row, r.Plan.ID, mi)
+		}
+		t.Append(row...)
+	}
+	return t.Render()
+}

@@ -1,0 +1,242 @@
+// Package instance holds what the instance commands (provision, update, deprovision,
+// touch, get instances, describe instance) share: building the engine from the factory,
+// the wait flags, driving a record with progress, and completion of instance names.
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// TestPauseEnv, when set to a catalog.HookPoint ("before-broker-call",
+// "after-broker-call"), makes the CLI print a line naming the point to stderr and stop
+// there until it is killed. It exists only for the kill-the-CLI end-to-end tests, which
+// SIGKILL the process at each point and check that the record is finished later.
+const TestPauseEnv = "KUBECTL_CATALOG_TEST_PAUSE_AT"
+
+// TestBrokerTimeoutEnv, when set to a Go duration ("2s"), replaces the per-request
+// broker timeout (the spec's typical 60 s, osb.DefaultTimeout) of the instance commands.
+// It exists only for the end-to-end tests of the "client timeout" row of the orphan
+// mitigation table, which would otherwise wait a minute per case; it is not a user knob,
+// because a short timeout turns every slow provision into an orphan mitigation.
+const TestBrokerTimeoutEnv = "KUBECTL_CATALOG_TEST_BROKER_TIMEOUT"
+
+// brokerOptions are the options of the broker clients the instance commands build.
+func brokerOptions() ([]brokerclient.Option, error) {
+	v := os.Getenv(TestBrokerTimeoutEnv)
+	if v == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("%s=%q: want a positive Go duration such as 2s", TestBrokerTimeoutEnv, v)
+	}
+	return []brokerclient.Option{brokerclient.WithTimeout(d)}, nil
+}
+
+// NewEngine builds the engine for the factory's cluster.
+func NewEngine(f *cmdutil.Factory, pollInterval time.Duration) (*catalog.Engine, *store.Store, error) {
+	st, err := f.Store()
+	if err != nil {
+		return nil, nil, err
+	}
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := brokerOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	clients := brokerclient.New(core, opts...)
+	syncer := catalogsync.New(st, clients)
+	cfg := catalog.Config{
+		Store: st, Brokers: clients, Platform: catalog.NewKubePlatform(core, f.CatalogNamespace),
+		CatalogNamespace: f.CatalogNamespace, Now: f.Now, PollInterval: pollInterval,
+		RefreshCatalog: func(ctx context.Context, b *v1alpha1.Broker) error {
+			_, err := syncer.Sync(ctx, b)
+			return err
+		},
+	}
+	if p := os.Getenv(TestPauseEnv); p != "" {
+		errOut := f.ErrOut
+		cfg.Hook = func(ctx context.Context, point catalog.HookPoint, op *v1alpha1.Operation) {
+			if string(point) != p {
+				return
+			}
+			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, op.Type)
+			<-ctx.Done()
+		}
+	}
+	return catalog.New(cfg), st, nil
+}
+
+// WaitFlags are --wait, --timeout and --interval.
+type WaitFlags struct {
+	Wait     bool
+	Timeout  time.Duration
+	Interval time.Duration
+}
+
+// AddFlags adds the wait flags.
+func (w *WaitFlags) AddFlags(fs *pflag.FlagSet, what string) {
+	fs.BoolVar(&w.Wait, "wait", false, "Wait until the "+what+" is finished at the broker, showing progress.")
+	fs.DurationVar(&w.Timeout, "timeout", 5*time.Minute, "How long --wait waits; 0 or negative waits without limit. The operation goes on after a timeout.")
+	fs.DurationVar(&w.Interval, "interval", 2*time.Second, "Shortest interval between polls of the broker when it sends no Retry-After.")
+}
+
+// Validate checks the wait flags.
+func (w *WaitFlags) Validate() error {
+	if w.Interval <= 0 {
+		return cmdutil.UsageErrorf("--interval must be positive, not %s", w.Interval)
+	}
+	return nil
+}
+
+// Drive runs the engine on one instance: until it settles with --wait, else for as long
+// as there is work to do at once. It shows progress (a live line on a terminal, a line
+// per change otherwise), releases its claim when it stops, and turns a timeout or an
+// interruption into an error saying how to resume.
+func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
+	dctx := ctx
+	if w.Wait && w.Timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, w.Timeout)
+		defer cancel()
+	}
+	p := &progress{w: streams.ErrOut, live: streams.OutTerminal, start: time.Now()}
+	res, err := eng.DriveInstance(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.show})
+	p.done()
+	if res.Instance != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = eng.Release(rctx, res.Instance)
+		cancel()
+	}
+	hint := fmt.Sprintf(`follow it with "kubectl catalog describe instance %s -n %s"; "kubectl catalog reconcile" finishes it`, name, namespace)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return res, &cmdutil.TimeoutError{
+			What: fmt.Sprintf("waiting for instance %q to %s (%s)", name, verb, res.Message),
+			Hint: "the operation goes on: " + hint + `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
+		}
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("interrupted: instance %q is left pending: %s: %w", name, hint, ctx.Err())
+	}
+	return res, err
+}
+
+// progress prints what the engine reports.
+type progress struct {
+	w     io.Writer
+	live  bool
+	start time.Time
+	last  string
+	width int
+}
+
+func (p *progress) show(r catalog.Result) {
+	msg := r.Message
+	if r.Instance != nil && r.Instance.Status.Phase != "" {
+		msg = string(r.Instance.Status.Phase) + ": " + msg
+	}
+	elapsed := time.Since(p.start).Round(time.Second)
+	if p.live {
+		line := fmt.Sprintf("%s (%s)", msg, elapsed)
+		pad := ""
+		if n := p.width - len(line); n > 0 {
+			pad = strings.Repeat(" ", n)
+		}
+		fmt.Fprintf(p.w, "\r%s%s", line, pad)
+		p.width = len(line)
+		return
+	}
+	if msg != p.last {
+		fmt.Fprintf(p.w, "%s (%s)\n", msg, elapsed)
+		p.last = msg
+	}
+}
+
+func (p *progress) done() {
+	if p.live && p.width > 0 {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// CompleteInstances completes instance names in the command's namespace.
+func CompleteInstances(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		st, err := f.Store()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns, _, err := f.Namespace()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		items, _ := st.Instances().List(cmd.Context(), ns, store.Filter{})
+		var names []string
+		for _, i := range items {
+			if strings.HasPrefix(i.Name, toComplete) {
+				names = append(names, i.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// BrokerNamespace is where an instance's broker and class records live.
+func BrokerNamespace(inst *v1alpha1.ServiceInstance, catalogNamespace string) string {
+	if inst.Spec.Scope == v1alpha1.ScopeCluster {
+		return catalogNamespace
+	}
+	return inst.Namespace
+}
+
+// ParseSecretRefs parses --params-from-secret values, SECRET or SECRET/KEY.
+func ParseSecretRefs(values []string) ([]v1alpha1.ParametersFromSource, error) {
+	var out []v1alpha1.ParametersFromSource
+	for _, v := range values {
+		name, key, _ := strings.Cut(v, "/")
+		if name == "" {
+			return nil, cmdutil.UsageErrorf("--params-from-secret %q: use SECRET or SECRET/KEY", v)
+		}
+		out = append(out, v1alpha1.ParametersFromSource{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: name, Key: key}})
+	}
+	return out, nil
+}
+
+// ExactlyOneName accepts exactly one argument, the instance's name; anything else is a
+// usage error (exit code 2), as unknown flags are.
+func ExactlyOneName(cmd *cobra.Command, args []string) error {
+	switch len(args) {
+	case 1:
+		if args[0] == "" {
+			return cmdutil.UsageErrorf("the instance name must not be empty: see %q", cmd.CommandPath()+" --help")
+		}
+		return nil
+	case 0:
+		return cmdutil.UsageErrorf("%s needs the instance's NAME: see %q", cmd.CommandPath(), cmd.CommandPath()+" --help")
+	default:
+		return cmdutil.UsageErrorf("%s takes one NAME, got %d arguments (%s): see %q", cmd.CommandPath(), len(args), strings.Join(args, " "), cmd.CommandPath()+" --help")
+	}
+}

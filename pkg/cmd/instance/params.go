@@ -1,0 +1,83 @@
+package instance
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+)
+
+// ParamFlags are the parameter flags of provision and update.
+type ParamFlags struct {
+	Params     []string
+	JSON       string
+	File       string
+	FromSecret []string
+}
+
+// AddFlags adds -p/--param, --params-json, --params-file and --params-from-secret.
+func (p *ParamFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&p.Params, "param", "p", nil, "A parameter as key=value; repeat a key for an array. Values are typed by the plan's schema.")
+	fs.StringVar(&p.JSON, "params-json", "", "Parameters as a JSON object.")
+	fs.StringVar(&p.File, "params-file", "", `Parameters from a file holding a JSON object ("-" for standard input).`)
+	fs.StringArrayVar(&p.FromSecret, "params-from-secret", nil, "Parameters from a Secret: SECRET/KEY (a JSON object under KEY) or SECRET (every key a string parameter). Re-read at every broker call, never stored.")
+}
+
+// Validate checks flags that cannot go together.
+func (p *ParamFlags) Validate() error {
+	if p.JSON != "" && p.File != "" {
+		return cmdutil.UsageErrorf("--params-json and --params-file cannot be used together")
+	}
+	_, err := ParseSecretRefs(p.FromSecret)
+	return err
+}
+
+// Given reports whether any inline parameter flag was given.
+func (p *ParamFlags) Given() bool { return len(p.Params) > 0 || p.JSON != "" || p.File != "" }
+
+// Inline builds the inline parameters: the JSON object of --params-json or
+// --params-file, with -p values on top, typed by schema.
+func (p *ParamFlags) Inline(stdin io.Reader, schema json.RawMessage) (map[string]any, error) {
+	out := map[string]any{}
+	var raw []byte
+	switch {
+	case p.JSON != "":
+		raw = []byte(p.JSON)
+	case p.File == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read parameters from standard input: %w", err)
+		}
+		raw = b
+	case p.File != "":
+		b, err := os.ReadFile(p.File)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read --params-file: %w", err)
+		}
+		raw = b
+	}
+	if len(raw) > 0 {
+		d := json.NewDecoder(bytesReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&out); err != nil || out == nil {
+			return nil, cmdutil.UsageErrorf("parameters must be a JSON object: %v", err)
+		}
+		// Anything after the object would be dropped silently: refuse it.
+		if _, err := d.Token(); err != io.EOF {
+			return nil, cmdutil.UsageErrorf("parameters must be a single JSON object: there is more after it")
+		}
+	}
+	flags, err := catalog.ParseParamFlags(p.Params, schema)
+	if err != nil {
+		return nil, cmdutil.UsageErrorf("%v", err)
+	}
+	for k, v := range flags {
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,39 @@
+package instance
+
+import (
+	"fmt"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+)
+
+// Report prints the outcome of a verb: the record with -o, else a sentence saying where
+// the instance stands and what to do next. A failure the user must fix is an error.
+func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Result, name, namespace, verb string, waited bool) error {
+	if r.Instance != nil && out != nil && !out.IsTable() {
+		if err := out.PrintObject(r.Instance, streams.Out); err != nil {
+			return err
+		}
+	}
+	describe := fmt.Sprintf(`"kubectl catalog describe instance %s -n %s"`, name, namespace)
+	switch r.State {
+	case catalog.StateSettled:
+		fmt.Fprintf(streams.ErrOut, "Instance %q is ready.\n", name)
+		return nil
+	case catalog.StateDeleted:
+		fmt.Fprintf(streams.ErrOut, "Instance %q is deprovisioned.\n", name)
+		return nil
+	case catalog.StateNeedsUser:
+		return fmt.Errorf("instance %q failed: %s; see %s", name, r.Message, describe)
+	}
+	inst := r.Instance
+	if inst != nil && inst.Status.Retry != nil && (inst.Status.InFlight == nil || !inst.Status.InFlight.Async) {
+		return fmt.Errorf("instance %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"--wait\"", name, r.Message, describe)
+	}
+	if waited {
+		return nil
+	}
+	fmt.Fprintf(streams.ErrOut, "The broker is working on instance %q (%s). Follow it with %s, or run the command with --wait.\n", name, r.Message, describe)
+	return nil
+}

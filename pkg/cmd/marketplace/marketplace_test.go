@@ -1,0 +1,31 @@
+package marketplace_test
+
+import (
+	"bytes"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	cmdmp "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+func offers() []marketplace.Offering {
+	c := storetest.SampleClass()
+	o := marketplace.Offering{Class: c}
+	for i := range c.Spec.Plans {
+		o.Plans = append(o.Plans, &c.Spec.Plans[i])
+	}
+	return []marketplace.Offering{o}
+}
+
+func TestMarketplaceTables(t *testing.T) {
+	var buf bytes.Buffer
+	assert.NilError(t, cmdmp.ClassTable(&buf, offers()))
+	golden.Assert(t, buf.String(), "classes.golden")
+	buf.Reset()
+	assert.NilError(t, cmdmp.PlanTable(&buf, offers()))
+	golden.Assert(t, buf.String(), "plans.golden")
+}

@@ -1,0 +1,273 @@
+// Package provision implements "kubectl catalog provision".
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+var provisionLong = cmdutil.LongDesc(`
+	Provision a service instance of a class and plan from the marketplace.
+
+	The instance is recorded first (a ConfigMap in the namespace), then the
+	broker is asked to create it. A synchronous broker answers at once; an
+	asynchronous one is followed with --wait, or later by "kubectl catalog
+	reconcile". If the command is interrupted, the record stays pending and
+	is finished with the same ids, so nothing is created twice.
+
+	Parameters come from -p key=value (repeat a key for an array; values are
+	typed by the plan's schema), --params-json, --params-file, and
+	--params-from-secret (re-read at every broker call, never copied into
+	the record). They are checked against the plan's JSON schema before
+	anything is recorded. In a terminal, a missing class, plan or required
+	parameter is asked for.`)
+
+var provisionExample = cmdutil.Examples(`
+	# Provision a PostgreSQL instance on the hobby plan
+	kubectl catalog provision db --class postgresql --plan hobby -p storage_gb=5
+
+	# Provision and wait until the broker has finished, for up to 10 minutes
+	kubectl catalog provision db --class postgresql --plan standard --wait --timeout 10m
+
+	# Take parameters from a file and a password from a Secret
+	kubectl catalog provision db --class postgresql --plan hobby --params-file params.json --params-from-secret db-secrets/params`)
+
+// Options are the options of provision.
+type Options struct {
+	Name       string
+	Class      string
+	Plan       string
+	ExternalID string
+	Params     instance.ParamFlags
+	Wait       instance.WaitFlags
+	Output     *printers.OutputFlags
+
+	Namespace        string
+	CatalogNamespace string
+	Store            *store.Store
+	Engine           *catalog.Engine
+	Prompter         prompt.Prompter
+	Streams          cmdutil.IOStreams
+}
+
+// NewCmdProvision returns the provision command.
+func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	cmd := &cobra.Command{
+		Use:     "provision NAME --class CLASS [--plan PLAN] [-p key=value]...",
+		Short:   "Provision a service instance",
+		Long:    provisionLong,
+		Example: provisionExample,
+		Args:    instance.ExactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Class, "class", "", "The class (service) to provision, by name, BROKER/NAME or OSB id.")
+	fs.StringVar(&o.Plan, "plan", "", "The plan; not needed when the class has one plan.")
+	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB instance id to use (default: a new UUID).")
+	o.Params.AddFlags(fs)
+	o.Wait.AddFlags(fs, "provision")
+	o.Output.AddFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, nil))
+	_ = cmd.RegisterFlagCompletionFunc("plan", catalogcmd.CompletePlans(f, nil, &o.Class))
+	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	if err := o.Params.Validate(); err != nil {
+		return err
+	}
+	if err := o.Wait.Validate(); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
+	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	if err != nil {
+		return err
+	}
+	if o.Prompter == nil && o.Streams.CanPrompt() {
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
+	}
+	return nil
+}
+
+// Run records the instance and drives it.
+func (o *Options) Run(ctx context.Context) error {
+	if _, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name); err == nil {
+		return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s", or pick another name`, o.Name, o.Namespace, o.Name)
+	} else if !store.IsNotFound(err) {
+		return err
+	}
+	res, err := o.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	var createSchema json.RawMessage
+	if s, err := res.Schemas(ctx); err != nil {
+		return err
+	} else if s != nil && s.InstanceCreate != nil {
+		createSchema = s.InstanceCreate.Raw
+	}
+	inline, err := o.Params.Inline(o.Streams.In, createSchema)
+	if err != nil {
+		return err
+	}
+	if err := o.askRequired(createSchema, inline); err != nil {
+		return err
+	}
+	from, _ := instance.ParseSecretRefs(o.Params.FromSecret)
+	var raw []byte
+	if len(inline) > 0 {
+		raw, _ = json.Marshal(inline)
+	}
+	all, err := catalog.ResolveParameters(ctx, o.Namespace, rawExt(raw), from, func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+		s, err := o.Store.GetSecret(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := catalog.ValidateParameters(createSchema, all.JSON()); err != nil {
+		return fmt.Errorf("instance %q not provisioned: %w (see the plan's schema with \"kubectl catalog describe plan %s/%s --show-schemas\")", o.Name, err, res.Class.Spec.ExternalName, res.Plan.ExternalName)
+	}
+	inst := catalog.NewInstance(o.Namespace, o.Name, res.Class, res.Plan, raw, from, o.ExternalID)
+	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace)
+	if _, err := o.Store.Instances().Create(ctx, inst); err != nil {
+		return err
+	}
+	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
+	if err != nil {
+		return err
+	}
+	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+}
+
+func rawExt(b []byte) *runtimeRaw {
+	if len(b) == 0 {
+		return nil
+	}
+	return &runtimeRaw{Raw: b}
+}
+
+// resolve finds the class and plan, asking for what is missing in a terminal.
+func (o *Options) resolve(ctx context.Context) (*marketplace.Resolution, error) {
+	opt := marketplace.InCatalogNamespace(o.CatalogNamespace)
+	if o.Class == "" {
+		if o.Prompter == nil {
+			return nil, cmdutil.UsageErrorf(`--class is required: list the classes with "kubectl catalog marketplace"`)
+		}
+		classes, err := marketplace.ListClasses(ctx, o.Store, o.Namespace, store.Filter{}, opt)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, c := range classes {
+			if !c.Status.RemovedFromBroker {
+				names = append(names, c.Spec.ExternalName)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf(`no class can be provisioned in namespace %q: register a broker with "kubectl catalog register"`, o.Namespace)
+		}
+		sort.Strings(names)
+		if o.Class, err = o.Prompter.Select("Class:", names, ""); err != nil {
+			return nil, err
+		}
+	}
+	res, err := marketplace.Resolve(ctx, o.Store, o.Namespace, o.Class, o.Plan, opt)
+	if err != nil {
+		return nil, err
+	}
+	if res.Plan != nil {
+		return res, nil
+	}
+	var plans []string
+	for _, p := range res.Class.Spec.Plans {
+		if !res.Class.PlanRemoved(p.ID) {
+			plans = append(plans, p.ExternalName)
+		}
+	}
+	switch {
+	case len(plans) == 1:
+		o.Plan = plans[0]
+	case o.Prompter != nil:
+		if o.Plan, err = o.Prompter.Select("Plan:", plans, ""); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, cmdutil.UsageErrorf("--plan is required: class %q has plans %s", res.Class.Spec.ExternalName, strings.Join(plans, ", "))
+	}
+	return marketplace.Resolve(ctx, o.Store, o.Namespace, o.Class, o.Plan, opt)
+}
+
+// askRequired asks for the schema's required parameters that are missing, in a
+// terminal; elsewhere the schema validation names them.
+func (o *Options) askRequired(schema json.RawMessage, params map[string]any) error {
+	if o.Prompter == nil || len(schema) == 0 {
+		return nil
+	}
+	var s struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Description string `json:"description"`
+			Type        any    `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	for _, k := range s.Required {
+		if _, ok := params[k]; ok {
+			continue
+		}
+		v, err := o.Prompter.Input(fmt.Sprintf("Parameter %s:", k), s.Properties[k].Description, "")
+		if err != nil {
+			return err
+		}
+		typed, err := catalog.ParseParamFlags([]string{k + "=" + v}, schema)
+		if err != nil {
+			return err
+		}
+		params[k] = typed[k]
+	}
+	return nil
+}
+
+var _ = v1alpha1.PhaseReady

@@ -1,0 +1,5 @@
+package provision
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+type runtimeRaw = runtime.RawExtension

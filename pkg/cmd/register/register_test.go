@@ -1,0 +1,52 @@
+package register
+
+import (
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+)
+
+func TestValidate_RefusesBadInputAsUsageErrors(t *testing.T) {
+	valid := func() Options {
+		return Options{Name: "acme", URL: "https://broker.example.com", Scope: "cluster", BrokerTimeout: time.Minute}
+	}
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{name: "valid", mutate: func(*Options) {}},
+		{name: "namespace scope", mutate: func(o *Options) { o.Scope = "Namespace" }},
+		{name: "restrictions", mutate: func(o *Options) { o.PlanRestrictions = []string{"free==true", "name in (a,b)"} }},
+		{name: "uppercase name", mutate: func(o *Options) { o.Name = "Acme" }, wantErr: `"Acme" is not a valid broker name`},
+		{name: "dotted name", mutate: func(o *Options) { o.Name = "a.b" }, wantErr: "not a valid broker name"},
+		{name: "no url", mutate: func(o *Options) { o.URL = "" }, wantErr: "--url is required"},
+		{name: "ftp url", mutate: func(o *Options) { o.URL = "ftp://x" }, wantErr: "must start with http:// or https://"},
+		{name: "no host", mutate: func(o *Options) { o.URL = "https://" }, wantErr: "has no host"},
+		{name: "credentials in url", mutate: func(o *Options) { o.URL = "https://u:p@x" }, wantErr: "must not contain credentials"},
+		{name: "query", mutate: func(o *Options) { o.URL = "https://x/?a=b" }, wantErr: "must not have a query"},
+		{name: "two auths", mutate: func(o *Options) { o.BasicAuthSecret, o.BearerTokenSecret = "a", "b" }, wantErr: "cannot be used together"},
+		{name: "bad secret name", mutate: func(o *Options) { o.BasicAuthSecret = "No_Good" }, wantErr: `--basic-auth-secret "No_Good" is not a valid Secret name`},
+		{name: "ca and insecure", mutate: func(o *Options) { o.CAFile, o.InsecureSkipTLSVerify = "ca.pem", true }, wantErr: "cannot be used together"},
+		{name: "ca on http", mutate: func(o *Options) { o.URL, o.CAFile = "http://x", "ca.pem" }, wantErr: "only apply to an https URL"},
+		{name: "bad scope", mutate: func(o *Options) { o.Scope = "galaxy" }, wantErr: `--scope must be cluster or namespace, not "galaxy"`},
+		{name: "negative relist", mutate: func(o *Options) { o.RelistInterval = -time.Second }, wantErr: "must not be negative"},
+		{name: "zero timeout", mutate: func(o *Options) { o.BrokerTimeout = 0 }, wantErr: "--broker-timeout must be positive"},
+		{name: "bad rule", mutate: func(o *Options) { o.ClassRestrictions = []string{"name in (a"} }, wantErr: "is not valid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid()
+			tc.mutate(&o)
+			err := o.Validate()
+			if tc.wantErr == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.wantErr)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+		})
+	}
+}

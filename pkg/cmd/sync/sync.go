@@ -1,0 +1,177 @@
+// Package sync implements "kubectl catalog sync broker".
+package sync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+var syncBrokerLong = cmdutil.LongDesc(`
+	Fetch a broker's catalog again and bring its classes and plans up to date.
+
+	Classes and plans are matched by their OSB id, never by name: a renamed class
+	is updated in place. New ones appear in the marketplace; ones the broker no
+	longer offers are marked removed, kept while instances use them, and deleted
+	when none do. If the broker cannot be reached, or its catalog is invalid,
+	nothing is changed and the error is recorded in the broker's status.`)
+
+var syncBrokerExample = cmdutil.Examples(`
+	# Fetch the catalog of broker acme again
+	kubectl catalog sync broker acme
+
+	# The namespace-scoped broker of that name
+	kubectl catalog sync broker team-broker --scope namespace`)
+
+// NewCmdSync returns the sync command, parent of "sync broker".
+func NewCmdSync(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Fetch a broker's catalog again",
+		Long:  "Fetch a broker's catalog again. See \"kubectl catalog sync broker --help\".",
+		Example: cmdutil.Examples(`
+			# Fetch the catalog of broker acme again
+			kubectl catalog sync broker acme`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(NewCmdSyncBroker(f))
+	return cmd
+}
+
+// BrokerOptions are the options of "kubectl catalog sync broker".
+type BrokerOptions struct {
+	Name          string
+	Scope         string
+	BrokerTimeout time.Duration
+
+	Namespace        string
+	CatalogNamespace string
+	Store            *store.Store
+	Clients          *brokerclient.Factory
+	Streams          cmdutil.IOStreams
+}
+
+// NewCmdSyncBroker returns the "sync broker" command.
+func NewCmdSyncBroker(f *cmdutil.Factory) *cobra.Command {
+	o := &BrokerOptions{Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:               "broker NAME",
+		Aliases:           []string{"brokers", "brk"},
+		Short:             "Fetch a broker's catalog again",
+		Long:              syncBrokerLong,
+		Example:           syncBrokerExample,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: catalogcmd.CompleteBrokers(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Scope, "scope", "", "Scope of the broker when both scopes have one of that name: cluster or namespace.")
+	cmd.Flags().DurationVar(&o.BrokerTimeout, "broker-timeout", osb.DefaultTimeout, "How long to wait for the broker's answer.")
+	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"cluster", "namespace"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// Validate checks the flags without any I/O.
+func (o *BrokerOptions) Validate() error {
+	if o.Name == "" {
+		return cmdutil.UsageErrorf("a broker name is required")
+	}
+	if o.BrokerTimeout <= 0 {
+		return cmdutil.UsageErrorf("--broker-timeout must be positive")
+	}
+	_, err := catalogcmd.ParseScope(o.Scope)
+	return err
+}
+
+// Complete builds the clients.
+func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
+	ns, err := catalogcmd.Namespace(f)
+	if err != nil {
+		return err
+	}
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace, o.Store, o.Clients = ns, f.CatalogNamespace, st, brokerclient.New(core,
+		brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(register.UserAgent()))
+	return nil
+}
+
+// Run syncs the broker.
+func (o *BrokerOptions) Run(ctx context.Context) error {
+	scope, _ := catalogcmd.ParseScope(o.Scope)
+	b, err := catalogcmd.FindBroker(ctx, o.Store, o.CatalogNamespace, o.Namespace, o.Name, scope)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Fetching the catalog of broker %q at %s...\n", b.Name, b.Spec.URL)
+	// The request is recorded first, so that if this command is interrupted, reconcile
+	// fetches the catalog instead.
+	b, err = o.Store.Brokers().UpdateWithRetry(ctx, b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
+		cur.Spec.RelistRequests++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot record the sync request on broker %q: %w", o.Name, err)
+	}
+	res, err := catalogsync.New(o.Store, o.Clients).Sync(ctx, b)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
+	}
+	fmt.Fprintf(o.Streams.Out, "broker %q synced: %s and %s offered; %s\n", b.Name,
+		catalogcmd.Plural(res.Classes, "class", "classes"), catalogcmd.Plural(res.Plans, "plan", "plans"), Summary(res))
+	if len(res.Kept) > 0 {
+		fmt.Fprintf(o.Streams.Out, "kept while instances use them (removed from the broker): %s\n", strings.Join(res.Kept, ", "))
+	}
+	return nil
+}
+
+// Summary says what a sync changed, in one line.
+func Summary(r *catalogsync.Result) string {
+	if r.Unchanged() {
+		return "no changes"
+	}
+	var parts []string
+	add := func(n int, one, many string) {
+		if n > 0 {
+			parts = append(parts, catalogcmd.Plural(n, one, many))
+		}
+	}
+	add(r.ClassesAdded, "class added", "classes added")
+	add(r.ClassesUpdated, "class updated", "classes updated")
+	add(r.ClassesRemoved, "class marked removed", "classes marked removed")
+	add(r.ClassesDeleted, "class deleted", "classes deleted")
+	add(r.PlansAdded, "plan added", "plans added")
+	add(r.PlansRemoved, "plan marked removed", "plans marked removed")
+	add(r.PlansDeleted, "plan deleted", "plans deleted")
+	return strings.Join(parts, ", ")
+}

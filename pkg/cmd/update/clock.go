@@ -1,0 +1,5 @@
+package update
+
+import "time"
+
+func nowOf(*Options) time.Time { return time.Now() }

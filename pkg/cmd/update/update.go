@@ -1,0 +1,210 @@
+// Package update implements "kubectl catalog update".
+package update
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+var updateLong = cmdutil.LongDesc(`
+	Change a service instance: its plan, its parameters, or its maintenance
+	version.
+
+	Only what you give is changed and sent to the broker: new or changed
+	parameters are merged into the instance's parameters, and the broker
+	gets only those (with the previous plan as previous_values). A plan
+	change is only possible when the broker says the plan is updateable.
+	--upgrade moves the instance to its plan's newest maintenance_info.`)
+
+var updateExample = cmdutil.Examples(`
+	# Move an instance to another plan
+	kubectl catalog update db --plan standard --wait
+
+	# Change one parameter
+	kubectl catalog update db -p storage_gb=8
+
+	# Apply the plan's newer maintenance version
+	kubectl catalog update db --upgrade`)
+
+// Options are the options of update.
+type Options struct {
+	Name    string
+	Plan    string
+	Upgrade bool
+	Params  instance.ParamFlags
+	Wait    instance.WaitFlags
+	Output  *printers.OutputFlags
+
+	Namespace        string
+	CatalogNamespace string
+	Store            *store.Store
+	Engine           *catalog.Engine
+	Streams          cmdutil.IOStreams
+}
+
+// NewCmdUpdate returns the update command.
+func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	cmd := &cobra.Command{
+		Use:               "update NAME [--plan PLAN] [-p key=value]... [--upgrade]",
+		Short:             "Change a service instance's plan or parameters",
+		Long:              updateLong,
+		Example:           updateExample,
+		Args:              instance.ExactlyOneName,
+		ValidArgsFunction: instance.CompleteInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Plan, "plan", "", "The plan to move to.")
+	cmd.Flags().BoolVar(&o.Upgrade, "upgrade", false, "Move to the plan's newest maintenance_info version.")
+	o.Params.AddFlags(cmd.Flags())
+	o.Wait.AddFlags(cmd.Flags(), "update")
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	if o.Plan == "" && !o.Upgrade && !o.Params.Given() && len(o.Params.FromSecret) == 0 {
+		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret) or --upgrade")
+	}
+	if err := o.Params.Validate(); err != nil {
+		return err
+	}
+	if err := o.Wait.Validate(); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
+	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	return err
+}
+
+// Run changes the spec and drives the instance.
+func (o *Options) Run(ctx context.Context) error {
+	inst, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if err := catalog.CheckChangeable(inst, nowOf(o)); err != nil {
+		return err
+	}
+	class, err := o.Store.Classes().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	if err != nil {
+		return fmt.Errorf("cannot read the class of instance %q: %w", o.Name, err)
+	}
+	cur := class.PlanByID(inst.Spec.PlanID)
+	target := cur
+	var changes []string
+	if o.Plan != "" && (cur == nil || (o.Plan != cur.ExternalName && o.Plan != cur.ID)) {
+		target = class.PlanByName(o.Plan)
+		if target == nil {
+			target = class.PlanByID(o.Plan)
+		}
+		if target == nil {
+			var names []string
+			for _, p := range class.Spec.Plans {
+				if !class.PlanRemoved(p.ID) {
+					names = append(names, p.ExternalName)
+				}
+			}
+			return fmt.Errorf("class %q has no plan %q: choose one of %s", class.Spec.ExternalName, o.Plan, strings.Join(names, ", "))
+		}
+		if class.PlanRemoved(target.ID) {
+			return fmt.Errorf("plan %q of class %q is no longer offered by the broker: choose another plan", target.ExternalName, class.Spec.ExternalName)
+		}
+		if cur != nil && !class.EffectivePlanUpdateable(cur) {
+			return fmt.Errorf("instance %q cannot change plan: plan %q of class %q is not updateable (plan_updateable: false); deprovision it and provision a new instance instead",
+				o.Name, cur.ExternalName, class.Spec.ExternalName)
+		}
+		inst.Spec.PlanID, inst.Spec.PlanExternalName = target.ID, target.ExternalName
+		changes = append(changes, "plan "+target.ExternalName)
+	}
+	if o.Upgrade {
+		switch {
+		case target == nil || target.MaintenanceInfo == nil:
+			fmt.Fprintf(o.Streams.ErrOut, "Plan %q has no maintenance version; nothing to upgrade.\n", inst.Spec.PlanExternalName)
+		case inst.Status.Provisioned != nil && inst.Status.Provisioned.MaintenanceInfoVersion == target.MaintenanceInfo.Version:
+			fmt.Fprintf(o.Streams.ErrOut, "Instance %q already has maintenance version %s.\n", o.Name, target.MaintenanceInfo.Version)
+		default:
+			inst.Spec.MaintenanceInfoVersion = target.MaintenanceInfo.Version
+			changes = append(changes, "maintenance version "+target.MaintenanceInfo.Version)
+		}
+	}
+	if o.Params.Given() || len(o.Params.FromSecret) > 0 {
+		var schema json.RawMessage
+		if s, err := o.Store.PlanSchemas().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), class.Name); err == nil && target != nil {
+			if ps := s.ForPlan(target.ID); ps != nil && ps.InstanceUpdate != nil {
+				schema = ps.InstanceUpdate.Raw
+			}
+		}
+		given, err := o.Params.Inline(o.Streams.In, schema)
+		if err != nil {
+			return err
+		}
+		if b, _ := json.Marshal(given); len(given) > 0 {
+			if err := catalog.ValidateUpdateParameters(schema, b); err != nil {
+				return fmt.Errorf("instance %q not updated: %w", o.Name, err)
+			}
+		}
+		merged := map[string]json.RawMessage{}
+		if inst.Spec.Parameters != nil && len(inst.Spec.Parameters.Raw) > 0 {
+			_ = json.Unmarshal(inst.Spec.Parameters.Raw, &merged)
+		}
+		for k, v := range given {
+			b, _ := json.Marshal(v)
+			merged[k] = b
+		}
+		if len(merged) > 0 {
+			b, _ := json.Marshal(merged)
+			inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
+		}
+		from, _ := instance.ParseSecretRefs(o.Params.FromSecret)
+		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, from...)
+		changes = append(changes, "parameters")
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
+		return nil
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Updating instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
+	if _, err := o.Store.Instances().Update(ctx, inst); err != nil {
+		if store.IsConflict(err) {
+			return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
+		}
+		return err
+	}
+	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
+	if err != nil {
+		return err
+	}
+	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+}
