@@ -1,0 +1,71 @@
+package deprovision_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+)
+
+func run(t *testing.T, args ...string) error {
+	t.Helper()
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	root := cmd.NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	return root.ExecuteContext(context.Background())
+}
+
+func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "missing name", args: []string{"deprovision", "--yes"}, want: "needs the instance's NAME"},
+		{name: "two names", args: []string{"deprovision", "a", "b", "--yes"}, want: "takes one NAME"},
+		{name: "unknown flag", args: []string{"deprovision", "db", "--force"}, want: "unknown flag"},
+		{name: "abandon and wait", args: []string{"deprovision", "db", "--abandon", "--wait", "--yes"}, want: "cannot be used together"},
+		{name: "zero interval", args: []string{"deprovision", "db", "--yes", "--interval", "0"}, want: "--interval"},
+		{name: "bad bool", args: []string{"deprovision", "db", "--yes=perhaps"}, want: "invalid argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(t, tc.args...)
+			assert.ErrorContains(t, err, tc.want)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
+		})
+	}
+}
+
+func TestDeprovisionOptions_Validate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    deprovision.Options
+		want string
+	}{
+		{name: "plain", o: deprovision.Options{Name: "db", Wait: instance.WaitFlags{Interval: 1}}},
+		{name: "wait", o: deprovision.Options{Name: "db", Wait: instance.WaitFlags{Wait: true, Interval: 1}}},
+		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, Wait: instance.WaitFlags{Interval: 1}}},
+		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, Wait: instance.WaitFlags{Wait: true, Interval: 1}}, want: "--abandon and --wait"},
+		{name: "no interval", o: deprovision.Options{Name: "db"}, want: "--interval"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			if tc.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.want)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+		})
+	}
+}

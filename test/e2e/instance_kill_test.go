@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+)
+
+// instKillPoint is where the CLI is killed.
+type instKillPoint string
+
+const (
+	// instKillBefore: the write-ahead is stored, the broker not called yet (pause hook).
+	instKillBefore = instKillPoint(catalog.HookBeforeBrokerCall)
+	// instKillDuring: the broker did the work and hangs without answering.
+	instKillDuring instKillPoint = "during-broker-call"
+	// instKillAfter: the broker answered, the outcome is not stored yet (pause hook).
+	instKillAfter = instKillPoint(catalog.HookAfterBrokerCall)
+)
+
+// instStartKillable starts the plugin binary itself (not through kubectl, so the process
+// signalled is the CLI) and returns it with a channel of its stderr lines.
+func instStartKillable(t *testing.T, ns string, env []string, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "kubectl-catalog"), append([]string{"-n", ns}, args...)...)
+	cmd.Env = append(instEnviron(t), env...)
+	stderr, err := cmd.StderrPipe()
+	assert.NilError(t, err)
+	assert.NilError(t, cmd.Start())
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Logf("cli: %s", sc.Text())
+			lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, lines
+}
+
+// instWaitFor waits until cond holds, failing the test after timeout.
+func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan SIGKILLs the CLI
+// at every step of a provision and of a deprovision (sync and async plans): after the
+// write-ahead, while the broker hangs on a request it has acted on, and after the broker
+// answered but before the outcome is stored. The engine's step (what reconcile runs)
+// must then finish the record: nothing left at the broker that the record does not
+// hold, nothing stuck, the finalizer gone after a deprovision.
+func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testing.T) {
+	type killCase struct {
+		verb, plan string
+		point      instKillPoint
+	}
+	var cases []killCase
+	for _, verb := range []string{"provision", "deprovision"} {
+		for _, plan := range []string{"hobby", "standard"} {
+			for _, point := range []instKillPoint{instKillBefore, instKillDuring, instKillAfter} {
+				cases = append(cases, killCase{verb, plan, point})
+			}
+		}
+	}
+	var ran atomic.Int32
+	t.Cleanup(func() { t.Logf("%d of %d kill-the-CLI cases ran to the end", ran.Load(), len(cases)) })
+	for _, tc := range cases {
+		t.Run(tc.verb+" "+tc.plan+" "+string(tc.point), func(t *testing.T) {
+			t.Parallel()
+			e := instSetupCatalog(t, nil)
+			ctx := context.Background()
+			if tc.verb == "deprovision" {
+				r := instCatalog(t, e.ns, "provision", "db", "--class", "postgresql", "--plan", tc.plan, "--wait", "--timeout", "60s", "--interval", "200ms")
+				assert.Equal(t, r.ExitCode, 0, r.Stderr)
+			}
+			before, err := e.st.Instances().Get(ctx, e.ns, "db")
+			if tc.verb == "provision" {
+				assert.Assert(t, store.IsNotFound(err))
+			} else {
+				assert.NilError(t, err)
+			}
+
+			var env []string
+			op := broker.OpProvision
+			args := []string{"provision", "db", "--class", "postgresql", "--plan", tc.plan}
+			if tc.verb == "deprovision" {
+				op = broker.OpDeprovision
+				args = []string{"deprovision", "db", "--yes"}
+			}
+			if tc.point == instKillDuring {
+				_, err := e.b.InjectFault(broker.Fault{Op: op, When: broker.After, Action: broker.ActionHang})
+				assert.NilError(t, err)
+			} else {
+				env = append(env, instance.TestPauseEnv+"="+string(tc.point))
+			}
+			cmd, lines := instStartKillable(t, e.ns, env, args...)
+
+			if tc.point == instKillDuring {
+				instWaitFor(t, "the broker to act and hang", 30*time.Second, func() bool {
+					if len(e.b.Faults()) > 0 {
+						return false
+					}
+					if tc.verb == "provision" {
+						return len(e.b.Instances()) == 1
+					}
+					i, ok := e.b.Instance(before.Spec.ExternalID)
+					return !ok || i.State == broker.InstanceDeprovisioning
+				})
+			} else {
+				timeout := time.After(30 * time.Second)
+			wait:
+				for {
+					select {
+					case l, ok := <-lines:
+						assert.Assert(t, ok, "the CLI ended before pausing at %s", tc.point)
+						if strings.Contains(l, "test hook: paused at "+string(tc.point)) {
+							break wait
+						}
+					case <-timeout:
+						t.Fatalf("the CLI did not pause at %s", tc.point)
+					}
+				}
+			}
+			assert.NilError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+			assert.Equal(t, cmd.ProcessState.Sys().(syscall.WaitStatus).Signal(), syscall.SIGKILL)
+
+			// The record is left pending, with the call it was making written ahead.
+			inst, err := e.st.Instances().Get(ctx, e.ns, "db")
+			assert.NilError(t, err)
+			assert.Assert(t, inst.HasPendingWork(), "the record must show it has work left")
+			assert.Assert(t, inst.Status.InFlight != nil, "the write-ahead is stored")
+			if tc.verb == "deprovision" {
+				assert.Assert(t, inst.DeletionTimestamp != nil)
+				assert.Assert(t, is.Contains(inst.Finalizers, store.Finalizer))
+			}
+			id := inst.Spec.ExternalID
+
+			res := instReconcile(t, e.st, e.ns, "db")
+			switch tc.verb {
+			case "provision":
+				assert.Equal(t, res.State, catalog.StateSettled, res.Message)
+				assert.Equal(t, res.Instance.Spec.ExternalID, id)
+				instAssertBrokerHolds(t, e.b, id)
+				// The interrupted call was re-sent identically: one instance id, one
+				// request id.
+				reqIDs := map[string]bool{}
+				for _, r := range e.b.RequestsFor(broker.OpProvision) {
+					assert.Equal(t, r.InstanceID, id)
+					reqIDs[r.RequestIdentity] = true
+				}
+				assert.Equal(t, len(reqIDs), 1, "a re-send keeps the request id")
+			case "deprovision":
+				assert.Equal(t, res.State, catalog.StateDeleted, res.Message)
+				_, err := e.st.Instances().Get(ctx, e.ns, "db")
+				assert.Assert(t, store.IsNotFound(err), "the finalizer is removed and the record gone")
+				instAssertBrokerHolds(t, e.b)
+			}
+			assert.Assert(t, is.Len(e.b.Violations(), 0))
+			ran.Add(1)
+		})
+	}
+}

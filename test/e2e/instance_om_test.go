@@ -1,0 +1,414 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// instEnv is one test's broker, registered namespace-scoped in its own namespace.
+type instEnv struct {
+	ns string
+	b  *broker.Broker
+	st *store.Store
+}
+
+// instSetupCatalog is instSetup with a catalog changed by edit first (nil: the demo
+// catalog).
+func instSetupCatalog(t *testing.T, edit func(*broker.Catalog)) *instEnv {
+	t.Helper()
+	opts := broker.Options{Username: "u", Password: "p", AsyncDelay: 300 * time.Millisecond, RetryAfter: -1}
+	if edit != nil {
+		c := broker.DefaultCatalog()
+		edit(&c)
+		opts.Catalog = &c
+	}
+	b := broker.NewTestBroker(t, opts)
+	ns := cp.NewNamespace(t)
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	_, err = admin.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "broker-auth"}, StringData: map[string]string{"username": "u", "password": "p"},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	r := instCatalog(t, ns, "register", "acme", "--url", b.URL(), "--basic-auth-secret", "broker-auth", "--scope", "namespace")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	return &instEnv{ns: ns, b: b, st: store.New(admin, nil)}
+}
+
+// instRun runs "kubectl catalog -n NS ARGS..." as the admin with extra environment.
+func instRun(t *testing.T, ns string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, append([]string{"catalog", "-n", ns}, args...)...)
+	cmd.Env = append(instEnviron(t), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		res.ExitCode = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running kubectl catalog %s: %v", strings.Join(args, " "), err)
+	}
+	t.Logf("$ kubectl catalog -n %s %s (exit %d)\n%s%s", ns, strings.Join(args, " "), res.ExitCode, res.Stdout, res.Stderr)
+	return res
+}
+
+// instEnviron is the environment runCommand gives kubectl: the plugin under test first
+// on PATH and the admin's kubeconfig.
+func instEnviron(t *testing.T) []string {
+	return append(os.Environ(),
+		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+cp.Kubeconfig(controlplane.AdminUser),
+		"HOME="+t.TempDir(),
+	)
+}
+
+// instReconcileSkew is how far ahead of the wall clock the test's engine runs: past any
+// claim a CLI left behind (ClaimTTL is 2 minutes) and past any backoff it scheduled, as
+// a reconcile run a few minutes later would be.
+const instReconcileSkew = 3 * time.Minute
+
+// instEngine is the engine reconcile will run, built on a real store against the real
+// API server, with short timeouts and backoffs so the tests stay fast.
+func instEngine(t *testing.T, st *store.Store) *catalog.Engine {
+	t.Helper()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	return catalog.New(catalog.Config{
+		Store: st, Brokers: brokerclient.New(admin, brokerclient.WithTimeout(2*time.Second)),
+		Platform:  catalog.NewKubePlatform(admin, "catalog-system"),
+		Holder:    "e2e-reconcile",
+		Now:       func() time.Time { return time.Now().Add(instReconcileSkew) },
+		RetryBase: 100 * time.Millisecond, RetryMax: time.Second,
+		PollInterval: 100 * time.Millisecond, MaxPollInterval: 300 * time.Millisecond,
+	})
+}
+
+// instReconcile drives the record with the engine's step until it is done, as
+// reconcile will, and returns the last result.
+func instReconcile(t *testing.T, st *store.Store, ns, name string) catalog.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var steps int
+	res, err := instEngine(t, st).DriveInstance(ctx, ns, name, catalog.DriveOptions{Progress: func(catalog.Result) { steps++ }})
+	assert.NilError(t, err, "reconciling %s/%s: %s (after %d steps)", ns, name, res.Message, steps)
+	t.Logf("reconciled %s/%s in %d steps: %s %s", ns, name, steps, res.State, res.Message)
+	return res
+}
+
+// instAssertBrokerHolds checks that the broker holds exactly the given instance ids
+// ("no orphan"), every one of them ready.
+func instAssertBrokerHolds(t *testing.T, b *broker.Broker, ids ...string) {
+	t.Helper()
+	var held []string
+	// An async deprovision confirmed by a 410 may still be finishing at the broker.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		held = held[:0]
+		for _, i := range b.Instances() {
+			held = append(held, i.ID+"="+string(i.State))
+		}
+		if len(held) == len(ids) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	want := []string{}
+	for _, id := range ids {
+		want = append(want, id+"="+string(broker.InstanceReady))
+	}
+	assert.DeepEqual(t, append([]string{}, held...), want)
+}
+
+// instConditionReason is the reason of a condition, "" when absent.
+func instConditionReason(inst *v1alpha1.ServiceInstance, typ string) string {
+	if c := meta.FindStatusCondition(inst.Status.Conditions, typ); c != nil {
+		return string(c.Status) + "/" + c.Reason
+	}
+	return ""
+}
+
+// instDeletes counts the DELETEs of instance id that reached the broker, and of those the
+// ones without an originating identity (orphan mitigation sends none).
+func instDeletes(b *broker.Broker, id string) (all, mitigation int) {
+	for _, r := range b.RequestsFor(broker.OpDeprovision) {
+		if r.InstanceID != id {
+			continue
+		}
+		all++
+		if r.OriginatingIdentity == nil {
+			mitigation++
+		}
+	}
+	return all, mitigation
+}
+
+// instOMCase is one row of the spec's orphan-mitigation and polling tables.
+type instOMCase struct {
+	name string
+	// plan is the demo plan of postgresql: hobby (sync) or standard (async).
+	plan    string
+	catalog func(t *testing.T, c *broker.Catalog)
+	// deprovision: the faults strike the deprovision of a provisioned instance.
+	deprovision bool
+	faults      []broker.Fault
+	// wait runs the faulted command with --wait.
+	wait bool
+	// env is extra environment of the faulted command.
+	env []string
+
+	// After the faulted command: exit code, phase, and "Status/Reason" of the Ready and
+	// OrphanMitigation conditions ("" for absent), the retry reason ("" for none).
+	exit        int
+	phase       v1alpha1.Phase
+	ready, om   string
+	retryReason string
+
+	// mitigation: a DELETE without originating identity reached the broker (provision
+	// rows; false means no DELETE at all). minDeletes: the deprovision rows' DELETEs.
+	mitigation bool
+	minDeletes int
+	// final is the state the engine's step (reconcile) leaves the record in.
+	final catalog.State
+}
+
+func instFault(op broker.Op, when broker.When, action broker.Action, status int) broker.Fault {
+	return broker.Fault{Op: op, When: when, Action: action, Status: status}
+}
+
+var instTrue, instFalse = true, false
+
+func instOMCases() []instOMCase {
+	const (
+		p, d, lo = broker.OpProvision, broker.OpDeprovision, broker.OpLastOperation
+		before   = broker.Before
+		after    = broker.After
+	)
+	respond := func(op broker.Op, when broker.When, status int, code string) []broker.Fault {
+		f := instFault(op, when, broker.ActionRespond, status)
+		f.Error, f.Description = code, "injected by the e2e test"
+		return []broker.Fault{f}
+	}
+	omDone := "False/" + catalog.ReasonOrphanMitigationSucceeded
+	retryProvision := "False/" + catalog.ReasonProvisionCallFailed
+	return []instOMCase{
+		// Provision, synchronous plan.
+		{name: "provision 201 malformed body: mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionMalformed, 0)},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "provision 200 malformed body: failure without mitigation", plan: "hobby", faults: []broker.Fault{instFault(p, before, broker.ActionMalformed, 200)},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
+			final: catalog.StateSettled},
+		{name: "provision other 2xx (204): mitigate", plan: "hobby", faults: respond(p, after, 204, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "provision 408: retry without mitigation", plan: "hobby", faults: respond(p, before, 408, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
+			final: catalog.StateSettled},
+		{name: "provision 403: retry without mitigation", plan: "hobby", faults: respond(p, before, 403, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
+			final: catalog.StateSettled},
+		{name: "provision 422 ConcurrencyError: retry without mitigation", plan: "hobby", faults: respond(p, before, 422, "ConcurrencyError"),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonProvisionBlockedByConcurrentOperation,
+			retryReason: catalog.ReasonProvisionBlockedByConcurrentOperation, final: catalog.StateSettled},
+		{name: "provision 422 AsyncRequired: retry without mitigation", plan: "hobby", faults: respond(p, before, 422, "AsyncRequired"),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
+			final: catalog.StateSettled},
+		{name: "provision 400: rejected, nothing to mitigate", plan: "hobby", faults: respond(p, before, 400, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonProvisionRejected,
+			final: catalog.StateNeedsUser},
+		{name: "provision 409: rejected, nothing to mitigate", plan: "hobby", faults: respond(p, before, 409, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonProvisionRejected,
+			final: catalog.StateNeedsUser},
+		{name: "provision 500 before acting: mitigate", plan: "hobby", faults: respond(p, before, 500, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "provision 503 after acting: mitigate", plan: "hobby", faults: respond(p, after, 503, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "provision client timeout (hang): mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
+			env:  []string{instance.TestBrokerTimeoutEnv + "=2s"},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "provision connection closed: mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionClose, 0)},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
+			mitigation: true, final: catalog.StateSettled},
+		// Provision, asynchronous plan.
+		{name: "provision 202 malformed body: mitigate", plan: "standard", faults: []broker.Fault{instFault(p, after, broker.ActionMalformed, 0)},
+			wait: true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "last_operation failed: mitigate", plan: "standard",
+			faults: []broker.Fault{{Op: p, Action: broker.ActionFailOperation, Description: "out of capacity"}},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "maximum_polling_duration expired: mitigate", plan: "standard",
+			catalog: func(t *testing.T, c *broker.Catalog) {
+				instSetMaxPolling(t, c, broker.DemoPostgresStandardPlanID, 2)
+			},
+			faults: []broker.Fault{{Op: p, Action: broker.ActionStickOperation}},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
+			mitigation: true, final: catalog.StateSettled},
+		{name: "410 while polling a provision: keep polling", plan: "standard",
+			faults: []broker.Fault{{Op: lo, Action: broker.ActionGone, Times: 2}},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
+			final: catalog.StateSettled},
+		// Deprovision.
+		{name: "deprovision 410: done", plan: "hobby", deprovision: true,
+			faults: []broker.Fault{instFault(d, before, broker.ActionDropState, 0)},
+			exit:   0, minDeletes: 1, final: catalog.StateDeleted},
+		{name: "deprovision 500 then recovery: retried, record kept meanwhile", plan: "hobby", deprovision: true,
+			faults: []broker.Fault{{Op: d, Action: broker.ActionRespond, Status: 500, Times: 2}},
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonDeprovisionCallFailed,
+			retryReason: catalog.ReasonDeprovisionCallFailed, minDeletes: 3, final: catalog.StateDeleted},
+		{name: "deprovision other 2xx (204) after acting: retried, then 410", plan: "hobby", deprovision: true,
+			faults: respond(d, after, 204, ""),
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonDeprovisionCallFailed,
+			retryReason: catalog.ReasonDeprovisionCallFailed, minDeletes: 2, final: catalog.StateDeleted},
+		{name: "deprovision 422 ConcurrencyError: retried", plan: "hobby", deprovision: true,
+			faults: respond(d, before, 422, "ConcurrencyError"),
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonDeprovisionBlockedByConcurrentOperation,
+			retryReason: catalog.ReasonDeprovisionBlockedByConcurrentOperation, minDeletes: 2, final: catalog.StateDeleted},
+		{name: "410 while polling a deprovision: done", plan: "standard", deprovision: true,
+			faults: []broker.Fault{{Op: lo, Action: broker.ActionGone}},
+			wait:   true, exit: 0, minDeletes: 1, final: catalog.StateDeleted},
+		{name: "deprovision last_operation failed: retried", plan: "standard", deprovision: true,
+			faults: []broker.Fault{{Op: d, Action: broker.ActionFailOperation, Description: "volume busy", InstanceUsable: &instTrue}},
+			wait:   true, exit: 0, minDeletes: 2, final: catalog.StateDeleted},
+	}
+}
+
+// instSetMaxPolling gives plan id a maximum_polling_duration of seconds, and lets a
+// deprovision halt its provisions (or orphan mitigation of a stuck provision would be
+// refused with ConcurrencyError forever).
+func instSetMaxPolling(t *testing.T, c *broker.Catalog, id string, seconds int) {
+	for i := range c.Services {
+		for j := range c.Services[i].Plans {
+			if p := &c.Services[i].Plans[j]; p.ID == id {
+				p.MaximumPollingDuration = &seconds
+				if c.Behaviours == nil {
+					c.Behaviours = map[string]broker.PlanBehaviour{}
+				}
+				pb := c.Behaviours[id]
+				pb.HaltProvisionOnDelete = true
+				c.Behaviours[id] = pb
+				return
+			}
+		}
+	}
+	t.Fatalf("no plan %s", id)
+}
+
+// TestInstance_OrphanMitigationAndPollingTable drives one record per row of the spec's
+// orphan-mitigation and polling tables through the CLI, with the test broker's faults,
+// then finishes it with the engine's step as reconcile will, and checks the record, the
+// DELETEs the broker saw and that the broker is left with no orphan.
+func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
+	cases := instOMCases()
+	var ran atomic.Int32
+	t.Cleanup(func() { t.Logf("%d of %d orphan-mitigation and polling cases ran to the end", ran.Load(), len(cases)) })
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var edit func(*broker.Catalog)
+			if tc.catalog != nil {
+				edit = func(c *broker.Catalog) { tc.catalog(t, c) }
+			}
+			e := instSetupCatalog(t, edit)
+			ctx := context.Background()
+			waitArgs := []string{"--wait", "--timeout", "60s", "--interval", "200ms"}
+			if tc.deprovision {
+				r := instCatalog(t, e.ns, append([]string{"provision", "db", "--class", "postgresql", "--plan", tc.plan}, waitArgs...)...)
+				assert.Equal(t, r.ExitCode, 0, r.Stderr)
+			}
+			for _, f := range tc.faults {
+				_, err := e.b.InjectFault(f)
+				assert.NilError(t, err)
+			}
+			args := []string{"provision", "db", "--class", "postgresql", "--plan", tc.plan}
+			if tc.deprovision {
+				args = []string{"deprovision", "db", "--yes"}
+			}
+			if tc.wait {
+				args = append(args, waitArgs...)
+			}
+			r := instRun(t, e.ns, tc.env, args...)
+			assert.Equal(t, r.ExitCode, tc.exit, r.Stderr)
+
+			inst, err := e.st.Instances().Get(ctx, e.ns, "db")
+			if tc.exit == 0 && tc.final == catalog.StateDeleted {
+				assert.Assert(t, store.IsNotFound(err), "the record is gone")
+			} else {
+				assert.NilError(t, err)
+				assert.Equal(t, inst.Status.Phase, tc.phase)
+				assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), tc.ready)
+				assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionOrphanMitigation), tc.om)
+				retry := ""
+				if inst.Status.Retry != nil {
+					retry = inst.Status.Retry.Reason
+					assert.Assert(t, inst.Status.Retry.LastError != "", "the failure is shown")
+				}
+				assert.Equal(t, retry, tc.retryReason)
+			}
+			res := instReconcile(t, e.st, e.ns, "db")
+			// The faults have all struck.
+			assert.Assert(t, is.Len(e.b.Faults(), 0))
+			assert.Equal(t, res.State, tc.final, res.Message)
+			id := ""
+			if inst != nil {
+				id = inst.Spec.ExternalID
+			} else if ds := e.b.RequestsFor(broker.OpDeprovision); len(ds) > 0 {
+				id = ds[0].InstanceID
+			}
+			all, mitigation := instDeletes(e.b, id)
+			switch {
+			case tc.deprovision:
+				assert.Assert(t, all >= tc.minDeletes, "want at least %d DELETEs, got %d", tc.minDeletes, all)
+				assert.Equal(t, mitigation, 0, "a user's deprovision carries the identity")
+			case tc.mitigation:
+				assert.Assert(t, mitigation >= 1, "orphan mitigation should have sent a DELETE")
+			default:
+				assert.Equal(t, all, 0, "no DELETE may reach the broker")
+			}
+			switch tc.final {
+			case catalog.StateSettled:
+				assert.Equal(t, res.Instance.Status.Phase, v1alpha1.PhaseReady)
+				assert.Assert(t, res.Instance.Status.OrphanMitigation == nil)
+				assert.Assert(t, !res.Instance.HasPendingWork())
+				instAssertBrokerHolds(t, e.b, id)
+			case catalog.StateNeedsUser:
+				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+catalog.ReasonProvisionRejected)
+				instAssertBrokerHolds(t, e.b)
+			case catalog.StateDeleted:
+				_, err := e.st.Instances().Get(ctx, e.ns, "db")
+				assert.Assert(t, store.IsNotFound(err), "the finalizer is gone, so is the record")
+				instAssertBrokerHolds(t, e.b)
+			}
+			assert.Assert(t, is.Len(e.b.Violations(), 0))
+			ran.Add(1)
+		})
+	}
+}
