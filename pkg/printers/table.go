@@ -4,6 +4,7 @@
 package printers
 
 import (
+	"bytes"
 	"io"
 	"strings"
 
@@ -39,7 +40,8 @@ func (t *Table) Render() error {
 	if len(t.rows) == 0 {
 		return nil
 	}
-	table := tablewriter.NewTable(t.w,
+	var buf bytes.Buffer
+	table := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders: tw.BorderNone,
 			Settings: tw.Settings{
@@ -72,5 +74,14 @@ func (t *Table) Render() error {
 			return err
 		}
 	}
-	return table.Render()
+	if err := table.Render(); err != nil {
+		return err
+	}
+	// The renderer pads the last column too; kubectl does not.
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(t.w, strings.Join(lines, "\n")+"\n")
+	return err
 }

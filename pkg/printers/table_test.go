@@ -15,9 +15,6 @@ func TestTable_KubectlStyle(t *testing.T) {
 	tbl.Append("mq", "http://mq:8080", "")
 	assert.NilError(t, tbl.Render())
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
-	}
 	assert.DeepEqual(t, lines, []string{
 		"NAME        URL                      STATUS",
 		"db-broker   https://db.example.com   Ready",

@@ -67,7 +67,25 @@ echo "Demo broker listening at $broker_url"
 
 step kubectl plugin list
 step kubectl catalog version
-step kubectl catalog --help
+
+# The broker's credentials go into a Secret; the broker record names it.
+step kubectl create namespace catalog-system
+step kubectl create secret generic demo-broker-auth -n catalog-system \
+	--from-literal=username="$broker_user" --from-literal=password="$broker_password"
+step kubectl catalog register demo --url "$broker_url" --basic-auth-secret demo-broker-auth
+step kubectl catalog get brokers
+step kubectl catalog marketplace
+step kubectl catalog describe plan postgresql/standard
+
+step kubectl create namespace demo
+step kubectl catalog provision db -n demo --class postgresql --plan standard -p storage_gb=20 --wait
+step kubectl catalog get instances -n demo
+step kubectl catalog describe instance db -n demo
+step kubectl get configmaps -n demo -l app.kubernetes.io/managed-by=kubectl-catalog
+
+step kubectl catalog deprovision db -n demo --yes --wait
+step kubectl catalog get instances -n demo
+step kubectl catalog deregister demo
 
 echo
 echo "Demo finished; stopping the broker and the control plane."
