@@ -1,29 +1,15 @@
 package deprovision_test
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
-
-func run(t *testing.T, args ...string) error {
-	t.Helper()
-	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	root := cmd.NewCmdRoot(f)
-	root.SetArgs(args)
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	return root.ExecuteContext(context.Background())
-}
 
 func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,7 +25,7 @@ func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
 		{name: "bad bool", args: []string{"deprovision", "db", "--yes=perhaps"}, want: "invalid argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := run(t, tc.args...)
+			err := cmdtest.RunOffline(t, tc.args...)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
 		})

@@ -1,32 +1,16 @@
 package provision_test
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
-
-// run executes "kubectl catalog ARGS" with no cluster: every case fails before one is
-// needed.
-func run(t *testing.T, args ...string) error {
-	t.Helper()
-	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	root := cmd.NewCmdRoot(f)
-	root.SetArgs(args)
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	return root.ExecuteContext(context.Background())
-}
 
 func TestProvision_BadInvocations_AreUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -47,7 +31,7 @@ func TestProvision_BadInvocations_AreUsageErrors(t *testing.T) {
 		{name: "bad output", args: []string{"provision", "db", "-o", "nosuch"}, want: "--output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := run(t, tc.args...)
+			err := cmdtest.RunOffline(t, tc.args...)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
 		})

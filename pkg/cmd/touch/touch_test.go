@@ -1,29 +1,14 @@
 package touch_test
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
-
-func run(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
-	var out bytes.Buffer
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &bytes.Buffer{}))
-	root := cmd.NewCmdRoot(f)
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&bytes.Buffer{})
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
-}
 
 func TestTouch_BadInvocations_AreUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,7 +24,7 @@ func TestTouch_BadInvocations_AreUsageErrors(t *testing.T) {
 		{name: "unknown kind", args: []string{"touch", "binding", "b"}, want: "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := run(t, tc.args...)
+			_, err := cmdtest.RunOfflineOutput(t, tc.args...)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
 		})
@@ -47,7 +32,7 @@ func TestTouch_BadInvocations_AreUsageErrors(t *testing.T) {
 }
 
 func TestTouch_WithoutKind_ShowsHelp(t *testing.T) {
-	out, err := run(t, "touch")
+	out, err := cmdtest.RunOfflineOutput(t, "touch")
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(out, "touch instance"), out)
 }
