@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	catalogsync "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/sync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
@@ -80,6 +81,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		deprovision.NewCmdDeprovision(f),
 		touch.NewCmdTouch(f),
 		access.NewCmdAccess(f),
+		reconcile.NewCmdReconcile(f),
 	)
 	return root
 }

@@ -74,7 +74,7 @@ func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() b
 // TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan SIGKILLs the CLI
 // at every step of a provision and of a deprovision (sync and async plans): after the
 // write-ahead, while the broker hangs on a request it has acted on, and after the broker
-// answered but before the outcome is stored. The engine's step (what reconcile runs)
+// answered but before the outcome is stored. "kubectl catalog reconcile" (the engine's step)
 // must then finish the record: nothing left at the broker that the record does not
 // hold, nothing stuck, the finalizer gone after a deprovision.
 func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testing.T) {

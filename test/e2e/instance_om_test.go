@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +20,8 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
@@ -86,37 +87,47 @@ func instEnviron(t *testing.T) []string {
 	)
 }
 
-// instReconcileSkew is how far ahead of the wall clock the test's engine runs: past any
-// claim a CLI left behind (ClaimTTL is 2 minutes) and past any backoff it scheduled, as
-// a reconcile run a few minutes later would be.
-const instReconcileSkew = 3 * time.Minute
-
-// instEngine is the engine reconcile will run, built on a real store against the real
-// API server, with short timeouts and backoffs so the tests stay fast.
-func instEngine(t *testing.T, st *store.Store) *catalog.Engine {
-	t.Helper()
-	admin, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(t, err)
-	return catalog.New(catalog.Config{
-		Store: st, Brokers: brokerclient.New(admin, brokerclient.WithTimeout(2*time.Second)),
-		Platform:  catalog.NewKubePlatform(admin, "catalog-system"),
-		Holder:    "e2e-reconcile",
-		Now:       func() time.Time { return time.Now().Add(instReconcileSkew) },
-		RetryBase: 100 * time.Millisecond, RetryMax: time.Second,
-		PollInterval: 100 * time.Millisecond, MaxPollInterval: 300 * time.Millisecond,
-	})
+// instReconcileEnv are the test-only settings of the "kubectl catalog reconcile" runs
+// that finish records: its clock runs 3 minutes ahead of the wall clock (past any claim
+// a killed CLI left behind, ClaimTTL being 2 minutes, and past any backoff it scheduled,
+// as a reconcile run a few minutes later would be), with short retries and broker
+// timeouts so the tests stay fast.
+var instReconcileEnv = []string{
+	instance.TestClockSkewEnv + "=3m",
+	instance.TestRetryBackoffEnv + "=100ms,1s",
+	instance.TestBrokerTimeoutEnv + "=2s",
 }
 
-// instReconcile drives the record with the engine's step until it is done, as
-// reconcile will, and returns the last result.
+// instReconcile runs the real "kubectl catalog reconcile -n NS" until the record name
+// is finished, and returns the state the record is left in, as the engine names it.
 func instReconcile(t *testing.T, st *store.Store, ns, name string) catalog.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var steps int
-	res, err := instEngine(t, st).DriveInstance(ctx, ns, name, catalog.DriveOptions{Progress: func(catalog.Result) { steps++ }})
-	assert.NilError(t, err, "reconciling %s/%s: %s (after %d steps)", ns, name, res.Message, steps)
-	t.Logf("reconciled %s/%s in %d steps: %s %s", ns, name, steps, res.State, res.Message)
+	r := instRun(t, ns, instReconcileEnv, "reconcile", "--interval", "100ms", "--max-duration", "60s", "-o", "json")
+	var sum reconcile.Summary
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), r.Stderr)
+	steps := 0
+	for _, it := range sum.Items {
+		if it.Namespace == ns && it.Kind == v1alpha1.KindServiceInstance && it.Name == name {
+			steps = it.Steps
+		}
+	}
+	inst, err := st.Instances().Get(context.Background(), ns, name)
+	var res catalog.Result
+	switch {
+	case store.IsNotFound(err):
+		res = catalog.Result{State: catalog.StateDeleted}
+	case err != nil:
+		t.Fatalf("reading %s/%s after reconcile: %v", ns, name, err)
+	case inst.HasPendingWork():
+		t.Fatalf("reconcile left %s/%s pending (exit %d):\n%s%s", ns, name, r.ExitCode, r.Stdout, r.Stderr)
+	case meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionFailed):
+		res = catalog.Result{Instance: inst, State: catalog.StateNeedsUser}
+		// Exit 1 if this run met the terminal failure, 0 if an earlier command did.
+	default:
+		res = catalog.Result{Instance: inst, State: catalog.StateSettled}
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	t.Logf("reconciled %s/%s in %d steps: %s", ns, name, steps, res.State)
 	return res
 }
 
@@ -324,7 +335,7 @@ func instSetMaxPolling(t *testing.T, c *broker.Catalog, id string, seconds int) 
 
 // TestInstance_OrphanMitigationAndPollingTable drives one record per row of the spec's
 // orphan-mitigation and polling tables through the CLI, with the test broker's faults,
-// then finishes it with the engine's step as reconcile will, and checks the record, the
+// then finishes it with "kubectl catalog reconcile", and checks the record, the
 // DELETEs the broker saw and that the broker is left with no orphan.
 func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 	cases := instOMCases()

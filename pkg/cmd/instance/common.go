@@ -49,29 +49,99 @@ func brokerOptions() ([]brokerclient.Option, error) {
 	return []brokerclient.Option{brokerclient.WithTimeout(d)}, nil
 }
 
+// TestClockSkewEnv, when set to a Go duration ("3m"), runs reconcile's clock (its
+// engine's and its store's) that far ahead of the wall clock: past any claim a killed CLI
+// left behind and past any backoff it scheduled, as a reconcile run minutes later would
+// be. It exists only for the end-to-end tests; it is not a user knob.
+const TestClockSkewEnv = "KUBECTL_CATALOG_TEST_CLOCK_SKEW"
+
+// TestRetryBackoffEnv, when set to "BASE,MAX" Go durations ("100ms,1s"), replaces the
+// engine's retry backoff bounds (2s doubling up to 10m) in reconcile. It exists only for
+// the end-to-end tests, which retry a failing broker several times in seconds.
+const TestRetryBackoffEnv = "KUBECTL_CATALOG_TEST_RETRY_BACKOFF"
+
+// EngineOptions tune NewEngineWith.
+type EngineOptions struct {
+	// PollInterval is the shortest interval between polls without Retry-After.
+	PollInterval time.Duration
+	// Holder names the driver in claims; default: the engine's.
+	Holder string
+	// TestKnobs applies TestClockSkewEnv and TestRetryBackoffEnv (reconcile only).
+	TestKnobs bool
+}
+
+// Engine is an engine with the store and catalog syncer it was built on.
+type Engine struct {
+	*catalog.Engine
+	Store  *store.Store
+	Syncer *catalogsync.Syncer
+	// Now is the clock of the engine and the store.
+	Now func() time.Time
+}
+
 // NewEngine builds the engine for the factory's cluster.
 func NewEngine(f *cmdutil.Factory, pollInterval time.Duration) (*catalog.Engine, *store.Store, error) {
-	st, err := f.Store()
+	e, err := NewEngineWith(f, EngineOptions{PollInterval: pollInterval})
 	if err != nil {
 		return nil, nil, err
 	}
+	return e.Engine, e.Store, nil
+}
+
+// testKnobs reads TestClockSkewEnv and TestRetryBackoffEnv.
+func testKnobs(now func() time.Time, cfg *catalog.Config) (func() time.Time, error) {
+	if v := os.Getenv(TestClockSkewEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: want a Go duration such as 3m", TestClockSkewEnv, v)
+		}
+		wall := now
+		now = func() time.Time { return wall().Add(d) }
+	}
+	if v := os.Getenv(TestRetryBackoffEnv); v != "" {
+		b, m, _ := strings.Cut(v, ",")
+		base, err1 := time.ParseDuration(b)
+		maxD, err2 := time.ParseDuration(m)
+		if err1 != nil || err2 != nil || base <= 0 || maxD < base {
+			return nil, fmt.Errorf("%s=%q: want BASE,MAX Go durations such as 100ms,1s", TestRetryBackoffEnv, v)
+		}
+		cfg.RetryBase, cfg.RetryMax = base, maxD
+		cfg.MaxPollInterval = max(maxD, cfg.PollInterval)
+	}
+	return now, nil
+}
+
+// NewEngineWith builds the engine for the factory's cluster with options.
+func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	core, err := f.KubernetesClient()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	meta, err := f.MetadataClient()
+	if err != nil {
+		return nil, err
 	}
 	opts, err := brokerOptions()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	clients := brokerclient.New(core, opts...)
-	syncer := catalogsync.New(st, clients)
 	cfg := catalog.Config{
-		Store: st, Brokers: clients, Platform: catalog.NewKubePlatform(core, f.CatalogNamespace),
-		CatalogNamespace: f.CatalogNamespace, Now: f.Now, PollInterval: pollInterval,
-		RefreshCatalog: func(ctx context.Context, b *v1alpha1.Broker) error {
-			_, err := syncer.Sync(ctx, b)
-			return err
-		},
+		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
+		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval,
+	}
+	now := f.Now
+	if o.TestKnobs {
+		if now, err = testKnobs(now, &cfg); err != nil {
+			return nil, err
+		}
+	}
+	st := store.New(core, meta, store.WithClock(now))
+	clients := brokerclient.New(core, opts...)
+	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now))
+	cfg.Store, cfg.Brokers, cfg.Now = st, clients, now
+	cfg.RefreshCatalog = func(ctx context.Context, b *v1alpha1.Broker) error {
+		_, err := syncer.Sync(ctx, b)
+		return err
 	}
 	if p := os.Getenv(TestPauseEnv); p != "" {
 		errOut := f.ErrOut
@@ -83,7 +153,7 @@ func NewEngine(f *cmdutil.Factory, pollInterval time.Duration) (*catalog.Engine,
 			<-ctx.Done()
 		}
 	}
-	return catalog.New(cfg), st, nil
+	return &Engine{Engine: catalog.New(cfg), Store: st, Syncer: syncer, Now: now}, nil
 }
 
 // WaitFlags are --wait, --timeout and --interval.

@@ -1,0 +1,241 @@
+// Package reconcile implements "kubectl catalog reconcile".
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+)
+
+var reconcileLong = cmdutil.LongDesc(`
+	Finish pending work: operations still running at a broker, commands that
+	were interrupted, calls that failed while a broker was down, and
+	deletions (by "deprovision", a plain "kubectl delete configmap", or a
+	namespace being deleted, which stays Terminating until this has
+	deprovisioned what it held).
+
+	reconcile finds its work in one metadata-only list of the records
+	labelled pending or being deleted, reads just those, and drives each with
+	the same step function the verbs use, on --workers records at once.
+	Records another command or reconcile is working on (a live claim) are
+	skipped; records whose next retry or poll is not due yet are left alone.
+	An asynchronous operation is polled for as long as --max-duration allows
+	and left for the next run after that. Brokers whose catalog fetch is
+	requested, due to be retried, or due by --relist-interval are synced.
+
+	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
+	person must look (a terminal failure, or errors talking to the API
+	server); work merely still in progress exits 0. Bindings, "reconcile
+	install", --serve and doctor are not there yet.`)
+
+var reconcileExample = cmdutil.Examples(`
+	# Finish what is pending in the current namespace
+	kubectl catalog reconcile
+
+	# Everything, in every namespace
+	kubectl catalog reconcile -A
+
+	# Show what would be done, without calling brokers or writing
+	kubectl catalog reconcile -A --dry-run
+
+	# As a CronJob does it: bounded in time, one of three shards, a JSON summary
+	kubectl catalog reconcile -A --max-duration 4m --shard 0/3 --workers 16 -o json`)
+
+// Options are the options of reconcile.
+type Options struct {
+	AllNamespaces bool
+	Workers       int
+	MaxDuration   time.Duration
+	ShardFlag     string
+	DryRun        bool
+	Interval      time.Duration
+	Output        string
+
+	Shard      reconcile.Shard
+	Namespace  string
+	Reconciler *reconcile.Reconciler
+	Streams    cmdutil.IOStreams
+}
+
+// NewCmdReconcile returns the reconcile command.
+func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "reconcile [-n NAMESPACE | -A]",
+		Short:   "Finish pending work on brokers and instances",
+		Long:    reconcileLong,
+		Example: reconcileExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Reconcile every namespace (the catalog namespace included).")
+	fs.IntVar(&o.Workers, "workers", 8, "How many records are driven at once.")
+	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
+	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "Say what would be done, without calling brokers or writing.")
+	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
+	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("workers", cobra.FixedCompletions([]string{"4", "8", "16", "32"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	if o.Workers < 1 {
+		return cmdutil.UsageErrorf("--workers must be at least 1, not %d", o.Workers)
+	}
+	if o.MaxDuration < 0 {
+		return cmdutil.UsageErrorf("--max-duration must not be negative, not %s", o.MaxDuration)
+	}
+	if o.Interval <= 0 {
+		return cmdutil.UsageErrorf("--interval must be positive, not %s", o.Interval)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
+	}
+	if o.ShardFlag != "" {
+		s, err := reconcile.ParseShard(o.ShardFlag)
+		if err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+		o.Shard = s
+	}
+	return nil
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	if !o.AllNamespaces {
+		ns, _, err := f.Namespace()
+		if err != nil {
+			return err
+		}
+		o.Namespace = ns
+	}
+	host, _ := os.Hostname()
+	eng, err := instance.NewEngineWith(f, instance.EngineOptions{
+		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
+	})
+	if err != nil {
+		return err
+	}
+	o.Reconciler = &reconcile.Reconciler{
+		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
+		SyncBroker: func(ctx context.Context, b *v1alpha1.Broker) error {
+			_, err := eng.Syncer.Sync(ctx, b)
+			return err
+		},
+	}
+	return nil
+}
+
+// Run reconciles and prints the summary.
+func (o *Options) Run(ctx context.Context) error {
+	sum, err := o.Reconciler.Run(ctx, reconcile.Options{
+		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun,
+	})
+	if err != nil && sum.Items == nil {
+		return fmt.Errorf("cannot list the pending records: %w", err)
+	}
+	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.Output, sum); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	if sum.Failed() {
+		return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	}
+	return nil
+}
+
+// Print writes the summary: a table (and a line of counts on errOut), JSON or YAML.
+func Print(out, errOut io.Writer, format string, sum reconcile.Summary) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(sum, "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(sum)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	if len(sum.Items) == 0 {
+		_, err := fmt.Fprintln(errOut, "Nothing to reconcile.")
+		return err
+	}
+	t := printers.NewTable(out, "NAMESPACE", "KIND", "NAME", "OUTCOME", "DETAIL")
+	for _, it := range sum.Items {
+		t.Append(it.Namespace, it.Kind, it.Name, it.OutcomeText(), oneLine(it.Detail))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(errOut, CountsLine(sum))
+	return err
+}
+
+// CountsLine says how many records ended how, e.g. "3 records: 2 done, 1 failed".
+func CountsLine(sum reconcile.Summary) string {
+	var parts []string
+	for _, oc := range []reconcile.Outcome{reconcile.Done, reconcile.InProgress, reconcile.Waiting, reconcile.Skipped, reconcile.Failed, reconcile.WouldDrive} {
+		if n := sum.Counts[oc]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, oc))
+		}
+	}
+	line := fmt.Sprintf("%d records: %s", len(sum.Items), strings.Join(parts, ", "))
+	if sum.DryRun {
+		line += " (dry run: nothing was called or written)"
+	}
+	if sum.TimeUp {
+		line += `; --max-duration ran out: the next run goes on`
+	}
+	return line
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}

@@ -1,0 +1,533 @@
+// Package reconcile finishes pending work: it finds records with work to do without
+// reading every record (store.ListPending), reads only those, and drives each with the
+// engine's own step (catalog.Engine.StepInstance for instances, catalogsync for brokers'
+// catalogs) on a bounded pool of workers, within a time budget. It is what "kubectl
+// catalog reconcile" runs; it holds no cobra and prints nothing.
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Outcome is what a run did with one record.
+type Outcome string
+
+// Outcomes of a record.
+const (
+	// Done: the record settled (Ready, deleted, catalog fetched).
+	Done Outcome = "done"
+	// InProgress: work was done or is under way (an async operation at the broker), or
+	// the run's time ran out first; a later run goes on.
+	InProgress Outcome = "in progress"
+	// Waiting: the record's next step (retry, poll) is not due within this run.
+	Waiting Outcome = "waiting"
+	// Skipped: someone else (a user's command, another reconcile) holds a live claim.
+	Skipped Outcome = "skipped (claimed)"
+	// Failed: a person must look: a terminal failure, or the record could not be read
+	// or written.
+	Failed Outcome = "failed"
+	// WouldDrive: --dry-run; the step is due and would be taken.
+	WouldDrive Outcome = "would drive"
+)
+
+// Item is one record's line of the summary.
+type Item struct {
+	Namespace string  `json:"namespace"`
+	Kind      string  `json:"kind"`
+	Name      string  `json:"name"`
+	Outcome   Outcome `json:"outcome"`
+	// Until is when the record's next step is due, for Waiting (and InProgress when
+	// known).
+	Until  *time.Time `json:"until,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+	// Steps is how many engine steps this run took on the record.
+	Steps int `json:"steps,omitempty"`
+}
+
+// OutcomeText is the OUTCOME column: "waiting until T" for a wait.
+func (i Item) OutcomeText() string {
+	if i.Outcome == Waiting && i.Until != nil {
+		return "waiting until " + i.Until.UTC().Format(time.RFC3339)
+	}
+	return string(i.Outcome)
+}
+
+// Summary is what a run did.
+type Summary struct {
+	DryRun bool `json:"dryRun,omitempty"`
+	// TimeUp: --max-duration ran out; records not reached are InProgress.
+	TimeUp bool            `json:"timeUp,omitempty"`
+	Counts map[Outcome]int `json:"counts"`
+	Items  []Item          `json:"items"`
+	Shard  string          `json:"shard,omitempty"`
+	// Took is how long the run took, e.g. "1.5s".
+	Took string `json:"took,omitempty"`
+}
+
+// Failed reports whether anything needs a person.
+func (s Summary) Failed() bool { return s.Counts[Failed] > 0 }
+
+// Shard is part i (0-based) of n of the records.
+type Shard struct{ I, N int }
+
+// ParseShard parses "i/n" with 0 <= i < n.
+func ParseShard(v string) (Shard, error) {
+	a, b, ok := strings.Cut(v, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("--shard %q: want i/n, e.g. 0/3", v)
+	}
+	if n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("--shard %q: want 0 <= i < n, e.g. 0/3, 1/3, 2/3", v)
+	}
+	return Shard{I: i, N: n}, nil
+}
+
+func (s Shard) String() string {
+	if s.N <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.I, s.N)
+}
+
+// Owns reports whether namespace/name falls in the shard: a stable FNV-1a hash, so the
+// same record always lands in the same shard, whichever CronJob lists it.
+func (s Shard) Owns(namespace, name string) bool {
+	if s.N <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(namespace + "/" + name))
+	return int(h.Sum32()%uint32(s.N)) == s.I
+}
+
+// Options configure a run.
+type Options struct {
+	// Namespace to reconcile; "" for all namespaces.
+	Namespace string
+	// Workers is how many records are driven at once; default 8.
+	Workers int
+	// MaxDuration bounds the run; steps under way finish their broker call. 0: no bound.
+	MaxDuration time.Duration
+	Shard       Shard
+	// DryRun says what would be done, calling no broker and writing nothing.
+	DryRun bool
+}
+
+// Reconciler drives pending records.
+type Reconciler struct {
+	Store  *store.Store
+	Engine *catalog.Engine
+	// SyncBroker fetches a broker's catalog (catalogsync.Syncer.Sync); nil leaves
+	// brokers alone.
+	SyncBroker func(ctx context.Context, b *v1alpha1.Broker) error
+	// Now is the clock the engine uses; default time.Now.
+	Now func() time.Time
+	// ClaimTTL is how long a broker claim lasts; default 2 minutes.
+	ClaimTTL time.Duration
+}
+
+// work is one record to drive.
+type work struct {
+	kind, namespace, name string
+	broker                *v1alpha1.Broker // read already (brokers are listed in full)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Run finds the work and drives it. ctx ends the run at once (an interruption: broker
+// calls under way are abandoned, their records left pending); MaxDuration ends it
+// gently. An error means the work could not be listed; failures of single records are
+// in the summary.
+func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
+	start := time.Now()
+	runCtx := ctx
+	if o.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, o.MaxDuration)
+		defer cancel()
+	}
+	sum := Summary{DryRun: o.DryRun, Shard: o.Shard.String(), Counts: map[Outcome]int{}}
+	todo, pre, err := r.Select(ctx, o)
+	if err != nil {
+		return sum, err
+	}
+	items := Pool(runCtx, max(o.Workers, 1), len(todo), func(i int) Item {
+		return r.drive(ctx, runCtx, todo[i], o.DryRun)
+	}, func(i int) Item {
+		w := todo[i]
+		return Item{Namespace: w.namespace, Kind: w.kind, Name: w.name, Outcome: InProgress,
+			Detail: "not reached: --max-duration ran out first"}
+	})
+	sum.Items = append(pre, items...)
+	Sort(sum.Items)
+	for _, it := range sum.Items {
+		sum.Counts[it.Outcome]++
+	}
+	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil
+	sum.Took = time.Since(start).Round(time.Millisecond).String()
+	return sum, ctx.Err()
+}
+
+// Sort orders items by namespace, kind and name.
+func Sort(items []Item) {
+	slices.SortFunc(items, func(a, b Item) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+}
+
+// Pool runs do(0..n-1) on workers goroutines and returns the items in order. Once ctx
+// is done, records not yet started get notRun(i) instead; started ones finish.
+func Pool(ctx context.Context, workers, n int, do, notRun func(i int) Item) []Item {
+	out := make([]Item, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = do(i)
+			}
+		}()
+	}
+	i := 0
+feed:
+	for ; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	for ; i < n; i++ {
+		out[i] = notRun(i)
+	}
+	return out
+}
+
+// Select lists the work of a run: instances and brokers labelled pending or being
+// deleted (one metadata-only list), brokers whose relist is due, in the shard. Records
+// another driver holds a live claim on are not read: they come back as Skipped items.
+func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, error) {
+	pending, err := r.Store.ListPending(ctx, o.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := r.now()
+	holder := r.Engine.Holder()
+	var todo []work
+	var pre []Item
+	seen := map[string]bool{}
+	for _, p := range pending {
+		if p.Kind != v1alpha1.KindServiceInstance && p.Kind != v1alpha1.KindBroker {
+			continue // bindings: not yet
+		}
+		if !o.Shard.Owns(p.Namespace, p.Name) {
+			continue
+		}
+		seen[p.Kind+"/"+p.Namespace+"/"+p.Name] = true
+		if p.Lease != nil && p.Lease.Holder != holder && p.Lease.Live(now) {
+			until := p.Lease.ExpiresAt
+			pre = append(pre, Item{Namespace: p.Namespace, Kind: p.Kind, Name: p.Name, Outcome: Skipped, Until: &until,
+				Detail: fmt.Sprintf("%s holds it until %s", p.Lease.Holder, until.UTC().Format(time.RFC3339))})
+			continue
+		}
+		todo = append(todo, work{kind: p.Kind, namespace: p.Namespace, name: p.Name})
+	}
+	if r.SyncBroker != nil {
+		// A relist that is merely due is not pending work: brokers being few, they are
+		// listed in full to find it.
+		brokers, err := r.Store.Brokers().List(ctx, o.Namespace, store.Filter{})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, b := range brokers {
+			if seen[v1alpha1.KindBroker+"/"+b.Namespace+"/"+b.Name] || !o.Shard.Owns(b.Namespace, b.Name) {
+				continue
+			}
+			if at := b.Status.NextRelistAt; at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
+				todo = append(todo, work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b})
+			}
+		}
+	}
+	return todo, pre, nil
+}
+
+// drive drives one record. Steps use ctx (only an interruption cuts a broker call
+// short); runCtx says when the run's time is up.
+func (r *Reconciler) drive(ctx, runCtx context.Context, w work, dryRun bool) Item {
+	it := Item{Namespace: w.namespace, Kind: w.kind, Name: w.name}
+	if w.kind == v1alpha1.KindBroker {
+		return r.driveBroker(ctx, w, it, dryRun)
+	}
+	return r.driveInstance(ctx, runCtx, it, dryRun)
+}
+
+func (r *Reconciler) driveInstance(ctx, runCtx context.Context, it Item, dryRun bool) Item {
+	insts := r.Store.Instances()
+	inst, err := insts.Get(ctx, it.Namespace, it.Name)
+	if store.IsNotFound(err) {
+		it.Outcome, it.Detail = Done, "gone"
+		return it
+	}
+	if err != nil {
+		return failed(it, err)
+	}
+	next := r.Engine.NextStep(inst)
+	if next.NeedsUser {
+		return needsUser(it, inst)
+	}
+	now := r.now()
+	if !next.Due(now) {
+		return waitingFor(it, next)
+	}
+	if dryRun {
+		it.Outcome, it.Detail = WouldDrive, next.Action
+		return it
+	}
+	var last *v1alpha1.ServiceInstance
+	defer func() {
+		if last != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = r.Engine.Release(rctx, last)
+			cancel()
+		}
+	}()
+	immediate := 0
+	for {
+		res, err := r.Engine.StepInstance(ctx, inst)
+		it.Steps++
+		if res.Instance != nil {
+			last = res.Instance
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				it.Outcome, it.Detail = InProgress, "interrupted; left pending"
+				return it
+			}
+			return failed(it, err)
+		}
+		switch res.State {
+		case catalog.StateSettled:
+			it.Outcome, it.Detail = Done, "ready"
+			return it
+		case catalog.StateDeleted:
+			last = nil
+			it.Outcome, it.Detail = Done, res.Message
+			return it
+		case catalog.StateNeedsUser:
+			return needsUser(it, res.Instance)
+		}
+		if res.Instance != nil {
+			inst = res.Instance
+		}
+		next := r.Engine.NextStep(inst)
+		if next.ClaimedBy != "" {
+			until := next.At
+			it.Outcome, it.Until = Skipped, &until
+			it.Detail = fmt.Sprintf("%s holds it until %s", next.ClaimedBy, until.UTC().Format(time.RFC3339))
+			return it
+		}
+		wait := res.RequeueAfter
+		if wait <= 0 {
+			// Immediate work (a re-read after a conflict, mitigation after a failed
+			// provision): go on, but never spin.
+			immediate++
+			if immediate > 20 {
+				return progress(it, inst, res, next)
+			}
+			wait = 50 * time.Millisecond * time.Duration(immediate)
+		} else {
+			immediate = 0
+		}
+		if dl, ok := runCtx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+			return progress(it, inst, res, next)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-runCtx.Done():
+			t.Stop()
+			return progress(it, inst, res, next)
+		case <-t.C:
+		}
+		fresh, err := insts.Get(ctx, it.Namespace, it.Name)
+		if store.IsNotFound(err) {
+			last = nil
+			it.Outcome, it.Detail = Done, "gone"
+			return it
+		}
+		if err != nil {
+			return failed(it, err)
+		}
+		inst = fresh
+	}
+}
+
+// progress is the item of a record left with work: in progress when an operation runs
+// at the broker or the step is due, waiting when a retry is scheduled.
+func progress(it Item, inst *v1alpha1.ServiceInstance, res catalog.Result, next catalog.NextStep) Item {
+	it.Detail = res.Message
+	if !next.At.IsZero() {
+		at := next.At
+		it.Until = &at
+	}
+	if op := inst.Status.InFlight; op != nil && op.Async {
+		it.Outcome = InProgress
+		return it
+	}
+	if it.Until != nil {
+		it.Outcome = Waiting
+		if rt := inst.Status.Retry; rt != nil && rt.LastError != "" {
+			it.Detail = fmt.Sprintf("%s (attempt %d): %s", rt.Reason, rt.Attempts, rt.LastError)
+		}
+		return it
+	}
+	it.Outcome = InProgress
+	return it
+}
+
+func waitingFor(it Item, next catalog.NextStep) Item {
+	at := next.At
+	it.Until = &at
+	if next.ClaimedBy != "" {
+		it.Outcome = Skipped
+		it.Detail = fmt.Sprintf("%s holds it until %s", next.ClaimedBy, at.UTC().Format(time.RFC3339))
+		return it
+	}
+	it.Outcome, it.Detail = Waiting, "next: "+next.Action
+	return it
+}
+
+func needsUser(it Item, inst *v1alpha1.ServiceInstance) Item {
+	it.Outcome, it.Detail = Failed, "needs the user: change the spec or deprovision"
+	if inst != nil {
+		for _, c := range inst.Status.Conditions {
+			if c.Type == v1alpha1.ConditionFailed && c.Message != "" {
+				it.Detail = c.Reason + ": " + c.Message
+			}
+		}
+	}
+	return it
+}
+
+func failed(it Item, err error) Item {
+	it.Outcome, it.Detail = Failed, err.Error()
+	return it
+}
+
+// brokerDue says whether b's catalog is to be fetched at now, and when it will be
+// otherwise.
+func brokerDue(b *v1alpha1.Broker, now time.Time) (bool, *time.Time) {
+	if b.Generation != b.Status.ObservedGeneration {
+		return true, nil
+	}
+	if rt := b.Status.Retry; rt != nil && rt.NextRetryAt != nil && now.Before(rt.NextRetryAt.Time) {
+		t := rt.NextRetryAt.Time
+		return false, &t
+	}
+	if b.Status.Retry != nil {
+		return true, nil
+	}
+	if at := b.Status.NextRelistAt; at != nil && !now.Before(at.Time) {
+		return true, nil
+	}
+	return false, nil
+}
+
+func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bool) Item {
+	b := w.broker
+	if b == nil {
+		var err error
+		b, err = r.Store.Brokers().Get(ctx, w.namespace, w.name)
+		if store.IsNotFound(err) {
+			it.Outcome, it.Detail = Done, "gone"
+			return it
+		}
+		if err != nil {
+			return failed(it, err)
+		}
+	}
+	if r.SyncBroker == nil || b.DeletionTimestamp != nil {
+		it.Outcome, it.Detail = Done, "nothing to do"
+		return it
+	}
+	now := r.now()
+	due, until := brokerDue(b, now)
+	if !due {
+		if until != nil {
+			it.Outcome, it.Until, it.Detail = Waiting, until, "next: fetch the catalog again"
+			if rt := b.Status.Retry; rt != nil {
+				it.Detail = fmt.Sprintf("attempt %d failed: %s", rt.Attempts, rt.LastError)
+			}
+		} else {
+			it.Outcome, it.Detail = Done, "catalog up to date"
+		}
+		return it
+	}
+	if dryRun {
+		it.Outcome, it.Detail = WouldDrive, "fetch the catalog"
+		return it
+	}
+	ttl := cmp.Or(r.ClaimTTL, 2*time.Minute)
+	holder := r.Engine.Holder()
+	claimed, err := r.Store.Brokers().Claim(ctx, b, holder, ttl)
+	if store.IsClaimed(err) {
+		it.Outcome, it.Detail = Skipped, "another driver is fetching its catalog"
+		return it
+	}
+	if err != nil {
+		return failed(it, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, _ = r.Store.Brokers().Release(rctx, claimed, holder)
+		cancel()
+	}()
+	it.Steps++
+	if err := r.SyncBroker(ctx, claimed); err != nil {
+		if ctx.Err() != nil {
+			it.Outcome, it.Detail = InProgress, "interrupted; left pending"
+			return it
+		}
+		// A failed fetch is recorded with its retry in the broker's status: it is
+		// retried, like a broker call of an instance.
+		it.Outcome, it.Detail = Waiting, err.Error()
+		if fresh, gerr := r.Store.Brokers().Get(ctx, b.Namespace, b.Name); gerr == nil && fresh.Status.Retry != nil && fresh.Status.Retry.NextRetryAt != nil {
+			t := fresh.Status.Retry.NextRetryAt.Time
+			it.Until = &t
+		} else if gerr != nil && !store.IsNotFound(gerr) {
+			return failed(it, errors.Join(err, gerr))
+		}
+		if it.Until == nil {
+			it.Outcome = InProgress
+		}
+		return it
+	}
+	it.Outcome, it.Detail = Done, "catalog fetched"
+	return it
+}

@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// recEnv bounds every broker call of a reconcile run in these tests.
+var recEnv = []string{instance.TestBrokerTimeoutEnv + "=5s"}
+
+// recRun runs "kubectl catalog reconcile ARGS -o json" in ns and returns its summary.
+func recRun(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
+	t.Helper()
+	r := instRun(t, ns, append(slices.Clone(recEnv), env...), append([]string{"reconcile", "-o", "json"}, args...)...)
+	var sum reconcile.Summary
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), "exit %d: %s", r.ExitCode, r.Stderr)
+	return sum, r
+}
+
+// recItem is the summary's line of the instance ns/name, if any.
+func recItem(sum reconcile.Summary, ns, name string) (reconcile.Item, bool) {
+	for _, it := range sum.Items {
+		if it.Namespace == ns && it.Kind == v1alpha1.KindServiceInstance && it.Name == name {
+			return it, true
+		}
+	}
+	return reconcile.Item{}, false
+}
+
+// recProvision provisions hobby (synchronous) instances and waits for them.
+func recProvision(t *testing.T, ns string, names ...string) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for _, n := range names {
+		r := instCatalog(t, ns, "provision", n, "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s", "--interval", "200ms")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	st := recStore(t)
+	for _, n := range names {
+		inst, err := st.Instances().Get(context.Background(), ns, n)
+		assert.NilError(t, err)
+		ids[n] = inst.Spec.ExternalID
+	}
+	return ids
+}
+
+func recStore(t *testing.T) *store.Store {
+	t.Helper()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	return store.New(admin, nil)
+}
+
+// recDeleteConfigMaps deletes instance records the way a user would, with a plain
+// "kubectl delete configmap": the finalizer holds them.
+func recDeleteConfigMaps(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	args := []string{"delete", "configmap", "-n", ns, "--wait=false"}
+	for _, n := range names {
+		args = append(args, store.ConfigMapName(v1alpha1.KindServiceInstance, n))
+	}
+	r := kubectl(t, controlplane.AdminUser, args...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+}
+
+func recAssertGone(t *testing.T, st *store.Store, ns string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		_, err := st.Instances().Get(context.Background(), ns, n)
+		assert.Assert(t, store.IsNotFound(err), "instance %s/%s should be gone: %v", ns, n, err)
+	}
+}
+
+// (2) A plain "kubectl delete configmap" of an instance record: the finalizer holds it
+// until reconcile has deprovisioned it at the broker.
+func TestReconcile_PlainDeleteOfTheConfigMap_DeprovisionsAtTheBroker(t *testing.T) {
+	e := instSetupCatalog(t, nil)
+	recProvision(t, e.ns, "db")
+	recDeleteConfigMaps(t, e.ns, "db")
+	inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
+	assert.NilError(t, err, "the finalizer holds the record")
+	assert.Assert(t, inst.DeletionTimestamp != nil)
+	assert.Equal(t, len(e.b.Instances()), 1, "nothing told the broker yet")
+
+	sum, r := recRun(t, e.ns, nil)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	it, ok := recItem(sum, e.ns, "db")
+	assert.Assert(t, ok, "%+v", sum.Items)
+	assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+	recAssertGone(t, e.st, e.ns, "db")
+	instAssertBrokerHolds(t, e.b)
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpDeprovision)), 1)
+
+	// Nothing is left: a second run has nothing to do.
+	sum, r = recRun(t, e.ns, nil)
+	assert.Equal(t, r.ExitCode, 0)
+	assert.Assert(t, is.Len(sum.Items, 0))
+}
+
+// (3) Deleting a namespace that holds instances: it stays Terminating until
+// "reconcile -A" has deprovisioned them at the broker, then the namespace goes.
+func TestReconcile_NamespaceDeletion_WaitsForDeprovisionThenFinishes(t *testing.T) {
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	ctx := context.Background()
+	// The broker is cluster-scoped, in a catalog namespace of this test's own: a
+	// namespace-scoped broker would be deleted together with the namespace.
+	catalogNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
+	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+	withCatalog := func(args ...string) []string { return append(args, "--catalog-namespace", catalogNS) }
+	r := instCatalog(t, ns, withCatalog("register", "acme", "--url", b.URL(), "--scope", "cluster")...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	for _, n := range []string{"db", "cache"} {
+		r := instCatalog(t, ns, withCatalog("provision", n, "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s")...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	assert.Equal(t, len(b.Instances()), 2)
+
+	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	st := recStore(t)
+	instWaitFor(t, "the namespace controller to mark the records deleted", 30*time.Second, func() bool {
+		for _, n := range []string{"db", "cache"} {
+			if inst, err := st.Instances().Get(ctx, ns, n); err != nil || inst.DeletionTimestamp == nil {
+				return false
+			}
+		}
+		return true
+	})
+	// The finalizers hold the namespace.
+	time.Sleep(time.Second)
+	nsObj, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, nsObj.Status.Phase, corev1.NamespaceTerminating)
+	assert.Equal(t, len(b.Instances()), 2)
+
+	// Other tests' leftovers may show up in -A: only this namespace's lines matter.
+	sum, _ := recRun(t, ns, nil, withCatalog("-A", "--max-duration", "60s")...)
+	for _, n := range []string{"db", "cache"} {
+		it, ok := recItem(sum, ns, n)
+		assert.Assert(t, ok, "%s: %+v", n, sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+	}
+	instAssertBrokerHolds(t, b)
+	instWaitFor(t, "the namespace to finish deleting", 90*time.Second, func() bool {
+		_, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// (1) A broker down for a while, then back: the deprovision left pending backs off
+// visibly and reconcile finishes it once the broker answers again.
+func TestReconcile_BrokerDownThenBack_FinishesThePendingDeprovision(t *testing.T) {
+	e := instSetupCatalog(t, nil)
+	ids := recProvision(t, e.ns, "db")
+	// Down: every DELETE answers 503 for the next three requests.
+	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpDeprovision, Action: broker.ActionRespond, Status: 503, Times: 3})
+	assert.NilError(t, err)
+	r := instCatalog(t, e.ns, "deprovision", "db", "--yes")
+	assert.Assert(t, is.Contains(r.Stderr, "kubectl catalog reconcile"))
+	inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
+	assert.NilError(t, err)
+	assert.Assert(t, inst.Status.Retry != nil && inst.Status.Retry.Attempts == 1, "%+v", inst.Status.Retry)
+
+	// The retry is not due yet (about 2 s): reconcile leaves it alone and says until when.
+	sum, r := recRun(t, e.ns, nil)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	it, _ := recItem(sum, e.ns, "db")
+	assert.Equal(t, it.Outcome, reconcile.Waiting, it.Detail)
+	assert.Assert(t, it.Until != nil)
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpDeprovision)), 1, "not due: not driven")
+	d := instCatalog(t, e.ns, "describe", "instance", "db")
+	assert.Assert(t, is.Contains(d.Stdout, "attempts: 1"))
+	assert.Assert(t, is.Contains(d.Stdout, "next retry:"))
+
+	// A later run (clock ahead, short backoffs): the broker is down twice more, then back.
+	sum, r = recRun(t, e.ns, []string{instance.TestClockSkewEnv + "=1m", instance.TestRetryBackoffEnv + "=1s,8s"}, "--max-duration", "60s")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	it, _ = recItem(sum, e.ns, "db")
+	assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+	assert.Equal(t, it.Steps, 3, "two more failures, then success")
+	recAssertGone(t, e.st, e.ns, "db")
+	instAssertBrokerHolds(t, e.b)
+	reqs := e.b.RequestsFor(broker.OpDeprovision)
+	assert.Equal(t, len(reqs), 4)
+	for _, req := range reqs {
+		assert.Equal(t, req.InstanceID, ids["db"])
+	}
+	// The retries backed off: 2 s, then 4 s (±20%, less up to a second: the record keeps
+	// times to the second).
+	gap2, gap3 := reqs[2].Time.Sub(reqs[1].Time), reqs[3].Time.Sub(reqs[2].Time)
+	assert.Assert(t, gap3 > gap2, "gaps %s then %s", gap2, gap3)
+}
+
+// (4) Two reconciles at once on the same pending records: the claims keep them from
+// sending a broker operation twice at once for one record; the end state is the same.
+func TestReconcile_TwoAtOnce_NeverDriveOneRecordConcurrently(t *testing.T) {
+	e := instSetupCatalog(t, nil)
+	names := []string{"a", "b", "c", "d"}
+	ids := recProvision(t, e.ns, names...)
+	// A slow DELETE widens the window in which both could try.
+	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpDeprovision, Action: broker.ActionDelay, Delay: broker.Duration(400 * time.Millisecond), Times: len(names)})
+	assert.NilError(t, err)
+	recDeleteConfigMaps(t, e.ns, names...)
+
+	var wg sync.WaitGroup
+	sums := make([]reconcile.Summary, 2)
+	codes := make([]int, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			var r result
+			sums[i], r = recRun(t, e.ns, nil, "--workers", "4")
+			codes[i] = r.ExitCode
+		})
+	}
+	wg.Wait()
+	assert.DeepEqual(t, codes, []int{0, 0})
+	recAssertGone(t, e.st, e.ns, names...)
+	instAssertBrokerHolds(t, e.b)
+	for _, n := range names {
+		assert.Assert(t, e.b.MaxConcurrent(ids[n]) <= 1, "%s: %d requests at once", n, e.b.MaxConcurrent(ids[n]))
+	}
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpDeprovision)), len(names), "one DELETE per record")
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+	for _, n := range names {
+		outcomes := ""
+		for _, s := range sums {
+			if it, ok := recItem(s, e.ns, n); ok {
+				outcomes += string(it.Outcome) + ";"
+			}
+		}
+		t.Logf("%s: %s", n, outcomes)
+	}
+}
+
+// (5) and (6): --dry-run changes nothing; --shard i/n splits the records without overlap
+// and together covers all of them.
+func TestReconcile_DryRunChangesNothing_ShardsSplitAndCoverAll(t *testing.T) {
+	e := instSetupCatalog(t, nil)
+	var names []string
+	for i := range 6 {
+		names = append(names, fmt.Sprintf("db-%d", i))
+	}
+	recProvision(t, e.ns, names...)
+	recDeleteConfigMaps(t, e.ns, names...)
+	ctx := context.Background()
+	rv := map[string]string{}
+	for _, n := range names {
+		inst, err := e.st.Instances().Get(ctx, e.ns, n)
+		assert.NilError(t, err)
+		rv[n] = inst.ResourceVersion
+	}
+	requests := len(e.b.Requests())
+
+	sum, r := recRun(t, e.ns, nil, "--dry-run")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Equal(t, sum.Counts[reconcile.WouldDrive], len(names), "%+v", sum.Items)
+	for _, n := range names {
+		inst, err := e.st.Instances().Get(ctx, e.ns, n)
+		assert.NilError(t, err)
+		assert.Equal(t, inst.ResourceVersion, rv[n], "%s was written", n)
+	}
+	assert.Equal(t, len(e.b.Requests()), requests, "no broker call")
+
+	owner := map[string]string{}
+	for i := range 3 {
+		shard := fmt.Sprintf("%d/3", i)
+		sum, r := recRun(t, e.ns, nil, "--shard", shard)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		for _, it := range sum.Items {
+			prev, seen := owner[it.Name]
+			assert.Assert(t, !seen, "%s in shard %s and %s", it.Name, prev, shard)
+			owner[it.Name] = shard
+			assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+		}
+	}
+	assert.Equal(t, len(owner), len(names), "%v", owner)
+	recAssertGone(t, e.st, e.ns, names...)
+	instAssertBrokerHolds(t, e.b)
+}
