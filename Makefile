@@ -49,9 +49,14 @@ dist: ## Build release archives and the krew manifest with goreleaser (a local s
 	$(BIN_DIR)/goreleaser release --snapshot --clean --skip=publish
 
 .PHONY: krew-validate
-krew-validate: dist ## Validate the krew manifest goreleaser generated
+krew-validate: dist ## Validate the krew manifest goreleaser generated, and install it offline with krew
 	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
+	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/krew sigs.k8s.io/krew/cmd/krew
 	$(BIN_DIR)/validate-krew-manifest -manifest dist/krew/catalog.yaml -skip-install
+	root=$$(mktemp -d); trap 'rm -rf $$root' EXIT; \
+	archive=$$(ls dist/kubectl-catalog_*_$$($(GO) env GOOS)_$$($(GO) env GOARCH).tar.gz); \
+	KREW_ROOT=$$root $(BIN_DIR)/krew install --manifest dist/krew/catalog.yaml --archive $$archive; \
+	$$root/bin/kubectl-catalog version --client
 
 ##@ Test
 
