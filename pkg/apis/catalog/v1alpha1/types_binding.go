@@ -33,6 +33,23 @@ type ServiceBindingSpec struct {
 	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty"`
 	// Predecessor is the binding this one rotates (sent as predecessor_binding_id).
 	Predecessor *BindingReference `json:"predecessor,omitempty"`
+	// Projections are the workloads the credentials Secret is to be projected into, once
+	// the binding is ready.
+	Projections []WorkloadProjection `json:"projections,omitempty"`
+}
+
+// WorkloadProjection is a workload a binding's Secret is projected into: by default as
+// files under $SERVICE_BINDING_ROOT/<binding> (the servicebinding.io convention), or as
+// environment variables when Env is set.
+type WorkloadProjection struct {
+	// Kind is Deployment, StatefulSet, DaemonSet, CronJob or Job.
+	Kind string `json:"kind"`
+	// Name is the workload's name, in the binding's namespace.
+	Name string `json:"name"`
+	// Env exposes the Secret's keys as environment variables (envFrom) instead of files.
+	Env bool `json:"env,omitempty"`
+	// EnvPrefix is prepended to every variable's name, with Env.
+	EnvPrefix string `json:"envPrefix,omitempty"`
 }
 
 // BindingReference names a binding record and its OSB id; the id outlives the record.
@@ -96,6 +113,8 @@ type ServiceBindingStatus struct {
 	// OrphanMitigation is set while what an uncertain bind may have created is to be
 	// deleted at the broker.
 	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
+	// Projected are the workloads the Secret has been projected into.
+	Projected []WorkloadProjection `json:"projected,omitempty"`
 }
 
 // BoundState is the non-secret part of the broker's bind answer.
