@@ -27,7 +27,7 @@ func NewInstance(namespace, name string, class *v1alpha1.ServiceClass, plan *v1a
 			PlanExternalName: plan.ExternalName, PlanID: plan.ID,
 			ParametersFrom: from, ExternalID: externalID,
 		},
-		Status: v1alpha1.ServiceInstanceStatus{Phase: v1alpha1.PhasePending},
+		Status: v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{Phase: v1alpha1.PhasePending}},
 	}
 	if len(params) > 0 {
 		inst.Spec.Parameters = &runtime.RawExtension{Raw: params}

@@ -144,17 +144,13 @@ func SampleInstance() *v1alpha1.ServiceInstance {
 			MaintenanceInfoVersion: "2.1.0",
 			ExternalID:             InstanceID,
 		},
-		Status: v1alpha1.ServiceInstanceStatus{
+		Status: v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{
 			Phase: v1alpha1.PhaseUpdating,
 			Conditions: []metav1.Condition{{
 				Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: 2,
 				LastTransitionTime: SampleTime(), Reason: "UpdateInProgress", Message: "updating to plan small",
 			}},
 			ObservedGeneration: 2,
-			Provisioned: &v1alpha1.ProvisionedState{
-				PlanID: "0c5e2f5a-legacy", ParametersChecksum: "sha256:1f2e", MaintenanceInfoVersion: "2.0.0",
-				DashboardURL: "https://acme.example/dash?id=db&tab=1",
-			},
 			InFlight: &v1alpha1.Operation{
 				Type: v1alpha1.OperationUpdate, InstanceID: InstanceID, ServiceID: ClassID, PlanID: PlanID,
 				MaintenanceInfoVersion: "2.1.0", ParametersChecksum: "sha256:9a8b", RequestID: "req-7",
@@ -167,6 +163,11 @@ func SampleInstance() *v1alpha1.ServiceInstance {
 			},
 			OrphanMitigation: &v1alpha1.OrphanMitigationState{
 				Reason: "ProvisionTimedOut", Message: "no answer within 60s", StartedAt: SampleTime(), RetryAfter: true,
+			},
+		},
+			Provisioned: &v1alpha1.ProvisionedState{
+				PlanID: "0c5e2f5a-legacy", ParametersChecksum: "sha256:1f2e", MaintenanceInfoVersion: "2.0.0",
+				DashboardURL: "https://acme.example/dash?id=db&tab=1",
 			},
 			Usable:           ptr.To(true),
 			UpdateRepeatable: ptr.To(false),
@@ -194,13 +195,19 @@ func SampleBinding() *v1alpha1.ServiceBinding {
 			},
 			Predecessor: &v1alpha1.BindingReference{Name: "db-old", ExternalID: "5e4d3c2b-old"},
 		},
-		Status: v1alpha1.ServiceBindingStatus{
+		Status: v1alpha1.ServiceBindingStatus{OperationStatus: v1alpha1.OperationStatus{
 			Phase: v1alpha1.PhaseReady,
 			Conditions: []metav1.Condition{{
 				Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1,
 				LastTransitionTime: SampleTime(), Reason: "Bound", Message: "credentials in Secret db-credentials",
 			}},
 			ObservedGeneration: 1,
+			InFlight: &v1alpha1.Operation{
+				Type: v1alpha1.OperationBind, InstanceID: InstanceID, BindingID: BindingID, StartedAt: SampleTime(),
+			},
+			Retry:            &v1alpha1.RetryState{Attempts: 1},
+			OrphanMitigation: &v1alpha1.OrphanMitigationState{Reason: "BindTimedOut", StartedAt: SampleTime()},
+		},
 			Bound: &v1alpha1.BoundState{
 				ParametersChecksum: "sha256:77aa",
 				SyslogDrainURL:     "syslog-tls://logs.acme.example:6514",
@@ -216,11 +223,6 @@ func SampleBinding() *v1alpha1.ServiceBinding {
 			Secret: &v1alpha1.CredentialsSecret{
 				Name: "db-credentials", Keys: []string{"DATABASE_URL", "addr", "blob", "driver"}, WrittenAt: SampleTime(),
 			},
-			InFlight: &v1alpha1.Operation{
-				Type: v1alpha1.OperationBind, InstanceID: InstanceID, BindingID: BindingID, StartedAt: SampleTime(),
-			},
-			Retry:            &v1alpha1.RetryState{Attempts: 1},
-			OrphanMitigation: &v1alpha1.OrphanMitigationState{Reason: "BindTimedOut", StartedAt: SampleTime()},
 		},
 	}
 }

@@ -34,11 +34,39 @@ func (in *ServiceInstance) HasPendingWork() bool {
 }
 
 // HasPendingWork reports whether the binding is not settled, on the same rules as
-// ServiceInstance.HasPendingWork.
+// ServiceInstance.HasPendingWork; a projection into a workload not made yet is pending
+// work too.
 func (in *ServiceBinding) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
-		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil
+		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
+		!SameProjections(in.Spec.Projections, in.Status.Projected)
 }
+
+// SameProjections reports whether a and b name the same projections, in any order.
+func SameProjections(a, b []WorkloadProjection) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, p := range a {
+		found := false
+		for _, q := range b {
+			if p == q {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// OpStatus is the engine's part of the instance's status.
+func (in *ServiceInstance) OpStatus() *OperationStatus { return &in.Status.OperationStatus }
+
+// OpStatus is the engine's part of the binding's status.
+func (in *ServiceBinding) OpStatus() *OperationStatus { return &in.Status.OperationStatus }
 
 // ClassRecordName is the name of the ServiceClass (and ServicePlanSchemas) record of the
 // OSB service classID offered by brokerName: "<broker>.<id>" when the id is a DNS label

@@ -96,23 +96,14 @@ type RemoveKeyTransform struct {
 // ServiceBindingStatus is what the broker holds for the binding and what is being done
 // about it.
 type ServiceBindingStatus struct {
-	Phase Phase `json:"phase,omitempty"`
-	// Conditions: Ready, Failed, OrphanMitigation.
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// ObservedGeneration is the generation of the spec the engine last acted on.
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// OperationStatus: phase, conditions (Ready, Failed, OrphanMitigation), the broker
+	// call in flight, the retry scheduled and orphan mitigation.
+	OperationStatus `json:",inline"`
 	// Bound is what the broker returned for the binding, credentials excepted; nil
 	// before the bind succeeded.
 	Bound *BoundState `json:"bound,omitempty"`
 	// Secret is the credentials Secret once written; nil before.
 	Secret *CredentialsSecret `json:"secret,omitempty"`
-	// InFlight is the broker call being made, recorded before it is made.
-	InFlight *Operation `json:"inFlight,omitempty"`
-	// Retry is set while failed work is to be retried.
-	Retry *RetryState `json:"retry,omitempty"`
-	// OrphanMitigation is set while what an uncertain bind may have created is to be
-	// deleted at the broker.
-	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
 	// Projected are the workloads the Secret has been projected into.
 	Projected []WorkloadProjection `json:"projected,omitempty"`
 }

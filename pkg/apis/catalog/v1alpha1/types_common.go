@@ -41,6 +41,24 @@ const (
 	ConditionOrphanMitigation = "OrphanMitigation"
 )
 
+// OperationStatus is the part of an instance's or binding's status that the engine's
+// protocol keeps: where the record is, the broker call in flight, the retry scheduled and
+// orphan mitigation. Its fields appear directly in the status.
+type OperationStatus struct {
+	Phase Phase `json:"phase,omitempty"`
+	// Conditions: Ready, Failed, OrphanMitigation.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the generation of the spec the engine last acted on.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// InFlight is the broker call being made, recorded before it is made.
+	InFlight *Operation `json:"inFlight,omitempty"`
+	// Retry is set while failed work is to be retried.
+	Retry *RetryState `json:"retry,omitempty"`
+	// OrphanMitigation is set while what an uncertain provision or bind may have created
+	// is to be deleted at the broker.
+	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
+}
+
 // OperationType is the broker call an Operation stands for.
 type OperationType string
 

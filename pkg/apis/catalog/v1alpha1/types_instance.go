@@ -43,21 +43,12 @@ type ServiceInstanceSpec struct {
 
 // ServiceInstanceStatus is what the broker holds and what is being done about it.
 type ServiceInstanceStatus struct {
-	Phase Phase `json:"phase,omitempty"`
-	// Conditions: Ready, Failed, OrphanMitigation.
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// ObservedGeneration is the generation of the spec the engine last acted on.
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// OperationStatus: phase, conditions (Ready, Failed, OrphanMitigation), the broker
+	// call in flight, the retry scheduled and orphan mitigation.
+	OperationStatus `json:",inline"`
 	// Provisioned is what the broker is known to hold; nil before the first provision
 	// succeeded.
 	Provisioned *ProvisionedState `json:"provisioned,omitempty"`
-	// InFlight is the broker call being made, recorded before it is made.
-	InFlight *Operation `json:"inFlight,omitempty"`
-	// Retry is set while failed work is to be retried.
-	Retry *RetryState `json:"retry,omitempty"`
-	// OrphanMitigation is set while what an uncertain provision may have created is to be
-	// deleted at the broker.
-	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
 	// Usable is the broker's instance_usable after a failed update or deprovision; nil
 	// means the broker did not say (usable).
 	Usable *bool `json:"usable,omitempty"`

@@ -142,7 +142,7 @@ func TestHasPendingWork(t *testing.T) {
 	settled := func() *v1alpha1.ServiceInstance {
 		return &v1alpha1.ServiceInstance{
 			ObjectMeta: metav1.ObjectMeta{Generation: 2},
-			Status:     v1alpha1.ServiceInstanceStatus{ObservedGeneration: 2, Phase: v1alpha1.PhaseReady},
+			Status:     v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{ObservedGeneration: 2, Phase: v1alpha1.PhaseReady}},
 		}
 	}
 	tests := []struct {
@@ -170,9 +170,14 @@ func TestHasPendingWork(t *testing.T) {
 
 			// A binding follows the same rules.
 			b := &v1alpha1.ServiceBinding{ObjectMeta: inst.ObjectMeta, Status: v1alpha1.ServiceBindingStatus{
-				ObservedGeneration: inst.Status.ObservedGeneration, InFlight: inst.Status.InFlight,
-				Retry: inst.Status.Retry, OrphanMitigation: inst.Status.OrphanMitigation,
+				OperationStatus: inst.Status.OperationStatus,
 			}}
+			assert.Equal(t, b.HasPendingWork(), tc.want)
+
+			// A projection not made yet is pending work for a binding.
+			b.Spec.Projections = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "web"}}
+			assert.Equal(t, b.HasPendingWork(), true)
+			b.Status.Projected = b.Spec.Projections
 			assert.Equal(t, b.HasPendingWork(), tc.want)
 		})
 	}
