@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -120,8 +119,10 @@ const (
 
 // Result is the outcome of one step.
 type Result struct {
-	// Instance is the record as stored after the step; nil when it is gone.
+	// Instance (for StepInstance) or Binding (for StepBinding) is the record as stored
+	// after the step; nil when it is gone.
 	Instance *v1alpha1.ServiceInstance
+	Binding  *v1alpha1.ServiceBinding
 	State    State
 	// RequeueAfter is when the next step is due, for StateWaiting.
 	RequeueAfter time.Duration
@@ -156,11 +157,3 @@ var errLost = errors.New("the record was changed by someone else while the broke
 func newRequestID() string { return uuid.NewString() }
 
 func mtime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
-
-// setCondition sets a condition, stamping the generation it speaks for.
-func setCondition(inst *v1alpha1.ServiceInstance, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
-	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: inst.Generation, LastTransitionTime: metav1.NewTime(now),
-	})
-}

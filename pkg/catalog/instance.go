@@ -2,9 +2,7 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -40,7 +38,7 @@ func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance)
 		// removed by the deprovision, which also answers 410 if the broker never saw it.
 		if !deleting || op.Type == v1alpha1.OperationDeprovision {
 			if d := e.retryWait(inst, string(op.Type)); d > 0 {
-				return e.resultOf(inst), nil
+				return resultOf(e, inst), nil
 			}
 			switch op.Type {
 			case v1alpha1.OperationProvision:
@@ -151,45 +149,28 @@ func (e *Engine) requestOptions(ctx context.Context, requestID string, mitigatio
 	return o, nil
 }
 
-// retryWait is how long a retry of action is still held back by status.retry.
-func (e *Engine) retryWait(inst *v1alpha1.ServiceInstance, action string) time.Duration {
-	r := inst.Status.Retry
-	if r == nil || r.NextRetryAt == nil {
-		return 0
-	}
-	if a := actionOf(r.Reason); a != "" && a != action {
-		return 0
-	}
-	return r.NextRetryAt.Sub(e.now())
-}
 
-// terminallyFailed reports a failure recorded for the current spec that retrying will
-// not fix: the record waits for the user.
-func terminallyFailed(inst *v1alpha1.ServiceInstance) bool {
-	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionFailed)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == inst.Generation && inst.Status.Retry == nil
-}
 
 func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
 	if prev == nil {
 		if terminallyFailed(inst) {
-			return e.resultOf(inst), nil
+			return resultOf(e, inst), nil
 		}
 		if d := e.retryWait(inst, actionProvision); d > 0 {
-			return e.resultOf(inst), nil
+			return resultOf(e, inst), nil
 		}
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	params, err := e.parameters(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonParametersUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
 	}
 	kctx, org, space, err := e.osbContext(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationProvision, InstanceID: inst.Spec.ExternalID,
@@ -210,12 +191,12 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	op.ParametersChecksum, op.ParameterHashes = params.Checksum(), params.InlineHashes()
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
-	stored, ok, err := e.writeAhead(ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
+	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
 		fmt.Sprintf("sending the provision request to broker %q", t.broker.Name))
 	if !ok || err != nil {
-		return e.reread(ctx, inst, err)
+		return reread(e, ctx, inst, err)
 	}
 	req := &osb.ProvisionRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
@@ -228,14 +209,14 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Provision(ctx, req)
 	if ctx.Err() != nil {
-		return e.interrupted(stored, ctx.Err())
+		return interrupted(stored, ctx.Err())
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpProvision, osb.OutcomeOf(resp.Status(), callErr))
 	if act.RefetchCatalog {
 		e.refreshCatalog(ctx, t.broker)
 	}
-	return e.finish(ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultSucceeded:
 			e.succeeded(x, resp.DashboardURL, now)
@@ -264,13 +245,13 @@ func provisionRetryReason(act osb.Action) string {
 func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
 	if prev == nil {
 		if d := e.retryWait(inst, actionUpdate); d > 0 {
-			return e.resultOf(inst), nil
+			return resultOf(e, inst), nil
 		}
 	}
 	prov := inst.Status.Provisioned
 	params, err := e.parameters(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonParametersUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
 	}
 	targetMI := prov.MaintenanceInfoVersion
 	if inst.Spec.MaintenanceInfoVersion != "" {
@@ -283,22 +264,22 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		return e.settle(ctx, inst)
 	}
 	if prev == nil && terminallyFailed(inst) {
-		return e.resultOf(inst), nil
+		return resultOf(e, inst), nil
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	if planChange && t.class != nil {
 		if cur := t.plan(prov.PlanID); cur != nil && !t.class.EffectivePlanUpdateable(cur) {
-			return e.persistTerminal(ctx, inst, ReasonUpdateRejected, fmt.Sprintf(
+			return persistTerminal(e, ctx, inst, ReasonUpdateRejected, fmt.Sprintf(
 				"plan %q of class %q cannot be changed (the broker says plan_updateable: false): set the plan back or deprovision and provision again",
 				cur.ExternalName, t.class.Spec.ExternalName))
 		}
 	}
 	kctx, _, _, err := e.osbContext(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUpdate, InstanceID: inst.Spec.ExternalID, ServiceID: inst.Spec.ClassID,
@@ -311,7 +292,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	req := &osb.UpdateRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
@@ -334,15 +315,15 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: targetMI}
 		changes = append(changes, "maintenance version "+targetMI)
 	}
-	stored, ok, err := e.writeAhead(ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
+	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
 		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
 	if !ok || err != nil {
-		return e.reread(ctx, inst, err)
+		return reread(e, ctx, inst, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Update(ctx, req)
 	if ctx.Err() != nil {
-		return e.interrupted(stored, ctx.Err())
+		return interrupted(stored, ctx.Err())
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpUpdate, osb.OutcomeOf(resp.Status(), callErr))
@@ -350,7 +331,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		e.refreshCatalog(ctx, t.broker)
 	}
 	var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
-	return e.finish(ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultSucceeded:
 			e.succeeded(x, resp.DashboardURL, now)
@@ -396,7 +377,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		// Every uncertain outcome of a provision sets inFlight or orphan mitigation, and
 		// a 4xx leaves nothing at the broker: with neither, there is nothing to delete.
 		if inst.Status.Provisioned == nil && inst.Status.InFlight == nil && inst.Status.OrphanMitigation == nil {
-			return e.release(ctx, inst)
+			return release(e, ctx, inst, "deprovisioned")
 		}
 	}
 	action := actionDeprovision
@@ -405,12 +386,12 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	if prev == nil {
 		if d := e.retryWait(inst, action); d > 0 {
-			return e.resultOf(inst), nil
+			return resultOf(e, inst), nil
 		}
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationDeprovision, InstanceID: inst.Spec.ExternalID, ServiceID: inst.Spec.ClassID,
@@ -422,16 +403,16 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	opts, err := e.requestOptions(ctx, op.RequestID, mitigating)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	phase, reason, msg := v1alpha1.PhaseDeprovisioning, ReasonDeprovisionRequestInFlight, fmt.Sprintf("sending the deprovision request to broker %q", t.broker.Name)
 	if mitigating {
 		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
 		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
 	}
-	stored, ok, err := e.writeAhead(ctx, inst, op, phase, reason, msg)
+	stored, ok, err := writeAhead(e, ctx, inst, op, phase, reason, msg)
 	if !ok || err != nil {
-		return e.reread(ctx, inst, err)
+		return reread(e, ctx, inst, err)
 	}
 	req := &osb.DeprovisionRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
@@ -439,7 +420,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Deprovision(ctx, req)
 	if ctx.Err() != nil {
-		return e.interrupted(stored, ctx.Err())
+		return interrupted(stored, ctx.Err())
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	outcome := osb.OutcomeOf(resp.Status(), callErr)
@@ -447,7 +428,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	if act.Result == osb.ResultSucceeded {
 		return e.gone(ctx, stored, op.RequestID)
 	}
-	return e.finish(ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		if act.Poll {
 			r := ReasonDeprovisionInProgress
 			if mitigating {
@@ -527,7 +508,7 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 	store.ClearClaim(x, e.cfg.Holder)
 	stored, err := e.cfg.Store.Instances().Update(ctx, x)
 	if store.IsConflict(err) {
-		res, err := e.reread(ctx, inst, nil)
+		res, err := reread(e, ctx, inst, nil)
 		return res, true, err
 	}
 	if err != nil {
@@ -540,23 +521,23 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 	op := inst.Status.InFlight
 	now := e.now()
 	if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
-		return e.resultOf(inst), nil
+		return resultOf(e, inst), nil
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil
 	opts, err := e.requestOptions(ctx, "", mitigating)
 	if err != nil {
-		return e.preCallFailure(ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	// Polling is a broker call too: hold the claim while doing it, renewing it only
 	// when it runs low so a long --wait costs one write per poll at most.
 	if l, ok := store.LeaseOf(inst); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
 		claimed, err := e.cfg.Store.Instances().Claim(ctx, inst, e.cfg.Holder, e.cfg.ClaimTTL)
 		if store.IsClaimed(err) || store.IsConflict(err) {
-			return e.reread(ctx, inst, nil)
+			return reread(e, ctx, inst, nil)
 		}
 		if err != nil {
 			return Result{}, err
@@ -578,7 +559,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: planID, OperationKey: op.OperationKey,
 	})
 	if ctx.Err() != nil {
-		return e.interrupted(inst, ctx.Err())
+		return interrupted(inst, ctx.Err())
 	}
 	outcome := osb.PollOutcomeOf(resp, callErr)
 	if op.PollDeadline != nil && !e.now().Before(op.PollDeadline.Time) {
@@ -601,7 +582,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 	if act.Result == osb.ResultSucceeded && op.Type == v1alpha1.OperationDeprovision {
 		return e.gone(ctx, inst, op.RequestID)
 	}
-	return e.finish(ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
@@ -659,35 +640,19 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	store.ClearClaim(x, e.cfg.Holder)
 	if equalStatus(x, inst) {
-		return e.resultOf(inst), nil
+		return resultOf(e, inst), nil
 	}
 	stored, err := e.cfg.Store.Instances().Update(ctx, x)
 	if store.IsConflict(err) {
-		return e.reread(ctx, inst, nil)
+		return reread(e, ctx, inst, nil)
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	return e.resultOf(stored), nil
+	return resultOf(e, stored), nil
 }
 
-func equalStatus(a, b *v1alpha1.ServiceInstance) bool {
-	_, ca := store.LeaseOf(a)
-	_, cb := store.LeaseOf(b)
-	return ca == cb && a.Status.Phase == b.Status.Phase && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
-		a.Status.InFlight == nil && b.Status.InFlight == nil && a.Status.Retry == nil && b.Status.Retry == nil &&
-		len(a.Status.Conditions) == len(b.Status.Conditions) && conditionsEqual(a.Status.Conditions, b.Status.Conditions)
-}
 
-func conditionsEqual(a, b []metav1.Condition) bool {
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
-}
 
 // succeeded copies the operation in flight into what the broker holds.
 func (e *Engine) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now time.Time) {
@@ -754,150 +719,21 @@ func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, ms
 		"the outcome of the provision is uncertain ("+msg+"); deleting what the broker may hold before trying again", now)
 }
 
-// retryLater clears the operation in flight and schedules the next attempt with backoff
-// (at once when now is set), counting attempts per action.
-func (e *Engine) retryLater(x *v1alpha1.ServiceInstance, reason, msg string, immediate bool, now time.Time) {
-	attempts := int32(1)
-	if r := x.Status.Retry; r != nil && actionOf(r.Reason) == actionOf(reason) {
-		attempts = r.Attempts + 1
-	}
-	delay := e.backoff(attempts)
-	if immediate {
-		delay = 0
-	}
-	next := now.Add(delay)
-	x.Status.Retry = &v1alpha1.RetryState{
-		Attempts: attempts, Reason: reason, LastError: msg, LastAttemptAt: mtime(now), NextRetryAt: mtime(next),
-	}
-	x.Status.InFlight = nil
-	x.Status.Phase = v1alpha1.PhaseFailed
-	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
-		fmt.Sprintf("%s (attempt %d; next retry at %s)", msg, attempts, next.UTC().Format(time.RFC3339)), now)
-}
 
-// terminalFailure records a failure that retrying will not fix; the record settles
-// until the user changes its spec.
-func (e *Engine) terminalFailure(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
-	x.Status.InFlight, x.Status.Retry = nil, nil
-	x.Status.ObservedGeneration = x.Generation
-	x.Status.Phase = v1alpha1.PhaseFailed
-	setCondition(x, v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg, now)
-	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
-}
 
-func (e *Engine) persistTerminal(ctx context.Context, inst *v1alpha1.ServiceInstance, reason, msg string) (Result, error) {
-	x := inst.DeepCopy()
-	e.terminalFailure(x, reason, msg, e.now())
-	store.ClearClaim(x, e.cfg.Holder)
-	stored, err := e.cfg.Store.Instances().Update(ctx, x)
-	if store.IsConflict(err) {
-		return e.reread(ctx, inst, nil)
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	return e.resultOf(stored), nil
-}
 
-// preCallFailure records a failure before any broker call (broker record, credentials,
-// parameters Secret, cluster id) and schedules a retry. An operation in flight stays as
-// it is: it is still to be re-sent or polled.
-func (e *Engine) preCallFailure(ctx context.Context, inst *v1alpha1.ServiceInstance, reason string, cause error) (Result, error) {
-	if ctx.Err() != nil {
-		return e.interrupted(inst, ctx.Err())
-	}
-	x := inst.DeepCopy()
-	now := e.now()
-	inFlight := x.Status.InFlight
-	e.retryLater(x, reason, cause.Error(), false, now)
-	if inFlight != nil {
-		x.Status.InFlight = inFlight
-		if inFlight.Async {
-			inFlight.NextPollAt = x.Status.Retry.NextRetryAt
-		}
-	}
-	store.ClearClaim(x, e.cfg.Holder)
-	stored, err := e.cfg.Store.Instances().Update(ctx, x)
-	if store.IsConflict(err) {
-		return e.reread(ctx, inst, nil)
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	r := e.resultOf(stored)
-	r.RequeueAfter = x.Status.Retry.NextRetryAt.Sub(now)
-	return r, nil
-}
 
-// writeAhead stores the call about to be made, with a claim, in one write guarded by
-// resourceVersion. It reports false when someone else changed or claimed the record:
-// then no call may be made.
-func (e *Engine) writeAhead(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation, phase v1alpha1.Phase, reason, msg string) (*v1alpha1.ServiceInstance, bool, error) {
-	x := inst.DeepCopy()
-	now := e.now()
-	x.Status.InFlight = op
-	x.Status.ObservedGeneration = x.Generation
-	x.Status.Phase = phase
-	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
-	if err := store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now); err != nil {
-		if store.IsClaimed(err) {
-			return nil, false, nil
-		}
-		return nil, false, err
-	}
-	stored, err := e.cfg.Store.Instances().Update(ctx, x)
-	if store.IsConflict(err) || store.IsClaimed(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return stored, true, nil
-}
 
-// finish stores the outcome of a broker call. The outcome is about the operation in
-// flight, which nobody else replaces while the claim holds, so on a conflict (a user's
-// spec edit, say) it is re-applied to the newer record as long as that still carries the
-// same operation.
-func (e *Engine) finish(ctx context.Context, inst *v1alpha1.ServiceInstance, requestID string, mutate func(*v1alpha1.ServiceInstance, time.Time)) (Result, error) {
-	cur := inst
-	for range 5 {
-		x := cur.DeepCopy()
-		now := e.now()
-		mutate(x, now)
-		if x.Status.InFlight != nil && x.Status.InFlight.Async {
-			_ = store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now)
-		} else {
-			store.ClearClaim(x, e.cfg.Holder)
-		}
-		stored, err := e.cfg.Store.Instances().Update(ctx, x)
-		if err == nil {
-			return e.resultOf(stored), nil
-		}
-		if !store.IsConflict(err) {
-			return Result{Instance: cur, State: StateWaiting, Message: "the outcome could not be stored; the call will be re-sent"}, err
-		}
-		fresh, err := e.cfg.Store.Instances().Get(ctx, cur.Namespace, cur.Name)
-		if err != nil {
-			return Result{}, err
-		}
-		if fresh.Status.InFlight == nil || fresh.Status.InFlight.RequestID != requestID {
-			return e.reread(ctx, fresh, errLost)
-		}
-		cur = fresh
-	}
-	return e.reread(ctx, cur, nil)
-}
 
 // gone finishes a deprovision the broker confirmed (200, or 410 Gone): a deletion
 // releases the record; orphan mitigation forgets what the broker held and schedules the
 // provision again.
 func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, requestID string) (Result, error) {
 	if inst.DeletionTimestamp != nil {
-		return e.release(ctx, inst)
+		return release(e, ctx, inst, "deprovisioned")
 	}
 	om := inst.Status.OrphanMitigation
-	return e.finish(ctx, inst, requestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e, ctx, inst, requestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		x.Status.Provisioned, x.Status.OrphanMitigation, x.Status.InFlight = nil, nil, nil
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed provision", now)
@@ -917,98 +753,7 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, reque
 	})
 }
 
-// release removes the finalizer of an instance whose deletion is done, letting the API
-// server delete it.
-func (e *Engine) release(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
-	_, err := e.cfg.Store.Instances().RemoveFinalizer(ctx, inst)
-	if err != nil && !store.IsNotFound(err) {
-		return Result{Instance: inst, State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, err
-	}
-	return Result{State: StateDeleted, Message: "deprovisioned"}, nil
-}
 
-// reread reads the record again after someone else changed it.
-func (e *Engine) reread(ctx context.Context, inst *v1alpha1.ServiceInstance, cause error) (Result, error) {
-	if cause != nil && !errors.Is(cause, errLost) {
-		return Result{Instance: inst, State: StateWaiting}, cause
-	}
-	fresh, err := e.cfg.Store.Instances().Get(ctx, inst.Namespace, inst.Name)
-	if store.IsNotFound(err) {
-		return Result{State: StateDeleted, Message: "the record is gone"}, nil
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	r := e.resultOf(fresh)
-	if r.State == StateSettled && fresh.HasPendingWork() {
-		r.State = StateWaiting
-	}
-	if r.State == StateWaiting && r.Message == "" {
-		r.Message = "the record changed meanwhile; reading it again"
-	}
-	return r, nil
-}
 
-// interrupted leaves the record as it is (pending, with its operation in flight if one
-// was being sent) when ctx ended: the next step re-sends or polls.
-func (e *Engine) interrupted(inst *v1alpha1.ServiceInstance, cause error) (Result, error) {
-	return Result{Instance: inst, State: StateWaiting, Message: "interrupted; the record is left pending"}, cause
-}
 
-// resultOf says what the stored record waits for.
-func (e *Engine) resultOf(inst *v1alpha1.ServiceInstance) Result {
-	now := e.now()
-	r := Result{Instance: inst, State: StateWaiting}
-	if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-		r.Message = c.Message
-	}
-	until := func(t *metav1.Time) time.Duration {
-		if t == nil {
-			return 0
-		}
-		return max(t.Sub(now), 0)
-	}
-	switch op := inst.Status.InFlight; {
-	case op != nil && op.Async:
-		r.RequeueAfter = until(op.NextPollAt)
-		if op.LastDescription != "" {
-			r.Message = op.LastDescription
-		}
-	case op != nil && inst.Status.Retry != nil:
-		r.RequeueAfter = until(inst.Status.Retry.NextRetryAt)
-	case op != nil:
-	case inst.Status.Retry != nil:
-		r.RequeueAfter = until(inst.Status.Retry.NextRetryAt)
-	case terminallyFailed(inst):
-		r.State = StateNeedsUser
-		if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionFailed); c != nil {
-			r.Message = c.Message
-		}
-	case inst.HasPendingWork():
-	default:
-		r.State = StateSettled
-	}
-	return r
-}
 
-// describe turns a broker call's failure into a message for the record: the broker's
-// own words when it sent some, never credentials (the osb errors hold none).
-func describe(err error, status int) string {
-	if err == nil {
-		return fmt.Sprintf("the broker answered %d %s, which is not a valid answer to this call", status, http.StatusText(status))
-	}
-	if he, ok := osb.AsHTTPStatusError(err); ok {
-		msg := fmt.Sprintf("the broker answered %d %s", he.StatusCode, http.StatusText(he.StatusCode))
-		if he.ErrorCode != "" {
-			msg += " " + he.ErrorCode
-		}
-		switch {
-		case he.Description != "":
-			msg += ": " + he.Description
-		case he.BodyExcerpt != "":
-			msg += ": " + he.BodyExcerpt
-		}
-		return msg
-	}
-	return err.Error()
-}
