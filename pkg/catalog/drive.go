@@ -8,7 +8,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// DriveOptions tune DriveInstance.
+// DriveOptions tune DriveInstance and DriveBinding.
 type DriveOptions struct {
 	// Progress is called after every step, and about every Tick while waiting.
 	Progress func(Result)
@@ -24,22 +24,45 @@ type DriveOptions struct {
 // or ctx ends (its deadline is --timeout). While it waits for an async operation it
 // renews its claim, so reconcile leaves the record to it.
 func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
+	return drive(e, ctx, namespace, name, o, e.StepInstance, "deprovisioned")
+}
+
+// DriveBinding calls StepBinding until the binding settles, needs the user, is gone, or
+// ctx ends, like DriveInstance.
+func (e *Engine) DriveBinding(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
+	return drive(e, ctx, namespace, name, o, e.StepBinding, "unbound")
+}
+
+// recordOf is the record a result carries, of T's kind (nil when it carries none).
+func recordOf[T driven[T]](r Result) T {
+	var x any
+	var zero T
+	if _, ok := any(zero).(*v1alpha1.ServiceInstance); ok {
+		x = r.Instance
+	} else {
+		x = r.Binding
+	}
+	return x.(T)
+}
+
+func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, o DriveOptions, step func(context.Context, T) (Result, error), gone string) (Result, error) {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
+	records := recordsOf[T](e.cfg.Store)
 	var last Result
 	immediate := 0
 	for {
-		inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+		x, err := records.Get(ctx, namespace, name)
 		if store.IsNotFound(err) {
-			return Result{State: StateDeleted, Message: "deprovisioned"}, nil
+			return Result{State: StateDeleted, Message: gone}, nil
 		}
 		if err != nil {
 			return last, err
 		}
-		res, err := e.StepInstance(ctx, inst)
-		if res.Instance == nil && res.State == StateWaiting {
-			res.Instance = inst
+		res, err := step(ctx, x)
+		if any(recordOf[T](res)) == any(T(nil)) && res.State == StateWaiting {
+			res = withRecord(res, x)
 		}
 		last = res
 		if o.Progress != nil {
@@ -50,7 +73,7 @@ func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o Dr
 		}
 		if res.RequeueAfter <= 0 {
 			// Immediate work (a conflict re-read, orphan mitigation right after a failed
-			// provision): go on, but never spin.
+			// call): go on, but never spin.
 			immediate++
 			if o.StopWhenWaiting && immediate > 10 {
 				return res, nil
@@ -62,7 +85,7 @@ func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o Dr
 				return res, nil
 			}
 		}
-		if err := e.wait(ctx, res, o); err != nil {
+		if err := wait[T](e, ctx, res, o); err != nil {
 			return last, err
 		}
 	}
@@ -70,7 +93,7 @@ func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o Dr
 
 // wait sleeps until the next step is due, reporting progress every tick and renewing an
 // async operation's claim before it runs low.
-func (e *Engine) wait(ctx context.Context, res Result, o DriveOptions) error {
+func wait[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOptions) error {
 	deadline := e.now().Add(res.RequeueAfter)
 	for {
 		left := deadline.Sub(e.now())
@@ -84,10 +107,13 @@ func (e *Engine) wait(ctx context.Context, res Result, o DriveOptions) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		if res.Instance != nil && res.Instance.Status.InFlight != nil && res.Instance.Status.InFlight.Async {
-			if l, ok := store.LeaseOf(res.Instance); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(e.now()) < e.cfg.ClaimTTL/2 {
-				if renewed, err := e.cfg.Store.Instances().Claim(ctx, res.Instance, e.cfg.Holder, e.cfg.ClaimTTL); err == nil {
-					res.Instance = renewed
+		x := recordOf[T](res)
+		if any(x) != any(T(nil)) {
+			if op := x.OpStatus().InFlight; op != nil && op.Async {
+				if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(e.now()) < e.cfg.ClaimTTL/2 {
+					if renewed, err := recordsOf[T](e.cfg.Store).Claim(ctx, x, e.cfg.Holder, e.cfg.ClaimTTL); err == nil {
+						res = withRecord(res, renewed)
+					}
 				}
 			}
 		}
@@ -100,10 +126,19 @@ func (e *Engine) wait(ctx context.Context, res Result, o DriveOptions) error {
 // Release drops this engine's claim on the instance, so reconcile may drive it at once.
 // It is what a verb does when it stops waiting.
 func (e *Engine) Release(ctx context.Context, inst *v1alpha1.ServiceInstance) error {
-	if l, ok := store.LeaseOf(inst); !ok || l.Holder != e.cfg.Holder {
+	return releaseClaim(e, ctx, inst)
+}
+
+// ReleaseBinding drops this engine's claim on the binding, like Release.
+func (e *Engine) ReleaseBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	return releaseClaim(e, ctx, b)
+}
+
+func releaseClaim[T driven[T]](e *Engine, ctx context.Context, x T) error {
+	if l, ok := store.LeaseOf(x); !ok || l.Holder != e.cfg.Holder {
 		return nil
 	}
-	_, err := e.cfg.Store.Instances().Release(ctx, inst, e.cfg.Holder)
+	_, err := recordsOf[T](e.cfg.Store).Release(ctx, x, e.cfg.Holder)
 	if store.IsNotFound(err) {
 		return nil
 	}

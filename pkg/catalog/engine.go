@@ -63,6 +63,17 @@ type Config struct {
 	RefreshCatalog func(ctx context.Context, b *v1alpha1.Broker) error
 	// Hook is called at each HookPoint; tests use it to interrupt the engine there.
 	Hook func(ctx context.Context, point HookPoint, op *v1alpha1.Operation)
+	// Projector projects bindings' Secrets into workloads and removes them; without
+	// one, a binding with projections waits with a visible error.
+	Projector Projector
+}
+
+// Projector changes workloads so that they receive a binding's Secret
+// (pkg/projection), and takes exactly that change back.
+type Projector interface {
+	Project(ctx context.Context, namespace, binding, secretName string, w v1alpha1.WorkloadProjection) error
+	// Unproject succeeds when the workload or the projection is already gone.
+	Unproject(ctx context.Context, namespace, binding string, w v1alpha1.WorkloadProjection) error
 }
 
 // Engine drives records toward their spec. It is safe for concurrent use on different

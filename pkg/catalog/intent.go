@@ -102,10 +102,7 @@ func (e *Engine) AbandonInstance(ctx context.Context, inst *v1alpha1.ServiceInst
 		return err
 	}
 	for _, b := range bs {
-		if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
-			return err
-		}
-		if _, err := e.cfg.Store.Bindings().RemoveFinalizer(ctx, b); err != nil && !store.IsNotFound(err) {
+		if err := e.AbandonBinding(ctx, b); err != nil {
 			return err
 		}
 	}

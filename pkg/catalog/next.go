@@ -78,3 +78,57 @@ func (e *Engine) NextStep(inst *v1alpha1.ServiceInstance) NextStep {
 	}
 	return NextStep{Action: NextUpdateOrSettle, At: at(actionUpdate)}
 }
+
+// Actions of a binding's NextStep.
+const (
+	NextBind    = "bind"
+	NextUnbind  = "unbind"
+	NextRetire  = "unbind the credentials a rotation replaced"
+	NextProject = "project the Secret into workloads, then mark ready"
+	NextRelease = "remove the finalizer (never bound)"
+)
+
+// NextBindingStep says what StepBinding would do with b, in StepBinding's order, like
+// NextStep.
+func (e *Engine) NextBindingStep(b *v1alpha1.ServiceBinding) NextStep {
+	now := e.now()
+	if l, ok := store.LeaseOf(b); ok && l.Holder != e.cfg.Holder && l.Live(now) {
+		return NextStep{Action: NextPoll, At: l.ExpiresAt, ClaimedBy: l.Holder}
+	}
+	at := func(action string) time.Time {
+		if d := e.retryWait(b, action); d > 0 {
+			return now.Add(d)
+		}
+		return time.Time{}
+	}
+	deleting := b.DeletionTimestamp != nil
+	st := b.Status
+	if op := st.InFlight; op != nil {
+		if op.Async {
+			n := NextStep{Action: NextPoll}
+			if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
+				n.At = op.NextPollAt.Time
+			}
+			return n
+		}
+		if !deleting || op.Type == v1alpha1.OperationUnbind {
+			return NextStep{Action: NextResend, At: at(string(op.Type))}
+		}
+	}
+	switch {
+	case deleting && st.Bound == nil && st.InFlight == nil && st.OrphanMitigation == nil && len(st.Retired) == 0:
+		return NextStep{Action: NextRelease}
+	case deleting:
+		return NextStep{Action: NextUnbind, At: at(actionUnbind)}
+	case st.OrphanMitigation != nil:
+		return NextStep{Action: NextMitigate, At: at(actionOrphanMitigation)}
+	case len(st.Retired) > 0:
+		return NextStep{Action: NextRetire, At: at(actionUnbind)}
+	case st.Bound == nil || st.Bound.BindingID != b.Spec.ExternalID:
+		if terminallyFailed(b) {
+			return NextStep{Action: NextNothing, NeedsUser: true}
+		}
+		return NextStep{Action: NextBind, At: at(actionBind)}
+	}
+	return NextStep{Action: NextProject, At: at(actionBind)}
+}

@@ -1,8 +1,8 @@
 package catalog
 
-// Reasons of the instance conditions (Ready, Failed, OrphanMitigation) and of
+// Reasons of the instance and binding conditions (Ready, Failed, OrphanMitigation) and of
 // status.retry. They are CamelCase words users can search for. A reason's prefix names the
-// action it belongs to (Provision, Update, Deprovision, OrphanMitigation): a retry
+// action it belongs to (Provision, Update, Deprovision, OrphanMitigation, Bind, Unbind): a retry
 // scheduled for one action never delays another (a deletion is not held back by the
 // backoff of a failed provision).
 const (
@@ -54,6 +54,41 @@ const (
 	ReasonOrphanMitigationFailed     = "OrphanMitigationFailed"
 	ReasonOrphanMitigationSucceeded  = "OrphanMitigationSucceeded"
 
+	// Bindings.
+	// ReasonBindRequestInFlight: the bind request is being sent (or will be re-sent).
+	ReasonBindRequestInFlight = "BindRequestInFlight"
+	// ReasonBindInProgress: the broker accepted an asynchronous bind.
+	ReasonBindInProgress = "BindInProgress"
+	// ReasonBound: the broker holds the binding and its credentials are in the Secret.
+	ReasonBound = "Bound"
+	// ReasonBindCallFailed: the bind call failed; it is retried.
+	ReasonBindCallFailed = "BindCallFailed"
+	// ReasonBindFailed: the asynchronous bind ended "failed" (or ran past its maximum
+	// polling duration), or its binding could not be fetched.
+	ReasonBindFailed = "BindFailed"
+	// ReasonBindRejected: the broker refused the bind (400, 409), or the plan is not
+	// bindable; it is not retried until the spec changes.
+	ReasonBindRejected = "BindRejected"
+	// ReasonBindBlockedByConcurrentOperation: 422 ConcurrencyError; retried later.
+	ReasonBindBlockedByConcurrentOperation = "BindBlockedByConcurrentOperation"
+	// ReasonBindWaitingForInstance: the instance is not ready (still provisioning,
+	// failed, being deleted, or unusable); the bind waits for it.
+	ReasonBindWaitingForInstance = "BindWaitingForInstance"
+	// ReasonBindSecretFailed: the credentials could not be written to the Secret (a
+	// transform failed, or the Secret belongs to something else).
+	ReasonBindSecretFailed = "BindSecretFailed"
+	// ReasonBindProjectionFailed: the Secret could not be projected into a workload.
+	ReasonBindProjectionFailed = "BindProjectionFailed"
+
+	ReasonUnbindRequestInFlight              = "UnbindRequestInFlight"
+	ReasonUnbindInProgress                   = "UnbindInProgress"
+	ReasonUnbindCallFailed                   = "UnbindCallFailed"
+	ReasonUnbindFailed                       = "UnbindFailed"
+	ReasonUnbindBlockedByConcurrentOperation = "UnbindBlockedByConcurrentOperation"
+	// ReasonUnbindCleanupFailed: the Secret or a workload projection could not be
+	// removed before the unbind.
+	ReasonUnbindCleanupFailed = "UnbindCleanupFailed"
+
 	// Failures before any broker call: the broker record, its credentials, the class or
 	// a parameters Secret could not be read. They apply to whatever action is due.
 	ReasonBrokerUnavailable     = "BrokerUnavailable"
@@ -63,7 +98,7 @@ const (
 
 // actionOf returns the action a reason belongs to ("" for the generic ones).
 func actionOf(reason string) string {
-	for _, p := range []string{actionProvision, actionUpdate, actionDeprovision, actionOrphanMitigation} {
+	for _, p := range []string{actionProvision, actionUpdate, actionDeprovision, actionOrphanMitigation, actionBind, actionUnbind} {
 		if len(reason) >= len(p) && reason[:len(p)] == p {
 			return p
 		}
@@ -76,4 +111,6 @@ const (
 	actionUpdate           = "Update"
 	actionDeprovision      = "Deprovision"
 	actionOrphanMitigation = "OrphanMitigation"
+	actionBind             = "Bind"
+	actionUnbind           = "Unbind"
 )

@@ -39,7 +39,7 @@ func (in *ServiceInstance) HasPendingWork() bool {
 func (in *ServiceBinding) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
 		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
-		!SameProjections(in.Spec.Projections, in.Status.Projected)
+		len(in.Status.Retired) > 0 || !SameProjections(in.Spec.Projections, in.Status.Projected)
 }
 
 // SameProjections reports whether a and b name the same projections, in any order.

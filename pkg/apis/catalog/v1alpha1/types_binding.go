@@ -31,7 +31,9 @@ type ServiceBindingSpec struct {
 	SecretName string `json:"secretName"`
 	// SecretTransforms are applied in order to the credentials before they are written.
 	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty"`
-	// Predecessor is the binding this one rotates (sent as predecessor_binding_id).
+	// Predecessor is the binding id this one rotates: set by a rotation, which gives the
+	// record a new ExternalID and sends the old one as predecessor_binding_id (for plans
+	// with binding_rotatable).
 	Predecessor *BindingReference `json:"predecessor,omitempty"`
 	// Projections are the workloads the credentials Secret is to be projected into, once
 	// the binding is ready.
@@ -106,10 +108,16 @@ type ServiceBindingStatus struct {
 	Secret *CredentialsSecret `json:"secret,omitempty"`
 	// Projected are the workloads the Secret has been projected into.
 	Projected []WorkloadProjection `json:"projected,omitempty"`
+	// Retired are OSB binding ids replaced by a rotation and still to be unbound at the
+	// broker; they are unbound once the new credentials are in the Secret.
+	Retired []string `json:"retired,omitempty"`
 }
 
 // BoundState is the non-secret part of the broker's bind answer.
 type BoundState struct {
+	// BindingID is the OSB binding id the broker holds; it differs from the spec's
+	// ExternalID while a rotation binds the new id.
+	BindingID string `json:"bindingID"`
 	// ParametersChecksum identifies the parameters the broker accepted.
 	ParametersChecksum string        `json:"parametersChecksum,omitempty"`
 	SyslogDrainURL     string        `json:"syslogDrainURL,omitempty"`

@@ -1,0 +1,663 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// StepBinding moves a binding one step toward its spec, on the same protocol as
+// StepInstance: it polls the operation in flight, re-sends an interrupted call, unbinds
+// (for a deletion, orphan mitigation, or the ids a rotation retired), binds, or projects
+// the Secret into workloads and settles, in that order, making at most one broker call.
+//
+// A bind's credentials are written to the binding's Secret before the binding is marked
+// bound; if the Secret cannot be written, the bind is an uncertain outcome and is
+// unbound at the broker (orphan mitigation). An unbind first removes the projections
+// and the Secret, then calls the broker; the finalizer comes off when the broker
+// confirmed (200 or 410).
+func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (Result, error) {
+	b := in.DeepCopy()
+	now := e.now()
+	if l, ok := store.LeaseOf(b); ok && l.Holder != e.cfg.Holder && l.Live(now) {
+		return Result{Binding: b, State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
+			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
+	}
+	deleting := b.DeletionTimestamp != nil
+	if op := b.Status.InFlight; op != nil {
+		if op.Async {
+			return e.pollBinding(ctx, b)
+		}
+		if !deleting || op.Type == v1alpha1.OperationUnbind {
+			if d := e.retryWait(b, string(op.Type)); d > 0 {
+				return resultOf(e, b), nil
+			}
+			switch op.Type {
+			case v1alpha1.OperationBind:
+				return e.bind(ctx, b, op)
+			case v1alpha1.OperationUnbind:
+				return e.unbind(ctx, b, op)
+			default:
+				return Result{}, fmt.Errorf("binding %s/%s has an in-flight operation of unknown type %q", b.Namespace, b.Name, op.Type)
+			}
+		}
+	}
+	if deleting || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
+		return e.unbind(ctx, b, nil)
+	}
+	if b.Status.Bound == nil || b.Status.Bound.BindingID != b.Spec.ExternalID {
+		return e.bind(ctx, b, nil)
+	}
+	return e.settleBinding(ctx, b)
+}
+
+// bindTarget is what a binding's broker call needs from other records.
+type bindTarget struct {
+	target
+	inst   *v1alpha1.ServiceInstance
+	planID string
+}
+
+func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bindTarget, error) {
+	inst, err := e.cfg.Store.Instances().Get(ctx, b.Namespace, b.Spec.InstanceName)
+	if store.IsNotFound(err) {
+		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with \"kubectl catalog unbind %s --abandon\"",
+			b.Spec.InstanceName, b.Name, b.Name)
+	}
+	if err != nil {
+		return bindTarget{}, err
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return bindTarget{}, err
+	}
+	return bindTarget{target: t, inst: inst, planID: brokerPlanID(inst)}, nil
+}
+
+func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.BindingsRetrievable }
+
+func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
+	return ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretReader())
+}
+
+func (e *Engine) secretReader() SecretReader {
+	return func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+		s, err := e.cfg.Store.GetSecret(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
+}
+
+func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil {
+		if terminallyFailed(b) {
+			return resultOf(e, b), nil
+		}
+		if d := e.retryWait(b, actionBind); d > 0 {
+			return resultOf(e, b), nil
+		}
+	}
+	t, err := e.bindTarget(ctx, b)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+	}
+	if prev == nil {
+		if err := CheckBindable(t.inst, t.class); err != nil {
+			if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
+				if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
+					return persistTerminal(e, ctx, b, ReasonBindRejected, err.Error())
+				}
+			}
+			return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+		}
+	}
+	params, err := e.bindingParameters(ctx, b)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+	}
+	kctx, _, space, err := e.osbContext(ctx, t.inst)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationBind, InstanceID: t.inst.Spec.ExternalID, BindingID: b.Spec.ExternalID,
+		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, ParametersChecksum: params.Checksum(),
+		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if prev != nil {
+		// A re-send must be the identical request.
+		op.InstanceID, op.BindingID, op.ServiceID, op.PlanID = prev.InstanceID, prev.BindingID, prev.ServiceID, prev.PlanID
+		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+	}
+	opts, err := e.requestOptions(ctx, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	req := &osb.BindRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
+		// OSB: an asynchronous bind needs GET binding afterwards, so accept one only
+		// from services whose bindings are retrievable.
+		AcceptsIncomplete: t.retrievable(),
+		ServiceID:         op.ServiceID, PlanID: op.PlanID, Context: kctx,
+		// The namespace's uid is unique within the platform: what app_guid asks for.
+		BindResource: &osb.BindResource{AppGUID: space},
+		Parameters:   params.JSON(),
+	}
+	if p := b.Spec.Predecessor; p != nil && p.ExternalID != op.BindingID {
+		if plan := t.plan(op.PlanID); plan != nil && plan.BindingRotatable {
+			req.PredecessorBindingID = p.ExternalID
+		}
+	}
+	stored, ok, err := writeAhead(e, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
+		fmt.Sprintf("sending the bind request to broker %q", t.broker.Name))
+	if !ok || err != nil {
+		return reread(e, ctx, b, err)
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	resp, callErr := t.client.Bind(ctx, req)
+	if ctx.Err() != nil {
+		return interrupted(stored, ctx.Err())
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpBind, osb.OutcomeOf(resp.Status(), callErr))
+	if act.Result == osb.ResultSucceeded {
+		answer := bindAnswer{Credentials: resp.Credentials, Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
+			RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}
+		if prev != nil && len(answer.Credentials) == 0 && t.retrievable() {
+			// A re-sent bind answered 200 without credentials: the broker may hand
+			// them out only once. GET the binding for them.
+			if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
+				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); err == nil {
+				answer = answerOf(got)
+			}
+		}
+		return e.bound(ctx, stored, t, answer)
+	}
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		msg := describe(callErr, resp.Status())
+		switch {
+		case act.Poll:
+			e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)
+		case act.OrphanMitigation:
+			e.startBindMitigation(x, act.Reason, msg, act.Retry, now)
+		case act.Terminal:
+			e.terminalFailure(x, ReasonBindRejected, msg+": change the binding's parameters (unbind and bind again)", now)
+		case act.WaitForOtherOperation:
+			e.retryLater(x, ReasonBindBlockedByConcurrentOperation, msg, false, now)
+		default:
+			e.retryLater(x, ReasonBindCallFailed, msg, false, now)
+		}
+	})
+}
+
+// bindAnswer is a bind's 200/201 answer or a GET binding's.
+type bindAnswer struct {
+	Credentials     map[string]any
+	Metadata        *osb.BindingMetadata
+	SyslogDrainURL  string
+	RouteServiceURL string
+	VolumeMounts    []osb.VolumeMount
+	Endpoints       []osb.Endpoint
+}
+
+func answerOf(r *osb.GetBindingResponse) bindAnswer {
+	return bindAnswer{Credentials: r.Credentials, Metadata: r.Metadata, SyslogDrainURL: r.SyslogDrainURL,
+		RouteServiceURL: r.RouteServiceURL, VolumeMounts: r.VolumeMounts, Endpoints: r.Endpoints}
+}
+
+// boundState is the non-secret part of an answer.
+func (a bindAnswer) boundState(op *v1alpha1.Operation) *v1alpha1.BoundState {
+	bs := &v1alpha1.BoundState{
+		BindingID: op.BindingID, ParametersChecksum: op.ParametersChecksum,
+		SyslogDrainURL: a.SyslogDrainURL, RouteServiceURL: a.RouteServiceURL,
+	}
+	for _, ep := range a.Endpoints {
+		bs.Endpoints = append(bs.Endpoints, v1alpha1.Endpoint{Host: ep.Host, Ports: ep.Ports, Protocol: ep.Protocol})
+	}
+	for _, vm := range a.VolumeMounts {
+		m := v1alpha1.VolumeMount{Driver: vm.Driver, ContainerDir: vm.ContainerDir, Mode: vm.Mode, DeviceType: vm.DeviceType,
+			Device: v1alpha1.VolumeDevice{VolumeID: vm.Device.VolumeID}}
+		if len(vm.Device.MountConfig) > 0 {
+			m.Device.MountConfig = rawJSON(vm.Device.MountConfig)
+		}
+		bs.VolumeMounts = append(bs.VolumeMounts, m)
+	}
+	if md := a.Metadata; md != nil {
+		if t, err := md.ExpiresAtTime(); err == nil && !t.IsZero() {
+			bs.ExpiresAt = mtime(t)
+		}
+		if t, err := md.RenewBeforeTime(); err == nil && !t.IsZero() {
+			bs.RenewBefore = mtime(t)
+		}
+	}
+	return bs
+}
+
+// bound writes the credentials of a successful bind to the Secret, then marks the
+// binding bound. A Secret that cannot be written makes the bind's outcome one the
+// platform cannot rely on: the binding is unbound at the broker (orphan mitigation),
+// and bound again afterwards unless the cause is one retrying cannot fix.
+func (e *Engine) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, a bindAnswer) (Result, error) {
+	op := b.Status.InFlight
+	data, err := credentials.Encode(a.Credentials)
+	if err == nil {
+		data, err = credentials.Apply(ctx, data, a.Credentials, b.Spec.SecretTransforms, func(ctx context.Context, name string) (map[string][]byte, error) {
+			return e.secretReader()(ctx, b.Namespace, name)
+		})
+	}
+	retriable := err == nil
+	if err == nil {
+		data = credentials.WithServiceBindingKeys(data, serviceBindingType(t), t.inst.Spec.BrokerName)
+		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
+		retriable = err != nil && !store.IsNotOwned(err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted(b, ctx.Err())
+		}
+		msg := fmt.Sprintf("the credentials could not be written to Secret %q: %v", b.Spec.SecretName, err)
+		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			e.startBindMitigation(x, osb.ReasonPlatformError, msg, retriable, now)
+			x.Status.Retry.Reason = ReasonBindSecretFailed
+		})
+	}
+	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		if old := x.Status.Bound; old != nil && old.BindingID != "" && old.BindingID != op.BindingID && !slices.Contains(x.Status.Retired, old.BindingID) {
+			x.Status.Retired = append(x.Status.Retired, old.BindingID)
+		}
+		x.Status.Bound = a.boundState(op)
+		x.Status.Secret = &v1alpha1.CredentialsSecret{Name: x.Spec.SecretName, Keys: credentials.Keys(data), WrittenAt: metav1.NewTime(now)}
+		x.Status.InFlight, x.Status.Retry, x.Status.OrphanMitigation = nil, nil, nil
+		x.Status.ObservedGeneration = x.Generation
+		x.Status.Phase = v1alpha1.PhaseReady
+		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
+			fmt.Sprintf("the broker bound it; the credentials are in Secret %q", x.Spec.SecretName), now)
+		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
+	})
+}
+
+// serviceBindingType is the servicebinding.io "type" of a binding: the class's first
+// tag when it has tags, else its name.
+func serviceBindingType(t bindTarget) string {
+	if t.class != nil && len(t.class.Spec.Tags) > 0 {
+		return t.class.Spec.Tags[0]
+	}
+	return t.inst.Spec.ClassExternalName
+}
+
+// bindingAccepted records a 202: poll from now on, with a deadline from the plan's
+// maximum_polling_duration.
+func (e *Engine) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, reason, msg string, now time.Time) {
+	op := x.Status.InFlight
+	op.Async, op.OperationKey = true, key
+	limit := e.cfg.MaxPollingDuration
+	if p := t.plan(op.PlanID); p != nil && p.MaximumPollingDuration != nil && p.MaximumPollingDuration.Duration > 0 {
+		limit = p.MaximumPollingDuration.Duration
+	}
+	op.PollDeadline = mtime(now.Add(limit))
+	op.NextPollAt = mtime(now.Add(e.cfg.PollInterval))
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+}
+
+// startBindMitigation records that the broker may hold a binding nobody can trust:
+// unbind it first, then bind again if retry is set.
+func (e *Engine) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
+	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
+		Reason: reason, Message: msg, StartedAt: metav1.NewTime(now), RetryAfter: retry,
+	}
+	r := ReasonBindCallFailed
+	if x.Status.InFlight != nil && x.Status.InFlight.Async {
+		r = ReasonBindFailed
+	}
+	e.retryLater(x, r, msg, true, now)
+	x.Status.Phase = v1alpha1.PhaseOrphanMitigation
+	setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, ReasonOrphanMitigationInProgress,
+		"the outcome of the bind is uncertain ("+msg+"); unbinding what the broker may hold", now)
+}
+
+// unbindTarget is the OSB binding id an unbind step is about: an interrupted unbind's,
+// a retired id, the id of an uncertain bind, or the bound one.
+func unbindTarget(b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) string {
+	switch st := b.Status; {
+	case prev != nil && prev.Type == v1alpha1.OperationUnbind:
+		return prev.BindingID
+	case len(st.Retired) > 0:
+		return st.Retired[0]
+	case st.OrphanMitigation != nil:
+		return b.Spec.ExternalID
+	case st.Bound != nil:
+		return st.Bound.BindingID
+	case st.InFlight != nil && st.InFlight.BindingID != "":
+		return st.InFlight.BindingID
+	}
+	return b.Spec.ExternalID
+}
+
+func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+	deleting := b.DeletionTimestamp != nil
+	id := unbindTarget(b, prev)
+	retiring := slices.Contains(b.Status.Retired, id)
+	mitigating := !deleting && !retiring
+	action := actionUnbind
+	if mitigating {
+		action = actionOrphanMitigation
+	}
+	if prev == nil {
+		if d := e.retryWait(b, action); d > 0 {
+			return resultOf(e, b), nil
+		}
+	}
+	if deleting {
+		// Workloads stop receiving the credentials before the broker revokes them.
+		if err := e.cleanUpBinding(ctx, b); err != nil {
+			return preCallFailure(e, ctx, b, ReasonUnbindCleanupFailed, err)
+		}
+		b.Status.Projected, b.Status.Secret = nil, nil
+	}
+	if deleting && b.Status.Bound == nil && b.Status.InFlight == nil && b.Status.OrphanMitigation == nil && len(b.Status.Retired) == 0 {
+		// Every uncertain outcome of a bind sets inFlight or orphan mitigation: with
+		// neither, the broker never held the binding.
+		return release(e, ctx, b, "unbound")
+	}
+	t, err := e.bindTarget(ctx, b)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationUnbind, InstanceID: t.inst.Spec.ExternalID, BindingID: id,
+		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if prev != nil && prev.Type == v1alpha1.OperationUnbind {
+		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
+		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+	}
+	opts, err := e.requestOptions(ctx, op.RequestID, mitigating)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	phase, reason, msg := v1alpha1.PhaseUnbinding, ReasonUnbindRequestInFlight, fmt.Sprintf("sending the unbind request to broker %q", t.broker.Name)
+	switch {
+	case mitigating:
+		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
+		msg = fmt.Sprintf("unbinding at broker %q what the failed bind may have created (orphan mitigation)", t.broker.Name)
+	case retiring && !deleting:
+		phase = v1alpha1.PhaseReady
+		msg = fmt.Sprintf("unbinding the credentials the rotation replaced (binding id %s) at broker %q", id, t.broker.Name)
+	}
+	stored, ok, err := writeAhead(e, ctx, b, op, phase, reason, msg)
+	if !ok || err != nil {
+		return reread(e, ctx, b, err)
+	}
+	req := &osb.UnbindRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
+		ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	resp, callErr := t.client.Unbind(ctx, req)
+	if ctx.Err() != nil {
+		return interrupted(stored, ctx.Err())
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpUnbind, osb.OutcomeOf(resp.Status(), callErr))
+	if act.Result == osb.ResultSucceeded {
+		return e.unbound(ctx, stored, op)
+	}
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		if act.Poll {
+			r := ReasonUnbindInProgress
+			if mitigating {
+				r = ReasonOrphanMitigationInProgress
+			}
+			e.bindingAccepted(x, t, resp.Operation, r, "the broker is unbinding", now)
+			return
+		}
+		e.unbindFailed(x, act, describe(callErr, resp.Status()), false, now)
+	})
+}
+
+// cleanUpBinding removes the binding's projections from workloads, then its Secret.
+func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	ps := unionProjections(b.Status.Projected, nil)
+	if len(ps) > 0 && e.cfg.Projector == nil {
+		return errors.New("the binding is projected into workloads, and this engine has no projector to remove it")
+	}
+	for _, p := range ps {
+		if err := e.cfg.Projector.Unproject(ctx, b.Namespace, b.Name, p); err != nil {
+			return fmt.Errorf("removing the projection of binding %q from %s %q: %w", b.Name, p.Kind, p.Name, err)
+		}
+	}
+	return e.cfg.Store.DeleteBindingSecret(ctx, b)
+}
+
+// unbindFailed records a failed unbind: the broker may still hold the binding, so it
+// is retried with backoff, visibly.
+func (e *Engine) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, msg string, async bool, now time.Time) {
+	op := x.Status.InFlight
+	reason := ReasonUnbindCallFailed
+	switch {
+	case x.Status.OrphanMitigation != nil && op != nil && !slices.Contains(x.Status.Retired, op.BindingID) && async:
+		reason = ReasonOrphanMitigationFailed
+	case x.Status.OrphanMitigation != nil && op != nil && !slices.Contains(x.Status.Retired, op.BindingID):
+		reason = ReasonOrphanMitigationCallFailed
+	case act.WaitForOtherOperation:
+		reason = ReasonUnbindBlockedByConcurrentOperation
+	case async:
+		reason = ReasonUnbindFailed
+	}
+	if x.DeletionTimestamp != nil {
+		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: "kubectl catalog unbind %s --abandon")`, x.Name)
+	}
+	e.retryLater(x, reason, msg, false, now)
+	if x.Status.OrphanMitigation != nil {
+		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, reason, msg, now)
+	}
+	if x.Status.Bound != nil && x.Status.Bound.BindingID == x.Spec.ExternalID && x.DeletionTimestamp == nil && x.Status.OrphanMitigation == nil {
+		// Retiring an old id failed; the new credentials are in place and usable.
+		x.Status.Phase = v1alpha1.PhaseReady
+	}
+}
+
+// unbound finishes an unbind the broker confirmed (200, or 410 Gone).
+func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
+	retired := slices.Contains(b.Status.Retired, op.BindingID)
+	if b.DeletionTimestamp != nil && !retired {
+		return release(e, ctx, b, "unbound")
+	}
+	om := b.Status.OrphanMitigation
+	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		x.Status.InFlight = nil
+		if retired {
+			x.Status.Retired = slices.DeleteFunc(x.Status.Retired, func(id string) bool { return id == op.BindingID })
+			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionUnbind {
+				x.Status.Retry = nil
+			}
+			if x.Status.Bound != nil && x.Status.Bound.BindingID == x.Spec.ExternalID {
+				x.Status.Phase = v1alpha1.PhaseReady
+				setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
+					fmt.Sprintf("the credentials were rotated; the ones replaced were unbound; the new ones are in Secret %q", x.Spec.SecretName), now)
+			}
+			return
+		}
+		if x.Status.Bound != nil && x.Status.Bound.BindingID == op.BindingID {
+			x.Status.Bound = nil
+		}
+		x.Status.OrphanMitigation = nil
+		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
+			"the broker confirmed it holds nothing of the failed bind", now)
+		msg := "bind failed"
+		if om != nil {
+			msg = om.Message
+		}
+		if om == nil || om.RetryAfter {
+			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionBind {
+				x.Status.Retry.Attempts--
+			}
+			e.retryLater(x, ReasonBindCallFailed, msg+"; orphan mitigation done, binding again", false, now)
+			return
+		}
+		e.terminalFailure(x, ReasonBindFailed, msg+": fix the cause, then unbind and bind again", now)
+	})
+}
+
+func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+	op := b.Status.InFlight
+	now := e.now()
+	if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
+		return resultOf(e, b), nil
+	}
+	t, err := e.bindTarget(ctx, b)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
+	}
+	mitigating := op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil && !slices.Contains(b.Status.Retired, op.BindingID)
+	opts, err := e.requestOptions(ctx, "", mitigating)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	if l, ok := store.LeaseOf(b); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
+		claimed, err := e.cfg.Store.Bindings().Claim(ctx, b, e.cfg.Holder, e.cfg.ClaimTTL)
+		if store.IsClaimed(err) || store.IsConflict(err) {
+			return reread(e, ctx, b, nil)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		b = claimed
+	}
+	pollOp := osb.OpPollBind
+	if op.Type == v1alpha1.OperationUnbind {
+		pollOp = osb.OpPollUnbind
+	}
+	resp, callErr := t.client.BindingLastOperation(ctx, &osb.BindingLastOperationRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
+		ServiceID: op.ServiceID, PlanID: op.PlanID, OperationKey: op.OperationKey,
+	})
+	if ctx.Err() != nil {
+		return interrupted(b, ctx.Err())
+	}
+	outcome := osb.PollOutcomeOf(resp, callErr)
+	if op.PollDeadline != nil && !e.now().Before(op.PollDeadline.Time) {
+		outcome.PollingExpired = true
+	}
+	act := osb.Decide(pollOp, outcome)
+	desc := ""
+	if resp != nil {
+		desc = resp.Description
+	}
+	msg := desc
+	switch {
+	case act.Reason == osb.ReasonPollingExpired:
+		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", op.PollDeadline.Format(time.RFC3339))
+	case callErr != nil:
+		msg = describe(callErr, 0)
+	case msg == "":
+		msg = "the broker reported " + string(outcome.State)
+	}
+	if act.Result == osb.ResultSucceeded {
+		if op.Type == v1alpha1.OperationUnbind {
+			return e.unbound(ctx, b, op)
+		}
+		got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
+			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+		if ctx.Err() != nil {
+			return interrupted(b, ctx.Err())
+		}
+		if err == nil {
+			return e.bound(ctx, b, t, answerOf(got))
+		}
+		// The binding may not be retrievable yet (404 while being created): poll again;
+		// the broker remembers the operation's final state.
+		msg = "the bind succeeded but the binding could not be fetched: " + describe(err, 0)
+		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			f := x.Status.InFlight
+			f.LastDescription = msg
+			f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
+		})
+	}
+	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		switch {
+		case act.Result == osb.ResultInProgress:
+			f := x.Status.InFlight
+			if desc != "" {
+				f.LastDescription = desc
+			} else if callErr != nil {
+				f.LastDescription = "last poll failed: " + msg
+			}
+			var retryAfter time.Duration
+			if resp != nil {
+				retryAfter = resp.RetryAfter
+			}
+			f.NextPollAt = mtime(now.Add(e.pollDelay(f, retryAfter, now)))
+		case op.Type == v1alpha1.OperationBind:
+			e.startBindMitigation(x, act.Reason, "the asynchronous bind failed: "+msg, act.Retry || act.Reason == osb.ReasonPollingExpired, now)
+		default:
+			e.unbindFailed(x, act, "the asynchronous unbind failed: "+msg, true, now)
+		}
+	})
+}
+
+// settleBinding projects the Secret into the workloads the spec names (and out of
+// those it no longer names), then marks the binding Ready.
+func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+	if !v1alpha1.SameProjections(b.Spec.Projections, b.Status.Projected) {
+		if d := e.retryWait(b, actionBind); d > 0 {
+			return resultOf(e, b), nil
+		}
+		if err := e.project(ctx, b); err != nil {
+			if ctx.Err() != nil {
+				return interrupted(b, ctx.Err())
+			}
+			return preCallFailure(e, ctx, b, ReasonBindProjectionFailed, err)
+		}
+	}
+	x := b.DeepCopy()
+	now := e.now()
+	x.Status.Projected = append([]v1alpha1.WorkloadProjection(nil), b.Spec.Projections...)
+	x.Status.InFlight, x.Status.Retry = nil, nil
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = v1alpha1.PhaseReady
+	if c := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
+			fmt.Sprintf("the broker holds the binding; the credentials are in Secret %q", x.Spec.SecretName), now)
+	} else {
+		c.ObservedGeneration = x.Generation
+	}
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+	store.ClearClaim(x, e.cfg.Holder)
+	if equalStatus(x, b) && v1alpha1.SameProjections(x.Status.Projected, b.Status.Projected) && len(x.Status.Projected) == len(b.Status.Projected) {
+		return resultOf(e, b), nil
+	}
+	return storeStatus(e, ctx, b, x)
+}
+
+func (e *Engine) project(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	if e.cfg.Projector == nil {
+		return errors.New("the binding is to be projected into workloads, and this engine has no projector")
+	}
+	for _, p := range b.Status.Projected {
+		if !containsProjection(b.Spec.Projections, p) {
+			if err := e.cfg.Projector.Unproject(ctx, b.Namespace, b.Name, p); err != nil {
+				return fmt.Errorf("removing the projection from %s %q: %w", p.Kind, p.Name, err)
+			}
+		}
+	}
+	for _, p := range b.Spec.Projections {
+		if err := e.cfg.Projector.Project(ctx, b.Namespace, b.Name, b.Spec.SecretName, p); err != nil {
+			return fmt.Errorf("projecting Secret %q into %s %q: %w", b.Spec.SecretName, p.Kind, p.Name, err)
+		}
+	}
+	return nil
+}
