@@ -149,8 +149,6 @@ func (e *Engine) requestOptions(ctx context.Context, requestID string, mitigatio
 	return o, nil
 }
 
-
-
 func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
 	if prev == nil {
 		if terminallyFailed(inst) {
@@ -652,8 +650,6 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	return resultOf(e, stored), nil
 }
 
-
-
 // succeeded copies the operation in flight into what the broker holds.
 func (e *Engine) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now time.Time) {
 	op := x.Status.InFlight
@@ -719,12 +715,6 @@ func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, ms
 		"the outcome of the provision is uncertain ("+msg+"); deleting what the broker may hold before trying again", now)
 }
 
-
-
-
-
-
-
 // gone finishes a deprovision the broker confirmed (200, or 410 Gone): a deletion
 // releases the record; orphan mitigation forgets what the broker held and schedules the
 // provision again.
@@ -752,8 +742,3 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, reque
 		e.terminalFailure(x, ReasonProvisionFailed, msg, now)
 	})
 }
-
-
-
-
-
