@@ -35,8 +35,8 @@ import (
 func Encode(creds map[string]any) (map[string][]byte, error) {
 	data := make(map[string][]byte, len(creds))
 	for _, k := range slices.Sorted(maps.Keys(creds)) {
-		if err := validateKey(k); err != nil {
-			return nil, fmt.Errorf("the broker returned the credential %s", err)
+		if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
+			return nil, fmt.Errorf("the broker's credentials have an invalid key %q, which cannot be a Secret key: %s", k, strings.Join(errs, "; "))
 		}
 		b, err := encodeValue(creds[k])
 		if err != nil {
