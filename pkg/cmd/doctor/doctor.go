@@ -1,0 +1,603 @@
+// Package doctor implements "kubectl catalog doctor".
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+var doctorLong = cmdutil.LongDesc(`
+	Check that kubectl catalog can work here, and find what is stuck.
+
+	doctor checks, in order:
+
+	  - cluster: the API server answers, and who you are to it;
+	  - rbac: whether you may do what "kubectl catalog reconcile" does, in the
+	    current namespace and in the catalog namespace, and what each denied
+	    permission breaks;
+	  - broker: every broker registered in the catalog namespace and in the
+	    current namespace answers its catalog within --timeout, with the
+	    credentials it is registered with;
+	  - record: records with pending work that are stuck: failed three times
+	    or more, failed for good, or deleted more than ten minutes ago and
+	    still there; namespace: namespaces stuck Terminating because they
+	    hold records that only reconcile can finish;
+	  - reconcile: whether "kubectl catalog reconcile install" is in place,
+	    when it last ran and last succeeded.
+
+	Each check is OK, WARN or FAIL; the ones that are not OK say how to fix
+	them. doctor changes nothing. It exits 1 when a check failed, 0 otherwise
+	(warnings included).`)
+
+var doctorExample = cmdutil.Examples(`
+	# Check the current namespace and the catalog namespace
+	kubectl catalog doctor
+
+	# Another namespace, with a shorter timeout for the brokers
+	kubectl catalog doctor -n dev --timeout 3s
+
+	# For a script or a monitoring job
+	kubectl catalog doctor -o json`)
+
+// Status is the outcome of one check.
+type Status string
+
+// Statuses of checks.
+const (
+	OK   Status = "OK"
+	Warn Status = "WARN"
+	Fail Status = "FAIL"
+)
+
+// Check is one line of the report.
+type Check struct {
+	// Name says what was checked, such as "broker catalog-system/acme".
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	// Fix says what to do when the status is not OK.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Report is every check, in order.
+type Report struct {
+	Checks []Check `json:"checks"`
+}
+
+// Failed reports whether a check failed.
+func (r Report) Failed() bool {
+	return slices.ContainsFunc(r.Checks, func(c Check) bool { return c.Status == Fail })
+}
+
+func (r *Report) add(c Check) { r.Checks = append(r.Checks, c) }
+
+// Thresholds of the record checks.
+const (
+	// StuckAttempts is how many failed attempts make a record worth a look.
+	StuckAttempts = 3
+	// StuckDeletion is how long a deletion may wait before it is reported.
+	StuckDeletion = 10 * time.Minute
+)
+
+// Options are the options of doctor.
+type Options struct {
+	Timeout            time.Duration
+	Output             string
+	ReconcileNamespace string
+	ReconcileName      string
+
+	Namespace        string
+	CatalogNamespace string
+	Server           string
+	Core             kubernetes.Interface
+	Store            *store.Store
+	Clients          *brokerclient.Factory
+	Now              func() time.Time
+	Streams          cmdutil.IOStreams
+}
+
+// NewCmdDoctor returns the doctor command.
+func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName}
+	cmd := &cobra.Command{
+		Use:     "doctor",
+		Short:   "Check the cluster, permissions, brokers and stuck records",
+		Long:    doctorLong,
+		Example: doctorExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
+			}
+			return nil
+		},
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "How long to wait for each broker's catalog.")
+	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	fs.StringVar(&o.ReconcileNamespace, "reconcile-namespace", o.ReconcileNamespace, `Namespace of the "reconcile install" CronJob.`)
+	fs.StringVar(&o.ReconcileName, "reconcile-name", o.ReconcileName, `Name of the "reconcile install" CronJob.`)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error {
+	if o.Timeout <= 0 {
+		return cmdutil.UsageErrorf("--timeout must be positive, not %s", o.Timeout)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
+	}
+	if o.ReconcileNamespace == "" || o.ReconcileName == "" {
+		return cmdutil.UsageErrorf("--reconcile-namespace and --reconcile-name must not be empty")
+	}
+	return nil
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return err
+	}
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace, o.Server, o.Core, o.Store, o.Now = ns, f.CatalogNamespace, cfg.Host, core, st, f.Now
+	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.Timeout), brokerclient.WithUserAgent(register.UserAgent()))
+	return nil
+}
+
+// Run checks and prints the report; it fails (silently: the report says
+// why) when a check failed.
+func (o *Options) Run(ctx context.Context) error {
+	r := o.Diagnose(ctx)
+	if err := Print(o.Streams, o.Output, r); err != nil {
+		return err
+	}
+	if r.Failed() {
+		return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	}
+	return nil
+}
+
+// Diagnose runs the checks. When the cluster cannot be reached, the other
+// checks are not attempted.
+func (o *Options) Diagnose(ctx context.Context) Report {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	var r Report
+	if !o.checkCluster(ctx, &r) {
+		return r
+	}
+	o.checkRBAC(ctx, &r)
+	o.checkBrokers(ctx, &r)
+	o.checkRecords(ctx, &r)
+	o.checkReconcileInstalled(ctx, &r)
+	return r
+}
+
+// namespaces are the current and the catalog namespace, once each.
+func (o *Options) namespaces() []string {
+	if o.Namespace == o.CatalogNamespace || o.Namespace == "" {
+		return []string{o.CatalogNamespace}
+	}
+	return []string{o.Namespace, o.CatalogNamespace}
+}
+
+func (o *Options) checkCluster(ctx context.Context, r *Report) bool {
+	v, err := o.Core.Discovery().ServerVersion()
+	if err != nil {
+		r.add(Check{Name: "cluster", Status: Fail, Detail: fmt.Sprintf("cannot reach the API server %s: %v", o.Server, err),
+			Fix: "check the kubeconfig's current context (kubectl config current-context) and that the cluster is up (kubectl version)"})
+		return false
+	}
+	detail := "Kubernetes " + v.GitVersion
+	if o.Server != "" {
+		detail += " at " + o.Server
+	}
+	r.add(Check{Name: "cluster", Status: OK, Detail: detail})
+
+	ssr, err := o.Core.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		r.add(Check{Name: "identity", Status: Warn, Detail: fmt.Sprintf("cannot tell who you are (SelfSubjectReview): %v", err),
+			Fix: "brokers receive no originating identity; allow create on selfsubjectreviews.authentication.k8s.io (Kubernetes 1.28 and later allow it to everyone by default)"})
+		return true
+	}
+	u := ssr.Status.UserInfo
+	detail = "user " + u.Username
+	if len(u.Groups) > 0 {
+		detail += " (groups " + strings.Join(u.Groups, ", ") + ")"
+	}
+	r.add(Check{Name: "identity", Status: OK, Detail: detail})
+	return true
+}
+
+// checkRBAC asks, for each namespace, whether the user may make each
+// request of install.Permissions.
+func (o *Options) checkRBAC(ctx context.Context, r *Report) {
+	for _, ns := range o.namespaces() {
+		var denied []string
+		var breaks []string
+		severe := false
+		var errs []string
+		for _, p := range install.Permissions {
+			var missing []string
+			for _, group := range p.APIGroups {
+				for _, res := range p.Resources {
+					for _, verb := range p.Verbs {
+						attrs := &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: res}
+						switch res {
+						case "namespaces":
+							attrs.Name = ns
+						case "selfsubjectreviews":
+							attrs.Namespace = ""
+						}
+						ok, err := o.allowed(ctx, attrs)
+						if err != nil {
+							errs = append(errs, err.Error())
+							continue
+						}
+						if !ok {
+							missing = append(missing, verb+" "+qualified(res, group))
+						}
+					}
+				}
+			}
+			if len(missing) > 0 {
+				denied = append(denied, missing...)
+				breaks = append(breaks, p.Why)
+				if slices.Contains(p.Resources, "configmaps") {
+					severe = true
+				}
+			}
+		}
+		name := "rbac " + ns
+		switch {
+		case len(errs) > 0 && len(denied) == 0:
+			r.add(Check{Name: name, Status: Warn, Detail: "cannot check permissions: " + errs[0],
+				Fix: "ask an administrator whether SelfSubjectAccessReviews are allowed"})
+		case len(denied) == 0:
+			r.add(Check{Name: name, Status: OK, Detail: "you may do everything reconcile does here"})
+		default:
+			status := Warn
+			if severe {
+				status = Fail
+			}
+			r.add(Check{Name: name, Status: status,
+				Detail: "denied: " + strings.Join(denied, ", ") + "; so: " + strings.Join(slices.Compact(breaks), "; "),
+				Fix:    fmt.Sprintf("ask an administrator for these permissions in namespace %q, or let reconcile run in the cluster with its own (kubectl catalog reconcile install --dry-run=client -o yaml shows the role)", ns)})
+		}
+	}
+}
+
+func qualified(resource, group string) string {
+	if group == "" {
+		return resource
+	}
+	return resource + "." + group
+}
+
+func (o *Options) allowed(ctx context.Context, attrs *authzv1.ResourceAttributes) (bool, error) {
+	sar, err := o.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
+		Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return sar.Status.Allowed, nil
+}
+
+func (o *Options) checkBrokers(ctx context.Context, r *Report) {
+	var brokers []*v1alpha1.Broker
+	for _, ns := range o.namespaces() {
+		list, err := o.Store.Brokers().List(ctx, ns, store.Filter{})
+		if err != nil {
+			r.add(Check{Name: "brokers " + ns, Status: Warn, Detail: fmt.Sprintf("cannot list brokers: %v", err),
+				Fix: fmt.Sprintf("ask for list permission on ConfigMaps in namespace %q", ns)})
+			continue
+		}
+		brokers = append(brokers, list...)
+	}
+	if len(brokers) == 0 {
+		r.add(Check{Name: "brokers", Status: Warn, Detail: fmt.Sprintf("no broker registered in namespace %s", strings.Join(o.namespaces(), " or ")),
+			Fix: "register one: kubectl catalog register NAME --url URL"})
+		return
+	}
+	for _, b := range brokers {
+		r.add(o.checkBroker(ctx, b))
+	}
+}
+
+func (o *Options) checkBroker(ctx context.Context, b *v1alpha1.Broker) Check {
+	c := Check{Name: "broker " + b.Namespace + "/" + b.Name}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	client, err := o.Clients.ClientFor(ctx, b)
+	if err == nil {
+		resp, cerr := client.GetCatalog(ctx, nil)
+		if cerr == nil {
+			c.Status = OK
+			c.Detail = fmt.Sprintf("%s answers: %d services", b.Spec.URL, len(resp.Services))
+			if b.Spec.Auth != nil {
+				c.Detail += ", authenticated (" + string(b.Spec.Auth.Type) + ")"
+			}
+			return c
+		}
+		err = cerr
+	}
+	c.Status = Fail
+	c.Detail = fmt.Sprintf("%s: %v", b.Spec.URL, err)
+	scope := ""
+	if b.Namespace != o.CatalogNamespace {
+		scope = " --scope namespace -n " + b.Namespace
+	}
+	c.Fix = fmt.Sprintf("check the broker's URL, TLS settings and credentials Secret (kubectl catalog describe broker %s), then: kubectl catalog sync broker %s%s", b.Name, b.Name, scope)
+	return c
+}
+
+// record is what checkRecords needs of any record.
+type record struct {
+	kind, namespace, name string
+	deleted               *metav1.Time
+	retry                 *v1alpha1.RetryState
+	conditions            []metav1.Condition
+}
+
+func (o *Options) readRecord(ctx context.Context, it store.WorkItem) (record, error) {
+	rec := record{kind: it.Kind, namespace: it.Namespace, name: it.Name}
+	switch it.Kind {
+	case v1alpha1.KindServiceInstance:
+		x, err := o.Store.Instances().Get(ctx, it.Namespace, it.Name)
+		if err != nil {
+			return rec, err
+		}
+		rec.deleted, rec.retry, rec.conditions = x.DeletionTimestamp, x.Status.Retry, x.Status.Conditions
+	case v1alpha1.KindServiceBinding:
+		x, err := o.Store.Bindings().Get(ctx, it.Namespace, it.Name)
+		if err != nil {
+			return rec, err
+		}
+		rec.deleted, rec.retry, rec.conditions = x.DeletionTimestamp, x.Status.Retry, x.Status.Conditions
+	case v1alpha1.KindBroker:
+		x, err := o.Store.Brokers().Get(ctx, it.Namespace, it.Name)
+		if err != nil {
+			return rec, err
+		}
+		rec.deleted, rec.retry, rec.conditions = x.DeletionTimestamp, x.Status.Retry, x.Status.Conditions
+	}
+	return rec, nil
+}
+
+// noun is how a record kind is named on the command line.
+func noun(kind string) string {
+	switch kind {
+	case v1alpha1.KindServiceInstance:
+		return "instance"
+	case v1alpha1.KindServiceBinding:
+		return "binding"
+	case v1alpha1.KindBroker:
+		return "broker"
+	}
+	return strings.ToLower(kind)
+}
+
+func (o *Options) checkRecords(ctx context.Context, r *Report) {
+	scope := "all namespaces"
+	items, err := o.Store.ListPending(ctx, "")
+	if store.IsForbidden(err) || apierrors.IsForbidden(err) {
+		scope = "namespace " + o.Namespace
+		items, err = o.Store.ListPending(ctx, o.Namespace)
+	}
+	if err != nil {
+		r.add(Check{Name: "records", Status: Warn, Detail: fmt.Sprintf("cannot list the pending records: %v", err),
+			Fix: "ask for list permission on ConfigMaps"})
+		return
+	}
+	now := o.Now()
+	stuck := 0
+	deleting := map[string]int{}
+	for _, it := range items {
+		if it.Deleting {
+			deleting[it.Namespace]++
+		}
+		rec, err := o.readRecord(ctx, it)
+		if store.IsNotFound(err) {
+			continue
+		}
+		name := "record " + it.Namespace + "/" + noun(it.Kind) + "/" + it.Name
+		describe := fmt.Sprintf("kubectl catalog describe %s %s -n %s", noun(it.Kind), it.Name, it.Namespace)
+		if err != nil {
+			stuck++
+			r.add(Check{Name: name, Status: Warn, Detail: fmt.Sprintf("cannot read it: %v", err), Fix: describe})
+			continue
+		}
+		var problems []string
+		status := Warn
+		fix := describe + "; then kubectl catalog reconcile -n " + it.Namespace
+		if f := meta.FindStatusCondition(rec.conditions, v1alpha1.ConditionFailed); f != nil && f.Status == metav1.ConditionTrue && rec.retry == nil {
+			status = Fail
+			problems = append(problems, fmt.Sprintf("failed for good: %s: %s", f.Reason, oneLine(f.Message)))
+			fix = describe + "; change its spec, or delete it"
+			if it.Kind == v1alpha1.KindServiceInstance {
+				fix = describe + `; change the plan or parameters ("kubectl catalog update"), or deprovision it`
+			}
+		}
+		if rec.retry != nil && rec.retry.Attempts >= StuckAttempts {
+			p := fmt.Sprintf("%d failed attempts, last: %s", rec.retry.Attempts, oneLine(rec.retry.LastError))
+			if rec.retry.NextRetryAt != nil {
+				p += ", next retry at " + rec.retry.NextRetryAt.UTC().Format(time.RFC3339)
+			}
+			problems = append(problems, p)
+		}
+		if rec.deleted != nil && now.Sub(rec.deleted.Time) > StuckDeletion {
+			problems = append(problems, fmt.Sprintf("deleted %s ago and still waiting for the broker", now.Sub(rec.deleted.Time).Round(time.Minute)))
+			if it.Kind == v1alpha1.KindServiceInstance {
+				fix += fmt.Sprintf(`; if its broker is gone for good: kubectl catalog deprovision %s -n %s --abandon --yes`, it.Name, it.Namespace)
+			}
+		}
+		if len(problems) == 0 {
+			continue
+		}
+		stuck++
+		r.add(Check{Name: name, Status: status, Detail: strings.Join(problems, "; "), Fix: fix})
+	}
+	o.checkTerminating(ctx, r, deleting)
+	if stuck == 0 {
+		r.add(Check{Name: "records", Status: OK, Detail: fmt.Sprintf("none stuck in %s (%d with pending work)", scope, len(items))})
+	}
+}
+
+// checkTerminating reports the namespaces being deleted that hold records:
+// they stay Terminating until reconcile has finished those records.
+func (o *Options) checkTerminating(ctx context.Context, r *Report, deleting map[string]int) {
+	nss := make([]string, 0, len(deleting))
+	for ns := range deleting {
+		nss = append(nss, ns)
+	}
+	sort.Strings(nss)
+	for _, ns := range nss {
+		n, err := o.Core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil || n.Status.Phase != corev1.NamespaceTerminating {
+			continue
+		}
+		r.add(Check{Name: "namespace " + ns, Status: Warn,
+			Detail: fmt.Sprintf("Terminating, held by %s that reconcile must first delete at the brokers",
+				catalogcmd.Plural(deleting[ns], "catalog record", "catalog records")),
+			Fix: "run kubectl catalog reconcile -n " + ns})
+	}
+}
+
+func (o *Options) checkReconcileInstalled(ctx context.Context, r *Report) {
+	name := "reconcile"
+	ref := o.ReconcileNamespace + "/" + o.ReconcileName
+	cj, err := o.Core.BatchV1().CronJobs(o.ReconcileNamespace).Get(ctx, o.ReconcileName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		r.add(Check{Name: name, Status: Warn, Detail: fmt.Sprintf("not installed (no CronJob %s)", ref),
+			Fix: "run kubectl catalog reconcile -A regularly, or in the cluster: kubectl catalog reconcile install --image IMAGE"})
+		return
+	case err != nil:
+		r.add(Check{Name: name, Status: Warn, Detail: fmt.Sprintf("cannot read CronJob %s: %v", ref, err),
+			Fix: "ask an administrator whether reconcile runs in the cluster (kubectl get cronjobs -A -l app.kubernetes.io/component=reconcile)"})
+		return
+	}
+	now := o.Now()
+	ago := func(t *metav1.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return now.Sub(t.Time).Round(time.Second).String() + " ago"
+	}
+	detail := fmt.Sprintf("CronJob %s, schedule %q; last run %s, last success %s", ref, cj.Spec.Schedule, ago(cj.Status.LastScheduleTime), ago(cj.Status.LastSuccessfulTime))
+	c := Check{Name: name, Status: OK, Detail: detail}
+	logs := fmt.Sprintf("kubectl get jobs -n %s -l %s=reconcile, and kubectl logs -n %s job/JOB", o.ReconcileNamespace, install.LabelComponent, o.ReconcileNamespace)
+	switch {
+	case cj.Spec.Suspend != nil && *cj.Spec.Suspend:
+		c.Status, c.Detail = Warn, "suspended: "+detail
+		c.Fix = fmt.Sprintf(`kubectl patch cronjob %s -n %s -p '{"spec":{"suspend":false}}'`, o.ReconcileName, o.ReconcileNamespace)
+	case cj.Status.LastScheduleTime != nil && cj.Status.LastSuccessfulTime == nil:
+		c.Status = Warn
+		c.Detail += "; no run has succeeded yet"
+		c.Fix = "see the runs: " + logs
+	case cj.Status.LastScheduleTime != nil && cj.Status.LastSuccessfulTime != nil &&
+		cj.Status.LastScheduleTime.Sub(cj.Status.LastSuccessfulTime.Time) > time.Hour:
+		c.Status = Warn
+		c.Detail += "; the runs since the last success have failed"
+		c.Fix = "see the runs: " + logs
+	}
+	r.add(c)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
+}
+
+// Print writes the report: a table and the fixes, JSON or YAML.
+func Print(streams cmdutil.IOStreams, format string, r Report) error {
+	out := streams.Out
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(r, "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	t := printers.NewTable(out, "CHECK", "STATUS", "DETAIL")
+	for _, c := range r.Checks {
+		t.Append(c.Name, string(c.Status), c.Detail)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	var fixes []string
+	for _, c := range r.Checks {
+		if c.Status != OK && c.Fix != "" {
+			fixes = append(fixes, fmt.Sprintf("  %s: %s", c.Name, c.Fix))
+		}
+	}
+	if len(fixes) > 0 {
+		_, err := fmt.Fprintf(out, "\nTo fix:\n%s\n", strings.Join(fixes, "\n"))
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+)
+
+const (
+	catalogNS = storetest.CatalogNamespace
+	userNS    = storetest.UserNamespace
+)
+
+// fixture is a fake cluster where the user may do everything but what
+// denied lists ("verb resource" in a namespace, "*" for any namespace).
+type fixture struct {
+	cluster *storetest.Cluster
+	denied  map[string]bool
+	now     time.Time
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	fx := &fixture{cluster: storetest.NewCluster(objs...), denied: map[string]bool{}, now: time.Now()}
+	fx.cluster.Core.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		sar := a.(clienttesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
+		attrs := sar.Spec.ResourceAttributes
+		key := attrs.Verb + " " + attrs.Resource
+		sar.Status.Allowed = !fx.denied[key+" "+attrs.Namespace] && !fx.denied[key+" *"]
+		return true, sar, nil
+	})
+	fx.cluster.Core.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{
+			UserInfo: authnv1.UserInfo{Username: "alice", Groups: []string{"developers", "system:authenticated"}}}}, nil
+	})
+	return fx
+}
+
+func (fx *fixture) options(t *testing.T) *Options {
+	return &Options{
+		Timeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName,
+		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
+		Core: fx.cluster.Core, Store: fx.cluster.Store(), Clients: brokerclient.New(fx.cluster.Core, brokerclient.WithTimeout(5*time.Second)),
+		Now:     func() time.Time { return fx.now },
+		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}),
+	}
+}
+
+func find(r Report, name string) (Check, bool) {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+func (fx *fixture) addBroker(t *testing.T, ns, name, url string, auth *v1alpha1.BrokerAuth) {
+	t.Helper()
+	scope := v1alpha1.ScopeCluster
+	if ns != catalogNS {
+		scope = v1alpha1.ScopeNamespace
+	}
+	_, err := fx.cluster.Store().Brokers().Create(context.Background(), &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.BrokerSpec{URL: url, Scope: scope, Auth: auth},
+	})
+	assert.NilError(t, err)
+}
+
+func instance(ns, name string) *v1alpha1.ServiceInstance {
+	inst := storetest.SampleInstance()
+	inst.Namespace, inst.Name, inst.ResourceVersion, inst.UID = ns, name, "", ""
+	inst.Status = v1alpha1.ServiceInstanceStatus{}
+	return inst
+}
+
+func TestDiagnose_AllWell(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	fx := newFixture(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}},
+		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: install.DefaultName},
+			Spec: batchv1.CronJobSpec{Schedule: install.DefaultSchedule},
+			Status: batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: time.Now().Add(-2 * time.Minute)},
+				LastSuccessfulTime: &metav1.Time{Time: time.Now().Add(-time.Minute)}}},
+	)
+	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
+	o := fx.options(t)
+	r := o.Diagnose(context.Background())
+	for _, c := range r.Checks {
+		// The broker just created has a catalog fetch pending: not stuck.
+		assert.Equal(t, c.Status, OK, "%+v", c)
+	}
+	var names []string
+	for _, c := range r.Checks {
+		names = append(names, c.Name)
+	}
+	assert.DeepEqual(t, names, []string{"cluster", "identity", "rbac dev", "rbac catalog-system", "broker catalog-system/acme", "records", "reconcile"})
+	id, _ := find(r, "identity")
+	assert.Assert(t, is.Contains(id.Detail, "alice"))
+	bc, _ := find(r, "broker catalog-system/acme")
+	assert.Assert(t, is.Contains(bc.Detail, "authenticated (Basic)"), bc.Detail)
+	assert.NilError(t, o.Run(context.Background()))
+	out := o.Streams.Out.(*bytes.Buffer).String()
+	assert.Assert(t, is.Contains(out, "CHECK"))
+	assert.Assert(t, !strings.Contains(out, "To fix:"), out)
+}
+
+func TestDiagnose_FindsProblems(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	fx := newFixture(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "wrong"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("nope")}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+	)
+	ctx := context.Background()
+	fx.addBroker(t, catalogNS, "down", "http://127.0.0.1:1", nil)
+	fx.addBroker(t, userNS, "locked", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "wrong"}})
+	st := fx.cluster.Store()
+
+	retried := instance(userNS, "retried")
+	retried.Status.Retry = &v1alpha1.RetryState{Attempts: 4, LastError: "503 Service Unavailable", NextRetryAt: &metav1.Time{Time: fx.now.Add(time.Minute)}}
+	failed := instance(userNS, "rejected")
+	failed.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionFailed, Status: metav1.ConditionTrue, Reason: "ProvisionRejected",
+		Message: "plan not available", LastTransitionTime: metav1.Now()}}
+	for _, inst := range []*v1alpha1.ServiceInstance{retried, failed, instance(userNS, "fresh"), instance(userNS, "gone"), instance("leaving", "db")} {
+		_, err := st.Instances().Create(ctx, inst)
+		assert.NilError(t, err)
+	}
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-20 * time.Minute) })
+	assert.NilError(t, st.Instances().Delete(ctx, userNS, "gone"))
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-time.Minute) })
+	assert.NilError(t, st.Instances().Delete(ctx, "leaving", "db"))
+
+	fx.denied["list configmaps dev"] = true
+	fx.denied["create secrets *"] = true
+
+	o := fx.options(t)
+	r := o.Diagnose(ctx)
+	for _, tc := range []struct {
+		name   string
+		status Status
+		detail []string
+		fix    string
+	}{
+		{name: "rbac dev", status: Fail, detail: []string{"list configmaps", "create secrets", "records are ConfigMaps"}, fix: `namespace "dev"`},
+		{name: "rbac catalog-system", status: Warn, detail: []string{"denied: create secrets;"}},
+		{name: "broker catalog-system/down", status: Fail, detail: []string{"http://127.0.0.1:1"}, fix: "kubectl catalog sync broker down"},
+		{name: "broker dev/locked", status: Fail, detail: []string{"401"}, fix: "sync broker locked --scope namespace -n dev"},
+		{name: "record dev/instance/retried", status: Warn, detail: []string{"4 failed attempts", "503 Service Unavailable", "next retry at"}, fix: "describe instance retried -n dev"},
+		{name: "record dev/instance/rejected", status: Fail, detail: []string{"failed for good: ProvisionRejected: plan not available"}, fix: "deprovision"},
+		{name: "record dev/instance/gone", status: Warn, detail: []string{"deleted 20m0s ago"}, fix: "--abandon"},
+		{name: "namespace leaving", status: Warn, detail: []string{"Terminating, held by 1 catalog record that"}, fix: "run kubectl catalog reconcile -n leaving"},
+		{name: "reconcile", status: Warn, detail: []string{"not installed"}, fix: "kubectl catalog reconcile install --image IMAGE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := find(r, tc.name)
+			assert.Assert(t, ok, "%+v", r.Checks)
+			assert.Equal(t, c.Status, tc.status, c.Detail)
+			for _, d := range tc.detail {
+				assert.Assert(t, is.Contains(c.Detail, d))
+			}
+			assert.Assert(t, is.Contains(c.Fix, tc.fix))
+		})
+	}
+	for _, healthy := range []string{"record dev/instance/fresh", "record leaving/instance/db", "records"} {
+		_, ok := find(r, healthy)
+		assert.Assert(t, !ok, "%s should not be reported", healthy)
+	}
+
+	// A failed check: exit 1, with the fixes after the table.
+	err := o.Run(ctx)
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitError)
+	assert.Assert(t, !cmdutil.ShouldPrint(err))
+	out := o.Streams.Out.(*bytes.Buffer).String()
+	assert.Assert(t, is.Contains(out, "To fix:\n"))
+	assert.Assert(t, is.Contains(out, "FAIL     http://127.0.0.1:1: "))
+}
+
+func TestDiagnose_UnreachableClusterStopsThere(t *testing.T) {
+	fx := newFixture(t)
+	fx.cluster.Core.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	r := fx.options(t).Diagnose(context.Background())
+	assert.Equal(t, len(r.Checks), 1)
+	assert.Equal(t, r.Checks[0].Status, Fail)
+	assert.Assert(t, is.Contains(r.Checks[0].Detail, "connection refused"))
+	assert.Assert(t, r.Failed())
+}
+
+func TestDiagnose_ReconcileCronJob(t *testing.T) {
+	now := time.Now()
+	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-d)} }
+	for _, tc := range []struct {
+		name   string
+		cj     batchv1.CronJob
+		status Status
+		detail string
+	}{
+		{name: "never ran yet", cj: batchv1.CronJob{}, status: OK, detail: "last run never"},
+		{name: "suspended", cj: batchv1.CronJob{Spec: batchv1.CronJobSpec{Suspend: ptr.To(true)}}, status: Warn, detail: "suspended"},
+		{name: "no success", cj: batchv1.CronJob{Status: batchv1.CronJobStatus{LastScheduleTime: ago(time.Minute)}}, status: Warn, detail: "no run has succeeded"},
+		{name: "failing since", cj: batchv1.CronJob{Status: batchv1.CronJobStatus{LastScheduleTime: ago(time.Minute), LastSuccessfulTime: ago(3 * time.Hour)}},
+			status: Warn, detail: "have failed"},
+		{name: "healthy", cj: batchv1.CronJob{Status: batchv1.CronJobStatus{LastScheduleTime: ago(5 * time.Minute), LastSuccessfulTime: ago(4 * time.Minute)}},
+			status: OK, detail: "last success 4m0s ago"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cj.Namespace, tc.cj.Name, tc.cj.Spec.Schedule = "ops", "rec", "*/5 * * * *"
+			fx := newFixture(t, &tc.cj)
+			fx.now = now
+			o := fx.options(t)
+			o.ReconcileNamespace, o.ReconcileName = "ops", "rec"
+			var r Report
+			o.checkReconcileInstalled(context.Background(), &r)
+			assert.Equal(t, r.Checks[0].Status, tc.status, r.Checks[0].Detail)
+			assert.Assert(t, is.Contains(r.Checks[0].Detail, tc.detail))
+		})
+	}
+}
+
+func TestPrint_JSONAndYAML(t *testing.T) {
+	r := Report{Checks: []Check{{Name: "cluster", Status: OK, Detail: "Kubernetes v1.37.2"}, {Name: "reconcile", Status: Warn, Detail: "not installed", Fix: "install it"}}}
+	var out bytes.Buffer
+	streams := cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &bytes.Buffer{})
+	assert.NilError(t, Print(streams, "json", r))
+	var back Report
+	assert.NilError(t, json.Unmarshal(out.Bytes(), &back))
+	assert.DeepEqual(t, back, r)
+	out.Reset()
+	assert.NilError(t, Print(streams, "yaml", r))
+	assert.Assert(t, is.Contains(out.String(), "status: WARN"))
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		err  string
+	}{
+		{name: "ok", o: Options{Timeout: time.Second, ReconcileNamespace: "a", ReconcileName: "b"}},
+		{name: "timeout", o: Options{ReconcileNamespace: "a", ReconcileName: "b"}, err: "--timeout"},
+		{name: "output", o: Options{Timeout: time.Second, Output: "wide", ReconcileNamespace: "a", ReconcileName: "b"}, err: "--output"},
+		{name: "empty name", o: Options{Timeout: time.Second, ReconcileNamespace: "a"}, err: "--reconcile-name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			if tc.err == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.err)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+		})
+	}
+}

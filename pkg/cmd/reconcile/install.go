@@ -1,0 +1,303 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+)
+
+var installLong = cmdutil.LongDesc(`
+	Run "kubectl catalog reconcile -A" in the cluster on a schedule.
+
+	This creates or updates, with server-side apply (field manager
+	"kubectl-catalog"):
+
+	  - the namespace (--namespace), if it does not exist;
+	  - a ServiceAccount (--name);
+	  - a ClusterRole and a ClusterRoleBinding named
+	    "kubectl-catalog:NAMESPACE:NAME" that grant the ServiceAccount exactly
+	    what reconcile uses, and nothing more: ConfigMaps (the records) in
+	    every namespace; get, create, update and delete of Secrets (broker
+	    credentials, parameters from Secrets, binding credentials); get of
+	    Namespaces (the OSB context); SelfSubjectReviews (the originating
+	    identity); get and update of Deployments, StatefulSets, DaemonSets,
+	    CronJobs and Jobs (removing a binding's projection on unbind);
+	  - a CronJob (--name) that runs one reconcile at a time, each bounded by
+	    --max-duration and by a Job deadline a little above it, never
+	    retried within the same schedule, with small resource requests and a
+	    locked-down security context (non-root uid 65532, read-only root
+	    filesystem, no privilege escalation, no capabilities, the runtime's
+	    default seccomp profile).
+
+	There is no published image: --image must name one that has the
+	kubectl-catalog binary on its PATH (for example a distroless base with
+	the release binary copied to /usr/local/bin). In the pod, reconcile uses
+	the ServiceAccount's token; the runs' summaries are in the Jobs' logs
+	(-o json).
+
+	Running it again updates the objects: only what changed is written.
+	--dry-run=client prints the objects (-o yaml|json) without contacting the
+	cluster; --dry-run=server has the API server validate them and store
+	nothing. "kubectl catalog reconcile uninstall" removes them again.`)
+
+var installExample = cmdutil.Examples(`
+	# Reconcile every five minutes in catalog-system, with your image
+	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0
+
+	# Review the manifests first, or keep them in version control
+	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 --dry-run=client -o yaml
+
+	# Every minute, bounded to 50 seconds, 16 records at once
+	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 \
+	  --schedule "* * * * *" --max-duration 50s --workers 16`)
+
+// InstallOptions are the options of "reconcile install".
+type InstallOptions struct {
+	install.Options
+	DryRun string
+	Output string
+
+	Core    kubernetes.Interface
+	Streams cmdutil.IOStreams
+}
+
+// NewCmdInstall returns the "reconcile install" command.
+func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
+	o := &InstallOptions{Options: install.Defaults(), DryRun: "none", Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "install --image IMAGE",
+		Short:   "Run reconcile in the cluster from a CronJob",
+		Long:    installLong,
+		Example: installExample,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Image, "image", "", "Image to run, with the kubectl-catalog binary on its PATH (required).")
+	fs.StringVar(&o.Schedule, "schedule", o.Schedule, "When to run, in the five-field cron format (minute hour day-of-month month day-of-week).")
+	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the ServiceAccount and the CronJob (created if missing).")
+	fs.StringVar(&o.Name, "name", o.Name, "Name of the ServiceAccount and the CronJob.")
+	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "Bound of each run (reconcile --max-duration); keep it below the schedule's interval.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "How many records each run drives at once (reconcile --workers).")
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`)
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.StringVarP(&o.Output, "output", "o", "", "Print the objects instead of a line per object. One of: (json, yaml).")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions([]string{"*/5 * * * *", "*/15 * * * *", "@hourly"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// noArgs refuses arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
+	}
+	return nil
+}
+
+// Validate checks the flags without I/O.
+func (o *InstallOptions) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return &cmdutil.UsageError{Err: err}
+	}
+	switch o.DryRun {
+	case "none", "client", "server":
+	default:
+		return cmdutil.UsageErrorf("--dry-run %q: use none, client or server", o.DryRun)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a line per object)", o.Output)
+	}
+	return nil
+}
+
+// Complete builds the client, unless nothing is sent to the cluster.
+func (o *InstallOptions) Complete(f *cmdutil.Factory) error {
+	o.CatalogNamespace = f.CatalogNamespace
+	if o.DryRun == "client" {
+		return nil
+	}
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	o.Core = core
+	return nil
+}
+
+// Run applies the objects, or prints them.
+func (o *InstallOptions) Run(ctx context.Context) error {
+	objs := install.Build(o.Options)
+	if o.DryRun == "client" {
+		if o.Output == "" {
+			for _, obj := range objs.List() {
+				fmt.Fprintf(o.Streams.Out, "%s created (dry run)\n", install.Ref(obj))
+			}
+			return nil
+		}
+		cleaned := make([]map[string]any, 0, 5)
+		for _, obj := range objs.List() {
+			cleaned = append(cleaned, install.Clean(obj))
+		}
+		return writeObjects(o.Streams, o.Output, cleaned)
+	}
+	results, err := install.Apply(ctx, o.Core, objs, o.DryRun == "server")
+	suffix := ""
+	if o.DryRun == "server" {
+		suffix = " (server dry run)"
+	}
+	if o.Output == "" {
+		for _, r := range results {
+			fmt.Fprintln(o.Streams.Out, r.String()+suffix)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if o.Output != "" {
+		served := make([]map[string]any, 0, len(results))
+		for _, r := range results {
+			served = append(served, install.CleanServed(r.Object))
+		}
+		return writeObjects(o.Streams, o.Output, served)
+	}
+	if o.DryRun == "none" {
+		fmt.Fprintf(o.Streams.ErrOut, "reconcile runs on schedule %q in namespace %q; see the runs with \"kubectl get jobs -n %s -l %s=reconcile\"\n",
+			o.Schedule, o.Namespace, o.Namespace, install.LabelComponent)
+	}
+	return nil
+}
+
+func writeObjects(streams cmdutil.IOStreams, format string, objs []map[string]any) error {
+	if format == "json" {
+		return install.WriteJSON(streams.Out, objs)
+	}
+	return install.WriteYAML(streams.Out, objs)
+}
+
+var uninstallLong = cmdutil.LongDesc(`
+	Remove what "kubectl catalog reconcile install" created: the CronJob (its
+	Jobs and Pods go with it), the ClusterRoleBinding, the ClusterRole and the
+	ServiceAccount.
+
+	The namespace is kept: it holds the catalog's records. Objects already
+	gone are skipped. Records with pending work stay pending until
+	"kubectl catalog reconcile" runs again, by hand or installed anew. In a
+	terminal it asks for confirmation; otherwise --yes is needed.`)
+
+var uninstallExample = cmdutil.Examples(`
+	# Stop reconciling from the cluster
+	kubectl catalog reconcile uninstall
+
+	# The same in a script
+	kubectl catalog reconcile uninstall --yes
+
+	# An installation under another name and namespace
+	kubectl catalog reconcile uninstall --namespace ops --name reconcile-shard-0 --yes`)
+
+// UninstallOptions are the options of "reconcile uninstall".
+type UninstallOptions struct {
+	Namespace string
+	Name      string
+	Yes       bool
+
+	Core     kubernetes.Interface
+	Prompter prompt.Prompter
+	Streams  cmdutil.IOStreams
+}
+
+// NewCmdUninstall returns the "reconcile uninstall" command.
+func NewCmdUninstall(f *cmdutil.Factory) *cobra.Command {
+	o := &UninstallOptions{Namespace: install.DefaultNamespace, Name: install.DefaultName, Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "uninstall",
+		Short:   "Remove the reconcile CronJob and its permissions",
+		Long:    uninstallLong,
+		Example: uninstallExample,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the installation.")
+	fs.StringVar(&o.Name, "name", o.Name, "Name of the installation's ServiceAccount and CronJob.")
+	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
+	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *UninstallOptions) Validate() error {
+	opts := install.Defaults()
+	opts.Image, opts.Namespace, opts.Name = "-", o.Namespace, o.Name
+	if err := opts.Validate(); err != nil {
+		return &cmdutil.UsageError{Err: err}
+	}
+	return nil
+}
+
+// Complete builds the client and, in a terminal, the prompter.
+func (o *UninstallOptions) Complete(f *cmdutil.Factory) error {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	o.Core = core
+	if o.Prompter == nil && o.Streams.CanPrompt() {
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
+	}
+	return nil
+}
+
+// Run asks for confirmation and deletes the objects.
+func (o *UninstallOptions) Run(ctx context.Context) error {
+	cluster := install.ClusterName(o.Namespace, o.Name)
+	fmt.Fprintf(o.Streams.ErrOut, "This deletes CronJob %q and ServiceAccount %q in namespace %q, and ClusterRole and ClusterRoleBinding %q.\n",
+		o.Name, o.Name, o.Namespace, cluster)
+	if !o.Yes {
+		if o.Prompter == nil {
+			return cmdutil.UsageErrorf("reconcile uninstall needs --yes when it cannot ask for confirmation (not a terminal)")
+		}
+		ok, err := o.Prompter.Confirm("Continue?", false)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
+			return nil
+		}
+	}
+	results, err := install.Uninstall(ctx, o.Core, o.Namespace, o.Name)
+	for _, r := range results {
+		fmt.Fprintln(o.Streams.Out, r.String())
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Namespace %q is kept: it holds the catalog's records. Pending work waits for the next \"kubectl catalog reconcile\".\n", o.Namespace)
+	return nil
+}

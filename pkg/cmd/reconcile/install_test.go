@@ -1,0 +1,107 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+)
+
+const testImage = "example.invalid/kubectl-catalog:test"
+
+// The client dry run needs no cluster: cmdtest's kubeconfig does not exist.
+func TestInstall_ClientDryRunPrintsTheManifests(t *testing.T) {
+	t.Setenv(cmdutil.CatalogNamespaceEnv, "")
+	out, err := cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "-o", "yaml")
+	assert.NilError(t, err)
+	golden.Assert(t, out, "install.golden.yaml")
+
+	// Every document parses, and they come in the order they are applied.
+	var kinds []string
+	for _, doc := range strings.Split(out, "---\n") {
+		var m map[string]any
+		assert.NilError(t, yaml.Unmarshal([]byte(doc), &m))
+		kinds = append(kinds, m["kind"].(string))
+	}
+	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob"})
+
+	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run", "-o", "json")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, `"kind": "List"`))
+
+	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, "cronjob.batch/catalog-reconcile created (dry run)\n"))
+}
+
+func TestInstall_UsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "no image", args: []string{}, wantErr: "image"},
+		{name: "bad schedule", args: []string{"--image", testImage, "--schedule", "*/5 * * *"}, wantErr: "--schedule"},
+		{name: "bad minute", args: []string{"--image", testImage, "--schedule", "61 * * * *"}, wantErr: "minute field"},
+		{name: "zero max duration", args: []string{"--image", testImage, "--max-duration", "0"}, wantErr: "--max-duration"},
+		{name: "no workers", args: []string{"--image", testImage, "--workers", "0"}, wantErr: "--workers"},
+		{name: "bad dry run", args: []string{"--image", testImage, "--dry-run=maybe"}, wantErr: "--dry-run"},
+		{name: "bad output", args: []string{"--image", testImage, "-o", "wide"}, wantErr: "--output"},
+		{name: "bad name", args: []string{"--image", testImage, "--name", "Reconcile"}, wantErr: "--name"},
+		{name: "argument", args: []string{"--image", testImage, "extra"}, wantErr: "takes no arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := cmdtest.RunOffline(t, append([]string{"reconcile", "install"}, tc.args...)...)
+			assert.ErrorContains(t, err, tc.wantErr)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+		})
+	}
+}
+
+func TestUninstall_NeedsYesOutsideATerminal(t *testing.T) {
+	core := fake.NewClientset()
+	var out, errOut bytes.Buffer
+	o := &reconcile.UninstallOptions{Namespace: install.DefaultNamespace, Name: install.DefaultName, Core: core,
+		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
+	err := o.Run(context.Background())
+	assert.ErrorContains(t, err, "--yes")
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+
+	// Declined at the prompt: nothing happens.
+	inst := install.Defaults()
+	inst.Image = testImage
+	_, err = install.Apply(context.Background(), core, install.Build(inst), false)
+	assert.NilError(t, err)
+	o.Prompter = &prompt.Scripted{Answers: []string{"n"}}
+	assert.NilError(t, o.Run(context.Background()))
+	_, err = core.BatchV1().CronJobs(inst.Namespace).Get(context.Background(), inst.Name, metav1.GetOptions{})
+	assert.NilError(t, err)
+
+	// Confirmed: everything but the namespace goes; a second run skips what is gone.
+	o.Prompter = &prompt.Scripted{Answers: []string{"y"}}
+	assert.NilError(t, o.Run(context.Background()))
+	assert.Assert(t, is.Contains(out.String(), "cronjob.batch/catalog-reconcile deleted\n"))
+	out.Reset()
+	o.Yes = true
+	assert.NilError(t, o.Run(context.Background()))
+	assert.Assert(t, is.Contains(out.String(), "serviceaccount/catalog-reconcile not found, skipped\n"))
+}
+
+func TestUninstall_UsageErrors(t *testing.T) {
+	err := cmdtest.RunOffline(t, "reconcile", "uninstall", "--name", "Bad_Name", "--yes")
+	assert.ErrorContains(t, err, "--name")
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+}

@@ -1,0 +1,221 @@
+package install
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestRules_HaveNoWildcardAndCoverWhatReconcileDoes(t *testing.T) {
+	rules := Rules()
+	assert.Equal(t, len(rules), len(Permissions))
+	for _, r := range rules {
+		for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
+			for _, v := range list {
+				assert.Assert(t, !strings.Contains(v, "*"), "wildcard in %+v", r)
+			}
+		}
+		assert.Assert(t, len(r.Verbs) > 0 && len(r.Resources) > 0, "%+v", r)
+	}
+	for _, p := range Permissions {
+		assert.Assert(t, p.Why != "", "%+v has no reason", p.PolicyRule)
+	}
+	allows := func(group, resource, verb string) bool {
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		group, resource, verb string
+		want                  bool
+	}{
+		{"", "configmaps", "list", true},
+		{"", "configmaps", "watch", true},
+		{"", "configmaps", "patch", true},
+		{"", "configmaps", "delete", true},
+		{"", "secrets", "get", true},
+		{"", "secrets", "create", true},
+		{"", "secrets", "delete", true},
+		{"", "namespaces", "get", true},
+		{"authentication.k8s.io", "selfsubjectreviews", "create", true},
+		{"apps", "deployments", "update", true},
+		{"apps", "daemonsets", "get", true},
+		{"batch", "cronjobs", "update", true},
+		{"batch", "jobs", "get", true},
+		// Not needed, so not granted.
+		{"", "secrets", "list", false},
+		{"", "secrets", "watch", false},
+		{"", "namespaces", "list", false},
+		{"", "namespaces", "delete", false},
+		{"", "pods", "list", false},
+		{"apps", "deployments", "delete", false},
+		{"apps", "deployments", "create", false},
+		{"rbac.authorization.k8s.io", "clusterroles", "create", false},
+	} {
+		assert.Equal(t, allows(tc.group, tc.resource, tc.verb), tc.want, "%s %s.%s", tc.verb, tc.resource, tc.group)
+	}
+}
+
+func TestBuild_CronJobRunsReconcileBoundedAndLocked(t *testing.T) {
+	o := Defaults()
+	o.Image = "registry.example/kubectl-catalog:v1"
+	o.Workers = 16
+	objs := Build(o)
+	cj := objs.CronJob
+	assert.Equal(t, cj.Spec.ConcurrencyPolicy, batchv1.ForbidConcurrent)
+	assert.Equal(t, *cj.Spec.JobTemplate.Spec.BackoffLimit, int32(0))
+	assert.Equal(t, *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds, int64(270))
+	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	assert.DeepEqual(t, c.Command, []string{"kubectl-catalog", "reconcile", "-A", "--max-duration", "4m", "--workers", "16", "-o", "json"})
+	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, o.Name)
+	assert.Equal(t, objs.ClusterRoleBinding.RoleRef.Name, objs.ClusterRole.Name)
+	assert.Equal(t, objs.ClusterRoleBinding.Subjects[0].Namespace, o.Namespace)
+
+	o.CatalogNamespace = "brokers"
+	assert.Assert(t, is.Contains(strings.Join(o.Command(), " "), "--catalog-namespace brokers"))
+	o.MaxDuration = 90 * time.Second
+	assert.Equal(t, o.ActiveDeadline(), 2*time.Minute)
+	for d, want := range map[time.Duration]string{4 * time.Minute: "4m", 90 * time.Second: "1m30s", time.Hour: "1h", 50 * time.Second: "50s", 61 * time.Minute: "1h1m"} {
+		assert.Equal(t, shortDuration(d), want)
+	}
+}
+
+func TestValidate_NamesTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{name: "valid", mutate: func(*Options) {}},
+		{name: "no image", mutate: func(o *Options) { o.Image = "" }, wantErr: "--image is required"},
+		{name: "spaced image", mutate: func(o *Options) { o.Image = "a b" }, wantErr: "--image"},
+		{name: "bad namespace", mutate: func(o *Options) { o.Namespace = "Catalog" }, wantErr: "--namespace"},
+		{name: "long name", mutate: func(o *Options) { o.Name = strings.Repeat("a", 53) }, wantErr: "--name"},
+		{name: "bad schedule", mutate: func(o *Options) { o.Schedule = "* * *" }, wantErr: "--schedule"},
+		{name: "zero duration", mutate: func(o *Options) { o.MaxDuration = 0 }, wantErr: "--max-duration"},
+		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: "--workers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Defaults()
+			o.Image = "example.invalid/kubectl-catalog:test"
+			tc.mutate(&o)
+			err := o.Validate()
+			if tc.wantErr == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestValidateSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		schedule string
+		wantErr  string
+	}{
+		{schedule: "*/5 * * * *"},
+		{schedule: "0 3 * * 1-5"},
+		{schedule: "15,45 */2 1,15 JAN-jun sun"},
+		{schedule: "0 0 ? * MON"},
+		{schedule: "5/10 * * * 7"},
+		{schedule: "@hourly"},
+		{schedule: "  @daily "},
+		{schedule: "", wantErr: "empty"},
+		{schedule: "* * * *", wantErr: "want 5 fields"},
+		{schedule: "* * * * * *", wantErr: "want 5 fields"},
+		{schedule: "60 * * * *", wantErr: `minute field "60": 60 is out of range 0-59`},
+		{schedule: "* 24 * * *", wantErr: "hour field"},
+		{schedule: "* * 0 * *", wantErr: "day of month field"},
+		{schedule: "* * * 13 *", wantErr: "month field"},
+		{schedule: "* * * * 8", wantErr: "day of week field"},
+		{schedule: "*/0 * * * *", wantErr: "must be a positive number"},
+		{schedule: "5-1 * * * *", wantErr: "is after"},
+		{schedule: "1,,2 * * * *", wantErr: "empty list item"},
+		{schedule: "? * * * *", wantErr: `"?" is only allowed`},
+		{schedule: "x * * * *", wantErr: "not a number"},
+		{schedule: "@every 5m", wantErr: "unknown descriptor"},
+		{schedule: "TZ=UTC * * * * *", wantErr: "time zone"},
+	} {
+		t.Run(tc.schedule, func(t *testing.T) {
+			err := ValidateSchedule(tc.schedule)
+			if tc.wantErr == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestApply_CreatesThenLeavesUnchangedThenUninstalls(t *testing.T) {
+	ctx := context.Background()
+	core := fake.NewClientset()
+	o := Defaults()
+	o.Image = "example.invalid/kubectl-catalog:test"
+	lines := func(rs []Result) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.String())
+		}
+		return out
+	}
+
+	// (The fake clientset ignores DryRun: the e2e test covers --dry-run=server.)
+	res, err := Apply(ctx, core, Build(o), false)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines(res), []string{
+		"namespace/catalog-system created",
+		"serviceaccount/catalog-reconcile created",
+		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created",
+		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created",
+		"cronjob.batch/catalog-reconcile created",
+	})
+	cj, err := core.BatchV1().CronJobs(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, o.Image)
+
+	o.Image = "example.invalid/kubectl-catalog:v2"
+	res, err = Apply(ctx, core, Build(o), false)
+	assert.NilError(t, err)
+	assert.Equal(t, res[0].Action, Unchanged)
+	assert.Equal(t, res[4].String(), "cronjob.batch/catalog-reconcile configured")
+
+	res, err = Uninstall(ctx, core, o.Namespace, o.Name)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines(res), []string{
+		"cronjob.batch/catalog-reconcile deleted",
+		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
+		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
+		"serviceaccount/catalog-reconcile deleted",
+	})
+	_, err = core.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
+	assert.NilError(t, err, "the namespace holds records: it stays")
+
+	res, err = Uninstall(ctx, core, o.Namespace, o.Name)
+	assert.NilError(t, err)
+	for _, r := range res {
+		assert.Equal(t, r.Action, NotFound, r.String())
+	}
+}
+
+func TestClean_DropsServerFieldsAndEmptyStatus(t *testing.T) {
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u", ResourceVersion: "1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+	}
+	m := Clean(sa)
+	assert.DeepEqual(t, m, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "a"}})
+}
