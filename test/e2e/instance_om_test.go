@@ -186,6 +186,8 @@ type instOMCase struct {
 	catalog func(t *testing.T, c *broker.Catalog)
 	// deprovision: the faults strike the deprovision of a provisioned instance.
 	deprovision bool
+	// update: the faults strike an update (of storage_gb) of a provisioned instance.
+	update bool
 	faults      []broker.Fault
 	// wait runs the faulted command with --wait.
 	wait bool
@@ -216,6 +218,7 @@ var instTrue, instFalse = true, false
 func instOMCases() []instOMCase {
 	const (
 		p, d, lo = broker.OpProvision, broker.OpDeprovision, broker.OpLastOperation
+		u        = broker.OpUpdate
 		before   = broker.Before
 		after    = broker.After
 	)
@@ -287,6 +290,26 @@ func instOMCases() []instOMCase {
 			faults: []broker.Fault{{Op: lo, Action: broker.ActionGone, Times: 2}},
 			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
 			final: catalog.StateSettled},
+		// Update: a failed update never triggers orphan mitigation and never loses what
+		// the broker holds.
+		{name: "update 500: retried without mitigation", plan: "hobby", update: true, faults: respond(u, before, 500, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
+			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
+		{name: "update other 2xx (204): retried without mitigation", plan: "hobby", update: true, faults: respond(u, after, 204, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
+			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
+		{name: "update client timeout (hang): retried without mitigation", plan: "hobby", update: true,
+			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{instance.TestBrokerTimeoutEnv + "=2s"},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
+			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
+		{name: "update 422 ConcurrencyError: retried", plan: "hobby", update: true, faults: respond(u, before, 422, "ConcurrencyError"),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateBlockedByConcurrentOperation,
+			retryReason: catalog.ReasonUpdateBlockedByConcurrentOperation, final: catalog.StateSettled},
+		{name: "update 400: rejected until the spec changes", plan: "hobby", update: true, faults: respond(u, before, 400, ""),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateRejected, final: catalog.StateNeedsUser},
+		{name: "update last_operation failed: retried, what the broker holds is kept", plan: "standard", update: true,
+			faults: []broker.Fault{{Op: u, Action: broker.ActionFailOperation, Description: "resize refused", InstanceUsable: &instTrue}},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonUpdated, final: catalog.StateSettled},
 		// Deprovision.
 		{name: "deprovision 410: done", plan: "hobby", deprovision: true,
 			faults: []broker.Fault{instFault(d, before, broker.ActionDropState, 0)},
@@ -351,7 +374,7 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 			e := instSetupCatalog(t, edit)
 			ctx := context.Background()
 			waitArgs := []string{"--wait", "--timeout", "60s", "--interval", "200ms"}
-			if tc.deprovision {
+			if tc.deprovision || tc.update {
 				r := instCatalog(t, e.ns, append([]string{"provision", "db", "--class", "postgresql", "--plan", tc.plan}, waitArgs...)...)
 				assert.Equal(t, r.ExitCode, 0, r.Stderr)
 			}
@@ -360,8 +383,15 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 				assert.NilError(t, err)
 			}
 			args := []string{"provision", "db", "--class", "postgresql", "--plan", tc.plan}
-			if tc.deprovision {
+			switch {
+			case tc.deprovision:
 				args = []string{"deprovision", "db", "--yes"}
+			case tc.update:
+				size := "storage_gb=2"
+				if tc.plan == "standard" {
+					size = "storage_gb=40"
+				}
+				args = []string{"update", "db", "-p", size}
 			}
 			if tc.wait {
 				args = append(args, waitArgs...)
@@ -404,16 +434,20 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 			default:
 				assert.Equal(t, all, 0, "no DELETE may reach the broker")
 			}
-			switch tc.final {
-			case catalog.StateSettled:
+			switch {
+			case tc.final == catalog.StateSettled:
 				assert.Equal(t, res.Instance.Status.Phase, v1alpha1.PhaseReady)
 				assert.Assert(t, res.Instance.Status.OrphanMitigation == nil)
 				assert.Assert(t, !res.Instance.HasPendingWork())
 				instAssertBrokerHolds(t, e.b, id)
-			case catalog.StateNeedsUser:
+			case tc.final == catalog.StateNeedsUser && tc.update:
+				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+catalog.ReasonUpdateRejected)
+				assert.Assert(t, res.Instance.Status.Provisioned != nil, "a rejected update keeps what the broker holds")
+				instAssertBrokerHolds(t, e.b, id)
+			case tc.final == catalog.StateNeedsUser:
 				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+catalog.ReasonProvisionRejected)
 				instAssertBrokerHolds(t, e.b)
-			case catalog.StateDeleted:
+			case tc.final == catalog.StateDeleted:
 				_, err := e.st.Instances().Get(ctx, e.ns, "db")
 				assert.Assert(t, store.IsNotFound(err), "the finalizer is gone, so is the record")
 				instAssertBrokerHolds(t, e.b)
