@@ -188,7 +188,7 @@ type instOMCase struct {
 	deprovision bool
 	// update: the faults strike an update (of storage_gb) of a provisioned instance.
 	update bool
-	faults      []broker.Fault
+	faults []broker.Fault
 	// wait runs the faulted command with --wait.
 	wait bool
 	// env is extra environment of the faulted command.
