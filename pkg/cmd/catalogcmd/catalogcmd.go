@@ -238,3 +238,10 @@ func Plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
+
+// AddScopeFlag adds --scope (with completion) for commands that look a broker up by
+// name; ParseScope checks its value.
+func AddScopeFlag(cmd *cobra.Command, scope *string) {
+	cmd.Flags().StringVar(scope, "scope", "", "Scope of the broker when both scopes have one of that name: cluster or namespace.")
+	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"cluster", "namespace"}, cobra.ShellCompDirectiveNoFileComp))
+}

@@ -66,9 +66,8 @@ func NewCmdDeregister(f *cmdutil.Factory) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.Scope, "scope", "", "Scope of the broker when both scopes have one of that name: cluster or namespace.")
+	catalogcmd.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Deregister even though instances of the broker's classes exist.")
-	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"cluster", "namespace"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

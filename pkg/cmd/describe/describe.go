@@ -105,7 +105,7 @@ func NewCmdDescribeBroker(f *cmdutil.Factory) *cobra.Command {
 		# Describe broker acme
 		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, (*Options).RunBroker)
 	cmd.ValidArgsFunction = catalogcmd.CompleteBrokers(f)
-	cmd.Flags().StringVar(&o.Scope, "scope", "", "Scope of the broker when both scopes have one of that name: cluster or namespace.")
+	catalogcmd.AddScopeFlag(cmd, &o.Scope)
 	return cmd
 }
 

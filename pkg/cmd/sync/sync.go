@@ -86,9 +86,8 @@ func NewCmdSyncBroker(f *cmdutil.Factory) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.Scope, "scope", "", "Scope of the broker when both scopes have one of that name: cluster or namespace.")
+	catalogcmd.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().DurationVar(&o.BrokerTimeout, "broker-timeout", osb.DefaultTimeout, "How long to wait for the broker's answer.")
-	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"cluster", "namespace"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
