@@ -5,10 +5,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/completion"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/doctor"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
@@ -17,6 +20,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	catalogsync "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/sync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/version"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -64,9 +68,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	f.AddFlags(root.PersistentFlags())
 
 	getCmd := get.NewCmdGet(f)
-	getCmd.AddCommand(instance.NewCmdGetInstances(f))
+	getCmd.AddCommand(instance.NewCmdGetInstances(f), binding.NewCmdGetBindings(f))
 	describeCmd := describe.NewCmdDescribe(f)
-	describeCmd.AddCommand(instance.NewCmdDescribeInstance(f))
+	describeCmd.AddCommand(instance.NewCmdDescribeInstance(f), binding.NewCmdDescribeBinding(f))
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
@@ -80,8 +84,11 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		update.NewCmdUpdate(f),
 		deprovision.NewCmdDeprovision(f),
 		touch.NewCmdTouch(f),
+		bind.NewCmdBind(f),
+		unbind.NewCmdUnbind(f),
 		access.NewCmdAccess(f),
 		reconcile.NewCmdReconcile(f),
+		doctor.NewCmdDoctor(f),
 	)
 	return root
 }

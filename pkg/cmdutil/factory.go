@@ -76,6 +76,8 @@ type Factory struct {
 	Burst int
 	// CatalogNamespace holds cluster-scoped brokers and their classes.
 	CatalogNamespace string
+	// Verbosity is -v: client-go's log level (bodies are never logged).
+	Verbosity int
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -108,6 +110,7 @@ func (f *Factory) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.Burst, "burst", f.Burst, "Maximum burst of queries to the Kubernetes API server from this client.")
 	fs.StringVar(&f.CatalogNamespace, "catalog-namespace", f.CatalogNamespace,
 		"Namespace that holds cluster-scoped brokers and their classes (env "+CatalogNamespaceEnv+").")
+	fs.IntVarP(&f.Verbosity, "v", "v", 0, "Log level of the Kubernetes API client, as kubectl's -v (6: requests, 9: curl equivalents); request and response bodies are never logged.")
 }
 
 // RESTConfig returns the client configuration from the kubeconfig and the
@@ -116,6 +119,7 @@ func (f *Factory) AddFlags(fs *pflag.FlagSet) {
 // times cheaper to decode than JSON on large lists.
 func (f *Factory) RESTConfig() (*rest.Config, error) {
 	f.once.Do(func() {
+		applyVerbosity(f.Verbosity)
 		cfg, err := f.ConfigFlags.ToRESTConfig()
 		if err != nil {
 			f.restErr = fmt.Errorf("cannot load the Kubernetes client configuration: %w", err)

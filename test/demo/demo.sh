@@ -83,6 +83,18 @@ step kubectl catalog get instances -n demo
 step kubectl catalog describe instance db -n demo
 step kubectl get configmaps -n demo -l app.kubernetes.io/managed-by=kubectl-catalog
 
+# An application to give the credentials to. Without a kubelet its pods never
+# run; the Deployment is here to show what the binding changes in it.
+step kubectl create deployment web -n demo --image=web:demo
+step kubectl catalog bind db -n demo --to deployment/web --wait
+step kubectl catalog get bindings -n demo
+# The Secret's keys and the length of each value, never the values themselves.
+step kubectl catalog describe binding db -n demo
+step kubectl get deployment web -n demo \
+	-o jsonpath='{range .spec.template.spec.volumes[*]}volume {.name} from Secret {.secret.secretName}{"\n"}{end}{range .spec.template.spec.containers[*].volumeMounts[*]}mounted at {.mountPath}{"\n"}{end}{range .spec.template.spec.containers[*].env[*]}env {.name}={.value}{"\n"}{end}'
+
+step kubectl catalog unbind db -n demo --wait
+step kubectl get deployment web -n demo -o jsonpath='volumes: {.spec.template.spec.volumes[*].name}{"\n"}'
 step kubectl catalog deprovision db -n demo --yes --wait
 step kubectl catalog get instances -n demo
 step kubectl catalog deregister demo

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
@@ -150,6 +151,23 @@ func (o *Options) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Streams.ErrOut, "Deprovisioning instance %q in namespace %q...\n", o.Name, o.Namespace)
 	if err := o.Store.Instances().Delete(ctx, o.Namespace, o.Name); err != nil {
 		return err
+	}
+	// The instance waits for its bindings: unbind them first, here, rather than leave
+	// them to a later reconcile.
+	for _, b := range bindings {
+		if b.DeletionTimestamp == nil {
+			if err := o.Store.Bindings().Delete(ctx, o.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+				return fmt.Errorf("marking binding %q for deletion: %w", b.Name, err)
+			}
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "Unbinding %q first...\n", b.Name)
+		br, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
+		if err != nil {
+			return fmt.Errorf("instance %q waits for its binding %q: %w", o.Name, b.Name, err)
+		}
+		if br.State == catalog.StateDeleted {
+			fmt.Fprintf(o.Streams.ErrOut, "Binding %q is gone.\n", b.Name)
+		}
 	}
 	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "deprovision", o.Wait)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -128,6 +129,7 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	cfg := catalog.Config{
 		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval,
+		Projector: WorkloadProjector{P: &projection.Projector{Client: core}},
 	}
 	now := f.Now
 	if o.TestKnobs {
@@ -155,6 +157,24 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	}
 	return &Engine{Engine: catalog.New(cfg), Store: st, Syncer: syncer, Now: now}, nil
 }
+
+// WorkloadProjector is the engine's catalog.Projector over a projection.Projector: it
+// writes the workloads (no dry run) and keeps only the error.
+type WorkloadProjector struct{ P *projection.Projector }
+
+// Project implements catalog.Projector.
+func (w WorkloadProjector) Project(ctx context.Context, namespace, binding, secretName string, p v1alpha1.WorkloadProjection) error {
+	_, err := w.P.Project(ctx, namespace, binding, secretName, p, projection.DryRunNone)
+	return err
+}
+
+// Unproject implements catalog.Projector.
+func (w WorkloadProjector) Unproject(ctx context.Context, namespace, binding string, p v1alpha1.WorkloadProjection) error {
+	_, err := w.P.Unproject(ctx, namespace, binding, p, projection.DryRunNone)
+	return err
+}
+
+var _ catalog.Projector = WorkloadProjector{}
 
 // WaitFlags are --wait, --timeout and --interval.
 type WaitFlags struct {

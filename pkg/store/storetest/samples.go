@@ -209,6 +209,7 @@ func SampleBinding() *v1alpha1.ServiceBinding {
 			OrphanMitigation: &v1alpha1.OrphanMitigationState{Reason: "BindTimedOut", StartedAt: SampleTime()},
 		},
 			Bound: &v1alpha1.BoundState{
+				BindingID:          BindingID,
 				ParametersChecksum: "sha256:77aa",
 				SyslogDrainURL:     "syslog-tls://logs.acme.example:6514",
 				RouteServiceURL:    "https://route.acme.example",

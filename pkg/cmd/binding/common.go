@@ -1,0 +1,210 @@
+// Package binding holds what the binding commands (bind, unbind, get bindings, describe
+// binding) share: driving a binding with progress, its status as a table shows it, and
+// completion of binding names.
+package binding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Drive runs the engine on one binding, as instance.Drive does on an instance: until it
+// settles (or is gone) with --wait, else for as long as there is work to do at once. It
+// shows progress, releases its claim when it stops, and turns a timeout or an
+// interruption into an error saying how to resume.
+func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w instance.WaitFlags) (catalog.Result, error) {
+	dctx := ctx
+	if w.Wait && w.Timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, w.Timeout)
+		defer cancel()
+	}
+	p := &progress{w: streams.ErrOut, live: streams.OutTerminal, start: time.Now()}
+	res, err := eng.DriveBinding(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.show})
+	p.done()
+	if res.Binding != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = eng.ReleaseBinding(rctx, res.Binding)
+		cancel()
+	}
+	hint := fmt.Sprintf(`follow it with "kubectl catalog describe binding %s -n %s"; "kubectl catalog reconcile" finishes it`, name, namespace)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return res, &cmdutil.TimeoutError{
+			What: fmt.Sprintf("waiting for binding %q to %s (%s)", name, verb, res.Message),
+			Hint: "the operation goes on: " + hint + again(verb, name),
+		}
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("interrupted: binding %q is left pending: %s: %w", name, hint, ctx.Err())
+	}
+	return res, err
+}
+
+// again is how to wait for the binding again: an unbind can be repeated, a bind cannot
+// (the name is taken), so it is left to reconcile.
+func again(verb, name string) string {
+	if verb == "unbind" {
+		return fmt.Sprintf(`, or wait again with "kubectl catalog unbind %s --wait"`, name)
+	}
+	return ""
+}
+
+// progress prints what the engine reports: a live line on a terminal, a line per change
+// otherwise.
+type progress struct {
+	w     io.Writer
+	live  bool
+	start time.Time
+	last  string
+	width int
+}
+
+func (p *progress) show(r catalog.Result) {
+	msg := r.Message
+	if r.Binding != nil && r.Binding.Status.Phase != "" {
+		msg = string(r.Binding.Status.Phase) + ": " + msg
+	}
+	elapsed := time.Since(p.start).Round(time.Second)
+	if p.live {
+		line := fmt.Sprintf("%s (%s)", msg, elapsed)
+		pad := ""
+		if n := p.width - len(line); n > 0 {
+			pad = strings.Repeat(" ", n)
+		}
+		fmt.Fprintf(p.w, "\r%s%s", line, pad)
+		p.width = len(line)
+		return
+	}
+	if msg != p.last {
+		fmt.Fprintf(p.w, "%s (%s)\n", msg, elapsed)
+		p.last = msg
+	}
+}
+
+func (p *progress) done() {
+	if p.live && p.width > 0 {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// Status is the STATUS column of a binding: its phase (Unbinding once it is marked for
+// deletion), the Ready condition's reason when it is not ready, and "rotation due" once
+// the broker's renew_before has passed.
+func Status(b *v1alpha1.ServiceBinding, now time.Time) string {
+	phase := string(b.Status.Phase)
+	if phase == "" {
+		phase = string(v1alpha1.PhasePending)
+	}
+	if b.DeletionTimestamp != nil && b.Status.Phase != v1alpha1.PhaseUnbinding {
+		phase = string(v1alpha1.PhaseUnbinding)
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != "True" && c.Reason != "" {
+		phase += " (" + c.Reason + ")"
+	}
+	if catalog.RotationDue(b, now) && b.DeletionTimestamp == nil {
+		phase += ", rotation due"
+	}
+	return phase
+}
+
+// SecretName is the Secret a binding's credentials are (or are to be) in.
+func SecretName(b *v1alpha1.ServiceBinding) string {
+	if b.Status.Secret != nil && b.Status.Secret.Name != "" {
+		return b.Status.Secret.Name
+	}
+	return b.Spec.SecretName
+}
+
+// WorkloadName is a projection as kubectl names the workload: "deployment/web".
+func WorkloadName(p v1alpha1.WorkloadProjection) string {
+	return strings.ToLower(p.Kind) + "/" + p.Name
+}
+
+// ProjectionSummary says where a projection puts the credentials:
+// "deployment/web (files under $SERVICE_BINDING_ROOT/db)".
+func ProjectionSummary(p v1alpha1.WorkloadProjection, binding string) string {
+	return WorkloadName(p) + " (" + ProjectedAs(p, binding) + ")"
+}
+
+// ProjectedAs says how a projection exposes the credentials.
+func ProjectedAs(p v1alpha1.WorkloadProjection, binding string) string {
+	switch {
+	case p.Env && p.EnvPrefix != "":
+		return "environment variables prefixed " + p.EnvPrefix
+	case p.Env:
+		return "environment variables"
+	}
+	return "files under $SERVICE_BINDING_ROOT/" + binding
+}
+
+// CompleteBindings completes binding names in the command's namespace; every argument
+// position is a binding name.
+func CompleteBindings(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return bindingNames(cmd.Context(), f, "", args, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// CompleteOneBinding completes a single binding name.
+func CompleteOneBinding(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return bindingNames(cmd.Context(), f, "", nil, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// BindingNames lists the names of the bindings in the factory's namespace (of instance
+// when set) that start with prefix, leaving out those in skip.
+func BindingNames(ctx context.Context, f *cmdutil.Factory, inst string, skip []string, prefix string) []string {
+	return bindingNames(ctx, f, inst, skip, prefix)
+}
+
+func bindingNames(ctx context.Context, f *cmdutil.Factory, inst string, skip []string, prefix string) []string {
+	st, err := f.Store()
+	if err != nil {
+		return nil
+	}
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	items, _ := st.Bindings().List(ctx, ns, store.Filter{Instance: inst})
+	var names []string
+	for _, b := range items {
+		if strings.HasPrefix(b.Name, prefix) && !contains(skip, b.Name) {
+			names = append(names, b.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

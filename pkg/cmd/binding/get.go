@@ -1,0 +1,442 @@
+package binding
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// NewCmdGetBindings returns "get bindings".
+func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
+	var all bool
+	var inst string
+	out := printers.NewOutputFlags(true)
+	cmd := &cobra.Command{
+		Use:     "bindings [NAME...]",
+		Aliases: []string{"binding", "bnd"},
+		Short:   "List service bindings",
+		Long: cmdutil.LongDesc(`
+			List service bindings with their instance, credentials Secret and
+			status. The status says "rotation due" once the broker's renew_before
+			for the credentials has passed: rotate them with
+			"kubectl catalog bind --rotate NAME".`),
+		Example: cmdutil.Examples(`
+			# List the bindings of the current namespace
+			kubectl catalog get bindings
+
+			# List the bindings of instance db, with their OSB ids and expiry
+			kubectl catalog get bnd --instance db -o wide
+
+			# List the bindings of every namespace
+			kubectl catalog get bindings -A`),
+		ValidArgsFunction: CompleteBindings(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.Validate(); err != nil {
+				return err
+			}
+			st, err := f.Store()
+			if err != nil {
+				return err
+			}
+			ns, _, err := f.Namespace()
+			if err != nil {
+				return err
+			}
+			if all {
+				ns = ""
+			}
+			list, err := st.Bindings().List(cmd.Context(), ns, store.Filter{Instance: inst})
+			if err != nil && len(list) == 0 {
+				return err
+			}
+			want := map[string]bool{}
+			for _, n := range args {
+				want[n] = true
+			}
+			var items []v1alpha1.ServiceBinding
+			for _, b := range list {
+				if len(want) == 0 || want[b.Name] {
+					items = append(items, *b)
+				}
+			}
+			if !out.IsTable() {
+				return out.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, f.Out)
+			}
+			if len(items) == 0 {
+				where := fmt.Sprintf("in namespace %q", ns)
+				if all {
+					where = "in any namespace"
+				}
+				if inst != "" {
+					where = fmt.Sprintf("of instance %q ", inst) + where
+				}
+				fmt.Fprintf(f.ErrOut, "No bindings found %s.\n", where)
+				return nil
+			}
+			return Table(f.Out, items, all, out.IsWide(), f.Now())
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
+	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
+	_ = cmd.RegisterFlagCompletionFunc("instance", instance.CompleteInstances(f))
+	out.AddFlags(cmd)
+	return cmd
+}
+
+// Table prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
+// wide the OSB binding id and the credentials' expiry.
+func Table(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, wide bool, now time.Time) error {
+	headers := []string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}
+	if withNamespace {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(headers, "BINDING-ID", "EXPIRES")
+	}
+	t := printers.NewTable(w, headers...)
+	for i := range items {
+		b := &items[i]
+		row := []string{b.Name, b.Spec.InstanceName, SecretName(b), Status(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
+		if withNamespace {
+			row = append([]string{b.Namespace}, row...)
+		}
+		if wide {
+			expires := "<none>"
+			if bs := b.Status.Bound; bs != nil && bs.ExpiresAt != nil {
+				expires = bs.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			row = append(row, b.Spec.ExternalID, expires)
+		}
+		t.Append(row...)
+	}
+	return t.Render()
+}
+
+// NewCmdDescribeBinding returns "describe binding".
+func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
+	var showSecrets bool
+	cmd := &cobra.Command{
+		Use:     "binding NAME",
+		Aliases: []string{"bindings", "bnd"},
+		Short:   "Show a service binding in detail",
+		Long: cmdutil.LongDesc(`
+			Show a service binding: its status and conditions with their reasons,
+			the operation in flight, retries, what the broker returned (endpoints,
+			syslog drain, route service, volume mounts, expiry), the credentials
+			Secret with the length of each value, the workloads it is projected
+			into, and its parameters (values from Secrets are not shown).
+
+			Credential values are shown only with --show-secrets.`),
+		Example: cmdutil.Examples(`
+			# Describe binding db
+			kubectl catalog describe binding db
+
+			# Include the credential values
+			kubectl catalog describe binding db --show-secrets`),
+		Args:              exactlyOneBinding,
+		ValidArgsFunction: CompleteOneBinding(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := f.Store()
+			if err != nil {
+				return err
+			}
+			ns, _, err := f.Namespace()
+			if err != nil {
+				return err
+			}
+			b, err := st.Bindings().Get(cmd.Context(), ns, args[0])
+			if err != nil {
+				return err
+			}
+			var secret *corev1.Secret
+			var secretErr error
+			if name := SecretName(b); name != "" && b.Status.Secret != nil {
+				secret, secretErr = st.GetSecret(cmd.Context(), ns, name)
+				if secretErr == nil && !store.OwnedBy(secret, b) {
+					secret, secretErr = nil, fmt.Errorf("Secret %q is not owned by this binding", name)
+				}
+			}
+			fmt.Fprint(f.Out, Describe(b, SecretView{Secret: secret, Err: secretErr, Show: showSecrets}, f.Now()))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")
+	return cmd
+}
+
+func exactlyOneBinding(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 1 && args[0] != "":
+		return nil
+	case len(args) == 1:
+		return cmdutil.UsageErrorf("the binding name must not be empty: see %q", cmd.CommandPath()+" --help")
+	case len(args) == 0:
+		return cmdutil.UsageErrorf("%s needs the binding's NAME: see %q", cmd.CommandPath(), cmd.CommandPath()+" --help")
+	}
+	return cmdutil.UsageErrorf("%s takes one NAME, got %d arguments (%s): see %q", cmd.CommandPath(), len(args), strings.Join(args, " "), cmd.CommandPath()+" --help")
+}
+
+// SecretView is what describe shows of the credentials Secret.
+type SecretView struct {
+	// Secret is the Secret as read; nil when it was not read.
+	Secret *corev1.Secret
+	// Err is why it could not be read.
+	Err error
+	// Show prints the values; otherwise only their lengths.
+	Show bool
+}
+
+// Describe renders a binding for humans.
+func Describe(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
+	var out strings.Builder
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&out, "%-18s%s\n", k+":", v)
+		}
+	}
+	ago := func(t time.Time) string { return duration.HumanDuration(now.Sub(t)) + " ago" }
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	kv("Name", b.Name)
+	kv("Namespace", b.Namespace)
+	kv("Status", Status(b, now))
+	kv("Instance", b.Spec.InstanceName)
+	kv("Binding ID", b.Spec.ExternalID)
+	if p := b.Spec.Predecessor; p != nil {
+		kv("Rotated from", p.ExternalID)
+	}
+	if len(b.Status.Retired) > 0 {
+		kv("To unbind", strings.Join(b.Status.Retired, ", ")+" (replaced by a rotation)")
+	}
+	if b.DeletionTimestamp != nil {
+		kv("Deletion", "requested "+ago(b.DeletionTimestamp.Time))
+	}
+	if l, ok := store.LeaseOf(b); ok && l.Live(now) {
+		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
+	}
+	if op := b.Status.InFlight; op != nil {
+		out.WriteString("Operation in flight:\n")
+		fmt.Fprintf(&out, "  %s of binding id %s since %s (%s)\n", op.Type, op.BindingID, ts(op.StartedAt.Time), ago(op.StartedAt.Time))
+		if op.Async {
+			fmt.Fprintf(&out, "  asynchronous, operation %q\n", op.OperationKey)
+		} else {
+			out.WriteString("  request sent or about to be; it is re-sent identically if interrupted\n")
+		}
+		if op.LastDescription != "" {
+			fmt.Fprintf(&out, "  progress: %s\n", op.LastDescription)
+		}
+		if op.NextPollAt != nil {
+			fmt.Fprintf(&out, "  next poll: %s\n", ts(op.NextPollAt.Time))
+		}
+		if op.PollDeadline != nil {
+			fmt.Fprintf(&out, "  gives up at: %s\n", ts(op.PollDeadline.Time))
+		}
+	}
+	if r := b.Status.Retry; r != nil {
+		out.WriteString("Retry:\n")
+		fmt.Fprintf(&out, "  attempts: %d\n  reason: %s\n", r.Attempts, r.Reason)
+		if r.LastError != "" {
+			fmt.Fprintf(&out, "  last error: %s\n", r.LastError)
+		}
+		if r.NextRetryAt != nil {
+			fmt.Fprintf(&out, "  next retry: %s\n", ts(r.NextRetryAt.Time))
+		}
+	}
+	if om := b.Status.OrphanMitigation; om != nil {
+		fmt.Fprintf(&out, "Orphan mitigation:\n  %s: %s (since %s)\n", om.Reason, om.Message, ts(om.StartedAt.Time))
+	}
+	if len(b.Status.Conditions) > 0 {
+		out.WriteString("Conditions:\n")
+		t := printers.NewTable(&out, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
+		for _, c := range b.Status.Conditions {
+			t.Append("  "+c.Type, string(c.Status), c.Reason, duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), c.Message)
+		}
+		_ = t.Render()
+	}
+	if bs := b.Status.Bound; bs != nil {
+		out.WriteString("Bound:\n")
+		fmt.Fprintf(&out, "  binding id: %s\n", bs.BindingID)
+		for _, ep := range bs.Endpoints {
+			proto := ep.Protocol
+			if proto == "" {
+				proto = "tcp"
+			}
+			fmt.Fprintf(&out, "  endpoint: %s ports %s (%s)\n", ep.Host, strings.Join(ep.Ports, ","), proto)
+		}
+		if bs.SyslogDrainURL != "" {
+			fmt.Fprintf(&out, "  syslog drain: %s\n", bs.SyslogDrainURL)
+		}
+		if bs.RouteServiceURL != "" {
+			fmt.Fprintf(&out, "  route service: %s\n", bs.RouteServiceURL)
+		}
+		for _, vm := range bs.VolumeMounts {
+			fmt.Fprintf(&out, "  volume mount: %s (%s, %s, driver %s, volume %s)\n", vm.ContainerDir, vm.Mode, vm.DeviceType, vm.Driver, vm.Device.VolumeID)
+		}
+		if bs.ExpiresAt != nil {
+			fmt.Fprintf(&out, "  expires at: %s\n", ts(bs.ExpiresAt.Time))
+		}
+		if bs.RenewBefore != nil {
+			due := ""
+			if catalog.RotationDue(b, now) {
+				due = fmt.Sprintf(` (rotation due: run "kubectl catalog bind --rotate %s")`, b.Name)
+			}
+			fmt.Fprintf(&out, "  renew before: %s%s\n", ts(bs.RenewBefore.Time), due)
+		}
+	}
+	describeSecret(&out, b, sv, ts)
+	describeProjections(&out, b)
+	if b.Spec.Parameters != nil && len(b.Spec.Parameters.Raw) > 0 {
+		fmt.Fprintf(&out, "Parameters:\n  %s\n", compactJSON(b.Spec.Parameters.Raw))
+	}
+	for _, src := range b.Spec.ParametersFrom {
+		if r := src.SecretKeyRef; r != nil {
+			ref := r.Name
+			if r.Key != "" {
+				ref += "/" + r.Key
+			}
+			if b.Spec.Parameters == nil {
+				out.WriteString("Parameters:\n")
+			}
+			fmt.Fprintf(&out, "  from Secret %s: <redacted>\n", ref)
+		}
+	}
+	if len(b.Spec.SecretTransforms) > 0 {
+		out.WriteString("Secret transforms:\n")
+		for _, t := range b.Spec.SecretTransforms {
+			fmt.Fprintf(&out, "  %s\n", transformText(t))
+		}
+	}
+	return out.String()
+}
+
+func describeSecret(out *strings.Builder, b *v1alpha1.ServiceBinding, sv SecretView, ts func(time.Time) string) {
+	name := SecretName(b)
+	switch {
+	case b.Status.Secret == nil:
+		fmt.Fprintf(out, "Secret:\n  %s (not written yet)\n", name)
+		return
+	case sv.Err != nil:
+		fmt.Fprintf(out, "Secret:\n  %s (written %s; cannot be read now: %v)\n", name, ts(b.Status.Secret.WrittenAt.Time), sv.Err)
+		return
+	case sv.Secret == nil:
+		fmt.Fprintf(out, "Secret:\n  %s (written %s), keys: %s\n", name, ts(b.Status.Secret.WrittenAt.Time), strings.Join(b.Status.Secret.Keys, ", "))
+		return
+	}
+	fmt.Fprintf(out, "Secret:\n  %s (written %s)\n", name, ts(b.Status.Secret.WrittenAt.Time))
+	keys := make([]string, 0, len(sv.Secret.Data))
+	for k := range sv.Secret.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := printers.NewTable(out, "  KEY", "LENGTH")
+	if sv.Show {
+		t = printers.NewTable(out, "  KEY", "LENGTH", "VALUE")
+	}
+	for _, k := range keys {
+		v := sv.Secret.Data[k]
+		row := []string{"  " + k, fmt.Sprintf("%d bytes", len(v))}
+		if sv.Show {
+			row = append(row, showValue(v))
+		}
+		t.Append(row...)
+	}
+	_ = t.Render()
+	if !sv.Show && len(keys) > 0 {
+		out.WriteString("  (values hidden: use --show-secrets to show them)\n")
+	}
+}
+
+// showValue prints a credential value as text, or quoted when it is not printable on
+// one line.
+func showValue(v []byte) string {
+	s := string(v)
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}
+
+func describeProjections(out *strings.Builder, b *v1alpha1.ServiceBinding) {
+	if len(b.Spec.Projections) == 0 && len(b.Status.Projected) == 0 {
+		return
+	}
+	out.WriteString("Projections:\n")
+	t := printers.NewTable(out, "  WORKLOAD", "AS", "APPLIED")
+	as := func(p v1alpha1.WorkloadProjection) string {
+		if p.Env {
+			if p.EnvPrefix != "" {
+				return "env, prefix " + p.EnvPrefix
+			}
+			return "env"
+		}
+		return "files, $SERVICE_BINDING_ROOT/" + b.Name
+	}
+	applied := func(p v1alpha1.WorkloadProjection) bool {
+		for _, q := range b.Status.Projected {
+			if q == p {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range b.Spec.Projections {
+		state := "no (pending)"
+		if applied(p) {
+			state = "yes"
+		}
+		t.Append("  "+WorkloadName(p), as(p), state)
+	}
+	for _, p := range b.Status.Projected {
+		found := false
+		for _, q := range b.Spec.Projections {
+			if q == p {
+				found = true
+			}
+		}
+		if !found {
+			t.Append("  "+WorkloadName(p), as(p), "yes (to be removed)")
+		}
+	}
+	_ = t.Render()
+}
+
+// transformText is a transform as the flag that makes it; literal values are not shown.
+func transformText(t v1alpha1.SecretTransform) string {
+	switch {
+	case t.RenameKey != nil:
+		return fmt.Sprintf("rename key %s to %s", t.RenameKey.From, t.RenameKey.To)
+	case t.AddKey != nil && t.AddKey.JSONPathExpression != nil:
+		return fmt.Sprintf("add key %s from %s", t.AddKey.Key, *t.AddKey.JSONPathExpression)
+	case t.AddKey != nil:
+		return fmt.Sprintf("add key %s (literal value)", t.AddKey.Key)
+	case t.AddKeysFrom != nil:
+		return fmt.Sprintf("add the keys of Secret %s", t.AddKeysFrom.SecretRef.Name)
+	case t.RemoveKey != nil:
+		return fmt.Sprintf("remove key %s", t.RemoveKey.Key)
+	}
+	return "(empty transform)"
+}
+
+func compactJSON(b []byte) string {
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return string(b)
+	}
+	return out.String()
+}

@@ -1,0 +1,92 @@
+package binding_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// sample is a ready binding projected into a deployment, with a Secret holding a
+// password.
+func sample() (*v1alpha1.ServiceBinding, *corev1.Secret) {
+	b := storetest.SampleBinding()
+	b.CreationTimestamp = storetest.SampleTime()
+	b.Status.InFlight, b.Status.OrphanMitigation = nil, nil
+	b.Status.Retry = &v1alpha1.RetryState{Attempts: 2, Reason: "UnbindCallFailed", LastError: "503 Service Unavailable",
+		NextRetryAt: &metav1.Time{Time: storetest.SampleTime().Add(time.Minute)}}
+	b.Status.Bound.BindingID = b.Spec.ExternalID
+	b.Spec.Projections = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "web"}, {Kind: "CronJob", Name: "report", Env: true, EnvPrefix: "DB_"}}
+	b.Status.Projected = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "web"}, {Kind: "StatefulSet", Name: "old"}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-credentials", Namespace: b.Namespace},
+		Data: map[string][]byte{"DATABASE_URL": []byte("postgresql://u:hunter2-pass@pg:5432/app"), "driver": []byte("postgres"), "blob": {0, 1, 2}}}
+	return b, s
+}
+
+func TestBindingTable(t *testing.T) {
+	b, _ := sample()
+	due := b.DeepCopy()
+	due.Name = "db-due"
+	now := storetest.SampleTime().Add(24 * 24 * time.Hour) // past renew_before (23 days)
+	fresh := b.DeepCopy()
+	fresh.Name, fresh.Status.Bound.RenewBefore = "db-fresh", &metav1.Time{Time: now.Add(time.Hour)}
+	deleting := fresh.DeepCopy()
+	deleting.Name, deleting.DeletionTimestamp = "db-gone", &metav1.Time{Time: now}
+	deleting.Status.Phase = v1alpha1.PhaseReady
+	items := []v1alpha1.ServiceBinding{*due, *fresh, *deleting}
+	for _, tc := range []struct {
+		name   string
+		withNS bool
+		wide   bool
+	}{{name: "bindings"}, {name: "bindings-wide-all", withNS: true, wide: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			assert.NilError(t, binding.Table(&buf, items, tc.withNS, tc.wide, now))
+			golden.Assert(t, buf.String(), tc.name+".golden")
+		})
+	}
+}
+
+func TestDescribeBinding(t *testing.T) {
+	b, s := sample()
+	now := storetest.SampleTime().Add(24 * 24 * time.Hour)
+	hidden := binding.Describe(b, binding.SecretView{Secret: s}, now)
+	golden.Assert(t, hidden, "describe.golden")
+	assert.Assert(t, !strings.Contains(hidden, "hunter2-pass"), "a credential value is shown without --show-secrets")
+	assert.Assert(t, is.Contains(hidden, "rotation due"))
+	shown := binding.Describe(b, binding.SecretView{Secret: s, Show: true}, now)
+	golden.Assert(t, shown, "describe-show-secrets.golden")
+	assert.Assert(t, is.Contains(shown, "hunter2-pass"))
+
+	pending := b.DeepCopy()
+	pending.Status.Secret, pending.Status.Bound = nil, nil
+	assert.Assert(t, is.Contains(binding.Describe(pending, binding.SecretView{}, now), "db-credentials (not written yet)"))
+}
+
+func TestGetAndDescribeBinding_BadInvocations(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"describe", "binding"}, want: "needs the binding's NAME"},
+		{args: []string{"describe", "binding", "a", "b"}, want: "takes one NAME"},
+		{args: []string{"get", "bindings", "-o", "nosuch"}, want: "--output"},
+		{args: []string{"get", "bnd", "--no-such"}, want: "unknown flag"},
+	} {
+		err := cmdtest.RunOffline(t, tc.args...)
+		assert.ErrorContains(t, err, tc.want)
+		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
+	}
+}

@@ -1,0 +1,387 @@
+// Package unbind implements "kubectl catalog unbind".
+package unbind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+var unbindLong = cmdutil.LongDesc(`
+	Unbind: take each binding's credentials out of the workloads they are
+	projected into, delete its Secret, then delete the binding at the broker,
+	and drop its record once the broker confirmed.
+
+	Name the bindings, or an instance with --all (every binding of the
+	instance) or with --name B1,B2 (those of its bindings). The bindings are
+	marked for deletion first, so a broker that is down or refuses leaves them
+	pending, visibly: "kubectl catalog describe binding" shows why, and
+	"kubectl catalog reconcile" (or the same command with --wait) finishes
+	them.
+
+	The command lists what it removes and asks for confirmation in a terminal;
+	elsewhere it needs --yes to remove more than one binding.
+
+	--abandon drops the records (and the Secrets and projections) without
+	calling the broker, for a broker that is gone for good: whatever the broker
+	holds stays there.`)
+
+var unbindExample = cmdutil.Examples(`
+	# Unbind binding db
+	kubectl catalog unbind db
+
+	# Unbind two bindings without asking, and wait until the broker has finished
+	kubectl catalog unbind db-readonly db-admin --yes --wait
+
+	# Unbind every binding of instance db
+	kubectl catalog unbind db --all --yes
+
+	# Unbind some of the bindings of instance db (the svcat form)
+	kubectl catalog unbind db --name db-readonly,db-admin
+
+	# Forget a binding whose broker no longer exists
+	kubectl catalog unbind db --abandon --yes`)
+
+// Options are the options of unbind.
+type Options struct {
+	// Args are the command's arguments: binding names, or the instance with --all or
+	// --name.
+	Args     []string
+	Instance string
+	All      bool
+	Names    []string
+	Yes      bool
+	Abandon  bool
+	Wait     instance.WaitFlags
+
+	Namespace string
+	Store     *store.Store
+	Engine    *catalog.Engine
+	Prompter  prompt.Prompter
+	Streams   cmdutil.IOStreams
+}
+
+// NewCmdUnbind returns the unbind command.
+func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{Streams: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "unbind BINDING... | unbind INSTANCE (--all | --name B1,B2)",
+		Short:   "Unbind: delete bindings and their credentials Secrets",
+		Long:    unbindLong,
+		Example: unbindExample,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if o.All || len(o.Names) > 0 {
+				if len(args) > 0 || o.Instance != "" {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return instance.CompleteInstances(f)(cmd, args, toComplete)
+			}
+			return binding.CompleteBindings(f)(cmd, args, toComplete)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Args = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Instance, "instance", "", "The instance whose bindings --all or --name select (or give it as the argument).")
+	fs.BoolVar(&o.All, "all", false, "Unbind every binding of the instance.")
+	fs.StringSliceVar(&o.Names, "name", nil, "Unbind these bindings of the instance, comma-separated.")
+	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed outside a terminal to remove more than one binding, or to abandon).")
+	fs.BoolVar(&o.Abandon, "abandon", false, "Drop the records, Secrets and projections without calling the broker; what the broker holds is left there.")
+	o.Wait.AddFlags(fs, "unbind")
+	_ = cmd.RegisterFlagCompletionFunc("instance", instance.CompleteInstances(f))
+	_ = cmd.RegisterFlagCompletionFunc("name", func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		inst := o.Instance
+		if inst == "" && len(args) > 0 {
+			inst = args[0]
+		}
+		done := strings.Split(toComplete, ",")
+		last := done[len(done)-1]
+		prefix := strings.Join(done[:len(done)-1], ",")
+		if prefix != "" {
+			prefix += ","
+		}
+		var out []string
+		for _, n := range binding.BindingNames(cmd.Context(), f, inst, done[:len(done)-1], last) {
+			out = append(out, prefix+n)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+	return cmd
+}
+
+// byInstance reports whether the bindings are selected through an instance.
+func (o *Options) byInstance() bool { return o.All || len(o.Names) > 0 || o.Instance != "" }
+
+// Validate checks the arguments and flags without I/O.
+func (o *Options) Validate() error {
+	if o.Abandon && o.Wait.Wait {
+		return cmdutil.UsageErrorf("--abandon and --wait cannot be used together: abandoning does not call the broker, so there is nothing to wait for")
+	}
+	if o.All && len(o.Names) > 0 {
+		return cmdutil.UsageErrorf("--all and --name cannot be used together")
+	}
+	for _, n := range o.Names {
+		if n == "" {
+			return cmdutil.UsageErrorf("--name has an empty binding name: use --name B1,B2")
+		}
+	}
+	for _, a := range o.Args {
+		if a == "" {
+			return cmdutil.UsageErrorf("a binding or instance name must not be empty")
+		}
+	}
+	if o.byInstance() {
+		switch {
+		case o.Instance != "" && len(o.Args) > 0:
+			return cmdutil.UsageErrorf("--instance %s names the instance already: give no argument, or drop --instance", o.Instance)
+		case o.Instance == "" && len(o.Args) != 1:
+			return cmdutil.UsageErrorf("--all and --name select bindings of one instance: give the instance as the only argument (or --instance), got %d arguments", len(o.Args))
+		case !o.All && len(o.Names) == 0:
+			return cmdutil.UsageErrorf("--instance selects the bindings of an instance: add --all for every one, or --name B1,B2 for some")
+		}
+		if o.Instance == "" {
+			o.Instance = o.Args[0]
+		}
+	} else if len(o.Args) == 0 {
+		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with "kubectl catalog get bindings"`)
+	}
+	return o.Wait.Validate()
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	if err != nil {
+		return err
+	}
+	if o.Prompter == nil && o.Streams.CanPrompt() {
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
+	}
+	return nil
+}
+
+// Run marks the bindings for deletion and drives them.
+func (o *Options) Run(ctx context.Context) error {
+	bindings, err := o.selected(ctx)
+	if err != nil {
+		return err
+	}
+	if len(bindings) == 0 {
+		fmt.Fprintf(o.Streams.ErrOut, "Instance %q has no bindings in namespace %q; nothing to unbind.\n", o.Instance, o.Namespace)
+		return nil
+	}
+	if o.Abandon {
+		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning in namespace %q:\n", o.Namespace)
+	} else {
+		fmt.Fprintf(o.Streams.ErrOut, "This unbinds at the broker, in namespace %q:\n", o.Namespace)
+	}
+	for _, b := range bindings {
+		fmt.Fprintf(o.Streams.ErrOut, "  %s\n", whatGoes(b))
+	}
+	if o.Abandon {
+		fmt.Fprintf(o.Streams.ErrOut, "WARNING: the broker is NOT called: the credentials stay valid there and whatever it holds for these bindings stays (and may still be billed).\n")
+	}
+	if !o.Yes {
+		if o.Prompter == nil {
+			switch {
+			case o.Abandon:
+				return cmdutil.UsageErrorf("unbind --abandon needs --yes when it cannot ask for confirmation (not a terminal)")
+			case len(bindings) > 1:
+				return cmdutil.UsageErrorf("unbind needs --yes to remove %d bindings when it cannot ask for confirmation (not a terminal)", len(bindings))
+			}
+		} else {
+			ok, err := o.Prompter.Confirm("Continue?", false)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
+				return nil
+			}
+		}
+	}
+	if o.Abandon {
+		for _, b := range bindings {
+			if err := o.Engine.AbandonBinding(ctx, b); err != nil {
+				return fmt.Errorf("abandoning binding %q: %w", b.Name, err)
+			}
+			fmt.Fprintf(o.Streams.ErrOut, "Binding %q abandoned: its record, Secret and projections are gone; the broker was not told.\n", b.Name)
+		}
+		return nil
+	}
+	for _, b := range bindings {
+		if b.DeletionTimestamp != nil {
+			continue
+		}
+		if err := o.Store.Bindings().Delete(ctx, o.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+			return fmt.Errorf("marking binding %q for deletion: %w", b.Name, err)
+		}
+	}
+	var failed []string
+	var first error
+	for _, b := range bindings {
+		fmt.Fprintf(o.Streams.ErrOut, "Unbinding %q...\n", b.Name)
+		r, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
+		if err == nil {
+			err = o.report(b, r)
+		}
+		if err != nil {
+			var timeout *cmdutil.TimeoutError
+			if errors.As(err, &timeout) || ctx.Err() != nil || len(bindings) == 1 {
+				return err
+			}
+			fmt.Fprintf(o.Streams.ErrOut, "error: %v\n", err)
+			failed = append(failed, b.Name)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d bindings are not unbound yet (%s); the first: %w", len(failed), len(bindings), strings.Join(failed, ", "), first)
+	}
+	return nil
+}
+
+// selected reads the bindings the arguments name.
+func (o *Options) selected(ctx context.Context) ([]*v1alpha1.ServiceBinding, error) {
+	if !o.byInstance() {
+		var out []*v1alpha1.ServiceBinding
+		for _, name := range o.Args {
+			b, err := o.Store.Bindings().Get(ctx, o.Namespace, name)
+			if store.IsNotFound(err) {
+				hint := `list the bindings with "kubectl catalog get bindings"`
+				if _, ierr := o.Store.Instances().Get(ctx, o.Namespace, name); ierr == nil {
+					hint = fmt.Sprintf(`%q is an instance: unbind all its bindings with "kubectl catalog unbind %s --all"`, name, name)
+				}
+				return nil, fmt.Errorf("binding %q not found in namespace %q: %s", name, o.Namespace, hint)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !containsBinding(out, b.Name) {
+				out = append(out, b)
+			}
+		}
+		return out, nil
+	}
+	if _, err := o.Store.Instances().Get(ctx, o.Namespace, o.Instance); store.IsNotFound(err) {
+		// The bindings of a gone instance can still be listed (and abandoned).
+		fmt.Fprintf(o.Streams.ErrOut, "Note: instance %q does not exist in namespace %q; looking for its bindings anyway.\n", o.Instance, o.Namespace)
+	} else if err != nil {
+		return nil, err
+	}
+	all, err := o.Store.Bindings().List(ctx, o.Namespace, store.Filter{Instance: o.Instance})
+	if err != nil {
+		return nil, err
+	}
+	if o.All {
+		return all, nil
+	}
+	var out []*v1alpha1.ServiceBinding
+	for _, name := range o.Names {
+		var found *v1alpha1.ServiceBinding
+		for _, b := range all {
+			if b.Name == name {
+				found = b
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf(`instance %q has no binding %q in namespace %q: list its bindings with "kubectl catalog get bindings --instance %s"`, o.Instance, name, o.Namespace, o.Instance)
+		}
+		if !containsBinding(out, name) {
+			out = append(out, found)
+		}
+	}
+	return out, nil
+}
+
+func containsBinding(list []*v1alpha1.ServiceBinding, name string) bool {
+	for _, b := range list {
+		if b.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// whatGoes describes what unbinding b removes.
+func whatGoes(b *v1alpha1.ServiceBinding) string {
+	parts := []string{fmt.Sprintf("binding %q of instance %q (binding id %s)", b.Name, b.Spec.InstanceName, b.Spec.ExternalID)}
+	if b.Status.Secret != nil {
+		parts = append(parts, fmt.Sprintf("Secret %q", b.Status.Secret.Name))
+	}
+	var ws []string
+	for _, p := range b.Status.Projected {
+		ws = append(ws, binding.WorkloadName(p))
+	}
+	if len(ws) > 0 {
+		parts = append(parts, "its projection into "+strings.Join(ws, ", "))
+	}
+	if b.DeletionTimestamp != nil {
+		parts = append(parts, "(already marked for deletion)")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// report says where one binding stands after driving it.
+func (o *Options) report(b *v1alpha1.ServiceBinding, r catalog.Result) error {
+	describe := fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, o.Namespace)
+	switch r.State {
+	case catalog.StateDeleted:
+		what := "unbound at the broker"
+		if b.Status.Secret != nil {
+			what += fmt.Sprintf("; Secret %q deleted", b.Status.Secret.Name)
+		}
+		if len(b.Status.Projected) > 0 {
+			var ws []string
+			for _, p := range b.Status.Projected {
+				ws = append(ws, binding.WorkloadName(p))
+			}
+			what += "; projection removed from " + strings.Join(ws, ", ")
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is gone: %s.\n", b.Name, what)
+		return nil
+	case catalog.StateNeedsUser:
+		return fmt.Errorf("binding %q cannot be unbound: %s; see %s", b.Name, r.Message, describe)
+	}
+	cur := r.Binding
+	if cur != nil && cur.Status.Retry != nil && (cur.Status.InFlight == nil || !cur.Status.InFlight.Async) {
+		reason := r.Message
+		if cur.Status.Retry.LastError != "" {
+			reason = cur.Status.Retry.LastError
+		}
+		return fmt.Errorf("binding %q is marked for deletion but not unbound yet (%s): %s; \"kubectl catalog reconcile\" (or \"kubectl catalog unbind %s --wait\") finishes it; see %s",
+			b.Name, cur.Status.Retry.Reason, reason, b.Name, describe)
+	}
+	if o.Wait.Wait {
+		return nil
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion; the broker is working on it (%s). \"kubectl catalog reconcile\" finishes it; follow it with %s.\n",
+		b.Name, r.Message, describe)
+	return nil
+}
