@@ -118,6 +118,12 @@ type ClientConfig struct {
 	// Transport replaces the HTTP transport, for tests. Incompatible with
 	// HTTPClient, CAData and InsecureSkipVerify.
 	Transport http.RoundTripper
+	// WrapTransport, when set, wraps the transport the client ends up with
+	// (its own, or Transport or HTTPClient's), e.g. to observe requests. It
+	// works with CAData and InsecureSkipVerify. The wrapper may be given a
+	// nil transport (an HTTPClient without one): it then uses
+	// http.DefaultTransport.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Now is the clock used to turn a Retry-After date into a duration.
 	// Default time.Now.
 	Now func() time.Time
@@ -249,6 +255,9 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 		}
 		tr.TLSClientConfig = tlsConfig
 		hc.Transport = tr
+	}
+	if cfg.WrapTransport != nil {
+		hc.Transport = cfg.WrapTransport(hc.Transport)
 	}
 	// The per-request context carries the timeout, so that it also covers
 	// reading the body and can be told apart from the caller's deadline.

@@ -1,7 +1,9 @@
 // Package reconcile finishes pending work: it finds records with work to do without
 // reading every record (store.ListPending), reads only those, and drives each with the
-// engine's own step (catalog.Engine.StepInstance for instances, catalogsync for brokers'
-// catalogs) on a bounded pool of workers, within a time budget. It is what "kubectl
+// engine's own step (catalog.Engine.StepInstance for instances, StepBinding for
+// bindings, catalogsync for brokers' catalogs) on a bounded pool of workers, within a
+// time budget. A record whose next step is due later (an asynchronous operation's next
+// poll, a retry) waits in a time-ordered queue, not on a worker. It is what "kubectl
 // catalog reconcile" runs; it holds no cobra and prints nothing.
 package reconcile
 
@@ -55,6 +57,8 @@ type Item struct {
 	Detail string     `json:"detail,omitempty"`
 	// Steps is how many engine steps this run took on the record.
 	Steps int `json:"steps,omitempty"`
+	// Rotated: this run rotated the binding's credentials (--rotate-due).
+	Rotated bool `json:"rotated,omitempty"`
 }
 
 // OutcomeText is the OUTCOME column: "waiting until T" for a wait.
@@ -119,16 +123,24 @@ func (s Shard) Owns(namespace, name string) bool {
 type Options struct {
 	// Namespace to reconcile; "" for all namespaces.
 	Namespace string
-	// Workers is how many records are driven at once; default 8.
+	// Workers is how many engine steps are taken at once; default 8. A worker is
+	// busy only during a step: records waiting for their next poll or retry wait in
+	// the run's queue, not on a worker.
 	Workers int
 	// MaxDuration bounds the run; steps under way finish their broker call. 0: no bound.
 	MaxDuration time.Duration
 	Shard       Shard
 	// DryRun says what would be done, calling no broker and writing nothing.
 	DryRun bool
+	// RotateDue also rotates the credentials of bindings whose renew_before has
+	// passed (catalog.RotationDue), finding them by listing the bindings in full.
+	// Without it, only bindings listed anyway (pending) are looked at, and a due
+	// rotation is reported, not done.
+	RotateDue bool
 }
 
-// Reconciler drives pending records.
+// Reconciler drives pending records. Run may be called repeatedly, also by a
+// long-running loop: a run keeps all its state to itself.
 type Reconciler struct {
 	Store  *store.Store
 	Engine *catalog.Engine
@@ -139,13 +151,20 @@ type Reconciler struct {
 	Now func() time.Time
 	// ClaimTTL is how long a broker claim lasts; default 2 minutes.
 	ClaimTTL time.Duration
+
+	// holdClaimFor replaces the constant of that name in tests.
+	holdClaimFor time.Duration
 }
 
 // work is one record to drive.
 type work struct {
 	kind, namespace, name string
 	broker                *v1alpha1.Broker // read already (brokers are listed in full)
+	// rotate: a binding whose renew_before has passed, to be rotated (--rotate-due).
+	rotate bool
 }
+
+func (w work) key() string { return w.kind + "/" + w.namespace + "/" + w.name }
 
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
@@ -171,14 +190,7 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	items := Pool(runCtx, max(o.Workers, 1), len(todo), func(i int) Item {
-		return r.drive(ctx, runCtx, todo[i], o.DryRun)
-	}, func(i int) Item {
-		w := todo[i]
-		return Item{Namespace: w.namespace, Kind: w.kind, Name: w.name, Outcome: InProgress,
-			Detail: "not reached: --max-duration ran out first"}
-	})
-	sum.Items = append(pre, items...)
+	sum.Items = append(pre, r.schedule(ctx, runCtx, todo, pre, o)...)
 	Sort(sum.Items)
 	for _, it := range sum.Items {
 		sum.Counts[it.Outcome]++
@@ -230,8 +242,9 @@ feed:
 	return out
 }
 
-// Select lists the work of a run: instances and brokers labelled pending or being
-// deleted (one metadata-only list), brokers whose relist is due, in the shard. Records
+// Select lists the work of a run: brokers, instances and bindings labelled pending or
+// being deleted (one metadata-only list), brokers whose relist is due and, with
+// RotateDue, bindings whose credentials are due for rotation, in the shard. Records
 // another driver holds a live claim on are not read: they come back as Skipped items.
 func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, error) {
 	pending, err := r.Store.ListPending(ctx, o.Namespace)
@@ -242,22 +255,32 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 	holder := r.Engine.Holder()
 	var todo []work
 	var pre []Item
-	seen := map[string]bool{}
+	index := map[string]int{} // work key -> position in todo, -1 when skipped
+	skip := func(kind, namespace, name string, l *store.Lease) bool {
+		if l == nil || l.Holder == holder || !l.Live(now) {
+			return false
+		}
+		until := l.ExpiresAt
+		pre = append(pre, Item{Namespace: namespace, Kind: kind, Name: name, Outcome: Skipped, Until: &until,
+			Detail: fmt.Sprintf("%s holds it until %s", l.Holder, until.UTC().Format(time.RFC3339))})
+		return true
+	}
 	for _, p := range pending {
-		if p.Kind != v1alpha1.KindServiceInstance && p.Kind != v1alpha1.KindBroker {
-			continue // bindings: not yet
+		switch p.Kind {
+		case v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding, v1alpha1.KindBroker:
+		default:
+			continue
 		}
 		if !o.Shard.Owns(p.Namespace, p.Name) {
 			continue
 		}
-		seen[p.Kind+"/"+p.Namespace+"/"+p.Name] = true
-		if p.Lease != nil && p.Lease.Holder != holder && p.Lease.Live(now) {
-			until := p.Lease.ExpiresAt
-			pre = append(pre, Item{Namespace: p.Namespace, Kind: p.Kind, Name: p.Name, Outcome: Skipped, Until: &until,
-				Detail: fmt.Sprintf("%s holds it until %s", p.Lease.Holder, until.UTC().Format(time.RFC3339))})
+		w := work{kind: p.Kind, namespace: p.Namespace, name: p.Name}
+		if skip(p.Kind, p.Namespace, p.Name, p.Lease) {
+			index[w.key()] = -1
 			continue
 		}
-		todo = append(todo, work{kind: p.Kind, namespace: p.Namespace, name: p.Name})
+		index[w.key()] = len(todo)
+		todo = append(todo, w)
 	}
 	if r.SyncBroker != nil {
 		// A relist that is merely due is not pending work: brokers being few, they are
@@ -267,177 +290,47 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 			return nil, nil, err
 		}
 		for _, b := range brokers {
-			if seen[v1alpha1.KindBroker+"/"+b.Namespace+"/"+b.Name] || !o.Shard.Owns(b.Namespace, b.Name) {
+			w := work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b}
+			if _, seen := index[w.key()]; seen || !o.Shard.Owns(b.Namespace, b.Name) {
 				continue
 			}
 			if at := b.Status.NextRelistAt; at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
-				todo = append(todo, work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b})
+				todo = append(todo, w)
+			}
+		}
+	}
+	if o.RotateDue {
+		// A rotation that is merely due is not pending work either: the bindings are
+		// listed in full (page by page) to find it.
+		bindings, err := r.Store.Bindings().List(ctx, o.Namespace, store.Filter{})
+		if err != nil && !store.IsCorrupt(err) && !store.IsUnsupportedFormat(err) {
+			return nil, nil, err
+		}
+		// An unreadable binding ConfigMap does not hide the others; if it has work, the
+		// pending list above shows it, and reading it fails visibly.
+		for _, b := range bindings {
+			if b.DeletionTimestamp != nil || !catalog.RotationDue(b, now) || !o.Shard.Owns(b.Namespace, b.Name) {
+				continue
+			}
+			w := work{kind: v1alpha1.KindServiceBinding, namespace: b.Namespace, name: b.Name, rotate: true}
+			i, seen := index[w.key()]
+			switch {
+			case seen && i >= 0:
+				todo[i].rotate = true
+			case seen:
+				// Skipped already: someone else holds it.
+			default:
+				var lease *store.Lease
+				if l, ok := store.LeaseOf(b); ok {
+					lease = &l
+				}
+				if !skip(w.kind, w.namespace, w.name, lease) {
+					todo = append(todo, w)
+				}
 			}
 		}
 	}
 	return todo, pre, nil
-}
-
-// drive drives one record. Steps use ctx (only an interruption cuts a broker call
-// short); runCtx says when the run's time is up.
-func (r *Reconciler) drive(ctx, runCtx context.Context, w work, dryRun bool) Item {
-	it := Item{Namespace: w.namespace, Kind: w.kind, Name: w.name}
-	if w.kind == v1alpha1.KindBroker {
-		return r.driveBroker(ctx, w, it, dryRun)
-	}
-	return r.driveInstance(ctx, runCtx, it, dryRun)
-}
-
-func (r *Reconciler) driveInstance(ctx, runCtx context.Context, it Item, dryRun bool) Item {
-	insts := r.Store.Instances()
-	inst, err := insts.Get(ctx, it.Namespace, it.Name)
-	if store.IsNotFound(err) {
-		it.Outcome, it.Detail = Done, "gone"
-		return it
-	}
-	if err != nil {
-		return failed(it, err)
-	}
-	next := r.Engine.NextStep(inst)
-	if next.NeedsUser {
-		return needsUser(it, inst)
-	}
-	now := r.now()
-	if !next.Due(now) {
-		return waitingFor(it, next)
-	}
-	if dryRun {
-		it.Outcome, it.Detail = WouldDrive, next.Action
-		return it
-	}
-	var last *v1alpha1.ServiceInstance
-	defer func() {
-		if last != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			_ = r.Engine.Release(rctx, last)
-			cancel()
-		}
-	}()
-	immediate := 0
-	for {
-		res, err := r.Engine.StepInstance(ctx, inst)
-		it.Steps++
-		if res.Instance != nil {
-			last = res.Instance
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				it.Outcome, it.Detail = InProgress, "interrupted; left pending"
-				return it
-			}
-			return failed(it, err)
-		}
-		switch res.State {
-		case catalog.StateSettled:
-			it.Outcome, it.Detail = Done, "ready"
-			return it
-		case catalog.StateDeleted:
-			last = nil
-			it.Outcome, it.Detail = Done, res.Message
-			return it
-		case catalog.StateNeedsUser:
-			return needsUser(it, res.Instance)
-		}
-		if res.Instance != nil {
-			inst = res.Instance
-		}
-		next := r.Engine.NextStep(inst)
-		if next.ClaimedBy != "" {
-			until := next.At
-			it.Outcome, it.Until = Skipped, &until
-			it.Detail = fmt.Sprintf("%s holds it until %s", next.ClaimedBy, until.UTC().Format(time.RFC3339))
-			return it
-		}
-		wait := res.RequeueAfter
-		if wait <= 0 {
-			// Immediate work (a re-read after a conflict, mitigation after a failed
-			// provision): go on, but never spin.
-			immediate++
-			if immediate > 20 {
-				return progress(it, inst, res, next)
-			}
-			wait = 50 * time.Millisecond * time.Duration(immediate)
-		} else {
-			immediate = 0
-		}
-		if dl, ok := runCtx.Deadline(); ok && time.Now().Add(wait).After(dl) {
-			return progress(it, inst, res, next)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-runCtx.Done():
-			t.Stop()
-			return progress(it, inst, res, next)
-		case <-t.C:
-		}
-		fresh, err := insts.Get(ctx, it.Namespace, it.Name)
-		if store.IsNotFound(err) {
-			last = nil
-			it.Outcome, it.Detail = Done, "gone"
-			return it
-		}
-		if err != nil {
-			return failed(it, err)
-		}
-		inst = fresh
-	}
-}
-
-// progress is the item of a record left with work: in progress when an operation runs
-// at the broker or the step is due, waiting when a retry is scheduled.
-func progress(it Item, inst *v1alpha1.ServiceInstance, res catalog.Result, next catalog.NextStep) Item {
-	it.Detail = res.Message
-	if !next.At.IsZero() {
-		at := next.At
-		it.Until = &at
-	}
-	if op := inst.Status.InFlight; op != nil && op.Async {
-		it.Outcome = InProgress
-		return it
-	}
-	if it.Until != nil {
-		it.Outcome = Waiting
-		if rt := inst.Status.Retry; rt != nil && rt.LastError != "" {
-			it.Detail = fmt.Sprintf("%s (attempt %d): %s", rt.Reason, rt.Attempts, rt.LastError)
-		}
-		return it
-	}
-	it.Outcome = InProgress
-	return it
-}
-
-func waitingFor(it Item, next catalog.NextStep) Item {
-	at := next.At
-	it.Until = &at
-	if next.ClaimedBy != "" {
-		it.Outcome = Skipped
-		it.Detail = fmt.Sprintf("%s holds it until %s", next.ClaimedBy, at.UTC().Format(time.RFC3339))
-		return it
-	}
-	it.Outcome, it.Detail = Waiting, "next: "+next.Action
-	return it
-}
-
-func needsUser(it Item, inst *v1alpha1.ServiceInstance) Item {
-	it.Outcome, it.Detail = Failed, "needs the user: change the spec or deprovision"
-	if inst != nil {
-		for _, c := range inst.Status.Conditions {
-			if c.Type == v1alpha1.ConditionFailed && c.Message != "" {
-				it.Detail = c.Reason + ": " + c.Message
-			}
-		}
-	}
-	return it
-}
-
-func failed(it Item, err error) Item {
-	it.Outcome, it.Detail = Failed, err.Error()
-	return it
 }
 
 // brokerDue says whether b's catalog is to be fetched at now, and when it will be

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -36,25 +37,41 @@ func (f fixedClients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, 
 
 // fixture is a fake cluster with one broker and class, a fake broker and a reconciler.
 type fixture struct {
-	t      *testing.T
-	st     *store.Store
-	broker *fake.Client
-	now    time.Time
-	rec    *Reconciler
-	syncs  atomic.Int32
+	t       *testing.T
+	cluster *storetest.Cluster
+	st      *store.Store
+	broker  *fake.Client
+	now     time.Time
+	rec     *Reconciler
+	syncs   atomic.Int32
 }
 
-func newFixture(t *testing.T) *fixture {
+// fixtureOptions change the fixture's defaults: a fixed clock and polls every
+// millisecond.
+type fixtureOptions struct {
+	// realClock runs the engine on the wall clock, for tests where time passes.
+	realClock bool
+	// pollInterval is the engine's PollInterval and MaxPollInterval.
+	pollInterval time.Duration
+}
+
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOptions{}) }
+
+func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, broker: fake.New(), now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	cluster := storetest.NewCluster()
+	f.cluster = storetest.NewCluster()
 	clock := func() time.Time { return f.now }
-	cluster.SetClock(clock)
-	f.st = cluster.Store(store.WithClock(clock))
+	if o.realClock {
+		clock = time.Now
+	}
+	poll := cmp.Or(o.pollInterval, time.Millisecond)
+	f.cluster.SetClock(clock)
+	f.st = f.cluster.Store(store.WithClock(clock))
 	eng := catalog.New(catalog.Config{
 		Store: f.st, Brokers: fixedClients{f.broker}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
 		CatalogNamespace: storetest.CatalogNamespace, Holder: "reconcile-test", Now: clock,
-		Jitter: func() float64 { return 0.5 }, PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
+		Jitter: func() float64 { return 0.5 }, PollInterval: poll, MaxPollInterval: poll,
 	})
 	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock, SyncBroker: func(context.Context, *v1alpha1.Broker) error {
 		f.syncs.Add(1)
@@ -75,7 +92,7 @@ func newFixture(t *testing.T) *fixture {
 	_, err = f.st.Classes().Create(ctx, &v1alpha1.ServiceClass{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.ClassRecordName(brokerN, classID)},
 		Spec: v1alpha1.ServiceClassSpec{BrokerName: brokerN, Scope: v1alpha1.ScopeCluster, ID: classID, ExternalName: "db",
-			Plans: []v1alpha1.ServicePlan{{ID: planID, ExternalName: "small"}}},
+			Bindable: true, Plans: []v1alpha1.ServicePlan{{ID: planID, ExternalName: "small"}}},
 	})
 	assert.NilError(t, err)
 	return f

@@ -48,8 +48,19 @@ func main() {
 	runs := flag.Int("runs", 31, "Runs of each command; the median is reported.")
 	catalogRuns := flag.Int("catalog-runs", 9, "Runs of the commands on the large catalog.")
 	skipCatalog := flag.Bool("skip-catalog", false, "Skip the figures that need a control plane.")
+	reconcileOnly := flag.Bool("reconcile-only", false, "Only the reconcile figures (no control plane, no kubectl).")
 	flag.Parse()
-	if err := run(*runs, *catalogRuns, *skipCatalog); err != nil {
+	var err error
+	if *reconcileOnly {
+		var figures []figure
+		var notes []string
+		if figures, notes, err = reconcileFigures(); err == nil {
+			err = printFigures(figures, notes)
+		}
+	} else {
+		err = run(*runs, *catalogRuns, *skipCatalog)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
@@ -80,6 +91,11 @@ func run(runs, catalogRuns int, skipCatalog bool) error {
 		Name: "start-up: kubectl catalog version --client", Value: startup, Floor: floor,
 		What: "kubectl version --client", Target: 0.5,
 	}}
+	more, notes, err := reconcileFigures()
+	if err != nil {
+		return err
+	}
+	figures = append(figures, more...)
 	if !skipCatalog {
 		more, err := marketplaceFigures(bins, plugin, dir, catalogRuns)
 		if err != nil {
@@ -87,7 +103,11 @@ func run(runs, catalogRuns int, skipCatalog bool) error {
 		}
 		figures = append(figures, more...)
 	}
+	return printFigures(figures, notes)
+}
 
+// printFigures prints the table of figures, then the notes.
+func printFigures(figures []figure, notes []string) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "FIGURE\tMEDIAN\tFLOOR\tFLOOR MEASURES\tRATIO\tTARGET\t")
 	for _, f := range figures {
@@ -101,7 +121,13 @@ func run(runs, catalogRuns int, skipCatalog bool) error {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.2fx\t%s\t\n", f.Name, f.format(f.Value), f.format(f.Floor), f.What, f.ratio(), target)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Println(n)
+	}
+	return nil
 }
 
 // interleavedMedians runs a and b alternately, so both see the same machine

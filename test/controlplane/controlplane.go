@@ -68,6 +68,8 @@ type ControlPlane struct {
 	etcd       *process
 	apiserver  *process
 	controller *process
+	// apiserverArgs start the API server again after StopAPIServer.
+	apiserverArgs []string
 }
 
 // Start builds the binaries if needed, starts etcd, the API server and the
@@ -129,7 +131,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	c.CAFile = filepath.Join(c.Dir, "certs", "apiserver.crt")
-	c.apiserver, err = startProcess(c.starter, "kube-apiserver", c.logPath("kube-apiserver"), bins.APIServer,
+	c.apiserverArgs = []string{
 		"--etcd-servers", etcdURL,
 		"--cert-dir", filepath.Join(c.Dir, "certs"),
 		"--secure-port", fmt.Sprint(ports[2]),
@@ -141,7 +143,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--enable-priority-and-fairness=false",
-	)
+	}
+	c.apiserver, err = startProcess(c.starter, "kube-apiserver", c.logPath("kube-apiserver"), bins.APIServer, c.apiserverArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +224,37 @@ func (c *ControlPlane) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StopAPIServer kills the API server alone (SIGKILL: a graceful stop waits for the
+// clients' watches to end), as a crash or a network partition looks to its clients;
+// etcd and the controller manager go on. StartAPIServer brings it back on the same
+// address, certificates and data. Use them on a control plane of the test's own
+// (Start), not on one a whole package shares.
+func (c *ControlPlane) StopAPIServer() error {
+	if c.apiserver == nil {
+		return errors.New("the API server was not started")
+	}
+	return c.apiserver.kill(10 * time.Second)
+}
+
+// StartAPIServer starts the API server again after StopAPIServer, and waits until it
+// is ready. The log of the API server stopped is kept as kube-apiserver.1.log.
+func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if c.apiserver != nil && c.apiserver.running() {
+		return errors.New("the API server is running")
+	}
+	if err := os.Rename(c.logPath("kube-apiserver"), c.logPath("kube-apiserver.1")); err != nil {
+		return err
+	}
+	p, err := startProcess(c.starter, "kube-apiserver", c.logPath("kube-apiserver"), c.Binaries.APIServer, c.apiserverArgs...)
+	if err != nil {
+		return err
+	}
+	c.apiserver = p
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return c.waitAPIServer(ctx)
 }
 
 func (c *ControlPlane) logPath(name string) string {

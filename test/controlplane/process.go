@@ -109,6 +109,20 @@ func (p *process) stop(grace time.Duration) error {
 	}
 }
 
+// kill kills the process group at once and waits up to wait for the process to exit.
+func (p *process) kill(wait time.Duration) error {
+	if !p.running() {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.cmd.Process.Pid)
+	}
+}
+
 // processesUsing lists the pids of live processes whose command line
 // mentions dir: after a stop there must be none.
 func processesUsing(dir string) ([]int, error) {

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -294,4 +296,142 @@ func TestReconcile_DryRunChangesNothing_ShardsSplitAndCoverAll(t *testing.T) {
 	assert.Equal(t, len(owner), len(names), "%v", owner)
 	recAssertGone(t, e.st, e.ns, names...)
 	instAssertBrokerHolds(t, e.b)
+}
+
+// recBind creates the binding record name of instance inst in ns with the store and
+// drives it to Ready with an engine in this process, as "kubectl catalog bind --wait"
+// does. catalogNS is the catalog namespace of cluster-scoped brokers.
+func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBinding {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	st := store.New(admin, nil)
+	eng := catalog.New(catalog.Config{
+		Store: st, Brokers: brokerclient.New(admin, brokerclient.WithTimeout(5*time.Second)),
+		Platform: catalog.NewKubePlatform(admin, catalogNS), CatalogNamespace: catalogNS,
+		Holder: "e2e-bind", PollInterval: 200 * time.Millisecond,
+	})
+	_, err = st.Bindings().Create(ctx, catalog.NewBinding(catalog.BindingIntent{
+		Namespace: ns, Name: name, Instance: inst, SecretName: name,
+	}))
+	assert.NilError(t, err)
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := eng.DriveBinding(dctx, ns, name, catalog.DriveOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, catalog.StateSettled, res.Message)
+	_, err = admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	assert.NilError(t, err, "the credentials Secret")
+	return res.Binding
+}
+
+// recKindItem is the summary's line of the record kind ns/name, if any.
+func recKindItem(sum reconcile.Summary, kind, ns, name string) (reconcile.Item, bool) {
+	for _, it := range sum.Items {
+		if it.Namespace == ns && it.Kind == kind && it.Name == name {
+			return it, true
+		}
+	}
+	return reconcile.Item{}, false
+}
+
+// recAssertBindingGone checks that the binding record and its Secret are gone.
+func recAssertBindingGone(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	_, err = store.New(admin, nil).Bindings().Get(ctx, ns, name)
+	assert.Assert(t, store.IsNotFound(err), "binding %s/%s should be gone: %v", ns, name, err)
+	_, err = admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	assert.Assert(t, apierrors.IsNotFound(err), "the Secret of binding %s/%s should be gone: %v", ns, name, err)
+}
+
+// A plain "kubectl delete configmap" of a binding record: the finalizer holds it until
+// reconcile has deleted its Secret and unbound it at the broker.
+func TestReconcile_PlainDeleteOfABindingConfigMap_UnbindsAtTheBroker(t *testing.T) {
+	e := instSetupCatalog(t, nil)
+	recProvision(t, e.ns, "db")
+	b := recBind(t, e.ns, "catalog-system", "db", "app")
+	assert.Equal(t, len(e.b.Bindings()), 1)
+
+	r := kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.ns, "--wait=false",
+		store.ConfigMapName(v1alpha1.KindServiceBinding, "app"))
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	held, err := e.st.Bindings().Get(context.Background(), e.ns, "app")
+	assert.NilError(t, err, "the finalizer holds the record")
+	assert.Assert(t, held.DeletionTimestamp != nil)
+
+	sum, r := recRun(t, e.ns, nil)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	it, ok := recKindItem(sum, v1alpha1.KindServiceBinding, e.ns, "app")
+	assert.Assert(t, ok, "%+v", sum.Items)
+	assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+	recAssertBindingGone(t, e.ns, "app")
+	assert.Equal(t, len(e.b.Bindings()), 0, "unbound at the broker")
+	unbinds := e.b.RequestsFor(broker.OpUnbind)
+	assert.Equal(t, len(unbinds), 1)
+	assert.Equal(t, unbinds[0].BindingID, b.Spec.ExternalID)
+	// The instance is untouched.
+	instAssertBrokerHolds(t, e.b, recProvisionedID(t, e.st, e.ns, "db"))
+}
+
+func recProvisionedID(t *testing.T, st *store.Store, ns, name string) string {
+	t.Helper()
+	inst, err := st.Instances().Get(context.Background(), ns, name)
+	assert.NilError(t, err)
+	return inst.Spec.ExternalID
+}
+
+// Deleting a namespace that holds an instance and a binding of it: it stays
+// Terminating until one "reconcile -A" has unbound, then deprovisioned, at the broker.
+func TestReconcile_NamespaceDeletionWithABinding_UnbindsThenDeprovisions(t *testing.T) {
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	ctx := context.Background()
+	catalogNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
+	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+	withCatalog := func(args ...string) []string { return append(args, "--catalog-namespace", catalogNS) }
+	r := instCatalog(t, ns, withCatalog("register", "acme", "--url", b.URL(), "--scope", "cluster")...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	r = instCatalog(t, ns, withCatalog("provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s")...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	recBind(t, ns, catalogNS, "db", "app")
+	assert.Equal(t, len(b.Instances()), 1)
+	assert.Equal(t, len(b.Bindings()), 1)
+
+	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	st := recStore(t)
+	instWaitFor(t, "the namespace controller to mark the records deleted", 30*time.Second, func() bool {
+		inst, err := st.Instances().Get(ctx, ns, "db")
+		if err != nil || inst.DeletionTimestamp == nil {
+			return false
+		}
+		bnd, err := st.Bindings().Get(ctx, ns, "app")
+		return err == nil && bnd.DeletionTimestamp != nil
+	})
+	time.Sleep(time.Second)
+	nsObj, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, nsObj.Status.Phase, corev1.NamespaceTerminating, "the finalizers hold the namespace")
+	assert.Equal(t, len(b.Bindings()), 1, "nothing told the broker yet")
+
+	sum, _ := recRun(t, ns, nil, withCatalog("-A", "--max-duration", "60s", "--interval", "200ms")...)
+	for _, kind := range []string{v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding} {
+		name := map[string]string{v1alpha1.KindServiceInstance: "db", v1alpha1.KindServiceBinding: "app"}[kind]
+		it, ok := recKindItem(sum, kind, ns, name)
+		assert.Assert(t, ok, "%s %s: %+v", kind, name, sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Done, "%s %s: %s", kind, name, it.Detail)
+	}
+	assert.Equal(t, len(b.Bindings()), 0)
+	instAssertBrokerHolds(t, b)
+	unbinds, deprovisions := b.RequestsFor(broker.OpUnbind), b.RequestsFor(broker.OpDeprovision)
+	assert.Equal(t, len(unbinds), 1)
+	assert.Assert(t, len(deprovisions) >= 1)
+	assert.Assert(t, unbinds[0].Time.Before(deprovisions[0].Time), "unbound before the deprovision")
+	instWaitFor(t, "the namespace to finish deleting", 90*time.Second, func() bool {
+		_, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 }

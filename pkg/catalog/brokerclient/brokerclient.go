@@ -45,6 +45,7 @@ type Factory struct {
 	timeout         time.Duration
 	maxCatalogBytes int64
 	transport       http.RoundTripper
+	observer        Observer
 }
 
 // Option configures a Factory.
@@ -137,6 +138,7 @@ func (f *Factory) ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client
 		OriginatingIdentity: f.identity,
 		UserAgent:           f.userAgent,
 		Transport:           f.transport,
+		WrapTransport:       f.observe(ctx, b),
 	}
 	if b.Spec.CABundle != "" {
 		cfg.CAData = []byte(b.Spec.CABundle)

@@ -21,25 +21,43 @@ import (
 )
 
 var reconcileLong = cmdutil.LongDesc(`
-	Finish pending work: operations still running at a broker, commands that
-	were interrupted, calls that failed while a broker was down, and
-	deletions (by "deprovision", a plain "kubectl delete configmap", or a
-	namespace being deleted, which stays Terminating until this has
-	deprovisioned what it held).
+	Finish pending work on instances and bindings: operations still running
+	at a broker, commands that were interrupted, calls that failed while a
+	broker was down, and deletions (by "deprovision" or "unbind", a plain
+	"kubectl delete configmap", or a namespace being deleted, which stays
+	Terminating until this has unbound and deprovisioned what it held).
 
 	reconcile finds its work in one metadata-only list of the records
 	labelled pending or being deleted, reads just those, and drives each with
-	the same step function the verbs use, on --workers records at once.
-	Records another command or reconcile is working on (a live claim) are
-	skipped; records whose next retry or poll is not due yet are left alone.
-	An asynchronous operation is polled for as long as --max-duration allows
-	and left for the next run after that. Brokers whose catalog fetch is
-	requested, due to be retried, or due by --relist-interval are synced.
+	the same step function the verbs use. --workers bounds the steps taken at
+	once; a record waiting for its next poll or retry waits in a queue, not
+	on a worker, so a few workers keep many operations going. Records another
+	command or reconcile is working on (a live claim) are skipped; records
+	whose next retry or poll is not due when the run starts are left for a
+	later run. An asynchronous operation is polled for as long as
+	--max-duration allows and left for the next run after that. An instance
+	being deleted has its bindings unbound first, in the same run. Brokers
+	whose catalog fetch is requested, due to be retried, or due by
+	--relist-interval are synced.
+
+	With --rotate-due it also lists the bindings in full to find those whose
+	credentials the broker asked to renew (renew_before has passed), and
+	rotates them: new credentials are bound and written to the same Secret,
+	then the old ones are unbound. Without it, a binding it meets anyway
+	whose rotation is due is reported as waiting, and left as it is.
 
 	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
 	person must look (a terminal failure, or errors talking to the API
-	server); work merely still in progress exits 0. Bindings, "reconcile
-	install", --serve and doctor are not there yet.`)
+	server); work merely still in progress exits 0. "reconcile install"
+	runs it in the cluster from a CronJob.
+
+	With --serve it runs in a loop instead, as a Deployment: a run at least
+	every --serve-interval, sooner when a retry or poll is due or when a watch
+	sees a record become pending or deleted. It serves /healthz (200 while the
+	API server answers and the last run ended recently and could list its
+	work, 503 otherwise) and Prometheus /metrics on --listen, logs one line per
+	run (time, duration, counts) to stderr, and on SIGTERM lets the run under
+	way finish within --shutdown-grace and exits 0.`)
 
 var reconcileExample = cmdutil.Examples(`
 	# Finish what is pending in the current namespace
@@ -51,8 +69,17 @@ var reconcileExample = cmdutil.Examples(`
 	# Show what would be done, without calling brokers or writing
 	kubectl catalog reconcile -A --dry-run
 
+	# Also rotate the credentials of bindings due for renewal
+	kubectl catalog reconcile -A --rotate-due
+
 	# As a CronJob does it: bounded in time, one of three shards, a JSON summary
-	kubectl catalog reconcile -A --max-duration 4m --shard 0/3 --workers 16 -o json`)
+	kubectl catalog reconcile -A --max-duration 4m --shard 0/3 --workers 16 -o json
+
+	# As a Deployment does it: in a loop, with /healthz and /metrics on port 8080
+	kubectl catalog reconcile -A --serve
+
+	# A run at least every minute, metrics on localhost only
+	kubectl catalog reconcile -A --serve --serve-interval 1m --listen 127.0.0.1:9090`)
 
 // Options are the options of reconcile.
 type Options struct {
@@ -61,8 +88,10 @@ type Options struct {
 	MaxDuration   time.Duration
 	ShardFlag     string
 	DryRun        bool
+	RotateDue     bool
 	Interval      time.Duration
 	Output        string
+	Serve         ServeFlags
 
 	Shard      reconcile.Shard
 	Namespace  string
@@ -75,7 +104,7 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "reconcile [-n NAMESPACE | -A]",
-		Short:   "Finish pending work on brokers and instances",
+		Short:   "Finish pending work on brokers, instances and bindings",
 		Long:    reconcileLong,
 		Example: reconcileExample,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -96,16 +125,19 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Reconcile every namespace (the catalog namespace included).")
-	fs.IntVar(&o.Workers, "workers", 8, "How many records are driven at once.")
+	fs.IntVar(&o.Workers, "workers", 8, "How many engine steps (broker calls) are taken at once; records waiting for their next poll or retry do not hold a worker.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Say what would be done, without calling brokers or writing.")
+	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	o.Serve.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("workers", cobra.FixedCompletions([]string{"4", "8", "16", "32"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	cmd.AddCommand(NewCmdInstall(f), NewCmdUninstall(f))
 	return cmd
 }
 
@@ -132,7 +164,7 @@ func (o *Options) Validate() error {
 		}
 		o.Shard = s
 	}
-	return nil
+	return o.validateServe()
 }
 
 // Complete builds the clients.
@@ -158,13 +190,17 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 			return err
 		},
 	}
-	return nil
+	return o.completeServe(f)
 }
 
 // Run reconciles and prints the summary.
 func (o *Options) Run(ctx context.Context) error {
+	if o.Serve.Enabled {
+		return o.runServe(ctx)
+	}
 	sum, err := o.Reconciler.Run(ctx, reconcile.Options{
 		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun,
+		RotateDue: o.RotateDue,
 	})
 	if err != nil && sum.Items == nil {
 		return fmt.Errorf("cannot list the pending records: %w", err)

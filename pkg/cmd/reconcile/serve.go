@@ -1,0 +1,180 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+)
+
+// ServeFlags are the flags of "reconcile --serve", which runs reconcile in a loop and
+// serves /healthz and /metrics, as a Deployment does.
+type ServeFlags struct {
+	Enabled  bool
+	Interval time.Duration
+	Listen   string
+	// ShutdownGrace is how long a run under way may go on after SIGTERM or SIGINT.
+	ShutdownGrace time.Duration
+
+	flags    *pflag.FlagSet
+	records  reconcile.MetadataWatcher
+	checkAPI func(context.Context) error
+}
+
+// serveOnlyFlags mean something only with --serve.
+var serveOnlyFlags = []string{"serve-interval", "listen", "shutdown-grace"}
+
+// AddFlags adds the serve flags to cmd.
+func (s *ServeFlags) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	s.flags = fs
+	fs.BoolVar(&s.Enabled, "serve", false, "Run in a loop until SIGTERM, serving /healthz and /metrics on --listen (as a Deployment); logs one line per run to stderr.")
+	fs.DurationVar(&s.Interval, "serve-interval", 30*time.Second, "With --serve: longest wait between two runs (sooner when a retry or poll is due, or a record starts to have work). Also the default --max-duration of each run.")
+	fs.StringVar(&s.Listen, "listen", ":8080", "With --serve: address to serve /healthz and /metrics on.")
+	fs.DurationVar(&s.ShutdownGrace, "shutdown-grace", 20*time.Second, "With --serve: how long the run under way may go on after SIGTERM before its broker calls are interrupted.")
+	_ = cmd.RegisterFlagCompletionFunc("serve-interval", cobra.FixedCompletions([]string{"30s", "1m", "5m"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("listen", cobra.FixedCompletions([]string{":8080", "127.0.0.1:8080"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func (s *ServeFlags) changed(name string) bool { return s.flags != nil && s.flags.Changed(name) }
+
+// validateServe checks the serve flags against the others, without I/O.
+func (o *Options) validateServe() error {
+	s := &o.Serve
+	if !s.Enabled {
+		for _, name := range serveOnlyFlags {
+			if s.changed(name) {
+				return cmdutil.UsageErrorf("--%s needs --serve", name)
+			}
+		}
+		return nil
+	}
+	switch {
+	case o.DryRun:
+		return cmdutil.UsageErrorf("--serve and --dry-run cannot go together: a dry run is one run; drop --serve")
+	case o.Output != "":
+		return cmdutil.UsageErrorf("--serve and --output cannot go together: --serve logs one line per run to stderr and serves /metrics; drop -o")
+	case s.Interval <= 0:
+		return cmdutil.UsageErrorf("--serve-interval must be positive, not %s", s.Interval)
+	case s.ShutdownGrace <= 0:
+		return cmdutil.UsageErrorf("--shutdown-grace must be positive, not %s", s.ShutdownGrace)
+	case s.Listen == "":
+		return cmdutil.UsageErrorf("--listen must not be empty: give an address such as :8080")
+	}
+	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+		return cmdutil.UsageErrorf("--listen %q: want HOST:PORT or :PORT, e.g. :8080", s.Listen)
+	}
+	if !s.changed("max-duration") {
+		o.MaxDuration = s.Interval
+	}
+	return nil
+}
+
+// completeServe builds what serving needs besides the reconciler: the metadata watch
+// of the records, and the API server check.
+func (o *Options) completeServe(f *cmdutil.Factory) error {
+	if !o.Serve.Enabled {
+		return nil
+	}
+	meta, err := f.MetadataClient()
+	if err != nil {
+		return err
+	}
+	cms := meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(o.Namespace)
+	o.Serve.records = cms
+	// The check is the request the reconciler cannot do without: a metadata list of
+	// ConfigMaps where it works, one item at most. It proves the API server, its
+	// storage and the reconciler's permission to list.
+	o.Serve.checkAPI = func(ctx context.Context) error {
+		_, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}
+	return nil
+}
+
+// runServe runs reconcile in a loop until ctx is done (SIGTERM, SIGINT), then lets the
+// run under way finish within --shutdown-grace and exits 0.
+func (o *Options) runServe(ctx context.Context) error {
+	s := &o.Serve
+	ln, err := net.Listen("tcp", s.Listen)
+	if err != nil {
+		return fmt.Errorf("cannot serve /healthz and /metrics: %w", err)
+	}
+	errOut := o.Streams.ErrOut
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(errOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+	}
+	metrics := reconcile.NewMetrics()
+	srv := &reconcile.Server{
+		Reconciler: o.Reconciler,
+		Records:    s.records,
+		CheckAPI:   s.checkAPI,
+		Metrics:    metrics,
+		Logf:       logf,
+		Report:     func(rep reconcile.RunReport) { fmt.Fprintln(errOut, RunLine(rep)) },
+		Options: reconcile.ServeOptions{
+			Run: reconcile.Options{
+				Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard,
+				RotateDue: o.RotateDue,
+			},
+			Interval:      s.Interval,
+			ShutdownGrace: s.ShutdownGrace,
+		},
+	}
+	where := "namespace " + o.Namespace
+	if o.Namespace == "" {
+		where = "all namespaces"
+	}
+	logf("reconciling %s at least every %s; serving /healthz and /metrics on %s", where, s.Interval, ln.Addr())
+	// Broker requests of the engine and the catalog syncer are timed into
+	// kubectl_catalog_broker_request_duration_seconds.
+	ctx = brokerclient.ContextWithObserver(ctx, metrics.ObserveBrokerRequest)
+	stopping := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(stopping)
+		logf("stopping: no new run; a run under way has %s to finish", s.ShutdownGrace)
+	})
+	err = srv.Serve(ctx, ln)
+	if !stop() {
+		<-stopping // its line comes first
+	}
+	if err != nil {
+		return err
+	}
+	logf("stopped")
+	return nil
+}
+
+// RunLine is the log line of one run of --serve: when it ended, how long it took, and
+// its counts.
+func RunLine(rep reconcile.RunReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s reconcile run took %s: ", rep.End.UTC().Format(time.RFC3339), rep.End.Sub(rep.Start).Round(time.Millisecond))
+	interrupted := errors.Is(rep.Err, context.Canceled)
+	switch {
+	case rep.Err != nil && !interrupted:
+		fmt.Fprintf(&b, "cannot list the pending records: %v", rep.Err)
+	case len(rep.Summary.Items) == 0:
+		b.WriteString("nothing to do")
+	default:
+		b.WriteString(CountsLine(rep.Summary))
+	}
+	if interrupted {
+		b.WriteString("; interrupted: the shutdown grace period ran out, what was under way is left pending")
+	}
+	if !rep.Next.IsZero() {
+		fmt.Fprintf(&b, "; next run by %s", rep.Next.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}

@@ -1,0 +1,122 @@
+package reconcile
+
+import (
+	"context"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// engineRecord is a record kind the engine drives step by step: instances and
+// bindings.
+type engineRecord interface {
+	v1alpha1.Record
+	OpStatus() *v1alpha1.OperationStatus
+}
+
+// kindOps are the store's and the engine's calls for one record kind. They are the
+// only place where instances and bindings differ to the scheduler.
+type kindOps[T engineRecord] struct {
+	get     func(ctx context.Context, namespace, name string) (T, error)
+	next    func(T) catalog.NextStep
+	step    func(context.Context, T) (catalog.Result, error)
+	stored  func(catalog.Result) (T, bool)
+	release func(context.Context, T) error
+	// remedy is what a person does about a terminal failure.
+	remedy string
+}
+
+func (r *Reconciler) instanceOps() *kindOps[*v1alpha1.ServiceInstance] {
+	return &kindOps[*v1alpha1.ServiceInstance]{
+		get:  r.Store.Instances().Get,
+		next: r.Engine.NextStep,
+		step: r.Engine.StepInstance,
+		stored: func(res catalog.Result) (*v1alpha1.ServiceInstance, bool) {
+			return res.Instance, res.Instance != nil
+		},
+		release: r.Engine.Release,
+		remedy:  "change the spec or deprovision",
+	}
+}
+
+func (r *Reconciler) bindingOps() *kindOps[*v1alpha1.ServiceBinding] {
+	return &kindOps[*v1alpha1.ServiceBinding]{
+		get:  r.Store.Bindings().Get,
+		next: r.Engine.NextBindingStep,
+		step: r.Engine.StepBinding,
+		stored: func(res catalog.Result) (*v1alpha1.ServiceBinding, bool) {
+			return res.Binding, res.Binding != nil
+		},
+		release: r.Engine.ReleaseBinding,
+		remedy:  "change the spec or unbind",
+	}
+}
+
+// record is one instance or binding as the scheduler drives it: the latest copy read
+// from or stored by the API server, and the calls of its kind. It is used by one
+// worker at a time.
+type record interface {
+	// read gets the record from the API server; false when it is gone.
+	read(ctx context.Context) (bool, error)
+	// loaded reports whether a copy was read or stored.
+	loaded() bool
+	next() catalog.NextStep
+	// step takes one engine step and keeps the record the step stored.
+	step(ctx context.Context) (catalog.Result, error)
+	// release drops this run's claim on the record (nothing when it holds none).
+	release(ctx context.Context) error
+	object() engineRecord
+	remedy() string
+}
+
+// recordOf is the record a work item names, of its kind.
+func (r *Reconciler) recordOf(w work) record {
+	if w.kind == v1alpha1.KindServiceBinding {
+		return &typed[*v1alpha1.ServiceBinding]{ops: r.bindingOps(), namespace: w.namespace, name: w.name}
+	}
+	return &typed[*v1alpha1.ServiceInstance]{ops: r.instanceOps(), namespace: w.namespace, name: w.name}
+}
+
+// typed implements record for one kind.
+type typed[T engineRecord] struct {
+	ops             *kindOps[T]
+	namespace, name string
+	cur             T
+	ok              bool
+}
+
+func (t *typed[T]) read(ctx context.Context) (bool, error) {
+	x, err := t.ops.get(ctx, t.namespace, t.name)
+	if store.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	t.cur, t.ok = x, true
+	return true, nil
+}
+
+func (t *typed[T]) loaded() bool { return t.ok }
+
+func (t *typed[T]) next() catalog.NextStep { return t.ops.next(t.cur) }
+
+func (t *typed[T]) step(ctx context.Context) (catalog.Result, error) {
+	res, err := t.ops.step(ctx, t.cur)
+	if x, ok := t.ops.stored(res); ok {
+		t.cur = x
+	}
+	return res, err
+}
+
+func (t *typed[T]) release(ctx context.Context) error {
+	if !t.ok {
+		return nil
+	}
+	return t.ops.release(ctx, t.cur)
+}
+
+func (t *typed[T]) object() engineRecord { return t.cur }
+
+func (t *typed[T]) remedy() string { return t.ops.remedy }

@@ -1,0 +1,494 @@
+package reconcile
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// How a run schedules its records
+//
+// A worker takes one engine step on a record and moves on. When the step asks to be
+// called again after d (the next poll of an asynchronous operation, a retry), the
+// record goes into a queue ordered by due time and comes back to a free worker when it
+// is due. Workers are busy only while a step runs, so W workers keep far more than W
+// operations in flight at the brokers.
+//
+// Claims. An asynchronous operation's poll claims the record and renews the claim in
+// the engine (StepInstance, StepBinding) as it runs low, so the run holds the claim of
+// a record it polls. A record whose next step is due within holdClaimFor keeps that
+// claim while it is queued, so that no other reconcile or command takes it over between
+// two polls; its next step uses the copy the last step stored. A record due later is
+// released when it is queued (the claim never outlives the wait unrenewed) and read
+// again when it is due, and a live claim someone else took meanwhile is respected. When
+// the run stops working on a record (it settled, failed, the run's time is up or it
+// was interrupted), its claim is released.
+
+// holdClaimFor: a record whose next step is due within this keeps its claim while it
+// waits in the queue. It must stay well below the engine's claim TTL.
+const holdClaimFor = 5 * time.Second
+
+// minPollWait is the shortest wait between two polls of an operation.
+const minPollWait = 50 * time.Millisecond
+
+// maxImmediate bounds the steps in a row that ask to be called again at once (a
+// re-read after a conflict, orphan mitigation after a failed call): the record is left
+// for the next run rather than spun on.
+const maxImmediate = 20
+
+// task is one record of a run.
+type task struct {
+	w   work
+	it  Item
+	rec record // nil for a broker
+	// due is when the record's next step is due, by the wall clock.
+	due time.Time
+	seq int // first in, first out among tasks due at the same time
+	// started: a worker took the record up at least once.
+	started bool
+	// held: the run holds the record's claim and rec is the copy the last step stored;
+	// the next step uses it without reading the record again.
+	held bool
+	// done: the record's item is final.
+	done      bool
+	immediate int
+	last      catalog.Result
+	// rotationBlocked: a rotation was due but an operation was in flight.
+	rotationBlocked bool
+	// more is work this visit found: the bindings an instance's deletion waits for.
+	more []work
+	// followed: the bindings of the instance were looked up already.
+	followed bool
+}
+
+// queue is a heap of tasks by due time.
+type queue []*task
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if !q[i].due.Equal(q[j].due) {
+		return q[i].due.Before(q[j].due)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*task)) }
+func (q *queue) Pop() any {
+	old := *q
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return t
+}
+
+// schedule drives the records of todo on o.Workers workers until each is finished for
+// this run, runCtx is done, or ctx is (an interruption), and returns their items.
+// Records of pre have their item already and are not taken up.
+func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []Item, o Options) []Item {
+	workers := max(o.Workers, 1)
+	var tasks []*task
+	q := make(queue, 0, len(todo))
+	known := map[string]bool{}
+	for _, it := range pre {
+		known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
+	}
+	add := func(w work) *task {
+		if known[w.key()] {
+			return nil
+		}
+		known[w.key()] = true
+		t := &task{w: w, seq: len(tasks), it: Item{Namespace: w.namespace, Kind: w.kind, Name: w.name}}
+		if w.kind != v1alpha1.KindBroker {
+			t.rec = r.recordOf(w)
+		}
+		tasks = append(tasks, t)
+		return t
+	}
+	for _, w := range todo {
+		if t := add(w); t != nil {
+			q = append(q, t)
+		}
+	}
+	heap.Init(&q)
+
+	in := make(chan *task, workers)
+	out := make(chan *task, workers)
+	var wg sync.WaitGroup
+	for range min(workers, len(tasks)) {
+		wg.Go(func() {
+			for t := range in {
+				r.visit(ctx, runCtx, t, o)
+				out <- t
+			}
+		})
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	seq, busy := len(tasks), 0
+	for {
+		running := runCtx.Err() == nil
+		if running {
+			now := time.Now()
+			for busy < workers && len(q) > 0 && !q[0].due.After(now) {
+				busy++
+				in <- heap.Pop(&q).(*task)
+			}
+		}
+		if busy == 0 && (len(q) == 0 || !running) {
+			break
+		}
+		var wake <-chan time.Time
+		var stop <-chan struct{}
+		if running {
+			stop = runCtx.Done()
+			if busy < workers && len(q) > 0 {
+				timer.Reset(time.Until(q[0].due))
+				wake = timer.C
+			}
+		}
+		select {
+		case t := <-out:
+			busy--
+			for _, w := range t.more {
+				if n := add(w); n != nil {
+					n.seq, seq = seq, seq+1
+					heap.Push(&q, n)
+				}
+			}
+			t.more = nil
+			if !t.done {
+				t.seq, seq = seq, seq+1
+				heap.Push(&q, t)
+			}
+		case <-wake:
+		case <-stop:
+		}
+		timer.Stop()
+	}
+	close(in)
+	wg.Wait()
+
+	// What is still queued is left for the next run: the time is up, or the run was
+	// interrupted.
+	left := []*task(q)
+	Pool(context.WithoutCancel(ctx), workers, len(left), func(i int) Item {
+		r.leave(ctx, left[i])
+		return Item{}
+	}, func(int) Item { return Item{} })
+
+	items := make([]Item, len(tasks))
+	for i, t := range tasks {
+		if t.it.Rotated {
+			t.it.Detail = "rotated; " + t.it.Detail
+		}
+		items[i] = t.it
+	}
+	return items
+}
+
+// visit takes a record's next step, and either finishes its item for this run or sets
+// when it is due again. Steps use ctx (only an interruption cuts a broker call short);
+// runCtx says when the run's time is up.
+func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
+	first := !t.started
+	t.started = true
+	if t.rec == nil {
+		t.it, t.done = r.driveBroker(ctx, t.w, t.it, o.DryRun), true
+		return
+	}
+	if !t.held {
+		if !r.read(ctx, t) {
+			return
+		}
+		next := t.rec.next()
+		if next.ClaimedBy != "" {
+			r.finish(ctx, t, waitingFor(t.it, next))
+			return
+		}
+		if first {
+			if t.w.rotate && !r.rotate(ctx, t, o.DryRun) {
+				return
+			}
+			next = t.rec.next()
+			switch {
+			case next.NeedsUser:
+				r.finish(ctx, t, needsUser(t.it, t.rec))
+				return
+			case !next.Due(r.now()):
+				// A run never shortens a backoff or a Retry-After, nor waits for one
+				// that was set before it started: the next run takes it up.
+				r.finish(ctx, t, waitingFor(t.it, next))
+				return
+			case o.DryRun:
+				t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
+				return
+			}
+		}
+	}
+
+	res, err := t.rec.step(ctx)
+	t.it.Steps++
+	t.last, t.held = res, false
+	if err != nil {
+		if ctx.Err() != nil {
+			t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
+			r.finish(ctx, t, t.it)
+			return
+		}
+		r.finish(ctx, t, failed(t.it, err))
+		return
+	}
+	switch res.State {
+	case catalog.StateSettled:
+		r.finish(ctx, t, r.settled(t, o))
+		return
+	case catalog.StateDeleted:
+		t.it.Outcome, t.it.Detail, t.done = Done, res.Message, true
+		return
+	case catalog.StateNeedsUser:
+		r.finish(ctx, t, needsUser(t.it, t.rec))
+		return
+	}
+	next := t.rec.next()
+	if next.ClaimedBy != "" {
+		r.finish(ctx, t, waitingFor(t.it, next))
+		return
+	}
+	r.follow(ctx, t, o)
+	wait := res.RequeueAfter
+	if op := t.rec.object().OpStatus().InFlight; wait <= 0 && op != nil && op.Async {
+		// The next poll is due at once: records keep times to the second, so a
+		// sub-second interval reads back as due. Never poll in a tight loop.
+		wait = minPollWait
+	}
+	if wait <= 0 {
+		t.immediate++
+		if t.immediate > maxImmediate {
+			r.finish(ctx, t, progress(t.it, t.rec, res))
+			return
+		}
+		wait = 50 * time.Millisecond * time.Duration(t.immediate)
+	} else {
+		t.immediate = 0
+	}
+	now := time.Now()
+	if dl, ok := runCtx.Deadline(); ok && now.Add(wait).After(dl) {
+		r.finish(ctx, t, progress(t.it, t.rec, res))
+		return
+	}
+	t.due = now.Add(wait)
+	if r.keepsClaim(t.rec, wait) {
+		t.held = true
+		return
+	}
+	r.release(ctx, t)
+}
+
+// follow finds the bindings an instance's deletion waits for (the engine marked them
+// for deletion in this step) and adds them to the run, so that one run unbinds and
+// then deprovisions. Bindings of another shard are left to that shard's run.
+func (r *Reconciler) follow(ctx context.Context, t *task, o Options) {
+	if t.followed || t.w.kind != v1alpha1.KindServiceInstance {
+		return
+	}
+	c := meta.FindStatusCondition(t.rec.object().OpStatus().Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Reason != catalog.ReasonDeprovisionBlockedByExistingBindings {
+		return
+	}
+	t.followed = true
+	bindings, err := r.Store.Bindings().List(ctx, t.w.namespace, store.Filter{Instance: t.w.name})
+	if err != nil && bindings == nil {
+		return // the instance says what it waits for; the next run finds them pending
+	}
+	for _, b := range bindings {
+		if o.Shard.Owns(b.Namespace, b.Name) {
+			t.more = append(t.more, work{kind: v1alpha1.KindServiceBinding, namespace: b.Namespace, name: b.Name})
+		}
+	}
+}
+
+// read reads the record; false when its item is final (gone, unreadable).
+func (r *Reconciler) read(ctx context.Context, t *task) bool {
+	found, err := t.rec.read(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
+	case err != nil:
+		t.it = failed(t.it, err)
+	case !found:
+		t.it.Outcome, t.it.Detail = Done, "gone"
+	default:
+		return true
+	}
+	t.done = true
+	return false
+}
+
+// rotate starts the rotation of a binding's credentials whose renew_before has passed
+// (--rotate-due); false when the item is final (a dry run, a failure).
+func (r *Reconciler) rotate(ctx context.Context, t *task, dryRun bool) bool {
+	b, ok := t.rec.object().(*v1alpha1.ServiceBinding)
+	if !ok || b.DeletionTimestamp != nil || !catalog.RotationDue(b, r.now()) {
+		return true // rotated meanwhile, or being unbound
+	}
+	if catalog.CheckBindingChangeable(b) != nil || b.Status.Bound.BindingID != b.Spec.ExternalID {
+		// An operation (maybe a rotation) is under way: it is driven first, and a
+		// rotation still due after it is the next run's.
+		t.rotationBlocked = true
+		return true
+	}
+	if dryRun {
+		t.it.Outcome, t.it.Detail, t.done = WouldDrive, "rotate the credentials: "+rotationReason(b), true
+		return false
+	}
+	if _, err := r.Engine.Rotate(ctx, b.Namespace, b.Name); err != nil {
+		if ctx.Err() != nil {
+			t.it.Outcome, t.it.Detail, t.done = InProgress, "interrupted; left pending", true
+			return false
+		}
+		t.it, t.done = failed(t.it, fmt.Errorf("cannot rotate the credentials: %w", err)), true
+		return false
+	}
+	t.it.Rotated = true
+	return r.read(ctx, t)
+}
+
+func rotationReason(b *v1alpha1.ServiceBinding) string {
+	return "the broker's renew_before passed at " + b.Status.Bound.RenewBefore.UTC().Format(time.RFC3339)
+}
+
+// settled is the item of a record that settled. A binding whose rotation is due and
+// was not done in this run says so.
+func (r *Reconciler) settled(t *task, o Options) Item {
+	it := t.it
+	it.Outcome, it.Detail = Done, "ready"
+	if b, ok := t.rec.object().(*v1alpha1.ServiceBinding); ok && catalog.RotationDue(b, r.now()) {
+		it.Outcome = Waiting
+		it.Detail = "ready; rotation due: " + rotationReason(b)
+		if o.RotateDue && t.rotationBlocked {
+			it.Detail += " (an operation was in flight; the next run rotates it)"
+		} else if !o.RotateDue {
+			it.Detail += ` ("reconcile --rotate-due" rotates it)`
+		}
+	}
+	return it
+}
+
+// keepsClaim reports whether a record queued for wait keeps the run's claim: the wait
+// is short and the claim outlasts it comfortably.
+func (r *Reconciler) keepsClaim(rec record, wait time.Duration) bool {
+	hold := cmp.Or(r.holdClaimFor, holdClaimFor)
+	if wait >= hold {
+		return false
+	}
+	l, ok := store.LeaseOf(rec.object())
+	return ok && l.Holder == r.Engine.Holder() && l.ExpiresAt.After(r.now().Add(wait+hold))
+}
+
+// finish makes it the task's final item and releases the run's claim on the record.
+// The record is the copy last read or stored, so this writes only when that copy
+// carries the run's claim.
+func (r *Reconciler) finish(ctx context.Context, t *task, it Item) {
+	t.it, t.done = it, true
+	r.release(ctx, t)
+}
+
+// release drops the run's claim on the record, even when ctx was interrupted. A failure
+// is not reported: the claim then lapses by itself.
+func (r *Reconciler) release(ctx context.Context, t *task) {
+	if t.rec == nil || !t.rec.loaded() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = t.rec.release(rctx)
+	t.held = false
+}
+
+// leave finishes the item of a record still queued when the run ends.
+func (r *Reconciler) leave(ctx context.Context, t *task) {
+	switch {
+	case !t.started && ctx.Err() != nil:
+		t.it.Outcome, t.it.Detail = InProgress, "not reached: interrupted"
+	case !t.started:
+		t.it.Outcome, t.it.Detail = InProgress, "not reached: --max-duration ran out first"
+	case ctx.Err() != nil:
+		t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
+	default:
+		t.it = progress(t.it, t.rec, t.last)
+	}
+	t.done = true
+	if t.held {
+		r.release(ctx, t)
+	}
+}
+
+// progress is the item of a record left with work: in progress when an operation runs
+// at the broker or the step is due, waiting when a retry is scheduled.
+func progress(it Item, rec record, res catalog.Result) Item {
+	it.Detail = res.Message
+	if !rec.loaded() {
+		it.Outcome = InProgress
+		return it
+	}
+	if next := rec.next(); !next.At.IsZero() {
+		at := next.At
+		it.Until = &at
+	}
+	st := rec.object().OpStatus()
+	if op := st.InFlight; op != nil && op.Async {
+		if it.Until == nil && op.NextPollAt != nil {
+			at := op.NextPollAt.Time // due already: polled first by the next run
+			it.Until = &at
+		}
+		it.Outcome = InProgress
+		return it
+	}
+	if it.Until != nil {
+		it.Outcome = Waiting
+		if rt := st.Retry; rt != nil && rt.LastError != "" {
+			it.Detail = fmt.Sprintf("%s (attempt %d): %s", rt.Reason, rt.Attempts, rt.LastError)
+		}
+		return it
+	}
+	it.Outcome = InProgress
+	return it
+}
+
+func waitingFor(it Item, next catalog.NextStep) Item {
+	at := next.At
+	it.Until = &at
+	if next.ClaimedBy != "" {
+		it.Outcome = Skipped
+		it.Detail = fmt.Sprintf("%s holds it until %s", next.ClaimedBy, at.UTC().Format(time.RFC3339))
+		return it
+	}
+	it.Outcome, it.Detail = Waiting, "next: "+next.Action
+	return it
+}
+
+func needsUser(it Item, rec record) Item {
+	it.Outcome, it.Detail = Failed, "needs the user: "+rec.remedy()
+	if rec.loaded() {
+		for _, c := range rec.object().OpStatus().Conditions {
+			if c.Type == v1alpha1.ConditionFailed && c.Message != "" {
+				it.Detail = c.Reason + ": " + c.Message
+			}
+		}
+	}
+	return it
+}
+
+func failed(it Item, err error) Item {
+	it.Outcome, it.Detail = Failed, err.Error()
+	return it
+}

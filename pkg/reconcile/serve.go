@@ -1,0 +1,422 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// ServeOptions configure a Server.
+type ServeOptions struct {
+	// Run are the options of every run. Its MaxDuration bounds each run (0: no bound);
+	// "reconcile --serve" sets it to Interval unless told otherwise, so that a run
+	// never outlasts the wait between two runs.
+	Run Options
+	// Interval is the longest wait between the end of a run and the start of the next;
+	// default 30 seconds. A run starts sooner when a record's next retry or poll is due
+	// sooner, or when the watch sees a record that starts to have work.
+	Interval time.Duration
+	// Debounce is how long after a watch event a run starts, so that a burst of
+	// changes is taken by one run; it is also the shortest gap between two runs.
+	// Default 1 second.
+	Debounce time.Duration
+	// ShutdownGrace bounds how long a run under way goes on once the serving context
+	// is done; its steps under way are then interrupted (and re-sent identically by
+	// the next reconcile). Default 20 seconds.
+	ShutdownGrace time.Duration
+	// APICheckEvery is how long the result of the API server check is reused by
+	// /healthz; default 5 seconds. APICheckTimeout bounds one check; default 3 seconds.
+	APICheckEvery, APICheckTimeout time.Duration
+}
+
+func (o ServeOptions) withDefaults() ServeOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Interval, 30*time.Second)
+	def(&o.Debounce, time.Second)
+	def(&o.ShutdownGrace, 20*time.Second)
+	def(&o.APICheckEvery, 5*time.Second)
+	def(&o.APICheckTimeout, 3*time.Second)
+	return o
+}
+
+// RunReport is what one run of a Server did.
+type RunReport struct {
+	Start, End time.Time
+	Summary    Summary
+	// Err is the run's error: the work could not be listed, or the run was
+	// interrupted at the end of the shutdown grace period.
+	Err error
+	// Next is when the next run is due, unless the watch or a shutdown comes first.
+	Next time.Time
+}
+
+// BrokerProblem is a broker whose last catalog fetch failed and is to be retried.
+type BrokerProblem struct {
+	Namespace   string     `json:"namespace"`
+	Name        string     `json:"name"`
+	Attempts    int32      `json:"attempts"`
+	LastError   string     `json:"lastError,omitempty"`
+	NextRetryAt *time.Time `json:"nextRetryAt,omitempty"`
+}
+
+// Server runs reconcile over and over and reports on it over HTTP: /healthz for
+// probes, /metrics for Prometheus. It is what "kubectl catalog reconcile --serve"
+// runs.
+type Server struct {
+	Reconciler *Reconciler
+	// Records, when set, is watched so that a record that starts to have work is
+	// driven within about Debounce, not at the next interval. Without it (or while the
+	// watch fails, e.g. for lack of the watch permission) runs come at the interval.
+	Records MetadataWatcher
+	// CheckAPI checks cheaply that the API server can be reached (and lets the
+	// reconciler list); nil counts it as reachable.
+	CheckAPI func(ctx context.Context) error
+	// Metrics are updated after every run; nil: a new set.
+	Metrics *Metrics
+	// Report is called after every run, e.g. to log it.
+	Report func(RunReport)
+	// Logf reports what is not a run: the watch failing and recovering, shutdown.
+	Logf func(format string, args ...any)
+	// Now is the wall clock of the loop and the health checks; default time.Now.
+	Now     func() time.Time
+	Options ServeOptions
+
+	init     sync.Once
+	mu       sync.Mutex
+	started  time.Time
+	last     *RunReport
+	brokers  []BrokerProblem
+	stopping bool
+	apiMu    sync.Mutex // serialises API checks; held while one is under way
+	api      apiCheck
+}
+
+type apiCheck struct {
+	at  time.Time
+	err error
+}
+
+func (s *Server) setup() {
+	s.init.Do(func() {
+		s.Options = s.Options.withDefaults()
+		if s.Metrics == nil {
+			s.Metrics = NewMetrics()
+		}
+		if s.Now == nil {
+			s.Now = time.Now
+		}
+		if s.Logf == nil {
+			s.Logf = func(string, ...any) {}
+		}
+		s.started = s.Now()
+	})
+}
+
+// Handler serves /healthz and /metrics.
+func (s *Server) Handler() http.Handler {
+	s.setup()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.Handle("GET /metrics", s.Metrics.Handler())
+	return mux
+}
+
+// Serve serves HTTP on ln and runs reconcile until ctx is done. Then it starts no new
+// run, lets the run under way finish within ShutdownGrace, closes the HTTP server and
+// returns nil. Runs that fail are reported (Report, metrics, /healthz), not returned:
+// the next run tries again.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.setup()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	// hard ends the run under way: ShutdownGrace after ctx is done.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	stopGrace := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(s.Options.ShutdownGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancelHard()
+		case <-hard.Done():
+		}
+	})
+	defer stopGrace()
+
+	var wg sync.WaitGroup
+	triggered := make(chan struct{}, 1)
+	if s.Records != nil {
+		w := &recordWatch{
+			records: s.Records, logf: s.Logf, minBackoff: time.Second, maxBackoff: s.Options.Interval, pageSize: 500,
+			trigger: func() {
+				select {
+				case triggered <- struct{}{}:
+				default:
+				}
+			},
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx)
+		}()
+	}
+
+	loopErr := s.loop(ctx, hard, triggered)
+
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	wg.Wait()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return errors.Join(loopErr, err)
+}
+
+// loop runs reconcile whenever it is due, until ctx is done. Runs use hard.
+func (s *Server) loop(ctx, hard context.Context, triggered <-chan struct{}) error {
+	next := s.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		timer.Reset(max(next.Sub(s.Now()), 0))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-triggered:
+			if soon := s.Now().Add(s.Options.Debounce); soon.Before(next) {
+				next = soon
+			}
+			timer.Stop()
+			continue
+		case <-timer.C:
+		}
+		rep := s.runOnce(ctx, hard)
+		next = rep.Next
+		if s.Report != nil {
+			s.Report(rep)
+		}
+	}
+}
+
+// runOnce runs reconcile once and records what it did.
+func (s *Server) runOnce(ctx, hard context.Context) RunReport {
+	rep := RunReport{Start: s.Now()}
+	rep.Summary, rep.Err = s.Reconciler.Run(hard, s.Options.Run)
+	rep.End = s.Now()
+	interrupted := hard.Err() != nil
+	if rep.Err != nil && !interrupted && rep.Summary.Items != nil {
+		rep.Err = nil // single records' failures are in the summary
+	}
+	rep.Next = s.nextRun(rep)
+	s.Metrics.ObserveRun(rep.Summary, rep.Err, interrupted, rep.End.Sub(rep.Start), rep.End)
+
+	var brokers []BrokerProblem
+	brokersOK := false
+	if rep.Err == nil && ctx.Err() == nil {
+		bctx, cancel := context.WithTimeout(hard, s.Options.APICheckTimeout)
+		brokers, brokersOK = s.brokerProblems(bctx)
+		cancel()
+	}
+	s.mu.Lock()
+	s.last = &rep
+	if brokersOK {
+		s.brokers = brokers
+	}
+	s.mu.Unlock()
+	return rep
+}
+
+// nextRun is when the run after rep is due: after Interval at the latest; sooner when
+// a record's next step is due sooner, or the run's time ran out; soon when the work
+// could not be listed; never sooner than Debounce after rep.
+func (s *Server) nextRun(rep RunReport) time.Time {
+	o := s.Options
+	next := rep.End.Add(o.Interval)
+	switch {
+	case rep.Err != nil:
+		next = rep.End.Add(min(o.Interval, 5*time.Second))
+	case rep.Summary.TimeUp:
+		next = rep.End
+	}
+	for _, it := range rep.Summary.Items {
+		if it.Until == nil {
+			continue
+		}
+		switch it.Outcome {
+		case Waiting, InProgress, Skipped:
+			if it.Until.Before(next) {
+				next = *it.Until
+			}
+		}
+	}
+	return maxTime(next, rep.End.Add(o.Debounce))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// brokerProblems lists the brokers whose last catalog fetch failed. Brokers are few,
+// and the run lists them anyway for their relists.
+func (s *Server) brokerProblems(ctx context.Context) ([]BrokerProblem, bool) {
+	brokers, err := s.Reconciler.Store.Brokers().List(ctx, s.Options.Run.Namespace, store.Filter{})
+	if err != nil {
+		return nil, false
+	}
+	var out []BrokerProblem
+	for _, b := range brokers {
+		rt := b.Status.Retry
+		if rt == nil || b.DeletionTimestamp != nil || !s.Options.Run.Shard.Owns(b.Namespace, b.Name) {
+			continue
+		}
+		p := BrokerProblem{Namespace: b.Namespace, Name: b.Name, Attempts: rt.Attempts, LastError: cmp.Or(rt.LastError, b.Status.LastCatalogError)}
+		if rt.NextRetryAt != nil {
+			t := rt.NextRetryAt.UTC()
+			p.NextRetryAt = &t
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b BrokerProblem) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out, true
+}
+
+// checkAPI returns the result of the API server check, at most APICheckEvery old.
+// Concurrent probes share one check.
+func (s *Server) checkAPI(ctx context.Context) apiCheck {
+	s.apiMu.Lock()
+	defer s.apiMu.Unlock()
+	now := s.Now()
+	if !s.api.at.IsZero() && now.Sub(s.api.at) < s.Options.APICheckEvery {
+		return s.api
+	}
+	var err error
+	if s.CheckAPI != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Options.APICheckTimeout)
+		err = s.CheckAPI(cctx)
+		cancel()
+	}
+	s.api = apiCheck{at: s.Now(), err: err}
+	return s.api
+}
+
+// Health is the body of /healthz.
+type Health struct {
+	// Status is "ok" (200) or "unhealthy" (503).
+	Status string `json:"status"`
+	// Problems say why it is unhealthy.
+	Problems  []string       `json:"problems,omitempty"`
+	APIServer HealthAPI      `json:"apiServer"`
+	LastRun   *HealthLastRun `json:"lastRun,omitempty"`
+	// BrokersUnreachable are the brokers whose last catalog fetch failed, as of the
+	// last run. They do not make the reconciler unhealthy: restarting it would not
+	// bring a broker back.
+	BrokersUnreachable []BrokerProblem `json:"brokersUnreachable"`
+}
+
+// HealthAPI is the API server check.
+type HealthAPI struct {
+	Reachable bool      `json:"reachable"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// HealthLastRun is the last run.
+type HealthLastRun struct {
+	// Time is when it ended.
+	Time   time.Time       `json:"time"`
+	Took   string          `json:"took"`
+	Counts map[Outcome]int `json:"counts"`
+	TimeUp bool            `json:"timeUp,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	// Next is when the next run is due at the latest.
+	Next time.Time `json:"next"`
+}
+
+// Health reports whether the reconciler is healthy: the API server can be reached, the
+// last run ended within 3 intervals (counted from the start while there was none),
+// and it could list its work.
+func (s *Server) Health(ctx context.Context) Health {
+	s.setup()
+	api := s.checkAPI(ctx)
+	now := s.Now()
+	s.mu.Lock()
+	last, brokers, started, stopping := s.last, s.brokers, s.started, s.stopping
+	s.mu.Unlock()
+
+	h := Health{APIServer: HealthAPI{Reachable: api.err == nil, CheckedAt: api.at.UTC()}, BrokersUnreachable: brokers}
+	if h.BrokersUnreachable == nil {
+		h.BrokersUnreachable = []BrokerProblem{}
+	}
+	if api.err != nil {
+		h.APIServer.Error = api.err.Error()
+		h.Problems = append(h.Problems, "the API server cannot be reached: "+api.err.Error())
+	}
+	stale := 3 * s.Options.Interval
+	since := started
+	if last != nil {
+		since = last.End
+		h.LastRun = &HealthLastRun{
+			Time: last.End.UTC(), Took: last.End.Sub(last.Start).Round(time.Millisecond).String(),
+			Counts: last.Summary.Counts, TimeUp: last.Summary.TimeUp, Next: last.Next.UTC(),
+		}
+		if h.LastRun.Counts == nil {
+			h.LastRun.Counts = map[Outcome]int{}
+		}
+		if last.Err != nil {
+			h.LastRun.Error = last.Err.Error()
+			h.Problems = append(h.Problems, "the last run could not list its work: "+last.Err.Error())
+		}
+	}
+	if age := now.Sub(since); age > stale {
+		what := "no run has ended since the start"
+		if last != nil {
+			what = "the last run ended"
+		}
+		h.Problems = append(h.Problems, fmt.Sprintf("%s %s ago, more than 3 intervals (%s)", what, age.Round(time.Second), stale))
+	}
+	if stopping {
+		h.Problems = append(h.Problems, "shutting down")
+	}
+	h.Status = "ok"
+	if len(h.Problems) > 0 {
+		h.Status = "unhealthy"
+	}
+	return h
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	h := s.Health(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if h.Status != "ok" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(h)
+}

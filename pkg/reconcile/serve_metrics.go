@@ -1,0 +1,122 @@
+package reconcile
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Results of a run, the result label of kubectl_catalog_reconcile_runs_total.
+const (
+	// RunOK: the run listed its work and nothing needs a person.
+	RunOK = "ok"
+	// RunFailed: some record needs a person (a failed line).
+	RunFailed = "failed"
+	// RunError: the work could not be listed (the API server was unreachable, or
+	// refused the list).
+	RunError = "error"
+	// RunInterrupted: the run was cut short by a shutdown whose grace period ran out.
+	RunInterrupted = "interrupted"
+)
+
+// Metrics are the Prometheus metrics of a serving reconciler, on a registry of their
+// own: nothing else registered in the process leaks into them.
+type Metrics struct {
+	registry       *prometheus.Registry
+	runs           *prometheus.CounterVec
+	records        *prometheus.CounterVec
+	queueDepth     prometheus.Gauge
+	lastRun        prometheus.Gauge
+	runDuration    prometheus.Histogram
+	brokerRequests *prometheus.HistogramVec
+}
+
+// NewMetrics returns the metrics, registered with a new registry together with the Go
+// runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubectl_catalog_reconcile_runs_total",
+			Help: "Reconcile runs, by result: ok, failed (a record needs a person), error (the work could not be listed), interrupted.",
+		}, []string{"result"}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubectl_catalog_reconcile_records_total",
+			Help: "Records handled by reconcile runs, by record kind and outcome.",
+		}, []string{"kind", "outcome"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubectl_catalog_reconcile_queue_depth",
+			Help: "Records the last run found with work to do (pending, being deleted, or a broker whose catalog was due).",
+		}),
+		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubectl_catalog_reconcile_last_run_timestamp_seconds",
+			Help: "When the last run ended, in seconds since the Unix epoch.",
+		}),
+		runDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubectl_catalog_reconcile_run_duration_seconds",
+			Help:    "How long reconcile runs took.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}),
+		brokerRequests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubectl_catalog_broker_request_duration_seconds",
+			Help:    "How long brokers took to answer requests (up to the response headers), by broker (namespace/name) and HTTP status code (\"error\" when no answer came).",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"broker", "code"}),
+	}
+	m.registry.MustRegister(m.runs, m.records, m.queueDepth, m.lastRun, m.runDuration, m.brokerRequests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every result shows from the first scrape on, at zero, so that rate() and
+	// absence alerts work before the first failure.
+	for _, r := range []string{RunOK, RunFailed, RunError, RunInterrupted} {
+		m.runs.WithLabelValues(r)
+	}
+	return m
+}
+
+// Registry is the registry holding the metrics.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// ObserveRun records a finished run.
+func (m *Metrics) ObserveRun(sum Summary, err error, interrupted bool, took time.Duration, end time.Time) {
+	result := RunOK
+	switch {
+	case interrupted:
+		result = RunInterrupted
+	case err != nil && sum.Items == nil:
+		result = RunError
+	case sum.Failed():
+		result = RunFailed
+	}
+	m.runs.WithLabelValues(result).Inc()
+	m.runDuration.Observe(took.Seconds())
+	m.lastRun.Set(float64(end.UnixNano()) / 1e9)
+	if result == RunError {
+		// Nothing was found, which is not the same as nothing being there: the depth
+		// of the last run that could list stays.
+		return
+	}
+	m.queueDepth.Set(float64(len(sum.Items)))
+	for _, it := range sum.Items {
+		m.records.WithLabelValues(it.Kind, string(it.Outcome)).Inc()
+	}
+}
+
+// ObserveBrokerRequest records one HTTP request to a broker; code 0 means no answer
+// came. It has the signature of brokerclient.Observer.
+func (m *Metrics) ObserveBrokerRequest(broker types.NamespacedName, code int, took time.Duration) {
+	c := "error"
+	if code > 0 {
+		c = strconv.Itoa(code)
+	}
+	m.brokerRequests.WithLabelValues(broker.String(), c).Observe(took.Seconds())
+}

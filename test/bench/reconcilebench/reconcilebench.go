@@ -1,0 +1,286 @@
+// Package reconcilebench measures how reconcile schedules many asynchronous operations:
+// records already waiting on an operation at a broker whose every last_operation answer
+// takes a fixed time. The floor is the broker's own time, measured in the same run: the
+// sum of the time the broker spent answering polls, divided by the workers. A run near
+// the floor spends its workers on broker calls, not on waiting.
+//
+// The records live on the fake cluster of pkg/store/storetest: what is measured is
+// reconcile's scheduling, not the API server. The API requests reconcile sends are
+// counted all the same, per record.
+package reconcilebench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// Config is the shape of a run.
+type Config struct {
+	// Records is how many instances wait on an asynchronous provision.
+	Records int
+	// Workers is reconcile's --workers.
+	Workers int
+	// PollTime is how long the broker takes to answer each last_operation.
+	PollTime time.Duration
+	// Polls is how many polls each operation needs: "succeeded" at the last one.
+	Polls int
+}
+
+// Default is the benchmark of "make bench": 1,000 instances, 2 polls of 50 ms each,
+// on 16 workers (the CronJob example's).
+var Default = Config{Records: 1000, Workers: 16, PollTime: 50 * time.Millisecond, Polls: 2}
+
+// Result is what a run measured.
+type Result struct {
+	Config
+	// Took is reconcile's run, from its list to its summary.
+	Took time.Duration
+	// Floor is the broker's time: the sum of its answers' durations over the workers.
+	Floor time.Duration
+	// Polls is how many last_operation requests the broker answered.
+	TotalPolls int
+	// Done is how many records the run finished.
+	Done int
+	// Requests counts the API requests of the run by verb (get, update, list...).
+	Requests map[string]int
+	// Steps is the engine steps of the run.
+	Steps int
+	// APITime is how long the fake cluster takes to serve the run's gets and updates
+	// again on as many workers, without reconcile and without a broker: the floor of
+	// the fake API server, which spends milliseconds of CPU on every write.
+	APITime time.Duration
+}
+
+// Ratio is Took over Floor.
+func (r Result) Ratio() float64 { return float64(r.Took) / float64(r.Floor) }
+
+// RequestsPerRecord is the run's API requests over its records.
+func (r Result) RequestsPerRecord() float64 {
+	n := 0
+	for _, c := range r.Requests {
+		n += c
+	}
+	return float64(n) / float64(r.Records)
+}
+
+// RequestsLine says the requests per record by verb, e.g. "get 1.0, update 3.0".
+func (r Result) RequestsLine() string {
+	var parts []string
+	for _, verb := range []string{"list", "get", "create", "update", "delete"} {
+		if c := r.Requests[verb]; c > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.3g", verb, float64(c)/float64(r.Records)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+const (
+	namespace        = "bench"
+	catalogNamespace = "catalog-system"
+	brokerName       = "slow"
+	classID          = "svc"
+	planID           = "plan"
+)
+
+// broker answers last_operation after PollTime, "in progress" until an instance's
+// Polls-th poll. It answers nothing else: the records are past their provision.
+type broker struct {
+	cfg   Config
+	mu    sync.Mutex
+	polls map[string]int
+	busy  atomic.Int64 // nanoseconds spent answering
+	total atomic.Int64
+}
+
+func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() { b.busy.Add(int64(time.Since(start))) }()
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v2/service_instances/")
+	id, ok2 := strings.CutSuffix(rest, "/last_operation")
+	if !ok || !ok2 || r.Method != http.MethodGet {
+		http.Error(w, `{"description":"only last_operation is served"}`, http.StatusNotFound)
+		return
+	}
+	time.Sleep(b.cfg.PollTime)
+	b.mu.Lock()
+	b.polls[id]++
+	n := b.polls[id]
+	b.mu.Unlock()
+	b.total.Add(1)
+	state := osb.StateInProgress
+	if n >= b.cfg.Polls {
+		state = osb.StateSucceeded
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"state": state, "description": fmt.Sprintf("poll %d", n)})
+}
+
+type fixedClient struct{ c osb.Client }
+
+func (f fixedClient) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) {
+	return f.c, nil
+}
+
+// Run sets up cfg.Records instances waiting on an asynchronous provision, runs
+// reconcile on them once, and says how it went.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Config: cfg, Requests: map[string]int{}}
+	b := &broker{cfg: cfg, polls: map[string]int{}}
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Workers * 2, MaxIdleConns: cfg.Workers * 2}
+	defer tr.CloseIdleConnections()
+	client, err := osb.NewClient(&osb.ClientConfig{URL: srv.URL, Transport: tr})
+	if err != nil {
+		return res, err
+	}
+
+	cluster := storetest.NewCluster()
+	var counting atomic.Bool
+	var mu sync.Mutex
+	cluster.Core.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if counting.Load() {
+			mu.Lock()
+			res.Requests[a.GetVerb()]++
+			mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	st := cluster.Store()
+	if err := seed(ctx, st, cfg.Records); err != nil {
+		return res, err
+	}
+	eng := catalog.New(catalog.Config{
+		Store: st, Brokers: fixedClient{client}, Platform: catalog.StaticPlatform{Cluster: "bench"},
+		CatalogNamespace: catalogNamespace, Holder: "reconcile-bench",
+		// The floor is the broker's latency, not the engine's wait between polls.
+		PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
+	})
+	rec := &reconcile.Reconciler{Store: st, Engine: eng}
+
+	metaLists := cluster.MetadataLists()
+	counting.Store(true)
+	sum, err := rec.Run(ctx, reconcile.Options{Namespace: namespace, Workers: cfg.Workers, MaxDuration: 10 * time.Minute})
+	counting.Store(false)
+	if err != nil {
+		return res, err
+	}
+	res.Requests["list"] += cluster.MetadataLists() - metaLists
+	res.Took, err = time.ParseDuration(sum.Took)
+	if err != nil {
+		return res, err
+	}
+	res.Done = sum.Counts[reconcile.Done]
+	for _, it := range sum.Items {
+		res.Steps += it.Steps
+	}
+	res.TotalPolls = int(b.total.Load())
+	res.Floor = time.Duration(b.busy.Load() / int64(cfg.Workers))
+	if res.Done != cfg.Records {
+		return res, fmt.Errorf("reconcile finished %d of %d records: %v", res.Done, cfg.Records, sum.Counts)
+	}
+	res.APITime, err = replay(ctx, st, cfg, res.Requests["get"], res.Requests["update"])
+	return res, err
+}
+
+// replay sends gets and updates of the instances to the fake cluster on cfg.Workers
+// goroutines and says how long that took.
+func replay(ctx context.Context, st *store.Store, cfg Config, gets, updates int) (time.Duration, error) {
+	insts := st.Instances()
+	jobs := make(chan bool, cfg.Workers) // true: get and update; false: get
+	errs := make(chan error, cfg.Workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range cfg.Workers {
+		wg.Go(func() {
+			var err error
+			i := w
+			for update := range jobs {
+				if err != nil {
+					continue
+				}
+				name := fmt.Sprintf("db-%04d", i%cfg.Records)
+				i += cfg.Workers
+				inst, gerr := insts.Get(ctx, namespace, name)
+				if gerr != nil {
+					err = gerr
+					continue
+				}
+				if update {
+					inst.Status.Conditions = nil // any change: the fake writes it
+					_, err = insts.Update(ctx, inst)
+				}
+			}
+			errs <- err
+		})
+	}
+	for i := range max(gets, updates) {
+		jobs <- i < updates
+	}
+	close(jobs)
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return took, err
+		}
+	}
+	return took, nil
+}
+
+// seed creates the broker, its class and n instances whose provision the broker
+// accepted asynchronously, as a provision without --wait leaves them.
+func seed(ctx context.Context, st *store.Store, n int) error {
+	if _, err := st.Brokers().Create(ctx, &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: brokerName},
+		Spec:       v1alpha1.BrokerSpec{URL: "https://broker.invalid", Scope: v1alpha1.ScopeCluster},
+	}); err != nil {
+		return err
+	}
+	if _, err := st.Classes().Create(ctx, &v1alpha1.ServiceClass{
+		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: v1alpha1.ClassRecordName(brokerName, classID)},
+		Spec: v1alpha1.ServiceClassSpec{BrokerName: brokerName, Scope: v1alpha1.ScopeCluster, ID: classID, ExternalName: "db",
+			Plans: []v1alpha1.ServicePlan{{ID: planID, ExternalName: "small"}}},
+	}); err != nil {
+		return err
+	}
+	started := metav1.NewTime(time.Now().Add(-time.Second))
+	for i := range n {
+		name := fmt.Sprintf("db-%04d", i)
+		id := "osb-" + name
+		if _, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db",
+				ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: id},
+			Status: v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{
+				Phase: v1alpha1.PhaseProvisioning, ObservedGeneration: 1,
+				InFlight: &v1alpha1.Operation{
+					Type: v1alpha1.OperationProvision, InstanceID: id, ServiceID: classID, PlanID: planID,
+					RequestID: "req-" + name, StartedAt: started, Async: true, OperationKey: "op-" + name,
+				},
+			}},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
