@@ -137,6 +137,10 @@ type Options struct {
 	// Without it, only bindings listed anyway (pending) are looked at, and a due
 	// rotation is reported, not done.
 	RotateDue bool
+	// Drain, once closed, ends the run gently, as if MaxDuration had run out: no new
+	// record is started, steps under way finish. A long-running loop closes it on
+	// SIGTERM.
+	Drain <-chan struct{}
 }
 
 // Reconciler drives pending records. Run may be called repeatedly, also by a
@@ -184,6 +188,23 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeout(ctx, o.MaxDuration)
 		defer cancel()
+	}
+	if o.Drain != nil {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithCancel(runCtx)
+		defer cancel()
+		select {
+		case <-o.Drain:
+			cancel()
+		default:
+			go func() {
+				select {
+				case <-o.Drain:
+					cancel()
+				case <-runCtx.Done():
+				}
+			}()
+		}
 	}
 	sum := Summary{DryRun: o.DryRun, Shard: o.Shard.String(), Counts: map[Outcome]int{}}
 	todo, pre, err := r.Select(ctx, o)

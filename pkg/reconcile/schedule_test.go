@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -206,4 +207,22 @@ func TestRun_ClaimWhileARecordWaitsForItsNextPoll(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRun_Drain_StartsNoNewRecordAndLeavesThemPending(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		f.instance(fmt.Sprintf("db-%d", i))
+	}
+	drain := make(chan struct{})
+	close(drain)
+
+	sum := f.run(Options{Workers: 1, Drain: drain})
+
+	assert.Assert(t, sum.TimeUp)
+	for _, it := range sum.Items {
+		assert.Equal(t, it.Outcome, InProgress, "%s: %s", it.Name, it.Detail)
+		assert.Equal(t, it.Steps, 0, it.Name)
+	}
+	assert.Assert(t, is.Len(f.broker.Calls(), 0), "no broker call after the drain")
 }

@@ -221,7 +221,11 @@ func (s *Server) loop(ctx, hard context.Context, triggered <-chan struct{}) erro
 // runOnce runs reconcile once and records what it did.
 func (s *Server) runOnce(ctx, hard context.Context) RunReport {
 	rep := RunReport{Start: s.Now()}
-	rep.Summary, rep.Err = s.Reconciler.Run(hard, s.Options.Run)
+	// On shutdown (ctx done) the run starts no new record; hard interrupts what is
+	// under way once the grace period is over.
+	opts := s.Options.Run
+	opts.Drain = ctx.Done()
+	rep.Summary, rep.Err = s.Reconciler.Run(hard, opts)
 	rep.End = s.Now()
 	interrupted := hard.Err() != nil
 	if rep.Err != nil && !interrupted && rep.Summary.Items != nil {
