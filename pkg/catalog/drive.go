@@ -84,6 +84,12 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 			if o.StopWhenWaiting {
 				return res, nil
 			}
+			// Another driver's claim: it usually finishes or releases the record long
+			// before the claim expires, so look again every poll interval (at least a
+			// second) rather than sleeping out the claim.
+			if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && l.Live(e.now()) {
+				res.RequeueAfter = min(res.RequeueAfter, max(e.cfg.PollInterval, time.Second))
+			}
 		}
 		if err := wait[T](e, ctx, res, o); err != nil {
 			return last, err

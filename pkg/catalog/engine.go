@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -63,6 +64,11 @@ type Config struct {
 	RefreshCatalog func(ctx context.Context, b *v1alpha1.Broker) error
 	// Hook is called at each HookPoint; tests use it to interrupt the engine there.
 	Hook func(ctx context.Context, point HookPoint, op *v1alpha1.Operation)
+	// TargetCacheTTL, when positive, keeps a broker's record, client and class for that
+	// long between steps, so that polling many records of one broker reads them (and
+	// sets up a connection) once rather than on every step. Changes to the broker or
+	// its catalog are seen that much later. reconcile sets it; verbs leave it off.
+	TargetCacheTTL time.Duration
 	// Projector projects bindings' Secrets into workloads and removes them; without
 	// one, a binding with projections waits with a visible error.
 	Projector Projector
@@ -78,7 +84,10 @@ type Projector interface {
 
 // Engine drives records toward their spec. It is safe for concurrent use on different
 // records; claims keep two engines off one record.
-type Engine struct{ cfg Config }
+type Engine struct {
+	cfg     Config
+	targets targetCache
+}
 
 // New returns an engine.
 func New(cfg Config) *Engine {
@@ -106,7 +115,38 @@ func New(cfg Config) *Engine {
 	if cfg.CatalogNamespace == "" {
 		cfg.CatalogNamespace = "catalog-system"
 	}
-	return &Engine{cfg: cfg}
+	return &Engine{cfg: cfg, targets: targetCache{m: map[string]cachedTarget{}}}
+}
+
+// targetCache holds recently read targets by broker namespace, name and class id; its
+// clock is the wall clock, whatever the engine's is.
+type targetCache struct {
+	mu sync.Mutex
+	m  map[string]cachedTarget
+}
+
+type cachedTarget struct {
+	t  target
+	at time.Time
+}
+
+func (c *targetCache) get(key string, ttl time.Duration) (target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.m[key]
+	if !ok || time.Since(ct.at) > ttl {
+		return target{}, false
+	}
+	return ct.t, true
+}
+
+func (c *targetCache) put(key string, t target) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 1000 {
+		clear(c.m)
+	}
+	c.m[key] = cachedTarget{t: t, at: time.Now()}
 }
 
 // Holder is the name this engine claims records under.

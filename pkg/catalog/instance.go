@@ -83,7 +83,24 @@ func (e *Engine) brokerNamespace(inst *v1alpha1.ServiceInstance) string {
 	return inst.Namespace
 }
 
+// target reads the instance's broker and class records and builds the broker's client,
+// or, with Config.TargetCacheTTL, takes them from a cache that young.
 func (e *Engine) target(ctx context.Context, inst *v1alpha1.ServiceInstance) (target, error) {
+	if e.cfg.TargetCacheTTL <= 0 {
+		return e.readTarget(ctx, inst)
+	}
+	key := e.brokerNamespace(inst) + "/" + inst.Spec.BrokerName + "/" + inst.Spec.ClassID
+	if t, ok := e.targets.get(key, e.cfg.TargetCacheTTL); ok {
+		return t, nil
+	}
+	t, err := e.readTarget(ctx, inst)
+	if err == nil {
+		e.targets.put(key, t)
+	}
+	return t, err
+}
+
+func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance) (target, error) {
 	ns := e.brokerNamespace(inst)
 	b, err := e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
 	if err != nil {

@@ -635,3 +635,30 @@ func TestBackoff_IsExponentialCappedAndJittered(t *testing.T) {
 	e.cfg.Jitter = func() float64 { return 0 }
 	assert.Equal(t, e.backoff(1), 800*time.Millisecond)
 }
+
+func TestTargetCache_OneReadOfTheBrokerForManyRecords(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Minute} {
+		f := newFixture(t)
+		f.engine.cfg.TargetCacheTTL = ttl
+		for _, n := range []string{"a", "b", "c"} {
+			f.create(n, planSmall, "")
+		}
+		f.cluster.Core.ClearActions()
+
+		for _, n := range []string{"a", "b", "c"} {
+			assert.Equal(t, f.step(n).State, StateSettled)
+		}
+
+		brokerGets := 0
+		for _, a := range f.cluster.Core.Actions() {
+			if g, ok := a.(interface{ GetName() string }); ok && a.GetVerb() == "get" && g.GetName() == store.ConfigMapName(v1alpha1.KindBroker, brokerName) {
+				brokerGets++
+			}
+		}
+		if ttl == 0 {
+			assert.Equal(t, brokerGets, 3, "without the cache every step reads the broker")
+		} else {
+			assert.Equal(t, brokerGets, 1, "with the cache one read serves every step")
+		}
+	}
+}

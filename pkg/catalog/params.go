@@ -6,18 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/jsonschema"
 )
 
 // Parameters are an instance's parameters as sent to the broker: the inline ones merged
@@ -288,36 +285,25 @@ func ValidateParameters(schema json.RawMessage, params json.RawMessage) error {
 	if len(bytes.TrimSpace(schema)) == 0 || string(bytes.TrimSpace(schema)) == "null" {
 		return nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	sch, err := jsonschema.Compile(schema)
 	if err != nil {
-		return fmt.Errorf("the plan's parameter schema is not valid JSON: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft4)
-	c.UseLoader(noExternalRefs{})
-	const url = "urn:kubectl-catalog:parameters"
-	if err := c.AddResource(url, doc); err != nil {
 		return fmt.Errorf("the plan's parameter schema is invalid: %w", err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("the plan's parameter schema does not compile: %w", err)
 	}
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
-	if err != nil {
+	problems, err := sch.Validate(params)
+	if err != nil || len(problems) == 0 {
 		return err
 	}
-	err = sch.Validate(inst)
-	var ve *jsonschema.ValidationError
-	if err == nil || !errors.As(err, &ve) {
-		return err
+	msgs := make([]string, 0, len(problems))
+	for _, pr := range problems {
+		name := "parameters"
+		if len(pr.Path) > 0 {
+			name = "parameter " + strings.Join(pr.Path, ".")
+		}
+		msgs = append(msgs, name+": "+pr.Message)
 	}
-	p := message.NewPrinter(language.English)
-	var msgs []string
-	leaves(ve, p, &msgs)
 	sort.Strings(msgs)
 	uniq := msgs[:0]
 	for i, m := range msgs {
@@ -334,26 +320,6 @@ type InvalidParametersError struct{ Problems []string }
 
 func (e *InvalidParametersError) Error() string {
 	return "invalid parameters: " + strings.Join(e.Problems, "; ")
-}
-
-func leaves(ve *jsonschema.ValidationError, p *message.Printer, out *[]string) {
-	if len(ve.Causes) > 0 {
-		for _, c := range ve.Causes {
-			leaves(c, p, out)
-		}
-		return
-	}
-	name := "parameters"
-	if len(ve.InstanceLocation) > 0 {
-		name = "parameter " + strings.Join(ve.InstanceLocation, ".")
-	}
-	*out = append(*out, fmt.Sprintf("%s: %s", name, ve.ErrorKind.LocalizedString(p)))
-}
-
-type noExternalRefs struct{}
-
-func (noExternalRefs) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external reference %q is not allowed in a plan schema", url)
 }
 
 // ValidateUpdateParameters checks the parameters an update sends against the plan's

@@ -143,6 +143,11 @@ type Options struct {
 	Drain <-chan struct{}
 }
 
+// TargetCacheTTL is how long reconcile's engine keeps a broker's record, client and
+// class between steps (catalog.Config.TargetCacheTTL): many records of one broker are
+// polled with one read of them and one connection.
+const TargetCacheTTL = 5 * time.Second
+
 // Reconciler drives pending records. Run may be called repeatedly, also by a
 // long-running loop: a run keeps all its state to itself.
 type Reconciler struct {

@@ -69,6 +69,8 @@ type EngineOptions struct {
 	Holder string
 	// TestKnobs applies TestClockSkewEnv and TestRetryBackoffEnv (reconcile only).
 	TestKnobs bool
+	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
+	TargetCacheTTL time.Duration
 }
 
 // Engine is an engine with the store and catalog syncer it was built on.
@@ -128,7 +130,7 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	}
 	cfg := catalog.Config{
 		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
-		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval,
+		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
 		Projector: WorkloadProjector{P: &projection.Projector{Client: core}},
 	}
 	now := f.Now

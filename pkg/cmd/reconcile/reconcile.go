@@ -179,6 +179,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	host, _ := os.Hostname()
 	eng, err := instance.NewEngineWith(f, instance.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
+		TargetCacheTTL: reconcile.TargetCacheTTL,
 	})
 	if err != nil {
 		return err

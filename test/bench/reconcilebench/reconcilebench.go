@@ -173,6 +173,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		CatalogNamespace: catalogNamespace, Holder: "reconcile-bench",
 		// The floor is the broker's latency, not the engine's wait between polls.
 		PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
+		// As "kubectl catalog reconcile" configures it.
+		TargetCacheTTL: reconcile.TargetCacheTTL,
 	})
 	rec := &reconcile.Reconciler{Store: st, Engine: eng}
 
