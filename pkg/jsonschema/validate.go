@@ -1,0 +1,527 @@
+package jsonschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// validation holds the state of one Validate call.
+type validation struct {
+	problems []Problem
+	err      error
+}
+
+func (vs *validation) add(path []string, format string, args ...any) {
+	vs.problems = append(vs.problems, Problem{
+		Path:    append([]string(nil), path...),
+		Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// passes reports whether v is valid against n, without keeping its problems.
+func (vs *validation) passes(n *node, v any, path []string, inPlace []*node) bool {
+	sub := &validation{}
+	sub.validate(n, v, path, inPlace)
+	if sub.err != nil && vs.err == nil {
+		vs.err = sub.err
+	}
+	return len(sub.problems) == 0
+}
+
+// validate checks v, found at path, against n. inPlace lists the references
+// followed since the validation last moved into a child of the instance: meeting one
+// of them again means the schema would loop forever.
+func (vs *validation) validate(n *node, v any, path []string, inPlace []*node) {
+	if vs.err != nil {
+		return
+	}
+	if n.always != nil {
+		if !*n.always {
+			vs.add(path, "not allowed")
+		}
+		return
+	}
+	if n.ref != nil {
+		for _, seen := range inPlace {
+			if seen == n {
+				vs.err = fmt.Errorf("schema at #%s refers to itself without consuming the instance", n.loc)
+				return
+			}
+		}
+		// Before 2019-09 the compiler keeps nothing beside a reference, so
+		// going on checks only what later drafts apply next to it.
+		vs.validate(n.ref, v, path, append(inPlace, n))
+	}
+
+	// A wrong type, constant or enumeration value makes every other message
+	// noise, so they stand alone.
+	if len(n.types) > 0 && !hasType(v, n.types) {
+		vs.add(path, "got %s, want %s", jsonType(v), strings.Join(n.types, " or "))
+		return
+	}
+	if n.hasCon && !equal(v, n.konst) {
+		vs.add(path, "%s", constMessage(n.konst))
+		return
+	}
+	if n.hasEn && !inEnum(v, n.enum) {
+		vs.add(path, "%s", enumMessage(n.enum))
+		return
+	}
+
+	switch x := v.(type) {
+	case json.Number, float64:
+		vs.validateNumber(n, x, path)
+	case string:
+		vs.validateString(n, x, path)
+	case map[string]any:
+		vs.validateObject(n, x, path, inPlace)
+	case []any:
+		vs.validateArray(n, x, path, inPlace)
+	}
+
+	for _, s := range n.allOf {
+		vs.validate(s, v, path, inPlace)
+	}
+	if len(n.anyOf) > 0 {
+		ok := false
+		for _, s := range n.anyOf {
+			if vs.passes(s, v, path, inPlace) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			vs.add(path, "anyOf failed: the value matches none of the alternatives")
+		}
+	}
+	if len(n.oneOf) > 0 {
+		matched := 0
+		for _, s := range n.oneOf {
+			if vs.passes(s, v, path, inPlace) {
+				matched++
+			}
+		}
+		switch {
+		case matched == 0:
+			vs.add(path, "oneOf failed: the value matches none of the alternatives")
+		case matched > 1:
+			vs.add(path, "oneOf: matched %d subschemas, want exactly 1", matched)
+		}
+	}
+	if n.not != nil && vs.passes(n.not, v, path, inPlace) {
+		vs.add(path, "not failed: the value must not match the schema")
+	}
+	if n.ifN != nil {
+		if vs.passes(n.ifN, v, path, inPlace) {
+			if n.thenN != nil {
+				vs.validate(n.thenN, v, path, inPlace)
+			}
+		} else if n.elseN != nil {
+			vs.validate(n.elseN, v, path, inPlace)
+		}
+	}
+}
+
+func (vs *validation) validateNumber(n *node, v any, path []string) {
+	if n.minimum == nil && n.maximum == nil && n.exclusiveMin == nil && n.exclusiveMx == nil && n.multipleOf == nil {
+		return
+	}
+	r, lit, ok := ratOf(v)
+	if !ok {
+		vs.add(path, "number out of range")
+		return
+	}
+	lit = formatNumber(r, lit)
+	if b := n.minimum; b != nil && r.Cmp(b.rat) < 0 {
+		vs.add(path, "minimum: got %s, want %s", lit, b.text())
+	}
+	if b := n.maximum; b != nil && r.Cmp(b.rat) > 0 {
+		vs.add(path, "maximum: got %s, want %s", lit, b.text())
+	}
+	if b := n.exclusiveMin; b != nil && r.Cmp(b.rat) <= 0 {
+		vs.add(path, "exclusiveMinimum: got %s, want %s", lit, b.text())
+	}
+	if b := n.exclusiveMx; b != nil && r.Cmp(b.rat) >= 0 {
+		vs.add(path, "exclusiveMaximum: got %s, want %s", lit, b.text())
+	}
+	if m := n.multipleOf; m != nil && !new(big.Rat).Quo(r, m.rat).IsInt() {
+		vs.add(path, "multipleOf: got %s, want %s", lit, m.text())
+	}
+}
+
+func (vs *validation) validateString(n *node, s string, path []string) {
+	if n.minLength >= 0 || n.maxLength >= 0 {
+		length := utf8.RuneCountInString(s)
+		if n.minLength >= 0 && length < n.minLength {
+			vs.add(path, "minLength: got %d, want %d", length, n.minLength)
+		}
+		if n.maxLength >= 0 && length > n.maxLength {
+			vs.add(path, "maxLength: got %d, want %d", length, n.maxLength)
+		}
+	}
+	if n.pattern != nil && !n.pattern.MatchString(s) {
+		vs.add(path, "%s does not match pattern %s", quote(s), quote(n.pattern.String()))
+	}
+	if n.format != "" {
+		if err := checkFormat(n.format, s); err != nil {
+			vs.add(path, "%s is not valid %s: %v", quote(s), n.format, err)
+		}
+	}
+}
+
+func (vs *validation) validateObject(n *node, obj map[string]any, path []string, inPlace []*node) {
+	if n.minProps >= 0 && len(obj) < n.minProps {
+		vs.add(path, "minProperties: got %d, want %d", len(obj), n.minProps)
+	}
+	if n.maxProps >= 0 && len(obj) > n.maxProps {
+		vs.add(path, "maxProperties: got %d, want %d", len(obj), n.maxProps)
+	}
+	if missing := missingOf(obj, n.required); len(missing) == 1 {
+		vs.add(path, "missing property %s", quote(missing[0]))
+	} else if len(missing) > 1 {
+		vs.add(path, "missing properties %s", joinQuoted(missing))
+	}
+	keys := sortedKeys(obj)
+	for _, k := range keys {
+		if list, ok := n.dependentRequired[k]; ok {
+			if missing := missingOf(obj, list); len(missing) > 0 {
+				vs.add(path, "properties %s required, if %s exists", joinQuoted(missing), quote(k))
+			}
+		}
+		if s, ok := n.dependentSchemas[k]; ok {
+			vs.validate(s, obj, path, inPlace)
+		}
+	}
+
+	var extra []string
+	for _, k := range keys {
+		child := append(path[:len(path):len(path)], k)
+		matched := false
+		if s, ok := n.properties[k]; ok {
+			matched = true
+			vs.validate(s, obj[k], child, nil)
+		}
+		for _, p := range n.patternProperties {
+			if p.re.MatchString(k) {
+				matched = true
+				vs.validate(p.n, obj[k], child, nil)
+			}
+		}
+		if matched || n.additionalProps == nil {
+			continue
+		}
+		if a := n.additionalProps; a.always != nil {
+			if !*a.always {
+				extra = append(extra, k)
+			}
+			continue
+		}
+		vs.validate(n.additionalProps, obj[k], child, nil)
+	}
+	if len(extra) > 0 {
+		vs.add(path, "additional properties %s not allowed", joinQuoted(extra))
+	}
+
+	if n.propertyNames != nil {
+		for _, k := range keys {
+			if !vs.passes(n.propertyNames, k, path, nil) {
+				vs.add(path, "invalid propertyName %s", quote(k))
+			}
+		}
+	}
+}
+
+func (vs *validation) validateArray(n *node, arr []any, path []string, inPlace []*node) {
+	if n.minItems >= 0 && len(arr) < n.minItems {
+		vs.add(path, "minItems: got %d, want %d", len(arr), n.minItems)
+	}
+	if n.maxItems >= 0 && len(arr) > n.maxItems {
+		vs.add(path, "maxItems: got %d, want %d", len(arr), n.maxItems)
+	}
+	if n.uniqueItems {
+		if i, j, dup := duplicate(arr); dup {
+			vs.add(path, "items at %d and %d are equal", i, j)
+		}
+	}
+
+	child := func(i int) []string { return append(path[:len(path):len(path)], strconv.Itoa(i)) }
+	for i, s := range n.prefixItems {
+		if i >= len(arr) {
+			break
+		}
+		vs.validate(s, arr[i], child(i), nil)
+	}
+	if rest := n.items; rest != nil && len(arr) > len(n.prefixItems) {
+		if rest.always != nil {
+			if !*rest.always {
+				extra := len(arr) - len(n.prefixItems)
+				if n.tupleRest {
+					vs.add(path, "last %d additionalItem(s) not allowed", extra)
+				} else {
+					vs.add(path, "got %d items, want at most %d", len(arr), len(n.prefixItems))
+				}
+			}
+		} else {
+			for i := len(n.prefixItems); i < len(arr); i++ {
+				vs.validate(rest, arr[i], child(i), nil)
+			}
+		}
+	}
+
+	if n.contains != nil {
+		matched := 0
+		for i, x := range arr {
+			if vs.passes(n.contains, x, child(i), nil) {
+				matched++
+			}
+		}
+		lo := 1
+		if n.minContains >= 0 {
+			lo = n.minContains
+		}
+		switch {
+		case matched < lo && lo == 1:
+			vs.add(path, "no items match contains schema")
+		case matched < lo:
+			vs.add(path, "min %d items required to match contains schema, but matched %d", lo, matched)
+		case n.maxContains >= 0 && matched > n.maxContains:
+			vs.add(path, "max %d items required to match contains schema, but matched %d", n.maxContains, matched)
+		}
+	}
+}
+
+// missingOf lists the names in want that obj lacks, in the order of want.
+func missingOf(obj map[string]any, want []string) []string {
+	var missing []string
+	for _, k := range want {
+		if _, ok := obj[k]; !ok && !contains(missing, k) {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// duplicate finds the first pair of equal items.
+func duplicate(arr []any) (int, int, bool) {
+	for j := 1; j < len(arr); j++ {
+		for i := 0; i < j; i++ {
+			if equal(arr[i], arr[j]) {
+				return i, j, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+func hasType(v any, types []string) bool {
+	t := jsonType(v)
+	for _, want := range types {
+		if want == t || (want == "integer" && t == "number" && isInteger(v)) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonType names the JSON type of a decoded value. Every number is "number";
+// whether it is also an integer is a separate question.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// isInteger reports whether a number has no fractional part: 1.0 and 1e3 are
+// integers.
+func isInteger(v any) bool {
+	r, _, ok := ratOf(v)
+	return ok && r.IsInt()
+}
+
+// maxExponent bounds the decimal exponent of a number this package will turn into
+// an exact fraction: 1e1000000000 would otherwise need a gigabyte of digits.
+const maxExponent = 10000
+
+// parseNumber turns a JSON number into an exact fraction.
+func parseNumber(n json.Number) (*big.Rat, bool) {
+	s := string(n)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(s[i+1:])
+		if err != nil || exp > maxExponent || exp < -maxExponent {
+			return nil, false
+		}
+	}
+	return new(big.Rat).SetString(s)
+}
+
+// ratOf returns a number as an exact fraction together with its text for messages.
+func ratOf(v any) (*big.Rat, string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		r, ok := parseNumber(x)
+		return r, string(x), ok
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, "", false
+		}
+		return new(big.Rat).SetFloat64(x), strconv.FormatFloat(x, 'g', -1, 64), true
+	}
+	return nil, "", false
+}
+
+// formatNumber prints a number in plain decimal notation, so that 20.0, 2e1 and 20
+// all read 20, unless that would take more than maxPrinted characters: then it
+// prints the number as written.
+func formatNumber(r *big.Rat, lit string) string {
+	const maxPrinted = 40
+	if r.IsInt() {
+		if s := r.Num().String(); len(s) <= maxPrinted {
+			return s
+		}
+		return lit
+	}
+	// A JSON number is a terminating decimal: scaling by ten often enough
+	// makes it an integer, and that count is the number of decimals it needs.
+	x := new(big.Rat).Set(r)
+	ten := big.NewRat(10, 1)
+	for places := 1; places <= maxPrinted; places++ {
+		x.Mul(x, ten)
+		if x.IsInt() {
+			return r.FloatString(places)
+		}
+	}
+	return lit
+}
+
+func (n *number) text() string { return formatNumber(n.rat, n.lit) }
+
+// equal is JSON equality: numbers by value, objects regardless of key order.
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number, float64:
+		if jsonType(b) != "number" {
+			return false
+		}
+		if xs, ok := a.(json.Number); ok {
+			if ys, ok := b.(json.Number); ok && xs == ys {
+				return true
+			}
+		}
+		rx, _, ok1 := ratOf(a)
+		ry, _, ok2 := ratOf(b)
+		return ok1 && ok2 && rx.Cmp(ry) == 0
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func inEnum(v any, enum []any) bool {
+	for _, e := range enum {
+		if equal(v, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// enumMessage lists the allowed values when they are all scalars; a list of
+// objects would be unreadable, and could be long.
+func enumMessage(enum []any) string {
+	want := make([]string, 0, len(enum))
+	for _, e := range enum {
+		s, ok := scalar(e)
+		if !ok {
+			return "value must be one of the values the schema lists"
+		}
+		want = append(want, s)
+	}
+	if len(want) == 1 {
+		return "value must be " + want[0]
+	}
+	return "value must be one of " + strings.Join(want, ", ")
+}
+
+func constMessage(c any) string {
+	if s, ok := scalar(c); ok {
+		return "value must be " + s
+	}
+	return "value must be the constant the schema gives"
+}
+
+func scalar(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "null", true
+	case bool:
+		return strconv.FormatBool(x), true
+	case string:
+		return quote(x), true
+	case json.Number:
+		return string(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// quote puts s in single quotes, escaping what needs it the way Go does.
+func quote(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+	return "'" + strings.ReplaceAll(q, "'", `\'`) + "'"
+}
+
+func joinQuoted(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = quote(s)
+	}
+	return strings.Join(q, ", ")
+}
