@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
@@ -33,9 +32,9 @@ func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, 
 		dctx, cancel = context.WithTimeout(ctx, w.Timeout)
 		defer cancel()
 	}
-	p := &progress{w: streams.ErrOut, live: streams.OutTerminal, start: time.Now()}
-	res, err := eng.DriveBinding(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.show})
-	p.done()
+	p := instance.NewProgress(streams)
+	res, err := eng.DriveBinding(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show})
+	p.Done()
 	if res.Binding != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_ = eng.ReleaseBinding(rctx, res.Binding)
@@ -63,44 +62,6 @@ func again(verb, name string) string {
 		return fmt.Sprintf(`, or wait again with "kubectl catalog unbind %s --wait"`, name)
 	}
 	return ""
-}
-
-// progress prints what the engine reports: a live line on a terminal, a line per change
-// otherwise.
-type progress struct {
-	w     io.Writer
-	live  bool
-	start time.Time
-	last  string
-	width int
-}
-
-func (p *progress) show(r catalog.Result) {
-	msg := r.Message
-	if r.Binding != nil && r.Binding.Status.Phase != "" {
-		msg = string(r.Binding.Status.Phase) + ": " + msg
-	}
-	elapsed := time.Since(p.start).Round(time.Second)
-	if p.live {
-		line := fmt.Sprintf("%s (%s)", msg, elapsed)
-		pad := ""
-		if n := p.width - len(line); n > 0 {
-			pad = strings.Repeat(" ", n)
-		}
-		fmt.Fprintf(p.w, "\r%s%s", line, pad)
-		p.width = len(line)
-		return
-	}
-	if msg != p.last {
-		fmt.Fprintf(p.w, "%s (%s)\n", msg, elapsed)
-		p.last = msg
-	}
-}
-
-func (p *progress) done() {
-	if p.live && p.width > 0 {
-		fmt.Fprintln(p.w)
-	}
 }
 
 // Status is the STATUS column of a binding: its phase (Unbinding once it is marked for

@@ -211,9 +211,9 @@ func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, 
 		dctx, cancel = context.WithTimeout(ctx, w.Timeout)
 		defer cancel()
 	}
-	p := &progress{w: streams.ErrOut, live: streams.OutTerminal, start: time.Now()}
-	res, err := eng.DriveInstance(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.show})
-	p.done()
+	p := NewProgress(streams)
+	res, err := eng.DriveInstance(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show})
+	p.Done()
 	if res.Instance != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_ = eng.Release(rctx, res.Instance)
@@ -234,8 +234,9 @@ func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, 
 	return res, err
 }
 
-// progress prints what the engine reports.
-type progress struct {
+// Progress prints what the engine reports while it drives a record (an instance or a
+// binding): a live line on a terminal, a line per change otherwise.
+type Progress struct {
 	w     io.Writer
 	live  bool
 	start time.Time
@@ -243,10 +244,19 @@ type progress struct {
 	width int
 }
 
-func (p *progress) show(r catalog.Result) {
+// NewProgress reports to streams' error output, live when its output is a terminal.
+func NewProgress(streams cmdutil.IOStreams) *Progress {
+	return &Progress{w: streams.ErrOut, live: streams.OutTerminal, start: time.Now()}
+}
+
+// Show reports one result; it is a catalog.DriveOptions.Progress.
+func (p *Progress) Show(r catalog.Result) {
 	msg := r.Message
-	if r.Instance != nil && r.Instance.Status.Phase != "" {
+	switch {
+	case r.Instance != nil && r.Instance.Status.Phase != "":
 		msg = string(r.Instance.Status.Phase) + ": " + msg
+	case r.Binding != nil && r.Binding.Status.Phase != "":
+		msg = string(r.Binding.Status.Phase) + ": " + msg
 	}
 	elapsed := time.Since(p.start).Round(time.Second)
 	if p.live {
@@ -265,7 +275,8 @@ func (p *progress) show(r catalog.Result) {
 	}
 }
 
-func (p *progress) done() {
+// Done ends a live line.
+func (p *Progress) Done() {
 	if p.live && p.width > 0 {
 		fmt.Fprintln(p.w)
 	}
