@@ -540,8 +540,10 @@ func (o *Options) report(r catalog.Result) error {
 	}
 	b := r.Binding
 	if b != nil && b.Status.Retry != nil && (b.Status.InFlight == nil || !b.Status.InFlight.Async) {
-		return fmt.Errorf("binding %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"kubectl catalog bind %s --wait\"",
-			o.Name, r.Message, describe, o.Instance)
+		// Not "bind --wait" again: the binding's name is taken now, so that would fail
+		// or, with another --name, make a second binding.
+		return fmt.Errorf("binding %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\"",
+			o.Name, r.Message, describe)
 	}
 	if o.Wait.Wait {
 		return nil

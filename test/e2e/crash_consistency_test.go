@@ -1,0 +1,560 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// ccWaitArgs make a verb wait for the broker with short polls.
+var ccWaitArgs = []string{"--wait", "--timeout", "60s", "--interval", "200ms"}
+
+// ccKillAtPause starts "kubectl-catalog -n NS ARGS" with the test pause hook set to point,
+// waits until it reports being paused there (at its first broker call of that kind) and
+// SIGKILLs it. settle is how long to let other workers of the same process (a reconcile
+// drives several records at once) reach their own pause before the kill.
+func ccKillAtPause(t *testing.T, ns string, env []string, point catalog.HookPoint, settle time.Duration, args ...string) {
+	t.Helper()
+	env = append(slices.Clone(env), instance.TestPauseEnv+"="+string(point))
+	cmd, lines := instStartKillable(t, ns, env, args...)
+	ccAwaitLine(t, lines, "test hook: paused at "+string(point), 45*time.Second)
+	if settle > 0 {
+		time.Sleep(settle)
+	}
+	ccKill(t, cmd)
+}
+
+// ccAwaitLine reads stderr lines until one contains want.
+func ccAwaitLine(t *testing.T, lines <-chan string, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-lines:
+			assert.Assert(t, ok, "the command ended before printing %q", want)
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the command did not print %q within %s", want, timeout)
+		}
+	}
+}
+
+// ccKill SIGKILLs the command and checks that the signal, not the command, ended it.
+func ccKill(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	assert.NilError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	assert.Equal(t, cmd.ProcessState.Sys().(syscall.WaitStatus).Signal(), syscall.SIGKILL)
+}
+
+// ccReconcileEnv is instReconcileEnv with the clock further ahead: past the claims a
+// killed reconcile took with its own clock already three minutes ahead.
+var ccReconcileEnv = append(slices.Clone(instReconcileEnv), instance.TestClockSkewEnv+"=6m")
+
+// ccPending lists the records of ns that still have work ("kind/name: phase").
+func ccPending(t *testing.T, st *store.Store, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	insts, err := st.Instances().List(ctx, ns, store.Filter{})
+	assert.NilError(t, err)
+	for _, i := range insts {
+		if i.HasPendingWork() {
+			out = append(out, fmt.Sprintf("instance/%s: %s", i.Name, i.Status.Phase))
+		}
+	}
+	bnds, err := st.Bindings().List(ctx, ns, store.Filter{})
+	assert.NilError(t, err)
+	for _, b := range bnds {
+		if b.HasPendingWork() {
+			out = append(out, fmt.Sprintf("binding/%s: %s", b.Name, b.Status.Phase))
+		}
+	}
+	return out
+}
+
+// ccReconcileUntilSettled runs the real "kubectl catalog reconcile -n NS" with env until
+// no record of the namespace has work left, at most runs times, and fails the test if
+// something is still pending then. Each run is itself bounded by --max-duration.
+func ccReconcileUntilSettled(t *testing.T, st *store.Store, ns string, env []string, runs int) []reconcile.Summary {
+	t.Helper()
+	var sums []reconcile.Summary
+	for range runs {
+		r := instRun(t, ns, env, "reconcile", "--interval", "100ms", "--max-duration", "45s", "-o", "json")
+		var sum reconcile.Summary
+		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), "exit %d: %s", r.ExitCode, r.Stderr)
+		sums = append(sums, sum)
+		if len(ccPending(t, st, ns)) == 0 {
+			return sums
+		}
+	}
+	t.Fatalf("after %d reconcile runs, records of %s are still pending: %v", runs, ns, ccPending(t, st, ns))
+	return nil
+}
+
+// ccWant is what a namespace must hold once everything settled: per record name,
+// "ready" (settled and held by the broker) or "gone" (record deleted, nothing at the
+// broker). Records not named must not exist.
+type ccWant struct {
+	instances, bindings map[string]string
+}
+
+// ccAssertConverged checks the invariants every namespace must meet once nothing is
+// pending, whatever was killed on the way:
+//   - the broker holds exactly the instances whose records say they are provisioned,
+//     and exactly the bindings whose records say they are bound (no orphan, nothing
+//     forgotten), each of them ready and, for bindings, of the instance the record names;
+//   - no record is pending and none is left with a deletion timestamp (a finalizer that
+//     was never removed);
+//   - every ready binding has its Secret, owned by it, with the broker's credentials;
+//   - no Secret of the namespace outlives its binding (broker-auth aside);
+//   - the records are those of want, in the state want gives.
+func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	insts, err := e.st.Instances().List(ctx, e.ns, store.Filter{})
+	assert.NilError(t, err)
+	bnds, err := e.st.Bindings().List(ctx, e.ns, store.Filter{})
+	assert.NilError(t, err)
+
+	// An async delete confirmed by a 410 while polling may still be finishing at the
+	// broker: give it the few hundred milliseconds it needs.
+	var brokerInsts []broker.Instance
+	var brokerBnds []broker.Binding
+	expected := 0
+	for _, i := range insts {
+		if i.Status.Provisioned != nil {
+			expected++
+		}
+	}
+	expectedB := 0
+	for _, b := range bnds {
+		if b.Status.Bound != nil {
+			expectedB++
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		brokerInsts, brokerBnds = e.b.Instances(), e.b.Bindings()
+		if (len(brokerInsts) == expected && len(brokerBnds) == expectedB) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	gotInst, wantInst := map[string]string{}, map[string]string{}
+	for _, x := range brokerInsts {
+		gotInst[x.ID] = string(x.State)
+	}
+	instIDs := map[string]string{}
+	for _, i := range insts {
+		instIDs[i.Name] = i.Spec.ExternalID
+		assert.Assert(t, i.DeletionTimestamp == nil, "instance %s is left deleting (finalizers %v): %+v", i.Name, i.Finalizers, i.Status)
+		assert.Assert(t, !i.HasPendingWork(), "instance %s is pending: %+v", i.Name, i.Status)
+		if i.Status.Provisioned != nil {
+			wantInst[i.Spec.ExternalID] = string(broker.InstanceReady)
+		} else {
+			assert.Equal(t, instConditionReason(i, v1alpha1.ConditionFailed), "True/"+catalog.ReasonProvisionRejected,
+				"instance %s is settled without being provisioned", i.Name)
+		}
+	}
+	assert.DeepEqual(t, gotInst, wantInst)
+
+	gotBnd, wantBnd := map[string]string{}, map[string]string{}
+	for _, x := range brokerBnds {
+		gotBnd[x.ID] = string(x.State) + " of " + x.InstanceID
+	}
+	bySecret := map[string]*v1alpha1.ServiceBinding{}
+	for _, b := range bnds {
+		assert.Assert(t, b.DeletionTimestamp == nil, "binding %s is left deleting (finalizers %v): %+v", b.Name, b.Finalizers, b.Status)
+		assert.Assert(t, !b.HasPendingWork(), "binding %s is pending: %+v", b.Name, b.Status)
+		if b.Status.Bound == nil {
+			assert.Equal(t, meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ConditionFailed), true,
+				"binding %s is settled without being bound", b.Name)
+			continue
+		}
+		assert.Equal(t, b.Status.Bound.BindingID, b.Spec.ExternalID, "binding %s", b.Name)
+		wantBnd[b.Status.Bound.BindingID] = string(broker.BindingReady) + " of " + instIDs[b.Spec.InstanceName]
+		assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady, "binding %s", b.Name)
+		bySecret[b.Spec.SecretName] = b
+		s, err := admin.CoreV1().Secrets(e.ns).Get(ctx, b.Spec.SecretName, metav1.GetOptions{})
+		assert.NilError(t, err, "the Secret of ready binding %s", b.Name)
+		assert.Assert(t, store.OwnedBy(s, b), "Secret %s is not owned by binding %s", s.Name, b.Name)
+		held, ok := e.b.Binding(b.Spec.ExternalID)
+		if assert.Check(t, ok, "the broker does not hold binding %s", b.Name) {
+			for _, k := range []string{"username", "password", "uri"} {
+				assert.Equal(t, string(s.Data[k]), fmt.Sprint(held.Credentials[k]), "binding %s: key %s of its Secret is not the broker's", b.Name, k)
+			}
+		}
+	}
+	assert.DeepEqual(t, gotBnd, wantBnd)
+
+	secrets, err := admin.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	for _, s := range secrets.Items {
+		if s.Name == "broker-auth" || s.Type == corev1.SecretTypeServiceAccountToken {
+			continue
+		}
+		b, ok := bySecret[s.Name]
+		assert.Assert(t, ok && store.OwnedBy(&s, b), "Secret %s has no ready binding owning it", s.Name)
+	}
+
+	names := func(m map[string]string) []string {
+		out := []string{}
+		for n, st := range m {
+			if st != "gone" {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	var haveI, haveB []string
+	for _, i := range insts {
+		haveI = append(haveI, i.Name)
+	}
+	for _, b := range bnds {
+		haveB = append(haveB, b.Name)
+	}
+	sort.Strings(haveI)
+	sort.Strings(haveB)
+	assert.DeepEqual(t, append([]string{}, haveI...), names(want.instances))
+	assert.DeepEqual(t, append([]string{}, haveB...), names(want.bindings))
+	for _, i := range insts {
+		if want.instances[i.Name] == "ready" {
+			assert.Equal(t, i.Status.Phase, v1alpha1.PhaseReady, "instance %s", i.Name)
+		}
+	}
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+}
+
+// ccVerb is a command whose process is killed.
+type ccVerb struct {
+	name string
+	// setup prepares the namespace (instance "db", binding "app" as the verb needs).
+	setup func(t *testing.T, e *instEnv)
+	args  []string
+	want  ccWant
+	// check runs after convergence, for what only this verb changes.
+	check func(t *testing.T, e *instEnv)
+}
+
+func ccProvisionDB(t *testing.T, e *instEnv) {
+	t.Helper()
+	r := instCatalog(t, e.ns, append([]string{"provision", "db", "--class", "postgresql", "--plan", "hobby"}, ccWaitArgs...)...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+}
+
+func ccBindApp(t *testing.T, e *instEnv) {
+	t.Helper()
+	r := instCatalog(t, e.ns, append([]string{"bind", "db", "--name", "app"}, ccWaitArgs...)...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+}
+
+func ccVerbs() []ccVerb {
+	ready, gone := "ready", "gone"
+	return []ccVerb{
+		{name: "provision", args: []string{"provision", "db", "--class", "postgresql", "--plan", "hobby"},
+			want: ccWant{instances: map[string]string{"db": ready}}},
+		{name: "update", setup: ccProvisionDB, args: []string{"update", "db", "-p", "storage_gb=2"},
+			want: ccWant{instances: map[string]string{"db": ready}},
+			check: func(t *testing.T, e *instEnv) {
+				inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
+				assert.NilError(t, err)
+				held, ok := e.b.Instance(inst.Spec.ExternalID)
+				assert.Assert(t, ok)
+				assert.Equal(t, fmt.Sprint(held.Parameters["storage_gb"]), "2", "the update reached the broker: %v", held.Parameters)
+				assert.Assert(t, len(e.b.RequestsFor(broker.OpUpdate)) >= 1)
+			}},
+		{name: "deprovision", setup: ccProvisionDB, args: []string{"deprovision", "db", "--yes"},
+			want: ccWant{instances: map[string]string{"db": gone}}},
+		{name: "bind", setup: ccProvisionDB, args: []string{"bind", "db", "--name", "app"},
+			want: ccWant{instances: map[string]string{"db": ready}, bindings: map[string]string{"app": ready}}},
+		{name: "unbind", setup: func(t *testing.T, e *instEnv) { ccProvisionDB(t, e); ccBindApp(t, e) },
+			args: []string{"unbind", "app"},
+			want: ccWant{instances: map[string]string{"db": ready}, bindings: map[string]string{"app": gone}},
+			check: func(t *testing.T, e *instEnv) {
+				for _, u := range e.b.RequestsFor(broker.OpUnbind) {
+					assert.Assert(t, u.OriginatingIdentity != nil, "a user's unbind, even re-sent, carries the identity")
+				}
+			}},
+	}
+}
+
+// TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges SIGKILLs every
+// mutating verb (provision, update, deprovision, bind, unbind) right after its
+// write-ahead and right after the broker answered, and a "kubectl catalog reconcile"
+// in the middle of driving several records at once, each case in a namespace of its
+// own. Reconcile runs (a bounded number of them) must then converge: what the broker
+// holds is exactly what the records say, no record is stuck, no Secret or finalizer is
+// left behind.
+func TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges(t *testing.T) {
+	type ccCase struct {
+		name string
+		run  func(t *testing.T)
+	}
+	var cases []ccCase
+	for _, v := range ccVerbs() {
+		for _, point := range []catalog.HookPoint{catalog.HookBeforeBrokerCall, catalog.HookAfterBrokerCall} {
+			cases = append(cases, ccCase{name: v.name + " killed at " + string(point), run: func(t *testing.T) {
+				e := instSetupCatalog(t, nil)
+				if v.setup != nil {
+					v.setup(t, e)
+				}
+				ccKillAtPause(t, e.ns, nil, point, 0, v.args...)
+				assert.Assert(t, len(ccPending(t, e.st, e.ns)) > 0, "the killed %s must leave its record pending", v.name)
+				ccReconcileUntilSettled(t, e.st, e.ns, instReconcileEnv, 3)
+				ccAssertConverged(t, e, v.want)
+				if v.check != nil {
+					v.check(t, e)
+				}
+			}})
+		}
+	}
+	for _, point := range []catalog.HookPoint{catalog.HookBeforeBrokerCall, catalog.HookAfterBrokerCall} {
+		cases = append(cases, ccCase{name: "reconcile killed at " + string(point), run: func(t *testing.T) {
+			ccKillReconcileCase(t, point)
+		}})
+	}
+
+	var ran atomic.Int32
+	start := time.Now()
+	t.Cleanup(func() {
+		t.Logf("%d of %d crash-consistency cases ran to the end in %s", ran.Load(), len(cases), time.Since(start).Round(time.Second))
+	})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t)
+			ran.Add(1)
+		})
+	}
+}
+
+// ccKillReconcileCase gives a reconcile several kinds of work in one namespace (a
+// deprovision, an unbind, a provision and a bind left by killed CLIs, and an async bind
+// of the ha plan), kills it while its workers are at point, and has later runs
+// converge. Records with nothing to do must come out untouched.
+func ccKillReconcileCase(t *testing.T, point catalog.HookPoint) {
+	e := instSetupCatalog(t, nil)
+	ctx := context.Background()
+	for _, n := range []string{"keep", "gone"} {
+		r := instCatalog(t, e.ns, append([]string{"provision", n, "--class", "postgresql", "--plan", "hobby"}, ccWaitArgs...)...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	r := instCatalog(t, e.ns, append([]string{"provision", "ha", "--class", "postgresql", "--plan", "ha"}, ccWaitArgs...)...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	for _, n := range []string{"keep-app", "drop"} {
+		r := instCatalog(t, e.ns, append([]string{"bind", "keep", "--name", n}, ccWaitArgs...)...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	untouched, err := e.st.Bindings().Get(ctx, e.ns, "keep-app")
+	assert.NilError(t, err)
+
+	// Pending work: deletions the way a user may ask for them with kubectl, a provision
+	// and a bind whose CLI died after the write-ahead, an async bind left to reconcile.
+	r = kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.ns, "--wait=false",
+		store.ConfigMapName(v1alpha1.KindServiceInstance, "gone"), store.ConfigMapName(v1alpha1.KindServiceBinding, "drop"))
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	ccKillAtPause(t, e.ns, nil, catalog.HookBeforeBrokerCall, 0, "provision", "new", "--class", "postgresql", "--plan", "hobby")
+	ccKillAtPause(t, e.ns, nil, catalog.HookBeforeBrokerCall, 0, "bind", "keep", "--name", "fresh")
+	r = instCatalog(t, e.ns, "bind", "ha", "--name", "ha-app")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	pending := ccPending(t, e.st, e.ns)
+	assert.Assert(t, len(pending) >= 5, "%v", pending)
+
+	// The reconcile's workers stop at their broker calls; give the others a moment to
+	// reach theirs, then kill the process with all of them in flight.
+	ccKillAtPause(t, e.ns, instReconcileEnv, point, time.Second, "reconcile", "--interval", "100ms", "--max-duration", "60s")
+
+	ccReconcileUntilSettled(t, e.st, e.ns, ccReconcileEnv, 3)
+	ccAssertConverged(t, e, ccWant{
+		instances: map[string]string{"keep": "ready", "gone": "gone", "new": "ready", "ha": "ready"},
+		bindings:  map[string]string{"keep-app": "ready", "drop": "gone", "fresh": "ready", "ha-app": "ready"},
+	})
+	after, err := e.st.Bindings().Get(ctx, e.ns, "keep-app")
+	assert.NilError(t, err)
+	assert.Equal(t, after.ResourceVersion, untouched.ResourceVersion, "a settled record is not written by reconcile")
+}
+
+// TestReconcile_TwoReconcilesAndUserCommands_NeverSendOneRecordTwiceAtOnce runs two
+// "kubectl catalog reconcile" processes, a user's "unbind --wait" and a user's
+// "deprovision --wait" at the same time on the same records, with a slow broker
+// widening the window in which two drivers could both call it. The claims must keep
+// every instance and binding id to one request at a time at the broker, and the end
+// state must be the one a single reconcile reaches from the same intents.
+func TestReconcile_TwoReconcilesAndUserCommands_NeverSendOneRecordTwiceAtOnce(t *testing.T) {
+	// setup provisions a, b and c (hobby) with bindings a-app, a-two and b-app, and
+	// returns the ids the broker knows them by.
+	setup := func(t *testing.T) (*instEnv, map[string]string) {
+		e := instSetupCatalog(t, nil)
+		ids := map[string]string{}
+		for _, n := range []string{"a", "b", "c"} {
+			r := instCatalog(t, e.ns, append([]string{"provision", n, "--class", "postgresql", "--plan", "hobby"}, ccWaitArgs...)...)
+			assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		}
+		for _, bnd := range [][2]string{{"a", "a-app"}, {"a", "a-two"}, {"b", "b-app"}} {
+			r := instCatalog(t, e.ns, append([]string{"bind", bnd[0], "--name", bnd[1]}, ccWaitArgs...)...)
+			assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		}
+		ctx := context.Background()
+		for _, n := range []string{"a", "b", "c"} {
+			i, err := e.st.Instances().Get(ctx, e.ns, n)
+			assert.NilError(t, err)
+			ids[n] = i.Spec.ExternalID
+		}
+		for _, n := range []string{"a-app", "a-two", "b-app"} {
+			b, err := e.st.Bindings().Get(ctx, e.ns, n)
+			assert.NilError(t, err)
+			ids[n] = b.Spec.ExternalID
+		}
+		return e, ids
+	}
+	// The intents: deprovision a (with its two bindings), unbind b-app, deprovision c.
+	want := ccWant{
+		instances: map[string]string{"a": "gone", "b": "ready", "c": "gone"},
+		bindings:  map[string]string{"a-app": "gone", "a-two": "gone", "b-app": "gone"},
+	}
+
+	// The intents are recorded the way "kubectl delete configmap" records them, before
+	// any driver starts, so that every driver finds the same records to work on.
+	intend := func(t *testing.T, ns string) {
+		r := kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", ns, "--wait=false",
+			store.ConfigMapName(v1alpha1.KindServiceInstance, "a"), store.ConfigMapName(v1alpha1.KindServiceInstance, "c"),
+			store.ConfigMapName(v1alpha1.KindServiceBinding, "b-app"))
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+
+	// What one reconcile reaches from those intents.
+	ref, _ := setup(t)
+	intend(t, ref.ns)
+	sums := ccReconcileUntilSettled(t, ref.st, ref.ns, recEnv, 1)
+	assert.Assert(t, !sums[0].Failed(), "%+v", sums[0])
+	ccAssertConverged(t, ref, want)
+
+	e, ids := setup(t)
+	// Every unbind and deprovision is slow; concurrent requests for one id would overlap.
+	for _, op := range []broker.Op{broker.OpUnbind, broker.OpDeprovision} {
+		_, err := e.b.InjectFault(broker.Fault{Op: op, Action: broker.ActionDelay, Delay: broker.Duration(time.Second), Times: 20})
+		assert.NilError(t, err)
+	}
+	intend(t, e.ns)
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	results := map[string]int{}
+	record := func(what string, code int) {
+		mu.Lock()
+		defer mu.Unlock()
+		results[what] = code
+	}
+	for i := range 2 {
+		wg.Go(func() {
+			r := instRun(t, e.ns, recEnv, "reconcile", "--interval", "100ms", "--max-duration", "50s", "--workers", "4", "-o", "json")
+			record(fmt.Sprintf("reconcile %d", i), r.ExitCode)
+		})
+	}
+	wg.Go(func() {
+		r := instRun(t, e.ns, nil, "deprovision", "a", "--yes", "--wait", "--timeout", "50s", "--interval", "200ms")
+		record("deprovision a --wait", r.ExitCode)
+	})
+	wg.Go(func() {
+		r := instRun(t, e.ns, nil, "unbind", "b-app", "--wait", "--timeout", "50s", "--interval", "200ms")
+		record("unbind b-app --wait", r.ExitCode)
+	})
+	wg.Wait()
+	t.Logf("all four commands ended after %s: %v", time.Since(start).Round(100*time.Millisecond), results)
+	for what, code := range results {
+		assert.Equal(t, code, 0, what)
+	}
+	if p := ccPending(t, e.st, e.ns); len(p) > 0 {
+		// A record one driver skipped while the other held it is finished by the next
+		// run, as a CronJob's next run would.
+		t.Logf("pending after the concurrent commands: %v", p)
+		ccReconcileUntilSettled(t, e.st, e.ns, recEnv, 2)
+	}
+	ccAssertConverged(t, e, want)
+	for name, id := range ids {
+		assert.Assert(t, e.b.MaxConcurrent(id) <= 1, "%s: %d requests at once at the broker", name, e.b.MaxConcurrent(id))
+	}
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+	// Nothing was sent twice that did not need to be: one DELETE per binding and per
+	// deprovisioned instance (a re-send would only follow a failure, and none was
+	// injected).
+	perID := map[string]int{}
+	for _, u := range e.b.RequestsFor(broker.OpUnbind) {
+		perID[u.BindingID]++
+	}
+	for _, d := range e.b.RequestsFor(broker.OpDeprovision) {
+		perID[d.InstanceID]++
+	}
+	for _, n := range []string{"a-app", "a-two", "b-app", "a", "c"} {
+		assert.Equal(t, perID[ids[n]], 1, "DELETEs of %s", n)
+	}
+}
+
+// TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes: a user's
+// "unbind --wait" that finds a reconcile in the middle of the same unbind (its claim
+// live for two minutes) must end once the reconcile has finished the record, not sleep
+// out the claim.
+func TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes(t *testing.T) {
+	e := instSetupCatalog(t, nil)
+	ctx := context.Background()
+	ccProvisionDB(t, e)
+	ccBindApp(t, e)
+	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpUnbind, Action: broker.ActionDelay, Delay: broker.Duration(3 * time.Second)})
+	assert.NilError(t, err)
+	r := kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.ns, "--wait=false",
+		store.ConfigMapName(v1alpha1.KindServiceBinding, "app"))
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+
+	done := make(chan result, 1)
+	go func() { done <- instRun(t, e.ns, recEnv, "reconcile", "--interval", "100ms", "--max-duration", "30s") }()
+	// The reconcile has written its unbind ahead and holds the claim while the broker
+	// is slow to answer.
+	instWaitFor(t, "reconcile to claim the binding and call the broker", 20*time.Second, func() bool {
+		b, err := e.st.Bindings().Get(ctx, e.ns, "app")
+		if err != nil {
+			return false
+		}
+		l, ok := store.LeaseOf(b)
+		return ok && b.Status.InFlight != nil && strings.HasPrefix(l.Holder, "reconcile")
+	})
+	start := time.Now()
+	u := instRun(t, e.ns, nil, "unbind", "app", "--wait", "--timeout", "30s", "--interval", "200ms")
+	took := time.Since(start)
+	assert.Equal(t, u.ExitCode, 0, u.Stderr)
+	assert.Assert(t, took < 15*time.Second, "the user's unbind --wait took %s: it slept out the reconcile's claim", took)
+	rec := <-done
+	assert.Equal(t, rec.ExitCode, 0, rec.Stderr)
+	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}, bindings: map[string]string{"app": "gone"}})
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpUnbind)), 1, "one unbind: the user's command did not send another")
+}
