@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -175,13 +177,21 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 	if act.Result == osb.ResultSucceeded {
 		answer := bindAnswer{Credentials: resp.Credentials, Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
 			RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}
-		if prev != nil && len(answer.Credentials) == 0 && t.retrievable() {
+		if prev != nil && answer.empty() && t.retrievable() {
 			// A re-sent bind answered 200 without credentials: the broker may hand
 			// them out only once. GET the binding for them.
 			if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
 				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); err == nil {
 				answer = answerOf(got)
 			}
+		}
+		if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK {
+			// The credentials went to a command that died before writing them, and the
+			// broker will not give them again: unbind that id and bind under a new one.
+			return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+				e.startBindMitigation(x, ReasonBindCredentialsLost,
+					"the broker answered the re-sent bind without credentials (it hands them out once, and the command that received them was interrupted)", true, now)
+			})
 		}
 		return e.bound(ctx, stored, t, answer)
 	}
@@ -210,6 +220,11 @@ type bindAnswer struct {
 	RouteServiceURL string
 	VolumeMounts    []osb.VolumeMount
 	Endpoints       []osb.Endpoint
+}
+
+// empty reports an answer that carries nothing for the application.
+func (a bindAnswer) empty() bool {
+	return len(a.Credentials) == 0 && a.SyslogDrainURL == "" && a.RouteServiceURL == "" && len(a.VolumeMounts) == 0 && len(a.Endpoints) == 0
 }
 
 func answerOf(r *osb.GetBindingResponse) bindAnswer {
@@ -500,6 +515,12 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 		msg := "bind failed"
 		if om != nil {
 			msg = om.Message
+		}
+		if om != nil && om.Reason == ReasonBindCredentialsLost {
+			// OSB ids are never reused: the new bind gets a new one.
+			x.Spec.ExternalID = uuid.NewString()
+			e.retryLater(x, ReasonBindCallFailed, msg+"; the old binding id is unbound, binding again under a new id", true, now)
+			return
 		}
 		if om == nil || om.RetryAfter {
 			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionBind {

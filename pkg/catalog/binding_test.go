@@ -510,3 +510,36 @@ func TestNextBindingStep_FollowsStepBindingOrder(t *testing.T) {
 	b.Status.Bound = nil
 	assert.Equal(t, f.engine.NextBindingStep(b).Action, NextRelease)
 }
+
+func TestStepBinding_CredentialsHandedOutOnceToADeadCommand_RebindsUnderANewID(t *testing.T) {
+	f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
+	f.createBinding("db", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.broker.OnBind(func(context.Context, *osb.BindRequest) (*osb.BindResponse, error) {
+		cancel() // the only answer with credentials reaches a command that dies
+		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil
+	})
+	_, err := f.engine.StepBinding(ctx, f.getBinding("db"))
+	assert.ErrorIs(t, err, context.Canceled)
+	// From now on the broker answers an identical bind with 200 and no credentials, and
+	// GET binding gives none either; a new id gets credentials.
+	f.broker.OnBind(func(_ context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
+		if r.BindingID == bindingOSB {
+			return &osb.BindResponse{StatusCode: 200}, nil
+		}
+		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": "fresh"}}, nil
+	})
+	f.broker.GetBindingReturns(&osb.GetBindingResponse{}, nil)
+	f.advance(3 * time.Minute)
+
+	res := f.driveBinding("db")
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	unbinds := f.broker.CallsTo(fake.MethodUnbind)
+	assert.Assert(t, is.Len(unbinds, 1))
+	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, bindingOSB)
+	b := f.getBinding("db")
+	assert.Assert(t, b.Spec.ExternalID != bindingOSB, "a binding id is never reused")
+	assert.Equal(t, b.Status.Bound.BindingID, b.Spec.ExternalID)
+	assert.Equal(t, string(f.secretData("db")["password"]), "fresh")
+}

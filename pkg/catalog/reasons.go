@@ -77,6 +77,10 @@ const (
 	// ReasonBindSecretFailed: the credentials could not be written to the Secret (a
 	// transform failed, or the Secret belongs to something else).
 	ReasonBindSecretFailed = "BindSecretFailed"
+	// ReasonBindCredentialsLost: a re-sent bind got no credentials (the broker gives them
+	// once, to the interrupted command): the binding is unbound and bound again under a
+	// new id.
+	ReasonBindCredentialsLost = "BindCredentialsLost"
 	// ReasonBindProjectionFailed: the Secret could not be projected into a workload.
 	ReasonBindProjectionFailed = "BindProjectionFailed"
 
