@@ -214,13 +214,19 @@ func replay(ctx context.Context, st *store.Store, cfg Config, gets, updates int)
 	for w := range cfg.Workers {
 		wg.Go(func() {
 			var err error
-			i := w
+			// Each worker keeps to its own records (w, w+workers, ...), so that no two
+			// write one record at once: a conflict would not be the cluster's cost.
+			var mine []string
+			for j := w; j < cfg.Records; j += cfg.Workers {
+				mine = append(mine, fmt.Sprintf("db-%04d", j))
+			}
+			i := 0
 			for update := range jobs {
-				if err != nil {
+				if err != nil || len(mine) == 0 {
 					continue
 				}
-				name := fmt.Sprintf("db-%04d", i%cfg.Records)
-				i += cfg.Workers
+				name := mine[i%len(mine)]
+				i++
 				inst, gerr := insts.Get(ctx, namespace, name)
 				if gerr != nil {
 					err = gerr
