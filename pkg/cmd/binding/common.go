@@ -5,7 +5,6 @@ package binding
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,33 +25,16 @@ import (
 // shows progress, releases its claim when it stops, and turns a timeout or an
 // interruption into an error saying how to resume.
 func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w instance.WaitFlags) (catalog.Result, error) {
-	dctx := ctx
-	if w.Wait && w.Timeout > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, w.Timeout)
-		defer cancel()
-	}
-	p := instance.NewProgress(streams)
-	res, err := eng.DriveBinding(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show})
-	p.Done()
-	if res.Binding != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = eng.ReleaseBinding(rctx, res.Binding)
-		cancel()
-	}
-	hint := fmt.Sprintf(`follow it with "kubectl catalog describe binding %s -n %s"; "kubectl catalog reconcile" finishes it`, name, namespace)
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return res, &cmdutil.TimeoutError{
-			What: fmt.Sprintf("waiting for binding %q to %s (%s)", name, verb, res.Message),
-			Hint: "the operation goes on: " + hint + again(verb, name),
-		}
-	case ctx.Err() != nil:
-		return res, fmt.Errorf("interrupted: binding %q is left pending: %s: %w", name, hint, ctx.Err())
-	}
-	return res, err
+	return instance.DriveRecord(ctx, streams, instance.Driven{
+		Kind:  "binding",
+		Drive: eng.DriveBinding,
+		Release: func(ctx context.Context, r catalog.Result) {
+			if r.Binding != nil {
+				_ = eng.ReleaseBinding(ctx, r.Binding)
+			}
+		},
+		Again: again(verb, name),
+	}, namespace, name, verb, w)
 }
 
 // again is how to wait for the binding again: an unbind can be repeated, a bind cannot

@@ -205,6 +205,32 @@ func (w *WaitFlags) Validate() error {
 // per change otherwise), releases its claim when it stops, and turns a timeout or an
 // interruption into an error saying how to resume.
 func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
+	return DriveRecord(ctx, streams, Driven{
+		Kind:  "instance",
+		Drive: eng.DriveInstance,
+		Release: func(ctx context.Context, r catalog.Result) {
+			if r.Instance != nil {
+				_ = eng.Release(ctx, r.Instance)
+			}
+		},
+		Again: `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
+	}, namespace, name, verb, w)
+}
+
+// Driven is how a command drives one kind of record.
+type Driven struct {
+	// Kind names the record in messages: "instance", "binding".
+	Kind string
+	// Drive is the engine's drive loop of the kind.
+	Drive func(ctx context.Context, namespace, name string, o catalog.DriveOptions) (catalog.Result, error)
+	// Release drops the command's claim on the record a result carries.
+	Release func(ctx context.Context, r catalog.Result)
+	// Again is appended to a timeout's hint: how to wait again, if a command can.
+	Again string
+}
+
+// DriveRecord is Drive for any kind of record.
+func DriveRecord(ctx context.Context, streams cmdutil.IOStreams, d Driven, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
 	dctx := ctx
 	if w.Wait && w.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -212,24 +238,22 @@ func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, 
 		defer cancel()
 	}
 	p := NewProgress(streams)
-	res, err := eng.DriveInstance(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show})
+	res, err := d.Drive(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show})
 	p.Done()
-	if res.Instance != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = eng.Release(rctx, res.Instance)
-		cancel()
-	}
-	hint := fmt.Sprintf(`follow it with "kubectl catalog describe instance %s -n %s"; "kubectl catalog reconcile" finishes it`, name, namespace)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	d.Release(rctx, res)
+	cancel()
+	hint := fmt.Sprintf(`follow it with "kubectl catalog describe %s %s -n %s"; "kubectl catalog reconcile" finishes it`, d.Kind, name, namespace)
 	switch {
 	case err == nil:
 		return res, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return res, &cmdutil.TimeoutError{
-			What: fmt.Sprintf("waiting for instance %q to %s (%s)", name, verb, res.Message),
-			Hint: "the operation goes on: " + hint + `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
+			What: fmt.Sprintf("waiting for %s %q to %s (%s)", d.Kind, name, verb, res.Message),
+			Hint: "the operation goes on: " + hint + d.Again,
 		}
 	case ctx.Err() != nil:
-		return res, fmt.Errorf("interrupted: instance %q is left pending: %s: %w", name, hint, ctx.Err())
+		return res, fmt.Errorf("interrupted: %s %q is left pending: %s: %w", d.Kind, name, hint, ctx.Err())
 	}
 	return res, err
 }
