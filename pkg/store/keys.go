@@ -53,6 +53,29 @@ const (
 	AnnotationSpecHash = Prefix + "spec-hash"
 	// AnnotationClaim is the claim (lease) on a record: a JSON Lease, holder and expiry.
 	AnnotationClaim = Prefix + "claim"
+	// AnnotationAuthor is the username of whoever last wrote the record's spec. The
+	// catalog's ValidatingAdmissionPolicy makes the API server refuse a write that
+	// changes the spec (DataKey) or any of the three author annotations unless
+	// AnnotationAuthor is the requesting user and AnnotationAuthorGroups their groups.
+	AnnotationAuthor = Prefix + "author"
+	// AnnotationAuthorGroups is the author's groups, joined with ",", as the API server
+	// saw them on that write.
+	AnnotationAuthorGroups = Prefix + "author-groups"
+	// AnnotationTrustToken is the token of the trust policy in force when the spec was
+	// written (TrustConfigMap); a record without the current token has no verified
+	// author.
+	AnnotationTrustToken = Prefix + "trust-token"
+)
+
+// TrustConfigMap is the ConfigMap, in the catalog namespace, whose TrustTokenKey holds a
+// random token created together with the catalog's ValidatingAdmissionPolicy and its
+// binding, and created anew whenever they are. Records stamped with the current token were
+// written under the policy, so their author annotations are the API server's word.
+const (
+	TrustConfigMap = "catalog-trust"
+	TrustTokenKey  = "token"
+	// TrustPolicyName names both the ValidatingAdmissionPolicy and its binding.
+	TrustPolicyName = "kubectl-catalog-record-author"
 )
 
 // Finalizer is on every instance and binding ConfigMap until the broker confirmed the
@@ -60,8 +83,13 @@ const (
 // what it holds back.
 const Finalizer = Prefix + "broker-cleanup"
 
-// DataKey is the ConfigMap data key holding the record.
+// DataKey is the ConfigMap data key holding the record (apiVersion, kind and spec).
 const DataKey = "record"
+
+// StatusDataKey is the ConfigMap data key holding the record's status (format 2). Keeping
+// the status apart lets the trust policy tell a change of the spec, which must be made by
+// the author, from the engine's status writes.
+const StatusDataKey = "status"
 
 // FormatVersion is the record format this release writes, and the newest it reads.
 //
