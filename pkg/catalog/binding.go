@@ -89,17 +89,7 @@ func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bi
 func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.BindingsRetrievable }
 
 func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
-	return ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretReader())
-}
-
-func (e *Engine) secretReader() SecretReader {
-	return func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-		s, err := e.cfg.Store.GetSecret(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
-		return s.Data, nil
-	}
+	return ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretsFor(b))
 }
 
 func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
@@ -161,6 +151,9 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		if plan := t.plan(op.PlanID); plan != nil && plan.BindingRotatable {
 			req.PredecessorBindingID = p.ExternalID
 		}
+	}
+	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	stored, ok, err := writeAhead(e, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
 		fmt.Sprintf("sending the bind request to broker %q", t.broker.Name))
@@ -269,7 +262,7 @@ func (e *Engine) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTa
 	data, err := credentials.Encode(a.Credentials)
 	if err == nil {
 		data, err = credentials.Apply(ctx, data, a.Credentials, b.Spec.SecretTransforms, func(ctx context.Context, name string) (map[string][]byte, error) {
-			return e.secretReader()(ctx, b.Namespace, name)
+			return e.secretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
 	retriable := err == nil
@@ -412,6 +405,9 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		phase = v1alpha1.PhaseReady
 		msg = fmt.Sprintf("unbinding the credentials the rotation replaced (binding id %s) at broker %q", id, t.broker.Name)
 	}
+	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
 	stored, ok, err := writeAhead(e, ctx, b, op, phase, reason, msg)
 	if !ok || err != nil {
 		return reread(e, ctx, b, err)
@@ -542,6 +538,9 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 	t, err := e.bindTarget(ctx, b)
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
+	}
+	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil && !slices.Contains(b.Status.Retired, op.BindingID)
 	opts, err := e.requestOptions(ctx, "", mitigating)

@@ -111,7 +111,7 @@ func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
 // Secret's contents in one write, and then unbind the old id. The record, its Secret
 // and its projections keep their names, so workloads see new files in place.
 func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
-	return e.cfg.Store.Bindings().UpdateWithRetry(ctx, namespace, name, func(b *v1alpha1.ServiceBinding) error {
+	return e.cfg.Store.Bindings().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(b *v1alpha1.ServiceBinding) error {
 		if err := CheckBindingChangeable(b); err != nil {
 			return err
 		}

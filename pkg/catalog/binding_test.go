@@ -78,7 +78,7 @@ func (f *fixture) createBinding(name string, edit func(*BindingIntent)) *v1alpha
 	if edit != nil {
 		edit(&in)
 	}
-	b, err := f.st.Bindings().Create(context.Background(), NewBinding(in))
+	b, err := f.st.Bindings().Create(store.WithIntent(context.Background()), NewBinding(in))
 	assert.NilError(f.t, err)
 	return b
 }

@@ -72,6 +72,13 @@ type Config struct {
 	// Projector projects bindings' Secrets into workloads and removes them; without
 	// one, a binding with projections waits with a visible error.
 	Projector Projector
+	// Trust says whether the catalog's trust policy is in force, so that record authors
+	// can be believed; without it no author is (docs/security.md).
+	Trust TrustSource
+	// Authorizer asks the API server whether a record's author may read a Secret or
+	// change a workload before the engine does so in their name; without it the engine
+	// does so only for records written by the user running it.
+	Authorizer Authorizer
 }
 
 // Projector changes workloads so that they receive a binding's Secret
@@ -87,6 +94,7 @@ type Projector interface {
 type Engine struct {
 	cfg     Config
 	targets targetCache
+	trust   trustCache
 }
 
 // New returns an engine.
@@ -179,6 +187,9 @@ type Result struct {
 	RequeueAfter time.Duration
 	// Message says what the record is waiting for, or why it needs the user.
 	Message string
+	// Refused: the step refused to act on the record (its Refused condition says why);
+	// nothing was sent to a broker.
+	Refused bool
 }
 
 // Done reports whether there is nothing more a step can do now without the user.

@@ -91,17 +91,22 @@ func newFixture(t *testing.T) *fixture {
 // create stores a new instance of plan with inline parameters.
 func (f *fixture) create(name, plan, params string) *v1alpha1.ServiceInstance {
 	f.t.Helper()
+	id := instanceOSB
+	if name != "db" {
+		// OSB ids are unique: the engine refuses one an older record uses.
+		id = name + "-" + instanceOSB
+	}
 	inst := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.ServiceInstanceSpec{
 			Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db", ClassID: classID,
-			PlanExternalName: plan, PlanID: plan, ExternalID: instanceOSB,
+			PlanExternalName: plan, PlanID: plan, ExternalID: id,
 		},
 	}
 	if params != "" {
 		inst.Spec.Parameters = &runtime.RawExtension{Raw: []byte(params)}
 	}
-	stored, err := f.st.Instances().Create(context.Background(), inst)
+	stored, err := f.st.Instances().Create(store.WithIntent(context.Background()), inst)
 	assert.NilError(f.t, err)
 	return stored
 }

@@ -106,6 +106,9 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return target{}, fmt.Errorf("broker %q of instance %q: %w", inst.Spec.BrokerName, inst.Name, err)
 	}
+	if err := e.checkBroker(ctx, b); err != nil {
+		return target{}, err
+	}
 	c, err := e.cfg.Brokers.ClientFor(ctx, b)
 	if err != nil {
 		return target{}, fmt.Errorf("cannot talk to broker %q: %w", b.Name, err)
@@ -121,14 +124,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 }
 
 func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance) (Parameters, error) {
-	return ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom,
-		func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-			s, err := e.cfg.Store.GetSecret(ctx, ns, name)
-			if err != nil {
-				return nil, err
-			}
-			return s.Data, nil
-		})
+	return ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.secretsFor(inst))
 }
 
 // osbContext is the Kubernetes context object and the deprecated GUIDs.
@@ -206,6 +202,9 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	op.ParametersChecksum, op.ParameterHashes = params.Checksum(), params.InlineHashes()
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
@@ -330,6 +329,9 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: targetMI}
 		changes = append(changes, "maintenance version "+targetMI)
 	}
+	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
 	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
 		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
 	if !ok || err != nil {
@@ -424,6 +426,9 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	if mitigating {
 		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
 		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
+	}
+	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	stored, ok, err := writeAhead(e, ctx, inst, op, phase, reason, msg)
 	if !ok || err != nil {
@@ -541,6 +546,9 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 	t, err := e.target(ctx, inst)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil
 	opts, err := e.requestOptions(ctx, "", mitigating)

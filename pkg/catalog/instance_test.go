@@ -569,7 +569,7 @@ func TestStepInstance_SecretParameters_AreMergedNeverStoredAndChecksummed(t *tes
 	assert.NilError(t, err)
 	inst := f.create("db", planSmall, `{"a":1}`)
 	inst.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "db-params", Key: "extra"}}}
-	_, err = f.st.Instances().Update(context.Background(), inst)
+	_, err = f.st.Instances().Update(store.WithIntent(context.Background()), inst)
 	assert.NilError(t, err)
 
 	f.step("db")
@@ -588,7 +588,7 @@ func TestStepInstance_MissingParametersSecret_IsRetriedVisibly(t *testing.T) {
 	f := newFixture(t)
 	inst := f.create("db", planSmall, "")
 	inst.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "missing"}}}
-	_, err := f.st.Instances().Update(context.Background(), inst)
+	_, err := f.st.Instances().Update(store.WithIntent(context.Background()), inst)
 	assert.NilError(t, err)
 
 	res := f.step("db")

@@ -78,7 +78,7 @@ func CheckChangeable(inst *v1alpha1.ServiceInstance, now time.Time) error {
 // with every parameter), e.g. after a Secret they come from changed in a way the broker
 // must see. It only marks the record; the next step sends the update.
 func (e *Engine) Touch(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
-	return e.cfg.Store.Instances().UpdateWithRetry(ctx, namespace, name, func(inst *v1alpha1.ServiceInstance) error {
+	return e.cfg.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(inst *v1alpha1.ServiceInstance) error {
 		if err := CheckChangeable(inst, e.now()); err != nil {
 			return err
 		}

@@ -168,7 +168,14 @@ func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason st
 	st := x.OpStatus()
 	now := e.now()
 	inFlight := st.InFlight
+	r, isRefusal := AsRefused(cause)
+	if isRefusal {
+		reason = r.Reason
+	}
 	e.retryLater(x, reason, cause.Error(), false, now)
+	if isRefusal {
+		setCondition(x, v1alpha1.ConditionRefused, metav1.ConditionTrue, r.Reason, r.Message+"; nothing is sent to the broker for this record until that changes", now)
+	}
 	if inFlight != nil {
 		st.InFlight = inFlight
 		if inFlight.Async {
@@ -176,11 +183,12 @@ func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason st
 		}
 	}
 	store.ClearClaim(x, e.cfg.Holder)
-	r, err := storeStatus(e, ctx, in, x)
-	if err == nil && r.State == StateWaiting {
-		r.RequeueAfter = st.Retry.NextRetryAt.Sub(now)
+	res, err := storeStatus(e, ctx, in, x)
+	if err == nil && res.State == StateWaiting {
+		res.RequeueAfter = st.Retry.NextRetryAt.Sub(now)
 	}
-	return r, err
+	res.Refused = isRefusal
+	return res, err
 }
 
 // writeAhead stores the call about to be made, with a claim, in one write guarded by
@@ -195,6 +203,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	st.ObservedGeneration = x.GetGeneration()
 	st.Phase = phase
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
 	if err := store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now); err != nil {
 		if store.IsClaimed(err) {
 			return none, false, nil

@@ -168,7 +168,13 @@ func (f *Factory) Store() (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.New(core, meta), nil
+	return store.New(core, meta, f.StoreOptions(core)...), nil
+}
+
+// StoreOptions are the options of every store the commands use: records are written as
+// the user the API server knows, stamped with the catalog's trust token.
+func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {
+	return []store.Option{store.WithClusterIdentity(core), store.WithClusterTrustToken(core, f.CatalogNamespace)}
 }
 
 // DiscoveryClient returns a discovery client (server version, API groups).

@@ -20,7 +20,7 @@ import (
 
 // maxDataBytes is what a ConfigMap's data may hold (the API server's limit is 1 MiB for
 // keys and values together).
-const maxDataBytes = 1<<20 - len(DataKey)
+const maxDataBytes = 1 << 20
 
 // kind describes how one record kind is stored.
 type kind[T v1alpha1.Record] struct {
@@ -33,11 +33,16 @@ type kind[T v1alpha1.Record] struct {
 	parts func(T) (meta *metav1.ObjectMeta, spec, status any)
 	// labels are the filter labels derived from the record; empty values are left out.
 	labels func(T) map[string]string
+	// remember: the store remembers the spec of every record of the kind it reads, so
+	// that a write leaving the spec unchanged leaves DataKey byte for byte as it was
+	// (records whose spec has an author: brokers, instances, bindings).
+	remember bool
 }
 
 func brokerKind() kind[*v1alpha1.Broker] {
 	return kind[*v1alpha1.Broker]{
 		name:      v1alpha1.KindBroker,
+		remember:  true,
 		newRecord: func() *v1alpha1.Broker { return &v1alpha1.Broker{} },
 		parts: func(o *v1alpha1.Broker) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, &o.Status
@@ -90,6 +95,7 @@ func accessKind() kind[*v1alpha1.CatalogAccess] {
 func instanceKind() kind[*v1alpha1.ServiceInstance] {
 	return kind[*v1alpha1.ServiceInstance]{
 		name:      v1alpha1.KindServiceInstance,
+		remember:  true,
 		finalize:  true,
 		newRecord: func() *v1alpha1.ServiceInstance { return &v1alpha1.ServiceInstance{} },
 		parts: func(o *v1alpha1.ServiceInstance) (*metav1.ObjectMeta, any, any) {
@@ -99,6 +105,7 @@ func instanceKind() kind[*v1alpha1.ServiceInstance] {
 			return map[string]string{
 				LabelBroker: o.Spec.BrokerName, LabelClass: o.Spec.ClassExternalName,
 				LabelPlan: o.Spec.PlanExternalName, LabelScope: string(o.Spec.Scope),
+				LabelExternalID: o.Spec.ExternalID,
 			}
 		},
 	}
@@ -107,13 +114,14 @@ func instanceKind() kind[*v1alpha1.ServiceInstance] {
 func bindingKind() kind[*v1alpha1.ServiceBinding] {
 	return kind[*v1alpha1.ServiceBinding]{
 		name:      v1alpha1.KindServiceBinding,
+		remember:  true,
 		finalize:  true,
 		newRecord: func() *v1alpha1.ServiceBinding { return &v1alpha1.ServiceBinding{} },
 		parts: func(o *v1alpha1.ServiceBinding) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, &o.Status
 		},
 		labels: func(o *v1alpha1.ServiceBinding) map[string]string {
-			return map[string]string{LabelInstance: o.Spec.InstanceName}
+			return map[string]string{LabelInstance: o.Spec.InstanceName, LabelExternalID: o.Spec.ExternalID}
 		},
 	}
 }
@@ -121,15 +129,15 @@ func bindingKind() kind[*v1alpha1.ServiceBinding] {
 // derivedLabels are the labels the store owns; whatever a record carries under these
 // keys is replaced on every write.
 func derivedLabels() []string {
-	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelScope, LabelPending, LabelManagedBy}
+	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelScope, LabelExternalID, LabelPending, LabelManagedBy}
 }
 
-// body is the record as stored under DataKey.
+// body is the record as stored under DataKey. Format 1 kept the status in it too;
+// format 2 keeps it under StatusDataKey.
 type body struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Spec       any    `json:"spec"`
-	Status     any    `json:"status,omitempty"`
 }
 
 // rawBody is body as read back.
@@ -204,12 +212,10 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 		return nil, err
 	}
 
-	specJSON, err := json.Marshal(spec)
+	specHash, err := hashSpec(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the spec of %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
 	}
-	sum := sha256.Sum256(specJSON)
-	specHash := hex.EncodeToString(sum[:8])
 
 	annotations := maps.Clone(meta.Annotations)
 	if annotations == nil {
@@ -248,13 +254,13 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 		finalizers = append(finalizers, Finalizer)
 	}
 
-	data, err := marshalBody(body{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: k.name, Spec: spec, Status: status})
+	data, err := marshalData(body{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: k.name, Spec: spec}, status)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
 	}
-	if len(data) > maxDataBytes {
+	if n := dataSize(data); n > maxDataBytes {
 		return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
-			Detail: fmt.Sprintf("%d bytes", len(data))}
+			Detail: fmt.Sprintf("%d bytes", n)}
 	}
 
 	return &corev1.ConfigMap{
@@ -272,26 +278,63 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 			OwnerReferences:            meta.OwnerReferences,
 			Finalizers:                 finalizers,
 		},
-		Data: map[string]string{DataKey: string(data)},
+		Data: data,
 	}, nil
 }
 
-// marshalBody writes b as indented JSON, or compact JSON when indented would not fit.
-// HTML characters are not escaped: URLs with '&' stay readable.
-func marshalBody(b body) ([]byte, error) {
+// hashSpec identifies a spec by the SHA-256 of its JSON encoding (the first 8 bytes, in
+// hex): the same spec always gives the same value, however it was formatted when stored.
+func hashSpec(spec any) (string, error) {
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(specJSON)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// marshalData writes the record's apiVersion, kind and spec under DataKey and its status
+// (when the kind has one) under StatusDataKey, as indented JSON, or compact JSON when
+// indented would not fit. HTML characters are not escaped: URLs with '&' stay readable.
+func marshalData(b body, status any) (map[string]string, error) {
 	for _, indent := range []string{"  ", ""} {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", indent)
-		if err := enc.Encode(b); err != nil {
+		rec, err := marshalJSON(b, indent)
+		if err != nil {
 			return nil, err
 		}
-		if buf.Len() <= maxDataBytes || indent == "" {
-			return buf.Bytes(), nil
+		data := map[string]string{DataKey: string(rec)}
+		if status != nil {
+			st, err := marshalJSON(status, indent)
+			if err != nil {
+				return nil, err
+			}
+			data[StatusDataKey] = string(st)
+		}
+		if dataSize(data) <= maxDataBytes || indent == "" {
+			return data, nil
 		}
 	}
 	panic("unreachable")
+}
+
+func marshalJSON(v any, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// dataSize is what data counts against the ConfigMap size limit.
+func dataSize(data map[string]string) int {
+	n := 0
+	for k, v := range data {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // decode reads the record of kind k held by cm.
@@ -353,8 +396,16 @@ func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 			return corrupt("reading the spec: %v", err)
 		}
 	}
-	if status != nil && len(raw.Status) > 0 {
-		if err := json.Unmarshal(raw.Status, status); err != nil {
+	rawStatus := raw.Status
+	if st, ok := cm.Data[StatusDataKey]; ok && version >= 2 {
+		var c bytes.Buffer
+		if err := json.Compact(&c, []byte(st)); err != nil {
+			return corrupt("data key %q is not a JSON status: %v", StatusDataKey, err)
+		}
+		rawStatus = c.Bytes()
+	}
+	if status != nil && len(bytes.TrimSpace(rawStatus)) > 0 {
+		if err := json.Unmarshal(rawStatus, status); err != nil {
 			return corrupt("reading the status: %v", err)
 		}
 	}

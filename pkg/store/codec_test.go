@@ -126,10 +126,10 @@ func TestDecode_RefusesWhatItCannotRead(t *testing.T) {
 		is     func(error) bool
 		msg    string
 	}{
-		{name: "a future format", change: func(cm *corev1.ConfigMap) { cm.Annotations[store.AnnotationFormat] = "2" },
+		{name: "a future format", change: func(cm *corev1.ConfigMap) { cm.Annotations[store.AnnotationFormat] = "3" },
 			is: store.IsUnsupportedFormat,
 			msg: `service instance "db" in namespace "dev" was written by a newer kubectl-catalog ` +
-				`(record format 2; this release reads formats up to 1): upgrade kubectl-catalog to read it`},
+				`(record format 3; this release reads formats up to 2): upgrade kubectl-catalog to read it`},
 		{name: "an unknown apiVersion", change: func(cm *corev1.ConfigMap) {
 			cm.Data[store.DataKey] = strings.Replace(cm.Data[store.DataKey], "v1alpha1", "v1", 1)
 		}, is: store.IsUnsupportedFormat, msg: `apiVersion "catalog.kubectl-catalog.io/v1"`},

@@ -33,6 +33,10 @@ const (
 	// LabelScope is the broker's scope (Cluster or Namespace), on brokers, classes, plan
 	// schemas and instances.
 	LabelScope = Prefix + "scope"
+	// LabelExternalID is the OSB id of an instance or binding (through LabelValue): how the
+	// engine finds another record that already uses an id before it sends the id to a
+	// broker.
+	LabelExternalID = Prefix + "external-id"
 	// LabelPending is "true" on every record with unfinished work, absent otherwise.
 	LabelPending = Prefix + "pending"
 	// LabelManagedBy is the well-known managed-by label, ManagedBy on everything the
@@ -95,9 +99,11 @@ const StatusDataKey = "status"
 //
 // Format 1: DataKey holds a JSON object {apiVersion, kind, spec, status} (indented, or
 // compact when indented would not fit); apiVersion is catalog.kubectl-catalog.io/v1alpha1.
+// Format 2: DataKey holds {apiVersion, kind, spec} and StatusDataKey the status, so that a
+// change of the spec is a change of DataKey alone (what the trust policy checks).
 // Adding optional fields that older releases may drop does not change the format; any
 // other change does, together with a decoder for the older format.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // configMapPrefixes are the per-kind ConfigMap name prefixes. Each ends with a dot and
 // none contains another dot, so the record name is whatever follows the first dot.

@@ -92,7 +92,7 @@ func (r Records[T]) List(ctx context.Context, namespace string, f Filter) ([]T, 
 	var bad []error
 	err = r.s.pages(ctx, namespace, sel.String(), func(cms []corev1.ConfigMap) {
 		for i := range cms {
-			obj, err := decode(r.k, &cms[i])
+			obj, err := decoded(r.s, r.k, &cms[i])
 			if err != nil {
 				bad = append(bad, err)
 				continue

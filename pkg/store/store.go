@@ -28,6 +28,10 @@ type Store struct {
 	meta     metadata.Interface
 	now      func() time.Time
 	pageSize int64
+
+	identity   func(context.Context) (*Identity, error)
+	trustToken func(context.Context) (string, error)
+	specs      specMemory
 }
 
 // Option configures a Store.
@@ -106,11 +110,18 @@ func (r Records[T]) Create(ctx context.Context, obj T) (T, error) {
 		return zero, err
 	}
 	cm.ResourceVersion, cm.UID = "", ""
+	intended, err := r.s.prepareWrite(ctx, cm, true)
+	if err != nil {
+		return zero, err
+	}
 	created, err := r.configMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if err != nil {
 		return zero, apiError("create", r.k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	return decode(r.k, created)
+	if intended != "" {
+		r.s.specs.intend(created.UID, intended)
+	}
+	return decoded(r.s, r.k, created)
 }
 
 // Get reads the record namespace/name.
@@ -123,7 +134,7 @@ func (r Records[T]) Get(ctx context.Context, namespace, name string) (T, error) 
 	if err != nil {
 		return zero, apiError("get", r.k.name, namespace, name, err)
 	}
-	return decode(r.k, cm)
+	return decoded(r.s, r.k, cm)
 }
 
 // Update writes obj, guarded by its resourceVersion: if the record changed since obj was
@@ -140,11 +151,18 @@ func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	intended, err := r.s.prepareWrite(ctx, cm, false)
+	if err != nil {
+		return zero, err
+	}
 	updated, err := r.configMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 	if err != nil {
 		return zero, apiError("update", r.k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	return decode(r.k, updated)
+	if intended != "" {
+		r.s.specs.intend(updated.UID, intended)
+	}
+	return decoded(r.s, r.k, updated)
 }
 
 // UpdateWithRetry reads the record, applies mutate and writes it; on a conflict it reads

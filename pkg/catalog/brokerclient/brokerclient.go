@@ -160,6 +160,12 @@ func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.
 	if ns == "" {
 		ns = b.Namespace
 	}
+	if ns != b.Namespace {
+		// A broker record is a ConfigMap: whoever may write it must not be able to make
+		// the catalog send another namespace's Secret to a URL of their choosing.
+		return fmt.Errorf("broker %q names its credentials Secret %q in namespace %q: a broker's credentials must be in its own namespace %q (register it again with a Secret there)",
+			b.Name, a.SecretRef.Name, ns, b.Namespace)
+	}
 	serr := &SecretError{Broker: b.Name, Namespace: ns, Name: a.SecretRef.Name}
 	if a.SecretRef.Name == "" {
 		return fmt.Errorf("broker %q: its %s authentication names no Secret: register it again with the Secret", b.Name, a.Type)

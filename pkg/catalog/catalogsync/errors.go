@@ -22,6 +22,9 @@ const (
 	ReasonInvalid      = "InvalidCatalog"
 	ReasonClientConfig = "InvalidConfiguration"
 	ReasonStoreError   = "StoreError"
+	// ReasonRefused: the broker record is not to be trusted (see WithBrokerCheck); its
+	// Refused condition says why, and nothing is sent to it.
+	ReasonRefused = "Refused"
 )
 
 // FetchError is a failure to get a usable catalog from a broker. Nothing was changed in
@@ -37,7 +40,7 @@ type FetchError struct {
 func (e *FetchError) Error() string {
 	var hint string
 	switch e.Reason {
-	case ReasonCredentials, ReasonClientConfig:
+	case ReasonCredentials, ReasonClientConfig, ReasonRefused:
 		return e.Err.Error()
 	case ReasonUnauthorized:
 		hint = "check the credentials in the broker's Secret (register it again with --basic-auth-secret or --bearer-token-secret)"

@@ -39,6 +39,7 @@ type Syncer struct {
 	clients     *brokerclient.Factory
 	now         func() time.Time
 	concurrency int
+	check       func(context.Context, *v1alpha1.Broker) error
 }
 
 // Option configures a Syncer.
@@ -55,6 +56,14 @@ func WithConcurrency(n int) Option {
 			s.concurrency = n
 		}
 	}
+}
+
+// WithBrokerCheck refuses to fetch the catalog of a broker check refuses (the engine's
+// trust checks: a cluster-scoped broker outside the catalog namespace, credentials the
+// broker's author may not read); the refusal is recorded in the broker's status like a
+// failed fetch.
+func WithBrokerCheck(check func(context.Context, *v1alpha1.Broker) error) Option {
+	return func(s *Syncer) { s.check = check }
 }
 
 // New returns a Syncer writing records with st and calling brokers with clients.
@@ -127,6 +136,12 @@ func validate(cat *osb.CatalogResponse) error {
 // status: counts, time, errors. b must have been read from the store. A fetch error is
 // recorded in the status, changes no class, and is returned.
 func (s *Syncer) Sync(ctx context.Context, b *v1alpha1.Broker) (*Result, error) {
+	if s.check != nil {
+		if err := s.check(ctx, b); err != nil {
+			fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonRefused, Err: err}
+			return nil, s.recordFailure(ctx, b, fe)
+		}
+	}
 	restr, err := ParseRestrictions(b.Spec.CatalogRestrictions)
 	if err != nil {
 		fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonClientConfig, Err: err}
@@ -165,6 +180,16 @@ func (s *Syncer) recordFailure(ctx context.Context, b *v1alpha1.Broker, fe *Fetc
 		st.Retry = &v1alpha1.RetryState{Attempts: attempts, Reason: fe.Reason, LastError: fe.Error(), LastAttemptAt: &now, NextRetryAt: &next}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionFailed, Status: metav1.ConditionTrue,
 			Reason: fe.Reason, Message: fe.Error(), ObservedGeneration: gen, LastTransitionTime: now})
+		if fe.Reason == ReasonRefused {
+			reason := fe.Reason
+			if r, ok := fe.Err.(interface{ RefusalReason() string }); ok {
+				reason = r.RefusalReason()
+			}
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue,
+				Reason: reason, Message: fe.Error() + "; nothing is sent to the broker until that changes", ObservedGeneration: gen, LastTransitionTime: now})
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
+		}
 		if st.LastCatalogFetch == nil {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: fe.Reason, Message: "the catalog has never been fetched", ObservedGeneration: gen, LastTransitionTime: now})
@@ -193,6 +218,7 @@ func (s *Syncer) recordSuccess(ctx context.Context, b *v1alpha1.Broker, res *Res
 		st := &cur.Status
 		st.LastCatalogFetch = &now
 		st.LastCatalogError = ""
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
 		st.ObservedGeneration = gen
 		st.Retry = nil
 		st.ClassCount, st.PlanCount = int32(res.Classes), int32(res.Plans)

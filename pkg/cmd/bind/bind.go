@@ -318,7 +318,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return o.printDryRun(b, changes)
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Binding instance %q as %q in namespace %q...\n", o.Instance, o.Name, o.Namespace)
-	if _, err := o.Store.Bindings().Create(ctx, b); err != nil {
+	if _, err := o.Store.Bindings().Create(store.WithIntent(ctx), b); err != nil {
 		if store.IsAlreadyExists(err) {
 			return o.nameTaken()
 		}

@@ -131,7 +131,8 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	cfg := catalog.Config{
 		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
-		Projector: WorkloadProjector{P: &projection.Projector{Client: core}},
+		Projector:  WorkloadProjector{P: &projection.Projector{Client: core}},
+		Authorizer: catalog.KubeAuthorizer{Core: core},
 	}
 	now := f.Now
 	if o.TestKnobs {
@@ -139,9 +140,12 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 			return nil, err
 		}
 	}
-	st := store.New(core, meta, store.WithClock(now))
+	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
 	clients := brokerclient.New(core, opts...)
-	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now))
+	var engine *catalog.Engine
+	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
+		return engine.CheckBroker(ctx, b)
+	}))
 	cfg.Store, cfg.Brokers, cfg.Now = st, clients, now
 	cfg.RefreshCatalog = func(ctx context.Context, b *v1alpha1.Broker) error {
 		_, err := syncer.Sync(ctx, b)
@@ -157,7 +161,8 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 			<-ctx.Done()
 		}
 	}
-	return &Engine{Engine: catalog.New(cfg), Store: st, Syncer: syncer, Now: now}, nil
+	engine = catalog.New(cfg)
+	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
 }
 
 // WorkloadProjector is the engine's catalog.Projector over a projection.Projector: it

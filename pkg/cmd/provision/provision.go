@@ -169,7 +169,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	inst := catalog.NewInstance(o.Namespace, o.Name, res.Class, res.Plan, raw, from, o.ExternalID)
 	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace)
-	if _, err := o.Store.Instances().Create(ctx, inst); err != nil {
+	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
 		return err
 	}
 	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)

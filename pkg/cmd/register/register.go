@@ -276,7 +276,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	created, err := o.Store.Brokers().Create(ctx, b)
+	created, err := o.Store.Brokers().Create(store.WithIntent(ctx), b)
 	if store.IsAlreadyExists(err) {
 		return fmt.Errorf("broker %q is already registered in namespace %q: run \"kubectl catalog sync broker %s\" instead", b.Name, b.Namespace, b.Name)
 	}

@@ -132,7 +132,7 @@ func (o *BrokerOptions) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Streams.ErrOut, "Fetching the catalog of broker %q at %s...\n", b.Name, b.Spec.URL)
 	// The request is recorded first, so that if this command is interrupted, reconcile
 	// fetches the catalog instead.
-	b, err = o.Store.Brokers().UpdateWithRetry(ctx, b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
+	b, err = o.Store.Brokers().UpdateWithRetry(store.WithIntent(ctx), b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
 		cur.Spec.RelistRequests++
 		return nil
 	})

@@ -196,7 +196,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Updating instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
-	if _, err := o.Store.Instances().Update(ctx, inst); err != nil {
+	if _, err := o.Store.Instances().Update(store.WithIntent(ctx), inst); err != nil {
 		if store.IsConflict(err) {
 			return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
 		}

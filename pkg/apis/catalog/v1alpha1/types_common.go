@@ -39,6 +39,10 @@ const (
 	ConditionReady            = "Ready"
 	ConditionFailed           = "Failed"
 	ConditionOrphanMitigation = "OrphanMitigation"
+	// ConditionRefused is True while the engine refuses to act on the record: what it
+	// names needs more authority than its author has, or cannot be trusted (see
+	// docs/security.md). Nothing is sent to a broker for it meanwhile.
+	ConditionRefused = "Refused"
 )
 
 // OperationStatus is the part of an instance's or binding's status that the engine's
