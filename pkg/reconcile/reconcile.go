@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -43,6 +44,10 @@ const (
 	Failed Outcome = "failed"
 	// WouldDrive: --dry-run; the step is due and would be taken.
 	WouldDrive Outcome = "would drive"
+	// Refused: the record asks for something its author may not do, or names what the
+	// catalog does not trust (its Refused condition says which); nothing was sent to a
+	// broker for it. A later run looks again.
+	Refused Outcome = "refused"
 )
 
 // Item is one record's line of the summary.
@@ -436,6 +441,11 @@ func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bo
 		// A failed fetch is recorded with its retry in the broker's status: it is
 		// retried, like a broker call of an instance.
 		it.Outcome, it.Detail = Waiting, err.Error()
+		var fe *catalogsync.FetchError
+		if errors.As(err, &fe) && fe.Reason == catalogsync.ReasonRefused {
+			it.Outcome = Refused
+			return it
+		}
 		if fresh, gerr := r.Store.Brokers().Get(ctx, b.Namespace, b.Name); gerr == nil && fresh.Status.Retry != nil && fresh.Status.Retry.NextRetryAt != nil {
 			t := fresh.Status.Retry.NextRetryAt.Time
 			it.Until = &t

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
@@ -238,6 +239,11 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	res, err := t.rec.step(ctx)
 	t.it.Steps++
 	t.last, t.held = res, false
+	if err == nil && res.Refused {
+		t.it.Outcome, t.it.Detail = Refused, res.Message
+		r.finish(ctx, t, t.it)
+		return
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
@@ -457,6 +463,9 @@ func progress(it Item, rec record, res catalog.Result) Item {
 		it.Outcome = Waiting
 		if rt := st.Retry; rt != nil && rt.LastError != "" {
 			it.Detail = fmt.Sprintf("%s (attempt %d): %s", rt.Reason, rt.Attempts, rt.LastError)
+		}
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRefused); c != nil && c.Status == metav1.ConditionTrue {
+			it.Outcome, it.Detail = Refused, c.Reason+": "+c.Message
 		}
 		return it
 	}

@@ -254,7 +254,7 @@ func Print(out, errOut io.Writer, format string, sum reconcile.Summary) error {
 // CountsLine says how many records ended how, e.g. "3 records: 2 done, 1 failed".
 func CountsLine(sum reconcile.Summary) string {
 	var parts []string
-	for _, oc := range []reconcile.Outcome{reconcile.Done, reconcile.InProgress, reconcile.Waiting, reconcile.Skipped, reconcile.Failed, reconcile.WouldDrive} {
+	for _, oc := range []reconcile.Outcome{reconcile.Done, reconcile.InProgress, reconcile.Waiting, reconcile.Skipped, reconcile.Refused, reconcile.Failed, reconcile.WouldDrive} {
 		if n := sum.Counts[oc]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, oc))
 		}

@@ -1,0 +1,270 @@
+package catalog
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+type staticTrust struct{ state TrustState }
+
+func (s staticTrust) TrustState(context.Context) (TrustState, error) { return s.state, nil }
+
+// rbac is an Authorizer answering from a list of what each user may do, and counting
+// the questions.
+type rbac struct {
+	allow map[string][]authorizationv1.ResourceAttributes
+	asked []string
+}
+
+func (r *rbac) Allowed(_ context.Context, user string, _ []string, a authorizationv1.ResourceAttributes) (bool, string, error) {
+	r.asked = append(r.asked, user+" "+a.Verb+" "+a.Resource+" "+a.Namespace+"/"+a.Name)
+	for _, x := range r.allow[user] {
+		if x == a {
+			return true, "", nil
+		}
+	}
+	return false, "RBAC: no rule allows it", nil
+}
+
+// writerStore is a store of the same cluster that writes as user, stamping token on
+// what it writes as its intent: another person's kubectl catalog.
+func writerStore(f *fixture, user, token string) *store.Store {
+	return f.cluster.Store(store.WithClock(func() time.Time { return f.now }),
+		store.WithIdentity(func(context.Context) (*store.Identity, error) {
+			return &store.Identity{Username: user, Groups: []string{"system:authenticated"}}, nil
+		}),
+		store.WithTrustToken(func(context.Context) (string, error) { return token, nil }))
+}
+
+func forgedInstance(name, namespace, id string, edit func(*v1alpha1.ServiceInstance)) *v1alpha1.ServiceInstance {
+	inst := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: v1alpha1.ServiceInstanceSpec{
+			Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db", ClassID: classID,
+			PlanExternalName: "small", PlanID: planSmall, ExternalID: id,
+		},
+	}
+	if edit != nil {
+		edit(inst)
+	}
+	return inst
+}
+
+func withSecretParameters(inst *v1alpha1.ServiceInstance) {
+	inst.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "root"}}}
+}
+
+func (f *fixture) stepRecord(inst *v1alpha1.ServiceInstance) Result {
+	f.t.Helper()
+	cur, err := f.st.Instances().Get(context.Background(), inst.Namespace, inst.Name)
+	assert.NilError(f.t, err)
+	res, err := f.engine.StepInstance(context.Background(), cur)
+	assert.NilError(f.t, err)
+	return res
+}
+
+func assertRefused(t *testing.T, f *fixture, res Result, namespace, name, reason string) {
+	t.Helper()
+	assert.Assert(t, res.Refused, "step result: %+v", res)
+	inst, err := f.st.Instances().Get(context.Background(), namespace, name)
+	assert.NilError(t, err)
+	c := condition(inst, v1alpha1.ConditionRefused)
+	assert.Equal(t, c.Status, metav1.ConditionTrue)
+	assert.Equal(t, c.Reason, reason, c.Message)
+	assert.Equal(t, condition(inst, v1alpha1.ConditionReady).Reason, reason)
+	assert.Assert(t, inst.Status.Retry != nil && inst.Status.Retry.NextRetryAt != nil, "a refusal is looked at again later")
+	assert.Equal(t, len(f.broker.Calls()), 0, "nothing may be sent to the broker for a refused record")
+}
+
+func TestTrust_SecretParametersOfAnUnverifiedAuthor_AreNeverRead(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		trust TrustState
+		token string
+	}{
+		{name: "no trust policy", trust: TrustState{Reason: "not installed"}, token: ""},
+		{name: "a token from before the policy in force", trust: TrustState{Token: "new"}, token: "old"},
+		{name: "no author at all", trust: TrustState{Token: "new"}, token: "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{tc.trust}
+			_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+			assert.NilError(t, err)
+			w := writerStore(f, "mallory", tc.token)
+			if tc.token == "-" {
+				w = f.cluster.Store()
+			}
+			_, err = w.Instances().Create(store.WithIntent(context.Background()), forgedInstance("evil", ns, "id-evil", withSecretParameters))
+			assert.NilError(t, err)
+
+			res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}})
+
+			assertRefused(t, f, res, ns, "evil", ReasonRefusedAuthorUnverified)
+		})
+	}
+}
+
+func TestTrust_VerifiedAuthor_SecretsReadOnlyWhenTheAuthorMay(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed bool
+	}{
+		{name: "the author may read the Secret", allowed: true},
+		{name: "the author may not read the Secret", allowed: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+			authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{}}
+			if tc.allowed {
+				authz.allow["bob"] = []authorizationv1.ResourceAttributes{{Namespace: ns, Verb: "get", Resource: "secrets", Name: "root"}}
+			}
+			f.engine.cfg.Authorizer = authz
+			_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+			assert.NilError(t, err)
+			_, err = writerStore(f, "bob", "tok").Instances().Create(store.WithIntent(context.Background()), forgedInstance("db2", ns, "id-2", withSecretParameters))
+			assert.NilError(t, err)
+
+			res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db2"}})
+
+			assert.DeepEqual(t, authz.asked, []string{"bob get secrets dev/root"})
+			if !tc.allowed {
+				assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
+				return
+			}
+			assert.Equal(t, res.State, StateSettled, res.Message)
+			assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+		})
+	}
+}
+
+func TestTrust_TheRunnersOwnSpec_NeedsNoAuthorization(t *testing.T) {
+	f := newFixture(t)
+	authz := &rbac{}
+	f.engine.cfg.Authorizer = authz
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	// Written by this process's store on the user's command: the user's own.
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("mine", ns, "id-mine", withSecretParameters))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}})
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, len(authz.asked), 0)
+}
+
+func TestTrust_AnOSBIDAnOlderRecordUses_IsNeverSent(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	f.advance(time.Minute)
+	// A copy of db's id, in another namespace, by someone who read it in describe.
+	_, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy", "team-b", instanceOSB, nil))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+
+	// Deleting the copy must not deprovision db's instance either: it never sent anything,
+	// so it goes without a broker call...
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), "team-b", "copy"))
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Equal(t, len(f.broker.Calls()), 0)
+	// ...and a copy whose status claims the broker holds it is refused the DELETE.
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy2", "team-b", instanceOSB, func(i *v1alpha1.ServiceInstance) {
+		i.Status.Provisioned = &v1alpha1.ProvisionedState{PlanID: planSmall}
+	}))
+	assert.NilError(t, err)
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), "team-b", "copy2"))
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy2"}})
+	assertRefused(t, f, res, "team-b", "copy2", ReasonRefusedIDInUse)
+
+	// The older record, the id's owner, is not held back.
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+	res = f.step("db")
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+}
+
+func TestTrust_APlanAccessRulesDisable_IsNeverProvisioned_UntilEnabled(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Access().Create(ctx, &v1alpha1.CatalogAccess{
+		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.CatalogAccessName},
+		Spec: v1alpha1.CatalogAccessSpec{Rules: []v1alpha1.AccessRule{
+			{Namespace: ns, BrokerName: brokerName, ClassID: classID, PlanID: planLarge, Enabled: false},
+		}},
+	})
+	assert.NilError(t, err)
+	f.create("big", planLarge, "")
+
+	res := f.step("big")
+	assertRefused(t, f, res, ns, "big", ReasonRefusedPlanNotAllowed)
+	assert.Assert(t, is.Contains(res.Message, "kubectl catalog access enable db/large -n dev"))
+
+	_, err = f.st.Access().UpdateWithRetry(ctx, storetest.CatalogNamespace, v1alpha1.CatalogAccessName, func(a *v1alpha1.CatalogAccess) error {
+		a.Spec.Rules[0].Enabled = true
+		return nil
+	})
+	assert.NilError(t, err)
+	f.advance(time.Hour)
+	res = f.step("big")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, condition(f.get("big"), v1alpha1.ConditionRefused).Type, "", "the refusal is cleared once the call goes ahead")
+}
+
+func TestTrust_BrokerRecordsThatReachOutOfTheirNamespace_AreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		broker v1alpha1.BrokerSpec
+		reason string
+	}{
+		{name: "a cluster-scoped broker outside the catalog namespace",
+			broker: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeCluster}, reason: ReasonRefusedUntrustedReference},
+		{name: "credentials of another namespace",
+			broker: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeNamespace,
+				Auth: &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "root", Namespace: "victim"}}},
+			reason: ReasonRefusedUntrustedReference},
+		{name: "credentials of its namespace its author may not read",
+			broker: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeNamespace,
+				Auth: &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "root"}}},
+			reason: ReasonRefusedNotAuthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+			f.engine.cfg.Authorizer = &rbac{}
+			w := writerStore(f, "mallory", "tok")
+			ctx := store.WithIntent(context.Background())
+			_, err := w.Brokers().Create(ctx, &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}, Spec: tc.broker})
+			assert.NilError(t, err)
+			_, err = w.Classes().Create(ctx, &v1alpha1.ServiceClass{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.ClassRecordName("evil", classID)},
+				Spec: v1alpha1.ServiceClassSpec{BrokerName: "evil", Scope: v1alpha1.ScopeNamespace, ID: classID, ExternalName: "db", Bindable: true,
+					Plans: []v1alpha1.ServicePlan{{ID: planSmall, ExternalName: "small"}}},
+			})
+			assert.NilError(t, err)
+			_, err = w.Instances().Create(ctx, forgedInstance("x", ns, "id-x", func(i *v1alpha1.ServiceInstance) {
+				i.Spec.Scope, i.Spec.BrokerName = v1alpha1.ScopeNamespace, "evil"
+			}))
+			assert.NilError(t, err)
+
+			res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
+
+			assertRefused(t, f, res, ns, "x", tc.reason)
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+func writer(c *storetest.Cluster, user, token string) *store.Store {
+	return c.Store(
+		store.WithIdentity(func(context.Context) (*store.Identity, error) {
+			return &store.Identity{Username: user, Groups: []string{"team", "system:authenticated"}}, nil
+		}),
+		store.WithTrustToken(func(context.Context) (string, error) { return token, nil }))
+}
+
+func instanceCM(t *testing.T, c *storetest.Cluster) (map[string]string, map[string]string) {
+	t.Helper()
+	inst := storetest.SampleInstance()
+	cm, err := c.Core.CoreV1().ConfigMaps(inst.Namespace).Get(context.Background(), store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), metav1.GetOptions{})
+	assert.NilError(t, err)
+	return cm.Annotations, cm.Data
+}
+
+func TestAuthor_TheUsersIntentStampsAuthorGroupsAndToken(t *testing.T) {
+	c := storetest.NewCluster()
+	_, err := writer(c, "bob", "tok").Instances().Create(store.WithIntent(context.Background()), storetest.SampleInstance())
+	assert.NilError(t, err)
+
+	a, _ := instanceCM(t, c)
+	assert.Equal(t, a[store.AnnotationAuthor], "bob")
+	assert.Equal(t, a[store.AnnotationAuthorGroups], "team,system:authenticated")
+	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
+}
+
+func TestAuthor_AStatusWriteKeepsTheAuthorAndTheSpecByteForByte(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	_, err := writer(c, "bob", "tok").Instances().Create(store.WithIntent(ctx), storetest.SampleInstance())
+	assert.NilError(t, err)
+	// The spec as someone formatted it by hand, under the same author.
+	inst := storetest.SampleInstance()
+	cm, err := c.Core.CoreV1().ConfigMaps(inst.Namespace).Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), metav1.GetOptions{})
+	assert.NilError(t, err)
+	var body map[string]any
+	assert.NilError(t, json.Unmarshal([]byte(cm.Data[store.DataKey]), &body))
+	compact, err := json.Marshal(body)
+	assert.NilError(t, err)
+	cm.Data[store.DataKey] = string(compact)
+	_, err = c.Core.CoreV1().ConfigMaps(inst.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
+	engine := writer(c, "system:serviceaccount:catalog-system:reconcile", "tok")
+	got, err := engine.Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+	got.Status.Phase = v1alpha1.PhaseFailed
+	_, err = engine.Instances().Update(ctx, got)
+	assert.NilError(t, err)
+
+	a, data := instanceCM(t, c)
+	assert.Equal(t, a[store.AnnotationAuthor], "bob")
+	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
+	assert.Equal(t, data[store.DataKey], string(compact), "a write that leaves the spec as it was leaves its bytes as they were")
+	assert.Assert(t, strings.Contains(data[store.StatusDataKey], `"Failed"`))
+}
+
+func TestAuthor_ASpecChangeThatIsNotTheUsersIntent_LosesTheToken(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	_, err := writer(c, "bob", "tok").Instances().Create(store.WithIntent(ctx), storetest.SampleInstance())
+	assert.NilError(t, err)
+
+	other := writer(c, "admin", "tok")
+	got, err := other.Instances().Get(ctx, storetest.UserNamespace, storetest.SampleInstance().Name)
+	assert.NilError(t, err)
+	got.Spec.PlanID = "another"
+	_, err = other.Instances().Update(ctx, got)
+	assert.NilError(t, err)
+
+	a, _ := instanceCM(t, c)
+	assert.Equal(t, a[store.AnnotationAuthor], "admin", "whoever changes a spec is its author")
+	assert.Equal(t, a[store.AnnotationTrustToken], "", "but only a user's own command vouches for it")
+	assert.Assert(t, !other.Intended(got))
+}
+
+func TestAuthor_IntendedIsTheSpecThisProcessWroteAndNothingElse(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	st := writer(c, "bob", "")
+	created, err := st.Instances().Create(store.WithIntent(ctx), storetest.SampleInstance())
+	assert.NilError(t, err)
+	assert.Assert(t, st.Intended(created))
+	assert.Assert(t, !writer(c, "bob", "").Intended(created), "another process did not write it")
+
+	changed := created.DeepCopy()
+	changed.Spec.PlanID = "forged"
+	assert.Assert(t, !st.Intended(changed), "a spec changed since is not the one intended")
+}
+
+func TestDecode_ReadsFormat1WithTheStatusInTheRecord(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	st := c.Store()
+	sample := storetest.SampleInstance()
+	_, err := st.Instances().Create(ctx, sample)
+	assert.NilError(t, err)
+	name := store.ConfigMapName(v1alpha1.KindServiceInstance, sample.Name)
+	cm, err := c.Core.CoreV1().ConfigMaps(sample.Namespace).Get(ctx, name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	var body map[string]json.RawMessage
+	assert.NilError(t, json.Unmarshal([]byte(cm.Data[store.DataKey]), &body))
+	body["status"] = json.RawMessage(cm.Data[store.StatusDataKey])
+	old, err := json.Marshal(body)
+	assert.NilError(t, err)
+	cm.Data = map[string]string{store.DataKey: string(old)}
+	cm.Annotations[store.AnnotationFormat] = "1"
+	_, err = c.Core.CoreV1().ConfigMaps(sample.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
+	got, err := st.Instances().Get(ctx, sample.Namespace, sample.Name)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got.Status, sample.Status)
+}
