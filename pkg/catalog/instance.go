@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -111,6 +112,11 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	}
 	c, err := e.cfg.Brokers.ClientFor(ctx, b)
 	if err != nil {
+		if b.Namespace == e.cfg.CatalogNamespace && apierrors.IsForbidden(err) {
+			// Users need not read a cluster broker's credentials: reconcile, which may,
+			// makes the call.
+			return target{}, &LeftToReconcileError{Broker: b.Name, Err: err}
+		}
 		return target{}, fmt.Errorf("cannot talk to broker %q: %w", b.Name, err)
 	}
 	class, err := e.cfg.Store.Classes().Get(ctx, ns, v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))

@@ -95,7 +95,10 @@ const (
 
 	// Failures before any broker call: the broker record, its credentials, the class or
 	// a parameters Secret could not be read. They apply to whatever action is due.
-	ReasonBrokerUnavailable     = "BrokerUnavailable"
+	ReasonBrokerUnavailable = "BrokerUnavailable"
+	// ReasonWaitingForReconcile: the user may not read a cluster broker's credentials;
+	// reconcile makes the call.
+	ReasonWaitingForReconcile   = "WaitingForReconcile"
 	ReasonParametersUnavailable = "ParametersUnavailable"
 	ReasonPlatformUnavailable   = "PlatformUnavailable"
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -163,6 +164,9 @@ func persistTerminal[T driven[T]](e *Engine, ctx context.Context, in T, reason, 
 func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason string, cause error) (Result, error) {
 	if ctx.Err() != nil {
 		return interrupted(in, ctx.Err())
+	}
+	if ltr, ok := AsLeftToReconcile(cause); ok {
+		return leaveToReconcile(e, ctx, in, ltr)
 	}
 	x := in.DeepCopy()
 	st := x.OpStatus()
@@ -350,4 +354,58 @@ func describe(err error, status int) string {
 		return msg
 	}
 	return err.Error()
+}
+
+// LeftToReconcileError says the user running the engine may not read a cluster broker's
+// credentials: the broker call is left to reconcile, which may.
+type LeftToReconcileError struct {
+	Broker string
+	Err    error
+}
+
+func (e *LeftToReconcileError) Error() string {
+	return fmt.Sprintf("you may not read the credentials of cluster broker %q, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", e.Broker)
+}
+
+func (e *LeftToReconcileError) Unwrap() error { return e.Err }
+
+// AsLeftToReconcile returns the LeftToReconcileError err carries, if any.
+func AsLeftToReconcile(err error) (*LeftToReconcileError, bool) {
+	var l *LeftToReconcileError
+	ok := errors.As(err, &l)
+	return l, ok
+}
+
+// leaveToReconcile records that the call is reconcile's to make: no failure, no backoff
+// (reconcile takes it up at once), the record as pending as it was.
+func leaveToReconcile[T driven[T]](e *Engine, ctx context.Context, in T, cause *LeftToReconcileError) (Result, error) {
+	x := in.DeepCopy()
+	now := e.now()
+	msg := cause.Error()
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForReconcile, msg, now)
+	store.ClearClaim(x, e.cfg.Holder)
+	res := withRecord(Result{State: StateWaiting, RequeueAfter: e.cfg.PollInterval, Message: msg}, in)
+	if c := meta.FindStatusCondition(in.OpStatus().Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == ReasonWaitingForReconcile {
+		if l, ok := store.LeaseOf(in); !ok || l.Holder != e.cfg.Holder {
+			return res, nil
+		}
+	}
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if store.IsConflict(err) {
+		return reread(e, ctx, in, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return withRecord(res, stored), nil
+}
+
+// WaitingForReconcile reports whether x waits for reconcile to make a broker call its
+// user may not make (nil is not waiting).
+func WaitingForReconcile(x opRecord) bool {
+	if x == nil || reflect.ValueOf(x).IsNil() {
+		return false
+	}
+	c := meta.FindStatusCondition(x.OpStatus().Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Reason == ReasonWaitingForReconcile
 }

@@ -2,15 +2,20 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -267,4 +272,28 @@ func TestTrust_BrokerRecordsThatReachOutOfTheirNamespace_AreRefused(t *testing.T
 			assertRefused(t, f, res, ns, "x", tc.reason)
 		})
 	}
+}
+
+type forbiddenClients struct{}
+
+func (forbiddenClients) ClientFor(_ context.Context, b *v1alpha1.Broker) (osb.Client, error) {
+	return nil, &brokerclient.SecretError{Broker: b.Name, Namespace: b.Namespace, Name: "auth",
+		Err: apierrors.NewForbidden(k8sschema.GroupResource{Resource: "secrets"}, "auth", errors.New("RBAC"))}
+}
+
+func TestTrust_AUserWhoMayNotReadAClusterBrokersCredentials_LeavesTheCallToReconcile(t *testing.T) {
+	f := newFixture(t)
+	f.engine.cfg.Brokers = forbiddenClients{}
+	f.create("db", planSmall, "")
+
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateWaiting)
+	assert.Assert(t, res.RequeueAfter > 0, "a --wait looks again for reconcile's progress")
+	assert.Assert(t, is.Contains(res.Message, "reconcile sends the request"))
+	inst := f.get("db")
+	assert.Assert(t, WaitingForReconcile(inst))
+	assert.Assert(t, inst.Status.Retry == nil, "no backoff holds reconcile back")
+	assert.Assert(t, inst.HasPendingWork(), "reconcile finds it")
+	assert.Assert(t, inst.Status.Phase != v1alpha1.PhaseFailed, "nothing failed")
 }

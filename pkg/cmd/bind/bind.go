@@ -539,6 +539,13 @@ func (o *Options) report(r catalog.Result) error {
 		return fmt.Errorf("binding %q is gone: it was deleted while being bound", o.Name)
 	}
 	b := r.Binding
+	if r.Refused {
+		return fmt.Errorf("binding %q was refused: %s; see %s", o.Name, r.Message, describe)
+	}
+	if catalog.WaitingForReconcile(b) {
+		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is recorded: %s; it writes Secret %q. Follow it with %s.\n", o.Name, r.Message, o.SecretName, describe)
+		return nil
+	}
 	if b != nil && b.Status.Retry != nil && (b.Status.InFlight == nil || !b.Status.InFlight.Async) {
 		// Not "bind --wait" again: the binding's name is taken now, so that would fail
 		// or, with another --name, make a second binding.

@@ -28,6 +28,13 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Resu
 		return fmt.Errorf("instance %q failed: %s; see %s", name, r.Message, describe)
 	}
 	inst := r.Instance
+	if r.Refused {
+		return fmt.Errorf("instance %q was refused: %s; see %s", name, r.Message, describe)
+	}
+	if catalog.WaitingForReconcile(inst) {
+		fmt.Fprintf(streams.ErrOut, "Instance %q is recorded: %s. Follow it with %s.\n", name, r.Message, describe)
+		return nil
+	}
 	if inst != nil && inst.Status.Retry != nil && (inst.Status.InFlight == nil || !inst.Status.InFlight.Async) {
 		return fmt.Errorf("instance %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"--wait\"", name, r.Message, describe)
 	}
