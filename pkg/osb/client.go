@@ -266,15 +266,24 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 	return &hc, nil
 }
 
-// sameOriginRedirects follows redirects only within the broker's origin
-// (scheme and host). A redirect elsewhere is not followed at all: following
-// it without credentials would still hand the request body (parameters,
-// possibly secret) to a host the user never configured. The 3xx is returned
-// to the caller as an *HTTPStatusError.
+// sameOriginRedirects follows redirects of a GET only, and only within the
+// broker's origin (scheme, host and port); any other 3xx is returned to the
+// caller as an *HTTPStatusError.
+//
+// A mutating call is never redirected: net/http would re-send a DELETE, PUT
+// or PATCH answered 301, 302 or 303 as a GET, and a GET answered 200 would
+// then read as the call's success while the broker still holds the resource
+// (a 307 or 308 would re-send the body to a URL the user never configured).
+// A redirect to another origin is not followed either: net/http keeps
+// Authorization for the same host name on another port or for a subdomain,
+// and the redirected request would carry the broker's credentials there.
 func sameOriginRedirects(base *url.URL) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if len(via) > 0 && via[0].Method != http.MethodGet {
+			return http.ErrUseLastResponse
 		}
 		if req.URL.Scheme != base.Scheme || !strings.EqualFold(req.URL.Host, base.Host) {
 			// Defence in depth: never let credentials ride along.
