@@ -424,17 +424,27 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 		if tooLarge {
 			return nil, &MalformedResponseError{
 				Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode,
-				BodyExcerpt: excerpt(raw), Err: &BodyTooLargeError{Limit: cl.maxBytes},
+				Err: &BodyTooLargeError{Limit: cl.maxBytes},
 			}
 		}
 		return &answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
 	}
 
-	he := &HTTPStatusError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode, BodyExcerpt: excerpt(raw)}
-	if !tooLarge {
-		eb := DecodeErrorBody(raw)
-		he.ErrorCode, he.Description = eb.Error, eb.Description
-		he.InstanceUsable, he.UpdateRepeatable = eb.InstanceUsable, eb.UpdateRepeatable
+	he := &HTTPStatusError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode}
+	// Only an error status has an error body. A 2xx body the endpoint does
+	// not expect (a bind's holds credentials) and a 3xx body are not read.
+	if resp.StatusCode >= 400 {
+		switch {
+		case looksLikeJSON(raw) && !tooLarge:
+			eb := DecodeErrorBody(raw)
+			he.ErrorCode, he.Description = eb.Error, eb.Description
+			he.InstanceUsable, he.UpdateRepeatable = eb.InstanceUsable, eb.UpdateRepeatable
+			if he.Description == "" {
+				he.Message = errorMessage(raw)
+			}
+		case !looksLikeJSON(raw):
+			he.BodyExcerpt = excerpt(raw)
+		}
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc, err := resp.Location(); err == nil {
@@ -454,7 +464,7 @@ func stripURL(err error) error {
 }
 
 func (c *client) malformed(cl call, a *answer, err error) error {
-	return &MalformedResponseError{Method: cl.method, Path: cl.path, StatusCode: a.status, BodyExcerpt: excerpt(a.body), Err: err}
+	return &MalformedResponseError{Method: cl.method, Path: cl.path, StatusCode: a.status, Err: err}
 }
 
 // ---------------------------------------------------------------------------
