@@ -168,8 +168,8 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpBind, osb.OutcomeOf(resp.Status(), callErr))
 	if act.Result == osb.ResultSucceeded {
-		answer := bindAnswer{Credentials: resp.Credentials, Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
-			RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}
+		answer := bindAnswer{Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
+			RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}.withCredentials(resp.Credentials)
 		if prev != nil && answer.empty() && t.retrievable() {
 			// A re-sent bind answered 200 without credentials: the broker may hand
 			// them out only once. GET the binding for them.
@@ -207,6 +207,8 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 
 // bindAnswer is a bind's 200/201 answer or a GET binding's.
 type bindAnswer struct {
+	// Credentials is what goes to the Secret: the answer's credentials and its other
+	// fields that may hold secrets (see withCredentials).
 	Credentials     map[string]any
 	Metadata        *osb.BindingMetadata
 	SyslogDrainURL  string
@@ -221,26 +223,32 @@ func (a bindAnswer) empty() bool {
 }
 
 func answerOf(r *osb.GetBindingResponse) bindAnswer {
-	return bindAnswer{Credentials: r.Credentials, Metadata: r.Metadata, SyslogDrainURL: r.SyslogDrainURL,
-		RouteServiceURL: r.RouteServiceURL, VolumeMounts: r.VolumeMounts, Endpoints: r.Endpoints}
+	return bindAnswer{Metadata: r.Metadata, SyslogDrainURL: r.SyslogDrainURL,
+		RouteServiceURL: r.RouteServiceURL, VolumeMounts: r.VolumeMounts, Endpoints: r.Endpoints}.withCredentials(r.Credentials)
 }
 
-// boundState is the non-secret part of an answer.
+// withCredentials sets what the Secret gets: creds, plus the syslog drain and route
+// service URLs and the volume mounts (mount_config included) under their own keys, since
+// any of them may hold a secret (credentials.Answer).
+func (a bindAnswer) withCredentials(creds map[string]any) bindAnswer {
+	a.Credentials = credentials.Answer{Credentials: creds, SyslogDrainURL: a.SyslogDrainURL,
+		RouteServiceURL: a.RouteServiceURL, VolumeMounts: a.VolumeMounts}.Values()
+	return a
+}
+
+// boundState is the non-secret part of an answer: that a syslog drain or a route service
+// exists, not its URL; a volume mount without its mount_config.
 func (a bindAnswer) boundState(op *v1alpha1.Operation) *v1alpha1.BoundState {
 	bs := &v1alpha1.BoundState{
 		BindingID: op.BindingID, ParametersChecksum: op.ParametersChecksum,
-		SyslogDrainURL: a.SyslogDrainURL, RouteServiceURL: a.RouteServiceURL,
+		SyslogDrain: a.SyslogDrainURL != "", RouteService: a.RouteServiceURL != "",
 	}
 	for _, ep := range a.Endpoints {
 		bs.Endpoints = append(bs.Endpoints, v1alpha1.Endpoint{Host: ep.Host, Ports: ep.Ports, Protocol: ep.Protocol})
 	}
 	for _, vm := range a.VolumeMounts {
-		m := v1alpha1.VolumeMount{Driver: vm.Driver, ContainerDir: vm.ContainerDir, Mode: vm.Mode, DeviceType: vm.DeviceType,
-			Device: v1alpha1.VolumeDevice{VolumeID: vm.Device.VolumeID}}
-		if len(vm.Device.MountConfig) > 0 {
-			m.Device.MountConfig = rawJSON(vm.Device.MountConfig)
-		}
-		bs.VolumeMounts = append(bs.VolumeMounts, m)
+		bs.VolumeMounts = append(bs.VolumeMounts, v1alpha1.VolumeMount{Driver: vm.Driver, ContainerDir: vm.ContainerDir,
+			Mode: vm.Mode, DeviceType: vm.DeviceType, Device: v1alpha1.VolumeDevice{VolumeID: vm.Device.VolumeID}})
 	}
 	if md := a.Metadata; md != nil {
 		if t, err := md.ExpiresAtTime(); err == nil && !t.IsZero() {

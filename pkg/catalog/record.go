@@ -335,7 +335,9 @@ func resultOf[T driven[T]](e *Engine, x T) Result {
 }
 
 // describe turns a broker call's failure into a message for the record: the broker's
-// own words when it sent some, never credentials (the osb errors hold none).
+// own words when it sent some (the description of an error body, else its message or
+// the start of a page that is not JSON), never anything of a 2xx or 3xx body, which may
+// hold credentials (the osb errors keep none of it).
 func describe(err error, status int) string {
 	if err == nil {
 		return fmt.Sprintf("the broker answered %d %s, which is not a valid answer to this call", status, http.StatusText(status))
@@ -348,8 +350,14 @@ func describe(err error, status int) string {
 		switch {
 		case he.Description != "":
 			msg += ": " + he.Description
+		case he.Message != "":
+			msg += ": " + he.Message
 		case he.BodyExcerpt != "":
 			msg += ": " + he.BodyExcerpt
+		case he.StatusCode >= 300 && he.StatusCode < 400 && he.RedirectHost != "":
+			msg += fmt.Sprintf(": a redirect (to host %q), which is not followed for this call", he.RedirectHost)
+		case he.StatusCode >= 300 && he.StatusCode < 400:
+			msg += ": a redirect, which is not followed for this call"
 		}
 		return msg
 	}

@@ -266,15 +266,24 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 	return &hc, nil
 }
 
-// sameOriginRedirects follows redirects only within the broker's origin
-// (scheme and host). A redirect elsewhere is not followed at all: following
-// it without credentials would still hand the request body (parameters,
-// possibly secret) to a host the user never configured. The 3xx is returned
-// to the caller as an *HTTPStatusError.
+// sameOriginRedirects follows redirects of a GET only, and only within the
+// broker's origin (scheme, host and port); any other 3xx is returned to the
+// caller as an *HTTPStatusError.
+//
+// A mutating call is never redirected: net/http would re-send a DELETE, PUT
+// or PATCH answered 301, 302 or 303 as a GET, and a GET answered 200 would
+// then read as the call's success while the broker still holds the resource
+// (a 307 or 308 would re-send the body to a URL the user never configured).
+// A redirect to another origin is not followed either: net/http keeps
+// Authorization for the same host name on another port or for a subdomain,
+// and the redirected request would carry the broker's credentials there.
 func sameOriginRedirects(base *url.URL) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if len(via) > 0 && via[0].Method != http.MethodGet {
+			return http.ErrUseLastResponse
 		}
 		if req.URL.Scheme != base.Scheme || !strings.EqualFold(req.URL.Host, base.Host) {
 			// Defence in depth: never let credentials ride along.
@@ -415,17 +424,27 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 		if tooLarge {
 			return nil, &MalformedResponseError{
 				Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode,
-				BodyExcerpt: excerpt(raw), Err: &BodyTooLargeError{Limit: cl.maxBytes},
+				Err: &BodyTooLargeError{Limit: cl.maxBytes},
 			}
 		}
 		return &answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
 	}
 
-	he := &HTTPStatusError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode, BodyExcerpt: excerpt(raw)}
-	if !tooLarge {
-		eb := DecodeErrorBody(raw)
-		he.ErrorCode, he.Description = eb.Error, eb.Description
-		he.InstanceUsable, he.UpdateRepeatable = eb.InstanceUsable, eb.UpdateRepeatable
+	he := &HTTPStatusError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode}
+	// Only an error status has an error body. A 2xx body the endpoint does
+	// not expect (a bind's holds credentials) and a 3xx body are not read.
+	if resp.StatusCode >= 400 {
+		switch {
+		case looksLikeJSON(raw) && !tooLarge:
+			eb := DecodeErrorBody(raw)
+			he.ErrorCode, he.Description = eb.Error, eb.Description
+			he.InstanceUsable, he.UpdateRepeatable = eb.InstanceUsable, eb.UpdateRepeatable
+			if he.Description == "" {
+				he.Message = errorMessage(raw)
+			}
+		case !looksLikeJSON(raw):
+			he.BodyExcerpt = excerpt(raw)
+		}
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc, err := resp.Location(); err == nil {
@@ -445,7 +464,7 @@ func stripURL(err error) error {
 }
 
 func (c *client) malformed(cl call, a *answer, err error) error {
-	return &MalformedResponseError{Method: cl.method, Path: cl.path, StatusCode: a.status, BodyExcerpt: excerpt(a.body), Err: err}
+	return &MalformedResponseError{Method: cl.method, Path: cl.path, StatusCode: a.status, Err: err}
 }
 
 // ---------------------------------------------------------------------------

@@ -185,6 +185,7 @@ const (
 	ReasonPlatformError           = "PlatformError"
 	ReasonMalformedResponse       = "MalformedResponse"
 	ReasonUnexpectedStatus        = "UnexpectedStatus"
+	ReasonRedirected              = "Redirected"
 	ReasonBadRequest              = "BadRequest"
 	ReasonConflict                = "Conflict"
 	ReasonNotFound                = "NotFound"
@@ -252,9 +253,10 @@ type Action struct {
 
 // Decide applies the spec's orphan-mitigation table and polling rules to the
 // outcome of one call. It is pure: the same inputs always give the same
-// Action. 3xx and 1xx answers are failures without orphan mitigation: the
-// client never follows redirects off the broker's origin, and the spec's
-// table only names 2xx, 4xx and 5xx.
+// Action. A 3xx of a mutating call (the client never follows one) is
+// handled like a 5xx: never a success, orphan mitigation for a create, a
+// retried delete for a delete. 1xx answers are failures without orphan
+// mitigation; the spec's table only names 2xx, 4xx and 5xx.
 func Decide(op Operation, o Outcome) Action {
 	switch {
 	case op.IsPoll():
@@ -329,6 +331,12 @@ func decideCall(op Operation, o Outcome) Action {
 		return Action{Result: ResultSucceeded, Reason: ReasonGone, Forget: true}
 	case status >= 400 && status < 500:
 		return decideClientError(op, o, failed, terminal)
+	case status >= 300 && status < 400:
+		// Whatever answered the redirect, it was not the broker acting on the
+		// call, and the broker may have acted before redirecting: as a 5xx.
+		a := failed(ReasonRedirected)
+		a.OrphanMitigation = mitigateBroken
+		return a
 	case status >= 500 && status < 600:
 		a := failed(ReasonBrokerError)
 		a.OrphanMitigation = mitigateBroken

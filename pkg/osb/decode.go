@@ -31,9 +31,75 @@ func decodeObject(data []byte, allowEmpty bool, v any) error {
 		return errors.New("body is not a JSON object")
 	}
 	if err := json.Unmarshal(trimmed, v); err != nil {
-		return fmt.Errorf("decoding JSON body: %w", err)
+		return fmt.Errorf("decoding JSON body: %w", withoutValues(err))
 	}
 	return nil
+}
+
+// withoutValues rewrites a JSON decoding error so that it quotes nothing of
+// the body: encoding/json's own messages repeat numbers and characters of
+// it, and a body may hold credentials.
+func withoutValues(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("invalid JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		kind, _, _ := strings.Cut(typ.Value, " ")
+		if typ.Field == "" {
+			return fmt.Errorf("a JSON %s where %s was expected", kind, typ.Type)
+		}
+		return fmt.Errorf("field %q holds a JSON %s where %s was expected", typ.Field, kind, typ.Type)
+	default:
+		return errors.New("the body does not decode")
+	}
+}
+
+// looksLikeJSON reports whether body starts like a JSON object or array,
+// even when it was cut at the size cap.
+func looksLikeJSON(body []byte) bool {
+	t := bytes.TrimSpace(body)
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+}
+
+// messageKeys are where brokers that do not follow the spec's error body put
+// their message, in the order they are looked for; keys match in any case.
+var messageKeys = []string{"description", "message", "error_message", "error_description", "detail", "error"}
+
+// errorMessage is the message of a JSON error body that has no spec
+// "description": the first string under one of messageKeys (the spec's
+// lower-case "error" is its code, so only another spelling of it counts) or
+// an "error" object's "message", as one line cut to excerptLimit bytes. It
+// is "" when the body has none: the raw JSON is never a message.
+func errorMessage(body []byte) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimSpace(body), &fields) != nil {
+		return ""
+	}
+	for _, want := range messageKeys {
+		for k, raw := range fields {
+			if !strings.EqualFold(k, want) || k == "error" || k == "description" {
+				continue
+			}
+			var s string
+			if json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) != "" {
+				return oneLine(s, true)
+			}
+		}
+	}
+	for k, raw := range fields {
+		if !strings.EqualFold(k, "error") {
+			continue
+		}
+		var nested struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(raw, &nested) == nil && strings.TrimSpace(nested.Message) != "" {
+			return oneLine(nested.Message, true)
+		}
+	}
+	return ""
 }
 
 // DecodeCatalog decodes the body of a catalog answer. A catalog without a
@@ -49,7 +115,7 @@ func DecodeCatalog(data []byte) (*CatalogResponse, error) {
 	}
 	var c CatalogResponse
 	if err := json.Unmarshal(bytes.TrimSpace(data), &c); err != nil {
-		return nil, fmt.Errorf("decoding catalog: %w", err)
+		return nil, fmt.Errorf("decoding catalog: %w", withoutValues(err))
 	}
 	if c.Services == nil {
 		c.Services = []Service{}

@@ -22,7 +22,9 @@
 // set), the originating identity when one is configured, and the
 // configured credentials. Ids are escaped in paths, "operation" is
 // percent-encoded, bodies are capped in size, and unknown JSON fields are
-// ignored.
+// ignored. Redirects are followed only for GET requests and only within the
+// broker's origin; every other 3xx is returned as an *HTTPStatusError, which
+// Decide handles like a 5xx for the mutating calls.
 //
 // # Answers and errors
 //

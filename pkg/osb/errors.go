@@ -31,8 +31,15 @@ type HTTPStatusError struct {
 	Description      string
 	InstanceUsable   *bool // from the body; nil means usable
 	UpdateRepeatable *bool // from the body; nil means repeatable
-	// BodyExcerpt is the start of the raw body with control characters
-	// replaced, for messages when the body had no description.
+	// Message is the broker's message when a 4xx or 5xx body had no
+	// description but says it under a key some brokers use instead
+	// ("message", "Error", "detail", an "error" object's "message"), cut to
+	// a line of at most excerptLimit bytes.
+	Message string
+	// BodyExcerpt is the start of a 4xx or 5xx body that is not JSON (an
+	// HTML error page, a proxy's text), with control characters replaced.
+	// A JSON body is shown only through Description and Message; nothing of
+	// a 2xx or 3xx body is kept at all: a bind's body holds credentials.
 	BodyExcerpt string
 	// RedirectHost is the host of the Location of a 3xx answer: redirects to
 	// another origin are not followed (see ClientConfig).
@@ -56,6 +63,8 @@ func (e *HTTPStatusError) Error() string {
 	switch {
 	case e.Description != "":
 		b.WriteString(": " + e.Description)
+	case e.Message != "":
+		b.WriteString(": " + e.Message)
 	case e.ErrorCode == "" && e.BodyExcerpt != "":
 		fmt.Fprintf(&b, ": body %q", e.BodyExcerpt)
 	}
@@ -100,13 +109,12 @@ func (e *TransportError) Unwrap() error { return e.Err }
 
 // MalformedResponseError is a success status whose body could not be
 // decoded, or is not what the spec requires (e.g. a last operation without a
-// valid state), or exceeds the size cap.
+// valid state), or exceeds the size cap. It keeps nothing of the body, which
+// may hold credentials: Err names fields and JSON types, never values.
 type MalformedResponseError struct {
 	Method     string // HTTP method of the request
 	Path       string // escaped URL path of the request, without query
 	StatusCode int    // the success status that came with the bad body
-	// BodyExcerpt is the start of the raw body, sanitised.
-	BodyExcerpt string
 	// Err says what was wrong with the body.
 	Err error
 }
@@ -262,25 +270,36 @@ func classifyTransport(ctx context.Context, te *TransportError) *TransportError 
 	return te
 }
 
-// excerpt returns the start of body, cut at a rune boundary, with control
-// characters replaced so the excerpt is safe in a one-line message.
+// excerpt returns the start of body as one line (see oneLine).
 func excerpt(body []byte) string {
-	if len(body) > excerptLimit {
-		body = body[:excerptLimit]
+	return oneLine(string(body), false)
+}
+
+// oneLine returns s cut to at most excerptLimit bytes at a rune boundary
+// (with "…" appended when marked is set and something was cut), trimmed, with
+// control characters and invalid bytes replaced by spaces, so that it is safe
+// in a one-line message.
+func oneLine(s string, marked bool) string {
+	cut := false
+	if len(s) > excerptLimit {
+		s, cut = s[:excerptLimit], true
 		// Drop a rune the cut split in two; invalid bytes elsewhere are
 		// replaced below.
-		for i := 0; i < utf8.UTFMax && len(body) > 0; i++ {
-			if r, size := utf8.DecodeLastRune(body); r != utf8.RuneError || size != 1 {
+		for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {
+			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
 				break
 			}
-			body = body[:len(body)-1]
+			s = s[:len(s)-1]
 		}
 	}
-	s := strings.TrimSpace(string(body))
-	return strings.Map(func(r rune) rune {
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == utf8.RuneError {
 			return ' '
 		}
 		return r
-	}, s)
+	}, s))
+	if cut && marked {
+		s += "…"
+	}
+	return s
 }

@@ -95,10 +95,13 @@ func FuzzDecodeErrorBody(f *testing.F) {
 		er := DecodeErrorBody(data)
 		he := &HTTPStatusError{Method: "GET", Path: "/v2/catalog", StatusCode: 500, ErrorCode: er.Error,
 			Description: er.Description, InstanceUsable: er.InstanceUsable, UpdateRepeatable: er.UpdateRepeatable,
-			BodyExcerpt: excerpt(data)}
+			BodyExcerpt: excerpt(data), Message: errorMessage(data)}
 		_ = he.Error()
 		if len(he.BodyExcerpt) > excerptLimit {
 			t.Fatalf("excerpt of %d bytes exceeds the limit", len(he.BodyExcerpt))
+		}
+		if len(he.Message) > excerptLimit+len("…") {
+			t.Fatalf("message of %d bytes exceeds the limit", len(he.Message))
 		}
 		_ = Decide(OpUpdate, OutcomeOf(0, he))
 	})

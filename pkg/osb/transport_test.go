@@ -196,6 +196,116 @@ func TestRedirect_WithinTheBrokerIsFollowedWithCredentials(t *testing.T) {
 	assert.Equal(t, reqs[1].Header.Get(HeaderAPIVersion), APIVersion)
 }
 
+// TestRedirect_OfAMutatingCallIsNeverFollowed: net/http turns a 301, 302 or
+// 303 of a DELETE, PUT or PATCH into a GET; a GET that answers 200 (here the
+// catalog) would then read as the call's success while the broker still holds
+// the resource. A 307 or 308 would re-send the body elsewhere. So no redirect
+// of a mutating call is followed, even within the broker's origin.
+func TestRedirect_OfAMutatingCallIsNeverFollowed(t *testing.T) {
+	calls := []struct {
+		op   Operation
+		call func(Client) error
+	}{
+		{OpProvision, func(c Client) error {
+			_, err := c.Provision(t.Context(), &ProvisionRequest{InstanceID: "i", ServiceID: "s", PlanID: "p", OrganizationGUID: "o", SpaceGUID: "sp"})
+			return err
+		}},
+		{OpUpdate, func(c Client) error {
+			_, err := c.Update(t.Context(), &UpdateRequest{InstanceID: "i", ServiceID: "s"})
+			return err
+		}},
+		{OpDeprovision, func(c Client) error {
+			_, err := c.Deprovision(t.Context(), &DeprovisionRequest{InstanceID: "i", ServiceID: "s", PlanID: "p"})
+			return err
+		}},
+		{OpBind, func(c Client) error {
+			_, err := c.Bind(t.Context(), &BindRequest{InstanceID: "i", BindingID: "b", ServiceID: "s", PlanID: "p"})
+			return err
+		}},
+		{OpUnbind, func(c Client) error {
+			_, err := c.Unbind(t.Context(), &UnbindRequest{InstanceID: "i", BindingID: "b", ServiceID: "s", PlanID: "p"})
+			return err
+		}},
+	}
+	statuses := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	for _, tc := range calls {
+		for _, status := range statuses {
+			t.Run(tc.op.String()+"/"+http.StatusText(status), func(t *testing.T) {
+				b := newFakeBroker(t, nil)
+				b.handler = func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/v2/catalog" {
+						reply(http.StatusOK, `{"services":[]}`)(w, r)
+						return
+					}
+					http.Redirect(w, r, b.URL+"/v2/catalog", status)
+				}
+				c := newTestClient(t, b.URL)
+
+				err := tc.call(c)
+
+				assert.Equal(t, len(b.requests()), 1, "the redirect was followed")
+				assert.Equal(t, StatusCode(err), status, "got %v", err)
+				assert.ErrorContains(t, err, "not followed")
+				a := Decide(tc.op, OutcomeOf(0, err))
+				assert.Equal(t, a.Result, ResultFailed)
+				assert.Assert(t, a.Retry)
+				assert.Equal(t, a.OrphanMitigation, tc.op != OpUpdate, "handled like a 5xx")
+			})
+		}
+	}
+}
+
+// TestRedirect_OfAFetchLeavingTheOriginIsNotFollowed: net/http itself keeps
+// Authorization on a redirect to the same host name on another port (it
+// compares names, not ports), so the client's own same-origin rule is what
+// keeps the credentials with the broker.
+func TestRedirect_OfAFetchLeavingTheOriginIsNotFollowed(t *testing.T) {
+	other := newFakeBroker(t, reply(http.StatusOK, `{"services":[]}`))
+	origin := newFakeBroker(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	})
+
+	// What net/http alone would do: follow, with the credentials.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, origin.URL+"/v2/catalog", nil)
+	assert.NilError(t, err)
+	req.Header.Set("Authorization", "Bearer plain-client")
+	resp, err := http.DefaultClient.Do(req)
+	assert.NilError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, other.last(t).Header.Get("Authorization"), "Bearer plain-client")
+	before := len(other.requests())
+
+	c := newTestClient(t, origin.URL)
+	fetches := map[string]func() error{
+		"catalog": func() error { _, err := c.GetCatalog(t.Context(), nil); return err },
+		"instance": func() error {
+			_, err := c.GetInstance(t.Context(), &GetInstanceRequest{InstanceID: "i"})
+			return err
+		},
+		"binding": func() error {
+			_, err := c.GetBinding(t.Context(), &GetBindingRequest{InstanceID: "i", BindingID: "b"})
+			return err
+		},
+		"last operation": func() error {
+			_, err := c.LastOperation(t.Context(), &LastOperationRequest{InstanceID: "i"})
+			return err
+		},
+		"binding last operation": func() error {
+			_, err := c.BindingLastOperation(t.Context(), &BindingLastOperationRequest{InstanceID: "i", BindingID: "b"})
+			return err
+		},
+	}
+	for name, fetch := range fetches {
+		t.Run(name, func(t *testing.T) {
+			err := fetch()
+
+			assert.Equal(t, StatusCode(err), http.StatusFound, "got %v", err)
+			assert.ErrorContains(t, err, "not followed")
+			assert.Equal(t, len(other.requests()), before, "another origin was asked")
+		})
+	}
+}
+
 // newHangingBroker never answers until the test ends.
 func newHangingBroker(t *testing.T, writeHeader bool) *fakeBroker {
 	done := make(chan struct{})

@@ -67,10 +67,15 @@ const (
 	// ActionDropState makes the broker forget the instance (with its
 	// bindings) or binding the request names, as if its database lost it.
 	ActionDropState Action = "drop_state"
+	// ActionRedirect answers Status (301 when 0; it must be a 3xx) with
+	// "Location: /v2/catalog", the broker's own catalog, as a proxy or a
+	// moved broker might. A client that re-sends a DELETE, PUT or PATCH as
+	// the GET net/http makes of a 301, 302 or 303 gets the catalog's 200.
+	ActionRedirect Action = "redirect"
 )
 
 var allActions = []Action{ActionRespond, ActionGone, ActionDelay, ActionHang, ActionMalformed, ActionOversized,
-	ActionClose, ActionFailOperation, ActionStickOperation, ActionDropState}
+	ActionClose, ActionFailOperation, ActionStickOperation, ActionDropState, ActionRedirect}
 
 // When says whether a fault strikes before the broker acts on the request or
 // after it.
@@ -166,6 +171,9 @@ func (f *Fault) validate() error {
 	}
 	if f.Action == ActionRespond && f.Status == 0 && f.When == Before {
 		return fmt.Errorf("fault: action %q before the broker acts needs a status", f.Action)
+	}
+	if f.Action == ActionRedirect && f.Status != 0 && (f.Status < 300 || f.Status > 399) {
+		return fmt.Errorf("fault: action %q needs a 3xx status, not %d", f.Action, f.Status)
 	}
 	if f.Action == ActionDelay && f.Delay <= 0 {
 		return fmt.Errorf("fault: action %q needs a positive delay", f.Action)

@@ -333,3 +333,34 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestFault_Redirect_SendsTheCallToTheCatalog(t *testing.T) {
+	b, c := startBroker(t)
+	c.provisionSync("i1", DemoPostgresServiceID, DemoPostgresHobbyPlanID)
+	mustInject(t, b, Fault{Op: OpDeprovision, Action: ActionRedirect})
+	noFollow := *c.hc
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	plain := *c
+	plain.hc = &noFollow
+
+	r := plain.do(http.MethodDelete, deletePath(instancePath("i1"), DemoPostgresServiceID, DemoPostgresHobbyPlanID, true), nil).
+		expect(t, http.StatusMovedPermanently)
+
+	assert.Equal(t, r.header.Get("Location"), "/v2/catalog")
+	_, exists := b.Instance("i1")
+	assert.Assert(t, exists, "a redirect before the broker acts leaves the instance")
+
+	// What net/http does with it when it follows: a GET of the catalog, 200.
+	mustInject(t, b, Fault{Op: OpDeprovision, Action: ActionRedirect, Status: http.StatusSeeOther})
+	c.do(http.MethodDelete, deletePath(instancePath("i1"), DemoPostgresServiceID, DemoPostgresHobbyPlanID, true), nil).
+		expect(t, http.StatusOK)
+	_, exists = b.Instance("i1")
+	assert.Assert(t, exists)
+	assert.Equal(t, len(b.RequestsFor(OpCatalog)), 1)
+}
+
+func TestFault_Redirect_NeedsA3xxStatus(t *testing.T) {
+	b, _ := startBroker(t)
+	_, err := b.InjectFault(Fault{Op: OpBind, Action: ActionRedirect, Status: 200})
+	assert.ErrorContains(t, err, "needs a 3xx status")
+}

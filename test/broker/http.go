@@ -339,6 +339,12 @@ func faultReply(f Fault, real reply) reply {
 	switch f.Action {
 	case ActionGone:
 		rep = reply{status: http.StatusGone, body: []byte("{}")}
+	case ActionRedirect:
+		if f.Status == 0 {
+			status = http.StatusMovedPermanently
+		}
+		rep = reply{status: status, body: []byte(`<a href="/v2/catalog">` + http.StatusText(status) + "</a>.\n")}
+		rep.setHeader("Location", "/v2/catalog")
 	case ActionMalformed:
 		body := real.body
 		if len(body) < 4 {

@@ -3,6 +3,9 @@
 //
 // The steps, in the order a caller takes them:
 //
+//  0. Answer.Values adds the fields of the answer other than its credentials that may
+//     hold secrets (syslog_drain_url, route_service_url, volume_mounts) to the
+//     credentials: they belong in the Secret, never in the binding record.
 //  1. Encode turns the credentials object into Secret data: strings as they are, every
 //     other value as JSON.
 //  2. Apply runs the binding's SecretTransforms (spec.secretTransforms) over that data, in

@@ -277,11 +277,11 @@ func Describe(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
 			}
 			fmt.Fprintf(&out, "  endpoint: %s ports %s (%s)\n", ep.Host, strings.Join(ep.Ports, ","), proto)
 		}
-		if bs.SyslogDrainURL != "" {
-			fmt.Fprintf(&out, "  syslog drain: %s\n", bs.SyslogDrainURL)
+		if bs.SyslogDrain {
+			out.WriteString("  syslog drain: URL in Secret key syslog_drain_url\n")
 		}
-		if bs.RouteServiceURL != "" {
-			fmt.Fprintf(&out, "  route service: %s\n", bs.RouteServiceURL)
+		if bs.RouteService {
+			out.WriteString("  route service: URL in Secret key route_service_url\n")
 		}
 		for _, vm := range bs.VolumeMounts {
 			fmt.Fprintf(&out, "  volume mount: %s (%s, %s, driver %s, volume %s)\n", vm.ContainerDir, vm.Mode, vm.DeviceType, vm.Driver, vm.Device.VolumeID)

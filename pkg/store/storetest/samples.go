@@ -211,11 +211,11 @@ func SampleBinding() *v1alpha1.ServiceBinding {
 			Bound: &v1alpha1.BoundState{
 				BindingID:          BindingID,
 				ParametersChecksum: "sha256:77aa",
-				SyslogDrainURL:     "syslog-tls://logs.acme.example:6514",
-				RouteServiceURL:    "https://route.acme.example",
+				SyslogDrain:        true,
+				RouteService:       true,
 				VolumeMounts: []v1alpha1.VolumeMount{{
 					Driver: "nfs", ContainerDir: "/data", Mode: "rw", DeviceType: "shared",
-					Device: v1alpha1.VolumeDevice{VolumeID: "vol-1", MountConfig: raw(`{"uid":"1000"}`)},
+					Device: v1alpha1.VolumeDevice{VolumeID: "vol-1"},
 				}},
 				Endpoints:   []v1alpha1.Endpoint{{Host: "pg.acme.example", Ports: []string{"5432", "9000-9010"}, Protocol: "tcp"}},
 				ExpiresAt:   at(30 * 24 * time.Hour),

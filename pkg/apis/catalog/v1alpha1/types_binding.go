@@ -113,17 +113,23 @@ type ServiceBindingStatus struct {
 	Retired []string `json:"retired,omitempty"`
 }
 
-// BoundState is the non-secret part of the broker's bind answer.
+// BoundState is the non-secret part of the broker's bind answer. Whatever of the answer
+// may hold a secret is in the credentials Secret only: the credentials, the syslog drain
+// and route service URLs (keys syslog_drain_url and route_service_url) and the volume
+// mounts with their mount_config (key volume_mounts).
 type BoundState struct {
 	// BindingID is the OSB binding id the broker holds; it differs from the spec's
 	// ExternalID while a rotation binds the new id.
 	BindingID string `json:"bindingID"`
 	// ParametersChecksum identifies the parameters the broker accepted.
-	ParametersChecksum string        `json:"parametersChecksum,omitempty"`
-	SyslogDrainURL     string        `json:"syslogDrainURL,omitempty"`
-	RouteServiceURL    string        `json:"routeServiceURL,omitempty"`
-	VolumeMounts       []VolumeMount `json:"volumeMounts,omitempty"`
-	Endpoints          []Endpoint    `json:"endpoints,omitempty"`
+	ParametersChecksum string `json:"parametersChecksum,omitempty"`
+	// SyslogDrain is true when the broker returned a syslog_drain_url.
+	SyslogDrain bool `json:"syslogDrain,omitempty"`
+	// RouteService is true when the broker returned a route_service_url.
+	RouteService bool `json:"routeService,omitempty"`
+	// VolumeMounts are the volume mounts the broker returned, without their mount_config.
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+	Endpoints    []Endpoint    `json:"endpoints,omitempty"`
 	// ExpiresAt and RenewBefore are the binding's metadata.expires_at and renew_before.
 	ExpiresAt   *metav1.Time `json:"expiresAt,omitempty"`
 	RenewBefore *metav1.Time `json:"renewBefore,omitempty"`
@@ -146,7 +152,7 @@ type Endpoint struct {
 	Protocol string `json:"protocol,omitempty"`
 }
 
-// VolumeMount is a volume mount of a binding.
+// VolumeMount is a volume mount of a binding, as far as it holds no secret.
 type VolumeMount struct {
 	Driver       string       `json:"driver"`
 	ContainerDir string       `json:"containerDir"`
@@ -155,10 +161,10 @@ type VolumeMount struct {
 	Device       VolumeDevice `json:"device"`
 }
 
-// VolumeDevice is the device of a volume mount.
+// VolumeDevice is the device of a volume mount. Its mount_config, which may hold the
+// volume's credentials, is only in the Secret (key volume_mounts).
 type VolumeDevice struct {
-	VolumeID    string                `json:"volumeID"`
-	MountConfig *runtime.RawExtension `json:"mountConfig,omitempty"`
+	VolumeID string `json:"volumeID"`
 }
 
 // ServiceBindingList is a list of bindings.
