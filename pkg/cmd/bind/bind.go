@@ -577,7 +577,7 @@ func (o *Options) rotate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	oldID, newID := b.Spec.Predecessor.ExternalID, b.Spec.ExternalID
+	oldID, newID := b.RotatedFrom().ExternalID, b.CurrentExternalID()
 	fmt.Fprintf(o.Streams.ErrOut, "Rotating binding %q in namespace %q: new binding id %s replaces %s...\n", o.Name, o.Namespace, newID, oldID)
 	r, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "bind", o.Wait)
 	if err != nil {
