@@ -150,7 +150,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Name, "name", "", "Name of the binding (default: the instance's name).")
 	fs.StringVar(&o.SecretName, "secret-name", "", "Name of the Secret the credentials are written to (default: the binding's name).")
-	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB binding id to use (default: a new UUID).")
+	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB binding id to use (default: a new UUID). A bind again after orphan mitigation, or a rotation, uses a new one.")
 	o.Params.AddFlags(fs)
 	o.Transforms.AddFlags(fs)
 	fs.StringArrayVar(&o.To, "to", nil, "Project the Secret into this workload once the binding is ready, as KIND/NAME (deployment, statefulset, daemonset or cronjob). Repeatable.")
