@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,7 +58,7 @@ func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 	if deleting || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
 		return e.unbind(ctx, b, nil)
 	}
-	if b.Status.Bound == nil || b.Status.Bound.BindingID != b.Spec.ExternalID {
+	if b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 		return e.bind(ctx, b, nil)
 	}
 	return e.settleBinding(ctx, b)
@@ -124,7 +125,7 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
-		Type: v1alpha1.OperationBind, InstanceID: t.inst.Spec.ExternalID, BindingID: b.Spec.ExternalID,
+		Type: v1alpha1.OperationBind, InstanceID: t.inst.CurrentExternalID(), BindingID: b.CurrentExternalID(),
 		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, ParametersChecksum: params.Checksum(),
 		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
@@ -133,6 +134,9 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		op.InstanceID, op.BindingID, op.ServiceID, op.PlanID = prev.InstanceID, prev.BindingID, prev.ServiceID, prev.PlanID
 		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
 	}
+	// A refusal of the first request that names the id leaves nothing at the broker; one
+	// of a re-send does not tell whether the first send created the binding.
+	first := prev == nil && !slices.Contains(b.Status.ExternalIDs, op.BindingID)
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
@@ -147,7 +151,7 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		BindResource: &osb.BindResource{AppGUID: space},
 		Parameters:   params.JSON(),
 	}
-	if p := b.Spec.Predecessor; p != nil && p.ExternalID != op.BindingID {
+	if p := b.RotatedFrom(); p != nil && p.ExternalID != op.BindingID {
 		if plan := t.plan(op.PlanID); plan != nil && plan.BindingRotatable {
 			req.PredecessorBindingID = p.ExternalID
 		}
@@ -201,6 +205,9 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 			e.retryLater(x, ReasonBindBlockedByConcurrentOperation, msg, false, now)
 		default:
 			e.retryLater(x, ReasonBindCallFailed, msg, false, now)
+		}
+		if first && !act.Poll && !act.OrphanMitigation {
+			forgetExternalID(&x.Status.OperationStatus, op.BindingID)
 		}
 	})
 }
@@ -345,7 +352,8 @@ func (e *Engine) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg str
 }
 
 // unbindTarget is the OSB binding id an unbind step is about: an interrupted unbind's,
-// a retired id, the id of an uncertain bind, or the bound one.
+// a retired id, the id of an uncertain bind, the bound one, then (for a deletion) any
+// other id the broker may hold.
 func unbindTarget(b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) string {
 	switch st := b.Status; {
 	case prev != nil && prev.Type == v1alpha1.OperationUnbind:
@@ -353,13 +361,16 @@ func unbindTarget(b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) string {
 	case len(st.Retired) > 0:
 		return st.Retired[0]
 	case st.OrphanMitigation != nil:
-		return b.Spec.ExternalID
+		return b.CurrentExternalID()
 	case st.Bound != nil:
 		return st.Bound.BindingID
 	case st.InFlight != nil && st.InFlight.BindingID != "":
 		return st.InFlight.BindingID
 	}
-	return b.Spec.ExternalID
+	if ids := bindingIDsAtBroker(b); len(ids) > 0 {
+		return ids[0]
+	}
+	return b.CurrentExternalID()
 }
 
 func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
@@ -383,9 +394,10 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		}
 		b.Status.Projected, b.Status.Secret = nil, nil
 	}
-	if deleting && b.Status.Bound == nil && b.Status.InFlight == nil && b.Status.OrphanMitigation == nil && len(b.Status.Retired) == 0 {
-		// Every uncertain outcome of a bind sets inFlight or orphan mitigation: with
-		// neither, the broker never held the binding.
+	if deleting && len(bindingIDsAtBroker(b)) == 0 {
+		// Every id a bind was written ahead for stays listed until the broker confirmed
+		// it gone or refused the first request naming it: with none, the broker never
+		// held the binding.
 		return release(e, ctx, b, "unbound")
 	}
 	t, err := e.bindTarget(ctx, b)
@@ -393,7 +405,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
-		Type: v1alpha1.OperationUnbind, InstanceID: t.inst.Spec.ExternalID, BindingID: id,
+		Type: v1alpha1.OperationUnbind, InstanceID: t.inst.CurrentExternalID(), BindingID: id,
 		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil && prev.Type == v1alpha1.OperationUnbind {
@@ -483,37 +495,59 @@ func (e *Engine) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, msg st
 	if x.Status.OrphanMitigation != nil {
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, reason, msg, now)
 	}
-	if x.Status.Bound != nil && x.Status.Bound.BindingID == x.Spec.ExternalID && x.DeletionTimestamp == nil && x.Status.OrphanMitigation == nil {
+	if x.Status.Bound != nil && x.Status.Bound.BindingID == x.CurrentExternalID() && x.DeletionTimestamp == nil && x.Status.OrphanMitigation == nil {
 		// Retiring an old id failed; the new credentials are in place and usable.
 		x.Status.Phase = v1alpha1.PhaseReady
 	}
 }
 
-// unbound finishes an unbind the broker confirmed (200, or 410 Gone).
+// unbound finishes an unbind the broker confirmed (200, or 410 Gone) for op's binding
+// id: a deletion releases the record once no other id may be held at the broker (a
+// rotation holds two); a retired id is dropped; orphan mitigation forgets what was bound
+// and binds again under a new id (OSB ids are not reused: a broker may refuse a deleted
+// id with 409).
 func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
-	retired := slices.Contains(b.Status.Retired, op.BindingID)
-	if b.DeletionTimestamp != nil && !retired {
-		return release(e, ctx, b, "unbound")
+	id := op.BindingID
+	retired := slices.Contains(b.Status.Retired, id)
+	if b.DeletionTimestamp != nil {
+		rest := slices.DeleteFunc(bindingIDsAtBroker(b), func(x string) bool { return x == id })
+		if len(rest) == 0 {
+			return release(e, ctx, b, "unbound")
+		}
+		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			forget(x, id)
+			x.Status.InFlight = nil
+			if id == x.CurrentExternalID() {
+				x.Status.OrphanMitigation = nil
+			}
+			if r := x.Status.Retry; r != nil && (actionOf(r.Reason) == actionUnbind || actionOf(r.Reason) == actionOrphanMitigation) {
+				x.Status.Retry = nil
+			}
+			x.Status.Phase = v1alpha1.PhaseUnbinding
+			setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnbindInProgress,
+				fmt.Sprintf("the broker unbound binding id %s; unbinding the other ids it may hold (%s)", id, strings.Join(rest, ", ")), now)
+		})
 	}
 	om := b.Status.OrphanMitigation
 	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		forget(x, id)
 		x.Status.InFlight = nil
 		if retired {
-			x.Status.Retired = slices.DeleteFunc(x.Status.Retired, func(id string) bool { return id == op.BindingID })
 			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionUnbind {
 				x.Status.Retry = nil
 			}
-			if x.Status.Bound != nil && x.Status.Bound.BindingID == x.Spec.ExternalID {
+			if x.Status.Bound != nil && x.Status.Bound.BindingID == x.CurrentExternalID() {
 				x.Status.Phase = v1alpha1.PhaseReady
 				setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
 					fmt.Sprintf("the credentials were rotated; the ones replaced were unbound; the new ones are in Secret %q", x.Spec.SecretName), now)
 			}
 			return
 		}
-		if x.Status.Bound != nil && x.Status.Bound.BindingID == op.BindingID {
-			x.Status.Bound = nil
-		}
 		x.Status.OrphanMitigation = nil
+		if id == x.CurrentExternalID() {
+			// OSB ids are never reused: the next bind gets a new one.
+			x.Status.ExternalID = uuid.NewString()
+		}
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed bind", now)
 		msg := "bind failed"
@@ -521,8 +555,6 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 			msg = om.Message
 		}
 		if om != nil && om.Reason == ReasonBindCredentialsLost {
-			// OSB ids are never reused: the new bind gets a new one.
-			x.Spec.ExternalID = uuid.NewString()
 			e.retryLater(x, ReasonBindCallFailed, msg+"; the old binding id is unbound, binding again under a new id", true, now)
 			return
 		}
@@ -530,11 +562,23 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionBind {
 				x.Status.Retry.Attempts--
 			}
-			e.retryLater(x, ReasonBindCallFailed, msg+"; orphan mitigation done, binding again", false, now)
+			e.retryLater(x, ReasonBindCallFailed, msg+"; orphan mitigation done, binding again under a new binding id", false, now)
 			return
 		}
 		e.terminalFailure(x, ReasonBindFailed, msg+": fix the cause, then unbind and bind again", now)
 	})
+}
+
+// forget records that the broker holds nothing of the binding under id.
+func forget(x *v1alpha1.ServiceBinding, id string) {
+	forgetExternalID(&x.Status.OperationStatus, id)
+	x.Status.Retired = slices.DeleteFunc(x.Status.Retired, func(r string) bool { return r == id })
+	if len(x.Status.Retired) == 0 {
+		x.Status.Retired = nil
+	}
+	if x.Status.Bound != nil && x.Status.Bound.BindingID == id {
+		x.Status.Bound = nil
+	}
 }
 
 func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {

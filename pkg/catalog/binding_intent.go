@@ -105,8 +105,10 @@ func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
 	return bs != nil && bs.RenewBefore != nil && !now.Before(bs.RenewBefore.Time)
 }
 
-// Rotate asks for new credentials for a ready binding: the record gets a new OSB
-// binding id and names the old one its predecessor. The next steps bind the new id
+// Rotate asks for new credentials for a ready binding: the record's status gets a new
+// OSB binding id and names the old one its predecessor (the spec is left as the user
+// wrote it, so a scheduled rotation needs no right to change it). The next steps bind
+// the new id
 // (sending predecessor_binding_id when the plan is binding_rotatable), replace the
 // Secret's contents in one write, and then unbind the old id. The record, its Secret
 // and its projections keep their names, so workloads see new files in place.
@@ -115,11 +117,11 @@ func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.
 		if err := CheckBindingChangeable(b); err != nil {
 			return err
 		}
-		if b.Status.Bound == nil || b.Status.Bound.BindingID != b.Spec.ExternalID {
+		if b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 			return fmt.Errorf("binding %q is not bound yet, so there is nothing to rotate: run \"kubectl catalog describe binding %s\"", name, name)
 		}
-		b.Spec.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.Spec.ExternalID}
-		b.Spec.ExternalID = uuid.NewString()
+		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID()}
+		b.Status.ExternalID = uuid.NewString()
 		return nil
 	})
 }

@@ -429,8 +429,10 @@ func TestRotate_BindsTheNewIDWithPredecessor_SwapsTheSecret_ThenUnbindsTheOld(t 
 
 	rotated, err := f.engine.Rotate(context.Background(), ns, "db")
 	assert.NilError(t, err)
-	newID := rotated.Spec.ExternalID
+	newID := rotated.CurrentExternalID()
 	assert.Assert(t, newID != bindingOSB)
+	assert.Equal(t, rotated.Spec.ExternalID, bindingOSB, "a rotation changes the status only")
+	assert.Equal(t, rotated.RotatedFrom().ExternalID, bindingOSB)
 	var secretAtUnbind map[string][]byte
 	f.broker.OnUnbind(func(context.Context, *osb.UnbindRequest) (*osb.UnbindResponse, error) {
 		secretAtUnbind = f.secretData("db")
@@ -508,6 +510,8 @@ func TestNextBindingStep_FollowsStepBindingOrder(t *testing.T) {
 	b.DeletionTimestamp = &now
 	assert.Equal(t, f.engine.NextBindingStep(b).Action, NextUnbind)
 	b.Status.Bound = nil
+	assert.Equal(t, f.engine.NextBindingStep(b).Action, NextUnbind, "the id stays listed until the broker confirms it gone")
+	b.Status.ExternalIDs = nil
 	assert.Equal(t, f.engine.NextBindingStep(b).Action, NextRelease)
 }
 
@@ -539,7 +543,8 @@ func TestStepBinding_CredentialsHandedOutOnceToADeadCommand_RebindsUnderANewID(t
 	assert.Assert(t, is.Len(unbinds, 1))
 	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, bindingOSB)
 	b := f.getBinding("db")
-	assert.Assert(t, b.Spec.ExternalID != bindingOSB, "a binding id is never reused")
-	assert.Equal(t, b.Status.Bound.BindingID, b.Spec.ExternalID)
+	assert.Assert(t, b.CurrentExternalID() != bindingOSB, "a binding id is never reused")
+	assert.Equal(t, b.Spec.ExternalID, bindingOSB, "the engine never changes the spec")
+	assert.Equal(t, b.Status.Bound.BindingID, b.CurrentExternalID())
 	assert.Equal(t, string(f.secretData("db")["password"]), "fresh")
 }

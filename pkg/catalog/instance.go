@@ -3,9 +3,11 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,7 +192,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
-		Type: v1alpha1.OperationProvision, InstanceID: inst.Spec.ExternalID,
+		Type: v1alpha1.OperationProvision, InstanceID: inst.CurrentExternalID(),
 		ServiceID: inst.Spec.ClassID, PlanID: inst.Spec.PlanID,
 		MaintenanceInfoVersion: inst.Spec.MaintenanceInfoVersion,
 		RequestID:              newRequestID(), StartedAt: metav1.NewTime(e.now()),
@@ -206,6 +208,9 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		op.MaintenanceInfoVersion, op.RequestID, op.StartedAt = prev.MaintenanceInfoVersion, prev.RequestID, prev.StartedAt
 	}
 	op.ParametersChecksum, op.ParameterHashes = params.Checksum(), params.InlineHashes()
+	// A refusal of the first request that names the id leaves nothing at the broker; one
+	// of a re-send does not tell whether the first send created the instance.
+	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
@@ -246,8 +251,14 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 			e.startMitigation(x, act, describe(callErr, resp.Status()), now)
 		case act.Terminal:
 			e.terminalFailure(x, ReasonProvisionRejected, describe(callErr, resp.Status())+": change the instance's spec (plan or parameters) or deprovision it", now)
+			if first {
+				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
+			}
 		default:
 			e.retryLater(x, provisionRetryReason(act), describe(callErr, resp.Status()), act.RefetchCatalog && x.Status.Retry == nil, now)
+			if first {
+				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
+			}
 		}
 	})
 }
@@ -302,13 +313,13 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
-		Type: v1alpha1.OperationUpdate, InstanceID: inst.Spec.ExternalID, ServiceID: inst.Spec.ClassID,
+		Type: v1alpha1.OperationUpdate, InstanceID: inst.CurrentExternalID(), ServiceID: inst.Spec.ClassID,
 		PlanID: inst.Spec.PlanID, MaintenanceInfoVersion: targetMI,
 		ParametersChecksum: params.Checksum(), ParameterHashes: params.InlineHashes(),
 		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil {
-		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+		op.InstanceID, op.RequestID, op.StartedAt = prev.InstanceID, prev.RequestID, prev.StartedAt
 	}
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
@@ -397,9 +408,10 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		if res, blocked, err := e.waitForBindings(ctx, inst); blocked || err != nil {
 			return res, err
 		}
-		// Every uncertain outcome of a provision sets inFlight or orphan mitigation, and
-		// a 4xx leaves nothing at the broker: with neither, there is nothing to delete.
-		if inst.Status.Provisioned == nil && inst.Status.InFlight == nil && inst.Status.OrphanMitigation == nil {
+		// Every id a provision was written ahead for stays listed until the broker
+		// confirmed it gone or refused the first request naming it: with none, there
+		// is nothing to delete.
+		if len(instanceIDsAtBroker(inst)) == 0 {
 			return release(e, ctx, inst, "deprovisioned")
 		}
 	}
@@ -416,8 +428,15 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
+	// Orphan mitigation deletes the id of the failed provision, the one in use; a
+	// deletion deletes every id the broker may hold, the one in use first.
+	held := instanceIDsAtBroker(inst)
+	id := inst.CurrentExternalID()
+	if deleting && len(held) > 0 && !slices.Contains(held, id) {
+		id = held[0]
+	}
 	op := &v1alpha1.Operation{
-		Type: v1alpha1.OperationDeprovision, InstanceID: inst.Spec.ExternalID, ServiceID: inst.Spec.ClassID,
+		Type: v1alpha1.OperationDeprovision, InstanceID: id, ServiceID: inst.Spec.ClassID,
 		PlanID: brokerPlanID(inst), RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil && prev.Type == v1alpha1.OperationDeprovision {
@@ -429,6 +448,9 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	phase, reason, msg := v1alpha1.PhaseDeprovisioning, ReasonDeprovisionRequestInFlight, fmt.Sprintf("sending the deprovision request to broker %q", t.broker.Name)
+	if len(held) > 1 {
+		msg += fmt.Sprintf(" for instance id %s (the broker may hold %d ids of this instance: %s)", op.InstanceID, len(held), strings.Join(held, ", "))
+	}
 	if mitigating {
 		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
 		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
@@ -452,7 +474,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	outcome := osb.OutcomeOf(resp.Status(), callErr)
 	act := osb.Decide(osb.OpDeprovision, outcome)
 	if act.Result == osb.ResultSucceeded {
-		return e.gone(ctx, stored, op.RequestID)
+		return e.gone(ctx, stored, op)
 	}
 	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		if act.Poll {
@@ -609,7 +631,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 		msg = "the broker reported " + string(outcome.State)
 	}
 	if act.Result == osb.ResultSucceeded && op.Type == v1alpha1.OperationDeprovision {
-		return e.gone(ctx, inst, op.RequestID)
+		return e.gone(ctx, inst, op)
 	}
 	return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
@@ -746,16 +768,38 @@ func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, ms
 		"the outcome of the provision is uncertain ("+msg+"); deleting what the broker may hold before trying again", now)
 }
 
-// gone finishes a deprovision the broker confirmed (200, or 410 Gone): a deletion
-// releases the record; orphan mitigation forgets what the broker held and schedules the
-// provision again.
-func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, requestID string) (Result, error) {
+// gone finishes a deprovision the broker confirmed (200, or 410 Gone) for op's instance
+// id: a deletion releases the record once no other id may be held at the broker;
+// orphan mitigation forgets what the broker held and schedules the provision again,
+// under a new id (OSB ids are not reused: a broker may refuse a deleted id with 409).
+func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation) (Result, error) {
+	id := op.InstanceID
 	if inst.DeletionTimestamp != nil {
-		return release(e, ctx, inst, "deprovisioned")
+		rest := slices.DeleteFunc(instanceIDsAtBroker(inst), func(x string) bool { return x == id })
+		if len(rest) == 0 {
+			return release(e, ctx, inst, "deprovisioned")
+		}
+		return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+			forgetExternalID(&x.Status.OperationStatus, id)
+			x.Status.InFlight = nil
+			if id == x.CurrentExternalID() {
+				x.Status.Provisioned, x.Status.OrphanMitigation = nil, nil
+			}
+			if r := x.Status.Retry; r != nil && actionOf(r.Reason) == actionDeprovision {
+				x.Status.Retry = nil
+			}
+			x.Status.Phase = v1alpha1.PhaseDeprovisioning
+			setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeprovisionInProgress,
+				fmt.Sprintf("the broker deleted instance id %s; deleting the other ids it may hold (%s)", id, strings.Join(rest, ", ")), now)
+		})
 	}
 	om := inst.Status.OrphanMitigation
-	return finish(e, ctx, inst, requestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		forgetExternalID(&x.Status.OperationStatus, id)
 		x.Status.Provisioned, x.Status.OrphanMitigation, x.Status.InFlight = nil, nil, nil
+		if id == x.CurrentExternalID() {
+			x.Status.ExternalID = uuid.NewString()
+		}
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed provision", now)
 		msg := "provision failed"
@@ -767,7 +811,7 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, reque
 			if x.Status.Retry != nil && actionOf(x.Status.Retry.Reason) == actionProvision {
 				x.Status.Retry.Attempts--
 			}
-			e.retryLater(x, ReasonProvisionCallFailed, msg+"; orphan mitigation done, provisioning again", false, now)
+			e.retryLater(x, ReasonProvisionCallFailed, msg+"; orphan mitigation done, provisioning again under a new instance id", false, now)
 			return
 		}
 		e.terminalFailure(x, ReasonProvisionFailed, msg, now)

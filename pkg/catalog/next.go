@@ -62,7 +62,7 @@ func (e *Engine) NextStep(inst *v1alpha1.ServiceInstance) NextStep {
 		}
 	}
 	if deleting {
-		if inst.Status.Provisioned == nil && inst.Status.InFlight == nil && inst.Status.OrphanMitigation == nil {
+		if len(instanceIDsAtBroker(inst)) == 0 {
 			return NextStep{Action: NextRemoveFinalizer}
 		}
 		return NextStep{Action: NextDeprovision, At: at(actionDeprovision)}
@@ -116,7 +116,7 @@ func (e *Engine) NextBindingStep(b *v1alpha1.ServiceBinding) NextStep {
 		}
 	}
 	switch {
-	case deleting && st.Bound == nil && st.InFlight == nil && st.OrphanMitigation == nil && len(st.Retired) == 0:
+	case deleting && len(bindingIDsAtBroker(b)) == 0:
 		return NextStep{Action: NextRelease}
 	case deleting:
 		return NextStep{Action: NextUnbind, At: at(actionUnbind)}
@@ -124,7 +124,7 @@ func (e *Engine) NextBindingStep(b *v1alpha1.ServiceBinding) NextStep {
 		return NextStep{Action: NextMitigate, At: at(actionOrphanMitigation)}
 	case len(st.Retired) > 0:
 		return NextStep{Action: NextRetire, At: at(actionUnbind)}
-	case st.Bound == nil || st.Bound.BindingID != b.Spec.ExternalID:
+	case st.Bound == nil || st.Bound.BindingID != b.CurrentExternalID():
 		if terminallyFailed(b) {
 			return NextStep{Action: NextNothing, NeedsUser: true}
 		}

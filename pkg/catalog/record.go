@@ -203,6 +203,10 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	x := in.DeepCopy()
 	st := x.OpStatus()
 	now := e.now()
+	// An id a provision or bind is about to be sent for, or one whose uncertain call this
+	// one replaces, may exist at the broker from now on.
+	listExternalID(st, createdID(st.InFlight))
+	listExternalID(st, createdID(op))
 	st.InFlight = op
 	st.ObservedGeneration = x.GetGeneration()
 	st.Phase = phase

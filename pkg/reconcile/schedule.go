@@ -346,7 +346,7 @@ func (r *Reconciler) rotate(ctx context.Context, t *task, dryRun bool) bool {
 	if !ok || b.DeletionTimestamp != nil || !catalog.RotationDue(b, r.now()) {
 		return true // rotated meanwhile, or being unbound
 	}
-	if catalog.CheckBindingChangeable(b) != nil || b.Status.Bound.BindingID != b.Spec.ExternalID {
+	if catalog.CheckBindingChangeable(b) != nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 		// An operation (maybe a rotation) is under way: it is driven first, and a
 		// rotation still due after it is the next run's.
 		t.rotationBlocked = true

@@ -285,7 +285,11 @@ func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
 				got := e.binding(t, "app")
 				assert.Equal(t, got.Status.Phase, v1alpha1.PhaseReady)
 				assert.Assert(t, got.Status.OrphanMitigation == nil)
-				assert.DeepEqual(t, bndBrokerBindings(e.b), []string{id})
+				// After orphan mitigation the binding is bound again under a new id.
+				assert.DeepEqual(t, bndBrokerBindings(e.b), []string{got.CurrentExternalID()})
+				if tc.mitigation {
+					assert.Assert(t, got.CurrentExternalID() != id, "an id unbound by orphan mitigation is not reused")
+				}
 			case catalog.StateNeedsUser:
 				got := e.binding(t, "app")
 				assert.Equal(t, bomConditionReason(got.Status.Conditions, v1alpha1.ConditionFailed), "True/"+catalog.ReasonBindRejected)

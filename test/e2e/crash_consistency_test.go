@@ -175,11 +175,11 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 	}
 	instIDs := map[string]string{}
 	for _, i := range insts {
-		instIDs[i.Name] = i.Spec.ExternalID
+		instIDs[i.Name] = i.CurrentExternalID()
 		assert.Assert(t, i.DeletionTimestamp == nil, "instance %s is left deleting (finalizers %v): %+v", i.Name, i.Finalizers, i.Status)
 		assert.Assert(t, !i.HasPendingWork(), "instance %s is pending: %+v", i.Name, i.Status)
 		if i.Status.Provisioned != nil {
-			wantInst[i.Spec.ExternalID] = string(broker.InstanceReady)
+			wantInst[i.CurrentExternalID()] = string(broker.InstanceReady)
 		} else {
 			assert.Equal(t, instConditionReason(i, v1alpha1.ConditionFailed), "True/"+catalog.ReasonProvisionRejected,
 				"instance %s is settled without being provisioned", i.Name)
@@ -200,14 +200,14 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 				"binding %s is settled without being bound", b.Name)
 			continue
 		}
-		assert.Equal(t, b.Status.Bound.BindingID, b.Spec.ExternalID, "binding %s", b.Name)
+		assert.Equal(t, b.Status.Bound.BindingID, b.CurrentExternalID(), "binding %s", b.Name)
 		wantBnd[b.Status.Bound.BindingID] = string(broker.BindingReady) + " of " + instIDs[b.Spec.InstanceName]
 		assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady, "binding %s", b.Name)
 		bySecret[b.Spec.SecretName] = b
 		s, err := admin.CoreV1().Secrets(e.ns).Get(ctx, b.Spec.SecretName, metav1.GetOptions{})
 		assert.NilError(t, err, "the Secret of ready binding %s", b.Name)
 		assert.Assert(t, store.OwnedBy(s, b), "Secret %s is not owned by binding %s", s.Name, b.Name)
-		held, ok := e.b.Binding(b.Spec.ExternalID)
+		held, ok := e.b.Binding(b.CurrentExternalID())
 		if assert.Check(t, ok, "the broker does not hold binding %s", b.Name) {
 			for _, k := range []string{"username", "password", "uri"} {
 				assert.Equal(t, string(s.Data[k]), fmt.Sprint(held.Credentials[k]), "binding %s: key %s of its Secret is not the broker's", b.Name, k)
@@ -288,7 +288,7 @@ func ccVerbs() []ccVerb {
 			check: func(t *testing.T, e *instEnv) {
 				inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
 				assert.NilError(t, err)
-				held, ok := e.b.Instance(inst.Spec.ExternalID)
+				held, ok := e.b.Instance(inst.CurrentExternalID())
 				assert.Assert(t, ok)
 				assert.Equal(t, fmt.Sprint(held.Parameters["storage_gb"]), "2", "the update reached the broker: %v", held.Parameters)
 				assert.Assert(t, len(e.b.RequestsFor(broker.OpUpdate)) >= 1)
@@ -354,6 +354,105 @@ func TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges(t *testi
 			t.Parallel()
 			tc.run(t)
 			ran.Add(1)
+		})
+	}
+}
+
+// TestCrashConsistency_UncertainCallThenDeletion_BrokerKeepsNothing kills a verb after
+// the broker acted on its provision, bind or rotation, leaves the record with that
+// uncertain call (a re-send the broker refuses, a rotation holding two binding ids) and
+// then deletes the record: the broker must be asked to delete every id it may hold
+// before the finalizer comes off, and end up holding exactly what the records say.
+func TestCrashConsistency_UncertainCallThenDeletion_BrokerKeepsNothing(t *testing.T) {
+	ready, gone := "ready", "gone"
+	tests := []struct {
+		name string
+		// setup prepares the namespace before the kill.
+		setup func(t *testing.T, e *instEnv)
+		// kill is the verb killed after the broker acted on its call.
+		kill []string
+		// refuse, when set, makes the broker refuse every later request of this kind
+		// (re-sends and retries alike) until the end of the test.
+		refuse *broker.Fault
+		// record is the ConfigMap deleted afterwards.
+		record string
+		want   ccWant
+	}{
+		{name: "provision re-send refused with 401", kill: []string{"provision", "db", "--class", "postgresql", "--plan", "hobby"},
+			refuse: &broker.Fault{Op: broker.OpProvision, Action: broker.ActionRespond, Status: 401, Times: 1000, Description: "password rotated"},
+			record: store.ConfigMapName(v1alpha1.KindServiceInstance, "db"),
+			want:   ccWant{instances: map[string]string{"db": gone}}},
+		{name: "bind re-send refused with 422", setup: ccProvisionDB, kill: []string{"bind", "db", "--name", "app"},
+			refuse: &broker.Fault{Op: broker.OpBind, Action: broker.ActionRespond, Status: 422, Times: 1000, Description: "refused"},
+			record: store.ConfigMapName(v1alpha1.KindServiceBinding, "app"),
+			want:   ccWant{instances: map[string]string{"db": ready}, bindings: map[string]string{"app": gone}}},
+		{name: "rotation deleted with the new id bound at the broker", setup: func(t *testing.T, e *instEnv) { ccProvisionDB(t, e); ccBindApp(t, e) },
+			kill:   []string{"bind", "--rotate", "app"},
+			record: store.ConfigMapName(v1alpha1.KindServiceBinding, "app"),
+			want:   ccWant{instances: map[string]string{"db": ready}, bindings: map[string]string{"app": gone}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := instSetupCatalog(t, nil)
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			held := map[string]bool{}
+			for _, x := range e.b.Instances() {
+				held[x.ID] = true
+			}
+			for _, x := range e.b.Bindings() {
+				held[x.ID] = true
+			}
+			ccKillAtPause(t, e.ns, nil, catalog.HookAfterBrokerCall, 0, tc.kill...)
+			// The ids the killed command created at the broker, which its record may
+			// never say it holds.
+			var created []string
+			for _, x := range e.b.Instances() {
+				if !held[x.ID] {
+					created = append(created, x.ID)
+				}
+			}
+			for _, x := range e.b.Bindings() {
+				if !held[x.ID] {
+					created = append(created, x.ID)
+				}
+			}
+			assert.Equal(t, len(created), 1, "the killed command's call reached the broker")
+
+			if tc.refuse != nil {
+				_, err := e.b.InjectFault(*tc.refuse)
+				assert.NilError(t, err)
+				// A reconcile re-sends the call and the broker refuses it (and every retry).
+				instRun(t, e.ns, instReconcileEnv, "reconcile", "--interval", "100ms", "--max-duration", "3s", "-o", "json")
+				refused := 0
+				for _, r := range e.b.RequestsFor(tc.refuse.Op) {
+					if r.Status == tc.refuse.Status {
+						refused++
+					}
+				}
+				assert.Assert(t, refused >= 1, "the re-send was refused")
+			}
+
+			r := kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.ns, "--wait=false", tc.record)
+			assert.Equal(t, r.ExitCode, 0, r.Stderr)
+			ccReconcileUntilSettled(t, e.st, e.ns, ccReconcileEnv, 3)
+			ccAssertConverged(t, e, tc.want)
+
+			var deleted []string
+			for _, op := range []broker.Op{broker.OpDeprovision, broker.OpUnbind} {
+				for _, r := range e.b.RequestsFor(op) {
+					if op == broker.OpUnbind {
+						deleted = append(deleted, r.BindingID)
+					} else {
+						deleted = append(deleted, r.InstanceID)
+					}
+				}
+			}
+			for _, id := range created {
+				assert.Assert(t, is.Contains(deleted, id), "the broker was not asked to delete %s (deletes: %v)", id, deleted)
+			}
 		})
 	}
 }
@@ -428,12 +527,12 @@ func TestReconcile_TwoReconcilesAndUserCommands_NeverSendOneRecordTwiceAtOnce(t 
 		for _, n := range []string{"a", "b", "c"} {
 			i, err := e.st.Instances().Get(ctx, e.ns, n)
 			assert.NilError(t, err)
-			ids[n] = i.Spec.ExternalID
+			ids[n] = i.CurrentExternalID()
 		}
 		for _, n := range []string{"a-app", "a-two", "b-app"} {
 			b, err := e.st.Bindings().Get(ctx, e.ns, n)
 			assert.NilError(t, err)
-			ids[n] = b.Spec.ExternalID
+			ids[n] = b.CurrentExternalID()
 		}
 		return e, ids
 	}

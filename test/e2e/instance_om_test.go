@@ -439,7 +439,11 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 				assert.Equal(t, res.Instance.Status.Phase, v1alpha1.PhaseReady)
 				assert.Assert(t, res.Instance.Status.OrphanMitigation == nil)
 				assert.Assert(t, !res.Instance.HasPendingWork())
-				instAssertBrokerHolds(t, e.b, id)
+				// After orphan mitigation the instance is provisioned again under a new id.
+				instAssertBrokerHolds(t, e.b, res.Instance.CurrentExternalID())
+				if tc.mitigation {
+					assert.Assert(t, res.Instance.CurrentExternalID() != id, "an id deleted by orphan mitigation is not reused")
+				}
 			case tc.final == catalog.StateNeedsUser && tc.update:
 				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+catalog.ReasonUpdateRejected)
 				assert.Assert(t, res.Instance.Status.Provisioned != nil, "a rejected update keeps what the broker holds")

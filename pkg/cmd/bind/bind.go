@@ -150,7 +150,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Name, "name", "", "Name of the binding (default: the instance's name).")
 	fs.StringVar(&o.SecretName, "secret-name", "", "Name of the Secret the credentials are written to (default: the binding's name).")
-	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB binding id to use (default: a new UUID).")
+	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB binding id to use (default: a new UUID). A bind again after orphan mitigation, or a rotation, uses a new one.")
 	o.Params.AddFlags(fs)
 	o.Transforms.AddFlags(fs)
 	fs.StringArrayVar(&o.To, "to", nil, "Project the Secret into this workload once the binding is ready, as KIND/NAME (deployment, statefulset, daemonset or cronjob). Repeatable.")
@@ -584,7 +584,7 @@ func (o *Options) rotate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	oldID, newID := b.Spec.Predecessor.ExternalID, b.Spec.ExternalID
+	oldID, newID := b.RotatedFrom().ExternalID, b.CurrentExternalID()
 	fmt.Fprintf(o.Streams.ErrOut, "Rotating binding %q in namespace %q: new binding id %s replaces %s...\n", o.Name, o.Namespace, newID, oldID)
 	r, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "bind", o.Wait)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ func Table(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, wide boo
 			if bs := b.Status.Bound; bs != nil && bs.ExpiresAt != nil {
 				expires = bs.ExpiresAt.UTC().Format(time.RFC3339)
 			}
-			row = append(row, b.Spec.ExternalID, expires)
+			row = append(row, b.CurrentExternalID(), expires)
 		}
 		t.Append(row...)
 	}
@@ -215,12 +216,21 @@ func Describe(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
 	kv("Namespace", b.Namespace)
 	kv("Status", Status(b, now))
 	kv("Instance", b.Spec.InstanceName)
-	kv("Binding ID", b.Spec.ExternalID)
-	if p := b.Spec.Predecessor; p != nil {
+	kv("Binding ID", bindingID(b))
+	if p := b.RotatedFrom(); p != nil {
 		kv("Rotated from", p.ExternalID)
 	}
 	if len(b.Status.Retired) > 0 {
 		kv("To unbind", strings.Join(b.Status.Retired, ", ")+" (replaced by a rotation)")
+	}
+	var earlier []string
+	for _, id := range b.Status.ExternalIDs {
+		if id != b.CurrentExternalID() && !slices.Contains(b.Status.Retired, id) {
+			earlier = append(earlier, id)
+		}
+	}
+	if len(earlier) > 0 {
+		kv("Earlier IDs", strings.Join(earlier, ", ")+" (the broker may still hold them; unbound there before the record goes)")
 	}
 	if b.DeletionTimestamp != nil {
 		kv("Deletion", "requested "+ago(b.DeletionTimestamp.Time))
@@ -439,4 +449,14 @@ func compactJSON(b []byte) string {
 		return string(b)
 	}
 	return out.String()
+}
+
+// bindingID is the OSB binding id in use at the broker, saying so when it is not the
+// spec's (a rotation, or a bind again after orphan mitigation, uses a new id).
+func bindingID(b *v1alpha1.ServiceBinding) string {
+	cur := b.CurrentExternalID()
+	if cur == b.Spec.ExternalID {
+		return cur
+	}
+	return fmt.Sprintf("%s (the spec's %s is no longer used)", cur, b.Spec.ExternalID)
 }

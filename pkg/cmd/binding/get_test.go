@@ -75,6 +75,20 @@ func TestDescribeBinding(t *testing.T) {
 	assert.Assert(t, is.Contains(binding.Describe(pending, binding.SecretView{}, now), "db-credentials (not written yet)"))
 }
 
+func TestDescribeBinding_ShowsTheIDInUseAtTheBroker(t *testing.T) {
+	b, s := sample()
+	b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.Spec.ExternalID}
+	b.Status.ExternalID = "b-rotated"
+	b.Status.ExternalIDs = []string{b.Spec.ExternalID, "b-earlier", "b-rotated"}
+	b.Status.Retired = []string{b.Spec.ExternalID}
+
+	out := binding.Describe(b, binding.SecretView{Secret: s}, storetest.SampleTime().Time)
+
+	assert.Assert(t, is.Contains(out, "Binding ID:       b-rotated (the spec's "+b.Spec.ExternalID+" is no longer used)"))
+	assert.Assert(t, is.Contains(out, "Rotated from:     "+b.Spec.ExternalID+"\n"))
+	assert.Assert(t, is.Contains(out, "Earlier IDs:      b-earlier (the broker may still hold them"))
+}
+
 func TestGetAndDescribeBinding_BadInvocations(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

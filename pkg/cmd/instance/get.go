@@ -78,7 +78,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 					row = append([]string{i.Namespace}, row...)
 				}
 				if out.IsWide() {
-					row = append(row, i.Spec.BrokerName, i.Spec.ExternalID)
+					row = append(row, i.Spec.BrokerName, i.CurrentExternalID())
 				}
 				t.Append(row...)
 			}
@@ -179,7 +179,8 @@ func Describe(i *v1alpha1.ServiceInstance, bindings []string, now time.Time) str
 	kv("Class", i.Spec.ClassExternalName)
 	kv("Plan", i.Spec.PlanExternalName)
 	kv("Broker", i.Spec.BrokerName)
-	kv("External ID", i.Spec.ExternalID)
+	kv("External ID", externalID(i))
+	kv("Earlier IDs", earlierIDs(i.Status.ExternalIDs, i.CurrentExternalID()))
 	if i.DeletionTimestamp != nil {
 		kv("Deletion", "requested "+ago(i.DeletionTimestamp.Time))
 	}
@@ -251,4 +252,29 @@ func Describe(i *v1alpha1.ServiceInstance, bindings []string, now time.Time) str
 		kv("Bindings", "none")
 	}
 	return b.String()
+}
+
+// externalID is the OSB instance id in use at the broker, saying so when it is not the
+// spec's (a provision again after orphan mitigation uses a new id).
+func externalID(i *v1alpha1.ServiceInstance) string {
+	cur := i.CurrentExternalID()
+	if cur == i.Spec.ExternalID {
+		return cur
+	}
+	return fmt.Sprintf("%s (the spec's %s is no longer used)", cur, i.Spec.ExternalID)
+}
+
+// earlierIDs are the OSB ids of earlier attempts the broker may still hold: each is
+// deleted there before the record goes.
+func earlierIDs(ids []string, current string) string {
+	var out []string
+	for _, id := range ids {
+		if id != current {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, ", ") + " (the broker may still hold them; deleted there before the record goes)"
 }

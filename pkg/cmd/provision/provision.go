@@ -88,7 +88,7 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Class, "class", "", "The class (service) to provision, by name, BROKER/NAME or OSB id.")
 	fs.StringVar(&o.Plan, "plan", "", "The plan; not needed when the class has one plan.")
-	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB instance id to use (default: a new UUID).")
+	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB instance id to use (default: a new UUID). A provision again after orphan mitigation uses a new one.")
 	o.Params.AddFlags(fs)
 	o.Wait.AddFlags(fs, "provision")
 	o.Output.AddFlags(cmd)

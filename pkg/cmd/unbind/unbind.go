@@ -331,7 +331,7 @@ func containsBinding(list []*v1alpha1.ServiceBinding, name string) bool {
 
 // whatGoes describes what unbinding b removes.
 func whatGoes(b *v1alpha1.ServiceBinding) string {
-	parts := []string{fmt.Sprintf("binding %q of instance %q (binding id %s)", b.Name, b.Spec.InstanceName, b.Spec.ExternalID)}
+	parts := []string{fmt.Sprintf("binding %q of instance %q (binding id %s)", b.Name, b.Spec.InstanceName, b.CurrentExternalID())}
 	if b.Status.Secret != nil {
 		parts = append(parts, fmt.Sprintf("Secret %q", b.Status.Secret.Name))
 	}

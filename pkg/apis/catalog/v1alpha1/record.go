@@ -39,7 +39,34 @@ func (in *ServiceInstance) HasPendingWork() bool {
 func (in *ServiceBinding) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
 		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
-		len(in.Status.Retired) > 0 || !SameProjections(in.Spec.Projections, in.Status.Projected)
+		len(in.Status.Retired) > 0 || !SameProjections(in.Spec.Projections, in.Status.Projected) ||
+		(in.Status.Bound != nil && in.Status.Bound.BindingID != in.CurrentExternalID())
+}
+
+// CurrentExternalID is the OSB instance id the instance's current attempt uses at the
+// broker: status.externalID, else spec.externalID.
+func (in *ServiceInstance) CurrentExternalID() string {
+	if in.Status.ExternalID != "" {
+		return in.Status.ExternalID
+	}
+	return in.Spec.ExternalID
+}
+
+// CurrentExternalID is the OSB binding id the binding's current attempt uses at the
+// broker: status.externalID, else spec.externalID.
+func (in *ServiceBinding) CurrentExternalID() string {
+	if in.Status.ExternalID != "" {
+		return in.Status.ExternalID
+	}
+	return in.Spec.ExternalID
+}
+
+// RotatedFrom is the binding id the last rotation replaced, or nil.
+func (in *ServiceBinding) RotatedFrom() *BindingReference {
+	if in.Status.Predecessor != nil {
+		return in.Status.Predecessor
+	}
+	return in.Spec.Predecessor
 }
 
 // SameProjections reports whether a and b name the same projections, in any order.

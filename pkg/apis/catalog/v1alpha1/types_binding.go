@@ -21,7 +21,9 @@ type ServiceBinding struct {
 type ServiceBindingSpec struct {
 	// InstanceName is the name of the ServiceInstance record, in the same namespace.
 	InstanceName string `json:"instanceName"`
-	// ExternalID is the OSB binding id, generated once and reused on every call.
+	// ExternalID is the OSB binding id, generated once and reused on every call of an
+	// attempt; after orphan mitigation or a rotation the binding uses a new id, kept in
+	// status.externalID.
 	ExternalID string `json:"externalID"`
 	// Parameters are the inline parameters, a JSON object.
 	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
@@ -31,9 +33,8 @@ type ServiceBindingSpec struct {
 	SecretName string `json:"secretName"`
 	// SecretTransforms are applied in order to the credentials before they are written.
 	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty"`
-	// Predecessor is the binding id this one rotates: set by a rotation, which gives the
-	// record a new ExternalID and sends the old one as predecessor_binding_id (for plans
-	// with binding_rotatable).
+	// Predecessor is the binding id this one rotates, as records written before
+	// rotations were kept in the status had it; status.predecessor takes precedence.
 	Predecessor *BindingReference `json:"predecessor,omitempty"`
 	// Projections are the workloads the credentials Secret is to be projected into, once
 	// the binding is ready.
@@ -111,6 +112,10 @@ type ServiceBindingStatus struct {
 	// Retired are OSB binding ids replaced by a rotation and still to be unbound at the
 	// broker; they are unbound once the new credentials are in the Secret.
 	Retired []string `json:"retired,omitempty"`
+	// Predecessor is the binding id the last rotation replaced: a rotation gives the
+	// record a new status.externalID and sends the old id as predecessor_binding_id (for
+	// plans with binding_rotatable).
+	Predecessor *BindingReference `json:"predecessor,omitempty"`
 }
 
 // BoundState is the non-secret part of the broker's bind answer. Whatever of the answer
@@ -118,8 +123,8 @@ type ServiceBindingStatus struct {
 // and route service URLs (keys syslog_drain_url and route_service_url) and the volume
 // mounts with their mount_config (key volume_mounts).
 type BoundState struct {
-	// BindingID is the OSB binding id the broker holds; it differs from the spec's
-	// ExternalID while a rotation binds the new id.
+	// BindingID is the OSB binding id the broker holds; it differs from the id in use
+	// (status.externalID, else spec.externalID) while a rotation binds the new id.
 	BindingID string `json:"bindingID"`
 	// ParametersChecksum identifies the parameters the broker accepted.
 	ParametersChecksum string `json:"parametersChecksum,omitempty"`

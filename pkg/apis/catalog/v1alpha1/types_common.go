@@ -61,6 +61,16 @@ type OperationStatus struct {
 	// OrphanMitigation is set while what an uncertain provision or bind may have created
 	// is to be deleted at the broker.
 	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
+	// ExternalID is the OSB id (the instance's, or the binding's) the current attempt
+	// uses at the broker when it is not spec.externalID: a provision or bind after orphan
+	// mitigation, or a rotation, gets a new id, since OSB ids are not reused. Empty:
+	// spec.externalID. Only the engine sets it; the spec stays as the user wrote it.
+	ExternalID string `json:"externalID,omitempty"`
+	// ExternalIDs are the OSB ids of the record the broker may hold: each id a provision
+	// or bind was written ahead for, until the broker confirmed it deleted (or refused
+	// the first request that named it). A deletion deletes every one of them at the
+	// broker before the finalizer comes off.
+	ExternalIDs []string `json:"externalIDs,omitempty"`
 }
 
 // OperationType is the broker call an Operation stands for.

@@ -37,7 +37,8 @@ type ServiceInstanceSpec struct {
 	// plan. Empty: whatever the plan offered when the instance was provisioned.
 	MaintenanceInfoVersion string `json:"maintenanceInfoVersion,omitempty"`
 	// ExternalID is the OSB instance id, generated once when the record is created and
-	// reused on every call.
+	// reused on every call of an attempt; after orphan mitigation the next attempt uses a
+	// new id, kept in status.externalID.
 	ExternalID string `json:"externalID"`
 }
 

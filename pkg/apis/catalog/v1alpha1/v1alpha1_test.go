@@ -18,7 +18,13 @@ import (
 )
 
 func TestDeepCopy_EqualAndSharesNothing(t *testing.T) {
-	for _, rec := range storetest.SampleRecords() {
+	recs := storetest.SampleRecords()
+	inst := storetest.SampleInstance()
+	inst.Status.ExternalID, inst.Status.ExternalIDs = "i-2", []string{"i-1", "i-2"}
+	b := storetest.SampleBinding()
+	b.Status.ExternalID, b.Status.ExternalIDs = "b-2", []string{"b-1", "b-2"}
+	b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: "b-1"}
+	for _, rec := range append(recs, inst, b) {
 		t.Run(reflect.TypeOf(rec).Elem().Name(), func(t *testing.T) {
 			cp := rec.DeepCopyObject()
 			assert.DeepEqual(t, cp, runtime.Object(rec))
@@ -181,6 +187,35 @@ func TestHasPendingWork(t *testing.T) {
 			assert.Equal(t, b.HasPendingWork(), tc.want)
 		})
 	}
+}
+
+func TestHasPendingWork_BindingBoundUnderAnotherIDThanTheOneInUse(t *testing.T) {
+	b := &v1alpha1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Generation: 1},
+		Spec:       v1alpha1.ServiceBindingSpec{ExternalID: "b-1"},
+		Status: v1alpha1.ServiceBindingStatus{
+			OperationStatus: v1alpha1.OperationStatus{ObservedGeneration: 1, Phase: v1alpha1.PhaseReady},
+			Bound:           &v1alpha1.BoundState{BindingID: "b-1"},
+		},
+	}
+	assert.Equal(t, b.HasPendingWork(), false)
+	b.Status.ExternalID = "b-2" // a rotation
+	assert.Equal(t, b.HasPendingWork(), true)
+	b.Status.Bound.BindingID = "b-2"
+	assert.Equal(t, b.HasPendingWork(), false)
+}
+
+func TestCurrentExternalID_IsTheStatusIDElseTheSpecID(t *testing.T) {
+	i := &v1alpha1.ServiceInstance{Spec: v1alpha1.ServiceInstanceSpec{ExternalID: "i-1"}}
+	assert.Equal(t, i.CurrentExternalID(), "i-1")
+	i.Status.ExternalID = "i-2"
+	assert.Equal(t, i.CurrentExternalID(), "i-2")
+	b := &v1alpha1.ServiceBinding{Spec: v1alpha1.ServiceBindingSpec{ExternalID: "b-1", Predecessor: &v1alpha1.BindingReference{ExternalID: "b-0"}}}
+	assert.Equal(t, b.CurrentExternalID(), "b-1")
+	assert.Equal(t, b.RotatedFrom().ExternalID, "b-0")
+	b.Status.ExternalID, b.Status.Predecessor = "b-2", &v1alpha1.BindingReference{ExternalID: "b-1"}
+	assert.Equal(t, b.CurrentExternalID(), "b-2")
+	assert.Equal(t, b.RotatedFrom().ExternalID, "b-1")
 }
 
 func TestHasPendingWork_Broker(t *testing.T) {

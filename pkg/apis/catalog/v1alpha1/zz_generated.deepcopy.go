@@ -494,6 +494,11 @@ func (in *OperationStatus) DeepCopyInto(out *OperationStatus) {
 		*out = new(OrphanMitigationState)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ExternalIDs != nil {
+		in, out := &in.ExternalIDs, &out.ExternalIDs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 
@@ -903,6 +908,11 @@ func (in *ServiceBindingStatus) DeepCopyInto(out *ServiceBindingStatus) {
 		in, out := &in.Retired, &out.Retired
 		*out = make([]string, len(*in))
 		copy(*out, *in)
+	}
+	if in.Predecessor != nil {
+		in, out := &in.Predecessor, &out.Predecessor
+		*out = new(BindingReference)
+		**out = **in
 	}
 	return
 }
