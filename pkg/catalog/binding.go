@@ -331,7 +331,7 @@ func (e *Engine) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, 
 // unbind it first, then bind again if retry is set.
 func (e *Engine) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
 	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
-		Reason: reason, Message: msg, StartedAt: metav1.NewTime(now), RetryAfter: retry,
+		Reason: reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: retry,
 	}
 	r := ReasonBindCallFailed
 	if x.Status.InFlight != nil && x.Status.InFlight.Async {
@@ -604,7 +604,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		msg = "the bind succeeded but the binding could not be fetched: " + describe(err, 0)
 		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			f := x.Status.InFlight
-			f.LastDescription = msg
+			f.LastDescription = storedText(msg)
 			f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
 		})
 	}
@@ -613,9 +613,9 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
 			if desc != "" {
-				f.LastDescription = desc
+				f.LastDescription = storedText(desc)
 			} else if callErr != nil {
-				f.LastDescription = "last poll failed: " + msg
+				f.LastDescription = storedText("last poll failed: " + msg)
 			}
 			var retryAfter time.Duration
 			if resp != nil {

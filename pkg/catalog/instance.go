@@ -602,9 +602,9 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
 			if desc != "" {
-				f.LastDescription = desc
+				f.LastDescription = storedText(desc)
 			} else if callErr != nil {
-				f.LastDescription = "last poll failed: " + msg
+				f.LastDescription = storedText("last poll failed: " + msg)
 			}
 			var retryAfter time.Duration
 			if resp != nil {
@@ -720,7 +720,7 @@ func (e *Engine) accepted(x *v1alpha1.ServiceInstance, t target, key, dashboardU
 // it first (right away), then provision again if the failure was retriable.
 func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
 	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
-		Reason: act.Reason, Message: msg, StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
+		Reason: act.Reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
 	}
 	reason := ReasonProvisionCallFailed
 	if x.Status.InFlight != nil && x.Status.InFlight.Async {
