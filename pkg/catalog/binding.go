@@ -88,8 +88,11 @@ func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bi
 
 func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.BindingsRetrievable }
 
+// bindingParameters resolves the binding's parameters, keyed with its salt (created in
+// b's status when it has none yet).
 func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
-	return ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretReader())
+	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretReader())
+	return p.salted(&b.Status.OperationStatus), err
 }
 
 func (e *Engine) secretReader() SecretReader {

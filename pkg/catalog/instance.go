@@ -120,15 +120,11 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	return target{broker: b, client: c, class: class}, nil
 }
 
+// parameters resolves the instance's parameters, keyed with its salt (created in inst's
+// status when it has none yet).
 func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance) (Parameters, error) {
-	return ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom,
-		func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-			s, err := e.cfg.Store.GetSecret(ctx, ns, name)
-			if err != nil {
-				return nil, err
-			}
-			return s.Data, nil
-		})
+	p, err := ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.secretReader())
+	return p.salted(&inst.Status.OperationStatus), err
 }
 
 // osbContext is the Kubernetes context object and the deprecated GUIDs.
@@ -274,7 +270,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	planChange := inst.Spec.PlanID != prov.PlanID
 	miChange := targetMI != prov.MaintenanceInfoVersion
-	paramsChange := params.Checksum() != prov.ParametersChecksum
+	paramsChange := !params.SameChecksum(prov.ParametersChecksum)
 	if !planChange && !miChange && !paramsChange {
 		return e.settle(ctx, inst)
 	}

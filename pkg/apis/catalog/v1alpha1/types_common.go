@@ -57,6 +57,11 @@ type OperationStatus struct {
 	// OrphanMitigation is set while what an uncertain provision or bind may have created
 	// is to be deleted at the broker.
 	OrphanMitigation *OrphanMitigationState `json:"orphanMitigation,omitempty"`
+	// ParametersSalt is the random key of this record's parameters checksums
+	// (HMAC-SHA256), created the first time parameters are checksummed and never changed:
+	// a checksum cannot be compared with one of the same values in another record or
+	// computed in advance.
+	ParametersSalt string `json:"parametersSalt,omitempty"`
 }
 
 // OperationType is the broker call an Operation stands for.
