@@ -90,9 +90,12 @@ func bndBrokerBindings(b *broker.Broker) []string {
 	return ids
 }
 
-// bndSnapshot is every ConfigMap and Secret of the namespace by name, with its
-// resourceVersion and deletion state (any write changes it), and every Deployment with its
-// generation and annotations.
+// bndSnapshot is what users and kubectl-catalog write in the namespace: every ConfigMap
+// and Secret by name, with its resourceVersion and deletion state (any write changes it),
+// and every Deployment with its generation and annotations. What kube-controller-manager
+// writes at its own pace is left out, so two snapshots differ only by what a command did:
+// the kube-root-ca.crt ConfigMap, service account token Secrets, a Deployment's status
+// and its deployment.kubernetes.io/ annotations (the revision).
 func bndSnapshot(t *testing.T, e *bndEnv) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -100,18 +103,25 @@ func bndSnapshot(t *testing.T, e *bndEnv) map[string]string {
 	cms, err := e.admin.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	for _, c := range cms.Items {
+		if c.Name == "kube-root-ca.crt" {
+			continue
+		}
 		out["configmap/"+c.Name] = fmt.Sprintf("%s deleting=%v", c.ResourceVersion, c.DeletionTimestamp != nil)
 	}
 	secrets, err := e.admin.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	for _, s := range secrets.Items {
+		if s.Type == corev1.SecretTypeServiceAccountToken {
+			continue
+		}
 		out["secret/"+s.Name] = s.ResourceVersion
 	}
 	deps, err := e.admin.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	for _, d := range deps.Items {
-		// The deployment controller writes status: compare what users write.
-		out["deployment/"+d.Name] = fmt.Sprintf("generation=%d annotations=%v", d.Generation, d.Annotations)
+		annotations := maps.Clone(d.Annotations)
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return strings.HasPrefix(k, "deployment.kubernetes.io/") })
+		out["deployment/"+d.Name] = fmt.Sprintf("generation=%d annotations=%v", d.Generation, annotations)
 	}
 	return out
 }
