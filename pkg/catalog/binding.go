@@ -89,8 +89,11 @@ func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bi
 
 func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.BindingsRetrievable }
 
+// bindingParameters resolves the binding's parameters, keyed with its salt (created in
+// b's status when it has none yet).
 func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
-	return ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretsFor(b))
+	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretsFor(b))
+	return p.salted(&b.Status.OperationStatus), err
 }
 
 func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
@@ -339,7 +342,7 @@ func (e *Engine) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, 
 // unbind it first, then bind again if retry is set.
 func (e *Engine) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
 	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
-		Reason: reason, Message: msg, StartedAt: metav1.NewTime(now), RetryAfter: retry,
+		Reason: reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: retry,
 	}
 	r := ReasonBindCallFailed
 	if x.Status.InFlight != nil && x.Status.InFlight.Async {
@@ -459,9 +462,10 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	})
 }
 
-// cleanUpBinding removes the binding's projections from workloads, then its Secret.
+// cleanUpBinding removes the binding's projections from workloads (those made, and
+// those recorded as possibly begun), then its Secret, and forgets the projections begun.
 func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
-	ps := unionProjections(b.Status.Projected, nil)
+	ps := unionProjections(b.Status.Projected, b.Status.Projecting)
 	if len(ps) > 0 && e.cfg.Projector == nil {
 		return errors.New("the binding is projected into workloads, and this engine has no projector to remove it")
 	}
@@ -470,7 +474,11 @@ func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding)
 			return fmt.Errorf("removing the projection of binding %q from %s %q: %w", b.Name, p.Kind, p.Name, err)
 		}
 	}
-	return e.cfg.Store.DeleteBindingSecret(ctx, b)
+	if err := e.cfg.Store.DeleteBindingSecret(ctx, b); err != nil {
+		return err
+	}
+	b.Status.Projecting = nil
+	return nil
 }
 
 // unbindFailed records a failed unbind: the broker may still hold the binding, so it
@@ -655,7 +663,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		msg = "the bind succeeded but the binding could not be fetched: " + describe(err, 0)
 		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			f := x.Status.InFlight
-			f.LastDescription = msg
+			f.LastDescription = storedText(msg)
 			f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
 		})
 	}
@@ -664,9 +672,9 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
 			if desc != "" {
-				f.LastDescription = desc
+				f.LastDescription = storedText(desc)
 			} else if callErr != nil {
-				f.LastDescription = "last poll failed: " + msg
+				f.LastDescription = storedText("last poll failed: " + msg)
 			}
 			var retryAfter time.Duration
 			if resp != nil {
@@ -682,12 +690,22 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 }
 
 // settleBinding projects the Secret into the workloads the spec names (and out of
-// those it no longer names), then marks the binding Ready.
+// those it no longer names), then marks the binding Ready. Before any workload is
+// changed, the workloads about to be changed are recorded (status.projecting), so that
+// a projection interrupted or failed halfway is still taken back by an unbind.
 func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
-	if !v1alpha1.SameProjections(b.Spec.Projections, b.Status.Projected) {
+	if !v1alpha1.SameProjections(b.Spec.Projections, b.Status.Projected) || len(b.Status.Projecting) > 0 {
 		if d := e.retryWait(b, actionBind); d > 0 {
 			return resultOf(e, b), nil
 		}
+		stored, err := e.projectionAhead(ctx, b)
+		if store.IsConflict(err) {
+			return reread(e, ctx, b, nil)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		b = stored
 		if err := e.project(ctx, b); err != nil {
 			if ctx.Err() != nil {
 				return interrupted(b, ctx.Err())
@@ -698,6 +716,7 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 	x := b.DeepCopy()
 	now := e.now()
 	x.Status.Projected = append([]v1alpha1.WorkloadProjection(nil), b.Spec.Projections...)
+	x.Status.Projecting = nil
 	x.Status.InFlight, x.Status.Retry = nil, nil
 	x.Status.ObservedGeneration = x.Generation
 	x.Status.Phase = v1alpha1.PhaseReady
@@ -709,17 +728,33 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 	}
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	store.ClearClaim(x, e.cfg.Holder)
-	if equalStatus(x, b) && v1alpha1.SameProjections(x.Status.Projected, b.Status.Projected) && len(x.Status.Projected) == len(b.Status.Projected) {
+	if equalStatus(x, b) && v1alpha1.SameProjections(x.Status.Projected, b.Status.Projected) && len(x.Status.Projected) == len(b.Status.Projected) &&
+		len(b.Status.Projecting) == 0 {
 		return resultOf(e, b), nil
 	}
 	return storeStatus(e, ctx, b, x)
 }
 
+// projectionAhead records in status.projecting every workload the projection is about
+// to change (the spec's), in one write guarded by resourceVersion, unless they are
+// recorded already.
+func (e *Engine) projectionAhead(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceBinding, error) {
+	ahead := unionProjections(b.Status.Projecting, b.Spec.Projections)
+	if len(ahead) == len(b.Status.Projecting) {
+		return b, nil
+	}
+	x := b.DeepCopy()
+	x.Status.Projecting = ahead
+	return e.cfg.Store.Bindings().Update(ctx, x)
+}
+
+// project makes the workloads hold the projections of the spec and no other: those no
+// longer named (made, or possibly begun) are taken back, those named are made.
 func (e *Engine) project(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	if e.cfg.Projector == nil {
 		return errors.New("the binding is to be projected into workloads, and this engine has no projector")
 	}
-	for _, p := range b.Status.Projected {
+	for _, p := range unionProjections(b.Status.Projected, b.Status.Projecting) {
 		if !containsProjection(b.Spec.Projections, p) {
 			if err := e.cfg.Projector.Unproject(ctx, b.Namespace, b.Name, p); err != nil {
 				return fmt.Errorf("removing the projection from %s %q: %w", p.Kind, p.Name, err)

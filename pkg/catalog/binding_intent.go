@@ -131,7 +131,7 @@ func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.
 // (best effort: the Secret is owned by the record and goes with it anyway).
 func (e *Engine) AbandonBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	if e.cfg.Projector != nil {
-		for _, p := range unionProjections(b.Status.Projected, b.Spec.Projections) {
+		for _, p := range unionProjections(unionProjections(b.Status.Projected, b.Status.Projecting), b.Spec.Projections) {
 			_ = e.cfg.Projector.Unproject(ctx, b.Namespace, b.Name, p)
 		}
 	}

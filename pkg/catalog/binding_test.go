@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -547,4 +548,76 @@ func TestStepBinding_CredentialsHandedOutOnceToADeadCommand_RebindsUnderANewID(t
 	assert.Equal(t, b.Spec.ExternalID, bindingOSB, "the engine never changes the spec")
 	assert.Equal(t, b.Status.Bound.BindingID, b.CurrentExternalID())
 	assert.Equal(t, string(f.secretData("db")["password"]), "fresh")
+}
+
+// failingProjector projects as recordingProjector does, except into the workloads named
+// in failOn, where it first changes the workload, then fails (as a write that timed out
+// after the API server applied it).
+type failingProjector struct {
+	*recordingProjector
+	failOn map[string]bool
+}
+
+func (p *failingProjector) Project(ctx context.Context, namespace, binding, secretName string, w v1alpha1.WorkloadProjection) error {
+	if err := p.recordingProjector.Project(ctx, namespace, binding, secretName, w); err != nil {
+		return err
+	}
+	if p.failOn[w.Name] {
+		return fmt.Errorf("deployment %q: the API server did not answer", w.Name)
+	}
+	return nil
+}
+
+func TestStepBinding_ProjectionFailedOnTheSecondWorkload_IsTakenBackFromTheFirst(t *testing.T) {
+	tests := []struct {
+		name    string
+		then    func(t *testing.T, f *fixture)
+		settled State
+		left    []string
+	}{
+		{name: "unbind removes the projection from both workloads", then: func(t *testing.T, f *fixture) {
+			assert.NilError(t, f.st.Bindings().Delete(context.Background(), ns, "db"))
+		}, settled: StateDeleted},
+		{name: "a spec naming another workload removes it from both", then: func(t *testing.T, f *fixture) {
+			_, err := f.st.Bindings().UpdateWithRetry(context.Background(), ns, "db", func(b *v1alpha1.ServiceBinding) error {
+				b.Spec.Projections = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "c"}}
+				return nil
+			})
+			assert.NilError(t, err)
+		}, settled: StateSettled, left: []string{"db/Deployment/c/db"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, rec := bindingFixture(t, nil)
+			p := &failingProjector{recordingProjector: rec, failOn: map[string]bool{"b": true}}
+			f.engine.cfg.Projector = p
+			f.createBinding("db", func(in *BindingIntent) {
+				in.Projections = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "a"}, {Kind: "Deployment", Name: "b"}}
+			})
+			for range 3 {
+				f.stepBinding("db")
+			}
+			b := f.getBinding("db")
+			assert.Equal(t, b.Status.Retry.Reason, ReasonBindProjectionFailed)
+			assert.Assert(t, rec.projected["db/Deployment/a/db"], "the first workload was changed")
+			assert.Assert(t, is.Len(b.Status.Projected, 0))
+			assert.Assert(t, is.Len(b.Status.Projecting, 2), "both workloads are recorded before either is changed")
+			assert.Assert(t, b.HasPendingWork())
+
+			tc.then(t, f)
+			res := f.driveBinding("db")
+
+			assert.Equal(t, res.State, tc.settled, res.Message)
+			left := []string{}
+			for k := range rec.projected {
+				left = append(left, k)
+			}
+			assert.DeepEqual(t, left, append([]string{}, tc.left...))
+			if tc.settled == StateSettled {
+				b := f.getBinding("db")
+				assert.Assert(t, is.Len(b.Status.Projecting, 0))
+				assert.Assert(t, !b.HasPendingWork())
+			}
+		})
+	}
 }

@@ -131,8 +131,11 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	return target{broker: b, client: c, class: class}, nil
 }
 
+// parameters resolves the instance's parameters, keyed with its salt (created in inst's
+// status when it has none yet).
 func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance) (Parameters, error) {
-	return ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.secretsFor(inst))
+	p, err := ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.secretsFor(inst))
+	return p.salted(&inst.Status.OperationStatus), err
 }
 
 // osbContext is the Kubernetes context object and the deprecated GUIDs.
@@ -290,7 +293,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	planChange := inst.Spec.PlanID != prov.PlanID
 	miChange := targetMI != prov.MaintenanceInfoVersion
-	paramsChange := params.Checksum() != prov.ParametersChecksum
+	paramsChange := !params.SameChecksum(prov.ParametersChecksum)
 	if !planChange && !miChange && !paramsChange {
 		return e.settle(ctx, inst)
 	}
@@ -638,9 +641,9 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
 			if desc != "" {
-				f.LastDescription = desc
+				f.LastDescription = storedText(desc)
 			} else if callErr != nil {
-				f.LastDescription = "last poll failed: " + msg
+				f.LastDescription = storedText("last poll failed: " + msg)
 			}
 			var retryAfter time.Duration
 			if resp != nil {
@@ -756,7 +759,7 @@ func (e *Engine) accepted(x *v1alpha1.ServiceInstance, t target, key, dashboardU
 // it first (right away), then provision again if the failure was retriable.
 func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
 	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
-		Reason: act.Reason, Message: msg, StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
+		Reason: act.Reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
 	}
 	reason := ReasonProvisionCallFailed
 	if x.Status.InFlight != nil && x.Status.InFlight.Async {

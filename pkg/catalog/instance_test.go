@@ -662,3 +662,61 @@ func TestTargetCache_OneReadOfTheBrokerForManyRecords(t *testing.T) {
 		}
 	}
 }
+
+func TestStepInstance_ParametersChecksum_IsKeyedWithASaltKeptInTheRecord(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("db-params", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	inst := f.create("db", planSmall, "")
+	inst.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "db-params"}}}
+	_, err = f.st.Instances().Update(store.WithIntent(context.Background()), inst)
+	assert.NilError(t, err)
+
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	st := f.get("db").Status
+	unkeyed := unkeyedChecksum(Parameters{All: map[string]json.RawMessage{"password": json.RawMessage(`"hunter2"`)}})
+	assert.Assert(t, st.ParametersSalt != "")
+	assert.Assert(t, strings.HasPrefix(st.Provisioned.ParametersChecksum, "hmac-sha256:"), st.Provisioned.ParametersChecksum)
+	assert.Assert(t, st.Provisioned.ParametersChecksum != unkeyed, "a guess of the secret cannot be checked with a plain SHA-256")
+
+	f.broker.ResetCalls()
+	f.advance(time.Hour)
+	res = f.step("db")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0), "the salt is kept: the checksum still matches")
+}
+
+func TestStepInstance_ChecksumOfAnEarlierRelease_CausesNoUpdate(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   string
+		update bool
+	}{
+		{name: "same parameters", spec: `{"a":1}`},
+		{name: "changed parameters", spec: `{"a":2}`, update: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.provisioned("db", planSmall, `{"a":1}`)
+			_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+				// As an earlier release wrote it: no salt, a plain SHA-256.
+				i.Status.ParametersSalt = ""
+				i.Status.Provisioned.ParametersChecksum = unkeyedChecksum(Parameters{All: map[string]json.RawMessage{"a": json.RawMessage(`1`)}})
+				i.Spec.Parameters.Raw = []byte(tc.spec)
+				return nil
+			})
+			assert.NilError(t, err)
+
+			res := f.step("db")
+
+			assert.Equal(t, res.State, StateSettled, res.Message)
+			assert.Equal(t, len(f.broker.CallsTo(fake.MethodUpdate)) == 1, tc.update)
+			if tc.update {
+				assert.Assert(t, strings.HasPrefix(f.get("db").Status.Provisioned.ParametersChecksum, "hmac-sha256:"))
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +27,8 @@ type Parameters struct {
 	All map[string]json.RawMessage
 	// FromSecret names the top-level keys whose values came from a Secret.
 	FromSecret map[string]bool
+	// Salt keys Checksum: the record's status.parametersSalt.
+	Salt string
 }
 
 // SecretReader reads a Secret's data; the store's GetSecret fits.
@@ -114,17 +118,50 @@ func (p Parameters) subset(keep func(string) bool) json.RawMessage {
 	return b.Bytes()
 }
 
+// checksumPrefix marks a checksum keyed with the record's salt. A checksum without it
+// was written by an earlier release: a plain SHA-256 ("sha256:..."), still compared as
+// such until the next call rewrites it.
+const checksumPrefix = "hmac-sha256:"
+
 // Checksum identifies the full parameters, secret values included, without revealing
-// them: a changed Secret shows as a changed checksum, which becomes an update.
+// them: a changed Secret shows as a changed checksum, which becomes an update. It is an
+// HMAC-SHA256 keyed with the record's salt (Salt), so a checksum cannot be matched
+// against a table of digests of likely values, nor against another record's.
 func (p Parameters) Checksum() string {
 	if len(p.All) == 0 {
 		return ""
 	}
+	m := hmac.New(sha256.New, []byte(p.Salt))
+	m.Write(p.JSON())
+	return checksumPrefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// SameChecksum reports whether stored, a checksum from the record, identifies these
+// parameters. A checksum of an earlier release is compared the way it was made, so an
+// upgrade changes no instance.
+func (p Parameters) SameChecksum(stored string) bool {
+	if stored == "" || strings.HasPrefix(stored, checksumPrefix) {
+		return p.Checksum() == stored
+	}
+	if len(p.All) == 0 {
+		return false
+	}
 	sum := sha256.Sum256(p.JSON())
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return stored == "sha256:"+hex.EncodeToString(sum[:])
+}
+
+// salted gives p the record's salt, creating the salt the first time parameters are
+// checksummed; the record keeps it from its next write on.
+func (p Parameters) salted(st *v1alpha1.OperationStatus) Parameters {
+	if len(p.All) > 0 && st.ParametersSalt == "" {
+		st.ParametersSalt = rand.Text() // 128 random bits
+	}
+	p.Salt = st.ParametersSalt
+	return p
 }
 
 // InlineHashes identify each inline parameter, so an update can send only what changed.
+// The inline values are in the record's spec anyway, so these hashes need no key.
 // Secret-sourced values are never hashed one by one: a short secret's hash could be
 // guessed.
 func (p Parameters) InlineHashes() map[string]string {

@@ -2,7 +2,10 @@ package catalog
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -54,4 +57,48 @@ func TestParameters_ChangedSendsNewInlineKeysAndAllSecretKeys(t *testing.T) {
 	assert.Assert(t, is.Len(held, 2))
 	p.All["b"] = json.RawMessage(`3`)
 	assert.Equal(t, string(p.Changed(held)), `{"b":3,"s":"x"}`)
+}
+
+// unkeyedChecksum is the checksum earlier releases stored: a plain SHA-256.
+func unkeyedChecksum(p Parameters) string {
+	sum := sha256.Sum256(p.JSON())
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func TestParameters_Checksum_IsKeyedWithTheRecordsSalt(t *testing.T) {
+	p := Parameters{All: map[string]json.RawMessage{"password": json.RawMessage(`"hunter2"`)}, FromSecret: map[string]bool{"password": true}}
+	a, b := p, p
+	a.Salt, b.Salt = "salt-a", "salt-b"
+
+	assert.Assert(t, strings.HasPrefix(a.Checksum(), "hmac-sha256:"), a.Checksum())
+	assert.Assert(t, a.Checksum() != b.Checksum(), "records with the same values have different checksums")
+	assert.Assert(t, a.Checksum() != "hmac-sha256:"+strings.TrimPrefix(unkeyedChecksum(p), "sha256:"))
+	assert.Equal(t, a.Checksum(), a.Checksum())
+	assert.Equal(t, Parameters{Salt: "salt-a"}.Checksum(), "")
+}
+
+func TestParameters_SameChecksum_ComparesEarlierUnkeyedChecksumsTheOldWay(t *testing.T) {
+	p := Parameters{All: map[string]json.RawMessage{"a": json.RawMessage(`1`)}, Salt: "salt"}
+	other := Parameters{All: map[string]json.RawMessage{"a": json.RawMessage(`2`)}, Salt: "salt"}
+	tests := []struct {
+		name   string
+		p      Parameters
+		stored string
+		same   bool
+	}{
+		{name: "keyed checksum of the same values", p: p, stored: p.Checksum(), same: true},
+		{name: "keyed checksum of other values", p: p, stored: other.Checksum()},
+		{name: "keyed checksum under another salt", p: p, stored: Parameters{All: p.All, Salt: "other"}.Checksum()},
+		{name: "unkeyed checksum of the same values", p: p, stored: unkeyedChecksum(p), same: true},
+		{name: "unkeyed checksum of other values", p: p, stored: unkeyedChecksum(other)},
+		{name: "no parameters, no checksum", p: Parameters{Salt: "salt"}, stored: "", same: true},
+		{name: "parameters removed", p: Parameters{Salt: "salt"}, stored: unkeyedChecksum(p)},
+		{name: "parameters added", p: p, stored: ""},
+		{name: "touched (every parameter to be sent again)", p: p, stored: "touched"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.p.SameChecksum(tc.stored), tc.same)
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +60,7 @@ func withRecord[T driven[T]](r Result, x T) Result {
 // setCondition sets a condition, stamping the generation it speaks for.
 func setCondition(x opRecord, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
 	meta.SetStatusCondition(&x.OpStatus().Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg,
+		Type: typ, Status: status, Reason: reason, Message: storedText(msg),
 		ObservedGeneration: x.GetGeneration(), LastTransitionTime: metav1.NewTime(now),
 	})
 }
@@ -119,7 +120,7 @@ func (e *Engine) retryLater(x opRecord, reason, msg string, immediate bool, now 
 	}
 	next := now.Add(delay)
 	st.Retry = &v1alpha1.RetryState{
-		Attempts: attempts, Reason: reason, LastError: msg, LastAttemptAt: mtime(now), NextRetryAt: mtime(next),
+		Attempts: attempts, Reason: reason, LastError: storedText(msg), LastAttemptAt: mtime(now), NextRetryAt: mtime(next),
 	}
 	st.InFlight = nil
 	st.Phase = v1alpha1.PhaseFailed
@@ -249,7 +250,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 			return resultOf(e, stored), nil
 		}
 		if !store.IsConflict(err) {
-			return withRecord(Result{State: StateWaiting, Message: "the outcome could not be stored; the call will be re-sent"}, cur), err
+			return outcomeNotStored(e, ctx, cur, err)
 		}
 		fresh, err := records.Get(ctx, cur.GetNamespace(), cur.GetName())
 		if err != nil {
@@ -261,6 +262,79 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		cur = fresh
 	}
 	return reread(e, ctx, cur, nil)
+}
+
+// outcomeNotStored handles an outcome that could not be written for a reason other than
+// a conflict (a record too large, say). The record keeps its operation in flight, since
+// nothing records what the broker did, and gets a retry with backoff and a short reason
+// in a write small enough to succeed: the next step re-sends the identical request (or
+// polls again) after the backoff instead of at once. The write error is still returned.
+func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in T, cause error) (Result, error) {
+	failed := withRecord(Result{State: StateWaiting, Message: "the outcome could not be stored; the call will be re-sent"}, in)
+	op := in.OpStatus().InFlight
+	if ctx.Err() != nil || op == nil {
+		return failed, cause
+	}
+	x := in.DeepCopy()
+	st := x.OpStatus()
+	now := e.now()
+	e.retryLater(x, callFailedReason(op.Type), fmt.Sprintf("the broker's answer could not be recorded (%v); the request is sent again", cause), false, now)
+	st.InFlight = op.DeepCopy()
+	if op.Async {
+		st.InFlight.NextPollAt = st.Retry.NextRetryAt
+	}
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if err != nil {
+		return failed, cause
+	}
+	r := resultOf(e, stored)
+	r.Message = st.Retry.LastError
+	return r, cause
+}
+
+// callFailedReason is the retry reason of a call of type t whose outcome is unknown: its
+// action is t's, so the retry holds back exactly the re-send of that call.
+func callFailedReason(t v1alpha1.OperationType) string {
+	switch t {
+	case v1alpha1.OperationUpdate:
+		return ReasonUpdateCallFailed
+	case v1alpha1.OperationDeprovision:
+		return ReasonDeprovisionCallFailed
+	case v1alpha1.OperationBind:
+		return ReasonBindCallFailed
+	case v1alpha1.OperationUnbind:
+		return ReasonUnbindCallFailed
+	}
+	return ReasonProvisionCallFailed
+}
+
+// maxStoredText is the longest message, in bytes, the engine stores in one field of a
+// record (a condition's message, status.retry.lastError, inFlight.lastDescription,
+// orphanMitigation.message). Brokers' descriptions have no limit, and a record holding
+// one several times must still fit in a ConfigMap (1 MiB).
+const maxStoredText = 4096
+
+// storedTextTail is how much of the end of a long message storedText keeps: the engine
+// appends there what the user can do next.
+const storedTextTail = 512
+
+// storedText shortens a message longer than maxStoredText to its start and its end,
+// joined by a visible mark saying how much was cut. It never splits a UTF-8 sequence.
+func storedText(s string) string {
+	if len(s) <= maxStoredText {
+		return s
+	}
+	const markFormat = " [... %d bytes cut ...] "
+	head := maxStoredText - storedTextTail - len(fmt.Sprintf(markFormat, len(s)))
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	tail := len(s) - storedTextTail
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + fmt.Sprintf(markFormat, tail-head) + s[tail:]
 }
 
 // release removes the finalizer of a record whose deletion is done, letting the API

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,9 +92,12 @@ func bndBrokerBindings(b *broker.Broker) []string {
 	return ids
 }
 
-// bndSnapshot is every ConfigMap and Secret of the namespace by name, with its
-// resourceVersion and deletion state (any write changes it), and every Deployment with its
-// generation and annotations.
+// bndSnapshot is what users and kubectl-catalog write in the namespace: every ConfigMap
+// and Secret by name, with its resourceVersion and deletion state (any write changes it),
+// and every Deployment with its generation and annotations. What kube-controller-manager
+// writes at its own pace is left out, so two snapshots differ only by what a command did:
+// the kube-root-ca.crt ConfigMap, service account token Secrets, a Deployment's status
+// and its deployment.kubernetes.io/ annotations (the revision).
 func bndSnapshot(t *testing.T, e *bndEnv) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -100,18 +105,25 @@ func bndSnapshot(t *testing.T, e *bndEnv) map[string]string {
 	cms, err := e.admin.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	for _, c := range cms.Items {
+		if c.Name == "kube-root-ca.crt" {
+			continue
+		}
 		out["configmap/"+c.Name] = fmt.Sprintf("%s deleting=%v", c.ResourceVersion, c.DeletionTimestamp != nil)
 	}
 	secrets, err := e.admin.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	for _, s := range secrets.Items {
+		if s.Type == corev1.SecretTypeServiceAccountToken {
+			continue
+		}
 		out["secret/"+s.Name] = s.ResourceVersion
 	}
 	deps, err := e.admin.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	for _, d := range deps.Items {
-		// The deployment controller writes status: compare what users write.
-		out["deployment/"+d.Name] = fmt.Sprintf("generation=%d annotations=%v", d.Generation, d.Annotations)
+		annotations := maps.Clone(d.Annotations)
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return strings.HasPrefix(k, "deployment.kubernetes.io/") })
+		out["deployment/"+d.Name] = fmt.Sprintf("generation=%d annotations=%v", d.Generation, annotations)
 	}
 	return out
 }
@@ -342,6 +354,80 @@ func TestBinding_ProjectionIntoDeployment_AndExactRemoval(t *testing.T) {
 	for k := range after.Annotations {
 		assert.Assert(t, !strings.HasPrefix(k, store.Prefix), "annotation %s is left on the deployment", k)
 	}
+}
+
+// bndFreezeTemplate makes the API server refuse any change to the pod template of
+// deployment name in the test's namespace (a ValidatingAdmissionPolicy), and waits until
+// it does.
+func bndFreezeTemplate(t *testing.T, e *bndEnv, name string) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-" + e.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.name != %q || object.spec.template == oldObject.spec.template", name),
+				Message:    "the pod template of deployment " + name + " is frozen",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: e.ns},
+			}},
+		},
+	}
+	api := e.admin.AdmissionregistrationV1()
+	_, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		_ = api.ValidatingAdmissionPolicies().Delete(context.Background(), policy.Name, metav1.DeleteOptions{})
+	})
+	_, err = api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		_ = api.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d := e.deployment(t, name)
+		d.Spec.Template.Annotations = map[string]string{"probe": "x"}
+		_, err := e.admin.AppsV1().Deployments(e.ns).Update(ctx, d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "frozen") {
+			return
+		}
+		assert.Assert(t, time.Now().Before(deadline), "the admission policy is not in force: %v", err)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestBinding_ProjectionFailedAtTheSecondWorkload_UnbindTakesItBackFromTheFirst(t *testing.T) {
+	e := bndSetup(t, "hobby", nil)
+	origA := bndDeployment(t, e, "a")
+	origB := bndDeployment(t, e, "b")
+	bndFreezeTemplate(t, e, "b")
+
+	r := e.run(t, "bind", "db", "--to", "deployment/a", "--to", "deployment/b")
+	t.Logf("bind: exit %d: %s", r.ExitCode, r.Stderr)
+	b := e.binding(t, "db")
+	assert.Assert(t, b.Status.Retry != nil && b.Status.Retry.Reason == "BindProjectionFailed", "%+v", b.Status)
+	assert.Assert(t, !reflect.DeepEqual(e.deployment(t, "a").Spec.Template, origA.Spec.Template), "deployment a was changed")
+
+	r = e.run(t, "unbind", "db", "--wait")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	e.bndGone(t, "db", "db")
+	assert.DeepEqual(t, e.deployment(t, "a").Spec.Template, origA.Spec.Template)
+	assert.DeepEqual(t, e.deployment(t, "b").Spec.Template, origB.Spec.Template)
 }
 
 func TestBinding_EnvPrefixProjection(t *testing.T) {

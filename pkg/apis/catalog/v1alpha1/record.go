@@ -34,13 +34,14 @@ func (in *ServiceInstance) HasPendingWork() bool {
 }
 
 // HasPendingWork reports whether the binding is not settled, on the same rules as
-// ServiceInstance.HasPendingWork; a projection into a workload not made yet is pending
-// work too.
+// ServiceInstance.HasPendingWork; a projection into a workload not made (or not
+// recorded) yet is pending work too.
 func (in *ServiceBinding) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
 		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
 		len(in.Status.Retired) > 0 || !SameProjections(in.Spec.Projections, in.Status.Projected) ||
-		(in.Status.Bound != nil && in.Status.Bound.BindingID != in.CurrentExternalID())
+		(in.Status.Bound != nil && in.Status.Bound.BindingID != in.CurrentExternalID()) ||
+		len(in.Status.Projecting) > 0
 }
 
 // CurrentExternalID is the OSB instance id the instance's current attempt uses at the

@@ -109,6 +109,10 @@ type ServiceBindingStatus struct {
 	Secret *CredentialsSecret `json:"secret,omitempty"`
 	// Projected are the workloads the Secret has been projected into.
 	Projected []WorkloadProjection `json:"projected,omitempty"`
+	// Projecting are workloads a projection change may have reached and Projected does
+	// not list yet: recorded before any of them is changed, cleared once Projected says
+	// what was done. An unbind removes the projection from these too.
+	Projecting []WorkloadProjection `json:"projecting,omitempty"`
 	// Retired are OSB binding ids replaced by a rotation and still to be unbound at the
 	// broker; they are unbound once the new credentials are in the Secret.
 	Retired []string `json:"retired,omitempty"`

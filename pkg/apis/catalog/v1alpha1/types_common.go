@@ -71,6 +71,11 @@ type OperationStatus struct {
 	// the first request that named it). A deletion deletes every one of them at the
 	// broker before the finalizer comes off.
 	ExternalIDs []string `json:"externalIDs,omitempty"`
+	// ParametersSalt is the random key of this record's parameters checksums
+	// (HMAC-SHA256), created the first time parameters are checksummed and never changed:
+	// a checksum cannot be compared with one of the same values in another record or
+	// computed in advance.
+	ParametersSalt string `json:"parametersSalt,omitempty"`
 }
 
 // OperationType is the broker call an Operation stands for.

@@ -904,6 +904,11 @@ func (in *ServiceBindingStatus) DeepCopyInto(out *ServiceBindingStatus) {
 		*out = make([]WorkloadProjection, len(*in))
 		copy(*out, *in)
 	}
+	if in.Projecting != nil {
+		in, out := &in.Projecting, &out.Projecting
+		*out = make([]WorkloadProjection, len(*in))
+		copy(*out, *in)
+	}
 	if in.Retired != nil {
 		in, out := &in.Retired, &out.Retired
 		*out = make([]string, len(*in))
