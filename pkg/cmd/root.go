@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	catalogsync "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/sync"
@@ -89,6 +90,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		access.NewCmdAccess(f),
 		reconcile.NewCmdReconcile(f),
 		doctor.NewCmdDoctor(f),
+		rbac.NewCmdRBAC(f),
 	)
 	return root
 }

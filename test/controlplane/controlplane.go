@@ -37,6 +37,11 @@ const (
 	// DeveloperUser has no role at all: RBAC refuses it everything but
 	// discovery, until a test grants it a role.
 	DeveloperUser = "developer"
+	// AliceUser and BobUser are only in system:authenticated (added by the
+	// API server) and have no role until a test grants them one: two
+	// ordinary users, for tests about who wrote what.
+	AliceUser = "alice"
+	BobUser   = "bob"
 )
 
 // Options tune Start.
@@ -151,7 +156,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := c.waitAPIServer(ctx); err != nil {
 		return nil, err
 	}
-	for _, u := range []string{AdminUser, DeveloperUser} {
+	for _, u := range []string{AdminUser, DeveloperUser, AliceUser, BobUser} {
 		if err := c.writeKubeconfig(u); err != nil {
 			return nil, err
 		}
@@ -280,12 +285,19 @@ func (c *ControlPlane) writeTokens() error {
 	for _, u := range []struct{ name, groups string }{
 		{AdminUser, "system:masters"},
 		{DeveloperUser, "developers"},
+		{AliceUser, ""},
+		{BobUser, ""},
 	} {
 		tok := make([]byte, 16)
 		if _, err := rand.Read(tok); err != nil {
 			return err
 		}
 		c.tokens[u.name] = hex.EncodeToString(tok)
+		if u.groups == "" {
+			// No groups column: an empty one would be a group named "".
+			fmt.Fprintf(&b, "%s,%s,%s-uid\n", c.tokens[u.name], u.name, u.name)
+			continue
+		}
 		fmt.Fprintf(&b, "%s,%s,%s-uid,\"%s\"\n", c.tokens[u.name], u.name, u.name, u.groups)
 	}
 	return os.WriteFile(filepath.Join(c.Dir, "tokens.csv"), []byte(b.String()), 0o600)

@@ -39,14 +39,17 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 	})
 
 	// A server dry run validates everything and stores nothing.
-	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--dry-run=server")
+	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--dry-run=server", "--no-trust-policy")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile created (server dry run)"))
 	_, err = admin.BatchV1().CronJobs(ns).Get(ctx, install.DefaultName, metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsNotFound(err), "a dry run stores nothing: %v", err)
 
-	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns)
+	// The trust policy has a test of its own (trust_policy_test.go); here records are
+	// written by the admin without author annotations, which it would refuse.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--no-trust-policy")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "WARNING: --no-trust-policy"))
 	for _, line := range []string{
 		"namespace/" + ns + " unchanged",
 		"serviceaccount/catalog-reconcile created",
@@ -61,7 +64,7 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, image)
 
 	// Applied again: nothing changes.
-	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns)
+	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--no-trust-policy")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Equal(t, strings.Count(r.Stdout, " unchanged\n"), 5, r.Stdout)
 
@@ -107,6 +110,8 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 		{"create", "selfsubjectreviews.authentication.k8s.io"},
 		{"update", "deployments.apps", "-n", e.ns},
 		{"update", "cronjobs.batch", "-n", e.ns},
+		{"create", "subjectaccessreviews.authorization.k8s.io"},
+		{"get", "validatingadmissionpolicies.admissionregistration.k8s.io/kubectl-catalog-record-author"},
 	} {
 		assert.Equal(t, canI(args...), "yes", "%v", args)
 	}
@@ -121,6 +126,9 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 		{"create", "clusterroles.rbac.authorization.k8s.io"},
 		{"create", "rolebindings.rbac.authorization.k8s.io", "-n", e.ns},
 		{"create", "serviceaccounts/token", "-n", ns},
+		{"impersonate", "users"},
+		{"get", "validatingadmissionpolicies.admissionregistration.k8s.io/other"},
+		{"update", "validatingadmissionpolicies.admissionregistration.k8s.io/kubectl-catalog-record-author"},
 	} {
 		assert.Equal(t, canI(args...), "no", "%v", args)
 	}
@@ -146,7 +154,7 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 
 	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	assert.Equal(t, strings.Count(r.Stdout, " not found, skipped\n"), 4, r.Stdout)
+	assert.Equal(t, strings.Count(r.Stdout, " not found, skipped\n"), 7, r.Stdout)
 }
 
 // writeTokenKubeconfig writes a kubeconfig for the control plane with a bearer token.

@@ -25,13 +25,21 @@ func RunOffline(t *testing.T, args ...string) error {
 // to standard output.
 func RunOfflineOutput(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := RunOfflineOutputs(t, args...)
+	return out, err
+}
+
+// RunOfflineOutputs is RunOffline that also returns what the command wrote
+// to standard output and standard error.
+func RunOfflineOutputs(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	var out bytes.Buffer
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &bytes.Buffer{}))
+	var out, errOut bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
 	root := cmd.NewCmdRoot(f)
 	root.SetArgs(args)
 	root.SetOut(&out)
-	root.SetErr(&bytes.Buffer{})
+	root.SetErr(&errOut)
 	err := root.ExecuteContext(context.Background())
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }

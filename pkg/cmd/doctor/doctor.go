@@ -28,6 +28,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 var doctorLong = cmdutil.LongDesc(`
@@ -47,7 +48,12 @@ var doctorLong = cmdutil.LongDesc(`
 	    still there; namespace: namespaces stuck Terminating because they
 	    hold records that only reconcile can finish;
 	  - reconcile: whether "kubectl catalog reconcile install" is in place,
-	    when it last ran and last succeeded.
+	    when it last ran and last succeeded;
+	  - trust: whether the records' trust policy is in force (the
+	    ValidatingAdmissionPolicy and its binding, and a token ConfigMap in
+	    the catalog namespace younger than both), not installed, or with a
+	    stale token. Without it every record has an unverified author, and
+	    reconcile refuses what needs its author's authority.
 
 	Each check is OK, WARN or FAIL; the ones that are not OK say how to fix
 	them. doctor changes nothing. It exits 1 when a check failed, 0 otherwise
@@ -220,7 +226,28 @@ func (o *Options) Diagnose(ctx context.Context) Report {
 	o.checkBrokers(ctx, &r)
 	o.checkRecords(ctx, &r)
 	o.checkReconcileInstalled(ctx, &r)
+	o.checkTrust(ctx, &r)
 	return r
+}
+
+// checkTrust reports whether the records' trust policy is in force.
+func (o *Options) checkTrust(ctx context.Context, r *Report) {
+	const name = "trust"
+	st, err := trust.CheckPolicy(ctx, o.Core, o.CatalogNamespace)
+	switch {
+	case err != nil:
+		r.add(Check{Name: name, Status: Warn, Detail: fmt.Sprintf("cannot tell whether the records' trust policy is in force: %v", err),
+			Fix: fmt.Sprintf("kubectl get validatingadmissionpolicy,validatingadmissionpolicybinding %s; kubectl get configmap %s -n %s", store.TrustPolicyName, store.TrustConfigMap, o.CatalogNamespace)})
+	case st.InForce():
+		detail := fmt.Sprintf("in force: ValidatingAdmissionPolicy %s and its binding, token ConfigMap %s/%s", store.TrustPolicyName, o.CatalogNamespace, store.TrustConfigMap)
+		if st.TokenOnly {
+			detail = fmt.Sprintf("in force as far as the token ConfigMap %s/%s tells (you may not read the policy or its binding)", o.CatalogNamespace, store.TrustConfigMap)
+		}
+		r.add(Check{Name: name, Status: OK, Detail: detail})
+	default:
+		r.add(Check{Name: name, Status: Warn, Detail: "not in force: " + st.Reason + "; every record has an unverified author, and reconcile refuses what needs its author's authority",
+			Fix: "kubectl catalog reconcile install --image IMAGE (installs the policy and writes a new token; needs the ValidatingAdmissionPolicy API, Kubernetes 1.30+); records written before then are verified once their author writes them again with kubectl catalog"})
+	}
 }
 
 // namespaces are the current and the catalog namespace, once each.
@@ -276,8 +303,11 @@ func (o *Options) checkRBAC(ctx context.Context, r *Report) {
 						switch res {
 						case "namespaces":
 							attrs.Name = ns
-						case "selfsubjectreviews":
+						case "selfsubjectreviews", "subjectaccessreviews", "validatingadmissionpolicies", "validatingadmissionpolicybindings":
 							attrs.Namespace = ""
+						}
+						if len(p.ResourceNames) > 0 {
+							attrs.Name = p.ResourceNames[0]
 						}
 						ok, err := o.allowed(ctx, attrs)
 						if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
 
@@ -105,6 +107,7 @@ func TestDiagnose_AllWell(t *testing.T) {
 			Spec: batchv1.CronJobSpec{Schedule: install.DefaultSchedule},
 			Status: batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: time.Now().Add(-2 * time.Minute)},
 				LastSuccessfulTime: &metav1.Time{Time: time.Now().Add(-time.Minute)}}},
+		trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "3f1c2b5e-token"),
 	)
 	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
 	o := fx.options(t)
@@ -117,7 +120,7 @@ func TestDiagnose_AllWell(t *testing.T) {
 	for _, c := range r.Checks {
 		names = append(names, c.Name)
 	}
-	assert.DeepEqual(t, names, []string{"cluster", "identity", "rbac dev", "rbac catalog-system", "broker catalog-system/acme", "records", "reconcile"})
+	assert.DeepEqual(t, names, []string{"cluster", "identity", "rbac dev", "rbac catalog-system", "broker catalog-system/acme", "records", "reconcile", "trust"})
 	id, _ := find(r, "identity")
 	assert.Assert(t, is.Contains(id.Detail, "alice"))
 	bc, _ := find(r, "broker catalog-system/acme")
@@ -275,4 +278,38 @@ func TestValidate(t *testing.T) {
 			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
 		})
 	}
+}
+
+func TestDiagnose_TrustPolicyMissingOrStale_WarnsWithWhatToRun(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		objs       []runtime.Object
+		wantStatus Status
+		wantDetail string
+	}{
+		{name: "in force", objs: []runtime.Object{trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t")},
+			wantStatus: OK, wantDetail: "in force"},
+		{name: "not installed", wantStatus: Warn, wantDetail: "is not installed"},
+		{name: "token missing", objs: []runtime.Object{trust.Policy(), trust.Binding()},
+			wantStatus: Warn, wantDetail: "token ConfigMap catalog-system/catalog-trust is missing"},
+		{name: "stale token", objs: []runtime.Object{trust.Policy(), newer(trust.Binding()), trust.TokenConfigMap(catalogNS, "t")},
+			wantStatus: Warn, wantDetail: "older than the policy or its binding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t, tc.objs...)
+			r := fx.options(t).Diagnose(context.Background())
+			c, ok := find(r, "trust")
+			assert.Assert(t, ok, "%+v", r.Checks)
+			assert.Equal(t, c.Status, tc.wantStatus, "%+v", c)
+			assert.Assert(t, is.Contains(c.Detail, tc.wantDetail))
+			if tc.wantStatus != OK {
+				assert.Assert(t, is.Contains(c.Fix, "kubectl catalog reconcile install"))
+			}
+		})
+	}
+}
+
+func newer(b *admissionv1.ValidatingAdmissionPolicyBinding) *admissionv1.ValidatingAdmissionPolicyBinding {
+	b.CreationTimestamp = metav1.Now()
+	return b
 }

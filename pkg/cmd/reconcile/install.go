@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var installLong = cmdutil.LongDesc(`
@@ -34,7 +35,24 @@ var installLong = cmdutil.LongDesc(`
 	    retried within the same schedule, with small resource requests and a
 	    locked-down security context (non-root uid 65532, read-only root
 	    filesystem, no privilege escalation, no capabilities, the runtime's
-	    default seccomp profile).
+	    default seccomp profile);
+	  - the records' trust policy: the ValidatingAdmissionPolicy and
+	    ValidatingAdmissionPolicyBinding "kubectl-catalog-record-author",
+	    with which the API server refuses a write that creates a record,
+	    changes its spec or its author annotations unless they name the user
+	    making it; once the API server enforces it, the ConfigMap
+	    "catalog-trust" in the catalog namespace (--catalog-namespace) with a
+	    random token, created anew whenever the policy or its binding had to
+	    be created or changed. reconcile acts in a record's author's name
+	    (reads the Secrets it names, updates the workloads it projects into)
+	    only when the record carries the current token. The ClusterRole
+	    therefore also allows creating SubjectAccessReviews (whether the
+	    author may do it) and reading that policy and binding, by name.
+
+	--no-trust-policy leaves the policy out, for clusters without the
+	ValidatingAdmissionPolicy API (before Kubernetes 1.30): every record then
+	has an unverified author, and reconcile refuses what needs its author's
+	authority.
 
 	There is no published image: --image must name one that has the
 	kubectl-catalog binary on its PATH (for example a distroless base with
@@ -53,6 +71,9 @@ var installExample = cmdutil.Examples(`
 
 	# Review the manifests first, or keep them in version control
 	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 --dry-run=client -o yaml
+
+	# A cluster without the ValidatingAdmissionPolicy API (records stay unverified)
+	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 --no-trust-policy
 
 	# Every minute, bounded to 50 seconds, 16 records at once
 	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 \
@@ -94,6 +115,7 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the ServiceAccount and the CronJob.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "Bound of each run (reconcile --max-duration); keep it below the schedule's interval.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "How many records each run drives at once (reconcile --workers).")
+	fs.BoolVar(&o.NoTrustPolicy, "no-trust-policy", false, "Do not install the records' trust policy (for clusters without the ValidatingAdmissionPolicy API): records stay unverified.")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`)
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.StringVarP(&o.Output, "output", "o", "", "Print the objects instead of a line per object. One of: (json, yaml).")
@@ -143,8 +165,17 @@ func (o *InstallOptions) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
+// noTrustWarning is printed whenever the trust policy is left out.
+const noTrustWarning = `WARNING: --no-trust-policy: the records' trust policy is not installed. Anyone who may write ConfigMaps can forge a record's author,
+so every record has an unverified author and reconcile refuses what needs its author's authority (reading the Secrets a record names,
+updating the workloads it projects into). Install the policy once the cluster has the ValidatingAdmissionPolicy API (Kubernetes 1.30+).
+`
+
 // Run applies the objects, or prints them.
 func (o *InstallOptions) Run(ctx context.Context) error {
+	if o.NoTrustPolicy {
+		fmt.Fprint(o.Streams.ErrOut, noTrustWarning)
+	}
 	objs := install.Build(o.Options)
 	if o.DryRun == "client" {
 		if o.Output == "" {
@@ -153,13 +184,13 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 			}
 			return nil
 		}
-		cleaned := make([]map[string]any, 0, 5)
+		cleaned := make([]map[string]any, 0, 8)
 		for _, obj := range objs.List() {
 			cleaned = append(cleaned, install.Clean(obj))
 		}
 		return writeObjects(o.Streams, o.Output, cleaned)
 	}
-	results, err := install.Apply(ctx, o.Core, objs, o.DryRun == "server")
+	results, err := install.Apply(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == "server"})
 	suffix := ""
 	if o.DryRun == "server" {
 		suffix = " (server dry run)"
@@ -182,6 +213,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if o.DryRun == "none" {
 		fmt.Fprintf(o.Streams.ErrOut, "reconcile runs on schedule %q in namespace %q; see the runs with \"kubectl get jobs -n %s -l %s=reconcile\"\n",
 			o.Schedule, o.Namespace, o.Namespace, install.LabelComponent)
+		if !o.NoTrustPolicy {
+			fmt.Fprintf(o.Streams.ErrOut, "the records' trust policy is in force; records written before it have an unverified author until their author writes them again with kubectl catalog\n")
+		}
 	}
 	return nil
 }
@@ -198,6 +232,15 @@ var uninstallLong = cmdutil.LongDesc(`
 	Jobs and Pods go with it), the ClusterRoleBinding, the ClusterRole and the
 	ServiceAccount.
 
+	It also removes the records' trust policy: the token ConfigMap
+	"catalog-trust" in the catalog namespace first, then the
+	ValidatingAdmissionPolicyBinding and ValidatingAdmissionPolicy
+	"kubectl-catalog-record-author". Every record then has an unverified
+	author, and reconcile (by hand or installed anew) refuses what needs its
+	author's authority until the policy is installed again: the safe
+	direction. The policy is cluster-wide; keep it with --keep-trust-policy
+	when removing one of several installations.
+
 	The namespace is kept: it holds the catalog's records. Objects already
 	gone are skipped. Records with pending work stay pending until
 	"kubectl catalog reconcile" runs again, by hand or installed anew. In a
@@ -210,14 +253,18 @@ var uninstallExample = cmdutil.Examples(`
 	# The same in a script
 	kubectl catalog reconcile uninstall --yes
 
-	# An installation under another name and namespace
-	kubectl catalog reconcile uninstall --namespace ops --name reconcile-shard-0 --yes`)
+	# One of several installations: keep the cluster-wide trust policy
+	kubectl catalog reconcile uninstall --namespace ops --name reconcile-shard-0 --keep-trust-policy --yes`)
 
 // UninstallOptions are the options of "reconcile uninstall".
 type UninstallOptions struct {
 	Namespace string
 	Name      string
 	Yes       bool
+	// KeepTrustPolicy leaves the records' trust policy in place.
+	KeepTrustPolicy bool
+	// CatalogNamespace holds the trust token.
+	CatalogNamespace string
 
 	Core     kubernetes.Interface
 	Prompter prompt.Prompter
@@ -247,6 +294,7 @@ func NewCmdUninstall(f *cmdutil.Factory) *cobra.Command {
 	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the installation.")
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the installation's ServiceAccount and CronJob.")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
+	fs.BoolVar(&o.KeepTrustPolicy, "keep-trust-policy", false, "Keep the records' trust policy and its token (they are cluster-wide: other installations rely on them).")
 	return cmd
 }
 
@@ -266,7 +314,7 @@ func (o *UninstallOptions) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.Core = core
+	o.Core, o.CatalogNamespace = core, f.CatalogNamespace
 	if o.Prompter == nil && o.Streams.CanPrompt() {
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
 	}
@@ -278,6 +326,15 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	cluster := install.ClusterName(o.Namespace, o.Name)
 	fmt.Fprintf(o.Streams.ErrOut, "This deletes CronJob %q and ServiceAccount %q in namespace %q, and ClusterRole and ClusterRoleBinding %q.\n",
 		o.Name, o.Name, o.Namespace, cluster)
+	catalogNS := o.CatalogNamespace
+	if catalogNS == "" {
+		catalogNS = install.DefaultNamespace
+	}
+	if !o.KeepTrustPolicy {
+		fmt.Fprintf(o.Streams.ErrOut, "It also deletes the records' trust policy %q and its token ConfigMap %s/%s: every record then has an unverified author,\n"+
+			"and reconcile refuses what needs its author's authority until \"kubectl catalog reconcile install\" installs the policy again.\n",
+			store.TrustPolicyName, catalogNS, store.TrustConfigMap)
+	}
 	if !o.Yes {
 		if o.Prompter == nil {
 			return cmdutil.UsageErrorf("reconcile uninstall needs --yes when it cannot ask for confirmation (not a terminal)")
@@ -291,7 +348,16 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	results, err := install.Uninstall(ctx, o.Core, o.Namespace, o.Name)
+	var results []install.Result
+	var err error
+	if !o.KeepTrustPolicy {
+		results, err = install.UninstallTrust(ctx, o.Core, catalogNS)
+	}
+	if err == nil {
+		var more []install.Result
+		more, err = install.Uninstall(ctx, o.Core, o.Namespace, o.Name)
+		results = append(results, more...)
+	}
 	for _, r := range results {
 		fmt.Fprintln(o.Streams.Out, r.String())
 	}

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,7 +28,10 @@ func TestInstall_ClientDryRunPrintsTheManifests(t *testing.T) {
 	t.Setenv(cmdutil.CatalogNamespaceEnv, "")
 	out, err := cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "-o", "yaml")
 	assert.NilError(t, err)
-	golden.Assert(t, out, "install.golden.yaml")
+	// The token is new on every run.
+	token := regexp.MustCompile(`token: [0-9a-f-]{36}\n`)
+	assert.Assert(t, token.MatchString(out), out)
+	golden.Assert(t, token.ReplaceAllString(out, "token: TOKEN\n"), "install.golden.yaml")
 
 	// Every document parses, and they come in the order they are applied.
 	var kinds []string
@@ -36,7 +40,14 @@ func TestInstall_ClientDryRunPrintsTheManifests(t *testing.T) {
 		assert.NilError(t, yaml.Unmarshal([]byte(doc), &m))
 		kinds = append(kinds, m["kind"].(string))
 	}
-	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob"})
+	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ConfigMap"})
+
+	// Without the trust policy: a loud warning, and none of its objects.
+	out, errOut, err := cmdtest.RunOfflineOutputs(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--no-trust-policy")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(errOut, "WARNING: --no-trust-policy"))
+	assert.Assert(t, !strings.Contains(out, "validatingadmissionpolicy"), out)
 
 	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run", "-o", "json")
 	assert.NilError(t, err)
@@ -83,7 +94,7 @@ func TestUninstall_NeedsYesOutsideATerminal(t *testing.T) {
 	// Declined at the prompt: nothing happens.
 	inst := install.Defaults()
 	inst.Image = testImage
-	_, err = install.Apply(context.Background(), core, install.Build(inst), false)
+	_, err = install.Apply(context.Background(), core, install.Build(inst), install.ApplyOptions{SkipEnforcementCheck: true})
 	assert.NilError(t, err)
 	o.Prompter = &prompt.Scripted{Answers: []string{"n"}}
 	assert.NilError(t, o.Run(context.Background()))

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 // Actions reported for an object, as kubectl words them.
@@ -29,6 +34,8 @@ const (
 	Unchanged  = "unchanged"
 	Deleted    = "deleted"
 	NotFound   = "not found, skipped"
+	// Renewed is the token ConfigMap deleted and created with a new token.
+	Renewed = "created anew (new token)"
 )
 
 // Result is what happened to one object.
@@ -70,16 +77,41 @@ func resourceOf(obj runtime.Object) string {
 		return "clusterrolebinding.rbac.authorization.k8s.io"
 	case *batchv1.CronJob:
 		return "cronjob.batch"
+	case *admissionv1.ValidatingAdmissionPolicy:
+		return "validatingadmissionpolicy.admissionregistration.k8s.io"
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		return "validatingadmissionpolicybinding.admissionregistration.k8s.io"
+	case *corev1.ConfigMap:
+		return "configmap"
 	}
 	return strings.ToLower(fmt.Sprintf("%T", obj))
 }
 
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	// DryRun has the API server validate and answer but store nothing.
+	DryRun bool
+	// EnforceTimeout bounds the wait for the API server to enforce the trust
+	// policy before the token is written; 0 means DefaultEnforceTimeout.
+	EnforceTimeout time.Duration
+	// SkipEnforcementCheck does not wait for the policy to be enforced: for
+	// fake clients, which admit everything.
+	SkipEnforcementCheck bool
+}
+
+// DefaultEnforceTimeout is how long Apply waits for the API server to enforce
+// a policy it has just been given (it learns of it through an informer).
+const DefaultEnforceTimeout = 30 * time.Second
+
 // Apply creates or updates the objects with server-side apply (field manager
 // FieldManager, taking over conflicting fields): the namespace only if it is
 // missing, then the ServiceAccount, ClusterRole, ClusterRoleBinding and
-// CronJob. With dryRun the API server validates and answers but stores
-// nothing. It stops at the first error, returning the results so far.
-func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, dryRun bool) ([]Result, error) {
+// CronJob, then the trust policy and its binding; once the API server
+// enforces them, the token ConfigMap is created, or created anew when the
+// policy or binding changed or the token is older than they are. It stops at
+// the first error, returning the results so far.
+func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts ApplyOptions) ([]Result, error) {
+	dryRun := opts.DryRun
 	var dry []string
 	if dryRun {
 		dry = []string{metav1.DryRunAll}
@@ -87,23 +119,18 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, dryRun 
 	var results []Result
 
 	ns := objs.Namespace
-	nsExists := true
-	got, err := core.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		results = append(results, Result{Resource: resourceOf(ns), Name: ns.Name, Action: Unchanged, Object: got})
-	case apierrors.IsNotFound(err):
-		nsExists = false
-		created, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{DryRun: dry, FieldManager: FieldManager})
-		if err != nil {
-			return results, fmt.Errorf("cannot create namespace %q: %w", ns.Name, err)
-		}
-		results = append(results, Result{Resource: resourceOf(ns), Name: ns.Name, Action: Created, Object: created})
-	default:
-		return results, fmt.Errorf("cannot read namespace %q: %w", ns.Name, err)
+	res, nsExists, err := ensureNamespace(ctx, core, ns, dry)
+	if err != nil {
+		return results, err
 	}
+	results = append(results, res)
 
-	for _, obj := range []runtime.Object{objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding, objs.CronJob} {
+	applied := map[runtime.Object]Result{}
+	rest := []runtime.Object{objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding, objs.CronJob}
+	if objs.Policy != nil {
+		rest = append(rest, objs.Policy, objs.PolicyBinding)
+	}
+	for _, obj := range rest {
 		m, _ := meta.Accessor(obj)
 		res := Result{Resource: resourceOf(obj), Name: m.GetName()}
 		if dryRun && !nsExists && m.GetNamespace() != "" {
@@ -113,31 +140,165 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, dryRun 
 			results = append(results, res)
 			continue
 		}
-		r := resourceClient(core, obj)
-		before, err := r.get(ctx, m.GetName())
-		if err != nil && !apierrors.IsNotFound(err) {
-			return results, fmt.Errorf("cannot read %s: %w", res.Resource+"/"+res.Name, err)
-		}
-		data, err := json.Marshal(Clean(obj))
+		res, err := applyOne(ctx, core, obj, dry)
 		if err != nil {
 			return results, err
 		}
-		after, err := r.apply(ctx, m.GetName(), data, metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), DryRun: dry})
-		if err != nil {
-			return results, fmt.Errorf("cannot apply %s: %w", res.Resource+"/"+res.Name, err)
-		}
-		res.Object = after
-		switch {
-		case before == nil:
-			res.Action = Created
-		case sameObject(before.(runtime.Object), after, dryRun):
-			res.Action = Unchanged
-		default:
-			res.Action = Configured
-		}
+		applied[obj] = res
 		results = append(results, res)
 	}
-	return results, nil
+	if objs.Policy == nil {
+		return results, nil
+	}
+
+	token := objs.TrustToken
+	tokenNSExists := nsExists
+	if token.Namespace != ns.Name {
+		res, exists, err := ensureNamespace(ctx, core, &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: token.Namespace, Labels: ns.Labels},
+		}, dry)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+		tokenNSExists = exists
+	}
+	if dryRun && !tokenNSExists {
+		return append(results, Result{Resource: resourceOf(token), Name: token.Name, Action: Created, Object: token}), nil
+	}
+	if !dryRun && !opts.SkipEnforcementCheck {
+		timeout := opts.EnforceTimeout
+		if timeout == 0 {
+			timeout = DefaultEnforceTimeout
+		}
+		if err := WaitEnforced(ctx, core, token.Namespace, timeout); err != nil {
+			return results, err
+		}
+	}
+	res, err = applyToken(ctx, core, token, applied[objs.Policy], applied[objs.PolicyBinding], dry)
+	if err != nil {
+		return results, err
+	}
+	return append(results, res), nil
+}
+
+// ensureNamespace creates ns unless it exists, and says whether it did.
+func ensureNamespace(ctx context.Context, core kubernetes.Interface, ns *corev1.Namespace, dry []string) (Result, bool, error) {
+	got, err := core.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return Result{Resource: resourceOf(ns), Name: ns.Name, Action: Unchanged, Object: got}, true, nil
+	case apierrors.IsNotFound(err):
+		created, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{DryRun: dry, FieldManager: FieldManager})
+		if err != nil {
+			return Result{}, false, fmt.Errorf("cannot create namespace %q: %w", ns.Name, err)
+		}
+		return Result{Resource: resourceOf(ns), Name: ns.Name, Action: Created, Object: created}, false, nil
+	}
+	return Result{}, false, fmt.Errorf("cannot read namespace %q: %w", ns.Name, err)
+}
+
+// applyOne applies obj with server-side apply and says what changed.
+func applyOne(ctx context.Context, core kubernetes.Interface, obj runtime.Object, dry []string) (Result, error) {
+	m, _ := meta.Accessor(obj)
+	res := Result{Resource: resourceOf(obj), Name: m.GetName()}
+	r := resourceClient(core, obj)
+	before, err := r.get(ctx, m.GetName())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return res, fmt.Errorf("cannot read %s: %w", res.Resource+"/"+res.Name, err)
+	}
+	data, err := json.Marshal(Clean(obj))
+	if err != nil {
+		return res, err
+	}
+	after, err := r.apply(ctx, m.GetName(), data, metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), DryRun: dry})
+	if err != nil {
+		return res, fmt.Errorf("cannot apply %s: %w", res.Resource+"/"+res.Name, err)
+	}
+	res.Object = after
+	switch {
+	case before == nil:
+		res.Action = Created
+	case sameObject(before.(runtime.Object), after, len(dry) > 0):
+		res.Action = Unchanged
+	default:
+		res.Action = Configured
+	}
+	return res, nil
+}
+
+// applyToken keeps the token ConfigMap when the policy and binding were
+// unchanged and the token is younger than both; otherwise it is created, or
+// deleted and created with the new token: a token that existed while the
+// policy was missing or different may be on records forged meanwhile.
+func applyToken(ctx context.Context, core kubernetes.Interface, token *corev1.ConfigMap, policy, binding Result, dry []string) (Result, error) {
+	cms := core.CoreV1().ConfigMaps(token.Namespace)
+	res := Result{Resource: resourceOf(token), Name: token.Name}
+	ref := token.Namespace + "/" + token.Name
+	create := func(action string) (Result, error) {
+		created, err := cms.Create(ctx, token, metav1.CreateOptions{DryRun: dry, FieldManager: FieldManager})
+		if err != nil {
+			return res, fmt.Errorf("cannot create the trust token ConfigMap %s: %w", ref, err)
+		}
+		res.Action, res.Object = action, created
+		return res, nil
+	}
+	cur, err := cms.Get(ctx, token.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return create(Created)
+	case err != nil:
+		return res, fmt.Errorf("cannot read the trust token ConfigMap %s: %w", ref, err)
+	}
+	stale := policy.Action != Unchanged || binding.Action != Unchanged || strings.TrimSpace(cur.Data[store.TrustTokenKey]) == ""
+	for _, r := range []Result{policy, binding} {
+		if m, err := meta.Accessor(r.Object); err == nil && cur.CreationTimestamp.Before(ptr.To(m.GetCreationTimestamp())) {
+			stale = true
+		}
+	}
+	if !stale {
+		res.Action, res.Object = Unchanged, cur
+		return res, nil
+	}
+	if len(dry) > 0 {
+		res.Action, res.Object = Renewed, token
+		return res, nil
+	}
+	err = cms.Delete(ctx, token.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return res, fmt.Errorf("cannot delete the stale trust token ConfigMap %s: %w", ref, err)
+	}
+	return create(Renewed)
+}
+
+// WaitEnforced waits until the API server refuses, in a server dry run, to
+// create a record ConfigMap in namespace with no author: proof that the trust
+// policy is enforced, and not only stored.
+func WaitEnforced(ctx context.Context, core kubernetes.Interface, namespace string, timeout time.Duration) error {
+	probe := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "catalog-trust-probe", Namespace: namespace,
+			Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
+		Data: map[string]string{store.DataKey: "{}"},
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := core.CoreV1().ConfigMaps(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), store.TrustPolicyName) {
+			return nil
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil && !apierrors.IsInternalError(err) {
+			return fmt.Errorf("cannot check that the API server enforces ValidatingAdmissionPolicy %s: %w", store.TrustPolicyName, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the API server does not enforce ValidatingAdmissionPolicy %s after %s (a record ConfigMap without author is still admitted); the trust token was not written: check \"kubectl get validatingadmissionpolicy %s -o yaml\" (status.typeChecking) and run the command again", store.TrustPolicyName, timeout, store.TrustPolicyName)
+		case <-tick.C:
+		}
+	}
 }
 
 // sameObject reports whether an apply changed nothing: the API server keeps
@@ -172,6 +333,26 @@ func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name s
 		m, _ := meta.Accessor(obj)
 		res := Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Deleted}
 		err := resourceClient(core, obj).delete(ctx, m.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
+		switch {
+		case apierrors.IsNotFound(err):
+			res.Action = NotFound
+		case err != nil:
+			return results, fmt.Errorf("cannot delete %s: %w", res.Resource+"/"+res.Name, err)
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// UninstallTrust deletes the token ConfigMap in catalogNamespace, then the
+// trust policy's binding and the policy. Every record then has an unverified
+// author. An object already gone is reported NotFound.
+func UninstallTrust(ctx context.Context, core kubernetes.Interface, catalogNamespace string) ([]Result, error) {
+	var results []Result
+	for _, obj := range []runtime.Object{trust.TokenConfigMap(catalogNamespace, ""), trust.Binding(), trust.Policy()} {
+		m, _ := meta.Accessor(obj)
+		res := Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Deleted}
+		err := resourceClient(core, obj).delete(ctx, m.GetName(), metav1.DeleteOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			res.Action = NotFound
@@ -229,6 +410,15 @@ func resourceClient(core kubernetes.Interface, obj runtime.Object) client {
 		return typed(c.Get, c.Patch, c.Delete)
 	case *batchv1.CronJob:
 		c := core.BatchV1().CronJobs(ns)
+		return typed(c.Get, c.Patch, c.Delete)
+	case *admissionv1.ValidatingAdmissionPolicy:
+		c := core.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+		return typed(c.Get, c.Patch, c.Delete)
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		c := core.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+		return typed(c.Get, c.Patch, c.Delete)
+	case *corev1.ConfigMap:
+		c := core.CoreV1().ConfigMaps(ns)
 		return typed(c.Get, c.Patch, c.Delete)
 	}
 	panic(fmt.Sprintf("install: no client for %T", obj))
@@ -320,4 +510,16 @@ func WriteJSON(w io.Writer, objs []map[string]any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// ApplyObject applies one object as Apply does (server-side apply, field
+// manager FieldManager) and says whether it was created, configured or left
+// unchanged. It knows ClusterRoles, ClusterRoleBindings, ServiceAccounts,
+// CronJobs, ConfigMaps and the trust policy's objects.
+func ApplyObject(ctx context.Context, core kubernetes.Interface, obj runtime.Object, dryRun bool) (Result, error) {
+	var dry []string
+	if dryRun {
+		dry = []string{metav1.DryRunAll}
+	}
+	return applyOne(ctx, core, obj, dry)
 }

@@ -1,6 +1,8 @@
 // Package install builds, applies and removes what runs "kubectl catalog
 // reconcile" in a cluster on a schedule: a ServiceAccount, a least-privilege
-// ClusterRole and its ClusterRoleBinding, and a CronJob.
+// ClusterRole and its ClusterRoleBinding, and a CronJob; and the records'
+// trust policy (package trust): a ValidatingAdmissionPolicy, its binding and
+// the token ConfigMap.
 //
 // The manifests are built here, in one place, so that "reconcile install",
 // "reconcile uninstall", "doctor" (which checks the same permissions for the
@@ -13,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 // Defaults of "reconcile install".
@@ -142,6 +149,22 @@ var Permissions = []Permission{
 			Verbs: []string{"get", "update"}},
 		Why: "unbind removes the credentials projection from the workloads it was added to",
 	},
+	{
+		// Before acting on a record in its author's name (reading a Secret
+		// the record names, updating a workload it projects into), reconcile
+		// asks the API server whether the author may do so themselves.
+		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"},
+			Verbs: []string{"create"}},
+		Why: "reconcile asks whether a record's author may read a Secret or update a workload before doing it in their name; without it, it refuses",
+	},
+	{
+		// Whether the records' trust policy is in force, and unchanged:
+		// only the catalog's own policy and binding, by name.
+		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
+			Resources:     []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+			ResourceNames: []string{store.TrustPolicyName}, Verbs: []string{"get"}},
+		Why: "reconcile checks that the records' trust policy is in force (without it, it trusts the token ConfigMap alone)",
+	},
 }
 
 // Rules returns the rules of the reconcile ClusterRole (a copy of
@@ -169,8 +192,19 @@ type Options struct {
 	// Workers is reconcile --workers.
 	Workers int
 	// CatalogNamespace is passed as --catalog-namespace when it is not the
-	// default one.
+	// default one. The trust token ConfigMap lives there.
 	CatalogNamespace string
+	// NoTrustPolicy leaves out the records' trust policy, for clusters
+	// without the ValidatingAdmissionPolicy API.
+	NoTrustPolicy bool
+}
+
+// TrustNamespace is the catalog namespace, where the trust token lives.
+func (o Options) TrustNamespace() string {
+	if o.CatalogNamespace == "" {
+		return DefaultNamespace
+	}
+	return o.CatalogNamespace
 }
 
 // Defaults returns the options with defaults, an image excepted.
@@ -250,12 +284,23 @@ type Objects struct {
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 	CronJob            *batchv1.CronJob
+	// The trust policy, its binding and the token ConfigMap (with a fresh
+	// token, kept only when they must be created anew); nil with
+	// NoTrustPolicy.
+	Policy        *admissionv1.ValidatingAdmissionPolicy
+	PolicyBinding *admissionv1.ValidatingAdmissionPolicyBinding
+	TrustToken    *corev1.ConfigMap
 }
 
 // List returns the objects in the order they are applied: the namespace
-// first, the CronJob, which needs everything else, last.
+// first, the CronJob, which needs the rest of reconcile's objects, then the
+// trust policy and its binding, and the token last, once they are in force.
 func (objs Objects) List() []runtime.Object {
-	return []runtime.Object{objs.Namespace, objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding, objs.CronJob}
+	list := []runtime.Object{objs.Namespace, objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding, objs.CronJob}
+	if objs.Policy != nil {
+		list = append(list, objs.Policy, objs.PolicyBinding, objs.TrustToken)
+	}
+	return list
 }
 
 // Build returns the objects of the installation o describes. It does not
@@ -267,7 +312,7 @@ func Build(o Options) Objects {
 	}
 	cluster := ClusterName(o.Namespace, o.Name)
 	deadline := int64(o.ActiveDeadline() / time.Second)
-	return Objects{
+	objs := Objects{
 		Namespace: &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{LabelManagedBy: "kubectl-catalog"}},
@@ -310,6 +355,11 @@ func Build(o Options) Objects {
 			},
 		},
 	}
+	if !o.NoTrustPolicy {
+		objs.Policy, objs.PolicyBinding = trust.Policy(), trust.Binding()
+		objs.TrustToken = trust.TokenConfigMap(o.TrustNamespace(), uuid.NewString())
+	}
+	return objs
 }
 
 func podTemplate(o Options, labels map[string]string) corev1.PodTemplateSpec {

@@ -13,6 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 func TestRules_HaveNoWildcardAndCoverWhatReconcileDoes(t *testing.T) {
@@ -54,6 +57,9 @@ func TestRules_HaveNoWildcardAndCoverWhatReconcileDoes(t *testing.T) {
 		{"apps", "daemonsets", "get", true},
 		{"batch", "cronjobs", "update", true},
 		{"batch", "jobs", "get", true},
+		{"authorization.k8s.io", "subjectaccessreviews", "create", true},
+		{"admissionregistration.k8s.io", "validatingadmissionpolicies", "get", true},
+		{"admissionregistration.k8s.io", "validatingadmissionpolicybindings", "get", true},
 		// Not needed, so not granted.
 		{"", "secrets", "list", false},
 		{"", "secrets", "watch", false},
@@ -63,8 +69,17 @@ func TestRules_HaveNoWildcardAndCoverWhatReconcileDoes(t *testing.T) {
 		{"apps", "deployments", "delete", false},
 		{"apps", "deployments", "create", false},
 		{"rbac.authorization.k8s.io", "clusterroles", "create", false},
+		{"", "users", "impersonate", false},
+		{"admissionregistration.k8s.io", "validatingadmissionpolicies", "list", false},
+		{"admissionregistration.k8s.io", "validatingadmissionpolicies", "update", false},
 	} {
 		assert.Equal(t, allows(tc.group, tc.resource, tc.verb), tc.want, "%s %s.%s", tc.verb, tc.resource, tc.group)
+	}
+	// The trust policy's objects are readable by name only.
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, "admissionregistration.k8s.io") {
+			assert.DeepEqual(t, r.ResourceNames, []string{store.TrustPolicyName})
+		}
 	}
 }
 
@@ -174,7 +189,7 @@ func TestApply_CreatesThenLeavesUnchangedThenUninstalls(t *testing.T) {
 	}
 
 	// (The fake clientset ignores DryRun: the e2e test covers --dry-run=server.)
-	res, err := Apply(ctx, core, Build(o), false)
+	res, err := Apply(ctx, core, Build(o), ApplyOptions{SkipEnforcementCheck: true})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, lines(res), []string{
 		"namespace/catalog-system created",
@@ -182,16 +197,29 @@ func TestApply_CreatesThenLeavesUnchangedThenUninstalls(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created",
 		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created",
 		"cronjob.batch/catalog-reconcile created",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/kubectl-catalog-record-author created",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/kubectl-catalog-record-author created",
+		"configmap/catalog-trust created",
 	})
 	cj, err := core.BatchV1().CronJobs(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	assert.NilError(t, err)
 	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, o.Image)
 
 	o.Image = "example.invalid/kubectl-catalog:v2"
-	res, err = Apply(ctx, core, Build(o), false)
+	res, err = Apply(ctx, core, Build(o), ApplyOptions{SkipEnforcementCheck: true})
 	assert.NilError(t, err)
 	assert.Equal(t, res[0].Action, Unchanged)
 	assert.Equal(t, res[4].String(), "cronjob.batch/catalog-reconcile configured")
+
+	assert.Equal(t, res[7].String(), "configmap/catalog-trust unchanged", "the token stays while the policy does")
+
+	res, err = UninstallTrust(ctx, core, o.TrustNamespace())
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines(res), []string{
+		"configmap/catalog-trust deleted",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/kubectl-catalog-record-author deleted",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/kubectl-catalog-record-author deleted",
+	})
 
 	res, err = Uninstall(ctx, core, o.Namespace, o.Name)
 	assert.NilError(t, err)
@@ -218,4 +246,72 @@ func TestClean_DropsServerFieldsAndEmptyStatus(t *testing.T) {
 	}
 	m := Clean(sa)
 	assert.DeepEqual(t, m, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "a"}})
+}
+
+func TestApply_TrustTokenIsRenewedWhenThePolicyHadToBeCreatedOrIsNewer(t *testing.T) {
+	ctx := context.Background()
+	o := Defaults()
+	o.Image = "example.invalid/kubectl-catalog:test"
+	opts := ApplyOptions{SkipEnforcementCheck: true}
+	token := func(core *fake.Clientset) string {
+		cm, err := core.CoreV1().ConfigMaps(o.TrustNamespace()).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Equal(t, cm.Labels[store.LabelManagedBy], "", "the policy must not apply to its token")
+		return cm.Data[store.TrustTokenKey]
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, core *fake.Clientset)
+		want   string
+	}{
+		{name: "nothing changed", change: func(*testing.T, *fake.Clientset) {}, want: Unchanged},
+		{name: "binding deleted", want: Renewed, change: func(t *testing.T, core *fake.Clientset) {
+			assert.NilError(t, core.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, store.TrustPolicyName, metav1.DeleteOptions{}))
+		}},
+		{name: "policy weakened", want: Renewed, change: func(t *testing.T, core *fake.Clientset) {
+			p, err := core.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+			assert.NilError(t, err)
+			p.Spec.Validations[0].Expression = "true"
+			_, err = core.AdmissionregistrationV1().ValidatingAdmissionPolicies().Update(ctx, p, metav1.UpdateOptions{})
+			assert.NilError(t, err)
+		}},
+		{name: "token emptied", want: Renewed, change: func(t *testing.T, core *fake.Clientset) {
+			cm := trust.TokenConfigMap(o.TrustNamespace(), "")
+			_, err := core.CoreV1().ConfigMaps(o.TrustNamespace()).Update(ctx, cm, metav1.UpdateOptions{})
+			assert.NilError(t, err)
+		}},
+		{name: "token deleted", want: Created, change: func(t *testing.T, core *fake.Clientset) {
+			assert.NilError(t, core.CoreV1().ConfigMaps(o.TrustNamespace()).Delete(ctx, store.TrustConfigMap, metav1.DeleteOptions{}))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core := fake.NewClientset()
+			_, err := Apply(ctx, core, Build(o), opts)
+			assert.NilError(t, err)
+			before := token(core)
+			tc.change(t, core)
+			res, err := Apply(ctx, core, Build(o), opts)
+			assert.NilError(t, err)
+			last := res[len(res)-1]
+			assert.Equal(t, last.String(), "configmap/catalog-trust "+tc.want)
+			if tc.want == Unchanged {
+				assert.Equal(t, token(core), before)
+			} else {
+				assert.Assert(t, token(core) != before && token(core) != "")
+			}
+		})
+	}
+}
+
+func TestBuild_NoTrustPolicyLeavesItOut(t *testing.T) {
+	o := Defaults()
+	o.Image = "example.invalid/kubectl-catalog:test"
+	o.CatalogNamespace = "brokers"
+	objs := Build(o)
+	assert.Equal(t, objs.TrustToken.Namespace, "brokers", "the token lives in the catalog namespace")
+	assert.Equal(t, len(objs.List()), 8)
+	o.NoTrustPolicy = true
+	objs = Build(o)
+	assert.Assert(t, objs.Policy == nil && objs.PolicyBinding == nil && objs.TrustToken == nil)
+	assert.Equal(t, len(objs.List()), 5)
 }

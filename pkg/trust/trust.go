@@ -1,0 +1,305 @@
+// Package trust holds the cluster side of the records' trust model: the
+// ValidatingAdmissionPolicy that makes the API server vouch for a record's
+// author, its binding, the token ConfigMap that says since when they are in
+// force, and CheckPolicy, which reads that state.
+//
+// A record is a ConfigMap anyone with ConfigMap write can forge. Under the
+// policy, the API server refuses a write that creates a record, changes its
+// spec (data key store.DataKey) or changes its author annotations unless the
+// author annotations name the requesting user and groups. Records stamped
+// with the current token were therefore written under the policy, and their
+// author is the API server's word.
+//
+// The package does not import the engine: the engine calls CheckPolicy.
+package trust
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// LabelPartOf marks the token ConfigMap as part of kubectl-catalog. The token
+// ConfigMap deliberately lacks store.LabelManagedBy, so the policy does not
+// apply to it.
+const LabelPartOf = "app.kubernetes.io/part-of"
+
+// PartOf is the value of LabelPartOf.
+const PartOf = "kubectl-catalog"
+
+// q quotes s as a CEL string literal. The keys quoted here contain no quote
+// or backslash.
+func q(s string) string { return "'" + s + "'" }
+
+// authorKeys are the annotations only the author may set.
+var authorKeys = []string{store.AnnotationAuthor, store.AnnotationAuthorGroups, store.AnnotationTrustToken}
+
+// The policy's CEL. Missing annotations, labels or data keys read as the empty
+// string through CEL optionals (obj.?field[?key].orValue), so an object
+// without them is compared, not an error. oldObject is null on CREATE: it is
+// only used in the UPDATE branch of exprAuthored.
+var (
+	// exprAuthor is the write's author annotation.
+	exprAuthor = "object.metadata.?annotations[?" + q(store.AnnotationAuthor) + "].orValue('')"
+	// exprGroups is the write's author-groups annotation.
+	exprGroups = "object.metadata.?annotations[?" + q(store.AnnotationAuthorGroups) + "].orValue('')"
+	// exprAuthored: the write is one only a record's author may make. A CREATE
+	// of a ConfigMap that holds a record; an UPDATE that changes the record,
+	// changes an author annotation, or puts the managed-by label on a
+	// ConfigMap that did not have it (else a ConfigMap forged without the
+	// label could become a record by a label change alone).
+	exprAuthored = "request.operation == 'CREATE' ? has(object.data) && " + q(store.DataKey) + " in object.data" +
+		" : object.?data[?" + q(store.DataKey) + "].orValue('') != oldObject.?data[?" + q(store.DataKey) + "].orValue('')" +
+		" || oldObject.metadata.?labels[?" + q(store.LabelManagedBy) + "].orValue('') != " + q(store.ManagedBy) +
+		" || [" + q(authorKeys[0]) + ", " + q(authorKeys[1]) + ", " + q(authorKeys[2]) + "].exists(k," +
+		" object.metadata.?annotations[?k].orValue('') != oldObject.metadata.?annotations[?k].orValue(''))"
+	// exprStamped: the author annotations name the requesting user.
+	exprStamped = "variables.author == request.userInfo.username" +
+		" && variables.groups == request.userInfo.?groups.orValue([]).join(',')"
+	exprValidation = "!variables.authored || variables.stamped"
+	exprMessage    = "'ConfigMap ' + object.metadata.name + ' is a kubectl-catalog record: its spec and author annotations" +
+		" may only be written by the user the annotation " + store.AnnotationAuthor + " names, with the groups " +
+		store.AnnotationAuthorGroups + " lists; you are ' + request.userInfo.username + '." +
+		" Write records with kubectl catalog, which stamps you as their author.'"
+)
+
+// Policy is the ValidatingAdmissionPolicy store.TrustPolicyName.
+func Policy() *admissionv1.ValidatingAdmissionPolicy {
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: store.TrustPolicyName, Labels: labels()},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			// An expression that cannot be evaluated refuses the write: the
+			// policy exists to refuse forgeries, so it fails closed.
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{
+				// For an UPDATE the selector matches when the old or the new
+				// object carries the label, so removing it does not escape.
+				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+						Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+							Resources: []string{"configmaps"}},
+					},
+				}},
+			},
+			Variables: []admissionv1.Variable{
+				{Name: "author", Expression: exprAuthor},
+				{Name: "groups", Expression: exprGroups},
+				{Name: "authored", Expression: exprAuthored},
+				{Name: "stamped", Expression: exprStamped},
+			},
+			Validations: []admissionv1.Validation{{
+				Expression:        exprValidation,
+				MessageExpression: exprMessage,
+				Message:           "a kubectl-catalog record's spec and author annotations may only be written by its author: write records with kubectl catalog, which stamps you as their author",
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+}
+
+// Binding is the ValidatingAdmissionPolicyBinding store.TrustPolicyName: the
+// policy, everywhere, denying.
+func Binding() *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: store.TrustPolicyName, Labels: labels()},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        store.TrustPolicyName,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+// TokenConfigMap is the ConfigMap store.TrustConfigMap in namespace holding
+// token.
+func TokenConfigMap(namespace, token string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: store.TrustConfigMap, Namespace: namespace, Labels: labels()},
+		Data:       map[string]string{store.TrustTokenKey: token},
+	}
+}
+
+func labels() map[string]string {
+	return map[string]string{LabelPartOf: PartOf}
+}
+
+// State is whether the trust policy is in force.
+type State struct {
+	// Token is the current token when the policy is in force; records
+	// stamped with it have an author the API server vouched for. Empty when
+	// not in force.
+	Token string
+	// Reason says why the policy is not in force, and what to run. Empty
+	// when it is.
+	Reason string
+	// TokenOnly is true when reading the policy or its binding was forbidden
+	// (ordinary users may not read them): Token then rests on the token
+	// ConfigMap alone, which only those who may install the policy should be
+	// able to write.
+	TokenOnly bool
+}
+
+// InForce reports whether records stamped with s.Token have a verified author.
+func (s State) InForce() bool { return s.Token != "" }
+
+// String describes the state in a line.
+func (s State) String() string {
+	switch {
+	case !s.InForce():
+		return "not in force: " + s.Reason
+	case s.TokenOnly:
+		return "in force, as far as the token ConfigMap tells (reading the policy and its binding is forbidden)"
+	}
+	return "in force"
+}
+
+const fix = `run "kubectl catalog reconcile install"`
+
+// CheckPolicy reads the trust state of the cluster: the policy and its
+// binding as Policy and Binding build them, and the token ConfigMap in
+// catalogNamespace, created after both. Errors are for requests that failed
+// for another reason than the objects' absence or the caller's lack of
+// permission.
+func CheckPolicy(ctx context.Context, kube kubernetes.Interface, catalogNamespace string) (State, error) {
+	var st State
+	notInForce := func(format string, args ...any) (State, error) {
+		return State{Reason: fmt.Sprintf(format, args...)}, nil
+	}
+	var newest metav1.Time
+	pol, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return notInForce("ValidatingAdmissionPolicy %s is not installed: %s", store.TrustPolicyName, fix)
+	case apierrors.IsForbidden(err):
+		st.TokenOnly = true
+	case err != nil:
+		return st, fmt.Errorf("cannot read ValidatingAdmissionPolicy %s: %w", store.TrustPolicyName, err)
+	default:
+		if why := policyDiffers(pol); why != "" {
+			return notInForce("ValidatingAdmissionPolicy %s %s: %s", store.TrustPolicyName, why, fix)
+		}
+		newest = pol.CreationTimestamp
+	}
+	if !st.TokenOnly {
+		b, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return notInForce("ValidatingAdmissionPolicyBinding %s is not installed, so the policy is not enforced: %s", store.TrustPolicyName, fix)
+		case apierrors.IsForbidden(err):
+			st.TokenOnly = true
+		case err != nil:
+			return st, fmt.Errorf("cannot read ValidatingAdmissionPolicyBinding %s: %w", store.TrustPolicyName, err)
+		default:
+			if why := bindingDiffers(b); why != "" {
+				return notInForce("ValidatingAdmissionPolicyBinding %s %s: %s", store.TrustPolicyName, why, fix)
+			}
+			if newest.Before(&b.CreationTimestamp) {
+				newest = b.CreationTimestamp
+			}
+		}
+	}
+	cm, err := kube.CoreV1().ConfigMaps(catalogNamespace).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return notInForce("the token ConfigMap %s/%s is missing: %s", catalogNamespace, store.TrustConfigMap, fix)
+	case apierrors.IsForbidden(err):
+		return notInForce("cannot read the token ConfigMap %s/%s (forbidden): ask for get on ConfigMaps in namespace %s", catalogNamespace, store.TrustConfigMap, catalogNamespace)
+	case err != nil:
+		return st, fmt.Errorf("cannot read the token ConfigMap %s/%s: %w", catalogNamespace, store.TrustConfigMap, err)
+	}
+	token := strings.TrimSpace(cm.Data[store.TrustTokenKey])
+	if token == "" {
+		return notInForce("the token ConfigMap %s/%s has no %q: %s", catalogNamespace, store.TrustConfigMap, store.TrustTokenKey, fix)
+	}
+	// A token older than the policy or its binding may have been read, and
+	// stamped on forged records, while they were missing.
+	if cm.CreationTimestamp.Before(&newest) {
+		return notInForce("the token ConfigMap %s/%s is older than the policy or its binding (they were created anew since): %s", catalogNamespace, store.TrustConfigMap, fix)
+	}
+	st.Token = token
+	return st, nil
+}
+
+// policyDiffers says how a served policy falls short of Policy, or "". Only
+// the fields Policy sets and the API server does not default are compared.
+func policyDiffers(got *admissionv1.ValidatingAdmissionPolicy) string {
+	want := Policy().Spec
+	s := got.Spec
+	switch {
+	case s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail:
+		return "does not fail closed (failurePolicy is not Fail)"
+	case s.MatchConstraints == nil || !objectSelectorIs(s.MatchConstraints.ObjectSelector, want.MatchConstraints.ObjectSelector) ||
+		len(s.MatchConstraints.ExcludeResourceRules) > 0 || !rulesCover(s.MatchConstraints.ResourceRules) ||
+		(s.MatchConstraints.NamespaceSelector != nil && !emptySelector(s.MatchConstraints.NamespaceSelector)):
+		return "does not match every record ConfigMap write"
+	case !slices.Equal(s.Variables, want.Variables) || len(s.MatchConditions) > 0 || s.ParamKind != nil:
+		return "differs from the one kubectl catalog installs"
+	case len(s.Validations) != 1 || s.Validations[0].Expression != want.Validations[0].Expression:
+		return "differs from the one kubectl catalog installs"
+	}
+	return ""
+}
+
+func bindingDiffers(b *admissionv1.ValidatingAdmissionPolicyBinding) string {
+	s := b.Spec
+	switch {
+	case s.PolicyName != store.TrustPolicyName:
+		return fmt.Sprintf("binds policy %q, not %q", s.PolicyName, store.TrustPolicyName)
+	case !slices.Contains(s.ValidationActions, admissionv1.Deny):
+		return "does not deny (validationActions lacks Deny)"
+	case s.MatchResources != nil && (len(s.MatchResources.ResourceRules) > 0 || len(s.MatchResources.ExcludeResourceRules) > 0 ||
+		!emptySelector(s.MatchResources.NamespaceSelector) || !emptySelector(s.MatchResources.ObjectSelector)):
+		return "is narrowed by matchResources"
+	}
+	return ""
+}
+
+func emptySelector(s *metav1.LabelSelector) bool {
+	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
+}
+
+func objectSelectorIs(got, want *metav1.LabelSelector) bool {
+	if got == nil || len(got.MatchExpressions) > 0 || len(got.MatchLabels) != len(want.MatchLabels) {
+		return false
+	}
+	for k, v := range want.MatchLabels {
+		if got.MatchLabels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// rulesCover reports whether rules match CREATE and UPDATE of core v1
+// ConfigMaps.
+func rulesCover(rules []admissionv1.NamedRuleWithOperations) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update} {
+		ok := false
+		for _, r := range rules {
+			ops := r.Operations
+			if (slices.Contains(ops, op) || slices.Contains(ops, admissionv1.OperationAll)) &&
+				has(r.APIGroups, "") && has(r.APIVersions, "v1") && has(r.Resources, "configmaps") && len(r.ResourceNames) == 0 {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
