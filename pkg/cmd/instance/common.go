@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/client-go/kubernetes"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 // TestPauseEnv, when set to a catalog.HookPoint ("before-broker-call",
@@ -133,6 +135,7 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
 		Projector:  WorkloadProjector{P: &projection.Projector{Client: core}},
 		Authorizer: catalog.KubeAuthorizer{Core: core},
+		Trust:      clusterTrust{core: core, catalogNamespace: f.CatalogNamespace},
 	}
 	now := f.Now
 	if o.TestKnobs {
@@ -371,4 +374,19 @@ func ExactlyOneName(cmd *cobra.Command, args []string) error {
 	default:
 		return cmdutil.UsageErrorf("%s takes one NAME, got %d arguments (%s): see %q", cmd.CommandPath(), len(args), strings.Join(args, " "), cmd.CommandPath()+" --help")
 	}
+}
+
+// clusterTrust reads the state of the catalog's trust policy from the cluster.
+type clusterTrust struct {
+	core             kubernetes.Interface
+	catalogNamespace string
+}
+
+// TrustState implements catalog.TrustSource.
+func (c clusterTrust) TrustState(ctx context.Context) (catalog.TrustState, error) {
+	st, err := trust.CheckPolicy(ctx, c.core, c.catalogNamespace)
+	if err != nil {
+		return catalog.TrustState{}, err
+	}
+	return catalog.TrustState{Token: st.Token, Reason: st.Reason}, nil
 }
