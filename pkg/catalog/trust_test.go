@@ -297,3 +297,21 @@ func TestTrust_AUserWhoMayNotReadAClusterBrokersCredentials_LeavesTheCallToRecon
 	assert.Assert(t, inst.HasPendingWork(), "reconcile finds it")
 	assert.Assert(t, inst.Status.Phase != v1alpha1.PhaseFailed, "nothing failed")
 }
+
+func TestTrust_AnIDAnOlderRecordMayHoldAtTheBroker_IsNeverSent(t *testing.T) {
+	f := newFixture(t)
+	// An older record whose earlier attempt (an id in its status only) the broker may
+	// still hold.
+	_, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("old", ns, "id-now", func(i *v1alpha1.ServiceInstance) {
+		i.Status.ExternalID = "id-now-2"
+		i.Status.ExternalIDs = []string{"id-then", "id-now-2"}
+	}))
+	assert.NilError(t, err)
+	f.advance(time.Minute)
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy", "team-b", "id-then", nil))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+}

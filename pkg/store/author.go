@@ -220,13 +220,13 @@ type IDUser struct {
 }
 
 // WithExternalID lists the records of kind (v1alpha1.KindServiceInstance or
-// KindServiceBinding) in namespace (all namespaces when "") labelled with OSB id id. It
-// reads metadata only.
+// KindServiceBinding) in namespace (all namespaces when "") that use OSB id id or may
+// hold it at the broker (IDLabel). It reads metadata only.
 func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) ([]IDUser, error) {
 	if s.meta == nil {
 		return nil, errors.New("store: WithExternalID needs a metadata client (store.New got nil)")
 	}
-	sel := labels.Set{LabelKind: kind, LabelExternalID: LabelValue(id)}.AsSelector().String()
+	sel := labels.Set{LabelKind: kind, IDLabel(id): "true"}.AsSelector().String()
 	list, err := s.meta.Resource(configMapsResource()).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, apiError("list", kind, namespace, "", err)

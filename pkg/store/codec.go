@@ -33,6 +33,9 @@ type kind[T v1alpha1.Record] struct {
 	parts func(T) (meta *metav1.ObjectMeta, spec, status any)
 	// labels are the filter labels derived from the record; empty values are left out.
 	labels func(T) map[string]string
+	// ids are the OSB ids a record uses or may hold at the broker, each labelled
+	// (IDLabel); nil for kinds without.
+	ids func(T) []string
 	// remember: the store remembers the spec of every record of the kind it reads, so
 	// that a write leaving the spec unchanged leaves DataKey byte for byte as it was
 	// (records whose spec has an author: brokers, instances, bindings).
@@ -105,8 +108,14 @@ func instanceKind() kind[*v1alpha1.ServiceInstance] {
 			return map[string]string{
 				LabelBroker: o.Spec.BrokerName, LabelClass: o.Spec.ClassExternalName,
 				LabelPlan: o.Spec.PlanExternalName, LabelScope: string(o.Spec.Scope),
-				LabelExternalID: o.Spec.ExternalID,
 			}
+		},
+		ids: func(o *v1alpha1.ServiceInstance) []string {
+			ids := append([]string{o.Spec.ExternalID, o.Status.ExternalID}, o.Status.ExternalIDs...)
+			if op := o.Status.InFlight; op != nil {
+				ids = append(ids, op.InstanceID)
+			}
+			return ids
 		},
 	}
 }
@@ -121,7 +130,23 @@ func bindingKind() kind[*v1alpha1.ServiceBinding] {
 			return &o.ObjectMeta, &o.Spec, &o.Status
 		},
 		labels: func(o *v1alpha1.ServiceBinding) map[string]string {
-			return map[string]string{LabelInstance: o.Spec.InstanceName, LabelExternalID: o.Spec.ExternalID}
+			return map[string]string{LabelInstance: o.Spec.InstanceName}
+		},
+		ids: func(o *v1alpha1.ServiceBinding) []string {
+			ids := append([]string{o.Spec.ExternalID, o.Status.ExternalID}, o.Status.ExternalIDs...)
+			ids = append(ids, o.Status.Retired...)
+			if op := o.Status.InFlight; op != nil {
+				ids = append(ids, op.BindingID)
+			}
+			if b := o.Status.Bound; b != nil {
+				ids = append(ids, b.BindingID)
+			}
+			for _, p := range []*v1alpha1.BindingReference{o.Spec.Predecessor, o.Status.Predecessor} {
+				if p != nil {
+					ids = append(ids, p.ExternalID)
+				}
+			}
+			return ids
 		},
 	}
 }
@@ -129,7 +154,7 @@ func bindingKind() kind[*v1alpha1.ServiceBinding] {
 // derivedLabels are the labels the store owns; whatever a record carries under these
 // keys is replaced on every write.
 func derivedLabels() []string {
-	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelScope, LabelExternalID, LabelPending, LabelManagedBy}
+	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelScope, LabelPending, LabelManagedBy}
 }
 
 // body is the record as stored under DataKey. Format 1 kept the status in it too;
@@ -237,6 +262,18 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 	}
 	for _, key := range derivedLabels() {
 		delete(labels, key)
+	}
+	for key := range labels {
+		if strings.HasPrefix(key, IDLabelPrefix) {
+			delete(labels, key)
+		}
+	}
+	if k.ids != nil {
+		for _, id := range k.ids(obj) {
+			if id != "" {
+				labels[IDLabel(id)] = "true"
+			}
+		}
 	}
 	for key, v := range k.labels(obj) {
 		if v != "" {

@@ -33,10 +33,6 @@ const (
 	// LabelScope is the broker's scope (Cluster or Namespace), on brokers, classes, plan
 	// schemas and instances.
 	LabelScope = Prefix + "scope"
-	// LabelExternalID is the OSB id of an instance or binding (through LabelValue): how the
-	// engine finds another record that already uses an id before it sends the id to a
-	// broker.
-	LabelExternalID = Prefix + "external-id"
 	// LabelPending is "true" on every record with unfinished work, absent otherwise.
 	LabelPending = Prefix + "pending"
 	// LabelManagedBy is the well-known managed-by label, ManagedBy on everything the
@@ -45,6 +41,19 @@ const (
 	// ManagedBy is the value of LabelManagedBy.
 	ManagedBy = "kubectl-catalog"
 )
+
+// IDLabelPrefix starts the label, one per OSB id, on every instance and binding that uses
+// the id or may hold it at the broker (spec, status, in flight, retired): how the engine
+// finds another record that already uses an id before it sends it to a broker. The rest
+// of the key is IDLabelName(id).
+const IDLabelPrefix = Prefix + "id-"
+
+// IDLabel is the label key of OSB id id on records (IDLabelPrefix and 40 hex digits of
+// the id's SHA-256), whatever characters the id has.
+func IDLabel(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return IDLabelPrefix + hex.EncodeToString(sum[:20])
+}
 
 // Annotations on record ConfigMaps.
 const (
