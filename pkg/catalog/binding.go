@@ -698,6 +698,9 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 		if d := e.retryWait(b, actionBind); d > 0 {
 			return resultOf(e, b), nil
 		}
+		if err := e.authorizeProjections(ctx, b); err != nil {
+			return preCallFailure(e, ctx, b, ReasonBindProjectionFailed, err)
+		}
 		stored, err := e.projectionAhead(ctx, b)
 		if store.IsConflict(err) {
 			return reread(e, ctx, b, nil)
@@ -717,6 +720,7 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 	now := e.now()
 	x.Status.Projected = append([]v1alpha1.WorkloadProjection(nil), b.Spec.Projections...)
 	x.Status.Projecting = nil
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
 	x.Status.InFlight, x.Status.Retry = nil, nil
 	x.Status.ObservedGeneration = x.Generation
 	x.Status.Phase = v1alpha1.PhaseReady

@@ -579,7 +579,7 @@ func TestStepBinding_ProjectionFailedOnTheSecondWorkload_IsTakenBackFromTheFirst
 			assert.NilError(t, f.st.Bindings().Delete(context.Background(), ns, "db"))
 		}, settled: StateDeleted},
 		{name: "a spec naming another workload removes it from both", then: func(t *testing.T, f *fixture) {
-			_, err := f.st.Bindings().UpdateWithRetry(context.Background(), ns, "db", func(b *v1alpha1.ServiceBinding) error {
+			_, err := f.st.Bindings().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db", func(b *v1alpha1.ServiceBinding) error {
 				b.Spec.Projections = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "c"}}
 				return nil
 			})

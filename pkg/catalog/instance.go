@@ -692,6 +692,7 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 		c.ObservedGeneration = x.Generation
 	}
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
 	store.ClearClaim(x, e.cfg.Holder)
 	if equalStatus(x, inst) {
 		return resultOf(e, inst), nil

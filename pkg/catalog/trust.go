@@ -405,3 +405,38 @@ func (e *Engine) vetBindingCall(ctx context.Context, b *v1alpha1.ServiceBinding,
 	}
 	return nil
 }
+
+// authorizeProjections refuses to project b's Secret into a workload its author may not
+// change. Taking a projection back needs no such check: it removes only what the binding
+// added.
+func (e *Engine) authorizeProjections(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	for _, p := range b.Spec.Projections {
+		if containsProjection(b.Status.Projected, p) {
+			continue
+		}
+		group, resource := workloadResource(p.Kind)
+		if resource == "" {
+			return refused(ReasonRefusedUntrustedReference, "binding %q names a workload of kind %q, which cannot receive a projection", b.Name, p.Kind)
+		}
+		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "update", Group: group, Resource: resource, Name: p.Name}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func workloadResource(kind string) (group, resource string) {
+	switch kind {
+	case "Deployment":
+		return "apps", "deployments"
+	case "StatefulSet":
+		return "apps", "statefulsets"
+	case "DaemonSet":
+		return "apps", "daemonsets"
+	case "CronJob":
+		return "batch", "cronjobs"
+	case "Job":
+		return "batch", "jobs"
+	}
+	return "", ""
+}

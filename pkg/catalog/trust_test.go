@@ -10,6 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -314,4 +315,31 @@ func TestTrust_AnIDAnOlderRecordMayHoldAtTheBroker_IsNeverSent(t *testing.T) {
 	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
 
 	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+}
+
+func TestTrust_AProjectionIntoAWorkloadTheAuthorMayNotChange_IsRefused(t *testing.T) {
+	f, p := bindingFixture(t, nil)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"mallory": {{Namespace: ns, Verb: "update", Group: "apps", Resource: "deployments", Name: "hers"}},
+	}}
+	f.engine.cfg.Authorizer = authz
+	_, err := writerStore(f, "mallory", "tok").Bindings().Create(store.WithIntent(context.Background()), NewBinding(BindingIntent{
+		Namespace: ns, Name: "b", Instance: "db", SecretName: "b", ExternalID: "bind-b",
+		Projections: []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "hers"}, {Kind: "Deployment", Name: "someone-elses"}},
+	}))
+	assert.NilError(t, err)
+
+	for range 3 {
+		if res := f.stepBinding("b"); res.Refused || res.Done() {
+			break
+		}
+	}
+
+	b := f.getBinding("b")
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", b.Status.Conditions)
+	assert.Equal(t, c.Reason, ReasonRefusedNotAuthorized)
+	assert.Assert(t, is.Contains(c.Message, `update deployments.apps "someone-elses"`))
+	assert.Equal(t, len(p.projected), 0, "no workload was changed")
 }

@@ -499,7 +499,12 @@ func (o *Options) checkRecords(ctx context.Context, r *Report) {
 				fix = describe + `; change the plan or parameters ("kubectl catalog update"), or deprovision it`
 			}
 		}
-		if rec.retry != nil && rec.retry.Attempts >= StuckAttempts {
+		refused := meta.FindStatusCondition(rec.conditions, v1alpha1.ConditionRefused)
+		if refused != nil && refused.Status == metav1.ConditionTrue {
+			status = Fail
+			problems = append(problems, fmt.Sprintf("refused: %s: %s", refused.Reason, oneLine(refused.Message)))
+			fix = describe + "; nothing is sent to a broker for it: its owner fixes what it names or writes it again with kubectl catalog, or it is deleted (docs/security.md)"
+		} else if rec.retry != nil && rec.retry.Attempts >= StuckAttempts {
 			p := fmt.Sprintf("%d failed attempts, last: %s", rec.retry.Attempts, oneLine(rec.retry.LastError))
 			if rec.retry.NextRetryAt != nil {
 				p += ", next retry at " + rec.retry.NextRetryAt.UTC().Format(time.RFC3339)
