@@ -147,7 +147,11 @@ func TestDiagnose_FindsProblems(t *testing.T) {
 	failed := instance(userNS, "rejected")
 	failed.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionFailed, Status: metav1.ConditionTrue, Reason: "ProvisionRejected",
 		Message: "plan not available", LastTransitionTime: metav1.Now()}}
-	for _, inst := range []*v1alpha1.ServiceInstance{retried, failed, instance(userNS, "fresh"), instance(userNS, "gone"), instance("leaving", "db")} {
+	refused := instance(userNS, "forged")
+	refused.Status.Retry = &v1alpha1.RetryState{Attempts: 1, Reason: "RefusedNotAuthorized", NextRetryAt: &metav1.Time{Time: fx.now.Add(time.Minute)}}
+	refused.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue, Reason: "RefusedNotAuthorized",
+		Message: `refused to get Secret "root": the record's author "alice" may not`, LastTransitionTime: metav1.Now()}}
+	for _, inst := range []*v1alpha1.ServiceInstance{retried, failed, refused, instance(userNS, "fresh"), instance(userNS, "gone"), instance("leaving", "db")} {
 		_, err := st.Instances().Create(ctx, inst)
 		assert.NilError(t, err)
 	}
@@ -173,6 +177,7 @@ func TestDiagnose_FindsProblems(t *testing.T) {
 		{name: "broker dev/locked", status: Fail, detail: []string{"401"}, fix: "sync broker locked --scope namespace -n dev"},
 		{name: "record dev/instance/retried", status: Warn, detail: []string{"4 failed attempts", "503 Service Unavailable", "next retry at"}, fix: "describe instance retried -n dev"},
 		{name: "record dev/instance/rejected", status: Fail, detail: []string{"failed for good: ProvisionRejected: plan not available"}, fix: "deprovision"},
+		{name: "record dev/instance/forged", status: Fail, detail: []string{`refused: RefusedNotAuthorized: refused to get Secret "root"`}, fix: "nothing is sent to a broker for it"},
 		{name: "record dev/instance/gone", status: Warn, detail: []string{"deleted 20m0s ago"}, fix: "--abandon"},
 		{name: "namespace leaving", status: Warn, detail: []string{"Terminating, held by 1 catalog record that"}, fix: "run kubectl catalog reconcile -n leaving"},
 		{name: "reconcile", status: Warn, detail: []string{"not installed"}, fix: "kubectl catalog reconcile install --image IMAGE"},
