@@ -28,6 +28,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -84,8 +85,10 @@ type fixture struct {
 	cluster *storetest.Cluster
 	osb     *fake.Client
 	engine  *catalog.Engine
-	out     bytes.Buffer
-	errOut  bytes.Buffer
+	// st is the engine's store, which the command writes with too, as in the CLI.
+	st     *store.Store
+	out    bytes.Buffer
+	errOut bytes.Buffer
 }
 
 type clients struct{ c osb.Client }
@@ -111,6 +114,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{cluster: storetest.NewCluster(), osb: fake.New()}
 	st := f.cluster.Store()
+	f.st = st
 	f.engine = catalog.New(catalog.Config{
 		Store: st, Brokers: clients{f.osb}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
 		CatalogNamespace: catNS, Holder: "test", Projector: projector{&projection.Projector{Client: f.cluster.Core}},
@@ -167,7 +171,7 @@ func (f *fixture) options(inst string, change func(*bind.Options)) *bind.Options
 	o := &bind.Options{
 		Instance: inst, Output: printers.NewOutputFlags(false), DryRun: bind.DryRunNone,
 		Wait:      instance.WaitFlags{Interval: time.Second, Timeout: time.Minute},
-		Namespace: ns, CatalogNamespace: catNS, Store: f.cluster.Store(), Engine: f.engine, Workloads: f.cluster.Core,
+		Namespace: ns, CatalogNamespace: catNS, Store: f.st, Engine: f.engine, Workloads: f.cluster.Core,
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut),
 	}
 	if change != nil {

@@ -239,10 +239,11 @@ type Driven struct {
 
 // DriveRecord is Drive for any kind of record.
 func DriveRecord(ctx context.Context, streams cmdutil.IOStreams, d Driven, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
-	dctx := ctx
+	// The user's own command: what it reads and changes, it does with the user's rights.
+	dctx := catalog.WithRunnersRights(ctx)
 	if w.Wait && w.Timeout > 0 {
 		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, w.Timeout)
+		dctx, cancel = context.WithTimeout(dctx, w.Timeout)
 		defer cancel()
 	}
 	p := NewProgress(streams)

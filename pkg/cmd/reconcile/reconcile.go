@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -46,6 +47,13 @@ var reconcileLong = cmdutil.LongDesc(`
 	then the old ones are unbound. Without it, a binding it meets anyway
 	whose rotation is due is reported as waiting, and left as it is.
 
+	It acts on a record only with authority its author had: a Secret a record
+	names is read, and a workload changed, only when the API server says the
+	record's author may (see docs/security.md). Where no author can be
+	verified (the trust policy of "reconcile install" is not in force), what
+	needs one is refused, visibly; --trust-unverified-authors acts with your
+	own rights instead, for namespaces whose every ConfigMap writer you trust.
+
 	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
 	person must look (a terminal failure, or errors talking to the API
 	server); work merely still in progress exits 0. "reconcile install"
@@ -68,6 +76,9 @@ var reconcileExample = cmdutil.Examples(`
 
 	# Show what would be done, without calling brokers or writing
 	kubectl catalog reconcile -A --dry-run
+
+	# Your own namespace, on a cluster without the trust policy, with your own rights
+	kubectl catalog reconcile -n team-a --trust-unverified-authors
 
 	# Also rotate the credentials of bindings due for renewal
 	kubectl catalog reconcile -A --rotate-due
@@ -92,6 +103,9 @@ type Options struct {
 	Interval      time.Duration
 	Output        string
 	Serve         ServeFlags
+	// TrustUnverifiedAuthors acts with the user's own rights on records whose author
+	// cannot be verified.
+	TrustUnverifiedAuthors bool
 
 	Shard      reconcile.Shard
 	Namespace  string
@@ -132,6 +146,7 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-unverified-authors", false, "Where a record's author cannot be verified (no trust policy), act with your own rights instead of refusing what needs the author's: only for namespaces whose every ConfigMap writer you trust. Not with --serve.")
 	o.Serve.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
@@ -163,6 +178,9 @@ func (o *Options) Validate() error {
 			return cmdutil.UsageErrorf("%v", err)
 		}
 		o.Shard = s
+	}
+	if o.Serve.Enabled && o.TrustUnverifiedAuthors {
+		return cmdutil.UsageErrorf("--trust-unverified-authors is for a run by hand, not --serve: reconcile in the cluster acts only with the authority of records' verified authors")
 	}
 	return o.validateServe()
 }
@@ -196,6 +214,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run reconciles and prints the summary.
 func (o *Options) Run(ctx context.Context) error {
+	if o.TrustUnverifiedAuthors {
+		ctx = catalog.WithRunnersRights(ctx)
+	}
 	if o.Serve.Enabled {
 		return o.runServe(ctx)
 	}
