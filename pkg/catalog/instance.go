@@ -306,9 +306,12 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	if planChange && t.class != nil {
 		if cur := t.plan(prov.PlanID); cur != nil && !t.class.EffectivePlanUpdateable(cur) {
-			return persistTerminal(e, ctx, inst, ReasonUpdateRejected, fmt.Sprintf(
-				"plan %q of class %q cannot be changed (the broker says plan_updateable: false): set the plan back or deprovision and provision again",
-				cur.ExternalName, t.class.Spec.ExternalName))
+			x := inst.DeepCopy()
+			e.updateRefused(x, ReasonUpdateRejected, fmt.Sprintf(
+				"plan %q of class %q cannot be changed (the broker says plan_updateable: false); to move to another plan, deprovision and provision again",
+				cur.ExternalName, t.class.Spec.ExternalName), e.now())
+			store.ClearClaim(x, e.cfg.Holder)
+			return storeStatus(e, ctx, inst, x)
 		}
 	}
 	kctx, _, _, err := e.osbContext(ctx, inst)
@@ -390,9 +393,9 @@ func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb
 	}
 	switch {
 	case act.Terminal && o.UpdateRepeatable != nil && !*o.UpdateRepeatable:
-		e.terminalFailure(x, ReasonUpdateNotRepeatable, msg+": the broker says this update cannot be repeated; change the spec again to try another", now)
+		e.updateRefused(x, ReasonUpdateNotRepeatable, msg+"; the broker says this update cannot be repeated", now)
 	case act.Terminal:
-		e.terminalFailure(x, ReasonUpdateRejected, msg+": change the instance's spec to try again", now)
+		e.updateRefused(x, ReasonUpdateRejected, msg, now)
 	case act.WaitForOtherOperation:
 		e.retryLater(x, ReasonUpdateBlockedByConcurrentOperation, msg, false, now)
 	case act.RefetchCatalog:
@@ -402,6 +405,27 @@ func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb
 	default:
 		e.retryLater(x, ReasonUpdateCallFailed, msg, false, now)
 	}
+}
+
+// updateRefused records an update refused for good: by the broker (400, 409, or
+// update_repeatable: false), or before the call for a plan that is not plan_updateable.
+// The broker still holds the instance as status.provisioned says, so, as a Deployment
+// whose rollout failed stays Available, the instance stays Ready (and bindable) unless
+// the broker said it is not usable. The UpdateFailed condition says what was refused;
+// nothing is sent again until the spec changes ("update --revert" sets it back).
+func (e *Engine) updateRefused(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
+	msg += fmt.Sprintf(`: the instance still runs with its previous plan and parameters; go back to them with "kubectl catalog update %s --revert", or change the spec to try another update`, x.Name)
+	setCondition(x, v1alpha1.ConditionUpdateFailed, metav1.ConditionTrue, reason, msg, now)
+	if x.Status.Usable != nil && !*x.Status.Usable {
+		e.terminalFailure(x, reason, msg, now)
+		return
+	}
+	x.Status.InFlight, x.Status.Retry = nil, nil
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = v1alpha1.PhaseReady
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProvisioned,
+		"the broker holds the instance with its previous plan and parameters; the last update was refused (see the UpdateFailed condition)", now)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 }
 
 func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
@@ -686,10 +710,16 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	x.Status.InFlight, x.Status.Retry = nil, nil
 	x.Status.ObservedGeneration = x.Generation
 	x.Status.Phase = v1alpha1.PhaseReady
-	if c := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+	refused := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionUpdateFailed) != nil
+	if c := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || refused {
 		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProvisioned, "the broker holds the instance as specified", now)
 	} else {
 		c.ObservedGeneration = x.Generation
+	}
+	if refused {
+		// The spec is back to what the broker holds: the refusal no longer stands.
+		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionUpdateFailed)
+		x.Status.UpdateRepeatable = nil
 	}
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
@@ -724,6 +754,11 @@ func (e *Engine) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now
 		// OSB: an update without a dashboard_url keeps the previous one.
 		p.DashboardURL = prev.DashboardURL
 	}
+	if x.Generation == x.Status.ObservedGeneration {
+		// The spec is the one the call was made from (a spec edited since has a newer
+		// generation): keep its parameters, for "update --revert" to restore.
+		p.Parameters = appliedParameters(&x.Spec)
+	}
 	x.Status.Provisioned = p
 	x.Status.InFlight, x.Status.Retry, x.Status.OrphanMitigation = nil, nil, nil
 	x.Status.Usable, x.Status.UpdateRepeatable = nil, nil
@@ -735,6 +770,21 @@ func (e *Engine) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg, now)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionUpdateFailed)
+}
+
+// appliedParameters are the spec's parameters as "update --revert" restores them: the
+// inline values (in clear in the spec already) and the Secret references, no Secret
+// values.
+func appliedParameters(s *v1alpha1.ServiceInstanceSpec) *v1alpha1.AppliedParameters {
+	a := &v1alpha1.AppliedParameters{}
+	if s.Parameters != nil && len(s.Parameters.Raw) > 0 {
+		a.Inline = s.Parameters.DeepCopy()
+	}
+	for i := range s.ParametersFrom {
+		a.From = append(a.From, *s.ParametersFrom[i].DeepCopy())
+	}
+	return a
 }
 
 // accepted records a 202: poll from now on with the operation key, the dashboard URL

@@ -526,7 +526,7 @@ func TestStepInstance_PlanChangeOnNonUpdateablePlan_IsRefusedWithoutCall(t *test
 	res := f.step("db")
 
 	assert.Equal(t, res.State, StateNeedsUser)
-	assert.Equal(t, condition(f.get("db"), v1alpha1.ConditionFailed).Reason, ReasonUpdateRejected)
+	assert.Equal(t, condition(f.get("db"), v1alpha1.ConditionUpdateFailed).Reason, ReasonUpdateRejected)
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
 }
 

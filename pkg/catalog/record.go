@@ -80,9 +80,22 @@ func (e *Engine) retryWait(x opRecord, action string) time.Duration {
 // terminallyFailed reports a failure recorded for the current spec that retrying will
 // not fix: the record waits for the user.
 func terminallyFailed(x opRecord) bool {
+	return terminalCondition(x) != nil
+}
+
+// terminalCondition is the condition of a failure recorded for the current spec that
+// retrying will not fix (Failed, or an instance's UpdateFailed), or nil.
+func terminalCondition(x opRecord) *metav1.Condition {
 	st := x.OpStatus()
-	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionFailed)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == x.GetGeneration() && st.Retry == nil
+	if st.Retry != nil {
+		return nil
+	}
+	for _, typ := range []string{v1alpha1.ConditionFailed, v1alpha1.ConditionUpdateFailed} {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == x.GetGeneration() {
+			return c
+		}
+	}
+	return nil
 }
 
 // equalStatus reports whether a settled record's status would not change by writing b
@@ -402,9 +415,7 @@ func resultOf[T driven[T]](e *Engine, x T) Result {
 		r.RequeueAfter = until(st.Retry.NextRetryAt)
 	case terminallyFailed(x):
 		r.State = StateNeedsUser
-		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionFailed); c != nil {
-			r.Message = c.Message
-		}
+		r.Message = terminalCondition(x).Message
 	case x.HasPendingWork():
 	default:
 		r.State = StateSettled

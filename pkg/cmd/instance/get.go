@@ -2,16 +2,20 @@ package instance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -64,25 +68,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 				fmt.Fprintf(f.ErrOut, "No instances found %s.\n", where)
 				return nil
 			}
-			headers := []string{"NAME", "CLASS", "PLAN", "STATUS", "AGE"}
-			if all {
-				headers = append([]string{"NAMESPACE"}, headers...)
-			}
-			if out.IsWide() {
-				headers = append(headers, "BROKER", "EXTERNAL ID")
-			}
-			t := printers.NewTable(f.Out, headers...)
-			for _, i := range items {
-				row := []string{i.Name, i.Spec.ClassExternalName, i.Spec.PlanExternalName, Status(&i), duration.HumanDuration(f.Now().Sub(i.CreationTimestamp.Time))}
-				if all {
-					row = append([]string{i.Namespace}, row...)
-				}
-				if out.IsWide() {
-					row = append(row, i.Spec.BrokerName, i.CurrentExternalID())
-				}
-				t.Append(row...)
-			}
-			return t.Render()
+			return Table(f.Out, items, all, out.IsWide(), f.Now())
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
@@ -90,6 +76,29 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
 	out.AddFlags(cmd)
 	return cmd
+}
+
+// Table prints instances as "get instances" does, with a NAMESPACE column when withNS.
+func Table(w io.Writer, items []v1alpha1.ServiceInstance, withNS, wide bool, now time.Time) error {
+	headers := []string{"NAME", "CLASS", "PLAN", "STATUS", "AGE"}
+	if withNS {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(headers, "BROKER", "EXTERNAL ID")
+	}
+	t := printers.NewTable(w, headers...)
+	for _, i := range items {
+		row := []string{i.Name, i.Spec.ClassExternalName, i.Spec.PlanExternalName, Status(&i), duration.HumanDuration(now.Sub(i.CreationTimestamp.Time))}
+		if withNS {
+			row = append([]string{i.Namespace}, row...)
+		}
+		if wide {
+			row = append(row, i.Spec.BrokerName, i.CurrentExternalID())
+		}
+		t.Append(row...)
+	}
+	return t.Render()
 }
 
 func listInstances(ctx context.Context, st *store.Store, ns, class, plan string, names []string) ([]v1alpha1.ServiceInstance, error) {
@@ -122,6 +131,10 @@ func Status(i *v1alpha1.ServiceInstance) string {
 	if c := meta.FindStatusCondition(i.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != "True" {
 		return phase + " (" + c.Reason + ")"
 	}
+	if c := meta.FindStatusCondition(i.Status.Conditions, v1alpha1.ConditionUpdateFailed); c != nil && c.Status == "True" {
+		// Ready at its previous plan and parameters: the last update was refused.
+		return phase + " (" + c.Reason + ")"
+	}
 	return phase
 }
 
@@ -134,7 +147,9 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 		Long: cmdutil.LongDesc(`
 			Show a service instance: its status and conditions with their reasons,
 			the operation in flight and its progress, retries, the dashboard URL,
-			its bindings and its parameters (values from Secrets are not shown).`),
+			its bindings and its parameters (values from Secrets are not shown).
+			What the spec asks for and the broker does not hold (after a refused
+			update, say) is listed with the requested and the applied values.`),
 		Example: cmdutil.Examples(`
 			# Describe instance db
 			kubectl catalog describe instance db`),
@@ -158,14 +173,19 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			for _, b := range bindings {
 				names = append(names, b.Name)
 			}
-			fmt.Fprint(f.Out, Describe(inst, names, f.Now()))
+			// The class names the plan the broker holds when it is not the spec's.
+			class, err := st.Classes().Get(cmd.Context(), BrokerNamespace(inst, f.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+			if err != nil {
+				class = nil
+			}
+			fmt.Fprint(f.Out, Describe(inst, class, names, f.Now()))
 			return nil
 		},
 	}
 }
 
-// Describe renders an instance for humans.
-func Describe(i *v1alpha1.ServiceInstance, bindings []string, now time.Time) string {
+// Describe renders an instance for humans; class (nil when unknown) names its plans.
+func Describe(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bindings []string, now time.Time) string {
 	var b strings.Builder
 	kv := func(k, v string) {
 		if v != "" {
@@ -233,6 +253,18 @@ func Describe(i *v1alpha1.ServiceInstance, bindings []string, now time.Time) str
 		}
 		_ = t.Render()
 	}
+	if rows := notApplied(i, class); len(rows) > 0 {
+		title := "Not applied yet (the broker holds the applied values):"
+		if meta.IsStatusConditionTrue(i.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
+			title = fmt.Sprintf(`Not applied (the update was refused; "kubectl catalog update %s --revert" goes back to the applied values):`, i.Name)
+		}
+		b.WriteString(title + "\n")
+		t := printers.NewTable(&b, "  FIELD", "REQUESTED", "APPLIED")
+		for _, r := range rows {
+			t.Append("  "+r[0], r[1], r[2])
+		}
+		_ = t.Render()
+	}
 	if i.Spec.Parameters != nil && len(i.Spec.Parameters.Raw) > 0 {
 		fmt.Fprintf(&b, "Parameters:\n  %s\n", string(compactJSON(i.Spec.Parameters.Raw)))
 	}
@@ -277,4 +309,127 @@ func earlierIDs(ids []string, current string) string {
 		return ""
 	}
 	return strings.Join(out, ", ") + " (the broker may still hold them; deleted there before the record goes)"
+}
+
+// notApplied lists what the spec asks for that the broker does not hold (FIELD,
+// REQUESTED, APPLIED): the plan, the maintenance version, each inline parameter whose
+// hash differs from the one status.provisioned keeps, and the parameter Secrets named.
+// Values from Secrets are never shown.
+func notApplied(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass) [][3]string {
+	prov := i.Status.Provisioned
+	if prov == nil || i.DeletionTimestamp != nil {
+		return nil
+	}
+	var rows [][3]string
+	if i.Spec.PlanID != prov.PlanID {
+		applied := "id " + prov.PlanID
+		if class != nil {
+			if p := class.PlanByID(prov.PlanID); p != nil {
+				applied = p.ExternalName
+			}
+		}
+		rows = append(rows, [3]string{"plan", i.Spec.PlanExternalName, applied})
+	}
+	if mi := i.Spec.MaintenanceInfoVersion; mi != "" && mi != prov.MaintenanceInfoVersion {
+		rows = append(rows, [3]string{"maintenance", mi, none(prov.MaintenanceInfoVersion)})
+	}
+	want, err := catalog.InlineParameterHashes(i.Spec.Parameters)
+	if err != nil || prov.ParameterHashes == nil && prov.Parameters == nil {
+		return rows
+	}
+	held := prov.ParameterHashes
+	if held == nil {
+		// "touch" dropped the hashes; the recorded values tell.
+		var a *runtime.RawExtension
+		if prov.Parameters != nil {
+			a = prov.Parameters.Inline
+		}
+		if held, err = catalog.InlineParameterHashes(a); err != nil {
+			return rows
+		}
+	}
+	requested := jsonObject(i.Spec.Parameters)
+	var applied map[string]json.RawMessage
+	if prov.Parameters != nil {
+		applied = jsonObject(prov.Parameters.Inline)
+	}
+	keys := map[string]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range held {
+		keys[k] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		if want[k] == held[k] {
+			continue
+		}
+		a := "<none>"
+		switch {
+		case applied != nil && applied[k] != nil:
+			a = shortJSON(applied[k])
+		case held[k] != "":
+			a = "(not recorded)"
+		}
+		r := "<none>"
+		if requested[k] != nil {
+			r = shortJSON(requested[k])
+		}
+		rows = append(rows, [3]string{"parameters." + k, r, a})
+	}
+	if prov.Parameters != nil && !sameRefs(i.Spec.ParametersFrom, prov.Parameters.From) {
+		rows = append(rows, [3]string{"parametersFrom", secretRefs(i.Spec.ParametersFrom), secretRefs(prov.Parameters.From)})
+	}
+	return rows
+}
+
+func jsonObject(r *runtime.RawExtension) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	if r != nil && len(r.Raw) > 0 {
+		_ = json.Unmarshal(r.Raw, &out)
+	}
+	return out
+}
+
+// shortJSON is a parameter's value on one line, cut to keep the table readable.
+func shortJSON(v json.RawMessage) string {
+	s := string(compactJSON(v))
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sameRefs(a, b []v1alpha1.ParametersFromSource) bool {
+	return secretRefs(a) == secretRefs(b)
+}
+
+func secretRefs(from []v1alpha1.ParametersFromSource) string {
+	var refs []string
+	for _, s := range from {
+		if r := s.SecretKeyRef; r != nil {
+			ref := r.Name
+			if r.Key != "" {
+				ref += "/" + r.Key
+			}
+			refs = append(refs, ref)
+		}
+	}
+	return none(strings.Join(refs, ", "))
+}
+
+func none(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }

@@ -3,6 +3,9 @@ package instance
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -25,6 +28,10 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Resu
 		fmt.Fprintf(streams.ErrOut, "Instance %q is deprovisioned.\n", name)
 		return nil
 	case catalog.StateNeedsUser:
+		if r.Instance != nil && meta.IsStatusConditionTrue(r.Instance.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
+			// The message says the instance still runs as it was and how to go back.
+			return fmt.Errorf("instance %q was not updated: %s; see %s", name, r.Message, describe)
+		}
 		return fmt.Errorf("instance %q failed: %s; see %s", name, r.Message, describe)
 	}
 	inst := r.Instance

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -26,7 +27,16 @@ var updateLong = cmdutil.LongDesc(`
 	parameters are merged into the instance's parameters, and the broker
 	gets only those (with the previous plan as previous_values). A plan
 	change is only possible when the broker says the plan is updateable.
-	--upgrade moves the instance to its plan's newest maintenance_info.`)
+	--upgrade moves the instance to its plan's newest maintenance_info.
+
+	When the broker refuses an update, the instance keeps running with its
+	previous plan and parameters: it stays Ready and can be bound, and the
+	command fails saying why (the UpdateFailed condition of "describe
+	instance" keeps the broker's words). --revert sets the spec back to what
+	the broker holds (plan, maintenance version, inline parameters and the
+	Secrets parameters are read from); the instance is then Ready again
+	without a call to the broker, unless a parameters Secret changed since,
+	which an update sends.`)
 
 var updateExample = cmdutil.Examples(`
 	# Move an instance to another plan
@@ -36,13 +46,17 @@ var updateExample = cmdutil.Examples(`
 	kubectl catalog update db -p storage_gb=8
 
 	# Apply the plan's newer maintenance version
-	kubectl catalog update db --upgrade`)
+	kubectl catalog update db --upgrade
+
+	# Go back to what the broker holds after it refused an update
+	kubectl catalog update db --revert`)
 
 // Options are the options of update.
 type Options struct {
 	Name    string
 	Plan    string
 	Upgrade bool
+	Revert  bool
 	Params  instance.ParamFlags
 	Wait    instance.WaitFlags
 	Output  *printers.OutputFlags
@@ -58,7 +72,7 @@ type Options struct {
 func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
-		Use:               "update NAME [--plan PLAN] [-p key=value]... [--upgrade]",
+		Use:               "update NAME [--plan PLAN] [-p key=value]... [--upgrade] | update NAME --revert",
 		Short:             "Change a service instance's plan or parameters",
 		Long:              updateLong,
 		Example:           updateExample,
@@ -77,6 +91,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "The plan to move to.")
 	cmd.Flags().BoolVar(&o.Upgrade, "upgrade", false, "Move to the plan's newest maintenance_info version.")
+	cmd.Flags().BoolVar(&o.Revert, "revert", false, "Set the spec back to the plan and parameters the broker holds (after a refused update).")
 	o.Params.AddFlags(cmd.Flags())
 	o.Wait.AddFlags(cmd.Flags(), "update")
 	o.Output.AddFlags(cmd)
@@ -85,8 +100,12 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
-	if o.Plan == "" && !o.Upgrade && !o.Params.Given() && len(o.Params.FromSecret) == 0 {
-		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret) or --upgrade")
+	changes := o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0
+	if o.Revert && changes {
+		return cmdutil.UsageErrorf("--revert sets the spec back to what the broker holds: give it alone, without --plan, parameters or --upgrade")
+	}
+	if !o.Revert && !changes {
+		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade or --revert")
 	}
 	if err := o.Params.Validate(); err != nil {
 		return err
@@ -110,6 +129,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run changes the spec and drives the instance.
 func (o *Options) Run(ctx context.Context) error {
+	if o.Revert {
+		return o.revert(ctx)
+	}
 	inst, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name)
 	if err != nil {
 		return err
@@ -202,6 +224,29 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
+	if err != nil {
+		return err
+	}
+	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+}
+
+// revert sets the spec back to what the broker holds and drives the instance, which then
+// settles without a broker call (or sends the update a changed parameters Secret needs).
+func (o *Options) revert(ctx context.Context) error {
+	inst, changes, err := o.Engine.Revert(ctx, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		if meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
+			return fmt.Errorf(`instance %q already asks for the plan and parameters the broker holds: the refused update came from the values of a parameters Secret or from "touch": put the Secret's values back and run "kubectl catalog touch instance %s", or change the spec`, o.Name, o.Name)
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "Nothing to revert: instance %q asks for what the broker holds.\n", o.Name)
+		return nil
+	}
+	// The values come from the record's status: say what was written as your intent.
+	fmt.Fprintf(o.Streams.ErrOut, "Reverting instance %q in namespace %q to what the broker holds (%s)...\n", o.Name, o.Namespace, strings.Join(changes, "; "))
 	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ func TestUpdate_BadInvocations_AreUsageErrors(t *testing.T) {
 		{name: "bad secret ref", args: []string{"update", "db", "--params-from-secret", "/k"}, want: "SECRET or SECRET/KEY"},
 		{name: "negative interval", args: []string{"update", "db", "--plan", "x", "--interval", "-1s"}, want: "--interval"},
 		{name: "bad output", args: []string{"update", "db", "--plan", "x", "-o", "nosuch"}, want: "--output"},
+		{name: "revert with a change", args: []string{"update", "db", "--revert", "-p", "a=1"}, want: "give it alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := cmdtest.RunOffline(t, tc.args...)
@@ -47,6 +48,9 @@ func TestUpdateOptions_Validate(t *testing.T) {
 		{name: "a parameter", change: func(o *update.Options) { o.Params.Params = []string{"a=1"} }},
 		{name: "parameters from a secret only", change: func(o *update.Options) { o.Params.FromSecret = []string{"s/k"} }},
 		{name: "nothing", change: func(*update.Options) {}, want: "nothing to update"},
+		{name: "revert", change: func(o *update.Options) { o.Revert = true }},
+		{name: "revert and a plan", change: func(o *update.Options) { o.Revert, o.Plan = true, "standard" }, want: "give it alone"},
+		{name: "revert and upgrade", change: func(o *update.Options) { o.Revert, o.Upgrade = true, true }, want: "give it alone"},
 		{name: "json and file", change: func(o *update.Options) { o.Params.JSON, o.Params.File = "{}", "f" }, want: "cannot be used together"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,6 +43,11 @@ const (
 	// names needs more authority than its author has, or cannot be trusted (see
 	// docs/security.md). Nothing is sent to a broker for it meanwhile.
 	ConditionRefused = "Refused"
+	// ConditionUpdateFailed is True while the broker's refusal of an instance's last
+	// update stands: the broker still holds the instance as it was (status.provisioned),
+	// not as the spec asks. The instance stays Ready unless the broker said it is not
+	// usable.
+	ConditionUpdateFailed = "UpdateFailed"
 )
 
 // OperationStatus is the part of an instance's or binding's status that the engine's

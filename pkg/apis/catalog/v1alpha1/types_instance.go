@@ -71,6 +71,21 @@ type ProvisionedState struct {
 	// hash of its JSON value), so that an update sends only the parameters that changed.
 	// Secret-sourced parameters are never hashed one by one.
 	ParameterHashes map[string]string `json:"parameterHashes,omitempty"`
+	// Parameters are the parameters last accepted as the spec named them then: what
+	// "update --revert" writes back into the spec after the broker refused an update.
+	// Nil when not known (an instance provisioned by an earlier release, or a spec
+	// edited while the call was in flight).
+	Parameters *AppliedParameters `json:"parameters,omitempty"`
+}
+
+// AppliedParameters are an instance's parameters as its spec named them when the broker
+// accepted them: the inline values, which the spec holds in clear anyway, and the
+// references to Secrets, never a Secret's values.
+type AppliedParameters struct {
+	// Inline are the inline parameters, a JSON object.
+	Inline *runtime.RawExtension `json:"inline,omitempty"`
+	// From are the Secrets the other parameters were read from.
+	From []ParametersFromSource `json:"from,omitempty"`
 }
 
 // ServiceInstanceList is a list of instances.

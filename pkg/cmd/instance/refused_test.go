@@ -1,0 +1,74 @@
+package instance
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// refusedInstance is db after the broker refused moving it from plan legacy with
+// {"storage":20,"tags":["a"]} to plan small with a larger storage, a new key and a new
+// parameters Secret.
+func refusedInstance(t *testing.T) *v1alpha1.ServiceInstance {
+	t.Helper()
+	i := storetest.SampleInstance()
+	i.CreationTimestamp = storetest.SampleTime()
+	i.Spec.MaintenanceInfoVersion = ""
+	i.Spec.Parameters = &runtime.RawExtension{Raw: []byte(`{"storage":50,"tags":["a"],"tier":"gold"}`)}
+	i.Spec.ParametersFrom = append(i.Spec.ParametersFrom, v1alpha1.ParametersFromSource{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "db-extra"}})
+	applied := &runtime.RawExtension{Raw: []byte(`{"storage":20,"tags":["a"]}`)}
+	hashes, err := catalog.InlineParameterHashes(applied)
+	assert.NilError(t, err)
+	msg := `the broker answered 400 Bad Request: storage above 40 needs plan large: the instance still runs with its previous plan and parameters; go back to them with "kubectl catalog update db --revert", or change the spec to try another update`
+	i.Status = v1alpha1.ServiceInstanceStatus{
+		OperationStatus: v1alpha1.OperationStatus{
+			Phase: v1alpha1.PhaseReady, ObservedGeneration: 3,
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: catalog.ReasonProvisioned, LastTransitionTime: storetest.SampleTime(),
+					Message: "the broker holds the instance with its previous plan and parameters; the last update was refused (see the UpdateFailed condition)"},
+				{Type: v1alpha1.ConditionUpdateFailed, Status: metav1.ConditionTrue, Reason: catalog.ReasonUpdateRejected, LastTransitionTime: storetest.SampleTime(), Message: msg},
+			},
+		},
+		Provisioned: &v1alpha1.ProvisionedState{
+			PlanID: "0c5e2f5a-legacy", ParametersChecksum: "hmac-sha256:00", ParameterHashes: hashes,
+			Parameters: &v1alpha1.AppliedParameters{Inline: applied, From: i.Spec.ParametersFrom[:1]},
+		},
+	}
+	i.Generation = 3
+	return i
+}
+
+func TestGetInstances_RefusedUpdate_ShowsReadyWithTheReason(t *testing.T) {
+	i := refusedInstance(t)
+	var buf bytes.Buffer
+
+	assert.NilError(t, Table(&buf, []v1alpha1.ServiceInstance{*i}, false, false, storetest.SampleTime().Add(49*time.Hour)))
+
+	golden.Assert(t, buf.String(), "get-refused.golden")
+}
+
+func TestDescribeInstance_RefusedUpdate_ShowsRequestedAndApplied(t *testing.T) {
+	i := refusedInstance(t)
+
+	out := Describe(i, storetest.SampleClass(), []string{"db-app"}, storetest.SampleTime().Add(time.Hour))
+
+	golden.Assert(t, out, "describe-refused.golden")
+}
+
+func TestDescribeInstance_ValuesNotRecorded_SaysSo(t *testing.T) {
+	i := refusedInstance(t)
+	i.Status.Provisioned.Parameters = nil
+
+	out := Describe(i, nil, nil, storetest.SampleTime().Add(time.Hour))
+
+	golden.Assert(t, out, "describe-refused-unrecorded.golden")
+}
