@@ -186,6 +186,11 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
+	if prev == nil && t.broker.DeletionTimestamp != nil {
+		// The broker waits for its instances to go; a new one would keep it forever.
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, fmt.Errorf(
+			"broker %q is being deleted (it is kept until its instances are deprovisioned): no new instance is provisioned through it", t.broker.Name))
+	}
 	params, err := e.parameters(ctx, inst)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)

@@ -174,6 +174,9 @@ type Reconciler struct {
 type work struct {
 	kind, namespace, name string
 	broker                *v1alpha1.Broker // read already (brokers are listed in full)
+	// adopt: a namespace-scoped broker recorded without store.Finalizer, to be given it
+	// (catalog.Engine.AdoptBroker).
+	adopt bool
 	// rotate: a binding whose renew_before has passed, to be rotated (--rotate-due).
 	rotate bool
 }
@@ -322,10 +325,16 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 		}
 		for _, b := range brokers {
 			w := work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b}
-			if _, seen := index[w.key()]; seen || !o.Shard.Owns(b.Namespace, b.Name) {
+			// A namespace-scoped broker recorded by an older release holds none of its
+			// instances yet: this run gives it the finalizer.
+			w.adopt = store.HoldsInstances(b) && !slices.Contains(b.Finalizers, store.Finalizer) && b.DeletionTimestamp == nil
+			if i, seen := index[w.key()]; seen || !o.Shard.Owns(b.Namespace, b.Name) {
+				if seen && i >= 0 {
+					todo[i].adopt = w.adopt
+				}
 				continue
 			}
-			if at := b.Status.NextRelistAt; at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
+			if at := b.Status.NextRelistAt; w.adopt || at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
 				todo = append(todo, w)
 			}
 		}
@@ -383,25 +392,103 @@ func brokerDue(b *v1alpha1.Broker, now time.Time) (bool, *time.Time) {
 	return false, nil
 }
 
-func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bool) Item {
+// driveBroker fetches a broker's catalog when it is due. A broker being deleted is
+// released once none of its instances is left; waits reports that instances still
+// hold it.
+func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bool) (_ Item, waits bool) {
 	b := w.broker
 	if b == nil {
 		var err error
 		b, err = r.Store.Brokers().Get(ctx, w.namespace, w.name)
 		if store.IsNotFound(err) {
 			it.Outcome, it.Detail = Done, "gone"
-			return it
+			return it, false
 		}
 		if err != nil {
-			return failed(it, err)
+			return failed(it, err), false
 		}
 	}
-	if r.SyncBroker == nil || b.DeletionTimestamp != nil {
+	if b.DeletionTimestamp != nil {
+		return r.releaseBroker(ctx, b, it, dryRun)
+	}
+	if r.SyncBroker == nil {
 		it.Outcome, it.Detail = Done, "nothing to do"
-		return it
+		return it, false
 	}
 	now := r.now()
 	due, until := brokerDue(b, now)
+	if w.adopt {
+		switch {
+		case dryRun && !due:
+			it.Outcome, it.Detail = WouldDrive, "add the finalizer that keeps it until its instances are gone"
+			return it, false
+		case !dryRun:
+			adopted, err := r.Engine.AdoptBroker(ctx, b)
+			if rf, ok := catalog.AsRefused(err); ok {
+				it.Outcome, it.Detail = Refused, "finalizer added, but its credentials Secret is left unprotected: "+rf.Message
+				return it, false
+			}
+			if err != nil {
+				return failed(it, fmt.Errorf("cannot add the finalizer that keeps it until its instances are gone: %w", err)), false
+			}
+			b = adopted
+			it.Steps++
+			if !due {
+				it.Outcome, it.Detail = Done, "finalizer added: it is kept until its instances are gone"
+				return it, false
+			}
+		}
+	}
+	return r.syncBroker(ctx, b, it, due, until, dryRun), false
+}
+
+// releaseBroker removes the finalizer of broker b, being deleted, and of its
+// credentials Secret, once no instance of b is left in its namespace.
+func (r *Reconciler) releaseBroker(ctx context.Context, b *v1alpha1.Broker, it Item, dryRun bool) (Item, bool) {
+	if !slices.Contains(b.Finalizers, store.Finalizer) {
+		it.Outcome, it.Detail = Done, "nothing to do"
+		return it, false
+	}
+	insts, err := catalogsync.InstancesOf(ctx, r.Store, b)
+	if err != nil {
+		return failed(it, fmt.Errorf("cannot tell whether instances still need the broker: %w", err)), false
+	}
+	if len(insts) > 0 {
+		it.Outcome, it.Detail = Waiting, "being deleted: "+KeptForInstances(insts)
+		return it, true
+	}
+	if dryRun {
+		it.Outcome, it.Detail = WouldDrive, "remove the finalizer: no instance of the broker is left"
+		return it, false
+	}
+	it.Steps++
+	if err := r.Store.ReleaseBroker(ctx, b); err != nil {
+		return failed(it, fmt.Errorf("cannot remove the finalizer: %w", err)), false
+	}
+	it.Outcome, it.Detail = Done, "deleted: no instance of the broker is left"
+	return it, false
+}
+
+// KeptForInstances says why a broker being deleted is kept: the instances of it that
+// are left (at most five named).
+func KeptForInstances(insts []*v1alpha1.ServiceInstance) string {
+	names := make([]string, 0, len(insts))
+	for _, in := range insts {
+		names = append(names, in.Name)
+	}
+	slices.Sort(names)
+	list := strings.Join(names[:min(len(names), 5)], ", ")
+	if len(names) > 5 {
+		list += fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf("kept until its instance %s is deprovisioned", list)
+	}
+	return fmt.Sprintf("kept until its %d instances (%s) are deprovisioned", len(names), list)
+}
+
+// syncBroker fetches b's catalog under a claim when it is due.
+func (r *Reconciler) syncBroker(ctx context.Context, b *v1alpha1.Broker, it Item, due bool, until *time.Time, dryRun bool) Item {
 	if !due {
 		if until != nil {
 			it.Outcome, it.Until, it.Detail = Waiting, until, "next: fetch the catalog again"

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,6 +70,10 @@ type task struct {
 	more []work
 	// followed: the bindings of the instance were looked up already.
 	followed bool
+	// park: a broker being deleted waits for its instances; parked: it did once. It
+	// is visited again once the run has no instance or binding of its namespace left
+	// to drive, so that one run deprovisions them and then releases the broker.
+	park, parked bool
 }
 
 // queue is a heap of tasks by due time.
@@ -99,6 +104,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	var tasks []*task
 	q := make(queue, 0, len(todo))
 	known := map[string]bool{}
+	// open counts, per namespace, the instances and bindings whose item is not final.
+	open := map[string]int{}
+	var parked []*task
 	for _, it := range pre {
 		known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
 	}
@@ -110,6 +118,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		t := &task{w: w, seq: len(tasks), it: Item{Namespace: w.namespace, Kind: w.kind, Name: w.name}}
 		if w.kind != v1alpha1.KindBroker {
 			t.rec = r.recordOf(w)
+			open[w.namespace]++
 		}
 		tasks = append(tasks, t)
 		return t
@@ -166,10 +175,28 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 				}
 			}
 			t.more = nil
-			if !t.done {
+			switch {
+			case t.park:
+				t.park = false
+				if open[t.w.namespace] > 0 {
+					parked = append(parked, t)
+				} else {
+					t.done = true // nothing of its namespace left to drive in this run
+				}
+			case !t.done:
 				t.seq, seq = seq, seq+1
 				heap.Push(&q, t)
+			case t.rec != nil:
+				open[t.w.namespace]--
 			}
+			parked = slices.DeleteFunc(parked, func(p *task) bool {
+				if open[p.w.namespace] > 0 {
+					return false
+				}
+				p.due, p.seq, seq = time.Now(), seq, seq+1
+				heap.Push(&q, p)
+				return true
+			})
 		case <-wake:
 		case <-stop:
 		}
@@ -177,6 +204,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	}
 	close(in)
 	wg.Wait()
+	for _, p := range parked {
+		p.done = true // its item says what it waits for
+	}
 
 	// What is still queued is left for the next run: the time is up, or the run was
 	// interrupted.
@@ -203,7 +233,11 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	first := !t.started
 	t.started = true
 	if t.rec == nil {
-		t.it, t.done = r.driveBroker(ctx, t.w, t.it, o.DryRun), true
+		it, waits := r.driveBroker(ctx, t.w, t.it, o.DryRun)
+		t.it, t.done = it, true
+		if waits && !t.parked {
+			t.park, t.parked, t.done = true, true, false
+		}
 		return
 	}
 	if !t.held {

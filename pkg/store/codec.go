@@ -25,8 +25,8 @@ const maxDataBytes = 1 << 20
 // kind describes how one record kind is stored.
 type kind[T v1alpha1.Record] struct {
 	name string
-	// finalize: Create adds Finalizer.
-	finalize  bool
+	// finalize says whether Create adds Finalizer to the record; nil for never.
+	finalize  func(T) bool
 	newRecord func() T
 	// parts returns pointers into the record: its metadata, spec and status (nil when the
 	// kind has no status).
@@ -46,6 +46,7 @@ func brokerKind() kind[*v1alpha1.Broker] {
 	return kind[*v1alpha1.Broker]{
 		name:      v1alpha1.KindBroker,
 		remember:  true,
+		finalize:  HoldsInstances,
 		newRecord: func() *v1alpha1.Broker { return &v1alpha1.Broker{} },
 		parts: func(o *v1alpha1.Broker) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, &o.Status
@@ -55,6 +56,12 @@ func brokerKind() kind[*v1alpha1.Broker] {
 		},
 	}
 }
+
+// HoldsInstances reports whether broker b carries Finalizer: a namespace-scoped broker
+// does, so that deleting its namespace cannot delete it (and its credentials Secret,
+// which carries BrokerSecretFinalizer) before its instances are deprovisioned. A
+// cluster-scoped broker does not: its instances live in other namespaces.
+func HoldsInstances(b *v1alpha1.Broker) bool { return b.Spec.Scope == v1alpha1.ScopeNamespace }
 
 func classKind() kind[*v1alpha1.ServiceClass] {
 	return kind[*v1alpha1.ServiceClass]{
@@ -99,7 +106,7 @@ func instanceKind() kind[*v1alpha1.ServiceInstance] {
 	return kind[*v1alpha1.ServiceInstance]{
 		name:      v1alpha1.KindServiceInstance,
 		remember:  true,
-		finalize:  true,
+		finalize:  func(*v1alpha1.ServiceInstance) bool { return true },
 		newRecord: func() *v1alpha1.ServiceInstance { return &v1alpha1.ServiceInstance{} },
 		parts: func(o *v1alpha1.ServiceInstance) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, &o.Status
@@ -124,7 +131,7 @@ func bindingKind() kind[*v1alpha1.ServiceBinding] {
 	return kind[*v1alpha1.ServiceBinding]{
 		name:      v1alpha1.KindServiceBinding,
 		remember:  true,
-		finalize:  true,
+		finalize:  func(*v1alpha1.ServiceBinding) bool { return true },
 		newRecord: func() *v1alpha1.ServiceBinding { return &v1alpha1.ServiceBinding{} },
 		parts: func(o *v1alpha1.ServiceBinding) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, &o.Status
@@ -287,7 +294,7 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 	}
 
 	finalizers := slices.Clone(meta.Finalizers)
-	if create && k.finalize && !slices.Contains(finalizers, Finalizer) {
+	if create && k.finalize != nil && k.finalize(obj) && !slices.Contains(finalizers, Finalizer) {
 		finalizers = append(finalizers, Finalizer)
 	}
 

@@ -22,7 +22,9 @@
 //
 // Create adds Finalizer to instances and bindings, so that deleting them (by the CLI, a
 // plain "kubectl delete cm" or a namespace deletion) only sets deletionTimestamp until the
-// engine has released them at the broker and removes the finalizer.
+// engine has released them at the broker and removes the finalizer. It adds it to
+// namespace-scoped brokers too (HoldsInstances), which keep it, and their credentials
+// Secret keeps BrokerSecretFinalizer, until no instance of theirs is left (ReleaseBroker).
 //
 // All writes are guarded by resourceVersion. Update surfaces a conflict; UpdateWithRetry
 // re-reads and re-applies a mutation, for changes that are safe to re-apply on a newer

@@ -92,9 +92,16 @@ const (
 )
 
 // Finalizer is on every instance and binding ConfigMap until the broker confirmed the
-// delete (and the binding's Secret is gone). Run "kubectl catalog reconcile" to finish
-// what it holds back.
+// delete (and the binding's Secret is gone), and on every namespace-scoped broker's
+// ConfigMap until no instance of the broker is left in its namespace. Run "kubectl
+// catalog reconcile" to finish what it holds back.
 const Finalizer = Prefix + "broker-cleanup"
+
+// BrokerSecretFinalizer is on the credentials Secret of a namespace-scoped broker while
+// the broker's record carries Finalizer: deleting the namespace deletes its Secrets
+// whatever refers to them, and the broker's instances cannot be deprovisioned without
+// its credentials.
+const BrokerSecretFinalizer = Prefix + "broker-credentials"
 
 // DataKey is the ConfigMap data key holding the record (apiVersion, kind and spec).
 const DataKey = "record"

@@ -98,8 +98,8 @@ func (r Records[T]) configMaps(namespace string) typedcorev1.ConfigMapInterface 
 	return r.s.core.CoreV1().ConfigMaps(namespace)
 }
 
-// Create stores a new record in obj's namespace, with generation 1 and, for instances and
-// bindings, Finalizer. It returns the record as stored (uid, resourceVersion, ...).
+// Create stores a new record in obj's namespace, with generation 1 and, for instances,
+// bindings and namespace-scoped brokers (HoldsInstances), Finalizer. It returns the record as stored (uid, resourceVersion, ...).
 func (r Records[T]) Create(ctx context.Context, obj T) (T, error) {
 	var zero T
 	if err := validateName("create", r.k.name, obj.GetNamespace(), obj.GetName()); err != nil {
@@ -217,8 +217,8 @@ func sameConfigMap(a, b *corev1.ConfigMap) bool {
 		slices.Equal(a.Finalizers, b.Finalizers) && reflect.DeepEqual(a.OwnerReferences, b.OwnerReferences)
 }
 
-// Delete deletes the record namespace/name. For a record with finalizers (instances and
-// bindings) this only sets its deletionTimestamp: the record stays, marked for deletion,
+// Delete deletes the record namespace/name. For a record with finalizers (instances,
+// bindings, namespace-scoped brokers) this only sets its deletionTimestamp: the record stays, marked for deletion,
 // until the engine removes the finalizer.
 func (r Records[T]) Delete(ctx context.Context, namespace, name string) error {
 	if err := validateName("delete", r.k.name, namespace, name); err != nil {

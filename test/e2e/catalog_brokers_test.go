@@ -270,9 +270,15 @@ func TestCatalogBrokers_NamespaceBrokerWithBearerToken_OnlyItsNamespaceSeesIt(t 
 
 	r := e.run(t, "register", "team", "--url", tb.URL(), "--scope", "namespace", "--bearer-token-secret", "token")
 	catalogAssertOK(t, r)
-	_, err := e.st.Brokers().Get(context.Background(), e.userNS, "team")
+	brk, err := e.st.Brokers().Get(context.Background(), e.userNS, "team")
 	assert.NilError(t, err)
 	assert.Equal(t, len(e.classes(t, e.userNS, "team")), 4)
+	// Deleting the namespace keeps the broker and its credentials until its instances
+	// are gone.
+	assert.DeepEqual(t, brk.Finalizers, []string{store.Finalizer})
+	token, err := e.admin.CoreV1().Secrets(e.userNS).Get(context.Background(), "token", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, token.Finalizers, []string{store.BrokerSecretFinalizer})
 
 	r = e.run(t, "marketplace", "-o", "json")
 	catalogAssertOK(t, r)
@@ -298,6 +304,11 @@ func TestCatalogBrokers_NamespaceBrokerWithBearerToken_OnlyItsNamespaceSeesIt(t 
 	r = e.run(t, "deregister", "team")
 	catalogAssertOK(t, r)
 	assert.Equal(t, len(e.classes(t, e.userNS, "team")), 0)
+	_, err = e.st.Brokers().Get(context.Background(), e.userNS, "team")
+	assert.Assert(t, store.IsNotFound(err), "deregistered, the broker is gone: %v", err)
+	token, err = e.admin.CoreV1().Secrets(e.userNS).Get(context.Background(), "token", metav1.GetOptions{})
+	assert.NilError(t, err, "the Secret stays")
+	assert.Equal(t, len(token.Finalizers), 0)
 }
 
 func TestCatalogBrokers_RestrictionsAndAccessRulesShapeTheMarketplace(t *testing.T) {

@@ -123,8 +123,8 @@ func TestReconcile_NamespaceDeletion_WaitsForDeprovisionThenFinishes(t *testing.
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	ctx := context.Background()
-	// The broker is cluster-scoped, in a catalog namespace of this test's own: a
-	// namespace-scoped broker would be deleted together with the namespace.
+	// The broker is cluster-scoped, in a catalog namespace of this test's own (a
+	// namespace-scoped one: namespace_broker_test.go).
 	catalogNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
 	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
 	withCatalog := func(args ...string) []string { return append(args, "--catalog-namespace", catalogNS) }

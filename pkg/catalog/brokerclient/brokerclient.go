@@ -15,12 +15,14 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // Keys of a broker's credentials Secret.
@@ -93,12 +95,17 @@ type SecretError struct {
 	Namespace, Name string
 	// Key is the missing or empty key, if that was the problem.
 	Key string
-	Err error
+	// Deleting: someone deleted the Secret while the broker is still wanted.
+	Deleting bool
+	Err      error
 }
 
 func (e *SecretError) Error() string {
 	ref := fmt.Sprintf("secret %q in namespace %q", e.Name, e.Namespace)
 	switch {
+	case e.Deleting:
+		return fmt.Sprintf("broker %q: %s is being deleted: create it again once it is gone, or register the broker again with another Secret",
+			e.Broker, ref)
 	case e.Key != "":
 		return fmt.Sprintf("broker %q: %s has no %q key: add it (kubectl create secret generic %s --from-literal=%s=...) or point the broker to another Secret",
 			e.Broker, ref, e.Key, e.Name, e.Key)
@@ -155,6 +162,30 @@ func (f *Factory) ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client
 	return c, nil
 }
 
+// keptForInstances reports whether Secret s, being deleted, is still to be used for
+// broker b: its finalizer (store.BrokerSecretFinalizer) keeps it while the namespace is
+// being deleted, until b's instances are deprovisioned. A Secret someone deleted on
+// purpose, the broker and namespace staying, is not used: the finalizer is removed
+// (when this client may), so that the Secret goes, and the broker fails visibly.
+func (f *Factory) keptForInstances(ctx context.Context, b *v1alpha1.Broker, s *corev1.Secret) bool {
+	if !store.ProtectsBrokerSecret(s) {
+		return false
+	}
+	if b.DeletionTimestamp != nil {
+		return true
+	}
+	n, err := f.core.CoreV1().Namespaces().Get(ctx, s.Namespace, metav1.GetOptions{})
+	switch {
+	case err == nil && n.Status.Phase == corev1.NamespaceTerminating:
+		return true
+	case err == nil:
+		_ = store.RemoveSecretFinalizer(ctx, f.core, s.Namespace, s.Name, s.UID)
+	}
+	// A namespace that cannot be read: the Secret is not used, and a reader who may
+	// read the namespace (reconcile) removes the finalizer.
+	return false
+}
+
 func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.BrokerAuth, cfg *osb.ClientConfig) error {
 	ns := a.SecretRef.Namespace
 	if ns == "" {
@@ -177,6 +208,10 @@ func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.
 	s, err := f.core.CoreV1().Secrets(ns).Get(ctx, a.SecretRef.Name, metav1.GetOptions{})
 	if err != nil {
 		serr.Err = err
+		return serr
+	}
+	if s.DeletionTimestamp != nil && !f.keptForInstances(ctx, b, s) {
+		serr.Deleting = true
 		return serr
 	}
 	value := func(key string) (string, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
 
@@ -124,4 +126,49 @@ func TestClientFor_SecretProblemsNameSecretAndKey(t *testing.T) {
 func TestClientFor_RefusesURLWithCredentials(t *testing.T) {
 	_, err := brokerclient.New(nil).ClientFor(context.Background(), brokerRecord("http://u:p@example.com", nil))
 	assert.ErrorContains(t, err, `broker "b1"`)
+}
+
+// The Secret of a namespace-scoped broker carries store.BrokerSecretFinalizer: deleting
+// the namespace leaves it for the broker's instances, while a Secret deleted on purpose
+// is let go and the broker fails visibly.
+func TestClientFor_SecretBeingDeleted_KeptOnlyForANamespaceBeingDeleted(t *testing.T) {
+	auth := &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}}
+	deleting := func() *corev1.Secret {
+		s := secret("team", "auth", map[string]string{"username": "u", "password": "p"})
+		s.DeletionTimestamp, s.Finalizers = &metav1.Time{Time: time.Now()}, []string{store.BrokerSecretFinalizer}
+		return s
+	}
+	namespace := func(phase corev1.NamespacePhase) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Status: corev1.NamespaceStatus{Phase: phase}}
+	}
+	for _, tc := range []struct {
+		name           string
+		phase          corev1.NamespacePhase
+		brokerDeleting bool
+		wantErr        string
+	}{
+		{name: "namespace being deleted", phase: corev1.NamespaceTerminating},
+		{name: "broker being deleted", phase: corev1.NamespaceActive, brokerDeleting: true},
+		{name: "deleted on purpose", phase: corev1.NamespaceActive, wantErr: `secret "auth" in namespace "team" is being deleted`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			core := k8sfake.NewClientset(deleting(), namespace(tc.phase))
+			b := brokerRecord("http://127.0.0.1:1", auth)
+			if tc.brokerDeleting {
+				b.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			_, err := brokerclient.New(core).ClientFor(ctx, b)
+			s, gerr := core.CoreV1().Secrets("team").Get(ctx, "auth", metav1.GetOptions{})
+			assert.NilError(t, gerr)
+			if tc.wantErr == "" {
+				assert.NilError(t, err)
+				assert.DeepEqual(t, s.Finalizers, []string{store.BrokerSecretFinalizer})
+				return
+			}
+			assert.ErrorContains(t, err, tc.wantErr)
+			assert.Check(t, brokerclient.IsSecretError(err))
+			assert.Check(t, len(s.Finalizers) == 0, "the finalizer is removed, so the Secret goes: %v", s.Finalizers)
+		})
+	}
 }

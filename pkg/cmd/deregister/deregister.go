@@ -24,6 +24,12 @@ var deregisterLong = cmdutil.LongDesc(`
 	first. --force deregisters anyway; the instances then stay as records that
 	can no longer be managed through the broker until it is registered again.
 
+	A namespace-scoped broker carries a finalizer, and so does its credentials
+	Secret, while instances of it exist (so that deleting the namespace keeps
+	them until reconcile has deprovisioned the instances); deregister removes
+	both, and the Secret's finalizer only if no other broker uses the Secret.
+	The Secret itself is not deleted.
+
 	Nothing is sent to the broker: it keeps whatever it holds.`)
 
 var deregisterExample = cmdutil.Examples(`
@@ -128,6 +134,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if err := o.Store.Brokers().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
 		return fmt.Errorf("classes of broker %q deleted, but the broker record was not: %w; run the command again", b.Name, err)
+	}
+	// A namespace-scoped broker keeps its record and credentials Secret with finalizers
+	// while instances need them: none does now, or --force leaves them behind.
+	if err := o.Store.ReleaseBroker(ctx, b); err != nil {
+		return fmt.Errorf("broker %q is marked deleted, but its finalizer could not be removed: %w; run the command again", b.Name, err)
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, catalogcmd.Plural(n, "class", "classes"))
 	return nil

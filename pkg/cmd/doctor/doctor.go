@@ -22,10 +22,12 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -46,7 +48,9 @@ var doctorLong = cmdutil.LongDesc(`
 	  - record: records with pending work that are stuck: failed three times
 	    or more, failed for good, or deleted more than ten minutes ago and
 	    still there; namespace: namespaces stuck Terminating because they
-	    hold records that only reconcile can finish;
+	    hold records that only reconcile can finish (a namespace-scoped
+	    broker among them is kept until its instances are deprovisioned,
+	    and doctor names them);
 	  - reconcile: whether "kubectl catalog reconcile install" is in place,
 	    when it last ran and last succeeded;
 	  - trust: whether the records' trust policy is in force (the
@@ -418,6 +422,7 @@ type record struct {
 	deleted               *metav1.Time
 	retry                 *v1alpha1.RetryState
 	conditions            []metav1.Condition
+	broker                *v1alpha1.Broker
 }
 
 func (o *Options) readRecord(ctx context.Context, it store.WorkItem) (record, error) {
@@ -440,7 +445,7 @@ func (o *Options) readRecord(ctx context.Context, it store.WorkItem) (record, er
 		if err != nil {
 			return rec, err
 		}
-		rec.deleted, rec.retry, rec.conditions = x.DeletionTimestamp, x.Status.Retry, x.Status.Conditions
+		rec.deleted, rec.retry, rec.conditions, rec.broker = x.DeletionTimestamp, x.Status.Retry, x.Status.Conditions, x
 	}
 	return rec, nil
 }
@@ -473,6 +478,7 @@ func (o *Options) checkRecords(ctx context.Context, r *Report) {
 	now := o.Now()
 	stuck := 0
 	deleting := map[string]int{}
+	kept := map[string][]string{} // namespace -> why its brokers being deleted are kept
 	for _, it := range items {
 		if it.Deleting {
 			deleting[it.Namespace]++
@@ -511,8 +517,22 @@ func (o *Options) checkRecords(ctx context.Context, r *Report) {
 			}
 			problems = append(problems, p)
 		}
+		waitsFor := "the broker"
+		if rec.broker != nil && rec.deleted != nil && slices.Contains(rec.broker.Finalizers, store.Finalizer) {
+			// A namespace-scoped broker is kept until its instances are deprovisioned.
+			insts, err := catalogsync.InstancesOf(ctx, o.Store, rec.broker)
+			switch {
+			case err != nil:
+				waitsFor = fmt.Sprintf("its instances (which cannot be listed: %v)", err)
+			case len(insts) > 0:
+				waitsFor = "its instances: " + reconcile.KeptForInstances(insts)
+				kept[it.Namespace] = append(kept[it.Namespace], fmt.Sprintf("broker %q is %s", it.Name, reconcile.KeptForInstances(insts)))
+			default:
+				waitsFor = "reconcile to remove its finalizer"
+			}
+		}
 		if rec.deleted != nil && now.Sub(rec.deleted.Time) > StuckDeletion {
-			problems = append(problems, fmt.Sprintf("deleted %s ago and still waiting for the broker", now.Sub(rec.deleted.Time).Round(time.Minute)))
+			problems = append(problems, fmt.Sprintf("deleted %s ago and still waiting for %s", now.Sub(rec.deleted.Time).Round(time.Minute), waitsFor))
 			if it.Kind == v1alpha1.KindServiceInstance {
 				fix += fmt.Sprintf(`; if its broker is gone for good: kubectl catalog deprovision %s -n %s --abandon --yes`, it.Name, it.Namespace)
 			}
@@ -523,7 +543,7 @@ func (o *Options) checkRecords(ctx context.Context, r *Report) {
 		stuck++
 		r.add(Check{Name: name, Status: status, Detail: strings.Join(problems, "; "), Fix: fix})
 	}
-	o.checkTerminating(ctx, r, deleting)
+	o.checkTerminating(ctx, r, deleting, kept)
 	if stuck == 0 {
 		r.add(Check{Name: "records", Status: OK, Detail: fmt.Sprintf("none stuck in %s (%d with pending work)", scope, len(items))})
 	}
@@ -531,7 +551,9 @@ func (o *Options) checkRecords(ctx context.Context, r *Report) {
 
 // checkTerminating reports the namespaces being deleted that hold records:
 // they stay Terminating until reconcile has finished those records.
-func (o *Options) checkTerminating(ctx context.Context, r *Report, deleting map[string]int) {
+// A namespace-scoped broker among them is kept until its instances are deprovisioned
+// (kept says which instances).
+func (o *Options) checkTerminating(ctx context.Context, r *Report, deleting map[string]int, kept map[string][]string) {
 	nss := make([]string, 0, len(deleting))
 	for ns := range deleting {
 		nss = append(nss, ns)
@@ -542,9 +564,12 @@ func (o *Options) checkTerminating(ctx context.Context, r *Report, deleting map[
 		if err != nil || n.Status.Phase != corev1.NamespaceTerminating {
 			continue
 		}
-		r.add(Check{Name: "namespace " + ns, Status: Warn,
-			Detail: fmt.Sprintf("Terminating, held by %s that reconcile must first delete at the brokers",
-				catalogcmd.Plural(deleting[ns], "catalog record", "catalog records")),
+		detail := fmt.Sprintf("Terminating, held by %s that reconcile must first delete at the brokers",
+			catalogcmd.Plural(deleting[ns], "catalog record", "catalog records"))
+		if len(kept[ns]) > 0 {
+			detail += "; " + strings.Join(kept[ns], "; ")
+		}
+		r.add(Check{Name: "namespace " + ns, Status: Warn, Detail: detail,
 			Fix: "run kubectl catalog reconcile -n " + ns})
 	}
 }

@@ -318,3 +318,31 @@ func newer(b *admissionv1.ValidatingAdmissionPolicyBinding) *admissionv1.Validat
 	b.CreationTimestamp = metav1.Now()
 	return b
 }
+
+// A namespace-scoped broker in a namespace being deleted is kept until its instances
+// are deprovisioned: doctor says which instances it waits for.
+func TestDiagnose_TerminatingNamespace_SaysTheBrokerWaitsForItsInstances(t *testing.T) {
+	fx := newFixture(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+	ctx := context.Background()
+	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
+	st := fx.cluster.Store()
+	inst := instance("leaving", "db")
+	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
+	_, err := st.Instances().Create(ctx, inst)
+	assert.NilError(t, err)
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-20 * time.Minute) })
+	assert.NilError(t, st.Brokers().Delete(ctx, "leaving", "team"))
+	assert.NilError(t, st.Instances().Delete(ctx, "leaving", "db"))
+
+	r := fx.options(t).Diagnose(ctx)
+
+	c, ok := find(r, "namespace leaving")
+	assert.Assert(t, ok, "%+v", r.Checks)
+	assert.Equal(t, c.Status, Warn)
+	assert.Assert(t, is.Contains(c.Detail, `held by 2 catalog records`))
+	assert.Assert(t, is.Contains(c.Detail, `broker "team" is kept until its instance db is deprovisioned`))
+	c, ok = find(r, "record leaving/broker/team")
+	assert.Assert(t, ok, "%+v", r.Checks)
+	assert.Assert(t, is.Contains(c.Detail, "deleted 20m0s ago and still waiting for its instances: kept until its instance db is deprovisioned"))
+}

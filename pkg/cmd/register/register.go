@@ -33,7 +33,10 @@ var registerLong = cmdutil.LongDesc(`
 	A cluster-scoped broker (the default) is recorded in the catalog namespace
 	(catalog-system unless --catalog-namespace says otherwise, created if
 	missing) and its classes are offered to every namespace. A namespace-scoped
-	broker is recorded in the current namespace and offered there only.
+	broker is recorded in the current namespace and offered there only; its
+	record and its credentials Secret carry a finalizer, so that deleting the
+	namespace keeps them until reconcile has deprovisioned the broker's
+	instances there.
 
 	Credentials are read from a Secret in the broker's namespace, never copied:
 	--basic-auth-secret names a Secret with "username" and "password" keys,
@@ -282,6 +285,10 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("cannot record broker %q: %w", b.Name, err)
+	}
+	if err := o.Store.ProtectBrokerSecret(ctx, created); err != nil {
+		fmt.Fprintf(errOut, "Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it (%v): deleting namespace %q could delete it before they are deprovisioned\n",
+			b.Spec.Auth.SecretRef.Name, err, b.Namespace)
 	}
 	fmt.Fprintf(errOut, "Fetching the catalog of broker %q...\n", b.Name)
 	res, err := catalogsync.New(o.Store, o.Clients).Sync(ctx, created)
