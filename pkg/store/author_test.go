@@ -91,6 +91,45 @@ func TestAuthor_ASpecChangeThatIsNotTheUsersIntent_LosesTheToken(t *testing.T) {
 	assert.Assert(t, !other.Intended(got))
 }
 
+// A ConfigMap made a record by hand without the managed-by label is outside the trust
+// policy, which refuses anyone but the author adding the label: the engine's status writes
+// must leave it off to be allowed at all; the author's own write adds it.
+func TestAuthor_AStatusWriteLeavesTheManagedByLabelOffARecordMadeWithoutIt(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	_, err := writer(c, "alice", "tok").Instances().Create(store.WithIntent(ctx), storetest.SampleInstance())
+	assert.NilError(t, err)
+	inst := storetest.SampleInstance()
+	cms := c.Core.CoreV1().ConfigMaps(inst.Namespace)
+	cm, err := cms.Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), metav1.GetOptions{})
+	assert.NilError(t, err)
+	delete(cm.Labels, store.LabelManagedBy)
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	managedBy := func() string {
+		t.Helper()
+		cm, err := cms.Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), metav1.GetOptions{})
+		assert.NilError(t, err)
+		return cm.Labels[store.LabelManagedBy]
+	}
+
+	reconciler := writer(c, "system:serviceaccount:catalog-system:catalog-reconcile", "tok")
+	got, err := reconciler.Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+	got.Status.Phase = v1alpha1.PhaseFailed
+	got, err = reconciler.Instances().Update(ctx, got)
+	assert.NilError(t, err)
+	assert.Equal(t, got.Status.Phase, v1alpha1.PhaseFailed)
+	assert.Equal(t, managedBy(), "", "a status write does not add the label")
+
+	author := writer(c, "alice", "tok")
+	got, err = author.Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+	_, err = author.Instances().Update(store.WithIntent(ctx), got)
+	assert.NilError(t, err)
+	assert.Equal(t, managedBy(), store.ManagedBy, "the author's own write adds it")
+}
+
 func TestAuthor_IntendedIsTheSpecThisProcessWroteAndNothingElse(t *testing.T) {
 	c := storetest.NewCluster()
 	ctx := context.Background()

@@ -151,6 +151,13 @@ func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	if obj.GetLabels()[LabelManagedBy] != ManagedBy && !isIntent(ctx) {
+		// A ConfigMap made a record by hand, without the label the trust policy selects
+		// on: only its author may add the label (the policy refuses anyone else), so the
+		// engine's status writes, recording that its author cannot be verified, leave it
+		// off.
+		delete(cm.Labels, LabelManagedBy)
+	}
 	intended, err := r.s.prepareWrite(ctx, cm, false)
 	if err != nil {
 		return zero, err

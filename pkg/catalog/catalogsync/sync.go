@@ -185,12 +185,17 @@ func (s *Syncer) recordFailure(ctx context.Context, b *v1alpha1.Broker, fe *Fetc
 			if r, ok := fe.Err.(interface{ RefusalReason() string }); ok {
 				reason = r.RefusalReason()
 			}
+			msg := fe.Error() + "; nothing is sent to the broker until that changes"
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue,
-				Reason: reason, Message: fe.Error() + "; nothing is sent to the broker until that changes", ObservedGeneration: gen, LastTransitionTime: now})
+				Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: now})
+			// Ready says the same, as on instances and bindings: a refused broker is not
+			// used, whatever an earlier fetch brought.
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: now})
 		} else {
 			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
 		}
-		if st.LastCatalogFetch == nil {
+		if st.LastCatalogFetch == nil && fe.Reason != ReasonRefused {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: fe.Reason, Message: "the catalog has never been fetched", ObservedGeneration: gen, LastTransitionTime: now})
 		}

@@ -8,6 +8,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -284,4 +285,36 @@ func TestParseRestrictions_RejectsBadRules(t *testing.T) {
 	}
 	_, err := catalogsync.ParseRestrictions(&v1alpha1.CatalogRestrictions{ServicePlan: []string{"free==true", "spec.externalName notin (big)"}})
 	assert.NilError(t, err)
+}
+
+type refusal struct{ reason, msg string }
+
+func (r refusal) Error() string         { return r.msg }
+func (r refusal) RefusalReason() string { return r.reason }
+
+// A broker the check refuses is not fetched; its Refused and Ready conditions carry the
+// refusal's own reason, also when an earlier fetch had made it Ready.
+func TestSync_ARefusedBrokerIsNotFetched_ReadyCarriesTheRefusalsReason(t *testing.T) {
+	e := newEnv(t, broker.GenerateCatalog(1, 1), nil)
+	_, err := e.sync(t)
+	assert.NilError(t, err)
+	fetches := len(e.tb.Requests())
+	e.syncer = catalogsync.New(e.st, brokerclient.New(e.cluster.Core, brokerclient.WithTimeout(2*time.Second)),
+		catalogsync.WithBrokerCheck(func(context.Context, *v1alpha1.Broker) error {
+			return refusal{reason: "RefusedNotAuthorized", msg: `refused to get Secret "root"`}
+		}))
+
+	_, err = e.sync(t)
+	assert.ErrorContains(t, err, `refused to get Secret "root"`)
+
+	assert.Equal(t, len(e.tb.Requests()), fetches, "nothing is sent to a refused broker")
+	b, err := e.st.Brokers().Get(context.Background(), ns, "acme")
+	assert.NilError(t, err)
+	for _, typ := range []string{v1alpha1.ConditionRefused, v1alpha1.ConditionReady} {
+		c := meta.FindStatusCondition(b.Status.Conditions, typ)
+		assert.Assert(t, c != nil, "%s: %+v", typ, b.Status.Conditions)
+		assert.Equal(t, c.Reason, "RefusedNotAuthorized", typ)
+		assert.Assert(t, is.Contains(c.Message, `refused to get Secret "root"`), typ)
+	}
+	assert.Equal(t, meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady).Status, metav1.ConditionFalse)
 }

@@ -21,9 +21,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	instancecmd "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -126,8 +128,13 @@ type Options struct {
 	Core             kubernetes.Interface
 	Store            *store.Store
 	Clients          *brokerclient.Factory
-	Now              func() time.Time
-	Streams          cmdutil.IOStreams
+	// CheckBroker refuses a broker record the engine would not call in its author's name
+	// (docs/security.md): doctor, run by someone with more rights than whoever wrote the
+	// record, must not send credentials the author may not read to a URL of their choosing.
+	// Nil checks nothing.
+	CheckBroker func(ctx context.Context, b *v1alpha1.Broker) error
+	Now         func() time.Time
+	Streams     cmdutil.IOStreams
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -200,6 +207,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	o.Namespace, o.CatalogNamespace, o.Server, o.Core, o.Store, o.Now = ns, f.CatalogNamespace, cfg.Host, core, st, f.Now
 	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.Timeout), brokerclient.WithUserAgent(register.UserAgent()))
+	eng, _, err := instancecmd.NewEngine(f, 0)
+	if err != nil {
+		return err
+	}
+	o.CheckBroker = eng.CheckBroker
 	return nil
 }
 
@@ -393,6 +405,17 @@ func (o *Options) checkBroker(ctx context.Context, b *v1alpha1.Broker) Check {
 	c := Check{Name: "broker " + b.Namespace + "/" + b.Name}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if o.CheckBroker != nil {
+		if err := o.CheckBroker(ctx, b); err != nil {
+			c.Status = Fail
+			c.Detail = "not called: " + err.Error()
+			if r, ok := catalog.AsRefused(err); ok {
+				c.Detail = fmt.Sprintf("refused: %s: %s", r.Reason, oneLine(r.Message))
+			}
+			c.Fix = fmt.Sprintf("nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker %s -n %s; docs/security.md)", b.Name, b.Namespace)
+			return c
+		}
+	}
 	client, err := o.Clients.ClientFor(ctx, b)
 	if err == nil {
 		resp, cerr := client.GetCatalog(ctx, nil)

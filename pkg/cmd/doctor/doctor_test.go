@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
@@ -204,6 +208,35 @@ func TestDiagnose_FindsProblems(t *testing.T) {
 	out := o.Streams.Out.(*bytes.Buffer).String()
 	assert.Assert(t, is.Contains(out, "To fix:\n"))
 	assert.Assert(t, is.Contains(out, "FAIL     http://127.0.0.1:1: "))
+}
+
+// A broker record the engine refuses (written by someone who may not read the Secret it
+// names, or pointing out of its namespace) is never called by doctor, whoever runs it:
+// its credentials would go to a URL of the record's author's choosing.
+func TestDiagnose_ABrokerTheEngineRefusesIsNotCalled(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = w.Write([]byte(`{"services":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	fx := newFixture(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "hidden"}, Data: map[string][]byte{"token": []byte("s3cret")}})
+	fx.addBroker(t, userNS, "forged", srv.URL, &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "hidden"}})
+	o := fx.options(t)
+	var checked []string
+	o.CheckBroker = func(_ context.Context, b *v1alpha1.Broker) error {
+		checked = append(checked, b.Namespace+"/"+b.Name)
+		return &catalog.RefusedError{Reason: catalog.ReasonRefusedNotAuthorized,
+			Message: `broker "forged": refused to get Secret "hidden": the record's author "alice" may not`}
+	}
+	r := o.Diagnose(context.Background())
+	c, ok := find(r, "broker dev/forged")
+	assert.Assert(t, ok, "%+v", r.Checks)
+	assert.Equal(t, c.Status, Fail)
+	assert.Equal(t, c.Detail, `refused: RefusedNotAuthorized: broker "forged": refused to get Secret "hidden": the record's author "alice" may not`)
+	assert.Assert(t, is.Contains(c.Fix, "nothing is sent to this broker"))
+	assert.DeepEqual(t, checked, []string{"dev/forged"})
+	assert.Equal(t, calls.Load(), int32(0), "the broker was called")
 }
 
 func TestDiagnose_UnreachableClusterStopsThere(t *testing.T) {
