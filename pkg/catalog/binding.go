@@ -119,13 +119,31 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 			return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
 		}
 	}
-	params, err := e.bindingParameters(ctx, b)
-	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
-	}
-	kctx, _, space, err := e.osbContext(ctx, t.inst)
-	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	// A re-send is the request first sent, kept at its write-ahead; an interrupted bind of
+	// an earlier release, which kept nothing, is built from the spec again.
+	resend := prev != nil && prev.Sent != nil
+	var params Parameters
+	var kctx *osb.KubernetesContext
+	var cluster, space string
+	if resend {
+		sent, err := e.sentParameters(ctx, b, prev.Sent)
+		if isSentLost(err) {
+			return e.bindLost(ctx, b, prev, err)
+		}
+		if err != nil {
+			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+		}
+		if sent != nil {
+			params = *sent
+		}
+		kctx, cluster, space = sentContext(t.inst, prev.Sent)
+	} else {
+		if params, err = e.bindingParameters(ctx, b); err != nil {
+			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+		}
+		if kctx, cluster, space, err = e.osbContext(ctx, t.inst); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationBind, InstanceID: t.inst.CurrentExternalID(), BindingID: b.CurrentExternalID(),
@@ -136,6 +154,9 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		// A re-send must be the identical request.
 		op.InstanceID, op.BindingID, op.ServiceID, op.PlanID = prev.InstanceID, prev.BindingID, prev.ServiceID, prev.PlanID
 		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+	}
+	if resend {
+		op.ParametersChecksum, op.Sent = prev.ParametersChecksum, prev.Sent
 	}
 	// A refusal of the first request that names the id leaves nothing at the broker; one
 	// of a re-send does not tell whether the first send created the binding.
@@ -154,7 +175,9 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		BindResource: &osb.BindResource{AppGUID: space},
 		Parameters:   params.JSON(),
 	}
-	if p := b.RotatedFrom(); p != nil && p.ExternalID != op.BindingID {
+	if resend {
+		req.PredecessorBindingID = prev.Sent.PredecessorBindingID
+	} else if p := b.RotatedFrom(); p != nil && p.ExternalID != op.BindingID {
 		if plan := t.plan(op.PlanID); plan != nil && plan.BindingRotatable {
 			req.PredecessorBindingID = p.ExternalID
 		}
@@ -162,9 +185,18 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
+	if !resend {
+		sent := v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space, PredecessorBindingID: req.PredecessorBindingID}
+		if err := e.keepRequest(ctx, b, op, sent, nonEmpty(params)); err != nil {
+			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+		}
+	}
 	stored, ok, err := writeAhead(e, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
 		fmt.Sprintf("sending the bind request to broker %q", t.broker.Name))
 	if !ok || err != nil {
+		if !ok && err == nil && !resend {
+			dropSent(e, ctx, op, b) // not sent: someone else drives the record
+		}
 		return reread(e, ctx, b, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
@@ -212,6 +244,15 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		if first && !act.Poll && !act.OrphanMitigation {
 			forgetExternalID(&x.Status.OperationStatus, op.BindingID)
 		}
+	})
+}
+
+// bindLost handles an interrupted bind whose kept request cannot be read back: the broker
+// may hold a binding made from a request that cannot be repeated, so it is unbound first
+// (orphan mitigation), then bound again under a new id.
+func (e *Engine) bindLost(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e, ctx, b, prev.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		e.startBindMitigation(x, osb.ReasonPlatformError, cause.Error(), true, now)
 	})
 }
 

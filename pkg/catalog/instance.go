@@ -138,7 +138,9 @@ func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	return p.salted(&inst.Status.OperationStatus), err
 }
 
-// osbContext is the Kubernetes context object and the deprecated GUIDs.
+// osbContext is the Kubernetes context object and the deprecated GUIDs of a new call. A
+// re-send takes them from the call it repeats (sentContext) instead: the namespace's
+// uid, say, may read as its name to a user who may not get namespaces.
 func (e *Engine) osbContext(ctx context.Context, inst *v1alpha1.ServiceInstance) (*osb.KubernetesContext, string, string, error) {
 	cluster, err := e.cfg.Platform.ClusterID(ctx)
 	if err != nil {
@@ -148,9 +150,13 @@ func (e *Engine) osbContext(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return nil, "", "", err
 	}
+	return kubernetesContext(inst, cluster), cluster, space, nil
+}
+
+func kubernetesContext(inst *v1alpha1.ServiceInstance, cluster string) *osb.KubernetesContext {
 	return &osb.KubernetesContext{
 		Platform: osb.PlatformKubernetes, Namespace: inst.Namespace, ClusterID: cluster, InstanceName: inst.Name,
-	}, cluster, space, nil
+	}
 }
 
 // requestOptions carry the request id of the operation (the same on every re-send) and
@@ -191,13 +197,31 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, fmt.Errorf(
 			"broker %q is being deleted (it is kept until its instances are deprovisioned): no new instance is provisioned through it", t.broker.Name))
 	}
-	params, err := e.parameters(ctx, inst)
-	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
-	}
-	kctx, org, space, err := e.osbContext(ctx, inst)
-	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	// A re-send is the request first sent, kept at its write-ahead; an interrupted call
+	// of an earlier release, which kept nothing, is built from the spec again.
+	resend := prev != nil && prev.Sent != nil
+	var params Parameters
+	var kctx *osb.KubernetesContext
+	var org, space string
+	if resend {
+		sent, err := e.sentParameters(ctx, inst, prev.Sent)
+		if isSentLost(err) {
+			return e.provisionLost(ctx, inst, prev, err)
+		}
+		if err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+		if sent != nil {
+			params = *sent
+		}
+		kctx, org, space = sentContext(inst, prev.Sent)
+	} else {
+		if params, err = e.parameters(ctx, inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+		if kctx, org, space, err = e.osbContext(ctx, inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationProvision, InstanceID: inst.CurrentExternalID(),
@@ -216,6 +240,9 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		op.MaintenanceInfoVersion, op.RequestID, op.StartedAt = prev.MaintenanceInfoVersion, prev.RequestID, prev.StartedAt
 	}
 	op.ParametersChecksum, op.ParameterHashes = params.Checksum(), params.InlineHashes()
+	if resend {
+		op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
+	}
 	// A refusal of the first request that names the id leaves nothing at the broker; one
 	// of a re-send does not tell whether the first send created the instance.
 	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
@@ -226,9 +253,17 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
+	if !resend {
+		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: org, NamespaceUID: space}, nonEmpty(params)); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	}
 	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
 		fmt.Sprintf("sending the provision request to broker %q", t.broker.Name))
 	if !ok || err != nil {
+		if !ok && err == nil && !resend {
+			dropSent(e, ctx, op, inst) // not sent: someone else drives the record
+		}
 		return reread(e, ctx, inst, err)
 	}
 	req := &osb.ProvisionRequest{
@@ -271,6 +306,23 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	})
 }
 
+// nonEmpty is &p when p holds parameters: the parameters a provision or bind sends.
+func nonEmpty(p Parameters) *Parameters {
+	if len(p.All) == 0 {
+		return nil
+	}
+	return &p
+}
+
+// provisionLost handles an interrupted provision whose kept request cannot be read back:
+// the broker may hold an instance made from a request that cannot be repeated, so it is
+// deleted first (orphan mitigation), then provisioned again under a new id.
+func (e *Engine) provisionLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		e.startMitigation(x, osb.Action{Reason: osb.ReasonPlatformError, OrphanMitigation: true, Retry: true}, cause.Error(), now)
+	})
+}
+
 func provisionRetryReason(act osb.Action) string {
 	switch {
 	case act.WaitForOtherOperation:
@@ -288,18 +340,37 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		}
 	}
 	prov := inst.Status.Provisioned
-	params, err := e.parameters(ctx, inst)
-	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
-	}
-	targetMI := prov.MaintenanceInfoVersion
+	// A re-send is the update first sent, kept at its write-ahead: its plan, maintenance
+	// version and parameters, whatever the spec or its Secrets say now, and it is sent
+	// even if the spec now matches what was provisioned (the broker may have applied it).
+	// Its success records what it sent; a spec that moved on meanwhile is a later update.
+	// An interrupted update of an earlier release, which kept nothing, is built from the
+	// spec again.
+	resend := prev != nil && prev.Sent != nil
+	var params Parameters
+	var sent *Parameters
+	planID, targetMI := inst.Spec.PlanID, prov.MaintenanceInfoVersion
 	if inst.Spec.MaintenanceInfoVersion != "" {
 		targetMI = inst.Spec.MaintenanceInfoVersion
 	}
-	planChange := inst.Spec.PlanID != prov.PlanID
+	if resend {
+		planID, targetMI = prev.PlanID, prev.MaintenanceInfoVersion
+		var err error
+		if sent, err = e.sentParameters(ctx, inst, prev.Sent); isSentLost(err) {
+			return e.updateLost(ctx, inst, prev, err)
+		} else if err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	} else {
+		var err error
+		if params, err = e.parameters(ctx, inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	}
+	planChange := planID != prov.PlanID
 	miChange := targetMI != prov.MaintenanceInfoVersion
-	paramsChange := !params.SameChecksum(prov.ParametersChecksum)
-	if !planChange && !miChange && !paramsChange {
+	paramsChange := sent != nil || (!resend && !params.SameChecksum(prov.ParametersChecksum))
+	if !resend && !planChange && !miChange && !paramsChange {
 		return e.settle(ctx, inst)
 	}
 	if prev == nil && terminallyFailed(inst) {
@@ -309,7 +380,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
-	if planChange && t.class != nil {
+	if planChange && t.class != nil && !resend {
 		if cur := t.plan(prov.PlanID); cur != nil && !t.class.EffectivePlanUpdateable(cur) {
 			x := inst.DeepCopy()
 			e.updateRefused(x, ReasonUpdateRejected, fmt.Sprintf(
@@ -319,18 +390,24 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 			return storeStatus(e, ctx, inst, x)
 		}
 	}
-	kctx, _, _, err := e.osbContext(ctx, inst)
-	if err != nil {
+	var kctx *osb.KubernetesContext
+	var cluster, space string
+	if resend {
+		kctx, cluster, space = sentContext(inst, prev.Sent)
+	} else if kctx, cluster, space, err = e.osbContext(ctx, inst); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUpdate, InstanceID: inst.CurrentExternalID(), ServiceID: inst.Spec.ClassID,
-		PlanID: inst.Spec.PlanID, MaintenanceInfoVersion: targetMI,
+		PlanID: planID, MaintenanceInfoVersion: targetMI,
 		ParametersChecksum: params.Checksum(), ParameterHashes: params.InlineHashes(),
 		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil {
 		op.InstanceID, op.RequestID, op.StartedAt = prev.InstanceID, prev.RequestID, prev.StartedAt
+	}
+	if resend {
+		op.ServiceID, op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ServiceID, prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
 	}
 	opts, err := e.requestOptions(ctx, op.RequestID, false)
 	if err != nil {
@@ -347,10 +424,18 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	var changes []string
 	if planChange {
 		req.PlanID = op.PlanID
-		changes = append(changes, "plan "+inst.Spec.PlanExternalName)
+		name := inst.Spec.PlanExternalName
+		if p := t.plan(op.PlanID); p != nil {
+			name = p.ExternalName
+		}
+		changes = append(changes, "plan "+name)
 	}
 	if paramsChange {
-		req.Parameters = params.Changed(prov.ParameterHashes)
+		if !resend {
+			changed := params.changed(prov.ParameterHashes)
+			sent = &changed
+		}
+		req.Parameters = sent.body()
 		changes = append(changes, "parameters")
 	}
 	if miChange {
@@ -360,9 +445,17 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
+	if !resend {
+		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space}, sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	}
 	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
 		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
 	if !ok || err != nil {
+		if !ok && err == nil && !resend {
+			dropSent(e, ctx, op, inst) // not sent: someone else drives the record
+		}
 		return reread(e, ctx, inst, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
@@ -387,6 +480,22 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		}
 	})
 }
+
+// updateLost handles an interrupted update whose kept request cannot be read back: the
+// broker may or may not have applied it, so the next update sends every parameter again
+// (as "touch" does) rather than only those that differ from what was provisioned.
+func (e *Engine) updateLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		if p := x.Status.Provisioned; p != nil {
+			p.ParametersChecksum, p.ParameterHashes = unknownChecksum, nil
+		}
+		e.retryLater(x, ReasonUpdateCallFailed, cause.Error()+"; a new update sends every parameter again", true, now)
+	})
+}
+
+// unknownChecksum stands for parameters the broker may hold that nobody knows: it
+// matches no parameters, so the next update sends them all.
+const unknownChecksum = "unknown"
 
 // updateFailed records a failed update: what the broker holds is unchanged, and its
 // instance_usable and update_repeatable are kept for the user to see.

@@ -35,8 +35,10 @@ type Parameters struct {
 type SecretReader func(ctx context.Context, namespace, name string) (map[string][]byte, error)
 
 // ResolveParameters merges inline parameters with those of parametersFrom, reading the
-// Secrets now: they are re-read on every call and never copied into a record. A
-// top-level key given twice is an error, so the user's intent is never ambiguous.
+// Secrets now: they are read again for every new call and never copied into a record (a
+// re-send of an interrupted call sends what was kept of the first send instead, see
+// sent.go). A top-level key given twice is an error, so the user's intent is never
+// ambiguous.
 func ResolveParameters(ctx context.Context, namespace string, inline *runtime.RawExtension, from []v1alpha1.ParametersFromSource, read SecretReader) (Parameters, error) {
 	p := Parameters{All: map[string]json.RawMessage{}, FromSecret: map[string]bool{}}
 	if inline != nil && len(bytes.TrimSpace(inline.Raw)) > 0 && string(bytes.TrimSpace(inline.Raw)) != "null" {
@@ -93,6 +95,29 @@ func ResolveParameters(ctx context.Context, namespace string, inline *runtime.Ra
 
 // JSON is the parameters object to send; nil when there are none.
 func (p Parameters) JSON() json.RawMessage { return p.subset(nil) }
+
+// body is the parameters object of a request that carries parameters: "{}" when there
+// are none.
+func (p Parameters) body() json.RawMessage {
+	if b := p.JSON(); b != nil {
+		return b
+	}
+	return json.RawMessage("{}")
+}
+
+// only is p restricted to the keys keep accepts.
+func (p Parameters) only(keep func(string) bool) Parameters {
+	out := Parameters{All: map[string]json.RawMessage{}, FromSecret: map[string]bool{}, Salt: p.Salt}
+	for k, v := range p.All {
+		if keep(k) {
+			out.All[k] = v
+			if p.FromSecret[k] {
+				out.FromSecret[k] = true
+			}
+		}
+	}
+	return out
+}
 
 func (p Parameters) subset(keep func(string) bool) json.RawMessage {
 	if len(p.All) == 0 {
@@ -182,15 +207,13 @@ func (p Parameters) InlineHashes() map[string]string {
 // Changed returns the parameters an update must send given the inline hashes the broker
 // holds: inline parameters that are new or changed, and every secret-sourced one (their
 // values cannot be compared, and re-sending an unchanged value is harmless).
-func (p Parameters) Changed(held map[string]string) json.RawMessage {
+func (p Parameters) Changed(held map[string]string) json.RawMessage { return p.changed(held).body() }
+
+func (p Parameters) changed(held map[string]string) Parameters {
 	now := p.InlineHashes()
-	out := p.subset(func(k string) bool {
+	return p.only(func(k string) bool {
 		return p.FromSecret[k] || held == nil || held[k] != now[k]
 	})
-	if out == nil {
-		return json.RawMessage("{}")
-	}
-	return out
 }
 
 func compact(v json.RawMessage) []byte {

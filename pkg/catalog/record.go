@@ -217,12 +217,17 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	x := in.DeepCopy()
 	st := x.OpStatus()
 	now := e.now()
+	replaced := st.InFlight
 	// An id a provision or bind is about to be sent for, or one whose uncertain call this
 	// one replaces, may exist at the broker from now on.
 	listExternalID(st, createdID(st.InFlight))
 	listExternalID(st, createdID(op))
 	st.InFlight = op
-	st.ObservedGeneration = x.GetGeneration()
+	if replaced == nil || replaced.RequestID != op.RequestID {
+		// A re-send keeps the generation its first send was made from: a spec changed
+		// since is still to be done once the re-send's outcome is stored.
+		st.ObservedGeneration = x.GetGeneration()
+	}
 	st.Phase = phase
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
 	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
@@ -239,6 +244,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	if err != nil {
 		return none, false, err
 	}
+	dropSent(e, ctx, replaced, stored)
 	return stored, true, nil
 }
 
@@ -249,6 +255,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string, mutate func(T, time.Time)) (Result, error) {
 	cur := in
 	records := recordsOf[T](e.cfg.Store)
+	op := in.OpStatus().InFlight
 	for range 5 {
 		x := cur.DeepCopy()
 		now := e.now()
@@ -260,6 +267,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		}
 		stored, err := records.Update(ctx, x)
 		if err == nil {
+			dropSent(e, ctx, op, stored)
 			return resultOf(e, stored), nil
 		}
 		if !store.IsConflict(err) {

@@ -34,7 +34,8 @@ const (
 	ReasonCorrupt Reason = "Corrupt"
 	// ReasonUnsupportedFormat: the record was written by a newer release.
 	ReasonUnsupportedFormat Reason = "UnsupportedFormat"
-	// ReasonNotOwned: a Secret of that name exists and does not belong to the binding.
+	// ReasonNotOwned: a Secret of that name exists and does not belong to the binding
+	// (or to the record whose call it would keep).
 	ReasonNotOwned Reason = "NotOwned"
 	// ReasonOther: any other failure of the request; Err says what.
 	ReasonOther Reason = "Other"
@@ -131,6 +132,9 @@ func (e *Error) Error() string {
 	case ReasonUnsupportedFormat:
 		return fmt.Sprintf("%s%s was written by a newer kubectl-catalog (%s): upgrade kubectl-catalog to read it", what, in, e.Detail)
 	case ReasonNotOwned:
+		if e.Op == "read" {
+			return fmt.Sprintf("%s%s does not belong to %s, so it is not read for it", what, in, e.Detail)
+		}
 		return fmt.Sprintf("%s%s already exists and does not belong to %s: choose another secret name, or delete that Secret",
 			what, in, e.Detail)
 	}

@@ -135,3 +135,128 @@ func (s *Store) DeleteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBind
 	}
 	return nil
 }
+
+// RequestSecretPrefix starts the name of every Secret that keeps what a call sent
+// (RequestSecretName).
+const RequestSecretPrefix = "catalog-request-"
+
+// RequestSecretName is the Secret that keeps the parameters with secret values that the
+// call with request id requestID sent: one per call, so that two drivers racing for a
+// record never write the same Secret.
+func RequestSecretName(requestID string) string { return RequestSecretPrefix + requestID }
+
+// RequestParametersKey is the data key of a request Secret: a JSON object of the
+// parameters sent whose values came from Secrets.
+const RequestParametersKey = "parameters"
+
+// recordOwnerReference makes the ConfigMap of rec (an instance or a binding) the owner
+// of a Secret, so that the garbage collector deletes the Secret with the record.
+func recordOwnerReference(rec v1alpha1.Record) (metav1.OwnerReference, map[string]string, error) {
+	switch r := rec.(type) {
+	case *v1alpha1.ServiceInstance:
+		return metav1.OwnerReference{
+				APIVersion: "v1", Kind: "ConfigMap", Name: ConfigMapName(v1alpha1.KindServiceInstance, r.Name), UID: r.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
+			}, map[string]string{LabelManagedBy: ManagedBy, LabelInstance: LabelValue(r.Name)},
+			nil
+	case *v1alpha1.ServiceBinding:
+		return bindingOwnerReference(r), map[string]string{
+			LabelManagedBy: ManagedBy, LabelBinding: LabelValue(r.Name), LabelInstance: LabelValue(r.Spec.InstanceName),
+		}, nil
+	}
+	return metav1.OwnerReference{}, nil, fmt.Errorf("a request Secret belongs to an instance or a binding, not to %T", rec)
+}
+
+// ownedByRecord reports whether secret belongs to rec: an owner reference to a ConfigMap
+// with rec's uid. A record is a ConfigMap anyone allowed to write ConfigMaps can forge;
+// its uid cannot be forged.
+func ownedByRecord(secret *corev1.Secret, rec v1alpha1.Record) bool {
+	if rec.GetUID() == "" {
+		return false
+	}
+	for _, ref := range secret.OwnerReferences {
+		if ref.UID == rec.GetUID() && ref.Kind == "ConfigMap" {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteRequestSecret creates the Secret name, owned by rec's ConfigMap, keeping data: what
+// a call of rec is about to send that may be secret. rec must have been read from the
+// store (it needs rec's uid). A Secret of that name that rec does not own is never
+// touched (IsNotOwned).
+func (s *Store) WriteRequestSecret(ctx context.Context, rec v1alpha1.Record, name string, data map[string][]byte) error {
+	if rec.GetUID() == "" {
+		return fmt.Errorf("writing Secret %q of %q: the record has no uid; read it from the store first", name, rec.GetName())
+	}
+	owner, labels, err := recordOwnerReference(rec)
+	if err != nil {
+		return err
+	}
+	secrets := s.core.CoreV1().Secrets(rec.GetNamespace())
+	_, err = secrets.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: rec.GetNamespace(), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}, metav1.CreateOptions{})
+	if err == nil {
+		return nil
+	}
+	if !IsAlreadyExists(apiError("create", kindSecret, rec.GetNamespace(), name, err)) {
+		return apiError("create", kindSecret, rec.GetNamespace(), name, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !ownedByRecord(existing, rec) {
+			return &Error{Reason: ReasonNotOwned, Op: "write", Kind: kindSecret, Namespace: rec.GetNamespace(), Name: name,
+				Detail: fmt.Sprintf("record %q", rec.GetName())}
+		}
+		existing.Data, existing.StringData = data, nil
+		_, err = secrets.Update(ctx, existing, metav1.UpdateOptions{})
+		return err
+	})
+	return apiError("write", kindSecret, rec.GetNamespace(), name, err)
+}
+
+// ReadRequestSecret reads the Secret name that keeps what a call of rec sent, only if rec
+// owns it (IsNotOwned otherwise): a forged record cannot make the engine send the data of
+// a Secret it merely names.
+func (s *Store) ReadRequestSecret(ctx context.Context, rec v1alpha1.Record, name string) (map[string][]byte, error) {
+	secret, err := s.GetSecret(ctx, rec.GetNamespace(), name)
+	if err != nil {
+		return nil, err
+	}
+	if !ownedByRecord(secret, rec) {
+		return nil, &Error{Reason: ReasonNotOwned, Op: "read", Kind: kindSecret, Namespace: rec.GetNamespace(), Name: name,
+			Detail: fmt.Sprintf("record %q", rec.GetName())}
+	}
+	return secret.Data, nil
+}
+
+// DeleteRequestSecret deletes the Secret name if rec owns it. One already gone, or not
+// rec's, is left as it is without error.
+func (s *Store) DeleteRequestSecret(ctx context.Context, rec v1alpha1.Record, name string) error {
+	secrets := s.core.CoreV1().Secrets(rec.GetNamespace())
+	existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if IsNotFound(apiError("get", kindSecret, rec.GetNamespace(), name, err)) {
+		return nil
+	}
+	if err != nil {
+		return apiError("get", kindSecret, rec.GetNamespace(), name, err)
+	}
+	if !ownedByRecord(existing, rec) {
+		return nil
+	}
+	err = secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}})
+	if err != nil && !IsNotFound(apiError("delete", kindSecret, rec.GetNamespace(), name, err)) {
+		return apiError("delete", kindSecret, rec.GetNamespace(), name, err)
+	}
+	return nil
+}

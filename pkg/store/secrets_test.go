@@ -144,3 +144,53 @@ func TestBindingSecret_GoesWithTheBindingsConfigMap(t *testing.T) {
 	_, err = st.GetSecret(ctx, "dev", "db-credentials")
 	assert.Check(t, store.IsNotFound(err), "%v", err)
 }
+
+func TestRequestSecret_OwnedByTheRecordReadOnlyByItAndDeleted(t *testing.T) {
+	ctx := context.Background()
+	c, st, _ := newCluster(t)
+	inst, err := st.Instances().Create(ctx, storetest.SampleInstance())
+	assert.NilError(t, err)
+	name := store.RequestSecretName("req-1")
+
+	assert.NilError(t, st.WriteRequestSecret(ctx, inst, name, map[string][]byte{store.RequestParametersKey: []byte(`{"p":"v"}`)}))
+
+	s, err := c.Core.CoreV1().Secrets(inst.Namespace).Get(ctx, name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, s.OwnerReferences, []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "ConfigMap", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), UID: inst.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
+	}})
+	assert.DeepEqual(t, s.Labels, map[string]string{store.LabelManagedBy: store.ManagedBy, store.LabelInstance: inst.Name})
+	data, err := st.ReadRequestSecret(ctx, inst, name)
+	assert.NilError(t, err)
+	assert.Equal(t, string(data[store.RequestParametersKey]), `{"p":"v"}`)
+
+	// A record of the same name but another uid (forged, or re-created) owns nothing.
+	other := inst.DeepCopy()
+	other.UID = "another-uid"
+	_, err = st.ReadRequestSecret(ctx, other, name)
+	assert.Assert(t, store.IsNotOwned(err), "%v", err)
+	assert.Assert(t, store.IsNotOwned(st.WriteRequestSecret(ctx, other, name, nil)))
+	assert.NilError(t, st.DeleteRequestSecret(ctx, other, name))
+	_, err = st.ReadRequestSecret(ctx, inst, name)
+	assert.NilError(t, err, "a record that does not own the Secret cannot delete it")
+
+	assert.NilError(t, st.DeleteRequestSecret(ctx, inst, name))
+	_, err = st.ReadRequestSecret(ctx, inst, name)
+	assert.Assert(t, store.IsNotFound(err), "%v", err)
+	assert.NilError(t, st.DeleteRequestSecret(ctx, inst, name), "a Secret already gone is no error")
+}
+
+func TestRequestSecret_ASecretNotOwnedIsNeverRead(t *testing.T) {
+	ctx := context.Background()
+	c, st, _ := newCluster(t)
+	b := mustCreateBinding(t, st)
+	_, err := c.Core.CoreV1().Secrets(b.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "users-password"}, Data: map[string][]byte{store.RequestParametersKey: []byte(`{}`)},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	_, err = st.ReadRequestSecret(ctx, b, "users-password")
+	assert.Assert(t, store.IsNotOwned(err), "%v", err)
+	assert.ErrorContains(t, err, "does not belong to")
+}

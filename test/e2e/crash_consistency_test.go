@@ -17,6 +17,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -656,4 +657,60 @@ func TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes(t *te
 	assert.Equal(t, rec.ExitCode, 0, rec.Stderr)
 	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}, bindings: map[string]string{"app": "gone"}})
 	assert.Equal(t, len(e.b.RequestsFor(broker.OpUnbind)), 1, "one unbind: the user's command did not send another")
+}
+
+// TestCrashConsistency_ParametersSecretChangedBeforeTheResend_BrokerGetsTheIdenticalBody
+// kills a provision after the broker received it, changes the Secret its parameters come
+// from, and lets reconcile re-send it: the broker must receive the very body it received
+// first (the values the first send kept, not the Secret's new ones), and the Secret that
+// kept them must be gone once the outcome is stored.
+//
+// The broker needs no credentials here, and the catalog's trust policy is not in force:
+// reconcile may not read the user's Secret in the record's name, and needs not, since a
+// re-send reads only the Secret the record owns.
+func TestCrashConsistency_ParametersSecretChangedBeforeTheResend_BrokerGetsTheIdenticalBody(t *testing.T) {
+	ctx := context.Background()
+	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+	e := &instEnv{ns: cp.NewNamespace(t), b: b}
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	e.st = store.New(admin, nil)
+	r := instCatalog(t, e.ns, "register", "acme", "--url", b.URL(), "--scope", "namespace")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	// "version" is not a key the broker's log redacts, so the bodies compare in full.
+	_, err = admin.CoreV1().Secrets(e.ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-params"}, StringData: map[string]string{"version": "15"},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	ccKillAtPause(t, e.ns, nil, catalog.HookAfterBrokerCall, 0,
+		"provision", "db", "--class", "postgresql", "--plan", "hobby", "--params-from-secret", "db-params")
+	inst, err := e.st.Instances().Get(ctx, e.ns, "db")
+	assert.NilError(t, err)
+	op := inst.Status.InFlight
+	assert.Assert(t, op != nil && op.Sent != nil && op.Sent.ParametersSecret != "", "the call is left in flight with what it sent: %+v", op)
+	kept, err := admin.CoreV1().Secrets(e.ns).Get(ctx, op.Sent.ParametersSecret, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, kept.OwnerReferences[0].UID, inst.UID, "the kept parameters are owned by the record")
+
+	_, err = admin.CoreV1().Secrets(e.ns).Update(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-params"}, StringData: map[string]string{"version": "16"},
+	}, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	ccReconcileUntilSettled(t, e.st, e.ns, instReconcileEnv, 3)
+
+	puts := e.b.RequestsFor(broker.OpProvision)
+	assert.Assert(t, is.Len(puts, 2), "the first send and reconcile's re-send")
+	assert.Equal(t, string(puts[1].Body), string(puts[0].Body), "the re-send is the request first sent")
+	assert.Equal(t, puts[1].RequestIdentity, puts[0].RequestIdentity)
+	var body struct {
+		Parameters map[string]any `json:"parameters"`
+	}
+	assert.NilError(t, puts[0].DecodeBody(&body))
+	assert.DeepEqual(t, body.Parameters, map[string]any{"version": "15"})
+	_, err = admin.CoreV1().Secrets(e.ns).Get(ctx, op.Sent.ParametersSecret, metav1.GetOptions{})
+	assert.Assert(t, apierrors.IsNotFound(err), "the kept parameters are deleted once the outcome is stored: %v", err)
+
+	assert.NilError(t, admin.CoreV1().Secrets(e.ns).Delete(ctx, "db-params", metav1.DeleteOptions{}))
+	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}})
 }

@@ -25,7 +25,7 @@ func (p *ParamFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&p.Params, "param", "p", nil, "A parameter as key=value; repeat a key for an array. Values are typed by the plan's schema.")
 	fs.StringVar(&p.JSON, "params-json", "", "Parameters as a JSON object.")
 	fs.StringVar(&p.File, "params-file", "", `Parameters from a file holding a JSON object ("-" for standard input).`)
-	fs.StringArrayVar(&p.FromSecret, "params-from-secret", nil, "Parameters from a Secret: SECRET/KEY (a JSON object under KEY) or SECRET (every key a string parameter). Re-read at every broker call, never stored.")
+	fs.StringArrayVar(&p.FromSecret, "params-from-secret", nil, "Parameters from a Secret: SECRET/KEY (a JSON object under KEY) or SECRET (every key a string parameter). Read for every new broker call, never stored in the record; a re-send of an interrupted call sends the values first sent.")
 }
 
 // Validate checks flags that cannot go together.

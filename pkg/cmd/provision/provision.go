@@ -32,8 +32,9 @@ var provisionLong = cmdutil.LongDesc(`
 
 	Parameters come from -p key=value (repeat a key for an array; values are
 	typed by the plan's schema), --params-json, --params-file, and
-	--params-from-secret (re-read at every broker call, never copied into
-	the record). They are checked against the plan's JSON schema before
+	--params-from-secret (read for every new broker call, never copied into
+	the record; a re-send of an interrupted call sends the values it first
+	sent, kept meanwhile in a Secret the record owns). They are checked against the plan's JSON schema before
 	anything is recorded. In a terminal, a missing class, plan or required
 	parameter is asked for.`)
 

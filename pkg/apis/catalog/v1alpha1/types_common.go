@@ -132,6 +132,29 @@ type Operation struct {
 	PollDeadline *metav1.Time `json:"pollDeadline,omitempty"`
 	// LastDescription is the description of the last last_operation answer.
 	LastDescription string `json:"lastDescription,omitempty"`
+	// Sent keeps what the call sent beyond the fields above, so that a re-send is the
+	// identical request whoever makes it. Nil on an operation an earlier release wrote:
+	// its re-send is built from the spec again.
+	Sent *SentRequest `json:"sent,omitempty"`
+}
+
+// SentRequest is what a provision, update or bind sent that the record cannot derive
+// again: values of the platform, and the parameters as sent. Values that may be secret
+// are never here but in a Secret owned by the record (ParametersSecret).
+type SentRequest struct {
+	// ClusterID is the context's clusterid (and organization_guid) sent.
+	ClusterID string `json:"clusterID,omitempty"`
+	// NamespaceUID is the space_guid, or the bind_resource.app_guid, sent.
+	NamespaceUID string `json:"namespaceUID,omitempty"`
+	// Parameters is the parameters object sent, less the values that came from Secrets
+	// (those are in ParametersSecret); empty when the request carried no parameters.
+	Parameters string `json:"parameters,omitempty"`
+	// ParametersSecret names the Secret, in the record's namespace and owned by the
+	// record's ConfigMap, that keeps the parameters sent whose values came from Secrets;
+	// empty when there were none. It is deleted once the call's outcome is stored.
+	ParametersSecret string `json:"parametersSecret,omitempty"`
+	// PredecessorBindingID is the predecessor_binding_id a bind sent.
+	PredecessorBindingID string `json:"predecessorBindingID,omitempty"`
 }
 
 // RetryState records failed attempts so a retry is never invisible. It is set while a
@@ -178,7 +201,8 @@ type SecretKeyReference struct {
 }
 
 // ParametersFromSource is a source of parameters other than the inline ones. Its values
-// are re-read on every call and compared by checksum, never copied into the record.
+// are read for every new call and compared by checksum, never copied into the record; a
+// re-send of an interrupted call sends what the first send kept (Operation.Sent).
 type ParametersFromSource struct {
 	SecretKeyRef *SecretKeyReference `json:"secretKeyRef,omitempty"`
 }
