@@ -106,7 +106,7 @@ func ccReconcileUntilSettled(t *testing.T, st *store.Store, ns string, env []str
 	t.Helper()
 	var sums []reconcile.Summary
 	for range runs {
-		r := instRun(t, ns, env, "reconcile", "--interval", "100ms", "--max-duration", "45s", "-o", "json")
+		r := instRun(t, ns, env, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "45s", "-o", "json")
 		var sum reconcile.Summary
 		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), "exit %d: %s", r.ExitCode, r.Stderr)
 		sums = append(sums, sum)
@@ -426,7 +426,7 @@ func TestCrashConsistency_UncertainCallThenDeletion_BrokerKeepsNothing(t *testin
 				_, err := e.b.InjectFault(*tc.refuse)
 				assert.NilError(t, err)
 				// A reconcile re-sends the call and the broker refuses it (and every retry).
-				instRun(t, e.ns, instReconcileEnv, "reconcile", "--interval", "100ms", "--max-duration", "3s", "-o", "json")
+				instRun(t, e.ns, instReconcileEnv, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "3s", "-o", "json")
 				refused := 0
 				for _, r := range e.b.RequestsFor(tc.refuse.Op) {
 					if r.Status == tc.refuse.Status {
@@ -492,7 +492,7 @@ func ccKillReconcileCase(t *testing.T, point catalog.HookPoint) {
 
 	// The reconcile's workers stop at their broker calls; give the others a moment to
 	// reach theirs, then kill the process with all of them in flight.
-	ccKillAtPause(t, e.ns, instReconcileEnv, point, time.Second, "reconcile", "--interval", "100ms", "--max-duration", "60s")
+	ccKillAtPause(t, e.ns, instReconcileEnv, point, time.Second, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "60s")
 
 	ccReconcileUntilSettled(t, e.st, e.ns, ccReconcileEnv, 3)
 	ccAssertConverged(t, e, ccWant{
@@ -578,7 +578,7 @@ func TestReconcile_TwoReconcilesAndUserCommands_NeverSendOneRecordTwiceAtOnce(t 
 	}
 	for i := range 2 {
 		wg.Go(func() {
-			r := instRun(t, e.ns, recEnv, "reconcile", "--interval", "100ms", "--max-duration", "50s", "--workers", "4", "-o", "json")
+			r := instRun(t, e.ns, recEnv, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "50s", "--workers", "4", "-o", "json")
 			record(fmt.Sprintf("reconcile %d", i), r.ExitCode)
 		})
 	}
@@ -637,7 +637,9 @@ func TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes(t *te
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 
 	done := make(chan result, 1)
-	go func() { done <- instRun(t, e.ns, recEnv, "reconcile", "--interval", "100ms", "--max-duration", "30s") }()
+	go func() {
+		done <- instRun(t, e.ns, recEnv, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "30s")
+	}()
 	// The reconcile has written its unbind ahead and holds the claim while the broker
 	// is slow to answer.
 	instWaitFor(t, "reconcile to claim the binding and call the broker", 20*time.Second, func() bool {

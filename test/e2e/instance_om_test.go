@@ -102,7 +102,7 @@ var instReconcileEnv = []string{
 // is finished, and returns the state the record is left in, as the engine names it.
 func instReconcile(t *testing.T, st *store.Store, ns, name string) catalog.Result {
 	t.Helper()
-	r := instRun(t, ns, instReconcileEnv, "reconcile", "--interval", "100ms", "--max-duration", "60s", "-o", "json")
+	r := instRun(t, ns, instReconcileEnv, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "60s", "-o", "json")
 	var sum reconcile.Summary
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), r.Stderr)
 	steps := 0

@@ -31,7 +31,7 @@ var recEnv = []string{instance.TestBrokerTimeoutEnv + "=5s"}
 // recRun runs "kubectl catalog reconcile ARGS -o json" in ns and returns its summary.
 func recRun(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
 	t.Helper()
-	r := instRun(t, ns, append(slices.Clone(recEnv), env...), append([]string{"reconcile", "-o", "json"}, args...)...)
+	r := instRun(t, ns, append(slices.Clone(recEnv), env...), append([]string{"reconcile", asRunner, "-o", "json"}, args...)...)
 	var sum reconcile.Summary
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), "exit %d: %s", r.ExitCode, r.Stderr)
 	return sum, r
