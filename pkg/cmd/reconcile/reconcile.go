@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
