@@ -411,6 +411,12 @@ func (o *Options) checkBroker(ctx context.Context, b *v1alpha1.Broker) Check {
 			c.Detail = "not called: " + err.Error()
 			if r, ok := catalog.AsRefused(err); ok {
 				c.Detail = fmt.Sprintf("refused: %s: %s", r.Reason, oneLine(r.Message))
+				if r.Reason == catalog.ReasonRefusedAuthorUnverified {
+					// Not a forgery as far as anyone can tell: nobody can tell.
+					c.Status = Warn
+					c.Fix = fmt.Sprintf(`not called, since its author cannot be verified: install the trust policy ("kubectl catalog reconcile install"), or check it yourself with "kubectl catalog sync broker %s -n %s"`, b.Name, b.Namespace)
+					return c
+				}
 			}
 			c.Fix = fmt.Sprintf("nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker %s -n %s; docs/security.md)", b.Name, b.Namespace)
 			return c
