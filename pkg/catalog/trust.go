@@ -297,16 +297,13 @@ func (e *Engine) secretsFor(rec v1alpha1.Record) SecretReader {
 	}
 }
 
-// checkBroker refuses a broker record the engine must not use for a record of
-// namespace ns with the given scope: a cluster-scoped broker outside the catalog
-// namespace, a reference out of the broker's namespace, or credentials its author may
-// not read.
+// checkBroker refuses a broker record the engine must not use: a cluster-scoped broker
+// outside the catalog namespace, a reference out of the broker's namespace, or
+// credentials its author may not read (the catalog namespace, which only administrators
+// write, is trusted as it is).
 func (e *Engine) checkBroker(ctx context.Context, b *v1alpha1.Broker) error {
-	switch {
-	case b.Spec.Scope == v1alpha1.ScopeCluster && b.Namespace != e.cfg.CatalogNamespace:
+	if b.Spec.Scope == v1alpha1.ScopeCluster && b.Namespace != e.cfg.CatalogNamespace {
 		return refused(ReasonRefusedUntrustedReference, "broker %q in namespace %q says it is cluster-scoped, but cluster-scoped brokers live only in the catalog namespace %q: it is ignored", b.Name, b.Namespace, e.cfg.CatalogNamespace)
-	case b.Spec.Scope != v1alpha1.ScopeCluster && b.Namespace == e.cfg.CatalogNamespace:
-		// Administrators write the catalog namespace: a namespaced broker there is theirs.
 	}
 	a := b.Spec.Auth
 	if a == nil {
