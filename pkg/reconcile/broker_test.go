@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -159,4 +160,26 @@ func TestRun_OlderNamespaceBroker_GetsTheFinalizers(t *testing.T) {
 
 	sum = f.run(Options{})
 	assert.Equal(t, len(sum.Items), 0, "nothing more to do: %+v", sum.Items)
+}
+
+// A run that ends while a deleted broker still waits for an instance the broker is
+// deprovisioning leaves the broker's item as it is (waiting), and does not fail.
+func TestRun_TimeUpWhileADeletedBrokerWaitsForItsInstances_LeavesItWaiting(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.namespaceBroker()
+	f.teamInstance("db")
+	f.run(Options{})
+	f.broker.DeprovisionReturns(&osb.DeprovisionResponse{StatusCode: 202, Async: true, Operation: "op-del"}, nil)
+	f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+		return &osb.LastOperationResponse{State: osb.StateInProgress}, nil
+	})
+	assert.NilError(t, f.st.Instances().Delete(ctx, ns, "db"))
+	assert.NilError(t, f.st.Brokers().Delete(ctx, ns, teamBroker))
+
+	sum := f.run(Options{MaxDuration: time.Second})
+
+	it := f.kindItem(sum, v1alpha1.KindBroker, teamBroker)
+	assert.Equal(t, it.Outcome, Waiting, it.Detail)
+	assert.Check(t, strings.Contains(it.Detail, "kept until"), it.Detail)
 }

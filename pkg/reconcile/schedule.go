@@ -463,6 +463,11 @@ func (r *Reconciler) leave(ctx context.Context, t *task) {
 		t.it.Outcome, t.it.Detail = InProgress, "not reached: --max-duration ran out first"
 	case ctx.Err() != nil:
 		t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
+	case t.rec == nil:
+		// A broker waiting for its instances: its item says what it waits for.
+		if t.it.Outcome == "" {
+			t.it.Outcome = InProgress
+		}
 	default:
 		t.it = progress(t.it, t.rec, t.last)
 	}

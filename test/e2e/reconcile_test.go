@@ -28,10 +28,18 @@ import (
 // recEnv bounds every broker call of a reconcile run in these tests.
 var recEnv = []string{instance.TestBrokerTimeoutEnv + "=5s"}
 
-// recRun runs "kubectl catalog reconcile ARGS -o json" in ns and returns its summary.
+// recRun runs "kubectl catalog reconcile --trust-unverified-authors ARGS -o json" in ns
+// over the tests' own records and returns its summary.
 func recRun(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
 	t.Helper()
-	r := instRun(t, ns, append(slices.Clone(recEnv), env...), append([]string{"reconcile", asRunner, "-o", "json"}, args...)...)
+	return recRunStrict(t, ns, env, append([]string{asRunner}, args...)...)
+}
+
+// recRunStrict is recRun as reconcile in the cluster runs: only with the authority of
+// records' verified authors.
+func recRunStrict(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
+	t.Helper()
+	r := instRun(t, ns, append(slices.Clone(recEnv), env...), append([]string{"reconcile", "-o", "json"}, args...)...)
 	var sum reconcile.Summary
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), "exit %d: %s", r.ExitCode, r.Stderr)
 	return sum, r

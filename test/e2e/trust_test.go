@@ -606,7 +606,7 @@ func trustBob(t *testing.T, e *trustEnv, args ...string) result {
 // token, short enough that a refused record is looked at once or twice.
 func trustReconcile(t *testing.T, e *trustEnv, ns string) reconcile.Summary {
 	t.Helper()
-	sum, r := recRun(t, ns, []string{"KUBECONFIG=" + e.saKubeconfig}, "--catalog-namespace", e.catalogNS, "--max-duration", "3s", "--interval", "200ms")
+	sum, r := recRunStrict(t, ns, []string{"KUBECONFIG=" + e.saKubeconfig}, "--catalog-namespace", e.catalogNS, "--max-duration", "3s", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, "refusals are not failures: %s", r.Stderr)
 	return sum
 }
