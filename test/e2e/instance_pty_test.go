@@ -142,7 +142,11 @@ func TestInstance_InteractiveProvision_InAPseudoTerminal(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the CLI did not finish; the terminal shows:\n%q", term.text())
 	}
-	assert.Assert(t, strings.Contains(term.text(), `Instance "db" is ready`), term.text())
+	// The process has exited; what it wrote last may still be on its way through the
+	// pseudo-terminal to the reader.
+	instWaitFor(t, "the terminal to show the result", 10*time.Second, func() bool {
+		return strings.Contains(term.text(), `Instance "db" is ready`)
+	})
 
 	inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
 	assert.NilError(t, err)

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
@@ -314,13 +315,17 @@ func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBi
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
-	st := store.New(admin, nil)
+	meta, err := metadata.NewForConfig(cp.RESTConfig(controlplane.AdminUser))
+	assert.NilError(t, err)
+	// As the bind command: a store that finds the records using an OSB id, and a write
+	// that is the user's own intent.
+	st := store.New(admin, meta)
 	eng := catalog.New(catalog.Config{
 		Store: st, Brokers: brokerclient.New(admin, brokerclient.WithTimeout(5*time.Second)),
 		Platform: catalog.NewKubePlatform(admin, catalogNS), CatalogNamespace: catalogNS,
 		Holder: "e2e-bind", PollInterval: 200 * time.Millisecond,
 	})
-	_, err = st.Bindings().Create(ctx, catalog.NewBinding(catalog.BindingIntent{
+	_, err = st.Bindings().Create(store.WithIntent(ctx), catalog.NewBinding(catalog.BindingIntent{
 		Namespace: ns, Name: name, Instance: inst, SecretName: name,
 	}))
 	assert.NilError(t, err)

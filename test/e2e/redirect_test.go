@@ -88,7 +88,8 @@ func TestProvision_RedirectedPut_IsMitigatedNotTakenForSuccess(t *testing.T) {
 			dels := e.b.RequestsFor(broker.OpDeprovision)
 			assert.Assert(t, dels[0].Time.After(puts[0].Time) && dels[0].Time.Before(puts[1].Time), "mitigated before provisioning again")
 			assert.Equal(t, len(e.b.RequestsFor(broker.OpCatalog)), catalogs, "no redirect was followed")
-			instAssertBrokerHolds(t, e.b, inst.Spec.ExternalID)
+			assert.Assert(t, inst.CurrentExternalID() != inst.Spec.ExternalID, "the provision after mitigation uses a new id")
+			instAssertBrokerHolds(t, e.b, inst.CurrentExternalID())
 			assert.Assert(t, is.Len(e.b.Violations(), 0))
 		})
 	}
