@@ -425,7 +425,19 @@ func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bo
 		case !dryRun:
 			adopted, err := r.Engine.AdoptBroker(ctx, b)
 			if rf, ok := catalog.AsRefused(err); ok {
-				it.Outcome, it.Detail = Refused, "finalizer added, but its credentials Secret is left unprotected: "+rf.Message
+				// The catalog fetch that may be due is checked on its own: its refusal,
+				// if any, goes into the broker's status.
+				if adopted != nil {
+					b = adopted
+				}
+				if !due {
+					it.Outcome, it.Detail = Refused, "finalizer added, but its credentials Secret is left unprotected: "+rf.Message
+					return it, false
+				}
+				it = r.syncBroker(ctx, b, it, due, until, dryRun)
+				if it.Outcome != Refused {
+					it.Outcome, it.Detail = Refused, "finalizer added, but its credentials Secret is left unprotected: "+rf.Message+"; "+it.Detail
+				}
 				return it, false
 			}
 			if err != nil {

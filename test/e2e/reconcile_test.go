@@ -329,7 +329,7 @@ func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBi
 		Namespace: ns, Name: name, Instance: inst, SecretName: name,
 	}))
 	assert.NilError(t, err)
-	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	dctx, cancel := context.WithTimeout(catalog.WithRunnersRights(ctx), time.Minute)
 	defer cancel()
 	res, err := eng.DriveBinding(dctx, ns, name, catalog.DriveOptions{})
 	assert.NilError(t, err)
