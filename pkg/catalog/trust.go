@@ -121,16 +121,6 @@ type authority struct {
 	unverified string
 }
 
-func (a authority) String() string {
-	if a.self {
-		return "the user running this command"
-	}
-	if a.unverified != "" {
-		return "an unverified author"
-	}
-	return fmt.Sprintf("its author %q", a.author.Username)
-}
-
 // trustCache keeps the trust state and answers of the Authorizer for a short while:
 // reconcile asks the same questions for many records.
 type trustCache struct {

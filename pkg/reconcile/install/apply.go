@@ -328,31 +328,24 @@ func sameObject(before, after runtime.Object, dryRun bool) bool {
 func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name string) ([]Result, error) {
 	objs := Build(Options{Namespace: namespace, Name: name})
 	background := metav1.DeletePropagationBackground
-	var results []Result
-	for _, obj := range []runtime.Object{objs.CronJob, objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount} {
-		m, _ := meta.Accessor(obj)
-		res := Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Deleted}
-		err := resourceClient(core, obj).delete(ctx, m.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
-		switch {
-		case apierrors.IsNotFound(err):
-			res.Action = NotFound
-		case err != nil:
-			return results, fmt.Errorf("cannot delete %s: %w", res.Resource+"/"+res.Name, err)
-		}
-		results = append(results, res)
-	}
-	return results, nil
+	return deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background},
+		objs.CronJob, objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)
 }
 
 // UninstallTrust deletes the token ConfigMap in catalogNamespace, then the
 // trust policy's binding and the policy. Every record then has an unverified
 // author. An object already gone is reported NotFound.
 func UninstallTrust(ctx context.Context, core kubernetes.Interface, catalogNamespace string) ([]Result, error) {
+	return deleteAll(ctx, core, metav1.DeleteOptions{}, trust.TokenConfigMap(catalogNamespace, ""), trust.Binding(), trust.Policy())
+}
+
+// deleteAll deletes objs in order, reporting one already gone as NotFound.
+func deleteAll(ctx context.Context, core kubernetes.Interface, opts metav1.DeleteOptions, objs ...runtime.Object) ([]Result, error) {
 	var results []Result
-	for _, obj := range []runtime.Object{trust.TokenConfigMap(catalogNamespace, ""), trust.Binding(), trust.Policy()} {
+	for _, obj := range objs {
 		m, _ := meta.Accessor(obj)
 		res := Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Deleted}
-		err := resourceClient(core, obj).delete(ctx, m.GetName(), metav1.DeleteOptions{})
+		err := resourceClient(core, obj).delete(ctx, m.GetName(), opts)
 		switch {
 		case apierrors.IsNotFound(err):
 			res.Action = NotFound
