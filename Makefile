@@ -11,10 +11,15 @@ MODULE := github.com/kubectl-catalog/kubectl-catalog
 VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo dev))
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Where the image is pushed (make image) and where "reconcile install" looks
+# for this build's image when given no --image: REGISTRY/kubectl-catalog:VERSION.
+# Empty by default: such a build asks for --image.
+REGISTRY ?=
 LDFLAGS := -s -w \
 	-X $(MODULE)/pkg/version.gitVersion=$(VERSION) \
 	-X $(MODULE)/pkg/version.gitCommit=$(COMMIT) \
-	-X $(MODULE)/pkg/version.buildDate=$(BUILD_DATE)
+	-X $(MODULE)/pkg/version.buildDate=$(BUILD_DATE) \
+	-X $(MODULE)/pkg/version.defaultRegistry=$(REGISTRY)
 PREFIX ?= $(HOME)/.local
 CLUSTER_DIR ?= .cluster
 # A count, not a duration: a duration-based -fuzztime can end in a spurious "context

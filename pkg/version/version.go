@@ -2,8 +2,10 @@
 package version
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // These are set at link time by the release build:
@@ -11,13 +13,22 @@ import (
 //	-X github.com/kubectl-catalog/kubectl-catalog/pkg/version.gitVersion=v0.1.0
 //	-X github.com/kubectl-catalog/kubectl-catalog/pkg/version.gitCommit=<sha>
 //	-X github.com/kubectl-catalog/kubectl-catalog/pkg/version.buildDate=<RFC 3339>
+//	-X github.com/kubectl-catalog/kubectl-catalog/pkg/version.defaultRegistry=<registry/path>
 //
 // They are unexported and never written at run time.
 var (
 	gitVersion string
 	gitCommit  string
 	buildDate  string
+	// defaultRegistry is where the release pushed this build's image
+	// (<defaultRegistry>/kubectl-catalog:<gitVersion>); empty in a build that
+	// was not given one.
+	defaultRegistry string
 )
+
+// ImageName is the repository name of the kubectl-catalog image under the
+// default registry.
+const ImageName = "kubectl-catalog"
 
 // Info describes a build of kubectl-catalog.
 type Info struct {
@@ -64,4 +75,23 @@ func fillFromBuildInfo(info *Info, bi *debug.BuildInfo) {
 			}
 		}
 	}
+}
+
+// DefaultImage returns the image of this build, <registry>/kubectl-catalog:<version>,
+// for "reconcile install" without --image. Only a build stamped by the linker
+// with both a version and a default registry (a release, or "make build
+// REGISTRY=...") has one; otherwise the error says what is missing.
+func DefaultImage() (string, error) {
+	return defaultImage(gitVersion, defaultRegistry)
+}
+
+func defaultImage(version, registry string) (string, error) {
+	registry = strings.TrimSuffix(strings.TrimSpace(registry), "/")
+	switch {
+	case version == "":
+		return "", fmt.Errorf("this kubectl-catalog is a development build without a version, so it has no image of its own")
+	case registry == "":
+		return "", fmt.Errorf("this kubectl-catalog (%s) was built without a default image registry, so it has no image of its own", version)
+	}
+	return registry + "/" + ImageName + ":" + version, nil
 }

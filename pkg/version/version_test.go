@@ -38,3 +38,18 @@ func TestFillFromBuildInfo_DevelIsNotAVersion(t *testing.T) {
 func TestGet_AlwaysHasAVersion(t *testing.T) {
 	assert.Assert(t, Get().GitVersion != "")
 }
+
+func TestDefaultImage_NeedsAVersionAndARegistry(t *testing.T) {
+	img, err := defaultImage("v1.2.3", "registry.example/team/")
+	assert.NilError(t, err)
+	assert.Equal(t, img, "registry.example/team/kubectl-catalog:v1.2.3")
+
+	_, err = defaultImage("", "registry.example")
+	assert.ErrorContains(t, err, "development build without a version")
+	_, err = defaultImage("v1.2.3", " ")
+	assert.ErrorContains(t, err, "without a default image registry")
+
+	// A test binary is not stamped by the linker.
+	_, err = DefaultImage()
+	assert.ErrorContains(t, err, "development build")
+}

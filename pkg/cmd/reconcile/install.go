@@ -12,10 +12,12 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
 var installLong = cmdutil.LongDesc(`
-	Run "kubectl catalog reconcile -A" in the cluster on a schedule.
+	Run "kubectl catalog reconcile -A" in the cluster: on a schedule from a
+	CronJob, or with --serve continuously from a Deployment.
 
 	This creates or updates, with server-side apply (field manager
 	"kubectl-catalog"):
@@ -36,6 +38,12 @@ var installLong = cmdutil.LongDesc(`
 	    locked-down security context (non-root uid 65532, read-only root
 	    filesystem, no privilege escalation, no capabilities, the runtime's
 	    default seccomp profile);
+	  - or, with --serve, a Deployment (--name) of --replicas pods running
+	    "reconcile --serve", with the same pod, readiness and liveness probes
+	    on /healthz (port 8080, named "http", which also serves /metrics),
+	    and a PodDisruptionBudget keeping one pod when --replicas is above 1;
+	  - with --shards N, N CronJobs (or Deployments) NAME-0 ... NAME-N-1, the
+	    i-th running reconcile --shard i/N, so that they split the records;
 	  - the records' trust policy: the ValidatingAdmissionPolicy and
 	    ValidatingAdmissionPolicyBinding "kubectl-catalog-record-author",
 	    with which the API server refuses a write that creates a record,
@@ -54,30 +62,43 @@ var installLong = cmdutil.LongDesc(`
 	has an unverified author, and reconcile refuses what needs its author's
 	authority.
 
-	There is no published image: --image must name one that has the
-	kubectl-catalog binary on its PATH (for example a distroless base with
-	the release binary copied to /usr/local/bin). In the pod, reconcile uses
-	the ServiceAccount's token; the runs' summaries are in the Jobs' logs
-	(-o json).
+	Without --image it runs the image of this very build,
+	REGISTRY/kubectl-catalog:VERSION, the registry set when the release was
+	built; a development build has none and asks for --image: an image with
+	the kubectl-catalog binary on its PATH, such as the one "make image
+	REGISTRY=..." builds and pushes. In the pod, reconcile uses the
+	ServiceAccount's token; the runs' summaries are in the Jobs' logs (-o
+	json), or the Deployment's.
 
-	Running it again updates the objects: only what changed is written.
+	Running it again updates the objects: only what changed is written, and
+	the workloads the installation no longer has (fewer shards, a CronJob
+	replaced by a Deployment or the other way round, a budget for one
+	replica) are deleted ("pruned").
 	--dry-run=client prints the objects (-o yaml|json) without contacting the
 	cluster; --dry-run=server has the API server validate them and store
 	nothing. "kubectl catalog reconcile uninstall" removes them again.`)
 
 var installExample = cmdutil.Examples(`
-	# Reconcile every five minutes in catalog-system, with your image
+	# Reconcile every five minutes in catalog-system, with this release's image
+	kubectl catalog reconcile install
+
+	# With an image of your own
 	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0
 
 	# Review the manifests first, or keep them in version control
-	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 --dry-run=client -o yaml
+	kubectl catalog reconcile install --dry-run=client -o yaml
+
+	# Continuously, from a Deployment of two pods (with a PodDisruptionBudget)
+	kubectl catalog reconcile install --serve --replicas 2
+
+	# The records split between three CronJobs
+	kubectl catalog reconcile install --shards 3
 
 	# A cluster without the ValidatingAdmissionPolicy API (records stay unverified)
-	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 --no-trust-policy
+	kubectl catalog reconcile install --no-trust-policy
 
 	# Every minute, bounded to 50 seconds, 16 records at once
-	kubectl catalog reconcile install --image registry.example/kubectl-catalog:v0.1.0 \
-	  --schedule "* * * * *" --max-duration 50s --workers 16`)
+	kubectl catalog reconcile install --schedule "* * * * *" --max-duration 50s --workers 16`)
 
 // InstallOptions are the options of "reconcile install".
 type InstallOptions struct {
@@ -93,12 +114,15 @@ type InstallOptions struct {
 func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	o := &InstallOptions{Options: install.Defaults(), DryRun: "none", Streams: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:     "install --image IMAGE",
-		Short:   "Run reconcile in the cluster from a CronJob",
+		Use:     "install [--image IMAGE] [--serve [--replicas N]] [--shards N]",
+		Short:   "Run reconcile in the cluster from a CronJob or a Deployment",
 		Long:    installLong,
 		Example: installExample,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Defaults(cmd.Flags().Changed); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -109,12 +133,15 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Image, "image", "", "Image to run, with the kubectl-catalog binary on its PATH (required).")
+	fs.StringVar(&o.Image, "image", "", "Image to run, with the kubectl-catalog binary on its PATH (default: this build's own image, REGISTRY/kubectl-catalog:VERSION; a development build has none).")
 	fs.StringVar(&o.Schedule, "schedule", o.Schedule, "When to run, in the five-field cron format (minute hour day-of-month month day-of-week).")
 	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the ServiceAccount and the CronJob (created if missing).")
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the ServiceAccount and the CronJob.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "Bound of each run (reconcile --max-duration); keep it below the schedule's interval.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "How many records each run drives at once (reconcile --workers).")
+	fs.BoolVar(&o.Serve, "serve", false, "Run \"reconcile --serve\" from a Deployment, continuously, instead of a CronJob.")
+	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "With --serve: pods of the Deployment (above 1, with a PodDisruptionBudget that keeps one).")
+	fs.IntVar(&o.Shards, "shards", o.Shards, "Split the records between this many CronJobs (or Deployments) NAME-0..NAME-N-1, the i-th running reconcile --shard i/N.")
 	fs.BoolVar(&o.NoTrustPolicy, "no-trust-policy", false, "Do not install the records' trust policy (for clusters without the ValidatingAdmissionPolicy API): records stay unverified.")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`)
 	fs.Lookup("dry-run").NoOptDefVal = "client"
@@ -122,7 +149,34 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions([]string{"*/5 * * * *", "*/15 * * * *", "@hourly"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("replicas", cobra.FixedCompletions([]string{"1", "2", "3"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("shards", cobra.FixedCompletions([]string{"1", "2", "3", "4"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// Defaults fills what depends on other flags: the image of this build when
+// --image is not given, and with --serve no --max-duration of its own unless
+// given (reconcile --serve bounds each run by its interval). changed says
+// whether a flag was given.
+func (o *InstallOptions) Defaults(changed func(name string) bool) error {
+	if o.Serve {
+		if changed("schedule") {
+			return cmdutil.UsageErrorf("--schedule is for the CronJob: --serve runs continuously; drop --schedule")
+		}
+		if !changed("max-duration") {
+			o.MaxDuration = 0
+		}
+	} else if changed("replicas") {
+		return cmdutil.UsageErrorf("--replicas needs --serve: a CronJob runs one reconcile at a time (use --shards to split the work)")
+	}
+	if !changed("image") {
+		image, err := version.DefaultImage()
+		if err != nil {
+			return cmdutil.UsageErrorf("%v: pass --image with an image that has kubectl-catalog on its PATH (\"make image REGISTRY=...\" builds and pushes one)", err)
+		}
+		o.Image = image
+	}
+	return nil
 }
 
 // noArgs refuses arguments as a usage error.
@@ -211,8 +265,13 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		return writeObjects(o.Streams, o.Output, served)
 	}
 	if o.DryRun == "none" {
-		fmt.Fprintf(o.Streams.ErrOut, "reconcile runs on schedule %q in namespace %q; see the runs with \"kubectl get jobs -n %s -l %s=reconcile\"\n",
-			o.Schedule, o.Namespace, o.Namespace, install.LabelComponent)
+		if o.Serve {
+			fmt.Fprintf(o.Streams.ErrOut, "reconcile runs continuously in namespace %q (image %s); see it with \"kubectl get pods -n %s -l %s=%s\" and its logs\n",
+				o.Namespace, o.Image, o.Namespace, install.LabelInstallation, o.Name)
+		} else {
+			fmt.Fprintf(o.Streams.ErrOut, "reconcile runs on schedule %q in namespace %q (image %s); see the runs with \"kubectl get jobs -n %s -l %s=reconcile\"\n",
+				o.Schedule, o.Namespace, o.Image, o.Namespace, install.LabelComponent)
+		}
 		if !o.NoTrustPolicy {
 			fmt.Fprintf(o.Streams.ErrOut, "the records' trust policy is in force; records written before it have an unverified author until their author writes them again with kubectl catalog\n")
 		}
@@ -228,8 +287,9 @@ func writeObjects(streams cmdutil.IOStreams, format string, objs []map[string]an
 }
 
 var uninstallLong = cmdutil.LongDesc(`
-	Remove what "kubectl catalog reconcile install" created: the CronJob (its
-	Jobs and Pods go with it), the ClusterRoleBinding, the ClusterRole and the
+	Remove what "kubectl catalog reconcile install" created: its CronJobs
+	(their Jobs and Pods go with them) or Deployments and
+	PodDisruptionBudgets, the ClusterRoleBinding, the ClusterRole and the
 	ServiceAccount.
 
 	It also removes the records' trust policy: the token ConfigMap
@@ -276,7 +336,7 @@ func NewCmdUninstall(f *cmdutil.Factory) *cobra.Command {
 	o := &UninstallOptions{Namespace: install.DefaultNamespace, Name: install.DefaultName, Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "uninstall",
-		Short:   "Remove the reconcile CronJob and its permissions",
+		Short:   "Remove the reconcile CronJobs or Deployments and their permissions",
 		Long:    uninstallLong,
 		Example: uninstallExample,
 		Args:    noArgs,
@@ -292,7 +352,7 @@ func NewCmdUninstall(f *cmdutil.Factory) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the installation.")
-	fs.StringVar(&o.Name, "name", o.Name, "Name of the installation's ServiceAccount and CronJob.")
+	fs.StringVar(&o.Name, "name", o.Name, "Name of the installation (its ServiceAccount; its CronJobs and Deployments are found by it).")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
 	fs.BoolVar(&o.KeepTrustPolicy, "keep-trust-policy", false, "Keep the records' trust policy and its token (they are cluster-wide: other installations rely on them).")
 	return cmd
@@ -324,7 +384,7 @@ func (o *UninstallOptions) Complete(f *cmdutil.Factory) error {
 // Run asks for confirmation and deletes the objects.
 func (o *UninstallOptions) Run(ctx context.Context) error {
 	cluster := install.ClusterName(o.Namespace, o.Name)
-	fmt.Fprintf(o.Streams.ErrOut, "This deletes CronJob %q and ServiceAccount %q in namespace %q, and ClusterRole and ClusterRoleBinding %q.\n",
+	fmt.Fprintf(o.Streams.ErrOut, "This deletes the CronJobs, Deployments and PodDisruptionBudgets of installation %q and ServiceAccount %q in namespace %q, and ClusterRole and ClusterRoleBinding %q.\n",
 		o.Name, o.Name, o.Namespace, cluster)
 	catalogNS := o.CatalogNamespace
 	if catalogNS == "" {

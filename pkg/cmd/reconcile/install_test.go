@@ -64,7 +64,11 @@ func TestInstall_UsageErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "no image", args: []string{}, wantErr: "image"},
+		{name: "no image on a development build", args: []string{}, wantErr: "development build without a version, so it has no image of its own: pass --image"},
+		{name: "serve with a schedule", args: []string{"--image", testImage, "--serve", "--schedule", "@hourly"}, wantErr: "--schedule is for the CronJob"},
+		{name: "replicas without serve", args: []string{"--image", testImage, "--replicas", "2"}, wantErr: "--replicas needs --serve"},
+		{name: "no replicas", args: []string{"--image", testImage, "--serve", "--replicas", "0"}, wantErr: "--replicas must be at least 1"},
+		{name: "no shards", args: []string{"--image", testImage, "--shards", "0"}, wantErr: "--shards"},
 		{name: "bad schedule", args: []string{"--image", testImage, "--schedule", "*/5 * * *"}, wantErr: "--schedule"},
 		{name: "bad minute", args: []string{"--image", testImage, "--schedule", "61 * * * *"}, wantErr: "minute field"},
 		{name: "zero max duration", args: []string{"--image", testImage, "--max-duration", "0"}, wantErr: "--max-duration"},
@@ -115,4 +119,27 @@ func TestUninstall_UsageErrors(t *testing.T) {
 	err := cmdtest.RunOffline(t, "reconcile", "uninstall", "--name", "Bad_Name", "--yes")
 	assert.ErrorContains(t, err, "--name")
 	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+}
+
+func TestInstall_ServeAndShardsInTheManifests(t *testing.T) {
+	t.Setenv(cmdutil.CatalogNamespaceEnv, "")
+	out, err := cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--serve", "--replicas", "2", "--no-trust-policy")
+	assert.NilError(t, err)
+	assert.Equal(t, out, "namespace/catalog-system created (dry run)\n"+
+		"serviceaccount/catalog-reconcile created (dry run)\n"+
+		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
+		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
+		"deployment.apps/catalog-reconcile created (dry run)\n"+
+		"poddisruptionbudget.policy/catalog-reconcile created (dry run)\n")
+
+	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--serve", "-o", "yaml", "--no-trust-policy")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, "- --serve\n"))
+	assert.Assert(t, !strings.Contains(out, "--max-duration"), "--serve bounds its runs by its own interval:\n%s", out)
+	assert.Assert(t, !strings.Contains(out, "PodDisruptionBudget"), "one replica, no budget")
+
+	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--shards", "2", "-o", "yaml", "--no-trust-policy")
+	assert.NilError(t, err)
+	assert.Equal(t, strings.Count(out, "kind: CronJob\n"), 2, out)
+	assert.Assert(t, is.Contains(out, "- 1/2\n"))
 }

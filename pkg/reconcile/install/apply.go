@@ -10,8 +10,10 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +35,11 @@ const (
 	Configured = "configured"
 	Unchanged  = "unchanged"
 	Deleted    = "deleted"
-	NotFound   = "not found, skipped"
+	// Pruned is a workload of the installation that it no longer has (fewer
+	// shards, a CronJob replaced by a Deployment, one replica where there
+	// were several), deleted by the install.
+	Pruned   = "pruned"
+	NotFound = "not found, skipped"
 	// Renewed is the token ConfigMap deleted and created with a new token.
 	Renewed = "created anew (new token)"
 )
@@ -77,6 +83,10 @@ func resourceOf(obj runtime.Object) string {
 		return "clusterrolebinding.rbac.authorization.k8s.io"
 	case *batchv1.CronJob:
 		return "cronjob.batch"
+	case *appsv1.Deployment:
+		return "deployment.apps"
+	case *policyv1.PodDisruptionBudget:
+		return "poddisruptionbudget.policy"
 	case *admissionv1.ValidatingAdmissionPolicy:
 		return "validatingadmissionpolicy.admissionregistration.k8s.io"
 	case *admissionv1.ValidatingAdmissionPolicyBinding:
@@ -105,8 +115,10 @@ const DefaultEnforceTimeout = 30 * time.Second
 
 // Apply creates or updates the objects with server-side apply (field manager
 // FieldManager, taking over conflicting fields): the namespace only if it is
-// missing, then the ServiceAccount, ClusterRole, ClusterRoleBinding and
-// CronJob, then the trust policy and its binding; once the API server
+// missing, then the ServiceAccount, ClusterRole, ClusterRoleBinding and the
+// workloads (CronJobs, or Deployments and PodDisruptionBudgets), deleting
+// the workloads of the same installation it no longer has (Pruned), then the
+// trust policy and its binding; once the API server
 // enforces them, the token ConfigMap is created, or created anew when the
 // policy or binding changed or the token is older than they are. It stops at
 // the first error, returning the results so far.
@@ -126,26 +138,40 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 	results = append(results, res)
 
 	applied := map[runtime.Object]Result{}
-	rest := []runtime.Object{objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding, objs.CronJob}
-	if objs.Policy != nil {
-		rest = append(rest, objs.Policy, objs.PolicyBinding)
-	}
-	for _, obj := range rest {
-		m, _ := meta.Accessor(obj)
-		res := Result{Resource: resourceOf(obj), Name: m.GetName()}
-		if dryRun && !nsExists && m.GetNamespace() != "" {
-			// Nothing can be validated in a namespace that a dry run did
-			// not create.
-			res.Action, res.Object = Created, obj
+	applyAll := func(objs ...runtime.Object) error {
+		for _, obj := range objs {
+			m, _ := meta.Accessor(obj)
+			res := Result{Resource: resourceOf(obj), Name: m.GetName()}
+			if dryRun && !nsExists && m.GetNamespace() != "" {
+				// Nothing can be validated in a namespace that a dry run did
+				// not create.
+				res.Action, res.Object = Created, obj
+				results = append(results, res)
+				continue
+			}
+			res, err := applyOne(ctx, core, obj, dry)
+			if err != nil {
+				return err
+			}
+			applied[obj] = res
 			results = append(results, res)
-			continue
 		}
-		res, err := applyOne(ctx, core, obj, dry)
+		return nil
+	}
+	if err := applyAll(append([]runtime.Object{objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding}, objs.Workloads()...)...); err != nil {
+		return results, err
+	}
+	if nsExists || !dryRun {
+		pruned, err := prune(ctx, core, objs, dry)
+		results = append(results, pruned...)
 		if err != nil {
 			return results, err
 		}
-		applied[obj] = res
-		results = append(results, res)
+	}
+	if objs.Policy != nil {
+		if err := applyAll(objs.Policy, objs.PolicyBinding); err != nil {
+			return results, err
+		}
 	}
 	if objs.Policy == nil {
 		return results, nil
@@ -320,16 +346,99 @@ func sameObject(before, after runtime.Object, dryRun bool) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// Uninstall deletes the CronJob (its Jobs and Pods are garbage collected in
-// the background), the ClusterRoleBinding, the ClusterRole and the
-// ServiceAccount of the installation namespace/name. The namespace is left
-// alone: it holds records. An object already gone is reported NotFound, not
-// as an error.
+// Uninstall deletes the workloads of the installation namespace/name (its
+// CronJobs, whose Jobs and Pods are garbage collected in the background, or
+// its Deployments and PodDisruptionBudgets), the ClusterRoleBinding, the
+// ClusterRole and the ServiceAccount. The namespace is left alone: it holds
+// records. An object already gone is reported NotFound, not as an error: the
+// CronJob named after the installation is always reported, so that a second
+// uninstall says what it looked for.
 func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name string) ([]Result, error) {
-	objs := Build(Options{Namespace: namespace, Name: name})
+	objs := Build(Options{Namespace: namespace, Name: name, Shards: 1})
+	found, err := installedWorkloads(ctx, core, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	targets := []runtime.Object{}
+	named := false
+	for _, obj := range found {
+		if cj, ok := obj.(*batchv1.CronJob); ok && cj.Name == name {
+			named = true
+		}
+		targets = append(targets, obj)
+	}
+	if !named {
+		targets = append([]runtime.Object{objs.CronJobs[0]}, targets...)
+	}
 	background := metav1.DeletePropagationBackground
 	return deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background},
-		objs.CronJob, objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)
+		append(targets, objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)...)
+}
+
+// installedWorkloads lists the CronJobs, Deployments and PodDisruptionBudgets
+// of the installation namespace/name: those labelled with it, and a CronJob
+// named after it from before the label existed.
+func installedWorkloads(ctx context.Context, core kubernetes.Interface, namespace, name string) ([]runtime.Object, error) {
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=kubectl-catalog," + LabelComponent + "=reconcile"}
+	ours := func(m metav1.Object, legacyName bool) bool {
+		inst, ok := m.GetLabels()[LabelInstallation]
+		return inst == name || (!ok && legacyName && m.GetName() == name)
+	}
+	var found []runtime.Object
+	cjs, err := core.BatchV1().CronJobs(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the CronJobs of reconcile in namespace %q: %w", namespace, err)
+	}
+	for i := range cjs.Items {
+		if ours(&cjs.Items[i], true) {
+			found = append(found, &cjs.Items[i])
+		}
+	}
+	ds, err := core.AppsV1().Deployments(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the Deployments of reconcile in namespace %q: %w", namespace, err)
+	}
+	for i := range ds.Items {
+		if ours(&ds.Items[i], false) {
+			found = append(found, &ds.Items[i])
+		}
+	}
+	pdbs, err := core.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the PodDisruptionBudgets of reconcile in namespace %q: %w", namespace, err)
+	}
+	for i := range pdbs.Items {
+		if ours(&pdbs.Items[i], false) {
+			found = append(found, &pdbs.Items[i])
+		}
+	}
+	return found, nil
+}
+
+// prune deletes the workloads of the installation that objs no longer has.
+func prune(ctx context.Context, core kubernetes.Interface, objs Objects, dry []string) ([]Result, error) {
+	want := map[string]bool{}
+	for _, obj := range objs.Workloads() {
+		want[Ref(obj)] = true
+	}
+	found, err := installedWorkloads(ctx, core, objs.ServiceAccount.Namespace, objs.ServiceAccount.Name)
+	if err != nil {
+		return nil, err
+	}
+	var stale []runtime.Object
+	for _, obj := range found {
+		if !want[Ref(obj)] {
+			stale = append(stale, obj)
+		}
+	}
+	background := metav1.DeletePropagationBackground
+	results, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dry}, stale...)
+	for i := range results {
+		if results[i].Action == Deleted {
+			results[i].Action = Pruned
+		}
+	}
+	return results, err
 }
 
 // UninstallTrust deletes the token ConfigMap in catalogNamespace, then the
@@ -403,6 +512,12 @@ func resourceClient(core kubernetes.Interface, obj runtime.Object) client {
 		return typed(c.Get, c.Patch, c.Delete)
 	case *batchv1.CronJob:
 		c := core.BatchV1().CronJobs(ns)
+		return typed(c.Get, c.Patch, c.Delete)
+	case *appsv1.Deployment:
+		c := core.AppsV1().Deployments(ns)
+		return typed(c.Get, c.Patch, c.Delete)
+	case *policyv1.PodDisruptionBudget:
+		c := core.PolicyV1().PodDisruptionBudgets(ns)
 		return typed(c.Get, c.Patch, c.Delete)
 	case *admissionv1.ValidatingAdmissionPolicy:
 		c := core.AdmissionregistrationV1().ValidatingAdmissionPolicies()
@@ -508,7 +623,7 @@ func WriteJSON(w io.Writer, objs []map[string]any) error {
 // ApplyObject applies one object as Apply does (server-side apply, field
 // manager FieldManager) and says whether it was created, configured or left
 // unchanged. It knows ClusterRoles, ClusterRoleBindings, ServiceAccounts,
-// CronJobs, ConfigMaps and the trust policy's objects.
+// CronJobs, Deployments, PodDisruptionBudgets, ConfigMaps and the trust policy's objects.
 func ApplyObject(ctx context.Context, core kubernetes.Interface, obj runtime.Object, dryRun bool) (Result, error) {
 	var dry []string
 	if dryRun {

@@ -1,6 +1,8 @@
 // Package install builds, applies and removes what runs "kubectl catalog
-// reconcile" in a cluster on a schedule: a ServiceAccount, a least-privilege
-// ClusterRole and its ClusterRoleBinding, and a CronJob; and the records'
+// reconcile" in a cluster: a ServiceAccount, a least-privilege ClusterRole
+// and its ClusterRoleBinding, and a CronJob per shard (or, with --serve, a
+// Deployment per shard and a PodDisruptionBudget when it has several
+// replicas); and the records'
 // trust policy (package trust): a ValidatingAdmissionPolicy, its binding and
 // the token ConfigMap.
 //
@@ -11,18 +13,22 @@ package install
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -52,6 +58,30 @@ const (
 	// Binary is the program the container runs; the image must have it on
 	// its PATH.
 	Binary = "kubectl-catalog"
+	// MaxShards bounds --shards.
+	MaxShards = 64
+	// MaxNameLength is the longest workload name: a CronJob's name leaves 11
+	// characters to the Jobs it creates.
+	MaxNameLength = 52
+)
+
+// Timing of the Deployment (--serve).
+const (
+	// ServePort is the port reconcile --serve listens on for /healthz and
+	// /metrics (its default --listen).
+	ServePort = 8080
+	// ServePortName names it in the pod, for the probes and for scraping.
+	ServePortName = "http"
+	// TerminationGrace is the pod's terminationGracePeriodSeconds: above
+	// reconcile --serve's default --shutdown-grace (20s), so that the run
+	// under way can finish and release its claims.
+	TerminationGrace = 30 * time.Second
+	// LivenessFailureThreshold times LivenessPeriod is how long /healthz may
+	// fail before the container is restarted: minutes, since it also fails
+	// while the API server is away, which a restart does not cure.
+	LivenessFailureThreshold = 10
+	LivenessPeriod           = 30 * time.Second
+	ReadinessPeriod          = 10 * time.Second
 )
 
 // Timing of the CronJob, derived from the run's --max-duration.
@@ -80,6 +110,14 @@ const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelComponent = "app.kubernetes.io/component"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelInstance is on each workload (CronJob, Deployment,
+	// PodDisruptionBudget) and its pods: the workload's own name, which
+	// tells the pods of one shard's Deployment from another's.
+	LabelInstance = "app.kubernetes.io/instance"
+	// LabelInstallation is on each workload: the installation's --name.
+	// Uninstall, and an install that no longer wants a workload (fewer
+	// shards, a CronJob replaced by a Deployment), find them by it.
+	LabelInstallation = "catalog.kubectl-catalog.io/installation"
 )
 
 // Labels returns the labels of every object "reconcile install" writes.
@@ -197,6 +235,17 @@ type Options struct {
 	// NoTrustPolicy leaves out the records' trust policy, for clusters
 	// without the ValidatingAdmissionPolicy API.
 	NoTrustPolicy bool
+	// Serve runs "reconcile --serve" from a Deployment instead of running
+	// reconcile from a CronJob. MaxDuration 0 then leaves each run's bound
+	// to reconcile (its --serve-interval).
+	Serve bool
+	// Replicas is the number of pods of each Deployment (Serve only). With
+	// more than one, a PodDisruptionBudget keeps one of them running.
+	Replicas int
+	// Shards splits the records between this many CronJobs (or
+	// Deployments), the i-th running reconcile --shard i/Shards. 1: no
+	// split.
+	Shards int
 }
 
 // TrustNamespace is the catalog namespace, where the trust token lives.
@@ -211,7 +260,7 @@ func (o Options) TrustNamespace() string {
 func Defaults() Options {
 	return Options{
 		Namespace: DefaultNamespace, Name: DefaultName, Schedule: DefaultSchedule,
-		MaxDuration: DefaultMaxDuration, Workers: DefaultWorkers,
+		MaxDuration: DefaultMaxDuration, Workers: DefaultWorkers, Replicas: 1, Shards: 1,
 	}
 }
 
@@ -226,18 +275,60 @@ func (o Options) Validate() error {
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return fmt.Errorf("--namespace %q is not a valid namespace name: %s", o.Namespace, strings.Join(errs, "; "))
 	}
-	// A CronJob's name leaves 11 characters to the Jobs it creates.
-	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 || len(o.Name) > 52 {
-		return fmt.Errorf("--name %q is not valid: use lowercase letters, digits and '-', at most 52 characters", o.Name)
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return fmt.Errorf("--shards must be between 1 and %d, not %d", MaxShards, o.Shards)
 	}
-	if err := ValidateSchedule(o.Schedule); err != nil {
-		return fmt.Errorf("--schedule %q: %w", o.Schedule, err)
+	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 || len(o.Name) > MaxNameLength {
+		return fmt.Errorf("--name %q is not valid: use lowercase letters, digits and '-', at most %d characters", o.Name, MaxNameLength)
 	}
-	if o.MaxDuration < time.Second {
-		return fmt.Errorf("--max-duration must be at least 1s, not %s: a scheduled run must end", o.MaxDuration)
+	if last := o.WorkloadName(o.Shards - 1); len(last) > MaxNameLength {
+		return fmt.Errorf("--name %q is too long for %d shards: the workloads are named like %q, at most %d characters", o.Name, o.Shards, last, MaxNameLength)
+	}
+	if o.Serve {
+		if o.Replicas < 1 {
+			return fmt.Errorf("--replicas must be at least 1, not %d", o.Replicas)
+		}
+		if o.MaxDuration != 0 && o.MaxDuration < time.Second {
+			return fmt.Errorf("--max-duration must be at least 1s, not %s", o.MaxDuration)
+		}
+	} else {
+		if o.Replicas != 1 {
+			return fmt.Errorf("--replicas %d needs --serve: a CronJob runs one reconcile at a time", o.Replicas)
+		}
+		if err := ValidateSchedule(o.Schedule); err != nil {
+			return fmt.Errorf("--schedule %q: %w", o.Schedule, err)
+		}
+		if o.MaxDuration < time.Second {
+			return fmt.Errorf("--max-duration must be at least 1s, not %s: a scheduled run must end", o.MaxDuration)
+		}
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1, not %d", o.Workers)
+	}
+	return nil
+}
+
+// WorkloadName is the name of the CronJob (or Deployment) of shard i: the
+// installation's name, followed by "-i" when there are several shards.
+func (o Options) WorkloadName(i int) string {
+	if o.Shards <= 1 {
+		return o.Name
+	}
+	return o.Name + "-" + strconv.Itoa(i)
+}
+
+// shardArgs is the --shard flag of shard i, if the work is split.
+func (o Options) shardArgs(i int) []string {
+	if o.Shards <= 1 {
+		return nil
+	}
+	return []string{"--shard", strconv.Itoa(i) + "/" + strconv.Itoa(o.Shards)}
+}
+
+// catalogNamespaceArgs is the --catalog-namespace flag, if not the default.
+func (o Options) catalogNamespaceArgs() []string {
+	if o.CatalogNamespace != "" && o.CatalogNamespace != DefaultNamespace {
+		return []string{"--catalog-namespace", o.CatalogNamespace}
 	}
 	return nil
 }
@@ -249,14 +340,23 @@ func ClusterName(namespace, name string) string {
 	return "kubectl-catalog:" + namespace + ":" + name
 }
 
-// Command is the command line of the CronJob's container.
-func (o Options) Command() []string {
+// Command is the command line of the container of shard i's CronJob.
+func (o Options) Command(i int) []string {
 	cmd := []string{Binary, "reconcile", "-A",
 		"--max-duration", shortDuration(o.MaxDuration), "--workers", strconv.Itoa(o.Workers), "-o", "json"}
-	if o.CatalogNamespace != "" && o.CatalogNamespace != DefaultNamespace {
-		cmd = append(cmd, "--catalog-namespace", o.CatalogNamespace)
+	cmd = append(cmd, o.shardArgs(i)...)
+	return append(cmd, o.catalogNamespaceArgs()...)
+}
+
+// ServeCommand is the command line of the container of shard i's
+// Deployment (--serve).
+func (o Options) ServeCommand(i int) []string {
+	cmd := []string{Binary, "reconcile", "-A", "--serve", "--listen", ":" + strconv.Itoa(ServePort), "--workers", strconv.Itoa(o.Workers)}
+	if o.MaxDuration > 0 {
+		cmd = append(cmd, "--max-duration", shortDuration(o.MaxDuration))
 	}
-	return cmd
+	cmd = append(cmd, o.shardArgs(i)...)
+	return append(cmd, o.catalogNamespaceArgs()...)
 }
 
 // shortDuration formats d without trailing zero units: 4m rather than 4m0s.
@@ -283,7 +383,11 @@ type Objects struct {
 	ServiceAccount     *corev1.ServiceAccount
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
-	CronJob            *batchv1.CronJob
+	// One CronJob per shard, or with Serve one Deployment per shard and, with
+	// several replicas, a PodDisruptionBudget for each.
+	CronJobs             []*batchv1.CronJob
+	Deployments          []*appsv1.Deployment
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 	// The trust policy, its binding and the token ConfigMap (with a fresh
 	// token, kept only when they must be created anew); nil with
 	// NoTrustPolicy.
@@ -293,12 +397,28 @@ type Objects struct {
 }
 
 // List returns the objects in the order they are applied: the namespace
-// first, the CronJob, which needs the rest of reconcile's objects, then the
+// first, the workloads, which need the rest of reconcile's objects, then the
 // trust policy and its binding, and the token last, once they are in force.
 func (objs Objects) List() []runtime.Object {
-	list := []runtime.Object{objs.Namespace, objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding, objs.CronJob}
+	list := []runtime.Object{objs.Namespace, objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding}
+	list = append(list, objs.Workloads()...)
 	if objs.Policy != nil {
 		list = append(list, objs.Policy, objs.PolicyBinding, objs.TrustToken)
+	}
+	return list
+}
+
+// Workloads are the CronJobs, Deployments and PodDisruptionBudgets.
+func (objs Objects) Workloads() []runtime.Object {
+	var list []runtime.Object
+	for _, cj := range objs.CronJobs {
+		list = append(list, cj)
+	}
+	for _, d := range objs.Deployments {
+		list = append(list, d)
+	}
+	for _, pdb := range objs.PodDisruptionBudgets {
+		list = append(list, pdb)
 	}
 	return list
 }
@@ -332,28 +452,66 @@ func Build(o Options) Objects {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: o.Namespace}},
 		},
-		CronJob: &batchv1.CronJob{
-			TypeMeta:   metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "CronJob"},
-			ObjectMeta: meta(o.Namespace, o.Name),
-			Spec: batchv1.CronJobSpec{
-				Schedule: o.Schedule,
-				// Claims make overlapping runs safe; Forbid makes them rare.
-				ConcurrencyPolicy:          batchv1.ForbidConcurrent,
-				StartingDeadlineSeconds:    ptr.To(int64(StartingDeadline / time.Second)),
-				SuccessfulJobsHistoryLimit: ptr.To(int32(HistoryLimit)),
-				FailedJobsHistoryLimit:     ptr.To(int32(HistoryLimit)),
-				JobTemplate: batchv1.JobTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels()},
-					Spec: batchv1.JobSpec{
-						// A failed run is not retried at once: the next
-						// schedule retries, with the records' own backoff.
-						BackoffLimit:          ptr.To(int32(0)),
-						ActiveDeadlineSeconds: ptr.To(deadline),
-						Template:              podTemplate(o, labels()),
+	}
+	shards := max(o.Shards, 1)
+	for i := range shards {
+		name := o.WorkloadName(i)
+		workloadMeta := meta(o.Namespace, name)
+		workloadMeta.Labels[LabelInstance] = name
+		workloadMeta.Labels[LabelInstallation] = o.Name
+		podLabels := map[string]string{LabelName: "kubectl-catalog", LabelComponent: "reconcile", LabelManagedBy: "kubectl-catalog", LabelInstance: name}
+		if !o.Serve {
+			objs.CronJobs = append(objs.CronJobs, &batchv1.CronJob{
+				TypeMeta:   metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "CronJob"},
+				ObjectMeta: workloadMeta,
+				Spec: batchv1.CronJobSpec{
+					Schedule: o.Schedule,
+					// Claims make overlapping runs safe; Forbid makes them rare.
+					ConcurrencyPolicy:          batchv1.ForbidConcurrent,
+					StartingDeadlineSeconds:    ptr.To(int64(StartingDeadline / time.Second)),
+					SuccessfulJobsHistoryLimit: ptr.To(int32(HistoryLimit)),
+					FailedJobsHistoryLimit:     ptr.To(int32(HistoryLimit)),
+					JobTemplate: batchv1.JobTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+						Spec: batchv1.JobSpec{
+							// A failed run is not retried at once: the next
+							// schedule retries, with the records' own backoff.
+							BackoffLimit:          ptr.To(int32(0)),
+							ActiveDeadlineSeconds: ptr.To(deadline),
+							Template:              podTemplate(o, podLabels, o.Command(i)),
+						},
 					},
 				},
+			})
+			continue
+		}
+		template := podTemplate(o, podLabels, o.ServeCommand(i))
+		serveContainer(&template.Spec)
+		selector := &metav1.LabelSelector{MatchLabels: podLabels}
+		objs.Deployments = append(objs.Deployments, &appsv1.Deployment{
+			TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+			ObjectMeta: workloadMeta,
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(int32(max(o.Replicas, 1))),
+				Selector: selector,
+				Template: template,
 			},
-		},
+		})
+		if o.Replicas > 1 {
+			pdbMeta := meta(o.Namespace, name)
+			pdbMeta.Labels[LabelInstance] = name
+			pdbMeta.Labels[LabelInstallation] = o.Name
+			objs.PodDisruptionBudgets = append(objs.PodDisruptionBudgets, &policyv1.PodDisruptionBudget{
+				TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
+				ObjectMeta: pdbMeta,
+				Spec: policyv1.PodDisruptionBudgetSpec{
+					// One reconciler is enough to keep work going: a drain
+					// may take the others, never the last one.
+					MinAvailable: ptr.To(intstr.FromInt32(1)),
+					Selector:     selector.DeepCopy(),
+				},
+			})
+		}
 	}
 	if !o.NoTrustPolicy {
 		objs.Policy, objs.PolicyBinding = trust.Policy(), trust.Binding()
@@ -362,9 +520,12 @@ func Build(o Options) Objects {
 	return objs
 }
 
-func podTemplate(o Options, labels map[string]string) corev1.PodTemplateSpec {
+// podTemplate is the pod of a CronJob's Job; serveContainer turns it into a
+// Deployment's. Both share the ServiceAccount, the security context and the
+// resources.
+func podTemplate(o Options, labels map[string]string, command []string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: o.Name,
 			RestartPolicy:      corev1.RestartPolicyNever,
@@ -377,7 +538,7 @@ func podTemplate(o Options, labels map[string]string) corev1.PodTemplateSpec {
 			Containers: []corev1.Container{{
 				Name:    ContainerName,
 				Image:   o.Image,
-				Command: o.Command(),
+				Command: command,
 				// The root filesystem is read-only: client-go's caches go
 				// to an emptyDir.
 				Env: []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
@@ -403,4 +564,28 @@ func podTemplate(o Options, labels map[string]string) corev1.PodTemplateSpec {
 			}},
 		},
 	}
+}
+
+// serveContainer adapts a pod spec of podTemplate to a Deployment running
+// reconcile --serve: restarted when it exits, its port named for the probes
+// and for scraping, /healthz as the readiness probe and, with a high failure
+// threshold, as the liveness probe, and time to finish the run under way on
+// SIGTERM.
+func serveContainer(spec *corev1.PodSpec) {
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	spec.TerminationGracePeriodSeconds = ptr.To(int64(TerminationGrace / time.Second))
+	c := &spec.Containers[0]
+	c.Ports = []corev1.ContainerPort{{Name: ServePortName, ContainerPort: ServePort, Protocol: corev1.ProtocolTCP}}
+	probe := func(period time.Duration, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/healthz", Port: intstr.FromString(ServePortName), Scheme: corev1.URISchemeHTTP,
+			}},
+			PeriodSeconds:    int32(period / time.Second),
+			TimeoutSeconds:   5,
+			FailureThreshold: failures,
+		}
+	}
+	c.ReadinessProbe = probe(ReadinessPeriod, 3)
+	c.LivenessProbe = probe(LivenessPeriod, LivenessFailureThreshold)
 }

@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +89,9 @@ func TestBuild_CronJobRunsReconcileBoundedAndLocked(t *testing.T) {
 	o.Image = "registry.example/kubectl-catalog:v1"
 	o.Workers = 16
 	objs := Build(o)
-	cj := objs.CronJob
+	assert.Equal(t, len(objs.CronJobs), 1)
+	assert.Equal(t, len(objs.Deployments), 0)
+	cj := objs.CronJobs[0]
 	assert.Equal(t, cj.Spec.ConcurrencyPolicy, batchv1.ForbidConcurrent)
 	assert.Equal(t, *cj.Spec.JobTemplate.Spec.BackoffLimit, int32(0))
 	assert.Equal(t, *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds, int64(270))
@@ -99,7 +102,7 @@ func TestBuild_CronJobRunsReconcileBoundedAndLocked(t *testing.T) {
 	assert.Equal(t, objs.ClusterRoleBinding.Subjects[0].Namespace, o.Namespace)
 
 	o.CatalogNamespace = "brokers"
-	assert.Assert(t, is.Contains(strings.Join(o.Command(), " "), "--catalog-namespace brokers"))
+	assert.Assert(t, is.Contains(strings.Join(o.Command(0), " "), "--catalog-namespace brokers"))
 	o.MaxDuration = 90 * time.Second
 	assert.Equal(t, o.ActiveDeadline(), 2*time.Minute)
 	for d, want := range map[time.Duration]string{4 * time.Minute: "4m", 90 * time.Second: "1m30s", time.Hour: "1h", 50 * time.Second: "50s", 61 * time.Minute: "1h1m"} {
@@ -121,6 +124,13 @@ func TestValidate_NamesTheFlag(t *testing.T) {
 		{name: "bad schedule", mutate: func(o *Options) { o.Schedule = "* * *" }, wantErr: "--schedule"},
 		{name: "zero duration", mutate: func(o *Options) { o.MaxDuration = 0 }, wantErr: "--max-duration"},
 		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: "--workers"},
+		{name: "no shards", mutate: func(o *Options) { o.Shards = 0 }, wantErr: "--shards must be between 1 and 64"},
+		{name: "too many shards", mutate: func(o *Options) { o.Shards = 65 }, wantErr: "--shards"},
+		{name: "name too long for its shards", mutate: func(o *Options) { o.Name, o.Shards = strings.Repeat("a", 51), 10 }, wantErr: "too long for 10 shards"},
+		{name: "replicas without serve", mutate: func(o *Options) { o.Replicas = 2 }, wantErr: "--replicas 2 needs --serve"},
+		{name: "serve without replicas", mutate: func(o *Options) { o.Serve, o.Replicas = true, 0 }, wantErr: "--replicas must be at least 1"},
+		{name: "serve with its own bound", mutate: func(o *Options) { o.Serve, o.MaxDuration = true, 0 }},
+		{name: "serve with a bad bound", mutate: func(o *Options) { o.Serve, o.MaxDuration = true, time.Millisecond }, wantErr: "--max-duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Defaults()
@@ -314,4 +324,139 @@ func TestBuild_NoTrustPolicyLeavesItOut(t *testing.T) {
 	objs = Build(o)
 	assert.Assert(t, objs.Policy == nil && objs.PolicyBinding == nil && objs.TrustToken == nil)
 	assert.Equal(t, len(objs.List()), 5)
+}
+
+func TestBuild_ShardsMakeOneCronJobEach(t *testing.T) {
+	o := Defaults()
+	o.Image = "registry.example/kubectl-catalog:v1"
+	o.Shards = 3
+	objs := Build(o)
+	assert.Equal(t, len(objs.CronJobs), 3)
+	for i, cj := range objs.CronJobs {
+		name := fmt.Sprintf("catalog-reconcile-%d", i)
+		assert.Equal(t, cj.Name, name)
+		assert.Equal(t, cj.Labels[LabelInstallation], "catalog-reconcile")
+		assert.Equal(t, cj.Labels[LabelInstance], name)
+		c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+		assert.Assert(t, is.Contains(strings.Join(c.Command, " "), fmt.Sprintf(" --shard %d/3", i)))
+		assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, "catalog-reconcile", "one ServiceAccount for every shard")
+	}
+	// One shard: no flag, the installation's own name.
+	o.Shards = 1
+	objs = Build(o)
+	assert.Equal(t, objs.CronJobs[0].Name, "catalog-reconcile")
+	assert.Assert(t, !strings.Contains(strings.Join(o.Command(0), " "), "--shard"))
+}
+
+func TestBuild_ServeMakesADeploymentWithProbesAndABudget(t *testing.T) {
+	o := Defaults()
+	o.Image = "registry.example/kubectl-catalog:v1"
+	o.Serve, o.Replicas, o.MaxDuration = true, 2, 0
+	objs := Build(o)
+	assert.Equal(t, len(objs.CronJobs), 0)
+	assert.Equal(t, len(objs.Deployments), 1)
+	d := objs.Deployments[0]
+	assert.Equal(t, d.Name, "catalog-reconcile")
+	assert.Equal(t, *d.Spec.Replicas, int32(2))
+	assert.DeepEqual(t, d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+	assert.Equal(t, d.Spec.Template.Labels[LabelInstance], "catalog-reconcile")
+	spec := d.Spec.Template.Spec
+	assert.Equal(t, spec.RestartPolicy, corev1.RestartPolicyAlways)
+	assert.Equal(t, *spec.TerminationGracePeriodSeconds, int64(30))
+	c := spec.Containers[0]
+	assert.DeepEqual(t, c.Command, []string{"kubectl-catalog", "reconcile", "-A", "--serve", "--listen", ":8080", "--workers", "8"})
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		assert.Assert(t, p != nil && p.HTTPGet != nil)
+		assert.Equal(t, p.HTTPGet.Path, "/healthz")
+		assert.Equal(t, p.HTTPGet.Port.String(), "http")
+	}
+	assert.Equal(t, c.LivenessProbe.FailureThreshold*c.LivenessProbe.PeriodSeconds, int32(300), "five minutes before a restart")
+	assert.Equal(t, c.Ports[0].ContainerPort, int32(8080))
+
+	// The same pod as the CronJob's: ServiceAccount, security context, resources.
+	cronPod := Build(Defaults()).CronJobs[0].Spec.JobTemplate.Spec.Template.Spec
+	assert.Equal(t, spec.ServiceAccountName, cronPod.ServiceAccountName)
+	assert.DeepEqual(t, spec.SecurityContext, cronPod.SecurityContext)
+	assert.DeepEqual(t, c.SecurityContext, cronPod.Containers[0].SecurityContext)
+	assert.DeepEqual(t, c.Resources, cronPod.Containers[0].Resources)
+	assert.DeepEqual(t, spec.Volumes, cronPod.Volumes)
+
+	assert.Equal(t, len(objs.PodDisruptionBudgets), 1)
+	pdb := objs.PodDisruptionBudgets[0]
+	assert.Equal(t, pdb.Spec.MinAvailable.IntValue(), 1)
+	assert.DeepEqual(t, pdb.Spec.Selector, d.Spec.Selector)
+
+	// One replica: no budget (it would block every drain). An explicit bound is passed on.
+	o.Replicas, o.MaxDuration = 1, time.Minute
+	objs = Build(o)
+	assert.Equal(t, len(objs.PodDisruptionBudgets), 0)
+	assert.Assert(t, is.Contains(strings.Join(objs.Deployments[0].Spec.Template.Spec.Containers[0].Command, " "), "--max-duration 1m"))
+
+	// Sharded: one Deployment per shard, pods told apart by their selector.
+	o.Shards, o.Replicas = 2, 2
+	objs = Build(o)
+	assert.Equal(t, len(objs.Deployments), 2)
+	assert.Equal(t, len(objs.PodDisruptionBudgets), 2)
+	assert.Assert(t, objs.Deployments[0].Spec.Selector.MatchLabels[LabelInstance] != objs.Deployments[1].Spec.Selector.MatchLabels[LabelInstance])
+	assert.Assert(t, is.Contains(strings.Join(objs.Deployments[1].Spec.Template.Spec.Containers[0].Command, " "), "--shard 1/2"))
+}
+
+func TestApply_PrunesWhatTheInstallationNoLongerHasAndUninstallFindsEverything(t *testing.T) {
+	ctx := context.Background()
+	core := fake.NewClientset()
+	o := Defaults()
+	o.Image = "example.invalid/kubectl-catalog:test"
+	o.NoTrustPolicy = true
+	lines := func(rs []Result) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.String())
+		}
+		return out
+	}
+	// Another installation in the same namespace is left alone throughout.
+	other := o
+	other.Name = "other"
+	_, err := Apply(ctx, core, Build(other), ApplyOptions{})
+	assert.NilError(t, err)
+
+	o.Shards = 3
+	_, err = Apply(ctx, core, Build(o), ApplyOptions{})
+	assert.NilError(t, err)
+
+	// Three shards to a Deployment with two replicas.
+	o.Shards, o.Serve, o.Replicas = 1, true, 2
+	res, err := Apply(ctx, core, Build(o), ApplyOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines(res)[4:], []string{
+		"deployment.apps/catalog-reconcile created",
+		"poddisruptionbudget.policy/catalog-reconcile created",
+		"cronjob.batch/catalog-reconcile-0 pruned",
+		"cronjob.batch/catalog-reconcile-1 pruned",
+		"cronjob.batch/catalog-reconcile-2 pruned",
+	})
+	// One replica: the budget goes.
+	o.Replicas = 1
+	res, err = Apply(ctx, core, Build(o), ApplyOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines(res)[4:], []string{
+		"deployment.apps/catalog-reconcile configured",
+		"poddisruptionbudget.policy/catalog-reconcile pruned",
+	})
+	o.Replicas = 2
+	_, err = Apply(ctx, core, Build(o), ApplyOptions{})
+	assert.NilError(t, err)
+
+	res, err = Uninstall(ctx, core, o.Namespace, o.Name)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines(res), []string{
+		"cronjob.batch/catalog-reconcile not found, skipped",
+		"deployment.apps/catalog-reconcile deleted",
+		"poddisruptionbudget.policy/catalog-reconcile deleted",
+		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
+		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
+		"serviceaccount/catalog-reconcile deleted",
+	})
+	_, err = core.BatchV1().CronJobs(o.Namespace).Get(ctx, "other", metav1.GetOptions{})
+	assert.NilError(t, err, "another installation's CronJob stays")
 }
