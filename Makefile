@@ -20,6 +20,8 @@ LDFLAGS := -s -w \
 	-X $(MODULE)/pkg/version.gitCommit=$(COMMIT) \
 	-X $(MODULE)/pkg/version.buildDate=$(BUILD_DATE) \
 	-X $(MODULE)/pkg/version.defaultRegistry=$(REGISTRY)
+# The repository's URL: the image's org.opencontainers.image.source label.
+SOURCE_URL ?= https://github.com/kubectl-catalog/kubectl-catalog
 PREFIX ?= $(HOME)/.local
 CLUSTER_DIR ?= .cluster
 # A count, not a duration: a duration-based -fuzztime can end in a spurious "context
@@ -50,29 +52,58 @@ completions: build ## Regenerate the shell completion scripts in completions/
 	done
 	chmod +x completions/kubectl_complete-catalog
 
+.PHONY: image
+image: ## Build the container image (linux/amd64, linux/arm64) and push it to REGISTRY/kubectl-catalog:VERSION, offline
+	@[ -n "$(REGISTRY)" ] || { echo "make image needs REGISTRY=HOST[:PORT][/PATH], the registry to push to"; exit 2; }
+	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/catalog-image ./image
+	$(BIN_DIR)/catalog-image build --dir $(CURDIR) --repo $(REGISTRY)/kubectl-catalog --tag $(VERSION) \
+		--version $(VERSION) --revision $(COMMIT) --source $(SOURCE_URL) --ldflags "$(LDFLAGS)"
+
+# The release tools, built from test/tools/release and test/tools/krew; rebuilt only when
+# their modules change (the Go build cache makes a rebuild quick anyway).
+$(BIN_DIR)/goreleaser: test/tools/release/go.mod test/tools/release/go.sum
+	$(GO) -C test/tools/release build -o $(CURDIR)/$@ github.com/goreleaser/goreleaser/v2
+$(BIN_DIR)/krew $(BIN_DIR)/validate-krew-manifest: test/tools/krew/go.mod test/tools/krew/go.sum
+	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/krew sigs.k8s.io/krew/cmd/krew
+	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
+
 .PHONY: dist
-dist: ## Build release archives and the krew manifest with goreleaser (a local snapshot)
-	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/goreleaser github.com/goreleaser/goreleaser/v2
-	$(BIN_DIR)/goreleaser release --snapshot --clean --skip=publish
+dist: $(BIN_DIR)/goreleaser ## Build release archives and the krew manifest with goreleaser (a local snapshot; no image)
+	$(BIN_DIR)/goreleaser release --snapshot --clean --skip=publish,ko
+
+.PHONY: release
+release: $(BIN_DIR)/goreleaser ## Publish a tagged release with goreleaser: archives, krew manifest, and the image to REGISTRY
+	@[ -n "$(REGISTRY)" ] || { echo "make release needs REGISTRY=HOST[:PORT][/PATH], where the image goes"; exit 2; }
+	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/catalog-image ./image
+	REGISTRY=$(REGISTRY) KO_DOCKER_REPO=$(REGISTRY)/kubectl-catalog \
+		$(BIN_DIR)/catalog-image serve-base -- $(BIN_DIR)/goreleaser release --clean
 
 .PHONY: krew-validate
-krew-validate: dist ## Validate the krew manifest goreleaser generated, and install it offline with krew
-	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
-	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/krew sigs.k8s.io/krew/cmd/krew
+krew-validate: dist $(BIN_DIR)/krew ## Validate the krew manifest goreleaser generated, install it with krew, run it through kubectl
 	$(BIN_DIR)/validate-krew-manifest -manifest dist/krew/catalog.yaml -skip-install
+	@if unzip -l dist/kubectl-catalog_*_windows_amd64.zip | grep -q kubectl_complete-catalog; then \
+		echo "the Windows archive has the kubectl completion helper (a shell script)"; exit 1; fi
 	root=$$(mktemp -d); trap 'rm -rf $$root' EXIT; \
 	archive=$$(ls dist/kubectl-catalog_*_$$($(GO) env GOOS)_$$($(GO) env GOARCH).tar.gz); \
 	KREW_ROOT=$$root $(BIN_DIR)/krew install --manifest dist/krew/catalog.yaml --archive $$archive; \
-	$$root/bin/kubectl-catalog version --client
+	kubectl=$$($(GO) run ./test/cmd/tools | tail -n 1); \
+	PATH=$$root/bin:/usr/bin:/bin $$kubectl catalog version --client
+	@ls -l dist/*.tar.gz dist/*.zip | awk '{ printf "%8.1f MiB  %s\n", $$5 / 1048576, $$9 }'
 
 ##@ Test
 
 .PHONY: test
-test: lint test-unit test-fuzz test-e2e ## Everything CI runs: lint, unit, fuzz smoke and end-to-end tests
+test: lint test-unit test-fuzz test-release test-e2e ## Everything CI runs: lint, unit, fuzz smoke, release and end-to-end tests
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster)
 	$(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: test-release
+test-release: $(BIN_DIR)/goreleaser ## The release: goreleaser check, the image (make image into an in-process registry), the krew install
+	$(BIN_DIR)/goreleaser check
+	$(GO) -C test/tools/release test -count=1 -timeout 30m ./image/...
+	$(MAKE) --no-print-directory krew-validate
 
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for FUZZTIME executions (default 10000x)
@@ -98,6 +129,7 @@ lint: ## gofmt, go vet, and check the committed completion scripts are current
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd test/tools && $(GO) vet ./cmd/... && cd etcd && $(GO) vet .
+	$(GO) -C test/tools/release vet ./image/...
 	$(MAKE) --no-print-directory check-completions
 
 .PHONY: check-completions

@@ -153,7 +153,9 @@ func findToolsDir() (string, error) {
 	return filepath.Clean(d), nil
 }
 
-// toolsKey hashes every file of the tools module that affects the build.
+// toolsKey hashes every file of the tools module that affects the build: the
+// module and its etcd module, not the other modules under it (krew, release),
+// which build other programs.
 func toolsKey(dir string) (string, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -161,6 +163,11 @@ func toolsKey(dir string) (string, error) {
 			return err
 		}
 		if d.IsDir() {
+			if p != dir && d.Name() != "etcd" {
+				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
+			}
 			return nil
 		}
 		if n := d.Name(); strings.HasSuffix(n, ".go") || n == "go.mod" || n == "go.sum" {
