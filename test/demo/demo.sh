@@ -97,6 +97,28 @@ step kubectl catalog unbind db -n demo --wait
 step kubectl get deployment web -n demo -o jsonpath='volumes: {.spec.template.spec.volumes[*].name}{"\n"}'
 step kubectl catalog deprovision db -n demo --yes --wait
 step kubectl catalog get instances -n demo
+
+# Something interrupted: a provision stopped with Ctrl-C (SIGINT) while the broker was
+# still working on it. Its record keeps what is left to do.
+printf '\n\033[1m$ %s\033[0m\n' "kubectl catalog provision cache -n demo --class postgresql --plan standard -p storage_gb=20 --wait   # then Ctrl-C"
+kubectl catalog provision cache -n demo --class postgresql --plan standard -p storage_gb=20 --wait > "$work/provision.log" 2>&1 &
+provision_pid=$!
+for _ in $(seq 1 300); do
+	grep -q '^Provisioning' "$work/provision.log" && break
+	kill -0 "$provision_pid" 2>/dev/null || break
+	sleep 0.1
+done
+kill -INT "$provision_pid" 2>/dev/null || true
+status=0
+wait "$provision_pid" || status=$?
+cat "$work/provision.log"
+echo "^C (exit code $status)"
+step kubectl catalog get instances -n demo
+# reconcile finishes it. This local control plane has no trust policy (reconcile install
+# puts one in place), so reconcile acts with your own rights on your own records.
+step kubectl catalog reconcile -n demo --trust-unverified-authors
+step kubectl catalog get instances -n demo
+step kubectl catalog deprovision cache -n demo --yes --wait
 step kubectl catalog deregister demo
 
 echo
