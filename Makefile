@@ -147,8 +147,9 @@ bench: ## Benchmarks: every figure as a ratio to a floor measured in the same ru
 ##@ Local cluster and demo
 
 .PHONY: cluster-up
-cluster-up: tools ## Start a local control plane in the background and print the KUBECONFIG line
+cluster-up: tools build ## Start a local control plane in the background; print the KUBECONFIG and PATH lines (kubectl, the plugin)
 	@mkdir -p $(CLUSTER_DIR)
+	@echo "export PATH=$(CURDIR)/$(BIN_DIR):$$(dirname $$($(GO) run ./test/cmd/tools | tail -n 1)):\$$PATH"
 	@if [ -f $(CLUSTER_DIR)/pid ] && kill -0 $$(cat $(CLUSTER_DIR)/pid) 2>/dev/null; then \
 		echo "already running"; echo "export KUBECONFIG=$$(cat $(CLUSTER_DIR)/ready)"; exit 0; fi
 	$(GO) build -o $(CLUSTER_DIR)/cluster ./test/cmd/cluster
@@ -167,8 +168,9 @@ cluster-down: ## Stop the local control plane
 	else echo "not running"; fi
 
 .PHONY: broker
-broker: ## Run the OSB test broker with its demo catalog on 127.0.0.1:8080 (see docs/test-broker.md)
-	$(GO) run ./test/broker/cmd/osb-test-broker --listen 127.0.0.1:8080 --username $${BROKER_USERNAME:-demo} --password $${BROKER_PASSWORD:-demo}
+broker: ## Run the OSB test broker with its demo catalog on 127.0.0.1:8080, operations taking 3s (see docs/test-broker.md)
+	$(GO) run ./test/broker/cmd/osb-test-broker --listen 127.0.0.1:8080 --username $${BROKER_USERNAME:-demo} --password $${BROKER_PASSWORD:-demo} \
+		--async-delay $${BROKER_ASYNC_DELAY:-3s}
 
 .PHONY: demo
 demo: build tools ## Run the main job end to end on a throw-away local control plane

@@ -93,6 +93,25 @@ step kubectl catalog describe binding db -n demo
 step kubectl get deployment web -n demo \
 	-o jsonpath='{range .spec.template.spec.volumes[*]}volume {.name} from Secret {.secret.secretName}{"\n"}{end}{range .spec.template.spec.containers[*].volumeMounts[*]}mounted at {.mountPath}{"\n"}{end}{range .spec.template.spec.containers[*].env[*]}env {.name}={.value}{"\n"}{end}'
 
+# A Pod of your own takes the same Secret: every key as an environment variable.
+cat > "$work/app.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+spec:
+  containers:
+    - name: app
+      image: app:demo
+      envFrom:
+        - secretRef:
+            name: db
+YAML
+step cat "$work/app.yaml"
+step kubectl apply -n demo -f "$work/app.yaml"
+step kubectl get pod app -n demo -o jsonpath='{.spec.containers[0].envFrom[0].secretRef.name}{"\n"}'
+step kubectl delete pod app -n demo --wait=false
+
 step kubectl catalog unbind db -n demo --wait
 step kubectl get deployment web -n demo -o jsonpath='volumes: {.spec.template.spec.volumes[*].name}{"\n"}'
 step kubectl catalog deprovision db -n demo --yes --wait
