@@ -124,12 +124,13 @@ tools: ## Build (or find in the cache) etcd, kube-apiserver, kube-controller-man
 	$(GO) run ./test/cmd/tools
 
 .PHONY: lint
-lint: ## gofmt, go vet, and check the committed completion scripts are current
+lint: ## gofmt, go vet, go.mod tidy, and the committed completion scripts current
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd test/tools && $(GO) vet ./cmd/... && cd etcd && $(GO) vet .
 	$(GO) -C test/tools/release vet ./image/...
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy'"; exit 1; }
 	$(MAKE) --no-print-directory check-completions
 
 .PHONY: check-completions

@@ -114,51 +114,72 @@ func (s *Service) PlanByName(name string) *Plan {
 // plan ids and names unique within their service. Decoding never enforces
 // these so that a caller can still show a partly broken catalog.
 func (c *CatalogResponse) Validate() error {
-	var errs []error
-	serviceIDs := map[string]bool{}
-	serviceNames := map[string]bool{}
-	for i, s := range c.Services {
-		where := fmt.Sprintf("service %d (%q)", i, s.Name)
+	var v CatalogValidator
+	for i := range c.Services {
+		v.Add(&c.Services[i])
+	}
+	return v.Err()
+}
+
+// CatalogValidator applies Validate's rules to services given one at a time, so that
+// a catalog decoded service by service (WalkCatalog) is checked without being held
+// whole. The zero value is ready to use.
+type CatalogValidator struct {
+	n                        int
+	serviceIDs, serviceNames map[string]bool
+	errs                     []error
+}
+
+// Add checks service s, the next of the catalog.
+func (v *CatalogValidator) Add(s *Service) {
+	if v.serviceIDs == nil {
+		v.serviceIDs, v.serviceNames = map[string]bool{}, map[string]bool{}
+	}
+	where := fmt.Sprintf("service %d (%q)", v.n, s.Name)
+	v.n++
+	switch {
+	case s.ID == "":
+		v.errs = append(v.errs, fmt.Errorf("%s has no id", where))
+	case v.serviceIDs[s.ID]:
+		v.errs = append(v.errs, fmt.Errorf("%s repeats id %q", where, s.ID))
+	}
+	switch {
+	case s.Name == "":
+		v.errs = append(v.errs, fmt.Errorf("%s has no name", where))
+	case v.serviceNames[s.Name]:
+		v.errs = append(v.errs, fmt.Errorf("%s repeats name %q", where, s.Name))
+	}
+	v.serviceIDs[s.ID], v.serviceNames[s.Name] = true, true
+	if len(s.Plans) == 0 {
+		v.errs = append(v.errs, fmt.Errorf("%s has no plans", where))
+	}
+	planIDs := map[string]bool{}
+	planNames := map[string]bool{}
+	for j, p := range s.Plans {
+		pwhere := fmt.Sprintf("%s plan %d (%q)", where, j, p.Name)
 		switch {
-		case s.ID == "":
-			errs = append(errs, fmt.Errorf("%s has no id", where))
-		case serviceIDs[s.ID]:
-			errs = append(errs, fmt.Errorf("%s repeats id %q", where, s.ID))
+		case p.ID == "":
+			v.errs = append(v.errs, fmt.Errorf("%s has no id", pwhere))
+		case planIDs[p.ID]:
+			v.errs = append(v.errs, fmt.Errorf("%s repeats id %q", pwhere, p.ID))
 		}
 		switch {
-		case s.Name == "":
-			errs = append(errs, fmt.Errorf("%s has no name", where))
-		case serviceNames[s.Name]:
-			errs = append(errs, fmt.Errorf("%s repeats name %q", where, s.Name))
+		case p.Name == "":
+			v.errs = append(v.errs, fmt.Errorf("%s has no name", pwhere))
+		case planNames[p.Name]:
+			v.errs = append(v.errs, fmt.Errorf("%s repeats name %q", pwhere, p.Name))
 		}
-		serviceIDs[s.ID], serviceNames[s.Name] = true, true
-		if len(s.Plans) == 0 {
-			errs = append(errs, fmt.Errorf("%s has no plans", where))
-		}
-		planIDs := map[string]bool{}
-		planNames := map[string]bool{}
-		for j, p := range s.Plans {
-			pwhere := fmt.Sprintf("%s plan %d (%q)", where, j, p.Name)
-			switch {
-			case p.ID == "":
-				errs = append(errs, fmt.Errorf("%s has no id", pwhere))
-			case planIDs[p.ID]:
-				errs = append(errs, fmt.Errorf("%s repeats id %q", pwhere, p.ID))
-			}
-			switch {
-			case p.Name == "":
-				errs = append(errs, fmt.Errorf("%s has no name", pwhere))
-			case planNames[p.Name]:
-				errs = append(errs, fmt.Errorf("%s repeats name %q", pwhere, p.Name))
-			}
-			planIDs[p.ID], planNames[p.Name] = true, true
-			if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
-				errs = append(errs, fmt.Errorf("%s has maintenance_info without a version", pwhere))
-			}
+		planIDs[p.ID], planNames[p.Name] = true, true
+		if p.MaintenanceInfo != nil && p.MaintenanceInfo.Version == "" {
+			v.errs = append(v.errs, fmt.Errorf("%s has maintenance_info without a version", pwhere))
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("osb: invalid catalog: %w", errors.Join(errs...))
+}
+
+// Err returns every problem found so far, or nil.
+func (v *CatalogValidator) Err() error {
+	if len(v.errs) > 0 {
+		return fmt.Errorf("osb: invalid catalog: %w", errors.Join(v.errs...))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -305,6 +306,9 @@ type call struct {
 	body     any // nil: no body
 	opts     RequestOptions
 	maxBytes int64
+	// stream, when set, reads a body with an accepted status as it arrives (capped
+	// at maxBytes) instead of reading it whole; the answer then has no body.
+	stream func(io.Reader) error
 }
 
 type queryParam struct{ key, value string }
@@ -411,6 +415,10 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 	}
 	defer resp.Body.Close()
 
+	if cl.stream != nil && slices.Contains(ok, resp.StatusCode) {
+		return c.readStream(ctx, cl, resp)
+	}
+
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, cl.maxBytes+1))
 	if err != nil {
 		return nil, classifyTransport(ctx, &TransportError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode, Err: stripURL(err)})
@@ -452,6 +460,43 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 		}
 	}
 	return nil, he
+}
+
+// readStream hands an accepted body to cl.stream. A read that fails is a transport
+// error, a body over the cap or one that does not decode is a malformed answer, and an
+// error of the stream's own caller is returned as it is.
+func (c *client) readStream(ctx context.Context, cl call, resp *http.Response) (*answer, error) {
+	body := &recordingReader{r: &limitedBody{r: resp.Body, remaining: cl.maxBytes, limit: cl.maxBytes}}
+	err := cl.stream(body)
+	a := &answer{status: resp.StatusCode, header: resp.Header}
+	var aborted *walkAborted
+	var tooLarge *BodyTooLargeError
+	switch {
+	case err == nil:
+		return a, nil
+	case errors.As(err, &aborted):
+		return nil, err
+	case errors.As(body.err, &tooLarge):
+		return nil, c.malformed(cl, a, tooLarge)
+	case body.err != nil && body.err != io.EOF:
+		return nil, classifyTransport(ctx, &TransportError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode, Err: stripURL(body.err)})
+	default:
+		return nil, c.malformed(cl, a, err)
+	}
+}
+
+// recordingReader remembers the first error of the reader under it.
+type recordingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // stripURL drops the *url.Error wrapper, whose message repeats the full URL.
@@ -516,17 +561,13 @@ func nilRequest(op string) error {
 // Endpoints
 
 func (c *client) GetCatalog(ctx context.Context, req *CatalogRequest) (*CatalogResponse, error) {
-	if req == nil {
-		req = &CatalogRequest{}
-	}
-	cl := call{op: "GetCatalog", method: http.MethodGet, path: "/v2/catalog", opts: req.RequestOptions, maxBytes: c.maxCatalog}
-	a, err := c.do(ctx, cl, http.StatusOK)
+	cat := &CatalogResponse{Services: []Service{}}
+	err := c.WalkCatalog(ctx, req, func(s *Service) error {
+		cat.Services = append(cat.Services, *s)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	cat, err := DecodeCatalog(a.body)
-	if err != nil {
-		return nil, c.malformed(cl, a, err)
 	}
 	return cat, nil
 }

@@ -106,21 +106,15 @@ func errorMessage(body []byte) string {
 // "services" key is malformed; an empty (or null) list is not. Call Validate for the
 // spec's structural rules.
 func DecodeCatalog(data []byte) (*CatalogResponse, error) {
-	var probe map[string]json.RawMessage
-	if err := decodeObject(data, false, &probe); err != nil {
+	c := &CatalogResponse{Services: []Service{}}
+	err := decodeCatalogBytes(data, func(s *Service) error {
+		c.Services = append(c.Services, *s)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if _, ok := probe["services"]; !ok {
-		return nil, errors.New(`catalog has no "services" key`)
-	}
-	var c CatalogResponse
-	if err := json.Unmarshal(bytes.TrimSpace(data), &c); err != nil {
-		return nil, fmt.Errorf("decoding catalog: %w", withoutValues(err))
-	}
-	if c.Services == nil {
-		c.Services = []Service{}
-	}
-	return &c, nil
+	return c, nil
 }
 
 // DecodeLastOperation decodes the body of a last_operation answer. The state

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,9 +54,9 @@ func WithIntent(ctx context.Context) context.Context {
 func isIntent(ctx context.Context) bool { v, _ := ctx.Value(intentKey{}).(bool); return v }
 
 // readSpec is the spec of a record as last read or written by this store: its exact bytes
-// under DataKey and the hash of the spec they decode to.
+// under DataKey, the format they are written in, and the hash of the spec they decode to.
 type readSpec struct {
-	rv, raw, hash string
+	rv, raw, format, hash string
 }
 
 // specMemory keeps, per record uid, the spec last read (so that a write that leaves the
@@ -78,7 +79,7 @@ func (m *specMemory) remember(cm *corev1.ConfigMap, hash string) {
 	if m.read == nil || len(m.read) > specMemoryMax {
 		m.read = map[types.UID]readSpec{}
 	}
-	m.read[cm.UID] = readSpec{rv: cm.ResourceVersion, raw: cm.Data[DataKey], hash: hash}
+	m.read[cm.UID] = readSpec{rv: cm.ResourceVersion, raw: cm.Data[DataKey], format: cm.Annotations[AnnotationFormat], hash: hash}
 }
 
 func (m *specMemory) lookup(uid types.UID, rv string) (readSpec, bool) {
@@ -160,7 +161,11 @@ func (s *Store) prepareWrite(ctx context.Context, cm *corev1.ConfigMap, create b
 	hash := cm.Annotations[AnnotationSpecHash]
 	changed := true
 	if !create {
-		if r, ok := s.specs.lookup(cm.UID, cm.ResourceVersion); ok && r.hash == hash {
+		// Same spec, compressed or not as before: the bytes read are kept (format 1
+		// bytes too: their status is ignored where StatusDataKey is present). A status
+		// that grew can make the same spec need compressing, and that is other bytes.
+		if r, ok := s.specs.lookup(cm.UID, cm.ResourceVersion); ok && r.hash == hash &&
+			isCompressedFormat(r.format) == isCompressedFormat(cm.Annotations[AnnotationFormat]) {
 			cm.Data[DataKey] = r.raw
 			changed = false
 		}
@@ -293,3 +298,7 @@ func WithClusterTrustToken(core kubernetes.Interface, catalogNamespace string) O
 		return tok, nil
 	})
 }
+
+// isCompressedFormat reports whether a format annotation names a format whose spec is
+// compressed.
+func isCompressedFormat(format string) bool { return format == strconv.Itoa(formatCompressed) }

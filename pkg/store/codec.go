@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -178,6 +180,15 @@ type rawBody struct {
 	Kind       string          `json:"kind"`
 	Spec       json.RawMessage `json:"spec"`
 	Status     json.RawMessage `json:"status"`
+	// SpecGzip is the compressed spec of a format 3 record.
+	SpecGzip []byte `json:"specGzip"`
+}
+
+// compressedBody is body with its spec compressed (format 3).
+type compressedBody struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	SpecGzip   []byte `json:"specGzip"`
 }
 
 // Encode returns the ConfigMap that holds record, as Update would write it: derived
@@ -259,7 +270,7 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 	case annotations[AnnotationSpecHash] != specHash:
 		meta.Generation++
 	}
-	annotations[AnnotationFormat] = strconv.Itoa(FormatVersion)
+	annotations[AnnotationFormat] = strconv.Itoa(formatPlain)
 	annotations[AnnotationGeneration] = strconv.FormatInt(meta.Generation, 10)
 	annotations[AnnotationSpecHash] = specHash
 
@@ -303,8 +314,16 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
 	}
 	if n := dataSize(data); n > maxDataBytes {
-		return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
-			Detail: fmt.Sprintf("%d bytes", n)}
+		// Too large as JSON: compress the spec (format 3).
+		plain := n
+		if data, err = marshalCompressed(k.name, spec, status); err != nil {
+			return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
+		}
+		if n := dataSize(data); n > maxDataBytes {
+			return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
+				Detail: fmt.Sprintf("%d bytes of JSON, %d bytes compressed", plain, n)}
+		}
+		annotations[AnnotationFormat] = strconv.Itoa(formatCompressed)
 	}
 
 	return &corev1.ConfigMap{
@@ -359,6 +378,62 @@ func marshalData(b body, status any) (map[string]string, error) {
 		}
 	}
 	panic("unreachable")
+}
+
+// formatCompressed is the format of a record whose spec is compressed.
+const formatCompressed = 3
+
+// maxSpecBytes bounds a compressed spec once decompressed, so that a forged record
+// cannot make a reader decompress without end.
+const maxSpecBytes = 64 << 20
+
+// marshalCompressed writes the record with its spec as gzip-compressed compact JSON
+// under DataKey, and its status, compact, under StatusDataKey.
+func marshalCompressed(kind string, spec, status any) (map[string]string, error) {
+	specJSON, err := marshalJSON(spec, "")
+	if err != nil {
+		return nil, err
+	}
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(specJSON); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	rec, err := marshalJSON(compressedBody{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: kind, SpecGzip: gz.Bytes()}, "")
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]string{DataKey: string(rec)}
+	if status != nil {
+		st, err := marshalJSON(status, "")
+		if err != nil {
+			return nil, err
+		}
+		data[StatusDataKey] = string(st)
+	}
+	return data, nil
+}
+
+// gunzipSpec decompresses a format 3 spec, at most maxSpecBytes of it.
+func gunzipSpec(gz []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxSpecBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxSpecBytes {
+		return nil, fmt.Errorf("the spec decompresses to more than %d bytes", maxSpecBytes)
+	}
+	return out, nil
 }
 
 func marshalJSON(v any, indent string) ([]byte, error) {
@@ -431,6 +506,17 @@ func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 	}
 	if raw.Kind != k.name {
 		return corrupt("the record's kind is %q, not %q", raw.Kind, k.name)
+	}
+
+	if version >= formatCompressed {
+		if len(raw.SpecGzip) == 0 {
+			return corrupt("data key %q has no compressed spec (specGzip), which format %d records have", DataKey, version)
+		}
+		specJSON, err := gunzipSpec(raw.SpecGzip)
+		if err != nil {
+			return corrupt("data key %q: the compressed spec does not decompress: %v", DataKey, err)
+		}
+		raw.Spec = specJSON
 	}
 
 	obj := k.newRecord()

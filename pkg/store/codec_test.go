@@ -3,7 +3,9 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,10 +128,10 @@ func TestDecode_RefusesWhatItCannotRead(t *testing.T) {
 		is     func(error) bool
 		msg    string
 	}{
-		{name: "a future format", change: func(cm *corev1.ConfigMap) { cm.Annotations[store.AnnotationFormat] = "3" },
+		{name: "a future format", change: func(cm *corev1.ConfigMap) { cm.Annotations[store.AnnotationFormat] = "4" },
 			is: store.IsUnsupportedFormat,
 			msg: `service instance "db" in namespace "dev" was written by a newer kubectl-catalog ` +
-				`(record format 3; this release reads formats up to 2): upgrade kubectl-catalog to read it`},
+				`(record format 4; this release reads formats up to 3): upgrade kubectl-catalog to read it`},
 		{name: "an unknown apiVersion", change: func(cm *corev1.ConfigMap) {
 			cm.Data[store.DataKey] = strings.Replace(cm.Data[store.DataKey], "v1alpha1", "v1", 1)
 		}, is: store.IsUnsupportedFormat, msg: `apiVersion "catalog.kubectl-catalog.io/v1"`},
@@ -205,10 +207,35 @@ func TestEncode_LargeRecordFallsBackToCompactJSON_TooLargeIsRefused(t *testing.T
 	assert.NilError(t, err)
 	assert.Check(t, bytes.Equal(back.(*v1alpha1.ServicePlanSchemas).Spec.Plans[0].InstanceCreate.Raw, s.Spec.Plans[0].InstanceCreate.Raw))
 
-	s.Spec.Plans[0].InstanceCreate = schema(40000)
+	// Over 1 MiB even compact: the spec is compressed (format 3) and reads back the same.
+	s.Spec.Plans[0].InstanceCreate = schema(80000)
+	cm, err = store.Encode(s)
+	assert.NilError(t, err)
+	assert.Equal(t, cm.Annotations[store.AnnotationFormat], "3")
+	assert.Check(t, !strings.Contains(cm.Data[store.DataKey], `"p79999"`), "the spec is compressed")
+	assert.Check(t, len(cm.Data[store.DataKey]) < 400<<10, "%d bytes", len(cm.Data[store.DataKey]))
+	back, err = store.Decode(cm)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, back.(*v1alpha1.ServicePlanSchemas).Spec, s.Spec)
+
+	// What does not fit even compressed is refused, saying so.
+	noise := make([]byte, 1200<<10)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
+	s.Spec.Plans[0].InstanceCreate = &runtime.RawExtension{Raw: []byte(`{"description":"` + hex.EncodeToString(noise) + `"}`)}
 	_, err = store.Encode(s)
 	assert.Check(t, store.IsTooLarge(err), "%v", err)
-	assert.ErrorContains(t, err, "a ConfigMap holds at most 1 MiB")
+	assert.ErrorContains(t, err, "a ConfigMap holds at most 1 MiB, even compressed")
+}
+
+func TestDecode_ACompressedSpecThatDoesNotDecompressIsCorrupt(t *testing.T) {
+	s := storetest.SamplePlanSchemas()
+	cm, err := store.Encode(s)
+	assert.NilError(t, err)
+	cm.Annotations[store.AnnotationFormat] = "3"
+	cm.Data[store.DataKey] = `{"apiVersion":"catalog.kubectl-catalog.io/v1alpha1","kind":"ServicePlanSchemas","specGzip":"bm90IGd6aXA="}`
+	_, err = store.Decode(cm)
+	assert.Check(t, store.IsCorrupt(err), "%v", err)
+	assert.ErrorContains(t, err, "does not decompress")
 }
 
 func TestLabelValue_KeepsValidValuesAndHashesOthers(t *testing.T) {

@@ -115,7 +115,7 @@ func (e *Error) Error() string {
 		}
 		return fmt.Sprintf("cannot %s %s%s: %s%s", e.Op, what, in, e.Detail, cause)
 	case ReasonTooLarge:
-		return fmt.Sprintf("%s%s is too large to store (%s): a ConfigMap holds at most 1 MiB", what, in, e.Detail)
+		return fmt.Sprintf("%s%s is too large to store (%s): a ConfigMap holds at most 1 MiB, even compressed", what, in, e.Detail)
 	case ReasonClaimed:
 		if e.Holder != "" {
 			return fmt.Sprintf("%s%s is being worked on by %q until %s: wait and retry, or let \"kubectl catalog reconcile\" finish it",

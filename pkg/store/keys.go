@@ -117,9 +117,18 @@ const StatusDataKey = "status"
 // compact when indented would not fit); apiVersion is catalog.kubectl-catalog.io/v1alpha1.
 // Format 2: DataKey holds {apiVersion, kind, spec} and StatusDataKey the status, so that a
 // change of the spec is a change of DataKey alone (what the trust policy checks).
+// Format 3: format 2, except that DataKey holds {apiVersion, kind, specGzip}, the spec's
+// compact JSON compressed with gzip (base64 in the JSON). It is written only for a record
+// whose spec does not fit in a ConfigMap otherwise (a class with thousands of plans and
+// their schemas); every other record is still written as format 2, which releases that
+// read only up to format 2 keep reading. A compressed spec is still inside DataKey, so the
+// trust policy sees its every change.
 // Adding optional fields that older releases may drop does not change the format; any
 // other change does, together with a decoder for the older format.
-const FormatVersion = 2
+const FormatVersion = 3
+
+// formatPlain is the format of a record whose spec is not compressed.
+const formatPlain = 2
 
 // configMapPrefixes are the per-kind ConfigMap name prefixes. Each ends with a dot and
 // none contains another dot, so the record name is whatever follows the first dot.

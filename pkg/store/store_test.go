@@ -343,7 +343,7 @@ func TestList_UnreadableRecordDoesNotHideTheOthers(t *testing.T) {
 	mustCreateInstance(t, st, "newer")
 	cm, err := c.Core.CoreV1().ConfigMaps("dev").Get(ctx, "catalog-instance.newer", metav1.GetOptions{})
 	assert.NilError(t, err)
-	cm.Annotations[store.AnnotationFormat] = "3"
+	cm.Annotations[store.AnnotationFormat] = "4"
 	_, err = c.Core.CoreV1().ConfigMaps("dev").Update(ctx, cm, metav1.UpdateOptions{})
 	assert.NilError(t, err)
 

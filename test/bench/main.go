@@ -49,6 +49,7 @@ func main() {
 	catalogRuns := flag.Int("catalog-runs", 9, "Runs of the commands on the large catalog.")
 	skipCatalog := flag.Bool("skip-catalog", false, "Skip the figures that need a control plane.")
 	reconcileOnly := flag.Bool("reconcile-only", false, "Only the reconcile figures (no control plane, no kubectl).")
+	bigCatalogOnly := flag.Bool("big-catalog-only", false, "Only the figures of the 60 MiB catalog (a control plane of their own).")
 	flag.Parse()
 	var err error
 	if *reconcileOnly {
@@ -57,6 +58,8 @@ func main() {
 		if figures, notes, err = reconcileFigures(); err == nil {
 			err = printFigures(figures, notes)
 		}
+	} else if *bigCatalogOnly {
+		err = runBigCatalog()
 	} else {
 		err = run(*runs, *catalogRuns, *skipCatalog)
 	}
@@ -102,6 +105,32 @@ func run(runs, catalogRuns int, skipCatalog bool) error {
 			return err
 		}
 		figures = append(figures, more...)
+		big, bigNotes, err := bigCatalogFigures(bins, plugin, dir)
+		if err != nil {
+			return err
+		}
+		figures, notes = append(figures, big...), append(notes, bigNotes...)
+	}
+	return printFigures(figures, notes)
+}
+
+func runBigCatalog() error {
+	bins, err := controlplane.EnsureBinaries(os.Stderr)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kubectl-catalog-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	plugin, err := controlplane.BuildPlugin(dir)
+	if err != nil {
+		return err
+	}
+	figures, notes, err := bigCatalogFigures(bins, plugin, dir)
+	if err != nil {
+		return err
 	}
 	return printFigures(figures, notes)
 }

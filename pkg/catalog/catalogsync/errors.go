@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // Reasons a catalog fetch fails, as recorded in the broker's Failed condition.
@@ -60,6 +61,13 @@ func (e *FetchError) Error() string {
 		hint = "the broker's catalog exceeds the size limit: restrict it or fix the broker"
 	case ReasonInvalid:
 		hint = "fix the broker's catalog; the classes recorded before are kept"
+	case ReasonStoreError:
+		hint = fmt.Sprintf("try again with \"kubectl catalog sync broker %s\"", e.Broker)
+		if store.IsTooLarge(e.Err) {
+			hint = fmt.Sprintf("a class of broker %q has more plans and schemas than one record holds, even compressed: "+
+				"register the broker again with --plan-restrictions that offer fewer of that class's plans, "+
+				"or have the broker split the service", e.Broker)
+		}
 	default:
 		hint = fmt.Sprintf("try again with \"kubectl catalog sync broker %s\"", e.Broker)
 	}

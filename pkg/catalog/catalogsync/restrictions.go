@@ -119,21 +119,32 @@ func (r Restrictions) allowPlan(s *osb.Service, p *osb.Plan) bool {
 func (r Restrictions) Apply(cat *osb.CatalogResponse) *osb.CatalogResponse {
 	out := &osb.CatalogResponse{}
 	for i := range cat.Services {
-		s := cat.Services[i]
-		if !r.allowClass(&s) {
-			continue
+		if s := r.Service(&cat.Services[i]); s != nil {
+			out.Services = append(out.Services, *s)
 		}
-		var plans []osb.Plan
-		for j := range s.Plans {
-			if r.allowPlan(&s, &s.Plans[j]) {
-				plans = append(plans, s.Plans[j])
-			}
-		}
-		if len(plans) == 0 {
-			continue
-		}
-		s.Plans = plans
-		out.Services = append(out.Services, s)
 	}
 	return out
+}
+
+// Service returns the part of service s the restrictions allow, or nil when they allow
+// none of it (the class rules do not match, or no plan is left). s is not modified.
+func (r Restrictions) Service(s *osb.Service) *osb.Service {
+	if !r.allowClass(s) {
+		return nil
+	}
+	if len(r.plan) == 0 {
+		return s
+	}
+	var plans []osb.Plan
+	for j := range s.Plans {
+		if r.allowPlan(s, &s.Plans[j]) {
+			plans = append(plans, s.Plans[j])
+		}
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	out := *s
+	out.Plans = plans
+	return &out
 }

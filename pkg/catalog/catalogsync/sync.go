@@ -94,9 +94,11 @@ func (r *Result) Unchanged() bool {
 	return r.ClassesAdded+r.ClassesUpdated+r.ClassesRemoved+r.ClassesDeleted+r.PlansAdded+r.PlansRemoved+r.PlansDeleted == 0
 }
 
-// Fetch gets broker b's catalog and checks it: ids present and unique (plan ids across
-// the whole catalog), names unique, at least one plan per service. Errors are *FetchError.
-func (s *Syncer) Fetch(ctx context.Context, b *v1alpha1.Broker) (*osb.CatalogResponse, error) {
+// Fetch gets broker b's catalog, checks it (ids present and unique, plan ids across the
+// whole catalog; names unique; at least one plan per service) and keeps what restr
+// allows. The catalog is decoded one service at a time and kept compressed, so its size
+// in memory is a fraction of the broker's answer. Errors are *FetchError.
+func (s *Syncer) Fetch(ctx context.Context, b *v1alpha1.Broker, restr Restrictions) (*Catalog, error) {
 	c, err := s.clients.ClientFor(ctx, b)
 	if err != nil {
 		fe := classifyFetch(b, err)
@@ -105,31 +107,32 @@ func (s *Syncer) Fetch(ctx context.Context, b *v1alpha1.Broker) (*osb.CatalogRes
 		}
 		return nil, fe
 	}
-	cat, err := c.GetCatalog(ctx, nil)
-	if err != nil {
-		return nil, classifyFetch(b, err)
-	}
-	if err := validate(cat); err != nil {
-		return nil, &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonInvalid, Err: err}
-	}
-	return cat, nil
-}
-
-func validate(cat *osb.CatalogResponse) error {
-	if err := cat.Validate(); err != nil {
-		return err
-	}
-	planOwner := map[string]string{}
-	var errs []error
-	for _, svc := range cat.Services {
+	var (
+		check     osb.CatalogValidator
+		planOwner = map[string]string{}
+		planErrs  []error
+		pack      packer
+	)
+	err = osb.WalkCatalog(ctx, c, nil, func(svc *osb.Service) error {
+		check.Add(svc)
 		for _, p := range svc.Plans {
 			if other, ok := planOwner[p.ID]; ok && other != svc.ID {
-				errs = append(errs, fmt.Errorf("plan id %q is used by services %q and %q (plan ids must be unique in the catalog)", p.ID, other, svc.ID))
+				planErrs = append(planErrs, fmt.Errorf("plan id %q is used by services %q and %q (plan ids must be unique in the catalog)", p.ID, other, svc.ID))
 			}
 			planOwner[p.ID] = svc.ID
 		}
+		if kept := restr.Service(svc); kept != nil {
+			return pack.add(kept)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, classifyFetch(b, err)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(check.Err(), errors.Join(planErrs...)); err != nil {
+		return nil, &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonInvalid, Err: err}
+	}
+	return pack.catalog(), nil
 }
 
 // Sync fetches b's catalog and applies it (see Apply), then records the outcome in b's
@@ -147,13 +150,13 @@ func (s *Syncer) Sync(ctx context.Context, b *v1alpha1.Broker) (*Result, error) 
 		fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonClientConfig, Err: err}
 		return nil, s.recordFailure(ctx, b, fe)
 	}
-	cat, err := s.Fetch(ctx, b)
+	cat, err := s.Fetch(ctx, b, restr)
 	if err != nil {
 		var fe *FetchError
 		errors.As(err, &fe)
 		return nil, s.recordFailure(ctx, b, fe)
 	}
-	res, err := s.Apply(ctx, b, restr.Apply(cat))
+	res, err := s.Apply(ctx, b, cat)
 	if err != nil {
 		fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Reason: ReasonStoreError,
 			Err: fmt.Errorf("catalog fetched, but recording it failed: %w", err)}
@@ -246,8 +249,10 @@ func (s *Syncer) recordSuccess(ctx context.Context, b *v1alpha1.Broker, res *Res
 
 // Apply writes cat (already restricted) as broker b's classes and schemas: new classes
 // and plans are created, changed ones updated, vanished ones marked removed and deleted
-// once no instance uses them. It does not touch b.
-func (s *Syncer) Apply(ctx context.Context, b *v1alpha1.Broker, cat *osb.CatalogResponse) (*Result, error) {
+// once no instance uses them. It does not touch b. Services are decoded, compared and
+// written a few at a time (the Syncer's concurrency), so memory stays bounded by that
+// many services, not by the catalog.
+func (s *Syncer) Apply(ctx context.Context, b *v1alpha1.Broker, cat *Catalog) (*Result, error) {
 	existing, err := s.st.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
 	if err != nil {
 		// A corrupt class record must not make a sync recreate or delete blindly.
@@ -257,115 +262,26 @@ func (s *Syncer) Apply(ctx context.Context, b *v1alpha1.Broker, cat *osb.Catalog
 	for _, c := range existing {
 		byID[c.Spec.ID] = c
 	}
-	res := &Result{Classes: len(cat.Services)}
-	offered := make(map[string]bool, len(cat.Services))
-
-	var usage *instanceUsage
-	loadUsage := func() (*instanceUsage, error) {
-		if usage == nil {
-			u, err := s.instanceUsage(ctx, b)
-			if err != nil {
-				return nil, err
-			}
-			usage = u
-		}
-		return usage, nil
+	a := &applier{s: s, b: b, res: &Result{Classes: cat.Len(), Plans: cat.Plans()}}
+	offered := make(map[string]bool, cat.Len())
+	for _, ps := range cat.services {
+		offered[ps.id] = true
 	}
 
-	var mu sync.Mutex
-	var jobs []func() error
-	for i := range cat.Services {
-		svc := &cat.Services[i]
-		offered[svc.ID] = true
-		res.Plans += len(svc.Plans)
-		old := byID[svc.ID]
-		spec := classSpec(b, svc)
-		schemas := schemasSpec(b, svc)
-		schemasDigest := digest(schemas)
-
-		var status v1alpha1.ServiceClassStatus
-		if old != nil {
-			// Keep the plans the broker dropped, marked, while instances use them.
-			newIDs := map[string]bool{}
-			for _, p := range spec.Plans {
-				newIDs[p.ID] = true
-			}
-			for _, p := range old.Spec.Plans {
-				if newIDs[p.ID] {
-					continue
-				}
-				u, err := loadUsage()
-				if err != nil {
-					return res, err
-				}
-				if u.planUsed(svc.ID, p.ID) {
-					spec.Plans = append(spec.Plans, p)
-					status.Plans = append(status.Plans, v1alpha1.ServicePlanStatus{ID: p.ID, RemovedFromBroker: true})
-					if !old.PlanRemoved(p.ID) {
-						res.PlansRemoved++
-					}
-					res.Kept = append(res.Kept, spec.ExternalName+"/"+p.ExternalName)
-				} else {
-					res.PlansDeleted++
-				}
-			}
-			for _, p := range spec.Plans {
-				if old.PlanByID(p.ID) == nil {
-					res.PlansAdded++
-				}
-			}
-		} else {
-			res.PlansAdded += len(spec.Plans)
-		}
-
-		switch {
-		case old == nil:
-			res.ClassesAdded++
-			jobs = append(jobs, func() error {
-				if err := s.writeSchemas(ctx, b, svc.ID, schemas, nil); err != nil {
-					return err
-				}
-				c := &v1alpha1.ServiceClass{
-					ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: v1alpha1.ClassRecordName(b.Name, svc.ID),
-						Annotations: map[string]string{AnnotationSchemasDigest: schemasDigest}},
-					Spec: spec, Status: status,
-				}
-				_, err := s.st.Classes().Create(ctx, c)
-				if store.IsAlreadyExists(err) {
-					// A record left by a sync that was interrupted between listing and
-					// writing: overwrite it with what the broker offers now.
-					_, err = s.st.Classes().UpdateWithRetry(ctx, c.Namespace, c.Name, func(cur *v1alpha1.ServiceClass) error {
-						cur.Spec, cur.Status = spec, status
-						setAnnotation(&cur.ObjectMeta, AnnotationSchemasDigest, schemasDigest)
-						return nil
-					})
-				}
+	pool := newPool(s.concurrency)
+	for i := range cat.services {
+		old := byID[cat.services[i].id]
+		pool.do(func() error {
+			svc, err := cat.Service(i)
+			if err != nil {
 				return err
-			})
-		default:
-			sameSpec := digest(old.Spec) == digest(spec)
-			sameStatus := digest(old.Status) == digest(status)
-			sameSchemas := old.Annotations[AnnotationSchemasDigest] == schemasDigest
-			if sameSpec && sameStatus && sameSchemas {
-				continue
 			}
-			if !sameSpec || old.Status.RemovedFromBroker {
-				res.ClassesUpdated++
-			}
-			old := old
-			jobs = append(jobs, func() error {
-				if !sameSchemas {
-					if err := s.writeSchemas(ctx, b, svc.ID, schemas, old); err != nil {
-						return err
-					}
-				}
-				old = old.DeepCopy()
-				old.Spec, old.Status = spec, status
-				setAnnotation(&old.ObjectMeta, AnnotationSchemasDigest, schemasDigest)
-				_, err := s.st.Classes().Update(ctx, old)
+			job, err := a.plan(ctx, svc, old)
+			if err != nil || job == nil {
 				return err
-			})
-		}
+			}
+			return job()
+		})
 	}
 
 	// Classes the broker no longer offers.
@@ -376,19 +292,24 @@ func (s *Syncer) Apply(ctx context.Context, b *v1alpha1.Broker, cat *osb.Catalog
 		}
 	}
 	if len(gone) > 0 {
-		u, err := loadUsage()
+		u, err := a.usage(ctx)
 		if err != nil {
-			return res, err
+			pool.fail(err)
 		}
 		for _, c := range gone {
+			if u == nil {
+				break
+			}
 			if u.classUsed(c.Spec.ID) {
+				a.mu.Lock()
+				a.res.Kept = append(a.res.Kept, c.Spec.ExternalName)
 				if c.Status.RemovedFromBroker {
-					res.Kept = append(res.Kept, c.Spec.ExternalName)
+					a.mu.Unlock()
 					continue
 				}
-				res.ClassesRemoved++
-				res.Kept = append(res.Kept, c.Spec.ExternalName)
-				jobs = append(jobs, func() error {
+				a.res.ClassesRemoved++
+				a.mu.Unlock()
+				pool.do(func() error {
 					_, err := s.st.Classes().UpdateWithRetry(ctx, c.Namespace, c.Name, func(cur *v1alpha1.ServiceClass) error {
 						cur.Status.RemovedFromBroker = true
 						return nil
@@ -397,17 +318,183 @@ func (s *Syncer) Apply(ctx context.Context, b *v1alpha1.Broker, cat *osb.Catalog
 				})
 				continue
 			}
-			res.ClassesDeleted++
-			jobs = append(jobs, func() error { return s.deleteClass(ctx, c.Namespace, c.Name) })
+			a.mu.Lock()
+			a.res.ClassesDeleted++
+			a.mu.Unlock()
+			pool.do(func() error { return s.deleteClass(ctx, c.Namespace, c.Name) })
 		}
 	}
-	if usage != nil && usage.warning != "" {
-		res.Warnings = append(res.Warnings, usage.warning)
+	err = pool.wait()
+	if a.use != nil && a.use.warning != "" {
+		a.res.Warnings = append(a.res.Warnings, a.use.warning)
 	}
-	slices.Sort(res.Kept)
+	slices.Sort(a.res.Kept)
+	return a.res, err
+}
 
-	err = s.run(jobs, &mu)
-	return res, err
+// applier holds what the services of one Apply share: the result's counts and the
+// broker's instance usage, loaded once, when a plan or class is found gone.
+type applier struct {
+	s   *Syncer
+	b   *v1alpha1.Broker
+	mu  sync.Mutex
+	res *Result
+	use *instanceUsage
+}
+
+func (a *applier) usage(ctx context.Context) (*instanceUsage, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.use == nil {
+		u, err := a.s.instanceUsage(ctx, a.b)
+		if err != nil {
+			return nil, err
+		}
+		a.use = u
+	}
+	return a.use, nil
+}
+
+// plan compares service svc with its class record old (nil when there is none), counts
+// the changes, and returns the write to make, or nil when the records are current.
+func (a *applier) plan(ctx context.Context, svc *osb.Service, old *v1alpha1.ServiceClass) (func() error, error) {
+	s, b := a.s, a.b
+	spec := classSpec(b, svc)
+	schemas := schemasSpec(b, svc)
+	schemasDigest := digest(schemas)
+
+	var status v1alpha1.ServiceClassStatus
+	var added, removed, deleted int
+	var kept []string
+	if old != nil {
+		// Keep the plans the broker dropped, marked, while instances use them.
+		newIDs := map[string]bool{}
+		for _, p := range spec.Plans {
+			newIDs[p.ID] = true
+		}
+		for _, p := range old.Spec.Plans {
+			if newIDs[p.ID] {
+				continue
+			}
+			u, err := a.usage(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if u.planUsed(svc.ID, p.ID) {
+				spec.Plans = append(spec.Plans, p)
+				status.Plans = append(status.Plans, v1alpha1.ServicePlanStatus{ID: p.ID, RemovedFromBroker: true})
+				if !old.PlanRemoved(p.ID) {
+					removed++
+				}
+				kept = append(kept, spec.ExternalName+"/"+p.ExternalName)
+			} else {
+				deleted++
+			}
+		}
+		for _, p := range spec.Plans {
+			if old.PlanByID(p.ID) == nil {
+				added++
+			}
+		}
+	} else {
+		added = len(spec.Plans)
+	}
+	a.mu.Lock()
+	a.res.PlansAdded += added
+	a.res.PlansRemoved += removed
+	a.res.PlansDeleted += deleted
+	a.res.Kept = append(a.res.Kept, kept...)
+	a.mu.Unlock()
+
+	if old == nil {
+		a.mu.Lock()
+		a.res.ClassesAdded++
+		a.mu.Unlock()
+		return func() error {
+			if err := s.writeSchemas(ctx, b, svc.ID, schemas, nil); err != nil {
+				return err
+			}
+			c := &v1alpha1.ServiceClass{
+				ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: v1alpha1.ClassRecordName(b.Name, svc.ID),
+					Annotations: map[string]string{AnnotationSchemasDigest: schemasDigest}},
+				Spec: spec, Status: status,
+			}
+			_, err := s.st.Classes().Create(ctx, c)
+			if store.IsAlreadyExists(err) {
+				// A record left by a sync that was interrupted between listing and
+				// writing: overwrite it with what the broker offers now.
+				_, err = s.st.Classes().UpdateWithRetry(ctx, c.Namespace, c.Name, func(cur *v1alpha1.ServiceClass) error {
+					cur.Spec, cur.Status = spec, status
+					setAnnotation(&cur.ObjectMeta, AnnotationSchemasDigest, schemasDigest)
+					return nil
+				})
+			}
+			return err
+		}, nil
+	}
+	sameSpec := digest(old.Spec) == digest(spec)
+	sameStatus := digest(old.Status) == digest(status)
+	sameSchemas := old.Annotations[AnnotationSchemasDigest] == schemasDigest
+	if sameSpec && sameStatus && sameSchemas {
+		return nil, nil
+	}
+	if !sameSpec || old.Status.RemovedFromBroker {
+		a.mu.Lock()
+		a.res.ClassesUpdated++
+		a.mu.Unlock()
+	}
+	return func() error {
+		if !sameSchemas {
+			if err := s.writeSchemas(ctx, b, svc.ID, schemas, old); err != nil {
+				return err
+			}
+		}
+		cur := old.DeepCopy()
+		cur.Spec, cur.Status = spec, status
+		setAnnotation(&cur.ObjectMeta, AnnotationSchemasDigest, schemasDigest)
+		_, err := s.st.Classes().Update(ctx, cur)
+		return err
+	}, nil
+}
+
+// pool runs jobs, at most n at once, and joins their errors (the first five, then a
+// count).
+type pool struct {
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func newPool(n int) *pool { return &pool{sem: make(chan struct{}, max(n, 1))} }
+
+// do starts job once fewer than n jobs run.
+func (p *pool) do(job func() error) {
+	p.wg.Add(1)
+	p.sem <- struct{}{}
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.sem }()
+		if err := job(); err != nil {
+			p.fail(err)
+		}
+	}()
+}
+
+func (p *pool) fail(err error) {
+	p.mu.Lock()
+	p.errs = append(p.errs, err)
+	p.mu.Unlock()
+}
+
+// wait waits for every job and returns their errors.
+func (p *pool) wait() error {
+	p.wg.Wait()
+	errs := p.errs
+	if len(errs) > 5 {
+		errs = append(errs[:5:5], fmt.Errorf("and %d more errors", len(p.errs)-5))
+	}
+	return errors.Join(errs...)
 }
 
 func setAnnotation(m *metav1.ObjectMeta, k, v string) {
@@ -415,31 +502,6 @@ func setAnnotation(m *metav1.ObjectMeta, k, v string) {
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[k] = v
-}
-
-// run runs jobs on a bounded pool and joins their errors.
-func (s *Syncer) run(jobs []func() error, mu *sync.Mutex) error {
-	var errs []error
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, s.concurrency)
-	for _, job := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := job(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 5 {
-		errs = append(errs[:5], fmt.Errorf("and %d more errors", len(errs)-5))
-	}
-	return errors.Join(errs...)
 }
 
 func (s *Syncer) writeSchemas(ctx context.Context, b *v1alpha1.Broker, classID string, spec v1alpha1.ServicePlanSchemasSpec, old *v1alpha1.ServiceClass) error {
@@ -480,16 +542,16 @@ func (s *Syncer) deleteClass(ctx context.Context, namespace, name string) error 
 // DeleteCatalog deletes every class and schema record of broker b (for deregister).
 func (s *Syncer) DeleteCatalog(ctx context.Context, b *v1alpha1.Broker) (int, error) {
 	classes, listErr := s.st.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
-	var jobs []func() error
+	p := newPool(s.concurrency)
 	for _, c := range classes {
-		jobs = append(jobs, func() error { return s.deleteClass(ctx, c.Namespace, c.Name) })
+		p.do(func() error { return s.deleteClass(ctx, c.Namespace, c.Name) })
 	}
 	// Schemas whose class record is already gone (an interrupted deregister).
 	schemas, err := s.st.PlanSchemas().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
 	listErr = errors.Join(listErr, err)
 	for _, sc := range schemas {
 		if !slices.ContainsFunc(classes, func(c *v1alpha1.ServiceClass) bool { return c.Name == sc.Name }) {
-			jobs = append(jobs, func() error {
+			p.do(func() error {
 				if err := s.st.PlanSchemas().Delete(ctx, sc.Namespace, sc.Name); err != nil && !store.IsNotFound(err) {
 					return err
 				}
@@ -497,6 +559,5 @@ func (s *Syncer) DeleteCatalog(ctx context.Context, b *v1alpha1.Broker) (int, er
 			})
 		}
 	}
-	var mu sync.Mutex
-	return len(classes), errors.Join(listErr, s.run(jobs, &mu))
+	return len(classes), errors.Join(listErr, p.wait())
 }

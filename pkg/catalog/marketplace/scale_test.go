@@ -32,7 +32,9 @@ func TestMarketplace_LargeCatalog_OneListPerScopeNoSchemas(t *testing.T) {
 	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: catNS, Name: "big"},
 		Spec: v1alpha1.BrokerSpec{URL: "http://unused", Scope: v1alpha1.ScopeCluster}}
 	gen := broker.GenerateCatalog(500, 20)
-	res, err := catalogsync.New(st, nil).Apply(ctx, b, &osb.CatalogResponse{Services: gen.Services})
+	cat, err := catalogsync.NewCatalog(&osb.CatalogResponse{Services: gen.Services})
+	assert.NilError(t, err)
+	res, err := catalogsync.New(st, nil).Apply(ctx, b, cat)
 	assert.NilError(t, err)
 	assert.Equal(t, res.ClassesAdded, 500)
 	assert.Equal(t, res.Plans, 10000)
@@ -80,7 +82,7 @@ func TestMarketplace_LargeCatalog_OneListPerScopeNoSchemas(t *testing.T) {
 	for k := range counts {
 		delete(counts, k)
 	}
-	res, err = catalogsync.New(st, nil).Apply(ctx, b, &osb.CatalogResponse{Services: gen.Services})
+	res, err = catalogsync.New(st, nil).Apply(ctx, b, cat)
 	assert.NilError(t, err)
 	assert.Assert(t, res.Unchanged())
 	for k := range counts {
