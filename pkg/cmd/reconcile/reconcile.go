@@ -214,6 +214,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run reconciles and prints the summary.
 func (o *Options) Run(ctx context.Context) error {
+	setMemoryLimit()
 	if o.TrustUnverifiedAuthors {
 		ctx = catalog.WithRunnersRights(ctx)
 	}
