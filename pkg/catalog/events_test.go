@@ -11,6 +11,11 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // fakeEvents records events as the engine sends them.
@@ -139,4 +144,31 @@ func TestNewEvent_TruncatesNote(t *testing.T) {
 	ev := NewEvent("ns", "x", EventWarning, "R", "A", strings.Repeat("é", 1000))
 	assert.Assert(t, len(ev.Note) <= MaxEventNote, "%d", len(ev.Note))
 	assert.Assert(t, strings.HasSuffix(ev.Note, "..."))
+}
+
+func TestAPIEventSink_CreatesThenPatchesSeries(t *testing.T) {
+	cs := k8sfake.NewClientset()
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ev := a.(k8stesting.CreateAction).GetObject().(*eventsv1.Event)
+		ev.Name = ev.GenerateName + "abc"
+		return false, nil, nil
+	})
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := &Aggregator{Sink: APIEventSink{Client: cs, Instance: "cli"}, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	for range 3 {
+		a.Record(ctx, NewEvent("ns", "catalog-binding.b", EventWarning, "BindFailed", "Bind", "the broker refused"))
+		now = now.Add(time.Minute)
+	}
+	list, err := cs.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(list.Items, 1))
+	ev := list.Items[0]
+	assert.Equal(t, ev.Regarding.Kind, "ConfigMap")
+	assert.Equal(t, ev.Regarding.Name, "catalog-binding.b")
+	assert.Equal(t, ev.ReportingController, "kubectl-catalog")
+	assert.Equal(t, ev.ReportingInstance, "cli")
+	assert.Equal(t, ev.Reason, "BindFailed")
+	assert.Assert(t, ev.Series != nil)
+	assert.Equal(t, ev.Series.Count, int32(3))
 }
