@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -83,11 +84,13 @@ type Aggregator struct {
 	// Interval is the least time between two writes of one series; default 30 seconds.
 	// Repeats in between are counted and written with the next write.
 	Interval time.Duration
-	// Log, if set, is told of a write that failed (e.g. no permission to create events).
+	// Log, if set, is told of a write that failed. After a write is forbidden (a user
+	// without permission to create events) the Aggregator records no more.
 	Log func(err error)
 
 	mu     sync.Mutex
 	series map[eventKey]*eventSeries
+	off    bool // a write was forbidden: the writer may not create events
 }
 
 type eventKey struct{ ns, name, typ, reason, action string }
@@ -121,10 +124,14 @@ func (a *Aggregator) Record(ctx context.Context, ev Event) {
 	if a.series == nil {
 		a.series = map[eventKey]*eventSeries{}
 	}
+	if a.off {
+		return
+	}
 	s := a.series[k]
 	if s == nil || s.id == "" || t.Sub(s.last) > window {
 		id, err := a.Sink.Create(ctx, ev, t)
 		if err != nil {
+			a.off = a.off || apierrors.IsForbidden(err)
 			a.fail(err)
 			return
 		}
