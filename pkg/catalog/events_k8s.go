@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
+
+// eventSeq keeps two Events made in one nanosecond apart.
+var eventSeq atomic.Int64
 
 // ReportingController names the catalog in the Events it records.
 const ReportingController = "kubectl-catalog"
@@ -25,7 +30,7 @@ type APIEventSink struct {
 // Create implements EventSink; the id is "namespace/name" of the Event made.
 func (s APIEventSink) Create(ctx context.Context, ev Event, at time.Time) (string, error) {
 	obj := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: ev.Namespace, GenerateName: ev.Name + "."},
+		ObjectMeta:          metav1.ObjectMeta{Namespace: ev.Namespace, Name: fmt.Sprintf("%s.%x", ev.Name, at.UnixNano()+eventSeq.Add(1))},
 		EventTime:           metav1.NewMicroTime(at),
 		ReportingController: ReportingController,
 		ReportingInstance:   s.Instance,

@@ -11,11 +11,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // fakeEvents records events as the engine sends them.
@@ -148,11 +145,6 @@ func TestNewEvent_TruncatesNote(t *testing.T) {
 
 func TestAPIEventSink_CreatesThenPatchesSeries(t *testing.T) {
 	cs := k8sfake.NewClientset()
-	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		ev := a.(k8stesting.CreateAction).GetObject().(*eventsv1.Event)
-		ev.Name = ev.GenerateName + "abc"
-		return false, nil, nil
-	})
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	a := &Aggregator{Sink: APIEventSink{Client: cs, Instance: "cli"}, Now: func() time.Time { return now }}
 	ctx := context.Background()
