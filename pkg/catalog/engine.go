@@ -79,6 +79,8 @@ type Config struct {
 	// change a workload before the engine does so in their name; without it the engine
 	// does so only for records written by the user running it.
 	Authorizer Authorizer
+	// Events records Kubernetes Events about records (events.go); nil records none.
+	Events EventRecorder
 }
 
 // Projector changes workloads so that they receive a binding's Secret

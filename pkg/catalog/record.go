@@ -162,6 +162,7 @@ func storeStatus[T driven[T]](e *Engine, ctx context.Context, in, x T) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
+	e.statusEvents(ctx, in, stored)
 	return resultOf(e, stored), nil
 }
 
@@ -244,6 +245,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	if err != nil {
 		return none, false, err
 	}
+	e.statusEvents(ctx, in, stored)
 	dropSent(e, ctx, replaced, stored)
 	return stored, true, nil
 }
@@ -267,6 +269,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		}
 		stored, err := records.Update(ctx, x)
 		if err == nil {
+			e.statusEvents(ctx, cur, stored)
 			dropSent(e, ctx, op, stored)
 			return resultOf(e, stored), nil
 		}

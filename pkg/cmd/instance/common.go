@@ -164,6 +164,7 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 			<-ctx.Done()
 		}
 	}
+	cfg.Events = eventRecorder(core, o.Holder, f.ErrOut)
 	engine = catalog.New(cfg)
 	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
 }
