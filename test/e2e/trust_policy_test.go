@@ -266,6 +266,7 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 	// A line per rule: the resource, then its non-resource URLs, resource names and verbs.
 	for resource, want := range map[string]string{
 		"subjectaccessreviews.authorization.k8s.io":                      "[create]",
+		"events.events.k8s.io":                                           "[create patch]",
 		"validatingadmissionpolicies.admissionregistration.k8s.io":       "[" + store.TrustPolicyName + "]",
 		"validatingadmissionpolicybindings.admissionregistration.k8s.io": "[" + store.TrustPolicyName + "]",
 	} {

@@ -203,6 +203,13 @@ var Permissions = []Permission{
 			ResourceNames: []string{store.TrustPolicyName}, Verbs: []string{"get"}},
 		Why: "reconcile checks that the records' trust policy is in force (without it, it trusts the token ConfigMap alone)",
 	},
+	{
+		// What reconcile did to a record shows where kubectl users look for it:
+		// Events about the record's ConfigMap; a repeat patches the Event's series.
+		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"},
+			Verbs: []string{"create", "patch"}},
+		Why: "reconcile records Events about the records it drives (kubectl get events, describe); without it, it records none",
+	},
 }
 
 // Rules returns the rules of the reconcile ClusterRole (a copy of
