@@ -62,7 +62,8 @@ func Roles() []*rbacv1.ClusterRole {
 		// provision, update, deprovision, bind, unbind, namespaced brokers:
 		// records; Secrets of the namespace (parameters from Secrets,
 		// namespaced broker credentials read; binding credentials written,
-		// never listed); workloads a binding is projected into. Aggregated
+		// never listed); workloads a binding is projected into; Events about
+		// the records. Aggregated
 		// into the built-in "edit" (and so "admin"), which may do all this
 		// already.
 		role(UserRole, AggregateToEdit,
@@ -72,6 +73,8 @@ func Roles() []*rbacv1.ClusterRole {
 			rule("apps", []string{"deployments", "statefulsets", "daemonsets"}, "get", "update"),
 			rule("batch", []string{"cronjobs", "jobs"}, "get", "update"),
 			selfReview,
+			// Events about the records the verbs drive; without it, none.
+			rule("events.k8s.io", []string{"events"}, "create", "patch"),
 		),
 		// register, deregister, sync, access, in the catalog namespace:
 		// brokers, classes, plan schemas and access rules are ConfigMaps
