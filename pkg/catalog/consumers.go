@@ -144,15 +144,21 @@ func (e *Engine) releaseConsumer(ctx context.Context, b *v1alpha1.ServiceBinding
 
 // Consumers lists the bindings of inst in other namespaces that the reader may list:
 // from every namespace when allowed, else from each namespace the instance is shared
-// with. unseen names the namespaces that could not be read.
-func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
+// with and in extra. unseen names the namespaces that could not be read.
+func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
 	f := store.Filter{Instance: inst.Name, InstanceNamespace: inst.Namespace}
 	bs, err = e.cfg.Store.Bindings().List(ctx, "", f)
 	if err == nil || !store.IsForbidden(err) {
 		return bs, nil, err
 	}
 	bs = nil
-	for _, ns := range inst.Spec.SharedWith {
+	namespaces := slices.Clone(inst.Spec.SharedWith)
+	for _, ns := range extra {
+		if !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	for _, ns := range namespaces {
 		items, err := e.cfg.Store.Bindings().List(ctx, ns, f)
 		if store.IsForbidden(err) {
 			unseen = append(unseen, ns)
@@ -177,9 +183,11 @@ func granted(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 // RevokeConsumers marks for deletion the bindings in other namespaces that inst no longer
 // lets bind to it (after "unshare", or a narrower allowed-namespaces list): each is then
 // unbound like any binding being deleted (its Secret and projections removed, then the
-// broker asked). It returns the bindings marked, and the namespaces it could not read.
-func (e *Engine) RevokeConsumers(ctx context.Context, inst *v1alpha1.ServiceInstance) (revoked []string, unseen []string, err error) {
-	bs, unseen, err := e.Consumers(ctx, inst)
+// broker asked). It looks in every namespace it may, else in those the instance is
+// shared with and in extra. It returns the bindings marked, and the namespaces it could
+// not read or change.
+func (e *Engine) RevokeConsumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (revoked []string, unseen []string, err error) {
+	bs, unseen, err := e.Consumers(ctx, inst, extra...)
 	if err != nil {
 		return nil, unseen, err
 	}
