@@ -146,8 +146,13 @@ func (e *Engine) releaseConsumer(ctx context.Context, b *v1alpha1.ServiceBinding
 // from every namespace when allowed, else from each namespace the instance is shared
 // with and in extra. unseen names the namespaces that could not be read.
 func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
+	return ListConsumers(ctx, e.cfg.Store, inst, extra...)
+}
+
+// ListConsumers is Engine.Consumers on st.
+func ListConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
 	f := store.Filter{Instance: inst.Name, InstanceNamespace: inst.Namespace}
-	bs, err = e.cfg.Store.Bindings().List(ctx, "", f)
+	bs, err = st.Bindings().List(ctx, "", f)
 	if err == nil || !store.IsForbidden(err) {
 		return bs, nil, err
 	}
@@ -159,7 +164,7 @@ func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		}
 	}
 	for _, ns := range namespaces {
-		items, err := e.cfg.Store.Bindings().List(ctx, ns, f)
+		items, err := st.Bindings().List(ctx, ns, f)
 		if store.IsForbidden(err) {
 			unseen = append(unseen, ns)
 			continue
