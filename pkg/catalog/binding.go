@@ -443,7 +443,9 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	if mitigating {
 		action = actionOrphanMitigation
 	}
-	if prev == nil {
+	// A deletion of a binding the broker never held (a refused one, say) waits for no
+	// retry: nothing is sent.
+	if prev == nil && (!deleting || len(bindingIDsAtBroker(b)) > 0) {
 		if d := e.retryWait(b, action); d > 0 {
 			return resultOf(e, b), nil
 		}

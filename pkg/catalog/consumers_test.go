@@ -246,3 +246,15 @@ func TestConsumers_DeprovisioningASharedInstance_UnbindsTheOtherNamespacesBindin
 	assert.Equal(t, f.step("db").State, StateDeleted)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
 }
+
+func TestConsumers_ARefusedBindingIsDeletedAtOnce_WithoutABrokerCall(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.consumerBinding(nil, consumerNS, "forged")
+	assert.Assert(t, f.stepBindingIn(consumerNS, "forged").Refused)
+
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	res := f.stepBindingIn(consumerNS, "forged")
+
+	assert.Equal(t, res.State, StateDeleted, "the refusal's retry does not hold back a deletion that sends nothing: %+v", res)
+	assert.Equal(t, len(f.broker.Calls()), 0)
+}
