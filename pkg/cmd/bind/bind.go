@@ -102,18 +102,18 @@ type Options struct {
 	// InstanceNamespace is the namespace of a shared instance (NAMESPACE/INSTANCE, or
 	// --instance-namespace); empty: the binding's namespace.
 	InstanceNamespace string
-	Name       string
-	SecretName string
-	ExternalID string
-	Params     instance.ParamFlags
-	Transforms credentials.TransformFlags
-	To         []string
-	Env        bool
-	EnvPrefix  string
-	Rotate     bool
-	DryRun     string
-	Wait       instance.WaitFlags
-	Output     *printers.OutputFlags
+	Name              string
+	SecretName        string
+	ExternalID        string
+	Params            instance.ParamFlags
+	Transforms        credentials.TransformFlags
+	To                []string
+	Env               bool
+	EnvPrefix         string
+	Rotate            bool
+	DryRun            string
+	Wait              instance.WaitFlags
+	Output            *printers.OutputFlags
 
 	// projections are the parsed --to values.
 	projections []v1alpha1.WorkloadProjection
@@ -405,6 +405,9 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 		ins = o.InstanceNamespace
 	}
 	inst, err := o.Store.Instances().Get(ctx, ins, o.Instance)
+	if store.IsNotFound(err) && o.InstanceNamespace == "" {
+		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, o.Instance, ins)
+	}
 	if store.IsNotFound(err) {
 		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, o.Instance, ins, ins)
 	}
