@@ -70,19 +70,11 @@ func main() {
 }
 
 func run(runs, catalogRuns int, skipCatalog bool) error {
-	bins, err := controlplane.EnsureBinaries(os.Stderr)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "kubectl-catalog-bench-")
+	bins, plugin, dir, err := setup()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	plugin, err := controlplane.BuildPlugin(dir)
-	if err != nil {
-		return err
-	}
 
 	startup, floor, err := interleavedMedians(runs,
 		[]string{plugin, "version", "--client"},
@@ -114,20 +106,28 @@ func run(runs, catalogRuns int, skipCatalog bool) error {
 	return printFigures(figures, notes)
 }
 
-func runBigCatalog() error {
-	bins, err := controlplane.EnsureBinaries(os.Stderr)
-	if err != nil {
-		return err
+// setup finds (or builds) the control plane's binaries and kubectl, and builds the
+// plugin into a new temporary directory, which the caller removes.
+func setup() (bins controlplane.Binaries, plugin, dir string, err error) {
+	if bins, err = controlplane.EnsureBinaries(os.Stderr); err != nil {
+		return bins, "", "", err
 	}
-	dir, err := os.MkdirTemp("", "kubectl-catalog-bench-")
+	if dir, err = os.MkdirTemp("", "kubectl-catalog-bench-"); err != nil {
+		return bins, "", "", err
+	}
+	if plugin, err = controlplane.BuildPlugin(dir); err != nil {
+		os.RemoveAll(dir)
+		return bins, "", "", err
+	}
+	return bins, plugin, dir, nil
+}
+
+func runBigCatalog() error {
+	bins, plugin, dir, err := setup()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	plugin, err := controlplane.BuildPlugin(dir)
-	if err != nil {
-		return err
-	}
 	figures, notes, err := bigCatalogFigures(bins, plugin, dir)
 	if err != nil {
 		return err
