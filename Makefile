@@ -124,7 +124,7 @@ tools: ## Build (or find in the cache) etcd, kube-apiserver, kube-controller-man
 	$(GO) run ./test/cmd/tools
 
 .PHONY: lint
-lint: ## gofmt, go vet, go.mod tidy, and the committed completion scripts current
+lint: ## gofmt, go vet, go.mod tidy, the committed completion scripts and command reference current
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -132,6 +132,16 @@ lint: ## gofmt, go vet, go.mod tidy, and the committed completion scripts curren
 	$(GO) -C test/tools/release vet ./image/...
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy'"; exit 1; }
 	$(MAKE) --no-print-directory check-completions
+	$(MAKE) --no-print-directory check-docs
+
+.PHONY: docs
+docs: ## Regenerate the command reference in docs/commands/ from the commands themselves
+	$(GO) run ./test/cmd/docs docs/commands
+
+.PHONY: check-docs
+check-docs:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; $(GO) run ./test/cmd/docs $$tmp; \
+	diff -ru docs/commands $$tmp || { echo "docs/commands is stale: run 'make docs'"; exit 1; }
 
 .PHONY: check-completions
 check-completions: build
