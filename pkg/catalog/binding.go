@@ -30,6 +30,14 @@ import (
 // and the Secret, then calls the broker; the finalizer comes off when the broker
 // confirmed (200 or 410).
 func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (Result, error) {
+	r, err := e.stepBinding(ctx, in)
+	if err == nil && r.State == StateDeleted {
+		e.releaseConsumer(ctx, in)
+	}
+	return r, err
+}
+
+func (e *Engine) stepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (Result, error) {
 	b := in.DeepCopy()
 	now := e.now()
 	if l, ok := store.LeaseOf(b); ok && l.Holder != e.cfg.Holder && l.Live(now) {
@@ -72,7 +80,8 @@ type bindTarget struct {
 }
 
 func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bindTarget, error) {
-	inst, err := e.cfg.Store.Instances().Get(ctx, b.Namespace, b.Spec.InstanceName)
+	ns, name := b.InstanceRef()
+	inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
 	if store.IsNotFound(err) {
 		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with \"kubectl catalog unbind %s --abandon\"",
 			b.Spec.InstanceName, b.Name, b.Name)
@@ -110,6 +119,9 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
 	}
 	if prev == nil {
+		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+			return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
+		}
 		if err := CheckBindable(t.inst, t.class); err != nil {
 			if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
 				if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
@@ -184,6 +196,11 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 	}
 	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	if prev == nil {
+		if err := e.reserve(ctx, b); err != nil {
+			return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
+		}
 	}
 	if !resend {
 		sent := v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space, PredecessorBindingID: req.PredecessorBindingID}
@@ -426,7 +443,9 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	if mitigating {
 		action = actionOrphanMitigation
 	}
-	if prev == nil {
+	// A deletion of a binding the broker never held (a refused one, say) waits for no
+	// retry: nothing is sent.
+	if prev == nil && (!deleting || len(bindingIDsAtBroker(b)) > 0) {
 		if d := e.retryWait(b, action); d > 0 {
 			return resultOf(e, b), nil
 		}

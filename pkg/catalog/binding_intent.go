@@ -27,6 +27,9 @@ type BindingIntent struct {
 	Projections    []v1alpha1.WorkloadProjection
 	// ExternalID is the OSB binding id; a fresh one when empty.
 	ExternalID string
+	// InstanceNamespace is the namespace of an instance shared with Namespace; empty
+	// for an instance of Namespace.
+	InstanceNamespace string
 }
 
 // NewBinding builds the record of a new binding.
@@ -45,6 +48,9 @@ func NewBinding(in BindingIntent) *v1alpha1.ServiceBinding {
 	}
 	if len(in.Parameters) > 0 {
 		b.Spec.Parameters = &runtime.RawExtension{Raw: in.Parameters}
+	}
+	if in.InstanceNamespace != in.Namespace {
+		b.Spec.InstanceNamespace = in.InstanceNamespace
 	}
 	return b
 }

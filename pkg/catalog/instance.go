@@ -677,12 +677,23 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 	if err != nil {
 		return Result{}, false, err
 	}
+	// Bindings of namespaces the instance is shared with go first too, as far as this
+	// user may see them (reconcile's ServiceAccount sees every namespace).
+	others, _, err := e.Consumers(ctx, inst)
+	if err != nil {
+		return Result{}, false, err
+	}
+	bs = append(bs, others...)
 	if len(bs) == 0 {
 		return Result{}, false, nil
 	}
 	names := make([]string, 0, len(bs))
 	for _, b := range bs {
-		names = append(names, b.Name)
+		if b.Namespace == inst.Namespace {
+			names = append(names, b.Name)
+		} else {
+			names = append(names, b.Namespace+"/"+b.Name)
+		}
 		if b.DeletionTimestamp == nil {
 			if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
 				return Result{}, false, err
@@ -819,6 +830,10 @@ func (e *Engine) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
 
 // settle marks an instance with nothing left to do as Ready.
 func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+	if inst.Generation != inst.Status.ObservedGeneration {
+		// The spec changed: bindings of namespaces it no longer lets bind go.
+		_, _, _ = e.RevokeConsumers(ctx, inst)
+	}
 	x := inst.DeepCopy()
 	now := e.now()
 	x.Status.InFlight, x.Status.Retry = nil, nil

@@ -468,10 +468,15 @@ func describe(err error, status int) string {
 // credentials: the broker call is left to reconcile, which may.
 type LeftToReconcileError struct {
 	Broker string
-	Err    error
+	// What, when set, says which write the user may not make instead.
+	What string
+	Err  error
 }
 
 func (e *LeftToReconcileError) Error() string {
+	if e.What != "" {
+		return e.What
+	}
 	return fmt.Sprintf("you may not read the credentials of cluster broker %q, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", e.Broker)
 }
 

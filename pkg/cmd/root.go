@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	catalogsync "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/sync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
@@ -87,6 +88,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		touch.NewCmdTouch(f),
 		bind.NewCmdBind(f),
 		unbind.NewCmdUnbind(f),
+		share.NewCmdShare(f),
+		share.NewCmdUnshare(f),
 		access.NewCmdAccess(f),
 		reconcile.NewCmdReconcile(f),
 		doctor.NewCmdDoctor(f),

@@ -139,7 +139,11 @@ func bindingKind() kind[*v1alpha1.ServiceBinding] {
 			return &o.ObjectMeta, &o.Spec, &o.Status
 		},
 		labels: func(o *v1alpha1.ServiceBinding) map[string]string {
-			return map[string]string{LabelInstance: o.Spec.InstanceName}
+			l := map[string]string{LabelInstance: o.Spec.InstanceName}
+			if o.CrossNamespace() {
+				l[LabelInstanceNamespace] = o.Spec.InstanceNamespace
+			}
+			return l
 		},
 		ids: func(o *v1alpha1.ServiceBinding) []string {
 			ids := append([]string{o.Spec.ExternalID, o.Status.ExternalID}, o.Status.ExternalIDs...)
@@ -163,7 +167,7 @@ func bindingKind() kind[*v1alpha1.ServiceBinding] {
 // derivedLabels are the labels the store owns; whatever a record carries under these
 // keys is replaced on every write.
 func derivedLabels() []string {
-	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelScope, LabelPending, LabelManagedBy}
+	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelInstanceNamespace, LabelScope, LabelPending, LabelManagedBy}
 }
 
 // body is the record as stored under DataKey. Format 1 kept the status in it too;

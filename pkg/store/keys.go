@@ -28,6 +28,9 @@ const (
 	LabelPlan = Prefix + "plan"
 	// LabelInstance is the instance's record name, on bindings and credentials Secrets.
 	LabelInstance = Prefix + "instance"
+	// LabelInstanceNamespace is the instance's namespace, on bindings of an instance
+	// shared from another namespace (absent on the others).
+	LabelInstanceNamespace = Prefix + "instance-namespace"
 	// LabelBinding is the binding's record name, on credentials Secrets.
 	LabelBinding = Prefix + "binding"
 	// LabelScope is the broker's scope (Cluster or Namespace), on brokers, classes, plan

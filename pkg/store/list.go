@@ -23,8 +23,13 @@ type Filter struct {
 	Class string
 	// Plan is a plan's external (OSB) name.
 	Plan string
-	// Instance is an instance's record name (selects bindings).
+	// Instance is an instance's record name (selects bindings). Without
+	// InstanceNamespace it selects the bindings of the instance of that name in their own
+	// namespace, not those of an instance shared from another namespace.
 	Instance string
+	// InstanceNamespace, with Instance, selects the bindings of the instance shared from
+	// that namespace (list them in every namespace, or in one consumer's).
+	InstanceNamespace string
 	// Scope is a broker's scope.
 	Scope v1alpha1.Scope
 	// PendingOnly selects only records labelled pending.
@@ -55,6 +60,15 @@ func (f Filter) selector(k string) (labels.Selector, error) {
 			continue
 		}
 		if err := add(key, selection.Equals, LabelValue(v)); err != nil {
+			return nil, err
+		}
+	}
+	if f.Instance != "" {
+		op, values := selection.DoesNotExist, []string(nil)
+		if f.InstanceNamespace != "" {
+			op, values = selection.Equals, []string{LabelValue(f.InstanceNamespace)}
+		}
+		if err := add(LabelInstanceNamespace, op, values...); err != nil {
 			return nil, err
 		}
 	}

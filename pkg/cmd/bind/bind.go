@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +52,13 @@ var bindLong = cmdutil.LongDesc(`
 	as files under $SERVICE_BINDING_ROOT/<binding> (the servicebinding.io
 	convention), or with --env as environment variables.
 
+	An instance of another namespace that was shared with this one
+	("kubectl catalog share") is bound as NAMESPACE/INSTANCE, or with
+	--instance-namespace: reading its record needs the kubectl-catalog-viewer
+	role in its namespace. The binding and its Secret are in this namespace.
+	A binding beyond the instance's --max-bindings, or from a namespace it does
+	not allow, is refused and not recorded.
+
 	--rotate BINDING asks the broker for new credentials for an existing
 	binding: the Secret keeps its name and gets the new credentials in one
 	write, then the old credentials are unbound at the broker.`)
@@ -74,6 +82,9 @@ var bindExample = cmdutil.Examples(`
 	# Show the binding and the change to deployment web without writing anything
 	kubectl catalog bind db --to deployment/web --dry-run=client
 
+	# Bind instance db of namespace team-a, shared with this namespace
+	kubectl catalog bind team-a/db -n team-b
+
 	# Rotate the credentials of binding db
 	kubectl catalog bind --rotate db --wait`)
 
@@ -87,19 +98,22 @@ const (
 // Options are the options of bind.
 type Options struct {
 	// Instance is the instance to bind; with Rotate, the binding to rotate.
-	Instance   string
-	Name       string
-	SecretName string
-	ExternalID string
-	Params     instance.ParamFlags
-	Transforms credentials.TransformFlags
-	To         []string
-	Env        bool
-	EnvPrefix  string
-	Rotate     bool
-	DryRun     string
-	Wait       instance.WaitFlags
-	Output     *printers.OutputFlags
+	Instance string
+	// InstanceNamespace is the namespace of a shared instance (NAMESPACE/INSTANCE, or
+	// --instance-namespace); empty: the binding's namespace.
+	InstanceNamespace string
+	Name              string
+	SecretName        string
+	ExternalID        string
+	Params            instance.ParamFlags
+	Transforms        credentials.TransformFlags
+	To                []string
+	Env               bool
+	EnvPrefix         string
+	Rotate            bool
+	DryRun            string
+	Wait              instance.WaitFlags
+	Output            *printers.OutputFlags
 
 	// projections are the parsed --to values.
 	projections []v1alpha1.WorkloadProjection
@@ -150,6 +164,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Name, "name", "", "Name of the binding (default: the instance's name).")
 	fs.StringVar(&o.SecretName, "secret-name", "", "Name of the Secret the credentials are written to (default: the binding's name).")
+	fs.StringVar(&o.InstanceNamespace, "instance-namespace", "", "The namespace of the instance, when another namespace shared it with this one (or give INSTANCE as NAMESPACE/INSTANCE).")
 	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB binding id to use (default: a new UUID). A bind again after orphan mitigation, or a rotation, uses a new one.")
 	o.Params.AddFlags(fs)
 	o.Transforms.AddFlags(fs)
@@ -235,6 +250,23 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 	if o.Env && len(o.To) == 0 {
 		return cmdutil.UsageErrorf("--env and --env-prefix say how to project into the workloads of --to: give --to KIND/NAME as well")
 	}
+	if ns, name, ok := strings.Cut(o.Instance, "/"); ok && !o.Rotate {
+		if o.InstanceNamespace != "" && o.InstanceNamespace != ns {
+			return cmdutil.UsageErrorf("%q names namespace %q, and --instance-namespace says %q: give one of them", o.Instance, ns, o.InstanceNamespace)
+		}
+		o.Instance, o.InstanceNamespace = name, ns
+	}
+	if o.Rotate && o.InstanceNamespace != "" {
+		return cmdutil.UsageErrorf("--rotate keeps the binding as it is and cannot be combined with --instance-namespace")
+	}
+	if o.InstanceNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.InstanceNamespace); len(errs) > 0 {
+			return cmdutil.UsageErrorf("instance namespace %q is not a valid namespace name: %s", o.InstanceNamespace, strings.Join(errs, "; "))
+		}
+		if o.Instance == "" {
+			return cmdutil.UsageErrorf("the instance name must not be empty: give NAMESPACE/INSTANCE")
+		}
+	}
 	if o.EnvPrefix != "" {
 		if errs := validation.IsEnvVarName(o.EnvPrefix + "X"); len(errs) > 0 {
 			return cmdutil.UsageErrorf("--env-prefix %q does not make valid environment variable names: %s", o.EnvPrefix, strings.Join(errs, "; "))
@@ -281,6 +313,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
+	if o.InstanceNamespace == ns {
+		o.InstanceNamespace = ""
+	}
 	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
 	if err != nil {
 		return err
@@ -328,7 +363,34 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := o.dropRefused(ctx, r); err != nil {
+		return err
+	}
 	return o.report(r)
+}
+
+// dropRefused removes a binding the engine refused for its instance's consumer rules
+// (not shared, namespace not allowed, limit reached: another bind may have taken the
+// last place meanwhile): nothing was sent to the broker, so the record goes, and the
+// command fails as if it had never been made.
+func (o *Options) dropRefused(ctx context.Context, r catalog.Result) error {
+	b := r.Binding
+	if !r.Refused || b == nil || len(b.Status.ExternalIDs) > 0 || b.Status.Bound != nil {
+		return nil
+	}
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	if c == nil {
+		return nil
+	}
+	switch c.Reason {
+	case catalog.ReasonRefusedLimitReached, catalog.ReasonRefusedNotShared, catalog.ReasonRefusedNamespaceNotAllowed:
+	default:
+		return nil
+	}
+	if err := o.Engine.AbandonBinding(ctx, b); err != nil {
+		return fmt.Errorf("binding %q was refused (%s), and removing its record failed: %w; remove it with \"kubectl catalog unbind %s --abandon\"", o.Name, c.Message, err, o.Name)
+	}
+	return fmt.Errorf("binding %q not created: %s", o.Name, strings.TrimSuffix(c.Message, "; nothing is sent to the broker for this record until that changes"))
 }
 
 func (o *Options) nameTaken() error {
@@ -338,9 +400,19 @@ func (o *Options) nameTaken() error {
 // check validates the request against the cluster, and returns the binding to record and
 // the changes --to would make to the workloads (computed, not written).
 func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*projection.Change, error) {
-	inst, err := o.Store.Instances().Get(ctx, o.Namespace, o.Instance)
+	ins := o.Namespace
+	if o.InstanceNamespace != "" {
+		ins = o.InstanceNamespace
+	}
+	inst, err := o.Store.Instances().Get(ctx, ins, o.Instance)
+	if store.IsNotFound(err) && o.InstanceNamespace == "" {
+		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, o.Instance, ins)
+	}
 	if store.IsNotFound(err) {
-		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, o.Instance, o.Namespace)
+		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, o.Instance, ins, ins)
+	}
+	if store.IsForbidden(err) && o.InstanceNamespace != "" {
+		return nil, nil, fmt.Errorf("you may not read instance %q of namespace %q: binding an instance another namespace shares needs its record read (the kubectl-catalog-viewer role in namespace %q, which its owners grant); binding %q not created", o.Instance, ins, ins, o.Name)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -351,6 +423,13 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 	}
 	if err != nil {
 		class = nil
+	}
+	draft := catalog.NewBinding(catalog.BindingIntent{Namespace: o.Namespace, Name: o.Name, Instance: o.Instance, InstanceNamespace: o.InstanceNamespace})
+	if err := o.Engine.CheckConsumer(catalog.WithRunnersRights(ctx), draft, inst); err != nil {
+		return nil, nil, fmt.Errorf("binding %q not created: %w", o.Name, err)
+	}
+	if err := checkLimit(inst); err != nil {
+		return nil, nil, fmt.Errorf("binding %q not created: %w", o.Name, err)
 	}
 	if err := catalog.CheckBindable(inst, class); err != nil {
 		return nil, nil, err
@@ -397,7 +476,7 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 		}
 	}
 	b := catalog.NewBinding(catalog.BindingIntent{
-		Namespace: o.Namespace, Name: o.Name, Instance: o.Instance, SecretName: o.SecretName,
+		Namespace: o.Namespace, Name: o.Name, Instance: o.Instance, InstanceNamespace: o.InstanceNamespace, SecretName: o.SecretName,
 		Parameters: raw, ParametersFrom: from, Transforms: transforms, Projections: o.projections, ExternalID: o.ExternalID,
 	})
 	return b, changes, nil
@@ -619,5 +698,15 @@ func (o *Options) rotate(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "The broker is working on the new credentials of binding %q (%s); the old ones stay in Secret %q until they are ready. Follow it with %s, or run the command with --wait.\n",
 		o.Name, r.Message, o.SecretName, describe)
+	return nil
+}
+
+// checkLimit refuses a bind while every place under the instance's maxBindings is taken
+// (the engine takes the place itself, atomically, before the broker call).
+func checkLimit(inst *v1alpha1.ServiceInstance) error {
+	if m := inst.Spec.MaxBindings; m != nil && int32(len(inst.Status.Consumers)) >= *m {
+		return fmt.Errorf("instance %q in namespace %q has reached its limit of %d bindings: unbind one of them, or its owner raises the limit with \"kubectl catalog update %s --max-bindings N -n %s\"",
+			inst.Name, inst.Namespace, *m, inst.Name, inst.Namespace)
+	}
 	return nil
 }

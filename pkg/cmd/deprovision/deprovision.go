@@ -111,6 +111,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(inst.Spec.SharedWith) > 0 {
+		return fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (\"kubectl catalog unshare %s --from-namespace %s --yes\"), which removes their bindings; nothing was changed",
+			o.Name, strings.Join(inst.Spec.SharedWith, ", "), o.Name, inst.Spec.SharedWith[0])
+	}
 	bindings, err := o.Store.Bindings().List(ctx, o.Namespace, store.Filter{Instance: o.Name})
 	if err != nil {
 		return err

@@ -179,6 +179,8 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 				class = nil
 			}
 			fmt.Fprint(f.Out, Describe(inst, class, names, f.Now()))
+			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
+			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
 			return nil
 		},
 	}

@@ -45,6 +45,9 @@ var provisionExample = cmdutil.Examples(`
 	# Provision and wait until the broker has finished, for up to 10 minutes
 	kubectl catalog provision db --class postgresql --plan standard --wait --timeout 10m
 
+	# Allow at most 3 bindings of the instance, from every namespace together
+	kubectl catalog provision db --class postgresql --plan hobby --max-bindings 3
+
 	# Take parameters from a file and a password from a Secret
 	kubectl catalog provision db --class postgresql --plan hobby --params-file params.json --params-from-secret db-secrets/params`)
 
@@ -55,6 +58,7 @@ type Options struct {
 	Plan       string
 	ExternalID string
 	Params     instance.ParamFlags
+	Limits     instance.LimitFlags
 	Wait       instance.WaitFlags
 	Output     *printers.OutputFlags
 
@@ -77,6 +81,9 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 		Args:    instance.ExactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			if err := o.Limits.Validate(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -91,6 +98,7 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	fs.StringVar(&o.Plan, "plan", "", "The plan; not needed when the class has one plan.")
 	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB instance id to use (default: a new UUID). A provision again after orphan mitigation uses a new one.")
 	o.Params.AddFlags(fs)
+	o.Limits.AddFlags(fs)
 	o.Wait.AddFlags(fs, "provision")
 	o.Output.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, nil))
@@ -169,6 +177,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("instance %q not provisioned: %w (see the plan's schema with \"kubectl catalog describe plan %s/%s --show-schemas\")", o.Name, err, res.Class.Spec.ExternalName, res.Plan.ExternalName)
 	}
 	inst := catalog.NewInstance(o.Namespace, o.Name, res.Class, res.Plan, raw, from, o.ExternalID)
+	o.Limits.Apply(&inst.Spec)
 	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace)
 	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
 		return err

@@ -36,7 +36,13 @@ var updateLong = cmdutil.LongDesc(`
 	the broker holds (plan, maintenance version, inline parameters and the
 	Secrets parameters are read from); the instance is then Ready again
 	without a call to the broker, unless a parameters Secret changed since,
-	which an update sends.`)
+	which an update sends.
+
+	--max-bindings and --allowed-namespaces limit the instance's consumers
+	(its bindings, from every namespace it is shared with); they need no
+	broker call. Bindings beyond a lowered limit stay; new ones are refused.
+	Bindings of other namespaces no longer allowed are removed, as by
+	"kubectl catalog unshare".`)
 
 var updateExample = cmdutil.Examples(`
 	# Move an instance to another plan
@@ -48,6 +54,9 @@ var updateExample = cmdutil.Examples(`
 	# Apply the plan's newer maintenance version
 	kubectl catalog update db --upgrade
 
+	# Allow at most 5 bindings, from namespaces team-a and team-b only
+	kubectl catalog update db --max-bindings 5 --allowed-namespaces team-a,team-b
+
 	# Go back to what the broker holds after it refused an update
 	kubectl catalog update db --revert`)
 
@@ -58,6 +67,7 @@ type Options struct {
 	Upgrade bool
 	Revert  bool
 	Params  instance.ParamFlags
+	Limits  instance.LimitFlags
 	Wait    instance.WaitFlags
 	Output  *printers.OutputFlags
 
@@ -80,6 +90,9 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 		ValidArgsFunction: instance.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			if err := o.Limits.Validate(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -93,6 +106,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVar(&o.Upgrade, "upgrade", false, "Move to the plan's newest maintenance_info version.")
 	cmd.Flags().BoolVar(&o.Revert, "revert", false, "Set the spec back to the plan and parameters the broker holds (after a refused update).")
 	o.Params.AddFlags(cmd.Flags())
+	o.Limits.AddFlags(cmd.Flags())
 	o.Wait.AddFlags(cmd.Flags(), "update")
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -100,12 +114,12 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
-	changes := o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0
+	changes := o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0 || o.Limits.Given()
 	if o.Revert && changes {
 		return cmdutil.UsageErrorf("--revert sets the spec back to what the broker holds: give it alone, without --plan, parameters or --upgrade")
 	}
 	if !o.Revert && !changes {
-		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade or --revert")
+		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces or --revert")
 	}
 	if err := o.Params.Validate(); err != nil {
 		return err
@@ -213,6 +227,7 @@ func (o *Options) Run(ctx context.Context) error {
 		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, from...)
 		changes = append(changes, "parameters")
 	}
+	changes = append(changes, o.Limits.Apply(&inst.Spec)...)
 	if len(changes) == 0 {
 		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
 		return nil

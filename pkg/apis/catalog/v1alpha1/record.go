@@ -167,3 +167,16 @@ func (in *ServicePlanSchemas) ForPlan(planID string) *PlanSchemas {
 	}
 	return nil
 }
+
+// InstanceRef is the namespace and name of the binding's instance.
+func (in *ServiceBinding) InstanceRef() (namespace, name string) {
+	if in.Spec.InstanceNamespace != "" {
+		return in.Spec.InstanceNamespace, in.Spec.InstanceName
+	}
+	return in.Namespace, in.Spec.InstanceName
+}
+
+// CrossNamespace reports whether the binding's instance is in another namespace.
+func (in *ServiceBinding) CrossNamespace() bool {
+	return in.Spec.InstanceNamespace != "" && in.Spec.InstanceNamespace != in.Namespace
+}

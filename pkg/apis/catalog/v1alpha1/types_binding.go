@@ -19,8 +19,12 @@ type ServiceBinding struct {
 
 // ServiceBindingSpec is what the user asked for.
 type ServiceBindingSpec struct {
-	// InstanceName is the name of the ServiceInstance record, in the same namespace.
+	// InstanceName is the name of the ServiceInstance record, in the same namespace
+	// unless InstanceNamespace says otherwise.
 	InstanceName string `json:"instanceName"`
+	// InstanceNamespace is the namespace of an instance shared with the binding's
+	// namespace ("kubectl catalog share"); empty: the binding's own namespace.
+	InstanceNamespace string `json:"instanceNamespace,omitempty"`
 	// ExternalID is the OSB binding id, generated once and reused on every call of an
 	// attempt; after orphan mitigation or a rotation the binding uses a new id, kept in
 	// status.externalID.

@@ -40,6 +40,16 @@ type ServiceInstanceSpec struct {
 	// reused on every call of an attempt; after orphan mitigation the next attempt uses a
 	// new id, kept in status.externalID.
 	ExternalID string `json:"externalID"`
+	// SharedWith are the other namespaces whose bindings may use the instance ("kubectl
+	// catalog share"). The grant counts only while the spec's author is verified and may
+	// write the record (see docs/security.md).
+	SharedWith []string `json:"sharedWith,omitempty"`
+	// MaxBindings limits the bindings of the instance, from every namespace together;
+	// nil: no limit. Enforced with status.consumers.
+	MaxBindings *int32 `json:"maxBindings,omitempty"`
+	// AllowedNamespaces, when not empty, are the only namespaces (the instance's own
+	// included) whose bindings may use the instance.
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
 }
 
 // ServiceInstanceStatus is what the broker holds and what is being done about it.
@@ -55,6 +65,20 @@ type ServiceInstanceStatus struct {
 	Usable *bool `json:"usable,omitempty"`
 	// UpdateRepeatable is the broker's update_repeatable after a failed update.
 	UpdateRepeatable *bool `json:"updateRepeatable,omitempty"`
+	// Consumers are the bindings holding a place under spec.maxBindings: a binding is
+	// added (guarded by resourceVersion) before its first bind call is sent, and removed
+	// when it is gone or its bind failed for good.
+	Consumers []ConsumerReservation `json:"consumers,omitempty"`
+}
+
+// ConsumerReservation is a binding's place under an instance's spec.maxBindings.
+type ConsumerReservation struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// UID is the binding record's uid: a record re-created under the same name does not
+	// inherit the place.
+	UID        string      `json:"uid"`
+	ReservedAt metav1.Time `json:"reservedAt"`
 }
 
 // ProvisionedState is what the broker holds for an instance.

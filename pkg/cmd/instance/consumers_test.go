@@ -1,0 +1,68 @@
+package instance
+
+import (
+	"testing"
+
+	"github.com/spf13/pflag"
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+)
+
+func TestDescribeConsumers_ShowsGrantsLimitsAndBindingsByNamespace(t *testing.T) {
+	five := int32(5)
+	inst := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db"},
+		Spec:       v1alpha1.ServiceInstanceSpec{SharedWith: []string{"team-b", "team-c"}, MaxBindings: &five},
+		Status:     v1alpha1.ServiceInstanceStatus{Consumers: make([]v1alpha1.ConsumerReservation, 3)},
+	}
+	others := []*v1alpha1.ServiceBinding{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "api"}},
+	}
+	got := DescribeConsumers(inst, []string{"db"}, others, []string{"team-c"})
+	assert.Equal(t, got, `Consumers:
+  Shared with:      team-b, team-c
+  Allowed:          its own namespace and every namespace it is shared with
+  Max bindings:     5 (3 taken)
+  Bindings:
+    team-a: db
+    team-b: api, web
+  Not listed:       team-c (you may not list the bindings there)
+`)
+	assert.Equal(t, DescribeConsumers(&v1alpha1.ServiceInstance{}, []string{"db"}, nil, nil), "", "nothing for an instance neither shared nor limited")
+}
+
+func TestLimitFlags_ValidateAndApply(t *testing.T) {
+	parse := func(args ...string) (*LimitFlags, error) {
+		l := &LimitFlags{}
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		l.AddFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		return l, l.Validate(fs)
+	}
+	_, err := parse("--max-bindings", "-1")
+	assert.ErrorContains(t, err, "--max-bindings must be 0 (no limit) or more")
+	_, err = parse("--allowed-namespaces", "ok,Not_OK")
+	assert.ErrorContains(t, err, `"Not_OK" is not a valid namespace name`)
+
+	l, err := parse("--max-bindings", "3", "--allowed-namespaces", "b,a,b")
+	assert.NilError(t, err)
+	var spec v1alpha1.ServiceInstanceSpec
+	assert.DeepEqual(t, l.Apply(&spec), []string{"at most 3 bindings", "bindings only from namespaces a, b"})
+	assert.Equal(t, *spec.MaxBindings, int32(3))
+	assert.DeepEqual(t, spec.AllowedNamespaces, []string{"a", "b"})
+	assert.Equal(t, len(l.Apply(&spec)), 0, "nothing changes the second time")
+
+	l, err = parse("--max-bindings", "0", "--allowed-namespaces", "")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, l.Apply(&spec), []string{"no limit on bindings", "bindings from any namespace it is shared with"})
+	assert.Assert(t, spec.MaxBindings == nil && spec.AllowedNamespaces == nil)
+
+	l, err = parse()
+	assert.NilError(t, err)
+	assert.Assert(t, !l.Given())
+}

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// sharingAlice runs "kubectl catalog -n team-a ARGS" as alice.
+func sharingAlice(t *testing.T, e *trustEnv, args ...string) result {
+	t.Helper()
+	return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
+}
+
+// TestSharing_TwoUsers_ShareBindUnshare proves sharing on the real control plane with
+// the trust policy in force and two non-admin users holding only the documented roles:
+// alice (kubectl-catalog-user in team-a) owns an instance; bob (kubectl-catalog-user in
+// team-b, and kubectl-catalog-viewer in team-a to read the instance) cannot bind it
+// until alice shares it, then binds it from team-b (reconcile makes the broker call his
+// commands may not); alice's unshare removes bob's binding (Secret and broker binding);
+// a shared instance is not deprovisioned; bad input changes nothing.
+func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
+	e := trustSetup(t)
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"create", "rolebinding", "kubectl-catalog-user-alice", "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
+		{"create", "rolebinding", "kubectl-catalog-viewer-alice", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
+		{"create", "rolebinding", "kubectl-catalog-viewer-bob", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.BobUser, "-n", e.teamA},
+	} {
+		r := kubectl(t, controlplane.AdminUser, args...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	instWaitFor(t, "the role bindings to take effect", 30*time.Second, func() bool {
+		return kubectl(t, controlplane.BobUser, "auth", "can-i", "list", "configmaps", "-n", e.teamA).ExitCode == 0 &&
+			kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "configmaps", "-n", e.catalogNS).ExitCode == 0
+	})
+
+	// alice provisions; reconcile makes the call.
+	r := sharingAlice(t, e, "provision", "shop", "--class", "object-storage", "--plan", "bucket")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	trustReconcile(t, e, e.teamA)
+	inst, err := e.st.Instances().Get(ctx, e.teamA, "shop")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+
+	t.Run("bob cannot bind an instance not shared with team-b", func(t *testing.T) {
+		before := snapshotRecords(t, e.teamA, e.teamB)
+		r := trustBob(t, e, "bind", e.teamA+"/shop")
+		assert.Assert(t, r.ExitCode != 0)
+		assert.Assert(t, is.Contains(r.Stderr, fmt.Sprintf("not shared with namespace %q", e.teamB)), r.Stderr)
+		assert.Assert(t, is.Contains(r.Stderr, fmt.Sprintf("kubectl catalog share shop --to-namespace %s -n %s", e.teamB, e.teamA)), r.Stderr)
+		assert.DeepEqual(t, snapshotRecords(t, e.teamA, e.teamB), before)
+	})
+
+	t.Run("bad input: sharing to a namespace that does not exist, or from bob", func(t *testing.T) {
+		before := snapshotRecords(t, e.teamA, e.teamB)
+		r := instCatalog(t, e.teamA, "share", "shop", "--to-namespace", "no-such-namespace", "--catalog-namespace", e.catalogNS)
+		assert.Assert(t, r.ExitCode != 0)
+		assert.Assert(t, is.Contains(r.Stderr, `namespace "no-such-namespace" does not exist`), r.Stderr)
+		r = sharingAlice(t, e, "share", "shop")
+		assert.Equal(t, r.ExitCode, 2, r.Stderr)
+		r = sharingAlice(t, e, "share", "shop", "--to-namespace", "Bad_Name")
+		assert.Equal(t, r.ExitCode, 2, r.Stderr)
+		// bob may read team-a's records, not write them: he cannot share himself in.
+		r = kubectl(t, controlplane.BobUser, "catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS, "share", "shop", "--to-namespace", e.teamB)
+		assert.Assert(t, r.ExitCode != 0)
+		assert.Assert(t, is.Contains(r.Stderr, "forbidden"), r.Stderr)
+		assert.DeepEqual(t, snapshotRecords(t, e.teamA, e.teamB), before)
+	})
+
+	t.Run("alice shares; bob binds from team-b through reconcile", func(t *testing.T) {
+		r := sharingAlice(t, e, "share", "shop", "--to-namespace", e.teamB)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		inst, err := e.st.Instances().Get(ctx, e.teamA, "shop")
+		assert.NilError(t, err)
+		assert.DeepEqual(t, inst.Spec.SharedWith, []string{e.teamB})
+		assert.Equal(t, store.AuthorOf(inst).Username, controlplane.AliceUser)
+
+		before := len(e.b.RequestsFor(broker.OpBind))
+		r = trustBob(t, e, "bind", e.teamA+"/shop", "--name", "shop")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		trustReconcile(t, e, e.teamB)
+		b, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
+		assert.NilError(t, err)
+		assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady, "%+v", b.Status.Conditions)
+		assert.Equal(t, b.Spec.InstanceNamespace, e.teamA)
+		assert.Equal(t, len(e.b.RequestsFor(broker.OpBind)), before+1)
+		s, err := e.admin.CoreV1().Secrets(e.teamB).Get(ctx, "shop", metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Assert(t, len(s.Data) > 0)
+
+		r = sharingAlice(t, e, "describe", "instance", "shop")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stdout, "Shared with:      "+e.teamB), r.Stdout)
+		assert.Assert(t, is.Contains(r.Stdout, "Not listed:"), "alice may not list team-b's bindings: %s", r.Stdout)
+		r = instCatalog(t, e.teamA, "describe", "instance", "shop", "--catalog-namespace", e.catalogNS)
+		assert.Assert(t, is.Contains(r.Stdout, e.teamB+": shop"), r.Stdout)
+	})
+
+	t.Run("a shared instance is not deprovisioned", func(t *testing.T) {
+		before := snapshotRecords(t, e.teamA, e.teamB)
+		r := sharingAlice(t, e, "deprovision", "shop", "--yes")
+		assert.Assert(t, r.ExitCode != 0)
+		assert.Assert(t, is.Contains(r.Stderr, "unshare it from each first"), r.Stderr)
+		assert.DeepEqual(t, snapshotRecords(t, e.teamA, e.teamB), before)
+	})
+
+	t.Run("unshare removes bob's binding, its Secret and the broker's binding", func(t *testing.T) {
+		r := sharingAlice(t, e, "unshare", "shop", "--from-namespace", e.teamB)
+		assert.Equal(t, r.ExitCode, 2, "outside a terminal unshare needs --yes: %s", r.Stderr)
+		r = sharingAlice(t, e, "unshare", "shop", "--from-namespace", e.teamB, "--yes")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stderr, "reconcile removes them"), r.Stderr)
+
+		unbinds := len(e.b.RequestsFor(broker.OpUnbind))
+		trustReconcile(t, e, e.teamA) // the instance's changed spec: team-b's binding is marked for deletion
+		trustReconcile(t, e, e.teamB) // which is unbound
+		_, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
+		assert.Assert(t, store.IsNotFound(err), "bob's binding is gone: %v", err)
+		_, err = e.admin.CoreV1().Secrets(e.teamB).Get(ctx, "shop", metav1.GetOptions{})
+		assert.Assert(t, err != nil, "its Secret is gone")
+		assert.Equal(t, len(e.b.RequestsFor(broker.OpUnbind)), unbinds+1)
+
+		before := snapshotRecords(t, e.teamA, e.teamB)
+		r = trustBob(t, e, "bind", e.teamA+"/shop", "--name", "again")
+		assert.Assert(t, r.ExitCode != 0)
+		assert.Assert(t, is.Contains(r.Stderr, "not shared"), r.Stderr)
+		assert.DeepEqual(t, snapshotRecords(t, e.teamA, e.teamB), before)
+	})
+
+	t.Run("a binding record bob writes by hand for the unshared instance is refused, nothing sent", func(t *testing.T) {
+		binds := len(e.b.RequestsFor(broker.OpBind))
+		bob := writerStoreFor(t, controlplane.BobUser, e.catalogNS)
+		_, err := bob.Bindings().Create(store.WithIntent(ctx), catalog.NewBinding(catalog.BindingIntent{
+			Namespace: e.teamB, Name: "forged", Instance: "shop", InstanceNamespace: e.teamA, SecretName: "forged",
+		}))
+		assert.NilError(t, err)
+		trustReconcile(t, e, e.teamB)
+		b, err := e.st.Bindings().Get(ctx, e.teamB, "forged")
+		assert.NilError(t, err)
+		var reason string
+		for _, c := range b.Status.Conditions {
+			if c.Type == v1alpha1.ConditionRefused {
+				reason = c.Reason
+			}
+		}
+		assert.Equal(t, reason, catalog.ReasonRefusedNotShared, "%+v", b.Status.Conditions)
+		assert.Equal(t, len(e.b.RequestsFor(broker.OpBind)), binds)
+		r := trustBob(t, e, "unbind", "forged", "--yes")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	})
+}
+
+// writerStoreFor is a store writing as user, stamping the trust token like kubectl
+// catalog does.
+func writerStoreFor(t *testing.T, user, catalogNS string) *store.Store {
+	t.Helper()
+	c, err := cp.Client(user)
+	assert.NilError(t, err)
+	return store.New(c, nil, store.WithClusterIdentity(c), store.WithClusterTrustToken(c, catalogNS))
+}
