@@ -14,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // RunMain starts one control plane for a test package, runs its tests, and
@@ -60,9 +62,33 @@ func (c *ControlPlane) NewNamespace(t testing.TB) string {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
+		releaseFinalizers(client, name)
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// releaseFinalizers drops the finalizers of the ConfigMaps and Secrets a finished test
+// left in its namespace, so that the namespace goes away. Without it, records left
+// pending on a broker the test has stopped would stay in a terminating namespace for the
+// rest of the package, and every later "reconcile -A" would spend its time retrying them.
+func releaseFinalizers(client kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if cms, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, cm := range cms.Items {
+			if len(cm.Finalizers) > 0 {
+				_, _ = client.CoreV1().ConfigMaps(ns).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+		}
+	}
+	if secrets, err := client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, s := range secrets.Items {
+			if len(s.Finalizers) > 0 {
+				_, _ = client.CoreV1().Secrets(ns).Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+		}
+	}
 }
 
 // sanitize turns a test name into the start of a namespace name.
