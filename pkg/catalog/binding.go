@@ -66,6 +66,9 @@ func (e *Engine) stepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 	if deleting || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
 		return e.unbind(ctx, b, nil)
 	}
+	if inst := e.userProvidedBinding(ctx, b); inst != nil {
+		return e.stepUserProvidedBinding(ctx, b, inst)
+	}
 	if b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 		return e.bind(ctx, b, nil)
 	}

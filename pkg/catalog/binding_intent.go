@@ -62,6 +62,11 @@ func CheckBindable(inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass)
 	switch {
 	case inst.DeletionTimestamp != nil:
 		return fmt.Errorf("instance %q is being deprovisioned and cannot be bound: %s", inst.Name, describe)
+	case inst.IsUserProvided():
+		if inst.Status.Phase != v1alpha1.PhaseReady {
+			return fmt.Errorf("user-provided instance %q is not ready (%s) and cannot be bound yet: %s", inst.Name, phaseOf(inst), describe)
+		}
+		return nil
 	case inst.Status.Provisioned == nil:
 		return fmt.Errorf("instance %q is not ready (%s) and cannot be bound yet: wait for it with \"kubectl catalog provision %s --wait\" or %s",
 			inst.Name, phaseOf(inst), inst.Name, describe)

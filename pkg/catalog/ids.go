@@ -61,11 +61,13 @@ func instanceIDsAtBroker(inst *v1alpha1.ServiceInstance) []string {
 func bindingIDsAtBroker(b *v1alpha1.ServiceBinding) []string {
 	st := b.Status
 	cur := b.CurrentExternalID()
-	held := st.OrphanMitigation != nil || (st.Bound != nil && st.Bound.BindingID == cur) ||
+	// A copy of a user-provided instance's credentials is held by no broker.
+	brokered := st.Bound != nil && !st.Bound.UserProvided
+	held := st.OrphanMitigation != nil || (brokered && st.Bound.BindingID == cur) ||
 		(st.InFlight != nil && st.InFlight.BindingID == cur)
 	var more []string
 	more = append(more, st.Retired...)
-	if st.Bound != nil {
+	if brokered {
 		more = append(more, st.Bound.BindingID)
 	}
 	if st.InFlight != nil {

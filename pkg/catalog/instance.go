@@ -32,6 +32,9 @@ func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance)
 		return Result{Instance: inst, State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
 			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
 	}
+	if inst.IsUserProvided() {
+		return e.stepUserProvided(ctx, inst)
+	}
 	deleting := inst.DeletionTimestamp != nil
 	if op := inst.Status.InFlight; op != nil {
 		if op.Async {

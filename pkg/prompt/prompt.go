@@ -20,6 +20,8 @@ type Prompter interface {
 	Input(message, help, def string) (string, error)
 	// Confirm asks a yes/no question.
 	Confirm(message string, def bool) (bool, error)
+	// Secret asks for a value without echoing it.
+	Secret(message string) (string, error)
 }
 
 // ErrInterrupted is returned when the user pressed Ctrl-C at a prompt.
@@ -76,6 +78,12 @@ func (s *Survey) Confirm(message string, def bool) (bool, error) {
 	return out, mapErr(survey.AskOne(&survey.Confirm{Message: message, Default: def}, &out, s.opts()))
 }
 
+// Secret implements Prompter: the answer is not echoed.
+func (s *Survey) Secret(message string) (string, error) {
+	var out string
+	return out, mapErr(survey.AskOne(&survey.Password{Message: message}, &out, s.opts()))
+}
+
 // Scripted is a Prompter answering from a script, for tests. Each call takes the next
 // answer; running out of answers is an error.
 type Scripted struct {
@@ -107,3 +115,6 @@ func (p *Scripted) Confirm(message string, _ bool) (bool, error) {
 	a, err := p.next(message)
 	return a == "y" || a == "yes", err
 }
+
+// Secret implements Prompter.
+func (p *Scripted) Secret(message string) (string, error) { return p.next(message) }

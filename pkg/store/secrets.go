@@ -229,6 +229,16 @@ func (s *Store) WriteRequestSecret(ctx context.Context, rec v1alpha1.Record, nam
 // owns it (IsNotOwned otherwise): a forged record cannot make the engine send the data of
 // a Secret it merely names.
 func (s *Store) ReadRequestSecret(ctx context.Context, rec v1alpha1.Record, name string) (map[string][]byte, error) {
+	secret, err := s.ReadOwnedSecret(ctx, rec, name)
+	if err != nil {
+		return nil, err
+	}
+	return secret.Data, nil
+}
+
+// ReadOwnedSecret reads the Secret name of rec's namespace only if rec owns it
+// (IsNotOwned otherwise).
+func (s *Store) ReadOwnedSecret(ctx context.Context, rec v1alpha1.Record, name string) (*corev1.Secret, error) {
 	secret, err := s.GetSecret(ctx, rec.GetNamespace(), name)
 	if err != nil {
 		return nil, err
@@ -237,7 +247,7 @@ func (s *Store) ReadRequestSecret(ctx context.Context, rec v1alpha1.Record, name
 		return nil, &Error{Reason: ReasonNotOwned, Op: "read", Kind: kindSecret, Namespace: rec.GetNamespace(), Name: name,
 			Detail: fmt.Sprintf("record %q", rec.GetName())}
 	}
-	return secret.Data, nil
+	return secret, nil
 }
 
 // DeleteRequestSecret deletes the Secret name if rec owns it. One already gone, or not

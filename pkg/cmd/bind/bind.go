@@ -417,12 +417,19 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 	if err != nil {
 		return nil, nil, err
 	}
-	class, err := o.Store.Classes().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
-	if err != nil && !store.IsNotFound(err) {
-		return nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", o.Instance, err)
-	}
-	if err != nil {
-		class = nil
+	var class *v1alpha1.ServiceClass
+	if inst.IsUserProvided() {
+		if o.Params.Given() || len(o.Params.FromSecret) > 0 {
+			return nil, nil, cmdutil.UsageErrorf("instance %q is user-provided: its bindings get a copy of its credentials and take no parameters; binding %q not created", o.Instance, o.Name)
+		}
+	} else {
+		class, err = o.Store.Classes().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+		if err != nil && !store.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", o.Instance, err)
+		}
+		if err != nil {
+			class = nil
+		}
 	}
 	draft := catalog.NewBinding(catalog.BindingIntent{Namespace: o.Namespace, Name: o.Name, Instance: o.Instance, InstanceNamespace: o.InstanceNamespace})
 	if err := o.Engine.CheckConsumer(catalog.WithRunnersRights(ctx), draft, inst); err != nil {
@@ -456,9 +463,13 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 			return nil, nil, err
 		}
 	}
-	raw, from, err := o.parameters(ctx, inst, class)
-	if err != nil {
-		return nil, nil, err
+	var raw []byte
+	var from []v1alpha1.ParametersFromSource
+	if !inst.IsUserProvided() {
+		raw, from, err = o.parameters(ctx, inst, class)
+		if err != nil {
+			return nil, nil, err
+		}
 	}
 	var changes []*projection.Change
 	if len(o.projections) > 0 {
@@ -538,7 +549,7 @@ func (o *Options) askInstance(ctx context.Context) error {
 	}
 	var names []string
 	for _, i := range items {
-		if i.Status.Phase == v1alpha1.PhaseReady && i.DeletionTimestamp == nil && i.Status.Provisioned != nil {
+		if i.Status.Phase == v1alpha1.PhaseReady && i.DeletionTimestamp == nil && (i.Status.Provisioned != nil || i.IsUserProvided()) {
 			names = append(names, i.Name)
 		}
 	}

@@ -120,6 +120,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	what := fmt.Sprintf("instance %q (%s/%s, broker %q)", o.Name, inst.Spec.ClassExternalName, inst.Spec.PlanExternalName, inst.Spec.BrokerName)
+	if inst.IsUserProvided() {
+		what = fmt.Sprintf("user-provided instance %q (and its credentials Secret %s)", o.Name, inst.Spec.UserProvided.CredentialsSecret)
+	}
 	if len(bindings) > 0 {
 		names := make([]string, 0, len(bindings))
 		for _, b := range bindings {

@@ -89,7 +89,11 @@ func Table(w io.Writer, items []v1alpha1.ServiceInstance, withNS, wide bool, now
 	}
 	t := printers.NewTable(w, headers...)
 	for _, i := range items {
-		row := []string{i.Name, i.Spec.ClassExternalName, i.Spec.PlanExternalName, Status(&i), duration.HumanDuration(now.Sub(i.CreationTimestamp.Time))}
+		class := i.Spec.ClassExternalName
+		if i.IsUserProvided() {
+			class = "(user-provided)"
+		}
+		row := []string{i.Name, class, i.Spec.PlanExternalName, Status(&i), duration.HumanDuration(now.Sub(i.CreationTimestamp.Time))}
 		if withNS {
 			row = append([]string{i.Namespace}, row...)
 		}
@@ -174,11 +178,16 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 				names = append(names, b.Name)
 			}
 			// The class names the plan the broker holds when it is not the spec's.
-			class, err := st.Classes().Get(cmd.Context(), BrokerNamespace(inst, f.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
-			if err != nil {
-				class = nil
+			var class *v1alpha1.ServiceClass
+			if !inst.IsUserProvided() {
+				if class, err = st.Classes().Get(cmd.Context(), BrokerNamespace(inst, f.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)); err != nil {
+					class = nil
+				}
 			}
 			fmt.Fprint(f.Out, Describe(inst, class, names, f.Now()))
+			if inst.IsUserProvided() {
+				fmt.Fprint(f.Out, describeCredentials(cmd.Context(), st, inst))
+			}
 			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
 			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
 			return nil
@@ -198,6 +207,10 @@ func Describe(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, binding
 	kv("Name", i.Name)
 	kv("Namespace", i.Namespace)
 	kv("Status", Status(i))
+	if up := i.Spec.UserProvided; up != nil {
+		kv("User-provided", "yes (no broker; bindings get a copy of the credentials)")
+		kv("Credentials", fmt.Sprintf("Secret %s (revision %d)", up.CredentialsSecret, up.Revision))
+	}
 	kv("Class", i.Spec.ClassExternalName)
 	kv("Plan", i.Spec.PlanExternalName)
 	kv("Broker", i.Spec.BrokerName)
@@ -434,4 +447,26 @@ func none(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// describeCredentials names the keys of a user-provided instance's credentials, never
+// their values, or says why they cannot be shown.
+func describeCredentials(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance) string {
+	name := inst.Spec.UserProvided.CredentialsSecret
+	s, err := st.ReadOwnedSecret(ctx, inst, name)
+	switch {
+	case err == nil:
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return fmt.Sprintf("%-18s%s\n", "Credential keys:", strings.Join(keys, ", "))
+	case store.IsNotOwned(err):
+		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is not the instance's: it is not read)")
+	case store.IsNotFound(err):
+		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is missing)")
+	default:
+		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(cannot be read: "+err.Error()+")")
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
@@ -36,7 +37,16 @@ var provisionLong = cmdutil.LongDesc(`
 	the record; a re-send of an interrupted call sends the values it first
 	sent, kept meanwhile in a Secret the record owns). They are checked against the plan's JSON schema before
 	anything is recorded. In a terminal, a missing class, plan or required
-	parameter is asked for.`)
+	parameter is asked for.
+
+	With --user-provided, the instance is a service the catalog does not
+	provision (a database another team runs, say): no broker is called. Its
+	credentials come from --credentials-json, --credentials-file,
+	--credentials-from-secret, or are asked for key by key without echo in a
+	terminal (--credentials-keys); they are kept in a Secret owned by the
+	instance's record (NAME-credentials), never in the record. Each binding
+	of the instance gets a copy, with its transforms and projections; "kubectl
+	catalog update NAME --credentials-..." changes them for every binding.`)
 
 var provisionExample = cmdutil.Examples(`
 	# Provision a PostgreSQL instance on the hobby plan
@@ -47,6 +57,12 @@ var provisionExample = cmdutil.Examples(`
 
 	# Allow at most 3 bindings of the instance, from every namespace together
 	kubectl catalog provision db --class postgresql --plan hobby --max-bindings 3
+
+	# A user-provided instance: credentials of a database the catalog does not manage
+	kubectl catalog provision legacy-db --user-provided --credentials-file db.json
+
+	# A user-provided instance whose password is typed in, unseen
+	kubectl catalog provision legacy-db --user-provided --credentials-keys host,username,password
 
 	# Take parameters from a file and a password from a Secret
 	kubectl catalog provision db --class postgresql --plan hobby --params-file params.json --params-from-secret db-secrets/params`)
@@ -62,6 +78,9 @@ type Options struct {
 	Wait       instance.WaitFlags
 	Output     *printers.OutputFlags
 
+	UserProvided bool
+	Credentials  instance.CredentialFlags
+
 	Namespace        string
 	CatalogNamespace string
 	Store            *store.Store
@@ -74,7 +93,7 @@ type Options struct {
 func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
-		Use:     "provision NAME --class CLASS [--plan PLAN] [-p key=value]...",
+		Use:     "provision NAME --class CLASS [--plan PLAN] [-p key=value]... | provision NAME --user-provided --credentials-...",
 		Short:   "Provision a service instance",
 		Long:    provisionLong,
 		Example: provisionExample,
@@ -98,6 +117,8 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	fs.StringVar(&o.Plan, "plan", "", "The plan; not needed when the class has one plan.")
 	fs.StringVar(&o.ExternalID, "external-id", "", "The OSB instance id to use (default: a new UUID). A provision again after orphan mitigation uses a new one.")
 	o.Params.AddFlags(fs)
+	fs.BoolVar(&o.UserProvided, "user-provided", false, "A user-provided instance: no broker is called; bindings get a copy of the credentials given with --credentials-*.")
+	o.Credentials.AddFlags(fs)
 	o.Limits.AddFlags(fs)
 	o.Wait.AddFlags(fs, "provision")
 	o.Output.AddFlags(cmd)
@@ -110,6 +131,19 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 func (o *Options) Validate() error {
 	if err := o.Params.Validate(); err != nil {
 		return err
+	}
+	if o.UserProvided {
+		if o.Class != "" || o.Plan != "" || o.ExternalID != "" || o.Params.Given() || len(o.Params.FromSecret) > 0 {
+			return cmdutil.UsageErrorf("--user-provided takes no --class, --plan, --external-id or parameters: no broker is called; give its credentials with --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys")
+		}
+		if o.Credentials.Sources() == 0 {
+			return cmdutil.UsageErrorf("--user-provided needs its credentials: give --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys")
+		}
+		if err := o.Credentials.Validate(); err != nil {
+			return err
+		}
+	} else if o.Credentials.Given() {
+		return cmdutil.UsageErrorf("--credentials-*, --syslog-drain-url and --route-service-url are for a user-provided instance: add --user-provided")
 	}
 	if err := o.Wait.Validate(); err != nil {
 		return err
@@ -140,6 +174,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s", or pick another name`, o.Name, o.Namespace, o.Name)
 	} else if !store.IsNotFound(err) {
 		return err
+	}
+	if o.UserProvided {
+		return o.runUserProvided(ctx)
 	}
 	res, err := o.resolve(ctx)
 	if err != nil {
@@ -280,4 +317,39 @@ func (o *Options) askRequired(schema json.RawMessage, params map[string]any) err
 	return nil
 }
 
-var _ = v1alpha1.PhaseReady
+// runUserProvided records a user-provided instance, writes its credentials Secret
+// (owned by the record), and drives it to Ready. Nothing is left behind when the
+// credentials cannot be read or written.
+func (o *Options) runUserProvided(ctx context.Context) error {
+	data, err := o.Credentials.Read(ctx, o.Streams.In, o.Prompter, o.Store, o.Namespace)
+	if err != nil {
+		return err
+	}
+	if data, err = o.Credentials.WithURLs(data, false); err != nil {
+		return err
+	}
+	secret := catalog.CredentialsSecretName(o.Name)
+	if _, err := o.Store.GetSecret(ctx, o.Namespace, secret); err == nil {
+		return fmt.Errorf("Secret %q already exists in namespace %q, and the credentials of user-provided instance %q are kept under that name: pick another instance name, or remove the Secret", secret, o.Namespace, o.Name)
+	} else if !store.IsNotFound(err) {
+		return err
+	}
+	inst := catalog.NewUserProvidedInstance(o.Namespace, o.Name, v1alpha1.UserProvidedService{CredentialsSecret: secret})
+	o.Limits.Apply(&inst.Spec)
+	fmt.Fprintf(o.Streams.ErrOut, "Recording user-provided instance %q in namespace %q (credentials: %s)...\n", o.Name, o.Namespace, strings.Join(credentials.Keys(data), ", "))
+	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
+	if err != nil {
+		return err
+	}
+	if err := o.Engine.WriteUserProvidedCredentials(ctx, created, data); err != nil {
+		if aerr := o.Engine.AbandonInstance(ctx, created); aerr != nil {
+			return fmt.Errorf("instance %q not provisioned: its credentials could not be written (%w), and its record could not be removed (%v): remove it with \"kubectl catalog deprovision %s --abandon\"", o.Name, err, aerr, o.Name)
+		}
+		return fmt.Errorf("instance %q not provisioned: its credentials could not be written to Secret %q: %w", o.Name, secret, err)
+	}
+	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
+	if err != nil {
+		return err
+	}
+	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+}

@@ -13,9 +13,11 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -69,12 +71,15 @@ type Options struct {
 	Params  instance.ParamFlags
 	Limits  instance.LimitFlags
 	Wait    instance.WaitFlags
+
+	Credentials instance.CredentialFlags
 	Output  *printers.OutputFlags
 
 	Namespace        string
 	CatalogNamespace string
 	Store            *store.Store
 	Engine           *catalog.Engine
+	Prompter         prompt.Prompter
 	Streams          cmdutil.IOStreams
 }
 
@@ -107,6 +112,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVar(&o.Revert, "revert", false, "Set the spec back to the plan and parameters the broker holds (after a refused update).")
 	o.Params.AddFlags(cmd.Flags())
 	o.Limits.AddFlags(cmd.Flags())
+	o.Credentials.AddFlags(cmd.Flags())
 	o.Wait.AddFlags(cmd.Flags(), "update")
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -114,12 +120,19 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
-	changes := o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0 || o.Limits.Given()
+	brokered := o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0
+	changes := brokered || o.Limits.Given() || o.Credentials.Given()
+	if brokered && o.Credentials.Given() {
+		return cmdutil.UsageErrorf("--credentials-*, --syslog-drain-url and --route-service-url change a user-provided instance, which has no plan or parameters: give them without --plan, parameters or --upgrade")
+	}
+	if err := o.Credentials.Validate(); err != nil {
+		return err
+	}
 	if o.Revert && changes {
 		return cmdutil.UsageErrorf("--revert sets the spec back to what the broker holds: give it alone, without --plan, parameters or --upgrade")
 	}
 	if !o.Revert && !changes {
-		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces or --revert")
+		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces, --revert, or for a user-provided instance --credentials-json, --credentials-file, --credentials-from-secret, --credentials-keys, --syslog-drain-url or --route-service-url")
 	}
 	if err := o.Params.Validate(); err != nil {
 		return err
@@ -138,7 +151,13 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
 	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
-	return err
+	if err != nil {
+		return err
+	}
+	if o.Prompter == nil && o.Streams.CanPrompt() {
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
+	}
+	return nil
 }
 
 // Run changes the spec and drives the instance.
@@ -152,6 +171,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if err := catalog.CheckChangeable(inst, nowOf(o)); err != nil {
 		return err
+	}
+	if inst.IsUserProvided() {
+		return o.updateUserProvided(ctx, inst)
+	}
+	if o.Credentials.Given() {
+		return cmdutil.UsageErrorf("instance %q is not user-provided: its credentials come from its broker (rotate a binding's with \"kubectl catalog bind --rotate\")", o.Name)
 	}
 	class, err := o.Store.Classes().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
 	if err != nil {
@@ -262,6 +287,59 @@ func (o *Options) revert(ctx context.Context) error {
 	}
 	// The values come from the record's status: say what was written as your intent.
 	fmt.Fprintf(o.Streams.ErrOut, "Reverting instance %q in namespace %q to what the broker holds (%s)...\n", o.Name, o.Namespace, strings.Join(changes, "; "))
+	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
+	if err != nil {
+		return err
+	}
+	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+}
+
+// updateUserProvided changes the credentials (and limits) of a user-provided instance:
+// the spec's revision first, so the change is the user's and the instance stays pending
+// until every binding has the new credentials; then the credentials Secret; then the
+// instance is driven, which copies them to every binding it can (reconcile does the rest).
+func (o *Options) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance) error {
+	if o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0 {
+		return cmdutil.UsageErrorf("instance %q is user-provided: it has no plan or parameters; change its credentials with --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys", o.Name)
+	}
+	changes := o.Limits.Apply(&inst.Spec)
+	var data map[string][]byte
+	if o.Credentials.Given() {
+		var err error
+		if data, err = o.Credentials.Read(ctx, o.Streams.In, o.Prompter, o.Store, o.Namespace); err != nil {
+			return err
+		}
+		if data == nil {
+			// Only a URL changes: the other credentials stay.
+			cur, err := o.Store.ReadOwnedSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret)
+			if err != nil {
+				return fmt.Errorf("cannot read the credentials of instance %q to change its URLs: %w", o.Name, err)
+			}
+			data = cur.Data
+		}
+		if data, err = o.Credentials.WithURLs(data, o.Credentials.Sources() == 0); err != nil {
+			return err
+		}
+		inst.Spec.UserProvided.Revision++
+		changes = append(changes, "credentials "+strings.Join(credentials.Keys(data), ", "))
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
+		return nil
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Updating user-provided instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
+	stored, err := o.Store.Instances().Update(store.WithIntent(ctx), inst)
+	if err != nil {
+		if store.IsConflict(err) {
+			return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
+		}
+		return err
+	}
+	if data != nil {
+		if err := o.Engine.WriteUserProvidedCredentials(ctx, stored, data); err != nil {
+			return fmt.Errorf("the credentials of instance %q could not be written to Secret %q (its bindings keep the old ones): %w", o.Name, inst.Spec.UserProvided.CredentialsSecret, err)
+		}
+	}
 	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
 	if err != nil {
 		return err

@@ -44,6 +44,10 @@ func (in *ServiceBinding) HasPendingWork() bool {
 		len(in.Status.Projecting) > 0
 }
 
+// IsUserProvided reports whether the instance is a user-provided service instance, which
+// no broker holds.
+func (in *ServiceInstance) IsUserProvided() bool { return in.Spec.UserProvided != nil }
+
 // CurrentExternalID is the OSB instance id the instance's current attempt uses at the
 // broker: status.externalID, else spec.externalID.
 func (in *ServiceInstance) CurrentExternalID() string {

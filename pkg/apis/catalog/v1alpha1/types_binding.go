@@ -146,6 +146,13 @@ type BoundState struct {
 	// ExpiresAt and RenewBefore are the binding's metadata.expires_at and renew_before.
 	ExpiresAt   *metav1.Time `json:"expiresAt,omitempty"`
 	RenewBefore *metav1.Time `json:"renewBefore,omitempty"`
+	// UserProvided is true when the credentials are a copy of a user-provided instance's:
+	// no broker holds the binding, and BindingID is only the record's id.
+	UserProvided bool `json:"userProvided,omitempty"`
+	// SourceVersion identifies the user-provided instance's credentials Secret the copy
+	// was made from (its uid and resourceVersion, never a digest of its data): when the
+	// Secret changes, the copy is made again.
+	SourceVersion string `json:"sourceVersion,omitempty"`
 }
 
 // CredentialsSecret is the Secret a binding's credentials were written to.

@@ -50,6 +50,25 @@ type ServiceInstanceSpec struct {
 	// AllowedNamespaces, when not empty, are the only namespaces (the instance's own
 	// included) whose bindings may use the instance.
 	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+	// UserProvided, when set, makes this a user-provided service instance: a service the
+	// catalog does not provision (a database run by another team, say). No broker is
+	// called; the broker, class and plan fields are empty, and each binding gets a copy
+	// of the credentials, which are kept in a Secret owned by the instance's record.
+	UserProvided *UserProvidedService `json:"userProvided,omitempty"`
+}
+
+// UserProvidedService is what a user-provided service instance offers its bindings.
+type UserProvidedService struct {
+	// CredentialsSecret is the Secret, in the instance's namespace and owned by its
+	// record, that holds the credentials (one key per credential; values never appear in
+	// a record). A Secret the record does not own is never read. A syslog drain or route
+	// service URL is a credential too (keys syslog_drain_url and route_service_url), as
+	// in a broker's bind answer.
+	CredentialsSecret string `json:"credentialsSecret"`
+	// Revision counts the changes of the credentials ("kubectl catalog update
+	// --credentials-..."): each is a change of the spec, so that it is its author's, and
+	// so that the instance is pending until every binding has a copy of the new ones.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // ServiceInstanceStatus is what the broker holds and what is being done about it.
