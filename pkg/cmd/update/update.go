@@ -73,7 +73,7 @@ type Options struct {
 	Wait    instance.WaitFlags
 
 	Credentials instance.CredentialFlags
-	Output  *printers.OutputFlags
+	Output      *printers.OutputFlags
 
 	Namespace        string
 	CatalogNamespace string
