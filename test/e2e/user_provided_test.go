@@ -151,3 +151,32 @@ func TestUserProvided_ProvisionBindShareUpdateDeprovision(t *testing.T) {
 		return store.IsNotFound(ierr) && store.IsNotFound(berr) && secrets == 0
 	})
 }
+
+// TestUserProvided_CredentialsKeys_AskedWithoutEcho provisions a user-provided instance
+// whose credentials are typed in a terminal: the values never appear on the terminal
+// (survey's password prompt echoes no character of them), and they land in the Secret.
+func TestUserProvided_CredentialsKeys_AskedWithoutEcho(t *testing.T) {
+	t.Parallel()
+	ns := cp.NewNamespace(t)
+	cmd, term := instStartInPTY(t, ns, "provision", "db", "--user-provided", "--credentials-keys", "username,password")
+
+	term.answer("Credential username:", "app\r")
+	term.answer("Credential password:", upsPassword+"\r")
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		assert.NilError(t, err, "the CLI failed; the terminal shows:\n%q", term.text())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the CLI did not finish; the terminal shows:\n%q", term.text())
+	}
+	instWaitFor(t, "the terminal to show the result", 10*time.Second, func() bool {
+		return strings.Contains(term.text(), `Instance "db" is ready`)
+	})
+	assert.Assert(t, !strings.Contains(term.text(), upsPassword), "the password was echoed:\n%q", term.text())
+	s, err := limitsAdmin(t).CoreV1().Secrets(ns).Get(context.Background(), "db-credentials", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, string(s.Data["username"]), "app")
+	assert.Equal(t, string(s.Data["password"]), upsPassword)
+}
