@@ -50,12 +50,6 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.UsageErrorf("unknown command %q for \"kubectl catalog\"", args[0])
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 		// Completion is a subcommand of its own; cobra's default would
 		// shadow the kubectl flavour.
@@ -95,5 +89,6 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		doctor.NewCmdDoctor(f),
 		rbac.NewCmdRBAC(f),
 	)
+	markUsageErrors(root)
 	return root
 }

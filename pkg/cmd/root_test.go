@@ -19,7 +19,7 @@ func execute(t *testing.T, args ...string) (string, string, error) {
 	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	err := AsUsageError(root.ExecuteContext(context.Background()))
 	return out.String(), errOut.String(), err
 }
 
@@ -96,4 +96,57 @@ func TestCompletion_EveryShell(t *testing.T) {
 func TestCompletion_UnknownShellIsAUsageError(t *testing.T) {
 	_, _, err := execute(t, "completion", "tcsh")
 	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+}
+
+// TestRoot_UsageMistakes_ExitTwo: a mistake in how any command is invoked exits 2,
+// before anything contacts a cluster (these run without one), and an unknown command or
+// noun gets a suggestion.
+func TestRoot_UsageMistakes_ExitTwo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gett"}, "Did you mean this?\n\tget"},
+		{[]string{"get", "brokrs"}, "Did you mean this?\n\tbrokers"},
+		{[]string{"describe", "instanse", "db"}, "Did you mean this?\n\tinstance"},
+		{[]string{"register"}, "accepts 1 arg(s), received 0"},
+		{[]string{"register", "acme"}, `required flag(s) "url" not set`},
+		{[]string{"describe", "broker"}, "accepts 1 arg(s)"},
+		{[]string{"sync", "broker"}, "accepts 1 arg(s)"},
+		{[]string{"access", "enable"}, "accepts 1 arg(s)"},
+		{[]string{"reconcile", "now"}, `unknown command "now"`},
+		{[]string{"provision", "db", "--user-provided"}, "needs its credentials"},
+		{[]string{"provision", "db", "--credentials-json", "{}"}, "add --user-provided"},
+		{[]string{"update", "db"}, "nothing to update"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, _, err := execute(t, tc.args...)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestRoot_EveryCommand_UnknownFlagExitsTwo walks the whole command tree.
+func TestRoot_EveryCommand_UnknownFlagExitsTwo(t *testing.T) {
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(nil, &bytes.Buffer{}, &bytes.Buffer{}))
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.Hidden || c.Name() == "help" {
+			return
+		}
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			walk(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	walk(NewCmdRoot(f), nil)
+	assert.Assert(t, len(paths) > 20)
+	for _, p := range paths {
+		t.Run(strings.Join(p, " "), func(t *testing.T) {
+			_, _, err := execute(t, append(p, "--no-such-flag")...)
+			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
+		})
+	}
 }
