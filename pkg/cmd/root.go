@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/migrate"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
@@ -89,6 +90,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		unbind.NewCmdUnbind(f),
 		access.NewCmdAccess(f),
 		reconcile.NewCmdReconcile(f),
+		migrate.NewCmdMigrate(f),
 		doctor.NewCmdDoctor(f),
 		rbac.NewCmdRBAC(f),
 	)
