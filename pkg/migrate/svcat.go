@@ -174,6 +174,9 @@ func (m *Migrator) Run(ctx context.Context, o Options) ([]Outcome, error) {
 			u := &items[i]
 			oc := res.one(ctx, o, u)
 			oc.Kind, oc.Namespace, oc.Name, oc.uid, oc.gvr = res.kind, u.GetNamespace(), u.GetName(), u.GetUID(), res.gvr
+			if oc.Result == ResultWouldMigrate {
+				oc.clean = true // a dry run's cleanup says what the real one would delete
+			}
 			out = append(out, oc)
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -690,7 +693,8 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 			return skipped(true, "the plan the broker holds it on (id %s) no longer exists at broker %q: check its catalog (\"kubectl catalog get plans %s\")", a.HeldPlanID, r.brokerName, r.class.Spec.ExternalName)
 		}
 		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "reconciledGeneration")
-		a.ParametersHeld = inFlight == nil && gen == u.GetGeneration()
+		// A deletion raises an object's generation too, and needs no parameters.
+		a.ParametersHeld = inFlight == nil && (gen == u.GetGeneration() || deleting)
 	}
 	if inFlight != nil && inFlight.Type == v1alpha1.OperationUpdate {
 		inFlight.PlanID = inProgressPlanID(u)
