@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,11 +191,11 @@ func (e *svcatEnv) createOld(t *testing.T, resource, kind, ns, name string, spec
 
 func readyStatus(extra map[string]any) map[string]any {
 	st := map[string]any{
-		"conditions":     []any{map[string]any{"type": "Ready", "status": "True", "reason": "ProvisionedSuccessfully", "message": "The instance was provisioned successfully", "lastTransitionTime": "2021-03-01T10:00:00Z"}},
+		"conditions":           []any{map[string]any{"type": "Ready", "status": "True", "reason": "ProvisionedSuccessfully", "message": "The instance was provisioned successfully", "lastTransitionTime": "2021-03-01T10:00:00Z"}},
 		"reconciledGeneration": int64(1), "observedGeneration": int64(1),
-		"provisionStatus":      "Provisioned", "deprovisionStatus": "Required",
-		"asyncOpInProgress":    false, "orphanMitigationInProgress": false,
-		"externalProperties":   map[string]any{"clusterServicePlanExternalName": "hobby", "clusterServicePlanExternalID": broker.DemoPostgresHobbyPlanID},
+		"provisionStatus": "Provisioned", "deprovisionStatus": "Required",
+		"asyncOpInProgress": false, "orphanMitigationInProgress": false,
+		"externalProperties": map[string]any{"clusterServicePlanExternalName": "hobby", "clusterServicePlanExternalID": broker.DemoPostgresHobbyPlanID},
 	}
 	for k, v := range extra {
 		st[k] = v
@@ -319,7 +323,7 @@ func (e *svcatEnv) seed(t *testing.T) *svcatFixture {
 	}, readyStatus(nil), false)
 
 	bound := map[string]any{
-		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "InjectedBindResult", "message": "Injected bind result", "lastTransitionTime": "2021-03-01T10:00:00Z"}},
+		"conditions":        []any{map[string]any{"type": "Ready", "status": "True", "reason": "InjectedBindResult", "message": "Injected bind result", "lastTransitionTime": "2021-03-01T10:00:00Z"}},
 		"asyncOpInProgress": false, "reconciledGeneration": int64(1), "unbindStatus": "Required",
 	}
 	f.oldBinding = e.createOld(t, "servicebindings", "ServiceBinding", e.ns, "ready-creds", map[string]any{
@@ -508,4 +512,91 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	sort.Strings(s)
 	return s
+}
+
+// migrateKilledAfter runs migrate with the test knob that kills it (SIGKILL) right after
+// its nth write; it reports whether the process was killed.
+func (e *svcatEnv) migrateKilledAfter(t *testing.T, n int) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, "catalog", "migrate", "svcat", "-n", e.ns, "--catalog-namespace", e.catNS)
+	cmd.Env = append(os.Environ(),
+		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+cp.Kubeconfig(controlplane.AdminUser), "HOME="+t.TempDir(),
+		fmt.Sprintf("KUBECTL_CATALOG_TEST_MIGRATE_KILL_AFTER=%d", n))
+	out, err := cmd.CombinedOutput()
+	t.Logf("$ kubectl catalog migrate svcat (killed after %d writes)\n%s", n, out)
+	if ee, ok := err.(*exec.ExitError); ok {
+		// kubectl runs the plugin in place (exec), so the kill is the process's own.
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
+		return false
+	}
+	assert.NilError(t, err)
+	return false
+}
+
+func TestMigrateSvcat_KilledAtEveryWriteThenRunAgain_SameEndStateThenCleanup(t *testing.T) {
+	e := newSvcatEnv(t)
+	f := e.seed(t)
+	ctx := context.Background()
+	e.b.ClearRequests()
+
+	kills := 0
+	for e.migrateKilledAfter(t, 1) {
+		kills++
+		assert.Assert(t, kills < 20, "migrate never finished")
+	}
+	assert.Assert(t, kills >= 6, "killed at each write (brokers, instances, a deletion, a binding): %d", kills)
+	r, got := e.migrate(t)
+	assert.Equal(t, r.ExitCode, 1)
+	for _, key := range []string{"ClusterServiceBroker/acme" + suffix(e.ns), "ServiceInstance/ready", "ServiceInstance/async", "ServiceInstance/leaving", "ServiceBinding/ready-creds"} {
+		assert.Equal(t, got[key].Result, "already migrated", "%s: %s", key, got[key].Reason)
+	}
+	for _, key := range []string{"ServiceInstance/failed", "ServiceInstance/oldplan", "ServiceInstance/unreachable", "ServiceBinding/lost-creds"} {
+		assert.Equal(t, got[key].Result, "skipped", key)
+	}
+	onlyCatalogGETs(t, e.b)
+
+	// The same end state as one uninterrupted run: one record per object, the original ids.
+	insts, err := e.st.Instances().List(ctx, e.ns, store.Filter{})
+	assert.NilError(t, err)
+	ids := map[string]string{}
+	for _, i := range insts {
+		ids[i.Name] = i.Spec.ExternalID
+	}
+	assert.DeepEqual(t, ids, map[string]string{"ready": f.readyID, "async": f.asyncID, "leaving": f.leavingID})
+	leaving, err := e.st.Instances().Get(ctx, e.ns, "leaving")
+	assert.NilError(t, err)
+	assert.Assert(t, leaving.DeletionTimestamp != nil, "the deletion recorded by the run after the kill")
+	bs, err := e.st.Bindings().List(ctx, e.ns, store.Filter{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(bs, 1))
+	secret, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "ready-creds", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, secret.Data, f.creds)
+	assert.Assert(t, store.OwnedBy(secret, bs[0]))
+	assert.Equal(t, len(secret.OwnerReferences), 1)
+
+	// --cleanup deletes the migrated old objects; the Secret stays with the new record.
+	r, got = e.migrate(t, "--cleanup")
+	assert.Equal(t, r.ExitCode, 1, "what needs a person still does")
+	for _, key := range []string{"ServiceInstance/ready", "ServiceInstance/async", "ServiceInstance/leaving", "ServiceBinding/ready-creds", "ServiceInstance/failed"} {
+		assert.Assert(t, is.Contains(got[key].Reason, "old object deleted"), key)
+	}
+	assert.Assert(t, is.Contains(got["ClusterServiceBroker/acme"+suffix(e.ns)].Reason, "old object kept"))
+	for _, res := range []struct{ resource, name string }{{"serviceinstances", "ready"}, {"serviceinstances", "leaving"}, {"servicebindings", "ready-creds"}} {
+		_, err := e.dyn.Resource(svcatGVR(res.resource)).Namespace(e.ns).Get(ctx, res.name, metav1.GetOptions{})
+		assert.Assert(t, apierrors.IsNotFound(err), "old %s %s deleted: %v", res.resource, res.name, err)
+	}
+	_, err = e.dyn.Resource(svcatGVR("serviceinstances")).Namespace(e.ns).Get(ctx, "oldplan", metav1.GetOptions{})
+	assert.NilError(t, err, "an object that needs a person stays")
+	secret, err = e.admin.CoreV1().Secrets(e.ns).Get(ctx, "ready-creds", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, secret.Data, f.creds)
+	_, err = e.st.Bindings().Get(ctx, e.ns, "ready-creds")
+	assert.NilError(t, err)
+	onlyCatalogGETs(t, e.b)
 }
