@@ -370,6 +370,18 @@ func onlyCatalogGETs(t *testing.T, b *broker.Broker) {
 	}
 }
 
+// TestMigrateSvcat_NotServed runs before the other tests install the CRDs.
+func TestMigrateSvcat_NotServed_SaysSoAndExits1(t *testing.T) {
+	ns := cp.NewNamespace(t)
+	r := kubectl(t, controlplane.AdminUser, "catalog", "migrate", "svcat", "-n", ns)
+	assert.Equal(t, r.ExitCode, 1)
+	assert.Assert(t, is.Contains(r.Stderr, "servicecatalog.k8s.io/v1beta1) is not served by this cluster"))
+	r = kubectl(t, controlplane.AdminUser, "catalog", "migrate", "svcat", "-n", ns, "-o", "xml")
+	assert.Equal(t, r.ExitCode, 2, "a usage error")
+	r = kubectl(t, controlplane.AdminUser, "catalog", "migrate", "svcat", "--dry-run=server")
+	assert.Equal(t, r.ExitCode, 2, "a usage error")
+}
+
 func TestMigrateSvcat_MigratesThenReconcileAndVerbsFinishUnderTheOriginalIDs(t *testing.T) {
 	e := newSvcatEnv(t)
 	f := e.seed(t)
