@@ -120,6 +120,8 @@ type Migrator struct {
 	brokers map[string]string
 	// instances: "NS/NAME" to why it is not migrated ("" when it is).
 	instances map[string]string
+	// classCache holds the class lists read (classes).
+	classCache map[string][]*v1alpha1.ServiceClass
 }
 
 // New returns a Migrator.
@@ -150,7 +152,7 @@ func (m *Migrator) Run(ctx context.Context, o Options) ([]Outcome, error) {
 	if err := m.Served(); err != nil {
 		return nil, err
 	}
-	m.brokers, m.instances = map[string]string{}, map[string]string{}
+	m.brokers, m.instances, m.classCache = map[string]string{}, map[string]string{}, map[string][]*v1alpha1.ServiceClass{}
 	var out []Outcome
 	for _, res := range []struct {
 		gvr  schema.GroupVersionResource
@@ -332,6 +334,8 @@ func (m *Migrator) broker(ctx context.Context, o Options, u *unstructured.Unstru
 		if o.DryRun {
 			return Outcome{Result: ResultWouldMigrate, Reason: "recorded; its catalog is still to be fetched"}
 		}
+		// A run interrupted after the record was written: finish what register does.
+		_ = m.cfg.Store.ProtectBrokerSecret(ctx, existing)
 		if _, err := catalogsync.New(m.cfg.Store, m.cfg.Clients).Sync(ctx, existing); err != nil {
 			return skipped(true, "its catalog cannot be fetched: %v; fix the cause, then run this again", err)
 		}
@@ -451,7 +455,7 @@ func (m *Migrator) resolve(ctx context.Context, u *unstructured.Unstructured) (*
 	if planRef.externalName == "" && planRef.externalID == "" {
 		return nil, fmt.Sprintf("its plan (old object %q) is gone, so which plan it is cannot be told", planRef.objectName)
 	}
-	classes, err := m.cfg.Store.Classes().List(ctx, brokerNS, store.Filter{Broker: brokerName, Scope: scope})
+	classes, err := m.classes(ctx, brokerNS, brokerName, scope)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -490,6 +494,21 @@ func (m *Migrator) resolve(ctx context.Context, u *unstructured.Unstructured) (*
 			planRef, c.Spec.ExternalName, c.Spec.BrokerName, c.Spec.ExternalName)
 	}
 	return &resolved{scope: scope, brokerName: c.Spec.BrokerName, brokerNS: brokerNS, class: c, plan: plan}, ""
+}
+
+// classes lists the class records of a namespace (of one broker, or of all), once per
+// run: every instance of a broker resolves against the same list.
+func (m *Migrator) classes(ctx context.Context, ns, broker string, scope v1alpha1.Scope) ([]*v1alpha1.ServiceClass, error) {
+	key := strings.Join([]string{ns, broker, string(scope)}, "/")
+	if l, ok := m.classCache[key]; ok {
+		return l, nil
+	}
+	l, err := m.cfg.Store.Classes().List(ctx, ns, store.Filter{Broker: broker, Scope: scope})
+	if err != nil {
+		return nil, err
+	}
+	m.classCache[key] = l
+	return l, nil
 }
 
 func planRemoved(c *v1alpha1.ServiceClass, id string) bool {

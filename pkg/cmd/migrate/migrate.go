@@ -94,10 +94,11 @@ type Options struct {
 // NewCmdMigrate returns the migrate command.
 func NewCmdMigrate(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "migrate",
-		Short: "Bring objects of another service catalog over",
-		Long:  migrateLong,
-		Args:  cobra.NoArgs,
+		Use:     "migrate",
+		Short:   "Bring objects of another service catalog over",
+		Long:    migrateLong,
+		Example: svcatExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmdutil.UsageErrorf("%s needs a source: %q", cmd.CommandPath(), cmd.CommandPath()+" svcat")
 		},
