@@ -15,6 +15,9 @@ const (
 	ReasonProvisionInProgress = "ProvisionInProgress"
 	// ReasonProvisioned: the broker holds the instance as asked.
 	ReasonProvisioned = "Provisioned"
+	// ReasonAdopted: the broker holds the instance or binding, whose record was taken
+	// over from another platform ("kubectl catalog migrate svcat").
+	ReasonAdopted = "Adopted"
 	// ReasonProvisionCallFailed: the provision call failed; it is retried.
 	ReasonProvisionCallFailed = "ProvisionCallFailed"
 	// ReasonProvisionFailed: the asynchronous provision ended "failed" (or ran past its

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/migrate"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
@@ -86,6 +87,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		share.NewCmdUnshare(f),
 		access.NewCmdAccess(f),
 		reconcile.NewCmdReconcile(f),
+		migrate.NewCmdMigrate(f),
 		doctor.NewCmdDoctor(f),
 		rbac.NewCmdRBAC(f),
 	)

@@ -187,7 +187,7 @@ func objectName(kind, name string) string {
 
 func verbOf(op string) string {
 	switch op {
-	case "claim", "write":
+	case "claim", "write", "adopt":
 		return "update"
 	case "decode":
 		return "get"

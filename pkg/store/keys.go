@@ -81,6 +81,11 @@ const (
 	// written (TrustConfigMap); a record without the current token has no verified
 	// author.
 	AnnotationTrustToken = Prefix + "trust-token"
+	// AnnotationMigratedFrom is on records "kubectl catalog migrate svcat" wrote: the
+	// retired Service Catalog object they were made from, as
+	// "<kind>/<namespace>/<name>/<uid>" (no namespace for cluster-scoped objects), so a
+	// second run knows them as its own.
+	AnnotationMigratedFrom = Prefix + "migrated-from"
 )
 
 // TrustConfigMap is the ConfigMap, in the catalog namespace, whose TrustTokenKey holds a

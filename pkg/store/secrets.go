@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -269,4 +272,67 @@ func (s *Store) DeleteRequestSecret(ctx context.Context, rec v1alpha1.Record, na
 		return apiError("delete", kindSecret, rec.GetNamespace(), name, err)
 	}
 	return nil
+}
+
+// AdoptBindingSecret makes the existing Secret b.Spec.SecretName the credentials Secret of
+// binding b without touching its data: it drops the owner references whose uid is in
+// previousOwners (the object that wrote the Secret before, so the garbage collector does
+// not delete the Secret with it), adds b's owner reference and the labels
+// WriteBindingSecret gives. A Secret another controller owns (an owner reference marked
+// controller that is neither b's nor a previous owner's) is refused (IsNotOwned). It
+// returns the Secret as stored; a Secret already adopted is returned unchanged.
+func (s *Store) AdoptBindingSecret(ctx context.Context, b *v1alpha1.ServiceBinding, previousOwners ...types.UID) (*corev1.Secret, error) {
+	if b.UID == "" {
+		return nil, fmt.Errorf("adopting the Secret of service binding %q: the binding has no uid; read it from the store first", b.Name)
+	}
+	name := b.Spec.SecretName
+	secrets := s.core.CoreV1().Secrets(b.Namespace)
+	var adopted *corev1.Secret
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		refs := make([]metav1.OwnerReference, 0, len(existing.OwnerReferences)+1)
+		for _, ref := range existing.OwnerReferences {
+			switch {
+			case slices.Contains(previousOwners, ref.UID), ref.UID == b.UID:
+				continue
+			case ref.Controller != nil && *ref.Controller:
+				return &Error{Reason: ReasonNotOwned, Op: "adopt", Kind: kindSecret, Namespace: b.Namespace, Name: name,
+					Detail: fmt.Sprintf("service binding %q (it is controlled by %s %q)", b.Name, ref.Kind, ref.Name)}
+			}
+			refs = append(refs, ref)
+		}
+		refs = append(refs, bindingOwnerReference(b))
+		want := map[string]string{LabelManagedBy: ManagedBy, LabelBinding: LabelValue(b.Name), LabelInstance: LabelValue(b.Spec.InstanceName)}
+		if OwnedBy(existing, b) && len(refs) == len(existing.OwnerReferences) && hasLabels(existing.Labels, want) {
+			adopted = existing
+			return nil
+		}
+		existing.OwnerReferences = refs
+		if existing.Labels == nil {
+			existing.Labels = map[string]string{}
+		}
+		maps.Copy(existing.Labels, want)
+		adopted, err = secrets.Update(ctx, existing, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, apiError("adopt", kindSecret, b.Namespace, name, err)
+	}
+	return adopted, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }

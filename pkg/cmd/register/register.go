@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -268,35 +269,8 @@ func (o *Options) Run(ctx context.Context) error {
 	} else if !store.IsNotFound(err) && !store.IsForbidden(err) {
 		return err
 	}
-	// A missing or incomplete Secret is the user's to fix before anything is recorded.
-	if b.Spec.Auth != nil {
-		if _, err := o.Clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
-			return err
-		}
-	}
-	if b.Spec.Scope == v1alpha1.ScopeCluster {
-		if err := ensureNamespace(ctx, o.Core, b.Namespace); err != nil {
-			return err
-		}
-	}
-	created, err := o.Store.Brokers().Create(store.WithIntent(ctx), b)
-	if store.IsAlreadyExists(err) {
-		return fmt.Errorf("broker %q is already registered in namespace %q: run \"kubectl catalog sync broker %s\" instead", b.Name, b.Namespace, b.Name)
-	}
+	res, err := Record(ctx, Deps{Store: o.Store, Core: o.Core, Clients: o.Clients, ErrOut: errOut}, b)
 	if err != nil {
-		return fmt.Errorf("cannot record broker %q: %w", b.Name, err)
-	}
-	if err := o.Store.ProtectBrokerSecret(ctx, created); err != nil {
-		fmt.Fprintf(errOut, "Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it (%v): deleting namespace %q could delete it before they are deprovisioned\n",
-			b.Spec.Auth.SecretRef.Name, err, b.Namespace)
-	}
-	fmt.Fprintf(errOut, "Fetching the catalog of broker %q...\n", b.Name)
-	res, err := catalogsync.New(o.Store, o.Clients).Sync(ctx, created)
-	if err != nil {
-		var fe *catalogsync.FetchError
-		if errors.As(err, &fe) {
-			return fmt.Errorf("broker %q is registered, but %w\nFix the cause, then run \"kubectl catalog sync broker %s\"", b.Name, err, b.Name)
-		}
 		return err
 	}
 	for _, w := range res.Warnings {
@@ -305,6 +279,55 @@ func (o *Options) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Streams.Out, "broker %q registered: %s and %s offered\n", b.Name,
 		catalogcmd.Plural(res.Classes, "class", "classes"), catalogcmd.Plural(res.Plans, "plan", "plans"))
 	return nil
+}
+
+// Deps are what recording a broker needs.
+type Deps struct {
+	Store   *store.Store
+	Core    kubernetes.Interface
+	Clients *brokerclient.Factory
+	// ErrOut gets progress and warnings.
+	ErrOut io.Writer
+}
+
+// Record records the new broker b on the user's command and fetches its catalog (a GET
+// only): the credentials Secret is checked first, the catalog namespace created for a
+// cluster broker, the Secret of a namespace broker protected. The broker stays recorded
+// when the fetch fails; the error (a *catalogsync.FetchError) then says how to fetch it
+// again. "register" and "migrate svcat" both record brokers this way.
+func Record(ctx context.Context, d Deps, b *v1alpha1.Broker) (*catalogsync.Result, error) {
+	// A missing or incomplete Secret is the user's to fix before anything is recorded.
+	if b.Spec.Auth != nil {
+		if _, err := d.Clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
+			return nil, err
+		}
+	}
+	if b.Spec.Scope == v1alpha1.ScopeCluster {
+		if err := ensureNamespace(ctx, d.Core, b.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	created, err := d.Store.Brokers().Create(store.WithIntent(ctx), b)
+	if store.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("broker %q is already registered in namespace %q: run \"kubectl catalog sync broker %s\" instead", b.Name, b.Namespace, b.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot record broker %q: %w", b.Name, err)
+	}
+	if err := d.Store.ProtectBrokerSecret(ctx, created); err != nil {
+		fmt.Fprintf(d.ErrOut, "Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it (%v): deleting namespace %q could delete it before they are deprovisioned\n",
+			b.Spec.Auth.SecretRef.Name, err, b.Namespace)
+	}
+	fmt.Fprintf(d.ErrOut, "Fetching the catalog of broker %q...\n", b.Name)
+	res, err := catalogsync.New(d.Store, d.Clients).Sync(ctx, created)
+	if err != nil {
+		var fe *catalogsync.FetchError
+		if errors.As(err, &fe) {
+			return res, fmt.Errorf("broker %q is registered, but %w\nFix the cause, then run \"kubectl catalog sync broker %s\"", b.Name, err, b.Name)
+		}
+		return res, err
+	}
+	return res, nil
 }
 
 // ensureNamespace creates the catalog namespace if it is missing.
