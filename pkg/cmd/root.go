@@ -51,7 +51,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 		// Completion is a subcommand of its own; cobra's default would
 		// shadow the kubectl flavour.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
