@@ -35,11 +35,27 @@ var reconcileLong = cmdutil.LongDesc(`
 	on a worker, so a few workers keep many operations going. Records another
 	command or reconcile is working on (a live claim) are skipped; records
 	whose next retry or poll is not due when the run starts are left for a
-	later run. An asynchronous operation is polled for as long as
-	--max-duration allows and left for the next run after that. An instance
-	being deleted has its bindings unbound first, in the same run. Brokers
-	whose catalog fetch is requested, due to be retried, or due by
-	--relist-interval are synced.
+	later run. An instance being deleted has its bindings unbound first, in
+	the same run. Brokers whose catalog fetch is requested, due to be
+	retried, or due by --relist-interval are synced.
+
+	A run by hand ends as soon as nothing can progress soon: a record whose
+	next retry or poll is due more than --retry-horizon (default 10s) after
+	its last step is not waited for, but reported as "waiting until T" with
+	the attempt and the last error (or "in progress" with the next poll), and
+	a later run takes it up. --max-duration bounds the run in any case. The
+	CronJob of "reconcile install" passes --retry-horizon 0, and --serve
+	defaults to it: retries and polls then go on for as long as --max-duration
+	allows.
+
+	On a terminal it shows its progress on one line of stderr, redrawn as it
+	goes (records finished, in progress and waiting, the record and the step
+	under way, the time elapsed) and cleared before the summary; otherwise it
+	logs a timestamped line on stderr per record as it is finished. -v (1 or
+	more) also shows each step and each wait. The first Ctrl-C (or SIGTERM)
+	starts nothing new, lets the broker calls under way finish and their
+	outcome be recorded, prints the summary and how many records were left,
+	and exits 130; a second one exits at once.
 
 	With --rotate-due it also lists the bindings in full to find those whose
 	credentials the broker asked to renew (renew_before has passed), and
@@ -71,6 +87,12 @@ var reconcileExample = cmdutil.Examples(`
 	# Finish what is pending in the current namespace
 	kubectl catalog reconcile
 
+	# The same, showing each step and each wait
+	kubectl catalog reconcile -v 1
+
+	# Keep retrying within the run for up to 2 minutes, as a CronJob's run does
+	kubectl catalog reconcile --retry-horizon 0 --max-duration 2m
+
 	# Everything, in every namespace
 	kubectl catalog reconcile -A
 
@@ -84,7 +106,7 @@ var reconcileExample = cmdutil.Examples(`
 	kubectl catalog reconcile -A --rotate-due
 
 	# As a CronJob does it: bounded in time, one of three shards, a JSON summary
-	kubectl catalog reconcile -A --max-duration 4m --shard 0/3 --workers 16 -o json
+	kubectl catalog reconcile -A --max-duration 4m --retry-horizon 0 --shard 0/3 --workers 16 -o json
 
 	# As a Deployment does it: in a loop, with /healthz and /metrics on port 8080
 	kubectl catalog reconcile -A --serve
