@@ -548,7 +548,7 @@ func progress(it Item, rec record, res catalog.Result) Item {
 		return it
 	}
 	if next := rec.next(); !next.At.IsZero() {
-		at := next.At
+		at := wholeSecond(next.At)
 		it.Until = &at
 	}
 	st := rec.object().OpStatus()
@@ -578,7 +578,7 @@ func progress(it Item, rec record, res catalog.Result) Item {
 // else, or waiting for a retry or poll (with the last failure, when a retry is
 // scheduled).
 func waitingFor(it Item, next catalog.NextStep, rec record) Item {
-	at := next.At
+	at := wholeSecond(next.At)
 	it.Until = &at
 	if next.ClaimedBy != "" {
 		it.Outcome = Skipped
@@ -593,6 +593,11 @@ func waitingFor(it Item, next catalog.NextStep, rec record) Item {
 	}
 	return it
 }
+
+// wholeSecond rounds a NextStep's time to the second: the times it comes from are
+// stored to the second (a retry's, a poll's, a claim's), and it is computed from them and
+// the clock, read twice, so it may be off by the time between the two reads.
+func wholeSecond(t time.Time) time.Time { return t.Round(time.Second) }
 
 func needsUser(it Item, rec record) Item {
 	it.Outcome, it.Detail = Failed, "needs the user: "+rec.remedy()

@@ -222,7 +222,12 @@ func (p *Progress) line() string {
 	inProgress := len(p.running)
 	waiting := max(p.total-p.finished-inProgress, 0)
 	var b strings.Builder
-	fmt.Fprintf(&b, "reconcile %s: %d/%d finished, %d in progress, %d waiting", elapsed, p.finished, p.total, inProgress, waiting)
+	fmt.Fprintf(&b, "reconcile %s: ", elapsed)
+	if p.note != "" {
+		// First: the end of a long line may be cut to the terminal's width.
+		b.WriteString(p.note + "; ")
+	}
+	fmt.Fprintf(&b, "%d/%d finished, %d in progress, %d waiting", p.finished, p.total, inProgress, waiting)
 	if n := len(p.order); n > 0 {
 		ref := p.order[n-1]
 		fmt.Fprintf(&b, "; %s: %s", ref, p.running[ref])
@@ -231,9 +236,6 @@ func (p *Progress) line() string {
 		if !at.IsZero() {
 			fmt.Fprintf(&b, " in %s", max(at.Sub(p.now()), 0).Round(time.Second))
 		}
-	}
-	if p.note != "" {
-		b.WriteString("; " + p.note)
 	}
 	return b.String()
 }
