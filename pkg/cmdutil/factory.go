@@ -43,6 +43,8 @@ type IOStreams struct {
 	genericiooptions.IOStreams
 	// InTerminal and OutTerminal report whether In and Out are terminals.
 	InTerminal, OutTerminal bool
+	// ErrTerminal reports whether ErrOut is a terminal (live progress lines).
+	ErrTerminal bool
 }
 
 // NewStdIOStreams returns streams on the process's stdin, stdout and stderr.
@@ -51,6 +53,7 @@ func NewStdIOStreams() IOStreams {
 		IOStreams:   genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		InTerminal:  isTerminal(os.Stdin),
 		OutTerminal: isTerminal(os.Stdout),
+		ErrTerminal: isTerminal(os.Stderr),
 	}
 }
 

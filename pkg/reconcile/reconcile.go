@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -78,10 +79,14 @@ func (i Item) OutcomeText() string {
 type Summary struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// TimeUp: --max-duration ran out; records not reached are InProgress.
-	TimeUp bool            `json:"timeUp,omitempty"`
-	Counts map[Outcome]int `json:"counts"`
-	Items  []Item          `json:"items"`
-	Shard  string          `json:"shard,omitempty"`
+	TimeUp bool `json:"timeUp,omitempty"`
+	// Interrupted: Options.Interrupt stopped the run (Ctrl-C); Left records were not
+	// reached, or have a step still to take.
+	Interrupted bool            `json:"interrupted,omitempty"`
+	Left        int             `json:"left,omitempty"`
+	Counts      map[Outcome]int `json:"counts"`
+	Items       []Item          `json:"items"`
+	Shard       string          `json:"shard,omitempty"`
 	// Took is how long the run took, e.g. "1.5s".
 	Took string `json:"took,omitempty"`
 }
@@ -146,6 +151,18 @@ type Options struct {
 	// record is started, steps under way finish. A long-running loop closes it on
 	// SIGTERM.
 	Drain <-chan struct{}
+	// Interrupt, once closed, ends the run as Drain does (steps under way finish their
+	// broker call and record its outcome; no new step starts), but as an interruption:
+	// the summary says Interrupted and how many records were Left. A command closes it
+	// on the first Ctrl-C. It also stops the listing of the work.
+	Interrupt <-chan struct{}
+	// RetryHorizon, when positive, ends the run once nothing can progress soon: a
+	// record whose next step (a retry, a poll) is due later than RetryHorizon after
+	// its last step is not taken up again in this run, but reported as waiting (or in
+	// progress) until then. 0: records are driven as long as MaxDuration allows.
+	RetryHorizon time.Duration
+	// Observer, if not nil, hears what the run does while it does it.
+	Observer Observer
 }
 
 // TargetCacheTTL is how long reconcile's engine keeps a broker's record, client and
@@ -202,34 +219,64 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		runCtx, cancel = context.WithTimeout(ctx, o.MaxDuration)
 		defer cancel()
 	}
-	if o.Drain != nil {
-		var cancel context.CancelFunc
+	// listCtx is what the listing runs with: an interruption stops it too.
+	listCtx := ctx
+	var interrupted atomic.Bool
+	if o.Drain != nil || o.Interrupt != nil {
+		var cancel, cancelList context.CancelFunc
 		runCtx, cancel = context.WithCancel(runCtx)
 		defer cancel()
-		select {
-		case <-o.Drain:
+		listCtx, cancelList = context.WithCancel(ctx)
+		defer cancelList()
+		stopped := func() bool {
+			select {
+			case <-o.Interrupt:
+				interrupted.Store(true)
+				cancelList()
+			case <-o.Drain:
+			default:
+				return false
+			}
 			cancel()
-		default:
+			return true
+		}
+		if !stopped() {
 			go func() {
 				select {
 				case <-o.Drain:
-					cancel()
+				case <-o.Interrupt:
 				case <-runCtx.Done():
+					return
 				}
+				stopped()
 			}()
 		}
 	}
 	sum := Summary{DryRun: o.DryRun, Shard: o.Shard.String(), Counts: map[Outcome]int{}}
-	todo, pre, err := r.Select(ctx, o)
+	todo, pre, err := r.Select(listCtx, o)
 	if err != nil {
+		sum.Interrupted = interrupted.Load()
+		if sum.Interrupted && ctx.Err() == nil {
+			err = fmt.Errorf("interrupted: %w", context.Canceled)
+		}
 		return sum, err
 	}
-	sum.Items = append(pre, r.schedule(ctx, runCtx, todo, pre, o)...)
+	obs := o.observer()
+	for _, it := range pre {
+		obs.RecordQueued(RefOf(it))
+		obs.RecordFinished(it)
+	}
+	items, left := r.schedule(ctx, runCtx, todo, pre, o, interrupted.Load)
+	sum.Items = append(pre, items...)
 	Sort(sum.Items)
 	for _, it := range sum.Items {
 		sum.Counts[it.Outcome]++
 	}
-	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil
+	sum.Interrupted = interrupted.Load()
+	if sum.Interrupted {
+		sum.Left = left
+	}
+	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil && !sum.Interrupted
 	sum.Took = time.Since(start).Round(time.Millisecond).String()
 	return sum, ctx.Err()
 }

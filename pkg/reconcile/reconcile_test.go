@@ -53,6 +53,8 @@ type fixtureOptions struct {
 	realClock bool
 	// pollInterval is the engine's PollInterval and MaxPollInterval.
 	pollInterval time.Duration
+	// retryBase is the engine's RetryBase (its default when 0).
+	retryBase time.Duration
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOptions{}) }
@@ -72,6 +74,7 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 		Store: f.st, Brokers: fixedClients{f.broker}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
 		CatalogNamespace: storetest.CatalogNamespace, Holder: "reconcile-test", Now: clock,
 		Jitter: func() float64 { return 0.5 }, PollInterval: poll, MaxPollInterval: poll,
+		RetryBase: o.retryBase,
 	})
 	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock, SyncBroker: func(context.Context, *v1alpha1.Broker) error {
 		f.syncs.Add(1)

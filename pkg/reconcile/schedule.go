@@ -97,10 +97,13 @@ func (q *queue) Pop() any {
 }
 
 // schedule drives the records of todo on o.Workers workers until each is finished for
-// this run, runCtx is done, or ctx is (an interruption), and returns their items.
-// Records of pre have their item already and are not taken up.
-func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []Item, o Options) []Item {
+// this run, runCtx is done, or ctx is (an interruption), and returns their items and
+// how many records were left with a step still to take. Records of pre have their item
+// already and are not taken up. interrupted says whether runCtx ended by
+// Options.Interrupt.
+func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []Item, o Options, interrupted func() bool) ([]Item, int) {
 	workers := max(o.Workers, 1)
+	obs := o.observer()
 	var tasks []*task
 	q := make(queue, 0, len(todo))
 	known := map[string]bool{}
@@ -121,6 +124,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			open[w.namespace]++
 		}
 		tasks = append(tasks, t)
+		obs.RecordQueued(t.ref())
 		return t
 	}
 	for _, w := range todo {
@@ -145,7 +149,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	timer.Stop()
 	seq, busy := len(tasks), 0
 	for {
-		running := runCtx.Err() == nil
+		// Drain and Interrupt end runCtx; looking at them too starts no step once
+		// they are closed, even before runCtx says so.
+		running := runCtx.Err() == nil && !closed(o.Drain) && !closed(o.Interrupt)
 		if running {
 			now := time.Now()
 			for busy < workers && len(q) > 0 && !q[0].due.After(now) {
@@ -180,14 +186,20 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 				t.park = false
 				if open[t.w.namespace] > 0 {
 					parked = append(parked, t)
+					obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
 				} else {
 					t.done = true // nothing of its namespace left to drive in this run
+					obs.RecordFinished(finalItem(t))
 				}
 			case !t.done:
 				t.seq, seq = seq, seq+1
 				heap.Push(&q, t)
-			case t.rec != nil:
-				open[t.w.namespace]--
+				obs.StepScheduled(t.ref(), t.due, scheduledWhy(t))
+			default:
+				if t.rec != nil {
+					open[t.w.namespace]--
+				}
+				obs.RecordFinished(finalItem(t))
 			}
 			parked = slices.DeleteFunc(parked, func(p *task) bool {
 				if open[p.w.namespace] > 0 {
@@ -206,24 +218,61 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	wg.Wait()
 	for _, p := range parked {
 		p.done = true // its item says what it waits for
+		obs.RecordFinished(finalItem(p))
 	}
 
 	// What is still queued is left for the next run: the time is up, or the run was
 	// interrupted.
 	left := []*task(q)
+	stopped := interrupted()
 	Pool(context.WithoutCancel(ctx), workers, len(left), func(i int) Item {
-		r.leave(ctx, left[i])
+		r.leave(ctx, left[i], stopped)
 		return Item{}
 	}, func(int) Item { return Item{} })
+	for _, t := range left {
+		obs.RecordFinished(finalItem(t))
+	}
 
 	items := make([]Item, len(tasks))
 	for i, t := range tasks {
-		if t.it.Rotated {
-			t.it.Detail = "rotated; " + t.it.Detail
-		}
-		items[i] = t.it
+		items[i] = finalItem(t)
 	}
-	return items
+	return items, len(left)
+}
+
+// closed reports whether c is closed (false for nil).
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// finalItem is the summary's line of a task whose item is final.
+func finalItem(t *task) Item {
+	it := t.it
+	if it.Rotated {
+		it.Detail = "rotated; " + it.Detail
+	}
+	return it
+}
+
+func (t *task) ref() Ref { return Ref{Kind: t.w.kind, Namespace: t.w.namespace, Name: t.w.name} }
+
+// scheduledWhy says why a queued record waits: its last failure when a retry is
+// scheduled, else what its last step found.
+func scheduledWhy(t *task) string {
+	if t.rec != nil && t.rec.loaded() {
+		if rt := t.rec.object().OpStatus().Retry; rt != nil && rt.LastError != "" {
+			return fmt.Sprintf("%s (attempt %d): %s", rt.Reason, rt.Attempts, rt.LastError)
+		}
+	}
+	if t.last.Message != "" {
+		return t.last.Message
+	}
+	return t.it.Detail
 }
 
 // visit takes a record's next step, and either finishes its item for this run or sets
@@ -232,7 +281,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	first := !t.started
 	t.started = true
+	obs := o.observer()
 	if t.rec == nil {
+		obs.StepStarted(t.ref(), ActionBroker)
 		it, waits := r.driveBroker(ctx, t.w, t.it, o.DryRun)
 		t.it, t.done = it, true
 		if waits && !t.parked {
@@ -246,7 +297,7 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 		}
 		next := t.rec.next()
 		if next.ClaimedBy != "" {
-			r.finish(ctx, t, waitingFor(t.it, next))
+			r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 			return
 		}
 		if first {
@@ -261,7 +312,7 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 			case !next.Due(r.now()):
 				// A run never shortens a backoff or a Retry-After, nor waits for one
 				// that was set before it started: the next run takes it up.
-				r.finish(ctx, t, waitingFor(t.it, next))
+				r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 				return
 			case o.DryRun:
 				t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
@@ -270,6 +321,7 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 		}
 	}
 
+	obs.StepStarted(t.ref(), t.rec.next().Action)
 	res, err := t.rec.step(ctx)
 	t.it.Steps++
 	t.last, t.held = res, false
@@ -300,7 +352,7 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	}
 	next := t.rec.next()
 	if next.ClaimedBy != "" {
-		r.finish(ctx, t, waitingFor(t.it, next))
+		r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 		return
 	}
 	r.follow(ctx, t, o)
@@ -322,6 +374,12 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	}
 	now := time.Now()
 	if dl, ok := runCtx.Deadline(); ok && now.Add(wait).After(dl) {
+		r.finish(ctx, t, progress(t.it, t.rec, res))
+		return
+	}
+	if o.RetryHorizon > 0 && wait > o.RetryHorizon {
+		// Nothing can progress on it soon: a run by hand ends rather than wait; a
+		// later run takes it up.
 		r.finish(ctx, t, progress(t.it, t.rec, res))
 		return
 	}
@@ -454,10 +512,11 @@ func (r *Reconciler) release(ctx context.Context, t *task) {
 	t.held = false
 }
 
-// leave finishes the item of a record still queued when the run ends.
-func (r *Reconciler) leave(ctx context.Context, t *task) {
+// leave finishes the item of a record still queued when the run ends. interrupted:
+// Options.Interrupt ended it.
+func (r *Reconciler) leave(ctx context.Context, t *task, interrupted bool) {
 	switch {
-	case !t.started && ctx.Err() != nil:
+	case !t.started && (ctx.Err() != nil || interrupted):
 		t.it.Outcome, t.it.Detail = InProgress, "not reached: interrupted"
 	case !t.started:
 		t.it.Outcome, t.it.Detail = InProgress, "not reached: --max-duration ran out first"
@@ -470,6 +529,9 @@ func (r *Reconciler) leave(ctx context.Context, t *task) {
 		}
 	default:
 		t.it = progress(t.it, t.rec, t.last)
+		if interrupted {
+			t.it.Detail = "interrupted; " + t.it.Detail
+		}
 	}
 	t.done = true
 	if t.held {
@@ -486,7 +548,7 @@ func progress(it Item, rec record, res catalog.Result) Item {
 		return it
 	}
 	if next := rec.next(); !next.At.IsZero() {
-		at := next.At
+		at := wholeSecond(next.At)
 		it.Until = &at
 	}
 	st := rec.object().OpStatus()
@@ -512,8 +574,11 @@ func progress(it Item, rec record, res catalog.Result) Item {
 	return it
 }
 
-func waitingFor(it Item, next catalog.NextStep) Item {
-	at := next.At
+// waitingFor is the item of a record whose next step is not due: claimed by someone
+// else, or waiting for a retry or poll (with the last failure, when a retry is
+// scheduled).
+func waitingFor(it Item, next catalog.NextStep, rec record) Item {
+	at := wholeSecond(next.At)
 	it.Until = &at
 	if next.ClaimedBy != "" {
 		it.Outcome = Skipped
@@ -521,8 +586,18 @@ func waitingFor(it Item, next catalog.NextStep) Item {
 		return it
 	}
 	it.Outcome, it.Detail = Waiting, "next: "+next.Action
+	if rec != nil && rec.loaded() {
+		if rt := rec.object().OpStatus().Retry; rt != nil && rt.LastError != "" {
+			it.Detail = fmt.Sprintf("%s (attempt %d): %s; next: %s", rt.Reason, rt.Attempts, rt.LastError, next.Action)
+		}
+	}
 	return it
 }
+
+// wholeSecond rounds a NextStep's time to the second: the times it comes from are
+// stored to the second (a retry's, a poll's, a claim's), and it is computed from them and
+// the clock, read twice, so it may be off by the time between the two reads.
+func wholeSecond(t time.Time) time.Time { return t.Round(time.Second) }
 
 func needsUser(it Item, rec record) Item {
 	it.Outcome, it.Detail = Failed, "needs the user: "+rec.remedy()

@@ -35,11 +35,27 @@ var reconcileLong = cmdutil.LongDesc(`
 	on a worker, so a few workers keep many operations going. Records another
 	command or reconcile is working on (a live claim) are skipped; records
 	whose next retry or poll is not due when the run starts are left for a
-	later run. An asynchronous operation is polled for as long as
-	--max-duration allows and left for the next run after that. An instance
-	being deleted has its bindings unbound first, in the same run. Brokers
-	whose catalog fetch is requested, due to be retried, or due by
-	--relist-interval are synced.
+	later run. An instance being deleted has its bindings unbound first, in
+	the same run. Brokers whose catalog fetch is requested, due to be
+	retried, or due by --relist-interval are synced.
+
+	A run by hand ends as soon as nothing can progress soon: a record whose
+	next retry or poll is due more than --retry-horizon (default 10s) after
+	its last step is not waited for, but reported as "waiting until T" with
+	the attempt and the last error (or "in progress" with the next poll), and
+	a later run takes it up. --max-duration bounds the run in any case. The
+	CronJob of "reconcile install" passes --retry-horizon 0, and --serve
+	defaults to it: retries and polls then go on for as long as --max-duration
+	allows.
+
+	On a terminal it shows its progress on one line of stderr, redrawn as it
+	goes (records finished, in progress and waiting, the record and the step
+	under way, the time elapsed) and cleared before the summary; otherwise it
+	logs a timestamped line on stderr per record as it is finished. -v (1 or
+	more) also shows each step and each wait. The first Ctrl-C (or SIGTERM)
+	starts nothing new, lets the broker calls under way finish and their
+	outcome be recorded, prints the summary and how many records were left,
+	and exits 130; a second one exits at once.
 
 	With --rotate-due it also lists the bindings in full to find those whose
 	credentials the broker asked to renew (renew_before has passed), and
@@ -71,6 +87,12 @@ var reconcileExample = cmdutil.Examples(`
 	# Finish what is pending in the current namespace
 	kubectl catalog reconcile
 
+	# The same, showing each step and each wait
+	kubectl catalog reconcile -v 1
+
+	# Keep retrying within the run for up to 2 minutes, as a CronJob's run does
+	kubectl catalog reconcile --retry-horizon 0 --max-duration 2m
+
 	# Everything, in every namespace
 	kubectl catalog reconcile -A
 
@@ -84,7 +106,7 @@ var reconcileExample = cmdutil.Examples(`
 	kubectl catalog reconcile -A --rotate-due
 
 	# As a CronJob does it: bounded in time, one of three shards, a JSON summary
-	kubectl catalog reconcile -A --max-duration 4m --shard 0/3 --workers 16 -o json
+	kubectl catalog reconcile -A --max-duration 4m --retry-horizon 0 --shard 0/3 --workers 16 -o json
 
 	# As a Deployment does it: in a loop, with /healthz and /metrics on port 8080
 	kubectl catalog reconcile -A --serve
@@ -102,7 +124,10 @@ type Options struct {
 	RotateDue     bool
 	Interval      time.Duration
 	Output        string
-	Serve         ServeFlags
+	// RetryHorizon: a record whose next retry or poll is due later than this after
+	// its last step is left for a later run (0: none, as long as MaxDuration allows).
+	RetryHorizon time.Duration
+	Serve        ServeFlags
 	// TrustUnverifiedAuthors acts with the user's own rights on records whose author
 	// cannot be verified.
 	TrustUnverifiedAuthors bool
@@ -111,6 +136,10 @@ type Options struct {
 	Namespace  string
 	Reconciler *reconcile.Reconciler
 	Streams    cmdutil.IOStreams
+	// Verbose (-v 1 or more) reports each step.
+	Verbose bool
+	// showProgress shows the run's progress on the error output (Complete sets it).
+	showProgress bool
 }
 
 // NewCmdReconcile returns the reconcile command.
@@ -141,6 +170,7 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Reconcile every namespace (the catalog namespace included).")
 	fs.IntVar(&o.Workers, "workers", 8, "How many engine steps (broker calls) are taken at once; records waiting for their next poll or retry do not hold a worker.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
+	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due later than this is not waited for: it is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Say what would be done, without calling brokers or writing.")
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
@@ -166,6 +196,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Interval <= 0 {
 		return cmdutil.UsageErrorf("--interval must be positive, not %s", o.Interval)
+	}
+	if o.RetryHorizon < 0 {
+		return cmdutil.UsageErrorf("--retry-horizon must not be negative, not %s (0: no horizon)", o.RetryHorizon)
 	}
 	switch o.Output {
 	case "", "json", "yaml":
@@ -202,6 +235,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
+	o.Verbose = f.Verbosity > 0
+	o.showProgress = true
 	o.Reconciler = &reconcile.Reconciler{
 		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
 		SyncBroker: func(ctx context.Context, b *v1alpha1.Broker) error {
@@ -221,11 +256,29 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Serve.Enabled {
 		return o.runServe(ctx)
 	}
-	sum, err := o.Reconciler.Run(ctx, reconcile.Options{
+	// The first Ctrl-C (or SIGTERM) cancels ctx: the run then starts nothing new, and
+	// lets the steps under way finish their broker call and record its outcome, with
+	// a context of its own. A second one exits at once (see main).
+	opts := reconcile.Options{
 		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun,
-		RotateDue: o.RotateDue,
-	})
+		RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon, Interrupt: ctx.Done(),
+	}
+	var prog *Progress
+	if o.showProgress {
+		prog = NewProgress(o.Streams.ErrOut, o.Streams.ErrTerminal, o.Verbose)
+		opts.Observer = prog
+		stop := context.AfterFunc(ctx, prog.Interrupted)
+		defer stop()
+	}
+	sum, err := o.Reconciler.Run(context.WithoutCancel(ctx), opts)
+	if prog != nil {
+		prog.Stop()
+	}
 	if err != nil && sum.Items == nil {
+		if sum.Interrupted {
+			fmt.Fprintln(o.Streams.ErrOut, "interrupted before the pending records were listed: nothing was done")
+			return &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}
+		}
 		return fmt.Errorf("cannot list the pending records: %w", err)
 	}
 	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.Output, sum); perr != nil {
@@ -234,11 +287,18 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if sum.Interrupted {
+		fmt.Fprintf(o.Streams.ErrOut, "interrupted: %d records left, pending as they were (a step under way was finished and recorded); run reconcile again to go on\n", sum.Left)
+		return &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}
+	}
 	if sum.Failed() {
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	return nil
 }
+
+// DefaultRetryHorizon is --retry-horizon's default for a run by hand.
+const DefaultRetryHorizon = 10 * time.Second
 
 // Print writes the summary: a table (and a line of counts on errOut), JSON or YAML.
 func Print(out, errOut io.Writer, format string, sum reconcile.Summary) error {

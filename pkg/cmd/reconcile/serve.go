@@ -78,6 +78,11 @@ func (o *Options) validateServe() error {
 	if !s.changed("max-duration") {
 		o.MaxDuration = s.Interval
 	}
+	if !s.changed("retry-horizon") {
+		// The loop comes back when a retry is due: each run goes on as long as
+		// --max-duration allows, as the CronJob's.
+		o.RetryHorizon = 0
+	}
 	return nil
 }
 
@@ -126,7 +131,7 @@ func (o *Options) runServe(ctx context.Context) error {
 		Options: reconcile.ServeOptions{
 			Run: reconcile.Options{
 				Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard,
-				RotateDue: o.RotateDue,
+				RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon,
 			},
 			Interval:      s.Interval,
 			ShutdownGrace: s.ShutdownGrace,

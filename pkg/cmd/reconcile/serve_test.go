@@ -23,6 +23,7 @@ func serveOptions(t *testing.T, args ...string) (*Options, error) {
 	cmd := &cobra.Command{}
 	fs := cmd.Flags()
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "")
+	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "")
 	fs.StringVarP(&o.Output, "output", "o", "", "")
 	o.Serve.AddFlags(cmd)
@@ -37,12 +38,18 @@ func TestValidate_Serve(t *testing.T) {
 		err  string
 		// maxDuration is the bound of each run once validated.
 		maxDuration time.Duration
+		// horizon is the retry horizon of each run once validated (10s when 0).
+		horizon time.Duration
 	}{
 		{name: "one run", maxDuration: 5 * time.Minute},
-		{name: "serve: runs bounded by the interval", args: []string{"--serve"}, maxDuration: 30 * time.Second},
-		{name: "serve with an interval", args: []string{"--serve", "--serve-interval", "1m"}, maxDuration: time.Minute},
-		{name: "serve with its own bound", args: []string{"--serve", "--max-duration", "10s"}, maxDuration: 10 * time.Second},
-		{name: "serve without bound", args: []string{"--serve", "--max-duration", "0"}, maxDuration: 0},
+		{name: "one run, without horizon", args: []string{"--retry-horizon", "0"}, maxDuration: 5 * time.Minute, horizon: -1},
+		{name: "one run, a longer horizon", args: []string{"--retry-horizon", "1m"}, maxDuration: 5 * time.Minute, horizon: time.Minute},
+		{name: "a negative horizon", args: []string{"--retry-horizon", "-1s"}, err: "--retry-horizon must not be negative"},
+		{name: "serve: runs bounded by the interval", args: []string{"--serve"}, maxDuration: 30 * time.Second, horizon: -1},
+		{name: "serve with a horizon", args: []string{"--serve", "--retry-horizon", "5s"}, maxDuration: 30 * time.Second, horizon: 5 * time.Second},
+		{name: "serve with an interval", args: []string{"--serve", "--serve-interval", "1m"}, maxDuration: time.Minute, horizon: -1},
+		{name: "serve with its own bound", args: []string{"--serve", "--max-duration", "10s"}, maxDuration: 10 * time.Second, horizon: -1},
+		{name: "serve without bound", args: []string{"--serve", "--max-duration", "0"}, maxDuration: 0, horizon: -1},
 		{name: "serve and dry run", args: []string{"--serve", "--dry-run"}, err: "--serve and --dry-run cannot go together"},
 		{name: "serve and output", args: []string{"--serve", "-o", "json"}, err: "--serve and --output cannot go together"},
 		{name: "listen without serve", args: []string{"--listen", ":9090"}, err: "--listen needs --serve"},
@@ -60,6 +67,14 @@ func TestValidate_Serve(t *testing.T) {
 			}
 			assert.NilError(t, err)
 			assert.Equal(t, o.MaxDuration, tc.maxDuration)
+			switch tc.horizon {
+			case 0:
+				assert.Equal(t, o.RetryHorizon, DefaultRetryHorizon)
+			case -1:
+				assert.Equal(t, o.RetryHorizon, time.Duration(0))
+			default:
+				assert.Equal(t, o.RetryHorizon, tc.horizon)
+			}
 		})
 	}
 }

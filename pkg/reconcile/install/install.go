@@ -347,10 +347,12 @@ func ClusterName(namespace, name string) string {
 	return "kubectl-catalog:" + namespace + ":" + name
 }
 
-// Command is the command line of the container of shard i's CronJob.
+// Command is the command line of the container of shard i's CronJob. A scheduled run
+// goes on retrying for as long as --max-duration allows (--retry-horizon 0), unlike a
+// run by hand, which ends when nothing can progress soon.
 func (o Options) Command(i int) []string {
 	cmd := []string{Binary, "reconcile", "-A",
-		"--max-duration", shortDuration(o.MaxDuration), "--workers", strconv.Itoa(o.Workers), "-o", "json"}
+		"--max-duration", shortDuration(o.MaxDuration), "--retry-horizon", "0", "--workers", strconv.Itoa(o.Workers), "-o", "json"}
 	cmd = append(cmd, o.shardArgs(i)...)
 	return append(cmd, o.catalogNamespaceArgs()...)
 }

@@ -96,7 +96,7 @@ func TestBuild_CronJobRunsReconcileBoundedAndLocked(t *testing.T) {
 	assert.Equal(t, *cj.Spec.JobTemplate.Spec.BackoffLimit, int32(0))
 	assert.Equal(t, *cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds, int64(270))
 	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
-	assert.DeepEqual(t, c.Command, []string{"kubectl-catalog", "reconcile", "-A", "--max-duration", "4m", "--workers", "16", "-o", "json"})
+	assert.DeepEqual(t, c.Command, []string{"kubectl-catalog", "reconcile", "-A", "--max-duration", "4m", "--retry-horizon", "0", "--workers", "16", "-o", "json"})
 	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, o.Name)
 	assert.Equal(t, objs.ClusterRoleBinding.RoleRef.Name, objs.ClusterRole.Name)
 	assert.Equal(t, objs.ClusterRoleBinding.Subjects[0].Namespace, o.Namespace)
