@@ -115,8 +115,10 @@ func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
 func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
 	b, err := e.rotate(ctx, namespace, name)
 	if err == nil {
-		e.event(ctx, NewEvent(namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, name), EventNormal, "RotationRequested", "Rotation",
-			"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones"))
+		ev := NewEvent(namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, name), EventNormal, "RotationRequested", "Rotation",
+			"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones")
+		ev.UID = b.GetUID()
+		e.event(ctx, ev)
 	}
 	return b, err
 }

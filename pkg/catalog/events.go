@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -27,10 +28,11 @@ const (
 // ConfigMap. Note never holds credentials: the engine puts only its own words and the
 // broker's description there, truncated by NewEvent.
 type Event struct {
-	Namespace, Name string // the record's ConfigMap
-	Type            string // EventNormal or EventWarning
-	Reason          string // e.g. "ProvisionRequested", "BindFailed", "RetryScheduled"
-	Action          string // e.g. "Provision", "Bind", "OrphanMitigation"
+	Namespace, Name string    // the record's ConfigMap
+	UID             types.UID // the ConfigMap's uid, when known
+	Type            string    // EventNormal or EventWarning
+	Reason          string    // e.g. "ProvisionRequested", "BindFailed", "RetryScheduled"
+	Action          string    // e.g. "Provision", "Bind", "OrphanMitigation"
 	Note            string
 }
 
@@ -181,6 +183,7 @@ func (e *Engine) statusEvents(ctx context.Context, before, after opRecord) {
 	if !ok {
 		return
 	}
+	uid := after.GetUID()
 	retiring := false
 	if b, ok := before.(*v1alpha1.ServiceBinding); ok {
 		op := b.Status.InFlight
@@ -193,7 +196,7 @@ func (e *Engine) statusEvents(ctx context.Context, before, after opRecord) {
 			ev = NewEvent("", "", EventNormal, "RotationFinished", "Rotation",
 				"the credentials a rotation replaced were unbound at the broker")
 		}
-		ev.Namespace, ev.Name = ns, name
+		ev.Namespace, ev.Name, ev.UID = ns, name, uid
 		e.event(ctx, ev)
 	}
 }
@@ -223,13 +226,14 @@ func (e *Engine) releaseEvent(ctx context.Context, x metav1.Object, confirmed bo
 	if _, ok := x.(*v1alpha1.ServiceBinding); ok {
 		action, done = "Unbind", "unbind"
 	}
+	ev := NewEvent(ns, name, EventNormal, "Released", action,
+		"the broker holds nothing of this record; it is released without a broker call")
 	if confirmed {
-		e.event(ctx, NewEvent(ns, name, EventNormal, action+"Succeeded", action,
-			done+" succeeded: the broker confirmed the deletion; the record is released"))
-		return
+		ev = NewEvent(ns, name, EventNormal, action+"Succeeded", action,
+			done+" succeeded: the broker confirmed the deletion; the record is released")
 	}
-	e.event(ctx, NewEvent(ns, name, EventNormal, "Released", action,
-		"the broker holds nothing of this record; it is released without a broker call"))
+	ev.UID = x.GetUID()
+	e.event(ctx, ev)
 }
 
 // statusChanges lists the events a status change from b to a stands for, without the

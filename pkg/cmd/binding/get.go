@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -140,7 +141,8 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 			the operation in flight, retries, what the broker returned (endpoints,
 			syslog drain, route service, volume mounts, expiry), the credentials
 			Secret with the length of each value, the workloads it is projected
-			into, and its parameters (values from Secrets are not shown).
+			into, and its parameters (values from Secrets are not shown). It ends
+			with the Events recorded about the binding, newest last.
 
 			Credential values are shown only with --show-secrets.`),
 		Example: cmdutil.Examples(`
@@ -173,6 +175,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 				}
 			}
 			fmt.Fprint(f.Out, Describe(b, SecretView{Secret: secret, Err: secretErr, Show: showSecrets}, f.Now()))
+			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
 			return nil
 		},
 	}

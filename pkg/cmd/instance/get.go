@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -149,7 +150,8 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			the operation in flight and its progress, retries, the dashboard URL,
 			its bindings and its parameters (values from Secrets are not shown).
 			What the spec asks for and the broker does not hold (after a refused
-			update, say) is listed with the requested and the applied values.`),
+			update, say) is listed with the requested and the applied values.
+			It ends with the Events recorded about the instance, newest last.`),
 		Example: cmdutil.Examples(`
 			# Describe instance db
 			kubectl catalog describe instance db`),
@@ -179,6 +181,7 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 				class = nil
 			}
 			fmt.Fprint(f.Out, Describe(inst, class, names, f.Now()))
+			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
 			return nil
 		},
 	}
@@ -433,3 +436,4 @@ func none(s string) string {
 	}
 	return s
 }
+
