@@ -436,4 +436,3 @@ func none(s string) string {
 	}
 	return s
 }
-
