@@ -464,7 +464,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		// Every id a bind was written ahead for stays listed until the broker confirmed
 		// it gone or refused the first request naming it: with none, the broker never
 		// held the binding.
-		return release(e, ctx, b, "unbound")
+		return release(e, ctx, b, "unbound", false)
 	}
 	t, err := e.bindTarget(ctx, b)
 	if err != nil {
@@ -583,7 +583,7 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 	if b.DeletionTimestamp != nil {
 		rest := slices.DeleteFunc(bindingIDsAtBroker(b), func(x string) bool { return x == id })
 		if len(rest) == 0 {
-			return release(e, ctx, b, "unbound")
+			return release(e, ctx, b, "unbound", true)
 		}
 		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			forget(x, id)

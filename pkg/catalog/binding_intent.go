@@ -124,6 +124,17 @@ func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
 // Secret's contents in one write, and then unbind the old id. The record, its Secret
 // and its projections keep their names, so workloads see new files in place.
 func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
+	b, err := e.rotate(ctx, namespace, name)
+	if err == nil {
+		ev := NewEvent(namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, name), EventNormal, "RotationRequested", "Rotation",
+			"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones")
+		ev.UID = b.GetUID()
+		e.event(ctx, ev)
+	}
+	return b, err
+}
+
+func (e *Engine) rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
 	return e.cfg.Store.Bindings().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(b *v1alpha1.ServiceBinding) error {
 		if err := CheckBindingChangeable(b); err != nil {
 			return err

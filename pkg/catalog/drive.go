@@ -85,16 +85,63 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 				return res, nil
 			}
 			// Another driver's claim: it usually finishes or releases the record long
-			// before the claim expires, so look again every poll interval (at least a
-			// second) rather than sleeping out the claim.
+			// before the claim expires, so look again as soon as a watch of the record
+			// sees it change, or every poll interval (at least a second) when the watch
+			// cannot be made or breaks, rather than sleeping out the claim.
 			if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && l.Live(e.now()) {
-				res.RequeueAfter = min(res.RequeueAfter, max(e.cfg.PollInterval, time.Second))
+				pollEvery := max(e.cfg.PollInterval, time.Second)
+				wctx, cancel := context.WithCancel(ctx)
+				changed := records.WatchChange(wctx, namespace, name, x.GetResourceVersion())
+				err := waitChange[T](e, ctx, res, o, changed, pollEvery)
+				cancel()
+				if err != nil {
+					return last, err
+				}
+				continue
 			}
 		}
 		if err := wait[T](e, ctx, res, o); err != nil {
 			return last, err
 		}
 	}
+}
+
+// waitChange waits for another driver's claim: until changed says the record changed,
+// or res.RequeueAfter passed; when changed says the watch broke, it falls back to
+// looking again after pollEvery.
+func waitChange[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOptions, changed <-chan bool, pollEvery time.Duration) error {
+	deadline := e.now().Add(res.RequeueAfter)
+	for {
+		left := deadline.Sub(e.now())
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(min(left, o.Tick))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case ok := <-changed:
+			t.Stop()
+			if ok {
+				return nil
+			}
+			changed = nil
+			deadline = minTime(deadline, e.now().Add(pollEvery))
+			continue
+		case <-t.C:
+		}
+		if o.Progress != nil && deadline.Sub(e.now()) > 0 {
+			o.Progress(res)
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // wait sleeps until the next step is due, reporting progress every tick and renewing an

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -26,10 +28,11 @@ const (
 // ConfigMap. Note never holds credentials: the engine puts only its own words and the
 // broker's description there, truncated by NewEvent.
 type Event struct {
-	Namespace, Name string // the record's ConfigMap
-	Type            string // EventNormal or EventWarning
-	Reason          string // e.g. "ProvisionRequested", "BindFailed", "RetryScheduled"
-	Action          string // e.g. "Provision", "Bind", "OrphanMitigation"
+	Namespace, Name string    // the record's ConfigMap
+	UID             types.UID // the ConfigMap's uid, when known
+	Type            string    // EventNormal or EventWarning
+	Reason          string    // e.g. "ProvisionRequested", "BindFailed", "RetryScheduled"
+	Action          string    // e.g. "Provision", "Bind", "OrphanMitigation"
 	Note            string
 }
 
@@ -176,20 +179,61 @@ func (e *Engine) statusEvents(ctx context.Context, before, after opRecord) {
 	if e.cfg.Events == nil {
 		return
 	}
+	ns, name, ok := eventTarget(after)
+	if !ok {
+		return
+	}
+	uid := after.GetUID()
+	retiring := false
+	if b, ok := before.(*v1alpha1.ServiceBinding); ok {
+		op := b.Status.InFlight
+		retiring = op != nil && op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil &&
+			slices.Contains(b.Status.Retired, op.BindingID)
+	}
+	for _, ev := range statusChanges(before.OpStatus(), after.OpStatus()) {
+		if retiring && ev.Reason == "UnbindSucceeded" {
+			// The unbind of an id a rotation replaced ends the rotation.
+			ev = NewEvent("", "", EventNormal, "RotationFinished", "Rotation",
+				"the credentials a rotation replaced were unbound at the broker")
+		}
+		ev.Namespace, ev.Name, ev.UID = ns, name, uid
+		e.event(ctx, ev)
+	}
+}
+
+// eventTarget is the namespace and ConfigMap name Events about x regard.
+func eventTarget(x metav1.Object) (ns, name string, ok bool) {
 	var kind string
-	switch after.(type) {
+	switch x.(type) {
 	case *v1alpha1.ServiceInstance:
 		kind = v1alpha1.KindServiceInstance
 	case *v1alpha1.ServiceBinding:
 		kind = v1alpha1.KindServiceBinding
 	default:
+		return "", "", false
+	}
+	return x.GetNamespace(), store.ConfigMapName(kind, x.GetName()), true
+}
+
+// releaseEvent records that a record being deleted was released: the broker confirmed
+// the deletion (confirmed), or held nothing of it.
+func (e *Engine) releaseEvent(ctx context.Context, x metav1.Object, confirmed bool) {
+	ns, name, ok := eventTarget(x)
+	if !ok || e.cfg.Events == nil {
 		return
 	}
-	ns, name := after.GetNamespace(), store.ConfigMapName(kind, after.GetName())
-	for _, ev := range statusChanges(before.OpStatus(), after.OpStatus()) {
-		ev.Namespace, ev.Name = ns, name
-		e.event(ctx, ev)
+	action, done := "Deprovision", "deprovision"
+	if _, ok := x.(*v1alpha1.ServiceBinding); ok {
+		action, done = "Unbind", "unbind"
 	}
+	ev := NewEvent(ns, name, EventNormal, "Released", action,
+		"the broker holds nothing of this record; it is released without a broker call")
+	if confirmed {
+		ev = NewEvent(ns, name, EventNormal, action+"Succeeded", action,
+			done+" succeeded: the broker confirmed the deletion; the record is released")
+	}
+	ev.UID = x.GetUID()
+	e.event(ctx, ev)
 }
 
 // statusChanges lists the events a status change from b to a stands for, without the
@@ -211,6 +255,9 @@ func statusChanges(b, a *v1alpha1.OperationStatus) []Event {
 			"the outcome of the last call is uncertain: what it may have created is to be deleted at the broker")
 	}
 	switch bi, ai := b.InFlight, a.InFlight; {
+	case bi != nil && ai == nil && bOM && !aOM:
+		// The mitigating call succeeded: OrphanMitigationFinished below says so; a
+		// failure it ends with is the Failed condition's event.
 	case ai != nil && (bi == nil || bi.Type != ai.Type || bi.RequestID != ai.RequestID):
 		add(EventNormal, opName(ai, aOM)+"Requested", opName(ai, aOM), fmt.Sprintf("%s sent to the broker", strings.ToLower(string(ai.Type))))
 		if ai.Async {
@@ -242,7 +289,7 @@ func statusChanges(b, a *v1alpha1.OperationStatus) []Event {
 			add(EventWarning, c.Reason, "Refused", c.Message)
 		}
 	}
-	if c := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue && b.InFlight == nil {
+	if c := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue && (b.InFlight == nil || (bOM && !aOM)) {
 		if p := meta.FindStatusCondition(b.Conditions, v1alpha1.ConditionFailed); p == nil || p.Status != metav1.ConditionTrue || p.Reason != c.Reason || p.ObservedGeneration != c.ObservedGeneration {
 			add(EventWarning, c.Reason, "Failed", c.Message)
 		}

@@ -36,7 +36,7 @@ func (s APIEventSink) Create(ctx context.Context, ev Event, at time.Time) (strin
 		ReportingInstance:   s.Instance,
 		Action:              ev.Action,
 		Reason:              ev.Reason,
-		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ev.Namespace, Name: ev.Name},
+		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ev.Namespace, Name: ev.Name, UID: ev.UID},
 		Note:                ev.Note,
 		Type:                ev.Type,
 	}

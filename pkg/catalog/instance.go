@@ -556,7 +556,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		// confirmed it gone or refused the first request naming it: with none, there
 		// is nothing to delete.
 		if len(instanceIDsAtBroker(inst)) == 0 {
-			return release(e, ctx, inst, "deprovisioned")
+			return release(e, ctx, inst, "deprovisioned", false)
 		}
 	}
 	action := actionDeprovision
@@ -963,7 +963,7 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v
 	if inst.DeletionTimestamp != nil {
 		rest := slices.DeleteFunc(instanceIDsAtBroker(inst), func(x string) bool { return x == id })
 		if len(rest) == 0 {
-			return release(e, ctx, inst, "deprovisioned")
+			return release(e, ctx, inst, "deprovisioned", true)
 		}
 		return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 			forgetExternalID(&x.Status.OperationStatus, id)

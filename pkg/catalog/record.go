@@ -363,10 +363,13 @@ func storedText(s string) string {
 
 // release removes the finalizer of a record whose deletion is done, letting the API
 // server delete it.
-func release[T driven[T]](e *Engine, ctx context.Context, in T, done string) (Result, error) {
+func release[T driven[T]](e *Engine, ctx context.Context, in T, done string, confirmed bool) (Result, error) {
 	_, err := recordsOf[T](e.cfg.Store).RemoveFinalizer(ctx, in)
 	if err != nil && !store.IsNotFound(err) {
 		return withRecord(Result{State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, in), err
+	}
+	if err == nil {
+		e.releaseEvent(ctx, in, confirmed)
 	}
 	return Result{State: StateDeleted, Message: done}, nil
 }

@@ -101,7 +101,7 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 		if err := e.cfg.Store.DeleteRequestSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonProvisionCredentialsUnavailable, err)
 		}
-		return release(e, ctx, inst, "deleted")
+		return release(e, ctx, inst, "deleted", false)
 	}
 	action := actionProvision
 	if inst.Status.ObservedGeneration > 0 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,4 +145,17 @@ func (s *Store) pages(ctx context.Context, namespace, selector string, page func
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// Selector is the label selector of the ConfigMaps of the records of kind (e.g.
+// v1alpha1.KindServiceInstance) that f selects, for a caller that watches them.
+func Selector(kind string, f Filter) (string, error) {
+	sel, err := f.selector(kind)
+	if err != nil {
+		return "", err
+	}
+	if sel == nil {
+		return "", fmt.Errorf("the selector selects no %s records", kind)
+	}
+	return sel.String(), nil
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // DefaultPageSize is how many ConfigMaps a list asks for per page.
@@ -255,4 +257,38 @@ func (r Records[T]) RemoveFinalizer(ctx context.Context, obj T) (T, error) {
 		cur.SetFinalizers(slices.DeleteFunc(cur.GetFinalizers(), func(f string) bool { return f == Finalizer }))
 		return nil
 	})
+}
+
+// WatchChange watches the ConfigMap of record namespace/name from resourceVersion rv
+// (field selector metadata.name) and returns a channel that receives true when it
+// changes or goes, or false when the watch cannot be made or breaks (the caller then
+// polls). It stops when ctx ends.
+func (r Records[T]) WatchChange(ctx context.Context, namespace, name, rv string) <-chan bool {
+	out := make(chan bool, 1)
+	sel := fields.OneTermEqualSelector("metadata.name", ConfigMapName(r.k.name, name)).String()
+	w, err := r.configMaps(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+	if err != nil {
+		out <- false
+		return out
+	}
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				switch {
+				case !ok || ev.Type == watch.Error:
+					out <- false
+					return
+				case ev.Type == watch.Bookmark:
+					continue
+				}
+				out <- true
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -26,6 +29,7 @@ import (
 func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 	var all bool
 	var inst string
+	var wf watchrecords.Flags
 	out := printers.NewOutputFlags(true)
 	cmd := &cobra.Command{
 		Use:     "bindings [NAME...]",
@@ -35,7 +39,12 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 			List service bindings with their instance, credentials Secret and
 			status. The status says "rotation due" once the broker's renew_before
 			for the credentials has passed: rotate them with
-			"kubectl catalog bind --rotate NAME".`),
+			"kubectl catalog bind --rotate NAME".
+
+			With -w (--watch), after the list it prints a row, with the same columns,
+			each time a binding changes or is deleted, until interrupted;
+			--watch-only prints only the changes. With -o json|yaml it prints one
+			object per change.`),
 		Example: cmdutil.Examples(`
 			# List the bindings of the current namespace
 			kubectl catalog get bindings
@@ -44,7 +53,10 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog get bnd --instance db -o wide
 
 			# List the bindings of every namespace
-			kubectl catalog get bindings -A`),
+			kubectl catalog get bindings -A
+
+			# Print a row each time a binding of instance db changes (Ctrl-C ends it)
+			kubectl catalog get bindings --instance db --watch-only`),
 		ValidArgsFunction: CompleteBindings(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
@@ -61,13 +73,16 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 			if all {
 				ns = ""
 			}
-			list, err := st.Bindings().List(cmd.Context(), ns, store.Filter{Instance: inst})
-			if err != nil && len(list) == 0 {
-				return err
-			}
 			want := map[string]bool{}
 			for _, n := range args {
 				want[n] = true
+			}
+			if wf.On() {
+				return watchBindings(cmd.Context(), f, ns, all, inst, want, out, wf.WatchOnly)
+			}
+			list, err := st.Bindings().List(cmd.Context(), ns, store.Filter{Instance: inst})
+			if err != nil && len(list) == 0 {
+				return err
 			}
 			var items []v1alpha1.ServiceBinding
 			for _, b := range list {
@@ -95,8 +110,32 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
 	_ = cmd.RegisterFlagCompletionFunc("instance", instance.CompleteInstances(f))
+	wf.AddFlags(cmd.Flags(), "bindings")
 	out.AddFlags(cmd)
 	return cmd
+}
+
+// watchBindings lists the bindings get would list, then prints each change.
+func watchBindings(ctx context.Context, f *cmdutil.Factory, ns string, all bool, inst string, want map[string]bool, out *printers.OutputFlags, only bool) error {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	sel, err := store.Selector(v1alpha1.KindServiceBinding, store.Filter{Instance: inst})
+	if err != nil {
+		return err
+	}
+	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceBinding]{
+		Out: f.Out, Output: out, WatchOnly: only,
+		Keep: func(b *v1alpha1.ServiceBinding) bool { return len(want) == 0 || want[b.Name] },
+		Table: func(w io.Writer, items []*v1alpha1.ServiceBinding) error {
+			vals := make([]v1alpha1.ServiceBinding, len(items))
+			for i, x := range items {
+				vals[i] = *x
+			}
+			return Table(w, vals, all, out.IsWide(), f.Now())
+		},
+	}, nil)
 }
 
 // Table prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
@@ -140,7 +179,8 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 			the operation in flight, retries, what the broker returned (endpoints,
 			syslog drain, route service, volume mounts, expiry), the credentials
 			Secret with the length of each value, the workloads it is projected
-			into, and its parameters (values from Secrets are not shown).
+			into, and its parameters (values from Secrets are not shown). It ends
+			with the Events recorded about the binding, newest last.
 
 			Credential values are shown only with --show-secrets.`),
 		Example: cmdutil.Examples(`
@@ -173,6 +213,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 				}
 			}
 			fmt.Fprint(f.Out, Describe(b, SecretView{Secret: secret, Err: secretErr, Show: showSecrets}, f.Now()))
+			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
 			return nil
 		},
 	}

@@ -10,11 +10,13 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -63,7 +65,17 @@ func TestDescribeBinding(t *testing.T) {
 	b, s := sample()
 	now := storetest.SampleTime().Add(24 * 24 * time.Hour)
 	hidden := binding.Describe(b, binding.SecretView{Secret: s}, now)
-	golden.Assert(t, hidden, "describe.golden")
+	// describe binding ends with the binding's Events.
+	var events bytes.Buffer
+	recordevents.Write(&events, []eventsv1.Event{{
+		EventTime: metav1.NewMicroTime(now.Add(-3 * time.Minute)), ReportingController: "kubectl-catalog", ReportingInstance: "cli",
+		Type: "Normal", Reason: "BindSucceeded", Note: "bind succeeded",
+	}, {
+		EventTime: metav1.NewMicroTime(now.Add(-2 * time.Minute)), ReportingController: "kubectl-catalog", ReportingInstance: "reconciler-0",
+		Type: "Warning", Reason: "RetryScheduled", Note: "UnbindCallFailed: 503 Service Unavailable (attempt 2)",
+		Series: &eventsv1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(now.Add(-time.Minute))},
+	}}, nil, b.Namespace, now)
+	golden.Assert(t, hidden+events.String(), "describe.golden")
 	assert.Assert(t, !strings.Contains(hidden, "hunter2-pass"), "a credential value is shown without --show-secrets")
 	assert.Assert(t, is.Contains(hidden, "rotation due"))
 	shown := binding.Describe(b, binding.SecretView{Secret: s, Show: true}, now)

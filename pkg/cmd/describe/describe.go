@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -53,6 +54,8 @@ type Options struct {
 	Store            *store.Store
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
+
+	factory *cmdutil.Factory
 }
 
 // Validate checks the arguments without any I/O.
@@ -74,7 +77,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Store, o.Now = ns, f.CatalogNamespace, st, f.Now
+	o.Namespace, o.CatalogNamespace, o.Store, o.Now, o.factory = ns, f.CatalogNamespace, st, f.Now, f
 	return nil
 }
 
@@ -101,7 +104,8 @@ func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []stri
 func NewCmdDescribeBroker(f *cmdutil.Factory) *cobra.Command {
 	cmd, o := newCmd(f, "broker NAME", "Show a broker's details", `
 		Show a broker: where it is, how it authenticates (never the credentials), its
-		restrictions, the last catalog fetch and its error, and its classes.`, `
+		restrictions, the last catalog fetch and its error, its classes, and the
+		Events recorded about it, newest last.`, `
 		# Describe broker acme
 		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, (*Options).RunBroker)
 	cmd.ValidArgsFunction = catalogcmd.CompleteBrokers(f)
@@ -144,7 +148,13 @@ func (o *Options) RunBroker(ctx context.Context) error {
 	if err != nil && len(classes) == 0 {
 		return err
 	}
-	return BrokerView(o.Streams.Out, b, classes, o.Now())
+	if err := BrokerView(o.Streams.Out, b, classes, o.Now()); err != nil {
+		return err
+	}
+	if o.factory != nil {
+		recordevents.Section(ctx, o.factory, b.Namespace, store.ConfigMapName(v1alpha1.KindBroker, b.Name), b.UID)
+	}
+	return nil
 }
 
 // BrokerView writes the describe view of a broker.

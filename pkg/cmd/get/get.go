@@ -12,10 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -47,12 +49,15 @@ type Options struct {
 	Broker        string
 	Class         string
 	Output        *printers.OutputFlags
+	Watch         watchrecords.Flags
 
 	Namespace        string
 	CatalogNamespace string
 	Store            *store.Store
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
+
+	core kubernetes.Interface // to watch with
 }
 
 func newOptions(f *cmdutil.Factory) *Options {
@@ -76,6 +81,11 @@ func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace, o.Store = ns, f.CatalogNamespace, st
+	if o.Watch.On() {
+		if o.core, err = f.KubernetesClient(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -109,17 +119,26 @@ func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
 		Long: cmdutil.LongDesc(`
 			List the brokers visible from the current namespace: cluster-scoped ones
 			(in the catalog namespace) and the namespace's own. With -A, the brokers of
-			every namespace.`),
+			every namespace.
+
+			With -w (--watch), after the list it prints a row, with the same columns,
+			each time a broker changes or is deleted, until interrupted;
+			--watch-only prints only the changes. With -o json|yaml it prints one
+			object per change.`),
 		Example: cmdutil.Examples(`
 			# List brokers
 			kubectl catalog get brokers
 
 			# One broker as YAML
-			kubectl catalog get brokers acme -o yaml`),
+			kubectl catalog get brokers acme -o yaml
+
+			# Watch the brokers' status (catalog fetches, errors) until Ctrl-C
+			kubectl catalog get brokers -w`),
 		ValidArgsFunction: catalogcmd.CompleteBrokers(f),
 	}
 	cmd.RunE = runE(f, o, o.RunBrokers)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the brokers of every namespace.")
+	o.Watch.AddFlags(cmd.Flags(), "brokers")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
@@ -162,8 +181,45 @@ func missing(kind string, names []string, found map[string]bool, known []string)
 	return nil
 }
 
+// brokerVisible reports whether get lists broker b from namespace ns: a cluster-scoped
+// broker only from the catalog namespace.
+func (o *Options) brokerVisible(b *v1alpha1.Broker) bool {
+	return o.AllNamespaces || b.Namespace == o.CatalogNamespace || b.Spec.Scope != v1alpha1.ScopeCluster
+}
+
+// watchBrokers lists the brokers get would list, then prints each change.
+func (o *Options) watchBrokers(ctx context.Context) error {
+	if o.core == nil {
+		return fmt.Errorf("internal error: no client to watch with")
+	}
+	sel, err := store.Selector(v1alpha1.KindBroker, store.Filter{})
+	if err != nil {
+		return err
+	}
+	var sources []watchrecords.Source
+	for _, ns := range o.namespaces() {
+		sources = append(sources, watchrecords.Source{Namespace: ns, Selector: sel, Optional: ns == o.CatalogNamespace && !o.AllNamespaces})
+	}
+	return watchrecords.Watch(ctx, o.core, sources, watchrecords.Printing[*v1alpha1.Broker]{
+		Out: o.Streams.Out, Output: o.Output, WatchOnly: o.Watch.WatchOnly,
+		Keep: func(b *v1alpha1.Broker) bool { return o.brokerVisible(b) && matchName(o.Names, b.Name) },
+		Table: func(w io.Writer, items []*v1alpha1.Broker) error {
+			vals := make([]v1alpha1.Broker, len(items))
+			for i, x := range items {
+				vals[i] = *x
+			}
+			return BrokerTable(w, vals, o.AllNamespaces, o.Output.IsWide(), o.Now())
+		},
+	}, func(_ watchrecords.Source, err error) {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
+	})
+}
+
 // RunBrokers lists brokers.
 func (o *Options) RunBrokers(ctx context.Context) error {
+	if o.Watch.On() {
+		return o.watchBrokers(ctx)
+	}
 	var items []v1alpha1.Broker
 	found := map[string]bool{}
 	var known []string

@@ -16,6 +16,8 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -25,18 +27,28 @@ import (
 func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	var all bool
 	var class, plan string
+	var wf watchrecords.Flags
 	out := printers.NewOutputFlags(true)
 	cmd := &cobra.Command{
 		Use:     "instances [NAME...]",
 		Aliases: []string{"instance", "inst"},
 		Short:   "List service instances",
-		Long:    cmdutil.LongDesc(`List service instances with their class, plan and status.`),
+		Long: cmdutil.LongDesc(`
+			List service instances with their class, plan and status.
+
+			With -w (--watch), after the list it prints a row, with the same columns,
+			each time an instance changes or is deleted, until interrupted;
+			--watch-only prints only the changes. With -o json|yaml it prints one
+			object per change.`),
 		Example: cmdutil.Examples(`
 			# List the instances of the current namespace
 			kubectl catalog get instances
 
 			# List the postgresql instances of every namespace
-			kubectl catalog get inst -A --class postgresql`),
+			kubectl catalog get inst -A --class postgresql
+
+			# List the instances, then print a row each time one changes (Ctrl-C ends it)
+			kubectl catalog get instances -w`),
 		ValidArgsFunction: CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
@@ -52,6 +64,9 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 			}
 			if all {
 				ns = ""
+			}
+			if wf.On() {
+				return watchInstances(cmd.Context(), f, ns, all, class, plan, args, out, wf.WatchOnly)
 			}
 			items, err := listInstances(cmd.Context(), st, ns, class, plan, args)
 			if err != nil {
@@ -74,8 +89,36 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
 	cmd.Flags().StringVar(&class, "class", "", "Only instances of this class.")
 	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
+	wf.AddFlags(cmd.Flags(), "instances")
 	out.AddFlags(cmd)
 	return cmd
+}
+
+// watchInstances lists the instances get would list, then prints each change.
+func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool, class, plan string, names []string, out *printers.OutputFlags, only bool) error {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	sel, err := store.Selector(v1alpha1.KindServiceInstance, store.Filter{Class: class, Plan: plan})
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
+		Out: f.Out, Output: out, WatchOnly: only,
+		Keep: func(i *v1alpha1.ServiceInstance) bool { return len(want) == 0 || want[i.Name] },
+		Table: func(w io.Writer, items []*v1alpha1.ServiceInstance) error {
+			vals := make([]v1alpha1.ServiceInstance, len(items))
+			for i, x := range items {
+				vals[i] = *x
+			}
+			return Table(w, vals, all, out.IsWide(), f.Now())
+		},
+	}, nil)
 }
 
 // Table prints instances as "get instances" does, with a NAMESPACE column when withNS.
@@ -153,7 +196,8 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			the operation in flight and its progress, retries, the dashboard URL,
 			its bindings and its parameters (values from Secrets are not shown).
 			What the spec asks for and the broker does not hold (after a refused
-			update, say) is listed with the requested and the applied values.`),
+			update, say) is listed with the requested and the applied values.
+			It ends with the Events recorded about the instance, newest last.`),
 		Example: cmdutil.Examples(`
 			# Describe instance db
 			kubectl catalog describe instance db`),
@@ -190,6 +234,7 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			}
 			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
 			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
+			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
 			return nil
 		},
 	}
