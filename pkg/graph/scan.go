@@ -264,4 +264,3 @@ func controlledBy(refs []metav1.OwnerReference, kinds ...string) bool {
 	}
 	return false
 }
-
