@@ -1,8 +1,9 @@
-// Package graph builds the service graph: brokers, the classes and plans instances use,
-// instances, bindings, their credentials Secrets and the workloads that consume those
-// Secrets, plus edges between instances whose Secrets a workload consumes together. It
-// renders the graph as a tree, Graphviz dot, mermaid or JSON. Secret values are never
-// read: Secrets appear by name only, as the binding records and Pod templates name them.
+// Package graph builds the service graph: the brokers, classes and plans instances use,
+// the instances, their bindings, the bindings' credentials Secrets and the workloads whose
+// Pod templates consume those Secrets, plus edges between instances whose Secrets one
+// workload consumes together. It renders the graph as a tree, Graphviz dot, mermaid or
+// JSON. Secrets are never read: they appear by name only, as binding records and Pod
+// templates name them.
 package graph
 
 import (
@@ -11,7 +12,8 @@ import (
 	"strings"
 )
 
-// Node kinds.
+// Node kinds of the catalog's own objects; workloads are nodes of their Kubernetes kind
+// (Deployment, StatefulSet, DaemonSet, Job, CronJob, Pod).
 const (
 	KindBroker   = "Broker"
 	KindClass    = "Class"
@@ -33,21 +35,22 @@ const (
 	EdgeWrites = "writes"
 	// EdgeConsumedBy: Secret to a workload whose Pod template references it.
 	EdgeConsumedBy = "consumed-by"
-	// EdgeProjects: binding to a workload its record lists as a projection target.
-	EdgeProjects = "projects-into"
-	// EdgeSharesConsumer: instance to instance, when one workload consumes Secrets of
-	// bindings to both.
+	// EdgeSharesConsumer: instance to instance (the smaller id to the larger), when one
+	// workload consumes Secrets of bindings to both.
 	EdgeSharesConsumer = "shares-consumer"
 )
 
-// Node is one object of the graph. ID is stable: kind, namespace and name in lower case
-// ("instance/team-a/db"); cluster-wide names have an empty namespace segment.
+// Node is one object of the graph. ID is stable: kind in lower case, namespace and name
+// ("instance/team-a/db"); a cluster-scoped broker, its classes and plans have an empty
+// namespace, and a class's or plan's name in its ID is prefixed by its broker's (and
+// class's) so that two brokers' classes of one name stay apart.
 type Node struct {
 	ID        string `json:"id"`
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// Detail is a short note: a class's or plan's OSB name owner, an instance's phase.
+	// Detail is a short note: an instance's or binding's phase, "not found" for an
+	// instance bindings name that its namespace does not hold.
 	Detail string `json:"detail,omitempty"`
 }
 
@@ -57,7 +60,7 @@ type Edge struct {
 	To   string `json:"to"`
 	Kind string `json:"kind"`
 	// Via says how: the Pod template locations of a consumed-by edge ("env", "envFrom",
-	// "volume"), the workloads of a shares-consumer edge.
+	// "volume"), the workloads (node ids) of a shares-consumer edge.
 	Via []string `json:"via,omitempty"`
 }
 
@@ -78,11 +81,9 @@ func NodeID(kind, namespace, name string) string {
 	return strings.ToLower(kind) + "/" + namespace + "/" + name
 }
 
-func (g *Graph) addNode(kind, namespace, name, detail string) string {
-	return g.addNodeID(NodeID(kind, namespace, name), kind, namespace, name, detail)
-}
-
-func (g *Graph) addNodeID(id, kind, namespace, name, detail string) string {
+// addNode adds a node (or sets the detail of the node already there, if it has none) and
+// returns its id.
+func (g *Graph) addNode(id, kind, namespace, name, detail string) string {
 	if g.index == nil {
 		g.index = map[string]int{}
 	}
@@ -97,6 +98,7 @@ func (g *Graph) addNodeID(id, kind, namespace, name, detail string) string {
 	return id
 }
 
+// addEdge adds an edge, or the vias it lacks to the edge already there.
 func (g *Graph) addEdge(from, to, kind string, via ...string) {
 	if g.edges == nil {
 		g.edges = map[[3]string]int{}
@@ -114,20 +116,19 @@ func (g *Graph) addEdge(from, to, kind string, via ...string) {
 	g.Edges = append(g.Edges, Edge{From: from, To: to, Kind: kind, Via: slices.Clone(via)})
 }
 
-func (g *Graph) warn(format string) {
-	if !slices.Contains(g.Warnings, format) {
-		g.Warnings = append(g.Warnings, format)
+func (g *Graph) warn(msg string) {
+	if !slices.Contains(g.Warnings, msg) {
+		g.Warnings = append(g.Warnings, msg)
 	}
 }
 
 // Node returns the node with id.
 func (g *Graph) Node(id string) (Node, bool) {
-	for _, n := range g.Nodes {
-		if n.ID == id {
-			return n, true
-		}
+	i := slices.IndexFunc(g.Nodes, func(n Node) bool { return n.ID == id })
+	if i < 0 {
+		return Node{}, false
 	}
-	return Node{}, false
+	return g.Nodes[i], true
 }
 
 // sort puts nodes, edges, vias and warnings in their deterministic order and drops the
@@ -150,50 +151,38 @@ func (g *Graph) sort() {
 	g.index, g.edges = nil, nil
 }
 
-// Neighbourhood returns the part of g around instance id: its plan, class and broker,
-// its bindings, their Secrets, the workloads consuming them and the instances sharing a
-// consumer with it.
+// Neighbourhood returns the part of g around the instance id: its plan, class and
+// broker, its bindings, their Secrets, the workloads consuming them, and the instances
+// sharing a consumer with it (without their own bindings).
 func (g *Graph) Neighbourhood(id string) *Graph {
 	keep := map[string]bool{id: true}
-	// Upwards: plan, class, broker.
+	// Upwards: plan, class, broker (each node has one parent along these edges).
 	for cur := id; ; {
-		parent := ""
-		for _, e := range g.Edges {
-			if e.To == cur && (e.Kind == EdgeProvisions || e.Kind == EdgeOffers) {
-				parent = e.From
-			}
-		}
-		if parent == "" || keep[parent] {
+		i := slices.IndexFunc(g.Edges, func(e Edge) bool {
+			return e.To == cur && (e.Kind == EdgeProvisions || e.Kind == EdgeOffers)
+		})
+		if i < 0 || keep[g.Edges[i].From] {
 			break
 		}
-		keep[parent] = true
-		cur = parent
+		cur = g.Edges[i].From
+		keep[cur] = true
 	}
-	// Downwards along binds, writes, consumed-by and projects-into; sideways along
-	// shares-consumer.
-	frontier := []string{id}
-	for len(frontier) > 0 {
+	// Downwards along binds, writes and consumed-by.
+	down := []string{EdgeBinds, EdgeWrites, EdgeConsumedBy}
+	for frontier := []string{id}; len(frontier) > 0; {
 		cur := frontier[0]
 		frontier = frontier[1:]
 		for _, e := range g.Edges {
-			var next string
-			switch {
-			case e.From == cur && (e.Kind == EdgeBinds || e.Kind == EdgeWrites || e.Kind == EdgeConsumedBy || e.Kind == EdgeProjects):
-				next = e.To
-			case cur == id && e.Kind == EdgeSharesConsumer && (e.From == id || e.To == id):
-				next = e.From
-				if next == id {
-					next = e.To
-				}
-				keep[next] = true
-				continue
-			default:
-				continue
+			if e.From == cur && slices.Contains(down, e.Kind) && !keep[e.To] {
+				keep[e.To] = true
+				frontier = append(frontier, e.To)
 			}
-			if !keep[next] {
-				keep[next] = true
-				frontier = append(frontier, next)
-			}
+		}
+	}
+	// Sideways: the instances sharing a consumer.
+	for _, e := range g.Edges {
+		if e.Kind == EdgeSharesConsumer && (e.From == id || e.To == id) {
+			keep[e.From], keep[e.To] = true, true
 		}
 	}
 	out := &Graph{Warnings: slices.Clone(g.Warnings)}
@@ -203,7 +192,7 @@ func (g *Graph) Neighbourhood(id string) *Graph {
 		}
 	}
 	for _, e := range g.Edges {
-		if keep[e.From] && keep[e.To] {
+		if keep[e.From] && keep[e.To] && (e.Kind != EdgeSharesConsumer || e.From == id || e.To == id) {
 			out.Edges = append(out.Edges, e)
 		}
 	}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,10 +12,11 @@ import (
 // Formats are the output formats Render knows, the first the default.
 var Formats = []string{"tree", "dot", "mermaid", "json"}
 
-// Render writes g to w in format (one of Formats).
+// Render writes g to w in format (one of Formats). Only the JSON form holds the
+// warnings; whoever renders the others says them elsewhere (on stderr).
 func Render(w io.Writer, g *Graph, format string) error {
 	switch format {
-	case "", "tree":
+	case "tree":
 		return Tree(w, g)
 	case "dot":
 		return DOT(w, g)
@@ -26,23 +28,33 @@ func Render(w io.Writer, g *Graph, format string) error {
 	return fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats, ", "))
 }
 
-// label is how a node is written in the tree: kind and namespace/name; classes and plans
-// by their OSB name alone (their parent says which broker).
-func label(n Node) string {
-	switch n.Kind {
-	case KindClass, KindPlan:
-		return n.Kind + " " + n.Name
+// Label is how a node is written in the tree: kind, namespace/name and the detail in
+// parentheses; classes and plans by their OSB name alone (their broker is above them).
+func Label(n Node) string {
+	s := n.Kind + " " + n.Name
+	if n.Namespace != "" && n.Kind != KindClass && n.Kind != KindPlan {
+		s = n.Kind + " " + n.Namespace + "/" + n.Name
 	}
-	if n.Namespace == "" {
-		return n.Kind + " " + n.Name
+	if n.Detail != "" {
+		s += " (" + n.Detail + ")"
 	}
-	return n.Kind + " " + n.Namespace + "/" + n.Name
+	return s
 }
 
+// treeEdges are the edges the tree follows, from parent to child.
 var treeEdges = []string{EdgeOffers, EdgeProvisions, EdgeBinds, EdgeWrites, EdgeConsumedBy}
 
-// Tree writes g as an indented tree from each broker down to the workloads, then the
-// instances that share a consumer and the warnings.
+// rootRank orders the tree's roots: brokers, then instances whose plan is not known
+// (an instance of another namespace that bindings here use).
+func rootRank(kind string) int {
+	if kind == KindBroker {
+		return 0
+	}
+	return 1
+}
+
+// Tree writes g as an indented tree from each broker down to the workloads (with where
+// their Pod templates reference the Secret), then the instances that share a consumer.
 func Tree(w io.Writer, g *Graph) error {
 	byID := map[string]Node{}
 	for _, n := range g.Nodes {
@@ -51,71 +63,52 @@ func Tree(w io.Writer, g *Graph) error {
 	children := map[string][]Edge{}
 	hasParent := map[string]bool{}
 	for _, e := range g.Edges {
-		if slices.Contains(treeEdges, e.Kind) || e.Kind == EdgeProjects {
+		if slices.Contains(treeEdges, e.Kind) {
 			children[e.From] = append(children[e.From], e)
-			if e.Kind != EdgeProjects {
-				hasParent[e.To] = true
-			}
+			hasParent[e.To] = true
 		}
 	}
 	var b strings.Builder
-	var walk func(id, prefix string, seen map[string]bool)
-	walk = func(id, prefix string, seen map[string]bool) {
+	var walk func(id, prefix string)
+	walk = func(id, prefix string) {
 		kids := children[id]
 		for i, e := range kids {
 			branch, indent := "├── ", "│   "
 			if i == len(kids)-1 {
 				branch, indent = "└── ", "    "
 			}
-			text := label(byID[e.To])
-			switch e.Kind {
-			case EdgeProjects:
-				text = "projected into " + text
-			case EdgeConsumedBy:
-				text += " (" + strings.Join(e.Via, ", ") + ")"
+			text := Label(byID[e.To])
+			if e.Kind == EdgeConsumedBy {
+				text += " [" + strings.Join(e.Via, ", ") + "]"
 			}
 			b.WriteString(prefix + branch + text + "\n")
-			if e.Kind != EdgeProjects && !seen[e.To] {
-				seen[e.To] = true
-				walk(e.To, prefix+indent, seen)
-				delete(seen, e.To)
-			}
+			walk(e.To, prefix+indent)
 		}
 	}
-	roots := 0
+	var roots []Node
 	for _, n := range g.Nodes {
-		if hasParent[n.ID] || (len(children[n.ID]) == 0 && n.Kind != KindBroker) {
-			continue
+		if !hasParent[n.ID] && (n.Kind == KindBroker || n.Kind == KindInstance) {
+			roots = append(roots, n)
 		}
-		if n.Kind != KindBroker && n.Kind != KindInstance && n.Kind != KindBinding && n.Kind != KindSecret {
-			continue
-		}
-		roots++
-		b.WriteString(label(n) + "\n")
-		walk(n.ID, "", map[string]bool{n.ID: true})
 	}
-	if roots == 0 {
-		b.WriteString("No brokers, instances or bindings found.\n")
+	slices.SortStableFunc(roots, func(a, b Node) int { return cmp.Compare(rootRank(a.Kind), rootRank(b.Kind)) })
+	for _, n := range roots {
+		b.WriteString(Label(n) + "\n")
+		walk(n.ID, "")
 	}
 	var shared []string
 	for _, e := range g.Edges {
 		if e.Kind == EdgeSharesConsumer {
 			var via []string
 			for _, v := range e.Via {
-				via = append(via, label(byID[v]))
+				via = append(via, Label(byID[v]))
 			}
-			shared = append(shared, fmt.Sprintf("  %s <-> %s (via %s)\n", label(byID[e.From]), label(byID[e.To]), strings.Join(via, ", ")))
+			shared = append(shared, fmt.Sprintf("  %s <-> %s (both used by %s)\n", Label(byID[e.From]), Label(byID[e.To]), strings.Join(via, ", ")))
 		}
 	}
 	if len(shared) > 0 {
 		b.WriteString("\nInstances sharing a consumer:\n")
 		b.WriteString(strings.Join(shared, ""))
-	}
-	if len(g.Warnings) > 0 {
-		b.WriteString("\nNot shown:\n")
-		for _, s := range g.Warnings {
-			b.WriteString("  " + s + "\n")
-		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -130,14 +123,29 @@ var dotShapes = map[string]string{
 	KindBinding: "component", KindSecret: "octagon",
 }
 
-// DOT writes g as a Graphviz digraph with one cluster per namespace; warnings are
-// comments.
+// edgeText is an edge's label: its kind, and for consumed-by where the Pod template
+// references the Secret.
+func edgeText(e Edge) string {
+	if e.Kind == EdgeConsumedBy {
+		return e.Kind + " (" + strings.Join(e.Via, ", ") + ")"
+	}
+	return e.Kind
+}
+
+// nodeText is a node's label in dot and mermaid: kind, name and detail on three lines.
+func nodeText(n Node) string {
+	s := n.Kind + "\n" + n.Name
+	if n.Detail != "" {
+		s += "\n(" + n.Detail + ")"
+	}
+	return s
+}
+
+// DOT writes g as a Graphviz digraph, one cluster per namespace; cluster-scoped brokers,
+// their classes and plans are outside every cluster.
 func DOT(w io.Writer, g *Graph) error {
 	var b strings.Builder
 	b.WriteString("digraph catalog {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n")
-	for _, s := range g.Warnings {
-		b.WriteString("  // " + strings.ReplaceAll(s, "\n", " ") + "\n")
-	}
 	for i, ns := range namespaces(g) {
 		indent := "  "
 		if ns != "" {
@@ -148,28 +156,19 @@ func DOT(w io.Writer, g *Graph) error {
 			if n.Namespace != ns {
 				continue
 			}
-			shape := dotShapes[n.Kind]
-			if shape == "" {
-				shape = "box"
-			}
-			fmt.Fprintf(&b, "%s%s [label=%s, shape=%s];\n", indent, dotQuote(n.ID), dotQuote(n.Kind+"\n"+n.Name), shape)
+			shape := cmp.Or(dotShapes[n.Kind], "box")
+			fmt.Fprintf(&b, "%s%s [label=%s, shape=%s];\n", indent, dotQuote(n.ID), dotQuote(nodeText(n)), shape)
 		}
 		if ns != "" {
 			b.WriteString("  }\n")
 		}
 	}
 	for _, e := range g.Edges {
-		text := e.Kind
 		attrs := ""
-		switch e.Kind {
-		case EdgeConsumedBy:
-			text += " (" + strings.Join(e.Via, ", ") + ")"
-		case EdgeProjects:
-			attrs = ", style=dashed"
-		case EdgeSharesConsumer:
+		if e.Kind == EdgeSharesConsumer {
 			attrs = ", dir=both, style=dotted"
 		}
-		fmt.Fprintf(&b, "  %s -> %s [label=%s%s];\n", dotQuote(e.From), dotQuote(e.To), dotQuote(text), attrs)
+		fmt.Fprintf(&b, "  %s -> %s [label=%s%s];\n", dotQuote(e.From), dotQuote(e.To), dotQuote(edgeText(e)), attrs)
 	}
 	b.WriteString("}\n")
 	_, err := io.WriteString(w, b.String())
@@ -192,14 +191,11 @@ func mermaidText(s string) string {
 	return strings.NewReplacer(`"`, "#quot;", "\n", "<br/>").Replace(s)
 }
 
-// Mermaid writes g as a mermaid flowchart (left to right) with one subgraph per
-// namespace; warnings are comments. Node ids are n0, n1, ... in node order.
+// Mermaid writes g as a mermaid flowchart (left to right), one subgraph per namespace.
+// Node ids are n0, n1, ... in node order.
 func Mermaid(w io.Writer, g *Graph) error {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
-	for _, s := range g.Warnings {
-		b.WriteString("  %% " + strings.ReplaceAll(s, "\n", " ") + "\n")
-	}
 	ids := map[string]string{}
 	for i, n := range g.Nodes {
 		ids[n.ID] = fmt.Sprintf("n%d", i)
@@ -212,7 +208,7 @@ func Mermaid(w io.Writer, g *Graph) error {
 		}
 		for _, n := range g.Nodes {
 			if n.Namespace == ns {
-				fmt.Fprintf(&b, "%s%s[\"%s: %s\"]\n", indent, ids[n.ID], n.Kind, mermaidText(n.Name))
+				fmt.Fprintf(&b, "%s%s[\"%s\"]\n", indent, ids[n.ID], mermaidText(nodeText(n)))
 			}
 		}
 		if ns != "" {
@@ -221,16 +217,10 @@ func Mermaid(w io.Writer, g *Graph) error {
 	}
 	for _, e := range g.Edges {
 		arrow := "-->"
-		text := e.Kind
-		switch e.Kind {
-		case EdgeConsumedBy:
-			text += " (" + strings.Join(e.Via, ", ") + ")"
-		case EdgeProjects:
-			arrow = "-.->"
-		case EdgeSharesConsumer:
+		if e.Kind == EdgeSharesConsumer {
 			arrow = "<-.->"
 		}
-		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", ids[e.From], arrow, mermaidText(text), ids[e.To])
+		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", ids[e.From], arrow, mermaidText(edgeText(e)), ids[e.To])
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
