@@ -28,11 +28,12 @@ func Render(w io.Writer, g *Graph, format string) error {
 	return fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats, ", "))
 }
 
-// Label is how a node is written in the tree: kind, namespace/name and the detail in
-// parentheses; classes and plans by their OSB name alone (their broker is above them).
-func Label(n Node) string {
+// Label is how a node is written in the tree: kind, namespace/name (name alone when
+// withNS is false) and the detail in parentheses; classes and plans by their OSB name
+// alone (their broker is above them).
+func Label(n Node, withNS bool) string {
 	s := n.Kind + " " + n.Name
-	if n.Namespace != "" && n.Kind != KindClass && n.Kind != KindPlan {
+	if withNS && n.Namespace != "" && n.Kind != KindClass && n.Kind != KindPlan {
 		s = n.Kind + " " + n.Namespace + "/" + n.Name
 	}
 	if n.Detail != "" {
@@ -55,7 +56,10 @@ func rootRank(kind string) int {
 
 // Tree writes g as an indented tree from each broker down to the workloads (with where
 // their Pod templates reference the Secret), then the instances that share a consumer.
+// Names are prefixed by their namespace when g spans more than one.
 func Tree(w io.Writer, g *Graph) error {
+	withNS := len(slices.DeleteFunc(namespaces(g), func(ns string) bool { return ns == "" })) > 1
+	label := func(n Node) string { return Label(n, withNS) }
 	byID := map[string]Node{}
 	for _, n := range g.Nodes {
 		byID[n.ID] = n
@@ -77,7 +81,7 @@ func Tree(w io.Writer, g *Graph) error {
 			if i == len(kids)-1 {
 				branch, indent = "└── ", "    "
 			}
-			text := Label(byID[e.To])
+			text := label(byID[e.To])
 			if e.Kind == EdgeConsumedBy {
 				text += " [" + strings.Join(e.Via, ", ") + "]"
 			}
@@ -93,7 +97,7 @@ func Tree(w io.Writer, g *Graph) error {
 	}
 	slices.SortStableFunc(roots, func(a, b Node) int { return cmp.Compare(rootRank(a.Kind), rootRank(b.Kind)) })
 	for _, n := range roots {
-		b.WriteString(Label(n) + "\n")
+		b.WriteString(label(n) + "\n")
 		walk(n.ID, "")
 	}
 	var shared []string
@@ -101,9 +105,9 @@ func Tree(w io.Writer, g *Graph) error {
 		if e.Kind == EdgeSharesConsumer {
 			var via []string
 			for _, v := range e.Via {
-				via = append(via, Label(byID[v]))
+				via = append(via, label(byID[v]))
 			}
-			shared = append(shared, fmt.Sprintf("  %s <-> %s (both used by %s)\n", Label(byID[e.From]), Label(byID[e.To]), strings.Join(via, ", ")))
+			shared = append(shared, fmt.Sprintf("  %s <-> %s (both used by %s)\n", label(byID[e.From]), label(byID[e.To]), strings.Join(via, ", ")))
 		}
 	}
 	if len(shared) > 0 {

@@ -52,7 +52,12 @@ func NewCmdGraph(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Show brokers, instances, bindings and the workloads using them as a graph",
 		Long:    graphLong,
 		Example: graphExample,
-		Args:    cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.UsageErrorf("graph takes no arguments, got %q: choose the namespace with -n NAMESPACE, or -A for all", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !slices.Contains(graph.Formats, output) {
 				return cmdutil.UsageErrorf("unknown output format %q for graph: use one of %s", output, strings.Join(graph.Formats, ", "))
