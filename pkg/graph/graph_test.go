@@ -351,3 +351,31 @@ func TestBuild_OtherFailuresFail(t *testing.T) {
 	_, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
 	assert.ErrorContains(t, err, "cannot list pods")
 }
+
+func TestForInstance_UsedBy(t *testing.T) {
+	cl := buildCluster(t)
+	seen := lists(cl, "deployments")
+	db := fixture().Instances[0]
+	// db's own binding, and one a consumer namespace holds of it.
+	own := binding("team-a", "db-web", "", "db", "db-web")
+	other := binding("team-b", "shop-db", "team-a", "db", "shop-db")
+	g, err := ForInstance(context.Background(), cl.Core, db, []*v1alpha1.ServiceBinding{own, other})
+	assert.NilError(t, err)
+	for _, r := range []string{"statefulsets", "daemonsets", "jobs", "cronjobs", "pods"} {
+		assert.Equal(t, len(seen[r]), 2, "one LIST of %s in each binding's namespace", r)
+	}
+	var out bytes.Buffer
+	assert.NilError(t, UsedBy(&out, g, NodeID(KindInstance, "team-a", "db")))
+	assert.Equal(t, out.String(), `Used by:
+  Binding db-web, Secret db-web: Pod debug [env]
+  Binding team-b/shop-db, Secret shop-db: no workload found
+  Not shown: could not list deployments in team-a: forbidden
+  Not shown: could not list deployments in team-b: forbidden
+`)
+
+	out.Reset()
+	g, err = ForInstance(context.Background(), cl.Core, db, nil)
+	assert.NilError(t, err)
+	assert.NilError(t, UsedBy(&out, g, NodeID(KindInstance, "team-a", "db")))
+	assert.Equal(t, out.String(), "Used by:\n  no binding\n")
+}

@@ -101,6 +101,33 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 	graphGolden(t, r.Stdout, ns, "graph-tree.golden")
 	assert.Assert(t, !strings.Contains(r.Stdout, "unrelated"), "a workload using no binding's Secret is left out")
 
+	r = instCatalog(t, ns, "describe", "instance", "db")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stdout, "Used by:\n  Binding db-web, Secret db-web: Deployment web [env]\n"), r.Stdout)
+
+	t.Run("a binding of an instance shared from another namespace hangs under it", func(t *testing.T) {
+		consumer := cp.NewNamespace(t)
+		for _, args := range [][]string{
+			{"-n", ns, "share", "orders", "--to-namespace", consumer},
+			{"-n", consumer, "bind", ns + "/orders", "--name", "orders"},
+		} {
+			r := kubectl(t, controlplane.AdminUser, append([]string{"catalog"}, args...)...)
+			assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		}
+		graphDeployment(t, admin, consumer, "shop", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "migrate", Image: "registry.example/migrate:1", EnvFrom: []corev1.EnvFromSource{{
+				SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "orders"}},
+			}}}}
+		})
+		r := instCatalog(t, consumer, "graph")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		// The consumer's name first: it is the longer when one is the other's prefix.
+		golden.Assert(t, strings.ReplaceAll(strings.ReplaceAll(r.Stdout, consumer, "CONSUMER"), ns, "NAMESPACE"), "graph-tree-shared.golden")
+		r = instCatalog(t, ns, "describe", "instance", "orders")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stdout, "  Binding "+consumer+"/orders, Secret orders: Deployment "+consumer+"/shop [envFrom]\n"), r.Stdout)
+	})
+
 	t.Run("a user who may not list Deployments sees the rest and a warning", func(t *testing.T) {
 		_, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "graph-reader"},
@@ -130,6 +157,9 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 		r = kubectl(t, controlplane.AliceUser, "catalog", "-n", ns, "graph", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		assert.Assert(t, is.Contains(r.Stdout, `"could not list deployments in `+ns+`: forbidden"`), r.Stdout)
+		r = kubectl(t, controlplane.AliceUser, "catalog", "-n", ns, "describe", "instance", "db")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stdout, "Used by:\n  Binding db-web, Secret db-web: no workload found\n  Not shown: could not list deployments in "+ns+": forbidden\n"), r.Stdout)
 		assert.DeepEqual(t, snapshotRecords(t, ns), before)
 	})
 

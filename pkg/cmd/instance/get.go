@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -149,7 +151,11 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			the operation in flight and its progress, retries, the dashboard URL,
 			its bindings and its parameters (values from Secrets are not shown).
 			What the spec asks for and the broker does not hold (after a refused
-			update, say) is listed with the requested and the applied values.`),
+			update, say) is listed with the requested and the applied values.
+
+			Then who consumes it: the namespaces it is shared with, its limits and,
+			under "Used by", each binding's Secret with the workloads whose Pod
+			templates use it, as "kubectl catalog graph" finds them.`),
 		Example: cmdutil.Examples(`
 			# Describe instance db
 			kubectl catalog describe instance db`),
@@ -181,6 +187,13 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			fmt.Fprint(f.Out, Describe(inst, class, names, f.Now()))
 			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
 			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
+			if all := slices.Concat(bindings, others); len(all) > 0 {
+				if core, err := f.KubernetesClient(); err == nil {
+					if g, err := graph.ForInstance(cmd.Context(), core, inst, all); err == nil {
+						_ = graph.UsedBy(f.Out, g, graph.NodeID(graph.KindInstance, inst.Namespace, inst.Name))
+					}
+				}
+			}
 			return nil
 		},
 	}
