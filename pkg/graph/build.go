@@ -24,8 +24,6 @@ type Options struct {
 	Namespace string
 	// AllNamespaces shows every namespace.
 	AllNamespaces bool
-	// CatalogNamespace holds cluster-scoped brokers.
-	CatalogNamespace string
 }
 
 // Input is what a graph is made of.

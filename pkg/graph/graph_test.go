@@ -295,7 +295,7 @@ func lists(cl *storetest.Cluster, forbid ...string) map[string][]metav1.ListOpti
 func TestBuild_OneListPerKind_NoSecretRead(t *testing.T) {
 	cl := buildCluster(t)
 	seen := lists(cl)
-	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a", CatalogNamespace: "catalog"})
+	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
 	assert.NilError(t, err)
 	for _, r := range []string{"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs", "pods"} {
 		assert.Equal(t, len(seen[r]), 1, "one LIST of %s", r)
@@ -378,4 +378,53 @@ func TestForInstance_UsedBy(t *testing.T) {
 	assert.NilError(t, err)
 	assert.NilError(t, UsedBy(&out, g, NodeID(KindInstance, "team-a", "db")))
 	assert.Equal(t, out.String(), "Used by:\n  no binding\n")
+}
+
+func TestBuild_UnreadableRecordBecomesAWarning(t *testing.T) {
+	cl := buildCluster(t)
+	_, err := cl.Core.CoreV1().ConfigMaps("team-a").Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team-a", Name: store.ConfigMapName(v1alpha1.KindServiceBinding, "mangled"),
+			Labels: map[string]string{store.LabelKind: v1alpha1.KindServiceBinding},
+		},
+		Data: map[string]string{"record": "{not json"},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
+	assert.NilError(t, err)
+	assert.Equal(t, len(g.Warnings), 1, "%v", g.Warnings)
+	assert.Assert(t, is.Contains(g.Warnings[0], "mangled"))
+	assert.Equal(t, len(edgesFrom(g, EdgeBinds)), 6, "the readable bindings are all there")
+}
+
+func TestBuild_FollowsContinueTokens(t *testing.T) {
+	cl := buildCluster(t)
+	// Deployments come one a page: web, then api (env of orders-creds), then the end.
+	api := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "api"}, Spec: appsv1.DeploymentSpec{
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Env: []corev1.EnvVar{secretEnv("orders-creds")}}}}},
+	}}
+	web, err := cl.Core.AppsV1().Deployments("team-a").Get(context.Background(), "web", metav1.GetOptions{})
+	assert.NilError(t, err)
+	var continues []string
+	cl.Core.PrependReactor("list", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		o := a.(clienttesting.ListActionImpl).ListOptions
+		continues = append(continues, o.Continue)
+		switch o.Continue {
+		case "":
+			return true, &appsv1.DeploymentList{ListMeta: metav1.ListMeta{Continue: "page-2"}, Items: []appsv1.Deployment{*web}}, nil
+		case "page-2":
+			return true, &appsv1.DeploymentList{Items: []appsv1.Deployment{api}}, nil
+		}
+		return true, nil, apierrors.NewBadRequest("unknown continue token " + o.Continue)
+	})
+	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, continues, []string{"", "page-2"})
+	assert.DeepEqual(t, edgesFrom(g, EdgeConsumedBy), []string{
+		"secret/team-a/db-web -> deployment/team-a/web env",
+		"secret/team-a/db-web -> pod/team-a/debug env",
+		"secret/team-a/files-reports -> cronjob/team-a/reports envFrom",
+		"secret/team-a/orders-creds -> deployment/team-a/api env",
+		"secret/team-a/orders-creds -> deployment/team-a/web volume",
+	})
 }

@@ -74,7 +74,7 @@ func NewCmdGraph(f *cmdutil.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := graph.Build(cmd.Context(), core, st, graph.Options{Namespace: ns, AllNamespaces: all, CatalogNamespace: f.CatalogNamespace})
+			g, err := graph.Build(cmd.Context(), core, st, graph.Options{Namespace: ns, AllNamespaces: all})
 			if err != nil {
 				return err
 			}
