@@ -16,9 +16,9 @@ var graphLong = cmdutil.LongDesc(`
 	Show what uses what: the brokers, classes and plans of the namespace's
 	service instances, the instances, their bindings, the bindings'
 	credentials Secrets, and the workloads (Deployments, StatefulSets,
-	DaemonSets, Jobs, CronJobs and Pods of no controller) whose Pod templates
-	use those Secrets, by volume, projected volume, envFrom or env
-	secretKeyRef. Two instances are linked ("shares-consumer") when one
+	DaemonSets, Jobs, CronJobs, and Pods none of these or a ReplicaSet
+	controls) whose Pod templates use those Secrets, by volume, projected
+	volume, envFrom or env secretKeyRef. Two instances are linked ("shares-consumer") when one
 	workload uses Secrets of bindings to both.
 
 	A binding of an instance shared from another namespace hangs under that

@@ -188,11 +188,18 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
 			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
 			if all := slices.Concat(bindings, others); len(all) > 0 {
-				if core, err := f.KubernetesClient(); err == nil {
-					if g, err := graph.ForInstance(cmd.Context(), core, inst, all); err == nil {
-						_ = graph.UsedBy(f.Out, g, graph.NodeID(graph.KindInstance, inst.Namespace, inst.Name))
-					}
+				// Who uses the bindings' Secrets; the rest of the description stands
+				// without it.
+				core, err := f.KubernetesClient()
+				var g *graph.Graph
+				if err == nil {
+					g, err = graph.ForInstance(cmd.Context(), core, inst, all)
 				}
+				if err != nil {
+					fmt.Fprintf(f.ErrOut, "Warning: cannot show what uses the bindings: %v\n", err)
+					return nil
+				}
+				return graph.UsedBy(f.Out, g, graph.NodeID(graph.KindInstance, inst.Namespace, inst.Name))
 			}
 			return nil
 		},
