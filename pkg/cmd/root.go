@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/doctor"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/migrate"
@@ -86,6 +87,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		share.NewCmdShare(f),
 		share.NewCmdUnshare(f),
 		access.NewCmdAccess(f),
+		graph.NewCmdGraph(f),
 		reconcile.NewCmdReconcile(f),
 		migrate.NewCmdMigrate(f),
 		doctor.NewCmdDoctor(f),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -197,7 +199,11 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			its bindings and its parameters (values from Secrets are not shown).
 			What the spec asks for and the broker does not hold (after a refused
 			update, say) is listed with the requested and the applied values.
-			It ends with the Events recorded about the instance, newest last.`),
+
+			Then who consumes it: the namespaces it is shared with, its limits and,
+			under "Used by", each binding's Secret with the workloads whose Pod
+			templates use it, as "kubectl catalog graph" finds them. It ends with
+			the Events recorded about the instance, newest last.`),
 		Example: cmdutil.Examples(`
 			# Describe instance db
 			kubectl catalog describe instance db`),
@@ -234,6 +240,20 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			}
 			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
 			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
+			if all := slices.Concat(bindings, others); len(all) > 0 {
+				// Who uses the bindings' Secrets; the rest of the description stands
+				// without it.
+				core, err := f.KubernetesClient()
+				var g *graph.Graph
+				if err == nil {
+					g, err = graph.ForInstance(cmd.Context(), core, inst, all)
+				}
+				if err != nil {
+					fmt.Fprintf(f.ErrOut, "Warning: cannot show what uses the bindings: %v\n", err)
+				} else if err := graph.UsedBy(f.Out, g, graph.NodeID(graph.KindInstance, inst.Namespace, inst.Name)); err != nil {
+					return err
+				}
+			}
 			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
 			return nil
 		},
