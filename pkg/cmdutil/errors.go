@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes of kubectl-catalog. They are part of the command-line contract:
@@ -75,4 +78,13 @@ func ExitCode(err error) int {
 func ShouldPrint(err error) bool {
 	var silent *SilentError
 	return err != nil && !errors.As(err, &silent)
+}
+
+// NoArgs is the Args of a command that takes no positional arguments: any is a usage
+// error naming them and the command's help.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
+	}
+	return nil
 }

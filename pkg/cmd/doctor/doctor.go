@@ -141,16 +141,11 @@ type Options struct {
 func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName}
 	cmd := &cobra.Command{
-		Use:     "doctor",
-		Short:   "Check the cluster, permissions, brokers and stuck records",
-		Long:    doctorLong,
-		Example: doctorExample,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
-			}
-			return nil
-		},
+		Use:               "doctor",
+		Short:             "Check the cluster, permissions, brokers and stuck records",
+		Long:              doctorLong,
+		Example:           doctorExample,
+		Args:              cmdutil.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {

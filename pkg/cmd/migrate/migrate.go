@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -111,16 +110,11 @@ func NewCmdMigrate(f *cmdutil.Factory) *cobra.Command {
 func NewCmdSvcat(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{Streams: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:     "svcat [-n NAMESPACE | -A]",
-		Short:   "Bring the retired Service Catalog's brokers, instances and bindings over",
-		Long:    svcatLong,
-		Example: svcatExample,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
-			}
-			return nil
-		},
+		Use:               "svcat [-n NAMESPACE | -A]",
+		Short:             "Bring the retired Service Catalog's brokers, instances and bindings over",
+		Long:              svcatLong,
+		Example:           svcatExample,
+		Args:              cmdutil.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {

@@ -5,7 +5,6 @@ package rbac
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -67,16 +66,11 @@ type Options struct {
 func NewCmdRBAC(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{Streams: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:     "rbac [--apply] [-o yaml|json]",
-		Short:   "Print or apply ClusterRoles for catalog viewers, users and admins",
-		Long:    rbacLong,
-		Example: rbacExample,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
-			}
-			return nil
-		},
+		Use:               "rbac [--apply] [-o yaml|json]",
+		Short:             "Print or apply ClusterRoles for catalog viewers, users and admins",
+		Long:              rbacLong,
+		Example:           rbacExample,
+		Args:              cmdutil.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -118,7 +117,7 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Run reconcile in the cluster from a CronJob or a Deployment",
 		Long:    installLong,
 		Example: installExample,
-		Args:    noArgs,
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Defaults(cmd.Flags().Changed); err != nil {
 				return err
@@ -175,14 +174,6 @@ func (o *InstallOptions) Defaults(changed func(name string) bool) error {
 			return cmdutil.UsageErrorf("%v: pass --image with an image that has kubectl-catalog on its PATH (\"make image REGISTRY=...\" builds and pushes one)", err)
 		}
 		o.Image = image
-	}
-	return nil
-}
-
-// noArgs refuses arguments as a usage error.
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
 	}
 	return nil
 }
@@ -339,7 +330,7 @@ func NewCmdUninstall(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Remove the reconcile CronJobs or Deployments and their permissions",
 		Long:    uninstallLong,
 		Example: uninstallExample,
-		Args:    noArgs,
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err

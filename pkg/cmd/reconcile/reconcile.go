@@ -150,12 +150,7 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Finish pending work on brokers, instances and bindings",
 		Long:    reconcileLong,
 		Example: reconcileExample,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.UsageErrorf("%s takes no arguments, got %q: see %q", cmd.CommandPath(), strings.Join(args, " "), cmd.CommandPath()+" --help")
-			}
-			return nil
-		},
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
