@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
@@ -23,4 +28,45 @@ func TestEvents_ProvisionLeavesEventsOnTheRecord(t *testing.T) {
 	assert.Assert(t, is.Contains(r.Stdout, "ProvisionRequested"))
 	assert.Assert(t, is.Contains(r.Stdout, "ProvisionSucceeded"))
 	assert.Assert(t, is.Contains(r.Stdout, "kubectl-catalog"))
+}
+
+// A record retried more than 50 times leaves a handful of Event objects, each repeat
+// counted in its series, not one object per attempt.
+func TestEvents_ARecordRetriedFiftyTimes_LeavesFewEvents(t *testing.T) {
+	ns, b, st := instSetup(t)
+	_, err := b.InjectFault(broker.Fault{Op: broker.OpProvision, Action: broker.ActionRespond, Status: 500, Description: "database on fire", Times: 10000})
+	assert.NilError(t, err)
+	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby")
+	assert.Assert(t, is.Contains(r.Stderr, "database on fire"), r.Stderr)
+
+	env := []string{instance.TestRetryBackoffEnv + "=5ms,10ms"}
+	attempts := func() int32 {
+		inst, err := st.Instances().Get(context.Background(), ns, "db")
+		assert.NilError(t, err)
+		if inst.Status.Retry == nil {
+			return 0
+		}
+		return inst.Status.Retry.Attempts
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for attempts() < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d attempts after two minutes", attempts())
+		}
+		recRun(t, ns, env, "--retry-horizon", "0", "--max-duration", "5s")
+	}
+	assert.Assert(t, len(b.RequestsFor(broker.OpProvision)) >= 50)
+
+	r = kubectl(t, controlplane.AdminUser, "get", "events", "-n", ns,
+		"--field-selector", "involvedObject.name=catalog-instance.db", "-o", "json")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	var list struct {
+		Items []struct {
+			Reason string `json:"reason"`
+			Count  int    `json:"count"`
+		} `json:"items"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &list))
+	assert.Assert(t, len(list.Items) > 0)
+	assert.Assert(t, len(list.Items) <= 6, "%d Event objects for %d attempts: %+v", len(list.Items), attempts(), list.Items)
 }

@@ -24,7 +24,7 @@ func eventRecorder(core kubernetes.Interface, holder string, _ io.Writer) catalo
 		}
 	}
 	return &catalog.Aggregator{
-		Sink: catalog.APIEventSink{Client: core, Instance: instance},
+		Sink: &catalog.APIEventSink{Client: core, Instance: instance},
 		Log: func(err error) {
 			klog.V(2).Infof("events not recorded: %v", err)
 		},
