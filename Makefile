@@ -124,10 +124,12 @@ tools: ## Build (or find in the cache) etcd, kube-apiserver, kube-controller-man
 	$(GO) run ./test/cmd/tools
 
 .PHONY: lint
-lint: ## gofmt, go vet, go.mod tidy, the committed completion scripts and command reference current
+lint: ## gofmt, go vet (also for Windows and macOS), go.mod tidy, the committed completion scripts and command reference current
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=windows $(GO) vet ./cmd/... ./pkg/...
+	GOOS=darwin $(GO) vet ./cmd/... ./pkg/...
 	cd test/tools && $(GO) vet ./cmd/... && cd etcd && $(GO) vet .
 	$(GO) -C test/tools/release vet ./image/...
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy'"; exit 1; }
