@@ -26,13 +26,20 @@ type instTerminal struct {
 	seen int // how much of out the prompts answered so far consumed
 }
 
-// instStartInPTY runs the plugin binary in a pseudo-terminal. Cursor position queries
-// (survey asks where the cursor is) are answered, as a terminal would.
+// instStartInPTY runs the plugin binary in a pseudo-terminal.
 func instStartInPTY(t *testing.T, ns string, args ...string) (*exec.Cmd, *instTerminal) {
 	t.Helper()
+	return startInPTY(t, ns, nil, 160, args...)
+}
+
+// startInPTY runs the plugin binary in a pseudo-terminal of the given width (stdin,
+// stdout and stderr), with extra environment. Cursor position queries (survey asks
+// where the cursor is) are answered, as a terminal would.
+func startInPTY(t *testing.T, ns string, env []string, cols uint16, args ...string) (*exec.Cmd, *instTerminal) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "kubectl-catalog"), append([]string{"-n", ns}, args...)...)
-	cmd.Env = append(instEnviron(t), "TERM=xterm")
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	cmd.Env = append(append(instEnviron(t), "TERM=xterm"), env...)
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: cols})
 	assert.NilError(t, err)
 	term := &instTerminal{t: t, pty: f}
 	go func() {

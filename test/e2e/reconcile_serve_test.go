@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,25 +20,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
-
-// syncBuffer is a bytes.Buffer a subprocess writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serveGet GETs url and returns the status and body; status 0 when nothing answered.
 func serveGet(url string) (int, string) {
@@ -105,7 +86,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	grace := 5 * time.Second
 	cmd := exec.Command(plugin, "reconcile", "-A", "--serve", "--serve-interval", "2s", "--listen", addr, "--shutdown-grace", grace.String())
 	cmd.Env = env
-	var stderr syncBuffer
+	var stderr testio.Buffer
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	assert.NilError(t, cmd.Start())

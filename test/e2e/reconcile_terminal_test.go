@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,40 +28,6 @@ import (
 // The skew is short: the engine polls an operation at a tenth of its age, and a poll
 // interval beyond the run's retry horizon ends the run.
 var rtEnv = []string{instance.TestBrokerTimeoutEnv + "=30s", instance.TestClockSkewEnv + "=10s"}
-
-// rtStartInPTY runs the plugin binary in a pseudo-terminal (stdin, stdout and stderr),
-// with extra environment.
-func rtStartInPTY(t *testing.T, ns string, env []string, args ...string) (*exec.Cmd, *instTerminal) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "kubectl-catalog"), append([]string{"-n", ns}, args...)...)
-	cmd.Env = append(append(instEnviron(t), "TERM=xterm"), env...)
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
-	assert.NilError(t, err)
-	term := &instTerminal{t: t, pty: f}
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := f.Read(buf)
-			if n > 0 {
-				term.mu.Lock()
-				term.out.Write(buf[:n])
-				term.mu.Unlock()
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		_ = f.Close()
-		t.Logf("terminal output:\n%q", term.text())
-	})
-	return cmd, term
-}
 
 // rtWaitExit waits for the command to exit and returns its exit code, then waits for
 // the terminal to show want (what it printed last may still be on its way).
@@ -120,7 +84,7 @@ func TestReconcileTerminal_LiveLineOnATerminal(t *testing.T) {
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpLastOperation, Action: broker.ActionDelay, Delay: broker.Duration(2500 * time.Millisecond)})
 	assert.NilError(t, err)
 
-	cmd, term := rtStartInPTY(t, e.ns, rtEnv, "reconcile", asRunner)
+	cmd, term := startInPTY(t, e.ns, rtEnv, 200, "reconcile", asRunner)
 	code := rtWaitExit(t, cmd, term, 60*time.Second, "1 records: 1 done")
 	assert.Equal(t, code, 0)
 
@@ -226,7 +190,7 @@ func TestReconcileTerminal_CtrlCFinishesTheCallUnderWayAndExits130(t *testing.T)
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpLastOperation, Action: broker.ActionDelay, Delay: broker.Duration(4 * time.Second)})
 	assert.NilError(t, err)
 
-	cmd, term := rtStartInPTY(t, e.ns, rtEnv, "reconcile", asRunner, "--workers", "1")
+	cmd, term := startInPTY(t, e.ns, rtEnv, 200, "reconcile", asRunner, "--workers", "1")
 	instWaitFor(t, "the first poll to reach the broker", 30*time.Second, func() bool { return len(e.b.Faults()) == 0 })
 	instWaitFor(t, "the live line to name the poll", 10*time.Second, func() bool {
 		return strings.Contains(term.text(), ": poll the operation")
@@ -277,7 +241,7 @@ func TestReconcileTerminal_SecondCtrlCExitsAtOnce(t *testing.T) {
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpLastOperation, Action: broker.ActionDelay, Delay: broker.Duration(20 * time.Second)})
 	assert.NilError(t, err)
 
-	cmd, term := rtStartInPTY(t, e.ns, rtEnv, "reconcile", asRunner)
+	cmd, term := startInPTY(t, e.ns, rtEnv, 200, "reconcile", asRunner)
 	instWaitFor(t, "the poll to reach the broker", 30*time.Second, func() bool { return len(e.b.Faults()) == 0 })
 	start := time.Now()
 	assert.NilError(t, cmd.Process.Signal(syscall.SIGINT))

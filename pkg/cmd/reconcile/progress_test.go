@@ -1,9 +1,7 @@
 package reconcile
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,25 +9,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
-
-// syncBuffer is a bytes.Buffer safe for the progress's redraws.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var (
 	refDB    = reconcile.Ref{Kind: "ServiceInstance", Namespace: "dev", Name: "db"}
@@ -51,7 +32,7 @@ func feed(p *Progress, at time.Time, queue bool) {
 }
 
 func TestProgress_LiveLineIsRedrawnThenCleared(t *testing.T) {
-	var out syncBuffer
+	var out testio.Buffer
 	p := NewProgress(&out, true, false)
 	p.width = func() int { return 200 }
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -85,7 +66,7 @@ func TestProgress_LiveLineIsRedrawnThenCleared(t *testing.T) {
 }
 
 func TestProgress_LiveLineWithVerboseLogsEachStepAboveIt(t *testing.T) {
-	var out syncBuffer
+	var out testio.Buffer
 	p := NewProgress(&out, true, true)
 	feed(p, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), true)
 	p.Stop()
@@ -102,7 +83,7 @@ func TestProgress_LiveLineWithVerboseLogsEachStepAboveIt(t *testing.T) {
 
 func TestProgress_NotATerminal_PlainTimestampedLines(t *testing.T) {
 	for _, verbose := range []bool{false, true} {
-		var out syncBuffer
+		var out testio.Buffer
 		p := NewProgress(&out, false, verbose)
 		p.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC) }
 		feed(p, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), true)

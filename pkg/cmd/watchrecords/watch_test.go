@@ -1,7 +1,6 @@
 package watchrecords_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -29,25 +28,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
-
-// syncBuffer is a buffer written by the watch and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // instanceCM is the ConfigMap of instance name in phase, at resourceVersion rv.
 func instanceCM(t *testing.T, name string, phase v1alpha1.Phase, rv string) *corev1.ConfigMap {
@@ -117,7 +99,7 @@ func (f *fixture) watcher(t *testing.T, n int) *watch.FakeWatcher {
 	return f.watchers[n-1]
 }
 
-func waitFor(t *testing.T, out *syncBuffer, want string) {
+func waitFor(t *testing.T, out *testio.Buffer, want string) {
 	t.Helper()
 	poll.WaitOn(t, func(poll.LogT) poll.Result {
 		if strings.Contains(out.String(), want) {
@@ -127,7 +109,7 @@ func waitFor(t *testing.T, out *syncBuffer, want string) {
 	}, poll.WithTimeout(5*time.Second), poll.WithDelay(5*time.Millisecond))
 }
 
-func start(t *testing.T, f *fixture, out *syncBuffer, only bool) func() error {
+func start(t *testing.T, f *fixture, out *testio.Buffer, only bool) func() error {
 	return startWith(t, f, out, printers.NewOutputFlags(true), only)
 }
 
@@ -138,7 +120,7 @@ func newFlagSet(o *printers.OutputFlags) *pflag.FlagSet {
 	return cmd.Flags()
 }
 
-func startWith(t *testing.T, f *fixture, out *syncBuffer, o *printers.OutputFlags, only bool) func() error {
+func startWith(t *testing.T, f *fixture, out *testio.Buffer, o *printers.OutputFlags, only bool) func() error {
 	sel, err := store.Selector(v1alpha1.KindServiceInstance, store.Filter{})
 	assert.NilError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -162,7 +144,7 @@ func startWith(t *testing.T, f *fixture, out *syncBuffer, o *printers.OutputFlag
 
 func TestWatch_TableThenOneRowPerChangeFromTheListsResourceVersion(t *testing.T) {
 	f := newFixture(t, instanceCM(t, "db", v1alpha1.PhaseProvisioning, "90"), instanceCM(t, "hidden", v1alpha1.PhaseReady, "91"))
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	stop := start(t, f, out, false)
 
 	waitFor(t, out, "NAME")
@@ -185,7 +167,7 @@ func TestWatch_TableThenOneRowPerChangeFromTheListsResourceVersion(t *testing.T)
 
 func TestWatch_WatchOnlyPrintsTheHeaderWithTheFirstChange(t *testing.T) {
 	f := newFixture(t, instanceCM(t, "db", v1alpha1.PhaseProvisioning, "90"))
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	stop := start(t, f, out, true)
 	w := f.watcher(t, 1)
 	w.Modify(instanceCM(t, "db", v1alpha1.PhaseReady, "101"))
@@ -196,7 +178,7 @@ func TestWatch_WatchOnlyPrintsTheHeaderWithTheFirstChange(t *testing.T) {
 
 func TestWatch_ExpiredWatchRelistsAndPrintsWhatChangedMeanwhile(t *testing.T) {
 	f := newFixture(t, instanceCM(t, "db", v1alpha1.PhaseProvisioning, "90"), instanceCM(t, "old", v1alpha1.PhaseReady, "91"))
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	stop := start(t, f, out, false)
 	w := f.watcher(t, 1)
 
@@ -224,7 +206,7 @@ func TestWatch_ExpiredWatchRelistsAndPrintsWhatChangedMeanwhile(t *testing.T) {
 
 func TestWatch_JSONPrintsOneObjectPerChange(t *testing.T) {
 	f := newFixture(t, instanceCM(t, "db", v1alpha1.PhaseProvisioning, "90"))
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	o := printers.NewOutputFlags(true)
 	fs := newFlagSet(o)
 	assert.NilError(t, fs.Parse([]string{"-o", "json"}))

@@ -7,38 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
-
-// syncBuffer lets the test read output while run writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestRun_ServesUntilCancelledAndWritesTheURLFile(t *testing.T) {
 	dir := t.TempDir()
 	urlFile := filepath.Join(dir, "url")
 	stateFile := filepath.Join(dir, "state.json")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr testio.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--username", "u", "--password", "p",
@@ -77,7 +60,7 @@ func TestRun_ServesUntilCancelledAndWritesTheURLFile(t *testing.T) {
 func TestRun_TLSWritesTheCAFile(t *testing.T) {
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr testio.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--tls", "--ca-file", caFile, "--bearer-token", "t", "--quiet"}, &stdout, &stderr)
