@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
@@ -133,7 +134,9 @@ func phase(p v1alpha1.Phase, deleting *metav1.Time) string {
 // Build reads the instances and bindings with st and the workloads with core, in
 // o's namespace or every namespace, and assembles the graph. It makes one paginated LIST
 // per kind: instance and binding records, then (when there are bindings) Deployments,
-// StatefulSets, DaemonSets, Jobs, CronJobs and Pods. A LIST the user may not make is not
+// StatefulSets, DaemonSets, Jobs, CronJobs and Pods; for one namespace, also the
+// bindings and workloads of the namespaces its instances are shared with
+// (listConsumers). A LIST the user may not make is not
 // an error: it becomes a warning and the graph shows what the rest revealed; so does a
 // record that cannot be read. Any other failure is returned. Secrets are never read.
 func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Options) (*Graph, error) {
@@ -163,7 +166,56 @@ func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Op
 			return nil, err
 		}
 	}
+	if ns != "" {
+		if err := listConsumers(ctx, core, st, ns, &in); err != nil {
+			return nil, err
+		}
+	}
 	return Assemble(in), nil
+}
+
+// listConsumers adds, for a graph of namespace ns, the bindings other namespaces hold
+// on ns's shared instances, and the workloads there that use them. Only the namespaces
+// an instance is shared with are looked in, each with one LIST of the binding records
+// naming an instance of ns (by label), then its workloads if it holds any.
+func listConsumers(ctx context.Context, core kubernetes.Interface, st *store.Store, ns string, in *Input) error {
+	var shared []string
+	for _, inst := range in.Instances {
+		for _, c := range inst.Spec.SharedWith {
+			if c != ns && !slices.Contains(shared, c) {
+				shared = append(shared, c)
+			}
+		}
+	}
+	slices.Sort(shared)
+	sel := labels.SelectorFromSet(labels.Set{store.LabelInstanceNamespace: store.LabelValue(ns)})
+	for _, c := range shared {
+		bindings, err := st.Bindings().List(ctx, c, store.Filter{Selector: sel})
+		bindings, err = readable(in, bindings, err)
+		switch {
+		case store.IsForbidden(err):
+			in.Warnings = append(in.Warnings, fmt.Sprintf("could not list bindings in %s, which instances of %s are shared with: forbidden", c, ns))
+			continue
+		case err != nil:
+			return err
+		}
+		// Only the bindings of this namespace's instances: the label says so, the spec
+		// decides.
+		var mine []*v1alpha1.ServiceBinding
+		for _, b := range bindings {
+			if ins, _ := b.InstanceRef(); ins == ns {
+				mine = append(mine, b)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		in.Bindings = append(in.Bindings, mine...)
+		if err := listWorkloads(ctx, core, c, in); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readable returns the records a store List returned; a record that could not be read

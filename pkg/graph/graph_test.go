@@ -444,3 +444,60 @@ func TestBuild_FollowsContinueTokens(t *testing.T) {
 		"secret/team-a/orders-creds -> deployment/team-a/web volume",
 	})
 }
+
+// sharedCluster is namespace team-a with instance db shared with team-b and team-c;
+// team-b holds binding db-app (and a same-named instance db of its own with binding
+// own-db), used by its Deployment app; team-c holds nothing of db.
+func sharedCluster(t *testing.T) *storetest.Cluster {
+	t.Helper()
+	cl := storetest.NewCluster(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "app"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Env: []corev1.EnvVar{secretEnv("db-app")}}},
+		}}}},
+	)
+	ctx := store.WithIntent(context.Background())
+	db := instance("team-a", "db", v1alpha1.ScopeNamespace, "acme", "postgresql", "hobby", v1alpha1.PhaseReady)
+	db.Spec.SharedWith = []string{"team-b", "team-c"}
+	for _, i := range []*v1alpha1.ServiceInstance{db, instance("team-b", "db", v1alpha1.ScopeNamespace, "acme", "postgresql", "hobby", v1alpha1.PhaseReady)} {
+		_, err := cl.Store().Instances().Create(ctx, i)
+		assert.NilError(t, err)
+	}
+	for _, b := range []*v1alpha1.ServiceBinding{binding("team-b", "db-app", "team-a", "db", "db-app"), binding("team-b", "own-db", "", "db", "own-db")} {
+		_, err := cl.Store().Bindings().Create(ctx, b)
+		assert.NilError(t, err)
+	}
+	return cl
+}
+
+func TestBuild_OneNamespaceShowsTheBindingsOfItsSharedInstancesElsewhere(t *testing.T) {
+	cl := sharedCluster(t)
+	seen := lists(cl)
+	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, edgesFrom(g, EdgeBinds), []string{"instance/team-a/db -> binding/team-b/db-app"})
+	assert.DeepEqual(t, edgesFrom(g, EdgeConsumedBy), []string{"secret/team-b/db-app -> deployment/team-b/app env"})
+	assert.Assert(t, is.Len(g.Warnings, 0))
+	// Workloads are listed only where a consumer binding was found (team-b, not team-c).
+	assert.Equal(t, len(seen["deployments"]), 1)
+	for _, a := range cl.Core.Actions() {
+		assert.Assert(t, a.GetResource().Resource != "secrets", "%s %s", a.GetVerb(), a.GetResource().Resource)
+		if a.GetVerb() == "list" && a.GetResource().Resource == "configmaps" && a.GetNamespace() != "team-a" {
+			sel := a.(clienttesting.ListActionImpl).ListOptions.LabelSelector
+			assert.Assert(t, is.Contains(sel, store.LabelInstanceNamespace+"=team-a"), "a LIST of another namespace's records selects the bindings of team-a's instances: %s", sel)
+		}
+	}
+}
+
+func TestBuild_ConsumersAnotherNamespaceHidesBecomeAWarning(t *testing.T) {
+	cl := sharedCluster(t)
+	cl.Core.PrependReactor("list", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "team-b" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", nil)
+		}
+		return false, nil, nil
+	})
+	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, g.Warnings, []string{"could not list bindings in team-b, which instances of team-a are shared with: forbidden"})
+	assert.Assert(t, is.Len(edgesFrom(g, EdgeBinds), 0))
+}

@@ -105,8 +105,9 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "Used by:\n  Binding db-web, Secret db-web: Deployment web [env]\n"), r.Stdout)
 
+	var consumer string // the namespace orders is shared with
 	t.Run("a binding of an instance shared from another namespace hangs under it", func(t *testing.T) {
-		consumer := cp.NewNamespace(t)
+		consumer = cp.NewNamespace(t)
 		for _, args := range [][]string{
 			{"-n", ns, "share", "orders", "--to-namespace", consumer},
 			{"-n", consumer, "bind", ns + "/orders", "--name", "orders"},
@@ -126,6 +127,12 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 		r = instCatalog(t, ns, "describe", "instance", "orders")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		assert.Assert(t, is.Contains(r.Stdout, "  Binding "+consumer+"/orders, Secret orders: Deployment "+consumer+"/shop [envFrom]\n"), r.Stdout)
+		// The owner's graph of its own namespace shows the consumer too: the
+		// namespaces an instance is shared with are looked in.
+		r = instCatalog(t, ns, "graph")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stdout, "Binding "+consumer+"/orders (Ready)\n"), r.Stdout)
+		assert.Assert(t, is.Contains(r.Stdout, "Deployment "+consumer+"/shop [envFrom]\n"), r.Stdout)
 	})
 
 	t.Run("a user who may not list Deployments sees the rest and a warning", func(t *testing.T) {
@@ -152,7 +159,13 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 		before := snapshotRecords(t, ns)
 		r := kubectl(t, controlplane.AliceUser, "catalog", "-n", ns, "graph")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-		assert.Equal(t, strings.ReplaceAll(r.Stderr, ns, "NAMESPACE"), "Warning: could not list deployments in NAMESPACE: forbidden\n")
+		want := "Warning: could not list deployments in NAMESPACE: forbidden\n"
+		if consumer != "" {
+			// Alice may not list records in the namespace orders is shared with either.
+			r.Stderr = strings.ReplaceAll(r.Stderr, consumer, "CONSUMER")
+			want = "Warning: could not list bindings in CONSUMER, which instances of NAMESPACE are shared with: forbidden\n" + want
+		}
+		assert.Equal(t, strings.ReplaceAll(r.Stderr, ns, "NAMESPACE"), want)
 		graphGolden(t, r.Stdout, ns, "graph-tree-no-deployments.golden")
 		r = kubectl(t, controlplane.AliceUser, "catalog", "-n", ns, "graph", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
