@@ -608,7 +608,11 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		}
 	}()
 	from := origin("ServiceInstance", u)
-	deleting := u.GetDeletionTimestamp() != nil
+	// svcat's orphan mitigation (deleting at the broker what a failed provision may
+	// have left) carries on as a pending deprovision of the same id: reconcile sends it,
+	// and a broker that holds nothing answers 410 Gone, which finishes it.
+	mitigating := orphanMitigation(u)
+	deleting := u.GetDeletionTimestamp() != nil || mitigating
 	existing, err := m.cfg.Store.Instances().Get(ctx, u.GetNamespace(), u.GetName())
 	switch {
 	case err == nil:
@@ -642,8 +646,9 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 	if deleting && str(u, "status", "deprovisionStatus") == "Succeeded" {
 		return skipped(false, "it is deprovisioned already: the broker holds nothing of it")
 	}
-	if b, _, _ := unstructured.NestedBool(u.Object, "status", "orphanMitigationInProgress"); b {
-		return skipped(true, "svcat was deleting at the broker what a failed provision left (orphan mitigation) under id %s: check with the broker's operator that it is gone, then remove this object", id)
+	if mitigating {
+		// The broker may hold the instance: what svcat was deleting is deleted.
+		provisioned = true
 	}
 	var inFlight *catalog.AdoptedOperation
 	if cur := str(u, "status", "currentOperation"); cur != "" {
@@ -659,9 +664,6 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 			t = v1alpha1.OperationUpdate
 		case "Deprovision":
 			t = v1alpha1.OperationDeprovision
-			if !deleting {
-				return skipped(true, "svcat was deleting at the broker what a failed provision left (orphan mitigation) under id %s: check with the broker's operator that it is gone, then remove this object", id)
-			}
 		default:
 			return skipped(true, "its status.currentOperation %q is not one svcat knew", cur)
 		}
@@ -719,7 +721,7 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		inFlight.PlanID = inProgressPlanID(u)
 	}
 	if o.DryRun {
-		return Outcome{Result: ResultWouldMigrate, Reason: describeInstance(a, deleting)}
+		return Outcome{Result: ResultWouldMigrate, Reason: describeInstance(a, deleting, mitigating)}
 	}
 	if _, err := m.cfg.Engine.AdoptInstance(ctx, a); err != nil {
 		return skipped(true, "%v", err)
@@ -731,11 +733,24 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		}
 		m.wrote()
 	}
-	return Outcome{Result: ResultMigrated, Reason: describeInstance(a, deleting), clean: true}
+	return Outcome{Result: ResultMigrated, Reason: describeInstance(a, deleting, mitigating), clean: true}
 }
 
-func describeInstance(a catalog.InstanceAdoption, deleting bool) string {
+// orphanMitigation reports whether svcat was deleting, at the broker, what a failed
+// provision of u left: its flag says so, or a deprovision is under way while the object
+// itself is not being deleted.
+func orphanMitigation(u *unstructured.Unstructured) bool {
+	if b, _, _ := unstructured.NestedBool(u.Object, "status", "orphanMitigationInProgress"); b {
+		return true
+	}
+	return u.GetDeletionTimestamp() == nil && str(u, "status", "currentOperation") == "Deprovision"
+}
+
+func describeInstance(a catalog.InstanceAdoption, deleting, mitigating bool) string {
 	var parts []string
+	if mitigating {
+		parts = append(parts, "svcat's orphan mitigation goes on")
+	}
 	if op := a.InFlight; op != nil {
 		parts = append(parts, fmt.Sprintf("%s in progress, polled by reconcile", strings.ToLower(string(op.Type))))
 	}

@@ -263,8 +263,6 @@ func configMapVersions(t *testing.T, f *fixture) map[string]string {
 
 func TestRun_InstanceSkipReasons(t *testing.T) {
 	noID := instanceSpec("hobby", "")
-	orphan := provisioned(broker.DemoPostgresHobbyPlanID)
-	orphan["orphanMitigationInProgress"] = true
 	syncCall := provisioned(broker.DemoPostgresHobbyPlanID)
 	syncCall["currentOperation"] = "Update"
 	f := newFixture(t,
@@ -275,7 +273,6 @@ func TestRun_InstanceSkipReasons(t *testing.T) {
 		old("ServiceInstance", ns, "noplan", instanceSpec("gone", "id-g"), provisioned("gone-id")),
 		old("ServiceInstance", ns, "noclass", map[string]any{"clusterServiceClassExternalName": "nosuch", "clusterServicePlanExternalName": "x", "externalID": "id-n"}, provisioned("x")),
 		old("ServiceInstance", ns, "noid", noID, provisioned(broker.DemoPostgresHobbyPlanID)),
-		old("ServiceInstance", ns, "orphan", instanceSpec("hobby", "id-o"), orphan),
 		old("ServiceInstance", ns, "synccall", instanceSpec("hobby", "id-s"), syncCall),
 		old("ServiceInstance", ns, "taken", instanceSpec("hobby", "id-taken"), provisioned(broker.DemoPostgresHobbyPlanID)),
 	)
@@ -294,7 +291,6 @@ func TestRun_InstanceSkipReasons(t *testing.T) {
 		"noplan":   {`plan "gone" of class "postgresql" no longer exists`, true},
 		"noclass":  {`class "nosuch" is not offered`, true},
 		"noid":     {"no spec.externalID", true},
-		"orphan":   {"orphan mitigation", true},
 		"synccall": {"outcome was never recorded", true},
 		"taken":    {`OSB id id-taken is already used by instance "other"`, true},
 	} {
@@ -307,6 +303,59 @@ func TestRun_InstanceSkipReasons(t *testing.T) {
 			assert.Assert(t, store.IsNotFound(err), "%s: nothing recorded", name)
 		}
 	}
+}
+
+// TestRun_OrphanMitigationGoesOnAsAPendingDeprovision: an instance svcat was cleaning
+// up after a failed provision (its flag set; or an asynchronous deprovision under way on
+// an object not being deleted) is recorded as a pending deprovision of the same id, the
+// operation key kept; driving it deprovisions at the broker, which answers 410 Gone for
+// an instance it does not hold, and the record goes. Only catalog requests are sent by
+// the migration itself.
+func TestRun_OrphanMitigationGoesOnAsAPendingDeprovision(t *testing.T) {
+	flagged := map[string]any{"provisionStatus": "NotProvisioned", "orphanMitigationInProgress": true}
+	async := map[string]any{"asyncOpInProgress": true, "currentOperation": "Deprovision", "lastOperation": "op-9"}
+	f := newFixture(t,
+		old("ServiceInstance", ns, "flagged", instanceSpec("hobby", "id-flagged"), flagged),
+		old("ServiceInstance", ns, "async", instanceSpec("hobby", "id-async"), async),
+	)
+	got := f.run(Options{Namespace: ns})
+	ctx := context.Background()
+	for _, name := range []string{"flagged", "async"} {
+		o := got["ServiceInstance/"+name]
+		assert.Equal(t, o.Result, ResultMigrated, "%s: %s", name, o.Reason)
+		assert.Assert(t, is.Contains(o.Reason, "orphan mitigation goes on"), name)
+		inst, err := f.st.Instances().Get(ctx, ns, name)
+		assert.NilError(t, err)
+		assert.Assert(t, inst.DeletionTimestamp != nil, "%s: recorded as a pending deprovision", name)
+		assert.Equal(t, inst.Spec.ExternalID, "id-"+name)
+	}
+	inst, err := f.st.Instances().Get(ctx, ns, "async")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.InFlight.Type, v1alpha1.OperationDeprovision)
+	assert.Equal(t, inst.Status.InFlight.OperationKey, "op-9")
+	for _, r := range f.b.Requests() {
+		assert.Equal(t, r.Op, broker.OpCatalog)
+	}
+
+	// Idempotent.
+	before := configMapVersions(t, f)
+	got = f.run(Options{Namespace: ns})
+	for _, name := range []string{"flagged", "async"} {
+		assert.Equal(t, got["ServiceInstance/"+name].Result, ResultAlreadyMigrated, name)
+	}
+	assert.DeepEqual(t, configMapVersions(t, f), before)
+
+	// The deprovision is sent under the original id and finishes.
+	res, err := f.m.cfg.Engine.DriveInstance(ctx, ns, "flagged", catalog.DriveOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, catalog.StateDeleted, res.Message)
+	var ids []string
+	for _, r := range f.b.RequestsFor(broker.OpDeprovision) {
+		ids = append(ids, r.InstanceID)
+	}
+	assert.DeepEqual(t, ids, []string{"id-flagged"})
+	_, err = f.st.Instances().Get(ctx, ns, "flagged")
+	assert.Assert(t, store.IsNotFound(err))
 }
 
 func TestRun_BindingAdoptsItsSecretAndSkipsWhatItCannot(t *testing.T) {
