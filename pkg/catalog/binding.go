@@ -66,11 +66,12 @@ func (e *Engine) stepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 	if deleting || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
 		return e.unbind(ctx, b, nil)
 	}
-	if inst := e.userProvidedBinding(ctx, b); inst != nil {
+	inst, userProvided := e.userProvidedBinding(ctx, b)
+	if userProvided {
 		return e.stepUserProvidedBinding(ctx, b, inst)
 	}
 	if b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
-		return e.bind(ctx, b, nil)
+		return e.bindKnowing(ctx, b, nil, inst)
 	}
 	return e.settleBinding(ctx, b)
 }
@@ -83,6 +84,19 @@ type bindTarget struct {
 }
 
 func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bindTarget, error) {
+	return e.bindTargetKnowing(ctx, b, nil)
+}
+
+// bindTargetKnowing is bindTarget on the instance read in this step already, when known
+// is not nil.
+func (e *Engine) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, known *v1alpha1.ServiceInstance) (bindTarget, error) {
+	if known != nil {
+		t, err := e.target(ctx, known)
+		if err != nil {
+			return bindTarget{}, err
+		}
+		return bindTarget{target: t, inst: known, planID: brokerPlanID(known)}, nil
+	}
 	ns, name := b.InstanceRef()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
 	if store.IsNotFound(err) {
@@ -109,6 +123,12 @@ func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBindi
 }
 
 func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+	return e.bindKnowing(ctx, b, prev, nil)
+}
+
+// bindKnowing is bind with the binding's instance as this step read it already (nil:
+// not read yet), so that a bind reads the instance once.
+func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, known *v1alpha1.ServiceInstance) (Result, error) {
 	if prev == nil {
 		if terminallyFailed(b) {
 			return resultOf(e, b), nil
@@ -117,7 +137,7 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 			return resultOf(e, b), nil
 		}
 	}
-	t, err := e.bindTarget(ctx, b)
+	t, err := e.bindTargetKnowing(ctx, b, known)
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
 	}
@@ -201,7 +221,7 @@ func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1a
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	if prev == nil {
-		if err := e.reserve(ctx, b); err != nil {
+		if err := e.reserve(ctx, b, t.inst); err != nil {
 			return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
 		}
 	}

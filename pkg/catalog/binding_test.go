@@ -171,6 +171,24 @@ func TestStepBinding_SyncBind_WritesOwnedSecretThenSettles(t *testing.T) {
 	f.assertNoSecretInRecords()
 }
 
+// TestStepBinding_FirstBindReadsTheInstanceOnce: the step that finds out whether the
+// instance is user-provided passes the instance it read on to the bind.
+func TestStepBinding_FirstBindReadsTheInstanceOnce(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.createBinding("db", nil)
+	f.cluster.Core.ClearActions()
+
+	assert.Equal(t, f.stepBinding("db").State, StateSettled)
+
+	gets := 0
+	for _, a := range f.cluster.Core.Actions() {
+		if g, ok := a.(interface{ GetName() string }); ok && a.GetVerb() == "get" && g.GetName() == store.ConfigMapName(v1alpha1.KindServiceInstance, "db") {
+			gets++
+		}
+	}
+	assert.Equal(t, gets, 1, "one read of the instance record")
+}
+
 func TestStepBinding_TransformsAppliedInOrder(t *testing.T) {
 	f, _ := bindingFixture(t, nil)
 	url := "postgres://{.host}:{.port}"

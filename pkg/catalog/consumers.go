@@ -72,8 +72,12 @@ func reserved(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 // before b's first bind call: a write of the instance's status guarded by its
 // resourceVersion, retried on conflicts, so that concurrent binds never take more places
 // than the limit. A place whose binding record is gone is given back first. A user who
-// may not write the instance's record leaves the bind to reconcile.
-func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+// may not write the instance's record leaves the bind to reconcile. read is the
+// instance as this step read it: an instance without a limit is not read again.
+func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance) error {
+	if read != nil && read.Spec.MaxBindings == nil {
+		return nil
+	}
 	ns, name := b.InstanceRef()
 	for attempt := 0; ; attempt++ {
 		inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)

@@ -207,7 +207,7 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 		return preCallFailure(e, ctx, b, ReasonBindCredentialsNotCopied, err)
 	}
 	if first {
-		if err := e.reserve(ctx, b); err != nil {
+		if err := e.reserve(ctx, b, inst); err != nil {
 			return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
 		}
 	}
@@ -253,19 +253,20 @@ func projectionsDone(b *v1alpha1.ServiceBinding) bool {
 	return v1alpha1.SameProjections(b.Spec.Projections, b.Status.Projected) && len(b.Status.Projecting) == 0
 }
 
-// userProvidedBinding returns the instance of b when it is user-provided and b is not
-// bound to a broker, else nil. An instance that cannot be read yields nil: the brokered
-// path reports why.
-func (e *Engine) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding) *v1alpha1.ServiceInstance {
+// userProvidedBinding reads the instance of b unless b is bound to a broker already,
+// and reports whether it is user-provided. The instance read (nil when not read, or when
+// it cannot be: the brokered path reports why) is passed on to a bind, so that the step
+// reads it once.
+func (e *Engine) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, bool) {
 	if bd := b.Status.Bound; bd != nil && !bd.UserProvided {
-		return nil
+		return nil, false
 	}
 	ns, name := b.InstanceRef()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
-	if err != nil || !inst.IsUserProvided() {
-		return nil
+	if err != nil {
+		return nil, false
 	}
-	return inst
+	return inst, inst.IsUserProvided()
 }
 
 // stepUserProvidedBinding copies the credentials of inst when b has no copy, a copy made
