@@ -6,15 +6,15 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/completion"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/doctor"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/graph"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/migrate"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
-	catalogsync "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/sync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/syncbroker"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
@@ -66,15 +66,15 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	f.AddFlags(root.PersistentFlags())
 
 	getCmd := get.NewCmdGet(f)
-	getCmd.AddCommand(instance.NewCmdGetInstances(f), binding.NewCmdGetBindings(f))
+	getCmd.AddCommand(get.NewCmdGetInstances(f), get.NewCmdGetBindings(f))
 	describeCmd := describe.NewCmdDescribe(f)
-	describeCmd.AddCommand(instance.NewCmdDescribeInstance(f), binding.NewCmdDescribeBinding(f))
+	describeCmd.AddCommand(describe.NewCmdDescribeInstance(f), describe.NewCmdDescribeBinding(f))
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
 		register.NewCmdRegister(f),
 		deregister.NewCmdDeregister(f),
-		catalogsync.NewCmdSync(f),
+		syncbroker.NewCmdSync(f),
 		marketplace.NewCmdMarketplace(f),
 		getCmd,
 		describeCmd,

@@ -27,7 +27,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -251,7 +250,7 @@ func (m *Migrator) brokerRecord(u *unstructured.Unstructured) (*v1alpha1.Broker,
 	if b.Spec.URL == "" {
 		return nil, errors.New("it has no spec.url")
 	}
-	if err := register.ValidateURL(b.Spec.URL); err != nil {
+	if err := catalogsync.CheckURL(b.Spec.URL); err != nil {
 		return nil, fmt.Errorf("its URL is not usable: %w", err)
 	}
 	b.Spec.InsecureSkipTLSVerify, _, _ = unstructured.NestedBool(u.Object, "spec", "insecureSkipTLSVerify")
@@ -347,7 +346,7 @@ func (m *Migrator) broker(ctx context.Context, o Options, u *unstructured.Unstru
 		return Outcome{Result: ResultWouldMigrate}
 	}
 	b.Annotations = map[string]string{store.AnnotationMigratedFrom: from}
-	_, err = register.Record(ctx, register.Deps{Store: m.cfg.Store, Core: m.cfg.Core, Clients: m.cfg.Clients, ErrOut: m.cfg.ErrOut}, b)
+	_, err = catalogsync.Record(ctx, catalogsync.RecordDeps{Store: m.cfg.Store, Core: m.cfg.Core, Clients: m.cfg.Clients, ErrOut: m.cfg.ErrOut}, b)
 	var fe *catalogsync.FetchError
 	if errors.As(err, &fe) {
 		m.wrote()

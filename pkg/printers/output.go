@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -120,7 +121,7 @@ func listItems(obj runtime.Object) ([]runtime.Object, bool) {
 	if !strings.HasSuffix(fmt.Sprintf("%T", obj), "List") {
 		return nil, false
 	}
-	items, err := extractList(obj)
+	items, err := meta.ExtractList(obj)
 	return items, err == nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
 // Keys of a broker's credentials Secret.
@@ -248,3 +249,6 @@ func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.
 	}
 	return nil
 }
+
+// UserAgent is the User-Agent sent to brokers.
+func UserAgent() string { return "kubectl-catalog/" + version.Get().GitVersion }

@@ -20,9 +20,8 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
@@ -105,14 +104,14 @@ type Options struct {
 	Name              string
 	SecretName        string
 	ExternalID        string
-	Params            instance.ParamFlags
-	Transforms        credentials.TransformFlags
+	Params            lifecycle.ParamFlags
+	Transforms        TransformFlags
 	To                []string
 	Env               bool
 	EnvPrefix         string
 	Rotate            bool
 	DryRun            string
-	Wait              instance.WaitFlags
+	Wait              lifecycle.WaitFlags
 	Output            *printers.OutputFlags
 
 	// projections are the parsed --to values.
@@ -144,9 +143,9 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 		},
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if o.Rotate {
-				return binding.CompleteOneBinding(f)(cmd, args, toComplete)
+				return lifecycle.CompleteOneBinding(f)(cmd, args, toComplete)
 			}
-			return instance.CompleteInstances(f)(cmd, args, toComplete)
+			return lifecycle.CompleteInstances(f)(cmd, args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -193,7 +192,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 
 func isTransformFlag(name string) bool {
 	switch name {
-	case credentials.FlagRenameKey, credentials.FlagAddKey, credentials.FlagAddKeysFromSecret, credentials.FlagRemoveKey:
+	case FlagRenameKey, FlagAddKey, FlagAddKeysFromSecret, FlagRemoveKey:
 		return true
 	}
 	return false
@@ -229,7 +228,7 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 	if o.Rotate {
 		var clash []string
 		for _, n := range []string{"name", "secret-name", "external-id", "param", "params-json", "params-file", "params-from-secret",
-			"to", "env", "env-prefix", credentials.FlagRenameKey, credentials.FlagAddKey, credentials.FlagAddKeysFromSecret, credentials.FlagRemoveKey} {
+			"to", "env", "env-prefix", FlagRenameKey, FlagAddKey, FlagAddKeysFromSecret, FlagRemoveKey} {
 			if changed != nil && changed.Changed(n) {
 				clash = append(clash, "--"+n)
 			}
@@ -316,7 +315,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if o.InstanceNamespace == ns {
 		o.InstanceNamespace = ""
 	}
-	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
 	if err != nil {
 		return err
 	}
@@ -359,7 +358,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	r, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "bind", o.Wait)
+	r, err := lifecycle.DriveBinding(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "bind", o.Wait)
 	if err != nil {
 		return err
 	}
@@ -423,7 +422,7 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 			return nil, nil, cmdutil.UsageErrorf("instance %q is user-provided: its bindings get a copy of its credentials and take no parameters; binding %q not created", o.Instance, o.Name)
 		}
 	} else {
-		class, err = o.Store.Classes().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+		class, err = o.Store.Classes().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
 		if err != nil && !store.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", o.Instance, err)
 		}
@@ -511,7 +510,7 @@ func (o *Options) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance
 	if err != nil {
 		return nil, nil, err
 	}
-	from, _ := instance.ParseSecretRefs(o.Params.FromSecret)
+	from, _ := lifecycle.ParseSecretRefs(o.Params.FromSecret)
 	var raw []byte
 	if len(inline) > 0 {
 		raw, _ = json.Marshal(inline)
@@ -570,14 +569,14 @@ func (o *Options) printDryRun(b *v1alpha1.ServiceBinding, changes []*projection.
 	for i, c := range changes {
 		w := o.projections[i]
 		if c == nil || !c.Changed {
-			fmt.Fprintf(o.Streams.ErrOut, "%s would not change: the Secret is already projected into it.\n", binding.WorkloadName(w))
+			fmt.Fprintf(o.Streams.ErrOut, "%s would not change: the Secret is already projected into it.\n", printers.WorkloadName(w))
 			continue
 		}
 		verb := "would be changed"
 		if o.DryRun == DryRunServer {
 			verb = "would be changed (accepted by the API server as a dry run)"
 		}
-		fmt.Fprintf(o.Streams.ErrOut, "%s %s to receive the credentials as %s:\n", binding.WorkloadName(w), verb, binding.ProjectedAs(w, o.Name))
+		fmt.Fprintf(o.Streams.ErrOut, "%s %s to receive the credentials as %s:\n", printers.WorkloadName(w), verb, printers.ProjectedAs(w, o.Name))
 		if err := o.printObject(c.After); err != nil {
 			return err
 		}
@@ -618,9 +617,9 @@ func (o *Options) report(r catalog.Result) error {
 	switch r.State {
 	case catalog.StateSettled:
 		b := r.Binding
-		fmt.Fprintf(o.Streams.ErrOut, "binding %q created; credentials in Secret %q (keys: %s)\n", o.Name, binding.SecretName(b), keysOf(b))
+		fmt.Fprintf(o.Streams.ErrOut, "binding %q created; credentials in Secret %q (keys: %s)\n", o.Name, printers.BindingSecretName(b), keysOf(b))
 		for _, p := range b.Status.Projected {
-			fmt.Fprintf(o.Streams.ErrOut, "projected into %s\n", binding.ProjectionSummary(p, b.Name))
+			fmt.Fprintf(o.Streams.ErrOut, "projected into %s\n", printers.ProjectionSummary(p, b.Name))
 		}
 		return nil
 	case catalog.StateNeedsUser:
@@ -676,7 +675,7 @@ func (o *Options) rotate(ctx context.Context) error {
 	}
 	oldID, newID := b.RotatedFrom().ExternalID, b.CurrentExternalID()
 	fmt.Fprintf(o.Streams.ErrOut, "Rotating binding %q in namespace %q: new binding id %s replaces %s...\n", o.Name, o.Namespace, newID, oldID)
-	r, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "bind", o.Wait)
+	r, err := lifecycle.DriveBinding(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "bind", o.Wait)
 	if err != nil {
 		return err
 	}
@@ -694,7 +693,7 @@ func (o *Options) rotate(ctx context.Context) error {
 	}
 	cur := r.Binding
 	if cur.Status.Bound != nil && cur.Status.Bound.BindingID == newID {
-		fmt.Fprintf(o.Streams.ErrOut, "binding %q rotated: new binding id %s; credentials replaced in Secret %q (keys: %s)\n", o.Name, newID, binding.SecretName(cur), keysOf(cur))
+		fmt.Fprintf(o.Streams.ErrOut, "binding %q rotated: new binding id %s; credentials replaced in Secret %q (keys: %s)\n", o.Name, newID, printers.BindingSecretName(cur), keysOf(cur))
 		for _, id := range cur.Status.Retired {
 			if id == oldID {
 				fmt.Fprintf(o.Streams.ErrOut, "The old binding id %s is still to be unbound at the broker (%s): \"kubectl catalog reconcile\" finishes it.\n", oldID, r.Message)

@@ -20,9 +20,10 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
@@ -174,7 +175,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) options(inst string, change func(*bind.Options)) *bind.Options {
 	o := &bind.Options{
 		Instance: inst, Output: printers.NewOutputFlags(false), DryRun: bind.DryRunNone,
-		Wait:      instance.WaitFlags{Interval: time.Second, Timeout: time.Minute},
+		Wait:      lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
 		Namespace: ns, CatalogNamespace: catNS, Store: f.st, Engine: f.engine, Workloads: f.cluster.Core,
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut),
 	}
@@ -212,14 +213,14 @@ func TestBind_Run_BindsAndReportsKeysNotValues(t *testing.T) {
 
 	// Nothing a user sees shows a credential value, unless asked to.
 	var desc bytes.Buffer
-	desc.WriteString(binding.Describe(b, binding.SecretView{Secret: s}, time.Now()))
-	assert.NilError(t, binding.Table(&desc, []v1alpha1.ServiceBinding{*b}, true, true, time.Now()))
+	desc.WriteString(describe.BindingView(b, describe.SecretView{Secret: s}, time.Now()))
+	assert.NilError(t, printers.BindingTable(&desc, []v1alpha1.ServiceBinding{*b}, true, true, time.Now()))
 	for _, text := range []string{f.out.String(), f.errOut.String(), desc.String()} {
 		for _, v := range credentialValues {
 			assert.Assert(t, !strings.Contains(text, v), "credential value shown:\n%s", text)
 		}
 	}
-	shown := binding.Describe(b, binding.SecretView{Secret: s, Show: true}, time.Now())
+	shown := describe.BindingView(b, describe.SecretView{Secret: s, Show: true}, time.Now())
 	assert.Assert(t, is.Contains(shown, credentialValues[0]))
 }
 

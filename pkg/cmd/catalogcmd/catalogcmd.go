@@ -7,10 +7,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
@@ -103,14 +101,6 @@ func FindBroker(ctx context.Context, st *store.Store, catalogNS, userNS, name st
 type NotFoundError struct{ Msg string }
 
 func (e *NotFoundError) Error() string { return e.Msg }
-
-// Age formats the time since t as kubectl does ("5m", "3d").
-func Age(t time.Time, now time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t))
-}
 
 // Namespace is the user's namespace from the flags or kubeconfig.
 func Namespace(f *cmdutil.Factory) (string, error) {

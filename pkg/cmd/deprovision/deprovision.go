@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -44,7 +44,7 @@ type Options struct {
 	Name    string
 	Yes     bool
 	Abandon bool
-	Wait    instance.WaitFlags
+	Wait    lifecycle.WaitFlags
 
 	Namespace string
 	Store     *store.Store
@@ -61,8 +61,8 @@ func NewCmdDeprovision(f *cmdutil.Factory) *cobra.Command {
 		Short:             "Deprovision a service instance",
 		Long:              deprovisionLong,
 		Example:           deprovisionExample,
-		Args:              instance.ExactlyOneName,
-		ValidArgsFunction: instance.CompleteInstances(f),
+		Args:              lifecycle.ExactlyOneName,
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Validate(); err != nil {
@@ -95,7 +95,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace = ns
-	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		fmt.Fprintf(o.Streams.ErrOut, "Unbinding %q first...\n", b.Name)
-		br, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
+		br, err := lifecycle.DriveBinding(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
 		if err != nil {
 			return fmt.Errorf("instance %q waits for its binding %q: %w", o.Name, b.Name, err)
 		}
@@ -176,9 +176,9 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Streams.ErrOut, "Binding %q is gone.\n", b.Name)
 		}
 	}
-	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "deprovision", o.Wait)
+	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "deprovision", o.Wait)
 	if err != nil {
 		return err
 	}
-	return instance.Report(o.Streams, nil, r, o.Name, o.Namespace, "deprovision", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, nil, r, o.Name, o.Namespace, "deprovision", o.Wait.Wait)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
@@ -38,10 +38,10 @@ func TestDeprovisionOptions_Validate(t *testing.T) {
 		o    deprovision.Options
 		want string
 	}{
-		{name: "plain", o: deprovision.Options{Name: "db", Wait: instance.WaitFlags{Interval: 1}}},
-		{name: "wait", o: deprovision.Options{Name: "db", Wait: instance.WaitFlags{Wait: true, Interval: 1}}},
-		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, Wait: instance.WaitFlags{Interval: 1}}},
-		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, Wait: instance.WaitFlags{Wait: true, Interval: 1}}, want: "--abandon and --wait"},
+		{name: "plain", o: deprovision.Options{Name: "db", Wait: lifecycle.WaitFlags{Interval: 1}}},
+		{name: "wait", o: deprovision.Options{Name: "db", Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}},
+		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, Wait: lifecycle.WaitFlags{Interval: 1}}},
+		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}, want: "--abandon and --wait"},
 		{name: "no interval", o: deprovision.Options{Name: "db"}, want: "--interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

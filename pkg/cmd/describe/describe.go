@@ -17,7 +17,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -164,7 +165,7 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 	k.line("Namespace", b.Namespace)
 	k.line("Scope", string(b.Spec.Scope))
 	k.line("URL", b.Spec.URL)
-	k.line("Status", get.BrokerStatus(b))
+	k.line("Status", printers.BrokerStatus(b))
 	auth := "<none>"
 	if a := b.Spec.Auth; a != nil {
 		auth = fmt.Sprintf("%s, from secret %q", a.Type, a.SecretRef.Name)
@@ -191,7 +192,7 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 	}
 	last := "<never>"
 	if t := b.Status.LastCatalogFetch; t != nil {
-		last = t.UTC().Format(time.RFC3339) + " (" + catalogcmd.Age(t.Time, now) + " ago)"
+		last = t.UTC().Format(time.RFC3339) + " (" + printers.Age(t.Time, now) + " ago)"
 	}
 	k.line("Last fetch", last)
 	if b.Status.LastCatalogError != "" {
@@ -212,7 +213,7 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 		items[i] = *c
 	}
 	var buf bytes.Buffer
-	if err := get.ClassTable(&buf, items, false, false); err != nil {
+	if err := printers.ClassTable(&buf, items, false, false); err != nil {
 		return err
 	}
 	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
@@ -290,9 +291,9 @@ func ClassView(w io.Writer, c *v1alpha1.ServiceClass, rules marketplace.Rules, n
 	k.line("Broker", fmt.Sprintf("%s (%s scope)", c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope))))
 	k.line("ID", c.Spec.ID)
 	k.line("Record", c.Namespace+"/"+c.Name)
-	k.line("Status", get.ClassStatus(c))
-	k.line("Bindable", get.YesNo(c.Spec.Bindable))
-	k.line("Plan updateable", get.YesNo(c.Spec.PlanUpdateable))
+	k.line("Status", printers.ClassStatus(c))
+	k.line("Bindable", printers.YesNo(c.Spec.Bindable))
+	k.line("Plan updateable", printers.YesNo(c.Spec.PlanUpdateable))
 	k.line("Tags", orNone(strings.Join(c.Spec.Tags, ", ")))
 	if len(c.Spec.Requires) > 0 {
 		k.line("Requires", strings.Join(c.Spec.Requires, ", "))
@@ -319,7 +320,7 @@ func ClassView(w io.Writer, c *v1alpha1.ServiceClass, rules marketplace.Rules, n
 		case !rules.PlanVisible(namespace, c, p.ID):
 			status = "Disabled here"
 		}
-		t.Append(p.ExternalName, get.FreeOrPaid(p), get.YesNo(c.EffectiveBindable(p)), status, get.Truncate(p.Description, 60))
+		t.Append(p.ExternalName, printers.FreeOrPaid(p), printers.YesNo(c.EffectiveBindable(p)), status, printers.Truncate(p.Description, 60))
 	}
 	if err := t.Render(); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -110,9 +110,9 @@ func PlanView(w io.Writer, c *v1alpha1.ServiceClass, p *v1alpha1.ServicePlan, ps
 		status = "Disabled in this namespace"
 	}
 	k.line("Status", status)
-	k.line("Free", get.YesNo(p.Free))
-	k.line("Bindable", get.YesNo(c.EffectiveBindable(p)))
-	k.line("Plan updateable", get.YesNo(c.EffectivePlanUpdateable(p)))
+	k.line("Free", printers.YesNo(p.Free))
+	k.line("Bindable", printers.YesNo(c.EffectiveBindable(p)))
+	k.line("Plan updateable", printers.YesNo(c.EffectivePlanUpdateable(p)))
 	if p.BindingRotatable {
 		k.line("Rotatable", "yes")
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -155,7 +154,7 @@ func SchemaTable(w io.Writer, indent string, raw []byte) error {
 	var buf strings.Builder
 	t := printers.NewTable(&buf, "NAME", "TYPE", "DEFAULT", "ALLOWED", "REQUIRED", "DESCRIPTION")
 	for _, p := range params {
-		t.Append(p.Name, p.Type, get.Truncate(p.Default, 30), get.Truncate(p.Allowed, 40), get.YesNo(p.Required), get.Truncate(p.Description, 60))
+		t.Append(p.Name, p.Type, printers.Truncate(p.Default, 30), printers.Truncate(p.Allowed, 40), printers.YesNo(p.Required), printers.Truncate(p.Description, 60))
 	}
 	if err := t.Render(); err != nil {
 		return err

@@ -3,7 +3,6 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,15 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	instancecmd "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -201,8 +198,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace, o.Server, o.Core, o.Store, o.Now = ns, f.CatalogNamespace, cfg.Host, core, st, f.Now
-	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.Timeout), brokerclient.WithUserAgent(register.UserAgent()))
-	eng, _, err := instancecmd.NewEngine(f, 0)
+	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.Timeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
+	eng, _, err := lifecycle.NewEngine(f, 0)
 	if err != nil {
 		return err
 	}
@@ -650,21 +647,8 @@ func oneLine(s string) string {
 // Print writes the report: a table and the fixes, JSON or YAML.
 func Print(streams cmdutil.IOStreams, format string, r Report) error {
 	out := streams.Out
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(r, "", "    ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if format == "json" || format == "yaml" {
+		return printers.PrintData(out, format, r)
 	}
 	t := printers.NewTable(out, "CHECK", "STATUS", "DETAIL")
 	for _, c := range r.Checks {

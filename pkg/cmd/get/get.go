@@ -7,11 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -208,7 +206,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 			for i, x := range items {
 				vals[i] = *x
 			}
-			return BrokerTable(w, vals, o.AllNamespaces, o.Output.IsWide(), o.Now())
+			return printers.BrokerTable(w, vals, o.AllNamespaces, o.Output.IsWide(), o.Now())
 		},
 	}, func(_ watchrecords.Source, err error) {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
@@ -253,55 +251,7 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 		o.noneFound(o.Streams.ErrOut, "brokers")
 		return nil
 	}
-	return BrokerTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide(), o.Now())
-}
-
-// BrokerStatus is a one-word summary of a broker's state.
-func BrokerStatus(b *v1alpha1.Broker) string {
-	switch {
-	case b.DeletionTimestamp != nil:
-		return "Deleting"
-	case meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ConditionFailed):
-		return "Failed"
-	case b.HasPendingWork():
-		return "Pending"
-	case meta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ConditionReady):
-		return "Ready"
-	}
-	return "Unknown"
-}
-
-// BrokerTable prints brokers as a table.
-func BrokerTable(w io.Writer, items []v1alpha1.Broker, withNamespace, wide bool, now time.Time) error {
-	headers := []string{"NAME", "SCOPE", "URL", "STATUS", "CLASSES", "PLANS", "AGE"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "LAST FETCH", "AUTH")
-	}
-	t := printers.NewTable(w, headers...)
-	for i := range items {
-		b := &items[i]
-		row := []string{b.Name, strings.ToLower(string(b.Spec.Scope)), b.Spec.URL, BrokerStatus(b),
-			fmt.Sprint(b.Status.ClassCount), fmt.Sprint(b.Status.PlanCount), catalogcmd.Age(b.CreationTimestamp.Time, now)}
-		if withNamespace {
-			row = append([]string{b.Namespace}, row...)
-		}
-		if wide {
-			last := "<never>"
-			if b.Status.LastCatalogFetch != nil {
-				last = catalogcmd.Age(b.Status.LastCatalogFetch.Time, now) + " ago"
-			}
-			auth := "<none>"
-			if b.Spec.Auth != nil {
-				auth = string(b.Spec.Auth.Type) + " (secret " + b.Spec.Auth.SecretRef.Name + ")"
-			}
-			row = append(row, last, auth)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+	return printers.BrokerTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide(), o.Now())
 }
 
 // NewCmdGetClasses returns "get classes".
@@ -381,50 +331,7 @@ func (o *Options) RunClasses(ctx context.Context) error {
 		o.noneFound(o.Streams.ErrOut, "classes")
 		return nil
 	}
-	return ClassTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide())
-}
-
-// ClassStatus is "Active" or "Removed".
-func ClassStatus(c *v1alpha1.ServiceClass) string {
-	if c.Status.RemovedFromBroker {
-		return "Removed"
-	}
-	return "Active"
-}
-
-// ClassTable prints classes as a table.
-func ClassTable(w io.Writer, items []v1alpha1.ServiceClass, withNamespace, wide bool) error {
-	headers := []string{"NAME", "BROKER", "SCOPE", "PLANS", "STATUS", "DESCRIPTION"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "ID", "RECORD")
-	}
-	t := printers.NewTable(w, headers...)
-	for i := range items {
-		c := &items[i]
-		row := []string{c.Spec.ExternalName, c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope)),
-			fmt.Sprint(len(c.Spec.Plans)), ClassStatus(c), Truncate(c.Spec.Description, 60)}
-		if withNamespace {
-			row = append([]string{c.Namespace}, row...)
-		}
-		if wide {
-			row = append(row, c.Spec.ID, c.Name)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
-}
-
-// Truncate shortens s to n runes, on one line.
-func Truncate(s string, n int) string {
-	s, _, _ = strings.Cut(s, "\n")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
+	return printers.ClassTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide())
 }
 
 // NewCmdGetPlans returns "get plans".
@@ -461,19 +368,13 @@ func NewCmdGetPlans(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// PlanRow is one plan of a class, for tables.
-type PlanRow struct {
-	Class *v1alpha1.ServiceClass
-	Plan  *v1alpha1.ServicePlan
-}
-
 // RunPlans lists plans.
 func (o *Options) RunPlans(ctx context.Context) error {
 	all, err := o.classes(ctx, "")
 	if err != nil {
 		return err
 	}
-	var rows []PlanRow
+	var rows []printers.PlanRow
 	var list v1alpha1.ServiceClassList
 	found := map[string]bool{}
 	var known []string
@@ -496,7 +397,7 @@ func (o *Options) RunPlans(ctx context.Context) error {
 				}
 			}
 			if match {
-				rows = append(rows, PlanRow{c, p})
+				rows = append(rows, printers.PlanRow{Class: c, Plan: p})
 				kept.Spec.Plans = append(kept.Spec.Plans, *p)
 			}
 		}
@@ -521,53 +422,5 @@ func (o *Options) RunPlans(ctx context.Context) error {
 		o.noneFound(o.Streams.ErrOut, "plans")
 		return nil
 	}
-	return PlanTable(o.Streams.Out, rows, o.AllNamespaces, o.Output.IsWide())
-}
-
-// FreeOrPaid says "free" or "paid".
-func FreeOrPaid(p *v1alpha1.ServicePlan) string {
-	if p.Free {
-		return "free"
-	}
-	return "paid"
-}
-
-// YesNo formats a boolean for tables.
-func YesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// PlanTable prints plans as a table.
-func PlanTable(w io.Writer, rows []PlanRow, withNamespace, wide bool) error {
-	headers := []string{"NAME", "CLASS", "BROKER", "FREE", "BINDABLE", "STATUS", "DESCRIPTION"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "ID", "MAINTENANCE")
-	}
-	t := printers.NewTable(w, headers...)
-	for _, r := range rows {
-		status := "Active"
-		if r.Class.PlanRemoved(r.Plan.ID) {
-			status = "Removed"
-		}
-		row := []string{r.Plan.ExternalName, r.Class.Spec.ExternalName, r.Class.Spec.BrokerName, FreeOrPaid(r.Plan),
-			YesNo(r.Class.EffectiveBindable(r.Plan)), status, Truncate(r.Plan.Description, 60)}
-		if withNamespace {
-			row = append([]string{r.Class.Namespace}, row...)
-		}
-		if wide {
-			mi := "<none>"
-			if r.Plan.MaintenanceInfo != nil {
-				mi = r.Plan.MaintenanceInfo.Version
-			}
-			row = append(row, r.Plan.ID, mi)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+	return printers.PlanTable(o.Streams.Out, rows, o.AllNamespaces, o.Output.IsWide())
 }

@@ -9,7 +9,8 @@ import (
 	"gotest.tools/v3/golden"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -24,23 +25,23 @@ func TestGetTables(t *testing.T) {
 		print        func(*bytes.Buffer, bool, bool) error
 	}{
 		{name: "brokers", print: func(w *bytes.Buffer, ns, wide bool) error {
-			return get.BrokerTable(w, []v1alpha1.Broker{*b}, ns, wide, now)
+			return printers.BrokerTable(w, []v1alpha1.Broker{*b}, ns, wide, now)
 		}},
 		{name: "brokers-wide-all", withNS: true, wide: true, print: func(w *bytes.Buffer, ns, wide bool) error {
-			return get.BrokerTable(w, []v1alpha1.Broker{*b}, ns, wide, now)
+			return printers.BrokerTable(w, []v1alpha1.Broker{*b}, ns, wide, now)
 		}},
 		{name: "classes", print: func(w *bytes.Buffer, ns, wide bool) error {
-			return get.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide)
+			return printers.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide)
 		}},
 		{name: "classes-wide", wide: true, print: func(w *bytes.Buffer, ns, wide bool) error {
-			return get.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide)
+			return printers.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide)
 		}},
 		{name: "plans-wide", wide: true, print: func(w *bytes.Buffer, ns, wide bool) error {
-			var rows []get.PlanRow
+			var rows []printers.PlanRow
 			for i := range c.Spec.Plans {
-				rows = append(rows, get.PlanRow{Class: c, Plan: &c.Spec.Plans[i]})
+				rows = append(rows, printers.PlanRow{Class: c, Plan: &c.Spec.Plans[i]})
 			}
-			return get.PlanTable(w, rows, ns, wide)
+			return printers.PlanTable(w, rows, ns, wide)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

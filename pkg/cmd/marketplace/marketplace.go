@@ -12,7 +12,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -140,7 +140,7 @@ func ClassTable(w io.Writer, offers []marketplace.Offering) error {
 		for _, p := range of.Plans {
 			names = append(names, p.ExternalName)
 		}
-		t.Append(of.Class.Spec.ExternalName, strings.Join(names, ", "), of.Class.Spec.BrokerName, get.Truncate(of.Class.Spec.Description, 60))
+		t.Append(of.Class.Spec.ExternalName, strings.Join(names, ", "), of.Class.Spec.BrokerName, printers.Truncate(of.Class.Spec.Description, 60))
 	}
 	return t.Render()
 }
@@ -150,8 +150,8 @@ func PlanTable(w io.Writer, offers []marketplace.Offering) error {
 	t := printers.NewTable(w, "CLASS", "PLAN", "BROKER", "FREE", "BINDABLE", "DESCRIPTION")
 	for _, of := range offers {
 		for _, p := range of.Plans {
-			t.Append(of.Class.Spec.ExternalName, p.ExternalName, of.Class.Spec.BrokerName, get.FreeOrPaid(p),
-				get.YesNo(of.Class.EffectiveBindable(p)), get.Truncate(p.Description, 60))
+			t.Append(of.Class.Spec.ExternalName, p.ExternalName, of.Class.Spec.BrokerName, printers.FreeOrPaid(p),
+				printers.YesNo(of.Class.EffectiveBindable(p)), printers.Truncate(p.Description, 60))
 		}
 	}
 	return t.Render()

@@ -15,8 +15,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/migrate"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -164,7 +163,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		}
 		o.Namespace = ns
 	}
-	eng, err := instance.NewEngineWith(f, instance.EngineOptions{})
+	eng, err := lifecycle.NewEngineWith(f, lifecycle.EngineOptions{})
 	if err != nil {
 		return err
 	}
@@ -186,7 +185,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	clients := brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(register.UserAgent()))
+	clients := brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
 	mc := migrate.Config{
 		Dynamic: dyn, Discovery: disco, Core: core, Store: eng.Store, Clients: clients, Engine: eng.Engine,
 		CatalogNamespace: f.CatalogNamespace, ErrOut: o.Streams.ErrOut,

@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
@@ -73,13 +74,13 @@ type Options struct {
 	Class      string
 	Plan       string
 	ExternalID string
-	Params     instance.ParamFlags
-	Limits     instance.LimitFlags
-	Wait       instance.WaitFlags
+	Params     lifecycle.ParamFlags
+	Limits     lifecycle.LimitFlags
+	Wait       lifecycle.WaitFlags
 	Output     *printers.OutputFlags
 
 	UserProvided bool
-	Credentials  instance.CredentialFlags
+	Credentials  lifecycle.CredentialFlags
 
 	Namespace        string
 	CatalogNamespace string
@@ -97,7 +98,7 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Provision a service instance",
 		Long:    provisionLong,
 		Example: provisionExample,
-		Args:    instance.ExactlyOneName,
+		Args:    lifecycle.ExactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Limits.Validate(cmd.Flags()); err != nil {
@@ -158,7 +159,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
-	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.askRequired(createSchema, inline); err != nil {
 		return err
 	}
-	from, _ := instance.ParseSecretRefs(o.Params.FromSecret)
+	from, _ := lifecycle.ParseSecretRefs(o.Params.FromSecret)
 	var raw []byte
 	if len(inline) > 0 {
 		raw, _ = json.Marshal(inline)
@@ -219,18 +220,18 @@ func (o *Options) Run(ctx context.Context) error {
 	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
 		return err
 	}
-	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
+	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
 	if err != nil {
 		return err
 	}
-	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
 }
 
-func rawExt(b []byte) *runtimeRaw {
+func rawExt(b []byte) *runtime.RawExtension {
 	if len(b) == 0 {
 		return nil
 	}
-	return &runtimeRaw{Raw: b}
+	return &runtime.RawExtension{Raw: b}
 }
 
 // resolve finds the class and plan, asking for what is missing in a terminal.
@@ -347,9 +348,9 @@ func (o *Options) runUserProvided(ctx context.Context) error {
 		}
 		return fmt.Errorf("instance %q not provisioned: its credentials could not be written to Secret %q: %w", o.Name, secret, err)
 	}
-	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
+	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
 	if err != nil {
 		return err
 	}
-	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
 }

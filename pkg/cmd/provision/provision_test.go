@@ -6,7 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -42,7 +42,7 @@ func TestProvisionOptions_Validate(t *testing.T) {
 	valid := func() *provision.Options {
 		return &provision.Options{
 			Name: "db", Class: "postgresql", Output: printers.NewOutputFlags(false),
-			Wait: instance.WaitFlags{Interval: 2e9},
+			Wait: lifecycle.WaitFlags{Interval: 2e9},
 		}
 	}
 	for _, tc := range []struct {

@@ -3,7 +3,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,11 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -223,7 +221,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		o.Namespace = ns
 	}
 	host, _ := os.Hostname()
-	eng, err := instance.NewEngineWith(f, instance.EngineOptions{
+	eng, err := lifecycle.NewEngineWith(f, lifecycle.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
 		TargetCacheTTL: reconcile.TargetCacheTTL,
 	})
@@ -297,21 +295,8 @@ const DefaultRetryHorizon = 10 * time.Second
 
 // Print writes the summary: a table (and a line of counts on errOut), JSON or YAML.
 func Print(out, errOut io.Writer, format string, sum reconcile.Summary) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(sum, "", "    ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(sum)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if format == "json" || format == "yaml" {
+		return printers.PrintData(out, format, sum)
 	}
 	if len(sum.Items) == 0 {
 		_, err := fmt.Fprintln(errOut, "Nothing to reconcile.")

@@ -3,17 +3,12 @@ package register
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +20,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
 var registerLong = cmdutil.LongDesc(`
@@ -166,25 +160,13 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// ValidateURL checks a broker URL: http or https, a host, no credentials, query or
-// fragment.
+// ValidateURL checks --url: given, and a usable broker URL (catalogsync.CheckURL).
 func ValidateURL(raw string) error {
 	if raw == "" {
 		return cmdutil.UsageErrorf("--url is required: the broker's base URL, such as https://broker.example.com")
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return cmdutil.UsageErrorf("--url %q is not a valid URL: %v", raw, err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return cmdutil.UsageErrorf("--url %q must start with http:// or https://", raw)
-	case u.Host == "":
-		return cmdutil.UsageErrorf("--url %q has no host", raw)
-	case u.User != nil:
-		return cmdutil.UsageErrorf("--url must not contain credentials: put them in a Secret and use --basic-auth-secret")
-	case u.RawQuery != "" || u.Fragment != "":
-		return cmdutil.UsageErrorf("--url %q must not have a query or fragment", raw)
+	if err := catalogsync.CheckURL(raw); err != nil {
+		return cmdutil.UsageErrorf("--url %v", err)
 	}
 	return nil
 }
@@ -228,7 +210,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Core, o.Store = core, st
-	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(UserAgent()))
+	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
 	return nil
 }
 
@@ -269,7 +251,7 @@ func (o *Options) Run(ctx context.Context) error {
 	} else if !store.IsNotFound(err) && !store.IsForbidden(err) {
 		return err
 	}
-	res, err := Record(ctx, Deps{Store: o.Store, Core: o.Core, Clients: o.Clients, ErrOut: errOut}, b)
+	res, err := catalogsync.Record(ctx, catalogsync.RecordDeps{Store: o.Store, Core: o.Core, Clients: o.Clients, ErrOut: errOut}, b)
 	if err != nil {
 		return err
 	}
@@ -280,73 +262,3 @@ func (o *Options) Run(ctx context.Context) error {
 		catalogcmd.Plural(res.Classes, "class", "classes"), catalogcmd.Plural(res.Plans, "plan", "plans"))
 	return nil
 }
-
-// Deps are what recording a broker needs.
-type Deps struct {
-	Store   *store.Store
-	Core    kubernetes.Interface
-	Clients *brokerclient.Factory
-	// ErrOut gets progress and warnings.
-	ErrOut io.Writer
-}
-
-// Record records the new broker b on the user's command and fetches its catalog (a GET
-// only): the credentials Secret is checked first, the catalog namespace created for a
-// cluster broker, the Secret of a namespace broker protected. The broker stays recorded
-// when the fetch fails; the error (a *catalogsync.FetchError) then says how to fetch it
-// again. "register" and "migrate svcat" both record brokers this way.
-func Record(ctx context.Context, d Deps, b *v1alpha1.Broker) (*catalogsync.Result, error) {
-	// A missing or incomplete Secret is the user's to fix before anything is recorded.
-	if b.Spec.Auth != nil {
-		if _, err := d.Clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
-			return nil, err
-		}
-	}
-	if b.Spec.Scope == v1alpha1.ScopeCluster {
-		if err := ensureNamespace(ctx, d.Core, b.Namespace); err != nil {
-			return nil, err
-		}
-	}
-	created, err := d.Store.Brokers().Create(store.WithIntent(ctx), b)
-	if store.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("broker %q is already registered in namespace %q: run \"kubectl catalog sync broker %s\" instead", b.Name, b.Namespace, b.Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot record broker %q: %w", b.Name, err)
-	}
-	if err := d.Store.ProtectBrokerSecret(ctx, created); err != nil {
-		fmt.Fprintf(d.ErrOut, "Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it (%v): deleting namespace %q could delete it before they are deprovisioned\n",
-			b.Spec.Auth.SecretRef.Name, err, b.Namespace)
-	}
-	fmt.Fprintf(d.ErrOut, "Fetching the catalog of broker %q...\n", b.Name)
-	res, err := catalogsync.New(d.Store, d.Clients).Sync(ctx, created)
-	if err != nil {
-		var fe *catalogsync.FetchError
-		if errors.As(err, &fe) {
-			return res, fmt.Errorf("broker %q is registered, but %w\nFix the cause, then run \"kubectl catalog sync broker %s\"", b.Name, err, b.Name)
-		}
-		return res, err
-	}
-	return res, nil
-}
-
-// ensureNamespace creates the catalog namespace if it is missing.
-func ensureNamespace(ctx context.Context, core kubernetes.Interface, ns string) error {
-	_, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if err == nil || apierrors.IsForbidden(err) {
-		// Not allowed to read namespaces: the create of the broker record tells.
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cannot check the catalog namespace %q: %w", ns, err)
-	}
-	_, err = core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("the catalog namespace %q does not exist and cannot be created: %w (ask an administrator to create it, or use --scope namespace)", ns, err)
-	}
-	return nil
-}
-
-// UserAgent is the User-Agent sent to brokers.
-func UserAgent() string { return "kubectl-catalog/" + version.Get().GitVersion }

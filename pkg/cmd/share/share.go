@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -78,8 +78,8 @@ func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
 		Short:             "Let another namespace bind to a service instance",
 		Long:              shareLong,
 		Example:           shareExample,
-		Args:              instance.ExactlyOneName,
-		ValidArgsFunction: instance.CompleteInstances(f),
+		Args:              lifecycle.ExactlyOneName,
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := validTarget("--to-namespace", o.Target); err != nil {
@@ -103,8 +103,8 @@ func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
 		Short:             "Stop sharing a service instance with a namespace, removing its bindings",
 		Long:              unshareLong,
 		Example:           unshareExample,
-		Args:              instance.ExactlyOneName,
-		ValidArgsFunction: instance.CompleteInstances(f),
+		Args:              lifecycle.ExactlyOneName,
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := validTarget("--from-namespace", o.Target); err != nil {
@@ -138,7 +138,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace = ns
-	if o.Engine, o.Store, err = instance.NewEngine(f, 0); err != nil {
+	if o.Engine, o.Store, err = lifecycle.NewEngine(f, 0); err != nil {
 		return err
 	}
 	if o.Core, err = f.KubernetesClient(); err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
@@ -32,7 +32,7 @@ func NewCmdTouch(f *cmdutil.Factory) *cobra.Command {
 }
 
 func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
-	var w instance.WaitFlags
+	var w lifecycle.WaitFlags
 	cmd := &cobra.Command{
 		Use:   "instance NAME",
 		Short: "Re-send an instance's parameters to its broker",
@@ -44,8 +44,8 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			# Re-send the parameters of instance db and wait for the broker
 			kubectl catalog touch instance db --wait`),
 		Aliases:           []string{"inst"},
-		Args:              instance.ExactlyOneName,
-		ValidArgsFunction: instance.CompleteInstances(f),
+		Args:              lifecycle.ExactlyOneName,
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := w.Validate(); err != nil {
 				return err
@@ -55,7 +55,7 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			eng, _, err := instance.NewEngine(f, w.Interval)
+			eng, _, err := lifecycle.NewEngine(f, w.Interval)
 			if err != nil {
 				return err
 			}
@@ -63,11 +63,11 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			if _, err := eng.Touch(cmd.Context(), ns, name); err != nil {
 				return err
 			}
-			r, err := instance.Drive(cmd.Context(), f.IOStreams, eng, ns, name, "update", w)
+			r, err := lifecycle.Drive(cmd.Context(), f.IOStreams, eng, ns, name, "update", w)
 			if err != nil {
 				return err
 			}
-			return instance.Report(f.IOStreams, nil, r, name, ns, "update", w.Wait)
+			return lifecycle.Report(f.IOStreams, nil, r, name, ns, "update", w.Wait)
 		},
 	}
 	w.AddFlags(cmd.Flags(), "update")

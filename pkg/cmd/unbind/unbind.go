@@ -11,8 +11,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -63,7 +64,7 @@ type Options struct {
 	Names    []string
 	Yes      bool
 	Abandon  bool
-	Wait     instance.WaitFlags
+	Wait     lifecycle.WaitFlags
 
 	Namespace string
 	Store     *store.Store
@@ -85,9 +86,9 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 				if len(args) > 0 || o.Instance != "" {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return instance.CompleteInstances(f)(cmd, args, toComplete)
+				return lifecycle.CompleteInstances(f)(cmd, args, toComplete)
 			}
-			return binding.CompleteBindings(f)(cmd, args, toComplete)
+			return lifecycle.CompleteBindings(f)(cmd, args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Args = args
@@ -107,7 +108,7 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed outside a terminal to remove more than one binding, or to abandon).")
 	fs.BoolVar(&o.Abandon, "abandon", false, "Drop the records, Secrets and projections without calling the broker; what the broker holds is left there.")
 	o.Wait.AddFlags(fs, "unbind")
-	_ = cmd.RegisterFlagCompletionFunc("instance", instance.CompleteInstances(f))
+	_ = cmd.RegisterFlagCompletionFunc("instance", lifecycle.CompleteInstances(f))
 	_ = cmd.RegisterFlagCompletionFunc("name", func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		inst := o.Instance
 		if inst == "" && len(args) > 0 {
@@ -120,7 +121,7 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 			prefix += ","
 		}
 		var out []string
-		for _, n := range binding.BindingNames(cmd.Context(), f, inst, done[:len(done)-1], last) {
+		for _, n := range lifecycle.BindingNames(cmd.Context(), f, inst, done[:len(done)-1], last) {
 			out = append(out, prefix+n)
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
@@ -174,7 +175,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace = ns
-	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func (o *Options) Run(ctx context.Context) error {
 	var first error
 	for _, b := range bindings {
 		fmt.Fprintf(o.Streams.ErrOut, "Unbinding %q...\n", b.Name)
-		r, err := binding.Drive(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
+		r, err := lifecycle.DriveBinding(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
 		if err == nil {
 			err = o.report(b, r)
 		}
@@ -337,7 +338,7 @@ func whatGoes(b *v1alpha1.ServiceBinding) string {
 	}
 	var ws []string
 	for _, p := range b.Status.Projected {
-		ws = append(ws, binding.WorkloadName(p))
+		ws = append(ws, printers.WorkloadName(p))
 	}
 	if len(ws) > 0 {
 		parts = append(parts, "its projection into "+strings.Join(ws, ", "))
@@ -360,7 +361,7 @@ func (o *Options) report(b *v1alpha1.ServiceBinding, r catalog.Result) error {
 		if len(b.Status.Projected) > 0 {
 			var ws []string
 			for _, p := range b.Status.Projected {
-				ws = append(ws, binding.WorkloadName(p))
+				ws = append(ws, printers.WorkloadName(p))
 			}
 			what += "; projection removed from " + strings.Join(ws, ", ")
 		}

@@ -6,7 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
@@ -48,7 +48,7 @@ func TestUnbindOptions_Validate_SelectsByInstance(t *testing.T) {
 		{name: "instance flag", o: unbind.Options{Instance: "db", All: true}, instance: "db"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.o.Wait = instance.WaitFlags{Interval: 1}
+			tc.o.Wait = lifecycle.WaitFlags{Interval: 1}
 			assert.NilError(t, tc.o.Validate())
 			assert.Equal(t, tc.o.Instance, tc.instance)
 		})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,7 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
@@ -68,11 +69,11 @@ type Options struct {
 	Plan    string
 	Upgrade bool
 	Revert  bool
-	Params  instance.ParamFlags
-	Limits  instance.LimitFlags
-	Wait    instance.WaitFlags
+	Params  lifecycle.ParamFlags
+	Limits  lifecycle.LimitFlags
+	Wait    lifecycle.WaitFlags
 
-	Credentials instance.CredentialFlags
+	Credentials lifecycle.CredentialFlags
 	Output      *printers.OutputFlags
 
 	Namespace        string
@@ -81,6 +82,8 @@ type Options struct {
 	Engine           *catalog.Engine
 	Prompter         prompt.Prompter
 	Streams          cmdutil.IOStreams
+	// Now is the factory's clock.
+	Now func() time.Time
 }
 
 // NewCmdUpdate returns the update command.
@@ -91,8 +94,8 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 		Short:             "Change a service instance's plan or parameters",
 		Long:              updateLong,
 		Example:           updateExample,
-		Args:              instance.ExactlyOneName,
-		ValidArgsFunction: instance.CompleteInstances(f),
+		Args:              lifecycle.ExactlyOneName,
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Limits.Validate(cmd.Flags()); err != nil {
@@ -149,8 +152,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
-	o.Engine, o.Store, err = instance.NewEngine(f, o.Wait.Interval)
+	o.Namespace, o.CatalogNamespace, o.Now = ns, f.CatalogNamespace, f.Now
+	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
 	if err != nil {
 		return err
 	}
@@ -169,7 +172,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := catalog.CheckChangeable(inst, nowOf(o)); err != nil {
+	if err := catalog.CheckChangeable(inst, o.Now()); err != nil {
 		return err
 	}
 	if inst.IsUserProvided() {
@@ -178,7 +181,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Credentials.Given() {
 		return cmdutil.UsageErrorf("instance %q is not user-provided: its credentials come from its broker (rotate a binding's with \"kubectl catalog bind --rotate\")", o.Name)
 	}
-	class, err := o.Store.Classes().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	class, err := o.Store.Classes().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
 	if err != nil {
 		return fmt.Errorf("cannot read the class of instance %q: %w", o.Name, err)
 	}
@@ -222,7 +225,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if o.Params.Given() || len(o.Params.FromSecret) > 0 {
 		var schema json.RawMessage
-		if s, err := o.Store.PlanSchemas().Get(ctx, instance.BrokerNamespace(inst, o.CatalogNamespace), class.Name); err == nil && target != nil {
+		if s, err := o.Store.PlanSchemas().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), class.Name); err == nil && target != nil {
 			if ps := s.ForPlan(target.ID); ps != nil && ps.InstanceUpdate != nil {
 				schema = ps.InstanceUpdate.Raw
 			}
@@ -248,7 +251,7 @@ func (o *Options) Run(ctx context.Context) error {
 			b, _ := json.Marshal(merged)
 			inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
 		}
-		from, _ := instance.ParseSecretRefs(o.Params.FromSecret)
+		from, _ := lifecycle.ParseSecretRefs(o.Params.FromSecret)
 		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, from...)
 		changes = append(changes, "parameters")
 	}
@@ -264,11 +267,11 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
+	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
 	if err != nil {
 		return err
 	}
-	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
 }
 
 // revert sets the spec back to what the broker holds and drives the instance, which then
@@ -287,11 +290,11 @@ func (o *Options) revert(ctx context.Context) error {
 	}
 	// The values come from the record's status: say what was written as your intent.
 	fmt.Fprintf(o.Streams.ErrOut, "Reverting instance %q in namespace %q to what the broker holds (%s)...\n", o.Name, o.Namespace, strings.Join(changes, "; "))
-	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
+	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
 	if err != nil {
 		return err
 	}
-	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
 }
 
 // updateUserProvided changes the credentials (and limits) of a user-provided instance:
@@ -340,9 +343,9 @@ func (o *Options) updateUserProvided(ctx context.Context, inst *v1alpha1.Service
 			return fmt.Errorf("the credentials of instance %q could not be written to Secret %q (its bindings keep the old ones): %w", o.Name, inst.Spec.UserProvided.CredentialsSecret, err)
 		}
 	}
-	r, err := instance.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
+	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
 	if err != nil {
 		return err
 	}
-	return instance.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
 }

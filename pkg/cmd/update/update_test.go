@@ -6,7 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -54,7 +54,7 @@ func TestUpdateOptions_Validate(t *testing.T) {
 		{name: "json and file", change: func(o *update.Options) { o.Params.JSON, o.Params.File = "{}", "f" }, want: "cannot be used together"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &update.Options{Name: "db", Output: printers.NewOutputFlags(false), Wait: instance.WaitFlags{Interval: 2e9}}
+			o := &update.Options{Name: "db", Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9}}
 			tc.change(o)
 			err := o.Validate()
 			if tc.want == "" {

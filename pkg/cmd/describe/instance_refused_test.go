@@ -1,4 +1,4 @@
-package instance
+package describe
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -51,24 +52,24 @@ func TestGetInstances_RefusedUpdate_ShowsReadyWithTheReason(t *testing.T) {
 	i := refusedInstance(t)
 	var buf bytes.Buffer
 
-	assert.NilError(t, Table(&buf, []v1alpha1.ServiceInstance{*i}, false, false, storetest.SampleTime().Add(49*time.Hour)))
+	assert.NilError(t, printers.InstanceTable(&buf, []v1alpha1.ServiceInstance{*i}, false, false, storetest.SampleTime().Add(49*time.Hour)))
 
-	golden.Assert(t, buf.String(), "get-refused.golden")
+	golden.Assert(t, buf.String(), "instances-table-refused.golden")
 }
 
 func TestDescribeInstance_RefusedUpdate_ShowsRequestedAndApplied(t *testing.T) {
 	i := refusedInstance(t)
 
-	out := Describe(i, storetest.SampleClass(), []string{"db-app"}, storetest.SampleTime().Add(time.Hour))
+	out := InstanceView(i, storetest.SampleClass(), []string{"db-app"}, storetest.SampleTime().Add(time.Hour))
 
-	golden.Assert(t, out, "describe-refused.golden")
+	golden.Assert(t, out, "instance-refused.golden")
 }
 
 func TestDescribeInstance_ValuesNotRecorded_SaysSo(t *testing.T) {
 	i := refusedInstance(t)
 	i.Status.Provisioned.Parameters = nil
 
-	out := Describe(i, nil, nil, storetest.SampleTime().Add(time.Hour))
+	out := InstanceView(i, nil, nil, storetest.SampleTime().Add(time.Hour))
 
-	golden.Assert(t, out, "describe-refused-unrecorded.golden")
+	golden.Assert(t, out, "instance-refused-unrecorded.golden")
 }

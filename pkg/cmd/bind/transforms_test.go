@@ -1,4 +1,4 @@
-package credentials_test
+package bind_test
 
 import (
 	"io"
@@ -8,15 +8,16 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 )
 
-func newFlagSet() (*pflag.FlagSet, *credentials.TransformFlags) {
+func newFlagSet() (*pflag.FlagSet, *bind.TransformFlags) {
 	fs := pflag.NewFlagSet("bind", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var f credentials.TransformFlags
+	var f bind.TransformFlags
 	f.AddFlags(fs)
 	return fs, &f
 }
@@ -37,9 +38,9 @@ func TestTransformFlags_KeepTheCommandLineOrder(t *testing.T) {
 		{RemoveKey: &v1alpha1.RemoveKeyTransform{Key: "uri"}},
 		{RenameKey: &v1alpha1.RenameKeyTransform{From: "username", To: "user"}},
 		{AddKeysFrom: &v1alpha1.AddKeysFromTransform{SecretRef: v1alpha1.SecretReference{Name: "db-extra"}}},
-		{AddKey: &v1alpha1.AddKeyTransform{Key: "type", StringValue: ptr("postgresql")}},
+		{AddKey: &v1alpha1.AddKeyTransform{Key: "type", StringValue: ptr.To("postgresql")}},
 		{RenameKey: &v1alpha1.RenameKeyTransform{From: "password", To: "pass"}},
-		{AddKey: &v1alpha1.AddKeyTransform{Key: "url", StringValue: ptr("jdbc:postgresql://db?ssl=true")}},
+		{AddKey: &v1alpha1.AddKeyTransform{Key: "url", StringValue: ptr.To("jdbc:postgresql://db?ssl=true")}},
 		{RemoveKey: &v1alpha1.RemoveKeyTransform{Key: "port"}},
 	})
 	assert.Equal(t, fs.Lookup("rename-key").Value.String(), "[username=user,password=pass]")
@@ -103,5 +104,5 @@ func TestTransformFlags_RejectMalformedValues(t *testing.T) {
 
 func TestTransformFlags_Help(t *testing.T) {
 	fs, _ := newFlagSet()
-	golden.Assert(t, fs.FlagUsagesWrapped(100), "flags.golden")
+	golden.Assert(t, fs.FlagUsagesWrapped(100), "transform-flags.golden")
 }

@@ -1,5 +1,5 @@
 // Package sync implements "kubectl catalog sync broker".
-package sync
+package syncbroker
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -118,7 +117,7 @@ func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace, o.Store, o.Clients = ns, f.CatalogNamespace, st, brokerclient.New(core,
-		brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(register.UserAgent()))
+		brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
 	return nil
 }
 

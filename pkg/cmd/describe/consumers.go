@@ -1,4 +1,4 @@
-package instance
+package describe
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func DescribeConsumers(i *v1alpha1.ServiceInstance, own []string, others []*v1al
 	var b strings.Builder
 	kv := func(k, v string) { fmt.Fprintf(&b, "  %-18s%s\n", k+":", v) }
 	b.WriteString("Consumers:\n")
-	kv("Shared with", orNone(strings.Join(s.SharedWith, ", ")))
+	kv("Shared with", noneWord(strings.Join(s.SharedWith, ", ")))
 	if len(s.AllowedNamespaces) > 0 {
 		kv("Allowed", strings.Join(s.AllowedNamespaces, ", "))
 	} else {
@@ -60,7 +60,7 @@ func DescribeConsumers(i *v1alpha1.ServiceInstance, own []string, others []*v1al
 	return b.String()
 }
 
-func orNone(s string) string {
+func noneWord(s string) string {
 	if s == "" {
 		return "none"
 	}

@@ -1,17 +1,18 @@
 // Package instance holds what the instance commands (provision, update, deprovision,
 // touch, get instances, describe instance) share: building the engine from the factory,
 // the wait flags, driving a record with progress, and completion of instance names.
-package instance
+package lifecycle
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/client-go/kubernetes"
 	"os"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

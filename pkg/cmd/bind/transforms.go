@@ -1,4 +1,4 @@
-package credentials
+package bind
 
 import (
 	"fmt"

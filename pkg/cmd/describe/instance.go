@@ -1,10 +1,9 @@
-package instance
+package describe
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -17,175 +16,13 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
-
-// NewCmdGetInstances returns "get instances".
-func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
-	var all bool
-	var class, plan string
-	var wf watchrecords.Flags
-	out := printers.NewOutputFlags(true)
-	cmd := &cobra.Command{
-		Use:     "instances [NAME...]",
-		Aliases: []string{"instance", "inst"},
-		Short:   "List service instances",
-		Long: cmdutil.LongDesc(`
-			List service instances with their class, plan and status.
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time an instance changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
-		Example: cmdutil.Examples(`
-			# List the instances of the current namespace
-			kubectl catalog get instances
-
-			# List the postgresql instances of every namespace
-			kubectl catalog get inst -A --class postgresql
-
-			# List the instances, then print a row each time one changes (Ctrl-C ends it)
-			kubectl catalog get instances -w`),
-		ValidArgsFunction: CompleteInstances(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.Validate(); err != nil {
-				return err
-			}
-			st, err := f.Store()
-			if err != nil {
-				return err
-			}
-			ns, _, err := f.Namespace()
-			if err != nil {
-				return err
-			}
-			if all {
-				ns = ""
-			}
-			if wf.On() {
-				return watchInstances(cmd.Context(), f, ns, all, class, plan, args, out, wf.WatchOnly)
-			}
-			items, err := listInstances(cmd.Context(), st, ns, class, plan, args)
-			if err != nil {
-				return err
-			}
-			if !out.IsTable() {
-				return out.PrintObject(&v1alpha1.ServiceInstanceList{Items: items}, f.Out)
-			}
-			if len(items) == 0 {
-				where := fmt.Sprintf("in namespace %q", ns)
-				if all {
-					where = "in any namespace"
-				}
-				fmt.Fprintf(f.ErrOut, "No instances found %s.\n", where)
-				return nil
-			}
-			return Table(f.Out, items, all, out.IsWide(), f.Now())
-		},
-	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
-	cmd.Flags().StringVar(&class, "class", "", "Only instances of this class.")
-	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
-	wf.AddFlags(cmd.Flags(), "instances")
-	out.AddFlags(cmd)
-	return cmd
-}
-
-// watchInstances lists the instances get would list, then prints each change.
-func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool, class, plan string, names []string, out *printers.OutputFlags, only bool) error {
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return err
-	}
-	sel, err := store.Selector(v1alpha1.KindServiceInstance, store.Filter{Class: class, Plan: plan})
-	if err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
-		Out: f.Out, Output: out, WatchOnly: only,
-		Keep: func(i *v1alpha1.ServiceInstance) bool { return len(want) == 0 || want[i.Name] },
-		Table: func(w io.Writer, items []*v1alpha1.ServiceInstance) error {
-			vals := make([]v1alpha1.ServiceInstance, len(items))
-			for i, x := range items {
-				vals[i] = *x
-			}
-			return Table(w, vals, all, out.IsWide(), f.Now())
-		},
-	}, nil)
-}
-
-// Table prints instances as "get instances" does, with a NAMESPACE column when withNS.
-func Table(w io.Writer, items []v1alpha1.ServiceInstance, withNS, wide bool, now time.Time) error {
-	headers := []string{"NAME", "CLASS", "PLAN", "STATUS", "AGE"}
-	if withNS {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "BROKER", "EXTERNAL ID")
-	}
-	t := printers.NewTable(w, headers...)
-	for _, i := range items {
-		class := i.Spec.ClassExternalName
-		if i.IsUserProvided() {
-			class = "(user-provided)"
-		}
-		row := []string{i.Name, class, i.Spec.PlanExternalName, Status(&i), duration.HumanDuration(now.Sub(i.CreationTimestamp.Time))}
-		if withNS {
-			row = append([]string{i.Namespace}, row...)
-		}
-		if wide {
-			row = append(row, i.Spec.BrokerName, i.CurrentExternalID())
-		}
-		t.Append(row...)
-	}
-	return t.Render()
-}
-
-func listInstances(ctx context.Context, st *store.Store, ns, class, plan string, names []string) ([]v1alpha1.ServiceInstance, error) {
-	list, err := st.Instances().List(ctx, ns, store.Filter{Class: class, Plan: plan})
-	if err != nil && len(list) == 0 {
-		return nil, err
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	var items []v1alpha1.ServiceInstance
-	for _, i := range list {
-		if len(want) == 0 || want[i.Name] {
-			items = append(items, *i)
-		}
-	}
-	return items, nil
-}
-
-// Status is the STATUS column: the phase, or Deleting, with the reason when not Ready.
-func Status(i *v1alpha1.ServiceInstance) string {
-	phase := string(i.Status.Phase)
-	if phase == "" {
-		phase = string(v1alpha1.PhasePending)
-	}
-	if i.DeletionTimestamp != nil && i.Status.Phase != v1alpha1.PhaseDeprovisioning {
-		phase = "Deleting"
-	}
-	if c := meta.FindStatusCondition(i.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != "True" {
-		return phase + " (" + c.Reason + ")"
-	}
-	if c := meta.FindStatusCondition(i.Status.Conditions, v1alpha1.ConditionUpdateFailed); c != nil && c.Status == "True" {
-		// Ready at its previous plan and parameters: the last update was refused.
-		return phase + " (" + c.Reason + ")"
-	}
-	return phase
-}
 
 // NewCmdDescribeInstance returns "describe instance".
 func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
@@ -207,8 +44,8 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 		Example: cmdutil.Examples(`
 			# Describe instance db
 			kubectl catalog describe instance db`),
-		Args:              ExactlyOneName,
-		ValidArgsFunction: CompleteInstances(f),
+		Args:              lifecycle.ExactlyOneName,
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
 			if err != nil {
@@ -230,11 +67,11 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			// The class names the plan the broker holds when it is not the spec's.
 			var class *v1alpha1.ServiceClass
 			if !inst.IsUserProvided() {
-				if class, err = st.Classes().Get(cmd.Context(), BrokerNamespace(inst, f.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)); err != nil {
+				if class, err = st.Classes().Get(cmd.Context(), lifecycle.BrokerNamespace(inst, f.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)); err != nil {
 					class = nil
 				}
 			}
-			fmt.Fprint(f.Out, Describe(inst, class, names, f.Now()))
+			fmt.Fprint(f.Out, InstanceView(inst, class, names, f.Now()))
 			if inst.IsUserProvided() {
 				fmt.Fprint(f.Out, describeCredentials(cmd.Context(), st, inst))
 			}
@@ -260,8 +97,8 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 	}
 }
 
-// Describe renders an instance for humans; class (nil when unknown) names its plans.
-func Describe(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bindings []string, now time.Time) string {
+// InstanceView renders an instance for humans; class (nil when unknown) names its plans.
+func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bindings []string, now time.Time) string {
 	var b strings.Builder
 	kv := func(k, v string) {
 		if v != "" {
@@ -271,7 +108,7 @@ func Describe(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, binding
 	ago := func(t time.Time) string { return duration.HumanDuration(now.Sub(t)) + " ago" }
 	kv("Name", i.Name)
 	kv("Namespace", i.Namespace)
-	kv("Status", Status(i))
+	kv("Status", printers.InstanceStatus(i))
 	if up := i.Spec.UserProvided; up != nil {
 		kv("User-provided", "yes (no broker; bindings get a copy of the credentials)")
 		kv("Credentials", fmt.Sprintf("Secret %s (revision %d)", up.CredentialsSecret, up.Revision))

@@ -1,6 +1,7 @@
-package instance
+package lifecycle
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,7 +63,7 @@ func (p *ParamFlags) Inline(stdin io.Reader, schema json.RawMessage) (map[string
 		raw = b
 	}
 	if len(raw) > 0 {
-		d := json.NewDecoder(bytesReader(raw))
+		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
 		if err := d.Decode(&out); err != nil || out == nil {
 			return nil, cmdutil.UsageErrorf("parameters must be a JSON object: %v", err)

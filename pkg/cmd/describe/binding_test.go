@@ -1,4 +1,4 @@
-package binding_test
+package describe_test
 
 import (
 	"bytes"
@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -52,10 +54,10 @@ func TestBindingTable(t *testing.T) {
 		name   string
 		withNS bool
 		wide   bool
-	}{{name: "bindings"}, {name: "bindings-wide-all", withNS: true, wide: true}} {
+	}{{name: "bindings-table"}, {name: "bindings-table-wide-all", withNS: true, wide: true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			assert.NilError(t, binding.Table(&buf, items, tc.withNS, tc.wide, now))
+			assert.NilError(t, printers.BindingTable(&buf, items, tc.withNS, tc.wide, now))
 			golden.Assert(t, buf.String(), tc.name+".golden")
 		})
 	}
@@ -64,7 +66,7 @@ func TestBindingTable(t *testing.T) {
 func TestDescribeBinding(t *testing.T) {
 	b, s := sample()
 	now := storetest.SampleTime().Add(24 * 24 * time.Hour)
-	hidden := binding.Describe(b, binding.SecretView{Secret: s}, now)
+	hidden := describe.BindingView(b, describe.SecretView{Secret: s}, now)
 	// describe binding ends with the binding's Events.
 	var events bytes.Buffer
 	recordevents.Write(&events, []eventsv1.Event{{
@@ -75,16 +77,16 @@ func TestDescribeBinding(t *testing.T) {
 		Type: "Warning", Reason: "RetryScheduled", Note: "UnbindCallFailed: 503 Service Unavailable (attempt 2)",
 		Series: &eventsv1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(now.Add(-time.Minute))},
 	}}, nil, b.Namespace, now)
-	golden.Assert(t, hidden+events.String(), "describe.golden")
+	golden.Assert(t, hidden+events.String(), "binding.golden")
 	assert.Assert(t, !strings.Contains(hidden, "hunter2-pass"), "a credential value is shown without --show-secrets")
 	assert.Assert(t, is.Contains(hidden, "rotation due"))
-	shown := binding.Describe(b, binding.SecretView{Secret: s, Show: true}, now)
-	golden.Assert(t, shown, "describe-show-secrets.golden")
+	shown := describe.BindingView(b, describe.SecretView{Secret: s, Show: true}, now)
+	golden.Assert(t, shown, "binding-show-secrets.golden")
 	assert.Assert(t, is.Contains(shown, "hunter2-pass"))
 
 	pending := b.DeepCopy()
 	pending.Status.Secret, pending.Status.Bound = nil, nil
-	assert.Assert(t, is.Contains(binding.Describe(pending, binding.SecretView{}, now), "db-credentials (not written yet)"))
+	assert.Assert(t, is.Contains(describe.BindingView(pending, describe.SecretView{}, now), "db-credentials (not written yet)"))
 }
 
 func TestDescribeBinding_ShowsTheIDInUseAtTheBroker(t *testing.T) {
@@ -94,7 +96,7 @@ func TestDescribeBinding_ShowsTheIDInUseAtTheBroker(t *testing.T) {
 	b.Status.ExternalIDs = []string{b.Spec.ExternalID, "b-earlier", "b-rotated"}
 	b.Status.Retired = []string{b.Spec.ExternalID}
 
-	out := binding.Describe(b, binding.SecretView{Secret: s}, storetest.SampleTime().Time)
+	out := describe.BindingView(b, describe.SecretView{Secret: s}, storetest.SampleTime().Time)
 
 	assert.Assert(t, is.Contains(out, "Binding ID:       b-rotated (the spec's "+b.Spec.ExternalID+" is no longer used)"))
 	assert.Assert(t, is.Contains(out, "Rotated from:     "+b.Spec.ExternalID+"\n"))

@@ -1,11 +1,9 @@
-package binding
+package describe
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -17,155 +15,12 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
-
-// NewCmdGetBindings returns "get bindings".
-func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
-	var all bool
-	var inst string
-	var wf watchrecords.Flags
-	out := printers.NewOutputFlags(true)
-	cmd := &cobra.Command{
-		Use:     "bindings [NAME...]",
-		Aliases: []string{"binding", "bnd"},
-		Short:   "List service bindings",
-		Long: cmdutil.LongDesc(`
-			List service bindings with their instance, credentials Secret and
-			status. The status says "rotation due" once the broker's renew_before
-			for the credentials has passed: rotate them with
-			"kubectl catalog bind --rotate NAME".
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time a binding changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
-		Example: cmdutil.Examples(`
-			# List the bindings of the current namespace
-			kubectl catalog get bindings
-
-			# List the bindings of instance db, with their OSB ids and expiry
-			kubectl catalog get bnd --instance db -o wide
-
-			# List the bindings of every namespace
-			kubectl catalog get bindings -A
-
-			# Print a row each time a binding of instance db changes (Ctrl-C ends it)
-			kubectl catalog get bindings --instance db --watch-only`),
-		ValidArgsFunction: CompleteBindings(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.Validate(); err != nil {
-				return err
-			}
-			st, err := f.Store()
-			if err != nil {
-				return err
-			}
-			ns, _, err := f.Namespace()
-			if err != nil {
-				return err
-			}
-			if all {
-				ns = ""
-			}
-			want := map[string]bool{}
-			for _, n := range args {
-				want[n] = true
-			}
-			if wf.On() {
-				return watchBindings(cmd.Context(), f, ns, all, inst, want, out, wf.WatchOnly)
-			}
-			list, err := st.Bindings().List(cmd.Context(), ns, store.Filter{Instance: inst})
-			if err != nil && len(list) == 0 {
-				return err
-			}
-			var items []v1alpha1.ServiceBinding
-			for _, b := range list {
-				if len(want) == 0 || want[b.Name] {
-					items = append(items, *b)
-				}
-			}
-			if !out.IsTable() {
-				return out.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, f.Out)
-			}
-			if len(items) == 0 {
-				where := fmt.Sprintf("in namespace %q", ns)
-				if all {
-					where = "in any namespace"
-				}
-				if inst != "" {
-					where = fmt.Sprintf("of instance %q ", inst) + where
-				}
-				fmt.Fprintf(f.ErrOut, "No bindings found %s.\n", where)
-				return nil
-			}
-			return Table(f.Out, items, all, out.IsWide(), f.Now())
-		},
-	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
-	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
-	_ = cmd.RegisterFlagCompletionFunc("instance", instance.CompleteInstances(f))
-	wf.AddFlags(cmd.Flags(), "bindings")
-	out.AddFlags(cmd)
-	return cmd
-}
-
-// watchBindings lists the bindings get would list, then prints each change.
-func watchBindings(ctx context.Context, f *cmdutil.Factory, ns string, all bool, inst string, want map[string]bool, out *printers.OutputFlags, only bool) error {
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return err
-	}
-	sel, err := store.Selector(v1alpha1.KindServiceBinding, store.Filter{Instance: inst})
-	if err != nil {
-		return err
-	}
-	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceBinding]{
-		Out: f.Out, Output: out, WatchOnly: only,
-		Keep: func(b *v1alpha1.ServiceBinding) bool { return len(want) == 0 || want[b.Name] },
-		Table: func(w io.Writer, items []*v1alpha1.ServiceBinding) error {
-			vals := make([]v1alpha1.ServiceBinding, len(items))
-			for i, x := range items {
-				vals[i] = *x
-			}
-			return Table(w, vals, all, out.IsWide(), f.Now())
-		},
-	}, nil)
-}
-
-// Table prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
-// wide the OSB binding id and the credentials' expiry.
-func Table(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, wide bool, now time.Time) error {
-	headers := []string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "BINDING-ID", "EXPIRES")
-	}
-	t := printers.NewTable(w, headers...)
-	for i := range items {
-		b := &items[i]
-		row := []string{b.Name, b.Spec.InstanceName, SecretName(b), Status(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
-		if withNamespace {
-			row = append([]string{b.Namespace}, row...)
-		}
-		if wide {
-			expires := "<none>"
-			if bs := b.Status.Bound; bs != nil && bs.ExpiresAt != nil {
-				expires = bs.ExpiresAt.UTC().Format(time.RFC3339)
-			}
-			row = append(row, b.CurrentExternalID(), expires)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
-}
 
 // NewCmdDescribeBinding returns "describe binding".
 func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
@@ -190,7 +45,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 			# Include the credential values
 			kubectl catalog describe binding db --show-secrets`),
 		Args:              exactlyOneBinding,
-		ValidArgsFunction: CompleteOneBinding(f),
+		ValidArgsFunction: lifecycle.CompleteOneBinding(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
 			if err != nil {
@@ -206,13 +61,13 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 			}
 			var secret *corev1.Secret
 			var secretErr error
-			if name := SecretName(b); name != "" && b.Status.Secret != nil {
+			if name := printers.BindingSecretName(b); name != "" && b.Status.Secret != nil {
 				secret, secretErr = st.GetSecret(cmd.Context(), ns, name)
 				if secretErr == nil && !store.OwnedBy(secret, b) {
 					secret, secretErr = nil, fmt.Errorf("Secret %q is not owned by this binding", name)
 				}
 			}
-			fmt.Fprint(f.Out, Describe(b, SecretView{Secret: secret, Err: secretErr, Show: showSecrets}, f.Now()))
+			fmt.Fprint(f.Out, BindingView(b, SecretView{Secret: secret, Err: secretErr, Show: showSecrets}, f.Now()))
 			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
 			return nil
 		},
@@ -243,8 +98,8 @@ type SecretView struct {
 	Show bool
 }
 
-// Describe renders a binding for humans.
-func Describe(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
+// BindingView renders a binding for humans.
+func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
 	var out strings.Builder
 	kv := func(k, v string) {
 		if v != "" {
@@ -255,7 +110,7 @@ func Describe(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
 	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	kv("Name", b.Name)
 	kv("Namespace", b.Namespace)
-	kv("Status", Status(b, now))
+	kv("Status", printers.BindingStatus(b, now))
 	kv("Instance", b.Spec.InstanceName)
 	kv("Binding ID", bindingID(b))
 	if p := b.RotatedFrom(); p != nil {
@@ -375,7 +230,7 @@ func Describe(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) string {
 }
 
 func describeSecret(out *strings.Builder, b *v1alpha1.ServiceBinding, sv SecretView, ts func(time.Time) string) {
-	name := SecretName(b)
+	name := printers.BindingSecretName(b)
 	switch {
 	case b.Status.Secret == nil:
 		fmt.Fprintf(out, "Secret:\n  %s (not written yet)\n", name)
@@ -451,7 +306,7 @@ func describeProjections(out *strings.Builder, b *v1alpha1.ServiceBinding) {
 		if applied(p) {
 			state = "yes"
 		}
-		t.Append("  "+WorkloadName(p), as(p), state)
+		t.Append("  "+printers.WorkloadName(p), as(p), state)
 	}
 	for _, p := range b.Status.Projected {
 		found := false
@@ -461,7 +316,7 @@ func describeProjections(out *strings.Builder, b *v1alpha1.ServiceBinding) {
 			}
 		}
 		if !found {
-			t.Append("  "+WorkloadName(p), as(p), "yes (to be removed)")
+			t.Append("  "+printers.WorkloadName(p), as(p), "yes (to be removed)")
 		}
 	}
 	_ = t.Render()

@@ -1,4 +1,4 @@
-package instance
+package describe
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ func TestDescribeInstance_ShowsTheIDInUseAtTheBroker(t *testing.T) {
 			i := storetest.SampleInstance()
 			i.Status.ExternalID, i.Status.ExternalIDs = tc.statusID, tc.listed
 
-			out := Describe(i, nil, nil, time.Now())
+			out := InstanceView(i, nil, nil, time.Now())
 
 			assert.Assert(t, is.Contains(out, tc.want))
 			if tc.wantNoEarlierLines {

@@ -1,0 +1,132 @@
+package get
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// NewCmdGetInstances returns "get instances".
+func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
+	var all bool
+	var class, plan string
+	var wf watchrecords.Flags
+	out := printers.NewOutputFlags(true)
+	cmd := &cobra.Command{
+		Use:     "instances [NAME...]",
+		Aliases: []string{"instance", "inst"},
+		Short:   "List service instances",
+		Long: cmdutil.LongDesc(`
+			List service instances with their class, plan and status.
+
+			With -w (--watch), after the list it prints a row, with the same columns,
+			each time an instance changes or is deleted, until interrupted;
+			--watch-only prints only the changes. With -o json|yaml it prints one
+			object per change.`),
+		Example: cmdutil.Examples(`
+			# List the instances of the current namespace
+			kubectl catalog get instances
+
+			# List the postgresql instances of every namespace
+			kubectl catalog get inst -A --class postgresql
+
+			# List the instances, then print a row each time one changes (Ctrl-C ends it)
+			kubectl catalog get instances -w`),
+		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.Validate(); err != nil {
+				return err
+			}
+			st, err := f.Store()
+			if err != nil {
+				return err
+			}
+			ns, _, err := f.Namespace()
+			if err != nil {
+				return err
+			}
+			if all {
+				ns = ""
+			}
+			if wf.On() {
+				return watchInstances(cmd.Context(), f, ns, all, class, plan, args, out, wf.WatchOnly)
+			}
+			items, err := listInstances(cmd.Context(), st, ns, class, plan, args)
+			if err != nil {
+				return err
+			}
+			if !out.IsTable() {
+				return out.PrintObject(&v1alpha1.ServiceInstanceList{Items: items}, f.Out)
+			}
+			if len(items) == 0 {
+				where := fmt.Sprintf("in namespace %q", ns)
+				if all {
+					where = "in any namespace"
+				}
+				fmt.Fprintf(f.ErrOut, "No instances found %s.\n", where)
+				return nil
+			}
+			return printers.InstanceTable(f.Out, items, all, out.IsWide(), f.Now())
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
+	cmd.Flags().StringVar(&class, "class", "", "Only instances of this class.")
+	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
+	wf.AddFlags(cmd.Flags(), "instances")
+	out.AddFlags(cmd)
+	return cmd
+}
+
+// watchInstances lists the instances get would list, then prints each change.
+func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool, class, plan string, names []string, out *printers.OutputFlags, only bool) error {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	sel, err := store.Selector(v1alpha1.KindServiceInstance, store.Filter{Class: class, Plan: plan})
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
+		Out: f.Out, Output: out, WatchOnly: only,
+		Keep: func(i *v1alpha1.ServiceInstance) bool { return len(want) == 0 || want[i.Name] },
+		Table: func(w io.Writer, items []*v1alpha1.ServiceInstance) error {
+			vals := make([]v1alpha1.ServiceInstance, len(items))
+			for i, x := range items {
+				vals[i] = *x
+			}
+			return printers.InstanceTable(w, vals, all, out.IsWide(), f.Now())
+		},
+	}, nil)
+}
+
+func listInstances(ctx context.Context, st *store.Store, ns, class, plan string, names []string) ([]v1alpha1.ServiceInstance, error) {
+	list, err := st.Instances().List(ctx, ns, store.Filter{Class: class, Plan: plan})
+	if err != nil && len(list) == 0 {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var items []v1alpha1.ServiceInstance
+	for _, i := range list {
+		if len(want) == 0 || want[i.Name] {
+			items = append(items, *i)
+		}
+	}
+	return items, nil
+}

@@ -1,5 +1,0 @@
-package update
-
-import "time"
-
-func nowOf(*Options) time.Time { return time.Now() }

@@ -1,0 +1,91 @@
+package printers
+
+import (
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// BindingTable prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
+// wide the OSB binding id and the credentials' expiry.
+func BindingTable(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, wide bool, now time.Time) error {
+	headers := []string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}
+	if withNamespace {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(headers, "BINDING-ID", "EXPIRES")
+	}
+	t := NewTable(w, headers...)
+	for i := range items {
+		b := &items[i]
+		row := []string{b.Name, b.Spec.InstanceName, BindingSecretName(b), BindingStatus(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
+		if withNamespace {
+			row = append([]string{b.Namespace}, row...)
+		}
+		if wide {
+			expires := "<none>"
+			if bs := b.Status.Bound; bs != nil && bs.ExpiresAt != nil {
+				expires = bs.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			row = append(row, b.CurrentExternalID(), expires)
+		}
+		t.Append(row...)
+	}
+	return t.Render()
+}
+
+// BindingStatus is the STATUS column of a binding: its phase (Unbinding once it is marked for
+// deletion), the Ready condition's reason when it is not ready, and "rotation due" once
+// the broker's renew_before has passed.
+func BindingStatus(b *v1alpha1.ServiceBinding, now time.Time) string {
+	phase := string(b.Status.Phase)
+	if phase == "" {
+		phase = string(v1alpha1.PhasePending)
+	}
+	if b.DeletionTimestamp != nil && b.Status.Phase != v1alpha1.PhaseUnbinding {
+		phase = string(v1alpha1.PhaseUnbinding)
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != "True" && c.Reason != "" {
+		phase += " (" + c.Reason + ")"
+	}
+	if catalog.RotationDue(b, now) && b.DeletionTimestamp == nil {
+		phase += ", rotation due"
+	}
+	return phase
+}
+
+// BindingSecretName is the Secret a binding's credentials are (or are to be) in.
+func BindingSecretName(b *v1alpha1.ServiceBinding) string {
+	if b.Status.Secret != nil && b.Status.Secret.Name != "" {
+		return b.Status.Secret.Name
+	}
+	return b.Spec.SecretName
+}
+
+// WorkloadName is a projection as kubectl names the workload: "deployment/web".
+func WorkloadName(p v1alpha1.WorkloadProjection) string {
+	return strings.ToLower(p.Kind) + "/" + p.Name
+}
+
+// ProjectionSummary says where a projection puts the credentials:
+// "deployment/web (files under $SERVICE_BINDING_ROOT/db)".
+func ProjectionSummary(p v1alpha1.WorkloadProjection, binding string) string {
+	return WorkloadName(p) + " (" + ProjectedAs(p, binding) + ")"
+}
+
+// ProjectedAs says how a projection exposes the credentials.
+func ProjectedAs(p v1alpha1.WorkloadProjection, binding string) string {
+	switch {
+	case p.Env && p.EnvPrefix != "":
+		return "environment variables prefixed " + p.EnvPrefix
+	case p.Env:
+		return "environment variables"
+	}
+	return "files under $SERVICE_BINDING_ROOT/" + binding
+}
