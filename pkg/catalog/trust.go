@@ -418,13 +418,12 @@ func (e *Engine) vetBindingCall(ctx context.Context, b *v1alpha1.ServiceBinding,
 }
 
 // authorizeProjections refuses to project b's Secret into a workload its author may not
-// change. Taking a projection back needs no such check: it removes only what the binding
-// added.
+// change. Every workload the spec names is checked, also one the status lists as
+// projected: a status proves nothing (anyone who may update the ConfigMap writes it),
+// and the spec's author, or its Secret name, may have changed since. Taking a projection
+// back needs no such check: it removes only what the binding added.
 func (e *Engine) authorizeProjections(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	for _, p := range b.Spec.Projections {
-		if containsProjection(b.Status.Projected, p) {
-			continue
-		}
 		group, resource := workloadResource(p.Kind)
 		if resource == "" {
 			return refused(ReasonRefusedUntrustedReference, "binding %q names a workload of kind %q, which cannot receive a projection", b.Name, p.Kind)
