@@ -450,3 +450,25 @@ func workloadResource(kind string) (group, resource string) {
 	}
 	return "", ""
 }
+
+// checkParametersTo refuses to send params, when some came from the Secrets that from
+// names (in namespace), to a namespace-scoped broker whose record's author may not read
+// those Secrets. A broker record is a ConfigMap that whoever may write ConfigMaps in its
+// namespace may point at a server of their own; the author of the instance or binding
+// reading the Secrets does not make the broker's author someone who may receive them. A
+// cluster-scoped broker is the administrators' (the catalog namespace) and is trusted.
+func (e *Engine) checkParametersTo(ctx context.Context, b *v1alpha1.Broker, namespace string, from []v1alpha1.ParametersFromSource, params *Parameters) error {
+	if b.Namespace == e.cfg.CatalogNamespace || params == nil || len(params.FromSecret) == 0 {
+		return nil
+	}
+	for _, pf := range from {
+		if pf.SecretKeyRef == nil {
+			continue
+		}
+		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "secrets", Name: pf.SecretKeyRef.Name}); err != nil {
+			r, _ := AsRefused(err)
+			return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("parameters from Secret %q are not sent to broker %q, whose record another author wrote: %s", pf.SecretKeyRef.Name, b.Name, r.Message)}
+		}
+	}
+	return nil
+}
