@@ -222,8 +222,10 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
-	if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
 	}
 	// A re-send holds its place already (reserve finds it); a forged one
 	// must take one like any bind.

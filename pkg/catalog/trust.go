@@ -457,6 +457,8 @@ func workloadResource(kind string) (group, resource string) {
 // namespace may point at a server of their own; the author of the instance or binding
 // reading the Secrets does not make the broker's author someone who may receive them. A
 // cluster-scoped broker is the administrators' (the catalog namespace) and is trusted.
+// A re-send of an interrupted call is not checked: it repeats what was sent, and needs no
+// author's authority (it reads only the Secret its record owns).
 func (e *Engine) checkParametersTo(ctx context.Context, b *v1alpha1.Broker, namespace string, from []v1alpha1.ParametersFromSource, params *Parameters) error {
 	if b.Namespace == e.cfg.CatalogNamespace || params == nil || len(params.FromSecret) == 0 {
 		return nil
