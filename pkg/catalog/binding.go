@@ -742,14 +742,14 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		}
 		// The grant is checked before the credentials are fetched: the bind in flight
 		// may be forged (a status is free to write), or the grant revoked meanwhile.
-		// What the broker made is then unbound, and nothing is fetched.
+		// Nothing is fetched then: the operation stays to be polled again after a
+		// backoff (the refusal shows), and a binding being deleted unbinds instead.
 		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
-			r, ok := AsRefused(err)
-			if !ok {
-				return preCallFailure(e, ctx, b, ReasonBindFailed, err)
+			if b.DeletionTimestamp == nil {
+				return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
 			}
 			return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-				e.startBindMitigation(x, r.Reason, "the bind succeeded, but its credentials are not fetched: "+r.Message, false, now)
+				e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)
 			})
 		}
 		got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,

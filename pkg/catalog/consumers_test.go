@@ -306,10 +306,11 @@ func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefused(t *testing
 
 // The same with an asynchronous bind: a forged "bind in progress" of an unshared
 // instance, which the broker answers as succeeded, must not fetch the credentials into
-// the forger's namespace; what the broker may hold is unbound instead.
+// the forger's namespace. It stays refused; deleting the record unbinds what the broker
+// may hold, still without fetching anything.
 func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t *testing.T) {
 	f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
-	f.broker.SetBindingPollSequence("bop-forged", fake.Succeeded())
+	f.broker.SetBindingPollSequence("bop-forged", fake.Succeeded(), fake.Succeeded(), fake.Succeeded(), fake.Succeeded())
 	f.broker.GetBindingReturns(&osb.GetBindingResponse{Credentials: map[string]any{"password": secretValue}}, nil)
 	db := f.get("db")
 	b := NewBinding(BindingIntent{
@@ -321,20 +322,37 @@ func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t 
 	}
 	_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
 	assert.NilError(t, err)
-
-	for range 4 {
-		f.stepBindingIn(consumerNS, "forged")
-		f.advance(time.Hour)
+	noSecret := func() {
+		t.Helper()
+		assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 0, "the credentials were fetched")
+		_, err := f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+		assert.Assert(t, err != nil, "no Secret was written")
 	}
 
-	assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 0, "the credentials were fetched")
-	_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
-	assert.Assert(t, err != nil, "no Secret was written")
+	for range 2 {
+		res := f.stepBindingIn(consumerNS, "forged")
+		assert.Assert(t, res.Refused, "%+v", res)
+		f.advance(time.Hour)
+	}
+	noSecret()
+	got, err := f.bindingIn(consumerNS, "forged")
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Reason == ReasonRefusedNotShared, "conditions: %+v", got.Status.Conditions)
+	assert.Assert(t, got.Status.Bound == nil, "nothing is bound")
+
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	var res Result
+	for range 4 {
+		if res = f.stepBindingIn(consumerNS, "forged"); res.State == StateDeleted {
+			break
+		}
+		f.advance(time.Hour)
+	}
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	noSecret()
 	unbinds := f.broker.CallsTo(fake.MethodUnbind)
 	assert.Assert(t, len(unbinds) > 0, "what the bind may have made is unbound")
 	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, "bind-forged")
-	got, err := f.bindingIn(consumerNS, "forged")
-	assert.NilError(t, err)
-	assert.Equal(t, got.Status.Bound == nil, true, "nothing is bound")
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
 }
