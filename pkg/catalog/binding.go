@@ -141,10 +141,12 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
 	}
+	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
+	// who may update the binding's ConfigMap, so a "re-send" may be forged.
+	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+		return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
+	}
 	if prev == nil {
-		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
-			return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
-		}
 		if err := CheckBindable(t.inst, t.class); err != nil {
 			if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
 				if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
@@ -220,10 +222,15 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
-	if prev == nil {
-		if err := e.reserve(ctx, b, t.inst); err != nil {
-			return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
+	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 		}
+	}
+	// A re-send holds its place already (reserve finds it); a forged one
+	// must take one like any bind.
+	if err := e.reserve(ctx, b, t.inst); err != nil {
+		return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	if !resend {
 		sent := v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space, PredecessorBindingID: req.PredecessorBindingID}
@@ -732,6 +739,18 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 	if act.Result == osb.ResultSucceeded {
 		if op.Type == v1alpha1.OperationUnbind {
 			return e.unbound(ctx, b, op)
+		}
+		// The grant is checked before the credentials are fetched: the bind in flight
+		// may be forged (a status is free to write), or the grant revoked meanwhile.
+		// Nothing is fetched then: the operation stays to be polled again after a
+		// backoff (the refusal shows), and a binding being deleted unbinds instead.
+		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+			if b.DeletionTimestamp == nil {
+				return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
+			}
+			return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+				e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)
+			})
 		}
 		got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
 			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -257,4 +258,101 @@ func TestConsumers_ARefusedBindingIsDeletedAtOnce_WithoutABrokerCall(t *testing.
 
 	assert.Equal(t, res.State, StateDeleted, "the refusal's retry does not hold back a deletion that sends nothing: %+v", res)
 	assert.Equal(t, len(f.broker.Calls()), 0)
+}
+
+// A status is free to write: a binding record forged in team-b with a status saying a
+// bind is in flight (an interrupted call to re-send) must not skip the sharing check,
+// nor the place under the instance's limit.
+func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		share  bool
+		reason string
+	}{
+		{name: "not shared", reason: ReasonRefusedNotShared},
+		{name: "shared, the limit reached", share: true, reason: ReasonRefusedLimitReached},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := bindingFixture(t, nil)
+			db := f.get("db")
+			if tc.share {
+				zero := int32(0)
+				f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith, i.Spec.MaxBindings = []string{consumerNS}, &zero })
+			}
+			b := NewBinding(BindingIntent{
+				Namespace: consumerNS, Name: "forged", Instance: "db", InstanceNamespace: ns, SecretName: "forged", ExternalID: "bind-forged",
+			})
+			b.Status.InFlight = &v1alpha1.Operation{
+				Type: v1alpha1.OperationBind, InstanceID: db.CurrentExternalID(), BindingID: "bind-forged",
+				ServiceID: db.Spec.ClassID, PlanID: db.Spec.PlanID, RequestID: "req-forged", StartedAt: metav1.NewTime(f.now),
+			}
+			_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
+			assert.NilError(t, err)
+
+			res := f.stepBindingIn(consumerNS, "forged")
+
+			assert.Assert(t, res.Refused, "%+v", res)
+			got, err := f.bindingIn(consumerNS, "forged")
+			assert.NilError(t, err)
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+			assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", got.Status.Conditions)
+			assert.Equal(t, c.Reason, tc.reason, c.Message)
+			assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "nothing may be sent to the broker")
+			_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+			assert.Assert(t, err != nil, "no Secret was written")
+		})
+	}
+}
+
+// The same with an asynchronous bind: a forged "bind in progress" of an unshared
+// instance, which the broker answers as succeeded, must not fetch the credentials into
+// the forger's namespace. It stays refused; deleting the record unbinds what the broker
+// may hold, still without fetching anything.
+func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t *testing.T) {
+	f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
+	f.broker.SetBindingPollSequence("bop-forged", fake.Succeeded(), fake.Succeeded(), fake.Succeeded(), fake.Succeeded())
+	f.broker.GetBindingReturns(&osb.GetBindingResponse{Credentials: map[string]any{"password": secretValue}}, nil)
+	db := f.get("db")
+	b := NewBinding(BindingIntent{
+		Namespace: consumerNS, Name: "forged", Instance: "db", InstanceNamespace: ns, SecretName: "forged", ExternalID: "bind-forged",
+	})
+	b.Status.InFlight = &v1alpha1.Operation{
+		Type: v1alpha1.OperationBind, Async: true, OperationKey: "bop-forged", InstanceID: db.CurrentExternalID(), BindingID: "bind-forged",
+		ServiceID: db.Spec.ClassID, PlanID: db.Spec.PlanID, RequestID: "req-forged", StartedAt: metav1.NewTime(f.now),
+	}
+	_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
+	assert.NilError(t, err)
+	noSecret := func() {
+		t.Helper()
+		assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 0, "the credentials were fetched")
+		_, err := f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+		assert.Assert(t, err != nil, "no Secret was written")
+	}
+
+	for range 2 {
+		res := f.stepBindingIn(consumerNS, "forged")
+		assert.Assert(t, res.Refused, "%+v", res)
+		f.advance(time.Hour)
+	}
+	noSecret()
+	got, err := f.bindingIn(consumerNS, "forged")
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Reason == ReasonRefusedNotShared, "conditions: %+v", got.Status.Conditions)
+	assert.Assert(t, got.Status.Bound == nil, "nothing is bound")
+
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	var res Result
+	for range 4 {
+		if res = f.stepBindingIn(consumerNS, "forged"); res.State == StateDeleted {
+			break
+		}
+		f.advance(time.Hour)
+	}
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	noSecret()
+	unbinds := f.broker.CallsTo(fake.MethodUnbind)
+	assert.Assert(t, len(unbinds) > 0, "what the bind may have made is unbound")
+	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, "bind-forged")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
 }

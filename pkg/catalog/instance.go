@@ -257,6 +257,11 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, &params); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
+	}
+	if !resend {
 		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: org, NamespaceUID: space}, nonEmpty(params)); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
 		}
@@ -447,6 +452,11 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
 	}
 	if !resend {
 		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space}, sent); err != nil {

@@ -418,13 +418,12 @@ func (e *Engine) vetBindingCall(ctx context.Context, b *v1alpha1.ServiceBinding,
 }
 
 // authorizeProjections refuses to project b's Secret into a workload its author may not
-// change. Taking a projection back needs no such check: it removes only what the binding
-// added.
+// change. Every workload the spec names is checked, also one the status lists as
+// projected: a status proves nothing (anyone who may update the ConfigMap writes it),
+// and the spec's author, or its Secret name, may have changed since. Taking a projection
+// back needs no such check: it removes only what the binding added.
 func (e *Engine) authorizeProjections(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	for _, p := range b.Spec.Projections {
-		if containsProjection(b.Status.Projected, p) {
-			continue
-		}
 		group, resource := workloadResource(p.Kind)
 		if resource == "" {
 			return refused(ReasonRefusedUntrustedReference, "binding %q names a workload of kind %q, which cannot receive a projection", b.Name, p.Kind)
@@ -450,4 +449,28 @@ func workloadResource(kind string) (group, resource string) {
 		return "batch", "jobs"
 	}
 	return "", ""
+}
+
+// checkParametersTo refuses to send params, when some came from the Secrets that from
+// names (in namespace), to a namespace-scoped broker whose record's author may not read
+// those Secrets. A broker record is a ConfigMap that whoever may write ConfigMaps in its
+// namespace may point at a server of their own; the author of the instance or binding
+// reading the Secrets does not make the broker's author someone who may receive them. A
+// cluster-scoped broker is the administrators' (the catalog namespace) and is trusted.
+// A re-send of an interrupted call is not checked: it repeats what was sent, and needs no
+// author's authority (it reads only the Secret its record owns).
+func (e *Engine) checkParametersTo(ctx context.Context, b *v1alpha1.Broker, namespace string, from []v1alpha1.ParametersFromSource, params *Parameters) error {
+	if b.Namespace == e.cfg.CatalogNamespace || params == nil || len(params.FromSecret) == 0 {
+		return nil
+	}
+	for _, pf := range from {
+		if pf.SecretKeyRef == nil {
+			continue
+		}
+		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "secrets", Name: pf.SecretKeyRef.Name}); err != nil {
+			r, _ := AsRefused(err)
+			return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("parameters from Secret %q are not sent to broker %q, whose record another author wrote: %s", pf.SecretKeyRef.Name, b.Name, r.Message)}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -342,4 +343,117 @@ func TestTrust_AProjectionIntoAWorkloadTheAuthorMayNotChange_IsRefused(t *testin
 	assert.Equal(t, c.Reason, ReasonRefusedNotAuthorized)
 	assert.Assert(t, is.Contains(c.Message, `update deployments.apps "someone-elses"`))
 	assert.Equal(t, len(p.projected), 0, "no workload was changed")
+}
+
+// A binding's status is free to write for anyone who may update its ConfigMap: a
+// projection it lists as made proves nothing about the spec's author. Forged entries
+// must not spare a workload the author may not change from the check.
+func TestTrust_AProjectionTheStatusClaimsMade_IsStillCheckedAgainstTheAuthor(t *testing.T) {
+	f, p := bindingFixture(t, nil)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	f.engine.cfg.Authorizer = &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"mallory": {{Namespace: ns, Verb: "update", Group: "apps", Resource: "deployments", Name: "hers"}},
+	}}
+	b := NewBinding(BindingIntent{
+		Namespace: ns, Name: "b", Instance: "db", SecretName: "b", ExternalID: "bind-b",
+		Projections: []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "hers"}, {Kind: "Deployment", Name: "someone-elses"}},
+	})
+	b.Status.Projected = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "someone-elses"}}
+	_, err := writerStore(f, "mallory", "tok").Bindings().Create(store.WithIntent(context.Background()), b)
+	assert.NilError(t, err)
+
+	for range 3 {
+		if res := f.stepBinding("b"); res.Refused || res.Done() {
+			break
+		}
+	}
+
+	got := f.getBinding("b")
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", got.Status.Conditions)
+	assert.Equal(t, c.Reason, ReasonRefusedNotAuthorized)
+	assert.Assert(t, is.Contains(c.Message, `update deployments.apps "someone-elses"`))
+	for k := range p.projected {
+		assert.Assert(t, !strings.Contains(k, "someone-elses"), "projected into a workload the author may not change: %v", p.projected)
+	}
+}
+
+// namespaceBroker records (as user w) a namespace-scoped broker "nb" of namespace ns,
+// with no credentials of its own, and its class.
+func namespaceBroker(t *testing.T, w *store.Store, url string) {
+	t.Helper()
+	ctx := store.WithIntent(context.Background())
+	b, err := w.Brokers().Get(ctx, ns, "nb")
+	if store.IsNotFound(err) {
+		_, err = w.Brokers().Create(ctx, &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nb"},
+			Spec: v1alpha1.BrokerSpec{URL: url, Scope: v1alpha1.ScopeNamespace}})
+		assert.NilError(t, err)
+		_, err = w.Classes().Create(ctx, &v1alpha1.ServiceClass{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.ClassRecordName("nb", classID)},
+			Spec: v1alpha1.ServiceClassSpec{BrokerName: "nb", Scope: v1alpha1.ScopeNamespace, ID: classID, ExternalName: "db", Bindable: true,
+				Plans: []v1alpha1.ServicePlan{{ID: planSmall, ExternalName: "small"}}},
+		})
+		assert.NilError(t, err)
+		return
+	}
+	assert.NilError(t, err)
+	b.Spec.URL = url
+	_, err = w.Brokers().Update(ctx, b)
+	assert.NilError(t, err)
+}
+
+// A namespace-scoped broker record is a ConfigMap too: whoever may write ConfigMaps in
+// the namespace may point it at a server of their own. Parameters from Secrets go to it
+// only when the broker record's author may read those Secrets as well, so that reconcile
+// never reads a Secret for one author and sends it to a URL another chose.
+func TestTrust_ParametersFromSecrets_GoOnlyToANamespaceBrokerWhoseAuthorMayReadThem(t *testing.T) {
+	setup := func(t *testing.T, brokerAuthor string) (*fixture, *rbac) {
+		f := newFixture(t)
+		f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+		authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+			"bob": {{Namespace: ns, Verb: "get", Resource: "secrets", Name: "root"}},
+		}}
+		f.engine.cfg.Authorizer = authz
+		_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+		assert.NilError(t, err)
+		namespaceBroker(t, writerStore(f, brokerAuthor, "tok"), "https://"+brokerAuthor+".example")
+		_, err = writerStore(f, "bob", "tok").Instances().Create(store.WithIntent(context.Background()), forgedInstance("db2", ns, "id-2", func(i *v1alpha1.ServiceInstance) {
+			withSecretParameters(i)
+			i.Spec.Scope, i.Spec.BrokerName = v1alpha1.ScopeNamespace, "nb"
+		}))
+		assert.NilError(t, err)
+		return f, authz
+	}
+	ref := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db2"}}
+
+	t.Run("the broker's author may read them", func(t *testing.T) {
+		f, _ := setup(t, "bob")
+		res := f.stepRecord(ref)
+		assert.Equal(t, res.State, StateSettled, res.Message)
+		assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+	})
+	t.Run("the broker's author may not: no provision", func(t *testing.T) {
+		f, _ := setup(t, "mallory")
+		res := f.stepRecord(ref)
+		assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
+		c := condition(f.get("db2"), v1alpha1.ConditionRefused)
+		assert.Assert(t, is.Contains(c.Message, `broker "nb"`), c.Message)
+	})
+	t.Run("the broker re-pointed by someone who may not: no update", func(t *testing.T) {
+		f, _ := setup(t, "bob")
+		assert.Equal(t, f.stepRecord(ref).State, StateSettled)
+		f.broker.ResetCalls()
+		namespaceBroker(t, writerStore(f, "mallory", "tok"), "https://mallory.example")
+		// The status is free to write: a checksum nothing matches asks for an update.
+		_, err := writerStore(f, "mallory", "tok").Instances().UpdateWithRetry(context.Background(), ns, "db2", func(i *v1alpha1.ServiceInstance) error {
+			i.Status.Provisioned.ParametersChecksum = "unknown"
+			return nil
+		})
+		assert.NilError(t, err)
+		f.advance(time.Minute)
+
+		res := f.stepRecord(ref)
+
+		assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
+	})
 }

@@ -179,9 +179,9 @@ func (e *Engine) copyToBindings(ctx context.Context, inst *v1alpha1.ServiceInsta
 }
 
 // copyCredentials makes b's Secret a copy of the credentials of the user-provided
-// instance inst, with b's transforms applied, and marks b bound (to no broker). The first
+// instance inst, with b's transforms applied, and marks b bound (to no broker). Every
 // copy checks, as a bind does, that inst lets b's namespace bind to it, and takes a place
-// under its limit. Projections follow on the next step, as after a bind.
+// under its limit (a place already held is kept). Projections follow on the next step, as after a bind.
 func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) (Result, error) {
 	first := b.Status.Bound == nil
 	if d := e.retryWait(b, actionBind); d > 0 {
@@ -191,9 +191,12 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 		if err := CheckBindable(inst, nil); err != nil {
 			return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
 		}
-		if err := e.checkConsumer(ctx, b, inst); err != nil {
-			return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
-		}
+	}
+	// Every copy checks the grant, and holds a place under the limit: status.bound is
+	// free to write for anyone who may update the binding's ConfigMap, so a copy the
+	// status claims made before may be forged.
+	if err := e.checkConsumer(ctx, b, inst); err != nil {
+		return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
 	}
 	if !b.CrossNamespace() {
 		// In its own namespace the binding copies only what its author may read.
@@ -206,10 +209,8 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonBindCredentialsNotCopied, err)
 	}
-	if first {
-		if err := e.reserve(ctx, b, inst); err != nil {
-			return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
-		}
+	if err := e.reserve(ctx, b, inst); err != nil {
+		return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	creds := make(map[string]any, len(secret.Data))
 	for k, v := range secret.Data {

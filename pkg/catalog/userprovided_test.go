@@ -8,6 +8,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -158,4 +159,29 @@ func TestUserProvided_MissingCredentials_NotReady(t *testing.T) {
 	assert.Assert(t, res.State != StateSettled)
 	assert.Assert(t, is.Contains(res.Message, `credentials Secret "db-credentials" of user-provided instance "db" is missing`))
 	assert.Assert(t, CheckBindable(f.get("db"), nil) != nil)
+}
+
+// A status is free to write: a binding record forged in another namespace, whose status
+// claims a copy of an older version of the credentials, must not skip the sharing check
+// and get the new ones.
+func TestUserProvided_AForgedCopyInAnotherNamespace_OfAnUnsharedInstance_GetsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.userProvided(map[string]string{"password": upsPassword})
+	b := NewBinding(BindingIntent{
+		Namespace: consumerNS, Name: "forged", Instance: "db", InstanceNamespace: ns, SecretName: "forged", ExternalID: "bind-forged",
+	})
+	b.Status.Bound = &v1alpha1.BoundState{BindingID: "bind-forged", UserProvided: true, SourceVersion: "stale"}
+	_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
+	assert.NilError(t, err)
+
+	res := f.stepBindingIn(consumerNS, "forged")
+
+	assert.Assert(t, res.Refused, "%+v", res)
+	got, err := f.bindingIn(consumerNS, "forged")
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil, "conditions: %+v", got.Status.Conditions)
+	assert.Equal(t, c.Reason, ReasonRefusedNotShared, c.Message)
+	_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+	assert.Assert(t, err != nil, "no Secret was written")
 }
