@@ -99,7 +99,13 @@ type Member struct {
 	Live bool `json:"live"`
 	// Malformed says why the Lease is ignored ("" when it is not).
 	Malformed string `json:"malformed,omitempty"`
+	// ResourceVersion is the Lease's.
+	ResourceVersion string `json:"-"`
 }
+
+// StaleLeaseAfter is how long after it expired a member's Lease is deleted by the live
+// members: the Lease of a member that died (a pod's replacement is a new member).
+func StaleLeaseAfter(d time.Duration) time.Duration { return max(4*d, time.Minute) }
 
 // Expires is when the member stops being live unless it renews.
 func (m Member) Expires() time.Time { return m.RenewTime.Add(m.Duration) }
@@ -118,7 +124,7 @@ func MembersOf(group string, leases []coordinationv1.Lease, now time.Time) []Mem
 		if l.Labels[LabelShardGroup] != group {
 			continue
 		}
-		m := Member{Lease: l.Name}
+		m := Member{Lease: l.Name, ResourceVersion: l.ResourceVersion}
 		s := l.Spec
 		if s.HolderIdentity != nil {
 			m.ID = *s.HolderIdentity
@@ -393,6 +399,7 @@ func (g *Group) Maintain(ctx context.Context, changed func()) {
 				g.logf("shard group %s: live members now %s", g.Name, strings.Join(NewAssignment(g.ID, liveIDs(members)).Members, ", "))
 				changed()
 			}
+			g.collect(ctx, members)
 			// A member whose Lease expires before the next renewal is noticed when it
 			// does, not up to a third of a lease duration later.
 			for _, m := range members {
@@ -414,6 +421,23 @@ func (g *Group) Maintain(ctx context.Context, changed func()) {
 	defer cancel()
 	if err := g.Leave(dctx); err != nil {
 		g.logf("shard group %s: cannot delete Lease %s (the others take its records once it expires): %v", g.Name, LeaseName(g.Name, g.ID), err)
+	}
+}
+
+// collect deletes the Leases of members that expired more than StaleLeaseAfter ago
+// (unless renewed since they were listed). Malformed Leases are left alone: they are
+// ignored, and someone may be looking at them.
+func (g *Group) collect(ctx context.Context, members []Member) {
+	now := g.now()
+	for _, m := range members {
+		if m.Malformed != "" || m.Live || m.ID == g.ID || now.Sub(m.Expires()) < StaleLeaseAfter(m.Duration) {
+			continue
+		}
+		rv := m.ResourceVersion
+		err := g.Leases.Delete(ctx, m.Lease, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err == nil {
+			g.logf("shard group %s: deleted Lease %s of member %s, expired %s ago", g.Name, m.Lease, m.ID, now.Sub(m.Expires()).Round(time.Second))
+		}
 	}
 }
 

@@ -313,3 +313,30 @@ func TestNewMemberID_IsDistinctAndAValidLeaseName(t *testing.T) {
 	assert.Assert(t, a != b)
 	assert.Assert(t, len(LeaseName("g", a)) <= 253)
 }
+
+func TestGroup_CollectDeletesOnlyLongExpiredWellFormedLeases(t *testing.T) {
+	ctx := context.Background()
+	core := fake.NewClientset()
+	leases := core.CoordinationV1().Leases(storetest.CatalogNamespace)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, l := range []coordinationv1.Lease{
+		lease("g", "g-dead", "dead", now.Add(-2*time.Minute), 15),
+		lease("g", "g-recent", "recent", now.Add(-30*time.Second), 15),
+		lease("g", "g-live", "live", now, 15),
+		lease("g", "g-bad", "", now.Add(-time.Hour), 15),
+	} {
+		_, err := leases.Create(ctx, &l, metav1.CreateOptions{})
+		assert.NilError(t, err)
+	}
+	a := newGroup(core, "g", "a", func() time.Time { return now })
+	members, _, err := a.List(ctx)
+	assert.NilError(t, err)
+	a.collect(ctx, members)
+	list, err := leases.List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	var left []string
+	for _, l := range list.Items {
+		left = append(left, l.Name)
+	}
+	assert.DeepEqual(t, left, []string{"g-bad", "g-live", "g-recent"})
+}
