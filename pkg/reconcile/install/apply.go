@@ -162,10 +162,14 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 		}
 		return nil
 	}
-	rbac := []runtime.Object{objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding}
+	if err := applyAll(objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding); err != nil {
+		return results, err
+	}
 	if objs.LeaseRole != nil {
+		// A shard group's Role on Leases, in the catalog namespace.
+		rolesNSExists := nsExists
 		if ns := objs.LeaseRole.Namespace; ns != objs.Namespace.Name {
-			res, _, err := ensureNamespace(ctx, core, &corev1.Namespace{
+			res, exists, err := ensureNamespace(ctx, core, &corev1.Namespace{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 				ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: objs.Namespace.Labels},
 			}, dry)
@@ -173,10 +177,18 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 				return results, err
 			}
 			results = append(results, res)
+			rolesNSExists = exists
 		}
-		rbac = append(rbac, objs.Roles()...)
+		if dryRun && !rolesNSExists {
+			for _, obj := range objs.Roles() {
+				m, _ := meta.Accessor(obj)
+				results = append(results, Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Created, Object: obj})
+			}
+		} else if err := applyAll(objs.Roles()...); err != nil {
+			return results, err
+		}
 	}
-	if err := applyAll(append(rbac, objs.Workloads()...)...); err != nil {
+	if err := applyAll(objs.Workloads()...); err != nil {
 		return results, err
 	}
 	if nsExists || !dryRun {
