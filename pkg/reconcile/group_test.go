@@ -340,3 +340,14 @@ func TestGroup_CollectDeletesOnlyLongExpiredWellFormedLeases(t *testing.T) {
 	}
 	assert.DeepEqual(t, left, []string{"g-bad", "g-live", "g-recent"})
 }
+
+func TestServe_AMemberLooksAgainSoonAtRecordsClaimedByAnother(t *testing.T) {
+	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	claimedUntil := end.Add(2 * time.Minute)
+	rep := RunReport{End: end, Summary: Summary{Counts: map[Outcome]int{Skipped: 1},
+		Items: []Item{{Outcome: Skipped, Until: &claimedUntil}}}}
+	s := &Server{Options: ServeOptions{Interval: 30 * time.Second}.withDefaults()}
+	assert.Equal(t, s.nextRun(rep), end.Add(30*time.Second), "alone: at the interval")
+	s.Group = &Group{Name: "g", ID: "a", LeaseDuration: 15 * time.Second}
+	assert.Equal(t, s.nextRun(rep), end.Add(5*time.Second), "in a group: within a third of the lease")
+}

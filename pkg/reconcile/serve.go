@@ -330,7 +330,20 @@ func (s *Server) nextRun(rep RunReport) time.Time {
 			}
 		}
 	}
+	if s.Group != nil && rep.Summary.Counts[Skipped] > 0 {
+		// Records of this member's share claimed by another member, which releases
+		// them when it learns that the members changed: looked at again soon, not only
+		// when the claims would lapse.
+		next = minTime(next, rep.End.Add(s.Group.duration()/3))
+	}
 	return maxTime(next, rep.End.Add(o.Debounce))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func maxTime(a, b time.Time) time.Time {
