@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,6 +53,10 @@ var doctorLong = cmdutil.LongDesc(`
 	    and doctor names them);
 	  - reconcile: whether "kubectl catalog reconcile install" is in place,
 	    when it last ran and last succeeded;
+	  - shard group: the members of each group of "reconcile --serve
+	    --shard-group" (their Leases in the catalog namespace: holder, last
+	    renewal, live or expired), with a warning for expired or malformed
+	    Leases, or a single live member where the Deployment asks for more;
 	  - trust: whether the records' trust policy is in force (the
 	    ValidatingAdmissionPolicy and its binding, and a token ConfigMap in
 	    the catalog namespace younger than both), not installed, or with a
@@ -234,8 +239,102 @@ func (o *Options) Diagnose(ctx context.Context) Report {
 	o.checkBrokers(ctx, &r)
 	o.checkRecords(ctx, &r)
 	o.checkReconcileInstalled(ctx, &r)
+	o.checkShardGroups(ctx, &r)
 	o.checkTrust(ctx, &r)
 	return r
+}
+
+// checkShardGroups shows the members of each shard group of "reconcile --serve
+// --shard-group" (their Leases in the catalog namespace), with a warning when a group
+// has expired or malformed Leases, or a single live member while its Deployment asks
+// for more replicas. Without Leases, nor a Deployment of a group, it says nothing.
+func (o *Options) checkShardGroups(ctx context.Context, r *Report) {
+	list, err := o.Core.CoordinationV1().Leases(o.CatalogNamespace).List(ctx, metav1.ListOptions{LabelSelector: reconcile.LabelShardGroup})
+	if err != nil {
+		return // not ours to see: doctor's rbac check says what the user may do
+	}
+	byGroup := map[string][]coordinationv1.Lease{}
+	for _, l := range list.Items {
+		g := l.Labels[reconcile.LabelShardGroup]
+		byGroup[g] = append(byGroup[g], l)
+	}
+	// The replicas each group's Deployment asks for, where doctor may see them.
+	want := map[string]int32{}
+	wantRef := map[string]string{}
+	if ds, err := o.Core.AppsV1().Deployments(o.ReconcileNamespace).List(ctx, metav1.ListOptions{LabelSelector: install.LabelComponent + "=reconcile"}); err == nil {
+		for _, d := range ds.Items {
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if i := slices.Index(c.Command, "--shard-group"); i >= 0 && i+1 < len(c.Command) {
+					want[c.Command[i+1]] = ptrValue(d.Spec.Replicas)
+					wantRef[c.Command[i+1]] = "Deployment " + d.Namespace + "/" + d.Name
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		names = append(names, g)
+	}
+	for g := range want {
+		if _, ok := byGroup[g]; !ok {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	now := o.Now()
+	for _, g := range names {
+		members := reconcile.MembersOf(g, byGroup[g], now)
+		var lines []string
+		live, expired, malformed := 0, 0, 0
+		for _, m := range members {
+			state := "live"
+			switch {
+			case m.Malformed != "":
+				state, malformed = "ignored: "+m.Malformed, malformed+1
+			case !m.Live:
+				state, expired = "expired", expired+1
+			default:
+				live++
+			}
+			renewed := "never renewed"
+			if !m.RenewTime.IsZero() {
+				renewed = "renewed " + now.Sub(m.RenewTime).Round(time.Second).String() + " ago"
+			}
+			lines = append(lines, fmt.Sprintf("%s (holder %s, %s, %s)", m.Lease, cmpOr(m.ID, "none"), renewed, state))
+		}
+		c := Check{Name: "shard group " + g, Status: OK,
+			Detail: fmt.Sprintf("%d live members in namespace %s: %s", live, o.CatalogNamespace, strings.Join(lines, "; "))}
+		if len(members) == 0 {
+			c.Detail = fmt.Sprintf("no member: no Lease in namespace %s", o.CatalogNamespace)
+		}
+		var fixes []string
+		if expired > 0 || malformed > 0 {
+			c.Status = Warn
+			fixes = append(fixes, fmt.Sprintf("expired Leases are members that stopped without deleting theirs (a killed pod); the live members took over their records and delete them %s after they expired (or: kubectl delete lease -n %s NAME). Malformed ones are ignored: find out who wrote them",
+				reconcile.StaleLeaseAfter(reconcile.DefaultLeaseDuration), o.CatalogNamespace))
+		}
+		if n, ok := want[g]; ok && n > 1 && live <= 1 {
+			c.Status = Warn
+			c.Detail += fmt.Sprintf("; %s asks for %d replicas", wantRef[g], n)
+			fixes = append(fixes, fmt.Sprintf("only %d live member: see the pods, kubectl get pods -n %s -l %s=reconcile, and their logs", live, o.ReconcileNamespace, install.LabelComponent))
+		}
+		c.Fix = strings.Join(fixes, "; ")
+		r.add(c)
+	}
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // checkTrust reports whether the records' trust policy is in force.

@@ -18,6 +18,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -378,4 +380,48 @@ func TestDiagnose_TerminatingNamespace_SaysTheBrokerWaitsForItsInstances(t *test
 	c, ok = find(r, "record leaving/broker/team")
 	assert.Assert(t, ok, "%+v", r.Checks)
 	assert.Assert(t, is.Contains(c.Detail, "deleted 20m0s ago and still waiting for its instances: kept until its instance db is deprovisioned"))
+}
+
+func shardLease(group, id string, renew time.Time, secs int32) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: reconcile.LeaseName(group, id), Namespace: catalogNS, Labels: map[string]string{reconcile.LabelShardGroup: group}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(id), RenewTime: &metav1.MicroTime{Time: renew}, LeaseDurationSeconds: ptr.To(secs)},
+	}
+}
+
+func TestDoctor_ShardGroupsShowTheirMembers(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	o := install.Defaults()
+	o.Image, o.Serve, o.Replicas, o.Name = "example.invalid/kubectl-catalog:test", true, 3, "busy"
+	busy := install.Build(o).Deployments[0]
+	fx := newFixture(t,
+		shardLease("healthy", "a", now.Add(-2*time.Second), 15), shardLease("healthy", "b", now.Add(-4*time.Second), 15),
+		shardLease("busy", "a", now.Add(-time.Second), 15), shardLease("busy", "gone", now.Add(-time.Minute), 15),
+		busy,
+	)
+	fx.now = now
+	r := fx.options(t).Diagnose(context.Background())
+
+	c, ok := find(r, "shard group healthy")
+	assert.Assert(t, ok, "%+v", r.Checks)
+	assert.Equal(t, c.Status, OK, "%+v", c)
+	assert.Assert(t, is.Contains(c.Detail, "2 live members"))
+	assert.Assert(t, is.Contains(c.Detail, "healthy-a (holder a, renewed 2s ago, live)"))
+
+	c, ok = find(r, "shard group busy")
+	assert.Assert(t, ok, "%+v", r.Checks)
+	assert.Equal(t, c.Status, Warn, "%+v", c)
+	assert.Assert(t, is.Contains(c.Detail, "busy-gone (holder gone, renewed 1m0s ago, expired)"))
+	assert.Assert(t, is.Contains(c.Detail, "asks for 3 replicas"))
+	assert.Assert(t, is.Contains(c.Fix, "expired Leases"))
+	assert.Assert(t, is.Contains(c.Fix, "only 1 live member"))
+	assert.Assert(t, !r.Failed() || !strings.HasPrefix(c.Name, "shard"), "warnings only")
+}
+
+func TestDoctor_NoShardGroupNoLine(t *testing.T) {
+	fx := newFixture(t)
+	r := fx.options(t).Diagnose(context.Background())
+	for _, c := range r.Checks {
+		assert.Assert(t, !strings.HasPrefix(c.Name, "shard group"), "%+v", c)
+	}
 }

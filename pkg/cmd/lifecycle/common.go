@@ -64,13 +64,20 @@ const TestClockSkewEnv = "KUBECTL_CATALOG_TEST_CLOCK_SKEW"
 // the end-to-end tests, which retry a failing broker several times in seconds.
 const TestRetryBackoffEnv = "KUBECTL_CATALOG_TEST_RETRY_BACKOFF"
 
+// TestClaimTTLEnv, when set to a Go duration ("10s"), replaces how long reconcile's
+// claims last unrenewed (2m). It exists only for the end-to-end tests of shard groups,
+// which kill a replica and wait for the claims it held to lapse; it must stay above the
+// broker timeout, and is not a user knob.
+const TestClaimTTLEnv = "KUBECTL_CATALOG_TEST_CLAIM_TTL"
+
 // EngineOptions tune NewEngineWith.
 type EngineOptions struct {
 	// PollInterval is the shortest interval between polls without Retry-After.
 	PollInterval time.Duration
 	// Holder names the driver in claims; default: the engine's.
 	Holder string
-	// TestKnobs applies TestClockSkewEnv and TestRetryBackoffEnv (reconcile only).
+	// TestKnobs applies TestClockSkewEnv, TestRetryBackoffEnv and TestClaimTTLEnv
+	// (reconcile only).
 	TestKnobs bool
 	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
 	TargetCacheTTL time.Duration
@@ -113,6 +120,13 @@ func testKnobs(now func() time.Time, cfg *catalog.Config) (func() time.Time, err
 		}
 		cfg.RetryBase, cfg.RetryMax = base, maxD
 		cfg.MaxPollInterval = max(maxD, cfg.PollInterval)
+	}
+	if v := os.Getenv(TestClaimTTLEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return nil, fmt.Errorf("%s=%q: want a Go duration of at least 1s such as 10s", TestClaimTTLEnv, v)
+		}
+		cfg.ClaimTTL = d
 	}
 	return now, nil
 }

@@ -41,8 +41,13 @@ var installLong = cmdutil.LongDesc(`
 	    "reconcile --serve", with the same pod, readiness and liveness probes
 	    on /healthz (port 8080, named "http", which also serves /metrics),
 	    and a PodDisruptionBudget keeping one pod when --replicas is above 1;
+	    above 1, the pods are a shard group (--shard-group NAME) that split the
+	    records among the live ones, and a Role and RoleBinding in the
+	    catalog namespace let them get, list, watch, create, update and
+	    delete Leases there, and nowhere else;
 	  - with --shards N, N CronJobs (or Deployments) NAME-0 ... NAME-N-1, the
-	    i-th running reconcile --shard i/N, so that they split the records;
+	    i-th running reconcile --shard i/N, so that they split the records
+	    (not with --replicas above 1, whose pods split them by themselves);
 	  - the records' trust policy: the ValidatingAdmissionPolicy and
 	    ValidatingAdmissionPolicyBinding "kubectl-catalog-record-author",
 	    with which the API server refuses a write that creates a record,
@@ -87,8 +92,9 @@ var installExample = cmdutil.Examples(`
 	# Review the manifests first, or keep them in version control
 	kubectl catalog reconcile install --dry-run=client -o yaml
 
-	# Continuously, from a Deployment of two pods (with a PodDisruptionBudget)
-	kubectl catalog reconcile install --serve --replicas 2
+	# Continuously, from a Deployment of three pods splitting the records (a shard
+	# group, with a PodDisruptionBudget)
+	kubectl catalog reconcile install --serve --replicas 3
 
 	# The records split between three CronJobs
 	kubectl catalog reconcile install --shards 3
@@ -139,7 +145,7 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "Bound of each run (reconcile --max-duration); keep it below the schedule's interval.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "How many records each run drives at once (reconcile --workers).")
 	fs.BoolVar(&o.Serve, "serve", false, "Run \"reconcile --serve\" from a Deployment, continuously, instead of a CronJob.")
-	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "With --serve: pods of the Deployment (above 1, with a PodDisruptionBudget that keeps one).")
+	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "With --serve: pods of the Deployment; above 1, they split the records as a shard group (with a Role on Leases in the catalog namespace, and a PodDisruptionBudget that keeps one).")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Split the records between this many CronJobs (or Deployments) NAME-0..NAME-N-1, the i-th running reconcile --shard i/N.")
 	fs.BoolVar(&o.NoTrustPolicy, "no-trust-policy", false, "Do not install the records' trust policy (for clusters without the ValidatingAdmissionPolicy API): records stay unverified.")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`)
@@ -406,7 +412,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	}
 	if err == nil {
 		var more []install.Result
-		more, err = install.Uninstall(ctx, o.Core, o.Namespace, o.Name)
+		more, err = install.Uninstall(ctx, o.Core, o.Namespace, o.Name, catalogNS)
 		results = append(results, more...)
 	}
 	for _, r := range results {

@@ -129,8 +129,18 @@ func TestInstall_ServeAndShardsInTheManifests(t *testing.T) {
 		"serviceaccount/catalog-reconcile created (dry run)\n"+
 		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
 		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
+		"role.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
+		"rolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
 		"deployment.apps/catalog-reconcile created (dry run)\n"+
 		"poddisruptionbudget.policy/catalog-reconcile created (dry run)\n")
+	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--serve", "--replicas", "3", "-o", "yaml", "--no-trust-policy")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(out, "- --shard-group\n        - catalog-reconcile\n"), out)
+	assert.Assert(t, is.Contains(out, "kind: Role\n"), out)
+	assert.Assert(t, is.Contains(out, "- leases\n"), out)
+	err = cmdtest.RunOffline(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--serve", "--replicas", "2", "--shards", "2")
+	assert.ErrorContains(t, err, "--shards 2 and --replicas 2 cannot go together")
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
 
 	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--serve", "-o", "yaml", "--no-trust-policy")
 	assert.NilError(t, err)

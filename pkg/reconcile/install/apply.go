@@ -81,6 +81,10 @@ func resourceOf(obj runtime.Object) string {
 		return "clusterrole.rbac.authorization.k8s.io"
 	case *rbacv1.ClusterRoleBinding:
 		return "clusterrolebinding.rbac.authorization.k8s.io"
+	case *rbacv1.Role:
+		return "role.rbac.authorization.k8s.io"
+	case *rbacv1.RoleBinding:
+		return "rolebinding.rbac.authorization.k8s.io"
 	case *batchv1.CronJob:
 		return "cronjob.batch"
 	case *appsv1.Deployment:
@@ -158,7 +162,33 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 		}
 		return nil
 	}
-	if err := applyAll(append([]runtime.Object{objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding}, objs.Workloads()...)...); err != nil {
+	if err := applyAll(objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding); err != nil {
+		return results, err
+	}
+	if objs.LeaseRole != nil {
+		// A shard group's Role on Leases, in the catalog namespace.
+		rolesNSExists := nsExists
+		if ns := objs.LeaseRole.Namespace; ns != objs.Namespace.Name {
+			res, exists, err := ensureNamespace(ctx, core, &corev1.Namespace{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+				ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: objs.Namespace.Labels},
+			}, dry)
+			if err != nil {
+				return results, err
+			}
+			results = append(results, res)
+			rolesNSExists = exists
+		}
+		if dryRun && !rolesNSExists {
+			for _, obj := range objs.Roles() {
+				m, _ := meta.Accessor(obj)
+				results = append(results, Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Created, Object: obj})
+			}
+		} else if err := applyAll(objs.Roles()...); err != nil {
+			return results, err
+		}
+	}
+	if err := applyAll(objs.Workloads()...); err != nil {
 		return results, err
 	}
 	if nsExists || !dryRun {
@@ -353,8 +383,12 @@ func sameObject(before, after runtime.Object, dryRun bool) bool {
 // records. An object already gone is reported NotFound, not as an error: the
 // CronJob named after the installation is always reported, so that a second
 // uninstall says what it looked for.
-func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name string) ([]Result, error) {
+func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name string, catalogNamespace ...string) ([]Result, error) {
 	objs := Build(Options{Namespace: namespace, Name: name, Shards: 1})
+	catalogNS := DefaultNamespace
+	if len(catalogNamespace) > 0 && catalogNamespace[0] != "" {
+		catalogNS = catalogNamespace[0]
+	}
 	found, err := installedWorkloads(ctx, core, namespace, name)
 	if err != nil {
 		return nil, err
@@ -371,8 +405,19 @@ func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name s
 		targets = append([]runtime.Object{objs.CronJobs[0]}, targets...)
 	}
 	background := metav1.DeletePropagationBackground
-	return deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background},
-		append(targets, objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)...)
+	results, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background}, targets...)
+	if err != nil {
+		return results, err
+	}
+	// A shard group's Role and RoleBinding on Leases, if it had one.
+	roles, err := deletePresent(ctx, core, metav1.DeleteOptions{}, leaseRoles(namespace, name, catalogNS)...)
+	results = append(results, roles...)
+	if err != nil {
+		return results, err
+	}
+	more, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background},
+		objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)
+	return append(results, more...), err
 }
 
 // installedWorkloads lists the CronJobs, Deployments and PodDisruptionBudgets
@@ -433,12 +478,38 @@ func prune(ctx context.Context, core kubernetes.Interface, objs Objects, dry []s
 	}
 	background := metav1.DeletePropagationBackground
 	results, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dry}, stale...)
+	if err == nil && objs.LeaseRole == nil && objs.ClusterRole != nil {
+		// No shard group any more: its Role and RoleBinding go, if there were any.
+		var gone []Result
+		gone, err = deletePresent(ctx, core, metav1.DeleteOptions{DryRun: dry}, leaseRoles(objs.ServiceAccount.Namespace, objs.ServiceAccount.Name, objs.catalogNamespace)...)
+		results = append(results, gone...)
+	}
 	for i := range results {
 		if results[i].Action == Deleted {
 			results[i].Action = Pruned
 		}
 	}
 	return results, err
+}
+
+// leaseRoles are the Role and RoleBinding of the installation namespace/name's shard
+// group in catalogNamespace, as Build makes them.
+func leaseRoles(namespace, name, catalogNamespace string) []runtime.Object {
+	o := Defaults()
+	o.Namespace, o.Name, o.CatalogNamespace, o.Serve, o.Replicas = namespace, name, catalogNamespace, true, 2
+	return Build(o).Roles()
+}
+
+// deletePresent deletes the objs that exist; those already gone are not reported.
+func deletePresent(ctx context.Context, core kubernetes.Interface, opts metav1.DeleteOptions, objs ...runtime.Object) ([]Result, error) {
+	results, err := deleteAll(ctx, core, opts, objs...)
+	kept := results[:0]
+	for _, r := range results {
+		if r.Action != NotFound {
+			kept = append(kept, r)
+		}
+	}
+	return kept, err
 }
 
 // UninstallTrust deletes the token ConfigMap in catalogNamespace, then the
@@ -509,6 +580,12 @@ func resourceClient(core kubernetes.Interface, obj runtime.Object) client {
 		return typed(c.Get, c.Patch, c.Delete)
 	case *rbacv1.ClusterRoleBinding:
 		c := core.RbacV1().ClusterRoleBindings()
+		return typed(c.Get, c.Patch, c.Delete)
+	case *rbacv1.Role:
+		c := core.RbacV1().Roles(ns)
+		return typed(c.Get, c.Patch, c.Delete)
+	case *rbacv1.RoleBinding:
+		c := core.RbacV1().RoleBindings(ns)
 		return typed(c.Get, c.Patch, c.Delete)
 	case *batchv1.CronJob:
 		c := core.BatchV1().CronJobs(ns)

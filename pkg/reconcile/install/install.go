@@ -295,6 +295,9 @@ func (o Options) Validate() error {
 		if o.Replicas < 1 {
 			return fmt.Errorf("--replicas must be at least 1, not %d", o.Replicas)
 		}
+		if o.Replicas > 1 && o.Shards > 1 {
+			return fmt.Errorf("--shards %d and --replicas %d cannot go together: the replicas of a Deployment split the records among themselves (a shard group); drop --shards and set --replicas to the number of reconcilers you want", o.Shards, o.Replicas)
+		}
 		if o.MaxDuration != 0 && o.MaxDuration < time.Second {
 			return fmt.Errorf("--max-duration must be at least 1s, not %s", o.MaxDuration)
 		}
@@ -340,6 +343,10 @@ func (o Options) catalogNamespaceArgs() []string {
 	return nil
 }
 
+// ShardGroup reports whether the installation runs a shard group: --serve with
+// more than one replica.
+func (o Options) ShardGroup() bool { return o.Serve && o.Replicas > 1 }
+
 // ClusterName is the name of the ClusterRole and ClusterRoleBinding of an
 // installation. Both are cluster-scoped, so the name carries the namespace:
 // installations in several namespaces do not overwrite each other.
@@ -358,11 +365,15 @@ func (o Options) Command(i int) []string {
 }
 
 // ServeCommand is the command line of the container of shard i's
-// Deployment (--serve).
+// Deployment (--serve). With several replicas, they are a shard group named
+// after the Deployment.
 func (o Options) ServeCommand(i int) []string {
 	cmd := []string{Binary, "reconcile", "-A", "--serve", "--listen", ":" + strconv.Itoa(ServePort), "--workers", strconv.Itoa(o.Workers)}
 	if o.MaxDuration > 0 {
 		cmd = append(cmd, "--max-duration", shortDuration(o.MaxDuration))
+	}
+	if o.ShardGroup() {
+		cmd = append(cmd, "--shard-group", o.WorkloadName(i))
 	}
 	cmd = append(cmd, o.shardArgs(i)...)
 	return append(cmd, o.catalogNamespaceArgs()...)
@@ -392,6 +403,10 @@ type Objects struct {
 	ServiceAccount     *corev1.ServiceAccount
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	// LeaseRole and LeaseRoleBinding let the replicas of a shard group keep their
+	// Leases in the catalog namespace (nil without a group).
+	LeaseRole        *rbacv1.Role
+	LeaseRoleBinding *rbacv1.RoleBinding
 	// One CronJob per shard, or with Serve one Deployment per shard and, with
 	// several replicas, a PodDisruptionBudget for each.
 	CronJobs             []*batchv1.CronJob
@@ -403,6 +418,9 @@ type Objects struct {
 	Policy        *admissionv1.ValidatingAdmissionPolicy
 	PolicyBinding *admissionv1.ValidatingAdmissionPolicyBinding
 	TrustToken    *corev1.ConfigMap
+
+	// catalogNamespace is where a shard group's Leases (and Role) are.
+	catalogNamespace string
 }
 
 // List returns the objects in the order they are applied: the namespace
@@ -410,11 +428,27 @@ type Objects struct {
 // trust policy and its binding, and the token last, once they are in force.
 func (objs Objects) List() []runtime.Object {
 	list := []runtime.Object{objs.Namespace, objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding}
+	list = append(list, objs.Roles()...)
 	list = append(list, objs.Workloads()...)
 	if objs.Policy != nil {
 		list = append(list, objs.Policy, objs.PolicyBinding, objs.TrustToken)
 	}
 	return list
+}
+
+// Roles are the Role and RoleBinding of a shard group's Leases, if any.
+func (objs Objects) Roles() []runtime.Object {
+	if objs.LeaseRole == nil {
+		return nil
+	}
+	return []runtime.Object{objs.LeaseRole, objs.LeaseRoleBinding}
+}
+
+// LeaseRules are the rules of the Role a shard group's replicas get in the
+// catalog namespace: their own Leases, nothing else, nowhere else.
+func LeaseRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}}
 }
 
 // Workloads are the CronJobs, Deployments and PodDisruptionBudgets.
@@ -461,6 +495,22 @@ func Build(o Options) Objects {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: o.Namespace}},
 		},
+	}
+	objs.catalogNamespace = o.TrustNamespace()
+	if o.ShardGroup() {
+		roleMeta := meta(o.TrustNamespace(), cluster)
+		roleMeta.Labels[LabelInstallation] = o.Name
+		objs.LeaseRole = &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+			ObjectMeta: roleMeta,
+			Rules:      LeaseRules(),
+		}
+		objs.LeaseRoleBinding = &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: *roleMeta.DeepCopy(),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: cluster},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: o.Namespace}},
+		}
 	}
 	shards := max(o.Shards, 1)
 	for i := range shards {

@@ -130,6 +130,8 @@ func TestValidate_NamesTheFlag(t *testing.T) {
 		{name: "replicas without serve", mutate: func(o *Options) { o.Replicas = 2 }, wantErr: "--replicas 2 needs --serve"},
 		{name: "serve without replicas", mutate: func(o *Options) { o.Serve, o.Replicas = true, 0 }, wantErr: "--replicas must be at least 1"},
 		{name: "serve with its own bound", mutate: func(o *Options) { o.Serve, o.MaxDuration = true, 0 }},
+		{name: "a shard group and shards", mutate: func(o *Options) { o.Serve, o.Replicas, o.Shards = true, 3, 2 }, wantErr: "--shards 2 and --replicas 3 cannot go together"},
+		{name: "one replica per shard", mutate: func(o *Options) { o.Serve, o.Replicas, o.Shards = true, 1, 2 }},
 		{name: "serve with a bad bound", mutate: func(o *Options) { o.Serve, o.MaxDuration = true, time.Millisecond }, wantErr: "--max-duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,7 +366,7 @@ func TestBuild_ServeMakesADeploymentWithProbesAndABudget(t *testing.T) {
 	assert.Equal(t, spec.RestartPolicy, corev1.RestartPolicyAlways)
 	assert.Equal(t, *spec.TerminationGracePeriodSeconds, int64(30))
 	c := spec.Containers[0]
-	assert.DeepEqual(t, c.Command, []string{"kubectl-catalog", "reconcile", "-A", "--serve", "--listen", ":8080", "--workers", "8"})
+	assert.DeepEqual(t, c.Command, []string{"kubectl-catalog", "reconcile", "-A", "--serve", "--listen", ":8080", "--workers", "8", "--shard-group", "catalog-reconcile"})
 	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
 		assert.Assert(t, p != nil && p.HTTPGet != nil)
 		assert.Equal(t, p.HTTPGet.Path, "/healthz")
@@ -392,11 +394,27 @@ func TestBuild_ServeMakesADeploymentWithProbesAndABudget(t *testing.T) {
 	assert.Equal(t, len(objs.PodDisruptionBudgets), 0)
 	assert.Assert(t, is.Contains(strings.Join(objs.Deployments[0].Spec.Template.Spec.Containers[0].Command, " "), "--max-duration 1m"))
 
+	// Several replicas are a shard group named after the Deployment, with a Role on
+	// Leases in the catalog namespace only.
+	o.Replicas = 3
+	objs = Build(o)
+	assert.Assert(t, is.Contains(strings.Join(objs.Deployments[0].Spec.Template.Spec.Containers[0].Command, " "), "--shard-group catalog-reconcile"))
+	assert.Equal(t, objs.LeaseRole.Namespace, o.TrustNamespace())
+	assert.DeepEqual(t, objs.LeaseRole.Rules, LeaseRules())
+	assert.DeepEqual(t, objs.LeaseRole.Rules[0].Resources, []string{"leases"})
+	assert.Equal(t, objs.LeaseRoleBinding.RoleRef.Name, objs.LeaseRole.Name)
+	assert.DeepEqual(t, objs.LeaseRoleBinding.Subjects[0].Name, o.Name)
+	for _, p := range Permissions {
+		assert.Assert(t, !slices.Contains(p.Resources, "leases"), "nothing cluster-wide on Leases")
+	}
+	o.Replicas = 1
+	assert.Assert(t, Build(o).LeaseRole == nil, "one replica: no group, no Role")
+
 	// Sharded: one Deployment per shard, pods told apart by their selector.
-	o.Shards, o.Replicas = 2, 2
+	o.Shards, o.Replicas = 2, 1
 	objs = Build(o)
 	assert.Equal(t, len(objs.Deployments), 2)
-	assert.Equal(t, len(objs.PodDisruptionBudgets), 2)
+	assert.Equal(t, len(objs.PodDisruptionBudgets), 0)
 	assert.Assert(t, objs.Deployments[0].Spec.Selector.MatchLabels[LabelInstance] != objs.Deployments[1].Spec.Selector.MatchLabels[LabelInstance])
 	assert.Assert(t, is.Contains(strings.Join(objs.Deployments[1].Spec.Template.Spec.Containers[0].Command, " "), "--shard 1/2"))
 }
@@ -429,19 +447,23 @@ func TestApply_PrunesWhatTheInstallationNoLongerHasAndUninstallFindsEverything(t
 	res, err := Apply(ctx, core, Build(o), ApplyOptions{})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, lines(res)[4:], []string{
+		"role.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created",
+		"rolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created",
 		"deployment.apps/catalog-reconcile created",
 		"poddisruptionbudget.policy/catalog-reconcile created",
 		"cronjob.batch/catalog-reconcile-0 pruned",
 		"cronjob.batch/catalog-reconcile-1 pruned",
 		"cronjob.batch/catalog-reconcile-2 pruned",
 	})
-	// One replica: the budget goes.
+	// One replica: the budget goes, and the shard group's Role on Leases.
 	o.Replicas = 1
 	res, err = Apply(ctx, core, Build(o), ApplyOptions{})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, lines(res)[4:], []string{
 		"deployment.apps/catalog-reconcile configured",
 		"poddisruptionbudget.policy/catalog-reconcile pruned",
+		"role.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile pruned",
+		"rolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile pruned",
 	})
 	o.Replicas = 2
 	_, err = Apply(ctx, core, Build(o), ApplyOptions{})
@@ -453,6 +475,8 @@ func TestApply_PrunesWhatTheInstallationNoLongerHasAndUninstallFindsEverything(t
 		"cronjob.batch/catalog-reconcile not found, skipped",
 		"deployment.apps/catalog-reconcile deleted",
 		"poddisruptionbudget.policy/catalog-reconcile deleted",
+		"role.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
+		"rolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"serviceaccount/catalog-reconcile deleted",
