@@ -328,10 +328,14 @@ feed:
 // RotateDue, bindings whose credentials are due for rotation, in the shard. Records
 // another driver holds a live claim on are not read: they come back as Skipped items.
 func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, error) {
-	pending, err := r.Store.ListPending(ctx, o.Namespace)
+	pending, ids, err := r.Store.ListPendingWithIDs(ctx, o.Namespace)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The same list tells which records use which OSB ids: the engine's check that no
+	// older record uses a record's id needs no list per record (the check is
+	// cluster-wide: only the index of a list of every namespace answers it).
+	r.Engine.UseIDIndex(ids)
 	now := r.now()
 	holder := r.Engine.Holder()
 	var todo []work

@@ -291,6 +291,8 @@ func SeedBroker(ctx context.Context, st *store.Store, url string) error {
 	if _, err := st.Brokers().Create(ctx, &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: brokerName},
 		Spec:       v1alpha1.BrokerSpec{URL: url, Scope: v1alpha1.ScopeCluster},
+		// Settled: no work of its own for reconcile.
+		Status: v1alpha1.BrokerStatus{ObservedGeneration: 1},
 	}); err != nil {
 		return err
 	}
