@@ -87,6 +87,11 @@ type Summary struct {
 	Counts      map[Outcome]int `json:"counts"`
 	Items       []Item          `json:"items"`
 	Shard       string          `json:"shard,omitempty"`
+	// Group is this member's share of its shard group (Options.Group).
+	Group *GroupSummary `json:"group,omitempty"`
+	// Regrouped: the shard group's live members changed during the run, which was
+	// ended early (as Drain does) so that the next run takes up the new share.
+	Regrouped bool `json:"regrouped,omitempty"`
 	// Took is how long the run took, e.g. "1.5s".
 	Took string `json:"took,omitempty"`
 }
@@ -163,6 +168,26 @@ type Options struct {
 	RetryHorizon time.Duration
 	// Observer, if not nil, hears what the run does while it does it.
 	Observer Observer
+	// Group, when set, limits the run to this member's share of its shard group, as
+	// the group's Leases say at the start of the run (and Shard still applies), plus
+	// the records of other members' shares that starved past StarvationBound.
+	Group *Group
+	// StarvationBound: a record of another member's share that has had work, no live
+	// claim and no change for this long, and whose next step was due this long ago, is
+	// taken up. Default Group.StarvationBound(0).
+	StarvationBound time.Duration
+
+	// owns is the run's share, set by Run: Shard's and Group's.
+	owns func(namespace, name string) bool
+}
+
+// Owns reports whether namespace/name is the run's to drive: in its Shard and, once
+// Run listed the shard group, in this member's share.
+func (o Options) Owns(namespace, name string) bool {
+	if o.owns != nil {
+		return o.owns(namespace, name)
+	}
+	return o.Shard.Owns(namespace, name)
 }
 
 // TargetCacheTTL is how long reconcile's engine keeps a broker's record, client and
@@ -253,7 +278,9 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		}
 	}
 	sum := Summary{DryRun: o.DryRun, Shard: o.Shard.String(), Counts: map[Outcome]int{}}
-	todo, pre, err := r.Select(listCtx, o)
+	todo, pre, group, owns, err := r.selectWork(listCtx, o)
+	sum.Group = group
+	o.owns = owns
 	if err != nil {
 		sum.Interrupted = interrupted.Load()
 		if sum.Interrupted && ctx.Err() == nil {
@@ -325,12 +352,64 @@ feed:
 
 // Select lists the work of a run: brokers, instances and bindings labelled pending or
 // being deleted (one metadata-only list), brokers whose relist is due and, with
-// RotateDue, bindings whose credentials are due for rotation, in the shard. Records
-// another driver holds a live claim on are not read: they come back as Skipped items.
+// RotateDue, bindings whose credentials are due for rotation, in the shard (and, in a
+// shard group, in this member's share). Records another driver holds a live claim on
+// are not read: they come back as Skipped items.
 func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, error) {
+	todo, pre, _, _, err := r.selectWork(ctx, o)
+	return todo, pre, err
+}
+
+// selectWork is Select, with the shard group's summary and the run's share.
+func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, err error) {
+	owns = o.Shard.Owns
+	// A record of another member's share taken up because it starved.
+	starved := func(string, string, string, string, *store.Lease, *time.Time) bool { return false }
+	if g := o.Group; g != nil {
+		a, gerr := g.Assignment(ctx)
+		gs = &GroupSummary{Name: g.Name, Members: a.Members}
+		if gerr != nil {
+			gs.Error = gerr.Error()
+		}
+		owns = func(namespace, name string) bool { return o.Shard.Owns(namespace, name) && a.Owns(namespace, name) }
+		bound := cmp.Or(o.StarvationBound, g.StarvationBound(0))
+		keep := map[string]bool{}
+		defer func() {
+			if err == nil {
+				g.forget(keep)
+			}
+		}()
+		starved = func(kind, namespace, name, rv string, l *store.Lease, dueAt *time.Time) bool {
+			if !o.Shard.Owns(namespace, name) {
+				return false
+			}
+			key := work{kind: kind, namespace: namespace, name: name}.key()
+			keep[key] = true
+			now := r.now()
+			if !g.starved(key, rv, l != nil && l.Live(now), bound, now) {
+				return false
+			}
+			if dueAt != nil && now.Before(dueAt.Add(bound)) {
+				return false
+			}
+			if dueAt == nil && !r.overdue(ctx, kind, namespace, name, bound, now) {
+				return false
+			}
+			gs.TakenOver++
+			return true
+		}
+	}
+	defer func() {
+		if gs != nil && err == nil {
+			gs.Owned = len(todo) + len(pre)
+		}
+	}()
 	pending, ids, err := r.Store.ListPendingWithIDs(ctx, o.Namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, gs, owns, err
+	}
+	if gs != nil {
+		gs.Listed = len(pending)
 	}
 	// The same list tells which records use which OSB ids: the engine's check that no
 	// older record uses a record's id needs no list per record (the check is
@@ -338,8 +417,6 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 	r.Engine.UseIDIndex(ids)
 	now := r.now()
 	holder := r.Engine.Holder()
-	var todo []work
-	var pre []Item
 	index := map[string]int{} // work key -> position in todo, -1 when skipped
 	skip := func(kind, namespace, name string, l *store.Lease) bool {
 		if l == nil || l.Holder == holder || !l.Live(now) {
@@ -356,7 +433,7 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 		default:
 			continue
 		}
-		if !o.Shard.Owns(p.Namespace, p.Name) {
+		if !owns(p.Namespace, p.Name) && !starved(p.Kind, p.Namespace, p.Name, p.ResourceVersion, p.Lease, nil) {
 			continue
 		}
 		w := work{kind: p.Kind, namespace: p.Namespace, name: p.Name}
@@ -372,14 +449,24 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 		// listed in full to find it.
 		brokers, err := r.Store.Brokers().List(ctx, o.Namespace, store.Filter{})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, gs, owns, err
 		}
 		for _, b := range brokers {
 			w := work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b}
 			// A namespace-scoped broker recorded by an older release holds none of its
 			// instances yet: this run gives it the finalizer.
 			w.adopt = store.HoldsInstances(b) && !slices.Contains(b.Finalizers, store.Finalizer) && b.DeletionTimestamp == nil
-			if i, seen := index[w.key()]; seen || !o.Shard.Owns(b.Namespace, b.Name) {
+			mine := owns(b.Namespace, b.Name)
+			if at := b.Status.NextRelistAt; !mine && at != nil && b.DeletionTimestamp == nil && !w.adopt {
+				if _, seen := index[w.key()]; !seen {
+					var l *store.Lease
+					if x, ok := store.LeaseOf(b); ok {
+						l = &x
+					}
+					mine = !now.Before(at.Time) && starved(w.kind, b.Namespace, b.Name, b.ResourceVersion, l, &at.Time)
+				}
+			}
+			if i, seen := index[w.key()]; seen || !mine {
 				if seen && i >= 0 {
 					todo[i].adopt = w.adopt
 				}
@@ -395,12 +482,12 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 		// listed in full (page by page) to find it.
 		bindings, err := r.Store.Bindings().List(ctx, o.Namespace, store.Filter{})
 		if err != nil && !store.IsCorrupt(err) && !store.IsUnsupportedFormat(err) {
-			return nil, nil, err
+			return nil, nil, gs, owns, err
 		}
 		// An unreadable binding ConfigMap does not hide the others; if it has work, the
 		// pending list above shows it, and reading it fails visibly.
 		for _, b := range bindings {
-			if b.DeletionTimestamp != nil || !catalog.RotationDue(b, now) || !o.Shard.Owns(b.Namespace, b.Name) {
+			if b.DeletionTimestamp != nil || !catalog.RotationDue(b, now) || !owns(b.Namespace, b.Name) {
 				continue
 			}
 			w := work{kind: v1alpha1.KindServiceBinding, namespace: b.Namespace, name: b.Name, rotate: true}
@@ -421,7 +508,25 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 			}
 		}
 	}
-	return todo, pre, nil
+	return todo, pre, gs, owns, nil
+}
+
+// overdue reads an instance or binding of another member's share and reports whether
+// its next step was due at least bound ago, with no live claim on it: its owner is not
+// taking it up. A broker is taken up as it is (its run checks what is due).
+func (r *Reconciler) overdue(ctx context.Context, kind, namespace, name string, bound time.Duration, now time.Time) bool {
+	if kind == v1alpha1.KindBroker {
+		return true
+	}
+	rec := r.recordOf(work{kind: kind, namespace: namespace, name: name})
+	if found, err := rec.read(ctx); err != nil || !found {
+		return false
+	}
+	next := rec.next()
+	if next.ClaimedBy != "" || next.NeedsUser {
+		return false
+	}
+	return next.At.IsZero() || !now.Before(next.At.Add(bound))
 }
 
 // brokerDue says whether b's catalog is to be fetched at now, and when it will be

@@ -408,7 +408,7 @@ func (r *Reconciler) follow(ctx context.Context, t *task, o Options) {
 		return // the instance says what it waits for; the next run finds them pending
 	}
 	for _, b := range bindings {
-		if o.Shard.Owns(b.Namespace, b.Name) {
+		if o.Owns(b.Namespace, b.Name) {
 			t.more = append(t.more, work{kind: v1alpha1.KindServiceBinding, namespace: b.Namespace, name: b.Name})
 		}
 	}

@@ -86,6 +86,11 @@ type Server struct {
 	CheckAPI func(ctx context.Context) error
 	// Metrics are updated after every run; nil: a new set.
 	Metrics *Metrics
+	// Group, when set, makes this server a member of a shard group: it keeps its
+	// Lease while it serves (deleting it when it stops), drives only its share of the
+	// records, and starts a run as soon as the live members change (ending the run
+	// under way early, as a shutdown does, so that the new share is taken up).
+	Group *Group
 	// Report is called after every run, e.g. to log it.
 	Report func(RunReport)
 	// Logf reports what is not a run: the watch failing and recovering, shutdown.
@@ -100,8 +105,12 @@ type Server struct {
 	last     *RunReport
 	brokers  []BrokerProblem
 	stopping bool
-	apiMu    sync.Mutex // serialises API checks; held while one is under way
-	api      apiCheck
+	// regroup ends the run under way when the group's members change; regrouped
+	// says it did.
+	regroup   context.CancelFunc
+	regrouped bool
+	apiMu     sync.Mutex // serialises API checks; held while one is under way
+	api       apiCheck
 }
 
 type apiCheck struct {
@@ -177,11 +186,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 	}
 
+	var member sync.WaitGroup
+	stopMember := func() {}
+	if s.Group != nil {
+		// The Lease outlives ctx until the last run is over: the others take this
+		// member's records once it is deleted.
+		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopMember = cancel
+		if err := s.Group.Renew(ctx); err != nil {
+			s.Logf("shard group %s: %v; retrying", s.Group.Name, err)
+		}
+		member.Go(func() {
+			s.Group.Maintain(gctx, func() {
+				s.mu.Lock()
+				if s.regroup != nil {
+					s.regroup()
+					s.regrouped = true
+				}
+				s.mu.Unlock()
+				select {
+				case triggered <- struct{}{}:
+				default:
+				}
+			})
+		})
+	}
+
 	loopErr := s.loop(ctx, hard, triggered)
 
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
+	stopMember()
+	member.Wait()
 	wg.Wait()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -224,8 +261,28 @@ func (s *Server) runOnce(ctx, hard context.Context) RunReport {
 	// On shutdown (ctx done) the run starts no new record; hard interrupts what is
 	// under way once the grace period is over.
 	opts := s.Options.Run
-	opts.Drain = ctx.Done()
+	runCtx, endRun := context.WithCancel(ctx)
+	defer endRun()
+	opts.Drain = runCtx.Done()
+	if s.Group != nil {
+		opts.Group = s.Group
+		if opts.StarvationBound <= 0 {
+			opts.StarvationBound = s.Group.StarvationBound(s.Options.Interval)
+		}
+		s.mu.Lock()
+		s.regroup, s.regrouped = endRun, false
+		s.mu.Unlock()
+	}
 	rep.Summary, rep.Err = s.Reconciler.Run(hard, opts)
+	if s.Group != nil {
+		s.mu.Lock()
+		regrouped := s.regrouped
+		s.regroup, s.regrouped = nil, false
+		s.mu.Unlock()
+		if regrouped && ctx.Err() == nil && rep.Err == nil {
+			rep.Summary.Regrouped, rep.Summary.TimeUp = true, false
+		}
+	}
 	rep.End = s.Now()
 	interrupted := hard.Err() != nil
 	if rep.Err != nil && !interrupted && rep.Summary.Items != nil {
@@ -259,7 +316,7 @@ func (s *Server) nextRun(rep RunReport) time.Time {
 	switch {
 	case rep.Err != nil:
 		next = rep.End.Add(min(o.Interval, 5*time.Second))
-	case rep.Summary.TimeUp:
+	case rep.Summary.TimeUp, rep.Summary.Regrouped:
 		next = rep.End
 	}
 	for _, it := range rep.Summary.Items {

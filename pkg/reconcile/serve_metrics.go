@@ -34,6 +34,10 @@ type Metrics struct {
 	lastRun        prometheus.Gauge
 	runDuration    prometheus.Histogram
 	brokerRequests *prometheus.HistogramVec
+	shardMembers   prometheus.Gauge
+	shardListed    prometheus.Gauge
+	shardOwned     prometheus.Gauge
+	shardTaken     prometheus.Counter
 }
 
 // NewMetrics returns the metrics, registered with a new registry together with the Go
@@ -67,8 +71,25 @@ func NewMetrics() *Metrics {
 			Help:    "How long brokers took to answer requests (up to the response headers), by broker (namespace/name) and HTTP status code (\"error\" when no answer came).",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"broker", "code"}),
+		shardMembers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubectl_catalog_shard_members",
+			Help: "Live members of this replica's shard group (itself included) at the start of the last run; 0 outside a group.",
+		}),
+		shardListed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubectl_catalog_shard_records_listed",
+			Help: "Records with work the last run listed, every member's share included; 0 outside a group.",
+		}),
+		shardOwned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubectl_catalog_shard_records_owned",
+			Help: "Records with work the last run took as this replica's share of its shard group (taken-over ones included); 0 outside a group.",
+		}),
+		shardTaken: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kubectl_catalog_shard_records_taken_over_total",
+			Help: "Records of another member's share taken up because they stayed pending, unclaimed and unchanged past the starvation bound.",
+		}),
 	}
 	m.registry.MustRegister(m.runs, m.records, m.queueDepth, m.lastRun, m.runDuration, m.brokerRequests,
+		m.shardMembers, m.shardListed, m.shardOwned, m.shardTaken,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every result shows from the first scrape on, at zero, so that rate() and
 	// absence alerts work before the first failure.
@@ -106,6 +127,12 @@ func (m *Metrics) ObserveRun(sum Summary, err error, interrupted bool, took time
 		return
 	}
 	m.queueDepth.Set(float64(len(sum.Items)))
+	if g := sum.Group; g != nil {
+		m.shardMembers.Set(float64(len(g.Members)))
+		m.shardListed.Set(float64(g.Listed))
+		m.shardOwned.Set(float64(g.Owned))
+		m.shardTaken.Add(float64(g.TakenOver))
+	}
 	for _, it := range sum.Items {
 		m.records.WithLabelValues(it.Kind, string(it.Outcome)).Inc()
 	}

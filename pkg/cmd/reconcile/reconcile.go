@@ -81,7 +81,16 @@ var reconcileLong = cmdutil.LongDesc(`
 	API server answers and the last run ended recently and could list its
 	work, 503 otherwise) and Prometheus /metrics on --listen, logs one line per
 	run (time, duration, counts) to stderr, and on SIGTERM lets the run under
-	way finish within --shutdown-grace and exits 0.`)
+	way finish within --shutdown-grace and exits 0.
+
+	With --serve --shard-group NAME, replicas of one group split the records
+	among themselves: each keeps a Lease in the catalog namespace, renewed
+	every third of --lease-duration, and takes up only its share of the
+	records (a stable hash of namespace/name over the live members). A
+	replica that stops deletes its Lease; one that dies is noticed within
+	--lease-duration; either way the others take up its share at once. A
+	record's claim still keeps two processes from calling a broker about it
+	at the same time (see docs/reconcile.md).`)
 
 var reconcileExample = cmdutil.Examples(`
 	# Finish what is pending in the current namespace
@@ -110,6 +119,12 @@ var reconcileExample = cmdutil.Examples(`
 
 	# As a Deployment does it: in a loop, with /healthz and /metrics on port 8080
 	kubectl catalog reconcile -A --serve
+
+	# One of several replicas splitting the records among themselves
+	kubectl catalog reconcile -A --serve --shard-group catalog-reconcile
+
+	# The same, noticing a replica that died within 30 seconds
+	kubectl catalog reconcile -A --serve --shard-group catalog-reconcile --lease-duration 30s
 
 	# A run at least every minute, metrics on localhost only
 	kubectl catalog reconcile -A --serve --serve-interval 1m --listen 127.0.0.1:9090`)

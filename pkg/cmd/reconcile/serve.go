@@ -26,14 +26,20 @@ type ServeFlags struct {
 	Listen   string
 	// ShutdownGrace is how long a run under way may go on after SIGTERM or SIGINT.
 	ShutdownGrace time.Duration
+	// ShardGroup makes this process a member of the named shard group: replicas of
+	// one group split the records among the live members.
+	ShardGroup string
+	// LeaseDuration is how long a member's Lease lasts unrenewed.
+	LeaseDuration time.Duration
 
 	flags    *pflag.FlagSet
+	group    *reconcile.Group
 	records  reconcile.MetadataWatcher
 	checkAPI func(context.Context) error
 }
 
 // serveOnlyFlags mean something only with --serve.
-var serveOnlyFlags = []string{"serve-interval", "listen", "shutdown-grace"}
+var serveOnlyFlags = []string{"serve-interval", "listen", "shutdown-grace", "shard-group", "lease-duration"}
 
 // AddFlags adds the serve flags to cmd.
 func (s *ServeFlags) AddFlags(cmd *cobra.Command) {
@@ -43,6 +49,10 @@ func (s *ServeFlags) AddFlags(cmd *cobra.Command) {
 	fs.DurationVar(&s.Interval, "serve-interval", 30*time.Second, "With --serve: longest wait between two runs (sooner when a retry or poll is due, or a record starts to have work). Also the default --max-duration of each run.")
 	fs.StringVar(&s.Listen, "listen", ":8080", "With --serve: address to serve /healthz and /metrics on.")
 	fs.DurationVar(&s.ShutdownGrace, "shutdown-grace", 20*time.Second, "With --serve: how long the run under way may go on after SIGTERM before its broker calls are interrupted.")
+	fs.StringVar(&s.ShardGroup, "shard-group", "", "With --serve: be a member of this shard group; replicas of one group split the records among the live members (one Lease each in the catalog namespace), and take over a member's share when it stops or dies.")
+	fs.DurationVar(&s.LeaseDuration, "lease-duration", reconcile.DefaultLeaseDuration, "With --shard-group: how long this member's Lease lasts unrenewed (renewed every third of it); a member that dies is noticed within it.")
+	_ = cmd.RegisterFlagCompletionFunc("shard-group", cobra.FixedCompletions([]string{"catalog-reconcile"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("lease-duration", cobra.FixedCompletions([]string{"15s", "30s", "1m"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("serve-interval", cobra.FixedCompletions([]string{"30s", "1m", "5m"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("listen", cobra.FixedCompletions([]string{":8080", "127.0.0.1:8080"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -75,6 +85,20 @@ func (o *Options) validateServe() error {
 	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
 		return cmdutil.UsageErrorf("--listen %q: want HOST:PORT or :PORT, e.g. :8080", s.Listen)
 	}
+	if s.changed("lease-duration") && s.ShardGroup == "" {
+		return cmdutil.UsageErrorf("--lease-duration needs --shard-group")
+	}
+	if s.ShardGroup != "" {
+		if err := reconcile.ValidateGroupName(s.ShardGroup); err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+		if o.ShardFlag != "" {
+			return cmdutil.UsageErrorf("--shard and --shard-group cannot go together: a shard group splits the records among its live members by itself; drop --shard and run as many replicas of the group as you want shards")
+		}
+		if s.LeaseDuration < 3*time.Second || s.LeaseDuration > time.Hour || s.LeaseDuration%time.Second != 0 {
+			return cmdutil.UsageErrorf("--lease-duration must be whole seconds between 3s and 1h, not %s", s.LeaseDuration)
+		}
+	}
 	if !s.changed("max-duration") {
 		o.MaxDuration = s.Interval
 	}
@@ -105,6 +129,16 @@ func (o *Options) completeServe(f *cmdutil.Factory) error {
 		_, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
+	if o.Serve.ShardGroup != "" {
+		core, err := f.KubernetesClient()
+		if err != nil {
+			return err
+		}
+		o.Serve.group = &reconcile.Group{
+			Name: o.Serve.ShardGroup, ID: reconcile.NewMemberID(), LeaseDuration: o.Serve.LeaseDuration,
+			Leases: core.CoordinationV1().Leases(f.CatalogNamespace),
+		}
+	}
 	return nil
 }
 
@@ -124,6 +158,7 @@ func (o *Options) runServe(ctx context.Context) error {
 	srv := &reconcile.Server{
 		Reconciler: o.Reconciler,
 		Records:    s.records,
+		Group:      s.group,
 		CheckAPI:   s.checkAPI,
 		Metrics:    metrics,
 		Logf:       logf,
@@ -142,6 +177,10 @@ func (o *Options) runServe(ctx context.Context) error {
 		where = "all namespaces"
 	}
 	logf("reconciling %s at least every %s; serving /healthz and /metrics on %s", where, s.Interval, ln.Addr())
+	if g := s.group; g != nil {
+		g.Logf = logf
+		logf("member %s of shard group %s (Lease %s, lasting %s): taking up its share of the records", g.ID, g.Name, reconcile.LeaseName(g.Name, g.ID), g.LeaseDuration)
+	}
 	// Broker requests of the engine and the catalog syncer are timed into
 	// kubectl_catalog_broker_request_duration_seconds.
 	ctx = brokerclient.ContextWithObserver(ctx, metrics.ObserveBrokerRequest)
@@ -174,6 +213,18 @@ func RunLine(rep reconcile.RunReport) string {
 		b.WriteString("nothing to do")
 	default:
 		b.WriteString(CountsLine(rep.Summary))
+	}
+	if g := rep.Summary.Group; g != nil {
+		fmt.Fprintf(&b, "; shard group %s: %d members, %d of %d records with work taken", g.Name, len(g.Members), g.Owned, g.Listed)
+		if g.TakenOver > 0 {
+			fmt.Fprintf(&b, " (%d of other members' shares, starved)", g.TakenOver)
+		}
+		if g.Error != "" {
+			fmt.Fprintf(&b, " (the last members seen: %s)", g.Error)
+		}
+	}
+	if rep.Summary.Regrouped {
+		b.WriteString("; the group's members changed: the next run takes up the new share")
 	}
 	if interrupted {
 		b.WriteString("; interrupted: the shutdown grace period ran out, what was under way is left pending")
