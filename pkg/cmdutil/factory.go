@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -87,6 +88,9 @@ type Factory struct {
 	once       sync.Once
 	restConfig *rest.Config
 	restErr    error
+
+	storeOnce sync.Once
+	storeOpts []store.Option
 }
 
 // NewFactory returns a factory on the given streams with kubectl's usual
@@ -175,9 +179,15 @@ func (f *Factory) Store() (*store.Store, error) {
 }
 
 // StoreOptions are the options of every store the commands use: records are written as
-// the user the API server knows, stamped with the catalog's trust token.
+// the user the API server knows, stamped with the catalog's trust token. The stores of
+// one factory share them, so the user is asked for (SelfSubjectReview) and the token
+// read once per process, not once per store (a verb and its engine each have one); the
+// first core given is the one they ask.
 func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {
-	return []store.Option{store.WithClusterIdentity(core), store.WithClusterTrustToken(core, f.CatalogNamespace)}
+	f.storeOnce.Do(func() {
+		f.storeOpts = []store.Option{store.WithClusterIdentity(core), store.WithClusterTrustToken(core, f.CatalogNamespace)}
+	})
+	return slices.Clip(f.storeOpts)
 }
 
 // DiscoveryClient returns a discovery client (server version, API groups).

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 
@@ -117,19 +119,33 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 }
 
 // IDIndex is the OSB id labels of the instances and bindings one consistent list read
-// (ListPendingWithIDs): which records used which ids then.
+// (ListPendingWithIDs): which records used which ids then. It is kept small (a few
+// dozen bytes a record): reconcile holds one for the records of a whole cluster.
 type IDIndex struct {
 	namespace string
 	// newest is the newest creationTimestamp in the list (the API server's clock).
-	newest metav1.Time
-	// users: kind and id label key -> the records labelled with it.
-	users map[string][]IDUser
+	newest int64
+	// users: the records labelled with an id, the first in first, any more in more.
+	first map[idKey]idUser
+	more  map[idKey][]idUser
 	// listed: the records the list held.
-	listed map[types.UID]bool
+	listed map[types.UID]struct{}
+}
+
+// idKey is a record kind and the hash of an id, as IDLabel has it.
+type idKey struct {
+	binding bool
+	sum     [20]byte
+}
+
+type idUser struct {
+	namespace, name string
+	uid             types.UID
+	created         int64 // Unix seconds, as creationTimestamp has them
 }
 
 func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, users: map[string][]IDUser{}, listed: map[types.UID]bool{}}
+	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}}
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
@@ -141,14 +157,22 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	if !ok {
 		return
 	}
-	x.listed[m.UID] = true
-	if x.newest.Before(&m.CreationTimestamp) {
-		x.newest = m.CreationTimestamp
-	}
+	x.listed[m.UID] = struct{}{}
+	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
+	x.newest = max(x.newest, u.created)
 	for k, v := range m.Labels {
-		if v == "true" && strings.HasPrefix(k, IDLabelPrefix) {
-			key := kind + "/" + k
-			x.users[key] = append(x.users[key], IDUser{Namespace: m.Namespace, Name: name, UID: m.UID, Created: m.CreationTimestamp})
+		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
+		key := idKey{binding: kind == v1alpha1.KindServiceBinding}
+		if !ok || v != "true" || hex.DecodedLen(len(rest)) != len(key.sum) {
+			continue
+		}
+		if _, err := hex.Decode(key.sum[:], []byte(rest)); err != nil {
+			continue
+		}
+		if _, taken := x.first[key]; taken {
+			x.more[key] = append(x.more[key], u)
+		} else {
+			x.first[key] = u
 		}
 	}
 }
@@ -160,8 +184,24 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 // any record created since is newer than it. ok is false when the index cannot answer:
 // list with WithExternalID.
 func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID, created metav1.Time) (users []IDUser, ok bool) {
-	if x == nil || namespace != x.namespace || !x.listed[uid] || !created.Before(&x.newest) {
+	if x == nil || namespace != x.namespace || created.Unix() >= x.newest {
 		return nil, false
 	}
-	return x.users[kind+"/"+IDLabel(id)], true
+	if _, listed := x.listed[uid]; !listed {
+		return nil, false
+	}
+	key := idKey{binding: kind == v1alpha1.KindServiceBinding}
+	sum := sha256.Sum256([]byte(id))
+	copy(key.sum[:], sum[:])
+	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
+		return nil, true
+	}
+	u, found := x.first[key]
+	if !found {
+		return nil, true
+	}
+	for _, u := range append([]idUser{u}, x.more[key]...) {
+		users = append(users, IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)})
+	}
+	return users, true
 }

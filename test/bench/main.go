@@ -62,6 +62,7 @@ func main() {
 	flag.IntVar(&so.Small, "small-records", 2000, "Instance records in all in the small reconcile run the large one is compared with.")
 	flag.IntVar(&so.Pending, "pending", 1000, "Records waiting on an asynchronous provision in each reconcile run of the scale figures.")
 	flag.IntVar(&so.Workers, "workers", 16, "reconcile --workers in the scale figures.")
+	flag.BoolVar(&so.Shard, "shard-group", true, "The figure of three reconcile --serve --shard-group replicas against one process (skipped when the build has no --shard-group).")
 	flag.IntVar(&so.RegisterRuns, "register-runs", 3, "Runs of register (500 x 20 catalog) and of its kubectl create floor.")
 	flag.Parse()
 	var err error

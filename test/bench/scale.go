@@ -1,13 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"sync"
 	"time"
 
@@ -39,6 +47,8 @@ type scaleOptions struct {
 	Polls    int
 	// RegisterRuns is how many times register and its kubectl floor run.
 	RegisterRuns int
+	// Shard: the figure of three replicas of a shard group (when the build has them).
+	Shard bool
 }
 
 // rssTargetKiB is the target for a reconcile run's peak memory.
@@ -122,7 +132,8 @@ func (e *scaleEnv) seed(ctx context.Context, namespaces []string, pending, ready
 				if p {
 					name = fmt.Sprintf("pending-%05d", i)
 				}
-				if _, err := e.st.Instances().Create(ctx, reconcilebench.Instance(ns, name, p)); err != nil {
+				// As a user's provision writes it.
+				if _, err := e.st.Instances().Create(store.WithIntent(ctx), reconcilebench.Instance(ns, name, p)); err != nil {
 					mu.Lock()
 					firstErr = errors.Join(firstErr, err)
 					mu.Unlock()
@@ -161,6 +172,8 @@ type reconcileRun struct {
 	List, BrokerShare time.Duration
 	RSSKiB            int64
 	Requests          apicount.Counts
+	// Failed: the requests answered with an error status, by verb, resource and status.
+	Failed apicount.Counts
 	Polls             int
 }
 
@@ -185,7 +198,7 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 		return r, err
 	}
 	busy, polls := b.Busy(), b.Polls()
-	before := e.proxy.Counts()
+	before, failed := e.proxy.Counts(), e.proxy.Failed()
 	start := time.Now()
 	r.RSSKiB, err = peakMemory(e.kc, []string{e.plugin, "reconcile", "-A", "--catalog-namespace", reconcilebench.CatalogNamespace,
 		"--trust-unverified-authors", "--workers", fmt.Sprint(o.Workers), "--interval", "1ms",
@@ -195,6 +208,7 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 		return r, err
 	}
 	r.Requests = e.proxy.Counts().Sub(before)
+	r.Failed = e.proxy.Failed().Sub(failed)
 	r.Polls = b.Polls() - polls
 	r.BrokerShare = (b.Busy() - busy) / time.Duration(o.Workers)
 	r.Floor = reconcileFloor(b.Busy()-busy, o.Workers, r.List)
@@ -230,6 +244,41 @@ func scaleFigures(bins controlplane.Binaries, plugin, dir string, o scaleOptions
 		return nil, nil, err
 	}
 
+	var figures []figure
+	var notes []string
+	if o.Records > 0 {
+		f, n, err := e.reconcileFigures(ctx, o, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		figures, notes = f, n
+	}
+	if o.Shard {
+		f, n, err := e.shardFigure(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		figures, notes = append(figures, f...), append(notes, n...)
+	}
+	const provisions = 3
+	counts, err := e.provisionRequests(ctx, provisions)
+	if err != nil {
+		return nil, nil, err
+	}
+	figures = append(figures, figure{Name: "provision (synchronous plan): API requests", Count: true,
+		Value: time.Duration(counts.Total() * 1000 / provisions), Floor: 4 * 1000, What: "the target, 4 requests", Target: 1})
+	reg, regNote, err := e.registerFigure(ctx, o.RegisterRuns)
+	if err != nil {
+		return nil, nil, err
+	}
+	figures = append(figures, reg)
+	notes = append(notes, fmt.Sprintf("provision (synchronous plan), API requests per provision (%d provisions): %s",
+		provisions, counts.Line(provisions)), regNote)
+	return figures, notes, nil
+}
+
+// reconcileFigures are the two reconcile runs of scaleFigures.
+func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reconcilebench.Broker) ([]figure, []string, error) {
 	var runs []reconcileRun
 	seeded := 0
 	for i, total := range []int{o.Small, o.Records} {
@@ -269,24 +318,11 @@ func scaleFigures(bins controlplane.Binaries, plugin, dir string, o scaleOptions
 		{Name: fmt.Sprintf("reconcile -A, %d records: peak memory", small.Total),
 			Value: time.Duration(small.RSSKiB), Floor: rssTargetKiB, What: "the target, 100 MiB", Bytes: true},
 	}
-	const provisions = 3
-	counts, err := e.provisionRequests(ctx, provisions)
-	if err != nil {
-		return nil, nil, err
-	}
-	figures = append(figures, figure{Name: "provision (synchronous plan): API requests", Count: true,
-		Value: time.Duration(counts.Total() * 1000 / provisions), Floor: 4 * 1000, What: "the target, 4 requests", Target: 1})
-	reg, regNote, err := e.registerFigure(ctx, o.RegisterRuns)
-	if err != nil {
-		return nil, nil, err
-	}
-	figures = append(figures, reg)
-	notes := []string{fmt.Sprintf("provision (synchronous plan), API requests per provision (%d provisions): %s",
-		provisions, counts.Line(provisions)), regNote}
+	var notes []string
 	for _, r := range runs {
-		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s)",
+		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
-			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending)))
+			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none")))
 	}
 	return figures, notes, nil
 }
@@ -311,13 +347,19 @@ func (e *scaleEnv) provisionRequests(ctx context.Context, runs int) (apicount.Co
 		return nil, err
 	}
 	before := e.proxy.Counts()
+	var first []string
 	for i := range runs {
+		e.proxy.Log(i == 0)
 		if _, _, err := measure(e.kc, []string{e.plugin, "provision", fmt.Sprintf("db-%d", i), "--class", "postgresql", "--plan", "hobby",
 			"-n", ns, "--catalog-namespace", catNS}); err != nil {
 			return nil, err
 		}
+		if i == 0 {
+			first = e.proxy.Log(false)
+		}
 	}
 	counts := e.proxy.Counts().Sub(before)
+	fmt.Fprintf(os.Stderr, "the API requests of one synchronous provision:\n  %s\n", strings.Join(first, "\n  "))
 	// Every one finished, synchronously.
 	for i := range runs {
 		inst, err := e.st.Instances().Get(ctx, ns, fmt.Sprintf("db-%d", i))
@@ -401,4 +443,190 @@ func (e *scaleEnv) registerFigure(ctx context.Context, runs int) (figure, string
 			What: fmt.Sprintf("kubectl create -f (List of the same %d ConfigMaps)", objects), Target: 1},
 		fmt.Sprintf("register, 500 x 20: %d ConfigMaps (%.1f MiB as JSON); median of %d runs each, default client rate limits", objects, float64(bytes)/(1<<20), runs),
 		nil
+}
+
+// shardGroupName is the group of the replicas figure.
+const shardGroupName = "bench"
+
+// hasShardGroup says whether the plugin has "reconcile --serve --shard-group".
+func hasShardGroup(plugin string) bool {
+	out, err := exec.Command(plugin, "reconcile", "--help").CombinedOutput()
+	return err == nil && strings.Contains(string(out), "--shard-group")
+}
+
+// server is a "reconcile --serve" process.
+type server struct {
+	cmd    *exec.Cmd
+	base   string
+	out    *lockedBuffer
+	exited chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (e *scaleEnv) startServer(o scaleOptions, group bool) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	args := []string{"reconcile", "-A", "--serve", "--listen", addr, "--serve-interval", "2s", "--catalog-namespace", reconcilebench.CatalogNamespace,
+		"--workers", fmt.Sprint(o.Workers), "--interval", "1ms", "--qps", "500", "--burst", "1000"}
+	if group {
+		args = append(args, "--shard-group", shardGroupName, "--lease-duration", "15s")
+	}
+	s := &server{cmd: exec.Command(e.plugin, args...), base: "http://" + addr, out: &lockedBuffer{}, exited: make(chan error, 1)}
+	s.cmd.Env = append(os.Environ(), "KUBECONFIG="+e.direct)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	return s, nil
+}
+
+// metric is the value of a metric line ("name{labels}") of the server's /metrics, -1 when
+// it cannot be read.
+func (s *server) metric(line string) float64 {
+	resp, err := http.Get(s.base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, line+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// waitFor polls cond every 100 ms until it holds or timeout passes.
+func waitFor(what string, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// serveRun starts n "reconcile --serve" processes (a shard group when group), waits until
+// they are ready (every member of the group sees all n), then writes o.Pending pending
+// records and says how long it took from the first write until none is pending.
+func (e *scaleEnv) serveRun(ctx context.Context, o scaleOptions, n int, group bool, tag string) (time.Duration, error) {
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for range n {
+		s, err := e.startServer(o, group)
+		if err != nil {
+			return 0, err
+		}
+		servers = append(servers, s)
+	}
+	ready := func() (bool, error) {
+		for _, s := range servers {
+			select {
+			case err := <-s.exited:
+				return false, fmt.Errorf("reconcile --serve exited: %v\n%s", err, s.out.String())
+			default:
+			}
+			if group && s.metric("kubectl_catalog_shard_members") != float64(n) {
+				return false, nil
+			}
+			if !group && s.metric("kubectl_catalog_reconcile_runs_total") < 0 {
+				if resp, err := http.Get(s.base + "/healthz"); err != nil || resp.Body.Close() != nil || resp.StatusCode != http.StatusOK {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	}
+	if err := waitFor("the servers to be ready", time.Minute, ready); err != nil {
+		return 0, err
+	}
+	namespaces := make([]string, 10)
+	for j := range namespaces {
+		namespaces[j] = fmt.Sprintf("bench-%s-%02d", tag, j)
+	}
+	start := time.Now()
+	if err := e.seed(ctx, namespaces, o.Pending, 0); err != nil {
+		return 0, err
+	}
+	err := waitFor("every record to finish", 10*time.Minute, func() (bool, error) {
+		left, err := e.pendingCount(ctx)
+		return left == 0, err
+	})
+	took := time.Since(start)
+	if err != nil {
+		for _, s := range servers {
+			fmt.Fprintf(os.Stderr, "reconcile --serve:\n%s\n", s.out.String())
+		}
+	}
+	return took, err
+}
+
+// shardFigure compares three replicas of a shard group with one "reconcile --serve"
+// process on o.Pending pending records each, when the plugin has --shard-group.
+func (e *scaleEnv) shardFigure(ctx context.Context, o scaleOptions) ([]figure, []string, error) {
+	if !hasShardGroup(e.plugin) {
+		return nil, []string{"shard group: skipped, this build has no \"reconcile --serve --shard-group\""}, nil
+	}
+	fmt.Fprintf(os.Stderr, "reconcile --serve, one process, %d pending...\n", o.Pending)
+	one, err := e.serveRun(ctx, o, 1, false, "serve")
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "one process: %s; three replicas of a shard group...\n", one.Round(time.Millisecond))
+	three, err := e.serveRun(ctx, o, 3, true, "group")
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "three replicas: %s\n", three.Round(time.Millisecond))
+	return []figure{{
+			Name:  fmt.Sprintf("reconcile --serve, 3 replicas of a shard group, %d pending, %d workers each: time to finish", o.Pending, o.Workers),
+			Value: three, Floor: one, What: "one reconcile --serve process", Target: 0.5,
+		}}, []string{fmt.Sprintf("shard group: throughput of 3 replicas %.2fx one process's (timed from the first write of the pending records until none is pending)",
+			float64(one)/float64(three))}, nil
 }

@@ -5,6 +5,8 @@
 package apicount
 
 import (
+	"cmp"
+	"maps"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -133,6 +135,30 @@ type Proxy struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	counts Counts
+	// failed counts the requests answered with a status of 400 or more, by "verb
+	// resource status" (e.g. "update configmaps 409").
+	failed Counts
+	log    []string
+	logOn  bool
+}
+
+// statusWriter remembers the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // New starts a proxy (TLS on loopback) to the API server at target, whose certificate
@@ -155,7 +181,7 @@ func New(target, caFile string) (*Proxy, error) {
 		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		MaxIdleConnsPerHost: 256, ForceAttemptHTTP2: true,
 	}
-	p := &Proxy{counts: Counts{}}
+	p := &Proxy{counts: Counts{}, failed: Counts{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
@@ -169,11 +195,38 @@ func New(target, caFile string) (*Proxy, error) {
 		p.mu.Lock()
 		p.counts[verb+" "+resource]++
 		p.mu.Unlock()
-		rp.ServeHTTP(w, r)
+		sw := &statusWriter{ResponseWriter: w}
+		rp.ServeHTTP(sw, r)
+		p.mu.Lock()
+		if sw.status >= 400 {
+			p.failed[fmt.Sprintf("%s %s %d", verb, resource, sw.status)]++
+		}
+		if p.logOn {
+			p.log = append(p.log, fmt.Sprintf("%s %s %d", r.Method, r.URL.RequestURI(), cmp.Or(sw.status, http.StatusOK)))
+		}
+		p.mu.Unlock()
 	}))
 	p.srv.EnableHTTP2 = true
 	p.srv.StartTLS()
 	return p, nil
+}
+
+// Failed is a copy of the counts of requests answered with a status of 400 or more,
+// by "verb resource status".
+func (p *Proxy) Failed() Counts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.failed)
+}
+
+// Log starts (on) or stops keeping a line per request ("METHOD URI STATUS"), and returns
+// the lines kept since the last call.
+func (p *Proxy) Log(on bool) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.log
+	p.log, p.logOn = nil, on
+	return out
 }
 
 // URL is the proxy's address.

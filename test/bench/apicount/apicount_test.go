@@ -113,6 +113,7 @@ func TestProxy(t *testing.T) {
 	}
 	ctx := context.Background()
 	before := p.Counts()
+	p.Log(true)
 	if _, err := client.CoreV1().ConfigMaps("ns").Get(ctx, "x", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,12 @@ func TestProxy(t *testing.T) {
 		t.Fatal("a missing object was found")
 	}
 	got := p.Counts().Sub(before)
+	if f := p.Failed(); len(f) != 1 || f["get configmaps 404"] != 1 {
+		t.Errorf("failed: %v", f)
+	}
+	if log := p.Log(false); len(log) != 4 || log[0] != "GET /api/v1/namespaces/ns/configmaps/x 200" || log[3] != "GET /api/v1/namespaces/ns/configmaps/missing 404" {
+		t.Errorf("log: %q", log)
+	}
 	if got.Total() != 4 || got["get configmaps"] != 2 || got["list configmaps"] != 2 {
 		t.Errorf("counts: %v", got)
 	}
