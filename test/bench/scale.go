@@ -6,17 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
-	"os"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +27,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
-	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/apicount"
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/reconcilebench"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
@@ -174,7 +174,7 @@ type reconcileRun struct {
 	Requests          apicount.Counts
 	// Failed: the requests answered with an error status, by verb, resource and status.
 	Failed apicount.Counts
-	Polls             int
+	Polls  int
 }
 
 // reconcileFloor is the floor of a reconcile run: the broker's time spread over the

@@ -6,11 +6,11 @@ package apicount
 
 import (
 	"cmp"
-	"maps"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
