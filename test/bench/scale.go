@@ -486,7 +486,7 @@ func (e *scaleEnv) startServer(o scaleOptions, group bool) (*server, error) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	args := []string{"reconcile", "-A", "--serve", "--listen", addr, "--serve-interval", "2s", "--catalog-namespace", reconcilebench.CatalogNamespace,
+	args := []string{"reconcile", "-A", "--serve", "--listen", addr, "--catalog-namespace", reconcilebench.CatalogNamespace,
 		"--workers", fmt.Sprint(o.Workers), "--interval", "1ms", "--qps", "500", "--burst", "1000"}
 	if group {
 		args = append(args, "--shard-group", shardGroupName, "--lease-duration", "15s")
