@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -88,9 +87,6 @@ type Factory struct {
 	once       sync.Once
 	restConfig *rest.Config
 	restErr    error
-
-	storeOnce sync.Once
-	storeOpts []store.Option
 }
 
 // NewFactory returns a factory on the given streams with kubectl's usual
@@ -179,15 +175,9 @@ func (f *Factory) Store() (*store.Store, error) {
 }
 
 // StoreOptions are the options of every store the commands use: records are written as
-// the user the API server knows, stamped with the catalog's trust token. The stores of
-// one factory share them, so the user is asked for (SelfSubjectReview) and the token
-// read once per process, not once per store (a verb and its engine each have one); the
-// first core given is the one they ask.
+// the user the API server knows, stamped with the catalog's trust token.
 func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {
-	f.storeOnce.Do(func() {
-		f.storeOpts = []store.Option{store.WithClusterIdentity(core), store.WithClusterTrustToken(core, f.CatalogNamespace)}
-	})
-	return slices.Clip(f.storeOpts)
+	return []store.Option{store.WithClusterIdentity(core), store.WithClusterTrustToken(core, f.CatalogNamespace)}
 }
 
 // DiscoveryClient returns a discovery client (server version, API groups).
