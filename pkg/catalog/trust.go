@@ -131,6 +131,8 @@ type trustCache struct {
 	// owned holds ids checked to belong to a record (kind/id -> uid): an older record
 	// cannot appear later, so the answer stays true.
 	owned map[string]string
+	// ids is the id labels of the records reconcile listed last (UseIDIndex).
+	ids *store.IDIndex
 }
 
 type cachedAnswer struct {
@@ -352,22 +354,35 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec metav1.Object, id
 	if ok && owner == string(rec.GetUID()) {
 		return nil
 	}
-	users, err := e.cfg.Store.WithExternalID(ctx, kind, "", id)
-	if store.IsForbidden(err) {
-		// A user who may not list records of every namespace: the ones they may see.
-		users, err = e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
-	}
-	if err != nil {
-		return err
-	}
 	created := rec.GetCreationTimestamp()
-	for _, u := range users {
-		if u.UID == rec.GetUID() {
-			continue
+	older := func(users []store.IDUser) *store.IDUser {
+		for _, u := range users {
+			if u.UID != rec.GetUID() && !created.Time.Before(u.Created.Time) {
+				return &u
+			}
 		}
-		if !created.Time.Before(u.Created.Time) {
-			return refused(ReasonRefusedIDInUse, "refused to send OSB id %s: %s %q in namespace %q, created before this record, already uses it", id, strings.ToLower(kind), u.Name, u.Namespace)
+		return nil
+	}
+	c.mu.Lock()
+	ids := c.ids
+	c.mu.Unlock()
+	// The index of reconcile's list answers without a list of its own (one per record,
+	// each filtering every ConfigMap of the cluster at the API server) when it can; a
+	// refusal is never made on it alone, since the older record may be gone by now.
+	users, ok := ids.Lookup(kind, "", id, rec.GetUID(), created)
+	if !ok || older(users) != nil {
+		var err error
+		users, err = e.cfg.Store.WithExternalID(ctx, kind, "", id)
+		if store.IsForbidden(err) {
+			// A user who may not list records of every namespace: the ones they may see.
+			users, err = e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
 		}
+		if err != nil {
+			return err
+		}
+	}
+	if u := older(users); u != nil {
+		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s: %s %q in namespace %q, created before this record, already uses it", id, strings.ToLower(kind), u.Name, u.Namespace)
 	}
 	c.mu.Lock()
 	if c.owned == nil || len(c.owned) > 100000 {
@@ -376,6 +391,16 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec metav1.Object, id
 	c.owned[key] = string(rec.GetUID())
 	c.mu.Unlock()
 	return nil
+}
+
+// UseIDIndex makes the check that no older record uses an OSB id answer from idx, the id
+// labels of the records reconcile has just listed (store.ListPendingWithIDs), where idx
+// can answer: for records it listed, created before the newest record it listed. It
+// replaces the index given before; nil stops using one.
+func (e *Engine) UseIDIndex(idx *store.IDIndex) {
+	e.trust.mu.Lock()
+	e.trust.ids = idx
+	e.trust.mu.Unlock()
 }
 
 // vetInstanceCall refuses a call about inst with OSB id id that the engine must not make:

@@ -404,13 +404,17 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 			gs.Owned = len(todo) + len(pre)
 		}
 	}()
-	pending, err := r.Store.ListPending(ctx, o.Namespace)
+	pending, ids, err := r.Store.ListPendingWithIDs(ctx, o.Namespace)
 	if err != nil {
 		return nil, nil, gs, owns, err
 	}
 	if gs != nil {
 		gs.Listed = len(pending)
 	}
+	// The same list tells which records use which OSB ids: the engine's check that no
+	// older record uses a record's id needs no list per record (the check is
+	// cluster-wide: only the index of a list of every namespace answers it).
+	r.Engine.UseIDIndex(ids)
 	now := r.now()
 	holder := r.Engine.Holder()
 	index := map[string]int{} // work key -> position in todo, -1 when skipped

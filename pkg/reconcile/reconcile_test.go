@@ -386,3 +386,63 @@ func TestPool(t *testing.T) {
 		})
 	}
 }
+
+// A run over every namespace checks that no older record uses each record's OSB id on
+// the list it started with, not with a list per record: on a real API server each such
+// list filters every ConfigMap of the cluster, and the run's time would grow with the
+// records in the cluster rather than with its work. Only a record as new as the newest
+// listed is checked with a list of its own.
+func TestRun_AllNamespaces_ChecksOSBIDsOnItsOwnList(t *testing.T) {
+	f := newFixture(t)
+	for i := range 5 {
+		f.instance(fmt.Sprintf("db-%d", i))
+	}
+	f.now = f.now.Add(time.Minute)
+	f.instance("newest")
+	before := f.cluster.MetadataLists()
+
+	sum := f.run(Options{})
+
+	assert.Equal(t, sum.Counts[Done], 6, "%+v", sum.Items)
+	// The pending list, and the id of the newest record.
+	assert.Equal(t, f.cluster.MetadataLists()-before, 2)
+
+	// In one namespace the check is cluster-wide all the same: a list per record.
+	for i := range 3 {
+		f.instance(fmt.Sprintf("ns-%d", i))
+	}
+	f.now = f.now.Add(time.Minute)
+	before = f.cluster.MetadataLists()
+	sum = f.run(Options{Namespace: ns})
+	assert.Equal(t, sum.Counts[Done], 3, "%+v", sum.Items)
+	assert.Equal(t, f.cluster.MetadataLists()-before, 1+3)
+}
+
+// A copy of an older record's OSB id is refused on the run's list as on a list of its
+// own, and nothing is sent for it.
+func TestRun_AllNamespaces_RefusesACopiedOSBID(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db")
+	f.now = f.now.Add(time.Minute)
+	_, err := f.st.Instances().Create(context.Background(), &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"},
+		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerN, ClassExternalName: "db",
+			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: "osb-db"},
+	})
+	assert.NilError(t, err)
+	f.now = f.now.Add(time.Minute)
+	f.instance("newest")
+
+	sum := f.run(Options{})
+
+	assert.Equal(t, f.item(sum, "copy").Outcome, Refused, f.item(sum, "copy").Detail)
+	assert.Equal(t, f.item(sum, "newest").Outcome, Done, f.item(sum, "newest").Detail)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1) // newest's only
+	copied, err := f.st.Instances().Get(context.Background(), "team-b", "copy")
+	assert.NilError(t, err)
+	found := false
+	for _, c := range copied.Status.Conditions {
+		found = found || c.Reason == catalog.ReasonRefusedIDInUse
+	}
+	assert.Assert(t, found, "%+v", copied.Status.Conditions)
+}

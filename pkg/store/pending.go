@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 
@@ -43,32 +45,54 @@ type WorkItem struct {
 // only deletionTimestamp, not the pending label, which is why this is one metadata list
 // and not a label-selected list of full records.
 func (s *Store) ListPending(ctx context.Context, namespace string) ([]WorkItem, error) {
+	items, _, err := s.listPending(ctx, namespace, false)
+	return items, err
+}
+
+// ListPendingWithIDs is ListPending, and also indexes the OSB id labels (IDLabel) of
+// every instance and binding the same list read, so that the checks of WithExternalID
+// for these records need no list of their own (IDIndex.Lookup).
+func (s *Store) ListPendingWithIDs(ctx context.Context, namespace string) ([]WorkItem, *IDIndex, error) {
+	return s.listPending(ctx, namespace, true)
+}
+
+func (s *Store) listPending(ctx context.Context, namespace string, withIDs bool) ([]WorkItem, *IDIndex, error) {
 	if s.meta == nil {
-		return nil, errors.New("store: ListPending needs a metadata client (store.New got nil)")
+		return nil, nil, errors.New("store: ListPending needs a metadata client (store.New got nil)")
 	}
 	req, err := labels.NewRequirement(LabelKind, selection.In,
 		[]string{v1alpha1.KindBroker, v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts := metav1.ListOptions{LabelSelector: labels.NewSelector().Add(*req).String(), Limit: s.pageSize}
 	var items []WorkItem
+	var ids *IDIndex
+	if withIDs {
+		ids = newIDIndex(namespace)
+	}
 	for {
 		list, err := s.meta.Resource(configMapsResource()).Namespace(namespace).List(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			items, opts.Continue, opts.Limit = nil, "", 0
+			if withIDs {
+				ids = newIDIndex(namespace)
+			}
 			continue
 		}
 		if err != nil {
-			return nil, apiError("list", "", namespace, "", err)
+			return nil, nil, apiError("list", "", namespace, "", err)
 		}
 		for i := range list.Items {
 			if item, ok := workItem(&list.Items[i].ObjectMeta); ok {
 				items = append(items, item)
 			}
+			if withIDs {
+				ids.add(&list.Items[i].ObjectMeta)
+			}
 		}
 		if list.Continue == "" {
-			return items, nil
+			return items, ids, nil
 		}
 		opts.Continue = list.Continue
 	}
@@ -92,4 +116,92 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 		item.Lease = &l
 	}
 	return item, true
+}
+
+// IDIndex is the OSB id labels of the instances and bindings one consistent list read
+// (ListPendingWithIDs): which records used which ids then. It is kept small (a few
+// dozen bytes a record): reconcile holds one for the records of a whole cluster.
+type IDIndex struct {
+	namespace string
+	// newest is the newest creationTimestamp in the list (the API server's clock).
+	newest int64
+	// users: the records labelled with an id, the first in first, any more in more.
+	first map[idKey]idUser
+	more  map[idKey][]idUser
+	// listed: the records the list held.
+	listed map[types.UID]struct{}
+}
+
+// idKey is a record kind and the hash of an id, as IDLabel has it.
+type idKey struct {
+	binding bool
+	sum     [20]byte
+}
+
+type idUser struct {
+	namespace, name string
+	uid             types.UID
+	created         int64 // Unix seconds, as creationTimestamp has them
+}
+
+func newIDIndex(namespace string) *IDIndex {
+	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}}
+}
+
+func (x *IDIndex) add(m *metav1.ObjectMeta) {
+	kind := m.Labels[LabelKind]
+	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
+		return
+	}
+	name, ok := strings.CutPrefix(m.Name, configMapPrefix(kind))
+	if !ok {
+		return
+	}
+	x.listed[m.UID] = struct{}{}
+	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
+	x.newest = max(x.newest, u.created)
+	for k, v := range m.Labels {
+		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
+		key := idKey{binding: kind == v1alpha1.KindServiceBinding}
+		if !ok || v != "true" || hex.DecodedLen(len(rest)) != len(key.sum) {
+			continue
+		}
+		if _, err := hex.Decode(key.sum[:], []byte(rest)); err != nil {
+			continue
+		}
+		if _, taken := x.first[key]; taken {
+			x.more[key] = append(x.more[key], u)
+		} else {
+			x.first[key] = u
+		}
+	}
+}
+
+// Lookup answers WithExternalID(kind, namespace, id) for the record uid created at
+// created, if the index can: it covers namespace, it listed the record, and the record
+// was created before the newest record it listed. Then every record created before it
+// (the ones that could make its id someone else's) was there when the list was read, and
+// any record created since is newer than it. ok is false when the index cannot answer:
+// list with WithExternalID.
+func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID, created metav1.Time) (users []IDUser, ok bool) {
+	if x == nil || namespace != x.namespace || created.Unix() >= x.newest {
+		return nil, false
+	}
+	if _, listed := x.listed[uid]; !listed {
+		return nil, false
+	}
+	key := idKey{binding: kind == v1alpha1.KindServiceBinding}
+	sum := sha256.Sum256([]byte(id))
+	copy(key.sum[:], sum[:])
+	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
+		return nil, true
+	}
+	u, found := x.first[key]
+	if !found {
+		return nil, true
+	}
+	for _, u := range append([]idUser{u}, x.more[key]...) {
+		users = append(users, IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)})
+	}
+	return users, true
 }

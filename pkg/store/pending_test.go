@@ -139,3 +139,78 @@ func TestListPending_ReadsMetadataOnlyPageByPage(t *testing.T) {
 	assert.Equal(t, c.MetadataLists(), 4, "one page per record")
 	assert.Equal(t, len(c.Core.Actions()), 0, "no ConfigMap read in full")
 }
+
+// The index of ListPendingWithIDs answers WithExternalID as a list of its own would, for
+// records it listed that are older than the newest it listed; for any other record, or
+// for another scope, it says it cannot answer.
+func TestListPendingWithIDs_IndexesTheOSBIDsOfWhatItListed(t *testing.T) {
+	ctx := context.Background()
+	c := storetest.NewCluster()
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	c.SetClock(func() time.Time { return now })
+	st := c.Store()
+	create := func(ns, name, id string) *v1alpha1.ServiceInstance {
+		t.Helper()
+		inst, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: "b", ClassID: "c", PlanID: "p", ExternalID: id},
+		})
+		assert.NilError(t, err)
+		now = now.Add(time.Minute)
+		return inst
+	}
+	owner := create(storetest.UserNamespace, "owner", "id-x")
+	copied := create("team-b", "copy", "id-x")
+	other := create(storetest.UserNamespace, "other", "id-y")
+	newest := create("team-b", "newest", "id-z")
+
+	items, idx, err := st.ListPendingWithIDs(ctx, "")
+	assert.NilError(t, err)
+	plain, err := st.ListPending(ctx, "")
+	assert.NilError(t, err)
+	assert.Equal(t, len(items), len(plain))
+
+	live, err := st.WithExternalID(ctx, v1alpha1.KindServiceInstance, "", "id-x")
+	assert.NilError(t, err)
+	for _, rec := range []*v1alpha1.ServiceInstance{owner, copied} {
+		users, ok := idx.Lookup(v1alpha1.KindServiceInstance, "", "id-x", rec.UID, rec.CreationTimestamp)
+		assert.Assert(t, ok, rec.Name)
+		assert.DeepEqual(t, sortedUsers(users), sortedUsers(live))
+	}
+	users, ok := idx.Lookup(v1alpha1.KindServiceInstance, "", "id-y", other.UID, other.CreationTimestamp)
+	assert.Assert(t, ok)
+	assert.Equal(t, len(users), 1)
+	assert.Equal(t, users[0].Name, "other")
+	// Another kind's id is not an instance's.
+	users, ok = idx.Lookup(v1alpha1.KindServiceBinding, "", "id-y", other.UID, other.CreationTimestamp)
+	assert.Assert(t, ok)
+	assert.Equal(t, len(users), 0)
+
+	// The newest record: one created after the list in the same second would be as old.
+	_, ok = idx.Lookup(v1alpha1.KindServiceInstance, "", "id-z", newest.UID, newest.CreationTimestamp)
+	assert.Assert(t, !ok)
+	// A record the list did not hold.
+	later := create(storetest.UserNamespace, "later", "id-w")
+	_, ok = idx.Lookup(v1alpha1.KindServiceInstance, "", "id-w", later.UID, later.CreationTimestamp)
+	assert.Assert(t, !ok)
+	// Another scope than the list's.
+	_, ok = idx.Lookup(v1alpha1.KindServiceInstance, "team-b", "id-x", copied.UID, copied.CreationTimestamp)
+	assert.Assert(t, !ok)
+	_, nsIdx, err := st.ListPendingWithIDs(ctx, "team-b")
+	assert.NilError(t, err)
+	_, ok = nsIdx.Lookup(v1alpha1.KindServiceInstance, "", "id-x", copied.UID, copied.CreationTimestamp)
+	assert.Assert(t, !ok)
+	// No index answers nothing.
+	var none *store.IDIndex
+	_, ok = none.Lookup(v1alpha1.KindServiceInstance, "", "id-x", owner.UID, owner.CreationTimestamp)
+	assert.Assert(t, !ok)
+}
+
+func sortedUsers(us []store.IDUser) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Namespace+"/"+u.Name+"/"+string(u.UID)+"/"+u.Created.UTC().String())
+	}
+	slices.Sort(out)
+	return out
+}

@@ -30,6 +30,8 @@ type figure struct {
 	Target float64
 	// Bytes: Value and Floor are peak memory in KiB, not durations.
 	Bytes bool
+	// Count: Value and Floor are counts (of API requests) in thousandths, not durations.
+	Count bool
 }
 
 func (f figure) ratio() float64 { return float64(f.Value) / float64(f.Floor) }
@@ -37,6 +39,9 @@ func (f figure) ratio() float64 { return float64(f.Value) / float64(f.Floor) }
 func (f figure) format(d time.Duration) string {
 	if f.Bytes {
 		return fmt.Sprintf("%.1f MiB", float64(d)/1024)
+	}
+	if f.Count {
+		return fmt.Sprintf("%.3g", float64(d)/1000)
 	}
 	return d.Round(10 * time.Microsecond).String()
 }
@@ -50,9 +55,20 @@ func main() {
 	skipCatalog := flag.Bool("skip-catalog", false, "Skip the figures that need a control plane.")
 	reconcileOnly := flag.Bool("reconcile-only", false, "Only the reconcile figures (no control plane, no kubectl).")
 	bigCatalogOnly := flag.Bool("big-catalog-only", false, "Only the figures of the 60 MiB catalog (a control plane of their own).")
+	scaleOnly := flag.Bool("scale-only", false, "Only the figures on the real API server: reconcile at scale, API requests per provision and per polled record, register against kubectl create (a control plane of their own).")
+	skipScale := flag.Bool("skip-scale", false, "Skip the figures of -scale-only.")
+	so := scaleOptions{PollTime: 50 * time.Millisecond, Polls: 2}
+	flag.IntVar(&so.Records, "records", 20000, "Instance records in all in the large reconcile run of the scale figures.")
+	flag.IntVar(&so.Small, "small-records", 2000, "Instance records in all in the small reconcile run the large one is compared with.")
+	flag.IntVar(&so.Pending, "pending", 1000, "Records waiting on an asynchronous provision in each reconcile run of the scale figures.")
+	flag.IntVar(&so.Workers, "workers", 16, "reconcile --workers in the scale figures.")
+	flag.BoolVar(&so.Shard, "shard-group", true, "The figure of three reconcile --serve --shard-group replicas against one process (skipped when the build has no --shard-group).")
+	flag.IntVar(&so.RegisterRuns, "register-runs", 3, "Runs of register (500 x 20 catalog) and of its kubectl create floor.")
 	flag.Parse()
 	var err error
-	if *reconcileOnly {
+	if *scaleOnly {
+		err = runScale(so)
+	} else if *reconcileOnly {
 		var figures []figure
 		var notes []string
 		if figures, notes, err = reconcileFigures(); err == nil {
@@ -61,7 +77,7 @@ func main() {
 	} else if *bigCatalogOnly {
 		err = runBigCatalog()
 	} else {
-		err = run(*runs, *catalogRuns, *skipCatalog)
+		err = run(*runs, *catalogRuns, *skipCatalog, *skipScale, so)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -69,7 +85,7 @@ func main() {
 	}
 }
 
-func run(runs, catalogRuns int, skipCatalog bool) error {
+func run(runs, catalogRuns int, skipCatalog, skipScale bool, so scaleOptions) error {
 	bins, plugin, dir, err := setup()
 	if err != nil {
 		return err
@@ -102,6 +118,26 @@ func run(runs, catalogRuns int, skipCatalog bool) error {
 			return err
 		}
 		figures, notes = append(figures, big...), append(notes, bigNotes...)
+	}
+	if !skipScale {
+		scale, scaleNotes, err := scaleFigures(bins, plugin, dir, so)
+		if err != nil {
+			return err
+		}
+		figures, notes = append(figures, scale...), append(notes, scaleNotes...)
+	}
+	return printFigures(figures, notes)
+}
+
+func runScale(o scaleOptions) error {
+	bins, plugin, dir, err := setup()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	figures, notes, err := scaleFigures(bins, plugin, dir, o)
+	if err != nil {
+		return err
 	}
 	return printFigures(figures, notes)
 }

@@ -100,9 +100,10 @@ const (
 	planID           = "plan"
 )
 
-// broker answers last_operation after PollTime, "in progress" until an instance's
+// Broker answers last_operation after PollTime, "in progress" until an instance's
 // Polls-th poll. It answers nothing else: the records are past their provision.
-type broker struct {
+// test/bench serves it to the real binary too.
+type Broker struct {
 	cfg   Config
 	mu    sync.Mutex
 	polls map[string]int
@@ -110,7 +111,16 @@ type broker struct {
 	total atomic.Int64
 }
 
-func (b *broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// NewBroker is a Broker for cfg's PollTime and Polls.
+func NewBroker(cfg Config) *Broker { return &Broker{cfg: cfg, polls: map[string]int{}} }
+
+// Busy is the time the broker has spent answering, summed over its answers.
+func (b *Broker) Busy() time.Duration { return time.Duration(b.busy.Load()) }
+
+// Polls is how many last_operation requests the broker has answered.
+func (b *Broker) Polls() int { return int(b.total.Load()) }
+
+func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer func() { b.busy.Add(int64(time.Since(start))) }()
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v2/service_instances/")
@@ -143,7 +153,7 @@ func (f fixedClient) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, e
 // reconcile on them once, and says how it went.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Config: cfg, Requests: map[string]int{}}
-	b := &broker{cfg: cfg, polls: map[string]int{}}
+	b := NewBroker(cfg)
 	srv := httptest.NewServer(b)
 	defer srv.Close()
 	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Workers * 2, MaxIdleConns: cfg.Workers * 2}
@@ -258,37 +268,61 @@ func replay(ctx context.Context, st *store.Store, cfg Config, gets, updates int)
 // seed creates the broker, its class and n instances whose provision the broker
 // accepted asynchronously, as a provision without --wait leaves them.
 func seed(ctx context.Context, st *store.Store, n int) error {
-	if _, err := st.Brokers().Create(ctx, &v1alpha1.Broker{
-		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: brokerName},
-		Spec:       v1alpha1.BrokerSpec{URL: "https://broker.invalid", Scope: v1alpha1.ScopeCluster},
-	}); err != nil {
+	if err := SeedBroker(ctx, st, "https://broker.invalid"); err != nil {
 		return err
 	}
-	if _, err := st.Classes().Create(ctx, &v1alpha1.ServiceClass{
-		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: v1alpha1.ClassRecordName(brokerName, classID)},
-		Spec: v1alpha1.ServiceClassSpec{BrokerName: brokerName, Scope: v1alpha1.ScopeCluster, ID: classID, ExternalName: "db",
-			Plans: []v1alpha1.ServicePlan{{ID: planID, ExternalName: "small"}}},
-	}); err != nil {
-		return err
-	}
-	started := metav1.NewTime(time.Now().Add(-time.Second))
 	for i := range n {
-		name := fmt.Sprintf("db-%04d", i)
-		id := "osb-" + name
-		if _, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db",
-				ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: id},
-			Status: v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{
-				Phase: v1alpha1.PhaseProvisioning, ObservedGeneration: 1,
-				InFlight: &v1alpha1.Operation{
-					Type: v1alpha1.OperationProvision, InstanceID: id, ServiceID: classID, PlanID: planID,
-					RequestID: "req-" + name, StartedAt: started, Async: true, OperationKey: "op-" + name,
-				},
-			}},
-		}); err != nil {
+		if _, err := st.Instances().Create(ctx, Instance(namespace, fmt.Sprintf("db-%04d", i), true)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// CatalogNamespace and BrokerName are where SeedBroker records the broker.
+const (
+	CatalogNamespace = catalogNamespace
+	BrokerName       = brokerName
+)
+
+// SeedBroker records the cluster-scoped broker BrokerName at url in CatalogNamespace,
+// and its one class and plan, which the instances of Instance use.
+func SeedBroker(ctx context.Context, st *store.Store, url string) error {
+	if _, err := st.Brokers().Create(ctx, &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: brokerName},
+		Spec:       v1alpha1.BrokerSpec{URL: url, Scope: v1alpha1.ScopeCluster},
+		// Settled: no work of its own for reconcile.
+		Status: v1alpha1.BrokerStatus{ObservedGeneration: 1},
+	}); err != nil {
+		return err
+	}
+	_, err := st.Classes().Create(ctx, &v1alpha1.ServiceClass{
+		ObjectMeta: metav1.ObjectMeta{Namespace: catalogNamespace, Name: v1alpha1.ClassRecordName(brokerName, classID)},
+		Spec: v1alpha1.ServiceClassSpec{BrokerName: brokerName, Scope: v1alpha1.ScopeCluster, ID: classID, ExternalName: "db",
+			Plans: []v1alpha1.ServicePlan{{ID: planID, ExternalName: "small"}}},
+	})
+	return err
+}
+
+// Instance is an instance of SeedBroker's plan with OSB id "osb-NAMESPACE-NAME". Pending:
+// its provision was accepted asynchronously and is in flight, as a provision without
+// --wait leaves it (the store labels it pending); otherwise it is ready, with nothing to do.
+func Instance(namespace, name string, pending bool) *v1alpha1.ServiceInstance {
+	id := "osb-" + namespace + "-" + name
+	inst := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db",
+			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: id},
+		Status: v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{
+			Phase: v1alpha1.PhaseReady, ObservedGeneration: 1,
+		}},
+	}
+	if pending {
+		inst.Status.Phase = v1alpha1.PhaseProvisioning
+		inst.Status.InFlight = &v1alpha1.Operation{
+			Type: v1alpha1.OperationProvision, InstanceID: id, ServiceID: classID, PlanID: planID,
+			RequestID: "req-" + name, StartedAt: metav1.NewTime(time.Now().Add(-time.Second)), Async: true, OperationKey: "op-" + name,
+		}
+	}
+	return inst
 }

@@ -1,0 +1,632 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/bench/apicount"
+	"github.com/kubectl-catalog/kubectl-catalog/test/bench/reconcilebench"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// scaleOptions shape the figures on the real API server ("-scale-only").
+type scaleOptions struct {
+	// Records is the large run's total of instance records, Small the small run's.
+	Records, Small int
+	// Pending is how many of them wait on an asynchronous provision, in each run.
+	Pending int
+	// Workers is reconcile's --workers.
+	Workers int
+	// PollTime and Polls: the broker answers each poll after PollTime, "succeeded" at
+	// the Polls-th.
+	PollTime time.Duration
+	Polls    int
+	// RegisterRuns is how many times register and its kubectl floor run.
+	RegisterRuns int
+	// Shard: the figure of three replicas of a shard group (when the build has them).
+	Shard bool
+}
+
+// rssTargetKiB is the target for a reconcile run's peak memory.
+const rssTargetKiB = 100 * 1024
+
+// scaleEnv is a control plane with a counting proxy in front of its API server.
+type scaleEnv struct {
+	bins   controlplane.Binaries
+	plugin string
+	dir    string
+	cp     *controlplane.ControlPlane
+	proxy  *apicount.Proxy
+	// kc reaches the API server through the proxy; direct without it (for the floors
+	// and the seeding, which are not counted).
+	kc, direct string
+	core       kubernetes.Interface
+	st         *store.Store
+}
+
+func startScaleEnv(bins controlplane.Binaries, plugin, dir string) (*scaleEnv, error) {
+	fmt.Fprintln(os.Stderr, "starting a control plane for the scale figures...")
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{Dir: dir + "/cp-scale", Log: os.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	e := &scaleEnv{bins: bins, plugin: plugin, dir: dir, cp: cp, direct: cp.Kubeconfig(controlplane.AdminUser)}
+	if e.proxy, err = apicount.New(cp.Server, cp.CAFile); err != nil {
+		e.close()
+		return nil, err
+	}
+	e.kc = filepath.Join(dir, "kubeconfig-counted")
+	if err := e.proxy.WriteKubeconfig(e.kc, cp.Token(controlplane.AdminUser)); err != nil {
+		e.close()
+		return nil, err
+	}
+	// Seeding goes straight to the API server, with a high rate limit.
+	cfg := cp.RESTConfig(controlplane.AdminUser)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	if e.core, err = kubernetes.NewForConfig(cfg); err != nil {
+		e.close()
+		return nil, err
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.st = store.New(e.core, meta)
+	return e, nil
+}
+
+func (e *scaleEnv) close() {
+	if e.proxy != nil {
+		e.proxy.Close()
+	}
+	_ = e.cp.Stop()
+}
+
+// seedWorkers is how many writes the seeding keeps in flight.
+const seedWorkers = 32
+
+// seed creates the namespaces and, spread over them, pending instances waiting on an
+// asynchronous provision and ready ones, as real records of pkg/store.
+func (e *scaleEnv) seed(ctx context.Context, namespaces []string, pending, ready int) error {
+	for _, ns := range namespaces {
+		_, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !isAlreadyExists(err) {
+			return err
+		}
+	}
+	jobs := make(chan [2]any)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range seedWorkers {
+		wg.Go(func() {
+			for j := range jobs {
+				ns, i := j[0].(string), j[1].(int)
+				p := i < pending
+				name := fmt.Sprintf("ready-%05d", i)
+				if p {
+					name = fmt.Sprintf("pending-%05d", i)
+				}
+				// As a user's provision writes it.
+				if _, err := e.st.Instances().Create(store.WithIntent(ctx), reconcilebench.Instance(ns, name, p)); err != nil {
+					mu.Lock()
+					firstErr = errors.Join(firstErr, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range pending + ready {
+		jobs <- [2]any{namespaces[i%len(namespaces)], i}
+	}
+	close(jobs)
+	wg.Wait()
+	return firstErr
+}
+
+func isAlreadyExists(err error) bool {
+	var s interface{ Status() metav1.Status }
+	return errors.As(err, &s) && s.Status().Reason == metav1.StatusReasonAlreadyExists
+}
+
+// pendingCount is how many records are labelled pending.
+func (e *scaleEnv) pendingCount(ctx context.Context) (int, error) {
+	list, err := e.core.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: store.LabelPending + "=true"})
+	if err != nil {
+		return 0, err
+	}
+	return len(list.Items), nil
+}
+
+// reconcileRun is one measured run of "kubectl-catalog reconcile -A".
+type reconcileRun struct {
+	Total, Pending int
+	Took, Floor    time.Duration
+	// List is the floor's LIST of the pending records, BrokerShare its broker time over
+	// the workers.
+	List, BrokerShare time.Duration
+	RSSKiB            int64
+	Requests          apicount.Counts
+	// Failed: the requests answered with an error status, by verb, resource and status.
+	Failed apicount.Counts
+	Polls  int
+}
+
+// reconcileFloor is the floor of a reconcile run: the broker's time spread over the
+// workers (the run cannot be faster than its broker calls on that many workers), plus
+// one LIST of the pending records (it cannot start before it knows them).
+func reconcileFloor(brokerBusy time.Duration, workers int, list time.Duration) time.Duration {
+	return brokerBusy/time.Duration(max(workers, 1)) + list
+}
+
+// runReconcile runs reconcile once over every namespace and measures it against its
+// floor; every pending record must be finished by it.
+func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcilebench.Broker, total int) (reconcileRun, error) {
+	r := reconcileRun{Total: total}
+	var err error
+	if r.Pending, err = e.pendingCount(ctx); err != nil {
+		return r, err
+	}
+	// The floor's LIST: what kubectl takes to read the pending records, process start included.
+	if r.List, _, err = measure(e.direct, []string{e.bins.Kubectl, "get", "--raw",
+		"/api/v1/configmaps?labelSelector=" + store.LabelPending + "%3Dtrue"}); err != nil {
+		return r, err
+	}
+	busy, polls := b.Busy(), b.Polls()
+	before, failed := e.proxy.Counts(), e.proxy.Failed()
+	start := time.Now()
+	r.RSSKiB, err = peakMemory(e.kc, []string{e.plugin, "reconcile", "-A", "--catalog-namespace", reconcilebench.CatalogNamespace,
+		"--trust-unverified-authors", "--workers", fmt.Sprint(o.Workers), "--interval", "1ms",
+		"--retry-horizon", "0", "--max-duration", "10m", "--qps", "500", "--burst", "1000", "-o", "json"})
+	r.Took = time.Since(start)
+	if err != nil {
+		return r, err
+	}
+	r.Requests = e.proxy.Counts().Sub(before)
+	r.Failed = e.proxy.Failed().Sub(failed)
+	r.Polls = b.Polls() - polls
+	r.BrokerShare = (b.Busy() - busy) / time.Duration(o.Workers)
+	r.Floor = reconcileFloor(b.Busy()-busy, o.Workers, r.List)
+	left, err := e.pendingCount(ctx)
+	if err != nil {
+		return r, err
+	}
+	if left != 0 || r.Polls != r.Pending*o.Polls {
+		return r, fmt.Errorf("reconcile left %d of %d records pending; the broker answered %d polls, want %d", left, r.Pending, r.Polls, r.Pending*o.Polls)
+	}
+	return r, nil
+}
+
+// scaleFigures measures reconcile on the real API server: a run with o.Small records
+// in all, then one with o.Records, each with o.Pending of them waiting on an
+// asynchronous provision; then the API requests of a synchronous provision and the
+// register of a 500 x 20 catalog against kubectl create.
+func scaleFigures(bins controlplane.Binaries, plugin, dir string, o scaleOptions) ([]figure, []string, error) {
+	ctx := context.Background()
+	e, err := startScaleEnv(bins, plugin, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer e.close()
+	bcfg := reconcilebench.Config{PollTime: o.PollTime, Polls: o.Polls}
+	b := reconcilebench.NewBroker(bcfg)
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	if err := e.seed(ctx, []string{reconcilebench.CatalogNamespace}, 0, 0); err != nil {
+		return nil, nil, err
+	}
+	if err := reconcilebench.SeedBroker(ctx, e.st, srv.URL); err != nil {
+		return nil, nil, err
+	}
+
+	var figures []figure
+	var notes []string
+	if o.Records > 0 {
+		f, n, err := e.reconcileFigures(ctx, o, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		figures, notes = f, n
+	}
+	if o.Shard {
+		f, n, err := e.shardFigure(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		figures, notes = append(figures, f...), append(notes, n...)
+	}
+	const provisions = 3
+	counts, err := e.provisionRequests(ctx, provisions)
+	if err != nil {
+		return nil, nil, err
+	}
+	figures = append(figures, figure{Name: "provision (synchronous plan): API requests", Count: true,
+		Value: time.Duration(counts.Total() * 1000 / provisions), Floor: 4 * 1000, What: "the target, 4 requests", Target: 1})
+	reg, regNote, err := e.registerFigure(ctx, o.RegisterRuns)
+	if err != nil {
+		return nil, nil, err
+	}
+	figures = append(figures, reg)
+	notes = append(notes, fmt.Sprintf("provision (synchronous plan), API requests per provision (%d provisions): %s",
+		provisions, counts.Line(provisions)), regNote)
+	return figures, notes, nil
+}
+
+// reconcileFigures are the two reconcile runs of scaleFigures.
+func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reconcilebench.Broker) ([]figure, []string, error) {
+	var runs []reconcileRun
+	seeded := 0
+	for i, total := range []int{o.Small, o.Records} {
+		namespaces := make([]string, 10)
+		for j := range namespaces {
+			namespaces[j] = fmt.Sprintf("bench-%d-%02d", i, j)
+		}
+		ready := total - seeded - o.Pending
+		if ready < 0 {
+			return nil, nil, fmt.Errorf("%d records in all cannot hold %d pending after %d already there", total, o.Pending, seeded)
+		}
+		start := time.Now()
+		if err := e.seed(ctx, namespaces, o.Pending, ready); err != nil {
+			return nil, nil, err
+		}
+		seeded += o.Pending + ready
+		fmt.Fprintf(os.Stderr, "seeded %d records (%d pending) in %s; reconcile on %d records, %d workers...\n",
+			o.Pending+ready, o.Pending, time.Since(start).Round(time.Millisecond), seeded, o.Workers)
+		r, err := e.runReconcile(ctx, o, b, seeded)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(os.Stderr, "reconcile on %d records: %s (floor %s), %.1f MiB\n", seeded, r.Took.Round(time.Millisecond), r.Floor.Round(time.Millisecond), float64(r.RSSKiB)/1024)
+		runs = append(runs, r)
+	}
+	small, large := runs[0], runs[1]
+	what := fmt.Sprintf("broker time / workers (%d polls x %s / %d) + kubectl LIST of the pending", large.Polls, o.PollTime, o.Workers)
+	figures := []figure{
+		{Name: fmt.Sprintf("reconcile -A, %d records (%d pending), %d workers: wall time", small.Total, small.Pending, o.Workers),
+			Value: small.Took, Floor: small.Floor, What: what},
+		{Name: fmt.Sprintf("reconcile -A, %d records (%d pending), %d workers: wall time", large.Total, large.Pending, o.Workers),
+			Value: large.Took, Floor: large.Floor, What: what},
+		{Name: fmt.Sprintf("reconcile -A, %d records vs %d records: wall time", large.Total, small.Total),
+			Value: large.Took, Floor: small.Took, What: fmt.Sprintf("the %d-record run", small.Total), Target: 1.2},
+		{Name: fmt.Sprintf("reconcile -A, %d records: peak memory", large.Total),
+			Value: time.Duration(large.RSSKiB), Floor: rssTargetKiB, What: "the target, 100 MiB", Target: 1, Bytes: true},
+		{Name: fmt.Sprintf("reconcile -A, %d records: peak memory", small.Total),
+			Value: time.Duration(small.RSSKiB), Floor: rssTargetKiB, What: "the target, 100 MiB", Bytes: true},
+	}
+	var notes []string
+	for _, r := range runs {
+		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
+			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
+			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none")))
+	}
+	return figures, notes, nil
+}
+
+// provisionRequests provisions runs instances of a synchronous plan of the test
+// broker's demo catalog with the real binary, each a process of its own as a user's,
+// and returns the API requests they sent, in all.
+func (e *scaleEnv) provisionRequests(ctx context.Context, runs int) (apicount.Counts, error) {
+	b, err := broker.New(broker.Options{RequestLogLimit: 100})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Start(); err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	const catNS, ns = "catalog-demo", "provision-bench"
+	if err := e.seed(ctx, []string{ns}, 0, 0); err != nil {
+		return nil, err
+	}
+	if _, _, err := measure(e.direct, []string{e.plugin, "register", "demo", "--url", b.URL(), "--catalog-namespace", catNS}); err != nil {
+		return nil, err
+	}
+	before := e.proxy.Counts()
+	var first []string
+	for i := range runs {
+		e.proxy.Log(i == 0)
+		if _, _, err := measure(e.kc, []string{e.plugin, "provision", fmt.Sprintf("db-%d", i), "--class", "postgresql", "--plan", "hobby",
+			"-n", ns, "--catalog-namespace", catNS}); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = e.proxy.Log(false)
+		}
+	}
+	counts := e.proxy.Counts().Sub(before)
+	fmt.Fprintf(os.Stderr, "the API requests of one synchronous provision:\n  %s\n", strings.Join(first, "\n  "))
+	// Every one finished, synchronously.
+	for i := range runs {
+		inst, err := e.st.Instances().Get(ctx, ns, fmt.Sprintf("db-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		if inst.Status.Phase != v1alpha1.PhaseReady || inst.HasPendingWork() {
+			return nil, fmt.Errorf("instance %s/%s: phase %s, pending %v after a synchronous provision", ns, inst.Name, inst.Status.Phase, inst.HasPendingWork())
+		}
+	}
+	return counts, nil
+}
+
+// configMapList is the ConfigMaps of namespace labelled as the plugin's, as a v1 List
+// whose items are in namespace to instead: the same objects, to create again.
+func (e *scaleEnv) configMapList(ctx context.Context, namespace, to string) ([]byte, int, error) {
+	list, err := e.core.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: store.LabelManagedBy})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for _, cm := range list.Items {
+		c := corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: to, Labels: cm.Labels, Annotations: cm.Annotations,
+				Finalizers: cm.Finalizers},
+			Data: cm.Data, BinaryData: cm.BinaryData,
+		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, 0, err
+		}
+		out.Items = append(out.Items, runtime.RawExtension{Raw: raw})
+	}
+	body, err := json.Marshal(out)
+	return body, len(list.Items), err
+}
+
+// registerFigure registers a broker serving a 500 x 20 catalog and, as its floor,
+// creates the same ConfigMaps with "kubectl create -f" of one List, alternately,
+// each into a new namespace; both with their default client rate limits.
+func (e *scaleEnv) registerFigure(ctx context.Context, runs int) (figure, string, error) {
+	cat := broker.GenerateCatalog(500, 20)
+	b, err := broker.New(broker.Options{Catalog: &cat, RequestLogLimit: 100})
+	if err != nil {
+		return figure{}, "", err
+	}
+	if err := b.Start(); err != nil {
+		return figure{}, "", err
+	}
+	defer b.Close()
+	var tr, tk []time.Duration
+	var objects, bytes int
+	for i := range runs {
+		catNS := fmt.Sprintf("register-%d", i)
+		d, _, err := measure(e.direct, []string{e.plugin, "register", "big", "--url", b.URL(), "--catalog-namespace", catNS})
+		if err != nil {
+			return figure{}, "", err
+		}
+		tr = append(tr, d)
+		to := fmt.Sprintf("kubectl-create-%d", i)
+		body, n, err := e.configMapList(ctx, catNS, to)
+		if err != nil {
+			return figure{}, "", err
+		}
+		objects, bytes = n, len(body)
+		file := filepath.Join(e.dir, to+".json")
+		if err := os.WriteFile(file, body, 0o600); err != nil {
+			return figure{}, "", err
+		}
+		if err := e.seed(ctx, []string{to}, 0, 0); err != nil {
+			return figure{}, "", err
+		}
+		if d, _, err = measure(e.direct, []string{e.bins.Kubectl, "create", "-f", file}); err != nil {
+			return figure{}, "", err
+		}
+		tk = append(tk, d)
+		fmt.Fprintf(os.Stderr, "register 500 x 20: %s; kubectl create -f of its %d ConfigMaps: %s\n", tr[i].Round(time.Millisecond), n, d.Round(time.Millisecond))
+	}
+	return figure{Name: "register, 500 classes x 20 plans: wall time", Value: median(tr), Floor: median(tk),
+			What: fmt.Sprintf("kubectl create -f (List of the same %d ConfigMaps)", objects), Target: 1},
+		fmt.Sprintf("register, 500 x 20: %d ConfigMaps (%.1f MiB as JSON); median of %d runs each, default client rate limits", objects, float64(bytes)/(1<<20), runs),
+		nil
+}
+
+// shardGroupName is the group of the replicas figure.
+const shardGroupName = "bench"
+
+// hasShardGroup says whether the plugin has "reconcile --serve --shard-group".
+func hasShardGroup(plugin string) bool {
+	out, err := exec.Command(plugin, "reconcile", "--help").CombinedOutput()
+	return err == nil && strings.Contains(string(out), "--shard-group")
+}
+
+// server is a "reconcile --serve" process.
+type server struct {
+	cmd    *exec.Cmd
+	base   string
+	out    *lockedBuffer
+	exited chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (e *scaleEnv) startServer(o scaleOptions, group bool) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	args := []string{"reconcile", "-A", "--serve", "--listen", addr, "--catalog-namespace", reconcilebench.CatalogNamespace,
+		"--workers", fmt.Sprint(o.Workers), "--interval", "1ms", "--qps", "500", "--burst", "1000"}
+	if group {
+		args = append(args, "--shard-group", shardGroupName, "--lease-duration", "15s")
+	}
+	s := &server{cmd: exec.Command(e.plugin, args...), base: "http://" + addr, out: &lockedBuffer{}, exited: make(chan error, 1)}
+	s.cmd.Env = append(os.Environ(), "KUBECONFIG="+e.direct)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	return s, nil
+}
+
+// metric is the value of a metric line ("name{labels}") of the server's /metrics, -1 when
+// it cannot be read.
+func (s *server) metric(line string) float64 {
+	resp, err := http.Get(s.base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, line+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// waitFor polls cond every 100 ms until it holds or timeout passes.
+func waitFor(what string, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// serveRun starts n "reconcile --serve" processes (a shard group when group), waits until
+// they are ready (every member of the group sees all n), then writes o.Pending pending
+// records and says how long it took from the first write until none is pending.
+func (e *scaleEnv) serveRun(ctx context.Context, o scaleOptions, n int, group bool, tag string) (time.Duration, error) {
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for range n {
+		s, err := e.startServer(o, group)
+		if err != nil {
+			return 0, err
+		}
+		servers = append(servers, s)
+	}
+	ready := func() (bool, error) {
+		for _, s := range servers {
+			select {
+			case err := <-s.exited:
+				return false, fmt.Errorf("reconcile --serve exited: %v\n%s", err, s.out.String())
+			default:
+			}
+			if group && s.metric("kubectl_catalog_shard_members") != float64(n) {
+				return false, nil
+			}
+			if !group && s.metric("kubectl_catalog_reconcile_runs_total") < 0 {
+				if resp, err := http.Get(s.base + "/healthz"); err != nil || resp.Body.Close() != nil || resp.StatusCode != http.StatusOK {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	}
+	if err := waitFor("the servers to be ready", time.Minute, ready); err != nil {
+		return 0, err
+	}
+	namespaces := make([]string, 10)
+	for j := range namespaces {
+		namespaces[j] = fmt.Sprintf("bench-%s-%02d", tag, j)
+	}
+	start := time.Now()
+	if err := e.seed(ctx, namespaces, o.Pending, 0); err != nil {
+		return 0, err
+	}
+	err := waitFor("every record to finish", 10*time.Minute, func() (bool, error) {
+		left, err := e.pendingCount(ctx)
+		return left == 0, err
+	})
+	took := time.Since(start)
+	if err != nil {
+		for _, s := range servers {
+			fmt.Fprintf(os.Stderr, "reconcile --serve:\n%s\n", s.out.String())
+		}
+	}
+	return took, err
+}
+
+// shardFigure compares three replicas of a shard group with one "reconcile --serve"
+// process on o.Pending pending records each, when the plugin has --shard-group.
+func (e *scaleEnv) shardFigure(ctx context.Context, o scaleOptions) ([]figure, []string, error) {
+	if !hasShardGroup(e.plugin) {
+		return nil, []string{"shard group: skipped, this build has no \"reconcile --serve --shard-group\""}, nil
+	}
+	fmt.Fprintf(os.Stderr, "reconcile --serve, one process, %d pending...\n", o.Pending)
+	one, err := e.serveRun(ctx, o, 1, false, "serve")
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "one process: %s; three replicas of a shard group...\n", one.Round(time.Millisecond))
+	three, err := e.serveRun(ctx, o, 3, true, "group")
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "three replicas: %s\n", three.Round(time.Millisecond))
+	return []figure{{
+			Name:  fmt.Sprintf("reconcile --serve, 3 replicas of a shard group, %d pending, %d workers each: time to finish", o.Pending, o.Workers),
+			Value: three, Floor: one, What: "one reconcile --serve process", Target: 0.5,
+		}}, []string{fmt.Sprintf("shard group: throughput of 3 replicas %.2fx one process's (timed from the first write of the pending records until none is pending)",
+			float64(one)/float64(three))}, nil
+}

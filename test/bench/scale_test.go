@@ -1,0 +1,39 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestReconcileFloor(t *testing.T) {
+	for _, c := range []struct {
+		busy    time.Duration
+		workers int
+		list    time.Duration
+		want    time.Duration
+	}{
+		// 2,000 polls of 50 ms on 16 workers, and a LIST of 300 ms.
+		{100 * time.Second, 16, 300 * time.Millisecond, 6250*time.Millisecond + 300*time.Millisecond},
+		{100 * time.Second, 1, 0, 100 * time.Second},
+		// No workers is read as one, not a division by zero.
+		{time.Second, 0, time.Second, 2 * time.Second},
+	} {
+		if got := reconcileFloor(c.busy, c.workers, c.list); got != c.want {
+			t.Errorf("reconcileFloor(%s, %d, %s) = %s, want %s", c.busy, c.workers, c.list, got, c.want)
+		}
+	}
+}
+
+func TestFigureFormat(t *testing.T) {
+	count := figure{Value: 4500, Floor: 4000, Count: true, Target: 1}
+	if got := count.format(count.Value); got != "4.5" {
+		t.Errorf("count: %q", got)
+	}
+	if count.ratio() != 1.125 {
+		t.Errorf("ratio %v", count.ratio())
+	}
+	mem := figure{Bytes: true}
+	if got := mem.format(100 * 1024); got != "100.0 MiB" {
+		t.Errorf("memory: %q", got)
+	}
+}
