@@ -28,6 +28,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/version"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 )
 
 var rootLong = cmdutil.LongDesc(`
@@ -94,5 +95,6 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		rbac.NewCmdRBAC(f),
 	)
 	markUsageErrors(root)
+	complete.Flags(root, f)
 	return root
 }

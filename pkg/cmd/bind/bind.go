@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/binding"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
@@ -144,9 +145,9 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 		},
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if o.Rotate {
-				return binding.CompleteOneBinding(f)(cmd, args, toComplete)
+				return complete.First(complete.Bindings(f, false))(cmd, args, toComplete)
 			}
-			return instance.CompleteInstances(f)(cmd, args, toComplete)
+			return complete.First(complete.Instances(f))(cmd, args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -176,7 +177,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 	fs.Lookup("dry-run").NoOptDefVal = DryRunClient
 	o.Wait.AddFlags(fs, "bind")
 	o.Output.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{DryRunNone, DryRunClient, DryRunServer}, cobra.ShellCompDirectiveNoFileComp))
+	complete.Register(cmd, "to", complete.Workloads(f))
 	// A malformed transform is reported by its own message: pflag's wrapping would
 	// repeat the flag and the value.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

@@ -6,18 +6,15 @@ package binding
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // Drive runs the engine on one binding, as instance.Drive does on an instance: until it
@@ -94,60 +91,4 @@ func ProjectedAs(p v1alpha1.WorkloadProjection, binding string) string {
 		return "environment variables"
 	}
 	return "files under $SERVICE_BINDING_ROOT/" + binding
-}
-
-// CompleteBindings completes binding names in the command's namespace; every argument
-// position is a binding name.
-func CompleteBindings(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		return bindingNames(cmd.Context(), f, "", args, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// CompleteOneBinding completes a single binding name.
-func CompleteOneBinding(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return bindingNames(cmd.Context(), f, "", nil, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// BindingNames lists the names of the bindings in the factory's namespace (of instance
-// when set) that start with prefix, leaving out those in skip.
-func BindingNames(ctx context.Context, f *cmdutil.Factory, inst string, skip []string, prefix string) []string {
-	return bindingNames(ctx, f, inst, skip, prefix)
-}
-
-func bindingNames(ctx context.Context, f *cmdutil.Factory, inst string, skip []string, prefix string) []string {
-	st, err := f.Store()
-	if err != nil {
-		return nil
-	}
-	ns, _, err := f.Namespace()
-	if err != nil {
-		return nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	items, _ := st.Bindings().List(ctx, ns, store.Filter{Instance: inst})
-	var names []string
-	for _, b := range items {
-		if strings.HasPrefix(b.Name, prefix) && !contains(skip, b.Name) {
-			names = append(names, b.Name)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -17,10 +17,10 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -57,7 +57,7 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 
 			# Print a row each time a binding of instance db changes (Ctrl-C ends it)
 			kubectl catalog get bindings --instance db --watch-only`),
-		ValidArgsFunction: CompleteBindings(f),
+		ValidArgsFunction: complete.Each(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
 				return err
@@ -109,7 +109,6 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
-	_ = cmd.RegisterFlagCompletionFunc("instance", instance.CompleteInstances(f))
 	wf.AddFlags(cmd.Flags(), "bindings")
 	out.AddFlags(cmd)
 	return cmd
@@ -190,7 +189,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 			# Include the credential values
 			kubectl catalog describe binding db --show-secrets`),
 		Args:              exactlyOneBinding,
-		ValidArgsFunction: CompleteOneBinding(f),
+		ValidArgsFunction: complete.First(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
 			if err != nil {

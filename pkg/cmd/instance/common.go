@@ -316,31 +316,6 @@ func (p *Progress) Done() {
 	}
 }
 
-// CompleteInstances completes instance names in the command's namespace.
-func CompleteInstances(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		st, err := f.Store()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ns, _, err := f.Namespace()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		items, _ := st.Instances().List(cmd.Context(), ns, store.Filter{})
-		var names []string
-		for _, i := range items {
-			if strings.HasPrefix(i.Name, toComplete) {
-				names = append(names, i.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
 // BrokerNamespace is where an instance's broker and class records live.
 func BrokerNamespace(inst *v1alpha1.ServiceInstance, catalogNamespace string) string {
 	if inst.Spec.Scope == v1alpha1.ScopeCluster {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -51,7 +52,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 
 			# List the instances, then print a row each time one changes (Ctrl-C ends it)
 			kubectl catalog get instances -w`),
-		ValidArgsFunction: CompleteInstances(f),
+		ValidArgsFunction: complete.Each(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
 				return err
@@ -91,6 +92,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
 	cmd.Flags().StringVar(&class, "class", "", "Only instances of this class.")
 	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
+	complete.Register(cmd, "plan", complete.Plans(f))
 	wf.AddFlags(cmd.Flags(), "instances")
 	out.AddFlags(cmd)
 	return cmd
@@ -208,7 +210,7 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			# Describe instance db
 			kubectl catalog describe instance db`),
 		Args:              ExactlyOneName,
-		ValidArgsFunction: CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/instance"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 )
 
 // NewCmdTouch returns the touch command and its instance subcommand.
@@ -45,7 +46,7 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog touch instance db --wait`),
 		Aliases:           []string{"inst"},
 		Args:              instance.ExactlyOneName,
-		ValidArgsFunction: instance.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := w.Validate(); err != nil {
 				return err
