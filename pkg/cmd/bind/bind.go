@@ -77,7 +77,8 @@ var bindExample = cmdutil.Examples(`
 	# Mount the credentials into deployment web (files under $SERVICE_BINDING_ROOT/db)
 	kubectl catalog bind db --to deployment/web --wait
 
-	# Expose the credentials to deployment web as environment variables DB_HOST, DB_PORT, ...
+	# Expose the credentials to deployment web as environment variables named after their
+	# keys with the prefix DB_ (DB_host, DB_port, ... for keys host, port, ...)
 	kubectl catalog bind db --to deployment/web --env --env-prefix DB_
 
 	# Show the binding and the change to deployment web without writing anything

@@ -15,8 +15,11 @@ import (
 func NewCmdTouch(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "touch",
-		Short: "Make the broker see a record again",
-		Long:  cmdutil.LongDesc(`Re-send a record's parameters to its broker.`),
+		Short: "Re-send an instance's parameters to its broker",
+		Long: cmdutil.LongDesc(`
+			Send a service instance's parameters to its broker again, as an update
+			("touch instance"): after a Secret its parameters come from changed, or
+			when the broker lost track of them.`),
 		Example: cmdutil.Examples(`
 			# Re-send the parameters of instance db
 			kubectl catalog touch instance db`),
