@@ -110,6 +110,9 @@ func TestCLISurface_ExitCodes(t *testing.T) {
 		})
 	}
 
+	// A second instance whose binds are async: the broker binds one instance at a time.
+	r := e.run(t, "provision", "db2", "--class", "postgresql", "--plan", "ha", "--wait", "--interval", "200ms")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	// The broker now takes an hour over every async operation.
 	e.b.SetAsyncDelay(time.Hour)
 	t.Run("provision --wait times out", func(t *testing.T) {
@@ -128,7 +131,7 @@ func TestCLISurface_ExitCodes(t *testing.T) {
 		kind string
 	}{
 		{"provision --wait interrupted", []string{"provision", "slower", "--class", "postgresql", "--plan", "standard", "--wait", "--interval", "200ms"}, "instance"},
-		{"bind --wait interrupted", []string{"bind", "db", "--name", "slower-app", "--wait", "--interval", "200ms"}, "binding"},
+		{"bind --wait interrupted", []string{"bind", "db2", "--name", "slower-app", "--wait", "--interval", "200ms"}, "binding"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startCatalog(t, e.ns, tc.args...)
