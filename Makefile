@@ -99,6 +99,11 @@ test: lint test-unit test-fuzz test-release test-e2e ## Everything CI runs: lint
 test-unit: ## Unit tests (no cluster)
 	$(GO) test -count=1 $(UNIT_PKGS)
 
+.PHONY: golden
+golden: ## Regenerate the golden files (--help of every command, error output, tables) after a deliberate change; review the diff
+	$(GO) test -count=1 $$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./pkg/... | \
+		awk '/gotest.tools\/v3\/golden/ { print $$1 }') -update
+
 .PHONY: test-release
 test-release: $(BIN_DIR)/goreleaser ## The release: goreleaser check, the image (make image into an in-process registry), the krew install
 	$(BIN_DIR)/goreleaser check
@@ -196,7 +201,15 @@ clean: cluster-down ## Remove build output and the local cluster's files (the to
 	rm -rf $(BIN_DIR) dist $(CLUSTER_DIR)
 
 .PHONY: help
-help: ## Show this help
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } \
+# The variables the targets' descriptions name, as $(NAME): help prints their values.
+HELP_VARS = $(sort $(shell sed -n 's/^[a-zA-Z_0-9-]*:.*\#\# //p' $(MAKEFILE_LIST) | grep -o '\$$([A-Z_]*)' | tr -d '$$()'))
+help: ## Show this help (in colour on a terminal)
+	@on=; off=; if [ -t 1 ]; then on=$$(printf '\033[36m'); off=$$(printf '\033[0m'); fi; \
+	awk -v on="$$on" -v off="$$off" -v vars='$(foreach v,$(HELP_VARS),$(v)=$($(v));)' \
+		'BEGIN { FS = ":.*##"; n = split(vars, kv, ";"); \
+			for (i = 1; i <= n; i++) if (kv[i] != "") { p = index(kv[i], "="); val[substr(kv[i], 1, p - 1)] = substr(kv[i], p + 1) } \
+			printf "Usage: make <target>\n" } \
+		/^[a-zA-Z_0-9-]+:.*?##/ { d = $$2; \
+			while (match(d, /\$$\([A-Z_]+\)/)) { k = substr(d, RSTART + 2, RLENGTH - 3); d = substr(d, 1, RSTART - 1) val[k] substr(d, RSTART + RLENGTH) } \
+			printf "  %s%-16s%s %s\n", on, $$1, off, d } \
 		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -3,7 +3,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,21 +22,7 @@ func run() int {
 	ctx, stop := interruptContext()
 	defer stop()
 
-	f := cmdutil.NewFactory(cmdutil.NewStdIOStreams())
-	root := cmd.NewCmdRoot(f)
-	err := cmd.AsUsageError(root.ExecuteContext(ctx))
-	if cmdutil.ShouldPrint(err) {
-		fmt.Fprintln(f.ErrOut, "error:", err)
-	}
-	code := cmdutil.ExitCode(err)
-	if code == cmdutil.ExitUsage {
-		c, _, findErr := root.Find(os.Args[1:])
-		if findErr != nil || c == nil {
-			c = root
-		}
-		fmt.Fprintf(f.ErrOut, "Run '%s --help' for usage.\n", c.CommandPath())
-	}
-	return code
+	return cmd.Execute(ctx, cmdutil.NewFactory(cmdutil.NewStdIOStreams()), os.Args[1:])
 }
 
 // interruptContext returns a context cancelled by the first SIGINT or

@@ -28,6 +28,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/version"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 )
 
 var rootLong = cmdutil.LongDesc(`
@@ -41,12 +42,23 @@ var rootLong = cmdutil.LongDesc(`
 	broker, an interrupted command, a broker that was down) is finished by
 	"kubectl catalog reconcile", run by hand or from a CronJob.`)
 
+var rootExample = cmdutil.Examples(`
+	# Register a broker, see what it offers, provision an instance and bind it
+	kubectl catalog register acme --url https://broker.example.com --basic-auth-secret acme-auth
+	kubectl catalog marketplace
+	kubectl catalog provision db --class postgresql --plan hobby --wait
+	kubectl catalog bind db --to deployment/web --wait
+
+	# Finish whatever is left unfinished
+	kubectl catalog reconcile`)
+
 // NewCmdRoot returns the root command of kubectl catalog.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "kubectl-catalog",
-		Short: "Use Open Service Broker services from Kubernetes",
-		Long:  rootLong,
+		Use:     "kubectl-catalog",
+		Short:   "Use Open Service Broker services from Kubernetes",
+		Long:    rootLong,
+		Example: rootExample,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl catalog",
 		},
@@ -94,5 +106,6 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		rbac.NewCmdRBAC(f),
 	)
 	markUsageErrors(root)
+	complete.Flags(root, f)
 	return root
 }

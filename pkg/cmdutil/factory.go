@@ -87,6 +87,16 @@ type Factory struct {
 	once       sync.Once
 	restConfig *rest.Config
 	restErr    error
+
+	// core and meta, when set by UseClients, replace the clients built from the kubeconfig.
+	core kubernetes.Interface
+	meta metadata.Interface
+}
+
+// UseClients makes the factory hand out these clients instead of building them from the
+// kubeconfig: unit tests run commands on a fake cluster through it.
+func (f *Factory) UseClients(core kubernetes.Interface, meta metadata.Interface) {
+	f.core, f.meta = core, meta
 }
 
 // NewFactory returns a factory on the given streams with kubectl's usual
@@ -144,6 +154,9 @@ func (f *Factory) RESTConfig() (*rest.Config, error) {
 
 // KubernetesClient returns a typed client for the core API.
 func (f *Factory) KubernetesClient() (kubernetes.Interface, error) {
+	if f.core != nil {
+		return f.core, nil
+	}
 	cfg, err := f.RESTConfig()
 	if err != nil {
 		return nil, err
@@ -154,6 +167,9 @@ func (f *Factory) KubernetesClient() (kubernetes.Interface, error) {
 // MetadataClient returns a client for metadata-only requests
 // (PartialObjectMetadata), which list records without their data.
 func (f *Factory) MetadataClient() (metadata.Interface, error) {
+	if f.meta != nil {
+		return f.meta, nil
+	}
 	cfg, err := f.RESTConfig()
 	if err != nil {
 		return nil, err

@@ -444,7 +444,7 @@ func TestParseWorkload(t *testing.T) {
 		{in: "cj/web", wantKind: "CronJob"},
 		{in: "job/web", wantKind: "Job"},
 		{in: "jobs.batch/web", wantKind: "Job"},
-		{in: "pod/x", wantErr: `--to "pod/x": kind "pod" cannot be projected into; use one of deployment, statefulset, daemonset, cronjob, job`},
+		{in: "pod/x", wantErr: `--to "pod/x": kind "pod" cannot be projected into; use one of deployment, statefulset, daemonset, cronjob`},
 		{in: "deployments.batch/x", wantErr: `kind "deployments.batch" cannot be projected into`},
 		{in: "web", wantErr: `--to "web": expected KIND/NAME, e.g. --to deployment/web`},
 		{in: "deployment/", wantErr: `--to "deployment/": expected KIND/NAME`},

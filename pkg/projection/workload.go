@@ -54,8 +54,9 @@ var kinds = []kindInfo{
 		aliases: []string{"job", "jobs"}},
 }
 
-// kindNames is the kinds as ParseWorkload's errors suggest them.
-const kindNames = "deployment, statefulset, daemonset, cronjob, job"
+// kindNames is the kinds as ParseWorkload's errors suggest them: those a Secret can be
+// projected into (a Job is parsed, to be refused with its own reason, but not suggested).
+const kindNames = "deployment, statefulset, daemonset, cronjob"
 
 // lookupKind finds the kind named s: a canonical Kind, or any name ParseWorkload
 // accepts, in any case.
@@ -90,6 +91,18 @@ func ParseWorkload(s string) (kind, name string, err error) {
 	return info.kind, name, nil
 }
 
+// ProjectableKinds returns the canonical Kinds a Secret can be projected into: every
+// kind but Job, whose pod template cannot change.
+func ProjectableKinds() []string {
+	var out []string
+	for _, k := range kinds {
+		if k.kind != KindJob {
+			out = append(out, k.kind)
+		}
+	}
+	return out
+}
+
 // Kinds returns the canonical Kinds a Secret can be projected into.
 func Kinds() []string {
 	out := make([]string, 0, len(kinds))
@@ -97,4 +110,15 @@ func Kinds() []string {
 		out = append(out, k.kind)
 	}
 	return out
+}
+
+// WorkloadResource is the API resource of the workload kind named s, as ParseWorkload
+// accepts kinds ("deploy", "statefulsets.apps", "CronJob"), to list workloads of that
+// kind; false for a kind a Secret cannot be projected into.
+func WorkloadResource(s string) (schema.GroupVersionResource, bool) {
+	k, ok := lookupKind(s)
+	if !ok || k.kind == KindJob {
+		return schema.GroupVersionResource{}, false
+	}
+	return k.gvk.GroupVersion().WithResource(k.aliases[1]), true
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -84,7 +84,7 @@ func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
 			BROKER/CLASS/PLAN, or the class's record name.`, strings.ToUpper(verb[:1])+verb[1:])),
 		Example:           cmdutil.Examples(example),
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: catalogcmd.CompleteClassOrPlan(f),
+		ValidArgsFunction: complete.First(complete.ClassOrPlan(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Target = args[0]
 			if err := o.Validate(); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
@@ -75,7 +76,8 @@ var bindExample = cmdutil.Examples(`
 	# Mount the credentials into deployment web (files under $SERVICE_BINDING_ROOT/db)
 	kubectl catalog bind db --to deployment/web --wait
 
-	# Expose the credentials to deployment web as environment variables DB_HOST, DB_PORT, ...
+	# Expose the credentials to deployment web as environment variables named after their
+	# keys with the prefix DB_ (DB_host, DB_port, ... for keys host, port, ...)
 	kubectl catalog bind db --to deployment/web --env --env-prefix DB_
 
 	# Show the binding and the change to deployment web without writing anything
@@ -143,9 +145,9 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 		},
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if o.Rotate {
-				return lifecycle.CompleteOneBinding(f)(cmd, args, toComplete)
+				return complete.First(complete.Bindings(f, false))(cmd, args, toComplete)
 			}
-			return lifecycle.CompleteInstances(f)(cmd, args, toComplete)
+			return complete.First(complete.Instances(f))(cmd, args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -175,7 +177,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 	fs.Lookup("dry-run").NoOptDefVal = DryRunClient
 	o.Wait.AddFlags(fs, "bind")
 	o.Output.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{DryRunNone, DryRunClient, DryRunServer}, cobra.ShellCompDirectiveNoFileComp))
+	complete.Register(cmd, "to", complete.Workloads(f))
 	// A malformed transform is reported by its own message: pflag's wrapping would
 	// repeat the flag and the value.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

@@ -1,6 +1,5 @@
 // Package catalogcmd holds what the broker and marketplace commands share: finding a
-// broker by name in either scope, the --scope flag, and completion of broker, class and
-// plan names.
+// broker by name in either scope and the --scope flag.
 package catalogcmd
 
 import (
@@ -106,114 +105,6 @@ func (e *NotFoundError) Error() string { return e.Msg }
 func Namespace(f *cmdutil.Factory) (string, error) {
 	ns, _, err := f.Namespace()
 	return ns, err
-}
-
-func completionContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
-}
-
-// CompleteBrokers completes the names of the brokers visible from the namespace.
-func CompleteBrokers(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		st, err := f.Store()
-		ns, nerr := Namespace(f)
-		if err != nil || nerr != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ctx := completionContext(cmd)
-		var out []string
-		seen := map[string]bool{}
-		for _, n := range []string{ns, f.CatalogNamespace} {
-			bs, _ := st.Brokers().List(ctx, n, store.Filter{})
-			for _, b := range bs {
-				if !seen[b.Name] && strings.HasPrefix(b.Name, toComplete) {
-					seen[b.Name] = true
-					out = append(out, b.Name)
-				}
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// CompleteClasses completes the class names the namespace may see (access rules applied),
-// optionally of the broker named by brokerFlag.
-func CompleteClasses(f *cmdutil.Factory, brokerFlag *string) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		offers, ok := completionOffers(cmd, f, brokerFlag, "")
-		if !ok {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var out []string
-		seen := map[string]bool{}
-		for _, o := range offers {
-			n := o.Class.Spec.ExternalName
-			if !seen[n] && strings.HasPrefix(n, toComplete) {
-				seen[n] = true
-				out = append(out, n+"\t"+firstLine(o.Class.Spec.Description))
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// CompletePlans completes plan names of the class named by classFlag, or "CLASS/PLAN"
-// when no class is given.
-func CompletePlans(f *cmdutil.Factory, brokerFlag, classFlag *string) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		class := ""
-		if classFlag != nil {
-			class = *classFlag
-		}
-		offers, ok := completionOffers(cmd, f, brokerFlag, class)
-		if !ok {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var out []string
-		for _, o := range offers {
-			for _, p := range o.Plans {
-				n := p.ExternalName
-				if class == "" {
-					n = o.Class.Spec.ExternalName + "/" + n
-				}
-				if strings.HasPrefix(n, toComplete) {
-					out = append(out, n+"\t"+firstLine(p.Description))
-				}
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// CompleteClassOrPlan completes CLASS, or CLASS/PLAN once a slash is typed.
-func CompleteClassOrPlan(f *cmdutil.Factory) cobra.CompletionFunc {
-	classes, plans := CompleteClasses(f, nil), CompletePlans(f, nil, nil)
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if strings.Contains(toComplete, "/") {
-			return plans(cmd, args, toComplete)
-		}
-		return classes(cmd, args, toComplete)
-	}
-}
-
-func completionOffers(cmd *cobra.Command, f *cmdutil.Factory, brokerFlag *string, class string) ([]marketplace.Offering, bool) {
-	st, err := f.Store()
-	if err != nil {
-		return nil, false
-	}
-	ns, err := Namespace(f)
-	if err != nil {
-		return nil, false
-	}
-	filter := marketplace.Filter{Class: class}
-	if brokerFlag != nil {
-		filter.Broker = *brokerFlag
-	}
-	offers, _ := marketplace.List(completionContext(cmd), st, ns, filter, marketplace.InCatalogNamespace(f.CatalogNamespace))
-	return offers, true
 }
 
 func firstLine(s string) string {

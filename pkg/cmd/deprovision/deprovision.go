@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -62,7 +63,7 @@ func NewCmdDeprovision(f *cmdutil.Factory) *cobra.Command {
 		Long:              deprovisionLong,
 		Example:           deprovisionExample,
 		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Validate(); err != nil {

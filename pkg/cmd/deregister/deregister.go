@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -60,7 +61,7 @@ func NewCmdDeregister(f *cmdutil.Factory) *cobra.Command {
 		Long:              deregisterLong,
 		Example:           deregisterExample,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: catalogcmd.CompleteBrokers(f),
+		ValidArgsFunction: complete.First(complete.Brokers(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Validate(); err != nil {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -45,7 +45,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 			# Include the credential values
 			kubectl catalog describe binding db --show-secrets`),
 		Args:              exactlyOneBinding,
-		ValidArgsFunction: lifecycle.CompleteOneBinding(f),
+		ValidArgsFunction: complete.First(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -109,7 +110,7 @@ func NewCmdDescribeBroker(f *cmdutil.Factory) *cobra.Command {
 		Events recorded about it, newest last.`, `
 		# Describe broker acme
 		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, (*Options).RunBroker)
-	cmd.ValidArgsFunction = catalogcmd.CompleteBrokers(f)
+	cmd.ValidArgsFunction = complete.First(complete.Brokers(f))
 	catalogcmd.AddScopeFlag(cmd, &o.Scope)
 	return cmd
 }
@@ -224,7 +225,7 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 
 // NewCmdDescribeClass returns "describe class".
 func NewCmdDescribeClass(f *cmdutil.Factory) *cobra.Command {
-	cmd, o := newCmd(f, "class NAME", "Show a class's details and plans", `
+	cmd, _ := newCmd(f, "class NAME", "Show a class's details and plans", `
 		Show a service class: its broker, OSB id, description, tags, what it requires,
 		and its plans. NAME is the class's name, BROKER/NAME when several brokers offer
 		that name, its record name or its OSB id.`, `
@@ -233,7 +234,7 @@ func NewCmdDescribeClass(f *cmdutil.Factory) *cobra.Command {
 
 		# The class of that name offered by broker acme
 		kubectl catalog describe class acme/postgres`, []string{"classes", "cl"}, (*Options).RunClass)
-	cmd.ValidArgsFunction = catalogcmd.CompleteClasses(f, &o.Broker)
+	cmd.ValidArgsFunction = complete.First(complete.Classes(f))
 	return cmd
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -45,7 +46,7 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 			# Describe instance db
 			kubectl catalog describe instance db`),
 		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
 			if err != nil {

@@ -12,9 +12,8 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -39,8 +38,7 @@ func NewCmdDescribePlan(f *cmdutil.Factory) *cobra.Command {
 		kubectl catalog describe plan small --class postgres --show-schemas`, []string{"plans", "pl"}, (*Options).RunPlan)
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Class of the plan, when the plan is named alone.")
 	cmd.Flags().BoolVar(&o.ShowSchemas, "show-schemas", false, "Print the plan's JSON schemas as the broker sent them.")
-	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, nil))
-	cmd.ValidArgsFunction = catalogcmd.CompletePlans(f, nil, &o.Class)
+	cmd.ValidArgsFunction = complete.First(complete.Plans(f))
 	return cmd
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -47,7 +47,7 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 
 			# Print a row each time a binding of instance db changes (Ctrl-C ends it)
 			kubectl catalog get bindings --instance db --watch-only`),
-		ValidArgsFunction: lifecycle.CompleteBindings(f),
+		ValidArgsFunction: complete.Each(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
 				return err
@@ -99,7 +99,6 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
-	_ = cmd.RegisterFlagCompletionFunc("instance", lifecycle.CompleteInstances(f))
 	wf.AddFlags(cmd.Flags(), "bindings")
 	out.AddFlags(cmd)
 	return cmd

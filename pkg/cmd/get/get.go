@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -132,7 +133,7 @@ func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
 
 			# Watch the brokers' status (catalog fetches, errors) until Ctrl-C
 			kubectl catalog get brokers -w`),
-		ValidArgsFunction: catalogcmd.CompleteBrokers(f),
+		ValidArgsFunction: complete.Each(complete.Brokers(f)),
 	}
 	cmd.RunE = runE(f, o, o.RunBrokers)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the brokers of every namespace.")
@@ -275,12 +276,11 @@ func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
 
 			# One class as YAML
 			kubectl catalog get classes postgres -o yaml`),
-		ValidArgsFunction: catalogcmd.CompleteClasses(f, nil),
+		ValidArgsFunction: complete.Each(complete.Classes(f)),
 	}
 	cmd.RunE = runE(f, o, o.RunClasses)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the classes of every namespace.")
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
-	_ = cmd.RegisterFlagCompletionFunc("broker", catalogcmd.CompleteBrokers(f))
 	o.Output.AddFlags(cmd)
 	return cmd
 }
@@ -355,15 +355,12 @@ func NewCmdGetPlans(f *cmdutil.Factory) *cobra.Command {
 
 			# One plan, with its id
 			kubectl catalog get plans postgres/small -o wide`),
-		ValidArgsFunction: catalogcmd.CompletePlans(f, nil, nil),
 	}
 	cmd.RunE = runE(f, o, o.RunPlans)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the plans of every namespace.")
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the plans of this broker's classes.")
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only the plans of this class.")
-	_ = cmd.RegisterFlagCompletionFunc("broker", catalogcmd.CompleteBrokers(f))
-	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, &o.Broker))
-	cmd.ValidArgsFunction = catalogcmd.CompletePlans(f, &o.Broker, &o.Class)
+	cmd.ValidArgsFunction = complete.Each(complete.Plans(f))
 	o.Output.AddFlags(cmd)
 	return cmd
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -41,7 +41,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 
 			# List the instances, then print a row each time one changes (Ctrl-C ends it)
 			kubectl catalog get instances -w`),
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.Each(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
 				return err
@@ -81,6 +81,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
 	cmd.Flags().StringVar(&class, "class", "", "Only instances of this class.")
 	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
+	complete.Register(cmd, "plan", complete.Plans(f))
 	wf.AddFlags(cmd.Flags(), "instances")
 	out.AddFlags(cmd)
 	return cmd

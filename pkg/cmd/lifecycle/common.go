@@ -1,6 +1,6 @@
-// Package instance holds what the instance commands (provision, update, deprovision,
-// touch, get instances, describe instance) share: building the engine from the factory,
-// the wait flags, driving a record with progress, and completion of instance names.
+// Package lifecycle holds what the lifecycle verbs (provision, update, deprovision,
+// touch, share, bind, unbind) share: building the engine from the factory, the
+// parameter and wait flags, and driving a record with progress.
 package lifecycle
 
 import (
@@ -328,31 +328,6 @@ func (p *Progress) Show(r catalog.Result) {
 func (p *Progress) Done() {
 	if p.live && p.width > 0 {
 		fmt.Fprintln(p.w)
-	}
-}
-
-// CompleteInstances completes instance names in the command's namespace.
-func CompleteInstances(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		st, err := f.Store()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ns, _, err := f.Namespace()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		items, _ := st.Instances().List(cmd.Context(), ns, store.Filter{})
-		var names []string
-		for _, i := range items {
-			if strings.HasPrefix(i.Name, toComplete) {
-				names = append(names, i.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

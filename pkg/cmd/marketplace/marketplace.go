@@ -71,8 +71,6 @@ func NewCmdMarketplace(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only this class, one row per plan.")
-	_ = cmd.RegisterFlagCompletionFunc("broker", catalogcmd.CompleteBrokers(f))
-	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, &o.Broker))
 	o.Output.AddFlags(cmd)
 	return cmd
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -123,8 +123,7 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	o.Limits.AddFlags(fs)
 	o.Wait.AddFlags(fs, "provision")
 	o.Output.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("class", catalogcmd.CompleteClasses(f, nil))
-	_ = cmd.RegisterFlagCompletionFunc("plan", catalogcmd.CompletePlans(f, nil, &o.Class))
+	complete.Register(cmd, "plan", complete.Plans(f))
 	return cmd
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -79,7 +80,7 @@ func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
 		Long:              shareLong,
 		Example:           shareExample,
 		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := validTarget("--to-namespace", o.Target); err != nil {
@@ -104,7 +105,7 @@ func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
 		Long:              unshareLong,
 		Example:           unshareExample,
 		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := validTarget("--from-namespace", o.Target); err != nil {

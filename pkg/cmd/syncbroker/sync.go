@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -73,7 +74,7 @@ func NewCmdSyncBroker(f *cmdutil.Factory) *cobra.Command {
 		Long:              syncBrokerLong,
 		Example:           syncBrokerExample,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: catalogcmd.CompleteBrokers(f),
+		ValidArgsFunction: complete.First(complete.Brokers(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Validate(); err != nil {

@@ -8,14 +8,18 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 )
 
 // NewCmdTouch returns the touch command and its instance subcommand.
 func NewCmdTouch(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "touch",
-		Short: "Make the broker see a record again",
-		Long:  cmdutil.LongDesc(`Re-send a record's parameters to its broker.`),
+		Short: "Re-send an instance's parameters to its broker",
+		Long: cmdutil.LongDesc(`
+			Send a service instance's parameters to its broker again, as an update
+			("touch instance"): after a Secret its parameters come from changed, or
+			when the broker lost track of them.`),
 		Example: cmdutil.Examples(`
 			# Re-send the parameters of instance db
 			kubectl catalog touch instance db`),
@@ -45,7 +49,7 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog touch instance db --wait`),
 		Aliases:           []string{"inst"},
 		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := w.Validate(); err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -86,9 +87,9 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 				if len(args) > 0 || o.Instance != "" {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return lifecycle.CompleteInstances(f)(cmd, args, toComplete)
+				return complete.Instances(f)(cmd, args, toComplete)
 			}
-			return lifecycle.CompleteBindings(f)(cmd, args, toComplete)
+			return complete.Each(complete.Bindings(f, false))(cmd, args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Args = args
@@ -108,24 +109,7 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed outside a terminal to remove more than one binding, or to abandon).")
 	fs.BoolVar(&o.Abandon, "abandon", false, "Drop the records, Secrets and projections without calling the broker; what the broker holds is left there.")
 	o.Wait.AddFlags(fs, "unbind")
-	_ = cmd.RegisterFlagCompletionFunc("instance", lifecycle.CompleteInstances(f))
-	_ = cmd.RegisterFlagCompletionFunc("name", func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		inst := o.Instance
-		if inst == "" && len(args) > 0 {
-			inst = args[0]
-		}
-		done := strings.Split(toComplete, ",")
-		last := done[len(done)-1]
-		prefix := strings.Join(done[:len(done)-1], ",")
-		if prefix != "" {
-			prefix += ","
-		}
-		var out []string
-		for _, n := range lifecycle.BindingNames(cmd.Context(), f, inst, done[:len(done)-1], last) {
-			out = append(out, prefix+n)
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
-	})
+	complete.Register(cmd, "name", complete.CommaList(complete.Bindings(f, true)))
 	return cmd
 }
 

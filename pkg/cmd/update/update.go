@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -95,7 +96,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 		Long:              updateLong,
 		Example:           updateExample,
 		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: lifecycle.CompleteInstances(f),
+		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := o.Limits.Validate(cmd.Flags()); err != nil {
@@ -111,6 +112,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "The plan to move to.")
+	complete.Register(cmd, "plan", complete.PlansOfInstance(f))
 	cmd.Flags().BoolVar(&o.Upgrade, "upgrade", false, "Move to the plan's newest maintenance_info version.")
 	cmd.Flags().BoolVar(&o.Revert, "revert", false, "Set the spec back to the plan and parameters the broker holds (after a refused update).")
 	o.Params.AddFlags(cmd.Flags())

@@ -112,10 +112,20 @@ func (c *Cluster) nextRV() string {
 func gvrOf(a clienttesting.Action) schema.GroupVersionResource { return a.GetResource() }
 
 func kindOf(resource string) schema.GroupVersionKind {
-	if resource == "secrets" {
+	switch resource {
+	case "secrets":
 		return corev1.SchemeGroupVersion.WithKind("Secret")
+	case "deployments", "statefulsets", "daemonsets":
+		// Workloads, listed as metadata (completion of bind's --to).
+		return schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: workloadKinds[resource]}
+	case "cronjobs", "jobs":
+		return schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: workloadKinds[resource]}
 	}
 	return corev1.SchemeGroupVersion.WithKind("ConfigMap")
+}
+
+var workloadKinds = map[string]string{
+	"deployments": "Deployment", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet", "cronjobs": "CronJob", "jobs": "Job",
 }
 
 func (c *Cluster) create(action clienttesting.Action) (bool, runtime.Object, error) {

@@ -1,0 +1,29 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+)
+
+// Execute runs kubectl catalog with the command-line arguments args and returns the
+// process's exit code. An error is printed to the factory's error stream, and a usage
+// error is followed by the --help hint of the command it concerns.
+func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(append([]string{}, args...))
+	err := AsUsageError(root.ExecuteContext(ctx))
+	if cmdutil.ShouldPrint(err) {
+		fmt.Fprintln(f.ErrOut, "error:", err)
+	}
+	code := cmdutil.ExitCode(err)
+	if code == cmdutil.ExitUsage {
+		c, _, findErr := root.Find(args)
+		if findErr != nil || c == nil {
+			c = root
+		}
+		fmt.Fprintf(f.ErrOut, "Run '%s --help' for usage.\n", c.CommandPath())
+	}
+	return code
+}
