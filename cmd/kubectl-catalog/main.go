@@ -25,7 +25,7 @@ func run() int {
 
 	f := cmdutil.NewFactory(cmdutil.NewStdIOStreams())
 	root := cmd.NewCmdRoot(f)
-	err := cmd.AsUsageError(root.ExecuteContext(ctx))
+	err := f.ExplainClusterError(cmd.AsUsageError(root.ExecuteContext(ctx)))
 	if cmdutil.ShouldPrint(err) {
 		fmt.Fprintln(f.ErrOut, "error:", err)
 	}
