@@ -3,8 +3,8 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -133,9 +133,9 @@ type Options struct {
 	ConfigErr error
 	// Explain tells a connection error with the server and context (nil: as it is).
 	Explain func(error) error
-	Core             kubernetes.Interface
-	Store            *store.Store
-	Clients          *brokerclient.Factory
+	Core    kubernetes.Interface
+	Store   *store.Store
+	Clients *brokerclient.Factory
 	// CheckBroker refuses a broker record the engine would not call in its author's name
 	// (docs/security.md): doctor, run by someone with more rights than whoever wrote the
 	// record, must not send credentials the author may not read to a URL of their choosing.
