@@ -13,7 +13,7 @@ import (
 func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(append([]string{}, args...))
-	err := AsUsageError(root.ExecuteContext(ctx))
+	err := f.ExplainClusterError(AsUsageError(root.ExecuteContext(ctx)))
 	if cmdutil.ShouldPrint(err) {
 		fmt.Fprintln(f.ErrOut, "error:", err)
 	}

@@ -76,6 +76,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		return &cmdutil.UsageError{Err: err}
 	})
 	f.AddFlags(root.PersistentFlags())
+	// Checked for every command before it runs, so before any connection.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.CheckServerFlag() }
 
 	getCmd := get.NewCmdGet(f)
 	getCmd.AddCommand(get.NewCmdGetInstances(f), get.NewCmdGetBindings(f))

@@ -135,7 +135,7 @@ func (f *Factory) RESTConfig() (*rest.Config, error) {
 		applyVerbosity(f.Verbosity)
 		cfg, err := f.ConfigFlags.ToRESTConfig()
 		if err != nil {
-			f.restErr = fmt.Errorf("cannot load the Kubernetes client configuration: %w", err)
+			f.restErr = fmt.Errorf("cannot load the Kubernetes client configuration: %w; %s", err, DoctorHint)
 			return
 		}
 		cfg = rest.CopyConfig(cfg)
@@ -210,7 +210,7 @@ func (f *Factory) DiscoveryClient() (discovery.DiscoveryInterface, error) {
 func (f *Factory) Namespace() (string, bool, error) {
 	ns, explicit, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", false, fmt.Errorf("cannot determine the namespace: %w", err)
+		return "", false, fmt.Errorf("cannot determine the namespace: %w; %s", err, DoctorHint)
 	}
 	return ns, explicit, nil
 }

@@ -116,11 +116,11 @@ func (r Records[T]) Create(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	created, err := r.configMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	created, err := r.configMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{DryRun: dryRun(ctx)})
 	if err != nil {
 		return zero, apiError("create", r.k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	if intended != "" {
+	if intended != "" && !IsDryRun(ctx) {
 		r.s.specs.intend(created.UID, intended)
 	}
 	return decoded(r.s, r.k, created)
@@ -164,11 +164,11 @@ func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	updated, err := r.configMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	updated, err := r.configMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{DryRun: dryRun(ctx)})
 	if err != nil {
 		return zero, apiError("update", r.k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	if intended != "" {
+	if intended != "" && !IsDryRun(ctx) {
 		r.s.specs.intend(updated.UID, intended)
 	}
 	return decoded(r.s, r.k, updated)
@@ -233,7 +233,7 @@ func (r Records[T]) Delete(ctx context.Context, namespace, name string) error {
 	if err := validateName("delete", r.k.name, namespace, name); err != nil {
 		return err
 	}
-	err := r.configMaps(namespace).Delete(ctx, ConfigMapName(r.k.name, name), metav1.DeleteOptions{})
+	err := r.configMaps(namespace).Delete(ctx, ConfigMapName(r.k.name, name), metav1.DeleteOptions{DryRun: dryRun(ctx)})
 	return apiError("delete", r.k.name, namespace, name, err)
 }
 

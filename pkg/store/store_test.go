@@ -453,3 +453,34 @@ func TestUpdate_RecordNeverRead_IsRefused(t *testing.T) {
 	assert.Check(t, store.IsInvalid(err), "%v", err)
 	assert.Check(t, is.ErrorContains(err, "it has no resourceVersion; read it from the store"))
 }
+
+func TestDryRunWritesStoreNothing(t *testing.T) {
+	c, st, _ := newCluster(t)
+	ctx := context.Background()
+	inst, err := st.Instances().Create(ctx, storetest.SampleInstance())
+	assert.NilError(t, err)
+	dry := store.WithDryRun(ctx)
+	assert.Assert(t, store.IsDryRun(dry) && !store.IsDryRun(ctx))
+
+	other := storetest.SampleInstance()
+	other.Name = "other"
+	got, err := st.Instances().Create(dry, other)
+	assert.NilError(t, err)
+	assert.Equal(t, got.Name, "other")
+	_, err = st.Instances().Get(ctx, other.Namespace, "other")
+	assert.Assert(t, store.IsNotFound(err), "a dry-run create stored the record: %v", err)
+
+	_, err = st.Instances().Create(dry, storetest.SampleInstance())
+	assert.Assert(t, store.IsAlreadyExists(err), "a dry-run create of an existing record: %v", err)
+
+	changed := inst.DeepCopy()
+	changed.Spec.PlanExternalName = "changed"
+	_, err = st.Instances().Update(dry, changed)
+	assert.NilError(t, err)
+	assert.NilError(t, st.Instances().Delete(dry, inst.Namespace, inst.Name))
+	after, err := st.Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+	assert.Equal(t, after.ResourceVersion, inst.ResourceVersion)
+	assert.Assert(t, after.DeletionTimestamp == nil)
+	assert.Equal(t, c.DryRuns(), 3)
+}

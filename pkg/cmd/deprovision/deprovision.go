@@ -8,11 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -37,6 +39,9 @@ var deprovisionExample = cmdutil.Examples(`
 	# Deprovision without asking and wait until the broker has finished
 	kubectl catalog deprovision db --yes --wait
 
+	# See what would be deprovisioned, without deleting anything or calling the broker
+	kubectl catalog deprovision db --dry-run=server
+
 	# Forget an instance whose broker no longer exists
 	kubectl catalog deprovision db --abandon --yes`)
 
@@ -46,6 +51,8 @@ type Options struct {
 	Yes     bool
 	Abandon bool
 	Wait    lifecycle.WaitFlags
+	DryRun  cmdutil.DryRunStrategy
+	Output  *printers.OutputFlags
 
 	Namespace string
 	Store     *store.Store
@@ -56,7 +63,7 @@ type Options struct {
 
 // NewCmdDeprovision returns the deprovision command.
 func NewCmdDeprovision(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "deprovision NAME",
 		Short:             "Deprovision a service instance",
@@ -78,6 +85,8 @@ func NewCmdDeprovision(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
 	cmd.Flags().BoolVar(&o.Abandon, "abandon", false, "Drop the records without calling the broker; what the broker holds is left there.")
 	o.Wait.AddFlags(cmd.Flags(), "deprovision")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record (and its bindings') to be marked for deletion")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
@@ -86,7 +95,16 @@ func (o *Options) Validate() error {
 	if o.Abandon && o.Wait.Wait {
 		return cmdutil.UsageErrorf("--abandon and --wait cannot be used together: abandoning does not call the broker, so there is nothing to wait for")
 	}
-	return o.Wait.Validate()
+	if o.DryRun.Enabled() && o.Wait.Wait {
+		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run deletes nothing, so there is nothing to wait for")
+	}
+	if err := o.Wait.Validate(); err != nil {
+		return err
+	}
+	if o.Output == nil {
+		return nil
+	}
+	return o.Output.Validate()
 }
 
 // Complete builds the clients.
@@ -130,6 +148,9 @@ func (o *Options) Run(ctx context.Context) error {
 			names = append(names, b.Name)
 		}
 		what += fmt.Sprintf(" and its bindings %s (their credentials Secrets too)", strings.Join(names, ", "))
+	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, inst, bindings, what)
 	}
 	if o.Abandon {
 		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning %s in namespace %q.\nWARNING: the broker is NOT called: whatever it holds for this instance stays there (and may still be billed).\n", what, o.Namespace)
@@ -181,5 +202,27 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return lifecycle.Report(o.Streams, nil, r, o.Name, o.Namespace, "deprovision", o.Wait.Wait)
+	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "deprovision", o.Wait.Wait)
+}
+
+// printDryRun prints the instance that would be deprovisioned (or abandoned). With
+// --dry-run=server the deletions of the instance and of its bindings are sent to the
+// API server as a dry run; nothing is deleted, no broker is called, nothing is asked.
+func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, bindings []*v1alpha1.ServiceBinding, what string) error {
+	if o.DryRun == cmdutil.DryRunServer {
+		dry := o.DryRun.Context(ctx)
+		for _, b := range bindings {
+			if err := o.Store.Bindings().Delete(dry, o.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+				return fmt.Errorf("binding %q would not be deleted: %w", b.Name, err)
+			}
+		}
+		if err := o.Store.Instances().Delete(dry, o.Namespace, o.Name); err != nil {
+			return fmt.Errorf("instance %q would not be deprovisioned: %w", o.Name, err)
+		}
+	}
+	verb := "deprovisioned at the broker"
+	if o.Abandon {
+		verb = "abandoned (the broker not told)"
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, inst, "deleted", fmt.Sprintf("%s in namespace %q would be %s", what, o.Namespace, verb))
 }

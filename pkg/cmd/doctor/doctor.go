@@ -3,6 +3,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -38,12 +39,14 @@ var doctorLong = cmdutil.LongDesc(`
 
 	doctor checks, in order:
 
+	  - kubeconfig (shown only when it fails): the kubeconfig, --context and
+	    the other connection flags can be loaded;
 	  - cluster: the API server answers, and who you are to it;
 	  - rbac: whether you may do what "kubectl catalog reconcile" does, in the
 	    current namespace and in the catalog namespace, and what each denied
 	    permission breaks;
 	  - broker: every broker registered in the catalog namespace and in the
-	    current namespace answers its catalog within --timeout, with the
+	    current namespace answers its catalog within --broker-timeout, with the
 	    credentials it is registered with;
 	  - record: records with pending work that are stuck: failed three times
 	    or more, failed for good, or deleted more than ten minutes ago and
@@ -72,7 +75,7 @@ var doctorExample = cmdutil.Examples(`
 	kubectl catalog doctor
 
 	# Another namespace, with a shorter timeout for the brokers
-	kubectl catalog doctor -n dev --timeout 3s
+	kubectl catalog doctor -n dev --broker-timeout 3s
 
 	# For a script or a monitoring job
 	kubectl catalog doctor -o json`)
@@ -119,7 +122,7 @@ const (
 
 // Options are the options of doctor.
 type Options struct {
-	Timeout            time.Duration
+	BrokerTimeout      time.Duration
 	Output             string
 	ReconcileNamespace string
 	ReconcileName      string
@@ -127,9 +130,14 @@ type Options struct {
 	Namespace        string
 	CatalogNamespace string
 	Server           string
-	Core             kubernetes.Interface
-	Store            *store.Store
-	Clients          *brokerclient.Factory
+	// ConfigErr is why the kubeconfig (or --context, --cluster, ...) could not be
+	// loaded; Diagnose then reports it as the failing check, and nothing else.
+	ConfigErr error
+	// Explain tells a connection error with the server and context (nil: as it is).
+	Explain func(error) error
+	Core    kubernetes.Interface
+	Store   *store.Store
+	Clients *brokerclient.Factory
 	// CheckBroker refuses a broker record the engine would not call in its author's name
 	// (docs/security.md): doctor, run by someone with more rights than whoever wrote the
 	// record, must not send credentials the author may not read to a URL of their choosing.
@@ -160,7 +168,7 @@ func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "How long to wait for each broker's catalog.")
+	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", 10*time.Second, "How long to wait for each broker's catalog.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
 	fs.StringVar(&o.ReconcileNamespace, "reconcile-namespace", o.ReconcileNamespace, `Namespace of the "reconcile install" CronJob.`)
 	fs.StringVar(&o.ReconcileName, "reconcile-name", o.ReconcileName, `Name of the "reconcile install" CronJob.`)
@@ -170,8 +178,8 @@ func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
 
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
-	if o.Timeout <= 0 {
-		return cmdutil.UsageErrorf("--timeout must be positive, not %s", o.Timeout)
+	if o.BrokerTimeout <= 0 {
+		return cmdutil.UsageErrorf("--broker-timeout must be positive, not %s", o.BrokerTimeout)
 	}
 	switch o.Output {
 	case "", "json", "yaml":
@@ -185,14 +193,18 @@ func (o *Options) Validate() error {
 }
 
 // Complete builds the clients.
+// A kubeconfig that cannot be loaded is no error here: it is the check that fails.
 func (o *Options) Complete(f *cmdutil.Factory) error {
+	o.CatalogNamespace, o.Now, o.Explain = f.CatalogNamespace, f.Now, f.ExplainClusterError
 	ns, _, err := f.Namespace()
 	if err != nil {
-		return err
+		o.ConfigErr = err
+		return nil
 	}
 	cfg, err := f.RESTConfig()
 	if err != nil {
-		return err
+		o.ConfigErr = err
+		return nil
 	}
 	core, err := f.KubernetesClient()
 	if err != nil {
@@ -203,7 +215,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace, o.Server, o.Core, o.Store, o.Now = ns, f.CatalogNamespace, cfg.Host, core, st, f.Now
-	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.Timeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
+	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
 	eng, _, err := lifecycle.NewEngine(f, 0)
 	if err != nil {
 		return err
@@ -232,6 +244,11 @@ func (o *Options) Diagnose(ctx context.Context) Report {
 		o.Now = time.Now
 	}
 	var r Report
+	if o.ConfigErr != nil {
+		r.add(Check{Name: "kubeconfig", Status: Fail, Detail: strings.TrimSuffix(o.ConfigErr.Error(), "; "+cmdutil.DoctorHint),
+			Fix: "check the kubeconfig (kubectl config view), the contexts it has (kubectl config get-contexts) and the --kubeconfig/--context flags"})
+		return r
+	}
 	if !o.checkCluster(ctx, &r) {
 		return r
 	}
@@ -368,7 +385,15 @@ func (o *Options) namespaces() []string {
 func (o *Options) checkCluster(ctx context.Context, r *Report) bool {
 	v, err := o.Core.Discovery().ServerVersion()
 	if err != nil {
-		r.add(Check{Name: "cluster", Status: Fail, Detail: fmt.Sprintf("cannot reach the API server %s: %v", o.Server, err),
+		detail := fmt.Sprintf("cannot reach the API server %s: %v", o.Server, err)
+		if o.Explain != nil {
+			var ce *cmdutil.ClusterError
+			if errors.As(o.Explain(err), &ce) {
+				ce.Context = ""
+				detail = strings.TrimSuffix(ce.Error(), "; "+cmdutil.DoctorHint)
+			}
+		}
+		r.add(Check{Name: "cluster", Status: Fail, Detail: detail,
 			Fix: "check the kubeconfig's current context (kubectl config current-context) and that the cluster is up (kubectl version)"})
 		return false
 	}
@@ -494,7 +519,7 @@ func (o *Options) checkBrokers(ctx context.Context, r *Report) {
 
 func (o *Options) checkBroker(ctx context.Context, b *v1alpha1.Broker) Check {
 	c := Check{Name: "broker " + b.Namespace + "/" + b.Name}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.BrokerTimeout)
 	defer cancel()
 	if o.CheckBroker != nil {
 		if err := o.CheckBroker(ctx, b); err != nil {

@@ -68,7 +68,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 
 func (fx *fixture) options(t *testing.T) *Options {
 	return &Options{
-		Timeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName,
+		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName,
 		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
 		Core: fx.cluster.Core, Store: fx.cluster.Store(), Clients: brokerclient.New(fx.cluster.Core, brokerclient.WithTimeout(5*time.Second)),
 		Now:     func() time.Time { return fx.now },
@@ -303,10 +303,10 @@ func TestValidate(t *testing.T) {
 		o    Options
 		err  string
 	}{
-		{name: "ok", o: Options{Timeout: time.Second, ReconcileNamespace: "a", ReconcileName: "b"}},
-		{name: "timeout", o: Options{ReconcileNamespace: "a", ReconcileName: "b"}, err: "--timeout"},
-		{name: "output", o: Options{Timeout: time.Second, Output: "wide", ReconcileNamespace: "a", ReconcileName: "b"}, err: "--output"},
-		{name: "empty name", o: Options{Timeout: time.Second, ReconcileNamespace: "a"}, err: "--reconcile-name"},
+		{name: "ok", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a", ReconcileName: "b"}},
+		{name: "timeout", o: Options{ReconcileNamespace: "a", ReconcileName: "b"}, err: "--broker-timeout"},
+		{name: "output", o: Options{BrokerTimeout: time.Second, Output: "wide", ReconcileNamespace: "a", ReconcileName: "b"}, err: "--output"},
+		{name: "empty name", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a"}, err: "--reconcile-name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()
@@ -424,4 +424,14 @@ func TestDoctor_NoShardGroupNoLine(t *testing.T) {
 	for _, c := range r.Checks {
 		assert.Assert(t, !strings.HasPrefix(c.Name, "shard group"), "%+v", c)
 	}
+}
+
+func TestDiagnose_BrokenKubeconfig_IsTheFailingCheck(t *testing.T) {
+	o := Options{ConfigErr: errors.New(`cannot determine the namespace: context "nope" does not exist`)}
+	r := o.Diagnose(context.Background())
+	assert.Equal(t, len(r.Checks), 1)
+	assert.Equal(t, r.Checks[0].Name, "kubeconfig")
+	assert.Equal(t, r.Checks[0].Status, Fail)
+	assert.Assert(t, strings.Contains(r.Checks[0].Detail, `context "nope" does not exist`))
+	assert.Assert(t, r.Failed())
 }

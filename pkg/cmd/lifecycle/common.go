@@ -212,7 +212,8 @@ type WaitFlags struct {
 // AddFlags adds the wait flags.
 func (w *WaitFlags) AddFlags(fs *pflag.FlagSet, what string) {
 	fs.BoolVar(&w.Wait, "wait", false, "Wait until the "+what+" is finished at the broker, showing progress.")
-	fs.DurationVar(&w.Timeout, "timeout", 5*time.Minute, "How long --wait waits; 0 or negative waits without limit. The operation goes on after a timeout.")
+	w.Timeout = 5 * time.Minute
+	fs.Var((*cmdutil.WaitTimeout)(&w.Timeout), "timeout", "How long --wait waits, e.g. 10m; 0 or -1 waits without limit. The operation goes on after a timeout.")
 	fs.DurationVar(&w.Interval, "interval", 2*time.Second, "Shortest interval between polls of the broker when it sends no Retry-After.")
 }
 
@@ -344,6 +345,9 @@ func ParseSecretRefs(values []string) ([]v1alpha1.ParametersFromSource, error) {
 	var out []v1alpha1.ParametersFromSource
 	for _, v := range values {
 		name, key, _ := strings.Cut(v, "/")
+		if n, k, ok := strings.Cut(strings.TrimSuffix(v, "]"), "["); ok && strings.HasSuffix(v, "]") && !strings.Contains(v, "/") {
+			name, key = n, k // svcat's SECRET[KEY]
+		}
 		if name == "" {
 			return nil, cmdutil.UsageErrorf("--params-from-secret %q: use SECRET or SECRET/KEY", v)
 		}

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,8 @@ func (p *ParamFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.JSON, "params-json", "", "Parameters as a JSON object.")
 	fs.StringVar(&p.File, "params-file", "", `Parameters from a file holding a JSON object ("-" for standard input).`)
 	fs.StringArrayVar(&p.FromSecret, "params-from-secret", nil, "Parameters from a Secret: SECRET/KEY (a JSON object under KEY) or SECRET (every key a string parameter). Read for every new broker call, never stored in the record; a re-send of an interrupted call sends the values first sent.")
+	// svcat's --secret SECRET[KEY] (its -s is kubectl's --server here).
+	cmdutil.AddHiddenAliases(fs, map[string]string{"secret": "params-from-secret"})
 }
 
 // Validate checks flags that cannot go together.
@@ -34,8 +37,31 @@ func (p *ParamFlags) Validate() error {
 	if p.JSON != "" && p.File != "" {
 		return cmdutil.UsageErrorf("--params-json and --params-file cannot be used together")
 	}
-	_, err := ParseSecretRefs(p.FromSecret)
-	return err
+	if _, err := ParseSecretRefs(p.FromSecret); err != nil {
+		return err
+	}
+	return p.checkLocal()
+}
+
+// checkLocal checks what needs no cluster: --params-json is one JSON object and
+// --params-file exists (its content is checked once read, with the plan's schema).
+func (p *ParamFlags) checkLocal() error {
+	if p.JSON != "" {
+		var obj map[string]any
+		d := json.NewDecoder(bytes.NewReader([]byte(p.JSON)))
+		if err := d.Decode(&obj); err != nil || obj == nil {
+			return cmdutil.UsageErrorf("--params-json must be a JSON object: %v", jsonProblem(err))
+		}
+		if _, err := d.Token(); err != io.EOF {
+			return cmdutil.UsageErrorf("--params-json must be a single JSON object: there is more after it")
+		}
+	}
+	if p.File != "" && p.File != "-" {
+		if _, err := os.Stat(p.File); err != nil {
+			return cmdutil.UsageErrorf("--params-file %q cannot be read: %v", p.File, errors.Unwrap(err))
+		}
+	}
+	return nil
 }
 
 // Given reports whether any inline parameter flag was given.

@@ -65,6 +65,9 @@ var provisionExample = cmdutil.Examples(`
 	# A user-provided instance whose password is typed in, unseen
 	kubectl catalog provision legacy-db --user-provided --credentials-keys host,username,password
 
+	# Show the instance record that would be written, without writing it or calling the broker
+	kubectl catalog provision db --class postgresql --plan hobby --dry-run=client -o yaml
+
 	# Take parameters from a file and a password from a Secret
 	kubectl catalog provision db --class postgresql --plan hobby --params-file params.json --params-from-secret db-secrets/params`)
 
@@ -78,6 +81,7 @@ type Options struct {
 	Limits     lifecycle.LimitFlags
 	Wait       lifecycle.WaitFlags
 	Output     *printers.OutputFlags
+	DryRun     cmdutil.DryRunStrategy
 
 	UserProvided bool
 	Credentials  lifecycle.CredentialFlags
@@ -124,6 +128,7 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	o.Wait.AddFlags(fs, "provision")
 	o.Output.AddFlags(cmd)
 	complete.Register(cmd, "plan", complete.Plans(f))
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record")
 	return cmd
 }
 
@@ -147,6 +152,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Wait.Validate(); err != nil {
 		return err
+	}
+	if o.DryRun.Enabled() && o.Wait.Wait {
+		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
 	}
 	return o.Output.Validate()
 }
@@ -215,6 +223,9 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	inst := catalog.NewInstance(o.Namespace, o.Name, res.Class, res.Plan, raw, from, o.ExternalID)
 	o.Limits.Apply(&inst.Spec)
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace))
+	}
 	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace)
 	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
 		return err
@@ -224,6 +235,21 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+}
+
+// printDryRun prints the instance record that would be created: for
+// --dry-run=server, as the API server (validation and admission, the trust policy
+// included) accepted it without storing it. No broker is called.
+func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, what string) error {
+	out := inst
+	if o.DryRun == cmdutil.DryRunServer {
+		created, err := o.Store.Instances().Create(store.WithIntent(o.DryRun.Context(ctx)), inst)
+		if err != nil {
+			return fmt.Errorf("instance %q would not be provisioned: %w", o.Name, err)
+		}
+		out = created
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "created", what)
 }
 
 func rawExt(b []byte) *runtime.RawExtension {
@@ -336,6 +362,9 @@ func (o *Options) runUserProvided(ctx context.Context) error {
 	}
 	inst := catalog.NewUserProvidedInstance(o.Namespace, o.Name, v1alpha1.UserProvidedService{CredentialsSecret: secret})
 	o.Limits.Apply(&inst.Spec)
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, inst, fmt.Sprintf("user-provided instance %q would be recorded in namespace %q, its credentials (%s) in Secret %q", o.Name, o.Namespace, strings.Join(credentials.Keys(data), ", "), secret))
+	}
 	fmt.Fprintf(o.Streams.ErrOut, "Recording user-provided instance %q in namespace %q (credentials: %s)...\n", o.Name, o.Namespace, strings.Join(credentials.Keys(data), ", "))
 	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
 	if err != nil {

@@ -133,7 +133,7 @@ type Options struct {
 	Workers       int
 	MaxDuration   time.Duration
 	ShardFlag     string
-	DryRun        bool
+	DryRun        cmdutil.DryRunStrategy
 	RotateDue     bool
 	Interval      time.Duration
 	Output        string
@@ -180,7 +180,7 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due later than this is not waited for: it is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "Say what would be done, without calling brokers or writing.")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "what would be done (reconcile writes only status, so server is not offered)")
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
@@ -268,7 +268,7 @@ func (o *Options) Run(ctx context.Context) error {
 	// lets the steps under way finish their broker call and record its outcome, with
 	// a context of its own. A second one exits at once (see main).
 	opts := reconcile.Options{
-		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun,
+		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun.Enabled(),
 		RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon, Interrupt: ctx.Done(),
 	}
 	var prog *Progress

@@ -62,6 +62,9 @@ func (s *ServeFlags) changed(name string) bool { return s.flags != nil && s.flag
 // validateServe checks the serve flags against the others, without I/O.
 func (o *Options) validateServe() error {
 	s := &o.Serve
+	if o.DryRun == cmdutil.DryRunServer {
+		return cmdutil.UsageErrorf(`--dry-run=server is not offered by reconcile: it writes only status, which a server-side dry run cannot show; use --dry-run=client to see what would be done`)
+	}
 	if !s.Enabled {
 		for _, name := range serveOnlyFlags {
 			if s.changed(name) {
@@ -71,7 +74,7 @@ func (o *Options) validateServe() error {
 		return nil
 	}
 	switch {
-	case o.DryRun:
+	case o.DryRun.Enabled():
 		return cmdutil.UsageErrorf("--serve and --dry-run cannot go together: a dry run is one run; drop --serve")
 	case o.Output != "":
 		return cmdutil.UsageErrorf("--serve and --output cannot go together: --serve logs one line per run to stderr and serves /metrics; drop -o")

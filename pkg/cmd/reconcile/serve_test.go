@@ -24,7 +24,7 @@ func serveOptions(t *testing.T, args ...string) (*Options, error) {
 	fs := cmd.Flags()
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
 	fs.StringVarP(&o.Output, "output", "o", "", "")
 	o.Serve.AddFlags(cmd)
 	assert.NilError(t, fs.Parse(args))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -71,6 +73,8 @@ type Options struct {
 	ClassRestrictions     []string
 	PlanRestrictions      []string
 	BrokerTimeout         time.Duration
+	DryRun                cmdutil.DryRunStrategy
+	Output                *printers.OutputFlags
 
 	// Set by Complete.
 	Namespace        string
@@ -84,7 +88,7 @@ type Options struct {
 
 // NewCmdRegister returns the register command.
 func NewCmdRegister(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Scope: "cluster"}
+	o := &Options{Streams: f.IOStreams, Scope: "cluster", Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "register NAME --url URL",
 		Short:   "Register a service broker and fetch its catalog",
@@ -110,12 +114,19 @@ func NewCmdRegister(f *cmdutil.Factory) *cobra.Command {
 	fl.StringVar(&o.BasicAuthSecret, "basic-auth-secret", "", "Secret in the broker's namespace with \"username\" and \"password\" keys.")
 	fl.StringVar(&o.BearerTokenSecret, "bearer-token-secret", "", "Secret in the broker's namespace with a \"token\" key.")
 	fl.StringVar(&o.CAFile, "ca-file", "", "PEM file of CA certificates to trust for the broker's TLS certificate.")
-	fl.BoolVar(&o.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "Do not verify the broker's TLS certificate (insecure: for tests only).")
+	fl.BoolVar(&o.InsecureSkipTLSVerify, "broker-insecure-skip-tls-verify", false, "Do not verify the broker's TLS certificate (insecure: for tests only). kubectl's --insecure-skip-tls-verify is about the API server.")
 	fl.StringVar(&o.Scope, "scope", o.Scope, "Who sees the broker's classes: cluster (every namespace) or namespace (the current one).")
 	fl.DurationVar(&o.RelistInterval, "relist-interval", 0, "How often reconcile fetches the catalog again, e.g. 1h; 0: only on \"sync broker\".")
 	fl.StringArrayVar(&o.ClassRestrictions, "class-restrictions", nil, "Rule classes must match to be offered, e.g. 'name in (postgres,redis)'; repeatable.")
 	fl.StringArrayVar(&o.PlanRestrictions, "plan-restrictions", nil, "Rule plans must match to be offered, e.g. 'free==true'; repeatable.")
 	fl.DurationVar(&o.BrokerTimeout, "broker-timeout", osb.DefaultTimeout, "How long to wait for the broker's answer.")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the broker record")
+	o.Output.AddFlags(cmd)
+	// svcat's names, accepted and not shown (docs/svcat.md).
+	cmdutil.AddHiddenAliases(fl, map[string]string{
+		"basic-secret": "basic-auth-secret", "bearer-secret": "bearer-token-secret",
+		"ca": "ca-file", "skip-tls": "broker-insecure-skip-tls-verify",
+	})
 	_ = cmd.MarkFlagRequired("url")
 	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"cluster", "namespace"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("ca-file", "pem", "crt")
@@ -140,10 +151,10 @@ func (o *Options) Validate() error {
 		}
 	}
 	if o.CAFile != "" && o.InsecureSkipTLSVerify {
-		return cmdutil.UsageErrorf("--ca-file and --insecure-skip-tls-verify cannot be used together: either verify with the CA or do not verify")
+		return cmdutil.UsageErrorf("--ca-file and --broker-insecure-skip-tls-verify cannot be used together: either verify with the CA or do not verify")
 	}
 	if (o.CAFile != "" || o.InsecureSkipTLSVerify) && strings.HasPrefix(strings.ToLower(o.URL), "http://") {
-		return cmdutil.UsageErrorf("--ca-file and --insecure-skip-tls-verify only apply to an https URL, and %q is http", o.URL)
+		return cmdutil.UsageErrorf("--ca-file and --broker-insecure-skip-tls-verify only apply to an https URL, and %q is http", o.URL)
 	}
 	if _, err := catalogcmd.ParseScope(o.Scope); err != nil || o.Scope == "" {
 		return cmdutil.UsageErrorf("--scope must be cluster or namespace, not %q", o.Scope)
@@ -156,6 +167,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := catalogsync.ParseRestrictions(o.restrictions()); err != nil {
 		return &cmdutil.UsageError{Err: err}
+	}
+	if o.Output != nil {
+		return o.Output.Validate()
 	}
 	return nil
 }
@@ -251,6 +265,9 @@ func (o *Options) Run(ctx context.Context) error {
 	} else if !store.IsNotFound(err) && !store.IsForbidden(err) {
 		return err
 	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, b)
+	}
 	res, err := catalogsync.Record(ctx, catalogsync.RecordDeps{Store: o.Store, Core: o.Core, Clients: o.Clients, ErrOut: errOut}, b)
 	if err != nil {
 		return err
@@ -261,4 +278,32 @@ func (o *Options) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Streams.Out, "broker %q registered: %s and %s offered\n", b.Name,
 		catalogcmd.Plural(res.Classes, "class", "classes"), catalogcmd.Plural(res.Plans, "plan", "plans"))
 	return nil
+}
+
+// printDryRun prints the broker record that would be created, after the checks
+// register makes before it records anything (its credentials Secret). With
+// --dry-run=server the API server checks the record write without storing it. The
+// broker is not called: its catalog is not fetched.
+func (o *Options) printDryRun(ctx context.Context, b *v1alpha1.Broker) error {
+	if b.Spec.Auth != nil {
+		if _, err := o.Clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
+			return err
+		}
+	}
+	out := b
+	note := fmt.Sprintf("broker %q would be registered in namespace %q; its catalog is not fetched", b.Name, b.Namespace)
+	if o.DryRun == cmdutil.DryRunServer {
+		if _, err := o.Core.CoreV1().Namespaces().Get(ctx, b.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			// The namespace would be created first; the API server cannot check a record in a
+			// namespace that does not exist.
+			note += fmt.Sprintf(" (namespace %q does not exist yet and would be created: the record was not sent to the API server)", b.Namespace)
+		} else {
+			created, err := o.Store.Brokers().Create(store.WithIntent(o.DryRun.Context(ctx)), b)
+			if err != nil {
+				return fmt.Errorf("broker %q would not be registered: %w", b.Name, err)
+			}
+			out = created
+		}
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "created", note)
 }

@@ -41,7 +41,9 @@ import (
 //   - deleting a ConfigMap deletes the Secrets it owns (the garbage collector's job);
 //   - lists honour label selectors, limit and continue (MaxPageSize forces small pages);
 //   - Metadata lists ConfigMaps as PartialObjectMetadata from the same objects, with
-//     the same paging.
+//     the same paging;
+//   - a write with DryRun set is checked (exists, conflict, preconditions) and stores
+//     nothing.
 //
 // Other resources behave as in the plain fake clientset.
 type Cluster struct {
@@ -57,6 +59,7 @@ type Cluster struct {
 	rv          int64
 	uid         int64
 	metaLists   atomic.Int64
+	dryRuns     atomic.Int64
 }
 
 // NewCluster returns a cluster holding objects. Objects without a resourceVersion get one
@@ -98,6 +101,10 @@ func (c *Cluster) ExpireContinueTokens(n int) {
 
 // MetadataLists counts the list requests made through Metadata.
 func (c *Cluster) MetadataLists() int { return int(c.metaLists.Load()) }
+
+// DryRuns counts the writes (create, update, delete) made as a server-side dry run:
+// checked as a write would be, and stored nowhere.
+func (c *Cluster) DryRuns() int { return int(c.dryRuns.Load()) }
 
 // Store returns a store over this cluster.
 func (c *Cluster) Store(opts ...store.Option) *store.Store {
@@ -144,6 +151,14 @@ func (c *Cluster) create(action clienttesting.Action) (bool, runtime.Object, err
 	m.SetResourceVersion(c.nextRV())
 	m.SetCreationTimestamp(metav1.NewTime(c.now().Truncate(time.Second)))
 	m.SetDeletionTimestamp(nil)
+	if a, ok := action.(clienttesting.CreateActionImpl); ok && len(a.CreateOptions.DryRun) > 0 {
+		// A dry run: refused as the real create would be, stored nowhere.
+		if _, _, err := c.current(gvrOf(action), action.GetNamespace(), m.GetName()); err == nil {
+			return true, nil, apierrors.NewAlreadyExists(gvrOf(action).GroupResource(), m.GetName())
+		}
+		c.dryRuns.Add(1)
+		return true, obj, nil
+	}
 	if err := c.Core.Tracker().Create(gvrOf(action), obj, action.GetNamespace()); err != nil {
 		return true, nil, err
 	}
@@ -195,6 +210,10 @@ func (c *Cluster) update(action clienttesting.Action) (bool, runtime.Object, err
 	m.SetCreationTimestamp(cur.GetCreationTimestamp())
 	m.SetDeletionTimestamp(cur.GetDeletionTimestamp())
 	m.SetResourceVersion(c.nextRV())
+	if a, ok := action.(clienttesting.UpdateActionImpl); ok && len(a.UpdateOptions.DryRun) > 0 {
+		c.dryRuns.Add(1)
+		return true, obj, nil
+	}
 	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
 		return true, obj, c.remove(gvr, ns, m)
 	}
@@ -217,6 +236,10 @@ func (c *Cluster) delete(action clienttesting.Action) (bool, runtime.Object, err
 		if p.ResourceVersion != nil && *p.ResourceVersion != cur.GetResourceVersion() {
 			return true, nil, conflict(gvr, a.GetName(), "Precondition failed: ResourceVersion in precondition does not match")
 		}
+	}
+	if len(a.GetDeleteOptions().DryRun) > 0 {
+		c.dryRuns.Add(1)
+		return true, obj, nil
 	}
 	if len(cur.GetFinalizers()) > 0 {
 		if cur.GetDeletionTimestamp() == nil {

@@ -1,0 +1,54 @@
+package cmdutil
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+func TestDryRunFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    DryRunStrategy
+		wantErr string
+	}{
+		{args: nil, want: DryRunNone},
+		{args: []string{"--dry-run"}, want: DryRunClient},
+		{args: []string{"--dry-run=client"}, want: DryRunClient},
+		{args: []string{"--dry-run=server"}, want: DryRunServer},
+		{args: []string{"--dry-run=none"}, want: DryRunNone},
+		{args: []string{"--dry-run=true"}, wantErr: `invalid argument "true" for "--dry-run" flag: invalid value "true": must be one of none, client, server (a bare --dry-run means client)`},
+		{args: []string{"--dry-run=Server"}, wantErr: `must be one of none, client, server`},
+	} {
+		t.Run(caseName(tc.args), func(t *testing.T) {
+			var d DryRunStrategy
+			cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+			AddDryRunFlag(cmd, &d, "the record")
+			cmd.SetArgs(tc.args)
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			err := cmd.Execute()
+			if tc.wantErr != "" {
+				assert.ErrorContains(t, err, tc.wantErr)
+				assert.Equal(t, ExitCode(err), ExitUsage)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, d, tc.want)
+			assert.Equal(t, d.Enabled(), tc.want != DryRunNone)
+			assert.Equal(t, store.IsDryRun(d.Context(context.Background())), tc.want == DryRunServer)
+		})
+	}
+}
+
+// caseName names a test case by its arguments.
+func caseName(args []string) string {
+	if len(args) == 0 {
+		return "no flag"
+	}
+	return args[0]
+}
