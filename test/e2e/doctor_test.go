@@ -19,7 +19,7 @@ import (
 // catalog namespace too, and returns its checks by name.
 func doctorRun(t *testing.T, ns string) (map[string]doctor.Check, result) {
 	t.Helper()
-	r := instRun(t, ns, nil, "doctor", "-o", "json", "--timeout", "3s", "--catalog-namespace", ns)
+	r := instRun(t, ns, nil, "doctor", "-o", "json", "--broker-timeout", "3s", "--catalog-namespace", ns)
 	var rep doctor.Report
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stderr)
 	checks := map[string]doctor.Check{}

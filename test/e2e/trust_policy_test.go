@@ -314,7 +314,7 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 // namespace, and returns its checks by name.
 func trustDoctor(t *testing.T, ns string) map[string]doctor.Check {
 	t.Helper()
-	r := kubectl(t, controlplane.AdminUser, "catalog", "doctor", "-o", "json", "--timeout", "3s", "-n", ns, "--catalog-namespace", ns,
+	r := kubectl(t, controlplane.AdminUser, "catalog", "doctor", "-o", "json", "--broker-timeout", "3s", "-n", ns, "--catalog-namespace", ns,
 		"--reconcile-namespace", ns)
 	var rep doctor.Report
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stderr)

@@ -615,7 +615,7 @@ func trustReconcile(t *testing.T, e *trustEnv, ns string) reconcile.Summary {
 // checks by name.
 func trustDoctorOf(t *testing.T, e *trustEnv, ns string) map[string]doctor.Check {
 	t.Helper()
-	r := instRun(t, ns, nil, "doctor", "-o", "json", "--timeout", "3s", "--catalog-namespace", e.catalogNS, "--reconcile-namespace", e.catalogNS)
+	r := instRun(t, ns, nil, "doctor", "-o", "json", "--broker-timeout", "3s", "--catalog-namespace", e.catalogNS, "--reconcile-namespace", e.catalogNS)
 	var rep doctor.Report
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stderr)
 	checks := map[string]doctor.Check{}
