@@ -67,6 +67,16 @@ var usageCases = []struct {
 	{"migrate-svcat-argument", []string{"migrate", "svcat", "x"}},
 	{"doctor-argument", []string{"doctor", "x"}},
 	{"rbac-argument", []string{"rbac", "x"}},
+	// Checked before any cluster is contacted.
+	{"provision-bad-params-json", []string{"provision", "db", "--class", "postgresql", "--params-json", `{"size": 1`}},
+	{"provision-params-json-not-object", []string{"provision", "db", "--class", "postgresql", "--params-json", `[1, 2]`}},
+	{"provision-missing-params-file", []string{"provision", "db", "--class", "postgresql", "--params-file", "testdata/no-such-file.json"}},
+	{"provision-invalid-name", []string{"provision", "My_DB", "--class", "postgresql"}},
+	{"provision-svcat-secret-flag", []string{"provision", "db", "--class", "postgresql", "-s", "mysecret[key]"}},
+	{"register-ca-and-skip-tls", []string{"register", "acme", "--url", "https://broker.example", "--ca-file", "ca.pem", "--broker-insecure-skip-tls-verify"}},
+	{"reconcile-dry-run-server", []string{"reconcile", "--dry-run=server"}},
+	{"reconcile-dry-run-bad", []string{"reconcile", "--dry-run=true"}},
+	{"doctor-old-timeout-flag", []string{"doctor", "--timeout", "3s"}},
 }
 
 // TestExitCode_UsageMistakes: every case exits 2 with the error and the --help hint of

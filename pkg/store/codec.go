@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -235,6 +236,20 @@ func Decode(cm *corev1.ConfigMap) (v1alpha1.Record, error) {
 		return nil, &Error{Reason: ReasonCorrupt, Op: "decode", Kind: k, Namespace: cm.Namespace, Name: cm.Name,
 			Detail: fmt.Sprintf("label %s=%q is not a record kind this release knows", LabelKind, k), configMap: cm.Name}
 	}
+}
+
+// NameProblem says what is wrong with name as the name of a record of kind k (a
+// v1alpha1.Kind* constant), or "" when it makes a valid ConfigMap name: commands check a
+// name with it before they contact the cluster.
+func NameProblem(k, name string) string {
+	if err := validateName("check", k, "", name); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return e.Detail
+		}
+		return err.Error()
+	}
+	return ""
 }
 
 // validateName checks that name makes a valid ConfigMap name for kind k.

@@ -364,6 +364,9 @@ func ExactlyOneName(cmd *cobra.Command, args []string) error {
 		if args[0] == "" {
 			return cmdutil.UsageErrorf("the instance name must not be empty: see %q", cmd.CommandPath()+" --help")
 		}
+		if p := store.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
+			return cmdutil.UsageErrorf("%q is not a valid instance name: %s", args[0], p)
+		}
 		return nil
 	case 0:
 		return cmdutil.UsageErrorf("%s needs the instance's NAME: see %q", cmd.CommandPath(), cmd.CommandPath()+" --help")

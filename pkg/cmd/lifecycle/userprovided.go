@@ -151,6 +151,8 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
 	case errors.Is(err, io.EOF):
 		return "it is empty"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends too early (an unclosed {, [ or string)"
 	default:
 		return "it is not an object"
 	}
