@@ -51,7 +51,10 @@ func TestVersion_UnreachableServer_PrintsClientVersionAndFails(t *testing.T) {
 		"version", "--server", "https://127.0.0.1:1", "--request-timeout", "5s")
 	assert.Equal(t, res.ExitCode, 1)
 	assert.Assert(t, is.Contains(res.Stdout, "Client Version: "))
-	assert.Assert(t, is.Contains(res.Stderr, "cannot get the server version"))
+	// The error names the server and the context, and points at doctor.
+	assert.Assert(t, is.Contains(res.Stderr, `cannot reach the cluster at https://127.0.0.1:1 (context "`))
+	assert.Assert(t, is.Contains(res.Stderr, "connection refused"))
+	assert.Assert(t, is.Contains(res.Stderr, `run "kubectl catalog doctor"`))
 }
 
 func TestUsageErrors_ExitWithCode2(t *testing.T) {
