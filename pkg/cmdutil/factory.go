@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
 // Default client-side rate limits. client-go's own default (5 QPS, burst 10)
@@ -84,6 +84,13 @@ type Factory struct {
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
+	// Getenv reads the test knobs (TestKnobs); tests replace it.
+	Getenv func(string) string
+
+	knobsOnce sync.Once
+	knobs     TestKnobs
+	knobsErr  error
+
 	once       sync.Once
 	restConfig *rest.Config
 	restErr    error
@@ -91,6 +98,8 @@ type Factory struct {
 	// core and meta, when set by UseClients, replace the clients built from the kubeconfig.
 	core kubernetes.Interface
 	meta metadata.Interface
+	// brokerOptions, set by UseBrokerOptions, are added to every broker client factory.
+	brokerOptions []brokerclient.Option
 }
 
 // UseClients makes the factory hand out these clients instead of building them from the
@@ -113,7 +122,45 @@ func NewFactory(streams IOStreams) *Factory {
 		Burst:            DefaultBurst,
 		CatalogNamespace: ns,
 		Now:              time.Now,
+		Getenv:           os.Getenv,
 	}
+}
+
+// UserAgent is the User-Agent of every request to the API server and to brokers.
+func UserAgent() string { return brokerclient.UserAgent() }
+
+// TestKnobs returns the test-only knobs of the environment, read once.
+func (f *Factory) TestKnobs() (TestKnobs, error) {
+	f.knobsOnce.Do(func() {
+		getenv := f.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		f.knobs, f.knobsErr = ReadTestKnobs(getenv)
+	})
+	return f.knobs, f.knobsErr
+}
+
+// BrokerClients returns the factory of broker clients on the current cluster: every
+// command talks to brokers through it, with UserAgent and a per-request timeout
+// (brokerclient.DefaultTimeout when timeout is 0).
+func (f *Factory) BrokerClients(timeout time.Duration) (*brokerclient.Factory, error) {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, err
+	}
+	opts := []brokerclient.Option{brokerclient.WithUserAgent(UserAgent())}
+	if timeout > 0 {
+		opts = append(opts, brokerclient.WithTimeout(timeout))
+	}
+	opts = append(opts, f.brokerOptions...)
+	return brokerclient.New(core, opts...), nil
+}
+
+// UseBrokerOptions adds options to every broker client factory built: unit tests give
+// it a transport.
+func (f *Factory) UseBrokerOptions(opts ...brokerclient.Option) {
+	f.brokerOptions = append(f.brokerOptions, opts...)
 }
 
 // AddFlags adds the connection flags and the factory's own flags to fs.
@@ -141,7 +188,7 @@ func (f *Factory) RESTConfig() (*rest.Config, error) {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS = f.QPS
 		cfg.Burst = f.Burst
-		cfg.UserAgent = "kubectl-catalog/" + version.Get().GitVersion
+		cfg.UserAgent = UserAgent()
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 		f.restConfig = cfg

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -100,7 +100,7 @@ func bomCases() []bomCase {
 		// The bind command builds its broker clients like the instance commands, so the
 		// test-only timeout applies: a minute otherwise.
 		{name: "bind client timeout (hang): mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionHang, 0),
-			env: []string{lifecycle.TestBrokerTimeoutEnv + "=2s"}, maxTook: 30 * time.Second,
+			env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"}, maxTook: 30 * time.Second,
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
 			mitigation: true, final: catalog.StateSettled},
 		{name: "bind connection closed: mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionClose, 0),

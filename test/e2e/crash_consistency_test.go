@@ -23,7 +23,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -39,7 +39,7 @@ var ccWaitArgs = []string{"--wait", "--timeout", "60s", "--interval", "200ms"}
 // drives several records at once) reach their own pause before the kill.
 func ccKillAtPause(t *testing.T, ns string, env []string, point catalog.HookPoint, settle time.Duration, args ...string) {
 	t.Helper()
-	env = append(slices.Clone(env), lifecycle.TestPauseEnv+"="+string(point))
+	env = append(slices.Clone(env), cmdutil.TestPauseEnv+"="+string(point))
 	cmd, lines := instStartKillable(t, ns, env, args...)
 	ccAwaitLine(t, lines, "test hook: paused at "+string(point), 45*time.Second)
 	if settle > 0 {
@@ -75,7 +75,7 @@ func ccKill(t *testing.T, cmd *exec.Cmd) {
 
 // ccReconcileEnv is instReconcileEnv with the clock further ahead: past the claims a
 // killed reconcile took with its own clock already three minutes ahead.
-var ccReconcileEnv = append(slices.Clone(instReconcileEnv), lifecycle.TestClockSkewEnv+"=6m")
+var ccReconcileEnv = append(slices.Clone(instReconcileEnv), cmdutil.TestClockSkewEnv+"=6m")
 
 // ccPending lists the records of ns that still have work ("kind/name: phase").
 func ccPending(t *testing.T, st *store.Store, ns string) []string {

@@ -9,7 +9,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
@@ -39,7 +39,7 @@ func TestEvents_ARecordRetriedFiftyTimes_LeavesFewEvents(t *testing.T) {
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby")
 	assert.Assert(t, is.Contains(r.Stderr, "database on fire"), r.Stderr)
 
-	env := []string{lifecycle.TestRetryBackoffEnv + "=5ms,10ms"}
+	env := []string{cmdutil.TestRetryBackoffEnv + "=5ms,10ms"}
 	attempts := func() int32 {
 		inst, err := st.Instances().Get(context.Background(), ns, "db")
 		assert.NilError(t, err)

@@ -15,7 +15,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -119,7 +119,7 @@ func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testi
 				_, err := e.b.InjectFault(broker.Fault{Op: op, When: broker.After, Action: broker.ActionHang})
 				assert.NilError(t, err)
 			} else {
-				env = append(env, lifecycle.TestPauseEnv+"="+string(tc.point))
+				env = append(env, cmdutil.TestPauseEnv+"="+string(tc.point))
 			}
 			cmd, lines := instStartKillable(t, e.ns, env, args...)
 

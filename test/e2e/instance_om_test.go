@@ -20,7 +20,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -93,9 +93,9 @@ func instEnviron(t *testing.T) []string {
 // as a reconcile run a few minutes later would be), with short retries and broker
 // timeouts so the tests stay fast.
 var instReconcileEnv = []string{
-	lifecycle.TestClockSkewEnv + "=3m",
-	lifecycle.TestRetryBackoffEnv + "=100ms,1s",
-	lifecycle.TestBrokerTimeoutEnv + "=2s",
+	cmdutil.TestClockSkewEnv + "=3m",
+	cmdutil.TestRetryBackoffEnv + "=100ms,1s",
+	cmdutil.TestBrokerTimeoutEnv + "=2s",
 }
 
 // instReconcile runs the real "kubectl catalog reconcile -n NS" until the record name
@@ -265,7 +265,7 @@ func instOMCases() []instOMCase {
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
 			mitigation: true, final: catalog.StateSettled},
 		{name: "provision client timeout (hang): mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
-			env:  []string{lifecycle.TestBrokerTimeoutEnv + "=2s"},
+			env:  []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
 			mitigation: true, final: catalog.StateSettled},
 		{name: "provision connection closed: mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionClose, 0)},
@@ -299,7 +299,7 @@ func instOMCases() []instOMCase {
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
 			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
 		{name: "update client timeout (hang): retried without mitigation", plan: "hobby", update: true,
-			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{lifecycle.TestBrokerTimeoutEnv + "=2s"},
+			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
 			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
 		{name: "update 422 ConcurrencyError: retried", plan: "hobby", update: true, faults: respond(u, before, 422, "ConcurrencyError"),

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -27,7 +27,7 @@ import (
 // is due when the run starts, as it would be for a run a few minutes later.
 // The skew is short: the engine polls an operation at a tenth of its age, and a poll
 // interval beyond the run's retry horizon ends the run.
-var rtEnv = []string{lifecycle.TestBrokerTimeoutEnv + "=30s", lifecycle.TestClockSkewEnv + "=10s"}
+var rtEnv = []string{cmdutil.TestBrokerTimeoutEnv + "=30s", cmdutil.TestClockSkewEnv + "=10s"}
 
 // rtWaitExit waits for the command to exit and returns its exit code, then waits for
 // the terminal to show want (what it printed last may still be on its way).

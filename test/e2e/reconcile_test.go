@@ -19,7 +19,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -27,7 +27,7 @@ import (
 )
 
 // recEnv bounds every broker call of a reconcile run in these tests.
-var recEnv = []string{lifecycle.TestBrokerTimeoutEnv + "=5s"}
+var recEnv = []string{cmdutil.TestBrokerTimeoutEnv + "=5s"}
 
 // recRun runs "kubectl catalog reconcile --trust-unverified-authors ARGS -o json" in ns
 // over the tests' own records and returns its summary.
@@ -202,7 +202,7 @@ func TestReconcile_BrokerDownThenBack_FinishesThePendingDeprovision(t *testing.T
 	assert.Assert(t, is.Contains(d.Stdout, "next retry:"))
 
 	// A later run (clock ahead, short backoffs): the broker is down twice more, then back.
-	sum, r = recRun(t, e.ns, []string{lifecycle.TestClockSkewEnv + "=1m", lifecycle.TestRetryBackoffEnv + "=1s,8s"}, "--max-duration", "60s")
+	sum, r = recRun(t, e.ns, []string{cmdutil.TestClockSkewEnv + "=1m", cmdutil.TestRetryBackoffEnv + "=1s,8s"}, "--max-duration", "60s")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	it, _ = recItem(sum, e.ns, "db")
 	assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)

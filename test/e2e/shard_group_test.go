@@ -19,7 +19,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -61,7 +60,7 @@ func sgStart(t *testing.T, ns, catalogNS string) *sgReplica {
 	r.cmd = exec.Command(cp.Binaries.Kubectl, "catalog", "reconcile", "-n", ns, "--serve", "--shard-group", sgGroup,
 		"--lease-duration", sgLease.String(), "--listen", addr, "--serve-interval", "5s", "--interval", "300ms", "--workers", "8")
 	r.cmd.Env = append(instEnviron(t), append(recEnv,
-		cmdutil.CatalogNamespaceEnv+"="+catalogNS, lifecycle.TestClaimTTLEnv+"="+sgClaimTTL.String())...)
+		cmdutil.CatalogNamespaceEnv+"="+catalogNS, cmdutil.TestClaimTTLEnv+"="+sgClaimTTL.String())...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	assert.NilError(t, r.cmd.Start())
 	go func() { r.exited <- r.cmd.Wait() }()

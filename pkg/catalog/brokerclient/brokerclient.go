@@ -65,7 +65,7 @@ func WithUserAgent(ua string) Option {
 	return func(f *Factory) { f.userAgent = ua }
 }
 
-// WithTimeout bounds each broker request (default osb.DefaultTimeout).
+// WithTimeout bounds each broker request (default DefaultTimeout).
 func WithTimeout(d time.Duration) Option {
 	return func(f *Factory) { f.timeout = d }
 }
@@ -249,6 +249,10 @@ func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.
 	}
 	return nil
 }
+
+// DefaultTimeout is the per-request broker timeout when WithTimeout is not given, the
+// spec's typical 60 s.
+const DefaultTimeout = osb.DefaultTimeout
 
 // UserAgent is the User-Agent sent to brokers.
 func UserAgent() string { return "kubectl-catalog/" + version.Get().GitVersion }

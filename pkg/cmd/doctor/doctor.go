@@ -215,7 +215,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace, o.Server, o.Core, o.Store, o.Now = ns, f.CatalogNamespace, cfg.Host, core, st, f.Now
-	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
+	if o.Clients, err = f.BrokerClients(o.BrokerTimeout); err != nil {
+		return err
+	}
 	eng, _, err := lifecycle.NewEngine(f, 0)
 	if err != nil {
 		return err

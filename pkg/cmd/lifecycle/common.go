@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
@@ -27,57 +25,14 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
-// TestPauseEnv, when set to a catalog.HookPoint ("before-broker-call",
-// "after-broker-call"), makes the CLI print a line naming the point to stderr and stop
-// there until it is killed. It exists only for the kill-the-CLI end-to-end tests, which
-// SIGKILL the process at each point and check that the record is finished later.
-const TestPauseEnv = "KUBECTL_CATALOG_TEST_PAUSE_AT"
-
-// TestBrokerTimeoutEnv, when set to a Go duration ("2s"), replaces the per-request
-// broker timeout (the spec's typical 60 s, osb.DefaultTimeout) of the instance commands.
-// It exists only for the end-to-end tests of the "client timeout" row of the orphan
-// mitigation table, which would otherwise wait a minute per case; it is not a user knob,
-// because a short timeout turns every slow provision into an orphan mitigation.
-const TestBrokerTimeoutEnv = "KUBECTL_CATALOG_TEST_BROKER_TIMEOUT"
-
-// brokerOptions are the options of the broker clients the instance commands build.
-func brokerOptions() ([]brokerclient.Option, error) {
-	v := os.Getenv(TestBrokerTimeoutEnv)
-	if v == "" {
-		return nil, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return nil, fmt.Errorf("%s=%q: want a positive Go duration such as 2s", TestBrokerTimeoutEnv, v)
-	}
-	return []brokerclient.Option{brokerclient.WithTimeout(d)}, nil
-}
-
-// TestClockSkewEnv, when set to a Go duration ("3m"), runs reconcile's clock (its
-// engine's and its store's) that far ahead of the wall clock: past any claim a killed CLI
-// left behind and past any backoff it scheduled, as a reconcile run minutes later would
-// be. It exists only for the end-to-end tests; it is not a user knob.
-const TestClockSkewEnv = "KUBECTL_CATALOG_TEST_CLOCK_SKEW"
-
-// TestRetryBackoffEnv, when set to "BASE,MAX" Go durations ("100ms,1s"), replaces the
-// engine's retry backoff bounds (2s doubling up to 10m) in reconcile. It exists only for
-// the end-to-end tests, which retry a failing broker several times in seconds.
-const TestRetryBackoffEnv = "KUBECTL_CATALOG_TEST_RETRY_BACKOFF"
-
-// TestClaimTTLEnv, when set to a Go duration ("10s"), replaces how long reconcile's
-// claims last unrenewed (2m). It exists only for the end-to-end tests of shard groups,
-// which kill a replica and wait for the claims it held to lapse; it must stay above the
-// broker timeout, and is not a user knob.
-const TestClaimTTLEnv = "KUBECTL_CATALOG_TEST_CLAIM_TTL"
-
 // EngineOptions tune NewEngineWith.
 type EngineOptions struct {
 	// PollInterval is the shortest interval between polls without Retry-After.
 	PollInterval time.Duration
 	// Holder names the driver in claims; default: the engine's.
 	Holder string
-	// TestKnobs applies TestClockSkewEnv, TestRetryBackoffEnv and TestClaimTTLEnv
-	// (reconcile only).
+	// TestKnobs applies the clock skew, retry backoff and claim TTL test knobs
+	// (cmdutil.TestKnobs; reconcile only).
 	TestKnobs bool
 	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
 	TargetCacheTTL time.Duration
@@ -101,34 +56,20 @@ func NewEngine(f *cmdutil.Factory, pollInterval time.Duration) (*catalog.Engine,
 	return e.Engine, e.Store, nil
 }
 
-// testKnobs reads TestClockSkewEnv and TestRetryBackoffEnv.
-func testKnobs(now func() time.Time, cfg *catalog.Config) (func() time.Time, error) {
-	if v := os.Getenv(TestClockSkewEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%q: want a Go duration such as 3m", TestClockSkewEnv, v)
-		}
+// applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.
+func applyTestKnobs(k cmdutil.TestKnobs, now func() time.Time, cfg *catalog.Config) func() time.Time {
+	if k.ClockSkew != 0 {
 		wall := now
-		now = func() time.Time { return wall().Add(d) }
+		now = func() time.Time { return wall().Add(k.ClockSkew) }
 	}
-	if v := os.Getenv(TestRetryBackoffEnv); v != "" {
-		b, m, _ := strings.Cut(v, ",")
-		base, err1 := time.ParseDuration(b)
-		maxD, err2 := time.ParseDuration(m)
-		if err1 != nil || err2 != nil || base <= 0 || maxD < base {
-			return nil, fmt.Errorf("%s=%q: want BASE,MAX Go durations such as 100ms,1s", TestRetryBackoffEnv, v)
-		}
-		cfg.RetryBase, cfg.RetryMax = base, maxD
-		cfg.MaxPollInterval = max(maxD, cfg.PollInterval)
+	if k.RetryBase > 0 {
+		cfg.RetryBase, cfg.RetryMax = k.RetryBase, k.RetryMax
+		cfg.MaxPollInterval = max(k.RetryMax, cfg.PollInterval)
 	}
-	if v := os.Getenv(TestClaimTTLEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			return nil, fmt.Errorf("%s=%q: want a Go duration of at least 1s such as 10s", TestClaimTTLEnv, v)
-		}
-		cfg.ClaimTTL = d
+	if k.ClaimTTL > 0 {
+		cfg.ClaimTTL = k.ClaimTTL
 	}
-	return now, nil
+	return now
 }
 
 // NewEngineWith builds the engine for the factory's cluster with options.
@@ -141,7 +82,11 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := brokerOptions()
+	knobs, err := f.TestKnobs()
+	if err != nil {
+		return nil, err
+	}
+	clients, err := f.BrokerClients(knobs.BrokerTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +99,9 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 	}
 	now := f.Now
 	if o.TestKnobs {
-		if now, err = testKnobs(now, &cfg); err != nil {
-			return nil, err
-		}
+		now = applyTestKnobs(knobs, now, &cfg)
 	}
 	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
-	clients := brokerclient.New(core, opts...)
 	var engine *catalog.Engine
 	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
 		return engine.CheckBroker(ctx, b)
@@ -169,7 +111,7 @@ func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
 		_, err := syncer.Sync(ctx, b)
 		return err
 	}
-	if p := os.Getenv(TestPauseEnv); p != "" {
+	if p := knobs.PauseAt; p != "" {
 		errOut := f.ErrOut
 		cfg.Hook = func(ctx context.Context, point catalog.HookPoint, op *v1alpha1.Operation) {
 			if string(point) != p {

@@ -97,19 +97,3 @@ func TestExactlyOneName(t *testing.T) {
 		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%q: %v", args, err)
 	}
 }
-
-func TestBrokerOptions_TestTimeoutEnv(t *testing.T) {
-	t.Setenv(TestBrokerTimeoutEnv, "")
-	opts, err := brokerOptions()
-	assert.NilError(t, err)
-	assert.Equal(t, len(opts), 0)
-	t.Setenv(TestBrokerTimeoutEnv, "2s")
-	opts, err = brokerOptions()
-	assert.NilError(t, err)
-	assert.Equal(t, len(opts), 1)
-	for _, bad := range []string{"soon", "0s", "-1s"} {
-		t.Setenv(TestBrokerTimeoutEnv, bad)
-		_, err = brokerOptions()
-		assert.ErrorContains(t, err, TestBrokerTimeoutEnv)
-	}
-}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,13 +17,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/migrate"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
-
-// TestKillAfterEnv, when set to N, kills the process (SIGKILL) right after its Nth write
-// during "migrate svcat". It exists only for the end-to-end tests of resuming.
-const TestKillAfterEnv = "KUBECTL_CATALOG_TEST_MIGRATE_KILL_AFTER"
 
 var migrateLong = cmdutil.LongDesc(`
 	Bring objects of another service catalog over to kubectl-catalog records.`)
@@ -130,7 +124,7 @@ func NewCmdSvcat(f *cmdutil.Factory) *cobra.Command {
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (table, json, yaml); default a table.")
 	fs.BoolVar(&o.Cleanup, "cleanup", false, "Delete the old objects once migrated (their finalizers removed first); the credentials Secrets stay.")
-	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", osb.DefaultTimeout, "How long to wait for a broker's catalog.")
+	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for a broker's catalog.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -185,16 +179,19 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	clients := brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
+	clients, err := f.BrokerClients(o.BrokerTimeout)
+	if err != nil {
+		return err
+	}
+	knobs, err := f.TestKnobs()
+	if err != nil {
+		return err
+	}
 	mc := migrate.Config{
 		Dynamic: dyn, Discovery: disco, Core: core, Store: eng.Store, Clients: clients, Engine: eng.Engine,
 		CatalogNamespace: f.CatalogNamespace, ErrOut: o.Streams.ErrOut,
 	}
-	if v := os.Getenv(TestKillAfterEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("%s=%q: want a positive number", TestKillAfterEnv, v)
-		}
+	if n := knobs.MigrateKillAfter; n > 0 {
 		writes := 0
 		mc.AfterWrite = func() {
 			if writes++; writes >= n {

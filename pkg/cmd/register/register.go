@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -119,7 +118,7 @@ func NewCmdRegister(f *cmdutil.Factory) *cobra.Command {
 	fl.DurationVar(&o.RelistInterval, "relist-interval", 0, "How often reconcile fetches the catalog again, e.g. 1h; 0: only on \"sync broker\".")
 	fl.StringArrayVar(&o.ClassRestrictions, "class-restrictions", nil, "Rule classes must match to be offered, e.g. 'name in (postgres,redis)'; repeatable.")
 	fl.StringArrayVar(&o.PlanRestrictions, "plan-restrictions", nil, "Rule plans must match to be offered, e.g. 'free==true'; repeatable.")
-	fl.DurationVar(&o.BrokerTimeout, "broker-timeout", osb.DefaultTimeout, "How long to wait for the broker's answer.")
+	fl.DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for the broker's answer.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the broker record")
 	o.Output.AddFlags(cmd)
 	// svcat's names, accepted and not shown (docs/svcat.md).
@@ -224,8 +223,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Core, o.Store = core, st
-	o.Clients = brokerclient.New(core, brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
-	return nil
+	o.Clients, err = f.BrokerClients(o.BrokerTimeout)
+	return err
 }
 
 // Broker is the record the options describe.

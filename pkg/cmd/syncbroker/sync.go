@@ -15,7 +15,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -87,7 +86,7 @@ func NewCmdSyncBroker(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	catalogcmd.AddScopeFlag(cmd, &o.Scope)
-	cmd.Flags().DurationVar(&o.BrokerTimeout, "broker-timeout", osb.DefaultTimeout, "How long to wait for the broker's answer.")
+	cmd.Flags().DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for the broker's answer.")
 	return cmd
 }
 
@@ -109,16 +108,15 @@ func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return err
-	}
 	st, err := f.Store()
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Store, o.Clients = ns, f.CatalogNamespace, st, brokerclient.New(core,
-		brokerclient.WithTimeout(o.BrokerTimeout), brokerclient.WithUserAgent(brokerclient.UserAgent()))
+	clients, err := f.BrokerClients(o.BrokerTimeout)
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace, o.Store, o.Clients = ns, f.CatalogNamespace, st, clients
 	return nil
 }
 
