@@ -52,10 +52,15 @@ type SilentError struct{ Code int }
 
 func (e *SilentError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
+// usageMistake is an error of a package that knows no command line (the engine's
+// refusal of bad input, say) saying it is a mistake in how the command was invoked.
+type usageMistake interface{ UsageMistake() bool }
+
 // ExitCode maps an error returned by a command to the process exit code. It
 // is the one place where errors become exit codes.
 func ExitCode(err error) int {
 	var usage *UsageError
+	var mistake usageMistake
 	var timeout *TimeoutError
 	var silent *SilentError
 	switch {
@@ -63,7 +68,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &silent):
 		return silent.Code
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), errors.As(err, &mistake) && mistake.UsageMistake():
 		return ExitUsage
 	case errors.As(err, &timeout):
 		return ExitTimeout

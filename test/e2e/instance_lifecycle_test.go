@@ -56,6 +56,17 @@ func TestInstance_SyncProvisionUpdateDeprovision_AgainstTheTestBroker(t *testing
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "hobby"))
 
+	// A dry run of the update: the API server sees the write and stores nothing; no broker call.
+	for _, mode := range []string{"client", "server"} {
+		r = instCatalog(t, ns, "update", "db", "-p", "storage_gb=8", "--dry-run="+mode, "-o", "yaml")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stdout, "storage_gb: 8"), r.Stdout)
+		after, err := st.Instances().Get(ctx, ns, "db")
+		assert.NilError(t, err)
+		assert.Equal(t, string(after.Spec.Parameters.Raw), `{"storage_gb":5}`, mode)
+		assert.Assert(t, is.Len(b.RequestsFor(broker.OpUpdate), 0), mode)
+	}
+
 	r = instCatalog(t, ns, "update", "db", "-p", "storage_gb=8", "--wait")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	upd := b.RequestsFor(broker.OpUpdate)

@@ -3,7 +3,6 @@ package bind
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -419,11 +418,7 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 		return nil, nil, err
 	}
 	var class *v1alpha1.ServiceClass
-	if inst.IsUserProvided() {
-		if o.Params.Given() || len(o.Params.FromSecret) > 0 {
-			return nil, nil, cmdutil.UsageErrorf("instance %q is user-provided: its bindings get a copy of its credentials and take no parameters; binding %q not created", o.Instance, o.Name)
-		}
-	} else {
+	if !inst.IsUserProvided() {
 		class, err = o.Store.Classes().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
 		if err != nil && !store.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", o.Instance, err)
@@ -464,13 +459,19 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 			return nil, nil, err
 		}
 	}
-	var raw []byte
-	var from []v1alpha1.ParametersFromSource
-	if !inst.IsUserProvided() {
-		raw, from, err = o.parameters(ctx, inst, class)
-		if err != nil {
-			return nil, nil, err
-		}
+	params, err := o.Params.Input(o.Streams.In)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := o.Engine.PrepareBinding(ctx, inst, class, catalog.BindingRequest{
+		BindingIntent: catalog.BindingIntent{
+			Namespace: o.Namespace, Name: o.Name, Instance: o.Instance, InstanceNamespace: o.InstanceNamespace, SecretName: o.SecretName,
+			Transforms: transforms, Projections: o.projections, ExternalID: o.ExternalID,
+		},
+		Parameters: params,
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	var changes []*projection.Change
 	if len(o.projections) > 0 {
@@ -487,56 +488,7 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 			changes = append(changes, c)
 		}
 	}
-	b := catalog.NewBinding(catalog.BindingIntent{
-		Namespace: o.Namespace, Name: o.Name, Instance: o.Instance, InstanceNamespace: o.InstanceNamespace, SecretName: o.SecretName,
-		Parameters: raw, ParametersFrom: from, Transforms: transforms, Projections: o.projections, ExternalID: o.ExternalID,
-	})
 	return b, changes, nil
-}
-
-// parameters builds the inline parameters and checks them, with those from Secrets,
-// against the plan's binding schema.
-func (o *Options) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass) ([]byte, []v1alpha1.ParametersFromSource, error) {
-	planID := inst.Status.Provisioned.PlanID
-	var schema json.RawMessage
-	s, err := o.Store.PlanSchemas().Get(ctx, class.Namespace, class.Name)
-	if err != nil && !store.IsNotFound(err) {
-		return nil, nil, fmt.Errorf("cannot read the binding schema of instance %q's plan: %w", o.Instance, err)
-	}
-	if err == nil {
-		if ps := s.ForPlan(planID); ps != nil && ps.BindingCreate != nil {
-			schema = ps.BindingCreate.Raw
-		}
-	}
-	inline, err := o.Params.Inline(o.Streams.In, schema)
-	if err != nil {
-		return nil, nil, err
-	}
-	from, _ := lifecycle.ParseSecretRefs(o.Params.FromSecret)
-	var raw []byte
-	if len(inline) > 0 {
-		raw, _ = json.Marshal(inline)
-	}
-	var ext *runtime.RawExtension
-	if len(raw) > 0 {
-		ext = &runtime.RawExtension{Raw: raw}
-	}
-	all, err := catalog.ResolveParameters(ctx, o.Namespace, ext, from, func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-		s, err := o.Store.GetSecret(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
-		return s.Data, nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := catalog.ValidateParameters(schema, all.JSON()); err != nil {
-		plan := inst.Spec.PlanExternalName
-		return nil, nil, fmt.Errorf("binding %q not created: %w (see the plan's binding schema with \"kubectl catalog describe plan %s/%s --show-schemas\")",
-			o.Name, err, inst.Spec.ClassExternalName, plan)
-	}
-	return raw, from, nil
 }
 
 // askInstance asks for the instance in a terminal, among those that can be bound.

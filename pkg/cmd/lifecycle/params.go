@@ -67,44 +67,31 @@ func (p *ParamFlags) checkLocal() error {
 // Given reports whether any inline parameter flag was given.
 func (p *ParamFlags) Given() bool { return len(p.Params) > 0 || p.JSON != "" || p.File != "" }
 
-// Inline builds the inline parameters: the JSON object of --params-json or
-// --params-file, with -p values on top, typed by schema.
-func (p *ParamFlags) Inline(stdin io.Reader, schema json.RawMessage) (map[string]any, error) {
-	out := map[string]any{}
-	var raw []byte
+// Input reads the parameters the flags give, for the engine to type, merge and check
+// with the plan's schema: the content of --params-json or --params-file (standard
+// input for "-"), the -p pairs and the Secrets of --params-from-secret.
+func (p *ParamFlags) Input(stdin io.Reader) (catalog.ParametersInput, error) {
+	in := catalog.ParametersInput{Pairs: p.Params}
 	switch {
 	case p.JSON != "":
-		raw = []byte(p.JSON)
+		in.Object = []byte(p.JSON)
 	case p.File == "-":
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read parameters from standard input: %w", err)
+			return in, fmt.Errorf("cannot read parameters from standard input: %w", err)
 		}
-		raw = b
+		in.Object = b
 	case p.File != "":
 		b, err := os.ReadFile(p.File)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read --params-file: %w", err)
+			return in, fmt.Errorf("cannot read --params-file: %w", err)
 		}
-		raw = b
+		in.Object = b
 	}
-	if len(raw) > 0 {
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		if err := d.Decode(&out); err != nil || out == nil {
-			return nil, cmdutil.UsageErrorf("parameters must be a JSON object: %v", err)
-		}
-		// Anything after the object would be dropped silently: refuse it.
-		if _, err := d.Token(); err != io.EOF {
-			return nil, cmdutil.UsageErrorf("parameters must be a single JSON object: there is more after it")
-		}
-	}
-	flags, err := catalog.ParseParamFlags(p.Params, schema)
+	from, err := ParseSecretRefs(p.FromSecret)
 	if err != nil {
-		return nil, cmdutil.UsageErrorf("%v", err)
+		return in, err
 	}
-	for k, v := range flags {
-		out[k] = v
-	}
-	return out, nil
+	in.FromSecret = from
+	return in, nil
 }

@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,52 +11,39 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
-const testSchema = `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object",
-"properties":{"storage_gb":{"type":"integer"},"ha":{"type":"boolean"},"tags":{"type":"array","items":{"type":"string"}}}}`
-
-func TestParamFlags_Inline(t *testing.T) {
+func TestParamFlags_Input_ReadsTheFlagsForTheEngine(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "p.json")
-	assert.NilError(t, os.WriteFile(file, []byte(`{"storage_gb": 3, "name": "from-file"}`), 0o600))
+	assert.NilError(t, os.WriteFile(file, []byte(`{"storage_gb": 3}`), 0o600))
 	for _, tc := range []struct {
 		name  string
 		flags ParamFlags
 		stdin string
-		want  string // JSON of the result, or the error
-		usage bool
+		want  catalog.ParametersInput
+		err   string
 	}{
-		{name: "nothing", want: `{}`},
-		{name: "typed by the schema", flags: ParamFlags{Params: []string{"storage_gb=5", "ha=true", "tags=a"}}, want: `{"ha":true,"storage_gb":5,"tags":["a"]}`},
-		{name: "untyped stays a string", flags: ParamFlags{Params: []string{"x=5"}}, want: `{"x":"5"}`},
-		{name: "a value with = and an empty value", flags: ParamFlags{Params: []string{"url=a=b", "empty="}}, want: `{"empty":"","url":"a=b"}`},
-		{name: "json", flags: ParamFlags{JSON: `{"a": {"b": [1, 2.5]}}`}, want: `{"a":{"b":[1,2.5]}}`},
-		{name: "big numbers keep their digits", flags: ParamFlags{JSON: `{"n": 12345678901234567890}`}, want: `{"n":12345678901234567890}`},
-		{name: "-p overrides json", flags: ParamFlags{JSON: `{"storage_gb": 1, "keep": true}`, Params: []string{"storage_gb=9"}}, want: `{"keep":true,"storage_gb":9}`},
-		{name: "file", flags: ParamFlags{File: file}, want: `{"name":"from-file","storage_gb":3}`},
-		{name: "stdin", flags: ParamFlags{File: "-"}, stdin: `{"s": "in"}`, want: `{"s":"in"}`},
-		{name: "empty stdin", flags: ParamFlags{File: "-"}, stdin: ``, want: `{}`},
-		{name: "missing file", flags: ParamFlags{File: file + ".nope"}, want: "cannot read --params-file"},
-		{name: "not json", flags: ParamFlags{JSON: `{`}, want: "JSON object", usage: true},
-		{name: "an array", flags: ParamFlags{JSON: `[1]`}, want: "JSON object", usage: true},
-		{name: "null", flags: ParamFlags{JSON: `null`}, want: "JSON object", usage: true},
-		{name: "a string", flags: ParamFlags{JSON: `"x"`}, want: "JSON object", usage: true},
-		{name: "trailing data", flags: ParamFlags{JSON: `{"a": 1} {"b": 2}`}, want: "JSON object", usage: true},
-		{name: "-p without =", flags: ParamFlags{Params: []string{"novalue"}}, want: "key=value", usage: true},
-		{name: "-p with empty key", flags: ParamFlags{Params: []string{"=v"}}, want: "key=value", usage: true},
-		{name: "-p of the wrong type", flags: ParamFlags{Params: []string{"storage_gb=lots"}}, want: "storage_gb", usage: true},
+		{name: "nothing"},
+		{name: "pairs as given", flags: ParamFlags{Params: []string{"a=1", "a=2"}}, want: catalog.ParametersInput{Pairs: []string{"a=1", "a=2"}}},
+		{name: "json", flags: ParamFlags{JSON: `{"a": 1}`}, want: catalog.ParametersInput{Object: []byte(`{"a": 1}`)}},
+		{name: "file", flags: ParamFlags{File: file}, want: catalog.ParametersInput{Object: []byte(`{"storage_gb": 3}`)}},
+		{name: "stdin", flags: ParamFlags{File: "-"}, stdin: `{"s": "in"}`, want: catalog.ParametersInput{Object: []byte(`{"s": "in"}`)}},
+		{name: "empty stdin", flags: ParamFlags{File: "-"}, want: catalog.ParametersInput{Object: []byte{}}},
+		{name: "secrets", flags: ParamFlags{FromSecret: []string{"all", "one/key"}}, want: catalog.ParametersInput{FromSecret: []v1alpha1.ParametersFromSource{
+			{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "all"}}, {SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "one", Key: "key"}},
+		}}},
+		{name: "missing file", flags: ParamFlags{File: file + ".nope"}, err: "cannot read --params-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.flags.Inline(strings.NewReader(tc.stdin), json.RawMessage(testSchema))
-			if strings.HasPrefix(tc.want, "{") {
-				assert.NilError(t, err)
-				b, _ := json.Marshal(got)
-				assert.Equal(t, string(b), tc.want)
+			got, err := tc.flags.Input(strings.NewReader(tc.stdin))
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
 				return
 			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err) == cmdutil.ExitUsage, tc.usage, "%v", err)
+			assert.NilError(t, err)
+			assert.DeepEqual(t, got, tc.want)
 		})
 	}
 }

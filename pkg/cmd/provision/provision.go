@@ -3,18 +3,14 @@ package provision
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
@@ -186,47 +182,24 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.UserProvided {
 		return o.runUserProvided(ctx)
 	}
-	res, err := o.resolve(ctx)
+	params, err := o.Params.Input(o.Streams.In)
 	if err != nil {
 		return err
 	}
-	var createSchema json.RawMessage
-	if s, err := res.Schemas(ctx); err != nil {
-		return err
-	} else if s != nil && s.InstanceCreate != nil {
-		createSchema = s.InstanceCreate.Raw
+	req := catalog.InstanceRequest{Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID, Parameters: params}
+	if o.Prompter != nil {
+		req.Ask = o.Prompter
 	}
-	inline, err := o.Params.Inline(o.Streams.In, createSchema)
+	inst, err := o.Engine.PrepareInstance(ctx, req)
 	if err != nil {
 		return err
 	}
-	if err := o.askRequired(createSchema, inline); err != nil {
-		return err
-	}
-	from, _ := lifecycle.ParseSecretRefs(o.Params.FromSecret)
-	var raw []byte
-	if len(inline) > 0 {
-		raw, _ = json.Marshal(inline)
-	}
-	all, err := catalog.ResolveParameters(ctx, o.Namespace, rawExt(raw), from, func(ctx context.Context, ns, name string) (map[string][]byte, error) {
-		s, err := o.Store.GetSecret(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
-		return s.Data, nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := catalog.ValidateParameters(createSchema, all.JSON()); err != nil {
-		return fmt.Errorf("instance %q not provisioned: %w (see the plan's schema with \"kubectl catalog describe plan %s/%s --show-schemas\")", o.Name, err, res.Class.Spec.ExternalName, res.Plan.ExternalName)
-	}
-	inst := catalog.NewInstance(o.Namespace, o.Name, res.Class, res.Plan, raw, from, o.ExternalID)
+	class, plan := inst.Spec.ClassExternalName, inst.Spec.PlanExternalName
 	o.Limits.Apply(&inst.Spec)
 	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace))
+		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", o.Name, class, plan, o.Namespace))
 	}
-	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, res.Class.Spec.ExternalName, res.Plan.ExternalName, o.Namespace)
+	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, class, plan, o.Namespace)
 	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
 		return err
 	}
@@ -250,97 +223,6 @@ func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstanc
 		out = created
 	}
 	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "created", what)
-}
-
-func rawExt(b []byte) *runtime.RawExtension {
-	if len(b) == 0 {
-		return nil
-	}
-	return &runtime.RawExtension{Raw: b}
-}
-
-// resolve finds the class and plan, asking for what is missing in a terminal.
-func (o *Options) resolve(ctx context.Context) (*marketplace.Resolution, error) {
-	opt := marketplace.InCatalogNamespace(o.CatalogNamespace)
-	if o.Class == "" {
-		if o.Prompter == nil {
-			return nil, cmdutil.UsageErrorf(`--class is required: list the classes with "kubectl catalog marketplace"`)
-		}
-		classes, err := marketplace.ListClasses(ctx, o.Store, o.Namespace, store.Filter{}, opt)
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, c := range classes {
-			if !c.Status.RemovedFromBroker {
-				names = append(names, c.Spec.ExternalName)
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf(`no class can be provisioned in namespace %q: register a broker with "kubectl catalog register"`, o.Namespace)
-		}
-		sort.Strings(names)
-		if o.Class, err = o.Prompter.Select("Class:", names, ""); err != nil {
-			return nil, err
-		}
-	}
-	res, err := marketplace.Resolve(ctx, o.Store, o.Namespace, o.Class, o.Plan, opt)
-	if err != nil {
-		return nil, err
-	}
-	if res.Plan != nil {
-		return res, nil
-	}
-	var plans []string
-	for _, p := range res.Class.Spec.Plans {
-		if !res.Class.PlanRemoved(p.ID) {
-			plans = append(plans, p.ExternalName)
-		}
-	}
-	switch {
-	case len(plans) == 1:
-		o.Plan = plans[0]
-	case o.Prompter != nil:
-		if o.Plan, err = o.Prompter.Select("Plan:", plans, ""); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, cmdutil.UsageErrorf("--plan is required: class %q has plans %s", res.Class.Spec.ExternalName, strings.Join(plans, ", "))
-	}
-	return marketplace.Resolve(ctx, o.Store, o.Namespace, o.Class, o.Plan, opt)
-}
-
-// askRequired asks for the schema's required parameters that are missing, in a
-// terminal; elsewhere the schema validation names them.
-func (o *Options) askRequired(schema json.RawMessage, params map[string]any) error {
-	if o.Prompter == nil || len(schema) == 0 {
-		return nil
-	}
-	var s struct {
-		Required   []string `json:"required"`
-		Properties map[string]struct {
-			Description string `json:"description"`
-			Type        any    `json:"type"`
-		} `json:"properties"`
-	}
-	if json.Unmarshal(schema, &s) != nil {
-		return nil
-	}
-	for _, k := range s.Required {
-		if _, ok := params[k]; ok {
-			continue
-		}
-		v, err := o.Prompter.Input(fmt.Sprintf("Parameter %s:", k), s.Properties[k].Description, "")
-		if err != nil {
-			return err
-		}
-		typed, err := catalog.ParseParamFlags([]string{k + "=" + v}, schema)
-		if err != nil {
-			return err
-		}
-		params[k] = typed[k]
-	}
-	return nil
 }
 
 // runUserProvided records a user-provided instance, writes its credentials Secret

@@ -3,14 +3,12 @@ package update
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
@@ -62,7 +60,10 @@ var updateExample = cmdutil.Examples(`
 	kubectl catalog update db --max-bindings 5 --allowed-namespaces team-a,team-b
 
 	# Go back to what the broker holds after it refused an update
-	kubectl catalog update db --revert`)
+	kubectl catalog update db --revert
+
+	# Show the instance record a plan change would write, without writing it or calling the broker
+	kubectl catalog update db --plan standard --dry-run=client -o yaml`)
 
 // Options are the options of update.
 type Options struct {
@@ -76,6 +77,7 @@ type Options struct {
 
 	Credentials lifecycle.CredentialFlags
 	Output      *printers.OutputFlags
+	DryRun      cmdutil.DryRunStrategy
 
 	Namespace        string
 	CatalogNamespace string
@@ -120,6 +122,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	o.Credentials.AddFlags(cmd.Flags())
 	o.Wait.AddFlags(cmd.Flags(), "update")
 	o.Output.AddFlags(cmd)
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record")
 	return cmd
 }
 
@@ -144,6 +147,12 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Wait.Validate(); err != nil {
 		return err
+	}
+	if o.DryRun.Enabled() && o.Revert {
+		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with \"kubectl catalog describe instance %s\"", o.Name)
+	}
+	if o.DryRun.Enabled() && o.Wait.Wait {
+		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
 	}
 	return o.Output.Validate()
 }
@@ -183,84 +192,29 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Credentials.Given() {
 		return cmdutil.UsageErrorf("instance %q is not user-provided: its credentials come from its broker (rotate a binding's with \"kubectl catalog bind --rotate\")", o.Name)
 	}
-	class, err := o.Store.Classes().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
-	if err != nil {
-		return fmt.Errorf("cannot read the class of instance %q: %w", o.Name, err)
-	}
-	cur := class.PlanByID(inst.Spec.PlanID)
-	target := cur
-	var changes []string
-	if o.Plan != "" && (cur == nil || (o.Plan != cur.ExternalName && o.Plan != cur.ID)) {
-		target = class.PlanByName(o.Plan)
-		if target == nil {
-			target = class.PlanByID(o.Plan)
-		}
-		if target == nil {
-			var names []string
-			for _, p := range class.Spec.Plans {
-				if !class.PlanRemoved(p.ID) {
-					names = append(names, p.ExternalName)
-				}
-			}
-			return fmt.Errorf("class %q has no plan %q: choose one of %s", class.Spec.ExternalName, o.Plan, strings.Join(names, ", "))
-		}
-		if class.PlanRemoved(target.ID) {
-			return fmt.Errorf("plan %q of class %q is no longer offered by the broker: choose another plan", target.ExternalName, class.Spec.ExternalName)
-		}
-		if cur != nil && !class.EffectivePlanUpdateable(cur) {
-			return fmt.Errorf("instance %q cannot change plan: plan %q of class %q is not updateable (plan_updateable: false); deprovision it and provision a new instance instead",
-				o.Name, cur.ExternalName, class.Spec.ExternalName)
-		}
-		inst.Spec.PlanID, inst.Spec.PlanExternalName = target.ID, target.ExternalName
-		changes = append(changes, "plan "+target.ExternalName)
-	}
-	if o.Upgrade {
-		switch {
-		case target == nil || target.MaintenanceInfo == nil:
-			fmt.Fprintf(o.Streams.ErrOut, "Plan %q has no maintenance version; nothing to upgrade.\n", inst.Spec.PlanExternalName)
-		case inst.Status.Provisioned != nil && inst.Status.Provisioned.MaintenanceInfoVersion == target.MaintenanceInfo.Version:
-			fmt.Fprintf(o.Streams.ErrOut, "Instance %q already has maintenance version %s.\n", o.Name, target.MaintenanceInfo.Version)
-		default:
-			inst.Spec.MaintenanceInfoVersion = target.MaintenanceInfo.Version
-			changes = append(changes, "maintenance version "+target.MaintenanceInfo.Version)
-		}
-	}
+	req := catalog.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade}
 	if o.Params.Given() || len(o.Params.FromSecret) > 0 {
-		var schema json.RawMessage
-		if s, err := o.Store.PlanSchemas().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), class.Name); err == nil && target != nil {
-			if ps := s.ForPlan(target.ID); ps != nil && ps.InstanceUpdate != nil {
-				schema = ps.InstanceUpdate.Raw
-			}
-		}
-		given, err := o.Params.Inline(o.Streams.In, schema)
+		params, err := o.Params.Input(o.Streams.In)
 		if err != nil {
 			return err
 		}
-		if b, _ := json.Marshal(given); len(given) > 0 {
-			if err := catalog.ValidateUpdateParameters(schema, b); err != nil {
-				return fmt.Errorf("instance %q not updated: %w", o.Name, err)
-			}
-		}
-		merged := map[string]json.RawMessage{}
-		if inst.Spec.Parameters != nil && len(inst.Spec.Parameters.Raw) > 0 {
-			_ = json.Unmarshal(inst.Spec.Parameters.Raw, &merged)
-		}
-		for k, v := range given {
-			b, _ := json.Marshal(v)
-			merged[k] = b
-		}
-		if len(merged) > 0 {
-			b, _ := json.Marshal(merged)
-			inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
-		}
-		from, _ := lifecycle.ParseSecretRefs(o.Params.FromSecret)
-		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, from...)
-		changes = append(changes, "parameters")
+		req.Parameters = &params
 	}
+	prepared, err := o.Engine.PrepareUpdate(ctx, inst, req)
+	if err != nil {
+		return err
+	}
+	for _, n := range prepared.Notes {
+		fmt.Fprintln(o.Streams.ErrOut, n)
+	}
+	inst, changes := prepared.Instance, prepared.Changes
 	changes = append(changes, o.Limits.Apply(&inst.Spec)...)
 	if len(changes) == 0 {
 		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
 		return nil
+	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", o.Name, o.Namespace, strings.Join(changes, ", ")))
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Updating instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
 	if _, err := o.Store.Instances().Update(store.WithIntent(ctx), inst); err != nil {
@@ -332,6 +286,13 @@ func (o *Options) updateUserProvided(ctx context.Context, inst *v1alpha1.Service
 		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
 		return nil
 	}
+	if o.DryRun.Enabled() {
+		what := fmt.Sprintf("user-provided instance %q in namespace %q would be updated (%s)", o.Name, o.Namespace, strings.Join(changes, ", "))
+		if data != nil {
+			what += fmt.Sprintf(", its credentials written to Secret %q", inst.Spec.UserProvided.CredentialsSecret)
+		}
+		return o.printDryRun(ctx, inst, what)
+	}
 	fmt.Fprintf(o.Streams.ErrOut, "Updating user-provided instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
 	stored, err := o.Store.Instances().Update(store.WithIntent(ctx), inst)
 	if err != nil {
@@ -350,4 +311,22 @@ func (o *Options) updateUserProvided(ctx context.Context, inst *v1alpha1.Service
 		return err
 	}
 	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
+}
+
+// printDryRun prints the instance record that would be written: for --dry-run=server,
+// as the API server (validation and admission, the trust policy included) accepted it
+// without storing it. No broker is called and no Secret is written.
+func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, what string) error {
+	out := inst
+	if o.DryRun == cmdutil.DryRunServer {
+		updated, err := o.Store.Instances().Update(store.WithIntent(o.DryRun.Context(ctx)), inst)
+		if err != nil {
+			if store.IsConflict(err) {
+				return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
+			}
+			return fmt.Errorf("instance %q would not be updated: %w", o.Name, err)
+		}
+		out = updated
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "updated", what)
 }
