@@ -334,6 +334,8 @@ var freeText = map[string]string{
 	"proxy-url":                   "a URL",
 	"remove-key":                  "a credentials key",
 	"rename-key":                  "FROM=TO",
+	"selector":                    "a label selector",
+	"sort-by":                     "a JSONPath expression",
 	"request-timeout":             "a duration",
 	"route-service-url":           "a URL",
 	"secret-name":                 "the name of the Secret to write (new)",

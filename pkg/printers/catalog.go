@@ -33,7 +33,7 @@ func BrokerTable(w io.Writer, items []v1alpha1.Broker, withNamespace, wide bool,
 		headers = append([]string{"NAMESPACE"}, headers...)
 	}
 	if wide {
-		headers = append(headers, "LAST FETCH", "AUTH")
+		headers = append(headers, "LAST-FETCH", "AUTH")
 	}
 	t := NewTable(w, headers...)
 	for i := range items {
@@ -68,8 +68,8 @@ func ClassStatus(c *v1alpha1.ServiceClass) string {
 }
 
 // ClassTable prints classes as a table.
-func ClassTable(w io.Writer, items []v1alpha1.ServiceClass, withNamespace, wide bool) error {
-	headers := []string{"NAME", "BROKER", "SCOPE", "PLANS", "STATUS", "DESCRIPTION"}
+func ClassTable(w io.Writer, items []v1alpha1.ServiceClass, withNamespace, wide bool, now time.Time) error {
+	headers := []string{"NAME", "BROKER", "SCOPE", "PLANS", "STATUS", "AGE", "DESCRIPTION"}
 	if withNamespace {
 		headers = append([]string{"NAMESPACE"}, headers...)
 	}
@@ -80,7 +80,7 @@ func ClassTable(w io.Writer, items []v1alpha1.ServiceClass, withNamespace, wide 
 	for i := range items {
 		c := &items[i]
 		row := []string{c.Spec.ExternalName, c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope)),
-			fmt.Sprint(len(c.Spec.Plans)), ClassStatus(c), Truncate(c.Spec.Description, 60)}
+			fmt.Sprint(len(c.Spec.Plans)), ClassStatus(c), Age(c.CreationTimestamp.Time, now), Truncate(c.Spec.Description, 60)}
 		if withNamespace {
 			row = append([]string{c.Namespace}, row...)
 		}
@@ -106,6 +106,14 @@ func Truncate(s string, n int) string {
 type PlanRow struct {
 	Class *v1alpha1.ServiceClass
 	Plan  *v1alpha1.ServicePlan
+}
+
+// Record is the row's class record holding only the row's plan, as get plans -o json
+// prints it.
+func (r PlanRow) Record() *v1alpha1.ServiceClass {
+	c := r.Class.DeepCopy()
+	c.Spec.Plans = []v1alpha1.ServicePlan{*r.Plan.DeepCopy()}
+	return c
 }
 
 // FreeOrPaid says "free" or "paid".

@@ -16,7 +16,7 @@ func InstanceTable(w io.Writer, items []v1alpha1.ServiceInstance, withNS, wide b
 		headers = append([]string{"NAMESPACE"}, headers...)
 	}
 	if wide {
-		headers = append(headers, "BROKER", "EXTERNAL ID")
+		headers = append(headers, "BROKER", "EXTERNAL-ID")
 	}
 	t := NewTable(w, headers...)
 	for _, i := range items {

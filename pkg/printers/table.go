@@ -16,13 +16,18 @@ import (
 // Table writes rows in kubectl's style: upper-case headers, left-aligned
 // columns separated by three spaces, no borders, no wrapping.
 type Table struct {
-	w       io.Writer
-	headers []string
-	rows    [][]string
+	w         io.Writer
+	headers   []string
+	rows      [][]string
+	noHeaders bool
 }
 
-// NewTable returns a table with the given column headers.
+// NewTable returns a table with the given column headers. On a writer from
+// ListFlags.Out with --no-headers, the table has no header row.
 func NewTable(w io.Writer, headers ...string) *Table {
+	if h, ok := w.(headerless); ok {
+		return &Table{w: h.Writer, headers: headers, noHeaders: true}
+	}
 	return &Table{w: w, headers: headers}
 }
 
@@ -66,7 +71,9 @@ func (t *Table) Render() error {
 	for i, h := range t.headers {
 		headers[i] = strings.ToUpper(h)
 	}
-	table.Header(headers...)
+	if !t.noHeaders {
+		table.Header(headers...)
+	}
 	for _, r := range t.rows {
 		row := make([]string, len(t.headers))
 		copy(row, r)

@@ -326,6 +326,22 @@ func TestCatalogBrokers_RestrictionsAndAccessRulesShapeTheMarketplace(t *testing
 	assert.Assert(t, !strings.Contains(r.Stdout, "standard"))
 	assert.Assert(t, !strings.Contains(r.Stdout, "log-drain"))
 
+	// kubectl get's list flags, against the real records: the selector goes to the API
+	// server, the rows sort by a field of the records, without the header row.
+	r = e.run(t, "get", "classes", "-l", "catalog.kubectl-catalog.io/class in (redis,postgresql)",
+		"--sort-by", "{.spec.externalName}", "--no-headers")
+	catalogAssertOK(t, r)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	assert.Equal(t, len(lines), 2, r.Stdout)
+	assert.Assert(t, strings.HasPrefix(lines[0], "postgresql "), r.Stdout)
+	assert.Assert(t, strings.HasPrefix(lines[1], "redis "), r.Stdout)
+	r = e.run(t, "marketplace", "-A")
+	catalogAssertOK(t, r)
+	assert.Assert(t, strings.HasPrefix(r.Stdout, "NAMESPACE "), r.Stdout)
+	assert.Assert(t, is.Contains(r.Stdout, e.catalogNS), r.Stdout)
+	r = e.run(t, "get", "classes", "-l", "=nope")
+	assert.Equal(t, r.ExitCode, 2, r.Stderr)
+
 	// Hide redis everywhere, then give it back to one namespace.
 	r = e.runGlobal(t, "access", "disable", "redis")
 	catalogAssertOK(t, r)

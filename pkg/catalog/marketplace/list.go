@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -21,6 +23,13 @@ type Filter struct {
 	// IgnoreAccess keeps classes and plans that access rules disable (for administrators'
 	// views such as "get classes").
 	IgnoreAccess bool
+	// Selector is an additional label selector on the class records (the user's -l).
+	Selector labels.Selector
+	// AllNamespaces lists the class records of every namespace instead of those visible
+	// from one; access rules apply as in each record's own namespace, so the classes of
+	// cluster-scoped brokers appear once, under the catalog namespace, as the rules for
+	// every namespace leave them.
+	AllNamespaces bool
 }
 
 // Offering is a class and the plans of it that the namespace may see.
@@ -30,7 +39,8 @@ type Offering struct {
 }
 
 // List returns what namespace may see: the classes of cluster-scoped brokers and of the
-// namespace's brokers, each with its visible plans, sorted by class name then broker.
+// namespace's brokers, each with its visible plans, sorted by class name then broker
+// (with f.AllNamespaces, those of every namespace, sorted by namespace first).
 // Classes with no visible plan are left out. It makes one paginated LIST of class records
 // per scope and one GET of the access rules (none with IgnoreAccess).
 //
@@ -38,7 +48,16 @@ type Offering struct {
 // together with an error (see store.Records.List).
 func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts ...Option) ([]Offering, error) {
 	cfg := newConfig(opts)
-	classes, listErr := listClasses(ctx, st, cfg, namespace, store.Filter{Broker: f.Broker, Class: f.Class})
+	sf := store.Filter{Broker: f.Broker, Class: f.Class, Selector: f.Selector}
+	var classes []*v1alpha1.ServiceClass
+	var listErr error
+	if f.AllNamespaces {
+		classes, listErr = st.Classes().List(ctx, "", sf)
+		sortClasses(classes)
+		slices.SortStableFunc(classes, func(a, b *v1alpha1.ServiceClass) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	} else {
+		classes, listErr = listClasses(ctx, st, cfg, namespace, sf)
+	}
 	if listErr != nil && len(classes) == 0 {
 		return nil, listErr
 	}
@@ -60,7 +79,11 @@ func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts
 			if !f.IncludeRemoved && c.PlanRemoved(p.ID) {
 				continue
 			}
-			if !f.IgnoreAccess && !rules.PlanVisible(namespace, c, p.ID) {
+			seenFrom := namespace
+			if f.AllNamespaces {
+				seenFrom = c.Namespace
+			}
+			if !f.IgnoreAccess && !rules.PlanVisible(seenFrom, c, p.ID) {
 				continue
 			}
 			o.Plans = append(o.Plans, p)
@@ -101,9 +124,14 @@ func listClasses(ctx context.Context, st *store.Store, cfg config, namespace str
 		ns, err := st.Classes().List(ctx, namespace, nf)
 		all, errs = append(all, ns...), append(errs, err)
 	}
+	sortClasses(all)
+	return all, errors.Join(errs...)
+}
+
+// sortClasses sorts classes by name, then broker, then namespace.
+func sortClasses(all []*v1alpha1.ServiceClass) {
 	slices.SortStableFunc(all, func(a, b *v1alpha1.ServiceClass) int {
 		return cmp.Or(cmp.Compare(a.Spec.ExternalName, b.Spec.ExternalName),
 			cmp.Compare(a.Spec.BrokerName, b.Spec.BrokerName), cmp.Compare(a.Namespace, b.Namespace))
 	})
-	return all, errors.Join(errs...)
 }

@@ -214,7 +214,7 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 		items[i] = *c
 	}
 	var buf bytes.Buffer
-	if err := printers.ClassTable(&buf, items, false, false); err != nil {
+	if err := printers.ClassTable(&buf, items, false, false, now); err != nil {
 		return err
 	}
 	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
@@ -20,6 +21,7 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 	var all bool
 	var inst string
 	var wf watchrecords.Flags
+	var lf printers.ListFlags
 	out := printers.NewOutputFlags(true)
 	cmd := &cobra.Command{
 		Use:     "bindings [NAME...]",
@@ -52,6 +54,9 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 			if err := out.Validate(); err != nil {
 				return err
 			}
+			if err := lf.Validate(); err != nil {
+				return err
+			}
 			st, err := f.Store()
 			if err != nil {
 				return err
@@ -67,10 +72,11 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 			for _, n := range args {
 				want[n] = true
 			}
+			filter := store.Filter{Instance: inst, Selector: lf.LabelSelector()}
 			if wf.On() {
-				return watchBindings(cmd.Context(), f, ns, all, inst, want, out, wf.WatchOnly)
+				return watchBindings(cmd.Context(), f, ns, all, filter, want, out, &lf, wf.WatchOnly)
 			}
-			list, err := st.Bindings().List(cmd.Context(), ns, store.Filter{Instance: inst})
+			list, err := st.Bindings().List(cmd.Context(), ns, filter)
 			if err != nil && len(list) == 0 {
 				return err
 			}
@@ -79,6 +85,9 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 				if len(want) == 0 || want[b.Name] {
 					items = append(items, *b)
 				}
+			}
+			if err := printers.SortItems(&lf, items, func(b *v1alpha1.ServiceBinding) runtime.Object { return b }); err != nil {
+				return err
 			}
 			if !out.IsTable() {
 				return out.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, f.Out)
@@ -94,28 +103,29 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 				fmt.Fprintf(f.ErrOut, "No bindings found %s.\n", where)
 				return nil
 			}
-			return printers.BindingTable(f.Out, items, all, out.IsWide(), f.Now())
+			return printers.BindingTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now())
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
 	wf.AddFlags(cmd.Flags(), "bindings")
+	lf.AddFlags(cmd, "bindings")
 	out.AddFlags(cmd)
 	return cmd
 }
 
 // watchBindings lists the bindings get would list, then prints each change.
-func watchBindings(ctx context.Context, f *cmdutil.Factory, ns string, all bool, inst string, want map[string]bool, out *printers.OutputFlags, only bool) error {
+func watchBindings(ctx context.Context, f *cmdutil.Factory, ns string, all bool, filter store.Filter, want map[string]bool, out *printers.OutputFlags, lf *printers.ListFlags, only bool) error {
 	core, err := f.KubernetesClient()
 	if err != nil {
 		return err
 	}
-	sel, err := store.Selector(v1alpha1.KindServiceBinding, store.Filter{Instance: inst})
+	sel, err := store.Selector(v1alpha1.KindServiceBinding, filter)
 	if err != nil {
 		return err
 	}
 	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceBinding]{
-		Out: f.Out, Output: out, WatchOnly: only,
+		Out: lf.Out(f.Out), Output: out, WatchOnly: only,
 		Keep: func(b *v1alpha1.ServiceBinding) bool { return len(want) == 0 || want[b.Name] },
 		Table: func(w io.Writer, items []*v1alpha1.ServiceBinding) error {
 			vals := make([]v1alpha1.ServiceBinding, len(items))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -48,6 +49,7 @@ type Options struct {
 	Broker        string
 	Class         string
 	Output        *printers.OutputFlags
+	List          printers.ListFlags
 	Watch         watchrecords.Flags
 
 	Namespace        string
@@ -65,7 +67,10 @@ func newOptions(f *cmdutil.Factory) *Options {
 
 // Validate checks the flags without any I/O.
 func (o *Options) Validate() error {
-	return o.Output.Validate()
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return o.List.Validate()
 }
 
 // Complete builds the store and finds the namespaces.
@@ -138,6 +143,7 @@ func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
 	cmd.RunE = runE(f, o, o.RunBrokers)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the brokers of every namespace.")
 	o.Watch.AddFlags(cmd.Flags(), "brokers")
+	o.List.AddFlags(cmd, "brokers")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
@@ -191,7 +197,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 	if o.core == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := store.Selector(v1alpha1.KindBroker, store.Filter{})
+	sel, err := store.Selector(v1alpha1.KindBroker, store.Filter{Selector: o.List.LabelSelector()})
 	if err != nil {
 		return err
 	}
@@ -200,7 +206,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 		sources = append(sources, watchrecords.Source{Namespace: ns, Selector: sel, Optional: ns == o.CatalogNamespace && !o.AllNamespaces})
 	}
 	return watchrecords.Watch(ctx, o.core, sources, watchrecords.Printing[*v1alpha1.Broker]{
-		Out: o.Streams.Out, Output: o.Output, WatchOnly: o.Watch.WatchOnly,
+		Out: o.List.Out(o.Streams.Out), Output: o.Output, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(b *v1alpha1.Broker) bool { return o.brokerVisible(b) && matchName(o.Names, b.Name) },
 		Table: func(w io.Writer, items []*v1alpha1.Broker) error {
 			vals := make([]v1alpha1.Broker, len(items))
@@ -223,7 +229,7 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 	found := map[string]bool{}
 	var known []string
 	for _, ns := range o.namespaces() {
-		bs, err := o.Store.Brokers().List(ctx, ns, store.Filter{})
+		bs, err := o.Store.Brokers().List(ctx, ns, store.Filter{Selector: o.List.LabelSelector()})
 		if err != nil && len(bs) == 0 {
 			if store.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
 				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
@@ -245,6 +251,9 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 	if err := missing("broker", o.Names, found, known); err != nil {
 		return err
 	}
+	if err := printers.SortItems(&o.List, items, func(b *v1alpha1.Broker) runtime.Object { return b }); err != nil {
+		return err
+	}
 	if !o.Output.IsTable() {
 		return o.Output.PrintObject(&v1alpha1.BrokerList{Items: items}, o.Streams.Out)
 	}
@@ -252,7 +261,7 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 		o.noneFound(o.Streams.ErrOut, "brokers")
 		return nil
 	}
-	return printers.BrokerTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide(), o.Now())
+	return printers.BrokerTable(o.List.Out(o.Streams.Out), items, o.AllNamespaces, o.Output.IsWide(), o.Now())
 }
 
 // NewCmdGetClasses returns "get classes".
@@ -281,12 +290,13 @@ func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
 	cmd.RunE = runE(f, o, o.RunClasses)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the classes of every namespace.")
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
+	o.List.AddFlags(cmd, "classes")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
 
 func (o *Options) classes(ctx context.Context, class string) ([]*v1alpha1.ServiceClass, error) {
-	filter := store.Filter{Broker: o.Broker, Class: class}
+	filter := store.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
 	var out []*v1alpha1.ServiceClass
 	var err error
 	if o.AllNamespaces {
@@ -324,6 +334,9 @@ func (o *Options) RunClasses(ctx context.Context) error {
 	if err := missing("class", o.Names, found, known); err != nil {
 		return err
 	}
+	if err := printers.SortItems(&o.List, items, func(c *v1alpha1.ServiceClass) runtime.Object { return c }); err != nil {
+		return err
+	}
 	if !o.Output.IsTable() {
 		return o.Output.PrintObject(&v1alpha1.ServiceClassList{Items: items}, o.Streams.Out)
 	}
@@ -331,7 +344,7 @@ func (o *Options) RunClasses(ctx context.Context) error {
 		o.noneFound(o.Streams.ErrOut, "classes")
 		return nil
 	}
-	return printers.ClassTable(o.Streams.Out, items, o.AllNamespaces, o.Output.IsWide())
+	return printers.ClassTable(o.List.Out(o.Streams.Out), items, o.AllNamespaces, o.Output.IsWide(), o.Now())
 }
 
 // NewCmdGetPlans returns "get plans".
@@ -361,6 +374,7 @@ func NewCmdGetPlans(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the plans of this broker's classes.")
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only the plans of this class.")
 	cmd.ValidArgsFunction = complete.Each(complete.Plans(f))
+	o.List.AddFlags(cmd, "plans")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
@@ -413,11 +427,18 @@ func (o *Options) RunPlans(ctx context.Context) error {
 		return err
 	}
 	if !o.Output.IsTable() {
+		if err := printers.SortItems(&o.List, list.Items, func(c *v1alpha1.ServiceClass) runtime.Object { return c }); err != nil {
+			return err
+		}
 		return o.Output.PrintObject(&list, o.Streams.Out)
+	}
+	// A plan's row sorts as its class record holding only that plan.
+	if err := printers.SortItems(&o.List, rows, func(r *printers.PlanRow) runtime.Object { return r.Record() }); err != nil {
+		return err
 	}
 	if len(rows) == 0 {
 		o.noneFound(o.Streams.ErrOut, "plans")
 		return nil
 	}
-	return printers.PlanTable(o.Streams.Out, rows, o.AllNamespaces, o.Output.IsWide())
+	return printers.PlanTable(o.List.Out(o.Streams.Out), rows, o.AllNamespaces, o.Output.IsWide())
 }

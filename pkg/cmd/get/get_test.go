@@ -19,6 +19,7 @@ func TestGetTables(t *testing.T) {
 	b := storetest.SampleBroker()
 	b.CreationTimestamp = storetest.SampleTime()
 	c := storetest.SampleClass()
+	c.CreationTimestamp = storetest.SampleTime()
 	for _, tc := range []struct {
 		name         string
 		withNS, wide bool
@@ -31,10 +32,10 @@ func TestGetTables(t *testing.T) {
 			return printers.BrokerTable(w, []v1alpha1.Broker{*b}, ns, wide, now)
 		}},
 		{name: "classes", print: func(w *bytes.Buffer, ns, wide bool) error {
-			return printers.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide)
+			return printers.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide, now)
 		}},
 		{name: "classes-wide", wide: true, print: func(w *bytes.Buffer, ns, wide bool) error {
-			return printers.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide)
+			return printers.ClassTable(w, []v1alpha1.ServiceClass{*c}, ns, wide, now)
 		}},
 		{name: "plans-wide", wide: true, print: func(w *bytes.Buffer, ns, wide bool) error {
 			var rows []printers.PlanRow

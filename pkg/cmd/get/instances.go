@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
@@ -20,6 +21,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	var all bool
 	var class, plan string
 	var wf watchrecords.Flags
+	var lf printers.ListFlags
 	out := printers.NewOutputFlags(true)
 	cmd := &cobra.Command{
 		Use:     "instances [NAME...]",
@@ -46,6 +48,9 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 			if err := out.Validate(); err != nil {
 				return err
 			}
+			if err := lf.Validate(); err != nil {
+				return err
+			}
 			st, err := f.Store()
 			if err != nil {
 				return err
@@ -57,11 +62,15 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 			if all {
 				ns = ""
 			}
+			filter := store.Filter{Class: class, Plan: plan, Selector: lf.LabelSelector()}
 			if wf.On() {
-				return watchInstances(cmd.Context(), f, ns, all, class, plan, args, out, wf.WatchOnly)
+				return watchInstances(cmd.Context(), f, ns, all, filter, args, out, &lf, wf.WatchOnly)
 			}
-			items, err := listInstances(cmd.Context(), st, ns, class, plan, args)
+			items, err := listInstances(cmd.Context(), st, ns, filter, args)
 			if err != nil {
+				return err
+			}
+			if err := printers.SortItems(&lf, items, func(i *v1alpha1.ServiceInstance) runtime.Object { return i }); err != nil {
 				return err
 			}
 			if !out.IsTable() {
@@ -75,7 +84,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 				fmt.Fprintf(f.ErrOut, "No instances found %s.\n", where)
 				return nil
 			}
-			return printers.InstanceTable(f.Out, items, all, out.IsWide(), f.Now())
+			return printers.InstanceTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now())
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
@@ -83,17 +92,18 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
 	complete.Register(cmd, "plan", complete.Plans(f))
 	wf.AddFlags(cmd.Flags(), "instances")
+	lf.AddFlags(cmd, "instances")
 	out.AddFlags(cmd)
 	return cmd
 }
 
 // watchInstances lists the instances get would list, then prints each change.
-func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool, class, plan string, names []string, out *printers.OutputFlags, only bool) error {
+func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool, filter store.Filter, names []string, out *printers.OutputFlags, lf *printers.ListFlags, only bool) error {
 	core, err := f.KubernetesClient()
 	if err != nil {
 		return err
 	}
-	sel, err := store.Selector(v1alpha1.KindServiceInstance, store.Filter{Class: class, Plan: plan})
+	sel, err := store.Selector(v1alpha1.KindServiceInstance, filter)
 	if err != nil {
 		return err
 	}
@@ -102,7 +112,7 @@ func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool
 		want[n] = true
 	}
 	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
-		Out: f.Out, Output: out, WatchOnly: only,
+		Out: lf.Out(f.Out), Output: out, WatchOnly: only,
 		Keep: func(i *v1alpha1.ServiceInstance) bool { return len(want) == 0 || want[i.Name] },
 		Table: func(w io.Writer, items []*v1alpha1.ServiceInstance) error {
 			vals := make([]v1alpha1.ServiceInstance, len(items))
@@ -114,8 +124,8 @@ func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool
 	}, nil)
 }
 
-func listInstances(ctx context.Context, st *store.Store, ns, class, plan string, names []string) ([]v1alpha1.ServiceInstance, error) {
-	list, err := st.Instances().List(ctx, ns, store.Filter{Class: class, Plan: plan})
+func listInstances(ctx context.Context, st *store.Store, ns string, filter store.Filter, names []string) ([]v1alpha1.ServiceInstance, error) {
+	list, err := st.Instances().List(ctx, ns, filter)
 	if err != nil && len(list) == 0 {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
@@ -25,7 +26,14 @@ var marketplaceLong = cmdutil.LongDesc(`
 
 	The table has one row per class; with --class, or -o wide, one row per plan
 	with its broker, whether it is free and whether it is bindable. -o json|yaml
-	print the class records with only the plans on offer.`)
+	print the class records with only the plans on offer.
+
+	With -A, the offerings of every namespace, with a NAMESPACE column: the
+	classes of namespace-scoped brokers under their namespace, and those of
+	cluster-scoped brokers once, under the catalog namespace, as the access
+	rules for every namespace leave them. -l selects classes by their records'
+	labels; --sort-by sorts the rows by a field of the class records as -o json
+	prints them.`)
 
 var marketplaceExample = cmdutil.Examples(`
 	# What can I provision here?
@@ -35,13 +43,18 @@ var marketplaceExample = cmdutil.Examples(`
 	kubectl catalog marketplace --class postgres
 
 	# Every plan of one broker, with details
-	kubectl catalog mp --broker acme -o wide`)
+	kubectl catalog mp --broker acme -o wide
+
+	# What every namespace is offered, newest classes last
+	kubectl catalog marketplace -A --sort-by .metadata.creationTimestamp`)
 
 // Options are the options of "kubectl catalog marketplace".
 type Options struct {
-	Broker string
-	Class  string
-	Output *printers.OutputFlags
+	Broker        string
+	Class         string
+	AllNamespaces bool
+	Output        *printers.OutputFlags
+	List          printers.ListFlags
 
 	Namespace        string
 	CatalogNamespace string
@@ -71,12 +84,19 @@ func NewCmdMarketplace(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only this class, one row per plan.")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show what every namespace is offered.")
+	o.List.AddFlags(cmd, "classes")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
 
 // Validate checks the flags without any I/O.
-func (o *Options) Validate() error { return o.Output.Validate() }
+func (o *Options) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return o.List.Validate()
+}
 
 // Complete builds the store and finds the namespace.
 func (o *Options) Complete(f *cmdutil.Factory) error {
@@ -94,63 +114,90 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run prints the marketplace.
 func (o *Options) Run(ctx context.Context) error {
-	offers, err := marketplace.List(ctx, o.Store, o.Namespace, marketplace.Filter{Broker: o.Broker, Class: o.Class},
-		marketplace.InCatalogNamespace(o.CatalogNamespace))
+	filter := marketplace.Filter{Broker: o.Broker, Class: o.Class, Selector: o.List.LabelSelector(), AllNamespaces: o.AllNamespaces}
+	offers, err := marketplace.List(ctx, o.Store, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil {
 		if len(offers) == 0 {
 			return err
 		}
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: %v\n", err)
 	}
-	if o.Class != "" && len(offers) == 0 {
+	if o.Class != "" && len(offers) == 0 && !o.AllNamespaces && o.List.LabelSelector() == nil {
 		// Say why: a typo, removed, disabled...
 		if _, rerr := marketplace.Resolve(ctx, o.Store, o.Namespace, o.Class, "", marketplace.InCatalogNamespace(o.CatalogNamespace)); rerr != nil {
 			return rerr
 		}
 	}
+	if err := printers.SortItems(&o.List, offers, func(of *marketplace.Offering) runtime.Object { return Record(*of) }); err != nil {
+		return err
+	}
 	if !o.Output.IsTable() {
 		list := &v1alpha1.ServiceClassList{}
 		for _, of := range offers {
-			c := of.Class.DeepCopy()
-			c.Spec.Plans = c.Spec.Plans[:0]
-			for _, p := range of.Plans {
-				c.Spec.Plans = append(c.Spec.Plans, *p)
-			}
-			list.Items = append(list.Items, *c)
+			list.Items = append(list.Items, *Record(of))
 		}
 		return o.Output.PrintObject(list, o.Streams.Out)
 	}
 	if len(offers) == 0 {
-		fmt.Fprintf(o.Streams.ErrOut, "No services are offered in namespace %q: register a broker with \"kubectl catalog register\".\n", o.Namespace)
+		switch {
+		case o.AllNamespaces:
+			fmt.Fprintln(o.Streams.ErrOut, "No services are offered in any namespace.")
+		case o.List.LabelSelector() != nil:
+			fmt.Fprintf(o.Streams.ErrOut, "No services matching %q are offered in namespace %q.\n", o.List.Selector, o.Namespace)
+		default:
+			fmt.Fprintf(o.Streams.ErrOut, "No services are offered in namespace %q: register a broker with \"kubectl catalog register\".\n", o.Namespace)
+		}
 		return nil
 	}
+	w := o.List.Out(o.Streams.Out)
 	if o.Class != "" || o.Output.IsWide() {
-		return PlanTable(o.Streams.Out, offers)
+		return PlanTable(w, offers, o.AllNamespaces)
 	}
-	return ClassTable(o.Streams.Out, offers)
+	return ClassTable(w, offers, o.AllNamespaces)
 }
 
-// ClassTable prints one row per class.
-func ClassTable(w io.Writer, offers []marketplace.Offering) error {
-	t := printers.NewTable(w, "CLASS", "PLANS", "BROKER", "DESCRIPTION")
+// Record is an offering as -o json prints it: the class record with only the plans on
+// offer.
+func Record(of marketplace.Offering) *v1alpha1.ServiceClass {
+	c := of.Class.DeepCopy()
+	c.Spec.Plans = nil
+	for _, p := range of.Plans {
+		c.Spec.Plans = append(c.Spec.Plans, *p)
+	}
+	return c
+}
+
+// ClassTable prints one row per class; withNamespace adds a NAMESPACE column.
+func ClassTable(w io.Writer, offers []marketplace.Offering, withNamespace bool) error {
+	t := printers.NewTable(w, withNS(withNamespace, "NAMESPACE", "CLASS", "PLANS", "BROKER", "DESCRIPTION")...)
 	for _, of := range offers {
 		names := make([]string, 0, len(of.Plans))
 		for _, p := range of.Plans {
 			names = append(names, p.ExternalName)
 		}
-		t.Append(of.Class.Spec.ExternalName, strings.Join(names, ", "), of.Class.Spec.BrokerName, printers.Truncate(of.Class.Spec.Description, 60))
+		t.Append(withNS(withNamespace, of.Class.Namespace,
+			of.Class.Spec.ExternalName, strings.Join(names, ", "), of.Class.Spec.BrokerName, printers.Truncate(of.Class.Spec.Description, 60))...)
 	}
 	return t.Render()
 }
 
-// PlanTable prints one row per plan.
-func PlanTable(w io.Writer, offers []marketplace.Offering) error {
-	t := printers.NewTable(w, "CLASS", "PLAN", "BROKER", "FREE", "BINDABLE", "DESCRIPTION")
+// PlanTable prints one row per plan; withNamespace adds a NAMESPACE column.
+func PlanTable(w io.Writer, offers []marketplace.Offering, withNamespace bool) error {
+	t := printers.NewTable(w, withNS(withNamespace, "NAMESPACE", "CLASS", "PLAN", "BROKER", "FREE", "BINDABLE", "DESCRIPTION")...)
 	for _, of := range offers {
 		for _, p := range of.Plans {
-			t.Append(of.Class.Spec.ExternalName, p.ExternalName, of.Class.Spec.BrokerName, printers.FreeOrPaid(p),
-				printers.YesNo(of.Class.EffectiveBindable(p)), printers.Truncate(p.Description, 60))
+			t.Append(withNS(withNamespace, of.Class.Namespace,
+				of.Class.Spec.ExternalName, p.ExternalName, of.Class.Spec.BrokerName, printers.FreeOrPaid(p),
+				printers.YesNo(of.Class.EffectiveBindable(p)), printers.Truncate(p.Description, 60))...)
 		}
 	}
 	return t.Render()
+}
+
+// withNS returns cells with the first one (the NAMESPACE header or cell) only when on.
+func withNS(on bool, first string, rest ...string) []string {
+	if on {
+		return append([]string{first}, rest...)
+	}
+	return rest
 }

@@ -23,9 +23,12 @@ func offers() []marketplace.Offering {
 
 func TestMarketplaceTables(t *testing.T) {
 	var buf bytes.Buffer
-	assert.NilError(t, cmdmp.ClassTable(&buf, offers()))
+	assert.NilError(t, cmdmp.ClassTable(&buf, offers(), false))
 	golden.Assert(t, buf.String(), "classes.golden")
 	buf.Reset()
-	assert.NilError(t, cmdmp.PlanTable(&buf, offers()))
+	assert.NilError(t, cmdmp.PlanTable(&buf, offers(), false))
 	golden.Assert(t, buf.String(), "plans.golden")
+	buf.Reset()
+	assert.NilError(t, cmdmp.ClassTable(&buf, offers(), true))
+	golden.Assert(t, buf.String(), "classes-all-namespaces.golden")
 }
