@@ -24,11 +24,13 @@ import (
 )
 
 // Default client-side rate limits. client-go's own default (5 QPS, burst 10)
-// throttles a reconcile of a few hundred records into minutes; the API
-// server's priority and fairness is the real protection.
+// throttles a reconcile of a few hundred records into minutes, and 50/100 bound
+// register's 1,001 concurrent writes of a 500 x 20 catalog to about 18 s, slower
+// than kubectl create -f of the same ConfigMaps; the API server's priority and
+// fairness is the real protection, as it is for kubectl.
 const (
-	DefaultQPS   = 50
-	DefaultBurst = 100
+	DefaultQPS   = 100
+	DefaultBurst = 300
 )
 
 // DefaultCatalogNamespace holds cluster-scoped brokers and their classes.
@@ -166,8 +168,8 @@ func (f *Factory) UseBrokerOptions(opts ...brokerclient.Option) {
 // AddFlags adds the connection flags and the factory's own flags to fs.
 func (f *Factory) AddFlags(fs *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(fs)
-	fs.Float32Var(&f.QPS, "qps", f.QPS, "Maximum queries per second to the Kubernetes API server from this client.")
-	fs.IntVar(&f.Burst, "burst", f.Burst, "Maximum burst of queries to the Kubernetes API server from this client.")
+	fs.Float32Var(&f.QPS, "qps", f.QPS, "Maximum queries per second to the Kubernetes API server from this client; the server's priority and fairness protects it, as for kubectl.")
+	fs.IntVar(&f.Burst, "burst", f.Burst, "Maximum burst of queries to the Kubernetes API server from this client (register writes a large catalog's ConfigMaps at once).")
 	fs.StringVar(&f.CatalogNamespace, "catalog-namespace", f.CatalogNamespace,
 		"Namespace that holds cluster-scoped brokers and their classes (env "+CatalogNamespaceEnv+").")
 	fs.IntVarP(&f.Verbosity, "v", "v", 0, "Log level of the Kubernetes API client, as kubectl's -v (6: requests, 9: curl equivalents); request and response bodies are never logged.")
