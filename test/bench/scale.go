@@ -614,19 +614,24 @@ func (e *scaleEnv) shardFigure(ctx context.Context, o scaleOptions) ([]figure, [
 		return nil, []string{"shard group: skipped, this build has no \"reconcile --serve --shard-group\""}, nil
 	}
 	fmt.Fprintf(os.Stderr, "reconcile --serve, one process, %d pending...\n", o.Pending)
+	c0, ok0 := readCPU()
 	one, err := e.serveRun(ctx, o, 1, false, "serve")
 	if err != nil {
 		return nil, nil, err
 	}
+	c1, ok1 := readCPU()
 	fmt.Fprintf(os.Stderr, "one process: %s; three replicas of a shard group...\n", one.Round(time.Millisecond))
 	three, err := e.serveRun(ctx, o, 3, true, "group")
 	if err != nil {
 		return nil, nil, err
 	}
+	c2, ok2 := readCPU()
 	fmt.Fprintf(os.Stderr, "three replicas: %s\n", three.Round(time.Millisecond))
 	return []figure{{
 			Name:  fmt.Sprintf("reconcile --serve, 3 replicas of a shard group, %d pending, %d workers each: time to finish", o.Pending, o.Workers),
 			Value: three, Floor: one, What: "one reconcile --serve process", Target: 0.5,
 		}}, []string{fmt.Sprintf("shard group: throughput of 3 replicas %.2fx one process's (timed from the first write of the pending records until none is pending)",
-			float64(one)/float64(three))}, nil
+			float64(one)/float64(three)),
+			cpuNote("shard group, one process's run", c0, c1, ok0 && ok1),
+			cpuNote("shard group, three replicas' run", c1, c2, ok1 && ok2)}, nil
 }

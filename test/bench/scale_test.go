@@ -37,3 +37,16 @@ func TestFigureFormat(t *testing.T) {
 		t.Errorf("memory: %q", got)
 	}
 }
+
+func TestCPUBusy(t *testing.T) {
+	from, to := cpuTimes{busy: 100, total: 400}, cpuTimes{busy: 250, total: 600}
+	if got := cpuBusy(from, to); got != 0.75 {
+		t.Errorf("cpuBusy = %v, want 0.75", got)
+	}
+	if got := cpuBusy(to, to); got != 0 {
+		t.Errorf("cpuBusy over no time = %v, want 0", got)
+	}
+	if _, ok := readCPU(); ok && cpuCount() < 1 {
+		t.Errorf("/proc/stat read but no CPU counted")
+	}
+}
