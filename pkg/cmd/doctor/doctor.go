@@ -25,7 +25,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -218,7 +217,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if o.Clients, err = f.BrokerClients(o.BrokerTimeout); err != nil {
 		return err
 	}
-	eng, _, err := lifecycle.NewEngine(f, 0)
+	eng, err := f.Engine(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}
