@@ -424,7 +424,7 @@ func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name s
 // of the installation namespace/name: those labelled with it, and a CronJob
 // named after it from before the label existed.
 func installedWorkloads(ctx context.Context, core kubernetes.Interface, namespace, name string) ([]runtime.Object, error) {
-	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=kubectl-catalog," + LabelComponent + "=reconcile"}
+	sel := metav1.ListOptions{LabelSelector: WorkloadSelector}
 	ours := func(m metav1.Object, legacyName bool) bool {
 		inst, ok := m.GetLabels()[LabelInstallation]
 		return inst == name || (!ok && legacyName && m.GetName() == name)
