@@ -31,9 +31,19 @@ type ListFlags struct {
 // AddFlags adds -l/--selector, --no-headers and --sort-by to a command listing what
 // (e.g. "instances").
 func (l *ListFlags) AddFlags(cmd *cobra.Command, what string) {
+	l.addFlags(cmd, what, "")
+}
+
+// AddWatchedFlags is AddFlags for a command that can also watch (-w): --sort-by's help
+// says that it sorts the first listing only.
+func (l *ListFlags) AddWatchedFlags(cmd *cobra.Command, what string) {
+	l.addFlags(cmd, what, " With -w, it sorts the first listing; the changes print as they arrive.")
+}
+
+func (l *ListFlags) addFlags(cmd *cobra.Command, what, sortNote string) {
 	cmd.Flags().StringVarP(&l.Selector, "selector", "l", "", fmt.Sprintf("Only the %s whose labels match this label selector (e.g. -l 'team=payments,tier!=dev'), as kubectl get's.", what))
 	cmd.Flags().BoolVar(&l.NoHeaders, "no-headers", false, "Print tables without the header row.")
-	cmd.Flags().StringVar(&l.SortBy, "sort-by", "", fmt.Sprintf("Sort the %s by this JSONPath expression on their records (e.g. '{.metadata.creationTimestamp}'), as kubectl get's.", what))
+	cmd.Flags().StringVar(&l.SortBy, "sort-by", "", fmt.Sprintf("Sort the %s by this JSONPath expression on their records (e.g. '{.metadata.creationTimestamp}'), as kubectl get's.%s", what, sortNote))
 }
 
 // Validate parses the selector and the sort expression, without any I/O.

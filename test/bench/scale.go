@@ -31,6 +31,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/reconcilebench"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
 
 // scaleOptions shape the figures on the real API server ("-scale-only").
@@ -458,25 +459,8 @@ func hasShardGroup(plugin string) bool {
 type server struct {
 	cmd    *exec.Cmd
 	base   string
-	out    *lockedBuffer
+	out    *testio.Buffer
 	exited chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (e *scaleEnv) startServer(o scaleOptions, group bool) (*server, error) {
@@ -491,7 +475,7 @@ func (e *scaleEnv) startServer(o scaleOptions, group bool) (*server, error) {
 	if group {
 		args = append(args, "--shard-group", shardGroupName, "--lease-duration", "15s")
 	}
-	s := &server{cmd: exec.Command(e.plugin, args...), base: "http://" + addr, out: &lockedBuffer{}, exited: make(chan error, 1)}
+	s := &server{cmd: exec.Command(e.plugin, args...), base: "http://" + addr, out: &testio.Buffer{}, exited: make(chan error, 1)}
 	s.cmd.Env = append(os.Environ(), "KUBECONFIG="+e.direct)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {

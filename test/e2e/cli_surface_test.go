@@ -137,17 +137,13 @@ func TestCLISurface_ExitCodes(t *testing.T) {
 			s := startCatalog(t, e.ns, tc.args...)
 			// Interrupt once the broker accepted the operation: the record says so.
 			poll.WaitOn(t, func(poll.LogT) poll.Result {
-				s.mu.Lock()
 				errOut := s.stderr.String()
-				s.mu.Unlock()
 				if strings.Contains(errOut, "the broker is") {
 					return poll.Success()
 				}
 				return poll.Continue("waiting for the operation to be in progress; stderr so far:\n%s", errOut)
 			}, poll.WithTimeout(time.Minute), poll.WithDelay(100*time.Millisecond))
 			assert.Equal(t, s.interrupt(t), 130)
-			s.mu.Lock()
-			defer s.mu.Unlock()
 			assert.Assert(t, is.Contains(s.stderr.String(), "interrupted: "+tc.kind))
 		})
 	}

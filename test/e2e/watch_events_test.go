@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,22 +19,18 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
 
 // streamed is a command left running whose standard output is read as it comes.
 type streamed struct {
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    strings.Builder
-	stderr strings.Builder
+	out    testio.Buffer
+	stderr testio.Buffer
 	done   chan error
 }
 
-func (s *streamed) Stdout() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
+func (s *streamed) Stdout() string { return s.out.String() }
 
 // startCatalog starts "kubectl catalog -n ns ARGS" as admin and reads its output.
 func startCatalog(t *testing.T, ns string, args ...string) *streamed {
@@ -49,14 +44,12 @@ func startCatalog(t *testing.T, ns string, args ...string) *streamed {
 	s := &streamed{cmd: cmd, done: make(chan error, 1)}
 	stdout, err := cmd.StdoutPipe()
 	assert.NilError(t, err)
-	cmd.Stderr = &lockedWriter{mu: &s.mu, b: &s.stderr}
+	cmd.Stderr = &s.stderr
 	assert.NilError(t, cmd.Start())
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			s.mu.Lock()
-			s.out.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
+			_, _ = s.out.Write([]byte(sc.Text() + "\n"))
 		}
 		s.done <- cmd.Wait()
 	}()
@@ -66,17 +59,6 @@ func startCatalog(t *testing.T, ns string, args ...string) *streamed {
 		}
 	})
 	return s
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
 }
 
 // waitOutput waits until the output satisfies ok.

@@ -316,10 +316,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if o.InstanceNamespace == ns {
 		o.InstanceNamespace = ""
 	}
-	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
+	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
 	if err != nil {
 		return err
 	}
+	o.Engine, o.Store = eng.Engine, eng.Store
 	if o.Workloads, err = f.KubernetesClient(); err != nil {
 		return err
 	}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +27,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -54,8 +55,10 @@ var doctorLong = cmdutil.LongDesc(`
 	    hold records that only reconcile can finish (a namespace-scoped
 	    broker among them is kept until its instances are deprovisioned,
 	    and doctor names them);
-	  - reconcile: whether "kubectl catalog reconcile install" is in place,
-	    when it last ran and last succeeded;
+	  - reconcile: whether "kubectl catalog reconcile install" is in place in
+	    --reconcile-namespace: each of its CronJobs (one per shard), when it
+	    last ran and last succeeded, and each Deployment of --serve, how many
+	    of its replicas are ready (--reconcile-name: one installation only);
 	  - shard group: the members of each group of "reconcile --serve
 	    --shard-group" (their Leases in the catalog namespace: holder, last
 	    renewal, live or expired), with a warning for expired or malformed
@@ -149,7 +152,7 @@ type Options struct {
 
 // NewCmdDoctor returns the doctor command.
 func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName}
+	o := &Options{Streams: f.IOStreams, ReconcileNamespace: install.DefaultNamespace}
 	cmd := &cobra.Command{
 		Use:               "doctor",
 		Short:             "Check the cluster, permissions, brokers and stuck records",
@@ -170,8 +173,8 @@ func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
 	fs := cmd.Flags()
 	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", 10*time.Second, "How long to wait for each broker's catalog.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
-	fs.StringVar(&o.ReconcileNamespace, "reconcile-namespace", o.ReconcileNamespace, `Namespace of the "reconcile install" CronJob.`)
-	fs.StringVar(&o.ReconcileName, "reconcile-name", o.ReconcileName, `Name of the "reconcile install" CronJob.`)
+	fs.StringVar(&o.ReconcileNamespace, "reconcile-namespace", o.ReconcileNamespace, `Namespace of the "reconcile install" CronJobs and Deployments; doctor checks every one there.`)
+	fs.StringVar(&o.ReconcileName, "reconcile-name", o.ReconcileName, `Check only the "reconcile install" installation of this --name (its CronJob per shard, or its Deployment), or the one CronJob or Deployment of this name.`)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -186,8 +189,8 @@ func (o *Options) Validate() error {
 	default:
 		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
 	}
-	if o.ReconcileNamespace == "" || o.ReconcileName == "" {
-		return cmdutil.UsageErrorf("--reconcile-namespace and --reconcile-name must not be empty")
+	if o.ReconcileNamespace == "" {
+		return cmdutil.UsageErrorf("--reconcile-namespace must not be empty")
 	}
 	return nil
 }
@@ -218,7 +221,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if o.Clients, err = f.BrokerClients(o.BrokerTimeout); err != nil {
 		return err
 	}
-	eng, _, err := lifecycle.NewEngine(f, 0)
+	eng, err := f.Engine(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}
@@ -721,20 +724,65 @@ func (o *Options) checkTerminating(ctx context.Context, r *Report, deleting map[
 	}
 }
 
+// checkReconcileInstalled reports each workload "reconcile install" made in
+// --reconcile-namespace (by its labels): every CronJob (one per shard), and every
+// Deployment of --serve; only those of the installation or workload --reconcile-name
+// when it is set.
 func (o *Options) checkReconcileInstalled(ctx context.Context, r *Report) {
-	name := "reconcile"
-	ref := o.ReconcileNamespace + "/" + o.ReconcileName
-	cj, err := o.Core.BatchV1().CronJobs(o.ReconcileNamespace).Get(ctx, o.ReconcileName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		r.add(Check{Name: name, Status: Warn, Detail: fmt.Sprintf("not installed (no CronJob %s)", ref),
-			Fix: "run kubectl catalog reconcile -A regularly, or in the cluster: kubectl catalog reconcile install --image IMAGE"})
-		return
-	case err != nil:
-		r.add(Check{Name: name, Status: Warn, Detail: fmt.Sprintf("cannot read CronJob %s: %v", ref, err),
-			Fix: "ask an administrator whether reconcile runs in the cluster (kubectl get cronjobs -A -l app.kubernetes.io/component=reconcile)"})
-		return
+	ns := o.ReconcileNamespace
+	sel := metav1.ListOptions{LabelSelector: install.WorkloadSelector}
+	wanted := func(m metav1.Object) bool {
+		if o.ReconcileName == "" || m.GetName() == o.ReconcileName {
+			return true
+		}
+		inst, ok := m.GetLabels()[install.LabelInstallation]
+		return ok && inst == o.ReconcileName
 	}
+	var checks []Check
+	var failed []string
+	cjs, err := o.Core.BatchV1().CronJobs(ns).List(ctx, sel)
+	if err != nil {
+		failed = append(failed, fmt.Sprintf("cannot list the CronJobs in namespace %s: %v", ns, err))
+	} else {
+		sort.Slice(cjs.Items, func(i, j int) bool { return cjs.Items[i].Name < cjs.Items[j].Name })
+		for i := range cjs.Items {
+			if wanted(&cjs.Items[i]) {
+				checks = append(checks, o.cronJobCheck(&cjs.Items[i]))
+			}
+		}
+	}
+	ds, err := o.Core.AppsV1().Deployments(ns).List(ctx, sel)
+	if err != nil {
+		failed = append(failed, fmt.Sprintf("cannot list the Deployments in namespace %s: %v", ns, err))
+	} else {
+		sort.Slice(ds.Items, func(i, j int) bool { return ds.Items[i].Name < ds.Items[j].Name })
+		for i := range ds.Items {
+			if wanted(&ds.Items[i]) {
+				checks = append(checks, deploymentCheck(&ds.Items[i]))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		r.add(Check{Name: "reconcile", Status: Warn, Detail: strings.Join(failed, "; "),
+			Fix: "ask an administrator whether reconcile runs in the cluster (kubectl get cronjobs,deployments -A -l " + install.LabelComponent + "=reconcile)"})
+	}
+	for _, c := range checks {
+		r.add(c)
+	}
+	if len(checks) == 0 && len(failed) == 0 {
+		what := "of reconcile install in namespace " + ns
+		if o.ReconcileName != "" {
+			what = fmt.Sprintf("of reconcile install named %s in namespace %s", o.ReconcileName, ns)
+		}
+		r.add(Check{Name: "reconcile", Status: Warn, Detail: "not installed (no CronJob or Deployment " + what + ")",
+			Fix: "run kubectl catalog reconcile -A regularly, or in the cluster: kubectl catalog reconcile install --image IMAGE"})
+	}
+}
+
+// cronJobCheck reports one CronJob of "reconcile install": its schedule, last run and
+// last success.
+func (o *Options) cronJobCheck(cj *batchv1.CronJob) Check {
+	ref := cj.Namespace + "/" + cj.Name
 	now := o.Now()
 	ago := func(t *metav1.Time) string {
 		if t == nil {
@@ -743,12 +791,12 @@ func (o *Options) checkReconcileInstalled(ctx context.Context, r *Report) {
 		return now.Sub(t.Time).Round(time.Second).String() + " ago"
 	}
 	detail := fmt.Sprintf("CronJob %s, schedule %q; last run %s, last success %s", ref, cj.Spec.Schedule, ago(cj.Status.LastScheduleTime), ago(cj.Status.LastSuccessfulTime))
-	c := Check{Name: name, Status: OK, Detail: detail}
-	logs := fmt.Sprintf("kubectl get jobs -n %s -l %s=reconcile, and kubectl logs -n %s job/JOB", o.ReconcileNamespace, install.LabelComponent, o.ReconcileNamespace)
+	c := Check{Name: "reconcile " + cj.Name, Status: OK, Detail: detail}
+	logs := fmt.Sprintf("kubectl get jobs -n %s -l %s=reconcile, and kubectl logs -n %s job/JOB", cj.Namespace, install.LabelComponent, cj.Namespace)
 	switch {
 	case cj.Spec.Suspend != nil && *cj.Spec.Suspend:
 		c.Status, c.Detail = Warn, "suspended: "+detail
-		c.Fix = fmt.Sprintf(`kubectl patch cronjob %s -n %s -p '{"spec":{"suspend":false}}'`, o.ReconcileName, o.ReconcileNamespace)
+		c.Fix = fmt.Sprintf(`kubectl patch cronjob %s -n %s -p '{"spec":{"suspend":false}}'`, cj.Name, cj.Namespace)
 	case cj.Status.LastScheduleTime != nil && cj.Status.LastSuccessfulTime == nil:
 		c.Status = Warn
 		c.Detail += "; no run has succeeded yet"
@@ -759,7 +807,26 @@ func (o *Options) checkReconcileInstalled(ctx context.Context, r *Report) {
 		c.Detail += "; the runs since the last success have failed"
 		c.Fix = "see the runs: " + logs
 	}
-	r.add(c)
+	return c
+}
+
+// deploymentCheck reports one Deployment of "reconcile install --serve": how many of
+// the replicas it asks for are ready.
+func deploymentCheck(d *appsv1.Deployment) Check {
+	want := ptrValue(d.Spec.Replicas)
+	ready := d.Status.ReadyReplicas
+	c := Check{Name: "reconcile " + d.Name, Status: OK,
+		Detail: fmt.Sprintf("Deployment %s/%s (reconcile --serve), %d of %d replicas ready", d.Namespace, d.Name, ready, want)}
+	pods := fmt.Sprintf("kubectl get pods -n %s -l %s=%s, and kubectl logs -n %s deployment/%s", d.Namespace, install.LabelInstance, d.Name, d.Namespace, d.Name)
+	switch {
+	case want == 0:
+		c.Status, c.Detail = Warn, "scaled to zero: "+c.Detail
+		c.Fix = fmt.Sprintf("kubectl scale deployment %s -n %s --replicas 1, or kubectl catalog reconcile install --serve again", d.Name, d.Namespace)
+	case ready < want:
+		c.Status = Warn
+		c.Fix = "see the pods: " + pods
+	}
+	return c
 }
 
 func oneLine(s string) string {

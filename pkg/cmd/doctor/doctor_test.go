@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -68,7 +69,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 
 func (fx *fixture) options(t *testing.T) *Options {
 	return &Options{
-		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace, ReconcileName: install.DefaultName,
+		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,
 		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
 		Core: fx.cluster.Core, Store: fx.cluster.Store(), Clients: brokerclient.New(fx.cluster.Core, brokerclient.WithTimeout(5*time.Second)),
 		Now:     func() time.Time { return fx.now },
@@ -109,10 +110,8 @@ func TestDiagnose_AllWell(t *testing.T) {
 	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
 	fx := newFixture(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}},
-		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: install.DefaultName},
-			Spec: batchv1.CronJobSpec{Schedule: install.DefaultSchedule},
-			Status: batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: time.Now().Add(-2 * time.Minute)},
-				LastSuccessfulTime: &metav1.Time{Time: time.Now().Add(-time.Minute)}}},
+		installedCronJob(install.DefaultName, 0, &batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: time.Now().Add(-2 * time.Minute)},
+			LastSuccessfulTime: &metav1.Time{Time: time.Now().Add(-time.Minute)}}),
 		trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "3f1c2b5e-token"),
 	)
 	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
@@ -126,7 +125,7 @@ func TestDiagnose_AllWell(t *testing.T) {
 	for _, c := range r.Checks {
 		names = append(names, c.Name)
 	}
-	assert.DeepEqual(t, names, []string{"cluster", "identity", "rbac dev", "rbac catalog-system", "broker catalog-system/acme", "records", "reconcile", "trust"})
+	assert.DeepEqual(t, names, []string{"cluster", "identity", "rbac dev", "rbac catalog-system", "broker catalog-system/acme", "records", "reconcile catalog-reconcile", "trust"})
 	id, _ := find(r, "identity")
 	assert.Assert(t, is.Contains(id.Detail, "alice"))
 	bc, _ := find(r, "broker catalog-system/acme")
@@ -271,17 +270,120 @@ func TestDiagnose_ReconcileCronJob(t *testing.T) {
 			status: OK, detail: "last success 4m0s ago"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cj.Namespace, tc.cj.Name, tc.cj.Spec.Schedule = "ops", "rec", "*/5 * * * *"
+			tc.cj.Namespace, tc.cj.Name, tc.cj.Spec.Schedule, tc.cj.Labels = "ops", "rec", "*/5 * * * *", install.Labels()
 			fx := newFixture(t, &tc.cj)
 			fx.now = now
 			o := fx.options(t)
-			o.ReconcileNamespace, o.ReconcileName = "ops", "rec"
+			o.ReconcileNamespace = "ops"
 			var r Report
 			o.checkReconcileInstalled(context.Background(), &r)
+			assert.Equal(t, len(r.Checks), 1, "%+v", r.Checks)
+			assert.Equal(t, r.Checks[0].Name, "reconcile rec")
 			assert.Equal(t, r.Checks[0].Status, tc.status, r.Checks[0].Detail)
 			assert.Assert(t, is.Contains(r.Checks[0].Detail, tc.detail))
 		})
 	}
+}
+
+// installedCronJob is the CronJob of shard i of an installation named name, as
+// "reconcile install --shards shards" makes it (shards 0: not sharded), with status.
+func installedCronJob(name string, shards int, status *batchv1.CronJobStatus) *batchv1.CronJob {
+	return installedCronJobs(name, max(shards, 1), status)[0]
+}
+
+// installedCronJobs are the CronJobs of an installation with shards shards.
+func installedCronJobs(name string, shards int, status *batchv1.CronJobStatus) []*batchv1.CronJob {
+	o := install.Defaults()
+	o.Image, o.Name, o.Shards = "example.invalid/kubectl-catalog:test", name, shards
+	cjs := install.Build(o).CronJobs
+	for _, cj := range cjs {
+		if status != nil {
+			cj.Status = *status
+		}
+	}
+	return cjs
+}
+
+func TestDoctor_ReconcileReportsEveryCronJobAndDeploymentInstalled(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	ok := &batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: now.Add(-2 * time.Minute)}, LastSuccessfulTime: &metav1.Time{Time: now.Add(-time.Minute)}}
+	shards := installedCronJobs("sharded", 2, ok)
+	shards[1].Spec.Suspend = ptr.To(true)
+	o := install.Defaults()
+	o.Image, o.Serve, o.Replicas, o.Name = "example.invalid/kubectl-catalog:test", true, 2, "served"
+	served := install.Build(o).Deployments[0]
+	served.Status.ReadyReplicas = 1
+	notOurs := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: "backup"}}
+	fx := newFixture(t, shards[0], shards[1], installedCronJob(install.DefaultName, 0, ok), served, notOurs)
+	fx.now = now
+
+	var r Report
+	fx.options(t).checkReconcileInstalled(context.Background(), &r)
+	var names []string
+	for _, c := range r.Checks {
+		names = append(names, c.Name)
+	}
+	assert.DeepEqual(t, names, []string{"reconcile catalog-reconcile", "reconcile sharded-0", "reconcile sharded-1", "reconcile served"})
+	c, _ := find(r, "reconcile sharded-0")
+	assert.Equal(t, c.Status, OK, "%+v", c)
+	assert.Assert(t, is.Contains(c.Detail, "CronJob catalog-system/sharded-0"))
+	c, _ = find(r, "reconcile sharded-1")
+	assert.Equal(t, c.Status, Warn, "%+v", c)
+	assert.Assert(t, is.Contains(c.Detail, "suspended"))
+	assert.Assert(t, is.Contains(c.Fix, "kubectl patch cronjob sharded-1 -n catalog-system"))
+	c, _ = find(r, "reconcile served")
+	assert.Equal(t, c.Status, Warn, "%+v", c)
+	assert.Assert(t, is.Contains(c.Detail, "Deployment catalog-system/served (reconcile --serve), 1 of 2 replicas ready"))
+	assert.Assert(t, is.Contains(c.Fix, "kubectl get pods -n catalog-system -l app.kubernetes.io/instance=served"))
+
+	// --reconcile-name narrows to one installation (every shard of it), or one workload.
+	for name, want := range map[string][]string{
+		"sharded":   {"reconcile sharded-0", "reconcile sharded-1"},
+		"sharded-1": {"reconcile sharded-1"},
+		"served":    {"reconcile served"},
+	} {
+		opts := fx.options(t)
+		opts.ReconcileName = name
+		var r Report
+		opts.checkReconcileInstalled(context.Background(), &r)
+		var names []string
+		for _, c := range r.Checks {
+			names = append(names, c.Name)
+		}
+		assert.DeepEqual(t, names, want)
+	}
+}
+
+func TestDoctor_ReconcileNotInstalledSaysWhereItLooked(t *testing.T) {
+	notOurs := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: "backup"}}
+	fx := newFixture(t, installedCronJob("other", 0, nil), notOurs)
+	o := fx.options(t)
+	o.ReconcileName = "mine"
+	var r Report
+	o.checkReconcileInstalled(context.Background(), &r)
+	assert.Equal(t, len(r.Checks), 1, "%+v", r.Checks)
+	assert.Equal(t, r.Checks[0].Name, "reconcile")
+	assert.Equal(t, r.Checks[0].Status, Warn)
+	assert.Equal(t, r.Checks[0].Detail, "not installed (no CronJob or Deployment of reconcile install named mine in namespace catalog-system)")
+
+	fx = newFixture(t, notOurs)
+	r = Report{}
+	fx.options(t).checkReconcileInstalled(context.Background(), &r)
+	assert.Equal(t, r.Checks[0].Detail, "not installed (no CronJob or Deployment of reconcile install in namespace catalog-system)")
+	assert.Assert(t, is.Contains(r.Checks[0].Fix, "reconcile install --image IMAGE"))
+}
+
+func TestDoctor_ReconcileCannotListSaysSo(t *testing.T) {
+	fx := newFixture(t)
+	fx.cluster.Core.PrependReactor("list", "cronjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("cronjobs"), "", errors.New("no"))
+	})
+	var r Report
+	fx.options(t).checkReconcileInstalled(context.Background(), &r)
+	assert.Equal(t, len(r.Checks), 1, "%+v", r.Checks)
+	assert.Equal(t, r.Checks[0].Status, Warn)
+	assert.Assert(t, is.Contains(r.Checks[0].Detail, "cannot list the CronJobs in namespace catalog-system"))
+	assert.Assert(t, is.Contains(r.Checks[0].Fix, "ask an administrator"))
 }
 
 func TestPrint_JSONAndYAML(t *testing.T) {
@@ -304,9 +406,10 @@ func TestValidate(t *testing.T) {
 		err  string
 	}{
 		{name: "ok", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a", ReconcileName: "b"}},
+		{name: "every installation", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a"}},
 		{name: "timeout", o: Options{ReconcileNamespace: "a", ReconcileName: "b"}, err: "--broker-timeout"},
 		{name: "output", o: Options{BrokerTimeout: time.Second, Output: "wide", ReconcileNamespace: "a", ReconcileName: "b"}, err: "--output"},
-		{name: "empty name", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a"}, err: "--reconcile-name"},
+		{name: "empty namespace", o: Options{BrokerTimeout: time.Second, ReconcileName: "b"}, err: "--reconcile-namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()

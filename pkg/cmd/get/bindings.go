@@ -109,7 +109,7 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
 	wf.AddFlags(cmd.Flags(), "bindings")
-	lf.AddFlags(cmd, "bindings")
+	lf.AddWatchedFlags(cmd, "bindings")
 	out.AddFlags(cmd)
 	return cmd
 }
@@ -125,7 +125,7 @@ func watchBindings(ctx context.Context, f *cmdutil.Factory, ns string, all bool,
 		return err
 	}
 	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceBinding]{
-		Out: lf.Out(f.Out), Output: out, WatchOnly: only,
+		Out: lf.Out(f.Out), Output: out, List: lf, WatchOnly: only,
 		Keep: func(b *v1alpha1.ServiceBinding) bool { return len(want) == 0 || want[b.Name] },
 		Table: func(w io.Writer, items []*v1alpha1.ServiceBinding) error {
 			vals := make([]v1alpha1.ServiceBinding, len(items))

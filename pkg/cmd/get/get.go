@@ -143,7 +143,7 @@ func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
 	cmd.RunE = runE(f, o, o.RunBrokers)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the brokers of every namespace.")
 	o.Watch.AddFlags(cmd.Flags(), "brokers")
-	o.List.AddFlags(cmd, "brokers")
+	o.List.AddWatchedFlags(cmd, "brokers")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
@@ -206,7 +206,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 		sources = append(sources, watchrecords.Source{Namespace: ns, Selector: sel, Optional: ns == o.CatalogNamespace && !o.AllNamespaces})
 	}
 	return watchrecords.Watch(ctx, o.core, sources, watchrecords.Printing[*v1alpha1.Broker]{
-		Out: o.List.Out(o.Streams.Out), Output: o.Output, WatchOnly: o.Watch.WatchOnly,
+		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(b *v1alpha1.Broker) bool { return o.brokerVisible(b) && matchName(o.Names, b.Name) },
 		Table: func(w io.Writer, items []*v1alpha1.Broker) error {
 			vals := make([]v1alpha1.Broker, len(items))

@@ -92,7 +92,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
 	complete.Register(cmd, "plan", complete.Plans(f))
 	wf.AddFlags(cmd.Flags(), "instances")
-	lf.AddFlags(cmd, "instances")
+	lf.AddWatchedFlags(cmd, "instances")
 	out.AddFlags(cmd)
 	return cmd
 }
@@ -112,7 +112,7 @@ func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool
 		want[n] = true
 	}
 	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
-		Out: lf.Out(f.Out), Output: out, WatchOnly: only,
+		Out: lf.Out(f.Out), Output: out, List: lf, WatchOnly: only,
 		Keep: func(i *v1alpha1.ServiceInstance) bool { return len(want) == 0 || want[i.Name] },
 		Table: func(w io.Writer, items []*v1alpha1.ServiceInstance) error {
 			vals := make([]v1alpha1.ServiceInstance, len(items))

@@ -1,6 +1,6 @@
 // Package lifecycle holds what the lifecycle verbs (provision, update, deprovision,
-// touch, share, bind, unbind) share: building the engine from the factory, the
-// parameter and wait flags, and driving a record with progress.
+// touch, share, bind, unbind) share: the parameter and wait flags, and driving a record
+// with progress.
 package lifecycle
 
 import (
@@ -11,138 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
-
-// EngineOptions tune NewEngineWith.
-type EngineOptions struct {
-	// PollInterval is the shortest interval between polls without Retry-After.
-	PollInterval time.Duration
-	// Holder names the driver in claims; default: the engine's.
-	Holder string
-	// TestKnobs applies the clock skew, retry backoff and claim TTL test knobs
-	// (cmdutil.TestKnobs; reconcile only).
-	TestKnobs bool
-	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
-	TargetCacheTTL time.Duration
-}
-
-// Engine is an engine with the store and catalog syncer it was built on.
-type Engine struct {
-	*catalog.Engine
-	Store  *store.Store
-	Syncer *catalogsync.Syncer
-	// Now is the clock of the engine and the store.
-	Now func() time.Time
-}
-
-// NewEngine builds the engine for the factory's cluster.
-func NewEngine(f *cmdutil.Factory, pollInterval time.Duration) (*catalog.Engine, *store.Store, error) {
-	e, err := NewEngineWith(f, EngineOptions{PollInterval: pollInterval})
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.Engine, e.Store, nil
-}
-
-// applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.
-func applyTestKnobs(k cmdutil.TestKnobs, now func() time.Time, cfg *catalog.Config) func() time.Time {
-	if k.ClockSkew != 0 {
-		wall := now
-		now = func() time.Time { return wall().Add(k.ClockSkew) }
-	}
-	if k.RetryBase > 0 {
-		cfg.RetryBase, cfg.RetryMax = k.RetryBase, k.RetryMax
-		cfg.MaxPollInterval = max(k.RetryMax, cfg.PollInterval)
-	}
-	if k.ClaimTTL > 0 {
-		cfg.ClaimTTL = k.ClaimTTL
-	}
-	return now
-}
-
-// NewEngineWith builds the engine for the factory's cluster with options.
-func NewEngineWith(f *cmdutil.Factory, o EngineOptions) (*Engine, error) {
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return nil, err
-	}
-	meta, err := f.MetadataClient()
-	if err != nil {
-		return nil, err
-	}
-	knobs, err := f.TestKnobs()
-	if err != nil {
-		return nil, err
-	}
-	clients, err := f.BrokerClients(knobs.BrokerTimeout)
-	if err != nil {
-		return nil, err
-	}
-	cfg := catalog.Config{
-		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
-		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
-		Projector:  WorkloadProjector{P: &projection.Projector{Client: core}},
-		Authorizer: catalog.KubeAuthorizer{Core: core},
-		Trust:      clusterTrust{core: core, catalogNamespace: f.CatalogNamespace},
-	}
-	now := f.Now
-	if o.TestKnobs {
-		now = applyTestKnobs(knobs, now, &cfg)
-	}
-	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
-	var engine *catalog.Engine
-	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
-		return engine.CheckBroker(ctx, b)
-	}))
-	cfg.Store, cfg.Brokers, cfg.Now = st, clients, now
-	cfg.RefreshCatalog = func(ctx context.Context, b *v1alpha1.Broker) error {
-		_, err := syncer.Sync(ctx, b)
-		return err
-	}
-	if p := knobs.PauseAt; p != "" {
-		errOut := f.ErrOut
-		cfg.Hook = func(ctx context.Context, point catalog.HookPoint, op *v1alpha1.Operation) {
-			if string(point) != p {
-				return
-			}
-			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, op.Type)
-			<-ctx.Done()
-		}
-	}
-	cfg.Events = eventRecorder(core, o.Holder, f.ErrOut)
-	engine = catalog.New(cfg)
-	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
-}
-
-// WorkloadProjector is the engine's catalog.Projector over a projection.Projector: it
-// writes the workloads (no dry run) and keeps only the error.
-type WorkloadProjector struct{ P *projection.Projector }
-
-// Project implements catalog.Projector.
-func (w WorkloadProjector) Project(ctx context.Context, namespace, binding, secretName string, p v1alpha1.WorkloadProjection) error {
-	_, err := w.P.Project(ctx, namespace, binding, secretName, p, projection.DryRunNone)
-	return err
-}
-
-// Unproject implements catalog.Projector.
-func (w WorkloadProjector) Unproject(ctx context.Context, namespace, binding string, p v1alpha1.WorkloadProjection) error {
-	_, err := w.P.Unproject(ctx, namespace, binding, p, projection.DryRunNone)
-	return err
-}
-
-var _ catalog.Projector = WorkloadProjector{}
 
 // WaitFlags are --wait, --timeout and --interval.
 type WaitFlags struct {
@@ -315,19 +191,4 @@ func ExactlyOneName(cmd *cobra.Command, args []string) error {
 	default:
 		return cmdutil.UsageErrorf("%s takes one NAME, got %d arguments (%s): see %q", cmd.CommandPath(), len(args), strings.Join(args, " "), cmd.CommandPath()+" --help")
 	}
-}
-
-// clusterTrust reads the state of the catalog's trust policy from the cluster.
-type clusterTrust struct {
-	core             kubernetes.Interface
-	catalogNamespace string
-}
-
-// TrustState implements catalog.TrustSource.
-func (c clusterTrust) TrustState(ctx context.Context) (catalog.TrustState, error) {
-	st, err := trust.CheckPolicy(ctx, c.core, c.catalogNamespace)
-	if err != nil {
-		return catalog.TrustState{}, err
-	}
-	return catalog.TrustState{Token: st.Token, Reason: st.Reason}, nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/migrate"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -157,7 +156,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		}
 		o.Namespace = ns
 	}
-	eng, err := lifecycle.NewEngineWith(f, lifecycle.EngineOptions{})
+	eng, err := f.Engine(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -236,7 +235,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		o.Namespace = ns
 	}
 	host, _ := os.Hostname()
-	eng, err := lifecycle.NewEngineWith(f, lifecycle.EngineOptions{
+	eng, err := f.Engine(cmdutil.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
 		TargetCacheTTL: reconcile.TargetCacheTTL,
 	})

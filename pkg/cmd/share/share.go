@@ -139,9 +139,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace = ns
-	if o.Engine, o.Store, err = lifecycle.NewEngine(f, 0); err != nil {
+	eng, err := f.Engine(cmdutil.EngineOptions{})
+	if err != nil {
 		return err
 	}
+	o.Engine, o.Store = eng.Engine, eng.Store
 	if o.Core, err = f.KubernetesClient(); err != nil {
 		return err
 	}

@@ -59,10 +59,11 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			eng, _, err := lifecycle.NewEngine(f, w.Interval)
+			e, err := f.Engine(cmdutil.EngineOptions{PollInterval: w.Interval})
 			if err != nil {
 				return err
 			}
+			eng := e.Engine
 			fmt.Fprintf(f.ErrOut, "Re-sending the parameters of instance %q in namespace %q...\n", name, ns)
 			if _, err := eng.Touch(cmd.Context(), ns, name); err != nil {
 				return err

@@ -164,10 +164,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Namespace, o.CatalogNamespace, o.Now = ns, f.CatalogNamespace, f.Now
-	o.Engine, o.Store, err = lifecycle.NewEngine(f, o.Wait.Interval)
+	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
 	if err != nil {
 		return err
 	}
+	o.Engine, o.Store = eng.Engine, eng.Store
 	if o.Prompter == nil && o.Streams.CanPrompt() {
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
 	}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -306,6 +307,9 @@ func (f *Flags) On() bool { return f.Watch || f.WatchOnly }
 type Printing[T v1alpha1.Record] struct {
 	Out    io.Writer
 	Output *printers.OutputFlags
+	// List sorts the first listing by --sort-by (nil: by namespace and name); the
+	// changes print as they arrive, as with kubectl get -w.
+	List *printers.ListFlags
 	// Table renders records as the command's table, header first.
 	Table func(w io.Writer, items []T) error
 	// Keep selects the records to print (all when nil).
@@ -352,6 +356,11 @@ func Watch[T v1alpha1.Record](ctx context.Context, client kubernetes.Interface, 
 			items := make([]T, 0, len(recs))
 			for _, r := range recs {
 				items = append(items, r.(T))
+			}
+			if p.List != nil {
+				if err := printers.SortItems(p.List, items, func(x *T) runtime.Object { return *x }); err != nil {
+					return err
+				}
 			}
 			return print(items)
 		}

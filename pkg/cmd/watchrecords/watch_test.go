@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -121,13 +122,17 @@ func newFlagSet(o *printers.OutputFlags) *pflag.FlagSet {
 }
 
 func startWith(t *testing.T, f *fixture, out *testio.Buffer, o *printers.OutputFlags, only bool) func() error {
+	return startSorted(t, f, out, o, nil, only)
+}
+
+func startSorted(t *testing.T, f *fixture, out *testio.Buffer, o *printers.OutputFlags, l *printers.ListFlags, only bool) func() error {
 	sel, err := store.Selector(v1alpha1.KindServiceInstance, store.Filter{})
 	assert.NilError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- watchrecords.Watch(ctx, f.cs, []watchrecords.Source{{Namespace: "dev", Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
-			Out: out, Output: o, Table: table, WatchOnly: only,
+			Out: out, Output: o, List: l, Table: table, WatchOnly: only,
 			Keep: func(i *v1alpha1.ServiceInstance) bool { return i.Name != "hidden" },
 		}, nil)
 	}()
@@ -216,4 +221,45 @@ func TestWatch_JSONPrintsOneObjectPerChange(t *testing.T) {
 	waitFor(t, out, `"phase": "Ready"`)
 	assert.NilError(t, stop())
 	assert.Assert(t, is.Equal(strings.Count(out.String(), `"kind": "ServiceInstance"`), 2), out.String())
+}
+
+// With --sort-by, as kubectl get -w does, the first listing is sorted and the changes
+// print as they arrive, in no sorted order.
+func TestWatch_SortBySortsTheFirstListingThenPrintsChangesAsTheyArrive(t *testing.T) {
+	f := newFixture(t,
+		instanceCM(t, "a", v1alpha1.PhaseReady, "90"),
+		instanceCM(t, "b", v1alpha1.PhaseFailed, "91"),
+		instanceCM(t, "c", v1alpha1.PhaseProvisioning, "92"))
+	out := &testio.Buffer{}
+	l := &printers.ListFlags{SortBy: "{.status.phase}"}
+	assert.NilError(t, l.Validate())
+	stop := startSorted(t, f, out, printers.NewOutputFlags(true), l, false)
+
+	waitFor(t, out, "NAME")
+	w := f.watcher(t, 1)
+	w.Modify(instanceCM(t, "a", v1alpha1.PhaseUpdating, "101"))
+	w.Add(instanceCM(t, "aa", v1alpha1.PhaseDeprovisioning, "102"))
+	waitFor(t, out, "aa     Deprovisioning")
+
+	assert.NilError(t, stop())
+	assert.Equal(t, out.String(), ""+
+		"NAME   STATUS\n"+
+		"b      Failed\n"+
+		"c      Provisioning\n"+
+		"a      Ready\n"+
+		"a      Updating\n"+
+		"aa     Deprovisioning\n")
+}
+
+// A --sort-by path no listed record has is the usage error it is without -w.
+func TestWatch_SortByAFieldNoRecordHasIsAUsageError(t *testing.T) {
+	f := newFixture(t, instanceCM(t, "a", v1alpha1.PhaseReady, "90"))
+	out := &testio.Buffer{}
+	l := &printers.ListFlags{SortBy: ".status.nosuchfield"}
+	assert.NilError(t, l.Validate())
+	stop := startSorted(t, f, out, printers.NewOutputFlags(true), l, false)
+	err := stop()
+	assert.ErrorContains(t, err, `--sort-by ".status.nosuchfield": no record has this field`)
+	assert.Equal(t, cmdutil.ExitCode(err), 2)
+	assert.Equal(t, out.String(), "")
 }

@@ -142,7 +142,8 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 	results = append(results, res)
 
 	applied := map[runtime.Object]Result{}
-	applyAll := func(objs ...runtime.Object) error {
+	// applyIn applies objs, whose namespace exists when nsExists.
+	applyIn := func(nsExists bool, objs ...runtime.Object) error {
 		for _, obj := range objs {
 			m, _ := meta.Accessor(obj)
 			res := Result{Resource: resourceOf(obj), Name: m.GetName()}
@@ -162,29 +163,35 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 		}
 		return nil
 	}
+	applyAll := func(objs ...runtime.Object) error { return applyIn(nsExists, objs...) }
+	// alsoNamespace makes sure of another namespace the installation writes to, and
+	// says whether it exists.
+	alsoNamespace := func(name string) (bool, error) {
+		if name == ns.Name {
+			return nsExists, nil
+		}
+		res, exists, err := ensureNamespace(ctx, core, &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ns.Labels},
+		}, dry)
+		if err != nil {
+			return false, err
+		}
+		results = append(results, res)
+		return exists, nil
+	}
 	if err := applyAll(objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding); err != nil {
 		return results, err
 	}
 	if objs.LeaseRole != nil {
 		// A shard group's Role on Leases, in the catalog namespace.
-		rolesNSExists := nsExists
-		if ns := objs.LeaseRole.Namespace; ns != objs.Namespace.Name {
-			res, exists, err := ensureNamespace(ctx, core, &corev1.Namespace{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-				ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: objs.Namespace.Labels},
-			}, dry)
-			if err != nil {
-				return results, err
-			}
-			results = append(results, res)
-			rolesNSExists = exists
+		rolesNSExists, err := alsoNamespace(objs.LeaseRole.Namespace)
+		if err != nil {
+			return results, err
 		}
-		if dryRun && !rolesNSExists {
-			for _, obj := range objs.Roles() {
-				m, _ := meta.Accessor(obj)
-				results = append(results, Result{Resource: resourceOf(obj), Name: m.GetName(), Action: Created, Object: obj})
-			}
-		} else if err := applyAll(objs.Roles()...); err != nil {
+		// A dry run validates them only where it could validate the ServiceAccount
+		// they bind.
+		if err := applyIn(rolesNSExists && nsExists, objs.Roles()...); err != nil {
 			return results, err
 		}
 	}
@@ -208,17 +215,9 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 	}
 
 	token := objs.TrustToken
-	tokenNSExists := nsExists
-	if token.Namespace != ns.Name {
-		res, exists, err := ensureNamespace(ctx, core, &corev1.Namespace{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: token.Namespace, Labels: ns.Labels},
-		}, dry)
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
-		tokenNSExists = exists
+	tokenNSExists, err := alsoNamespace(token.Namespace)
+	if err != nil {
+		return results, err
 	}
 	if dryRun && !tokenNSExists {
 		return append(results, Result{Resource: resourceOf(token), Name: token.Name, Action: Created, Object: token}), nil
@@ -389,32 +388,19 @@ func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name s
 	if len(catalogNamespace) > 0 && catalogNamespace[0] != "" {
 		catalogNS = catalogNamespace[0]
 	}
-	found, err := installedWorkloads(ctx, core, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	targets := []runtime.Object{}
-	named := false
-	for _, obj := range found {
-		if cj, ok := obj.(*batchv1.CronJob); ok && cj.Name == name {
-			named = true
+	every := func(found []runtime.Object) []runtime.Object {
+		for _, obj := range found {
+			if cj, ok := obj.(*batchv1.CronJob); ok && cj.Name == name {
+				return found
+			}
 		}
-		targets = append(targets, obj)
+		return append([]runtime.Object{objs.CronJobs[0]}, found...)
 	}
-	if !named {
-		targets = append([]runtime.Object{objs.CronJobs[0]}, targets...)
+	results, err := deleteWorkloads(ctx, core, namespace, name, catalogNS, every, true, nil)
+	if err != nil {
+		return results, err
 	}
 	background := metav1.DeletePropagationBackground
-	results, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background}, targets...)
-	if err != nil {
-		return results, err
-	}
-	// A shard group's Role and RoleBinding on Leases, if it had one.
-	roles, err := deletePresent(ctx, core, metav1.DeleteOptions{}, leaseRoles(namespace, name, catalogNS)...)
-	results = append(results, roles...)
-	if err != nil {
-		return results, err
-	}
 	more, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background},
 		objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)
 	return append(results, more...), err
@@ -424,66 +410,74 @@ func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name s
 // of the installation namespace/name: those labelled with it, and a CronJob
 // named after it from before the label existed.
 func installedWorkloads(ctx context.Context, core kubernetes.Interface, namespace, name string) ([]runtime.Object, error) {
-	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=kubectl-catalog," + LabelComponent + "=reconcile"}
+	sel := metav1.ListOptions{LabelSelector: WorkloadSelector}
 	ours := func(m metav1.Object, legacyName bool) bool {
 		inst, ok := m.GetLabels()[LabelInstallation]
 		return inst == name || (!ok && legacyName && m.GetName() == name)
 	}
 	var found []runtime.Object
-	cjs, err := core.BatchV1().CronJobs(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the CronJobs of reconcile in namespace %q: %w", namespace, err)
-	}
-	for i := range cjs.Items {
-		if ours(&cjs.Items[i], true) {
-			found = append(found, &cjs.Items[i])
+	for _, l := range []struct {
+		what       string
+		legacyName bool
+		list       func() (runtime.Object, error)
+	}{
+		{"CronJobs", true, func() (runtime.Object, error) { return core.BatchV1().CronJobs(namespace).List(ctx, sel) }},
+		{"Deployments", false, func() (runtime.Object, error) { return core.AppsV1().Deployments(namespace).List(ctx, sel) }},
+		{"PodDisruptionBudgets", false, func() (runtime.Object, error) { return core.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, sel) }},
+	} {
+		list, err := l.list()
+		if err != nil {
+			return nil, fmt.Errorf("cannot list the %s of reconcile in namespace %q: %w", l.what, namespace, err)
 		}
-	}
-	ds, err := core.AppsV1().Deployments(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the Deployments of reconcile in namespace %q: %w", namespace, err)
-	}
-	for i := range ds.Items {
-		if ours(&ds.Items[i], false) {
-			found = append(found, &ds.Items[i])
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
 		}
-	}
-	pdbs, err := core.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the PodDisruptionBudgets of reconcile in namespace %q: %w", namespace, err)
-	}
-	for i := range pdbs.Items {
-		if ours(&pdbs.Items[i], false) {
-			found = append(found, &pdbs.Items[i])
+		for _, obj := range items {
+			if m, err := meta.Accessor(obj); err == nil && ours(m, l.legacyName) {
+				found = append(found, obj)
+			}
 		}
 	}
 	return found, nil
 }
 
-// prune deletes the workloads of the installation that objs no longer has.
+// deleteWorkloads deletes what pick picks of the workloads of the installation
+// namespace/name found in the cluster (their Jobs and Pods in the background), then,
+// with roles, its shard group's Role and RoleBinding in catalogNamespace, if it has any.
+func deleteWorkloads(ctx context.Context, core kubernetes.Interface, namespace, name, catalogNamespace string,
+	pick func(found []runtime.Object) []runtime.Object, roles bool, dry []string) ([]Result, error) {
+	found, err := installedWorkloads(ctx, core, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	background := metav1.DeletePropagationBackground
+	results, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dry}, pick(found)...)
+	if err != nil || !roles {
+		return results, err
+	}
+	gone, err := deletePresent(ctx, core, metav1.DeleteOptions{DryRun: dry}, leaseRoles(namespace, name, catalogNamespace)...)
+	return append(results, gone...), err
+}
+
+// prune deletes the workloads of the installation that objs no longer has, and its
+// shard group's Role and RoleBinding when it has no shard group any more.
 func prune(ctx context.Context, core kubernetes.Interface, objs Objects, dry []string) ([]Result, error) {
 	want := map[string]bool{}
 	for _, obj := range objs.Workloads() {
 		want[Ref(obj)] = true
 	}
-	found, err := installedWorkloads(ctx, core, objs.ServiceAccount.Namespace, objs.ServiceAccount.Name)
-	if err != nil {
-		return nil, err
-	}
-	var stale []runtime.Object
-	for _, obj := range found {
-		if !want[Ref(obj)] {
-			stale = append(stale, obj)
+	stale := func(found []runtime.Object) []runtime.Object {
+		var out []runtime.Object
+		for _, obj := range found {
+			if !want[Ref(obj)] {
+				out = append(out, obj)
+			}
 		}
+		return out
 	}
-	background := metav1.DeletePropagationBackground
-	results, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dry}, stale...)
-	if err == nil && objs.LeaseRole == nil && objs.ClusterRole != nil {
-		// No shard group any more: its Role and RoleBinding go, if there were any.
-		var gone []Result
-		gone, err = deletePresent(ctx, core, metav1.DeleteOptions{DryRun: dry}, leaseRoles(objs.ServiceAccount.Namespace, objs.ServiceAccount.Name, objs.catalogNamespace)...)
-		results = append(results, gone...)
-	}
+	noGroup := objs.LeaseRole == nil && objs.ClusterRole != nil
+	results, err := deleteWorkloads(ctx, core, objs.ServiceAccount.Namespace, objs.ServiceAccount.Name, objs.catalogNamespace, stale, noGroup, dry)
 	for i := range results {
 		if results[i].Action == Deleted {
 			results[i].Action = Pruned

@@ -120,6 +120,11 @@ const (
 	LabelInstallation = "catalog.kubectl-catalog.io/installation"
 )
 
+// WorkloadSelector selects the workloads of every installation of "reconcile install"
+// (CronJobs, Deployments, PodDisruptionBudgets) in a namespace; LabelInstallation tells
+// one installation's from another's.
+const WorkloadSelector = LabelManagedBy + "=kubectl-catalog," + LabelComponent + "=reconcile"
+
 // Labels returns the labels of every object "reconcile install" writes.
 func Labels() map[string]string {
 	return map[string]string{

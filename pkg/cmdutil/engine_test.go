@@ -1,4 +1,4 @@
-package lifecycle
+package cmdutil_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // The engine of provision and the other instance verbs talks to brokers with the same
 // User-Agent as register, sync broker and doctor (cmdutil.Factory.BrokerClients).
-func TestNewEngine_BrokerSeesTheFactoryUserAgent(t *testing.T) {
+func TestEngine_BrokerSeesTheFactoryUserAgent(t *testing.T) {
 	var seen []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, r.Header.Get("User-Agent"))
@@ -28,7 +28,7 @@ func TestNewEngine_BrokerSeesTheFactoryUserAgent(t *testing.T) {
 	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(nil, nil, nil))
 	f.UseClients(c.Core, c.Metadata)
 	f.Getenv = func(string) string { return "" }
-	e, err := NewEngineWith(f, EngineOptions{})
+	e, err := f.Engine(cmdutil.EngineOptions{})
 	assert.NilError(t, err)
 	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "ns"}, Spec: v1alpha1.BrokerSpec{URL: srv.URL}}
 	_, _ = e.Syncer.Sync(context.Background(), b)

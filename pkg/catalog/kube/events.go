@@ -1,7 +1,6 @@
-package lifecycle
+package kube
 
 import (
-	"io"
 	"os"
 	"strings"
 
@@ -11,11 +10,11 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 )
 
-// eventRecorder is the engine's recorder of Events, written with the caller's
-// credentials: the user's for a verb (reporting instance "cli"), the ServiceAccount's
-// for reconcile (its host or pod, from holder). A caller who may not create events
-// records none; -v=2 says why.
-func eventRecorder(core kubernetes.Interface, holder string, _ io.Writer) catalog.EventRecorder {
+// EventRecorder is the engine's recorder of Events, written with the caller's
+// credentials: the user's for a verb (reporting instance "cli", holder empty), the
+// ServiceAccount's for reconcile (its host or pod, from holder). A caller who may not
+// create events records none; -v=2 says why.
+func EventRecorder(core kubernetes.Interface, holder string) catalog.EventRecorder {
 	instance := "cli"
 	if holder != "" {
 		instance, _ = os.Hostname()

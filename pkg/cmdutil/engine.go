@@ -1,0 +1,109 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/kube"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// EngineOptions tune Factory.Engine.
+type EngineOptions struct {
+	// PollInterval is the shortest interval between polls without Retry-After.
+	PollInterval time.Duration
+	// Holder names the driver in claims; default: the engine's. A holder also makes
+	// the Events report the host or pod it names rather than "cli".
+	Holder string
+	// TestKnobs applies the clock skew, retry backoff and claim TTL test knobs
+	// (reconcile only).
+	TestKnobs bool
+	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
+	TargetCacheTTL time.Duration
+}
+
+// Engine is an engine with the store and catalog syncer it was built on.
+type Engine struct {
+	*catalog.Engine
+	Store  *store.Store
+	Syncer *catalogsync.Syncer
+	// Now is the clock of the engine and the store.
+	Now func() time.Time
+}
+
+// Engine builds the engine on the factory's cluster: its store, broker clients (with
+// UseBrokerOptions), catalog syncer, platform, workload projector, authorizer, trust
+// policy, Event recorder and the test knobs' pause hook.
+func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, err
+	}
+	meta, err := f.MetadataClient()
+	if err != nil {
+		return nil, err
+	}
+	knobs, err := f.TestKnobs()
+	if err != nil {
+		return nil, err
+	}
+	clients, err := f.BrokerClients(knobs.BrokerTimeout)
+	if err != nil {
+		return nil, err
+	}
+	cfg := catalog.Config{
+		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
+		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
+		Projector:  kube.WorkloadProjector{P: &projection.Projector{Client: core}},
+		Authorizer: catalog.KubeAuthorizer{Core: core},
+		Trust:      kube.ClusterTrust{Core: core, CatalogNamespace: f.CatalogNamespace},
+	}
+	now := f.Now
+	if o.TestKnobs {
+		now = applyTestKnobs(knobs, now, &cfg)
+	}
+	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
+	var engine *catalog.Engine
+	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
+		return engine.CheckBroker(ctx, b)
+	}))
+	cfg.Store, cfg.Brokers, cfg.Now = st, clients, now
+	cfg.RefreshCatalog = func(ctx context.Context, b *v1alpha1.Broker) error {
+		_, err := syncer.Sync(ctx, b)
+		return err
+	}
+	if p := knobs.PauseAt; p != "" {
+		errOut := f.ErrOut
+		cfg.Hook = func(ctx context.Context, point catalog.HookPoint, op *v1alpha1.Operation) {
+			if string(point) != p {
+				return
+			}
+			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, op.Type)
+			<-ctx.Done()
+		}
+	}
+	cfg.Events = kube.EventRecorder(core, o.Holder)
+	engine = catalog.New(cfg)
+	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
+}
+
+// applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.
+func applyTestKnobs(k TestKnobs, now func() time.Time, cfg *catalog.Config) func() time.Time {
+	if k.ClockSkew != 0 {
+		wall := now
+		now = func() time.Time { return wall().Add(k.ClockSkew) }
+	}
+	if k.RetryBase > 0 {
+		cfg.RetryBase, cfg.RetryMax = k.RetryBase, k.RetryMax
+		cfg.MaxPollInterval = max(k.RetryMax, cfg.PollInterval)
+	}
+	if k.ClaimTTL > 0 {
+		cfg.ClaimTTL = k.ClaimTTL
+	}
+	return now
+}
