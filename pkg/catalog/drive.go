@@ -18,6 +18,12 @@ type DriveOptions struct {
 	StopWhenWaiting bool
 	// Tick is how often Progress is called while waiting; default 1 second.
 	Tick time.Duration
+	// Created is the record as the caller has just created it, with its
+	// resourceVersion: the first step takes it instead of reading the record again.
+	// Its writes are guarded by that resourceVersion, so a change by anyone since makes
+	// the first write conflict, and the record is then read as it is now. A record of
+	// another kind or name is ignored.
+	Created v1alpha1.Record
 }
 
 // DriveInstance calls StepInstance until the instance settles, needs the user, is gone,
@@ -52,8 +58,16 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 	records := recordsOf[T](e.cfg.Store)
 	var last Result
 	immediate := 0
+	created, ok := o.Created.(T)
+	ok = ok && any(created) != any(T(nil)) && created.GetNamespace() == namespace && created.GetName() == name && created.GetResourceVersion() != ""
 	for {
-		x, err := records.Get(ctx, namespace, name)
+		var x T
+		var err error
+		if ok {
+			x, ok = created, false
+		} else {
+			x, err = records.Get(ctx, namespace, name)
+		}
 		if store.IsNotFound(err) {
 			return Result{State: StateDeleted, Message: gone}, nil
 		}

@@ -204,10 +204,11 @@ func (o *Options) Run(ctx context.Context) error {
 		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", o.Name, class, plan, o.Namespace))
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, class, plan, o.Namespace)
-	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
+	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
+	if err != nil {
 		return o.createError(err)
 	}
-	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
+	r, err := lifecycle.DriveCreated(ctx, o.Streams, o.Engine, created, "provision", o.Wait)
 	if err != nil {
 		return err
 	}

@@ -189,11 +189,10 @@ func TestProvision_Synchronous_SendsOnlyTheNeededAPIRequests(t *testing.T) {
 		"create selfsubjectreviews",
 		"get configmaps catalog-trust",
 		"create configmaps",
-		// The engine: the record, its broker and class, the OSB context (the user, for
-		// the originating identity, is known already), the access rules, the
-		// write-ahead, the outcome, an Event for each; the check that no older record
-		// uses the OSB id.
-		"get configmaps catalog-instance.db",
+		// The engine, from the record as created: its broker and class, the OSB
+		// context (the user, for the originating identity, is known already), the
+		// access rules, the write-ahead, the outcome, an Event for each; the check that
+		// no older record uses the OSB id.
 		"get configmaps catalog-broker.acme",
 		"get configmaps catalog-class.acme." + storetest.ClassID,
 		"get configmaps catalog-cluster-id",
