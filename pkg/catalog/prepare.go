@@ -134,6 +134,7 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 	if err != nil {
 		return nil, err
 	}
+	e.prepared.keep(res.Class, e.cfg.CatalogNamespace, res.Rules)
 	var schema json.RawMessage
 	if s, err := res.Schemas(ctx); err != nil {
 		return nil, err

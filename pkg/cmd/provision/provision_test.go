@@ -189,15 +189,13 @@ func TestProvision_Synchronous_SendsOnlyTheNeededAPIRequests(t *testing.T) {
 		"create selfsubjectreviews",
 		"get configmaps catalog-trust",
 		"create configmaps",
-		// The engine, from the record as created: its broker and class, the OSB
-		// context (the user, for the originating identity, is known already), the
-		// access rules, the write-ahead, the outcome, an Event for each; the check that
-		// no older record uses the OSB id.
+		// The engine, from the record as created and the class and access rules the
+		// verb read: its broker, the OSB context (the user, for the originating
+		// identity, is known already), the write-ahead, the outcome, an Event for each;
+		// the check that no older record uses the OSB id.
 		"get configmaps catalog-broker.acme",
-		"get configmaps catalog-class.acme." + storetest.ClassID,
 		"get configmaps catalog-cluster-id",
 		"get namespaces dev",
-		"get configmaps catalog-access.default",
 		"update configmaps",
 		"create events",
 		"update configmaps",
