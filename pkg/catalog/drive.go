@@ -30,6 +30,9 @@ type DriveOptions struct {
 // or ctx ends (its deadline is --timeout). While it waits for an async operation it
 // renews its claim, so reconcile leaves the record to it.
 func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
+	if inst, ok := o.Created.(*v1alpha1.ServiceInstance); ok && inst != nil {
+		e.ownCreated(inst)
+	}
 	return drive(e, ctx, namespace, name, o, e.StepInstance, "deprovisioned")
 }
 

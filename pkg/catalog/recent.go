@@ -18,6 +18,9 @@ type preparedReads struct {
 	mu      sync.Mutex
 	classes map[string]preparedClass
 	rules   map[string]preparedRules
+	// ids are the OSB instance ids PrepareInstance generated: a fresh UUID no older
+	// record can use.
+	ids map[string]bool
 }
 
 type preparedClass struct {
@@ -64,4 +67,42 @@ func (p *preparedReads) accessRules(catalogNamespace string) (marketplace.Rules,
 		return marketplace.Rules{}, false
 	}
 	return r.rules, true
+}
+
+func (p *preparedReads) generated(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids == nil || len(p.ids) > 100 {
+		p.ids = map[string]bool{}
+	}
+	p.ids[id] = true
+}
+
+// takeGenerated reports whether this process generated id, forgetting it: it belongs to
+// the first record it is handed over with.
+func (p *preparedReads) takeGenerated(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ok := p.ids[id]
+	delete(p.ids, id)
+	return ok
+}
+
+// ownCreated marks the OSB id of an instance a verb has just created as its own when
+// this process generated that id moments before (PrepareInstance): no record created
+// before the id existed can use it, so the check that no older record does (checkID)
+// needs no list. Only the engine's memory says so, never the record; an id the user gave
+// is checked as ever.
+func (e *Engine) ownCreated(inst *v1alpha1.ServiceInstance) {
+	id := inst.Spec.ExternalID
+	if inst.UID == "" || inst.Status.ExternalID != "" || id == "" || !e.prepared.takeGenerated(id) {
+		return
+	}
+	c := &e.trust
+	c.mu.Lock()
+	if c.owned == nil || len(c.owned) > 100000 {
+		c.owned = map[string]string{}
+	}
+	c.owned[v1alpha1.KindServiceInstance+"/"+id] = string(inst.UID)
+	c.mu.Unlock()
 }
