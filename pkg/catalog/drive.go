@@ -18,12 +18,21 @@ type DriveOptions struct {
 	StopWhenWaiting bool
 	// Tick is how often Progress is called while waiting; default 1 second.
 	Tick time.Duration
+	// Created is the record as the caller has just created it, with its
+	// resourceVersion: the first step takes it instead of reading the record again.
+	// Its writes are guarded by that resourceVersion, so a change by anyone since makes
+	// the first write conflict, and the record is then read as it is now. A record of
+	// another kind or name is ignored.
+	Created v1alpha1.Record
 }
 
 // DriveInstance calls StepInstance until the instance settles, needs the user, is gone,
 // or ctx ends (its deadline is --timeout). While it waits for an async operation it
 // renews its claim, so reconcile leaves the record to it.
 func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
+	if inst, ok := o.Created.(*v1alpha1.ServiceInstance); ok && inst != nil {
+		e.ownCreated(inst)
+	}
 	return drive(e, ctx, namespace, name, o, e.StepInstance, "deprovisioned")
 }
 
@@ -52,8 +61,16 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 	records := recordsOf[T](e.cfg.Store)
 	var last Result
 	immediate := 0
+	created, ok := o.Created.(T)
+	ok = ok && any(created) != any(T(nil)) && created.GetNamespace() == namespace && created.GetName() == name && created.GetResourceVersion() != ""
 	for {
-		x, err := records.Get(ctx, namespace, name)
+		var x T
+		var err error
+		if ok {
+			x, ok = created, false
+		} else {
+			x, err = records.Get(ctx, namespace, name)
+		}
 		if store.IsNotFound(err) {
 			return Result{State: StateDeleted, Message: gone}, nil
 		}

@@ -97,6 +97,9 @@ type Engine struct {
 	cfg     Config
 	targets targetCache
 	trust   trustCache
+	// prepared holds what PrepareInstance read, for the engine's checks of the record
+	// it prepared moments later (recent.go).
+	prepared preparedReads
 }
 
 // New returns an engine.

@@ -124,7 +124,11 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 		}
 		return target{}, fmt.Errorf("cannot talk to broker %q: %w", b.Name, err)
 	}
-	class, err := e.cfg.Store.Classes().Get(ctx, ns, v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	name := v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
+	if class, ok := e.prepared.class(ns, name); ok {
+		return target{broker: b, client: c, class: class}, nil
+	}
+	class, err := e.cfg.Store.Classes().Get(ctx, ns, name)
 	if err != nil && !store.IsNotFound(err) {
 		return target{}, err
 	}

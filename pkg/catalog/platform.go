@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,16 +42,22 @@ type KubePlatform struct {
 	core             kubernetes.Interface
 	catalogNamespace string
 
+	user *store.ClusterUser
+
 	mu        sync.Mutex
 	clusterID string
 	nsUIDs    map[string]string
-	identity  *osb.OriginatingIdentity
-	idDone    bool
 }
 
 // NewKubePlatform returns a Platform reading the cluster through core.
 func NewKubePlatform(core kubernetes.Interface, catalogNamespace string) *KubePlatform {
-	return &KubePlatform{core: core, catalogNamespace: catalogNamespace, nsUIDs: map[string]string{}}
+	return NewKubePlatformAs(core, catalogNamespace, store.NewClusterUser(core))
+}
+
+// NewKubePlatformAs is NewKubePlatform with the user shared with the store
+// (store.WithClusterUser): the process asks the API server who it is once.
+func NewKubePlatformAs(core kubernetes.Interface, catalogNamespace string, user *store.ClusterUser) *KubePlatform {
+	return &KubePlatform{core: core, catalogNamespace: catalogNamespace, user: user, nsUIDs: map[string]string{}}
 }
 
 // ClusterID reads the cluster id, creating it (and the catalog namespace) on first use.
@@ -117,20 +122,10 @@ func (p *KubePlatform) NamespaceUID(ctx context.Context, namespace string) (stri
 // plugin, impersonation). A cluster without the API gives no identity rather than a
 // wrong one.
 func (p *KubePlatform) Identity(ctx context.Context) (*osb.OriginatingIdentity, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.idDone {
-		return p.identity, nil
+	u, err := p.user.UserInfo(ctx)
+	if u == nil || err != nil {
+		return nil, err
 	}
-	r, err := p.core.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-			p.idDone = true
-			return nil, nil
-		}
-		return nil, fmt.Errorf("cannot find out who the user is (SelfSubjectReview): %w", err)
-	}
-	u := r.Status.UserInfo
 	id := &osb.OriginatingIdentity{Username: u.Username, UID: u.UID, Groups: append([]string(nil), u.Groups...), Extra: map[string][]string{}}
 	keys := make([]string, 0, len(u.Extra))
 	for k := range u.Extra {
@@ -140,7 +135,6 @@ func (p *KubePlatform) Identity(ctx context.Context) (*osb.OriginatingIdentity, 
 	for _, k := range keys {
 		id.Extra[k] = append([]string(nil), u.Extra[k]...)
 	}
-	p.identity, p.idDone = id, true
 	return id, nil
 }
 

@@ -134,6 +134,7 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 	if err != nil {
 		return nil, err
 	}
+	e.prepared.keep(res.Class, e.cfg.CatalogNamespace, res.Rules)
 	var schema json.RawMessage
 	if s, err := res.Schemas(ctx); err != nil {
 		return nil, err
@@ -158,7 +159,11 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 	if err := ValidateParameters(schema, all.JSON()); err != nil {
 		return nil, fmt.Errorf("instance %q not provisioned: %w (see the plan's schema with \"kubectl catalog describe plan %s/%s --show-schemas\")", req.Name, err, res.Class.Spec.ExternalName, res.Plan.ExternalName)
 	}
-	return NewInstance(req.Namespace, req.Name, res.Class, res.Plan, raw, req.Parameters.FromSecret, req.ExternalID), nil
+	inst := NewInstance(req.Namespace, req.Name, res.Class, res.Plan, raw, req.Parameters.FromSecret, req.ExternalID)
+	if req.ExternalID == "" {
+		e.prepared.generated(inst.Spec.ExternalID)
+	}
+	return inst, nil
 }
 
 // resolvePlan finds the class and plan, asking for what is missing when it can.

@@ -330,9 +330,12 @@ func (e *Engine) checkPlan(ctx context.Context, ns string, t target, planID stri
 	if p == nil {
 		return refused(ReasonRefusedPlanNotAllowed, "class %q of broker %q has no plan with id %q", t.class.Spec.ExternalName, t.broker.Name, planID)
 	}
-	rules, err := marketplace.LoadRules(ctx, e.cfg.Store, marketplace.InCatalogNamespace(e.cfg.CatalogNamespace))
-	if err != nil {
-		return err
+	rules, ok := e.prepared.accessRules(e.cfg.CatalogNamespace)
+	if !ok {
+		var err error
+		if rules, err = marketplace.LoadRules(ctx, e.cfg.Store, marketplace.InCatalogNamespace(e.cfg.CatalogNamespace)); err != nil {
+			return err
+		}
 	}
 	if !rules.PlanVisible(ns, t.class, planID) {
 		return refused(ReasonRefusedPlanNotAllowed, "plan %q of class %q is not available in namespace %q (catalog access rules): an administrator enables it with \"kubectl catalog access enable %s/%s -n %s\"",

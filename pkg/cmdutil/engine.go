@@ -57,7 +57,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	cfg := catalog.Config{
-		Platform: catalog.NewKubePlatform(core, f.CatalogNamespace), Holder: o.Holder,
+		Platform: catalog.NewKubePlatformAs(core, f.CatalogNamespace, f.ClusterUser(core)), Holder: o.Holder,
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
 		Projector:  kube.WorkloadProjector{P: &projection.Projector{Client: core}},
 		Authorizer: catalog.KubeAuthorizer{Core: core},

@@ -93,6 +93,9 @@ type Factory struct {
 	knobs     TestKnobs
 	knobsErr  error
 
+	userOnce sync.Once
+	user     *store.ClusterUser
+
 	once       sync.Once
 	restConfig *rest.Config
 	restErr    error
@@ -240,9 +243,18 @@ func (f *Factory) Store() (*store.Store, error) {
 }
 
 // StoreOptions are the options of every store the commands use: records are written as
-// the user the API server knows, stamped with the catalog's trust token.
+// the user the API server knows (ClusterUser), stamped with the catalog's trust token.
 func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {
-	return []store.Option{store.WithClusterIdentity(core), store.WithClusterTrustToken(core, f.CatalogNamespace)}
+	return []store.Option{store.WithClusterUser(f.ClusterUser(core)), store.WithClusterTrustToken(core, f.CatalogNamespace)}
+}
+
+// ClusterUser is who the API server says the user is, asked once per process: every
+// client of the factory has its one rest config, so the store's author stamp and the
+// engine's originating identity share the answer. core is the client to ask with, the
+// first time.
+func (f *Factory) ClusterUser(core kubernetes.Interface) *store.ClusterUser {
+	f.userOnce.Do(func() { f.user = store.NewClusterUser(core) })
+	return f.user
 }
 
 // DiscoveryClient returns a discovery client (server version, API groups).

@@ -248,26 +248,58 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 	return users, nil
 }
 
+// ClusterUser is who the API server says the client is (SelfSubjectReview), asked once
+// and kept: one process talks to one cluster as one user (one rest config), so the
+// store's author stamp and the engine's originating identity share one ClusterUser and
+// one request.
+type ClusterUser struct {
+	core kubernetes.Interface
+
+	mu   sync.Mutex
+	done bool
+	user *authnv1.UserInfo
+}
+
+// NewClusterUser returns the user of core's credentials, asked on first use.
+func NewClusterUser(core kubernetes.Interface) *ClusterUser { return &ClusterUser{core: core} }
+
+// UserInfo returns who the API server says the client is; nil when the cluster does not
+// answer (no SelfSubjectReview API, or the user may not ask). An answer is kept; an
+// error is not, so the next call asks again.
+func (c *ClusterUser) UserInfo(ctx context.Context) (*authnv1.UserInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return c.user, nil
+	}
+	r, err := c.core.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		u := r.Status.UserInfo
+		c.user = &u
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+	default:
+		return nil, fmt.Errorf("cannot find out who the user is (SelfSubjectReview): %w", err)
+	}
+	c.done = true
+	return c.user, nil
+}
+
 // WithClusterIdentity writes as the user the API server says the client is
 // (SelfSubjectReview), asked once. A cluster that does not answer gives no identity.
 func WithClusterIdentity(core kubernetes.Interface) Option {
-	var (
-		once sync.Once
-		id   *Identity
-		err  error
-	)
+	return WithClusterUser(NewClusterUser(core))
+}
+
+// WithClusterUser writes as u, the user the API server says the client is; share u with
+// the engine's platform (catalog.NewKubePlatformAs) so that a process asks once.
+func WithClusterUser(u *ClusterUser) Option {
 	return WithIdentity(func(ctx context.Context) (*Identity, error) {
-		once.Do(func() {
-			r, e := core.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
-			switch {
-			case e == nil:
-				id = &Identity{Username: r.Status.UserInfo.Username, Groups: r.Status.UserInfo.Groups}
-			case apierrors.IsNotFound(e) || apierrors.IsForbidden(e):
-			default:
-				err = fmt.Errorf("cannot find out who the user is (SelfSubjectReview): %w", e)
-			}
-		})
-		return id, err
+		info, err := u.UserInfo(ctx)
+		if info == nil || err != nil {
+			return nil, err
+		}
+		return &Identity{Username: info.Username, Groups: info.Groups}, nil
 	})
 }
 

@@ -16,6 +16,8 @@ type Resolution struct {
 	// Plan is the chosen plan, a pointer into Class.Spec.Plans; nil when Resolve was
 	// given no plan name.
 	Plan *v1alpha1.ServicePlan
+	// Rules are the access rules the resolution was checked against.
+	Rules Rules
 
 	st *store.Store
 }
@@ -118,7 +120,7 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 	}
 
 	class := usable[0]
-	res := &Resolution{Class: class, st: st}
+	res := &Resolution{Class: class, Rules: rules, st: st}
 	if planName == "" {
 		return res, nil
 	}

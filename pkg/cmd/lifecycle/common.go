@@ -48,7 +48,19 @@ func (w *WaitFlags) Validate() error {
 // per change otherwise), releases its claim when it stops, and turns a timeout or an
 // interruption into an error saying how to resume.
 func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
-	return DriveRecord(ctx, streams, Driven{
+	return DriveRecord(ctx, streams, instanceDriven(eng, verb), namespace, name, verb, w)
+}
+
+// DriveCreated is Drive for the instance the command has just created, as the create
+// returned it: the engine starts from it rather than reading it again.
+func DriveCreated(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, created *v1alpha1.ServiceInstance, verb string, w WaitFlags) (catalog.Result, error) {
+	d := instanceDriven(eng, verb)
+	d.Created = created
+	return DriveRecord(ctx, streams, d, created.Namespace, created.Name, verb, w)
+}
+
+func instanceDriven(eng *catalog.Engine, verb string) Driven {
+	return Driven{
 		Kind:  "instance",
 		Drive: eng.DriveInstance,
 		Release: func(ctx context.Context, r catalog.Result) {
@@ -57,7 +69,7 @@ func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, 
 			}
 		},
 		Again: `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
-	}, namespace, name, verb, w)
+	}
 }
 
 // Driven is how a command drives one kind of record.
@@ -70,6 +82,8 @@ type Driven struct {
 	Release func(ctx context.Context, r catalog.Result)
 	// Again is appended to a timeout's hint: how to wait again, if a command can.
 	Again string
+	// Created is the record the command has just created (catalog.DriveOptions.Created).
+	Created v1alpha1.Record
 }
 
 // DriveRecord is Drive for any kind of record.
@@ -82,7 +96,7 @@ func DriveRecord(ctx context.Context, streams cmdutil.IOStreams, d Driven, names
 		defer cancel()
 	}
 	p := NewProgress(streams)
-	res, err := d.Drive(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show})
+	res, err := d.Drive(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show, Created: d.Created})
 	p.Done()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	d.Release(rctx, res)

@@ -175,10 +175,14 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run records the instance and drives it.
 func (o *Options) Run(ctx context.Context) error {
-	if _, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name); err == nil {
-		return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s", or pick another name`, o.Name, o.Namespace, o.Name)
-	} else if !store.IsNotFound(err) {
-		return err
+	// A provision that asks the user questions, reads credentials or only shows the
+	// record checks the name first; any other finds a taken name in its create.
+	if o.Prompter != nil || o.UserProvided || o.DryRun == cmdutil.DryRunClient {
+		if _, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name); err == nil {
+			return o.nameTaken()
+		} else if !store.IsNotFound(err) {
+			return err
+		}
 	}
 	if o.UserProvided {
 		return o.runUserProvided(ctx)
@@ -201,14 +205,29 @@ func (o *Options) Run(ctx context.Context) error {
 		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", o.Name, class, plan, o.Namespace))
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, class, plan, o.Namespace)
-	if _, err := o.Store.Instances().Create(store.WithIntent(ctx), inst); err != nil {
-		return err
+	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
+	if err != nil {
+		return o.createError(err)
 	}
-	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
+	r, err := lifecycle.DriveCreated(ctx, o.Streams, o.Engine, created, "provision", o.Wait)
 	if err != nil {
 		return err
 	}
 	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+}
+
+// nameTaken says that an instance of the name exists already.
+func (o *Options) nameTaken() error {
+	return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s", or pick another name`, o.Name, o.Namespace, o.Name)
+}
+
+// createError is the error of the instance record's create: a taken name is said as
+// nameTaken says it.
+func (o *Options) createError(err error) error {
+	if store.IsAlreadyExists(err) {
+		return o.nameTaken()
+	}
+	return err
 }
 
 // printDryRun prints the instance record that would be created: for
@@ -219,7 +238,7 @@ func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	if o.DryRun == cmdutil.DryRunServer {
 		created, err := o.Store.Instances().Create(store.WithIntent(o.DryRun.Context(ctx)), inst)
 		if err != nil {
-			return fmt.Errorf("instance %q would not be provisioned: %w", o.Name, err)
+			return fmt.Errorf("instance %q would not be provisioned: %w", o.Name, o.createError(err))
 		}
 		out = created
 	}
@@ -251,7 +270,7 @@ func (o *Options) runUserProvided(ctx context.Context) error {
 	fmt.Fprintf(o.Streams.ErrOut, "Recording user-provided instance %q in namespace %q (credentials: %s)...\n", o.Name, o.Namespace, strings.Join(credentials.Keys(data), ", "))
 	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
 	if err != nil {
-		return err
+		return o.createError(err)
 	}
 	if err := o.Engine.WriteUserProvidedCredentials(ctx, created, data); err != nil {
 		if aerr := o.Engine.AbandonInstance(ctx, created); aerr != nil {
