@@ -59,6 +59,8 @@ var usageCases = []struct {
 	{"access-enable-no-class", []string{"access", "enable"}},
 	{"access-disable-no-class", []string{"access", "disable"}},
 	{"access-list-argument", []string{"access", "list", "x"}},
+	{"access-disable-no-scope", []string{"access", "disable", "redis"}},
+	{"access-enable-namespace-and-all", []string{"access", "enable", "redis", "-n", "team-a", "-A"}},
 	{"graph-bad-output", []string{"graph", "-o", "png"}},
 	{"reconcile-unknown-command", []string{"reconcile", "now"}},
 	{"reconcile-install-argument", []string{"reconcile", "install", "x"}},

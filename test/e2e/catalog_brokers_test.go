@@ -343,7 +343,13 @@ func TestCatalogBrokers_RestrictionsAndAccessRulesShapeTheMarketplace(t *testing
 	assert.Equal(t, r.ExitCode, 2, r.Stderr)
 
 	// Hide redis everywhere, then give it back to one namespace.
-	r = e.runGlobal(t, "access", "disable", "redis")
+	r = e.runGlobal(t, "access", "disable", "redis", "-A", "--dry-run=server")
+	catalogAssertOK(t, r)
+	assert.Assert(t, is.Contains(r.Stdout, "(server dry run)"), r.Stdout)
+	r = e.run(t, "access", "list")
+	catalogAssertOK(t, r)
+	assert.Assert(t, !strings.Contains(r.Stdout, "redis"), "a server dry run stored an access rule: %s", r.Stdout)
+	r = e.runGlobal(t, "access", "disable", "redis", "-A")
 	catalogAssertOK(t, r)
 	assert.Assert(t, is.Contains(r.Stdout, `class "redis" disabled in every namespace`))
 	r = e.run(t, "access", "enable", "redis", "--namespace", e.userNS)
@@ -374,7 +380,7 @@ func TestCatalogBrokers_RestrictionsAndAccessRulesShapeTheMarketplace(t *testing
 	assert.Assert(t, is.Contains(r.Stdout, "redis"))
 	assert.Assert(t, !strings.Contains(r.Stdout, "postgresql"))
 
-	r = e.runGlobal(t, "access", "enable", "postgress")
+	r = e.runGlobal(t, "access", "enable", "postgress", "-A")
 	assert.Equal(t, r.ExitCode, 1)
 	assert.Assert(t, is.Contains(r.Stderr, `did you mean "postgresql"`))
 }

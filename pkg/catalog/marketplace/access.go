@@ -89,27 +89,34 @@ func sameTarget(a, b v1alpha1.AccessRule) bool {
 	return a.Namespace == b.Namespace && a.BrokerName == b.BrokerName && a.ClassID == b.ClassID && a.PlanID == b.PlanID
 }
 
+// ApplyRule puts rule into a (in memory), replacing any rule for the same namespace,
+// class and plan, and reports whether anything changed: what SetRule writes.
+func ApplyRule(a *v1alpha1.CatalogAccess, rule v1alpha1.AccessRule) bool {
+	for i, r := range a.Spec.Rules {
+		if sameTarget(r, rule) {
+			if r == rule {
+				return false
+			}
+			a.Spec.Rules[i] = rule
+			return true
+		}
+	}
+	a.Spec.Rules = append(a.Spec.Rules, rule)
+	slices.SortFunc(a.Spec.Rules, func(x, y v1alpha1.AccessRule) int {
+		return strings.Compare(ruleKey(x), ruleKey(y))
+	})
+	return true
+}
+
 // SetRule records rule, replacing any rule for the same namespace, class and plan, and
 // reports whether anything changed. It creates the CatalogAccess record when needed.
 func SetRule(ctx context.Context, st *store.Store, rule v1alpha1.AccessRule, opts ...Option) (bool, error) {
 	cfg := newConfig(opts)
 	changed := false
 	mutate := func(a *v1alpha1.CatalogAccess) error {
-		for i, r := range a.Spec.Rules {
-			if sameTarget(r, rule) {
-				if r == rule {
-					return nil
-				}
-				a.Spec.Rules[i] = rule
-				changed = true
-				return nil
-			}
+		if ApplyRule(a, rule) {
+			changed = true
 		}
-		a.Spec.Rules = append(a.Spec.Rules, rule)
-		slices.SortFunc(a.Spec.Rules, func(x, y v1alpha1.AccessRule) int {
-			return strings.Compare(ruleKey(x), ruleKey(y))
-		})
-		changed = true
 		return nil
 	}
 	_, err := st.Access().UpdateWithRetry(ctx, cfg.catalogNamespace, v1alpha1.CatalogAccessName, mutate)

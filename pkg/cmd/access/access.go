@@ -24,7 +24,7 @@ func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
 		Short: "Choose which classes and plans each namespace may use",
 		Long: cmdutil.LongDesc(`
 			Curate the marketplace: enable or disable a class, or one plan of it, in one
-			namespace (--namespace) or in every namespace (without --namespace).
+			namespace (--namespace) or in every namespace (--all-namespaces).
 			Everything is enabled until a rule disables it. The most specific rule wins:
 			a namespace's rule over an every-namespace rule, and at the same level a
 			plan's rule over its class's. The marketplace, provisioning and completion
@@ -34,7 +34,7 @@ func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
 			write access there (a catalog administrator's job).`),
 		Example: cmdutil.Examples(`
 			# Hide class legacy-db everywhere, and list the rules
-			kubectl catalog access disable legacy-db
+			kubectl catalog access disable legacy-db -A
 			kubectl catalog access list`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
@@ -49,7 +49,14 @@ type Options struct {
 	Enabled bool
 
 	// Namespace is the rule's namespace; "" for every namespace.
-	Namespace        string
+	Namespace string
+	// AllNamespaces is -A: the rule is for every namespace. Without it, --namespace
+	// must be given: a rule for every namespace is never made by omission.
+	AllNamespaces bool
+	// NamespaceSet reports an explicit --namespace.
+	NamespaceSet     bool
+	DryRun           cmdutil.DryRunStrategy
+	Output           *printers.OutputFlags
 	ViewNamespace    string
 	CatalogNamespace string
 	Store            *store.Store
@@ -57,10 +64,10 @@ type Options struct {
 }
 
 func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Enabled: enable}
+	o := &Options{Streams: f.IOStreams, Enabled: enable, Output: printers.NewOutputFlags(false)}
 	verb, example := "disable", `
 		# Hide class legacy-db from every namespace
-		kubectl catalog access disable legacy-db
+		kubectl catalog access disable legacy-db --all-namespaces
 
 		# ...but let namespace migration use its plan small
 		kubectl catalog access enable legacy-db/small --namespace migration`
@@ -71,7 +78,10 @@ func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
 		kubectl catalog access enable postgres --namespace team-a
 
 		# Enable plan large of postgres in every namespace
-		kubectl catalog access enable postgres/large`
+		kubectl catalog access enable postgres/large -A
+
+		# Show the rules record this would write, writing nothing
+		kubectl catalog access enable postgres -n team-a --dry-run -o yaml`
 		short = "Let a namespace, or all, use a class or plan"
 	}
 	cmd := &cobra.Command{
@@ -79,7 +89,8 @@ func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
 		Short: short,
 		Long: cmdutil.LongDesc(fmt.Sprintf(`
 			%s a class, or one plan of it (CLASS/PLAN), in the namespace given with
-			--namespace, or in every namespace when --namespace is not given. When
+			--namespace, or in every namespace with --all-namespaces (-A): one of the
+			two is required. When
 			several brokers offer a class of that name, name the broker too:
 			BROKER/CLASS/PLAN, or the class's record name.`, strings.ToUpper(verb[:1])+verb[1:])),
 		Example:           cmdutil.Examples(example),
@@ -87,6 +98,11 @@ func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
 		ValidArgsFunction: complete.First(complete.ClassOrPlan(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Target = args[0]
+			_, explicit, err := f.Namespace()
+			if err != nil {
+				return err
+			}
+			o.NamespaceSet = explicit
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -96,6 +112,9 @@ func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Make the rule for every namespace (instead of --namespace).")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the access rules record")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
@@ -107,17 +126,30 @@ func (o *Options) Validate() error {
 	if strings.Count(o.Target, "/") > 2 {
 		return cmdutil.UsageErrorf("%q has too many slashes: use CLASS, CLASS/PLAN or BROKER/CLASS/PLAN", o.Target)
 	}
-	return nil
+	verb := "disable"
+	if o.Enabled {
+		verb = "enable"
+	}
+	switch {
+	case o.AllNamespaces && o.NamespaceSet:
+		return cmdutil.UsageErrorf("--namespace and --all-namespaces cannot be used together: a rule is for one namespace (-n NS) or for every one (-A)")
+	case !o.AllNamespaces && !o.NamespaceSet:
+		return cmdutil.UsageErrorf("access %s needs where the rule applies: pass -n NS for one namespace, or -A (--all-namespaces) for every namespace", verb)
+	}
+	if o.Output == nil {
+		return nil
+	}
+	return o.Output.Validate()
 }
 
 // Complete reads the namespace flag: an explicit --namespace makes a namespace's rule.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, explicit, err := f.Namespace()
+	ns, _, err := f.Namespace()
 	if err != nil {
 		return err
 	}
 	o.ViewNamespace = ns
-	if explicit {
+	if !o.AllNamespaces {
 		o.Namespace = ns
 	}
 	st, err := f.Store()
@@ -149,14 +181,24 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Enabled {
 		verb = "Enabling"
 	}
+	state := "disabled"
+	if o.Enabled {
+		state = "enabled"
+	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, rule, fmt.Sprintf("%s would be %s in %s", what, state, where))
+	}
 	fmt.Fprintf(o.Streams.ErrOut, "%s %s (broker %q) in %s...\n", verb, what, c.Spec.BrokerName, where)
 	changed, err := marketplace.SetRule(ctx, o.Store, rule, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil {
 		return err
 	}
-	state := "disabled"
-	if o.Enabled {
-		state = "enabled"
+	if o.Output != nil && !o.Output.IsTable() {
+		a, err := o.Store.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
+		if err != nil {
+			return err
+		}
+		return o.Output.PrintObject(a, o.Streams.Out)
 	}
 	suffix := ""
 	if !changed {
@@ -164,6 +206,38 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Streams.Out, "%s %s in %s%s\n", what, state, where, suffix)
 	return nil
+}
+
+// printDryRun prints the access rules record as rule would leave it, writing
+// nothing; with --dry-run=server the write is sent to the API server as a dry run.
+func (o *Options) printDryRun(ctx context.Context, rule v1alpha1.AccessRule, note string) error {
+	a, err := o.Store.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
+	exists := err == nil
+	switch {
+	case store.IsNotFound(err):
+		a = &v1alpha1.CatalogAccess{}
+		a.Namespace, a.Name = o.CatalogNamespace, v1alpha1.CatalogAccessName
+	case err != nil:
+		return err
+	}
+	operation := "configured"
+	if !marketplace.ApplyRule(a, rule) {
+		operation = "unchanged"
+	} else if !exists {
+		operation = "created"
+	}
+	if o.DryRun == cmdutil.DryRunServer && operation != "unchanged" {
+		dry := o.DryRun.Context(ctx)
+		if exists {
+			a, err = o.Store.Access().Update(dry, a)
+		} else {
+			a, err = o.Store.Access().Create(dry, a)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot record the access rule: %w", err)
+		}
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, a, operation, note)
 }
 
 // resolve finds the class (and plan) whatever access rules say: the rule may be what
