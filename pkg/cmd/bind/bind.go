@@ -88,13 +88,6 @@ var bindExample = cmdutil.Examples(`
 	# Rotate the credentials of binding db
 	kubectl catalog bind --rotate db --wait`)
 
-// Dry-run modes of --dry-run.
-const (
-	DryRunNone   = "none"
-	DryRunClient = "client"
-	DryRunServer = "server"
-)
-
 // Options are the options of bind.
 type Options struct {
 	// Instance is the instance to bind; with Rotate, the binding to rotate.
@@ -111,7 +104,7 @@ type Options struct {
 	Env               bool
 	EnvPrefix         string
 	Rotate            bool
-	DryRun            string
+	DryRun            cmdutil.DryRunStrategy
 	Wait              lifecycle.WaitFlags
 	Output            *printers.OutputFlags
 
@@ -172,8 +165,7 @@ func NewCmdBind(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVar(&o.Env, "env", false, "With --to: expose the credentials as environment variables instead of files.")
 	fs.StringVar(&o.EnvPrefix, "env-prefix", "", "With --to: prefix every environment variable's name with this (implies --env).")
 	fs.BoolVar(&o.Rotate, "rotate", false, "Rotate the credentials of the binding named by the argument: new credentials in the same Secret, then the old ones unbound.")
-	fs.StringVar(&o.DryRun, "dry-run", DryRunNone, `"none", "client" (print the binding and the workload changes, write nothing) or "server" (also send the workload changes to the API server as a dry run).`)
-	fs.Lookup("dry-run").NoOptDefVal = DryRunClient
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the binding record and the changes to the --to workloads")
 	o.Wait.AddFlags(fs, "bind")
 	o.Output.AddFlags(cmd)
 	complete.Register(cmd, "to", complete.Workloads(f))
@@ -221,11 +213,6 @@ func oneName(cmd *cobra.Command, args []string, rotate bool) error {
 // Validate checks the flags without I/O. changed reports which flags were given (nil in
 // tests that set the fields directly).
 func (o *Options) Validate(changed *pflag.FlagSet) error {
-	switch o.DryRun {
-	case DryRunNone, DryRunClient, DryRunServer:
-	default:
-		return cmdutil.UsageErrorf(`--dry-run must be "none", "client" or "server", not %q`, o.DryRun)
-	}
 	if o.Rotate {
 		var clash []string
 		for _, n := range []string{"name", "secret-name", "external-id", "param", "params-json", "params-file", "params-from-secret",
@@ -237,11 +224,11 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 		if len(clash) > 0 {
 			return cmdutil.UsageErrorf("--rotate keeps the binding as it is and cannot be combined with %s", strings.Join(clash, ", "))
 		}
-		if o.DryRun != DryRunNone {
+		if o.DryRun.Enabled() {
 			return cmdutil.UsageErrorf("--rotate cannot be combined with --dry-run")
 		}
 	}
-	if o.DryRun != DryRunNone && o.Wait.Wait {
+	if o.DryRun.Enabled() && o.Wait.Wait {
 		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
 	}
 	if o.EnvPrefix != "" {
@@ -350,8 +337,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.DryRun != DryRunNone {
-		return o.printDryRun(b, changes)
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, b, changes)
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Binding instance %q as %q in namespace %q...\n", o.Instance, o.Name, o.Namespace)
 	if _, err := o.Store.Bindings().Create(store.WithIntent(ctx), b); err != nil {
@@ -478,7 +465,7 @@ func (o *Options) check(ctx context.Context) (*v1alpha1.ServiceBinding, []*proje
 	if len(o.projections) > 0 {
 		p := &projection.Projector{Client: o.Workloads}
 		mode := projection.DryRunClient
-		if o.DryRun == DryRunServer {
+		if o.DryRun == cmdutil.DryRunServer {
 			mode = projection.DryRunServer
 		}
 		for _, w := range o.projections {
@@ -515,8 +502,17 @@ func (o *Options) askInstance(ctx context.Context) error {
 	return err
 }
 
-// printDryRun prints the binding that would be recorded and the workload changes.
-func (o *Options) printDryRun(b *v1alpha1.ServiceBinding, changes []*projection.Change) error {
+// printDryRun prints the binding that would be recorded and the workload changes: for
+// --dry-run=server, the binding as the API server (validation and admission, the
+// trust policy included) accepted it without storing it. No broker is called.
+func (o *Options) printDryRun(ctx context.Context, b *v1alpha1.ServiceBinding, changes []*projection.Change) error {
+	if o.DryRun == cmdutil.DryRunServer {
+		created, err := o.Store.Bindings().Create(store.WithIntent(o.DryRun.Context(ctx)), b)
+		if err != nil {
+			return fmt.Errorf("binding %q would not be created: %w", o.Name, err)
+		}
+		b = created
+	}
 	fmt.Fprintf(o.Streams.ErrOut, "Dry run (%s): binding %q of instance %q would be created; nothing was written.\n", o.DryRun, o.Name, o.Instance)
 	if err := o.printObject(b); err != nil {
 		return err
@@ -528,7 +524,7 @@ func (o *Options) printDryRun(b *v1alpha1.ServiceBinding, changes []*projection.
 			continue
 		}
 		verb := "would be changed"
-		if o.DryRun == DryRunServer {
+		if o.DryRun == cmdutil.DryRunServer {
 			verb = "would be changed (accepted by the API server as a dry run)"
 		}
 		fmt.Fprintf(o.Streams.ErrOut, "%s %s to receive the credentials as %s:\n", printers.WorkloadName(w), verb, printers.ProjectedAs(w, o.Name))
