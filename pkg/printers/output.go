@@ -64,6 +64,9 @@ func (o *OutputFlags) value() string {
 // IsTable reports whether the output is a table (the default, or wide).
 func (o *OutputFlags) IsTable() bool { v := o.value(); return v == "" || (v == "wide" && o.allowWide) }
 
+// IsName reports whether -o name was asked for.
+func (o *OutputFlags) IsName() bool { return o.value() == "name" }
+
 // IsWide reports whether -o wide was asked for.
 func (o *OutputFlags) IsWide() bool { return o.allowWide && o.value() == "wide" }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,9 @@ var unbindExample = cmdutil.Examples(`
 	# Unbind every binding of instance db
 	kubectl catalog unbind db --all --yes
 
+	# See which bindings that would unbind, checked by the API server, changing nothing
+	kubectl catalog unbind db --all --dry-run=server
+
 	# Unbind some of the bindings of instance db (the svcat form)
 	kubectl catalog unbind db --name db-readonly,db-admin
 
@@ -66,6 +70,8 @@ type Options struct {
 	Yes      bool
 	Abandon  bool
 	Wait     lifecycle.WaitFlags
+	DryRun   cmdutil.DryRunStrategy
+	Output   *printers.OutputFlags
 
 	Namespace string
 	Store     *store.Store
@@ -76,7 +82,7 @@ type Options struct {
 
 // NewCmdUnbind returns the unbind command.
 func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "unbind BINDING... | unbind INSTANCE (--all | --name B1,B2)",
 		Short:   "Unbind: delete bindings and their credentials Secrets",
@@ -109,6 +115,8 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed outside a terminal to remove more than one binding, or to abandon).")
 	fs.BoolVar(&o.Abandon, "abandon", false, "Drop the records, Secrets and projections without calling the broker; what the broker holds is left there.")
 	o.Wait.AddFlags(fs, "unbind")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the binding records to be marked for deletion")
+	o.Output.AddFlags(cmd)
 	complete.Register(cmd, "name", complete.CommaList(complete.Bindings(f, true)))
 	return cmd
 }
@@ -149,7 +157,16 @@ func (o *Options) Validate() error {
 	} else if len(o.Args) == 0 {
 		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with "kubectl catalog get bindings"`)
 	}
-	return o.Wait.Validate()
+	if o.DryRun.Enabled() && o.Wait.Wait {
+		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+	}
+	if err := o.Wait.Validate(); err != nil {
+		return err
+	}
+	if o.Output == nil {
+		o.Output = printers.NewOutputFlags(false)
+	}
+	return o.Output.Validate()
 }
 
 // Complete builds the clients.
@@ -179,6 +196,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if len(bindings) == 0 {
 		fmt.Fprintf(o.Streams.ErrOut, "Instance %q has no bindings in namespace %q; nothing to unbind.\n", o.Instance, o.Namespace)
 		return nil
+	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, bindings)
 	}
 	if o.Abandon {
 		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning in namespace %q:\n", o.Namespace)
@@ -235,6 +255,14 @@ func (o *Options) Run(ctx context.Context) error {
 		if err == nil {
 			err = o.report(b, r)
 		}
+		if err == nil && !o.Output.IsTable() {
+			// -o: the record as it was last seen (gone: as it was marked for deletion).
+			last := b
+			if r.Binding != nil {
+				last = r.Binding
+			}
+			err = o.Output.PrintObject(last, o.Streams.Out)
+		}
 		if err != nil {
 			var timeout *cmdutil.TimeoutError
 			if errors.As(err, &timeout) || ctx.Err() != nil || len(bindings) == 1 {
@@ -249,6 +277,54 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d bindings are not unbound yet (%s); the first: %w", len(failed), len(bindings), strings.Join(failed, ", "), first)
+	}
+	return nil
+}
+
+// printDryRun prints the bindings that would be unbound (or abandoned). With
+// --dry-run=server their deletions are sent to the API server as a dry run first, so
+// validation and admission (the trust policy included) see them. No broker is called,
+// nothing is asked and nothing is written.
+func (o *Options) printDryRun(ctx context.Context, bindings []*v1alpha1.ServiceBinding) error {
+	if o.DryRun == cmdutil.DryRunServer {
+		dry := o.DryRun.Context(ctx)
+		for _, b := range bindings {
+			if b.DeletionTimestamp != nil {
+				continue
+			}
+			if err := o.Store.Bindings().Delete(dry, o.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+				return fmt.Errorf("binding %q would not be unbound: %w", b.Name, err)
+			}
+		}
+	}
+	verb := "unbound at the broker"
+	if o.Abandon {
+		verb = "abandoned (the broker not told)"
+	}
+	names := make([]string, len(bindings))
+	for i, b := range bindings {
+		names[i] = strconv.Quote(b.Name)
+	}
+	what := fmt.Sprintf("binding %s in namespace %q would be %s, with its credentials Secret", names[0], o.Namespace, verb)
+	if len(bindings) > 1 {
+		what = fmt.Sprintf("bindings %s in namespace %q would be %s, with their credentials Secrets", strings.Join(names, ", "), o.Namespace, verb)
+	}
+	if len(bindings) > 1 && !o.Output.IsTable() && !o.Output.IsName() {
+		// -o json|yaml|jsonpath: one document, a list, as kubectl prints several objects.
+		list := &v1alpha1.ServiceBindingList{}
+		for _, b := range bindings {
+			list.Items = append(list.Items, *b)
+		}
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, list, "deleted", what)
+	}
+	for i, b := range bindings {
+		note := ""
+		if i == len(bindings)-1 {
+			note = what
+		}
+		if err := printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted", note); err != nil {
+			return err
+		}
 	}
 	return nil
 }
