@@ -193,6 +193,19 @@ func TestBinding_SyncBindDescribeUnbind(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "Bindings:         db"))
 
+	// A server-side dry run goes through the API server's checks and changes nothing.
+	unbinds := len(e.b.RequestsFor(broker.OpUnbind))
+	r = e.run(t, "unbind", "db", "--dry-run=server")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stdout, "db deleted (server dry run)"))
+	assert.Assert(t, is.Contains(r.Stderr, `binding "db" in namespace`))
+	kept, err := e.st.Bindings().Get(context.Background(), e.ns, "db")
+	assert.NilError(t, err, "a server dry run removed the binding")
+	assert.Assert(t, kept.DeletionTimestamp == nil, "a server dry run marked the binding for deletion")
+	_, ok = e.secret(t, "db")
+	assert.Assert(t, ok, "a server dry run removed the Secret")
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpUnbind)), unbinds, "a server dry run called the broker")
+
 	r = e.run(t, "unbind", "db")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stderr, `Secret "db" deleted`))
