@@ -9,10 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -38,13 +40,18 @@ var deregisterExample = cmdutil.Examples(`
 	kubectl catalog deregister acme
 
 	# Deregister the namespace-scoped broker of that name, even though instances use it
-	kubectl catalog deregister team-broker --scope namespace --force`)
+	kubectl catalog deregister team-broker --scope namespace --force
+
+	# See what deregistering acme would remove, checked by the API server, changing nothing
+	kubectl catalog deregister acme --dry-run=server`)
 
 // Options are the options of "kubectl catalog deregister".
 type Options struct {
-	Name  string
-	Scope string
-	Force bool
+	Name   string
+	Scope  string
+	Force  bool
+	DryRun cmdutil.DryRunStrategy
+	Output *printers.OutputFlags
 
 	Namespace        string
 	CatalogNamespace string
@@ -54,7 +61,7 @@ type Options struct {
 
 // NewCmdDeregister returns the deregister command.
 func NewCmdDeregister(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "deregister NAME",
 		Short:             "Deregister a service broker and remove its classes",
@@ -75,6 +82,8 @@ func NewCmdDeregister(f *cmdutil.Factory) *cobra.Command {
 	}
 	catalogcmd.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Deregister even though instances of the broker's classes exist.")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the broker record to be deleted, with its classes and plans")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
@@ -83,8 +92,13 @@ func (o *Options) Validate() error {
 	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
 		return cmdutil.UsageErrorf("%q is not a valid broker name: %s", o.Name, strings.Join(errs, "; "))
 	}
-	_, err := catalogcmd.ParseScope(o.Scope)
-	return err
+	if _, err := catalogcmd.ParseScope(o.Scope); err != nil {
+		return err
+	}
+	if o.Output == nil {
+		o.Output = printers.NewOutputFlags(false)
+	}
+	return o.Output.Validate()
 }
 
 // Complete builds the store and finds the namespaces.
@@ -108,7 +122,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Streams.ErrOut, "Deregistering broker %q (%s scope, namespace %q)...\n", b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
+	if !o.DryRun.Enabled() {
+		fmt.Fprintf(o.Streams.ErrOut, "Deregistering broker %q (%s scope, namespace %q)...\n", b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
+	}
 	insts, err := catalogsync.InstancesOf(ctx, o.Store, b)
 	if err != nil && !o.Force {
 		return fmt.Errorf("cannot check whether instances of broker %q exist: %w (use --force to deregister without checking)", b.Name, err)
@@ -123,11 +139,15 @@ func (o *Options) Run(ctx context.Context) error {
 			list += fmt.Sprintf(" and %d more", len(names)-10)
 		}
 		if !o.Force {
+			// A dry run says the same: the real command would be refused.
 			return fmt.Errorf("broker %q still has %s: %s; deprovision them first (kubectl catalog deprovision NAME -n NAMESPACE), or deregister anyway with --force",
 				b.Name, catalogcmd.Plural(len(insts), "instance", "instances"), list)
 		}
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s of broker %q are left behind (%s)\n",
 			catalogcmd.Plural(len(insts), "instance", "instances"), b.Name, list)
+	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, b)
 	}
 	n, err := catalogsync.New(o.Store, nil).DeleteCatalog(ctx, b)
 	if err != nil {
@@ -143,6 +163,29 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, catalogcmd.Plural(n, "class", "classes"))
 	return nil
+}
+
+// printDryRun prints the broker that would be deregistered and how many classes would
+// go with it. With --dry-run=server the deletions of its classes, plans and record are
+// sent to the API server as a dry run first; nothing is stored, and the broker (which
+// deregister never calls) is not contacted.
+func (o *Options) printDryRun(ctx context.Context, b *v1alpha1.Broker) error {
+	classes, err := o.Store.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+	if err != nil {
+		return fmt.Errorf("cannot list the classes of broker %q: %w", b.Name, err)
+	}
+	if o.DryRun == cmdutil.DryRunServer {
+		dry := o.DryRun.Context(ctx)
+		if _, err := catalogsync.New(o.Store, nil).DeleteCatalog(dry, b); err != nil {
+			return fmt.Errorf("the classes of broker %q would not be deleted: %w", b.Name, err)
+		}
+		if err := o.Store.Brokers().Delete(dry, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+			return fmt.Errorf("broker %q would not be deregistered: %w", b.Name, err)
+		}
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted",
+		fmt.Sprintf("broker %q (%s scope, namespace %q) would be deregistered: %s removed",
+			b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace, catalogcmd.Plural(len(classes), "class", "classes")))
 }
 
 func first(s []string, n int) []string {
