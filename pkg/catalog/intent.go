@@ -84,19 +84,36 @@ func CheckChangeable(inst *v1alpha1.ServiceInstance, now time.Time) error {
 // with every parameter), e.g. after a Secret they come from changed in a way the broker
 // must see. It only marks the record; the next step sends the update.
 func (e *Engine) Touch(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
-	return e.cfg.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(inst *v1alpha1.ServiceInstance) error {
-		if err := CheckChangeable(inst, e.now()); err != nil {
-			return err
-		}
-		if inst.Status.Provisioned == nil {
-			return fmt.Errorf("instance %q is not provisioned yet; nothing to re-send: run \"kubectl catalog describe instance %s\"", name, name)
-		}
-		inst.Status.Provisioned.ParametersChecksum = touchedChecksum
-		inst.Status.Provisioned.ParameterHashes = nil
-		now := metav1.NewTime(e.now())
-		inst.Status.Retry = &v1alpha1.RetryState{Reason: ReasonUpdateRequested, LastError: "parameters to be re-sent (touch)", NextRetryAt: &now}
-		return nil
-	})
+	return e.cfg.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), namespace, name, e.touch)
+}
+
+// TouchPreview is the instance record as Touch would leave it, read and changed in
+// memory only (a client-side dry run): nothing is written.
+func (e *Engine) TouchPreview(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
+	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	inst = inst.DeepCopy()
+	if err := e.touch(inst); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// touch marks the instance's parameters to be sent again, all of them.
+func (e *Engine) touch(inst *v1alpha1.ServiceInstance) error {
+	if err := CheckChangeable(inst, e.now()); err != nil {
+		return err
+	}
+	if inst.Status.Provisioned == nil {
+		return fmt.Errorf("instance %q is not provisioned yet; nothing to re-send: run \"kubectl catalog describe instance %s\"", inst.Name, inst.Name)
+	}
+	inst.Status.Provisioned.ParametersChecksum = touchedChecksum
+	inst.Status.Provisioned.ParameterHashes = nil
+	now := metav1.NewTime(e.now())
+	inst.Status.Retry = &v1alpha1.RetryState{Reason: ReasonUpdateRequested, LastError: "parameters to be re-sent (touch)", NextRetryAt: &now}
+	return nil
 }
 
 // touchedChecksum stands for parameters to be sent again, all of them: no checksum of

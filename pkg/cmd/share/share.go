@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -63,6 +64,8 @@ type Options struct {
 	Name      string
 	Target    string
 	Yes       bool
+	DryRun    cmdutil.DryRunStrategy
+	Output    *printers.OutputFlags
 	Namespace string
 	Store     *store.Store
 	Engine    *catalog.Engine
@@ -73,7 +76,7 @@ type Options struct {
 
 // NewCmdShare returns the share command.
 func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "share INSTANCE --to-namespace NAMESPACE",
 		Short:             "Let another namespace bind to a service instance",
@@ -86,6 +89,9 @@ func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
 			if err := validTarget("--to-namespace", o.Target); err != nil {
 				return err
 			}
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
 			if err := o.Complete(f); err != nil {
 				return err
 			}
@@ -93,12 +99,14 @@ func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.Target, "to-namespace", "", "The namespace that may bind to the instance.")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record with the grant added")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
 // NewCmdUnshare returns the unshare command.
 func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "unshare INSTANCE --from-namespace NAMESPACE",
 		Short:             "Stop sharing a service instance with a namespace, removing its bindings",
@@ -111,6 +119,9 @@ func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
 			if err := validTarget("--from-namespace", o.Target); err != nil {
 				return err
 			}
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
 			if err := o.Complete(f); err != nil {
 				return err
 			}
@@ -119,6 +130,8 @@ func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.Target, "from-namespace", "", "The namespace that may no longer bind to the instance.")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record with the grant withdrawn (the namespace's bindings are only listed)")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
@@ -189,6 +202,12 @@ func (o *Options) Share(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, inst, func(x *v1alpha1.ServiceInstance) {
+			x.Spec.SharedWith = append(x.Spec.SharedWith, o.Target)
+			slices.Sort(x.Spec.SharedWith)
+		}, fmt.Sprintf("instance %q of namespace %q would be shared with namespace %q", o.Name, o.Namespace, o.Target))
+	}
 	_, err = o.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
 		if x.UID != inst.UID {
 			return fmt.Errorf("instance %q changed meanwhile: run the command again", o.Name)
@@ -234,6 +253,11 @@ func (o *Options) Unshare(ctx context.Context) error {
 	default:
 		fmt.Fprintf(o.Streams.ErrOut, "Namespace %q has no binding of instance %q.\n", o.Target, o.Name)
 	}
+	if o.DryRun.Enabled() {
+		return o.printDryRun(ctx, inst, func(x *v1alpha1.ServiceInstance) {
+			x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, o.Target)
+		}, fmt.Sprintf("instance %q of namespace %q would no longer be shared with namespace %q, and the bindings above would be removed", o.Name, o.Namespace, o.Target))
+	}
 	if !o.Yes {
 		if o.Prompter == nil {
 			return cmdutil.UsageErrorf("unshare needs --yes when it cannot ask for confirmation (not a terminal)")
@@ -248,10 +272,7 @@ func (o *Options) Unshare(ctx context.Context) error {
 		}
 	}
 	stored, err := o.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
-		x.Spec.SharedWith = slices.DeleteFunc(x.Spec.SharedWith, func(s string) bool { return s == o.Target })
-		if len(x.Spec.SharedWith) == 0 {
-			x.Spec.SharedWith = nil
-		}
+		x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, o.Target)
 		return nil
 	})
 	if err != nil {
@@ -269,6 +290,38 @@ func (o *Options) Unshare(ctx context.Context) error {
 		fmt.Fprintf(o.Streams.ErrOut, "You may not change the bindings of namespace %q: reconcile removes them.\n", o.Target)
 	}
 	return nil
+}
+
+// withdrawn is the namespaces of a grant without ns (nil when none is left).
+func withdrawn(shared []string, ns string) []string {
+	shared = slices.DeleteFunc(slices.Clone(shared), func(s string) bool { return s == ns })
+	if len(shared) == 0 {
+		return nil
+	}
+	return shared
+}
+
+// printDryRun prints the instance record as change would leave it. With
+// --dry-run=server the change is sent to the API server as a dry run first
+// (validation and admission, the trust policy included); nothing is stored and no
+// binding is touched.
+func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, change func(*v1alpha1.ServiceInstance), what string) error {
+	out := inst.DeepCopy()
+	change(out)
+	if o.DryRun == cmdutil.DryRunServer {
+		updated, err := o.Store.Instances().UpdateWithRetry(store.WithIntent(o.DryRun.Context(ctx)), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
+			if x.UID != inst.UID {
+				return fmt.Errorf("instance %q changed meanwhile: run the command again", o.Name)
+			}
+			change(x)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("instance %q would not be changed: %w", o.Name, err)
+		}
+		out = updated
+	}
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "configured", what)
 }
 
 func orNone(s []string) string {

@@ -2,13 +2,18 @@
 package touch
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // NewCmdTouch returns the touch command and its instance subcommand.
@@ -37,6 +42,8 @@ func NewCmdTouch(f *cmdutil.Factory) *cobra.Command {
 
 func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 	var w lifecycle.WaitFlags
+	var dry cmdutil.DryRunStrategy
+	output := printers.NewOutputFlags(false)
 	cmd := &cobra.Command{
 		Use:   "instance NAME",
 		Short: "Re-send an instance's parameters to its broker",
@@ -46,12 +53,21 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			when the broker lost track of them.`),
 		Example: cmdutil.Examples(`
 			# Re-send the parameters of instance db and wait for the broker
-			kubectl catalog touch instance db --wait`),
+			kubectl catalog touch instance db --wait
+
+			# See the record as touch would leave it, checked by the API server, changing nothing
+			kubectl catalog touch instance db --dry-run=server -o yaml`),
 		Aliases:           []string{"inst"},
 		Args:              lifecycle.ExactlyOneName,
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := w.Validate(); err != nil {
+				return err
+			}
+			if dry.Enabled() && w.Wait {
+				return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+			}
+			if err := output.Validate(); err != nil {
 				return err
 			}
 			name := args[0]
@@ -64,6 +80,9 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			eng := e.Engine
+			if dry.Enabled() {
+				return touchDryRun(cmd.Context(), f.IOStreams, output, dry, eng, ns, name)
+			}
 			fmt.Fprintf(f.ErrOut, "Re-sending the parameters of instance %q in namespace %q...\n", name, ns)
 			if _, err := eng.Touch(cmd.Context(), ns, name); err != nil {
 				return err
@@ -72,9 +91,32 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return lifecycle.Report(f.IOStreams, nil, r, name, ns, "update", w.Wait)
+			return lifecycle.Report(f.IOStreams, output, r, name, ns, "update", w.Wait)
 		},
 	}
 	w.AddFlags(cmd.Flags(), "update")
+	cmdutil.AddDryRunFlag(cmd, &dry, "the instance record marked for its parameters to be re-sent")
+	output.AddFlags(cmd)
 	return cmd
+}
+
+// touchDryRun prints the instance record as touch would leave it: with
+// --dry-run=server, as the API server (validation and admission, the trust policy
+// included) accepted the change without storing it. No broker is called.
+func touchDryRun(ctx context.Context, streams cmdutil.IOStreams, output *printers.OutputFlags, dry cmdutil.DryRunStrategy, eng *catalog.Engine, ns, name string) error {
+	var inst *v1alpha1.ServiceInstance
+	var err error
+	if dry == cmdutil.DryRunServer {
+		inst, err = eng.Touch(dry.Context(ctx), ns, name)
+	} else {
+		inst, err = eng.TouchPreview(ctx, ns, name)
+	}
+	if store.IsNotFound(err) {
+		return fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, name, ns)
+	}
+	if err != nil {
+		return err
+	}
+	return printers.PrintDryRun(streams, output, dry, inst, "configured",
+		fmt.Sprintf("the parameters of instance %q in namespace %q would be re-sent to its broker", name, ns))
 }

@@ -1,0 +1,115 @@
+package share_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// fixture is instance db of namespace team-a, shared with team-c when shared, and a
+// binding of it in team-c.
+func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, shared bool) (*storetest.Cluster, *share.Options, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	c := storetest.NewCluster(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}})
+	st := c.Store()
+	ctx := context.Background()
+	inst := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db"},
+		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: "acme", ClassExternalName: "pg", ClassID: "pg",
+			PlanExternalName: "small", PlanID: "pg-small", ExternalID: "inst-db"},
+	}
+	if shared {
+		inst.Spec.SharedWith = []string{"team-c"}
+	}
+	_, err := st.Instances().Create(ctx, inst)
+	assert.NilError(t, err)
+	_, err = st.Bindings().Create(ctx, catalog.NewBinding(catalog.BindingIntent{Namespace: "team-c", Name: "app", Instance: "db", InstanceNamespace: "team-a", SecretName: "app"}))
+	assert.NilError(t, err)
+	var out, errOut bytes.Buffer
+	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.NewOutputFlags(false),
+		Store: st, Core: c.Core, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
+		Engine: catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
+	if output != "" {
+		cmd := &cobra.Command{}
+		o.Output.AddFlags(cmd)
+		assert.NilError(t, cmd.Flags().Set("output", output))
+	}
+	return c, o, &out, &errOut
+}
+
+func sharedWith(t *testing.T, c *storetest.Cluster) []string {
+	t.Helper()
+	inst, err := c.Store().Instances().Get(context.Background(), "team-a", "db")
+	assert.NilError(t, err)
+	return inst.Spec.SharedWith
+}
+
+func TestShare_DryRun_ChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		dry     cmdutil.DryRunStrategy
+		output  string
+		want    string
+		dryRuns int
+	}{
+		{dry: cmdutil.DryRunClient, want: "configured (dry run)"},
+		{dry: cmdutil.DryRunServer, want: "configured (server dry run)", dryRuns: 1},
+		{dry: cmdutil.DryRunServer, output: "yaml", want: "- team-b", dryRuns: 1},
+	} {
+		t.Run(string(tc.dry)+tc.output, func(t *testing.T) {
+			c, o, out, errOut := fixture(t, tc.dry, tc.output, "team-b", false)
+			assert.NilError(t, o.Share(context.Background()))
+			assert.Assert(t, is.Contains(out.String(), tc.want))
+			assert.Assert(t, is.Contains(errOut.String(), `instance "db" of namespace "team-a" would be shared with namespace "team-b"`))
+			assert.Equal(t, c.DryRuns(), tc.dryRuns)
+			assert.Assert(t, is.Len(sharedWith(t, c), 0), "a dry run shared the instance")
+		})
+	}
+}
+
+func TestUnshare_DryRun_ChangesNothingAndAsksNothing(t *testing.T) {
+	for _, tc := range []struct {
+		dry     cmdutil.DryRunStrategy
+		output  string
+		want    string
+		dryRuns int
+	}{
+		{dry: cmdutil.DryRunClient, want: "configured (dry run)"},
+		{dry: cmdutil.DryRunServer, want: "configured (server dry run)", dryRuns: 1},
+		{dry: cmdutil.DryRunClient, output: "json", want: `"name": "db"`},
+	} {
+		t.Run(string(tc.dry)+tc.output, func(t *testing.T) {
+			c, o, out, errOut := fixture(t, tc.dry, tc.output, "team-c", true)
+			// No --yes and no terminal: a real unshare would be refused; a dry run asks nothing.
+			assert.NilError(t, o.Unshare(context.Background()))
+			assert.Assert(t, is.Contains(out.String(), tc.want))
+			assert.Assert(t, is.Contains(errOut.String(), `This removes the bindings of instance "db" in namespace "team-c": app`))
+			assert.Assert(t, is.Contains(errOut.String(), `would no longer be shared with namespace "team-c"`))
+			assert.Equal(t, c.DryRuns(), tc.dryRuns)
+			assert.DeepEqual(t, sharedWith(t, c), []string{"team-c"})
+			b, err := c.Store().Bindings().Get(context.Background(), "team-c", "app")
+			assert.NilError(t, err)
+			assert.Assert(t, b.DeletionTimestamp == nil, "a dry run marked the binding for deletion")
+		})
+	}
+}
+
+func TestUnshare_WithoutYes_OutsideATerminal_IsRefused(t *testing.T) {
+	c, o, _, _ := fixture(t, cmdutil.DryRunNone, "", "team-c", true)
+	err := o.Unshare(context.Background())
+	assert.ErrorContains(t, err, "unshare needs --yes")
+	assert.DeepEqual(t, sharedWith(t, c), []string{"team-c"})
+}
