@@ -79,6 +79,11 @@ var usageCases = []struct {
 	{"reconcile-dry-run-server", []string{"reconcile", "--dry-run=server"}},
 	{"reconcile-dry-run-bad", []string{"reconcile", "--dry-run=true"}},
 	{"doctor-old-timeout-flag", []string{"doctor", "--timeout", "3s"}},
+	{"unbind-dry-run-and-wait", []string{"unbind", "db", "--dry-run=server", "--wait"}},
+	{"touch-dry-run-and-wait", []string{"touch", "instance", "db", "--dry-run", "--wait"}},
+	{"deregister-dry-run-bad", []string{"deregister", "acme", "--dry-run=yes"}},
+	{"share-bad-output", []string{"share", "db", "--to-namespace", "team-b", "-o", "table"}},
+	{"bind-dry-run-bad", []string{"bind", "db", "--dry-run=maybe"}},
 }
 
 // TestExitCode_UsageMistakes: every case exits 2 with the error and the --help hint of
