@@ -372,7 +372,7 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec metav1.Object, id
 	// The index of reconcile's list answers without a list of its own (one per record,
 	// each filtering every ConfigMap of the cluster at the API server) when it can; a
 	// refusal is never made on it alone, since the older record may be gone by now.
-	users, ok := ids.Lookup(kind, "", id, rec.GetUID(), created)
+	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
 	if !ok || older(users) != nil {
 		var err error
 		users, err = e.cfg.Store.WithExternalID(ctx, kind, "", id)

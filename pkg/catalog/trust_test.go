@@ -457,3 +457,29 @@ func TestTrust_ParametersFromSecrets_GoOnlyToANamespaceBrokerWhoseAuthorMayReadT
 		assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
 	})
 }
+
+// Reconcile's own list of every record answers the id check for each record it listed,
+// the newest too: a copy of its id made after the list, even in the same second, is
+// newer. The original goes ahead without a list of its own; the copy, which the list did
+// not hold, is checked with one, finds the original and is refused.
+func TestTrust_TheRunsListAnswersForTheOriginal_ALaterCopyIsRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("orig", ns, "id-shared", nil))
+	assert.NilError(t, err)
+	_, idx, err := f.st.ListPendingWithIDs(ctx, "")
+	assert.NilError(t, err)
+	// Same clock, same second.
+	_, err = f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("copy", "team-b", "id-shared", nil))
+	assert.NilError(t, err)
+	f.engine.UseIDIndex(idx)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+
+	lists := f.cluster.MetadataLists()
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orig"}})
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, f.cluster.MetadataLists()-lists, 0, "answered from the run's list")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1, "the original's only")
+}

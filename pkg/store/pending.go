@@ -123,8 +123,6 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 // dozen bytes a record): reconcile holds one for the records of a whole cluster.
 type IDIndex struct {
 	namespace string
-	// newest is the newest creationTimestamp in the list (the API server's clock).
-	newest int64
 	// users: the records labelled with an id, the first in first, any more in more.
 	first map[idKey]idUser
 	more  map[idKey][]idUser
@@ -159,7 +157,6 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	}
 	x.listed[m.UID] = struct{}{}
 	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
-	x.newest = max(x.newest, u.created)
 	for k, v := range m.Labels {
 		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
 		key := idKey{binding: kind == v1alpha1.KindServiceBinding}
@@ -177,14 +174,15 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	}
 }
 
-// Lookup answers WithExternalID(kind, namespace, id) for the record uid created at
-// created, if the index can: it covers namespace, it listed the record, and the record
-// was created before the newest record it listed. Then every record created before it
+// Lookup answers WithExternalID(kind, namespace, id) for the record uid, if the index
+// can: it covers namespace and it listed the record. Then every record created before it
 // (the ones that could make its id someone else's) was there when the list was read, and
-// any record created since is newer than it. ok is false when the index cannot answer:
+// every record the list did not hold was created after it, even in the same second:
+// a copy of its id made since is the copy's to answer for, and the copy's own check (a
+// list, which finds this record) refuses it. ok is false when the index cannot answer:
 // list with WithExternalID.
-func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID, created metav1.Time) (users []IDUser, ok bool) {
-	if x == nil || namespace != x.namespace || created.Unix() >= x.newest {
+func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDUser, ok bool) {
+	if x == nil || namespace != x.namespace {
 		return nil, false
 	}
 	if _, listed := x.listed[uid]; !listed {
