@@ -75,6 +75,16 @@ func AddDryRunFlag(cmd *cobra.Command, d *DryRunStrategy, what string) {
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions(DryRunValues, cobra.ShellCompDirectiveNoFileComp))
 }
 
+// DryRunWithWait refuses --wait with a dry run, which starts no operation to
+// wait for: a usage error when both are set, nil otherwise. nothing says what
+// the dry run leaves undone ("records nothing", "deletes nothing").
+func DryRunWithWait(d DryRunStrategy, wait bool, nothing string) error {
+	if d.Enabled() && wait {
+		return UsageErrorf("--dry-run and --wait cannot be used together: a dry run %s, so there is nothing to wait for", nothing)
+	}
+	return nil
+}
+
 // DryRunNote is the line printed to stderr after a dry run: what would have
 // been done, and that nothing was.
 func DryRunNote(d DryRunStrategy, what string) string {

@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -51,4 +52,30 @@ func caseName(args []string) string {
 		return "no flag"
 	}
 	return args[0]
+}
+
+func TestDryRunWithWait_RefusesOnlyBoth(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		dry     DryRunStrategy
+		wait    bool
+		wantErr string
+	}{
+		{name: "none, no wait", dry: DryRunNone},
+		{name: "none, wait", dry: DryRunNone, wait: true},
+		{name: "client, no wait", dry: DryRunClient},
+		{name: "client, wait", dry: DryRunClient, wait: true, wantErr: "--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for"},
+		{name: "server, wait", dry: DryRunServer, wait: true, wantErr: "--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := DryRunWithWait(tc.dry, tc.wait, "records nothing")
+			if tc.wantErr == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.Error(t, err, tc.wantErr)
+			var usage *UsageError
+			assert.Assert(t, errors.As(err, &usage), "want a usage error, got %T", err)
+		})
+	}
 }

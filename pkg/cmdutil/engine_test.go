@@ -2,8 +2,6 @@ package cmdutil_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -17,23 +15,17 @@ import (
 // The engine of provision and the other instance verbs talks to brokers with the same
 // User-Agent as register, sync broker and doctor (cmdutil.Factory.BrokerClients).
 func TestEngine_BrokerSeesTheFactoryUserAgent(t *testing.T) {
-	var seen []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen = append(seen, r.Header.Get("User-Agent"))
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"services":[]}`))
-	}))
-	defer srv.Close()
+	url, seen := cmdutil.UserAgentBroker(t)
 	c := storetest.NewCluster()
 	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(nil, nil, nil))
 	f.UseClients(c.Core, c.Metadata)
 	f.Getenv = func(string) string { return "" }
 	e, err := f.Engine(cmdutil.EngineOptions{})
 	assert.NilError(t, err)
-	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "ns"}, Spec: v1alpha1.BrokerSpec{URL: srv.URL}}
+	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "ns"}, Spec: v1alpha1.BrokerSpec{URL: url}}
 	_, _ = e.Syncer.Sync(context.Background(), b)
-	assert.Assert(t, len(seen) > 0, "the broker was not called")
-	for _, ua := range seen {
+	assert.Assert(t, len(*seen) > 0, "the broker was not called")
+	for _, ua := range *seen {
 		assert.Equal(t, ua, cmdutil.UserAgent())
 	}
 }

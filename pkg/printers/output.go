@@ -34,6 +34,20 @@ func NewOutputFlags(allowWide bool) *OutputFlags {
 	}
 }
 
+// OutputFlagsFor returns output flags as a command without -o wide has them
+// after parsing "-o format" ("" for no -o): for code, tests mostly, that builds
+// a command's options without cobra. The format is checked by Validate, as it
+// is for a parsed command.
+func OutputFlagsFor(format string) *OutputFlags {
+	o := NewOutputFlags(false)
+	if format != "" {
+		cmd := &cobra.Command{}
+		o.AddFlags(cmd)
+		_ = cmd.Flags().Set("output", format) // a string flag: Set cannot fail
+	}
+	return o
+}
+
 // AddFlags adds -o/--output (and the template flags) to cmd.
 func (o *OutputFlags) AddFlags(cmd *cobra.Command) {
 	o.print.AddFlags(cmd)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,14 +66,9 @@ func TestAccess_DryRun_WritesNothing(t *testing.T) {
 		t.Run(string(tc.dry)+"-"+tc.output, func(t *testing.T) {
 			c, st := newStore(t)
 			var out, errOut bytes.Buffer
-			o := &access.Options{Target: "redis", AllNamespaces: true, DryRun: tc.dry, Output: printers.NewOutputFlags(false),
+			o := &access.Options{Target: "redis", AllNamespaces: true, DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
 				ViewNamespace: storetest.UserNamespace, CatalogNamespace: storetest.CatalogNamespace, Store: st,
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
-			if tc.output != "" {
-				cmd := &cobra.Command{}
-				o.Output.AddFlags(cmd)
-				assert.NilError(t, cmd.Flags().Set("output", tc.output))
-			}
 			assert.NilError(t, o.Run(context.Background()))
 			assert.Assert(t, is.Contains(out.String(), tc.want))
 			assert.Assert(t, is.Contains(errOut.String(), `class "redis" would be disabled in every namespace`))

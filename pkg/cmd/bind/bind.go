@@ -228,8 +228,8 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 			return cmdutil.UsageErrorf("--rotate cannot be combined with --dry-run")
 		}
 	}
-	if o.DryRun.Enabled() && o.Wait.Wait {
-		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
+		return err
 	}
 	if o.EnvPrefix != "" {
 		o.Env = true

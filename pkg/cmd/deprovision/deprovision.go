@@ -95,8 +95,8 @@ func (o *Options) Validate() error {
 	if o.Abandon && o.Wait.Wait {
 		return cmdutil.UsageErrorf("--abandon and --wait cannot be used together: abandoning does not call the broker, so there is nothing to wait for")
 	}
-	if o.DryRun.Enabled() && o.Wait.Wait {
-		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run deletes nothing, so there is nothing to wait for")
+	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "deletes nothing"); err != nil {
+		return err
 	}
 	if err := o.Wait.Validate(); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,13 +50,8 @@ func seed(t *testing.T, inUse bool) (*storetest.Cluster, *store.Store) {
 }
 
 func options(st *store.Store, dry cmdutil.DryRunStrategy, output string, out, errOut *bytes.Buffer) *deregister.Options {
-	o := &deregister.Options{Name: "acme", DryRun: dry, Output: printers.NewOutputFlags(false),
+	o := &deregister.Options{Name: "acme", DryRun: dry, Output: printers.OutputFlagsFor(output),
 		Namespace: "dev", CatalogNamespace: catNS, Store: st, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), out, errOut)}
-	if output != "" {
-		cmd := &cobra.Command{}
-		o.Output.AddFlags(cmd)
-		_ = cmd.Flags().Set("output", output)
-	}
 	return o
 }
 

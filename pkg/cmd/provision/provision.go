@@ -149,8 +149,8 @@ func (o *Options) Validate() error {
 	if err := o.Wait.Validate(); err != nil {
 		return err
 	}
-	if o.DryRun.Enabled() && o.Wait.Wait {
-		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
+		return err
 	}
 	return o.Output.Validate()
 }

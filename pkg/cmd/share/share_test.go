@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -40,14 +39,9 @@ func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, sh
 	_, err = st.Bindings().Create(ctx, catalog.NewBinding(catalog.BindingIntent{Namespace: "team-c", Name: "app", Instance: "db", InstanceNamespace: "team-a", SecretName: "app"}))
 	assert.NilError(t, err)
 	var out, errOut bytes.Buffer
-	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.NewOutputFlags(false),
+	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.OutputFlagsFor(output),
 		Store: st, Core: c.Core, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
 		Engine: catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
-	if output != "" {
-		cmd := &cobra.Command{}
-		o.Output.AddFlags(cmd)
-		assert.NilError(t, cmd.Flags().Set("output", output))
-	}
 	return c, o, &out, &errOut
 }
 

@@ -64,8 +64,8 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 			if err := w.Validate(); err != nil {
 				return err
 			}
-			if dry.Enabled() && w.Wait {
-				return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+			if err := cmdutil.DryRunWithWait(dry, w.Wait, "records nothing"); err != nil {
+				return err
 			}
 			if err := output.Validate(); err != nil {
 				return err

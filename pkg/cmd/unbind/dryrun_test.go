@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
@@ -53,14 +52,9 @@ func TestUnbind_DryRun_WritesNothingAndCallsNoBroker(t *testing.T) {
 				assert.NilError(t, err)
 			}
 			var out, errOut bytes.Buffer
-			o := &unbind.Options{Args: tc.args, All: tc.all, Abandon: tc.abandon, DryRun: tc.dry, Output: printers.NewOutputFlags(false),
+			o := &unbind.Options{Args: tc.args, All: tc.all, Abandon: tc.abandon, DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
 				Wait: lifecycle.WaitFlags{Interval: 1}, Namespace: dryNS, Store: st,
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
-			if tc.output != "" {
-				cmd := &cobra.Command{}
-				o.Output.AddFlags(cmd)
-				assert.NilError(t, cmd.Flags().Set("output", tc.output))
-			}
 			assert.NilError(t, o.Validate())
 			// No Engine: a dry run that reached the broker path would panic.
 			assert.NilError(t, o.Run(ctx))

@@ -157,8 +157,8 @@ func (o *Options) Validate() error {
 	} else if len(o.Args) == 0 {
 		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with "kubectl catalog get bindings"`)
 	}
-	if o.DryRun.Enabled() && o.Wait.Wait {
-		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
+		return err
 	}
 	if err := o.Wait.Validate(); err != nil {
 		return err

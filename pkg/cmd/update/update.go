@@ -151,8 +151,8 @@ func (o *Options) Validate() error {
 	if o.DryRun.Enabled() && o.Revert {
 		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with \"kubectl catalog describe instance %s\"", o.Name)
 	}
-	if o.DryRun.Enabled() && o.Wait.Wait {
-		return cmdutil.UsageErrorf("--dry-run and --wait cannot be used together: a dry run records nothing, so there is nothing to wait for")
+	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
+		return err
 	}
 	return o.Output.Validate()
 }
