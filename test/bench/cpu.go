@@ -131,7 +131,8 @@ var controlPlaneParts = []struct{ comm, part string }{
 }
 
 // readShares reads the machine's CPU times and those of the control plane's processes,
-// of this process (which seeds the records, serves the broker and polls for the end)
+// of this process (which seeds the records, serves the broker, runs the counting proxy
+// the reconcile processes reach the API server through, and polls for the end)
 // and of the given reconcile processes.
 func readShares(reconcilers []int) cpuShares {
 	sh := cpuShares{parts: map[string]uint64{}}
@@ -146,7 +147,7 @@ func readShares(reconcilers []int) cpuShares {
 			add(p.part, pid)
 		}
 	}
-	add("bench (seeding, broker, polling)", os.Getpid())
+	add("bench (seeding, broker, counting proxy, polling)", os.Getpid())
 	for _, pid := range reconcilers {
 		add("reconcile --serve", pid)
 	}
