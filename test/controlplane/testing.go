@@ -115,13 +115,23 @@ func sanitize(name string) string {
 // BuildPlugin builds kubectl-catalog into dir and returns its path. Callers
 // put dir on PATH so the real kubectl discovers the plugin.
 func BuildPlugin(dir string) (string, error) {
+	return BuildPluginWith(dir, "")
+}
+
+// BuildPluginWith is BuildPlugin with linker flags, for a build stamped as a release
+// stamps it (-X of pkg/version's variables).
+func BuildPluginWith(dir, ldflags string) (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("cannot locate the repository")
 	}
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	out := filepath.Join(dir, "kubectl-catalog")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "./cmd/kubectl-catalog")
+	args := []string{"build", "-o", out}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
+	}
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "./cmd/kubectl-catalog")...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building kubectl-catalog: %v\n%s", err, b)

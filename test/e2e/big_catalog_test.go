@@ -19,6 +19,7 @@ import (
 // JSON: its schemas record does not fit in a ConfigMap as JSON, so it is stored
 // compressed, and everything that reads schemas (provision's validation) still works.
 func TestBigCatalog_AClassOf1500PlansWithSchemasRegistersAndWorks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cat := broker.GenerateCatalog(1, 1500)
 	b := broker.NewTestBroker(t, broker.Options{Catalog: &cat})

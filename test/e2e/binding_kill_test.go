@@ -28,6 +28,7 @@ type bkKillPoint = instKillPoint
 // every ready binding has its Secret with the broker's credentials, no Secret is left
 // without its binding, nothing is stuck, and no finalizer outlives an unbind.
 func TestBinding_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testing.T) {
+	t.Parallel()
 	type killCase struct {
 		verb, plan string
 		point      bkKillPoint

@@ -159,6 +159,7 @@ func (e *bndEnv) deployment(t *testing.T, name string) *appsv1.Deployment {
 }
 
 func TestBinding_SyncBindDescribeUnbind(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 
 	r := e.run(t, "bind", "db", "-p", "role=readonly")
@@ -215,6 +216,7 @@ func TestBinding_SyncBindDescribeUnbind(t *testing.T) {
 }
 
 func TestBinding_AsyncBind_WithAndWithoutWait(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "ha", nil)
 
 	r := e.run(t, "bind", "db", "--wait", "--interval", "200ms")
@@ -246,6 +248,7 @@ func TestBinding_AsyncBind_WithAndWithoutWait(t *testing.T) {
 }
 
 func TestBinding_UnbindByInstance_NameListAndAll(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	for _, n := range []string{"a", "b", "c"} {
 		r := e.run(t, "bind", "db", "--name", n)
@@ -275,6 +278,7 @@ func TestBinding_UnbindByInstance_NameListAndAll(t *testing.T) {
 }
 
 func TestBinding_Transforms_ShapeTheSecret(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	_, err := e.admin.CoreV1().Secrets(e.ns).Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "extra"}, StringData: map[string]string{"sslmode": "verify-full"},
@@ -301,6 +305,7 @@ func TestBinding_Transforms_ShapeTheSecret(t *testing.T) {
 }
 
 func TestBinding_ProjectionIntoDeployment_AndExactRemoval(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	orig := bndDeployment(t, e, "web")
 
@@ -411,7 +416,7 @@ func bndFreezeTemplate(t *testing.T, e *bndEnv, name string) {
 	t.Cleanup(func() {
 		_ = api.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(slow(30 * time.Second))
 	for {
 		d := e.deployment(t, name)
 		d.Spec.Template.Annotations = map[string]string{"probe": "x"}
@@ -425,6 +430,7 @@ func bndFreezeTemplate(t *testing.T, e *bndEnv, name string) {
 }
 
 func TestBinding_ProjectionFailedAtTheSecondWorkload_UnbindTakesItBackFromTheFirst(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	origA := bndDeployment(t, e, "a")
 	origB := bndDeployment(t, e, "b")
@@ -444,6 +450,7 @@ func TestBinding_ProjectionFailedAtTheSecondWorkload_UnbindTakesItBackFromTheFir
 }
 
 func TestBinding_EnvPrefixProjection(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	orig := bndDeployment(t, e, "api")
 
@@ -466,6 +473,7 @@ func bndDueSoon(c *broker.Catalog) {
 }
 
 func TestBinding_RotationDueShownThenRotate(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "ha", bndDueSoon)
 	r := e.run(t, "bind", "db", "--wait", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -501,6 +509,7 @@ func TestBinding_RotationDueShownThenRotate(t *testing.T) {
 }
 
 func TestBinding_DeprovisionWithBindings_UnbindsFirst(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	for _, n := range []string{"one", "two"} {
 		r := e.run(t, "bind", "db", "--name", n)
@@ -520,6 +529,7 @@ func TestBinding_DeprovisionWithBindings_UnbindsFirst(t *testing.T) {
 }
 
 func TestBinding_BrokerDownOnUnbind_LeavesItPendingWithTheReason(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	r := e.run(t, "bind", "db")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -544,6 +554,7 @@ func TestBinding_BrokerDownOnUnbind_LeavesItPendingWithTheReason(t *testing.T) {
 }
 
 func TestBinding_BadInput_FailsClearlyAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	ctx := context.Background()
 	r := e.run(t, "provision", "cold", "--class", "object-storage", "--plan", "archive")
@@ -597,6 +608,7 @@ func TestBinding_BadInput_FailsClearlyAndChangesNothing(t *testing.T) {
 }
 
 func TestBinding_CredentialsNeverLeak(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	ctx := context.Background()
 	bindRun := e.run(t, "bind", "db")

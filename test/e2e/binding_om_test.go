@@ -173,6 +173,7 @@ func bomUnbinds(b *broker.Broker, id string) (all, mitigation int) {
 // reconcile", and checks the record right after the command, the unbinds the broker
 // saw, and that the broker is left holding exactly what the records say.
 func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
+	t.Parallel()
 	cases := bomCases()
 	var ran atomic.Int32
 	start := time.Now()

@@ -94,6 +94,7 @@ func catalogAssertOK(t *testing.T, r result) {
 }
 
 func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(t *testing.T) {
+	t.Parallel()
 	e := catalogNewEnv(t)
 	// A catalog namespace that does not exist yet: register creates it.
 	e.catalogNS = "catalog-e2e-" + strings.ToLower(strings.ReplaceAll(e.userNS, "e2e-", ""))
@@ -263,6 +264,7 @@ func catalogInstance(t *testing.T, e *catalogEnv, name, classID, planID string) 
 }
 
 func TestCatalogBrokers_NamespaceBrokerWithBearerToken_OnlyItsNamespaceSeesIt(t *testing.T) {
+	t.Parallel()
 	e := catalogNewEnv(t)
 	other := cp.NewNamespace(t)
 	tb := broker.NewTestBroker(t, broker.Options{BearerToken: "t0ken"})
@@ -312,6 +314,7 @@ func TestCatalogBrokers_NamespaceBrokerWithBearerToken_OnlyItsNamespaceSeesIt(t 
 }
 
 func TestCatalogBrokers_RestrictionsAndAccessRulesShapeTheMarketplace(t *testing.T) {
+	t.Parallel()
 	e := catalogNewEnv(t)
 	other := cp.NewNamespace(t)
 	tb := broker.NewTestBroker(t, broker.Options{})
@@ -386,6 +389,7 @@ func TestCatalogBrokers_RestrictionsAndAccessRulesShapeTheMarketplace(t *testing
 }
 
 func TestCatalogBrokers_BadInputFailsClearlyAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := catalogNewEnv(t)
 	good := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
 	e.secret(t, e.catalogNS, "auth", map[string]string{"username": "u", "password": "p"})

@@ -34,6 +34,7 @@ func cliCandidates(t *testing.T, r result) []string {
 // TestCLISurface_Completion: the real plugin, run by kubectl, completes names from the
 // real control plane: instances, brokers, plans of a class, namespaces, bind --to.
 func TestCLISurface_Completion(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "hobby", nil)
 	_, err := e.admin.AppsV1().Deployments(e.ns).Create(context.Background(), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -76,6 +77,7 @@ func TestCLISurface_Completion(t *testing.T) {
 // TestCLISurface_ExitCodes: the lifecycle verbs exit 0 on success, 1 on a failure, 2 on
 // a usage mistake, 124 when --wait runs out of time and 130 when interrupted.
 func TestCLISurface_ExitCodes(t *testing.T) {
+	t.Parallel()
 	e := bndSetup(t, "ha", nil) // instance db: async binds
 	for _, tc := range []struct {
 		args []string
@@ -142,7 +144,7 @@ func TestCLISurface_ExitCodes(t *testing.T) {
 					return poll.Success()
 				}
 				return poll.Continue("waiting for the operation to be in progress; stderr so far:\n%s", errOut)
-			}, poll.WithTimeout(time.Minute), poll.WithDelay(100*time.Millisecond))
+			}, poll.WithTimeout(slow(time.Minute)), poll.WithDelay(100*time.Millisecond))
 			assert.Equal(t, s.interrupt(t), 130)
 			assert.Assert(t, is.Contains(s.stderr.String(), "interrupted: "+tc.kind))
 		})

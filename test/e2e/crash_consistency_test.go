@@ -51,7 +51,7 @@ func ccKillAtPause(t *testing.T, ns string, env []string, point catalog.HookPoin
 // ccAwaitLine reads stderr lines until one contains want.
 func ccAwaitLine(t *testing.T, lines <-chan string, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(slow(timeout))
 	for {
 		select {
 		case l, ok := <-lines:
@@ -161,7 +161,7 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 			expectedB++
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(slow(5 * time.Second))
 	for {
 		brokerInsts, brokerBnds = e.b.Instances(), e.b.Bindings()
 		if (len(brokerInsts) == expected && len(brokerBnds) == expectedB) || time.Now().After(deadline) {
@@ -317,6 +317,7 @@ func ccVerbs() []ccVerb {
 // holds is exactly what the records say, no record is stuck, no Secret or finalizer is
 // left behind.
 func TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges(t *testing.T) {
+	t.Parallel()
 	type ccCase struct {
 		name string
 		run  func(t *testing.T)
@@ -365,6 +366,7 @@ func TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges(t *testi
 // then deletes the record: the broker must be asked to delete every id it may hold
 // before the finalizer comes off, and end up holding exactly what the records say.
 func TestCrashConsistency_UncertainCallThenDeletion_BrokerKeepsNothing(t *testing.T) {
+	t.Parallel()
 	ready, gone := "ready", "gone"
 	tests := []struct {
 		name string
@@ -511,6 +513,7 @@ func ccKillReconcileCase(t *testing.T, point catalog.HookPoint) {
 // every instance and binding id to one request at a time at the broker, and the end
 // state must be the one a single reconcile reaches from the same intents.
 func TestReconcile_TwoReconcilesAndUserCommands_NeverSendOneRecordTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	// setup provisions a, b and c (hobby) with bindings a-app, a-two and b-app, and
 	// returns the ids the broker knows them by.
 	setup := func(t *testing.T) (*instEnv, map[string]string) {
@@ -626,6 +629,7 @@ func TestReconcile_TwoReconcilesAndUserCommands_NeverSendOneRecordTwiceAtOnce(t 
 // live for two minutes) must end once the reconcile has finished the record, not sleep
 // out the claim.
 func TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	ctx := context.Background()
 	ccProvisionDB(t, e)
@@ -671,6 +675,7 @@ func TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes(t *te
 // reconcile may not read the user's Secret in the record's name, and needs not, since a
 // re-send reads only the Secret the record owns.
 func TestCrashConsistency_ParametersSecretChangedBeforeTheResend_BrokerGetsTheIdenticalBody(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
 	e := &instEnv{ns: cp.NewNamespace(t), b: b}

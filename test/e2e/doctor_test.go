@@ -34,6 +34,7 @@ func doctorRun(t *testing.T, ns string) (map[string]doctor.Check, result) {
 // broker answers; once the broker is gone, doctor fails, naming the broker and how to
 // fix it, and changes nothing.
 func TestDoctor_OnTheRealControlPlane_ReportsABrokerGoingDown(t *testing.T) {
+	t.Parallel()
 	// A cluster broker, in a catalog namespace of the test's own: only administrators write
 	// it, so doctor uses its credentials with or without the trust policy (it uses a
 	// namespaced broker's only for an author the policy vouches for, docs/security.md).

@@ -19,6 +19,7 @@ import (
 )
 
 func TestVersion_ThroughKubectlPluginDiscovery_ReportsTheRealServer(t *testing.T) {
+	t.Parallel()
 	list := kubectl(t, controlplane.AdminUser, "plugin", "list")
 	assert.Equal(t, list.ExitCode, 0)
 	assert.Assert(t, is.Contains(list.Stdout, binDir+"/kubectl-catalog"))
@@ -39,6 +40,7 @@ func TestVersion_ThroughKubectlPluginDiscovery_ReportsTheRealServer(t *testing.T
 }
 
 func TestVersion_ClientOnly_NeedsNoCluster(t *testing.T) {
+	t.Parallel()
 	res := runCommand(t, binDir+"/kubectl-catalog", controlplane.AdminUser,
 		"version", "--client", "--server", "https://127.0.0.1:1")
 	assert.Equal(t, res.ExitCode, 0, res.Stderr)
@@ -47,6 +49,7 @@ func TestVersion_ClientOnly_NeedsNoCluster(t *testing.T) {
 }
 
 func TestVersion_UnreachableServer_PrintsClientVersionAndFails(t *testing.T) {
+	t.Parallel()
 	res := runCommand(t, binDir+"/kubectl-catalog", controlplane.AdminUser,
 		"version", "--server", "https://127.0.0.1:1", "--request-timeout", "5s")
 	assert.Equal(t, res.ExitCode, 1)
@@ -58,6 +61,7 @@ func TestVersion_UnreachableServer_PrintsClientVersionAndFails(t *testing.T) {
 }
 
 func TestUsageErrors_ExitWithCode2(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"version", "--no-such-flag"},
 		{"version", "-o", "xml"},
@@ -71,6 +75,7 @@ func TestUsageErrors_ExitWithCode2(t *testing.T) {
 }
 
 func TestRBAC_UserWithoutRoleIsRefused(t *testing.T) {
+	t.Parallel()
 	ns := cp.NewNamespace(t)
 	ctx := context.Background()
 	dev, err := cp.Client(controlplane.DeveloperUser)
@@ -92,7 +97,7 @@ func TestRBAC_UserWithoutRoleIsRefused(t *testing.T) {
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	// The authorizer sees new bindings through an informer: wait for it.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, slow(30*time.Second), true, func(ctx context.Context) (bool, error) {
 		_, err := dev.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		if apierrors.IsForbidden(err) {
 			return false, nil
@@ -105,6 +110,7 @@ func TestRBAC_UserWithoutRoleIsRefused(t *testing.T) {
 }
 
 func TestGarbageCollection_DeletesSecretOwnedByDeletedConfigMap(t *testing.T) {
+	t.Parallel()
 	ns := cp.NewNamespace(t)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
@@ -122,7 +128,7 @@ func TestGarbageCollection_DeletesSecretOwnedByDeletedConfigMap(t *testing.T) {
 	assert.NilError(t, err)
 
 	assert.NilError(t, admin.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{}))
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, slow(60*time.Second), true, func(ctx context.Context) (bool, error) {
 		_, err := admin.CoreV1().Secrets(ns).Get(ctx, "owned", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -133,6 +139,7 @@ func TestGarbageCollection_DeletesSecretOwnedByDeletedConfigMap(t *testing.T) {
 }
 
 func TestNamespaceDeletion_Finishes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
@@ -140,7 +147,7 @@ func TestNamespaceDeletion_Finishes(t *testing.T) {
 	_, err = admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, slow(90*time.Second), true, func(ctx context.Context) (bool, error) {
 		_, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})

@@ -55,6 +55,7 @@ func graphGolden(t *testing.T, out, ns, name string) {
 // tree" and "-o dot" match their golden files. A user who may read the records but not
 // list Deployments gets the rest of the graph and a warning, and the command succeeds.
 func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	ns := e.ns
 	admin, err := cp.Client(controlplane.AdminUser)

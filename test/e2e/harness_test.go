@@ -14,6 +14,7 @@ import (
 // TestControlPlane_StopLeavesNoProcess starts a second, short-lived control
 // plane and checks that stopping it ends every process it started.
 func TestControlPlane_StopLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a second control plane")
 	}

@@ -59,18 +59,6 @@ func instStartKillable(t *testing.T, ns string, env []string, args ...string) (*
 	return cmd, lines
 }
 
-// instWaitFor waits until cond holds, failing the test after timeout.
-func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan SIGKILLs the CLI
 // at every step of a provision and of a deprovision (sync and async plans): after the
 // write-ahead, while the broker hangs on a request it has acted on, and after the broker
@@ -78,6 +66,7 @@ func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() b
 // must then finish the record: nothing left at the broker that the record does not
 // hold, nothing stuck, the finalizer gone after a deprovision.
 func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testing.T) {
+	t.Parallel()
 	type killCase struct {
 		verb, plan string
 		point      instKillPoint
@@ -135,7 +124,7 @@ func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testi
 					return !ok || i.State == broker.InstanceDeprovisioning
 				})
 			} else {
-				timeout := time.After(30 * time.Second)
+				timeout := time.After(slow(30 * time.Second))
 			wait:
 				for {
 					select {

@@ -33,12 +33,8 @@ func instSetup(t *testing.T) (string, *broker.Broker, *store.Store) {
 	return ns, b, store.New(admin, nil)
 }
 
-func instCatalog(t *testing.T, ns string, args ...string) result {
-	t.Helper()
-	return kubectl(t, controlplane.AdminUser, append([]string{"catalog", "-n", ns}, args...)...)
-}
-
 func TestInstance_SyncProvisionUpdateDeprovision_AgainstTheTestBroker(t *testing.T) {
+	t.Parallel()
 	ns, b, st := instSetup(t)
 	ctx := context.Background()
 
@@ -86,6 +82,7 @@ func TestInstance_SyncProvisionUpdateDeprovision_AgainstTheTestBroker(t *testing
 }
 
 func TestInstance_AsyncProvisionWithWait_PollsToReady(t *testing.T) {
+	t.Parallel()
 	ns, b, st := instSetup(t)
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "standard", "--wait", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -97,6 +94,7 @@ func TestInstance_AsyncProvisionWithWait_PollsToReady(t *testing.T) {
 }
 
 func TestInstance_AbandonDropsRecordsWithoutCallingTheBroker(t *testing.T) {
+	t.Parallel()
 	ns, b, st := instSetup(t)
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -109,6 +107,7 @@ func TestInstance_AbandonDropsRecordsWithoutCallingTheBroker(t *testing.T) {
 }
 
 func TestInstance_BadInput_FailsClearlyAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	ns, b, st := instSetup(t)
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-p", "storage_gb=5")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)

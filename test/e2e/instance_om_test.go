@@ -1,13 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,36 +50,6 @@ func instSetupCatalog(t *testing.T, edit func(*broker.Catalog)) *instEnv {
 	r := instCatalog(t, ns, "register", "acme", "--url", b.URL(), "--basic-auth-secret", "broker-auth", "--scope", "namespace")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	return &instEnv{ns: ns, b: b, st: store.New(admin, nil)}
-}
-
-// instRun runs "kubectl catalog -n NS ARGS..." as the admin with extra environment.
-func instRun(t *testing.T, ns string, env []string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, append([]string{"catalog", "-n", ns}, args...)...)
-	cmd.Env = append(instEnviron(t), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		res.ExitCode = exitErr.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running kubectl catalog %s: %v", strings.Join(args, " "), err)
-	}
-	t.Logf("$ kubectl catalog -n %s %s (exit %d)\n%s%s", ns, strings.Join(args, " "), res.ExitCode, res.Stdout, res.Stderr)
-	return res
-}
-
-// instEnviron is the environment runCommand gives kubectl: the plugin under test first
-// on PATH and the admin's kubeconfig.
-func instEnviron(t *testing.T) []string {
-	return append(os.Environ(),
-		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+cp.Kubeconfig(controlplane.AdminUser),
-		"HOME="+t.TempDir(),
-	)
 }
 
 // instReconcileEnv are the test-only settings of the "kubectl catalog reconcile" runs
@@ -137,7 +102,7 @@ func instAssertBrokerHolds(t *testing.T, b *broker.Broker, ids ...string) {
 	t.Helper()
 	var held []string
 	// An async deprovision confirmed by a 410 may still be finishing at the broker.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(slow(5 * time.Second))
 	for {
 		held = held[:0]
 		for _, i := range b.Instances() {
@@ -361,6 +326,7 @@ func instSetMaxPolling(t *testing.T, c *broker.Catalog, id string, seconds int) 
 // then finishes it with "kubectl catalog reconcile", and checks the record, the
 // DELETEs the broker saw and that the broker is left with no orphan.
 func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
+	t.Parallel()
 	cases := instOMCases()
 	var ran atomic.Int32
 	t.Cleanup(func() { t.Logf("%d of %d orphan-mitigation and polling cases ran to the end", ran.Load(), len(cases)) })

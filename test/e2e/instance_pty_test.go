@@ -81,7 +81,7 @@ func (p *instTerminal) text() string {
 // keys.
 func (p *instTerminal) answer(prompt, keys string) {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(slow(30 * time.Second))
 	for {
 		p.mu.Lock()
 		i := strings.Index(p.out.String()[p.seen:], prompt)
@@ -146,7 +146,7 @@ func TestInstance_InteractiveProvision_InAPseudoTerminal(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.NilError(t, err, "the CLI failed; the terminal shows:\n%q", term.text())
-	case <-time.After(60 * time.Second):
+	case <-time.After(slow(60 * time.Second)):
 		t.Fatalf("the CLI did not finish; the terminal shows:\n%q", term.text())
 	}
 	// The process has exited; what it wrote last may still be on its way through the

@@ -29,6 +29,7 @@ func openBrokerSetup(t *testing.T) (string, *broker.Broker, *store.Store) {
 }
 
 func TestInstance_RefusedUpdate_StaysReadyBindableAndRevertSettlesIt(t *testing.T) {
+	t.Parallel()
 	ns, b, st := openBrokerSetup(t)
 	ctx := context.Background()
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-p", "storage_gb=5")

@@ -24,6 +24,7 @@ import (
 // exactly 5 binds, and every other process failed saying so, leaving no record and no
 // Secret behind.
 func TestLimits_TwentyConcurrentBinds_AgainstALimitOfFive_MakeExactlyFive(t *testing.T) {
+	t.Parallel()
 	nsA, b, st := instSetup(t)
 	nsB := cp.NewNamespace(t)
 	ctx := context.Background()
@@ -139,6 +140,7 @@ func TestLimits_TwentyConcurrentBinds_AgainstALimitOfFive_MakeExactlyFive(t *tes
 // TestLimits_AllowedNamespaces_RefuseOthers: a namespace left out of
 // --allowed-namespaces cannot bind, even when shared, and nothing is recorded.
 func TestLimits_AllowedNamespaces_RefuseOthers(t *testing.T) {
+	t.Parallel()
 	nsA, b, _ := instSetup(t)
 	nsB, nsC := cp.NewNamespace(t), cp.NewNamespace(t)
 	r := instCatalog(t, nsA, "provision", "db", "--class", "postgresql", "--plan", "hobby", "--allowed-namespaces", nsA+","+nsB)

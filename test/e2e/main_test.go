@@ -4,15 +4,12 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
+	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
-	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
@@ -25,7 +22,23 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// The tests mostly wait (on the API server, the broker, the plugin's processes):
+	// run more of them at once than go test's default of one per CPU, unless -parallel
+	// says otherwise.
+	if !flagSet("test.parallel") {
+		_ = flag.Set("test.parallel", strconv.Itoa(defaultParallel))
+	}
 	os.Exit(run(m))
+}
+
+// defaultParallel is how many tests run at once by default (see TestMain).
+const defaultParallel = 8
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func run(m *testing.M) int {
@@ -40,7 +53,48 @@ func run(m *testing.M) int {
 		return 1
 	}
 	binDir = dir
+	// The release-stamped build the image tests need links while the control plane
+	// starts.
+	versioned := make(chan struct{})
+	go func() {
+		defer close(versioned)
+		sub := filepath.Join(dir, "versioned")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			versionedBuild.err = err
+			return
+		}
+		const pkg = "github.com/kubectl-catalog/kubectl-catalog/pkg/version."
+		versionedBuild.path, versionedBuild.err = controlplane.BuildPluginWith(sub,
+			"-X "+pkg+"gitVersion="+versionedVersion+" -X "+pkg+"defaultRegistry="+versionedRegistry)
+	}()
+	versionedBuild.done = versioned
+	defer func() { <-versioned }()
 	return controlplane.RunMain(m, &cp)
+}
+
+// The release-stamped build of the plugin: its version and default image registry.
+const (
+	versionedVersion  = "v1.4.2"
+	versionedRegistry = "registry.test.invalid/platform"
+)
+
+// versionedBuild is kubectl-catalog built as a release builds it, with versionedVersion
+// and versionedRegistry stamped in; TestMain starts the build, versionedPlugin waits
+// for it.
+var versionedBuild struct {
+	done <-chan struct{}
+	path string
+	err  error
+}
+
+// versionedPlugin is the path of the release-stamped build.
+func versionedPlugin(t *testing.T) string {
+	t.Helper()
+	<-versionedBuild.done
+	if versionedBuild.err != nil {
+		t.Fatalf("building a versioned kubectl-catalog: %v", versionedBuild.err)
+	}
+	return versionedBuild.path
 }
 
 // asRunner is the flag the tests' reconcile runs take: the control plane has no trust
@@ -48,39 +102,3 @@ func run(m *testing.M) int {
 // can be verified, and reconcile acts on them with the admin's own rights only when asked
 // to; the records are the tests' own.
 const asRunner = "--trust-unverified-authors"
-
-// result is the outcome of one command line.
-type result struct {
-	Stdout, Stderr string
-	ExitCode       int
-}
-
-// kubectl runs the real kubectl as user, with the plugin under test on PATH.
-func kubectl(t *testing.T, user string, args ...string) result {
-	t.Helper()
-	return runCommand(t, cp.Binaries.Kubectl, user, args...)
-}
-
-func runCommand(t *testing.T, bin, user string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(),
-		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+cp.Kubeconfig(user),
-		"HOME="+t.TempDir(),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		res.ExitCode = exitErr.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %s %s: %v", bin, strings.Join(args, " "), err)
-	}
-	t.Logf("$ %s %s (exit %d)\n%s%s", filepath.Base(bin), strings.Join(args, " "), res.ExitCode, res.Stdout, res.Stderr)
-	return res
-}

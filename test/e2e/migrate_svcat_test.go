@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,19 @@ func svcatGVR(resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "servicecatalog.k8s.io", Version: "v1beta1", Resource: resource}
 }
 
+// svcatMu is held by the test that has the retired Service Catalog's CRDs, or their
+// absence, to itself: they and their cluster-scoped objects (ClusterServiceBroker, ...)
+// are the cluster's, and every migrate sees them all. The other tests go on beside it.
+var svcatMu sync.Mutex
+
+// svcatExclusive holds svcatMu until the test and its clean-ups (the CRDs' removal
+// among them) are done.
+func svcatExclusive(t *testing.T) {
+	t.Helper()
+	svcatMu.Lock()
+	t.Cleanup(svcatMu.Unlock)
+}
+
 // svcatEnv is a cluster with the retired Service Catalog's CRDs, a test broker, a user
 // namespace and a catalog namespace of its own.
 type svcatEnv struct {
@@ -58,6 +72,7 @@ type svcatEnv struct {
 
 func newSvcatEnv(t *testing.T) *svcatEnv {
 	t.Helper()
+	svcatExclusive(t)
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	dyn, err := dynamic.NewForConfig(cp.RESTConfig(controlplane.AdminUser))
@@ -95,13 +110,18 @@ func (e *svcatEnv) installCRDs(t *testing.T) {
 			}
 		}
 		kubectl(t, controlplane.AdminUser, "delete", "-f", "testdata/svcat-crds.yaml", "--wait=true", "--timeout=90s")
+		// The group leaves discovery a moment after its CRDs are gone.
+		instWaitFor(t, "servicecatalog.k8s.io to leave discovery", 30*time.Second, func() bool {
+			_, err := e.admin.Discovery().ServerResourcesForGroupVersion("servicecatalog.k8s.io/v1beta1")
+			return apierrors.IsNotFound(err)
+		})
 	})
 	for _, res := range svcatCRDs {
 		r := kubectl(t, controlplane.AdminUser, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+res+".servicecatalog.k8s.io")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	}
 	// The API server serves a new CRD a moment after it is Established.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(slow(30 * time.Second))
 	for {
 		_, err := e.dyn.Resource(svcatGVR("servicebindings")).List(context.Background(), metav1.ListOptions{Limit: 1})
 		if err == nil {
@@ -370,8 +390,10 @@ func onlyCatalogGETs(t *testing.T, b *broker.Broker) {
 	}
 }
 
-// TestMigrateSvcat_NotServed runs before the other tests install the CRDs.
+// TestMigrateSvcat_NotServed runs while no other test has the CRDs installed (svcatMu).
 func TestMigrateSvcat_NotServed_SaysSoAndExits1(t *testing.T) {
+	t.Parallel()
+	svcatExclusive(t)
 	ns := cp.NewNamespace(t)
 	r := kubectl(t, controlplane.AdminUser, "catalog", "migrate", "svcat", "-n", ns)
 	assert.Equal(t, r.ExitCode, 1)
@@ -383,6 +405,7 @@ func TestMigrateSvcat_NotServed_SaysSoAndExits1(t *testing.T) {
 }
 
 func TestMigrateSvcat_MigratesThenReconcileAndVerbsFinishUnderTheOriginalIDs(t *testing.T) {
+	t.Parallel()
 	e := newSvcatEnv(t)
 	f := e.seed(t)
 	ctx := context.Background()
@@ -453,7 +476,7 @@ func TestMigrateSvcat_MigratesThenReconcileAndVerbsFinishUnderTheOriginalIDs(t *
 	// reconcile polls the async provision with its key and deprovisions the deleted one.
 	r = e.catalog(t, "reconcile", asRunner)
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(slow(60 * time.Second))
 	for {
 		async, err = e.st.Instances().Get(ctx, e.ns, "async")
 		assert.NilError(t, err)
@@ -464,7 +487,9 @@ func TestMigrateSvcat_MigratesThenReconcileAndVerbsFinishUnderTheOriginalIDs(t *
 		if time.Now().After(deadline) {
 			t.Fatalf("reconcile did not finish: async %s, leaving %v", async.Status.Phase, lerr)
 		}
-		r = e.catalog(t, "reconcile", asRunner)
+		// The first poll of the adopted operation is due a while later: a run of a few
+		// minutes on (instReconcileEnv) polls at once.
+		r = instRun(t, e.ns, instReconcileEnv, "--catalog-namespace", e.catNS, "reconcile", asRunner, "--interval", "200ms")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	}
 	polls := e.b.RequestsFor(broker.OpLastOperation)
@@ -530,7 +555,7 @@ func sorted(s []string) []string {
 // its nth write; it reports whether the process was killed.
 func (e *svcatEnv) migrateKilledAfter(t *testing.T, n int) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, "catalog", "migrate", "svcat", "-n", e.ns, "--catalog-namespace", e.catNS)
 	cmd.Env = append(os.Environ(),
@@ -551,6 +576,7 @@ func (e *svcatEnv) migrateKilledAfter(t *testing.T, n int) bool {
 }
 
 func TestMigrateSvcat_KilledAtEveryWriteThenRunAgain_SameEndStateThenCleanup(t *testing.T) {
+	t.Parallel()
 	e := newSvcatEnv(t)
 	f := e.seed(t)
 	ctx := context.Background()

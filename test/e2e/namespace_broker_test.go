@@ -20,11 +20,12 @@ import (
 
 // Deleting a namespace that holds a namespace-scoped broker with an instance and a
 // binding: the namespace controller deletes every ConfigMap at once, and the finalizer
-// keeps the broker's record until one "reconcile -A" has unbound and deprovisioned at
+// keeps the broker's record until one reconcile of the namespace has unbound and deprovisioned at
 // the broker; then the namespace goes and the broker holds nothing. (The broker takes no
 // credentials here: reading a namespace broker's Secret needs the cluster-wide trust
 // policy; the Secret's finalizer is covered by the store's and brokerclient's tests.)
 func TestReconcile_NamespaceDeletionWithANamespaceBroker_DeprovisionsThenFinishes(t *testing.T) {
+	t.Parallel()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	ctx := context.Background()
@@ -63,7 +64,7 @@ func TestReconcile_NamespaceDeletionWithANamespaceBroker_DeprovisionsThenFinishe
 	assert.Assert(t, brk.DeletionTimestamp != nil)
 	assert.Equal(t, len(b.Bindings()), 1, "nothing told the broker yet")
 
-	sum, _ := recRun(t, ns, nil, withCatalog("-A", "--max-duration", "60s", "--interval", "200ms")...)
+	sum, _ := recRun(t, ns, nil, withCatalog("--max-duration", "60s", "--interval", "200ms")...)
 	for _, it := range []struct{ kind, name string }{
 		{v1alpha1.KindServiceBinding, "app"}, {v1alpha1.KindServiceInstance, "db"}, {v1alpha1.KindBroker, "team"},
 	} {

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,25 +14,10 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
-// buildVersionedPlugin builds kubectl-catalog as a release does: stamped with a
-// version and a default image registry.
-func buildVersionedPlugin(t *testing.T, version, registry string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	out := filepath.Join(t.TempDir(), "kubectl-catalog")
-	const pkg = "github.com/kubectl-catalog/kubectl-catalog/pkg/version."
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out,
-		"-ldflags", "-X "+pkg+"gitVersion="+version+" -X "+pkg+"defaultRegistry="+registry, "./cmd/kubectl-catalog")
-	cmd.Dir = root
-	b, err := cmd.CombinedOutput()
-	assert.NilError(t, err, "building a versioned kubectl-catalog: %s", b)
-	return out
-}
-
 // Without --image, a versioned build installs its own image, a development build
 // refuses and changes nothing.
 func TestReconcileInstallImage_VersionedBuildUsesItsOwnImage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
@@ -54,14 +36,14 @@ func TestReconcileInstallImage_VersionedBuildUsesItsOwnImage(t *testing.T) {
 	_, err = admin.CoreV1().ServiceAccounts(ns).Get(ctx, install.DefaultName, metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsNotFound(err), "a refused install creates nothing: %v", err)
 
-	const version = "v1.4.2"
-	bin := buildVersionedPlugin(t, version, "registry.test.invalid/platform")
+	const version = versionedVersion
+	bin := versionedPlugin(t)
 	r = runCommand(t, bin, controlplane.AdminUser, "reconcile", "install", "--namespace", ns, "--no-trust-policy")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile created\n"))
 	cj, err := admin.BatchV1().CronJobs(ns).Get(ctx, install.DefaultName, metav1.GetOptions{})
 	assert.NilError(t, err)
-	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, "registry.test.invalid/platform/kubectl-catalog:"+version)
+	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, versionedRegistry+"/kubectl-catalog:"+version)
 
 	// --image wins over the build's own.
 	r = runCommand(t, bin, controlplane.AdminUser, "reconcile", "install", "--namespace", ns, "--no-trust-policy", "--image", "mirror.test.invalid/kubectl-catalog:"+version)
@@ -79,6 +61,7 @@ func TestReconcileInstallImage_VersionedBuildUsesItsOwnImage(t *testing.T) {
 // API server accepts in a server dry run and then creates; --shards 2 replaces it with
 // two CronJobs; uninstall removes whatever is there.
 func TestReconcileInstallImage_ServeWithReplicasAndShards(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)

@@ -27,6 +27,7 @@ import (
 // "reconcile -A" and finish pending work with the ClusterRole it gets, and nothing
 // outside it; "reconcile uninstall" removes everything but the namespace.
 func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.T) {
+	serial(t, "runs reconcile -A as the installed ServiceAccount, which would step other tests' records")
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
@@ -174,7 +175,7 @@ func writeTokenKubeconfig(t *testing.T, token string) string {
 // output, whatever the exit code ("kubectl auth can-i" exits 1 on "no").
 func saKubectl(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, args...)
 	cmd.Env = append(instEnviron(t), "KUBECONFIG="+kubeconfig)

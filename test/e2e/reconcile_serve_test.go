@@ -45,8 +45,8 @@ func serveWaitStatus(t *testing.T, url string, want int, within time.Duration) (
 		if code == want {
 			return body, time.Since(start)
 		}
-		if time.Since(start) > within {
-			t.Fatalf("%s: still %d after %s, want %d: %s", url, code, within, want, body)
+		if time.Since(start) > slow(within) {
+			t.Fatalf("%s: still %d after %s, want %d: %s", url, code, slow(within), want, body)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -58,6 +58,7 @@ func serveWaitStatus(t *testing.T, url string, want int, within time.Duration) (
 // scrapes with broker requests in it, /healthz turns 503 while the API server is down
 // and 200 once it is back, and SIGTERM ends the process with 0.
 func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a control plane of its own")
 	}
@@ -107,7 +108,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	assert.Equal(t, h.Status, "ok")
 	assert.Assert(t, h.APIServer.Reachable)
 	// Healthy from the start; the first run's outcome shows once it has ended.
-	for deadline := time.Now().Add(15 * time.Second); h.LastRun == nil && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(slow(15 * time.Second)); h.LastRun == nil && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 		_, body = serveGet(base + "/healthz")
 		h = reconcile.Health{}
@@ -116,7 +117,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	assert.Assert(t, h.LastRun != nil, "no run reported: %s", body)
 
 	// Wait for a run that relisted the broker.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(slow(15 * time.Second))
 	var metrics string
 	for {
 		_, metrics = serveGet(base + "/metrics")
@@ -150,7 +151,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	assert.Assert(t, is.Contains(body, "connection refused"))
 
 	// A run while it is away says so in the log.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "cannot list the pending records") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(slow(10 * time.Second)); !strings.Contains(stderr.String(), "cannot list the pending records") && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
 
@@ -166,7 +167,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	case err := <-exited:
 		assert.NilError(t, err, "exit status after SIGTERM")
 		assert.Equal(t, cmd.ProcessState.ExitCode(), 0)
-	case <-time.After(grace + 5*time.Second):
+	case <-time.After(grace + slow(5*time.Second)):
 		t.Fatalf("reconcile --serve still running %s after SIGTERM", grace+5*time.Second)
 	}
 	t.Logf("exited %s after SIGTERM", time.Since(start))

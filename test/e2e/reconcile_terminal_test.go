@@ -37,7 +37,7 @@ func rtWaitExit(t *testing.T, cmd *exec.Cmd, term *instTerminal, timeout time.Du
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(timeout):
+	case <-time.After(slow(timeout)):
 		t.Fatalf("reconcile did not finish within %s; the terminal shows:\n%q", timeout, term.text())
 	}
 	instWaitFor(t, fmt.Sprintf("the terminal to show %q", want), 10*time.Second, func() bool {
@@ -78,6 +78,7 @@ var rtTimestamp = `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
 // On a terminal, reconcile redraws one line while it works (the counts, the record and
 // its step, the time elapsed), clears it, then prints the summary.
 func TestReconcileTerminal_LiveLineOnATerminal(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	rtAsyncInstances(t, e, "db")
 	// The poll takes 2.5 s: time for the line to be redrawn as the time goes.
@@ -116,6 +117,7 @@ func TestReconcileTerminal_LiveLineOnATerminal(t *testing.T) {
 // When stderr is not a terminal, reconcile logs plain timestamped lines: one per record
 // as it is finished, and with -v one per step; no escape codes.
 func TestReconcileTerminal_PlainLogWhenNotATerminal(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	rtAsyncInstances(t, e, "db", "cache")
 
@@ -150,6 +152,7 @@ func TestReconcileTerminal_PlainLogWhenNotATerminal(t *testing.T) {
 // is due soon, then stops waiting: it ends in seconds, not at --max-duration, and names
 // the record, its next attempt and the last error.
 func TestReconcileTerminal_ByHandEndsInSecondsWhenARecordKeepsFailing(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpProvision, Action: broker.ActionRespond, Status: 500, Times: 1000})
 	assert.NilError(t, err)
@@ -184,6 +187,7 @@ func TestReconcileTerminal_ByHandEndsInSecondsWhenARecordKeepsFailing(t *testing
 // outcome be recorded, prints the summary with what was left and exits 130, without
 // "context canceled".
 func TestReconcileTerminal_CtrlCFinishesTheCallUnderWayAndExits130(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	rtAsyncInstances(t, e, "db", "cache")
 	// The first poll takes 4 s: Ctrl-C comes while it is under way.
@@ -236,6 +240,7 @@ func TestReconcileTerminal_CtrlCFinishesTheCallUnderWayAndExits130(t *testing.T)
 
 // A second Ctrl-C exits at once, even while a broker call is under way.
 func TestReconcileTerminal_SecondCtrlCExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	rtAsyncInstances(t, e, "db")
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpLastOperation, Action: broker.ActionDelay, Delay: broker.Duration(20 * time.Second)})
@@ -253,7 +258,7 @@ func TestReconcileTerminal_SecondCtrlCExitsAtOnce(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(slow(10 * time.Second)):
 		t.Fatalf("a second Ctrl-C did not exit at once; the terminal shows:\n%q", term.text())
 	}
 	assert.Equal(t, cmd.ProcessState.ExitCode(), 130)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,6 +93,27 @@ func recDeleteConfigMaps(t *testing.T, ns string, names ...string) {
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 }
 
+// recAwaitFinalizersHold waits until the namespace controller reports that the catalog's
+// finalizers are what keeps the terminating namespace ns from going.
+func recAwaitFinalizersHold(t *testing.T, ns string) {
+	t.Helper()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	var last *corev1.Namespace
+	instWaitFor(t, "the namespace controller to report the catalog's finalizers", 30*time.Second, func() bool {
+		nsObj, err := admin.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		assert.NilError(t, err)
+		last = nsObj
+		for _, c := range nsObj.Status.Conditions {
+			if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
+				return strings.Contains(c.Message, store.Finalizer)
+			}
+		}
+		return false
+	})
+	assert.Equal(t, last.Status.Phase, corev1.NamespaceTerminating)
+}
+
 func recAssertGone(t *testing.T, st *store.Store, ns string, names ...string) {
 	t.Helper()
 	for _, n := range names {
@@ -103,6 +125,7 @@ func recAssertGone(t *testing.T, st *store.Store, ns string, names ...string) {
 // (2) A plain "kubectl delete configmap" of an instance record: the finalizer holds it
 // until reconcile has deprovisioned it at the broker.
 func TestReconcile_PlainDeleteOfTheConfigMap_DeprovisionsAtTheBroker(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	recProvision(t, e.ns, "db")
 	recDeleteConfigMaps(t, e.ns, "db")
@@ -127,8 +150,9 @@ func TestReconcile_PlainDeleteOfTheConfigMap_DeprovisionsAtTheBroker(t *testing.
 }
 
 // (3) Deleting a namespace that holds instances: it stays Terminating until
-// "reconcile -A" has deprovisioned them at the broker, then the namespace goes.
+// a reconcile of the namespace has deprovisioned them at the broker, then the namespace goes.
 func TestReconcile_NamespaceDeletion_WaitsForDeprovisionThenFinishes(t *testing.T) {
+	t.Parallel()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	ctx := context.Background()
@@ -156,14 +180,10 @@ func TestReconcile_NamespaceDeletion_WaitsForDeprovisionThenFinishes(t *testing.
 		return true
 	})
 	// The finalizers hold the namespace.
-	time.Sleep(time.Second)
-	nsObj, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	assert.NilError(t, err)
-	assert.Equal(t, nsObj.Status.Phase, corev1.NamespaceTerminating)
+	recAwaitFinalizersHold(t, ns)
 	assert.Equal(t, len(b.Instances()), 2)
 
-	// Other tests' leftovers may show up in -A: only this namespace's lines matter.
-	sum, _ := recRun(t, ns, nil, withCatalog("-A", "--max-duration", "60s")...)
+	sum, _ := recRun(t, ns, nil, withCatalog("--max-duration", "60s")...)
 	for _, n := range []string{"db", "cache"} {
 		it, ok := recItem(sum, ns, n)
 		assert.Assert(t, ok, "%s: %+v", n, sum.Items)
@@ -179,6 +199,7 @@ func TestReconcile_NamespaceDeletion_WaitsForDeprovisionThenFinishes(t *testing.
 // (1) A broker down for a while, then back: the deprovision left pending backs off
 // visibly and reconcile finishes it once the broker answers again.
 func TestReconcile_BrokerDownThenBack_FinishesThePendingDeprovision(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	ids := recProvision(t, e.ns, "db")
 	// Down: every DELETE answers 503 for the next three requests.
@@ -223,6 +244,7 @@ func TestReconcile_BrokerDownThenBack_FinishesThePendingDeprovision(t *testing.T
 // (4) Two reconciles at once on the same pending records: the claims keep them from
 // sending a broker operation twice at once for one record; the end state is the same.
 func TestReconcile_TwoAtOnce_NeverDriveOneRecordConcurrently(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	names := []string{"a", "b", "c", "d"}
 	ids := recProvision(t, e.ns, names...)
@@ -264,6 +286,7 @@ func TestReconcile_TwoAtOnce_NeverDriveOneRecordConcurrently(t *testing.T) {
 // (5) and (6): --dry-run changes nothing; --shard i/n splits the records without overlap
 // and together covers all of them.
 func TestReconcile_DryRunChangesNothing_ShardsSplitAndCoverAll(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	var names []string
 	for i := range 6 {
@@ -329,7 +352,7 @@ func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBi
 		Namespace: ns, Name: name, Instance: inst, SecretName: name,
 	}))
 	assert.NilError(t, err)
-	dctx, cancel := context.WithTimeout(catalog.WithRunnersRights(ctx), time.Minute)
+	dctx, cancel := context.WithTimeout(catalog.WithRunnersRights(ctx), slow(time.Minute))
 	defer cancel()
 	res, err := eng.DriveBinding(dctx, ns, name, catalog.DriveOptions{})
 	assert.NilError(t, err)
@@ -364,6 +387,7 @@ func recAssertBindingGone(t *testing.T, ns, name string) {
 // A plain "kubectl delete configmap" of a binding record: the finalizer holds it until
 // reconcile has deleted its Secret and unbound it at the broker.
 func TestReconcile_PlainDeleteOfABindingConfigMap_UnbindsAtTheBroker(t *testing.T) {
+	t.Parallel()
 	e := instSetupCatalog(t, nil)
 	recProvision(t, e.ns, "db")
 	b := recBind(t, e.ns, "catalog-system", "db", "app")
@@ -398,8 +422,9 @@ func recProvisionedID(t *testing.T, st *store.Store, ns, name string) string {
 }
 
 // Deleting a namespace that holds an instance and a binding of it: it stays
-// Terminating until one "reconcile -A" has unbound, then deprovisioned, at the broker.
+// Terminating until one reconcile of the namespace has unbound, then deprovisioned, at the broker.
 func TestReconcile_NamespaceDeletionWithABinding_UnbindsThenDeprovisions(t *testing.T) {
+	t.Parallel()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	ctx := context.Background()
@@ -424,13 +449,10 @@ func TestReconcile_NamespaceDeletionWithABinding_UnbindsThenDeprovisions(t *test
 		bnd, err := st.Bindings().Get(ctx, ns, "app")
 		return err == nil && bnd.DeletionTimestamp != nil
 	})
-	time.Sleep(time.Second)
-	nsObj, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	assert.NilError(t, err)
-	assert.Equal(t, nsObj.Status.Phase, corev1.NamespaceTerminating, "the finalizers hold the namespace")
+	recAwaitFinalizersHold(t, ns)
 	assert.Equal(t, len(b.Bindings()), 1, "nothing told the broker yet")
 
-	sum, _ := recRun(t, ns, nil, withCatalog("-A", "--max-duration", "60s", "--interval", "200ms")...)
+	sum, _ := recRun(t, ns, nil, withCatalog("--max-duration", "60s", "--interval", "200ms")...)
 	for _, kind := range []string{v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding} {
 		name := map[string]string{v1alpha1.KindServiceInstance: "db", v1alpha1.KindServiceBinding: "app"}[kind]
 		it, ok := recKindItem(sum, kind, ns, name)

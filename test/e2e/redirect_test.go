@@ -64,6 +64,7 @@ func TestDeprovision_RedirectedDelete_KeepsTheRecordUntilTheBrokerConfirms(t *te
 // (here it provisioned before redirecting, or not at all), so it is deprovisioned
 // (orphan mitigation, without the user's identity) and provisioned again.
 func TestProvision_RedirectedPut_IsMitigatedNotTakenForSuccess(t *testing.T) {
+	t.Parallel()
 	for _, when := range []broker.When{broker.Before, broker.After} {
 		t.Run("redirected "+string(when)+" the broker acted", func(t *testing.T) {
 			t.Parallel()

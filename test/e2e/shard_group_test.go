@@ -161,6 +161,7 @@ func sgReady(t *testing.T, st *store.Store, ns string, names []string) (ready in
 // (the lease duration, plus what is left of the claims it held, plus the work itself).
 // The two that are left stop on SIGTERM and delete their Leases.
 func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: time.Second, RetryAfter: -1})
 	ns, catalogNS := cp.NewNamespace(t), cp.NewNamespace(t)
@@ -269,7 +270,7 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 		select {
 		case err := <-rep.exited:
 			assert.NilError(t, err, "replica %s after SIGTERM", rep.id)
-		case <-time.After(30 * time.Second):
+		case <-time.After(slow(30 * time.Second)):
 			t.Fatalf("replica %s still running 30s after SIGTERM", rep.id)
 		}
 	}

@@ -31,6 +31,7 @@ func sharingAlice(t *testing.T, e *trustEnv, args ...string) result {
 // commands may not); alice's unshare removes bob's binding (Secret and broker binding);
 // a shared instance is not deprovisioned; bad input changes nothing.
 func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
+	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
 	e := trustSetup(t)
 	ctx := context.Background()
 	for _, args := range [][]string{

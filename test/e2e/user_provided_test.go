@@ -26,6 +26,7 @@ const (
 // namespace and one in a namespace it is shared with, a change of the credentials reaches
 // both, and nothing of them is ever in a ConfigMap or in the output.
 func TestUserProvided_ProvisionBindShareUpdateDeprovision(t *testing.T) {
+	t.Parallel()
 	nsA, nsB := cp.NewNamespace(t), cp.NewNamespace(t)
 	admin := limitsAdmin(t)
 	ctx := context.Background()
@@ -168,7 +169,7 @@ func TestUserProvided_CredentialsKeys_AskedWithoutEcho(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.NilError(t, err, "the CLI failed; the terminal shows:\n%q", term.text())
-	case <-time.After(60 * time.Second):
+	case <-time.After(slow(60 * time.Second)):
 		t.Fatalf("the CLI did not finish; the terminal shows:\n%q", term.text())
 	}
 	instWaitFor(t, "the terminal to show the result", 10*time.Second, func() bool {

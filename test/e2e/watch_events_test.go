@@ -69,7 +69,7 @@ func (s *streamed) waitOutput(t *testing.T, what string, ok func(string) bool, t
 			return poll.Success()
 		}
 		return poll.Continue("waiting for %s; output so far:\n%s", what, s.Stdout())
-	}, poll.WithTimeout(timeout), poll.WithDelay(50*time.Millisecond))
+	}, poll.WithTimeout(slow(timeout)), poll.WithDelay(50*time.Millisecond))
 }
 
 // interrupt sends SIGINT (Ctrl-C) and returns the exit code.
@@ -83,7 +83,7 @@ func (s *streamed) interrupt(t *testing.T) int {
 		}
 		assert.NilError(t, err)
 		return 0
-	case <-time.After(20 * time.Second):
+	case <-time.After(slow(20 * time.Second)):
 		t.Fatalf("the command did not end after SIGINT; stderr:\n%s", s.stderr.String())
 	}
 	return -1
@@ -103,6 +103,7 @@ func rowsOf(out, name string) []string {
 // get instances -w prints the rows of an instance provisioned asynchronously by another
 // process as it goes from Provisioning to Ready, then ends on Ctrl-C with exit code 0.
 func TestWatchEvents_GetInstancesWatchShowsProvisioningThenReady(t *testing.T) {
+	t.Parallel()
 	ns, b, _ := instSetup(t)
 	b.SetAsyncDelay(4 * time.Second)
 
@@ -181,6 +182,7 @@ func noCredentialIn(t *testing.T, b *broker.Broker, ns, text string) {
 // OrphanMitigationStarted and OrphanMitigationFinished; no Event holds a credential;
 // describe shows them in its Events section.
 func TestWatchEvents_FailedBindAndOrphanMitigationLeaveEvents(t *testing.T) {
+	t.Parallel()
 	ns, b, _ := instSetup(t)
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-p", "storage_gb=5")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -214,7 +216,7 @@ func TestWatchEvents_FailedBindAndOrphanMitigationLeaveEvents(t *testing.T) {
 			}
 		}
 		return poll.Success()
-	}, poll.WithTimeout(60*time.Second), poll.WithDelay(500*time.Millisecond))
+	}, poll.WithTimeout(slow(60*time.Second)), poll.WithDelay(500*time.Millisecond))
 	evs = eventsOf(t, ns, "catalog-binding.app")
 	assert.Assert(t, !strings.Contains(evs, "OrphanMitigationFailed"), evs)
 
@@ -233,6 +235,7 @@ func TestWatchEvents_FailedBindAndOrphanMitigationLeaveEvents(t *testing.T) {
 // describe instance ends with the instance's Events, newest last; a user who may not
 // list events is told so and still gets the rest.
 func TestWatchEvents_DescribeInstanceShowsEvents(t *testing.T) {
+	t.Parallel()
 	ns, _, _ := instSetup(t)
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-p", "storage_gb=5")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// SlowEnv scales every timeout the tests wait with (not how long they wait: they wait
+// for conditions, and return as soon as those hold). Set it on a loaded or slow
+// machine, e.g. E2E_SLOW=3.
+const SlowEnv = "E2E_SLOW"
+
+var slowFactor = sync.OnceValue(func() float64 {
+	f, err := strconv.ParseFloat(os.Getenv(SlowEnv), 64)
+	if err != nil || f < 1 {
+		return 1
+	}
+	return f
+})
+
+// slow is a timeout scaled by E2E_SLOW.
+func slow(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * slowFactor())
+}
+
+// commandTimeout bounds one command line a test runs.
+const commandTimeout = 2 * time.Minute
+
+// result is the outcome of one command line.
+type result struct {
+	Stdout, Stderr string
+	ExitCode       int
+}
+
+// kubectl runs the real kubectl as user, with the plugin under test on PATH.
+func kubectl(t *testing.T, user string, args ...string) result {
+	t.Helper()
+	return runCommand(t, cp.Binaries.Kubectl, user, args...)
+}
+
+// runCommand runs bin as user, with the plugin under test on PATH.
+func runCommand(t *testing.T, bin, user string, args ...string) result {
+	t.Helper()
+	return runWith(t, environ(t, user), bin, args...)
+}
+
+// instCatalog runs "kubectl catalog -n NS ARGS..." as the admin.
+func instCatalog(t *testing.T, ns string, args ...string) result {
+	t.Helper()
+	return kubectl(t, controlplane.AdminUser, append([]string{"catalog", "-n", ns}, args...)...)
+}
+
+// instRun runs "kubectl catalog -n NS ARGS..." as the admin with extra environment.
+func instRun(t *testing.T, ns string, env []string, args ...string) result {
+	t.Helper()
+	return runWith(t, append(instEnviron(t), env...), cp.Binaries.Kubectl, append([]string{"catalog", "-n", ns}, args...)...)
+}
+
+// runWith runs bin with args in the environment env and returns what it printed and
+// its exit code; a command that cannot start, or runs past commandTimeout, fails the
+// test.
+func runWith(t *testing.T, env []string, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), slow(commandTimeout))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		res.ExitCode = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %s %s: %v", filepath.Base(bin), strings.Join(args, " "), err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s ran for more than %s", filepath.Base(bin), strings.Join(args, " "), slow(commandTimeout))
+	}
+	t.Logf("$ %s %s (exit %d)\n%s%s", filepath.Base(bin), strings.Join(args, " "), res.ExitCode, res.Stdout, res.Stderr)
+	return res
+}
+
+// environ is the environment a command runs in as user: the plugin under test first on
+// PATH, then kubectl, and the user's kubeconfig.
+func environ(t *testing.T, user string) []string {
+	return append(os.Environ(),
+		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+cp.Kubeconfig(user),
+		"HOME="+t.TempDir(),
+	)
+}
+
+// instEnviron is the admin's environment (see environ).
+func instEnviron(t *testing.T) []string {
+	return environ(t, controlplane.AdminUser)
+}
+
+// instWaitFor waits until cond holds, failing the test after timeout (scaled by
+// E2E_SLOW).
+func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(slow(timeout))
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (%s)", what, slow(timeout))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
