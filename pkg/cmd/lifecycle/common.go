@@ -105,7 +105,7 @@ func DriveRecord(ctx context.Context, streams cmdutil.IOStreams, d Driven, names
 	switch {
 	case err == nil:
 		return res, nil
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case ctx.Err() == nil && waitRanOut(dctx, err):
 		return res, &cmdutil.TimeoutError{
 			What: fmt.Sprintf("waiting for %s %q to %s (%s)", d.Kind, name, verb, res.Message),
 			Hint: "the operation goes on: " + hint + d.Again,
@@ -114,6 +114,18 @@ func DriveRecord(ctx context.Context, streams cmdutil.IOStreams, d Driven, names
 		return res, fmt.Errorf("interrupted: %s %q is left pending: %s: %w", d.Kind, name, hint, ctx.Err())
 	}
 	return res, err
+}
+
+// waitRanOut says whether err ended a wait because its --timeout ran out: the drive says
+// so, the wait's context has expired, or a request refused to start so close to the
+// deadline that it could not finish in time (client-go's rate limiter then says "would
+// exceed context deadline", wrapping nothing).
+func waitRanOut(dctx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	_, bounded := dctx.Deadline()
+	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // Progress prints what the engine reports while it drives a record (an instance or a

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +33,23 @@ func TestDriveRecord_ExitCodes(t *testing.T) {
 		_, err := DriveRecord(context.Background(), streams, blocked, "dev", "db", "bind", WaitFlags{Wait: true, Timeout: 50 * time.Millisecond})
 		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitTimeout, "%v", err)
 		assert.Check(t, is.ErrorContains(err, `waiting for binding "db" to bind (the broker is binding): the operation goes on`))
+	})
+	t.Run("a request refused at the deadline", func(t *testing.T) {
+		// client-go's rate limiter refuses a request that could not start before the
+		// wait's deadline, with an error that wraps no context error.
+		refused := blocked
+		refused.Drive = func(ctx context.Context, _, _ string, _ catalog.DriveOptions) (catalog.Result, error) {
+			return catalog.Result{Message: "the broker is binding"},
+				fmt.Errorf("cannot get service binding \"db\": client rate limiter Wait returned an error: %w",
+					errors.New("rate: Wait(n=1) would exceed context deadline"))
+		}
+		_, err := DriveRecord(context.Background(), streams, refused, "dev", "db", "bind", WaitFlags{Wait: true, Timeout: time.Minute})
+		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitTimeout, "%v", err)
+		assert.Check(t, is.ErrorContains(err, "the operation goes on"))
+
+		// Without --timeout, the same words are an error like any other.
+		_, err = DriveRecord(context.Background(), streams, refused, "dev", "db", "bind", WaitFlags{Wait: true})
+		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitError, "%v", err)
 	})
 	t.Run("interrupt", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
