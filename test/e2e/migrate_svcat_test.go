@@ -13,8 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
