@@ -22,6 +22,9 @@ LDFLAGS := -s -w \
 	-X $(MODULE)/pkg/version.defaultRegistry=$(REGISTRY)
 # The repository's URL: the image's org.opencontainers.image.source label.
 SOURCE_URL ?= https://github.com/kubectl-catalog/kubectl-catalog
+# The platforms make image builds, comma-separated (linux/amd64, linux/arm64 or both);
+# empty: both.
+IMAGE_PLATFORMS ?=
 PREFIX ?= $(HOME)/.local
 CLUSTER_DIR ?= .cluster
 # A count, not a duration: a duration-based -fuzztime can end in a spurious "context
@@ -53,11 +56,12 @@ completions: build ## Regenerate the shell completion scripts in completions/
 	chmod +x completions/kubectl_complete-catalog
 
 .PHONY: image
-image: ## Build the container image (linux/amd64, linux/arm64) and push it to REGISTRY/kubectl-catalog:VERSION, offline
+image: ## Build the container image (linux/amd64 and linux/arm64, or IMAGE_PLATFORMS) and push it to REGISTRY/kubectl-catalog:VERSION, offline
 	@[ -n "$(REGISTRY)" ] || { echo "make image needs REGISTRY=HOST[:PORT][/PATH], the registry to push to"; exit 2; }
 	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/catalog-image ./image
 	$(BIN_DIR)/catalog-image build --dir $(CURDIR) --repo $(REGISTRY)/kubectl-catalog --tag $(VERSION) \
-		--version $(VERSION) --revision $(COMMIT) --source $(SOURCE_URL) --ldflags "$(LDFLAGS)"
+		--version $(VERSION) --revision $(COMMIT) --source $(SOURCE_URL) --ldflags "$(LDFLAGS)" \
+		$(if $(IMAGE_PLATFORMS),--platforms $(IMAGE_PLATFORMS))
 
 # The release tools, built from test/tools/release and test/tools/krew; rebuilt only when
 # their modules change (the Go build cache makes a rebuild quick anyway).
