@@ -22,6 +22,9 @@ LDFLAGS := -s -w \
 	-X $(MODULE)/pkg/version.defaultRegistry=$(REGISTRY)
 # The repository's URL: the image's org.opencontainers.image.source label.
 SOURCE_URL ?= https://github.com/kubectl-catalog/kubectl-catalog
+# The platforms make image builds, comma-separated (linux/amd64, linux/arm64 or both);
+# empty: both.
+IMAGE_PLATFORMS ?=
 PREFIX ?= $(HOME)/.local
 CLUSTER_DIR ?= .cluster
 # A count, not a duration: a duration-based -fuzztime can end in a spurious "context
@@ -53,11 +56,12 @@ completions: build ## Regenerate the shell completion scripts in completions/
 	chmod +x completions/kubectl_complete-catalog
 
 .PHONY: image
-image: ## Build the container image (linux/amd64, linux/arm64) and push it to REGISTRY/kubectl-catalog:VERSION, offline
+image: ## Build the container image (linux/amd64 and linux/arm64, or IMAGE_PLATFORMS) and push it to REGISTRY/kubectl-catalog:VERSION, offline
 	@[ -n "$(REGISTRY)" ] || { echo "make image needs REGISTRY=HOST[:PORT][/PATH], the registry to push to"; exit 2; }
 	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/catalog-image ./image
 	$(BIN_DIR)/catalog-image build --dir $(CURDIR) --repo $(REGISTRY)/kubectl-catalog --tag $(VERSION) \
-		--version $(VERSION) --revision $(COMMIT) --source $(SOURCE_URL) --ldflags "$(LDFLAGS)"
+		--version $(VERSION) --revision $(COMMIT) --source $(SOURCE_URL) --ldflags "$(LDFLAGS)" \
+		$(if $(IMAGE_PLATFORMS),--platforms $(IMAGE_PLATFORMS))
 
 # The release tools, built from test/tools/release and test/tools/krew; rebuilt only when
 # their modules change (the Go build cache makes a rebuild quick anyway).
@@ -68,27 +72,39 @@ $(BIN_DIR)/krew $(BIN_DIR)/validate-krew-manifest: test/tools/krew/go.mod test/t
 	$(GO) -C test/tools/krew build -o $(CURDIR)/$(BIN_DIR)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 .PHONY: dist
-dist: $(BIN_DIR)/goreleaser ## Build release archives and the krew manifest with goreleaser (a local snapshot; no image)
+dist: $(BIN_DIR)/goreleaser ## Build the release archives of every platform and the krew manifest with goreleaser (a local snapshot; no image)
 	$(BIN_DIR)/goreleaser release --snapshot --clean --skip=publish,ko
 
 .PHONY: release
-release: $(BIN_DIR)/goreleaser ## Publish a tagged release with goreleaser: archives, krew manifest, and the image to REGISTRY
+release: $(BIN_DIR)/goreleaser ## Run release-check, then publish a tagged release with goreleaser: archives, krew manifest, and the image to REGISTRY
 	@[ -n "$(REGISTRY)" ] || { echo "make release needs REGISTRY=HOST[:PORT][/PATH], where the image goes"; exit 2; }
+	$(MAKE) --no-print-directory release-check
 	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/catalog-image ./image
 	REGISTRY=$(REGISTRY) KO_DOCKER_REPO=$(REGISTRY)/kubectl-catalog \
 		$(BIN_DIR)/catalog-image serve-base -- $(BIN_DIR)/goreleaser release --clean
 
-.PHONY: krew-validate
-krew-validate: dist $(BIN_DIR)/krew ## Validate the krew manifest goreleaser generated, install it with krew, run it through kubectl
-	$(BIN_DIR)/validate-krew-manifest -manifest dist/krew/catalog.yaml -skip-install
-	@if unzip -l dist/kubectl-catalog_*_windows_amd64.zip | grep -q kubectl_complete-catalog; then \
-		echo "the Windows archive has the kubectl completion helper (a shell script)"; exit 1; fi
-	root=$$(mktemp -d); trap 'rm -rf $$root' EXIT; \
-	archive=$$(ls dist/kubectl-catalog_*_$$($(GO) env GOOS)_$$($(GO) env GOARCH).tar.gz); \
-	KREW_ROOT=$$root $(BIN_DIR)/krew install --manifest dist/krew/catalog.yaml --archive $$archive; \
+# The krew check of the goreleaser snapshot in the directory $$dist (a shell variable):
+# krew's validator on its manifest, then this machine's archive installed with krew into
+# the throw-away krew root $$root and run through the real kubectl.
+KREW_CHECK = $(BIN_DIR)/validate-krew-manifest -manifest $$dist/krew/catalog.yaml -skip-install; \
+	archive=$$(ls $$dist/kubectl-catalog_*_$$($(GO) env GOOS)_$$($(GO) env GOARCH).tar.gz); \
+	KREW_ROOT=$$root $(BIN_DIR)/krew install --manifest $$dist/krew/catalog.yaml --archive $$archive; \
 	kubectl=$$($(GO) run ./test/cmd/tools | tail -n 1); \
 	PATH=$$root/bin:/usr/bin:/bin $$kubectl catalog version --client
+
+.PHONY: krew-validate
+krew-validate: dist $(BIN_DIR)/krew ## Validate the krew manifest of make dist, check the Windows archive, install this machine's archive with krew, run it through kubectl
+	@if unzip -l dist/kubectl-catalog_*_windows_amd64.zip | grep -q kubectl_complete-catalog; then \
+		echo "the Windows archive has the kubectl completion helper (a shell script)"; exit 1; fi
+	dist=dist; root=$$(mktemp -d); trap 'rm -rf $$root' EXIT; \
+	$(KREW_CHECK)
 	@ls -l dist/*.tar.gz dist/*.zip | awk '{ printf "%8.1f MiB  %s\n", $$5 / 1048576, $$9 }'
+
+.PHONY: release-check
+release-check: $(BIN_DIR)/goreleaser ## Check the whole release without publishing: goreleaser check, the image for both platforms, make dist (every platform), krew-validate
+	$(BIN_DIR)/goreleaser check
+	$(GO) -C test/tools/release test -count=1 -timeout 30m ./image/... ./hostconfig/...
+	$(MAKE) --no-print-directory krew-validate
 
 ##@ Test
 
@@ -105,10 +121,17 @@ golden: ## Regenerate the golden files (--help of every command, error output, t
 		awk '/gotest.tools\/v3\/golden/ { print $$1 }') -update
 
 .PHONY: test-release
-test-release: $(BIN_DIR)/goreleaser ## The release: goreleaser check, the image (make image into an in-process registry), the krew install
+test-release: $(BIN_DIR)/goreleaser $(BIN_DIR)/krew ## Quick release checks, this machine's platform only: goreleaser check, the image, the archive and krew manifest (validated, installed with krew, run through kubectl)
 	$(BIN_DIR)/goreleaser check
-	$(GO) -C test/tools/release test -count=1 -timeout 30m ./image/...
-	$(MAKE) --no-print-directory krew-validate
+	$(GO) -C test/tools/release test -count=1 ./hostconfig/...
+	$(GO) -C test/tools/release test -count=1 -timeout 30m ./image/... -args -host-platform
+	$(GO) -C test/tools/release build -o $(CURDIR)/$(BIN_DIR)/goreleaser-host-config ./hostconfig
+	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(BIN_DIR)/goreleaser-host-config --config .goreleaser.yaml --dist $$tmp/dist \
+		--goos $$($(GO) env GOOS) --goarch $$($(GO) env GOARCH) > $$tmp/goreleaser.yaml; \
+	$(BIN_DIR)/goreleaser release --snapshot --clean --skip=publish,ko --config $$tmp/goreleaser.yaml; \
+	dist=$$tmp/dist; root=$$tmp/krew; mkdir $$root; \
+	$(KREW_CHECK)
 
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for FUZZTIME executions (default 10000x)

@@ -2,7 +2,7 @@
 // engine and without reaching any public registry, for "make image" and for
 // the release.
 //
-//	image build --dir REPO --repo REGISTRY/kubectl-catalog --tag VERSION [--version V --revision SHA --source URL] [--ldflags FLAGS]
+//	image build --dir REPO --repo REGISTRY/kubectl-catalog --tag VERSION [--version V --revision SHA --source URL] [--ldflags FLAGS] [--platforms P,...]
 //	image base  (--push REF | --oci-layout DIR)
 //	image serve-base [--listen 127.0.0.1:5151] -- COMMAND [ARG...]
 //
@@ -15,8 +15,9 @@
 //
 // "build" gives that base to ko, used as a library (ko's own resolution of a
 // base image would go to a registry), which builds the static binary for
-// every platform, adds it as a layer at /ko-app/kubectl-catalog, makes it the
-// entrypoint, runs it as 65532 and pushes the index to --repo:--tag.
+// every platform (or those of --platforms), adds it as a layer at
+// /ko-app/kubectl-catalog, makes it the entrypoint, runs it as 65532 and
+// pushes the index to --repo:--tag.
 //
 // "serve-base" is for goreleaser's kos, which takes its base image from a
 // registry: it serves the same base from an in-process registry on the
@@ -39,6 +40,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -103,7 +105,7 @@ func main() {
 }
 
 const usage = `usage:
-  image build --dir REPO --repo REGISTRY/kubectl-catalog --tag VERSION [--version V] [--revision SHA] [--source URL] [--ldflags FLAGS]
+  image build --dir REPO --repo REGISTRY/kubectl-catalog --tag VERSION [--version V] [--revision SHA] [--source URL] [--ldflags FLAGS] [--platforms P,...]
   image base (--push REF | --oci-layout DIR)
   image serve-base [--listen ADDR] -- COMMAND [ARG...]`
 
@@ -134,6 +136,8 @@ type BuildOptions struct {
 	Version, Revision, Source string
 	// Ldflags are passed to go build (the version stamps).
 	Ldflags string
+	// Platforms are those to build, some of Platforms; empty means all.
+	Platforms []string
 }
 
 func runBuild(ctx context.Context, args []string, out io.Writer) error {
@@ -146,8 +150,12 @@ func runBuild(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.Revision, "revision", "", "org.opencontainers.image.revision: the commit")
 	fs.StringVar(&o.Source, "source", "", "org.opencontainers.image.source: the repository's URL")
 	fs.StringVar(&o.Ldflags, "ldflags", "", "go build -ldflags")
+	platforms := fs.String("platforms", "", "the platforms to build, comma-separated (default: all, "+strings.Join(Platforms, ",")+")")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *platforms != "" {
+		o.Platforms = strings.Split(*platforms, ",")
 	}
 	if o.Repo == "" || o.Tag == "" {
 		return fmt.Errorf("build needs --repo and --tag\n%s", usage)
@@ -160,11 +168,20 @@ func runBuild(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// Build builds the image for every platform with ko on the base of Base,
-// pushes it as an index to o.Repo:o.Tag and returns its reference by digest.
+// Build builds the image for every platform (those of o.Platforms if any)
+// with ko on the base of Base, pushes it as an index to o.Repo:o.Tag and
+// returns its reference by digest.
 func Build(ctx context.Context, o BuildOptions) (name.Reference, error) {
 	if o.Version == "" {
 		o.Version = o.Tag
+	}
+	if len(o.Platforms) == 0 {
+		o.Platforms = Platforms
+	}
+	for _, p := range o.Platforms {
+		if !slices.Contains(Platforms, p) {
+			return nil, fmt.Errorf("platform %q: the image is for %s", p, strings.Join(Platforms, ", "))
+		}
 	}
 	repo, err := name.NewRepository(o.Repo)
 	if err != nil {
@@ -183,7 +200,7 @@ func Build(ctx context.Context, o BuildOptions) (name.Reference, error) {
 		return nil, err
 	}
 	opts := []build.Option{
-		build.WithPlatforms(Platforms...),
+		build.WithPlatforms(o.Platforms...),
 		build.WithBaseImages(func(context.Context, string) (name.Reference, build.Result, error) {
 			return baseRef, base, nil
 		}),
@@ -208,6 +225,13 @@ func Build(ctx context.Context, o BuildOptions) (name.Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ko build: %w", err)
 	}
+	// For one platform ko makes an image, not an index: push an index of
+	// that image, the same shape as for every platform.
+	if img, ok := res.(v1.Image); ok {
+		if res, err = indexOf(img); err != nil {
+			return nil, err
+		}
+	}
 	pub, err := publish.NewDefault(repo.String(),
 		publish.WithTags([]string{o.Tag}),
 		publish.WithNamer(func(base, _ string) string { return base }),
@@ -223,6 +247,22 @@ func Build(ctx context.Context, o BuildOptions) (name.Reference, error) {
 		return nil, fmt.Errorf("pushing to %s: %w", repo, err)
 	}
 	return ref, pub.Close()
+}
+
+// indexOf returns an index of the one image img.
+func indexOf(img v1.Image) (v1.ImageIndex, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{
+		Add:        img,
+		Descriptor: v1.Descriptor{MediaType: mt, Platform: &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}},
+	}), nil
 }
 
 // Labels are the image's labels. Empty values are left out.
