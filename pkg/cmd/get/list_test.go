@@ -124,3 +124,25 @@ func TestGet_SortByAFieldNoRecordHasIsAUsageError(t *testing.T) {
 	assert.Equal(t, code, cmdutil.ExitUsage, errOut)
 	assert.Assert(t, is.Contains(errOut, `--sort-by ".spec.planExternalNam": no record has this field`))
 }
+
+func TestGet_ClassOrPlanNamingNothingFailsWithTheMarketplaceMessage(t *testing.T) {
+	c, now := listCluster(t)
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"get", "classes", "postgress"}, `error: class "postgress" not found in the marketplace of namespace "dev"; did you mean "postgres"?`},
+		{[]string{"get", "plans", "-c", "postgress"}, `error: class "postgress" not found in the marketplace of namespace "dev"; did you mean "postgres"?`},
+		{[]string{"get", "plans", "postgres/smal"}, `error: plan "postgres/smal" of class "postgres" not found in the marketplace of namespace "dev"; did you mean "postgres/small"?`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, code := run(t, c, now, tc.args...)
+			assert.Equal(t, code, cmdutil.ExitError, errOut)
+			assert.Equal(t, out, "")
+			assert.Assert(t, is.Contains(errOut, tc.wantErr))
+		})
+	}
+	out, errOut, code := run(t, c, now, "get", "classes", storetest.BrokerName+"/postgres", "-o", "name")
+	assert.Equal(t, code, cmdutil.ExitOK, errOut)
+	assert.Assert(t, out != "")
+}
