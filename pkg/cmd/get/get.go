@@ -5,6 +5,7 @@ package get
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -176,14 +177,31 @@ func matchName(names []string, candidates ...string) bool {
 func missing(kind string, names []string, found map[string]bool, known []string) error {
 	for _, n := range names {
 		if !found[n] {
-			msg := fmt.Sprintf("%s %q not found", kind, n)
-			if s := marketplace.Suggest(n, known); len(s) > 0 {
-				msg += fmt.Sprintf("; did you mean %q?", s[0])
-			}
-			return &catalogcmd.NotFoundError{Msg: msg}
+			return notFound(kind, n, known)
 		}
 	}
 	return nil
+}
+
+// allMissing returns an error naming, one a line, every name that matched nothing: get
+// prints what it found and fails for the rest, as kubectl get does.
+func allMissing(kind string, names []string, found map[string]bool, known []string) error {
+	var errs []error
+	for _, n := range names {
+		if !found[n] {
+			errs = append(errs, notFound(kind, n, known))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notFound is a name that matched nothing, with the closest of known as a suggestion.
+func notFound(kind, name string, known []string) error {
+	msg := fmt.Sprintf("%s %q not found", kind, name)
+	if s := marketplace.Suggest(name, known); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return &catalogcmd.NotFoundError{Msg: msg}
 }
 
 // lookupNamespace is the namespace names are looked up from, "" for every namespace.
