@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -475,7 +476,13 @@ func (m *Migrator) resolve(ctx context.Context, u *unstructured.Unstructured) (*
 		return nil, fmt.Sprintf("class %s is not offered by %s: check the broker's catalog (\"kubectl catalog get classes\")", classRef, where)
 	}
 	if len(found) > 1 {
-		return nil, fmt.Sprintf("class %s is offered by more than one broker (%s, %s): its old class object, which would say which, is gone", classRef, found[0].Spec.BrokerName, found[1].Spec.BrokerName)
+		name := classRef.externalName
+		if name == "" {
+			name = classRef.externalID
+		}
+		e := marketplace.AmbiguousClass(name, brokerNS, found)
+		e.Next = "its old class object, which would say which, is gone"
+		return nil, e.Error()
 	}
 	c := found[0]
 	if why := m.brokers[brokerKey(scope, ns, c.Spec.BrokerName)]; why != "" {

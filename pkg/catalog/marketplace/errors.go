@@ -37,6 +37,9 @@ type Error struct {
 	// qualified names (BROKER/CLASS) to choose from, for ReasonAmbiguous.
 	Suggestions []string
 	Candidates  []string
+	// Next replaces what an ambiguous error tells the user to do (name one of the
+	// candidates as BROKER/CLASS), for names the user did not type.
+	Next string
 }
 
 func (e *Error) Error() string {
@@ -46,17 +49,23 @@ func (e *Error) Error() string {
 	}
 	switch e.Reason {
 	case ReasonNotFound:
-		msg := fmt.Sprintf("%s not found in the marketplace of namespace %q", what, e.Namespace)
+		msg := fmt.Sprintf("%s not found %s", what, e.where("in the marketplace of namespace %q"))
 		if len(e.Suggestions) > 0 {
 			msg += fmt.Sprintf("; did you mean %s?", quoteJoin(e.Suggestions))
 		}
-		if e.Kind == "plan" {
+		switch {
+		case e.Kind == "plan" && e.Class != "":
 			return msg + fmt.Sprintf(` (run "kubectl catalog get plans -c %s" to list them)`, e.Class)
+		case e.Kind == "plan":
+			return msg + ` (run "kubectl catalog get plans" to list them)`
 		}
 		return msg + ` (run "kubectl catalog marketplace" to list what is offered)`
 	case ReasonAmbiguous:
-		return fmt.Sprintf("%s is offered by several brokers in namespace %q: name one of %s",
-			what, e.Namespace, quoteJoin(e.Candidates))
+		if e.Next != "" {
+			return fmt.Sprintf("%s is offered by several brokers %s: %s; %s", what, e.where("in namespace %q"), quoteJoin(e.Candidates), e.Next)
+		}
+		return fmt.Sprintf("%s is offered by several brokers %s: name one of %s (BROKER/CLASS)",
+			what, e.where("in namespace %q"), quoteJoin(e.Candidates))
 	case ReasonRemoved:
 		return fmt.Sprintf("%s is no longer offered by broker %q: choose another one (kubectl catalog marketplace), or run \"kubectl catalog sync broker %s\" if the broker offers it again",
 			what, e.Broker, e.Broker)
@@ -65,6 +74,15 @@ func (e *Error) Error() string {
 			what, e.Namespace, e.qualified(), e.Namespace)
 	}
 	return what + ": " + string(e.Reason)
+}
+
+// where says where the name was looked up: format (with the namespace), or every
+// namespace.
+func (e *Error) where(format string) string {
+	if e.Namespace == "" {
+		return "in any namespace"
+	}
+	return fmt.Sprintf(format, e.Namespace)
 }
 
 func (e *Error) qualified() string {

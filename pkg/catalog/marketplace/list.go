@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -16,7 +17,7 @@ import (
 type Filter struct {
 	// Broker is a broker's record name.
 	Broker string
-	// Class is a class's external name.
+	// Class is a class as MatchClasses takes it.
 	Class string
 	// IncludeRemoved keeps classes and plans the broker no longer offers.
 	IncludeRemoved bool
@@ -49,14 +50,29 @@ type Offering struct {
 func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts ...Option) ([]Offering, error) {
 	cfg := newConfig(opts)
 	sf := store.Filter{Broker: f.Broker, Class: f.Class, Selector: f.Selector}
-	var classes []*v1alpha1.ServiceClass
-	var listErr error
-	if f.AllNamespaces {
-		classes, listErr = st.Classes().List(ctx, "", sf)
-		sortClasses(classes)
-		slices.SortStableFunc(classes, func(a, b *v1alpha1.ServiceClass) int { return cmp.Compare(a.Namespace, b.Namespace) })
-	} else {
-		classes, listErr = listClasses(ctx, st, cfg, namespace, sf)
+	if b, n, ok := strings.Cut(f.Class, "/"); ok {
+		sf.Class = n
+		if sf.Broker == "" {
+			sf.Broker = b
+		}
+	}
+	list := func(sf store.Filter) ([]*v1alpha1.ServiceClass, error) {
+		if f.AllNamespaces {
+			classes, err := st.Classes().List(ctx, "", sf)
+			sortClasses(classes)
+			slices.SortStableFunc(classes, func(a, b *v1alpha1.ServiceClass) int { return cmp.Compare(a.Namespace, b.Namespace) })
+			return classes, err
+		}
+		return listClasses(ctx, st, cfg, namespace, sf)
+	}
+	classes, listErr := list(sf)
+	if f.Class != "" {
+		// The label selects by external name; an id or record name needs the full list.
+		if classes = MatchClasses(classes, f.Class); len(classes) == 0 && listErr == nil {
+			sf.Class = ""
+			classes, listErr = list(sf)
+			classes = MatchClasses(classes, f.Class)
+		}
 	}
 	if listErr != nil && len(classes) == 0 {
 		return nil, listErr

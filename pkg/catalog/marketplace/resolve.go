@@ -63,6 +63,8 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 	if err != nil && len(matches) == 0 {
 		return nil, err
 	}
+	// The label selects by external name; MatchClasses keeps the exact matches.
+	matches = MatchClasses(matches, className)
 	var all []*v1alpha1.ServiceClass
 	if len(matches) == 0 {
 		// Not an external name: an id or record name, or a typo. One unfiltered list
@@ -71,11 +73,7 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 		if err != nil && len(all) == 0 {
 			return nil, err
 		}
-		for _, c := range all {
-			if c.Spec.ID == name || c.Name == name || c.Name == className {
-				matches = append(matches, c)
-			}
-		}
+		matches = MatchClasses(all, className)
 	}
 	rules, err := LoadRules(ctx, st, opts...)
 	if err != nil {
@@ -96,11 +94,7 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 	cerr := &Error{Kind: "class", Name: className, Namespace: namespace}
 	switch {
 	case len(usable) > 1:
-		cerr.Reason = ReasonAmbiguous
-		for _, c := range usable {
-			cerr.Candidates = append(cerr.Candidates, c.Spec.BrokerName+"/"+c.Spec.ExternalName)
-		}
-		return nil, cerr
+		return nil, AmbiguousClass(className, namespace, usable)
 	case len(usable) == 0 && len(disabled) > 0:
 		cerr.Reason, cerr.Broker = ReasonDisabled, disabled[0].Spec.BrokerName
 		return nil, cerr
@@ -108,15 +102,13 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 		cerr.Reason, cerr.Broker = ReasonRemoved, removed[0].Spec.BrokerName
 		return nil, cerr
 	case len(usable) == 0:
-		cerr.Reason = ReasonNotFound
-		var names []string
+		var offered []*v1alpha1.ServiceClass
 		for _, c := range all {
 			if !c.Status.RemovedFromBroker && rules.ClassVisible(namespace, c) {
-				names = append(names, c.Spec.ExternalName)
+				offered = append(offered, c)
 			}
 		}
-		cerr.Suggestions = Suggest(name, names)
-		return nil, cerr
+		return nil, ClassNotFound(className, namespace, offered)
 	}
 
 	class := usable[0]
@@ -124,23 +116,14 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 	if planName == "" {
 		return res, nil
 	}
-	plan := class.PlanByName(planName)
+	plan := MatchPlan(class, planName)
 	if plan == nil {
-		plan = class.PlanByID(planName)
+		return nil, PlanNotFound(class, planName, namespace, func(p *v1alpha1.ServicePlan) bool {
+			return !class.PlanRemoved(p.ID) && rules.PlanVisible(namespace, class, p.ID)
+		})
 	}
 	perr := &Error{Kind: "plan", Name: planName, Class: class.Spec.ExternalName, Broker: class.Spec.BrokerName, Namespace: namespace}
 	switch {
-	case plan == nil:
-		perr.Reason = ReasonNotFound
-		var names []string
-		for i := range class.Spec.Plans {
-			p := &class.Spec.Plans[i]
-			if !class.PlanRemoved(p.ID) && rules.PlanVisible(namespace, class, p.ID) {
-				names = append(names, p.ExternalName)
-			}
-		}
-		perr.Suggestions = Suggest(planName, names)
-		return nil, perr
 	case class.PlanRemoved(plan.ID):
 		perr.Reason = ReasonRemoved
 		return nil, perr

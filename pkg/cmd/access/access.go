@@ -251,55 +251,24 @@ func (o *Options) resolve(ctx context.Context) (*v1alpha1.ServiceClass, *v1alpha
 	case 2:
 		className, planName = parts[0], parts[1]
 	case 3:
-		brokerName, className, planName = parts[0], parts[1], parts[2]
+		brokerName, className, planName = parts[0], parts[0]+"/"+parts[1], parts[2]
 	}
 	classes, err := marketplace.ListClasses(ctx, o.Store, o.ViewNamespace, store.Filter{Broker: brokerName},
 		marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil && len(classes) == 0 {
 		return nil, nil, err
 	}
-	var matches []*v1alpha1.ServiceClass
-	var names []string
-	for _, c := range classes {
-		names = append(names, c.Spec.ExternalName)
-		if c.Spec.ExternalName == className || c.Name == className || c.Spec.ID == className {
-			matches = append(matches, c)
-		}
+	// "BROKER/CLASS" without a plan, when CLASS/PLAN names nothing.
+	if len(parts) == 2 && len(marketplace.MatchClasses(classes, className)) == 0 && len(marketplace.MatchClasses(classes, o.Target)) > 0 {
+		className, planName = o.Target, ""
 	}
-	// "BROKER/CLASS" without a plan.
-	if len(matches) == 0 && len(parts) == 2 {
-		for _, c := range classes {
-			if c.Spec.BrokerName == parts[0] && c.Spec.ExternalName == parts[1] {
-				matches, planName = append(matches, c), ""
-			}
-		}
+	c, err := marketplace.FindClass(classes, className, o.ViewNamespace)
+	if err != nil || planName == "" {
+		return c, nil, err
 	}
-	switch {
-	case len(matches) == 0:
-		return nil, nil, &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "class", Name: className,
-			Namespace: o.ViewNamespace, Suggestions: marketplace.Suggest(className, names)}
-	case len(matches) > 1:
-		e := &marketplace.Error{Reason: marketplace.ReasonAmbiguous, Kind: "class", Name: className, Namespace: o.ViewNamespace}
-		for _, c := range matches {
-			e.Candidates = append(e.Candidates, c.Spec.BrokerName+"/"+c.Spec.ExternalName)
-		}
-		return nil, nil, e
-	}
-	c := matches[0]
-	if planName == "" {
-		return c, nil, nil
-	}
-	p := c.PlanByName(planName)
-	if p == nil {
-		p = c.PlanByID(planName)
-	}
-	if p == nil {
-		var pn []string
-		for _, x := range c.Spec.Plans {
-			pn = append(pn, x.ExternalName)
-		}
-		return nil, nil, &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "plan", Name: planName,
-			Class: c.Spec.ExternalName, Namespace: o.ViewNamespace, Suggestions: marketplace.Suggest(planName, pn)}
+	p, err := marketplace.FindPlan(c, planName, o.ViewNamespace)
+	if err != nil {
+		return nil, nil, err
 	}
 	return c, p, nil
 }

@@ -158,18 +158,8 @@ func (o *Options) Run(ctx context.Context) error {
 	} else {
 		fmt.Fprintf(o.Streams.ErrOut, "This deletes %s in namespace %q at the broker.\n", what, o.Namespace)
 	}
-	if !o.Yes {
-		if o.Prompter == nil {
-			return cmdutil.UsageErrorf("deprovision needs --yes when it cannot ask for confirmation (not a terminal)")
-		}
-		ok, err := o.Prompter.Confirm("Continue?", false)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
-			return nil
-		}
+	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("deprovision")); !ok {
+		return err
 	}
 	if o.Abandon {
 		if err := o.Engine.AbandonInstance(ctx, inst); err != nil {

@@ -241,34 +241,15 @@ func NewCmdDescribeClass(f *cmdutil.Factory) *cobra.Command {
 // findClass finds a class by the names Resolve accepts, but also removed and disabled
 // ones: describe shows them with their status.
 func (o *Options) findClass(ctx context.Context, name string) (*v1alpha1.ServiceClass, error) {
-	brokerName, cname := "", name
-	if b, n, ok := strings.Cut(name, "/"); ok {
-		brokerName, cname = b, n
+	var brokerName string
+	if b, _, ok := strings.Cut(name, "/"); ok {
+		brokerName = b
 	}
 	all, err := marketplace.ListClasses(ctx, o.Store, o.Namespace, store.Filter{Broker: brokerName}, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil && len(all) == 0 {
 		return nil, err
 	}
-	var matches []*v1alpha1.ServiceClass
-	var names []string
-	for _, c := range all {
-		names = append(names, c.Spec.ExternalName)
-		if c.Spec.ExternalName == cname || c.Name == name || c.Spec.ID == cname {
-			matches = append(matches, c)
-		}
-	}
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
-		return nil, &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "class", Name: name, Namespace: o.Namespace,
-			Suggestions: marketplace.Suggest(cname, names)}
-	}
-	e := &marketplace.Error{Reason: marketplace.ReasonAmbiguous, Kind: "class", Name: name, Namespace: o.Namespace}
-	for _, c := range matches {
-		e.Candidates = append(e.Candidates, c.Spec.BrokerName+"/"+c.Spec.ExternalName)
-	}
-	return nil, e
+	return marketplace.FindClass(all, name, o.Namespace)
 }
 
 // RunClass describes a class.

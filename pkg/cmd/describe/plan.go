@@ -56,17 +56,9 @@ func (o *Options) RunPlan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p := c.PlanByName(planName)
-	if p == nil {
-		p = c.PlanByID(planName)
-	}
-	if p == nil {
-		var names []string
-		for _, x := range c.Spec.Plans {
-			names = append(names, x.ExternalName)
-		}
-		return &marketplace.Error{Reason: marketplace.ReasonNotFound, Kind: "plan", Name: planName, Class: c.Spec.ExternalName,
-			Namespace: o.Namespace, Suggestions: marketplace.Suggest(planName, names)}
+	p, err := marketplace.FindPlan(c, planName, o.Namespace)
+	if err != nil {
+		return err
 	}
 	schemas, err := o.Store.PlanSchemas().Get(ctx, c.Namespace, c.Name)
 	if err != nil && !store.IsNotFound(err) {

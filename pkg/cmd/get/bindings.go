@@ -81,18 +81,29 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			var items []v1alpha1.ServiceBinding
+			found := map[string]bool{}
+			var known []string
 			for _, b := range list {
+				known = append(known, b.Name)
 				if len(want) == 0 || want[b.Name] {
+					found[b.Name] = true
 					items = append(items, *b)
 				}
 			}
+			missing := allMissing("binding", args, found, known)
 			if err := printers.SortItems(&lf, items, func(b *v1alpha1.ServiceBinding) runtime.Object { return b }); err != nil {
 				return err
 			}
 			if !out.IsTable() {
-				return out.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, f.Out)
+				if err := out.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, f.Out); err != nil {
+					return err
+				}
+				return missing
 			}
 			if len(items) == 0 {
+				if missing != nil {
+					return missing
+				}
 				where := fmt.Sprintf("in namespace %q", ns)
 				if all {
 					where = "in any namespace"
@@ -103,7 +114,10 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 				fmt.Fprintf(f.ErrOut, "No bindings found %s.\n", where)
 				return nil
 			}
-			return printers.BindingTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now())
+			if err := printers.BindingTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now()); err != nil {
+				return err
+			}
+			return missing
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")

@@ -5,6 +5,7 @@ package get
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -176,14 +177,39 @@ func matchName(names []string, candidates ...string) bool {
 func missing(kind string, names []string, found map[string]bool, known []string) error {
 	for _, n := range names {
 		if !found[n] {
-			msg := fmt.Sprintf("%s %q not found", kind, n)
-			if s := marketplace.Suggest(n, known); len(s) > 0 {
-				msg += fmt.Sprintf("; did you mean %q?", s[0])
-			}
-			return &catalogcmd.NotFoundError{Msg: msg}
+			return notFound(kind, n, known)
 		}
 	}
 	return nil
+}
+
+// allMissing returns an error naming, one a line, every name that matched nothing: get
+// prints what it found and fails for the rest, as kubectl get does.
+func allMissing(kind string, names []string, found map[string]bool, known []string) error {
+	var errs []error
+	for _, n := range names {
+		if !found[n] {
+			errs = append(errs, notFound(kind, n, known))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notFound is a name that matched nothing, with the closest of known as a suggestion.
+func notFound(kind, name string, known []string) error {
+	msg := fmt.Sprintf("%s %q not found", kind, name)
+	if s := marketplace.Suggest(name, known); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return &catalogcmd.NotFoundError{Msg: msg}
+}
+
+// lookupNamespace is the namespace names are looked up from, "" for every namespace.
+func (o *Options) lookupNamespace() string {
+	if o.AllNamespaces {
+		return ""
+	}
+	return o.Namespace
 }
 
 // brokerVisible reports whether get lists broker b from namespace ns: a cluster-scoped
@@ -274,8 +300,9 @@ func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
 		Long: cmdutil.LongDesc(`
 			List the service classes of the brokers visible from the current namespace,
 			including classes the broker no longer offers (status Removed) and classes
-			access rules hide. NAME is a class's name, record name or OSB id. For what
-			the namespace may provision, use "kubectl catalog marketplace".`),
+			access rules hide. NAME is a class's name, BROKER/NAME, its record name or
+			its OSB id. For what the namespace may provision, use "kubectl catalog
+			marketplace".`),
 		Example: cmdutil.Examples(`
 			# List classes
 			kubectl catalog get classes
@@ -318,21 +345,20 @@ func (o *Options) RunClasses(ctx context.Context) error {
 		return err
 	}
 	var items []v1alpha1.ServiceClass
-	found := map[string]bool{}
-	var known []string
-	for _, c := range all {
-		known = append(known, c.Spec.ExternalName)
-		for _, n := range o.Names {
-			if n == c.Spec.ExternalName || n == c.Name || n == c.Spec.ID {
-				found[n] = true
-			}
+	matched := map[*v1alpha1.ServiceClass]bool{}
+	for _, n := range o.Names {
+		m := marketplace.MatchClasses(all, n)
+		if len(m) == 0 {
+			return marketplace.ClassNotFound(n, o.lookupNamespace(), all)
 		}
-		if matchName(o.Names, c.Spec.ExternalName, c.Name, c.Spec.ID) {
-			items = append(items, *c)
+		for _, c := range m {
+			matched[c] = true
 		}
 	}
-	if err := missing("class", o.Names, found, known); err != nil {
-		return err
+	for _, c := range all {
+		if len(o.Names) == 0 || matched[c] {
+			items = append(items, *c)
+		}
 	}
 	if err := printers.SortItems(&o.List, items, func(c *v1alpha1.ServiceClass) runtime.Object { return c }); err != nil {
 		return err
@@ -385,25 +411,23 @@ func (o *Options) RunPlans(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	classes := all
+	if o.Class != "" {
+		if classes = marketplace.MatchClasses(all, o.Class); len(classes) == 0 {
+			return marketplace.ClassNotFound(o.Class, o.lookupNamespace(), all)
+		}
+	}
 	var rows []printers.PlanRow
 	var list v1alpha1.ServiceClassList
 	found := map[string]bool{}
-	var known []string
-	classSeen := o.Class == ""
-	for _, c := range all {
-		if o.Class != "" && o.Class != c.Spec.ExternalName && o.Class != c.Name && o.Class != c.Spec.ID {
-			continue
-		}
-		classSeen = true
+	for _, c := range classes {
 		kept := c.DeepCopy()
 		kept.Spec.Plans = nil
 		for i := range c.Spec.Plans {
 			p := &c.Spec.Plans[i]
-			qualified := c.Spec.ExternalName + "/" + p.ExternalName
-			known = append(known, qualified)
 			match := len(o.Names) == 0
 			for _, n := range o.Names {
-				if n == qualified || n == p.ExternalName || n == p.ID {
+				if marketplace.MatchPlanIn(c, p, n) {
 					found[n], match = true, true
 				}
 			}
@@ -416,15 +440,10 @@ func (o *Options) RunPlans(ctx context.Context) error {
 			list.Items = append(list.Items, *kept)
 		}
 	}
-	if !classSeen {
-		var names []string
-		for _, c := range all {
-			names = append(names, c.Spec.ExternalName)
+	for _, n := range o.Names {
+		if !found[n] {
+			return marketplace.PlanNotFoundAmong(n, o.lookupNamespace(), classes)
 		}
-		return missing("class", []string{o.Class}, nil, names)
-	}
-	if err := missing("plan", o.Names, found, known); err != nil {
-		return err
 	}
 	if !o.Output.IsTable() {
 		if err := printers.SortItems(&o.List, list.Items, func(c *v1alpha1.ServiceClass) runtime.Object { return c }); err != nil {

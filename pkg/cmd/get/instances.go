@@ -66,7 +66,7 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 			if wf.On() {
 				return watchInstances(cmd.Context(), f, ns, all, filter, args, out, &lf, wf.WatchOnly)
 			}
-			items, err := listInstances(cmd.Context(), st, ns, filter, args)
+			items, missing, err := listInstances(cmd.Context(), st, ns, filter, args)
 			if err != nil {
 				return err
 			}
@@ -74,9 +74,15 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			if !out.IsTable() {
-				return out.PrintObject(&v1alpha1.ServiceInstanceList{Items: items}, f.Out)
+				if err := out.PrintObject(&v1alpha1.ServiceInstanceList{Items: items}, f.Out); err != nil {
+					return err
+				}
+				return missing
 			}
 			if len(items) == 0 {
+				if missing != nil {
+					return missing
+				}
 				where := fmt.Sprintf("in namespace %q", ns)
 				if all {
 					where = "in any namespace"
@@ -84,7 +90,10 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 				fmt.Fprintf(f.ErrOut, "No instances found %s.\n", where)
 				return nil
 			}
-			return printers.InstanceTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now())
+			if err := printers.InstanceTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now()); err != nil {
+				return err
+			}
+			return missing
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
@@ -124,20 +133,25 @@ func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool
 	}, nil)
 }
 
-func listInstances(ctx context.Context, st *store.Store, ns string, filter store.Filter, names []string) ([]v1alpha1.ServiceInstance, error) {
+// listInstances returns the instances get prints: all, or those names names; missing
+// names the names that matched none (nil when all did).
+func listInstances(ctx context.Context, st *store.Store, ns string, filter store.Filter, names []string) (items []v1alpha1.ServiceInstance, missing, err error) {
 	list, err := st.Instances().List(ctx, ns, filter)
 	if err != nil && len(list) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
 	}
-	var items []v1alpha1.ServiceInstance
+	found := map[string]bool{}
+	var known []string
 	for _, i := range list {
+		known = append(known, i.Name)
 		if len(want) == 0 || want[i.Name] {
+			found[i.Name] = true
 			items = append(items, *i)
 		}
 	}
-	return items, nil
+	return items, allMissing("instance", names, found, known), nil
 }

@@ -124,3 +124,107 @@ func TestGet_SortByAFieldNoRecordHasIsAUsageError(t *testing.T) {
 	assert.Equal(t, code, cmdutil.ExitUsage, errOut)
 	assert.Assert(t, is.Contains(errOut, `--sort-by ".spec.planExternalNam": no record has this field`))
 }
+
+func TestGet_ClassOrPlanNamingNothingFailsWithTheMarketplaceMessage(t *testing.T) {
+	c, now := listCluster(t)
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"get", "classes", "postgress"}, `error: class "postgress" not found in the marketplace of namespace "dev"; did you mean "postgres"?`},
+		{[]string{"get", "plans", "-c", "postgress"}, `error: class "postgress" not found in the marketplace of namespace "dev"; did you mean "postgres"?`},
+		{[]string{"get", "plans", "postgres/smal"}, `error: plan "postgres/smal" of class "postgres" not found in the marketplace of namespace "dev"; did you mean "postgres/small"?`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, code := run(t, c, now, tc.args...)
+			assert.Equal(t, code, cmdutil.ExitError, errOut)
+			assert.Equal(t, out, "")
+			assert.Assert(t, is.Contains(errOut, tc.wantErr))
+		})
+	}
+	out, errOut, code := run(t, c, now, "get", "classes", storetest.BrokerName+"/postgres", "-o", "name")
+	assert.Equal(t, code, cmdutil.ExitOK, errOut)
+	assert.Assert(t, out != "")
+}
+
+func TestGetInstancesAndBindings_MissingNameFailsLikeKubectlGet(t *testing.T) {
+	c, now := listCluster(t)
+	_, err := c.Store().Bindings().Create(context.Background(), storetest.SampleBinding())
+	assert.NilError(t, err)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		wantOut   []string
+		noOut     []string
+		wantErr   []string
+		wantNoErr []string
+	}{
+		{
+			name:    "one instance missing",
+			args:    []string{"get", "instances", "nosuch"},
+			wantErr: []string{`error: instance "nosuch" not found`},
+			noOut:   []string{"NAME"}, wantNoErr: []string{"No instances found"},
+		},
+		{
+			name:    "a typo is suggested",
+			args:    []string{"get", "instances", "aa"},
+			wantErr: []string{`error: instance "aa" not found; did you mean "a"?`},
+		},
+		{
+			name:    "found ones printed, missing ones fail",
+			args:    []string{"get", "instances", "a", "nosuch", "b", "gone"},
+			wantOut: []string{"a ", "b "}, noOut: []string{"c "},
+			wantErr: []string{`error: instance "nosuch" not found`, `instance "gone" not found`},
+		},
+		{
+			name:    "found ones printed as a list with -o name",
+			args:    []string{"get", "instances", "a", "nosuch", "-o", "name"},
+			wantOut: []string{"/a\n"},
+			wantErr: []string{`error: instance "nosuch" not found`},
+		},
+		{
+			name:    "one binding missing",
+			args:    []string{"get", "bindings", "nosuch"},
+			wantErr: []string{`error: binding "nosuch" not found`},
+			noOut:   []string{"NAME"}, wantNoErr: []string{"No bindings found"},
+		},
+		{
+			name:    "found binding printed, missing one fails",
+			args:    []string{"get", "bindings", "db", "nosuch"},
+			wantOut: []string{"db "},
+			wantErr: []string{`error: binding "nosuch" not found`},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, c, now, tc.args...)
+			assert.Equal(t, code, cmdutil.ExitError, errOut)
+			for _, s := range tc.wantOut {
+				assert.Assert(t, is.Contains(out, s))
+			}
+			for _, s := range tc.noOut {
+				assert.Assert(t, !strings.Contains(out, s), out)
+			}
+			for _, s := range tc.wantErr {
+				assert.Assert(t, is.Contains(errOut, s))
+			}
+			for _, s := range tc.wantNoErr {
+				assert.Assert(t, !strings.Contains(errOut, s), errOut)
+			}
+		})
+	}
+}
+
+func TestGetInstancesAndBindings_AllNamesFoundOrNoneGivenExitsZero(t *testing.T) {
+	c, now := listCluster(t)
+	for _, args := range [][]string{
+		{"get", "instances", "a", "b"},
+		{"get", "bindings"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			_, errOut, code := run(t, c, now, args...)
+			assert.Equal(t, code, cmdutil.ExitOK, errOut)
+		})
+	}
+	_, errOut, _ := run(t, c, now, "get", "bindings")
+	assert.Assert(t, is.Contains(errOut, "No bindings found"))
+}

@@ -392,18 +392,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 			"and reconcile refuses what needs its author's authority until \"kubectl catalog reconcile install\" installs the policy again.\n",
 			store.TrustPolicyName, catalogNS, store.TrustConfigMap)
 	}
-	if !o.Yes {
-		if o.Prompter == nil {
-			return cmdutil.UsageErrorf("reconcile uninstall needs --yes when it cannot ask for confirmation (not a terminal)")
-		}
-		ok, err := o.Prompter.Confirm("Continue?", false)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
-			return nil
-		}
+	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("reconcile uninstall")); !ok {
+		return err
 	}
 	var results []install.Result
 	var err error

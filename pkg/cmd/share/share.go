@@ -258,18 +258,8 @@ func (o *Options) Unshare(ctx context.Context) error {
 			x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, o.Target)
 		}, fmt.Sprintf("instance %q of namespace %q would no longer be shared with namespace %q, and the bindings above would be removed", o.Name, o.Namespace, o.Target))
 	}
-	if !o.Yes {
-		if o.Prompter == nil {
-			return cmdutil.UsageErrorf("unshare needs --yes when it cannot ask for confirmation (not a terminal)")
-		}
-		ok, err := o.Prompter.Confirm("Continue?", false)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
-			return nil
-		}
+	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("unshare")); !ok {
+		return err
 	}
 	stored, err := o.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
 		x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, o.Target)

@@ -211,24 +211,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Abandon {
 		fmt.Fprintf(o.Streams.ErrOut, "WARNING: the broker is NOT called: the credentials stay valid there and whatever it holds for these bindings stays (and may still be billed).\n")
 	}
-	if !o.Yes {
-		if o.Prompter == nil {
-			switch {
-			case o.Abandon:
-				return cmdutil.UsageErrorf("unbind --abandon needs --yes when it cannot ask for confirmation (not a terminal)")
-			case len(bindings) > 1:
-				return cmdutil.UsageErrorf("unbind needs --yes to remove %d bindings when it cannot ask for confirmation (not a terminal)", len(bindings))
-			}
-		} else {
-			ok, err := o.Prompter.Confirm("Continue?", false)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				fmt.Fprintln(o.Streams.ErrOut, "Nothing was changed.")
-				return nil
-			}
-		}
+	// Outside a terminal one binding goes without --yes; several, or abandoning, need it.
+	var needYes string
+	switch {
+	case o.Abandon:
+		needYes = cmdutil.NeedsYes("unbind --abandon")
+	case len(bindings) > 1:
+		needYes = fmt.Sprintf("unbind needs --yes to remove %d bindings when it cannot ask for confirmation (not a terminal)", len(bindings))
+	}
+	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, needYes); !ok {
+		return err
 	}
 	if o.Abandon {
 		for _, b := range bindings {
