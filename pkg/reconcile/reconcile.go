@@ -247,13 +247,19 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	// listCtx is what the listing runs with: an interruption stops it too.
 	listCtx := ctx
 	var interrupted atomic.Bool
+	// stopped sees whether Drain or Interrupt is closed, and if so ends runCtx (and,
+	// for Interrupt, the listing) and latches the interruption. A goroutine calls it
+	// as soon as either closes; the run calls it too whenever it asks, so that what
+	// the schedule saw closed is never reported as not interrupted because that
+	// goroutine has not run yet.
+	stopped := func() bool { return false }
 	if o.Drain != nil || o.Interrupt != nil {
 		var cancel, cancelList context.CancelFunc
 		runCtx, cancel = context.WithCancel(runCtx)
 		defer cancel()
 		listCtx, cancelList = context.WithCancel(ctx)
 		defer cancelList()
-		stopped := func() bool {
+		stopped = func() bool {
 			select {
 			case <-o.Interrupt:
 				interrupted.Store(true)
@@ -278,11 +284,15 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		}
 	}
 	sum := Summary{DryRun: o.DryRun, Shard: o.Shard.String(), Counts: map[Outcome]int{}}
+	isInterrupted := func() bool {
+		stopped()
+		return interrupted.Load()
+	}
 	todo, pre, group, owns, err := r.selectWork(listCtx, o)
 	sum.Group = group
 	o.owns = owns
 	if err != nil {
-		sum.Interrupted = interrupted.Load()
+		sum.Interrupted = isInterrupted()
 		if sum.Interrupted && ctx.Err() == nil {
 			err = fmt.Errorf("interrupted: %w", context.Canceled)
 		}
@@ -293,13 +303,13 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		obs.RecordQueued(RefOf(it))
 		obs.RecordFinished(it)
 	}
-	items, left := r.schedule(ctx, runCtx, todo, pre, o, interrupted.Load)
+	items, left := r.schedule(ctx, runCtx, todo, pre, o, isInterrupted)
 	sum.Items = append(pre, items...)
 	Sort(sum.Items)
 	for _, it := range sum.Items {
 		sum.Counts[it.Outcome]++
 	}
-	sum.Interrupted = interrupted.Load()
+	sum.Interrupted = isInterrupted()
 	if sum.Interrupted {
 		sum.Left = left
 	}
