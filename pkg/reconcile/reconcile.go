@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
@@ -179,6 +181,9 @@ type Options struct {
 
 	// owns is the run's share, set by Run: Shard's and Group's.
 	owns func(namespace, name string) bool
+	// timeUpAt is when MaxDuration runs out, by the run's clock; zero: no bound. Set
+	// by Run.
+	timeUpAt time.Time
 }
 
 // Owns reports whether namespace/name is the run's to drive: in its Shard and, once
@@ -210,6 +215,10 @@ type Reconciler struct {
 
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
+	// clock times the run itself: when a queued record is due, the waits between
+	// steps, MaxDuration and Took. It is the wall clock (Now may be skewed: only
+	// durations are taken from this one); tests replace it with a fake one.
+	clock clock.WithDelayedExecution
 }
 
 // work is one record to drive.
@@ -232,17 +241,28 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
+func (r *Reconciler) runClock() clock.WithDelayedExecution {
+	if r.clock != nil {
+		return r.clock
+	}
+	return clock.RealClock{}
+}
+
 // Run finds the work and drives it. ctx ends the run at once (an interruption: broker
 // calls under way are abandoned, their records left pending); MaxDuration ends it
 // gently. An error means the work could not be listed; failures of single records are
 // in the summary.
 func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
-	start := time.Now()
+	clk := r.runClock()
+	start := clk.Now()
 	runCtx := ctx
 	if o.MaxDuration > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.MaxDuration)
+		runCtx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		o.timeUpAt = start.Add(o.MaxDuration)
+		timeUp := clk.AfterFunc(o.MaxDuration, cancel)
+		defer timeUp.Stop()
 	}
 	// listCtx is what the listing runs with: an interruption stops it too.
 	listCtx := ctx
@@ -314,7 +334,7 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		sum.Left = left
 	}
 	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil && !sum.Interrupted
-	sum.Took = time.Since(start).Round(time.Millisecond).String()
+	sum.Took = clk.Since(start).Round(time.Millisecond).String()
 	return sum, ctx.Err()
 }
 

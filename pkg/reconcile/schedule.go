@@ -52,7 +52,7 @@ type task struct {
 	w   work
 	it  Item
 	rec record // nil for a broker
-	// due is when the record's next step is due, by the wall clock.
+	// due is when the record's next step is due, by the run's clock.
 	due time.Time
 	seq int // first in, first out among tasks due at the same time
 	// started: a worker took the record up at least once.
@@ -140,12 +140,13 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	for range min(workers, len(tasks)) {
 		wg.Go(func() {
 			for t := range in {
-				r.visit(ctx, runCtx, t, o)
+				r.visit(ctx, t, o)
 				out <- t
 			}
 		})
 	}
-	timer := time.NewTimer(time.Hour)
+	clk := r.runClock()
+	timer := clk.NewTimer(time.Hour)
 	timer.Stop()
 	seq, busy := len(tasks), 0
 	for {
@@ -153,7 +154,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		// they are closed, even before runCtx says so.
 		running := runCtx.Err() == nil && !closed(o.Drain) && !closed(o.Interrupt)
 		if running {
-			now := time.Now()
+			now := clk.Now()
 			for busy < workers && len(q) > 0 && !q[0].due.After(now) {
 				busy++
 				in <- heap.Pop(&q).(*task)
@@ -167,8 +168,8 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		if running {
 			stop = runCtx.Done()
 			if busy < workers && len(q) > 0 {
-				timer.Reset(time.Until(q[0].due))
-				wake = timer.C
+				timer.Reset(q[0].due.Sub(clk.Now()))
+				wake = timer.C()
 			}
 		}
 		select {
@@ -205,7 +206,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 				if open[p.w.namespace] > 0 {
 					return false
 				}
-				p.due, p.seq, seq = time.Now(), seq, seq+1
+				p.due, p.seq, seq = clk.Now(), seq, seq+1
 				heap.Push(&q, p)
 				return true
 			})
@@ -277,8 +278,8 @@ func scheduledWhy(t *task) string {
 
 // visit takes a record's next step, and either finishes its item for this run or sets
 // when it is due again. Steps use ctx (only an interruption cuts a broker call short);
-// runCtx says when the run's time is up.
-func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
+// o.timeUpAt says when the run's time is up.
+func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	first := !t.started
 	t.started = true
 	obs := o.observer()
@@ -372,8 +373,8 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	} else {
 		t.immediate = 0
 	}
-	now := time.Now()
-	if dl, ok := runCtx.Deadline(); ok && now.Add(wait).After(dl) {
+	now := r.runClock().Now()
+	if !o.timeUpAt.IsZero() && now.Add(wait).After(o.timeUpAt) {
 		r.finish(ctx, t, progress(t.it, t.rec, res))
 		return
 	}
