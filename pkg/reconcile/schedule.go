@@ -74,6 +74,9 @@ type task struct {
 	// is visited again once the run has no instance or binding of its namespace left
 	// to drive, so that one run deprovisions them and then releases the broker.
 	park, parked bool
+	// finishedAtStart: how many records of its namespace the run had finished when
+	// this visit started.
+	finishedAtStart int
 }
 
 // queue is a heap of tasks by due time.
@@ -107,8 +110,10 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	var tasks []*task
 	q := make(queue, 0, len(todo))
 	known := map[string]bool{}
-	// open counts, per namespace, the instances and bindings whose item is not final.
+	// open counts, per namespace, the instances and bindings whose item is not final;
+	// finished, those whose item became final.
 	open := map[string]int{}
+	finished := map[string]int{}
 	var parked []*task
 	for _, it := range pre {
 		known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
@@ -157,7 +162,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			now := clk.Now()
 			for busy < workers && len(q) > 0 && !q[0].due.After(now) {
 				busy++
-				in <- heap.Pop(&q).(*task)
+				t := heap.Pop(&q).(*task)
+				t.finishedAtStart = finished[t.w.namespace]
+				in <- t
 			}
 		}
 		if busy == 0 && (len(q) == 0 || !running) {
@@ -185,10 +192,17 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			switch {
 			case t.park:
 				t.park = false
-				if open[t.w.namespace] > 0 {
+				switch {
+				case open[t.w.namespace] > 0:
 					parked = append(parked, t)
 					obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
-				} else {
+				case finished[t.w.namespace] > t.finishedAtStart:
+					// The last of its namespace's records finished while it looked (a
+					// worker deprovisioned the instance it found): it looks again.
+					t.due, t.seq, seq = clk.Now(), seq, seq+1
+					heap.Push(&q, t)
+					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
+				default:
 					t.done = true // nothing of its namespace left to drive in this run
 					obs.RecordFinished(finalItem(t))
 				}
@@ -199,6 +213,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			default:
 				if t.rec != nil {
 					open[t.w.namespace]--
+					finished[t.w.namespace]++
 				}
 				obs.RecordFinished(finalItem(t))
 			}
