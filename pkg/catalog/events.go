@@ -77,7 +77,8 @@ type EventSink interface {
 // repeats of one event (same record, type, reason and action) seen within Window of
 // its last write into one object with a count, written at most once per Interval. A
 // record retried any number of times thus leaves one event object per distinct
-// reason per Window, not one per retry.
+// reason per Window, not one per retry. The repeats of the last Interval are written
+// by Flush, which a process calls before it ends.
 type Aggregator struct {
 	Sink EventSink
 	// Now is the clock; default time.Now.
@@ -105,6 +106,7 @@ type eventSeries struct {
 	first   time.Time
 	last    time.Time // last seen
 	wrote   time.Time // last written
+	latest  Event     // last seen: its note is written with the count
 }
 
 // Record implements EventRecorder.
@@ -138,12 +140,12 @@ func (a *Aggregator) Record(ctx context.Context, ev Event) {
 			a.fail(err)
 			return
 		}
-		a.series[k] = &eventSeries{id: id, count: 1, written: 1, first: t, last: t, wrote: t}
+		a.series[k] = &eventSeries{id: id, count: 1, written: 1, first: t, last: t, wrote: t, latest: ev}
 		a.gc(t, window)
 		return
 	}
 	s.count++
-	s.last = t
+	s.last, s.latest = t, ev
 	if t.Sub(s.wrote) < interval {
 		return
 	}
@@ -152,6 +154,32 @@ func (a *Aggregator) Record(ctx context.Context, ev Event) {
 		return
 	}
 	s.written, s.wrote = s.count, t
+}
+
+// Flush writes the repeats each series saw since its last write. Without it, the
+// repeats of a process's last Interval would be lost with the process: a record
+// retried every few seconds by short runs (a CronJob's reconcile, a verb's --wait)
+// would show a count of about one per run, not one per retry.
+func (a *Aggregator) Flush(ctx context.Context) {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.off {
+		return
+	}
+	for _, s := range a.series {
+		if s.count == s.written {
+			continue
+		}
+		if err := a.Sink.Update(ctx, s.id, s.latest, s.count, s.last); err != nil {
+			a.fail(err)
+			continue
+		}
+		s.written, s.wrote = s.count, now()
+	}
 }
 
 // gc forgets series not seen within window, so that a long --serve run holds only

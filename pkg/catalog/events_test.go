@@ -129,6 +129,27 @@ func TestAggregator_RecordRetried50TimesLeavesBoundedObjects(t *testing.T) {
 	assert.Equal(t, len(a.series), 1)
 }
 
+// The repeats an Aggregator holds back (seen within Interval of its last write) are
+// written by Flush, so that a process that ends has counted every repeat it saw; a
+// Flush with nothing held back writes nothing.
+func TestAggregator_FlushWritesTheRepeatsHeldBack(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sink := &fakeSink{objects: map[string]int{}}
+	a := &Aggregator{Sink: sink, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	for range 3 {
+		a.Record(ctx, NewEvent("ns", "catalog-instance.db", EventWarning, "ProvisionFailed", "Provision", "the broker answered 500"))
+		now = now.Add(time.Second)
+	}
+	assert.DeepEqual(t, sink.objects, map[string]int{"ev-0": 1})
+
+	a.Flush(ctx)
+	assert.DeepEqual(t, sink.objects, map[string]int{"ev-0": 3})
+	writes := sink.writes
+	a.Flush(ctx)
+	assert.Equal(t, sink.writes, writes)
+}
+
 func TestAggregator_SinkErrorIsLoggedNotRaised(t *testing.T) {
 	var logged []error
 	a := &Aggregator{Sink: &fakeSink{objects: map[string]int{}, err: errors.New("events.events.k8s.io is forbidden")},

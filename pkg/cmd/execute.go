@@ -14,6 +14,7 @@ func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(append([]string{}, args...))
 	err := f.ExplainClusterError(AsUsageError(root.ExecuteContext(ctx)))
+	f.FlushEvents(ctx)
 	if cmdutil.ShouldPrint(err) {
 		fmt.Fprintln(f.ErrOut, "error:", err)
 	}

@@ -88,6 +88,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 		}
 	}
 	cfg.Events = kube.EventRecorder(core, o.Holder)
+	f.addEventRecorder(cfg.Events)
 	engine = catalog.New(cfg)
 	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
 }

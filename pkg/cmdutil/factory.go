@@ -4,6 +4,7 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -105,6 +107,37 @@ type Factory struct {
 	meta metadata.Interface
 	// brokerOptions, set by UseBrokerOptions, are added to every broker client factory.
 	brokerOptions []brokerclient.Option
+
+	// events are the Event recorders of the engines built, for FlushEvents.
+	eventsMu sync.Mutex
+	events   []catalog.EventRecorder
+}
+
+// FlushEvents writes what the Event recorders of the engines the factory built hold
+// back (catalog.Aggregator.Flush: the repeats of the last interval), so that the
+// Events count every retry the command made. Execute calls it once the command is
+// done; it waits for the API server at most a few seconds.
+func (f *Factory) FlushEvents(ctx context.Context) {
+	f.eventsMu.Lock()
+	events := f.events
+	f.events = nil
+	f.eventsMu.Unlock()
+	if len(events) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, r := range events {
+		if fl, ok := r.(interface{ Flush(context.Context) }); ok {
+			fl.Flush(ctx)
+		}
+	}
+}
+
+func (f *Factory) addEventRecorder(r catalog.EventRecorder) {
+	f.eventsMu.Lock()
+	defer f.eventsMu.Unlock()
+	f.events = append(f.events, r)
 }
 
 // UseClients makes the factory hand out these clients instead of building them from the

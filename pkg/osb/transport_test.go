@@ -307,14 +307,9 @@ func TestRedirect_OfAFetchLeavingTheOriginIsNotFollowed(t *testing.T) {
 }
 
 // newHangingBroker never answers until the test ends.
-func newHangingBroker(t *testing.T, writeHeader bool) *fakeBroker {
+func newHangingBroker(t *testing.T) *fakeBroker {
 	done := make(chan struct{})
 	b := newFakeBroker(t, func(w http.ResponseWriter, r *http.Request) {
-		if writeHeader {
-			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, `{"state":`)
-			w.(http.Flusher).Flush()
-		}
 		select {
 		case <-r.Context().Done():
 		case <-done:
@@ -324,6 +319,29 @@ func newHangingBroker(t *testing.T, writeHeader bool) *fakeBroker {
 	return b
 }
 
+// silentAfterStatus is a broker that sends its status line, 200, and then nothing:
+// reading the body waits until the request's context ends. It answers at once, in
+// memory, so that the client's Timeout always runs out while it reads the body,
+// however slowly a busy machine runs the test (over a socket, the status line could
+// come after the Timeout).
+type silentAfterStatus struct{}
+
+func (silentAfterStatus) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: silentBody{req.Context()}, Request: req,
+	}, nil
+}
+
+type silentBody struct{ ctx context.Context }
+
+func (b silentBody) Read([]byte) (int, error) {
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+func (silentBody) Close() error { return nil }
+
 func TestHangingBroker_ClientTimeoutReturnsPromptlyAsTimeout(t *testing.T) {
 	for _, headerFirst := range []bool{false, true} {
 		name := "no answer"
@@ -331,8 +349,15 @@ func TestHangingBroker_ClientTimeoutReturnsPromptlyAsTimeout(t *testing.T) {
 			name = "status line then silence"
 		}
 		t.Run(name, func(t *testing.T) {
-			b := newHangingBroker(t, headerFirst)
-			c := newTestClient(t, b.URL, func(cfg *ClientConfig) { cfg.Timeout = 100 * time.Millisecond })
+			url := "https://broker.example"
+			var transport http.RoundTripper = silentAfterStatus{}
+			if !headerFirst {
+				url, transport = newHangingBroker(t).URL, nil
+			}
+			c := newTestClient(t, url, func(cfg *ClientConfig) {
+				cfg.Timeout = 100 * time.Millisecond
+				cfg.Transport = transport
+			})
 
 			start := time.Now()
 			_, err := c.LastOperation(t.Context(), &LastOperationRequest{InstanceID: "i"})
@@ -353,7 +378,7 @@ func TestHangingBroker_ClientTimeoutReturnsPromptlyAsTimeout(t *testing.T) {
 }
 
 func TestHangingBroker_CallerCancellationReturnsPromptlyAsTimeout(t *testing.T) {
-	b := newHangingBroker(t, false)
+	b := newHangingBroker(t)
 	c := newTestClient(t, b.URL)
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -371,7 +396,7 @@ func TestHangingBroker_CallerCancellationReturnsPromptlyAsTimeout(t *testing.T) 
 }
 
 func TestHangingBroker_CallerDeadlineReturnsPromptlyAsTimeout(t *testing.T) {
-	b := newHangingBroker(t, false)
+	b := newHangingBroker(t)
 	c := newTestClient(t, b.URL)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()

@@ -102,16 +102,15 @@ func TestRun_Observer_HearsEachRecordQueuedStepsWaitsAndFinish(t *testing.T) {
 // count and the last failure. Without a horizon, the run goes on retrying until
 // MaxDuration runs out.
 func TestRun_RetryHorizon_EndsTheRunInsteadOfWaitingForALaterRetry(t *testing.T) {
-	// Backoffs of 1 s, 2 s, 4 s... (the fixture's jitter is nil); records keep times to
-	// the second, so a wait may be up to a second shorter.
-	f := newFixtureWith(t, fixtureOptions{realClock: true, retryBase: time.Second})
+	// Backoffs of 1 s, 2 s, 4 s... (the fixture's jitter is nil), in virtual time.
+	f := newFixtureWith(t, fixtureOptions{virtualClock: true, retryBase: time.Second})
 	f.failProvisions()
 	f.instance("db")
 	rec := newRecorder()
 
-	start := time.Now()
+	start := f.clock.Now()
 	sum := f.run(Options{Workers: 1, MaxDuration: time.Minute, RetryHorizon: 2500 * time.Millisecond, Observer: rec})
-	took := time.Since(start)
+	took := f.clock.Since(start)
 
 	it := f.item(sum, "db")
 	assert.Equal(t, it.Outcome, Waiting, it.Detail)
@@ -165,7 +164,7 @@ func TestRun_RetryNotDue_SaysAttemptAndLastError(t *testing.T) {
 // An interruption (Ctrl-C) lets the broker call under way finish and its outcome be
 // recorded, starts nothing new, releases the claims and says what was left.
 func TestRun_Interrupt_FinishesTheCallUnderWayAndSaysWhatIsLeft(t *testing.T) {
-	f := newFixtureWith(t, fixtureOptions{realClock: true, pollInterval: 20 * time.Millisecond})
+	f := newFixtureWith(t, fixtureOptions{virtualClock: true, pollInterval: 20 * time.Millisecond})
 	a := f.asyncBroker(0, 200*time.Millisecond) // polls never finish
 	for i := range 3 {
 		f.instance(fmt.Sprintf("db-%d", i))

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
@@ -179,6 +181,9 @@ type Options struct {
 
 	// owns is the run's share, set by Run: Shard's and Group's.
 	owns func(namespace, name string) bool
+	// timeUpAt is when MaxDuration runs out, by the run's clock; zero: no bound. Set
+	// by Run.
+	timeUpAt time.Time
 }
 
 // Owns reports whether namespace/name is the run's to drive: in its Shard and, once
@@ -210,6 +215,10 @@ type Reconciler struct {
 
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
+	// clock times the run itself: when a queued record is due, the waits between
+	// steps, MaxDuration and Took. It is the wall clock (Now may be skewed: only
+	// durations are taken from this one); tests replace it with a fake one.
+	clock clock.WithDelayedExecution
 }
 
 // work is one record to drive.
@@ -232,28 +241,45 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
+func (r *Reconciler) runClock() clock.WithDelayedExecution {
+	if r.clock != nil {
+		return r.clock
+	}
+	return clock.RealClock{}
+}
+
 // Run finds the work and drives it. ctx ends the run at once (an interruption: broker
 // calls under way are abandoned, their records left pending); MaxDuration ends it
 // gently. An error means the work could not be listed; failures of single records are
 // in the summary.
 func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
-	start := time.Now()
+	clk := r.runClock()
+	start := clk.Now()
 	runCtx := ctx
 	if o.MaxDuration > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.MaxDuration)
+		runCtx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		o.timeUpAt = start.Add(o.MaxDuration)
+		timeUp := clk.AfterFunc(o.MaxDuration, cancel)
+		defer timeUp.Stop()
 	}
 	// listCtx is what the listing runs with: an interruption stops it too.
 	listCtx := ctx
 	var interrupted atomic.Bool
+	// stopped sees whether Drain or Interrupt is closed, and if so ends runCtx (and,
+	// for Interrupt, the listing) and latches the interruption. A goroutine calls it
+	// as soon as either closes; the run calls it too whenever it asks, so that what
+	// the schedule saw closed is never reported as not interrupted because that
+	// goroutine has not run yet.
+	stopped := func() bool { return false }
 	if o.Drain != nil || o.Interrupt != nil {
 		var cancel, cancelList context.CancelFunc
 		runCtx, cancel = context.WithCancel(runCtx)
 		defer cancel()
 		listCtx, cancelList = context.WithCancel(ctx)
 		defer cancelList()
-		stopped := func() bool {
+		stopped = func() bool {
 			select {
 			case <-o.Interrupt:
 				interrupted.Store(true)
@@ -278,11 +304,15 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		}
 	}
 	sum := Summary{DryRun: o.DryRun, Shard: o.Shard.String(), Counts: map[Outcome]int{}}
+	isInterrupted := func() bool {
+		stopped()
+		return interrupted.Load()
+	}
 	todo, pre, group, owns, err := r.selectWork(listCtx, o)
 	sum.Group = group
 	o.owns = owns
 	if err != nil {
-		sum.Interrupted = interrupted.Load()
+		sum.Interrupted = isInterrupted()
 		if sum.Interrupted && ctx.Err() == nil {
 			err = fmt.Errorf("interrupted: %w", context.Canceled)
 		}
@@ -293,18 +323,18 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		obs.RecordQueued(RefOf(it))
 		obs.RecordFinished(it)
 	}
-	items, left := r.schedule(ctx, runCtx, todo, pre, o, interrupted.Load)
+	items, left := r.schedule(ctx, runCtx, todo, pre, o, isInterrupted)
 	sum.Items = append(pre, items...)
 	Sort(sum.Items)
 	for _, it := range sum.Items {
 		sum.Counts[it.Outcome]++
 	}
-	sum.Interrupted = interrupted.Load()
+	sum.Interrupted = isInterrupted()
 	if sum.Interrupted {
 		sum.Left = left
 	}
 	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil && !sum.Interrupted
-	sum.Took = time.Since(start).Round(time.Millisecond).String()
+	sum.Took = clk.Since(start).Round(time.Millisecond).String()
 	return sum, ctx.Err()
 }
 

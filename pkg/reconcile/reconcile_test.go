@@ -13,6 +13,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sclock "k8s.io/utils/clock"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
@@ -44,6 +45,8 @@ type fixture struct {
 	now     time.Time
 	rec     *Reconciler
 	syncs   atomic.Int32
+	// clock is what the fake broker's calls take their time on: the run's clock.
+	clock k8sclock.Clock
 }
 
 // fixtureOptions change the fixture's defaults: a fixed clock and polls every
@@ -51,6 +54,9 @@ type fixture struct {
 type fixtureOptions struct {
 	// realClock runs the engine on the wall clock, for tests where time passes.
 	realClock bool
+	// virtualClock runs the engine, the store and the run itself on a virtualClock
+	// (one worker): time passes, but only while the run waits.
+	virtualClock bool
 	// pollInterval is the engine's PollInterval and MaxPollInterval.
 	pollInterval time.Duration
 	// retryBase is the engine's RetryBase (its default when 0).
@@ -64,8 +70,14 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	f := &fixture{t: t, broker: fake.New(), now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f.cluster = storetest.NewCluster()
 	clock := func() time.Time { return f.now }
-	if o.realClock {
+	f.clock = k8sclock.RealClock{}
+	var vc *virtualClock
+	switch {
+	case o.realClock:
 		clock = time.Now
+	case o.virtualClock:
+		vc = newVirtualClock(f.now)
+		clock, f.clock = vc.Now, vc
 	}
 	poll := cmp.Or(o.pollInterval, time.Millisecond)
 	f.cluster.SetClock(clock)
@@ -80,6 +92,9 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 		f.syncs.Add(1)
 		return nil
 	}}
+	if vc != nil {
+		f.rec.clock = vc
+	}
 	ctx := context.Background()
 	_, err := f.st.Brokers().Create(ctx, &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: brokerN},

@@ -52,7 +52,7 @@ type task struct {
 	w   work
 	it  Item
 	rec record // nil for a broker
-	// due is when the record's next step is due, by the wall clock.
+	// due is when the record's next step is due, by the run's clock.
 	due time.Time
 	seq int // first in, first out among tasks due at the same time
 	// started: a worker took the record up at least once.
@@ -74,6 +74,9 @@ type task struct {
 	// is visited again once the run has no instance or binding of its namespace left
 	// to drive, so that one run deprovisions them and then releases the broker.
 	park, parked bool
+	// finishedAtStart: how many records of its namespace the run had finished when
+	// this visit started.
+	finishedAtStart int
 }
 
 // queue is a heap of tasks by due time.
@@ -107,8 +110,10 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	var tasks []*task
 	q := make(queue, 0, len(todo))
 	known := map[string]bool{}
-	// open counts, per namespace, the instances and bindings whose item is not final.
+	// open counts, per namespace, the instances and bindings whose item is not final;
+	// finished, those whose item became final.
 	open := map[string]int{}
+	finished := map[string]int{}
 	var parked []*task
 	for _, it := range pre {
 		known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
@@ -140,12 +145,13 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	for range min(workers, len(tasks)) {
 		wg.Go(func() {
 			for t := range in {
-				r.visit(ctx, runCtx, t, o)
+				r.visit(ctx, t, o)
 				out <- t
 			}
 		})
 	}
-	timer := time.NewTimer(time.Hour)
+	clk := r.runClock()
+	timer := clk.NewTimer(time.Hour)
 	timer.Stop()
 	seq, busy := len(tasks), 0
 	for {
@@ -153,10 +159,12 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		// they are closed, even before runCtx says so.
 		running := runCtx.Err() == nil && !closed(o.Drain) && !closed(o.Interrupt)
 		if running {
-			now := time.Now()
+			now := clk.Now()
 			for busy < workers && len(q) > 0 && !q[0].due.After(now) {
 				busy++
-				in <- heap.Pop(&q).(*task)
+				t := heap.Pop(&q).(*task)
+				t.finishedAtStart = finished[t.w.namespace]
+				in <- t
 			}
 		}
 		if busy == 0 && (len(q) == 0 || !running) {
@@ -167,8 +175,8 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		if running {
 			stop = runCtx.Done()
 			if busy < workers && len(q) > 0 {
-				timer.Reset(time.Until(q[0].due))
-				wake = timer.C
+				timer.Reset(q[0].due.Sub(clk.Now()))
+				wake = timer.C()
 			}
 		}
 		select {
@@ -184,10 +192,17 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			switch {
 			case t.park:
 				t.park = false
-				if open[t.w.namespace] > 0 {
+				switch {
+				case open[t.w.namespace] > 0:
 					parked = append(parked, t)
 					obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
-				} else {
+				case finished[t.w.namespace] > t.finishedAtStart:
+					// The last of its namespace's records finished while it looked (a
+					// worker deprovisioned the instance it found): it looks again.
+					t.due, t.seq, seq = clk.Now(), seq, seq+1
+					heap.Push(&q, t)
+					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
+				default:
 					t.done = true // nothing of its namespace left to drive in this run
 					obs.RecordFinished(finalItem(t))
 				}
@@ -198,6 +213,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			default:
 				if t.rec != nil {
 					open[t.w.namespace]--
+					finished[t.w.namespace]++
 				}
 				obs.RecordFinished(finalItem(t))
 			}
@@ -205,7 +221,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 				if open[p.w.namespace] > 0 {
 					return false
 				}
-				p.due, p.seq, seq = time.Now(), seq, seq+1
+				p.due, p.seq, seq = clk.Now(), seq, seq+1
 				heap.Push(&q, p)
 				return true
 			})
@@ -277,8 +293,8 @@ func scheduledWhy(t *task) string {
 
 // visit takes a record's next step, and either finishes its item for this run or sets
 // when it is due again. Steps use ctx (only an interruption cuts a broker call short);
-// runCtx says when the run's time is up.
-func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
+// o.timeUpAt says when the run's time is up.
+func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	first := !t.started
 	t.started = true
 	obs := o.observer()
@@ -372,8 +388,8 @@ func (r *Reconciler) visit(ctx, runCtx context.Context, t *task, o Options) {
 	} else {
 		t.immediate = 0
 	}
-	now := time.Now()
-	if dl, ok := runCtx.Deadline(); ok && now.Add(wait).After(dl) {
+	now := r.runClock().Now()
+	if !o.timeUpAt.IsZero() && now.Add(wait).After(o.timeUpAt) {
 		r.finish(ctx, t, progress(t.it, t.rec, res))
 		return
 	}

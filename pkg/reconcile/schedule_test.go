@@ -41,7 +41,9 @@ func (f *fixture) asyncBroker(polls int, pollTime time.Duration) *asyncBroker {
 	}
 	f.broker.OnProvision(func(_ context.Context, req *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
 		defer enter()()
-		time.Sleep(a.provisionTime)
+		if a.provisionTime > 0 {
+			f.clock.Sleep(a.provisionTime)
+		}
 		if a.onProvision != nil {
 			a.onProvision()
 		}
@@ -50,7 +52,7 @@ func (f *fixture) asyncBroker(polls int, pollTime time.Duration) *asyncBroker {
 	f.broker.OnLastOperation(func(ctx context.Context, req *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
 		defer enter()()
 		select {
-		case <-time.After(a.pollTime):
+		case <-f.clock.After(a.pollTime):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -73,6 +75,8 @@ func (f *fixture) asyncBroker(polls int, pollTime time.Duration) *asyncBroker {
 // One worker keeps 50 operations in flight: while a record waits for its next poll,
 // the worker polls the others. The run takes about the broker's time (polls x poll
 // time), not the sum of the records' waits, as it would if a worker waited on each.
+// The run's time is virtual: only the broker's and the queue's waits count, not how
+// busy the machine is.
 func TestRun_OneWorkerDrivesManyAsyncRecordsBetweenTheirPolls(t *testing.T) {
 	const (
 		records  = 50
@@ -80,7 +84,7 @@ func TestRun_OneWorkerDrivesManyAsyncRecordsBetweenTheirPolls(t *testing.T) {
 		pollTime = 20 * time.Millisecond
 		interval = time.Second // the engine's wait between two polls
 	)
-	f := newFixtureWith(t, fixtureOptions{realClock: true, pollInterval: interval})
+	f := newFixtureWith(t, fixtureOptions{virtualClock: true, pollInterval: interval})
 	a := f.asyncBroker(polls, pollTime)
 	for i := range records {
 		f.instance(fmt.Sprintf("db-%02d", i))
@@ -106,7 +110,7 @@ func TestRun_OneWorkerDrivesManyAsyncRecordsBetweenTheirPolls(t *testing.T) {
 }
 
 func TestRun_TimeUp_ReportsWhatIsLeft(t *testing.T) {
-	f := newFixtureWith(t, fixtureOptions{realClock: true, pollInterval: 50 * time.Millisecond})
+	f := newFixtureWith(t, fixtureOptions{virtualClock: true, pollInterval: 50 * time.Millisecond})
 	a := f.asyncBroker(0, 150*time.Millisecond) // polls never finish
 	a.provisionTime = a.pollTime
 	for i := range 6 {
@@ -176,37 +180,41 @@ func TestRun_ClaimWhileARecordWaitsForItsNextPoll(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// Records keep times to the second: the next poll comes 1 to 2 s later.
-			f := newFixtureWith(t, fixtureOptions{realClock: true, pollInterval: 2 * time.Second})
+			// The next poll comes 2 s after the provision.
+			f := newFixtureWith(t, fixtureOptions{virtualClock: true, pollInterval: 2 * time.Second})
 			f.rec.holdClaimFor = tc.hold
-			a := f.asyncBroker(1, time.Millisecond)
+			f.asyncBroker(1, time.Millisecond)
 			f.instance("db")
-			var between sync.WaitGroup
-			var holder string
-			a.onProvision = func() {
-				between.Go(func() {
-					// Well before the next poll.
-					time.Sleep(300 * time.Millisecond)
-					inst, err := f.st.Instances().Get(context.Background(), ns, "db")
-					if err == nil {
-						if l, ok := store.LeaseOf(inst); ok {
-							holder = l.Holder
-						}
-					}
-				})
-			}
+			var between []string // the claim's holder each time the record waits for its next step
+			obs := &onScheduled{recorder: newRecorder(), do: func(Ref) {
+				inst, err := f.st.Instances().Get(context.Background(), ns, "db")
+				assert.Check(t, err)
+				l, _ := store.LeaseOf(inst)
+				between = append(between, l.Holder)
+			}}
 
-			sum := f.run(Options{Workers: 1, MaxDuration: 10 * time.Second})
-			between.Wait()
+			sum := f.run(Options{Workers: 1, MaxDuration: 10 * time.Second, Observer: obs})
 
 			assert.Equal(t, f.item(sum, "db").Outcome, Done)
+			want := ""
 			if tc.wantClaim {
-				assert.Equal(t, holder, "reconcile-test")
-			} else {
-				assert.Equal(t, holder, "")
+				want = "reconcile-test"
 			}
+			assert.DeepEqual(t, between, []string{want})
 		})
 	}
+}
+
+// onScheduled is a recorder that also calls do, in the run's own goroutine, each time
+// a record is queued for its next step: after the step, before the next one.
+type onScheduled struct {
+	*recorder
+	do func(Ref)
+}
+
+func (o *onScheduled) StepScheduled(ref Ref, at time.Time, why string) {
+	o.do(ref)
+	o.recorder.StepScheduled(ref, at, why)
 }
 
 func TestRun_Drain_StartsNoNewRecordAndLeavesThemPending(t *testing.T) {
