@@ -5,6 +5,9 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 GO ?= go
+# Builds and tests do not depend on where the checkout is, so a fresh clone (CI clones
+# afresh every time) reuses the build cache that another one filled.
+export GOFLAGS := -trimpath $(GOFLAGS)
 BIN_DIR := bin
 BINARY := $(BIN_DIR)/kubectl-catalog
 MODULE := github.com/kubectl-catalog/kubectl-catalog

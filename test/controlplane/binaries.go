@@ -3,7 +3,6 @@ package controlplane
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -122,11 +121,7 @@ func complete(b Binaries) bool {
 }
 
 func goBuild(log io.Writer, dir, out, pkg string) error {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-ldflags="+ldflags(), "-o", out, pkg)
+	cmd := exec.Command(goCommand(), "build", "-ldflags="+ldflags(), "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Stdout = log
 	cmd.Stderr = log
@@ -136,21 +131,54 @@ func goBuild(log io.Writer, dir, out, pkg string) error {
 	return nil
 }
 
-// findToolsDir locates test/tools: from the environment, else next to this
-// source file (tests always run from a checkout).
+// findToolsDir locates test/tools: from the environment, else in the checkout.
 func findToolsDir() (string, error) {
 	if d := os.Getenv(ToolsDirEnv); d != "" {
 		return d, nil
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the tools module: set " + ToolsDirEnv)
+	root, err := RepoRoot()
+	if err != nil {
+		return "", fmt.Errorf("%w (or set %s to the tools module)", err, ToolsDirEnv)
 	}
-	d := filepath.Join(filepath.Dir(file), "..", "tools")
+	d := filepath.Join(root, "test", "tools")
 	if _, err := os.Stat(filepath.Join(d, "go.mod")); err != nil {
 		return "", fmt.Errorf("cannot locate the tools module at %s: set %s", d, ToolsDirEnv)
 	}
-	return filepath.Clean(d), nil
+	return d, nil
+}
+
+// Module is the module path of the plugin's checkout.
+const Module = "github.com/kubectl-catalog/kubectl-catalog"
+
+// RepoRoot is the root of the checkout: the nearest directory at or above the working
+// directory whose go.mod declares Module. Tests, benchmarks and the tools command all
+// run inside the checkout; source file paths cannot locate it, as the Makefile builds
+// with -trimpath (so that a fresh clone reuses the build cache of another).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			first, _, _ := strings.Cut(string(b), "\n")
+			if strings.TrimSpace(first) == "module "+Module {
+				return d, nil
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("cannot locate the checkout of %s at or above %s", Module, dir)
+		}
+	}
+}
+
+// goCommand is the go command to build with: the one on PATH (go test puts its own
+// first).
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
 }
 
 // toolsKey hashes every file of the tools module that affects the build: the

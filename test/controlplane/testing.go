@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,17 +120,16 @@ func BuildPlugin(dir string) (string, error) {
 // BuildPluginWith is BuildPlugin with linker flags, for a build stamped as a release
 // stamps it (-X of pkg/version's variables).
 func BuildPluginWith(dir, ldflags string) (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("cannot locate the repository")
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
 	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	out := filepath.Join(dir, "kubectl-catalog")
 	args := []string{"build", "-o", out}
 	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "./cmd/kubectl-catalog")...)
+	cmd := exec.Command(goCommand(), append(args, "./cmd/kubectl-catalog")...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building kubectl-catalog: %v\n%s", err, b)
