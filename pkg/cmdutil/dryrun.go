@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -52,6 +53,14 @@ func (d *DryRunStrategy) Type() string { return "string" }
 
 // Enabled reports whether the command is a dry run (client or server).
 func (d DryRunStrategy) Enabled() bool { return d == DryRunClient || d == DryRunServer }
+
+// Engine is the strategy as the engine's operations take it.
+func (d DryRunStrategy) Engine() catalog.DryRun {
+	if d == "" {
+		return catalog.DryRunNone
+	}
+	return catalog.DryRun(d)
+}
 
 // Context returns ctx marked for the strategy: with DryRunServer, the record
 // writes made with it are sent as a server-side dry run (store.WithDryRun).

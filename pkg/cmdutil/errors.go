@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 )
 
 // Exit codes of kubectl-catalog. They are part of the command-line contract:
@@ -33,18 +35,9 @@ func UsageErrorf(format string, args ...any) error {
 }
 
 // TimeoutError reports that --wait ran out of time. The operation itself goes
-// on; Hint tells the user how to pick it up again. It exits with ExitTimeout.
-type TimeoutError struct {
-	What string
-	Hint string
-}
-
-func (e *TimeoutError) Error() string {
-	if e.Hint == "" {
-		return e.What
-	}
-	return e.What + ": " + e.Hint
-}
+// on; Hint tells the user how to pick it up again. It exits with ExitTimeout. It is the
+// engine's error, so an operation's timeout needs no translation.
+type TimeoutError = catalog.TimeoutError
 
 // SilentError carries an exit code for a failure that has already been
 // reported to the user, so nothing more is printed.

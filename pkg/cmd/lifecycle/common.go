@@ -5,7 +5,6 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -44,88 +43,30 @@ func (w *WaitFlags) Validate() error {
 }
 
 // Drive runs the engine on one instance: until it settles with --wait, else for as long
-// as there is work to do at once. It shows progress (a live line on a terminal, a line
-// per change otherwise), releases its claim when it stops, and turns a timeout or an
-// interruption into an error saying how to resume.
+// as there is work to do at once (catalog.Engine.FollowInstance), showing progress (a
+// live line on a terminal, a line per change otherwise).
 func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
-	return DriveRecord(ctx, streams, instanceDriven(eng, verb), namespace, name, verb, w)
+	p := NewProgress(streams)
+	defer p.Done()
+	return eng.FollowInstance(ctx, namespace, name, verb, nil, w.Follow(p))
 }
 
 // DriveCreated is Drive for the instance the command has just created, as the create
 // returned it: the engine starts from it rather than reading it again.
 func DriveCreated(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, created *v1alpha1.ServiceInstance, verb string, w WaitFlags) (catalog.Result, error) {
-	d := instanceDriven(eng, verb)
-	d.Created = created
-	return DriveRecord(ctx, streams, d, created.Namespace, created.Name, verb, w)
-}
-
-func instanceDriven(eng *catalog.Engine, verb string) Driven {
-	return Driven{
-		Kind:  "instance",
-		Drive: eng.DriveInstance,
-		Release: func(ctx context.Context, r catalog.Result) {
-			if r.Instance != nil {
-				_ = eng.Release(ctx, r.Instance)
-			}
-		},
-		Again: `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
-	}
-}
-
-// Driven is how a command drives one kind of record.
-type Driven struct {
-	// Kind names the record in messages: "instance", "binding".
-	Kind string
-	// Drive is the engine's drive loop of the kind.
-	Drive func(ctx context.Context, namespace, name string, o catalog.DriveOptions) (catalog.Result, error)
-	// Release drops the command's claim on the record a result carries.
-	Release func(ctx context.Context, r catalog.Result)
-	// Again is appended to a timeout's hint: how to wait again, if a command can.
-	Again string
-	// Created is the record the command has just created (catalog.DriveOptions.Created).
-	Created v1alpha1.Record
-}
-
-// DriveRecord is Drive for any kind of record.
-func DriveRecord(ctx context.Context, streams cmdutil.IOStreams, d Driven, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
-	// The user's own command: what it reads and changes, it does with the user's rights.
-	dctx := catalog.WithRunnersRights(ctx)
-	if w.Wait && w.Timeout > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(dctx, w.Timeout)
-		defer cancel()
-	}
 	p := NewProgress(streams)
-	res, err := d.Drive(dctx, namespace, name, catalog.DriveOptions{StopWhenWaiting: !w.Wait, Progress: p.Show, Created: d.Created})
-	p.Done()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	d.Release(rctx, res)
-	cancel()
-	hint := fmt.Sprintf(`follow it with "kubectl catalog describe %s %s -n %s"; "kubectl catalog reconcile" finishes it`, d.Kind, name, namespace)
-	switch {
-	case err == nil:
-		return res, nil
-	case ctx.Err() == nil && waitRanOut(dctx, err):
-		return res, &cmdutil.TimeoutError{
-			What: fmt.Sprintf("waiting for %s %q to %s (%s)", d.Kind, name, verb, res.Message),
-			Hint: "the operation goes on: " + hint + d.Again,
-		}
-	case ctx.Err() != nil:
-		return res, fmt.Errorf("interrupted: %s %q is left pending: %s: %w", d.Kind, name, hint, ctx.Err())
-	}
-	return res, err
+	defer p.Done()
+	return eng.FollowInstance(ctx, created.Namespace, created.Name, verb, created, w.Follow(p))
 }
 
-// waitRanOut says whether err ended a wait because its --timeout ran out: the drive says
-// so, the wait's context has expired, or a request refused to start so close to the
-// deadline that it could not finish in time (client-go's rate limiter then says "would
-// exceed context deadline", wrapping nothing).
-func waitRanOut(dctx context.Context, err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(dctx.Err(), context.DeadlineExceeded) {
-		return true
+// Follow is how an engine operation follows its record for these flags, reporting to p
+// (nil: no progress).
+func (w WaitFlags) Follow(p *Progress) catalog.Follow {
+	f := catalog.Follow{Wait: w.Wait, Timeout: w.Timeout}
+	if p != nil {
+		f.Progress = p.Show
 	}
-	_, bounded := dctx.Deadline()
-	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
+	return f
 }
 
 // Progress prints what the engine reports while it drives a record (an instance or a
