@@ -55,6 +55,17 @@ type Follow struct {
 	Timeout time.Duration
 	// Progress is called after every step and about every second while waiting.
 	Progress func(Result)
+	// Note is given the lines an operation says as it goes, before its first write
+	// ("Provisioning instance "db" of postgresql/hobby in namespace "dev"..."): the
+	// verb prints them to standard error. Nil drops them.
+	Note func(string)
+}
+
+// note passes a line to f.Note, if any.
+func (f Follow) note(format string, args ...any) {
+	if f.Note != nil {
+		f.Note(fmt.Sprintf(format, args...))
+	}
 }
 
 // TimeoutError says that a wait ran out of time. The operation goes on; Hint says how to

@@ -65,6 +65,7 @@ func (w WaitFlags) Follow(p *Progress) catalog.Follow {
 	f := catalog.Follow{Wait: w.Wait, Timeout: w.Timeout}
 	if p != nil {
 		f.Progress = p.Show
+		f.Note = func(line string) { fmt.Fprintln(p.w, line) }
 	}
 	return f
 }
