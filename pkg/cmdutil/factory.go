@@ -275,6 +275,16 @@ func (f *Factory) Store() (*store.Store, error) {
 	return store.New(core, meta, f.StoreOptions(core)...), nil
 }
 
+// Reader reads the catalog's records on the cluster of the current context; it cannot
+// write them (a command changes a record through one of the engine's operations).
+func (f *Factory) Reader() (*catalog.Reader, error) {
+	st, err := f.Store()
+	if err != nil {
+		return nil, err
+	}
+	return catalog.NewReader(st), nil
+}
+
 // StoreOptions are the options of every store the commands use: records are written as
 // the user the API server knows (ClusterUser), stamped with the catalog's trust token.
 func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {
