@@ -2,10 +2,12 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -90,3 +92,69 @@ var (
 
 // NameProblem says what is wrong with name as the name of a record of kind k, or "".
 func NameProblem(k, name string) string { return store.NameProblem(k, name) }
+
+// FindBroker finds the broker of that name: in the user's namespace (namespace scope)
+// and in the catalog namespace (cluster scope), or only in scope when given. A name
+// found in both is an InputError asking for --scope; one found in neither a
+// *NotFoundError suggesting the closest names.
+func (r *Reader) FindBroker(ctx context.Context, catalogNS, userNS, name string, scope v1alpha1.Scope) (*v1alpha1.Broker, error) {
+	type place struct {
+		ns    string
+		scope v1alpha1.Scope
+	}
+	var places []place
+	if scope != v1alpha1.ScopeCluster && userNS != catalogNS {
+		places = append(places, place{userNS, v1alpha1.ScopeNamespace})
+	}
+	if scope != v1alpha1.ScopeNamespace || userNS == catalogNS {
+		places = append(places, place{catalogNS, v1alpha1.ScopeCluster})
+	}
+	var found []*v1alpha1.Broker
+	for _, p := range places {
+		b, err := r.st.Brokers().Get(ctx, p.ns, name)
+		switch {
+		case store.IsNotFound(err):
+			continue
+		case store.IsForbidden(err) && len(places) > 1:
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if scope == "" || b.Spec.Scope == scope {
+			found = append(found, b)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+	default:
+		return nil, inputErrorf("broker %q exists in namespace %q (namespace scope) and in %q (cluster scope): say which with --scope namespace or --scope cluster",
+			name, userNS, catalogNS)
+	}
+	var names []string
+	for _, p := range places {
+		bs, _ := r.st.Brokers().List(ctx, p.ns, store.Filter{})
+		for _, b := range bs {
+			names = append(names, b.Name)
+		}
+	}
+	msg := fmt.Sprintf("broker %q not found", name)
+	if len(places) == 2 {
+		msg += fmt.Sprintf(" in namespace %q or in the catalog namespace %q", userNS, catalogNS)
+	} else {
+		msg += fmt.Sprintf(" in namespace %q", places[0].ns)
+	}
+	if s := marketplace.Suggest(name, names); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	} else {
+		msg += " (run \"kubectl catalog get brokers\" to list them)"
+	}
+	return nil, &NotFoundError{msg}
+}
+
+// NotFoundError is an object the user named that does not exist; its message says what
+// to do.
+type NotFoundError struct{ Msg string }
+
+func (e *NotFoundError) Error() string { return e.Msg }
