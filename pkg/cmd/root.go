@@ -104,7 +104,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		graph.NewCmdGraph(f),
 		reconcile.NewCmdReconcile(f),
 		migrate.NewCmdMigrate(f),
-		doctor.NewCmdDoctor(f),
+		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),
 	)
 	markUsageErrors(root)

@@ -1,0 +1,108 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Brokers checks that every broker registered in the current and the catalog namespace
+// answers its catalog within the broker timeout, with the credentials it is registered
+// with. A broker record that cannot be read is a finding of its own; the others are
+// checked all the same.
+func Brokers(ctx context.Context, c *Config) []Finding {
+	var fs []Finding
+	var brokers []*v1alpha1.Broker
+	unreadable := 0
+	for _, ns := range c.namespaces() {
+		list, err := c.Records.Brokers().List(ctx, ns, catalog.Filter{})
+		if err != nil {
+			bad, ok := unreadableRecords(err)
+			if !ok {
+				fs = append(fs, Finding{Object: "brokers " + ns, Severity: Warn, Detail: fmt.Sprintf("cannot list brokers: %v", err),
+					Fix: fmt.Sprintf("ask for list permission on ConfigMaps in namespace %q", ns)})
+				continue
+			}
+			fs = append(fs, bad...)
+			unreadable += len(bad)
+		}
+		brokers = append(brokers, list...)
+	}
+	if len(brokers) == 0 && unreadable == 0 {
+		return append(fs, Finding{Object: "brokers", Severity: Warn, Detail: fmt.Sprintf("no broker registered in namespace %s", strings.Join(c.namespaces(), " or ")),
+			Fix: "register one: kubectl catalog register NAME --url URL"})
+	}
+	for _, b := range brokers {
+		fs = append(fs, Broker(ctx, c, b))
+	}
+	return fs
+}
+
+// unreadableRecords are the findings of a list that read every record but some it could
+// not decode (err joins their errors); ok is false when err is anything else.
+func unreadableRecords(err error) (fs []Finding, ok bool) {
+	errs := []error{err}
+	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var se *store.Error
+		if !catalog.IsCorrupt(e) || !errors.As(e, &se) {
+			return nil, false
+		}
+		fs = append(fs, Finding{Object: "record " + se.Namespace + "/" + noun(se.Kind) + "/" + se.Name, Severity: Warn,
+			Detail: fmt.Sprintf("cannot read it: %v", e),
+			Fix:    fmt.Sprintf("fix or delete the ConfigMap it names (kubectl edit configmap NAME -n %s); nothing uses the record until then", se.Namespace)})
+	}
+	return fs, true
+}
+
+// Broker checks that broker b answers its catalog, asking the engine: a record the
+// engine refuses is not called.
+func Broker(ctx context.Context, c *Config, b *v1alpha1.Broker) Finding {
+	f := Finding{Object: "broker " + b.Namespace + "/" + b.Name}
+	ctx, cancel := context.WithTimeout(ctx, c.BrokerTimeout)
+	defer cancel()
+	p := c.Brokers.ProbeBroker(ctx, b)
+	switch {
+	case p.NotCalled != nil:
+		return notCalled(f, b, p.NotCalled)
+	case p.Err == nil:
+		f.Severity = OK
+		f.Detail = fmt.Sprintf("%s answers: %d services", b.Spec.URL, p.Services)
+		if b.Spec.Auth != nil {
+			f.Detail += ", authenticated (" + string(b.Spec.Auth.Type) + ")"
+		}
+		return f
+	}
+	f.Severity = Fail
+	f.Detail = fmt.Sprintf("%s: %v", b.Spec.URL, p.Err)
+	scope := ""
+	if b.Namespace != c.CatalogNamespace {
+		scope = " --scope namespace -n " + b.Namespace
+	}
+	f.Fix = fmt.Sprintf("check the broker's URL, TLS settings and credentials Secret (kubectl catalog describe broker %s), then: kubectl catalog sync broker %s%s", b.Name, b.Name, scope)
+	return f
+}
+
+// notCalled is finding f of broker b, which the engine did not call because of err.
+func notCalled(f Finding, b *v1alpha1.Broker, err error) Finding {
+	f.Severity = Fail
+	f.Detail = "not called: " + err.Error()
+	if r, ok := catalog.AsRefused(err); ok {
+		f.Detail = fmt.Sprintf("refused: %s: %s", r.Reason, oneLine(r.Message))
+		if r.Reason == catalog.ReasonRefusedAuthorUnverified {
+			// Not a forgery as far as anyone can tell: nobody can tell.
+			f.Severity = Warn
+			f.Fix = fmt.Sprintf(`not called, since its author cannot be verified: install the trust policy ("kubectl catalog reconcile install"), or check it yourself with "kubectl catalog sync broker %s -n %s"`, b.Name, b.Namespace)
+			return f
+		}
+	}
+	f.Fix = fmt.Sprintf("nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker %s -n %s; docs/security.md)", b.Name, b.Namespace)
+	return f
+}

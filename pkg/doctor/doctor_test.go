@@ -1,0 +1,628 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+)
+
+const (
+	catalogNS = storetest.CatalogNamespace
+	userNS    = storetest.UserNamespace
+)
+
+// fixture is a fake cluster where the user may do everything but what denied lists
+// ("verb resource" in a namespace, "*" for any namespace), with an engine over its
+// store that calls brokers with real clients.
+type fixture struct {
+	cluster *storetest.Cluster
+	st      *store.Store
+	engine  *catalog.Engine
+	denied  map[string]bool
+	now     time.Time
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	fx := &fixture{cluster: storetest.NewCluster(objs...), denied: map[string]bool{}, now: time.Now()}
+	fx.st = fx.cluster.Store()
+	fx.engine = catalog.New(catalog.Config{Store: fx.st, CatalogNamespace: catalogNS,
+		Brokers: brokerclient.New(fx.cluster.Core, brokerclient.WithTimeout(5*time.Second))})
+	fx.cluster.Core.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		sar := a.(clienttesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
+		attrs := sar.Spec.ResourceAttributes
+		key := attrs.Verb + " " + attrs.Resource
+		sar.Status.Allowed = !fx.denied[key+" "+attrs.Namespace] && !fx.denied[key+" *"]
+		return true, sar, nil
+	})
+	fx.cluster.Core.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{
+			UserInfo: authnv1.UserInfo{Username: "alice", Groups: []string{"developers", "system:authenticated"}}}}, nil
+	})
+	return fx
+}
+
+func (fx *fixture) config() *Config {
+	return &Config{
+		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,
+		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
+		Core: fx.cluster.Core, Records: catalog.NewReader(fx.st), Brokers: fx.engine,
+		Now: func() time.Time { return fx.now },
+	}
+}
+
+func (fx *fixture) run() []Finding { return Run(context.Background(), *fx.config()) }
+
+func find(fs []Finding, object string) (Finding, bool) {
+	for _, f := range fs {
+		if f.Object == object {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+func objects(fs []Finding) []string {
+	var names []string
+	for _, f := range fs {
+		names = append(names, f.Object)
+	}
+	return names
+}
+
+// addBroker registers a broker as the user running doctor would: the engine calls it.
+func (fx *fixture) addBroker(t *testing.T, ns, name, url string, auth *v1alpha1.BrokerAuth) {
+	t.Helper()
+	scope := v1alpha1.ScopeCluster
+	if ns != catalogNS {
+		scope = v1alpha1.ScopeNamespace
+	}
+	_, err := fx.st.Brokers().Create(store.WithIntent(context.Background()), &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.BrokerSpec{URL: url, Scope: scope, Auth: auth},
+	})
+	assert.NilError(t, err)
+}
+
+func instance(ns, name string) *v1alpha1.ServiceInstance {
+	inst := storetest.SampleInstance()
+	inst.Namespace, inst.Name, inst.ResourceVersion, inst.UID = ns, name, "", ""
+	inst.Status = v1alpha1.ServiceInstanceStatus{}
+	return inst
+}
+
+func TestRun_AllWell(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	fx := newFixture(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}},
+		installedCronJob(install.DefaultName, 0, &batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: time.Now().Add(-2 * time.Minute)},
+			LastSuccessfulTime: &metav1.Time{Time: time.Now().Add(-time.Minute)}}),
+		trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "3f1c2b5e-token"),
+	)
+	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
+	fs := fx.run()
+	for _, f := range fs {
+		// The broker just created has a catalog fetch pending: not stuck.
+		assert.Equal(t, f.Severity, OK, "%+v", f)
+	}
+	assert.DeepEqual(t, objects(fs), []string{"cluster", "identity", "rbac dev", "rbac catalog-system", "broker catalog-system/acme", "records", "reconcile catalog-reconcile", "trust"})
+	id, _ := find(fs, "identity")
+	assert.Equal(t, id.Detail, "user alice (groups developers, system:authenticated)")
+	bf, _ := find(fs, "broker catalog-system/acme")
+	assert.Equal(t, bf.Detail, b.URL()+" answers: 4 services, authenticated (Basic)")
+	assert.Assert(t, !Failed(fs))
+}
+
+func TestRun_FindsProblems(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	fx := newFixture(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "wrong"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("nope")}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+	)
+	ctx := context.Background()
+	fx.addBroker(t, catalogNS, "down", "http://127.0.0.1:1", nil)
+	fx.addBroker(t, userNS, "locked", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "wrong"}})
+	st := fx.st
+
+	retried := instance(userNS, "retried")
+	retried.Status.Retry = &v1alpha1.RetryState{Attempts: 4, LastError: "503 Service Unavailable", NextRetryAt: &metav1.Time{Time: fx.now.Add(time.Minute)}}
+	failed := instance(userNS, "rejected")
+	failed.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionFailed, Status: metav1.ConditionTrue, Reason: "ProvisionRejected",
+		Message: "plan not available", LastTransitionTime: metav1.Now()}}
+	refused := instance(userNS, "forged")
+	refused.Status.Retry = &v1alpha1.RetryState{Attempts: 1, Reason: "RefusedNotAuthorized", NextRetryAt: &metav1.Time{Time: fx.now.Add(time.Minute)}}
+	refused.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue, Reason: "RefusedNotAuthorized",
+		Message: `refused to get Secret "root": the record's author "alice" may not`, LastTransitionTime: metav1.Now()}}
+	for _, inst := range []*v1alpha1.ServiceInstance{retried, failed, refused, instance(userNS, "fresh"), instance(userNS, "gone"), instance("leaving", "db")} {
+		_, err := st.Instances().Create(ctx, inst)
+		assert.NilError(t, err)
+	}
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-20 * time.Minute) })
+	assert.NilError(t, st.Instances().Delete(ctx, userNS, "gone"))
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-time.Minute) })
+	assert.NilError(t, st.Instances().Delete(ctx, "leaving", "db"))
+
+	fx.denied["list configmaps dev"] = true
+	fx.denied["create secrets *"] = true
+
+	fs := fx.run()
+	for _, tc := range []struct {
+		object   string
+		severity Severity
+		detail   []string
+		fix      string
+	}{
+		{object: "rbac dev", severity: Fail, detail: []string{"list configmaps", "create secrets", "records are ConfigMaps"}, fix: `namespace "dev"`},
+		{object: "rbac catalog-system", severity: Warn, detail: []string{"denied: create secrets;"}},
+		{object: "broker catalog-system/down", severity: Fail, detail: []string{"http://127.0.0.1:1"}, fix: "kubectl catalog sync broker down"},
+		{object: "broker dev/locked", severity: Fail, detail: []string{"401"}, fix: "sync broker locked --scope namespace -n dev"},
+		{object: "record dev/instance/retried", severity: Warn, detail: []string{"4 failed attempts", "503 Service Unavailable", "next retry at"}, fix: "describe instance retried -n dev"},
+		{object: "record dev/instance/rejected", severity: Fail, detail: []string{"failed for good: ProvisionRejected: plan not available"}, fix: "deprovision"},
+		{object: "record dev/instance/forged", severity: Fail, detail: []string{`refused: RefusedNotAuthorized: refused to get Secret "root"`}, fix: "nothing is sent to a broker for it"},
+		{object: "record dev/instance/gone", severity: Warn, detail: []string{"deleted 20m0s ago"}, fix: "--abandon"},
+		{object: "namespace leaving", severity: Warn, detail: []string{"Terminating, held by 1 catalog record that"}, fix: "run kubectl catalog reconcile -n leaving"},
+		{object: "reconcile", severity: Warn, detail: []string{"not installed"}, fix: "kubectl catalog reconcile install --image IMAGE"},
+	} {
+		t.Run(tc.object, func(t *testing.T) {
+			f, ok := find(fs, tc.object)
+			assert.Assert(t, ok, "%+v", fs)
+			assert.Equal(t, f.Severity, tc.severity, f.Detail)
+			for _, d := range tc.detail {
+				assert.Assert(t, is.Contains(f.Detail, d))
+			}
+			assert.Assert(t, is.Contains(f.Fix, tc.fix))
+		})
+	}
+	for _, healthy := range []string{"record dev/instance/fresh", "record leaving/instance/db", "records"} {
+		_, ok := find(fs, healthy)
+		assert.Assert(t, !ok, "%s should not be reported", healthy)
+	}
+	assert.Assert(t, Failed(fs))
+}
+
+// refusingProber refuses every broker, noting which it was asked about.
+type refusingProber struct {
+	err     error
+	checked []string
+}
+
+func (p *refusingProber) ProbeBroker(_ context.Context, b *v1alpha1.Broker) catalog.BrokerProbe {
+	p.checked = append(p.checked, b.Namespace+"/"+b.Name)
+	return catalog.BrokerProbe{NotCalled: p.err}
+}
+
+// A broker record the engine refuses (written by someone who may not read the Secret it
+// names, or pointing out of its namespace) is reported as not called, with what its owner
+// does about it.
+func TestBroker_TheEngineRefuses(t *testing.T) {
+	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "forged"},
+		Spec: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeNamespace}}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		severity Severity
+		detail   string
+		fix      string
+	}{
+		{name: "not authorized", err: &catalog.RefusedError{Reason: catalog.ReasonRefusedNotAuthorized,
+			Message: `broker "forged": refused to get Secret "hidden": the record's author "alice" may not`},
+			severity: Fail, detail: `refused: RefusedNotAuthorized: broker "forged": refused to get Secret "hidden": the record's author "alice" may not`,
+			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
+		{name: "author unverified", err: &catalog.RefusedError{Reason: catalog.ReasonRefusedAuthorUnverified, Message: "no author\n  known"},
+			severity: Warn, detail: "refused: RefusedAuthorUnverified: no author known",
+			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog reconcile install"), or check it yourself with "kubectl catalog sync broker forged -n dev"`},
+		{name: "cannot check", err: errors.New("the API server is gone"), severity: Fail, detail: "not called: the API server is gone",
+			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &refusingProber{err: tc.err}
+			c := &Config{CatalogNamespace: catalogNS, BrokerTimeout: time.Second, Brokers: p}
+			f := Broker(context.Background(), c, b)
+			assert.DeepEqual(t, f, Finding{Object: "broker dev/forged", Severity: tc.severity, Detail: tc.detail, Fix: tc.fix})
+			assert.DeepEqual(t, p.checked, []string{"dev/forged"})
+		})
+	}
+}
+
+// doctor never calls a broker the engine would not call in its author's name: a broker
+// record someone else wrote, naming credentials, is not called, whoever runs doctor.
+func TestBrokers_ARecordTheEngineRefusesIsNotCalled(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = w.Write([]byte(`{"services":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	fx := newFixture(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "hidden"}, Data: map[string][]byte{"token": []byte("s3cret")}})
+	_, err := fx.st.Brokers().Create(context.Background(), &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "forged"},
+		Spec: v1alpha1.BrokerSpec{URL: srv.URL, Scope: v1alpha1.ScopeNamespace,
+			Auth: &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "hidden"}}},
+	})
+	assert.NilError(t, err)
+	fs := Brokers(context.Background(), fx.config())
+	assert.Equal(t, len(fs), 1, "%+v", fs)
+	assert.Equal(t, fs[0].Object, "broker dev/forged")
+	assert.Equal(t, fs[0].Severity, Warn, "%+v", fs[0])
+	assert.Assert(t, is.Contains(fs[0].Detail, "refused: RefusedAuthorUnverified: "))
+	assert.Assert(t, is.Contains(fs[0].Fix, "not called, since its author cannot be verified"))
+	assert.Equal(t, calls.Load(), int32(0), "the broker was called")
+}
+
+// A broker ConfigMap that does not hold a readable record is a finding of its own; the
+// other brokers of its namespace are checked all the same.
+func TestBrokers_AnUnreadableRecordIsAFindingOfItsOwn(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{})
+	fx := newFixture(t)
+	fx.addBroker(t, userNS, "good", b.URL(), nil)
+	fx.addBroker(t, userNS, "bad", b.URL(), nil)
+	ctx := context.Background()
+	cms, err := fx.cluster.Core.CoreV1().ConfigMaps(userNS).List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	for _, cm := range cms.Items {
+		if strings.HasSuffix(cm.Name, "bad") {
+			for k := range cm.Data {
+				cm.Data[k] = "{not json"
+			}
+			for k := range cm.BinaryData {
+				cm.BinaryData[k] = []byte("{not json")
+			}
+			_, err := fx.cluster.Core.CoreV1().ConfigMaps(userNS).Update(ctx, &cm, metav1.UpdateOptions{})
+			assert.NilError(t, err)
+		}
+	}
+
+	fs := Brokers(ctx, fx.config())
+
+	assert.DeepEqual(t, objects(fs), []string{"record dev/broker/bad", "broker dev/good"})
+	assert.Equal(t, fs[0].Severity, Warn)
+	assert.Assert(t, is.Contains(fs[0].Detail, "cannot read it: "))
+	assert.Assert(t, is.Contains(fs[0].Detail, "does not hold a readable broker"))
+	assert.Assert(t, is.Contains(fs[0].Fix, "fix or delete the ConfigMap"))
+	assert.Equal(t, fs[1].Severity, OK, "%+v", fs[1])
+}
+
+func TestBrokers_NoneRegistered(t *testing.T) {
+	fs := Brokers(context.Background(), newFixture(t).config())
+	assert.DeepEqual(t, fs, []Finding{{Object: "brokers", Severity: Warn, Detail: "no broker registered in namespace dev or catalog-system",
+		Fix: "register one: kubectl catalog register NAME --url URL"}})
+}
+
+func TestRun_UnreachableClusterStopsThere(t *testing.T) {
+	fx := newFixture(t)
+	fx.cluster.Core.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	fs := fx.run()
+	assert.Equal(t, len(fs), 1)
+	assert.Equal(t, fs[0].Severity, Fail)
+	assert.Equal(t, fs[0].Detail, "cannot reach the API server https://127.0.0.1:6443: connection refused")
+	assert.Assert(t, Failed(fs))
+
+	c := fx.config()
+	c.Unreachable = func(err error) string { return "explained: " + err.Error() }
+	fs, reachable := Cluster(context.Background(), c)
+	assert.Assert(t, !reachable)
+	assert.Equal(t, fs[0].Detail, "explained: connection refused")
+}
+
+func TestCronJob(t *testing.T) {
+	now := time.Now()
+	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-d)} }
+	for _, tc := range []struct {
+		name     string
+		cj       batchv1.CronJob
+		severity Severity
+		detail   string
+	}{
+		{name: "never ran yet", cj: batchv1.CronJob{}, severity: OK, detail: "last run never"},
+		{name: "suspended", cj: batchv1.CronJob{Spec: batchv1.CronJobSpec{Suspend: ptr.To(true)}}, severity: Warn, detail: "suspended"},
+		{name: "no success", cj: batchv1.CronJob{Status: batchv1.CronJobStatus{LastScheduleTime: ago(time.Minute)}}, severity: Warn, detail: "no run has succeeded"},
+		{name: "failing since", cj: batchv1.CronJob{Status: batchv1.CronJobStatus{LastScheduleTime: ago(time.Minute), LastSuccessfulTime: ago(3 * time.Hour)}},
+			severity: Warn, detail: "have failed"},
+		{name: "healthy", cj: batchv1.CronJob{Status: batchv1.CronJobStatus{LastScheduleTime: ago(5 * time.Minute), LastSuccessfulTime: ago(4 * time.Minute)}},
+			severity: OK, detail: "last success 4m0s ago"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cj.Namespace, tc.cj.Name, tc.cj.Spec.Schedule, tc.cj.Labels = "ops", "rec", "*/5 * * * *", install.Labels()
+			fx := newFixture(t, &tc.cj)
+			fx.now = now
+			c := fx.config()
+			c.ReconcileNamespace = "ops"
+			fs := Reconcile(context.Background(), c)
+			assert.Equal(t, len(fs), 1, "%+v", fs)
+			assert.Equal(t, fs[0].Object, "reconcile rec")
+			assert.Equal(t, fs[0].Severity, tc.severity, fs[0].Detail)
+			assert.Assert(t, is.Contains(fs[0].Detail, tc.detail))
+		})
+	}
+}
+
+// installedCronJob is the CronJob of shard i of an installation named name, as
+// "reconcile install --shards shards" makes it (shards 0: not sharded), with status.
+func installedCronJob(name string, shards int, status *batchv1.CronJobStatus) *batchv1.CronJob {
+	return installedCronJobs(name, max(shards, 1), status)[0]
+}
+
+// installedCronJobs are the CronJobs of an installation with shards shards.
+func installedCronJobs(name string, shards int, status *batchv1.CronJobStatus) []*batchv1.CronJob {
+	o := install.Defaults()
+	o.Image, o.Name, o.Shards = "example.invalid/kubectl-catalog:test", name, shards
+	cjs := install.Build(o).CronJobs
+	for _, cj := range cjs {
+		if status != nil {
+			cj.Status = *status
+		}
+	}
+	return cjs
+}
+
+func TestReconcile_ReportsEveryCronJobAndDeploymentInstalled(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	ok := &batchv1.CronJobStatus{LastScheduleTime: &metav1.Time{Time: now.Add(-2 * time.Minute)}, LastSuccessfulTime: &metav1.Time{Time: now.Add(-time.Minute)}}
+	shards := installedCronJobs("sharded", 2, ok)
+	shards[1].Spec.Suspend = ptr.To(true)
+	o := install.Defaults()
+	o.Image, o.Serve, o.Replicas, o.Name = "example.invalid/kubectl-catalog:test", true, 2, "served"
+	served := install.Build(o).Deployments[0]
+	served.Status.ReadyReplicas = 1
+	notOurs := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: "backup"}}
+	fx := newFixture(t, shards[0], shards[1], installedCronJob(install.DefaultName, 0, ok), served, notOurs)
+	fx.now = now
+
+	fs := Reconcile(context.Background(), fx.config())
+	assert.DeepEqual(t, objects(fs), []string{"reconcile catalog-reconcile", "reconcile sharded-0", "reconcile sharded-1", "reconcile served"})
+	f, _ := find(fs, "reconcile sharded-0")
+	assert.Equal(t, f.Severity, OK, "%+v", f)
+	assert.Assert(t, is.Contains(f.Detail, "CronJob catalog-system/sharded-0"))
+	f, _ = find(fs, "reconcile sharded-1")
+	assert.Equal(t, f.Severity, Warn, "%+v", f)
+	assert.Assert(t, is.Contains(f.Detail, "suspended"))
+	assert.Assert(t, is.Contains(f.Fix, "kubectl patch cronjob sharded-1 -n catalog-system"))
+	f, _ = find(fs, "reconcile served")
+	assert.Equal(t, f.Severity, Warn, "%+v", f)
+	assert.Assert(t, is.Contains(f.Detail, "Deployment catalog-system/served (reconcile --serve), 1 of 2 replicas ready"))
+	assert.Assert(t, is.Contains(f.Fix, "kubectl get pods -n catalog-system -l app.kubernetes.io/instance=served"))
+
+	// ReconcileName narrows to one installation (every shard of it), or one workload.
+	for name, want := range map[string][]string{
+		"sharded":   {"reconcile sharded-0", "reconcile sharded-1"},
+		"sharded-1": {"reconcile sharded-1"},
+		"served":    {"reconcile served"},
+	} {
+		c := fx.config()
+		c.ReconcileName = name
+		assert.DeepEqual(t, objects(Reconcile(context.Background(), c)), want)
+	}
+}
+
+func TestDeployment_ScaledToZero(t *testing.T) {
+	o := install.Defaults()
+	o.Image, o.Serve, o.Replicas, o.Name = "example.invalid/kubectl-catalog:test", true, 1, "served"
+	d := install.Build(o).Deployments[0]
+	d.Spec.Replicas = ptr.To(int32(0))
+	f := Deployment(d)
+	assert.Equal(t, f.Severity, Warn)
+	assert.Equal(t, f.Detail, "scaled to zero: Deployment catalog-system/served (reconcile --serve), 0 of 0 replicas ready")
+	assert.Assert(t, is.Contains(f.Fix, "kubectl scale deployment served -n catalog-system --replicas 1"))
+}
+
+func TestReconcile_NotInstalledSaysWhereItLooked(t *testing.T) {
+	notOurs := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: "backup"}}
+	fx := newFixture(t, installedCronJob("other", 0, nil), notOurs)
+	c := fx.config()
+	c.ReconcileName = "mine"
+	fs := Reconcile(context.Background(), c)
+	assert.Equal(t, len(fs), 1, "%+v", fs)
+	assert.Equal(t, fs[0].Object, "reconcile")
+	assert.Equal(t, fs[0].Severity, Warn)
+	assert.Equal(t, fs[0].Detail, "not installed (no CronJob or Deployment of reconcile install named mine in namespace catalog-system)")
+
+	fx = newFixture(t, notOurs)
+	fs = Reconcile(context.Background(), fx.config())
+	assert.Equal(t, fs[0].Detail, "not installed (no CronJob or Deployment of reconcile install in namespace catalog-system)")
+	assert.Assert(t, is.Contains(fs[0].Fix, "reconcile install --image IMAGE"))
+}
+
+func TestReconcile_CannotListSaysSo(t *testing.T) {
+	fx := newFixture(t)
+	fx.cluster.Core.PrependReactor("list", "cronjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("cronjobs"), "", errors.New("no"))
+	})
+	fs := Reconcile(context.Background(), fx.config())
+	assert.Equal(t, len(fs), 1, "%+v", fs)
+	assert.Equal(t, fs[0].Severity, Warn)
+	assert.Assert(t, is.Contains(fs[0].Detail, "cannot list the CronJobs in namespace catalog-system"))
+	assert.Assert(t, is.Contains(fs[0].Fix, "ask an administrator"))
+}
+
+func TestTrust_MissingOrStale_WarnsWithWhatToRun(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		objs         []runtime.Object
+		wantSeverity Severity
+		wantDetail   string
+	}{
+		{name: "in force", objs: []runtime.Object{trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t")},
+			wantSeverity: OK, wantDetail: "in force"},
+		{name: "not installed", wantSeverity: Warn, wantDetail: "is not installed"},
+		{name: "token missing", objs: []runtime.Object{trust.Policy(), trust.Binding()},
+			wantSeverity: Warn, wantDetail: "token ConfigMap catalog-system/catalog-trust is missing"},
+		{name: "stale token", objs: []runtime.Object{trust.Policy(), newer(trust.Binding()), trust.TokenConfigMap(catalogNS, "t")},
+			wantSeverity: Warn, wantDetail: "older than the policy or its binding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := Trust(context.Background(), newFixture(t, tc.objs...).config())
+			assert.Equal(t, len(fs), 1, "%+v", fs)
+			f := fs[0]
+			assert.Equal(t, f.Object, "trust")
+			assert.Equal(t, f.Severity, tc.wantSeverity, "%+v", f)
+			assert.Assert(t, is.Contains(f.Detail, tc.wantDetail))
+			if tc.wantSeverity != OK {
+				assert.Assert(t, is.Contains(f.Fix, "kubectl catalog reconcile install"))
+			}
+		})
+	}
+}
+
+func newer(b *admissionv1.ValidatingAdmissionPolicyBinding) *admissionv1.ValidatingAdmissionPolicyBinding {
+	b.CreationTimestamp = metav1.Now()
+	return b
+}
+
+// A namespace-scoped broker in a namespace being deleted is kept until its instances
+// are deprovisioned: doctor says which instances it waits for.
+func TestRecords_TerminatingNamespace_SaysTheBrokerWaitsForItsInstances(t *testing.T) {
+	fx := newFixture(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+	ctx := context.Background()
+	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
+	st := fx.st
+	inst := instance("leaving", "db")
+	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
+	_, err := st.Instances().Create(ctx, inst)
+	assert.NilError(t, err)
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-20 * time.Minute) })
+	assert.NilError(t, st.Brokers().Delete(ctx, "leaving", "team"))
+	assert.NilError(t, st.Instances().Delete(ctx, "leaving", "db"))
+
+	fs := Records(ctx, fx.config())
+
+	f, ok := find(fs, "namespace leaving")
+	assert.Assert(t, ok, "%+v", fs)
+	assert.Equal(t, f.Severity, Warn)
+	assert.Assert(t, is.Contains(f.Detail, `held by 2 catalog records`))
+	assert.Assert(t, is.Contains(f.Detail, `broker "team" is kept until its instance db is deprovisioned`))
+	f, ok = find(fs, "record leaving/broker/team")
+	assert.Assert(t, ok, "%+v", fs)
+	assert.Assert(t, is.Contains(f.Detail, "deleted 20m0s ago and still waiting for its instances: kept until its instance db is deprovisioned"))
+}
+
+// A namespace being deleted for a minute is reported as held by its records, with the
+// brokers kept for their instances, before any record is stuck.
+func TestRecords_TerminatingNamespace_NamesTheKeptBrokerAtOnce(t *testing.T) {
+	fx := newFixture(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+	ctx := context.Background()
+	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
+	inst := instance("leaving", "db")
+	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
+	_, err := fx.st.Instances().Create(ctx, inst)
+	assert.NilError(t, err)
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-time.Minute) })
+	assert.NilError(t, fx.st.Brokers().Delete(ctx, "leaving", "team"))
+	assert.NilError(t, fx.st.Instances().Delete(ctx, "leaving", "db"))
+
+	fs := Records(ctx, fx.config())
+
+	assert.DeepEqual(t, objects(fs), []string{"namespace leaving", "records"})
+	assert.Assert(t, is.Contains(fs[0].Detail, `broker "team" is kept until its instance db is deprovisioned`))
+	assert.Equal(t, fs[1].Detail, "none stuck in all namespaces (2 with pending work)")
+}
+
+func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
+	fx := newFixture(t)
+	c := fx.config()
+	c.Records = catalog.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
+	fs := Records(context.Background(), c)
+	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
+}
+
+func shardLease(group, id string, renew time.Time, secs int32) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: reconcile.LeaseName(group, id), Namespace: catalogNS, Labels: map[string]string{reconcile.LabelShardGroup: group}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(id), RenewTime: &metav1.MicroTime{Time: renew}, LeaseDurationSeconds: ptr.To(secs)},
+	}
+}
+
+func TestShardGroups_ShowTheirMembers(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	o := install.Defaults()
+	o.Image, o.Serve, o.Replicas, o.Name = "example.invalid/kubectl-catalog:test", true, 3, "busy"
+	busy := install.Build(o).Deployments[0]
+	fx := newFixture(t,
+		shardLease("healthy", "a", now.Add(-2*time.Second), 15), shardLease("healthy", "b", now.Add(-4*time.Second), 15),
+		shardLease("busy", "a", now.Add(-time.Second), 15), shardLease("busy", "gone", now.Add(-time.Minute), 15),
+		busy,
+	)
+	fx.now = now
+	fs := ShardGroups(context.Background(), fx.config())
+	assert.DeepEqual(t, objects(fs), []string{"shard group busy", "shard group healthy"})
+
+	f, _ := find(fs, "shard group healthy")
+	assert.Equal(t, f.Severity, OK, "%+v", f)
+	assert.Assert(t, is.Contains(f.Detail, "2 live members"))
+	assert.Assert(t, is.Contains(f.Detail, "healthy-a (holder a, renewed 2s ago, live)"))
+
+	f, _ = find(fs, "shard group busy")
+	assert.Equal(t, f.Severity, Warn, "%+v", f)
+	assert.Assert(t, is.Contains(f.Detail, "busy-gone (holder gone, renewed 1m0s ago, expired)"))
+	assert.Assert(t, is.Contains(f.Detail, "asks for 3 replicas"))
+	assert.Assert(t, is.Contains(f.Fix, "expired Leases"))
+	assert.Assert(t, is.Contains(f.Fix, "only 1 live member"))
+	assert.Assert(t, !Failed(fs), "warnings only")
+}
+
+func TestShardGroups_NoneNoFinding(t *testing.T) {
+	assert.Equal(t, len(ShardGroups(context.Background(), newFixture(t).config())), 0)
+}
+
+func TestKubeconfig(t *testing.T) {
+	f := Kubeconfig(`cannot determine the namespace: context "nope" does not exist`)
+	assert.Equal(t, f.Object, "kubeconfig")
+	assert.Equal(t, f.Severity, Fail)
+	assert.Assert(t, Failed([]Finding{f}))
+}
+
+// forbidAllNamespaces is a metadata client that may not list across namespaces.
+type forbidAllNamespaces struct{ metadata.Interface }
+
+func (m forbidAllNamespaces) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return forbidAllNamespacesGetter{m.Interface.Resource(gvr)}
+}
+
+type forbidAllNamespacesGetter struct{ metadata.Getter }
+
+func (g forbidAllNamespacesGetter) Namespace(ns string) metadata.ResourceInterface {
+	if ns == "" {
+		return forbiddenList{g.Getter.Namespace(ns)}
+	}
+	return g.Getter.Namespace(ns)
+}
+
+type forbiddenList struct{ metadata.ResourceInterface }
+
+func (forbiddenList) List(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no"))
+}
