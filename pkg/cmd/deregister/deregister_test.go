@@ -49,9 +49,16 @@ func seed(t *testing.T, inUse bool) (*storetest.Cluster, *store.Store) {
 	return c, st
 }
 
-func options(st *store.Store, dry cmdutil.DryRunStrategy, output string, out, errOut *bytes.Buffer) *deregister.Options {
+func options(t *testing.T, c *storetest.Cluster, dry cmdutil.DryRunStrategy, output string, out, errOut *bytes.Buffer) *deregister.Options {
+	t.Helper()
+	streams := cmdutil.NewTestIOStreams(strings.NewReader(""), out, errOut)
+	f := cmdutil.NewFactory(streams)
+	f.UseClients(c.Core, c.Metadata)
+	f.Getenv = func(string) string { return "" }
+	eng, err := f.Engine(cmdutil.EngineOptions{})
+	assert.NilError(t, err)
 	o := &deregister.Options{Name: "acme", DryRun: dry, Output: printers.OutputFlagsFor(output),
-		Namespace: "dev", CatalogNamespace: catNS, Store: st, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), out, errOut)}
+		Namespace: "dev", Engine: eng.Engine, Streams: streams}
 	return o
 }
 
@@ -81,7 +88,7 @@ func TestDeregister_DryRun_WritesNothing(t *testing.T) {
 		t.Run(string(tc.dry)+tc.output, func(t *testing.T) {
 			c, st := seed(t, false)
 			var out, errOut bytes.Buffer
-			o := options(st, tc.dry, tc.output, &out, &errOut)
+			o := options(t, c, tc.dry, tc.output, &out, &errOut)
 			assert.NilError(t, o.Validate())
 			assert.NilError(t, o.Run(context.Background()))
 			assert.Assert(t, is.Contains(out.String(), tc.want))
@@ -101,16 +108,16 @@ func TestDeregister_DryRun_WritesNothing(t *testing.T) {
 func TestDeregister_DryRun_RefusedAsTheRealCommandWouldBe(t *testing.T) {
 	c, st := seed(t, true)
 	var out, errOut bytes.Buffer
-	err := options(st, cmdutil.DryRunServer, "", &out, &errOut).Run(context.Background())
+	err := options(t, c, cmdutil.DryRunServer, "", &out, &errOut).Run(context.Background())
 	assert.ErrorContains(t, err, `broker "acme" still has 1 instance: dev/db; deprovision them first`)
 	assert.Equal(t, c.DryRuns(), 0)
 	assertUnchanged(t, st)
 }
 
 func TestDeregister_Run_RemovesTheBrokerAndItsClasses(t *testing.T) {
-	_, st := seed(t, false)
+	c, st := seed(t, false)
 	var out, errOut bytes.Buffer
-	assert.NilError(t, options(st, cmdutil.DryRunNone, "", &out, &errOut).Run(context.Background()))
+	assert.NilError(t, options(t, c, cmdutil.DryRunNone, "", &out, &errOut).Run(context.Background()))
 	assert.Assert(t, is.Contains(out.String(), `broker "acme" deregistered: 2 classes removed`))
 	_, err := st.Brokers().Get(context.Background(), catNS, "acme")
 	assert.Assert(t, store.IsNotFound(err), "%v", err)
