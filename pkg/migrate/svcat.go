@@ -94,7 +94,7 @@ type Config struct {
 	// Syncer records brokers and fetches their catalogs: the engine's
 	// (cmdutil.Engine.Syncer), which refuses the brokers the engine does not trust.
 	Syncer *catalogsync.Syncer
-	Engine    *catalog.Engine
+	Engine *catalog.Engine
 	// CatalogNamespace holds cluster-scoped brokers.
 	CatalogNamespace string
 	// ErrOut gets progress lines.
