@@ -3,6 +3,7 @@ package deregister_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -133,4 +135,28 @@ func TestDeregister_BadInvocations_AreUsageErrors(t *testing.T) {
 		assert.Assert(t, err != nil, "%v", args)
 		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v: %v", args, err)
 	}
+}
+
+func TestNewCmdDeregister_FlagsBecomeTheRequest(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+	f.Getenv = func(string) string { return "" }
+	team := "team"
+	f.ConfigFlags.Namespace = &team
+	var got *deregister.Options
+	cmd := deregister.NewCmdDeregister(f, func(o *deregister.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"acme", "--scope", "namespace", "--force", "--dry-run=client", "-o", "yaml"})
+	assert.NilError(t, cmd.Execute())
+	assert.Assert(t, got != nil && got.Engine != nil)
+	req := got.Request()
+	req.Note = nil
+	assert.DeepEqual(t, req, catalog.DeregisterRequest{Name: "acme", Scope: v1alpha1.ScopeNamespace, Namespace: "team", Force: true, DryRun: catalog.DryRunClient})
+}
+
+func TestValidate_DoesNotChangeTheOptions(t *testing.T) {
+	o := &deregister.Options{Name: "acme"}
+	assert.NilError(t, o.Validate())
+	assert.Assert(t, o.Output == nil)
 }
