@@ -49,6 +49,9 @@ func (s *Syncer) Record(ctx context.Context, b *v1alpha1.Broker, note func(strin
 	if err := s.CheckSecret(ctx, b); err != nil {
 		return nil, err
 	}
+	if s.core == nil {
+		return nil, fmt.Errorf("cannot record broker %q: this catalog syncer has no Kubernetes client (catalogsync.WithCore)", b.Name)
+	}
 	if b.Spec.Scope == v1alpha1.ScopeCluster {
 		if err := ensureNamespace(ctx, s.core, b.Namespace); err != nil {
 			return nil, err
@@ -80,6 +83,9 @@ func (s *Syncer) Record(ctx context.Context, b *v1alpha1.Broker, note func(strin
 // NamespaceMissing reports whether namespace ns is known not to exist (Record would
 // create it for a cluster broker); false when it exists or cannot be read.
 func (s *Syncer) NamespaceMissing(ctx context.Context, ns string) bool {
+	if s.core == nil {
+		return false
+	}
 	_, err := s.core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	return apierrors.IsNotFound(err)
 }
