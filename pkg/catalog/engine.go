@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -62,6 +63,10 @@ type Config struct {
 	// RefreshCatalog re-fetches a broker's catalog after a MaintenanceInfoConflict;
 	// optional.
 	RefreshCatalog func(ctx context.Context, b *v1alpha1.Broker) error
+	// Catalogs fetches brokers' catalogs and writes their classes for RegisterBroker,
+	// SyncBroker and Deregister, which need it. It carries the engine's CheckBroker
+	// (catalogsync.WithBrokerCheck), as the one cmdutil.Factory.Engine builds does.
+	Catalogs *catalogsync.Syncer
 	// Hook is called at each HookPoint; tests use it to interrupt the engine there.
 	Hook func(ctx context.Context, point HookPoint, op *v1alpha1.Operation)
 	// TargetCacheTTL, when positive, keeps a broker's record, client and class for that

@@ -86,9 +86,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
-		register.NewCmdRegister(f),
-		deregister.NewCmdDeregister(f),
-		syncbroker.NewCmdSync(f),
+		register.NewCmdRegister(f, nil),
+		deregister.NewCmdDeregister(f, nil),
+		syncbroker.NewCmdSync(f, nil),
 		marketplace.NewCmdMarketplace(f),
 		getCmd,
 		describeCmd,

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
@@ -25,20 +28,27 @@ type EngineOptions struct {
 	TestKnobs bool
 	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
 	TargetCacheTTL time.Duration
+	// CatalogTimeout, when positive, is the per-request timeout of the catalog syncer's
+	// broker calls (the --broker-timeout of register, sync broker and migrate svcat);
+	// otherwise they have the engine's.
+	CatalogTimeout time.Duration
 }
 
 // Engine is an engine with the store and catalog syncer it was built on.
 type Engine struct {
 	*catalog.Engine
-	Store  *store.Store
+	Store *store.Store
+	// Syncer is the engine's catalog syncer (catalog.Config.Catalogs), the one every
+	// catalog fetch uses: it refuses the brokers the engine's CheckBroker refuses.
 	Syncer *catalogsync.Syncer
 	// Now is the clock of the engine and the store.
 	Now func() time.Time
 }
 
 // Engine builds the engine on the factory's cluster: its store, broker clients (with
-// UseBrokerOptions), catalog syncer, platform, workload projector, authorizer, trust
-// policy, Event recorder and the test knobs' pause hook.
+// UseBrokerOptions), catalog syncer (with the engine's broker trust check), platform,
+// workload projector, authorizer, trust policy, Event recorder and the test knobs' pause
+// hook.
 func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	core, err := f.KubernetesClient()
 	if err != nil {
@@ -69,10 +79,13 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	}
 	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
 	var engine *catalog.Engine
-	syncer := catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
+	syncer, err := f.catalogSyncer(st, core, clients, o.CatalogTimeout, now, func(ctx context.Context, b *v1alpha1.Broker) error {
 		return engine.CheckBroker(ctx, b)
-	}))
-	cfg.Store, cfg.Brokers, cfg.Now = st, clients, now
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.Brokers, cfg.Now, cfg.Catalogs = st, clients, now, syncer
 	cfg.RefreshCatalog = func(ctx context.Context, b *v1alpha1.Broker) error {
 		_, err := syncer.Sync(ctx, b)
 		return err
@@ -91,6 +104,20 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	f.addEventRecorder(cfg.Events)
 	engine = catalog.New(cfg)
 	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
+}
+
+// catalogSyncer builds the engine's catalog syncer on its store: it calls brokers with
+// clients, or with clients of their own when timeout is positive, and refuses the brokers
+// check refuses. It is the only syncer the commands use.
+func (f *Factory) catalogSyncer(st *store.Store, core kubernetes.Interface, clients *brokerclient.Factory, timeout time.Duration,
+	now func() time.Time, check func(context.Context, *v1alpha1.Broker) error) (*catalogsync.Syncer, error) {
+	if timeout > 0 {
+		var err error
+		if clients, err = f.BrokerClients(timeout); err != nil {
+			return nil, err
+		}
+	}
+	return catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithCore(core), catalogsync.WithBrokerCheck(check)), nil
 }
 
 // applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.

@@ -25,7 +25,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -92,8 +91,10 @@ type Config struct {
 	Discovery discovery.DiscoveryInterface
 	Core      kubernetes.Interface
 	Store     *store.Store
-	Clients   *brokerclient.Factory
-	Engine    *catalog.Engine
+	// Syncer records brokers and fetches their catalogs: the engine's
+	// (cmdutil.Engine.Syncer), which refuses the brokers the engine does not trust.
+	Syncer *catalogsync.Syncer
+	Engine *catalog.Engine
 	// CatalogNamespace holds cluster-scoped brokers.
 	CatalogNamespace string
 	// ErrOut gets progress lines.
@@ -336,7 +337,8 @@ func (m *Migrator) broker(ctx context.Context, o Options, u *unstructured.Unstru
 		}
 		// A run interrupted after the record was written: finish what register does.
 		_ = m.cfg.Store.ProtectBrokerSecret(ctx, existing)
-		if _, err := catalogsync.New(m.cfg.Store, m.cfg.Clients).Sync(ctx, existing); err != nil {
+		// On the user's own command, as register's fetch is.
+		if _, err := m.cfg.Syncer.Sync(catalog.WithRunnersRights(ctx), existing); err != nil {
 			return skipped(true, "its catalog cannot be fetched: %v; fix the cause, then run this again", err)
 		}
 		return Outcome{Result: ResultMigrated, Reason: "catalog fetched", clean: true}
@@ -347,7 +349,7 @@ func (m *Migrator) broker(ctx context.Context, o Options, u *unstructured.Unstru
 		return Outcome{Result: ResultWouldMigrate}
 	}
 	b.Annotations = map[string]string{store.AnnotationMigratedFrom: from}
-	_, err = catalogsync.Record(ctx, catalogsync.RecordDeps{Store: m.cfg.Store, Core: m.cfg.Core, Clients: m.cfg.Clients, ErrOut: m.cfg.ErrOut}, b)
+	_, err = m.cfg.Syncer.Record(ctx, b, func(line string) { fmt.Fprintln(m.cfg.ErrOut, line) })
 	var fe *catalogsync.FetchError
 	if errors.As(err, &fe) {
 		m.wrote()

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -93,8 +94,12 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	disco := f.cluster.Core.Discovery().(*fakediscovery.FakeDiscovery)
 	disco.Resources = []*metav1.APIResourceList{{GroupVersion: GroupVersion, APIResources: []metav1.APIResource{{Name: "serviceinstances", Kind: "ServiceInstance", Namespaced: true}}}}
 	clients := brokerclient.New(f.cluster.Core)
-	eng := catalog.New(catalog.Config{Store: f.st, Brokers: clients, Platform: catalog.StaticPlatform{Cluster: "c"}, CatalogNamespace: catNS})
-	f.m = New(Config{Dynamic: f.dyn, Discovery: disco, Core: f.cluster.Core, Store: f.st, Clients: clients, Engine: eng, CatalogNamespace: catNS})
+	var eng *catalog.Engine
+	syncer := catalogsync.New(f.st, clients, catalogsync.WithCore(f.cluster.Core), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
+		return eng.CheckBroker(ctx, b)
+	}))
+	eng = catalog.New(catalog.Config{Store: f.st, Brokers: clients, Platform: catalog.StaticPlatform{Cluster: "c"}, CatalogNamespace: catNS, Catalogs: syncer})
+	f.m = New(Config{Dynamic: f.dyn, Discovery: disco, Core: f.cluster.Core, Store: f.st, Syncer: syncer, Engine: eng, CatalogNamespace: catNS})
 	return f
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,45 +16,60 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// RecordDeps are what recording a broker needs.
-type RecordDeps struct {
-	Store   *store.Store
-	Core    kubernetes.Interface
-	Clients *brokerclient.Factory
-	// ErrOut gets progress and warnings.
-	ErrOut io.Writer
+// WithCore sets the client Record creates a missing catalog namespace with, and
+// NamespaceMissing asks; Record needs it.
+func WithCore(core kubernetes.Interface) Option { return func(s *Syncer) { s.core = core } }
+
+// CheckSecret returns the error of broker b's credentials Secret when it is missing or
+// incomplete (brokerclient.IsSecretError says so of it), and nil otherwise: a broker
+// without credentials, or a problem that is not the Secret's.
+func (s *Syncer) CheckSecret(ctx context.Context, b *v1alpha1.Broker) error {
+	if b.Spec.Auth == nil {
+		return nil
+	}
+	if _, err := s.clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
+		return err
+	}
+	return nil
 }
 
 // Record records the new broker b on the user's command and fetches its catalog (a GET
 // only): the credentials Secret is checked first, the catalog namespace created for a
 // cluster broker, the Secret of a namespace broker protected. The broker stays recorded
-// when the fetch fails; the error (a *FetchError) then says how to fetch it
-// again. "register" and "migrate svcat" both record brokers this way.
-func Record(ctx context.Context, d RecordDeps, b *v1alpha1.Broker) (*Result, error) {
-	// A missing or incomplete Secret is the user's to fix before anything is recorded.
-	if b.Spec.Auth != nil {
-		if _, err := d.Clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
-			return nil, err
+// when the fetch fails; the error (a *FetchError) then says how to fetch it again.
+// note, when not nil, gets the lines to show the user as it goes (progress, warnings).
+// "register" and "migrate svcat" both record brokers this way.
+func (s *Syncer) Record(ctx context.Context, b *v1alpha1.Broker, note func(string)) (*Result, error) {
+	say := func(format string, args ...any) {
+		if note != nil {
+			note(fmt.Sprintf(format, args...))
 		}
+	}
+	// A missing or incomplete Secret is the user's to fix before anything is recorded.
+	if err := s.CheckSecret(ctx, b); err != nil {
+		return nil, err
+	}
+	if s.core == nil {
+		return nil, fmt.Errorf("cannot record broker %q: this catalog syncer has no Kubernetes client (catalogsync.WithCore)", b.Name)
 	}
 	if b.Spec.Scope == v1alpha1.ScopeCluster {
-		if err := ensureNamespace(ctx, d.Core, b.Namespace); err != nil {
+		if err := ensureNamespace(ctx, s.core, b.Namespace); err != nil {
 			return nil, err
 		}
 	}
-	created, err := d.Store.Brokers().Create(store.WithIntent(ctx), b)
+	created, err := s.st.Brokers().Create(store.WithIntent(ctx), b)
 	if store.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("broker %q is already registered in namespace %q: run \"kubectl catalog sync broker %s\" instead", b.Name, b.Namespace, b.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot record broker %q: %w", b.Name, err)
 	}
-	if err := d.Store.ProtectBrokerSecret(ctx, created); err != nil {
-		fmt.Fprintf(d.ErrOut, "Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it (%v): deleting namespace %q could delete it before they are deprovisioned\n",
+	if err := s.st.ProtectBrokerSecret(ctx, created); err != nil {
+		say("Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it (%v): deleting namespace %q could delete it before they are deprovisioned",
 			b.Spec.Auth.SecretRef.Name, err, b.Namespace)
 	}
-	fmt.Fprintf(d.ErrOut, "Fetching the catalog of broker %q...\n", b.Name)
-	res, err := New(d.Store, d.Clients).Sync(ctx, created)
+	say("Fetching the catalog of broker %q...", b.Name)
+	res, err := s.Sync(ctx, created)
 	if err != nil {
 		var fe *FetchError
 		if errors.As(err, &fe) {
@@ -64,6 +78,16 @@ func Record(ctx context.Context, d RecordDeps, b *v1alpha1.Broker) (*Result, err
 		return res, err
 	}
 	return res, nil
+}
+
+// NamespaceMissing reports whether namespace ns is known not to exist (Record would
+// create it for a cluster broker); false when it exists or cannot be read.
+func (s *Syncer) NamespaceMissing(ctx context.Context, ns string) bool {
+	if s.core == nil {
+		return false
+	}
+	_, err := s.core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
 }
 
 // ensureNamespace creates the catalog namespace if it is missing.

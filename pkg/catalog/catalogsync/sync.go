@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
@@ -40,6 +41,7 @@ type Syncer struct {
 	now         func() time.Time
 	concurrency int
 	check       func(context.Context, *v1alpha1.Broker) error
+	core        kubernetes.Interface
 }
 
 // Option configures a Syncer.

@@ -9,13 +9,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var deregisterLong = cmdutil.LongDesc(`
@@ -53,14 +51,15 @@ type Options struct {
 	DryRun cmdutil.DryRunStrategy
 	Output *printers.OutputFlags
 
-	Namespace        string
-	CatalogNamespace string
-	Store            *store.Store
-	Streams          cmdutil.IOStreams
+	// Set by Complete.
+	Namespace string
+	Engine    *catalog.Engine
+	Streams   cmdutil.IOStreams
 }
 
-// NewCmdDeregister returns the deregister command.
-func NewCmdDeregister(f *cmdutil.Factory) *cobra.Command {
+// NewCmdDeregister returns the deregister command. runF, when not nil, is called with the
+// completed options instead of Run (tests check the flags' parsing with it).
+func NewCmdDeregister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "deregister NAME",
@@ -76,6 +75,9 @@ func NewCmdDeregister(f *cmdutil.Factory) *cobra.Command {
 			}
 			if err := o.Complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -96,101 +98,46 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if o.Output == nil {
-		o.Output = printers.NewOutputFlags(false)
+		return nil
 	}
 	return o.Output.Validate()
 }
 
-// Complete builds the store and finds the namespaces.
+// Complete finds the namespace and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	ns, err := catalogcmd.Namespace(f)
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
+	eng, err := f.Engine(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Store = ns, f.CatalogNamespace, st
+	o.Namespace, o.Engine = ns, eng.Engine
 	return nil
+}
+
+// Request is what the options ask the engine for.
+func (o *Options) Request() catalog.DeregisterRequest {
+	scope, _ := catalogcmd.ParseScope(o.Scope)
+	return catalog.DeregisterRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace, Force: o.Force,
+		DryRun: o.DryRun.Engine(), Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
 }
 
 // Run deregisters the broker.
 func (o *Options) Run(ctx context.Context) error {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
-	b, err := catalogcmd.FindBroker(ctx, o.Store, o.CatalogNamespace, o.Namespace, o.Name, scope)
+	res, err := o.Engine.Deregister(ctx, o.Request())
 	if err != nil {
 		return err
 	}
-	if !o.DryRun.Enabled() {
-		fmt.Fprintf(o.Streams.ErrOut, "Deregistering broker %q (%s scope, namespace %q)...\n", b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
-	}
-	insts, err := catalogsync.InstancesOf(ctx, o.Store, b)
-	if err != nil && !o.Force {
-		return fmt.Errorf("cannot check whether instances of broker %q exist: %w (use --force to deregister without checking)", b.Name, err)
-	}
-	if len(insts) > 0 {
-		names := make([]string, 0, len(insts))
-		for _, in := range insts {
-			names = append(names, in.Namespace+"/"+in.Name)
-		}
-		list := strings.Join(first(names, 10), ", ")
-		if len(names) > 10 {
-			list += fmt.Sprintf(" and %d more", len(names)-10)
-		}
-		if !o.Force {
-			// A dry run says the same: the real command would be refused.
-			return fmt.Errorf("broker %q still has %s: %s; deprovision them first (kubectl catalog deprovision NAME -n NAMESPACE), or deregister anyway with --force",
-				b.Name, catalogcmd.Plural(len(insts), "instance", "instances"), list)
-		}
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s of broker %q are left behind (%s)\n",
-			catalogcmd.Plural(len(insts), "instance", "instances"), b.Name, list)
-	}
+	b := res.Broker
 	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, b)
+		// The broker that would be deregistered and how many classes would go with it;
+		// with --dry-run=server the API server has checked the deletions.
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted",
+			fmt.Sprintf("broker %q (%s scope, namespace %q) would be deregistered: %s removed",
+				b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace, catalogcmd.Plural(res.Classes, "class", "classes")))
 	}
-	n, err := catalogsync.New(o.Store, nil).DeleteCatalog(ctx, b)
-	if err != nil {
-		return fmt.Errorf("cannot delete the classes of broker %q: %w; the broker stays registered, run the command again", b.Name, err)
-	}
-	if err := o.Store.Brokers().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
-		return fmt.Errorf("classes of broker %q deleted, but the broker record was not: %w; run the command again", b.Name, err)
-	}
-	// A namespace-scoped broker keeps its record and credentials Secret with finalizers
-	// while instances need them: none does now, or --force leaves them behind.
-	if err := o.Store.ReleaseBroker(ctx, b); err != nil {
-		return fmt.Errorf("broker %q is marked deleted, but its finalizer could not be removed: %w; run the command again", b.Name, err)
-	}
-	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, catalogcmd.Plural(n, "class", "classes"))
+	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, catalogcmd.Plural(res.Classes, "class", "classes"))
 	return nil
-}
-
-// printDryRun prints the broker that would be deregistered and how many classes would
-// go with it. With --dry-run=server the deletions of its classes, plans and record are
-// sent to the API server as a dry run first; nothing is stored, and the broker (which
-// deregister never calls) is not contacted.
-func (o *Options) printDryRun(ctx context.Context, b *v1alpha1.Broker) error {
-	classes, err := o.Store.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
-	if err != nil {
-		return fmt.Errorf("cannot list the classes of broker %q: %w", b.Name, err)
-	}
-	if o.DryRun == cmdutil.DryRunServer {
-		dry := o.DryRun.Context(ctx)
-		if _, err := catalogsync.New(o.Store, nil).DeleteCatalog(dry, b); err != nil {
-			return fmt.Errorf("the classes of broker %q would not be deleted: %w", b.Name, err)
-		}
-		if err := o.Store.Brokers().Delete(dry, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
-			return fmt.Errorf("broker %q would not be deregistered: %w", b.Name, err)
-		}
-	}
-	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted",
-		fmt.Sprintf("broker %q (%s scope, namespace %q) would be deregistered: %s removed",
-			b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace, catalogcmd.Plural(len(classes), "class", "classes")))
-}
-
-func first(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

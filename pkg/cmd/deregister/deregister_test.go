@@ -3,6 +3,7 @@ package deregister_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -49,9 +51,16 @@ func seed(t *testing.T, inUse bool) (*storetest.Cluster, *store.Store) {
 	return c, st
 }
 
-func options(st *store.Store, dry cmdutil.DryRunStrategy, output string, out, errOut *bytes.Buffer) *deregister.Options {
+func options(t *testing.T, c *storetest.Cluster, dry cmdutil.DryRunStrategy, output string, out, errOut *bytes.Buffer) *deregister.Options {
+	t.Helper()
+	streams := cmdutil.NewTestIOStreams(strings.NewReader(""), out, errOut)
+	f := cmdutil.NewFactory(streams)
+	f.UseClients(c.Core, c.Metadata)
+	f.Getenv = func(string) string { return "" }
+	eng, err := f.Engine(cmdutil.EngineOptions{})
+	assert.NilError(t, err)
 	o := &deregister.Options{Name: "acme", DryRun: dry, Output: printers.OutputFlagsFor(output),
-		Namespace: "dev", CatalogNamespace: catNS, Store: st, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), out, errOut)}
+		Namespace: "dev", Engine: eng.Engine, Streams: streams}
 	return o
 }
 
@@ -81,7 +90,7 @@ func TestDeregister_DryRun_WritesNothing(t *testing.T) {
 		t.Run(string(tc.dry)+tc.output, func(t *testing.T) {
 			c, st := seed(t, false)
 			var out, errOut bytes.Buffer
-			o := options(st, tc.dry, tc.output, &out, &errOut)
+			o := options(t, c, tc.dry, tc.output, &out, &errOut)
 			assert.NilError(t, o.Validate())
 			assert.NilError(t, o.Run(context.Background()))
 			assert.Assert(t, is.Contains(out.String(), tc.want))
@@ -101,16 +110,16 @@ func TestDeregister_DryRun_WritesNothing(t *testing.T) {
 func TestDeregister_DryRun_RefusedAsTheRealCommandWouldBe(t *testing.T) {
 	c, st := seed(t, true)
 	var out, errOut bytes.Buffer
-	err := options(st, cmdutil.DryRunServer, "", &out, &errOut).Run(context.Background())
+	err := options(t, c, cmdutil.DryRunServer, "", &out, &errOut).Run(context.Background())
 	assert.ErrorContains(t, err, `broker "acme" still has 1 instance: dev/db; deprovision them first`)
 	assert.Equal(t, c.DryRuns(), 0)
 	assertUnchanged(t, st)
 }
 
 func TestDeregister_Run_RemovesTheBrokerAndItsClasses(t *testing.T) {
-	_, st := seed(t, false)
+	c, st := seed(t, false)
 	var out, errOut bytes.Buffer
-	assert.NilError(t, options(st, cmdutil.DryRunNone, "", &out, &errOut).Run(context.Background()))
+	assert.NilError(t, options(t, c, cmdutil.DryRunNone, "", &out, &errOut).Run(context.Background()))
 	assert.Assert(t, is.Contains(out.String(), `broker "acme" deregistered: 2 classes removed`))
 	_, err := st.Brokers().Get(context.Background(), catNS, "acme")
 	assert.Assert(t, store.IsNotFound(err), "%v", err)
@@ -126,4 +135,28 @@ func TestDeregister_BadInvocations_AreUsageErrors(t *testing.T) {
 		assert.Assert(t, err != nil, "%v", args)
 		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v: %v", args, err)
 	}
+}
+
+func TestNewCmdDeregister_FlagsBecomeTheRequest(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+	f.Getenv = func(string) string { return "" }
+	team := "team"
+	f.ConfigFlags.Namespace = &team
+	var got *deregister.Options
+	cmd := deregister.NewCmdDeregister(f, func(o *deregister.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"acme", "--scope", "namespace", "--force", "--dry-run=client", "-o", "yaml"})
+	assert.NilError(t, cmd.Execute())
+	assert.Assert(t, got != nil && got.Engine != nil)
+	req := got.Request()
+	req.Note = nil
+	assert.DeepEqual(t, req, catalog.DeregisterRequest{Name: "acme", Scope: v1alpha1.ScopeNamespace, Namespace: "team", Force: true, DryRun: catalog.DryRunClient})
+}
+
+func TestValidate_DoesNotChangeTheOptions(t *testing.T) {
+	o := &deregister.Options{Name: "acme"}
+	assert.NilError(t, o.Validate())
+	assert.Assert(t, o.Output == nil)
 }

@@ -156,7 +156,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		}
 		o.Namespace = ns
 	}
-	eng, err := f.Engine(cmdutil.EngineOptions{})
+	eng, err := f.Engine(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
 	if err != nil {
 		return err
 	}
@@ -178,16 +178,12 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	clients, err := f.BrokerClients(o.BrokerTimeout)
-	if err != nil {
-		return err
-	}
 	knobs, err := f.TestKnobs()
 	if err != nil {
 		return err
 	}
 	mc := migrate.Config{
-		Dynamic: dyn, Discovery: disco, Core: core, Store: eng.Store, Clients: clients, Engine: eng.Engine,
+		Dynamic: dyn, Discovery: disco, Core: core, Store: eng.Store, Syncer: eng.Syncer, Engine: eng.Engine,
 		CatalogNamespace: f.CatalogNamespace, ErrOut: o.Streams.ErrOut,
 	}
 	if n := knobs.MigrateKillAfter; n > 0 {

@@ -9,18 +9,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var registerLong = cmdutil.LongDesc(`
@@ -76,17 +73,15 @@ type Options struct {
 	Output                *printers.OutputFlags
 
 	// Set by Complete.
-	Namespace        string
-	CatalogNamespace string
-	CABundle         string
-	Store            *store.Store
-	Core             kubernetes.Interface
-	Clients          *brokerclient.Factory
-	Streams          cmdutil.IOStreams
+	Namespace string
+	CABundle  string
+	Engine    *catalog.Engine
+	Streams   cmdutil.IOStreams
 }
 
-// NewCmdRegister returns the register command.
-func NewCmdRegister(f *cmdutil.Factory) *cobra.Command {
+// NewCmdRegister returns the register command. runF, when not nil, is called with the
+// completed options instead of Run (tests check the flags' parsing with it).
+func NewCmdRegister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Scope: "cluster", Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "register NAME --url URL",
@@ -104,6 +99,9 @@ func NewCmdRegister(f *cmdutil.Factory) *cobra.Command {
 			}
 			if err := o.Complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -191,13 +189,10 @@ func (o *Options) restrictions() *v1alpha1.CatalogRestrictions {
 	return &v1alpha1.CatalogRestrictions{ServiceClass: o.ClassRestrictions, ServicePlan: o.PlanRestrictions}
 }
 
-// Complete reads the CA file and builds the clients.
+// Complete reads the CA file and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
-	o.CatalogNamespace = f.CatalogNamespace
-	if scope == v1alpha1.ScopeCluster {
-		o.Namespace = f.CatalogNamespace
-	} else {
+	// A cluster-scoped broker is recorded in the catalog namespace, whatever the user's.
+	if scope, _ := catalogcmd.ParseScope(o.Scope); scope == v1alpha1.ScopeNamespace {
 		ns, err := catalogcmd.Namespace(f)
 		if err != nil {
 			return err
@@ -214,95 +209,53 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		}
 		o.CABundle = string(data)
 	}
-	core, err := f.KubernetesClient()
+	eng, err := f.Engine(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
-	if err != nil {
-		return err
-	}
-	o.Core, o.Store = core, st
-	o.Clients, err = f.BrokerClients(o.BrokerTimeout)
-	return err
+	o.Engine = eng.Engine
+	return nil
 }
 
-// Broker is the record the options describe.
-func (o *Options) Broker() *v1alpha1.Broker {
+// Request is what the options ask the engine for.
+func (o *Options) Request() catalog.RegisterBrokerRequest {
 	scope, _ := catalogcmd.ParseScope(o.Scope)
-	b := &v1alpha1.Broker{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
-		Spec: v1alpha1.BrokerSpec{
-			URL:                   o.URL,
-			Scope:                 scope,
-			CABundle:              o.CABundle,
-			InsecureSkipTLSVerify: o.InsecureSkipTLSVerify,
-			CatalogRestrictions:   o.restrictions(),
-		},
+	return catalog.RegisterBrokerRequest{
+		Name: o.Name, URL: o.URL, Scope: scope, Namespace: o.Namespace,
+		BasicAuthSecret: o.BasicAuthSecret, BearerTokenSecret: o.BearerTokenSecret,
+		CABundle: o.CABundle, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify,
+		RelistInterval:    o.RelistInterval,
+		ClassRestrictions: o.ClassRestrictions, PlanRestrictions: o.PlanRestrictions,
+		DryRun: o.DryRun.Engine(),
+		Note:   func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) },
 	}
-	switch {
-	case o.BasicAuthSecret != "":
-		b.Spec.Auth = &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: o.BasicAuthSecret}}
-	case o.BearerTokenSecret != "":
-		b.Spec.Auth = &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: o.BearerTokenSecret}}
-	}
-	if o.RelistInterval > 0 {
-		b.Spec.RelistInterval = &metav1.Duration{Duration: o.RelistInterval}
-	}
-	return b
 }
 
 // Run records the broker and fetches its catalog.
 func (o *Options) Run(ctx context.Context) error {
-	b := o.Broker()
-	errOut := o.Streams.ErrOut
-	fmt.Fprintf(errOut, "Registering broker %q at %s (%s scope, namespace %q)...\n", b.Name, b.Spec.URL, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
-
-	if _, err := o.Store.Brokers().Get(ctx, b.Namespace, b.Name); err == nil {
-		return fmt.Errorf("broker %q is already registered in namespace %q: run \"kubectl catalog sync broker %s\" to fetch its catalog again, or \"kubectl catalog deregister %s\" first to register it anew",
-			b.Name, b.Namespace, b.Name, b.Name)
-	} else if !store.IsNotFound(err) && !store.IsForbidden(err) {
-		return err
-	}
-	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, b)
-	}
-	res, err := catalogsync.Record(ctx, catalogsync.RecordDeps{Store: o.Store, Core: o.Core, Clients: o.Clients, ErrOut: errOut}, b)
+	res, err := o.Engine.RegisterBroker(ctx, o.Request())
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(errOut, "Warning: %s\n", w)
+	b := res.Broker
+	if o.DryRun.Enabled() {
+		return o.printDryRun(res)
+	}
+	for _, w := range res.Catalog.Warnings {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q registered: %s and %s offered\n", b.Name,
-		catalogcmd.Plural(res.Classes, "class", "classes"), catalogcmd.Plural(res.Plans, "plan", "plans"))
+		catalogcmd.Plural(res.Catalog.Classes, "class", "classes"), catalogcmd.Plural(res.Catalog.Plans, "plan", "plans"))
 	return nil
 }
 
-// printDryRun prints the broker record that would be created, after the checks
-// register makes before it records anything (its credentials Secret). With
-// --dry-run=server the API server checks the record write without storing it. The
-// broker is not called: its catalog is not fetched.
-func (o *Options) printDryRun(ctx context.Context, b *v1alpha1.Broker) error {
-	if b.Spec.Auth != nil {
-		if _, err := o.Clients.ClientFor(ctx, b); brokerclient.IsSecretError(err) {
-			return err
-		}
-	}
-	out := b
+// printDryRun prints the broker record that would be created. The broker is not called:
+// its catalog is not fetched.
+func (o *Options) printDryRun(res *catalog.RegisterBrokerResult) error {
+	b := res.Broker
 	note := fmt.Sprintf("broker %q would be registered in namespace %q; its catalog is not fetched", b.Name, b.Namespace)
-	if o.DryRun == cmdutil.DryRunServer {
-		if _, err := o.Core.CoreV1().Namespaces().Get(ctx, b.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			// The namespace would be created first; the API server cannot check a record in a
-			// namespace that does not exist.
-			note += fmt.Sprintf(" (namespace %q does not exist yet and would be created: the record was not sent to the API server)", b.Namespace)
-		} else {
-			created, err := o.Store.Brokers().Create(store.WithIntent(o.DryRun.Context(ctx)), b)
-			if err != nil {
-				return fmt.Errorf("broker %q would not be registered: %w", b.Name, err)
-			}
-			out = created
-		}
+	if res.NamespaceMissing {
+		note += fmt.Sprintf(" (namespace %q does not exist yet and would be created: the record was not sent to the API server)", b.Namespace)
 	}
-	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "created", note)
+	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "created", note)
 }

@@ -1,12 +1,20 @@
 package register
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"gotest.tools/v3/assert"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 func TestValidate_RefusesBadInputAsUsageErrors(t *testing.T) {
@@ -49,4 +57,34 @@ func TestValidate_RefusesBadInputAsUsageErrors(t *testing.T) {
 			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
 		})
 	}
+}
+
+func TestNewCmdRegister_FlagsBecomeTheRequest(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	assert.NilError(t, os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+	f.Getenv = func(string) string { return "" }
+	team := "team"
+	f.ConfigFlags.Namespace = &team
+	var got *Options
+	cmd := NewCmdRegister(f, func(o *Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"acme", "--url", "https://broker.example.com", "--scope", "namespace", "--bearer-secret", "tok",
+		"--ca-file", ca, "--plan-restrictions", "free==true", "--relist-interval", "1h", "--broker-timeout", "5s", "--dry-run=server"})
+	assert.NilError(t, cmd.Execute())
+	assert.Assert(t, got != nil && got.Engine != nil)
+	req := got.Request()
+	req.Note = nil
+	assert.DeepEqual(t, req, catalog.RegisterBrokerRequest{Name: "acme", URL: "https://broker.example.com", Scope: v1alpha1.ScopeNamespace,
+		Namespace: "team", BearerTokenSecret: "tok", CABundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		RelistInterval: time.Hour, PlanRestrictions: []string{"free==true"}, DryRun: catalog.DryRunServer})
+}
+
+func TestValidate_DoesNotChangeTheOptions(t *testing.T) {
+	o := Options{Name: "acme", URL: "https://broker.example.com", Scope: "cluster", BrokerTimeout: time.Minute}
+	before := o
+	assert.NilError(t, o.Validate())
+	assert.DeepEqual(t, o, before, cmpopts.IgnoreUnexported(Options{}))
 }

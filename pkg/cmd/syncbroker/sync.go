@@ -1,4 +1,4 @@
-// Package sync implements "kubectl catalog sync broker".
+// Package syncbroker implements "kubectl catalog sync broker".
 package syncbroker
 
 import (
@@ -9,13 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var syncBrokerLong = cmdutil.LongDesc(`
@@ -34,8 +33,9 @@ var syncBrokerExample = cmdutil.Examples(`
 	# The namespace-scoped broker of that name
 	kubectl catalog sync broker team-broker --scope namespace`)
 
-// NewCmdSync returns the sync command, parent of "sync broker".
-func NewCmdSync(f *cmdutil.Factory) *cobra.Command {
+// NewCmdSync returns the sync command, parent of "sync broker". runF, when not nil, is
+// called with the completed options of "sync broker" instead of their Run.
+func NewCmdSync(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Fetch a broker's catalog again",
@@ -46,7 +46,7 @@ func NewCmdSync(f *cmdutil.Factory) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(NewCmdSyncBroker(f))
+	cmd.AddCommand(NewCmdSyncBroker(f, runF))
 	return cmd
 }
 
@@ -56,15 +56,15 @@ type BrokerOptions struct {
 	Scope         string
 	BrokerTimeout time.Duration
 
-	Namespace        string
-	CatalogNamespace string
-	Store            *store.Store
-	Clients          *brokerclient.Factory
-	Streams          cmdutil.IOStreams
+	// Set by Complete.
+	Namespace string
+	Engine    *catalog.Engine
+	Streams   cmdutil.IOStreams
 }
 
-// NewCmdSyncBroker returns the "sync broker" command.
-func NewCmdSyncBroker(f *cmdutil.Factory) *cobra.Command {
+// NewCmdSyncBroker returns the "sync broker" command. runF, when not nil, is called with
+// the completed options instead of Run (tests check the flags' parsing with it).
+func NewCmdSyncBroker(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobra.Command {
 	o := &BrokerOptions{Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:               "broker NAME",
@@ -81,6 +81,9 @@ func NewCmdSyncBroker(f *cmdutil.Factory) *cobra.Command {
 			}
 			if err := o.Complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -102,45 +105,34 @@ func (o *BrokerOptions) Validate() error {
 	return err
 }
 
-// Complete builds the clients.
+// Complete finds the namespace and builds the engine.
 func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
 	ns, err := catalogcmd.Namespace(f)
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
+	eng, err := f.Engine(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
 	if err != nil {
 		return err
 	}
-	clients, err := f.BrokerClients(o.BrokerTimeout)
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.CatalogNamespace, o.Store, o.Clients = ns, f.CatalogNamespace, st, clients
+	o.Namespace, o.Engine = ns, eng.Engine
 	return nil
+}
+
+// Request is what the options ask the engine for.
+func (o *BrokerOptions) Request() catalog.SyncBrokerRequest {
+	scope, _ := catalogcmd.ParseScope(o.Scope)
+	return catalog.SyncBrokerRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace,
+		Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
 }
 
 // Run syncs the broker.
 func (o *BrokerOptions) Run(ctx context.Context) error {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
-	b, err := catalogcmd.FindBroker(ctx, o.Store, o.CatalogNamespace, o.Namespace, o.Name, scope)
+	out, err := o.Engine.SyncBroker(ctx, o.Request())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Streams.ErrOut, "Fetching the catalog of broker %q at %s...\n", b.Name, b.Spec.URL)
-	// The request is recorded first, so that if this command is interrupted, reconcile
-	// fetches the catalog instead.
-	b, err = o.Store.Brokers().UpdateWithRetry(store.WithIntent(ctx), b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
-		cur.Spec.RelistRequests++
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("cannot record the sync request on broker %q: %w", o.Name, err)
-	}
-	res, err := catalogsync.New(o.Store, o.Clients).Sync(ctx, b)
-	if err != nil {
-		return err
-	}
+	b, res := out.Broker, out.Catalog
 	for _, w := range res.Warnings {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
 	}

@@ -1,0 +1,56 @@
+package syncbroker_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/syncbroker"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+func TestNewCmdSync_FlagsBecomeTheRequest(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+	f.Getenv = func(string) string { return "" }
+	team := "team"
+	f.ConfigFlags.Namespace = &team
+	var got *syncbroker.BrokerOptions
+	cmd := syncbroker.NewCmdSync(f, func(o *syncbroker.BrokerOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"broker", "acme", "--scope", "cluster", "--broker-timeout", "5s"})
+	assert.NilError(t, cmd.Execute())
+	assert.Assert(t, got != nil && got.Engine != nil)
+	assert.Equal(t, got.BrokerTimeout, 5*time.Second)
+	req := got.Request()
+	req.Note = nil
+	assert.DeepEqual(t, req, catalog.SyncBrokerRequest{Name: "acme", Scope: v1alpha1.ScopeCluster, Namespace: "team"})
+}
+
+func TestSyncBroker_BadInvocations_AreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"sync", "broker", "acme", "--scope", "galaxy"},
+		{"sync", "broker", "acme", "--broker-timeout", "0s"},
+		{"sync", "broker"},
+	} {
+		err := cmdtest.RunOffline(t, args...)
+		assert.Assert(t, err != nil, "%v", args)
+		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v: %v", args, err)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	assert.Equal(t, syncbroker.Summary(&catalogsync.Result{}), "no changes")
+	assert.Equal(t, syncbroker.Summary(&catalogsync.Result{ClassesAdded: 1, PlansAdded: 2, PlansRemoved: 1}),
+		"1 class added, 2 plans added, 1 plan marked removed")
+}
