@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,14 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile created (server dry run)"))
 	_, err = admin.BatchV1().CronJobs(ns).Get(ctx, install.DefaultName, metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsNotFound(err), "a dry run stores nothing: %v", err)
+	// Its objects, printed, are complete: kubectl can apply them as they are.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--dry-run=server", "--no-trust-policy", "-o", "yaml")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	manifests := filepath.Join(t.TempDir(), "install.yaml")
+	assert.NilError(t, os.WriteFile(manifests, []byte(r.Stdout), 0o600))
+	r = kubectl(t, controlplane.AdminUser, "apply", "--dry-run=server", "-f", manifests)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile created (server dry run)"))
 
 	// The trust policy has a test of its own (trust_policy_test.go); here records are
 	// written by the admin without author annotations, which it would refuse.

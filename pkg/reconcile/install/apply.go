@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -611,6 +612,7 @@ func Clean(obj runtime.Object) map[string]any {
 	if err != nil {
 		panic(fmt.Sprintf("install: cannot convert %T: %v", obj, err))
 	}
+	withKind(u, obj)
 	delete(u, "status")
 	if spec, ok := u["spec"].(map[string]any); ok && len(spec) == 0 {
 		delete(u, "spec")
@@ -632,11 +634,39 @@ func CleanServed(obj runtime.Object) map[string]any {
 	if err != nil {
 		panic(fmt.Sprintf("install: cannot convert %T: %v", obj, err))
 	}
+	withKind(u, obj)
 	if md, ok := u["metadata"].(map[string]any); ok {
 		delete(md, "managedFields")
 	}
 	dropNullTimestamps(u)
 	return u
+}
+
+// Served is what the API server returned for the objects of results, each
+// CleanServed, as kubectl prints them: the objects deleted (pruned) have
+// nothing to print and are left out.
+func Served(results []Result) []map[string]any {
+	served := make([]map[string]any, 0, len(results))
+	for _, r := range results {
+		if r.Object != nil {
+			served = append(served, CleanServed(r.Object))
+		}
+	}
+	return served
+}
+
+// withKind sets u's apiVersion and kind from obj's type when obj does not
+// carry them, as the objects a typed client returns do not: a manifest
+// without them cannot be applied.
+func withKind(u map[string]any, obj runtime.Object) {
+	if u["apiVersion"] != nil && u["kind"] != nil {
+		return
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		panic(fmt.Sprintf("install: no kind known for %T: %v", obj, err))
+	}
+	u["apiVersion"], u["kind"] = gvks[0].GroupVersion().String(), gvks[0].Kind
 }
 
 func dropNullTimestamps(v any) {
