@@ -161,16 +161,19 @@ func TestInstall_ServeAndShardsInTheManifests(t *testing.T) {
 	assert.Assert(t, is.Contains(out, "- 1/2\n"))
 }
 
-// The server dry run prints complete objects, as kubectl does: each with its
+// Both dry runs print complete objects, as kubectl does: each with its
 // apiVersion and kind, so that the output can be applied as it is.
-func TestInstall_ServerDryRunPrintsCompleteObjects(t *testing.T) {
+func TestInstall_DryRunsPrintCompleteObjects(t *testing.T) {
 	for _, tc := range []struct {
-		output string
-		serve  bool
-	}{{"yaml", false}, {"json", false}, {"yaml", true}} {
-		t.Run(fmt.Sprintf("%s serve=%v", tc.output, tc.serve), func(t *testing.T) {
+		dryRun, output string
+		serve          bool
+	}{
+		{"server", "yaml", false}, {"server", "json", false}, {"server", "yaml", true},
+		{"client", "yaml", false}, {"client", "json", true},
+	} {
+		t.Run(fmt.Sprintf("%s %s serve=%v", tc.dryRun, tc.output, tc.serve), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			o := &reconcile.InstallOptions{Options: install.Defaults(), DryRun: "server", Output: tc.output, Core: typedClientset(),
+			o := &reconcile.InstallOptions{Options: install.Defaults(), DryRun: tc.dryRun, Output: tc.output, Core: typedClientset(),
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
 			o.Image, o.Serve, o.Replicas = testImage, tc.serve, 2
 			assert.NilError(t, o.Run(context.Background()))
