@@ -12,7 +12,6 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -21,71 +20,11 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
-// catalogEnv is one test's corner of the shared control plane: its own catalog
-// namespace (so cluster-scoped brokers and access rules of parallel tests never meet)
-// and a user namespace.
-type catalogEnv struct {
-	catalogNS, userNS string
-	admin             kubernetes.Interface
-	st                *store.Store
-}
-
 func catalogNewEnv(t *testing.T) *catalogEnv {
 	t.Helper()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	return &catalogEnv{catalogNS: cp.NewNamespace(t), userNS: cp.NewNamespace(t), admin: admin, st: store.New(admin, nil)}
-}
-
-// run runs "kubectl catalog ARGS" as admin in the user namespace.
-func (e *catalogEnv) run(t *testing.T, args ...string) result {
-	t.Helper()
-	return e.runAs(t, controlplane.AdminUser, e.userNS, args...)
-}
-
-func (e *catalogEnv) runAs(t *testing.T, user, ns string, args ...string) result {
-	t.Helper()
-	full := append([]string{"catalog"}, args...)
-	full = append(full, "--catalog-namespace", e.catalogNS, "-n", ns)
-	return kubectl(t, user, full...)
-}
-
-// runGlobal runs "kubectl catalog ARGS" as admin without -n: the kubeconfig's namespace.
-func (e *catalogEnv) runGlobal(t *testing.T, args ...string) result {
-	t.Helper()
-	full := append([]string{"catalog"}, args...)
-	return kubectl(t, controlplane.AdminUser, append(full, "--catalog-namespace", e.catalogNS)...)
-}
-
-func (e *catalogEnv) secret(t *testing.T, ns, name string, data map[string]string) {
-	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
-	_, err := e.admin.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{})
-	assert.NilError(t, err)
-}
-
-func (e *catalogEnv) classes(t *testing.T, ns, brokerName string) map[string]*v1alpha1.ServiceClass {
-	t.Helper()
-	cs, err := e.st.Classes().List(context.Background(), ns, store.Filter{Broker: brokerName})
-	assert.NilError(t, err)
-	out := map[string]*v1alpha1.ServiceClass{}
-	for _, c := range cs {
-		out[c.Spec.ID] = c
-	}
-	return out
-}
-
-// catalogSnapshot is the resourceVersion of every ConfigMap in ns: equal snapshots mean
-// nothing was written.
-func catalogSnapshot(t *testing.T, e *catalogEnv, ns string) map[string]string {
-	t.Helper()
-	cms, err := e.admin.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: store.LabelManagedBy + "=" + store.ManagedBy})
-	assert.NilError(t, err)
-	out := map[string]string{}
-	for _, cm := range cms.Items {
-		out[cm.Name] = cm.ResourceVersion
-	}
-	return out
 }
 
 func catalogAssertOK(t *testing.T, r result) {

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"gotest.tools/v3/assert"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
@@ -117,4 +121,35 @@ func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() b
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// writeTokenKubeconfig writes a kubeconfig for the control plane with a bearer token.
+func writeTokenKubeconfig(t *testing.T, token string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: cp.Server, CertificateAuthority: cp.CAFile}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "sa", Namespace: "default"}
+	cfg.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	assert.NilError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+// saKubectl runs the real kubectl with kubeconfig and returns its trimmed standard
+// output, whatever the exit code ("kubectl auth can-i" exits 1 on "no").
+func saKubectl(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, args...)
+	cmd.Env = append(instEnviron(t), "KUBECONFIG="+kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("running kubectl %s: %v", strings.Join(args, " "), err)
+		}
+	}
+	return strings.TrimSpace(stdout.String())
 }

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,45 +16,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
-
-// instKillPoint is where the CLI is killed.
-type instKillPoint string
-
-const (
-	// instKillBefore: the write-ahead is stored, the broker not called yet (pause hook).
-	instKillBefore = instKillPoint(catalog.HookBeforeBrokerCall)
-	// instKillDuring: the broker did the work and hangs without answering.
-	instKillDuring instKillPoint = "during-broker-call"
-	// instKillAfter: the broker answered, the outcome is not stored yet (pause hook).
-	instKillAfter = instKillPoint(catalog.HookAfterBrokerCall)
-)
-
-// instStartKillable starts the plugin binary itself (not through kubectl, so the process
-// signalled is the CLI) and returns it with a channel of its stderr lines.
-func instStartKillable(t *testing.T, ns string, env []string, args ...string) (*exec.Cmd, <-chan string) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "kubectl-catalog"), append([]string{"-n", ns}, args...)...)
-	cmd.Env = append(instEnviron(t), env...)
-	stderr, err := cmd.StderrPipe()
-	assert.NilError(t, err)
-	assert.NilError(t, cmd.Start())
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Logf("cli: %s", sc.Text())
-			lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	return cmd, lines
-}
 
 // TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan SIGKILLs the CLI
 // at every step of a provision and of a deprovision (sync and async plans): after the

@@ -4,34 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
-	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
-
-// instSetup starts a test broker and registers it, namespace-scoped, in a fresh
-// namespace, so tests do not share brokers.
-func instSetup(t *testing.T) (string, *broker.Broker, *store.Store) {
-	t.Helper()
-	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p", AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
-	ns := cp.NewNamespace(t)
-	admin, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(t, err)
-	_, err = admin.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "broker-auth"}, StringData: map[string]string{"username": "u", "password": "p"},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	r := instCatalog(t, ns, "register", "acme", "--url", b.URL(), "--basic-auth-secret", "broker-auth", "--scope", "namespace")
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	return ns, b, store.New(admin, nil)
-}
 
 func TestInstance_SyncProvisionUpdateDeprovision_AgainstTheTestBroker(t *testing.T) {
 	t.Parallel()

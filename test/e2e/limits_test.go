@@ -3,19 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
-	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
 // TestLimits_TwentyConcurrentBinds_AgainstALimitOfFive_MakeExactlyFive runs 20 bind
@@ -160,37 +157,4 @@ func TestLimits_AllowedNamespaces_RefuseOthers(t *testing.T) {
 	r = instCatalog(t, nsB, "bind", nsA+"/db")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Equal(t, len(b.RequestsFor(broker.OpBind)), 1)
-}
-
-// snapshotRecords is every ConfigMap and Secret of the namespaces, by name, with its
-// data and resourceVersion: what "nothing changed" compares.
-func snapshotRecords(t *testing.T, namespaces ...string) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	snap := map[string]string{}
-	admin, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(t, err)
-	for _, ns := range namespaces {
-		cms, err := admin.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-		assert.NilError(t, err)
-		for _, cm := range cms.Items {
-			if strings.HasPrefix(cm.Name, "kube-root-ca") {
-				continue
-			}
-			snap["cm/"+ns+"/"+cm.Name] = cm.ResourceVersion
-		}
-		ss, err := admin.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-		assert.NilError(t, err)
-		for _, s := range ss.Items {
-			snap["secret/"+ns+"/"+s.Name] = s.ResourceVersion
-		}
-	}
-	return snap
-}
-
-func limitsAdmin(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	admin, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(t, err)
-	return admin
 }

@@ -22,11 +22,7 @@ func TestReconcileInstallImage_VersionedBuildUsesItsOwnImage(t *testing.T) {
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	ns := cp.NewNamespace(t)
-	cluster := install.ClusterName(ns, install.DefaultName)
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
-	})
+	installCleanup(t, admin, ns)
 
 	// The e2e build of the plugin has no version: it refuses, and says what to do.
 	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--namespace", ns, "--no-trust-policy")
@@ -67,11 +63,7 @@ func TestReconcileInstallImage_ServeWithReplicasAndShards(t *testing.T) {
 	assert.NilError(t, err)
 	ns := cp.NewNamespace(t)
 	const image = "example.invalid/kubectl-catalog:test"
-	cluster := install.ClusterName(ns, install.DefaultName)
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
-	})
+	installCleanup(t, admin, ns)
 	args := []string{"catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--no-trust-policy"}
 
 	r := kubectl(t, controlplane.AdminUser, append(args, "--serve", "--replicas", "2", "--dry-run=server")...)

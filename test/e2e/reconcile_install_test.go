@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +13,6 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -33,11 +30,7 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 	assert.NilError(t, err)
 	ns := cp.NewNamespace(t)
 	const image = "example.invalid/kubectl-catalog:test"
-	cluster := install.ClusterName(ns, install.DefaultName)
-	t.Cleanup(func() {
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
-	})
+	cluster := installCleanup(t, admin, ns)
 
 	// A server dry run validates everything and stores nothing.
 	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--dry-run=server", "--no-trust-policy")
@@ -45,6 +38,14 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile created (server dry run)"))
 	_, err = admin.BatchV1().CronJobs(ns).Get(ctx, install.DefaultName, metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsNotFound(err), "a dry run stores nothing: %v", err)
+	// Its objects, printed, are complete: kubectl can apply them as they are.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", image, "--namespace", ns, "--dry-run=server", "--no-trust-policy", "-o", "yaml")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	manifests := filepath.Join(t.TempDir(), "install.yaml")
+	assert.NilError(t, os.WriteFile(manifests, []byte(r.Stdout), 0o600))
+	r = kubectl(t, controlplane.AdminUser, "apply", "--dry-run=server", "-f", manifests)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile created (server dry run)"))
 
 	// The trust policy has a test of its own (trust_policy_test.go); here records are
 	// written by the admin without author annotations, which it would refuse.
@@ -156,35 +157,4 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Equal(t, strings.Count(r.Stdout, " not found, skipped\n"), 7, r.Stdout)
-}
-
-// writeTokenKubeconfig writes a kubeconfig for the control plane with a bearer token.
-func writeTokenKubeconfig(t *testing.T, token string) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: cp.Server, CertificateAuthority: cp.CAFile}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "sa", Namespace: "default"}
-	cfg.CurrentContext = "sa"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	assert.NilError(t, clientcmd.WriteToFile(*cfg, path))
-	return path
-}
-
-// saKubectl runs the real kubectl with kubeconfig and returns its trimmed standard
-// output, whatever the exit code ("kubectl auth can-i" exits 1 on "no").
-func saKubectl(t *testing.T, kubeconfig string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl, args...)
-	cmd.Env = append(instEnviron(t), "KUBECONFIG="+kubeconfig)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
-			t.Fatalf("running kubectl %s: %v", strings.Join(args, " "), err)
-		}
-	}
-	return strings.TrimSpace(stdout.String())
 }

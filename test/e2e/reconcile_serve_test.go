@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -22,18 +21,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
-
-// serveGet GETs url and returns the status and body; status 0 when nothing answered.
-func serveGet(url string) (int, string) {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // serveWaitStatus polls url until it answers want, and returns the body and how long
 // it took.

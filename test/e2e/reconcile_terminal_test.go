@@ -33,16 +33,8 @@ var rtEnv = []string{cmdutil.TestBrokerTimeoutEnv + "=30s", cmdutil.TestClockSke
 // the terminal to show want (what it printed last may still be on its way).
 func rtWaitExit(t *testing.T, cmd *exec.Cmd, term *instTerminal, timeout time.Duration, want string) int {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(slow(timeout)):
-		t.Fatalf("reconcile did not finish within %s; the terminal shows:\n%q", timeout, term.text())
-	}
-	instWaitFor(t, fmt.Sprintf("the terminal to show %q", want), 10*time.Second, func() bool {
-		return strings.Contains(term.text(), want)
-	})
+	_ = term.exited(cmd, timeout, fmt.Sprintf("reconcile did not finish within %s", timeout))
+	term.waitShows(want)
 	return cmd.ProcessState.ExitCode()
 }
 
@@ -254,13 +246,7 @@ func TestReconcileTerminal_SecondCtrlCExitsAtOnce(t *testing.T) {
 		return strings.Contains(term.text(), "interrupted: finishing the broker calls under way; Ctrl-C again exits at once")
 	})
 	assert.NilError(t, cmd.Process.Signal(syscall.SIGINT))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(slow(10 * time.Second)):
-		t.Fatalf("a second Ctrl-C did not exit at once; the terminal shows:\n%q", term.text())
-	}
+	_ = term.exited(cmd, 10*time.Second, "a second Ctrl-C did not exit at once")
 	assert.Equal(t, cmd.ProcessState.ExitCode(), 130)
 	assert.Assert(t, time.Since(start) < 10*time.Second, "the 20 s poll was not waited for")
 }

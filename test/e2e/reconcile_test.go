@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,72 +25,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
-// recEnv bounds every broker call of a reconcile run in these tests.
-var recEnv = []string{cmdutil.TestBrokerTimeoutEnv + "=5s"}
-
-// recRun runs "kubectl catalog reconcile --trust-unverified-authors ARGS -o json" in ns
-// over the tests' own records and returns its summary.
-func recRun(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
-	t.Helper()
-	return recRunStrict(t, ns, env, append([]string{asRunner}, args...)...)
-}
-
-// recRunStrict is recRun as reconcile in the cluster runs: only with the authority of
-// records' verified authors.
-func recRunStrict(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
-	t.Helper()
-	r := instRun(t, ns, append(slices.Clone(recEnv), env...), append([]string{"reconcile", "-o", "json"}, args...)...)
-	var sum reconcile.Summary
-	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &sum), "exit %d: %s", r.ExitCode, r.Stderr)
-	return sum, r
-}
-
-// recItem is the summary's line of the instance ns/name, if any.
-func recItem(sum reconcile.Summary, ns, name string) (reconcile.Item, bool) {
-	for _, it := range sum.Items {
-		if it.Namespace == ns && it.Kind == v1alpha1.KindServiceInstance && it.Name == name {
-			return it, true
-		}
-	}
-	return reconcile.Item{}, false
-}
-
-// recProvision provisions hobby (synchronous) instances and waits for them.
-func recProvision(t *testing.T, ns string, names ...string) map[string]string {
-	t.Helper()
-	ids := map[string]string{}
-	for _, n := range names {
-		r := instCatalog(t, ns, "provision", n, "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s", "--interval", "200ms")
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	}
-	st := recStore(t)
-	for _, n := range names {
-		inst, err := st.Instances().Get(context.Background(), ns, n)
-		assert.NilError(t, err)
-		ids[n] = inst.Spec.ExternalID
-	}
-	return ids
-}
-
-func recStore(t *testing.T) *store.Store {
-	t.Helper()
-	admin, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(t, err)
-	return store.New(admin, nil)
-}
-
-// recDeleteConfigMaps deletes instance records the way a user would, with a plain
-// "kubectl delete configmap": the finalizer holds them.
-func recDeleteConfigMaps(t *testing.T, ns string, names ...string) {
-	t.Helper()
-	args := []string{"delete", "configmap", "-n", ns, "--wait=false"}
-	for _, n := range names {
-		args = append(args, store.ConfigMapName(v1alpha1.KindServiceInstance, n))
-	}
-	r := kubectl(t, controlplane.AdminUser, args...)
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-}
-
 // recAwaitFinalizersHold waits until the namespace controller reports that the catalog's
 // finalizers are what keeps the terminating namespace ns from going.
 func recAwaitFinalizersHold(t *testing.T, ns string) {
@@ -112,14 +44,6 @@ func recAwaitFinalizersHold(t *testing.T, ns string) {
 		return false
 	})
 	assert.Equal(t, last.Status.Phase, corev1.NamespaceTerminating)
-}
-
-func recAssertGone(t *testing.T, st *store.Store, ns string, names ...string) {
-	t.Helper()
-	for _, n := range names {
-		_, err := st.Instances().Get(context.Background(), ns, n)
-		assert.Assert(t, store.IsNotFound(err), "instance %s/%s should be gone: %v", ns, n, err)
-	}
 }
 
 // (2) A plain "kubectl delete configmap" of an instance record: the finalizer holds it
@@ -361,28 +285,6 @@ func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBi
 	_, err = admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	assert.NilError(t, err, "the credentials Secret")
 	return res.Binding
-}
-
-// recKindItem is the summary's line of the record kind ns/name, if any.
-func recKindItem(sum reconcile.Summary, kind, ns, name string) (reconcile.Item, bool) {
-	for _, it := range sum.Items {
-		if it.Namespace == ns && it.Kind == kind && it.Name == name {
-			return it, true
-		}
-	}
-	return reconcile.Item{}, false
-}
-
-// recAssertBindingGone checks that the binding record and its Secret are gone.
-func recAssertBindingGone(t *testing.T, ns, name string) {
-	t.Helper()
-	ctx := context.Background()
-	admin, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(t, err)
-	_, err = store.New(admin, nil).Bindings().Get(ctx, ns, name)
-	assert.Assert(t, store.IsNotFound(err), "binding %s/%s should be gone: %v", ns, name, err)
-	_, err = admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	assert.Assert(t, apierrors.IsNotFound(err), "the Secret of binding %s/%s should be gone: %v", ns, name, err)
 }
 
 // A plain "kubectl delete configmap" of a binding record: the finalizer holds it until

@@ -24,9 +24,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
-// The groups the API server gives a static-token user without groups.
-const authenticatedGroups = "system:authenticated"
-
 // TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor installs the trust
 // policy with "reconcile install" on the real API server and writes record ConfigMaps as
 // two ordinary users: only a write stamped with the writer's own name and groups may
@@ -38,12 +35,11 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	ns := cp.NewNamespace(t)
-	cluster := install.ClusterName(ns, install.DefaultName)
+	installCleanup(t, admin, ns)
 	t.Cleanup(func() {
-		// The policy is cluster-wide: never leave it to the next test.
+		// The policy is cluster-wide: never leave it to the next test (this runs before
+		// installCleanup's).
 		_, _ = install.UninstallTrust(ctx, admin, ns)
-		_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{})
-		_ = admin.RbacV1().ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
 	})
 	withNS := func(args ...string) []string { return append(args, "--namespace", ns, "--catalog-namespace", ns) }
 

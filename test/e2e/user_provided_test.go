@@ -164,17 +164,9 @@ func TestUserProvided_CredentialsKeys_AskedWithoutEcho(t *testing.T) {
 	term.answer("Credential username:", "app\r")
 	term.answer("Credential password:", upsPassword+"\r")
 
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		assert.NilError(t, err, "the CLI failed; the terminal shows:\n%q", term.text())
-	case <-time.After(slow(60 * time.Second)):
-		t.Fatalf("the CLI did not finish; the terminal shows:\n%q", term.text())
-	}
-	instWaitFor(t, "the terminal to show the result", 10*time.Second, func() bool {
-		return strings.Contains(term.text(), `Instance "db" is ready`)
-	})
+	err := term.exited(cmd, 60*time.Second, "the CLI did not finish")
+	assert.NilError(t, err, "the CLI failed; the terminal shows:\n%q", term.text())
+	term.waitShows(`Instance "db" is ready`)
 	assert.Assert(t, !strings.Contains(term.text(), upsPassword), "the password was echoed:\n%q", term.text())
 	s, err := limitsAdmin(t).CoreV1().Secrets(ns).Get(context.Background(), "db-credentials", metav1.GetOptions{})
 	assert.NilError(t, err)

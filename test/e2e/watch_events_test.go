@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,75 +14,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
-	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
-
-// streamed is a command left running whose standard output is read as it comes.
-type streamed struct {
-	cmd    *exec.Cmd
-	out    testio.Buffer
-	stderr testio.Buffer
-	done   chan error
-}
-
-func (s *streamed) Stdout() string { return s.out.String() }
-
-// startCatalog starts "kubectl catalog -n ns ARGS" as admin and reads its output.
-func startCatalog(t *testing.T, ns string, args ...string) *streamed {
-	t.Helper()
-	cmd := exec.Command(cp.Binaries.Kubectl, append([]string{"catalog", "-n", ns}, args...)...)
-	cmd.Env = append(os.Environ(),
-		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+cp.Kubeconfig(controlplane.AdminUser),
-		"HOME="+t.TempDir(),
-	)
-	s := &streamed{cmd: cmd, done: make(chan error, 1)}
-	stdout, err := cmd.StdoutPipe()
-	assert.NilError(t, err)
-	cmd.Stderr = &s.stderr
-	assert.NilError(t, cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			_, _ = s.out.Write([]byte(sc.Text() + "\n"))
-		}
-		s.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	})
-	return s
-}
-
-// waitOutput waits until the output satisfies ok.
-func (s *streamed) waitOutput(t *testing.T, what string, ok func(string) bool, timeout time.Duration) {
-	t.Helper()
-	poll.WaitOn(t, func(poll.LogT) poll.Result {
-		if out := s.Stdout(); ok(out) {
-			return poll.Success()
-		}
-		return poll.Continue("waiting for %s; output so far:\n%s", what, s.Stdout())
-	}, poll.WithTimeout(slow(timeout)), poll.WithDelay(50*time.Millisecond))
-}
-
-// interrupt sends SIGINT (Ctrl-C) and returns the exit code.
-func (s *streamed) interrupt(t *testing.T) int {
-	t.Helper()
-	assert.NilError(t, s.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case err := <-s.done:
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		assert.NilError(t, err)
-		return 0
-	case <-time.After(slow(20 * time.Second)):
-		t.Fatalf("the command did not end after SIGINT; stderr:\n%s", s.stderr.String())
-	}
-	return -1
-}
 
 // rowsOf are the output's lines naming name.
 func rowsOf(out, name string) []string {

@@ -10,7 +10,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
@@ -255,11 +255,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Output != "" {
-		served := make([]map[string]any, 0, len(results))
-		for _, r := range results {
-			served = append(served, install.CleanServed(r.Object))
-		}
-		return writeObjects(o.Streams, o.Output, served)
+		return writeObjects(o.Streams, o.Output, install.Served(results))
 	}
 	if o.DryRun == "none" {
 		if o.Serve {
@@ -390,7 +386,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if !o.KeepTrustPolicy {
 		fmt.Fprintf(o.Streams.ErrOut, "It also deletes the records' trust policy %q and its token ConfigMap %s/%s: every record then has an unverified author,\n"+
 			"and reconcile refuses what needs its author's authority until \"kubectl catalog reconcile install\" installs the policy again.\n",
-			store.TrustPolicyName, catalogNS, store.TrustConfigMap)
+			trust.PolicyName, catalogNS, trust.ConfigMapName)
 	}
 	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("reconcile uninstall")); !ok {
 		return err

@@ -3,6 +3,9 @@ package reconcile_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,7 +14,11 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
@@ -152,4 +159,79 @@ func TestInstall_ServeAndShardsInTheManifests(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, strings.Count(out, "kind: CronJob\n"), 2, out)
 	assert.Assert(t, is.Contains(out, "- 1/2\n"))
+}
+
+// Both dry runs print complete objects, as kubectl does: each with its
+// apiVersion and kind, so that the output can be applied as it is.
+func TestInstall_DryRunsPrintCompleteObjects(t *testing.T) {
+	for _, tc := range []struct {
+		dryRun, output string
+		serve          bool
+	}{
+		{"server", "yaml", false}, {"server", "json", false}, {"server", "yaml", true},
+		{"client", "yaml", false}, {"client", "json", true},
+	} {
+		t.Run(fmt.Sprintf("%s %s serve=%v", tc.dryRun, tc.output, tc.serve), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			o := &reconcile.InstallOptions{Options: install.Defaults(), DryRun: tc.dryRun, Output: tc.output, Core: typedClientset(),
+				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
+			o.Image, o.Serve, o.Replicas = testImage, tc.serve, 2
+			assert.NilError(t, o.Run(context.Background()))
+			kinds := decodeKinds(t, out.String())
+			assert.Assert(t, len(kinds) >= 5, "%v\n%s", kinds, out.String())
+			assert.Assert(t, is.Contains(kinds, "v1/ServiceAccount"), "%v", kinds)
+		})
+	}
+}
+
+// typedClientset is a fake clientset that, like the API server's typed
+// clients, returns objects without their apiVersion and kind.
+func typedClientset() *fake.Clientset {
+	core := fake.NewClientset()
+	react := k8stesting.ObjectReaction(core.Tracker())
+	core.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := react(action)
+		if obj != nil {
+			obj = obj.DeepCopyObject()
+			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
+		return handled, obj, err
+	})
+	return core
+}
+
+// decodeKinds decodes a YAML or JSON stream of objects, a v1 List's items
+// included, and returns their "apiVersion/kind", failing on an object that
+// lacks either.
+func decodeKinds(t *testing.T, out string) []string {
+	t.Helper()
+	var kinds []string
+	check := func(obj map[string]any) {
+		t.Helper()
+		apiVersion, _ := obj["apiVersion"].(string)
+		kind, _ := obj["kind"].(string)
+		assert.Assert(t, apiVersion != "" && kind != "", "an object without apiVersion or kind: %v", obj["metadata"])
+		kinds = append(kinds, apiVersion+"/"+kind)
+	}
+	dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return kinds
+		}
+		assert.NilError(t, err)
+		if obj == nil {
+			continue
+		}
+		if obj["kind"] == "List" {
+			assert.Equal(t, obj["apiVersion"], "v1")
+			items, _ := obj["items"].([]any)
+			for _, item := range items {
+				check(item.(map[string]any))
+			}
+			continue
+		}
+		check(obj)
+	}
 }

@@ -1,14 +1,22 @@
 // Package install builds, applies and removes what runs "kubectl catalog
 // reconcile" in a cluster: a ServiceAccount, a least-privilege ClusterRole
 // and its ClusterRoleBinding, and a CronJob per shard (or, with --serve, a
-// Deployment per shard and a PodDisruptionBudget when it has several
-// replicas); and the records'
-// trust policy (package trust): a ValidatingAdmissionPolicy, its binding and
-// the token ConfigMap.
+// Deployment per shard; with several replicas, a PodDisruptionBudget, and
+// a Role and RoleBinding on Leases in the catalog namespace for their shard
+// group); and the records' trust policy (package trust): a
+// ValidatingAdmissionPolicy, its binding and the token ConfigMap.
+//
+// Build makes the objects (install.go, schedule.go); Apply applies them with
+// server-side apply and prunes the workloads an installation no longer has
+// (apply.go); Uninstall and UninstallTrust delete them (uninstall.go). Result
+// is what is reported of each object (result.go), Clean, CleanServed and
+// WriteYAML/WriteJSON print them as manifests (print.go), and client.go holds
+// the typed clients they go through.
 //
 // The manifests are built here, in one place, so that "reconcile install",
-// "reconcile uninstall", "doctor" (which checks the same permissions for the
-// current user) and the tests agree on them.
+// "reconcile uninstall", "rbac" (which prints and applies ClusterRoles the
+// same way), "doctor" (which checks the same permissions for the current
+// user) and the tests agree on them.
 package install
 
 import (

@@ -260,6 +260,20 @@ func TestClean_DropsServerFieldsAndEmptyStatus(t *testing.T) {
 	assert.DeepEqual(t, m, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "a"}})
 }
 
+// A typed client returns objects without apiVersion and kind: Served puts them
+// back, and leaves out what was deleted.
+func TestServed_HasKindsAndLeavesOutDeletedObjects(t *testing.T) {
+	served := Served([]Result{
+		{Resource: "serviceaccount", Name: "a", Action: Unchanged, Object: &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "a", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}},
+		{Resource: "cronjob.batch", Name: "b-1", Action: Pruned},
+		{Resource: "cronjob.batch", Name: "b", Action: Created, Object: &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}},
+	})
+	assert.Equal(t, len(served), 2)
+	assert.DeepEqual(t, served[0], map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "a"}})
+	assert.Equal(t, served[1]["apiVersion"], "batch/v1")
+	assert.Equal(t, served[1]["kind"], "CronJob")
+}
+
 func TestApply_TrustTokenIsRenewedWhenThePolicyHadToBeCreatedOrIsNewer(t *testing.T) {
 	ctx := context.Background()
 	o := Defaults()
