@@ -94,7 +94,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		describeCmd,
 		provision.NewCmdProvision(f),
 		update.NewCmdUpdate(f),
-		deprovision.NewCmdDeprovision(f),
+		deprovision.NewCmdDeprovision(f, nil),
 		touch.NewCmdTouch(f),
 		bind.NewCmdBind(f),
 		unbind.NewCmdUnbind(f),
