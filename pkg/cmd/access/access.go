@@ -10,11 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // NewCmdAccess returns the access command with enable, disable and list.
@@ -39,7 +38,7 @@ func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdSet(f, true), newCmdSet(f, false), newCmdList(f))
+	cmd.AddCommand(NewCmdEnable(f, nil), NewCmdDisable(f, nil), NewCmdList(f, nil))
 	return cmd
 }
 
@@ -54,16 +53,26 @@ type Options struct {
 	// must be given: a rule for every namespace is never made by omission.
 	AllNamespaces bool
 	// NamespaceSet reports an explicit --namespace.
-	NamespaceSet     bool
-	DryRun           cmdutil.DryRunStrategy
-	Output           *printers.OutputFlags
-	ViewNamespace    string
-	CatalogNamespace string
-	Store            *store.Store
-	Streams          cmdutil.IOStreams
+	NamespaceSet  bool
+	DryRun        cmdutil.DryRunStrategy
+	Output        *printers.OutputFlags
+	ViewNamespace string
+	Engine        *catalog.Engine
+	Streams       cmdutil.IOStreams
 }
 
-func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
+// NewCmdEnable returns "access enable". runF, when not nil, is called with the
+// completed Options instead of Run (tests check the flags with it).
+func NewCmdEnable(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	return newCmdSet(f, true, runF)
+}
+
+// NewCmdDisable returns "access disable"; runF as for NewCmdEnable.
+func NewCmdDisable(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	return newCmdSet(f, false, runF)
+}
+
+func newCmdSet(f *cmdutil.Factory, enable bool, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Enabled: enable, Output: printers.NewOutputFlags(false)}
 	verb, example := "disable", `
 		# Hide class legacy-db from every namespace
@@ -109,6 +118,9 @@ func newCmdSet(f *cmdutil.Factory, enable bool) *cobra.Command {
 			if err := o.Complete(f); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -142,7 +154,8 @@ func (o *Options) Validate() error {
 	return o.Output.Validate()
 }
 
-// Complete reads the namespace flag: an explicit --namespace makes a namespace's rule.
+// Complete reads the namespace flag (an explicit --namespace makes a namespace's rule)
+// and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	ns, _, err := f.Namespace()
 	if err != nil {
@@ -152,136 +165,53 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if !o.AllNamespaces {
 		o.Namespace = ns
 	}
-	st, err := f.Store()
+	eng, err := f.Engine(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}
-	o.CatalogNamespace, o.Store = f.CatalogNamespace, st
+	o.Engine = eng.Engine
 	return nil
 }
 
-// Run records the rule.
+// Run records the rule (catalog.Engine.SetAccess) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	c, plan, err := o.resolve(ctx)
+	res, err := o.Engine.SetAccess(ctx, catalog.AccessRequest{
+		Target: o.Target, Enabled: o.Enabled, Namespace: o.Namespace, ViewNamespace: o.ViewNamespace, DryRun: o.DryRun.Engine(),
+		Record: o.Output != nil && !o.Output.IsTable(),
+		Note:   func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) },
+	})
 	if err != nil {
 		return err
-	}
-	rule := v1alpha1.AccessRule{Namespace: o.Namespace, BrokerName: c.Spec.BrokerName, ClassID: c.Spec.ID,
-		ClassExternalName: c.Spec.ExternalName, Enabled: o.Enabled}
-	what := fmt.Sprintf("class %q", c.Spec.ExternalName)
-	if plan != nil {
-		rule.PlanID, rule.PlanExternalName = plan.ID, plan.ExternalName
-		what = fmt.Sprintf("plan %q of class %q", plan.ExternalName, c.Spec.ExternalName)
-	}
-	where := "every namespace"
-	if o.Namespace != "" {
-		where = fmt.Sprintf("namespace %q", o.Namespace)
-	}
-	verb := "Disabling"
-	if o.Enabled {
-		verb = "Enabling"
 	}
 	state := "disabled"
 	if o.Enabled {
 		state = "enabled"
 	}
 	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, rule, fmt.Sprintf("%s would be %s in %s", what, state, where))
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.Access, res.Operation, fmt.Sprintf("%s would be %s in %s", res.What, state, res.Where))
 	}
-	fmt.Fprintf(o.Streams.ErrOut, "%s %s (broker %q) in %s...\n", verb, what, c.Spec.BrokerName, where)
-	changed, err := marketplace.SetRule(ctx, o.Store, rule, marketplace.InCatalogNamespace(o.CatalogNamespace))
-	if err != nil {
-		return err
-	}
-	if o.Output != nil && !o.Output.IsTable() {
-		a, err := o.Store.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
-		if err != nil {
-			return err
-		}
-		return o.Output.PrintObject(a, o.Streams.Out)
+	if res.Access != nil {
+		return o.Output.PrintObject(res.Access, o.Streams.Out)
 	}
 	suffix := ""
-	if !changed {
+	if !res.Changed {
 		suffix = " (unchanged)"
 	}
-	fmt.Fprintf(o.Streams.Out, "%s %s in %s%s\n", what, state, where, suffix)
+	fmt.Fprintf(o.Streams.Out, "%s %s in %s%s\n", res.What, state, res.Where, suffix)
 	return nil
-}
-
-// printDryRun prints the access rules record as rule would leave it, writing
-// nothing; with --dry-run=server the write is sent to the API server as a dry run.
-func (o *Options) printDryRun(ctx context.Context, rule v1alpha1.AccessRule, note string) error {
-	a, err := o.Store.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
-	exists := err == nil
-	switch {
-	case store.IsNotFound(err):
-		a = &v1alpha1.CatalogAccess{}
-		a.Namespace, a.Name = o.CatalogNamespace, v1alpha1.CatalogAccessName
-	case err != nil:
-		return err
-	}
-	operation := "configured"
-	if !marketplace.ApplyRule(a, rule) {
-		operation = "unchanged"
-	} else if !exists {
-		operation = "created"
-	}
-	if o.DryRun == cmdutil.DryRunServer && operation != "unchanged" {
-		dry := o.DryRun.Context(ctx)
-		if exists {
-			a, err = o.Store.Access().Update(dry, a)
-		} else {
-			a, err = o.Store.Access().Create(dry, a)
-		}
-		if err != nil {
-			return fmt.Errorf("cannot record the access rule: %w", err)
-		}
-	}
-	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, a, operation, note)
-}
-
-// resolve finds the class (and plan) whatever access rules say: the rule may be what
-// makes it visible again.
-func (o *Options) resolve(ctx context.Context) (*v1alpha1.ServiceClass, *v1alpha1.ServicePlan, error) {
-	parts := strings.Split(o.Target, "/")
-	var brokerName, className, planName string
-	switch len(parts) {
-	case 1:
-		className = parts[0]
-	case 2:
-		className, planName = parts[0], parts[1]
-	case 3:
-		brokerName, className, planName = parts[0], parts[0]+"/"+parts[1], parts[2]
-	}
-	classes, err := marketplace.ListClasses(ctx, o.Store, o.ViewNamespace, store.Filter{Broker: brokerName},
-		marketplace.InCatalogNamespace(o.CatalogNamespace))
-	if err != nil && len(classes) == 0 {
-		return nil, nil, err
-	}
-	// "BROKER/CLASS" without a plan, when CLASS/PLAN names nothing.
-	if len(parts) == 2 && len(marketplace.MatchClasses(classes, className)) == 0 && len(marketplace.MatchClasses(classes, o.Target)) > 0 {
-		className, planName = o.Target, ""
-	}
-	c, err := marketplace.FindClass(classes, className, o.ViewNamespace)
-	if err != nil || planName == "" {
-		return c, nil, err
-	}
-	p, err := marketplace.FindPlan(c, planName, o.ViewNamespace)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, p, nil
 }
 
 // ListOptions are the options of "access list".
 type ListOptions struct {
 	Output           *printers.OutputFlags
 	CatalogNamespace string
-	Store            *store.Store
+	Reader           *catalog.Reader
 	Streams          cmdutil.IOStreams
 }
 
-func newCmdList(f *cmdutil.Factory) *cobra.Command {
+// NewCmdList returns "access list". runF, when not nil, is called with the completed
+// ListOptions instead of Run.
+func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Command {
 	o := &ListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -295,14 +225,15 @@ func newCmdList(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog access list -o yaml`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			st, err := f.Store()
-			if err != nil {
+			if err := o.Complete(f); err != nil {
 				return err
 			}
-			o.Store, o.CatalogNamespace = st, f.CatalogNamespace
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -310,10 +241,23 @@ func newCmdList(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
+// Validate checks the flags without I/O.
+func (o *ListOptions) Validate() error { return o.Output.Validate() }
+
+// Complete builds the reader of the records.
+func (o *ListOptions) Complete(f *cmdutil.Factory) error {
+	r, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	o.Reader, o.CatalogNamespace = r, f.CatalogNamespace
+	return nil
+}
+
 // Run lists the rules.
 func (o *ListOptions) Run(ctx context.Context) error {
-	a, err := o.Store.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
-	if store.IsNotFound(err) {
+	a, err := o.Reader.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
+	if catalog.IsNotFound(err) {
 		a, err = &v1alpha1.CatalogAccess{}, nil
 		a.Namespace, a.Name = o.CatalogNamespace, v1alpha1.CatalogAccessName
 	}

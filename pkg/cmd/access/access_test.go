@@ -3,14 +3,18 @@ package access_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -52,6 +56,10 @@ func newStore(t *testing.T) (*storetest.Cluster, *store.Store) {
 	return c, st
 }
 
+func engineOn(st *store.Store) *catalog.Engine {
+	return catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: storetest.CatalogNamespace, Holder: "test"})
+}
+
 func TestAccess_DryRun_WritesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		dry    cmdutil.DryRunStrategy
@@ -67,7 +75,7 @@ func TestAccess_DryRun_WritesNothing(t *testing.T) {
 			c, st := newStore(t)
 			var out, errOut bytes.Buffer
 			o := &access.Options{Target: "redis", AllNamespaces: true, DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
-				ViewNamespace: storetest.UserNamespace, CatalogNamespace: storetest.CatalogNamespace, Store: st,
+				ViewNamespace: storetest.UserNamespace, Engine: engineOn(st),
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
 			assert.NilError(t, o.Run(context.Background()))
 			assert.Assert(t, is.Contains(out.String(), tc.want))
@@ -89,7 +97,7 @@ func TestAccess_DryRun_OnExistingRules_LeavesThem(t *testing.T) {
 	var out, errOut bytes.Buffer
 	o := &access.Options{Target: "redis/small", Namespace: storetest.UserNamespace, DryRun: cmdutil.DryRunNone,
 		Output: printers.NewOutputFlags(false), ViewNamespace: storetest.UserNamespace,
-		CatalogNamespace: storetest.CatalogNamespace, Store: st, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
+		Engine: engineOn(st), Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
 	assert.NilError(t, o.Run(ctx))
 	before, err := st.Access().Get(ctx, storetest.CatalogNamespace, v1alpha1.CatalogAccessName)
 	assert.NilError(t, err)
@@ -102,4 +110,46 @@ func TestAccess_DryRun_OnExistingRules_LeavesThem(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, after.ResourceVersion, before.ResourceVersion)
 	assert.Assert(t, !after.Spec.Rules[0].Enabled)
+}
+
+// offlineFactory is a factory on a fake cluster, with no kubeconfig.
+func offlineFactory(t *testing.T) *cmdutil.Factory {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+	return f
+}
+
+func TestNewCmdAccess_ParsesTheFlagsIntoOptions(t *testing.T) {
+	for _, tc := range []struct {
+		new     func(*cmdutil.Factory, func(*access.Options) error) *cobra.Command
+		args    []string
+		enabled bool
+		ns      string
+	}{
+		{new: access.NewCmdEnable, args: []string{"redis/small", "-n", "team-a"}, enabled: true, ns: "team-a"},
+		{new: access.NewCmdDisable, args: []string{"redis", "-A", "--dry-run=server"}},
+	} {
+		f := offlineFactory(t)
+		var got *access.Options
+		cmd := tc.new(f, func(o *access.Options) error { got = o; return nil })
+		f.AddFlags(cmd.PersistentFlags())
+		cmd.SetArgs(tc.args)
+		assert.NilError(t, cmd.Execute())
+		assert.Equal(t, got.Target, tc.args[0])
+		assert.Equal(t, got.Enabled, tc.enabled)
+		assert.Equal(t, got.Namespace, tc.ns)
+		assert.Assert(t, got.Engine != nil)
+	}
+
+	f := offlineFactory(t)
+	var list *access.ListOptions
+	cmd := access.NewCmdList(f, func(o *access.ListOptions) error { list = o; return nil })
+	f.AddFlags(cmd.PersistentFlags())
+	cmd.SetArgs([]string{"-o", "yaml", "--catalog-namespace", "cat"})
+	assert.NilError(t, cmd.Execute())
+	assert.Equal(t, list.CatalogNamespace, "cat")
+	assert.Assert(t, list.Reader != nil && !list.Output.IsTable())
 }

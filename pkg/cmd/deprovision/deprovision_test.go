@@ -1,7 +1,11 @@
 package deprovision_test
 
 import (
+	"bytes"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
@@ -54,4 +59,22 @@ func TestDeprovisionOptions_Validate(t *testing.T) {
 			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
 		})
 	}
+}
+
+func TestNewCmdDeprovision_ParsesTheFlagsIntoOptions(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+	var got *deprovision.Options
+	cmd := deprovision.NewCmdDeprovision(f, func(o *deprovision.Options) error { got = o; return nil })
+	f.AddFlags(cmd.PersistentFlags())
+	cmd.SetArgs([]string{"db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml"})
+	cmd.SetOut(&bytes.Buffer{})
+	assert.NilError(t, cmd.Execute())
+	assert.Equal(t, got.Name, "db")
+	assert.Equal(t, got.Namespace, "dev")
+	assert.Assert(t, got.Yes && got.Wait.Wait && !got.Abandon)
+	assert.Equal(t, got.Wait.Timeout, time.Minute)
+	assert.Assert(t, got.Engine != nil)
 }

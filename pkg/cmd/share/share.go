@@ -4,23 +4,17 @@ package share
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var shareLong = cmdutil.LongDesc(`
@@ -59,23 +53,28 @@ var unshareExample = cmdutil.Examples(`
 	# Stop sharing instance db with namespace team-b, removing team-b's bindings of it
 	kubectl catalog unshare db --from-namespace team-b -n team-a --yes`)
 
-// Options are the options of share and unshare.
+// Options are the options of share.
 type Options struct {
-	Name      string
+	Name string
+	// Target is the namespace given to --to-namespace (--from-namespace for unshare).
 	Target    string
-	Yes       bool
 	DryRun    cmdutil.DryRunStrategy
 	Output    *printers.OutputFlags
 	Namespace string
-	Store     *store.Store
 	Engine    *catalog.Engine
-	Core      kubernetes.Interface
-	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
 
-// NewCmdShare returns the share command.
-func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
+// UnshareOptions are the options of unshare.
+type UnshareOptions struct {
+	Options
+	Yes      bool
+	Prompter prompt.Prompter
+}
+
+// NewCmdShare returns the share command. runF, when not nil, is called with the
+// completed Options instead of Run (tests check the flags with it).
+func NewCmdShare(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "share INSTANCE --to-namespace NAMESPACE",
@@ -86,16 +85,16 @@ func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := validTarget("--to-namespace", o.Target); err != nil {
-				return err
-			}
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			if err := o.Complete(f); err != nil {
 				return err
 			}
-			return o.Share(cmd.Context())
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&o.Target, "to-namespace", "", "The namespace that may bind to the instance.")
@@ -104,9 +103,10 @@ func NewCmdShare(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// NewCmdUnshare returns the unshare command.
-func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+// NewCmdUnshare returns the unshare command. runF, when not nil, is called with the
+// completed UnshareOptions instead of Run.
+func NewCmdUnshare(f *cmdutil.Factory, runF func(*UnshareOptions) error) *cobra.Command {
+	o := &UnshareOptions{Options: Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}}
 	cmd := &cobra.Command{
 		Use:               "unshare INSTANCE --from-namespace NAMESPACE",
 		Short:             "Stop sharing a service instance with a namespace, removing its bindings",
@@ -116,16 +116,16 @@ func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := validTarget("--from-namespace", o.Target); err != nil {
-				return err
-			}
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			if err := o.Complete(f); err != nil {
 				return err
 			}
-			return o.Unshare(cmd.Context())
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&o.Target, "from-namespace", "", "The namespace that may no longer bind to the instance.")
@@ -133,6 +133,22 @@ func NewCmdUnshare(f *cmdutil.Factory) *cobra.Command {
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record with the grant withdrawn (the namespace's bindings are only listed)")
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate checks the flags without I/O.
+func (o *Options) Validate() error { return o.validate("--to-namespace") }
+
+// Validate checks the flags without I/O.
+func (o *UnshareOptions) Validate() error { return o.validate("--from-namespace") }
+
+func (o *Options) validate(flag string) error {
+	if err := validTarget(flag, o.Target); err != nil {
+		return err
+	}
+	if o.Output == nil {
+		return nil
+	}
+	return o.Output.Validate()
 }
 
 func validTarget(flag, ns string) error {
@@ -156,8 +172,13 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.Engine, o.Store = eng.Engine, eng.Store
-	if o.Core, err = f.KubernetesClient(); err != nil {
+	o.Engine = eng.Engine
+	return nil
+}
+
+// Complete builds the clients and, in a terminal, the prompter.
+func (o *UnshareOptions) Complete(f *cmdutil.Factory) error {
+	if err := o.Options.Complete(f); err != nil {
 		return err
 	}
 	if o.Prompter == nil && o.Streams.CanPrompt() {
@@ -166,157 +187,63 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-func (o *Options) get(ctx context.Context) (*v1alpha1.ServiceInstance, error) {
-	inst, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name)
-	if store.IsNotFound(err) {
-		return nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, o.Name, o.Namespace, o.Namespace)
-	}
-	return inst, err
-}
-
-// Share adds the grant.
-func (o *Options) Share(ctx context.Context) error {
-	if o.Target == o.Namespace {
-		return cmdutil.UsageErrorf("instance %q is in namespace %q already: bindings of its own namespace need no grant; give another namespace to --to-namespace", o.Name, o.Namespace)
-	}
-	inst, err := o.get(ctx)
-	if err != nil {
-		return err
-	}
-	if inst.DeletionTimestamp != nil {
-		return fmt.Errorf("instance %q is being deprovisioned and cannot be shared", o.Name)
-	}
-	if slices.Contains(inst.Spec.SharedWith, o.Target) {
-		fmt.Fprintf(o.Streams.ErrOut, "instance %q is already shared with namespace %q; nothing was changed\n", o.Name, o.Target)
-		return nil
-	}
-	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, o.Target) {
-		return fmt.Errorf("instance %q allows bindings only from namespaces %s, so sharing it with %q would let nobody there bind: add it first with \"kubectl catalog update %s --allowed-namespaces %s,%s\"",
-			o.Name, strings.Join(allowed, ", "), o.Target, o.Name, strings.Join(allowed, ","), o.Target)
-	}
-	switch _, err := o.Core.CoreV1().Namespaces().Get(ctx, o.Target, metav1.GetOptions{}); {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("namespace %q does not exist: create it first, or check the name given to --to-namespace; instance %q was not shared", o.Target, o.Name)
-	case apierrors.IsForbidden(err):
+// Run adds the grant (catalog.Engine.Share).
+func (o *Options) Run(ctx context.Context) error {
+	res, err := o.Engine.Share(ctx, catalog.ShareRequest{Namespace: o.Namespace, Name: o.Name, To: o.Target, DryRun: o.DryRun.Engine()})
+	if res.NamespaceUnchecked {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: you may not read namespace %q, so whether it exists was not checked.\n", o.Target)
+	}
+	switch {
 	case err != nil:
 		return err
-	}
-	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, inst, func(x *v1alpha1.ServiceInstance) {
-			x.Spec.SharedWith = append(x.Spec.SharedWith, o.Target)
-			slices.Sort(x.Spec.SharedWith)
-		}, fmt.Sprintf("instance %q of namespace %q would be shared with namespace %q", o.Name, o.Namespace, o.Target))
-	}
-	_, err = o.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
-		if x.UID != inst.UID {
-			return fmt.Errorf("instance %q changed meanwhile: run the command again", o.Name)
-		}
-		if !slices.Contains(x.Spec.SharedWith, o.Target) {
-			x.Spec.SharedWith = append(x.Spec.SharedWith, o.Target)
-			slices.Sort(x.Spec.SharedWith)
-		}
+	case res.AlreadyShared:
+		fmt.Fprintf(o.Streams.ErrOut, "instance %q is already shared with namespace %q; nothing was changed\n", o.Name, o.Target)
 		return nil
-	})
-	if err != nil {
-		return err
+	case o.DryRun.Enabled():
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.Instance, "configured",
+			fmt.Sprintf("instance %q of namespace %q would be shared with namespace %q", o.Name, o.Namespace, o.Target))
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "instance %q of namespace %q is shared with namespace %q: bind it there with \"kubectl catalog bind %s/%s -n %s\"\n",
 		o.Name, o.Namespace, o.Target, o.Namespace, o.Name, o.Target)
 	return nil
 }
 
-// Unshare removes the grant, then the bindings it let the namespace make.
-func (o *Options) Unshare(ctx context.Context) error {
-	inst, err := o.get(ctx)
-	if err != nil {
+// Run removes the grant, then the bindings it let the namespace make
+// (catalog.Engine.Unshare).
+func (o *UnshareOptions) Run(ctx context.Context) error {
+	res, err := o.Engine.Unshare(ctx, catalog.UnshareRequest{Namespace: o.Namespace, Name: o.Name, From: o.Target, DryRun: o.DryRun.Engine(), Confirm: o.confirm})
+	if res.Withdrawn {
+		fmt.Fprintf(o.Streams.ErrOut, "instance %q is no longer shared with namespace %q\n", o.Name, o.Target)
+	}
+	if err != nil || res.Declined {
 		return err
-	}
-	if !slices.Contains(inst.Spec.SharedWith, o.Target) {
-		return fmt.Errorf("instance %q is not shared with namespace %q (shared with: %s); nothing was changed", o.Name, o.Target, orNone(inst.Spec.SharedWith))
-	}
-	consumers, unseen, err := o.Engine.Consumers(ctx, inst, o.Target)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, b := range consumers {
-		if b.Namespace == o.Target {
-			names = append(names, b.Name)
-		}
-	}
-	switch {
-	case len(names) > 0:
-		fmt.Fprintf(o.Streams.ErrOut, "This removes the bindings of instance %q in namespace %q: %s (their Secrets too, and the broker unbinds them).\n", o.Name, o.Target, strings.Join(names, ", "))
-	case slices.Contains(unseen, o.Target):
-		fmt.Fprintf(o.Streams.ErrOut, "You may not list the bindings of namespace %q: any binding of instance %q there is removed (its Secret too, and the broker unbinds it).\n", o.Target, o.Name)
-	default:
-		fmt.Fprintf(o.Streams.ErrOut, "Namespace %q has no binding of instance %q.\n", o.Target, o.Name)
 	}
 	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, inst, func(x *v1alpha1.ServiceInstance) {
-			x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, o.Target)
-		}, fmt.Sprintf("instance %q of namespace %q would no longer be shared with namespace %q, and the bindings above would be removed", o.Name, o.Namespace, o.Target))
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.Record, "configured",
+			fmt.Sprintf("instance %q of namespace %q would no longer be shared with namespace %q, and the bindings above would be removed", o.Name, o.Namespace, o.Target))
 	}
-	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("unshare")); !ok {
-		return err
+	if len(res.Revoked) > 0 {
+		fmt.Fprintf(o.Streams.ErrOut, "Marked for deletion: %s; reconcile unbinds them at the broker (or run \"kubectl catalog reconcile -n %s\").\n", strings.Join(res.Revoked, ", "), o.Target)
 	}
-	stored, err := o.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
-		x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, o.Target)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "instance %q is no longer shared with namespace %q\n", o.Name, o.Target)
-	revoked, unseen, err := o.Engine.RevokeConsumers(ctx, stored, o.Target)
-	if err != nil {
-		return fmt.Errorf("the grant is withdrawn, but marking the bindings of namespace %q for deletion failed (reconcile removes them): %w", o.Target, err)
-	}
-	if len(revoked) > 0 {
-		fmt.Fprintf(o.Streams.ErrOut, "Marked for deletion: %s; reconcile unbinds them at the broker (or run \"kubectl catalog reconcile -n %s\").\n", strings.Join(revoked, ", "), o.Target)
-	}
-	if slices.Contains(unseen, o.Target) {
+	if res.LeftToReconcile {
 		fmt.Fprintf(o.Streams.ErrOut, "You may not change the bindings of namespace %q: reconcile removes them.\n", o.Target)
 	}
 	return nil
 }
 
-// withdrawn is the namespaces of a grant without ns (nil when none is left).
-func withdrawn(shared []string, ns string) []string {
-	shared = slices.DeleteFunc(slices.Clone(shared), func(s string) bool { return s == ns })
-	if len(shared) == 0 {
-		return nil
+// confirm says which bindings the unshare removes and, unless it is a dry run, asks
+// whether to go on.
+func (o *UnshareOptions) confirm(u catalog.Unsharing) (bool, error) {
+	switch {
+	case len(u.Bindings) > 0:
+		fmt.Fprintf(o.Streams.ErrOut, "This removes the bindings of instance %q in namespace %q: %s (their Secrets too, and the broker unbinds them).\n", o.Name, o.Target, strings.Join(u.Bindings, ", "))
+	case u.Unseen:
+		fmt.Fprintf(o.Streams.ErrOut, "You may not list the bindings of namespace %q: any binding of instance %q there is removed (its Secret too, and the broker unbinds it).\n", o.Target, o.Name)
+	default:
+		fmt.Fprintf(o.Streams.ErrOut, "Namespace %q has no binding of instance %q.\n", o.Target, o.Name)
 	}
-	return shared
-}
-
-// printDryRun prints the instance record as change would leave it. With
-// --dry-run=server the change is sent to the API server as a dry run first
-// (validation and admission, the trust policy included); nothing is stored and no
-// binding is touched.
-func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, change func(*v1alpha1.ServiceInstance), what string) error {
-	out := inst.DeepCopy()
-	change(out)
-	if o.DryRun == cmdutil.DryRunServer {
-		updated, err := o.Store.Instances().UpdateWithRetry(store.WithIntent(o.DryRun.Context(ctx)), o.Namespace, o.Name, func(x *v1alpha1.ServiceInstance) error {
-			if x.UID != inst.UID {
-				return fmt.Errorf("instance %q changed meanwhile: run the command again", o.Name)
-			}
-			change(x)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("instance %q would not be changed: %w", o.Name, err)
-		}
-		out = updated
+	if o.DryRun.Enabled() {
+		return true, nil
 	}
-	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "configured", what)
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
+	return cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("unshare"))
 }

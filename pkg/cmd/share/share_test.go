@@ -3,6 +3,7 @@ package share_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,8 +41,8 @@ func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, sh
 	assert.NilError(t, err)
 	var out, errOut bytes.Buffer
 	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.OutputFlagsFor(output),
-		Store: st, Core: c.Core, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
-		Engine: catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
+		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
+		Engine:  catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
 	return c, o, &out, &errOut
 }
 
@@ -65,7 +66,7 @@ func TestShare_DryRun_ChangesNothing(t *testing.T) {
 	} {
 		t.Run(string(tc.dry)+tc.output, func(t *testing.T) {
 			c, o, out, errOut := fixture(t, tc.dry, tc.output, "team-b", false)
-			assert.NilError(t, o.Share(context.Background()))
+			assert.NilError(t, o.Run(context.Background()))
 			assert.Assert(t, is.Contains(out.String(), tc.want))
 			assert.Assert(t, is.Contains(errOut.String(), `instance "db" of namespace "team-a" would be shared with namespace "team-b"`))
 			assert.Equal(t, c.DryRuns(), tc.dryRuns)
@@ -88,7 +89,8 @@ func TestUnshare_DryRun_ChangesNothingAndAsksNothing(t *testing.T) {
 		t.Run(string(tc.dry)+tc.output, func(t *testing.T) {
 			c, o, out, errOut := fixture(t, tc.dry, tc.output, "team-c", true)
 			// No --yes and no terminal: a real unshare would be refused; a dry run asks nothing.
-			assert.NilError(t, o.Unshare(context.Background()))
+			u := &share.UnshareOptions{Options: *o}
+			assert.NilError(t, u.Run(context.Background()))
 			assert.Assert(t, is.Contains(out.String(), tc.want))
 			assert.Assert(t, is.Contains(errOut.String(), `This removes the bindings of instance "db" in namespace "team-c": app`))
 			assert.Assert(t, is.Contains(errOut.String(), `would no longer be shared with namespace "team-c"`))
@@ -103,7 +105,56 @@ func TestUnshare_DryRun_ChangesNothingAndAsksNothing(t *testing.T) {
 
 func TestUnshare_WithoutYes_OutsideATerminal_IsRefused(t *testing.T) {
 	c, o, _, _ := fixture(t, cmdutil.DryRunNone, "", "team-c", true)
-	err := o.Unshare(context.Background())
+	err := (&share.UnshareOptions{Options: *o}).Run(context.Background())
 	assert.ErrorContains(t, err, "unshare needs --yes")
 	assert.DeepEqual(t, sharedWith(t, c), []string{"team-c"})
+}
+
+func TestNewCmdShareAndUnshare_ParseTheFlagsIntoOptions(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	f.UseClients(c.Core, c.Metadata)
+
+	var shared *share.Options
+	cmd := share.NewCmdShare(f, func(o *share.Options) error { shared = o; return nil })
+	f.AddFlags(cmd.PersistentFlags())
+	cmd.SetArgs([]string{"db", "-n", "team-a", "--to-namespace", "team-b", "--dry-run=server", "-o", "yaml"})
+	assert.NilError(t, cmd.Execute())
+	assert.Equal(t, shared.Name, "db")
+	assert.Equal(t, shared.Namespace, "team-a")
+	assert.Equal(t, shared.Target, "team-b")
+	assert.Equal(t, shared.DryRun, cmdutil.DryRunServer)
+	assert.Assert(t, shared.Engine != nil)
+
+	var unshared *share.UnshareOptions
+	cmd = share.NewCmdUnshare(f, func(o *share.UnshareOptions) error { unshared = o; return nil })
+	f.AddFlags(cmd.PersistentFlags())
+	cmd.SetArgs([]string{"db", "-n", "team-a", "--from-namespace", "team-b", "--yes"})
+	assert.NilError(t, cmd.Execute())
+	assert.Equal(t, unshared.Target, "team-b")
+	assert.Assert(t, unshared.Yes && unshared.Prompter == nil)
+	assert.Assert(t, unshared.Engine != nil)
+}
+
+func TestShareOptions_Validate(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		want   string
+	}{
+		{target: "team-b"},
+		{target: "", want: "--to-namespace NAMESPACE is required"},
+		{target: "Bad_Name", want: `--to-namespace "Bad_Name" is not a valid namespace name`},
+	} {
+		o := share.Options{Name: "db", Target: tc.target}
+		err := o.Validate()
+		if tc.want == "" {
+			assert.NilError(t, err)
+			continue
+		}
+		assert.ErrorContains(t, err, tc.want)
+		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+		u := share.UnshareOptions{Options: o}
+		assert.ErrorContains(t, u.Validate(), "--from-namespace")
+	}
 }
