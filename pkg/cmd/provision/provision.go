@@ -174,18 +174,18 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // Run provisions the instance (catalog.Engine.Provision, or ProvisionUserProvided) and
 // prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	p := lifecycle.NewProgress(o.Streams)
-	defer p.Done()
+	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
 	var res catalog.InstanceResult
 	var err error
 	if o.UserProvided {
 		res, err = o.Engine.ProvisionUserProvided(ctx, catalog.UserProvidedRequest{
 			Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
-			Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: o.Wait.Follow(p),
+			Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
 		})
 	} else {
-		res, err = o.provision(ctx, p)
+		res, err = o.provision(ctx, follow)
 	}
+	done()
 	if err != nil {
 		return err
 	}
@@ -196,14 +196,14 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // provision provisions a brokered instance.
-func (o *Options) provision(ctx context.Context, p *lifecycle.Progress) (catalog.InstanceResult, error) {
+func (o *Options) provision(ctx context.Context, follow catalog.Follow) (catalog.InstanceResult, error) {
 	params, err := o.Params.Input(o.Streams.In)
 	if err != nil {
 		return catalog.InstanceResult{}, err
 	}
 	req := catalog.ProvisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID,
-		Parameters: params, Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: o.Wait.Follow(p),
+		Parameters: params, Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
 	}
 	if o.Prompter != nil {
 		req.Ask = o.Prompter

@@ -117,9 +117,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run touches the instance (catalog.Engine.Touch) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	p := lifecycle.NewProgress(o.Streams)
-	defer p.Done()
-	res, err := o.Engine.Touch(ctx, catalog.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: o.Wait.Follow(p)})
+	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
+	res, err := o.Engine.Touch(ctx, catalog.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
+	done()
 	if err != nil {
 		return err
 	}

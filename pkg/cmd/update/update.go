@@ -176,15 +176,15 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run updates the instance (catalog.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	p := lifecycle.NewProgress(o.Streams)
-	defer p.Done()
+	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
 	var res catalog.InstanceResult
 	var err error
 	if o.Revert {
-		res, err = o.Engine.Revert(ctx, catalog.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: o.Wait.Follow(p)})
+		res, err = o.Engine.Revert(ctx, catalog.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
 	} else {
-		res, err = o.update(ctx, p)
+		res, err = o.update(ctx, follow)
 	}
+	done()
 	switch {
 	case err != nil:
 		return err
@@ -197,13 +197,13 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // update changes the spec the flags ask for.
-func (o *Options) update(ctx context.Context, p *lifecycle.Progress) (catalog.InstanceResult, error) {
+func (o *Options) update(ctx context.Context, follow catalog.Follow) (catalog.InstanceResult, error) {
 	req := catalog.InstanceUpdateRequest{
 		Namespace: o.Namespace, Name: o.Name,
 		UpdateRequest: catalog.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade},
 		Limits:        o.Limits.Limits(),
 		DryRun:        o.DryRun.Engine(),
-		Follow:        o.Wait.Follow(p),
+		Follow:        follow,
 	}
 	if o.Credentials.Given() {
 		req.Credentials = o.Credentials.Input(o.Streams.In, o.Prompter)
