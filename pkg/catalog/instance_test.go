@@ -602,7 +602,7 @@ func TestTouch_ResendsEveryParameter(t *testing.T) {
 	f := newFixture(t)
 	f.provisioned("db", planSmall, `{"a":1,"b":2}`)
 
-	_, err := f.engine.Touch(context.Background(), ns, "db")
+	_, err := f.engine.markTouched(store.WithIntent(context.Background()), ns, "db")
 	assert.NilError(t, err)
 	assert.Assert(t, f.get("db").HasPendingWork())
 	res := f.step("db")

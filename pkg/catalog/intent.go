@@ -80,16 +80,17 @@ func CheckChangeable(inst *v1alpha1.ServiceInstance, now time.Time) error {
 	return nil
 }
 
-// Touch asks for the instance's parameters to be sent to the broker again (an update
-// with every parameter), e.g. after a Secret they come from changed in a way the broker
-// must see. It only marks the record; the next step sends the update.
-func (e *Engine) Touch(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
-	return e.cfg.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), namespace, name, e.touch)
+// markTouched asks for the instance's parameters to be sent to the broker again (an
+// update with every parameter), e.g. after a Secret they come from changed in a way the
+// broker must see. It only marks the record, written with ctx (DryRun.writes: the user's
+// intent); the next step sends the update.
+func (e *Engine) markTouched(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
+	return e.cfg.Store.Instances().UpdateWithRetry(ctx, namespace, name, e.touch)
 }
 
-// TouchPreview is the instance record as Touch would leave it, read and changed in
-// memory only (a client-side dry run): nothing is written.
-func (e *Engine) TouchPreview(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
+// touchPreview is the instance record as markTouched would leave it, read and changed
+// in memory only (a client-side dry run): nothing is written.
+func (e *Engine) touchPreview(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil {
 		return nil, err
@@ -153,14 +154,14 @@ func InlineParameterHashes(inline *runtime.RawExtension) (map[string]string, err
 	return p.InlineHashes(), nil
 }
 
-// Revert sets the instance's spec back to what its broker holds (status.provisioned): the
+// revertSpec sets the instance's spec back to what its broker holds (status.provisioned): the
 // plan, the maintenance version, and the parameters as the spec named them when the broker
 // accepted them (inline values, and references to Secrets, whose values are read again at
 // the next call). It is the user's intent, written like any spec change: the next step
 // finds nothing to send and marks the instance Ready without calling the broker, unless a
 // parameters Secret's values changed since, which an update then sends. It returns the
 // record written and what changed; no change writes nothing.
-func (e *Engine) Revert(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, []string, error) {
+func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, []string, error) {
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil {
 		return nil, nil, err

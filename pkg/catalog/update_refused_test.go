@@ -151,7 +151,7 @@ func TestRevert_AfterARefusedUpdate_SettlesReadyWithoutCallingTheBroker(t *testi
 	refuseUpdate(t, f, "400")
 	f.broker.ResetCalls()
 
-	reverted, changes, err := f.engine.Revert(context.Background(), ns, "db")
+	reverted, changes, err := f.engine.revertSpec(context.Background(), ns, "db")
 
 	assert.NilError(t, err)
 	assert.DeepEqual(t, changes, []string{"plan small", `parameters {"a":1,"b":"x"}`, "parameters from Secret db-params/extra"})
@@ -191,7 +191,7 @@ func TestRevert_WithoutRecordedParameters_UsesTheHashesTheBrokerHolds(t *testing
 			f.broker.UpdateReturns(nil, fake.HTTPError("PATCH", 400, "", "no"))
 			f.step("db")
 
-			reverted, _, err := f.engine.Revert(context.Background(), ns, "db")
+			reverted, _, err := f.engine.revertSpec(context.Background(), ns, "db")
 
 			if tc.wantErr != "" {
 				assert.ErrorContains(t, err, tc.wantErr)
@@ -209,7 +209,7 @@ func TestRevert_NothingToRevert_WritesNothing(t *testing.T) {
 	f.provisioned("db", planSmall, `{"a":1}`)
 	rv := f.get("db").ResourceVersion
 
-	_, changes, err := f.engine.Revert(context.Background(), ns, "db")
+	_, changes, err := f.engine.revertSpec(context.Background(), ns, "db")
 
 	assert.NilError(t, err)
 	assert.Assert(t, is.Len(changes, 0))
@@ -223,7 +223,7 @@ func TestRevert_RefusesAnInstanceWithAnOperationInFlight(t *testing.T) {
 	f.broker.UpdateReturns(&osb.UpdateResponse{StatusCode: 202, Async: true, Operation: "up"}, nil)
 	f.step("db")
 
-	_, _, err := f.engine.Revert(context.Background(), ns, "db")
+	_, _, err := f.engine.revertSpec(context.Background(), ns, "db")
 
 	assert.ErrorContains(t, err, "still updating")
 }

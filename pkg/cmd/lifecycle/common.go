@@ -16,7 +16,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // WaitFlags are --wait, --timeout and --interval.
@@ -150,7 +149,7 @@ func ExactlyOneName(cmd *cobra.Command, args []string) error {
 		if args[0] == "" {
 			return cmdutil.UsageErrorf("the instance name must not be empty: see %q", cmd.CommandPath()+" --help")
 		}
-		if p := store.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
+		if p := catalog.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
 			return cmdutil.UsageErrorf("%q is not a valid instance name: %s", args[0], p)
 		}
 		return nil

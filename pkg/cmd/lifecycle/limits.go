@@ -1,14 +1,12 @@
 package lifecycle
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
@@ -18,7 +16,9 @@ type LimitFlags struct {
 	MaxBindings       int32
 	AllowedNamespaces []string
 
-	maxGiven, allowedGiven bool
+	// MaxBindingsGiven and AllowedNamespacesGiven say which of the flags the command
+	// line gave (SetGiven): only those change the instance.
+	MaxBindingsGiven, AllowedNamespacesGiven bool
 }
 
 // AddFlags adds the flags to fs.
@@ -27,14 +27,17 @@ func (l *LimitFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&l.AllowedNamespaces, "allowed-namespaces", nil, `The only namespaces whose bindings may use the instance, its own included, comma-separated ("": any namespace it is shared with).`)
 }
 
-// Validate checks the values; changed reports which flags were given.
-func (l *LimitFlags) Validate(changed *pflag.FlagSet) error {
-	l.maxGiven = changed != nil && changed.Changed("max-bindings")
-	l.allowedGiven = changed != nil && changed.Changed("allowed-namespaces")
+// SetGiven records which of the flags fs (the parsed command line) gave.
+func (l *LimitFlags) SetGiven(fs *pflag.FlagSet) {
+	l.MaxBindingsGiven = fs != nil && fs.Changed("max-bindings")
+	l.AllowedNamespacesGiven = fs != nil && fs.Changed("allowed-namespaces")
+}
+
+// Validate checks the values.
+func (l *LimitFlags) Validate() error {
 	if l.MaxBindings < 0 {
 		return cmdutil.UsageErrorf("--max-bindings must be 0 (no limit) or more, not %d", l.MaxBindings)
 	}
-	var clean []string
 	for _, ns := range l.AllowedNamespaces {
 		ns = strings.TrimSpace(ns)
 		if ns == "" {
@@ -43,43 +46,23 @@ func (l *LimitFlags) Validate(changed *pflag.FlagSet) error {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return cmdutil.UsageErrorf("--allowed-namespaces: %q is not a valid namespace name: %s", ns, strings.Join(errs, "; "))
 		}
-		if !slices.Contains(clean, ns) {
-			clean = append(clean, ns)
-		}
 	}
-	slices.Sort(clean)
-	l.AllowedNamespaces = clean
 	return nil
 }
 
 // Given reports whether either flag was given.
-func (l *LimitFlags) Given() bool { return l.maxGiven || l.allowedGiven }
+func (l *LimitFlags) Given() bool { return l.MaxBindingsGiven || l.AllowedNamespacesGiven }
 
-// Apply writes the limits given into spec and says what changed.
-func (l *LimitFlags) Apply(spec *v1alpha1.ServiceInstanceSpec) []string {
-	var changes []string
-	if l.maxGiven {
-		var m *int32
-		if l.MaxBindings > 0 {
-			v := l.MaxBindings
-			m = &v
-		}
-		if (m == nil) != (spec.MaxBindings == nil) || (m != nil && *m != *spec.MaxBindings) {
-			spec.MaxBindings = m
-			if m == nil {
-				changes = append(changes, "no limit on bindings")
-			} else {
-				changes = append(changes, fmt.Sprintf("at most %d bindings", *m))
-			}
-		}
+// Limits are the limits the flags give, for the engine.
+func (l *LimitFlags) Limits() catalog.Limits {
+	var out catalog.Limits
+	if l.MaxBindingsGiven {
+		m := l.MaxBindings
+		out.MaxBindings = &m
 	}
-	if l.allowedGiven && !slices.Equal(l.AllowedNamespaces, spec.AllowedNamespaces) {
-		spec.AllowedNamespaces = l.AllowedNamespaces
-		if len(l.AllowedNamespaces) == 0 {
-			changes = append(changes, "bindings from any namespace it is shared with")
-		} else {
-			changes = append(changes, "bindings only from namespaces "+strings.Join(l.AllowedNamespaces, ", "))
-		}
+	if l.AllowedNamespacesGiven {
+		allowed := append([]string(nil), l.AllowedNamespaces...)
+		out.AllowedNamespaces = &allowed
 	}
-	return changes
+	return out
 }

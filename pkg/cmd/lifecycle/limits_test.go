@@ -5,11 +5,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"gotest.tools/v3/assert"
-
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 )
 
-func TestLimitFlags_ValidateAndApply(t *testing.T) {
+func TestLimitFlags_ValidateAndLimits(t *testing.T) {
 	parse := func(args ...string) (*LimitFlags, error) {
 		l := &LimitFlags{}
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
@@ -17,7 +15,8 @@ func TestLimitFlags_ValidateAndApply(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		return l, l.Validate(fs)
+		l.SetGiven(fs)
+		return l, l.Validate()
 	}
 	_, err := parse("--max-bindings", "-1")
 	assert.ErrorContains(t, err, "--max-bindings must be 0 (no limit) or more")
@@ -26,18 +25,23 @@ func TestLimitFlags_ValidateAndApply(t *testing.T) {
 
 	l, err := parse("--max-bindings", "3", "--allowed-namespaces", "b,a,b")
 	assert.NilError(t, err)
-	var spec v1alpha1.ServiceInstanceSpec
-	assert.DeepEqual(t, l.Apply(&spec), []string{"at most 3 bindings", "bindings only from namespaces a, b"})
-	assert.Equal(t, *spec.MaxBindings, int32(3))
-	assert.DeepEqual(t, spec.AllowedNamespaces, []string{"a", "b"})
-	assert.Equal(t, len(l.Apply(&spec)), 0, "nothing changes the second time")
+	assert.Assert(t, l.Given())
+	before := append([]string(nil), l.AllowedNamespaces...)
+	assert.NilError(t, l.Validate())
+	assert.DeepEqual(t, l.AllowedNamespaces, before)
+	got := l.Limits()
+	assert.Equal(t, *got.MaxBindings, int32(3))
+	assert.DeepEqual(t, *got.AllowedNamespaces, []string{"b", "a", "b"})
 
 	l, err = parse("--max-bindings", "0", "--allowed-namespaces", "")
 	assert.NilError(t, err)
-	assert.DeepEqual(t, l.Apply(&spec), []string{"no limit on bindings", "bindings from any namespace it is shared with"})
-	assert.Assert(t, spec.MaxBindings == nil && spec.AllowedNamespaces == nil)
+	got = l.Limits()
+	assert.Equal(t, *got.MaxBindings, int32(0))
+	assert.Equal(t, len(*got.AllowedNamespaces), 0)
 
 	l, err = parse()
 	assert.NilError(t, err)
 	assert.Assert(t, !l.Given())
+	got = l.Limits()
+	assert.Assert(t, got.MaxBindings == nil && got.AllowedNamespaces == nil)
 }

@@ -51,3 +51,26 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Resu
 	fmt.Fprintf(streams.ErrOut, "The broker is working on instance %q (%s). Follow it with %s, or run the command with --wait.\n", name, r.Message, describe)
 	return nil
 }
+
+// NewFollow is how a verb that makes one engine call follows the record it writes, for
+// the wait flags w: the operation's notes and progress go to streams' error output, the
+// progress timed from the first of them (questions the operation asks before are not
+// counted). done ends a live progress line: call it when the operation returns, before
+// printing its outcome.
+func NewFollow(streams cmdutil.IOStreams, w WaitFlags) (f catalog.Follow, done func()) {
+	var p *Progress
+	started := func() *Progress {
+		if p == nil {
+			p = NewProgress(streams)
+		}
+		return p
+	}
+	f = w.Follow(nil)
+	f.Progress = func(r catalog.Result) { started().Show(r) }
+	f.Note = func(line string) { fmt.Fprintln(started().w, line) }
+	return f, func() {
+		if p != nil {
+			p.Done()
+		}
+	}
+}

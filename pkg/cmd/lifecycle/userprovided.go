@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +14,10 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // CredentialFlags are the credentials of a user-provided instance, for provision and
@@ -158,10 +157,20 @@ func jsonProblem(err error) string {
 	}
 }
 
-// Read returns the credentials the flags give, as Secret data; nil when no source was
-// given (only the URLs, for an update). It reads the file or standard input, the Secret
-// of --credentials-from-secret in namespace, or asks in a terminal.
-func (c *CredentialFlags) Read(ctx context.Context, stdin io.Reader, p prompt.Prompter, st *store.Store, namespace string) (map[string][]byte, error) {
+// Input is the credentials the flags give, for the engine: it reads the file or
+// standard input, or asks in a terminal (through p; nil when there is none), when the
+// engine calls its Read; the engine reads the Secret of --credentials-from-secret.
+func (c *CredentialFlags) Input(stdin io.Reader, p prompt.Prompter) catalog.CredentialsInput {
+	in := catalog.CredentialsInput{FromSecret: c.FromSecret, SyslogDrainURL: c.SyslogDrainURL, RouteServiceURL: c.RouteServiceURL}
+	if c.JSON != "" || c.File != "" || len(c.Keys) > 0 {
+		in.Read = func() (map[string][]byte, error) { return c.read(stdin, p) }
+	}
+	return in
+}
+
+// read returns the credentials of --credentials-json, --credentials-file (standard
+// input for "-") or --credentials-keys (asked for through p), as Secret data.
+func (c *CredentialFlags) read(stdin io.Reader, p prompt.Prompter) (map[string][]byte, error) {
 	var data map[string][]byte
 	var err error
 	switch {
@@ -178,18 +187,6 @@ func (c *CredentialFlags) Read(ctx context.Context, stdin io.Reader, p prompt.Pr
 			return nil, fmt.Errorf("--credentials-file: %w", err)
 		}
 		data, err = decodeCredentials(raw, "--credentials-file "+c.File)
-	case c.FromSecret != "":
-		s, gerr := st.GetSecret(ctx, namespace, c.FromSecret)
-		if store.IsNotFound(gerr) {
-			return nil, fmt.Errorf("--credentials-from-secret: Secret %q not found in namespace %q", c.FromSecret, namespace)
-		}
-		if gerr != nil {
-			return nil, fmt.Errorf("--credentials-from-secret: %w", gerr)
-		}
-		if len(s.Data) == 0 {
-			return nil, fmt.Errorf("--credentials-from-secret: Secret %q in namespace %q holds no keys", c.FromSecret, namespace)
-		}
-		data = s.Data
 	case len(c.Keys) > 0:
 		if p == nil {
 			return nil, cmdutil.UsageErrorf("--credentials-keys asks for each value in a terminal; outside one, give --credentials-file - and the JSON on standard input")
@@ -207,23 +204,4 @@ func (c *CredentialFlags) Read(ctx context.Context, stdin io.Reader, p prompt.Pr
 		return nil, cmdutil.UsageErrorf("%v", err)
 	}
 	return data, nil
-}
-
-// WithURLs sets the URL credentials given on top of data (a copy), refusing a key the
-// credentials have already.
-func (c *CredentialFlags) WithURLs(data map[string][]byte, replace bool) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(data)+2)
-	for k, v := range data {
-		out[k] = v
-	}
-	for k, v := range map[string]string{credentials.KeySyslogDrainURL: c.SyslogDrainURL, credentials.KeyRouteServiceURL: c.RouteServiceURL} {
-		if v == "" {
-			continue
-		}
-		if _, ok := out[k]; ok && !replace {
-			return nil, cmdutil.UsageErrorf("the credentials have a key %q already: give it there, or with its flag, not both", k)
-		}
-		out[k] = []byte(v)
-	}
-	return out, nil
 }

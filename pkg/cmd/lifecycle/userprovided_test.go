@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -38,33 +37,33 @@ func TestCredentialFlags_Validate_NeverQuotesAValue(t *testing.T) {
 	}
 }
 
-func TestCredentialFlags_Read(t *testing.T) {
-	ctx := context.Background()
+func TestCredentialFlags_Input(t *testing.T) {
 	f := CredentialFlags{JSON: `{"host":"db","port":5432,"tls":{"ca":"x"}}`}
-	data, err := f.Read(ctx, nil, nil, nil, "dev")
+	data, err := f.Input(nil, nil).Read()
 	assert.NilError(t, err)
 	assert.Equal(t, string(data["port"]), "5432")
 	assert.Equal(t, string(data["tls"]), `{"ca":"x"}`)
 
 	f = CredentialFlags{File: "-"}
-	data, err = f.Read(ctx, strings.NewReader(`{"password":"p"}`), nil, nil, "dev")
+	data, err = f.Input(strings.NewReader(`{"password":"p"}`), nil).Read()
 	assert.NilError(t, err)
 	assert.Equal(t, string(data["password"]), "p")
 
 	p := &prompt.Scripted{Answers: []string{"app", "s3cret"}}
 	f = CredentialFlags{Keys: []string{"username", "password"}}
-	data, err = f.Read(ctx, nil, p, nil, "dev")
+	in := f.Input(nil, p)
+	assert.DeepEqual(t, p.Asked, []string(nil))
+	data, err = in.Read()
 	assert.NilError(t, err)
 	assert.DeepEqual(t, p.Asked, []string{"Credential username:", "Credential password:"})
 	assert.Equal(t, string(data["password"]), "s3cret")
 
-	_, err = f.Read(ctx, nil, nil, nil, "dev")
+	_, err = f.Input(nil, nil).Read()
 	assert.ErrorContains(t, err, "asks for each value in a terminal")
 
-	f = CredentialFlags{SyslogDrainURL: "syslog://logs.example:514"}
-	_, err = f.WithURLs(map[string][]byte{"syslog_drain_url": []byte("x")}, false)
-	assert.ErrorContains(t, err, `have a key "syslog_drain_url" already`)
-	out, err := f.WithURLs(map[string][]byte{"a": []byte("b")}, false)
-	assert.NilError(t, err)
-	assert.Check(t, is.Equal(string(out["syslog_drain_url"]), "syslog://logs.example:514"))
+	f = CredentialFlags{FromSecret: "db-creds", SyslogDrainURL: "syslog://logs.example:514"}
+	in = f.Input(nil, nil)
+	assert.Assert(t, in.Read == nil, "the engine reads the Secret")
+	assert.Check(t, is.Equal(in.FromSecret, "db-creds"))
+	assert.Check(t, is.Equal(in.SyslogDrainURL, "syslog://logs.example:514"))
 }

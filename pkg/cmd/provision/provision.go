@@ -3,20 +3,15 @@ package provision
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var provisionLong = cmdutil.LongDesc(`
@@ -82,16 +77,15 @@ type Options struct {
 	UserProvided bool
 	Credentials  lifecycle.CredentialFlags
 
-	Namespace        string
-	CatalogNamespace string
-	Store            *store.Store
-	Engine           *catalog.Engine
-	Prompter         prompt.Prompter
-	Streams          cmdutil.IOStreams
+	Namespace string
+	Engine    *catalog.Engine
+	Prompter  prompt.Prompter
+	Streams   cmdutil.IOStreams
 }
 
-// NewCmdProvision returns the provision command.
-func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
+// NewCmdProvision returns the provision command. runF, when not nil, is called with the
+// completed options instead of Run (for tests of the flags).
+func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "provision NAME --class CLASS [--plan PLAN] [-p key=value]... | provision NAME --user-provided --credentials-...",
@@ -101,14 +95,15 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 		Args:    lifecycle.ExactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Limits.Validate(cmd.Flags()); err != nil {
-				return err
-			}
+			o.Limits.SetGiven(cmd.Flags())
 			if err := o.Validate(); err != nil {
 				return err
 			}
 			if err := o.Complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -128,8 +123,11 @@ func NewCmdProvision(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// Validate checks the flags without I/O.
+// Validate checks the flags without I/O. It changes nothing.
 func (o *Options) Validate() error {
+	if err := o.Limits.Validate(); err != nil {
+		return err
+	}
 	if err := o.Params.Validate(); err != nil {
 		return err
 	}
@@ -155,132 +153,60 @@ func (o *Options) Validate() error {
 	return o.Output.Validate()
 }
 
-// Complete builds the clients.
+// Complete builds the engine and, in a terminal, the prompter.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	ns, _, err := f.Namespace()
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace = ns, f.CatalogNamespace
+	o.Namespace = ns
 	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
 	if err != nil {
 		return err
 	}
-	o.Engine, o.Store = eng.Engine, eng.Store
+	o.Engine = eng.Engine
 	if o.Prompter == nil && o.Streams.CanPrompt() {
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
 	}
 	return nil
 }
 
-// Run records the instance and drives it.
+// Run provisions the instance (catalog.Engine.Provision, or ProvisionUserProvided) and
+// prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	// A provision that asks the user questions, reads credentials or only shows the
-	// record checks the name first; any other finds a taken name in its create.
-	if o.Prompter != nil || o.UserProvided || o.DryRun == cmdutil.DryRunClient {
-		if _, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name); err == nil {
-			return o.nameTaken()
-		} else if !store.IsNotFound(err) {
-			return err
-		}
-	}
+	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
+	var res catalog.InstanceResult
+	var err error
 	if o.UserProvided {
-		return o.runUserProvided(ctx)
+		res, err = o.Engine.ProvisionUserProvided(ctx, catalog.UserProvidedRequest{
+			Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
+			Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
+		})
+	} else {
+		res, err = o.provision(ctx, follow)
 	}
-	params, err := o.Params.Input(o.Streams.In)
+	done()
 	if err != nil {
 		return err
 	}
-	req := catalog.InstanceRequest{Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID, Parameters: params}
+	if res.DryRun != nil {
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.DryRun, "created", res.Summary)
+	}
+	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "provision", o.Wait.Wait)
+}
+
+// provision provisions a brokered instance.
+func (o *Options) provision(ctx context.Context, follow catalog.Follow) (catalog.InstanceResult, error) {
+	params, err := o.Params.Input(o.Streams.In)
+	if err != nil {
+		return catalog.InstanceResult{}, err
+	}
+	req := catalog.ProvisionRequest{
+		Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID,
+		Parameters: params, Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
+	}
 	if o.Prompter != nil {
 		req.Ask = o.Prompter
 	}
-	inst, err := o.Engine.PrepareInstance(ctx, req)
-	if err != nil {
-		return err
-	}
-	class, plan := inst.Spec.ClassExternalName, inst.Spec.PlanExternalName
-	o.Limits.Apply(&inst.Spec)
-	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", o.Name, class, plan, o.Namespace))
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Provisioning instance %q of %s/%s in namespace %q...\n", o.Name, class, plan, o.Namespace)
-	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
-	if err != nil {
-		return o.createError(err)
-	}
-	r, err := lifecycle.DriveCreated(ctx, o.Streams, o.Engine, created, "provision", o.Wait)
-	if err != nil {
-		return err
-	}
-	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
-}
-
-// nameTaken says that an instance of the name exists already.
-func (o *Options) nameTaken() error {
-	return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s", or pick another name`, o.Name, o.Namespace, o.Name)
-}
-
-// createError is the error of the instance record's create: a taken name is said as
-// nameTaken says it.
-func (o *Options) createError(err error) error {
-	if store.IsAlreadyExists(err) {
-		return o.nameTaken()
-	}
-	return err
-}
-
-// printDryRun prints the instance record that would be created: for
-// --dry-run=server, as the API server (validation and admission, the trust policy
-// included) accepted it without storing it. No broker is called.
-func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, what string) error {
-	out := inst
-	if o.DryRun == cmdutil.DryRunServer {
-		created, err := o.Store.Instances().Create(store.WithIntent(o.DryRun.Context(ctx)), inst)
-		if err != nil {
-			return fmt.Errorf("instance %q would not be provisioned: %w", o.Name, o.createError(err))
-		}
-		out = created
-	}
-	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "created", what)
-}
-
-// runUserProvided records a user-provided instance, writes its credentials Secret
-// (owned by the record), and drives it to Ready. Nothing is left behind when the
-// credentials cannot be read or written.
-func (o *Options) runUserProvided(ctx context.Context) error {
-	data, err := o.Credentials.Read(ctx, o.Streams.In, o.Prompter, o.Store, o.Namespace)
-	if err != nil {
-		return err
-	}
-	if data, err = o.Credentials.WithURLs(data, false); err != nil {
-		return err
-	}
-	secret := catalog.CredentialsSecretName(o.Name)
-	if _, err := o.Store.GetSecret(ctx, o.Namespace, secret); err == nil {
-		return fmt.Errorf("Secret %q already exists in namespace %q, and the credentials of user-provided instance %q are kept under that name: pick another instance name, or remove the Secret", secret, o.Namespace, o.Name)
-	} else if !store.IsNotFound(err) {
-		return err
-	}
-	inst := catalog.NewUserProvidedInstance(o.Namespace, o.Name, v1alpha1.UserProvidedService{CredentialsSecret: secret})
-	o.Limits.Apply(&inst.Spec)
-	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, inst, fmt.Sprintf("user-provided instance %q would be recorded in namespace %q, its credentials (%s) in Secret %q", o.Name, o.Namespace, strings.Join(credentials.Keys(data), ", "), secret))
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Recording user-provided instance %q in namespace %q (credentials: %s)...\n", o.Name, o.Namespace, strings.Join(credentials.Keys(data), ", "))
-	created, err := o.Store.Instances().Create(store.WithIntent(ctx), inst)
-	if err != nil {
-		return o.createError(err)
-	}
-	if err := o.Engine.WriteUserProvidedCredentials(ctx, created, data); err != nil {
-		if aerr := o.Engine.AbandonInstance(ctx, created); aerr != nil {
-			return fmt.Errorf("instance %q not provisioned: its credentials could not be written (%w), and its record could not be removed (%v): remove it with \"kubectl catalog deprovision %s --abandon\"", o.Name, err, aerr, o.Name)
-		}
-		return fmt.Errorf("instance %q not provisioned: its credentials could not be written to Secret %q: %w", o.Name, secret, err)
-	}
-	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "provision", o.Wait)
-	if err != nil {
-		return err
-	}
-	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "provision", o.Wait.Wait)
+	return o.Engine.Provision(ctx, req)
 }

@@ -3,21 +3,32 @@ package touch
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// NewCmdTouch returns the touch command and its instance subcommand.
-func NewCmdTouch(f *cmdutil.Factory) *cobra.Command {
+// Options are the options of touch instance.
+type Options struct {
+	Name   string
+	Wait   lifecycle.WaitFlags
+	Output *printers.OutputFlags
+	DryRun cmdutil.DryRunStrategy
+
+	Namespace string
+	Engine    *catalog.Engine
+	Streams   cmdutil.IOStreams
+}
+
+// NewCmdTouch returns the touch command and its instance subcommand. runF, when not
+// nil, is called with the completed options of touch instance instead of Run (for tests
+// of the flags).
+func NewCmdTouch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "touch",
 		Short: "Re-send an instance's parameters to its broker",
@@ -36,14 +47,12 @@ func NewCmdTouch(f *cmdutil.Factory) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdTouchInstance(f))
+	cmd.AddCommand(newCmdTouchInstance(f, runF))
 	return cmd
 }
 
-func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
-	var w lifecycle.WaitFlags
-	var dry cmdutil.DryRunStrategy
-	output := printers.NewOutputFlags(false)
+func newCmdTouchInstance(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:   "instance NAME",
 		Short: "Re-send an instance's parameters to its broker",
@@ -61,62 +70,61 @@ func newCmdTouchInstance(f *cmdutil.Factory) *cobra.Command {
 		Args:              lifecycle.ExactlyOneName,
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := w.Validate(); err != nil {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := cmdutil.DryRunWithWait(dry, w.Wait, "records nothing"); err != nil {
+			if err := o.Complete(f); err != nil {
 				return err
 			}
-			if err := output.Validate(); err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			name := args[0]
-			ns, _, err := f.Namespace()
-			if err != nil {
-				return err
-			}
-			e, err := f.Engine(cmdutil.EngineOptions{PollInterval: w.Interval})
-			if err != nil {
-				return err
-			}
-			eng := e.Engine
-			if dry.Enabled() {
-				return touchDryRun(cmd.Context(), f.IOStreams, output, dry, eng, ns, name)
-			}
-			fmt.Fprintf(f.ErrOut, "Re-sending the parameters of instance %q in namespace %q...\n", name, ns)
-			if _, err := eng.Touch(cmd.Context(), ns, name); err != nil {
-				return err
-			}
-			r, err := lifecycle.Drive(cmd.Context(), f.IOStreams, eng, ns, name, "update", w)
-			if err != nil {
-				return err
-			}
-			return lifecycle.Report(f.IOStreams, output, r, name, ns, "update", w.Wait)
+			return o.Run(cmd.Context())
 		},
 	}
-	w.AddFlags(cmd.Flags(), "update")
-	cmdutil.AddDryRunFlag(cmd, &dry, "the instance record marked for its parameters to be re-sent")
-	output.AddFlags(cmd)
+	o.Wait.AddFlags(cmd.Flags(), "update")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record marked for its parameters to be re-sent")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
-// touchDryRun prints the instance record as touch would leave it: with
-// --dry-run=server, as the API server (validation and admission, the trust policy
-// included) accepted the change without storing it. No broker is called.
-func touchDryRun(ctx context.Context, streams cmdutil.IOStreams, output *printers.OutputFlags, dry cmdutil.DryRunStrategy, eng *catalog.Engine, ns, name string) error {
-	var inst *v1alpha1.ServiceInstance
-	var err error
-	if dry == cmdutil.DryRunServer {
-		inst, err = eng.Touch(dry.Context(ctx), ns, name)
-	} else {
-		inst, err = eng.TouchPreview(ctx, ns, name)
+// Validate checks the flags without I/O. It changes nothing.
+func (o *Options) Validate() error {
+	if err := o.Wait.Validate(); err != nil {
+		return err
 	}
-	if store.IsNotFound(err) {
-		return fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, name, ns)
+	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
+		return err
 	}
+	return o.Output.Validate()
+}
+
+// Complete builds the engine.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
 	if err != nil {
 		return err
 	}
-	return printers.PrintDryRun(streams, output, dry, inst, "configured",
-		fmt.Sprintf("the parameters of instance %q in namespace %q would be re-sent to its broker", name, ns))
+	o.Namespace = ns
+	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
+	if err != nil {
+		return err
+	}
+	o.Engine = eng.Engine
+	return nil
+}
+
+// Run touches the instance (catalog.Engine.Touch) and prints the outcome.
+func (o *Options) Run(ctx context.Context) error {
+	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
+	res, err := o.Engine.Touch(ctx, catalog.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
+	done()
+	if err != nil {
+		return err
+	}
+	if res.DryRun != nil {
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.DryRun, "configured", res.Summary)
+	}
+	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "update", o.Wait.Wait)
 }

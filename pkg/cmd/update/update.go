@@ -3,22 +3,15 @@ package update
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var updateLong = cmdutil.LongDesc(`
@@ -79,18 +72,15 @@ type Options struct {
 	Output      *printers.OutputFlags
 	DryRun      cmdutil.DryRunStrategy
 
-	Namespace        string
-	CatalogNamespace string
-	Store            *store.Store
-	Engine           *catalog.Engine
-	Prompter         prompt.Prompter
-	Streams          cmdutil.IOStreams
-	// Now is the factory's clock.
-	Now func() time.Time
+	Namespace string
+	Engine    *catalog.Engine
+	Prompter  prompt.Prompter
+	Streams   cmdutil.IOStreams
 }
 
-// NewCmdUpdate returns the update command.
-func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
+// NewCmdUpdate returns the update command. runF, when not nil, is called with the
+// completed options instead of Run (for tests of the flags).
+func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "update NAME [--plan PLAN] [-p key=value]... [--upgrade] | update NAME --revert",
@@ -101,14 +91,15 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Limits.Validate(cmd.Flags()); err != nil {
-				return err
-			}
+			o.Limits.SetGiven(cmd.Flags())
 			if err := o.Validate(); err != nil {
 				return err
 			}
 			if err := o.Complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -126,9 +117,17 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// Validate checks the flags without I/O.
+// brokered reports whether the flags change what only a brokered instance has.
+func (o *Options) brokered() bool {
+	return o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0
+}
+
+// Validate checks the flags without I/O. It changes nothing.
 func (o *Options) Validate() error {
-	brokered := o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0
+	if err := o.Limits.Validate(); err != nil {
+		return err
+	}
+	brokered := o.brokered()
 	changes := brokered || o.Limits.Given() || o.Credentials.Given()
 	if brokered && o.Credentials.Given() {
 		return cmdutil.UsageErrorf("--credentials-*, --syslog-drain-url and --route-service-url change a user-provided instance, which has no plan or parameters: give them without --plan, parameters or --upgrade")
@@ -157,177 +156,64 @@ func (o *Options) Validate() error {
 	return o.Output.Validate()
 }
 
-// Complete builds the clients.
+// Complete builds the engine and, in a terminal, the prompter.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	ns, _, err := f.Namespace()
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Now = ns, f.CatalogNamespace, f.Now
+	o.Namespace = ns
 	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
 	if err != nil {
 		return err
 	}
-	o.Engine, o.Store = eng.Engine, eng.Store
+	o.Engine = eng.Engine
 	if o.Prompter == nil && o.Streams.CanPrompt() {
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
 	}
 	return nil
 }
 
-// Run changes the spec and drives the instance.
+// Run updates the instance (catalog.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
+	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
+	var res catalog.InstanceResult
+	var err error
 	if o.Revert {
-		return o.revert(ctx)
+		res, err = o.Engine.Revert(ctx, catalog.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
+	} else {
+		res, err = o.update(ctx, follow)
 	}
-	inst, err := o.Store.Instances().Get(ctx, o.Namespace, o.Name)
-	if err != nil {
+	done()
+	switch {
+	case err != nil:
 		return err
+	case res.Unchanged:
+		return nil
+	case res.DryRun != nil:
+		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.DryRun, "updated", res.Summary)
 	}
-	if err := catalog.CheckChangeable(inst, o.Now()); err != nil {
-		return err
-	}
-	if inst.IsUserProvided() {
-		return o.updateUserProvided(ctx, inst)
+	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "update", o.Wait.Wait)
+}
+
+// update changes the spec the flags ask for.
+func (o *Options) update(ctx context.Context, follow catalog.Follow) (catalog.InstanceResult, error) {
+	req := catalog.InstanceUpdateRequest{
+		Namespace: o.Namespace, Name: o.Name,
+		UpdateRequest: catalog.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade},
+		Limits:        o.Limits.Limits(),
+		DryRun:        o.DryRun.Engine(),
+		Follow:        follow,
 	}
 	if o.Credentials.Given() {
-		return cmdutil.UsageErrorf("instance %q is not user-provided: its credentials come from its broker (rotate a binding's with \"kubectl catalog bind --rotate\")", o.Name)
+		req.Credentials = o.Credentials.Input(o.Streams.In, o.Prompter)
 	}
-	req := catalog.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade}
 	if o.Params.Given() || len(o.Params.FromSecret) > 0 {
 		params, err := o.Params.Input(o.Streams.In)
 		if err != nil {
-			return err
+			return catalog.InstanceResult{}, err
 		}
 		req.Parameters = &params
 	}
-	prepared, err := o.Engine.PrepareUpdate(ctx, inst, req)
-	if err != nil {
-		return err
-	}
-	for _, n := range prepared.Notes {
-		fmt.Fprintln(o.Streams.ErrOut, n)
-	}
-	inst, changes := prepared.Instance, prepared.Changes
-	changes = append(changes, o.Limits.Apply(&inst.Spec)...)
-	if len(changes) == 0 {
-		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
-		return nil
-	}
-	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, inst, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", o.Name, o.Namespace, strings.Join(changes, ", ")))
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Updating instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
-	if _, err := o.Store.Instances().Update(store.WithIntent(ctx), inst); err != nil {
-		if store.IsConflict(err) {
-			return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
-		}
-		return err
-	}
-	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
-	if err != nil {
-		return err
-	}
-	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
-}
-
-// revert sets the spec back to what the broker holds and drives the instance, which then
-// settles without a broker call (or sends the update a changed parameters Secret needs).
-func (o *Options) revert(ctx context.Context) error {
-	inst, changes, err := o.Engine.Revert(ctx, o.Namespace, o.Name)
-	if err != nil {
-		return err
-	}
-	if len(changes) == 0 {
-		if meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
-			return fmt.Errorf(`instance %q already asks for the plan and parameters the broker holds: the refused update came from the values of a parameters Secret or from "touch": put the Secret's values back and run "kubectl catalog touch instance %s", or change the spec`, o.Name, o.Name)
-		}
-		fmt.Fprintf(o.Streams.ErrOut, "Nothing to revert: instance %q asks for what the broker holds.\n", o.Name)
-		return nil
-	}
-	// The values come from the record's status: say what was written as your intent.
-	fmt.Fprintf(o.Streams.ErrOut, "Reverting instance %q in namespace %q to what the broker holds (%s)...\n", o.Name, o.Namespace, strings.Join(changes, "; "))
-	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
-	if err != nil {
-		return err
-	}
-	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
-}
-
-// updateUserProvided changes the credentials (and limits) of a user-provided instance:
-// the spec's revision first, so the change is the user's and the instance stays pending
-// until every binding has the new credentials; then the credentials Secret; then the
-// instance is driven, which copies them to every binding it can (reconcile does the rest).
-func (o *Options) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance) error {
-	if o.Plan != "" || o.Upgrade || o.Params.Given() || len(o.Params.FromSecret) > 0 {
-		return cmdutil.UsageErrorf("instance %q is user-provided: it has no plan or parameters; change its credentials with --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys", o.Name)
-	}
-	changes := o.Limits.Apply(&inst.Spec)
-	var data map[string][]byte
-	if o.Credentials.Given() {
-		var err error
-		if data, err = o.Credentials.Read(ctx, o.Streams.In, o.Prompter, o.Store, o.Namespace); err != nil {
-			return err
-		}
-		if data == nil {
-			// Only a URL changes: the other credentials stay.
-			cur, err := o.Store.ReadOwnedSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret)
-			if err != nil {
-				return fmt.Errorf("cannot read the credentials of instance %q to change its URLs: %w", o.Name, err)
-			}
-			data = cur.Data
-		}
-		if data, err = o.Credentials.WithURLs(data, o.Credentials.Sources() == 0); err != nil {
-			return err
-		}
-		inst.Spec.UserProvided.Revision++
-		changes = append(changes, "credentials "+strings.Join(credentials.Keys(data), ", "))
-	}
-	if len(changes) == 0 {
-		fmt.Fprintf(o.Streams.ErrOut, "Nothing to update for instance %q.\n", o.Name)
-		return nil
-	}
-	if o.DryRun.Enabled() {
-		what := fmt.Sprintf("user-provided instance %q in namespace %q would be updated (%s)", o.Name, o.Namespace, strings.Join(changes, ", "))
-		if data != nil {
-			what += fmt.Sprintf(", its credentials written to Secret %q", inst.Spec.UserProvided.CredentialsSecret)
-		}
-		return o.printDryRun(ctx, inst, what)
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Updating user-provided instance %q in namespace %q (%s)...\n", o.Name, o.Namespace, strings.Join(changes, ", "))
-	stored, err := o.Store.Instances().Update(store.WithIntent(ctx), inst)
-	if err != nil {
-		if store.IsConflict(err) {
-			return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
-		}
-		return err
-	}
-	if data != nil {
-		if err := o.Engine.WriteUserProvidedCredentials(ctx, stored, data); err != nil {
-			return fmt.Errorf("the credentials of instance %q could not be written to Secret %q (its bindings keep the old ones): %w", o.Name, inst.Spec.UserProvided.CredentialsSecret, err)
-		}
-	}
-	r, err := lifecycle.Drive(ctx, o.Streams, o.Engine, o.Namespace, o.Name, "update", o.Wait)
-	if err != nil {
-		return err
-	}
-	return lifecycle.Report(o.Streams, o.Output, r, o.Name, o.Namespace, "update", o.Wait.Wait)
-}
-
-// printDryRun prints the instance record that would be written: for --dry-run=server,
-// as the API server (validation and admission, the trust policy included) accepted it
-// without storing it. No broker is called and no Secret is written.
-func (o *Options) printDryRun(ctx context.Context, inst *v1alpha1.ServiceInstance, what string) error {
-	out := inst
-	if o.DryRun == cmdutil.DryRunServer {
-		updated, err := o.Store.Instances().Update(store.WithIntent(o.DryRun.Context(ctx)), inst)
-		if err != nil {
-			if store.IsConflict(err) {
-				return fmt.Errorf("instance %q changed while it was being updated: run the command again", o.Name)
-			}
-			return fmt.Errorf("instance %q would not be updated: %w", o.Name, err)
-		}
-		out = updated
-	}
-	return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, out, "updated", what)
+	return o.Engine.Update(ctx, req)
 }

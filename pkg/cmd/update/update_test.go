@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
@@ -120,8 +119,8 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 			o := &update.Options{
 				Name: "db", Plan: "standard", Params: lifecycle.ParamFlags{Params: []string{"storage_gb=8"}}, DryRun: tc.mode,
 				Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9},
-				Namespace: storetest.UserNamespace, CatalogNamespace: storetest.CatalogNamespace, Store: st, Engine: engine,
-				Now: time.Now, Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
+				Namespace: storetest.UserNamespace, Engine: engine,
+				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
 			}
 			flags := &cobra.Command{}
 			o.Output.AddFlags(flags)

@@ -1,0 +1,61 @@
+package provision_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// parse runs provision with args, returning the options Run would get.
+func parse(t *testing.T, args ...string) *provision.Options {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	var out, errOut bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
+	c := storetest.NewCluster()
+	f.UseClients(c.Core, c.Metadata)
+	var got *provision.Options
+	cmd := provision.NewCmdProvision(f, func(o *provision.Options) error { got = o; return nil })
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	assert.NilError(t, cmd.Execute())
+	assert.Assert(t, got != nil, "runF was not called")
+	return got
+}
+
+func TestNewCmdProvision_FlagsReachTheOptions(t *testing.T) {
+	o := parse(t, "db", "--class", "postgresql", "--plan", "small", "-p", "a=1", "--max-bindings", "3",
+		"--allowed-namespaces", "b, a,b", "--dry-run=server", "-o", "yaml")
+
+	assert.Equal(t, o.Name, "db")
+	assert.Equal(t, o.Class, "postgresql")
+	assert.Equal(t, o.Plan, "small")
+	assert.DeepEqual(t, o.Params.Params, []string{"a=1"})
+	assert.Equal(t, o.DryRun, cmdutil.DryRunServer)
+	assert.Assert(t, o.Limits.MaxBindingsGiven && o.Limits.AllowedNamespacesGiven)
+	assert.Equal(t, o.Limits.MaxBindings, int32(3))
+	assert.DeepEqual(t, o.Limits.AllowedNamespaces, []string{"b", " a", "b"})
+	lim := o.Limits.Limits()
+	assert.Equal(t, *lim.MaxBindings, int32(3))
+	assert.Assert(t, o.Engine != nil)
+	assert.Equal(t, o.Namespace, "default")
+}
+
+func TestNewCmdProvision_UserProvided(t *testing.T) {
+	o := parse(t, "legacy", "--user-provided", "--credentials-from-secret", "legacy-src", "--syslog-drain-url", "syslog://logs.example:514")
+
+	assert.Assert(t, o.UserProvided)
+	assert.Assert(t, !o.Limits.Given())
+	in := o.Credentials.Input(nil, nil)
+	assert.Equal(t, in.FromSecret, "legacy-src")
+	assert.Equal(t, in.SyslogDrainURL, "syslog://logs.example:514")
+	assert.Assert(t, in.Read == nil)
+}
