@@ -242,10 +242,11 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	res, err := o.Engine.Bind(ctx, req)
-	if err == nil && o.DryRun.Enabled() {
+	fol.Done()
+	if o.DryRun.Enabled() && err == nil {
 		return o.printDryRun(res)
 	}
-	fol.Done()
+	// The binding as it stands, also when it failed; not when the drive did not return.
 	if res.Binding != nil && !o.DryRun.Enabled() && !o.Output.IsTable() {
 		if err := o.Output.PrintObject(res.Binding, o.Streams.Out); err != nil {
 			return err
