@@ -216,3 +216,21 @@ func TestBind_BrokerFailure_IsAnErrorWithTheBinding(t *testing.T) {
 	assert.ErrorContains(t, err, `binding "db" failed: `)
 	assert.Assert(t, res.Binding != nil, "the verb shows the binding as it stands")
 }
+
+func TestBind_RefusedAfterTheCheck_RecordRemovedAndNothingCreated(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.createBinding("db", nil)
+	b, err := f.st.Bindings().UpdateWithRetry(context.Background(), ns, "db", func(b *v1alpha1.ServiceBinding) error {
+		b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue, Reason: ReasonRefusedLimitReached,
+			Message: "the limit is reached; nothing is sent to the broker for this record until that changes"}}
+		return nil
+	})
+	assert.NilError(t, err)
+
+	err = f.engine.dropRefusedBinding(context.Background(), Result{Refused: true, Binding: b})
+
+	assert.Error(t, err, `binding "db" not created: the limit is reached`)
+	_, err = f.st.Bindings().Get(context.Background(), ns, "db")
+	assert.Assert(t, store.IsNotFound(err), "the refused record is removed: %v", err)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+}
