@@ -116,14 +116,22 @@ func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
 	return bs != nil && bs.RenewBefore != nil && !now.Before(bs.RenewBefore.Time)
 }
 
-// Rotate asks for new credentials for a ready binding: the record's status gets a new
-// OSB binding id and names the old one its predecessor (the spec is left as the user
-// wrote it, so a scheduled rotation needs no right to change it). The next steps bind
-// the new id
-// (sending predecessor_binding_id when the plan is binding_rotatable), replace the
-// Secret's contents in one write, and then unbind the old id. The record, its Secret
-// and its projections keep their names, so workloads see new files in place.
-func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
+// RotateScheduled asks for new credentials for a ready binding whose rotation is due,
+// on no one's command but the schedule's (reconcile --rotate-due): see startRotation.
+// The write keeps the record's author, so the binding goes on being driven on its
+// author's authority, not on the authority of whoever runs the schedule.
+func (e *Engine) RotateScheduled(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
+	return e.startRotation(ctx, namespace, name)
+}
+
+// startRotation asks for new credentials for a ready binding: the record's status gets
+// a new OSB binding id and names the old one its predecessor (the spec is left as the
+// user wrote it, so a scheduled rotation needs no right to change it). The next steps
+// bind the new id (sending predecessor_binding_id when the plan is binding_rotatable),
+// replace the Secret's contents in one write, and then unbind the old id. The record,
+// its Secret and its projections keep their names, so workloads see new files in place.
+// ctx says whose intent the write is (store.WithIntent for the user's own command).
+func (e *Engine) startRotation(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
 	b, err := e.rotate(ctx, namespace, name)
 	if err == nil {
 		ev := NewEvent(namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, name), EventNormal, "RotationRequested", "Rotation",
@@ -135,7 +143,7 @@ func (e *Engine) Rotate(ctx context.Context, namespace, name string) (*v1alpha1.
 }
 
 func (e *Engine) rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
-	return e.cfg.Store.Bindings().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(b *v1alpha1.ServiceBinding) error {
+	return e.cfg.Store.Bindings().UpdateWithRetry(ctx, namespace, name, func(b *v1alpha1.ServiceBinding) error {
 		if err := CheckBindingChangeable(b); err != nil {
 			return err
 		}

@@ -446,7 +446,7 @@ func TestRotate_BindsTheNewIDWithPredecessor_SwapsTheSecret_ThenUnbindsTheOld(t 
 	assert.Equal(t, f.stepBinding("db").State, StateSettled)
 	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": "rotated"}}, nil)
 
-	rotated, err := f.engine.Rotate(context.Background(), ns, "db")
+	rotated, err := f.engine.RotateScheduled(context.Background(), ns, "db")
 	assert.NilError(t, err)
 	newID := rotated.CurrentExternalID()
 	assert.Assert(t, newID != bindingOSB)
@@ -479,7 +479,7 @@ func TestRotate_NonRotatablePlan_FreshBindWithoutPredecessor(t *testing.T) {
 	f, _ := bindingFixture(t, nil)
 	f.createBinding("db", nil)
 	assert.Equal(t, f.stepBinding("db").State, StateSettled)
-	_, err := f.engine.Rotate(context.Background(), ns, "db")
+	_, err := f.engine.RotateScheduled(context.Background(), ns, "db")
 	assert.NilError(t, err)
 
 	assert.Equal(t, f.driveBinding("db").State, StateSettled)

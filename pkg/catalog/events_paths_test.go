@@ -38,7 +38,7 @@ func TestEvents_BindingLifecycleOnEveryPath(t *testing.T) {
 	f.stepBinding("app") // the mitigating unbind
 	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
 	assert.Equal(t, f.driveBinding("app").State, StateSettled)
-	_, err := f.engine.Rotate(context.Background(), ns, "app")
+	_, err := f.engine.RotateScheduled(context.Background(), ns, "app")
 	assert.NilError(t, err)
 	assert.Equal(t, f.driveBinding("app").State, StateSettled)
 	assert.NilError(t, f.st.Bindings().Delete(context.Background(), ns, "app"))

@@ -251,7 +251,7 @@ func TestStepBinding_DeletionDuringRotation_UnbindsBothIDs(t *testing.T) {
 			f, _ := bindingFixture(t, nil)
 			f.createBinding("app", nil)
 			assert.Equal(t, f.stepBinding("app").State, StateSettled)
-			_, err := f.engine.Rotate(context.Background(), ns, "app")
+			_, err := f.engine.RotateScheduled(context.Background(), ns, "app")
 			assert.NilError(t, err)
 			tc.interrupt(f)
 			binds := f.broker.CallsTo(fake.MethodBind)
@@ -310,7 +310,7 @@ func TestRotate_ChangesTheStatusOnly(t *testing.T) {
 	assert.Equal(t, f.stepBinding("app").State, StateSettled)
 	before := f.getBinding("app")
 
-	_, err := f.engine.Rotate(context.Background(), ns, "app")
+	_, err := f.engine.RotateScheduled(context.Background(), ns, "app")
 	assert.NilError(t, err)
 
 	after := f.getBinding("app")

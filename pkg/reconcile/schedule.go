@@ -464,7 +464,7 @@ func (r *Reconciler) rotate(ctx context.Context, t *task, dryRun bool) bool {
 		t.it.Outcome, t.it.Detail, t.done = WouldDrive, "rotate the credentials: "+rotationReason(b), true
 		return false
 	}
-	if _, err := r.Engine.Rotate(ctx, b.Namespace, b.Name); err != nil {
+	if _, err := r.Engine.RotateScheduled(ctx, b.Namespace, b.Name); err != nil {
 		if ctx.Err() != nil {
 			t.it.Outcome, t.it.Detail, t.done = InProgress, "interrupted; left pending", true
 			return false

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 
@@ -105,18 +106,6 @@ type clients struct{ c osb.Client }
 
 func (c clients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) { return c.c, nil }
 
-type projector struct{ p *projection.Projector }
-
-func (p projector) Project(ctx context.Context, namespace, b, secret string, w v1alpha1.WorkloadProjection) error {
-	_, err := p.p.Project(ctx, namespace, b, secret, w, projection.DryRunNone)
-	return err
-}
-
-func (p projector) Unproject(ctx context.Context, namespace, b string, w v1alpha1.WorkloadProjection) error {
-	_, err := p.p.Unproject(ctx, namespace, b, w, projection.DryRunNone)
-	return err
-}
-
 // credentialValues are what the fake broker hands out; no output may show them.
 var credentialValues = []string{"s3cr3t-p4ssw0rd-value", "postgresql://u:s3cr3t-p4ssw0rd-value@pg.example:5432/app"}
 
@@ -127,7 +116,7 @@ func newFixture(t *testing.T) *fixture {
 	f.st = st
 	f.engine = catalog.New(catalog.Config{
 		Store: st, Brokers: clients{f.osb}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
-		CatalogNamespace: catNS, Holder: "test", Projector: projector{&projection.Projector{Client: f.cluster.Core}},
+		CatalogNamespace: catNS, Holder: "test", Projector: kube.WorkloadProjector{P: &projection.Projector{Client: f.cluster.Core}},
 	})
 	ctx := context.Background()
 	_, err := st.Brokers().Create(ctx, &v1alpha1.Broker{
@@ -181,7 +170,7 @@ func (f *fixture) options(inst string, change func(*bind.Options)) *bind.Options
 	o := &bind.Options{
 		Instance: inst, Output: printers.NewOutputFlags(false), DryRun: cmdutil.DryRunNone,
 		Wait:      lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
-		Namespace: ns, CatalogNamespace: catNS, Store: f.st, Engine: f.engine, Workloads: f.cluster.Core,
+		Namespace: ns, Engine: f.engine,
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut),
 	}
 	if change != nil {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -13,4 +14,38 @@ func DriveBinding(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.E
 	p := NewProgress(streams)
 	defer p.Done()
 	return eng.FollowBinding(ctx, namespace, name, verb, w.Follow(p))
+}
+
+// Following shows what an engine operation says while it follows the records it wrote,
+// one after the other: the progress of each, and the lines it notes. A line ends the
+// progress shown so far, and the next record's progress starts after it, timed from
+// then.
+type Following struct {
+	streams cmdutil.IOStreams
+	p       *Progress
+}
+
+// NewFollowing shows on streams' error output.
+func NewFollowing(streams cmdutil.IOStreams) *Following {
+	return &Following{streams: streams, p: NewProgress(streams)}
+}
+
+// Follow is how the operation follows its records for the wait flags w, reporting here.
+func (f *Following) Follow(w WaitFlags) catalog.Follow {
+	follow := w.Follow(nil)
+	follow.Progress = func(r catalog.Result) { f.p.Show(r) }
+	follow.Note = func(line string) { f.Say("%s\n", line) }
+	return follow
+}
+
+// Say ends the progress shown so far and prints a line of its own.
+func (f *Following) Say(format string, args ...any) {
+	f.Done()
+	fmt.Fprintf(f.streams.ErrOut, format, args...)
+}
+
+// Done ends the progress shown so far; what follows starts a new one.
+func (f *Following) Done() {
+	f.p.Done()
+	f.p = NewProgress(f.streams)
 }

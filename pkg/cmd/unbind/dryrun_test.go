@@ -53,10 +53,10 @@ func TestUnbind_DryRun_WritesNothingAndCallsNoBroker(t *testing.T) {
 			}
 			var out, errOut bytes.Buffer
 			o := &unbind.Options{Args: tc.args, All: tc.all, Abandon: tc.abandon, DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
-				Wait: lifecycle.WaitFlags{Interval: 1}, Namespace: dryNS, Store: st,
+				Wait: lifecycle.WaitFlags{Interval: 1}, Namespace: dryNS, Engine: catalog.New(catalog.Config{Store: st}),
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
 			assert.NilError(t, o.Validate())
-			// No Engine: a dry run that reached the broker path would panic.
+			// No broker clients: a dry run that reached the broker path would panic.
 			assert.NilError(t, o.Run(ctx))
 			for _, w := range tc.want {
 				assert.Assert(t, is.Contains(out.String(), w))

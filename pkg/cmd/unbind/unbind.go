@@ -3,22 +3,16 @@ package unbind
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var unbindLong = cmdutil.LongDesc(`
@@ -74,14 +68,14 @@ type Options struct {
 	Output   *printers.OutputFlags
 
 	Namespace string
-	Store     *store.Store
 	Engine    *catalog.Engine
 	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
 
-// NewCmdUnbind returns the unbind command.
-func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
+// NewCmdUnbind returns the unbind command. runF, when not nil, is called with the
+// completed options instead of Run.
+func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "unbind BINDING... | unbind INSTANCE (--all | --name B1,B2)",
@@ -105,6 +99,9 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 			if err := o.Complete(f); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -124,7 +121,7 @@ func NewCmdUnbind(f *cmdutil.Factory) *cobra.Command {
 // byInstance reports whether the bindings are selected through an instance.
 func (o *Options) byInstance() bool { return o.All || len(o.Names) > 0 || o.Instance != "" }
 
-// Validate checks the arguments and flags without I/O.
+// Validate checks the arguments and flags without I/O, changing nothing.
 func (o *Options) Validate() error {
 	if o.Abandon && o.Wait.Wait {
 		return cmdutil.UsageErrorf("--abandon and --wait cannot be used together: abandoning does not call the broker, so there is nothing to wait for")
@@ -151,9 +148,6 @@ func (o *Options) Validate() error {
 		case !o.All && len(o.Names) == 0:
 			return cmdutil.UsageErrorf("--instance selects the bindings of an instance: add --all for every one, or --name B1,B2 for some")
 		}
-		if o.Instance == "" {
-			o.Instance = o.Args[0]
-		}
 	} else if len(o.Args) == 0 {
 		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with "kubectl catalog get bindings"`)
 	}
@@ -163,10 +157,15 @@ func (o *Options) Validate() error {
 	if err := o.Wait.Validate(); err != nil {
 		return err
 	}
+	return o.output().Validate()
+}
+
+// output is -o, the default when the options were built without it.
+func (o *Options) output() *printers.OutputFlags {
 	if o.Output == nil {
-		o.Output = printers.NewOutputFlags(false)
+		return printers.NewOutputFlags(false)
 	}
-	return o.Output.Validate()
+	return o.Output
 }
 
 // Complete builds the clients.
@@ -180,262 +179,46 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.Engine, o.Store = eng.Engine, eng.Store
+	o.Engine = eng.Engine
 	if o.Prompter == nil && o.Streams.CanPrompt() {
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
 	}
 	return nil
 }
 
-// Run marks the bindings for deletion and drives them.
-func (o *Options) Run(ctx context.Context) error {
-	bindings, err := o.selected(ctx)
-	if err != nil {
-		return err
-	}
-	if len(bindings) == 0 {
-		fmt.Fprintf(o.Streams.ErrOut, "Instance %q has no bindings in namespace %q; nothing to unbind.\n", o.Instance, o.Namespace)
-		return nil
-	}
-	if o.DryRun.Enabled() {
-		return o.printDryRun(ctx, bindings)
-	}
-	if o.Abandon {
-		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning in namespace %q:\n", o.Namespace)
-	} else {
-		fmt.Fprintf(o.Streams.ErrOut, "This unbinds at the broker, in namespace %q:\n", o.Namespace)
-	}
-	for _, b := range bindings {
-		fmt.Fprintf(o.Streams.ErrOut, "  %s\n", whatGoes(b))
-	}
-	if o.Abandon {
-		fmt.Fprintf(o.Streams.ErrOut, "WARNING: the broker is NOT called: the credentials stay valid there and whatever it holds for these bindings stays (and may still be billed).\n")
-	}
-	// Outside a terminal one binding goes without --yes; several, or abandoning, need it.
-	var needYes string
-	switch {
-	case o.Abandon:
-		needYes = cmdutil.NeedsYes("unbind --abandon")
-	case len(bindings) > 1:
-		needYes = fmt.Sprintf("unbind needs --yes to remove %d bindings when it cannot ask for confirmation (not a terminal)", len(bindings))
-	}
-	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, needYes); !ok {
-		return err
-	}
-	if o.Abandon {
-		for _, b := range bindings {
-			if err := o.Engine.AbandonBinding(ctx, b); err != nil {
-				return fmt.Errorf("abandoning binding %q: %w", b.Name, err)
-			}
-			fmt.Fprintf(o.Streams.ErrOut, "Binding %q abandoned: its record, Secret and projections are gone; the broker was not told.\n", b.Name)
-		}
-		return nil
-	}
-	for _, b := range bindings {
-		if b.DeletionTimestamp != nil {
-			continue
-		}
-		if err := o.Store.Bindings().Delete(ctx, o.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
-			return fmt.Errorf("marking binding %q for deletion: %w", b.Name, err)
-		}
-	}
-	var failed []string
-	var first error
-	for _, b := range bindings {
-		fmt.Fprintf(o.Streams.ErrOut, "Unbinding %q...\n", b.Name)
-		r, err := lifecycle.DriveBinding(ctx, o.Streams, o.Engine, o.Namespace, b.Name, "unbind", o.Wait)
-		if err == nil {
-			err = o.report(b, r)
-		}
-		if err == nil && !o.Output.IsTable() {
-			// -o: the record as it was last seen (gone: as it was marked for deletion).
-			last := b
-			if r.Binding != nil {
-				last = r.Binding
-			}
-			err = o.Output.PrintObject(last, o.Streams.Out)
-		}
-		if err != nil {
-			var timeout *cmdutil.TimeoutError
-			if errors.As(err, &timeout) || ctx.Err() != nil || len(bindings) == 1 {
-				return err
-			}
-			fmt.Fprintf(o.Streams.ErrOut, "error: %v\n", err)
-			failed = append(failed, b.Name)
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d bindings are not unbound yet (%s); the first: %w", len(failed), len(bindings), strings.Join(failed, ", "), first)
-	}
-	return nil
-}
-
-// printDryRun prints the bindings that would be unbound (or abandoned). With
-// --dry-run=server their deletions are sent to the API server as a dry run first, so
-// validation and admission (the trust policy included) see them. No broker is called,
-// nothing is asked and nothing is written.
-func (o *Options) printDryRun(ctx context.Context, bindings []*v1alpha1.ServiceBinding) error {
-	if o.DryRun == cmdutil.DryRunServer {
-		dry := o.DryRun.Context(ctx)
-		for _, b := range bindings {
-			if b.DeletionTimestamp != nil {
-				continue
-			}
-			if err := o.Store.Bindings().Delete(dry, o.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
-				return fmt.Errorf("binding %q would not be unbound: %w", b.Name, err)
-			}
-		}
-	}
-	verb := "unbound at the broker"
-	if o.Abandon {
-		verb = "abandoned (the broker not told)"
-	}
-	names := make([]string, len(bindings))
-	for i, b := range bindings {
-		names[i] = strconv.Quote(b.Name)
-	}
-	what := fmt.Sprintf("binding %s in namespace %q would be %s, with its credentials Secret", names[0], o.Namespace, verb)
-	if len(bindings) > 1 {
-		what = fmt.Sprintf("bindings %s in namespace %q would be %s, with their credentials Secrets", strings.Join(names, ", "), o.Namespace, verb)
-	}
-	if len(bindings) > 1 && !o.Output.IsTable() && !o.Output.IsName() {
-		// -o json|yaml|jsonpath: one document, a list, as kubectl prints several objects.
-		list := &v1alpha1.ServiceBindingList{}
-		for _, b := range bindings {
-			list.Items = append(list.Items, *b)
-		}
-		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, list, "deleted", what)
-	}
-	for i, b := range bindings {
-		note := ""
-		if i == len(bindings)-1 {
-			note = what
-		}
-		if err := printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted", note); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// selected reads the bindings the arguments name.
-func (o *Options) selected(ctx context.Context) ([]*v1alpha1.ServiceBinding, error) {
+// request is what the user asked for: the bindings named, or an instance's.
+func (o *Options) request() catalog.UnbindRequest {
+	req := catalog.UnbindRequest{Namespace: o.Namespace, Abandon: o.Abandon, DryRun: o.DryRun.Engine()}
 	if !o.byInstance() {
-		var out []*v1alpha1.ServiceBinding
-		for _, name := range o.Args {
-			b, err := o.Store.Bindings().Get(ctx, o.Namespace, name)
-			if store.IsNotFound(err) {
-				hint := `list the bindings with "kubectl catalog get bindings"`
-				if _, ierr := o.Store.Instances().Get(ctx, o.Namespace, name); ierr == nil {
-					hint = fmt.Sprintf(`%q is an instance: unbind all its bindings with "kubectl catalog unbind %s --all"`, name, name)
-				}
-				return nil, fmt.Errorf("binding %q not found in namespace %q: %s", name, o.Namespace, hint)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !containsBinding(out, b.Name) {
-				out = append(out, b)
-			}
-		}
-		return out, nil
+		req.Bindings = o.Args
+		return req
 	}
-	if _, err := o.Store.Instances().Get(ctx, o.Namespace, o.Instance); store.IsNotFound(err) {
-		// The bindings of a gone instance can still be listed (and abandoned).
-		fmt.Fprintf(o.Streams.ErrOut, "Note: instance %q does not exist in namespace %q; looking for its bindings anyway.\n", o.Instance, o.Namespace)
-	} else if err != nil {
-		return nil, err
+	req.Instance, req.All, req.Names = o.Instance, o.All, o.Names
+	if req.Instance == "" {
+		req.Instance = o.Args[0]
 	}
-	all, err := o.Store.Bindings().List(ctx, o.Namespace, store.Filter{Instance: o.Instance})
-	if err != nil {
-		return nil, err
-	}
-	if o.All {
-		return all, nil
-	}
-	var out []*v1alpha1.ServiceBinding
-	for _, name := range o.Names {
-		var found *v1alpha1.ServiceBinding
-		for _, b := range all {
-			if b.Name == name {
-				found = b
-			}
-		}
-		if found == nil {
-			return nil, fmt.Errorf(`instance %q has no binding %q in namespace %q: list its bindings with "kubectl catalog get bindings --instance %s"`, o.Instance, name, o.Namespace, o.Instance)
-		}
-		if !containsBinding(out, name) {
-			out = append(out, found)
-		}
-	}
-	return out, nil
+	return req
 }
 
-func containsBinding(list []*v1alpha1.ServiceBinding, name string) bool {
-	for _, b := range list {
-		if b.Name == name {
-			return true
-		}
+// Run unbinds the bindings: they are marked for deletion, then driven.
+func (o *Options) Run(ctx context.Context) error {
+	fol := lifecycle.NewFollowing(o.Streams)
+	defer fol.Done()
+	req := o.request()
+	req.Follow, req.Confirm = fol.Follow(o.Wait), o.confirm
+	req.Unbound = func(u catalog.UnbindOutcome) error {
+		fol.Done()
+		return o.report(req.Namespace, u)
 	}
-	return false
-}
-
-// whatGoes describes what unbinding b removes.
-func whatGoes(b *v1alpha1.ServiceBinding) string {
-	parts := []string{fmt.Sprintf("binding %q of instance %q (binding id %s)", b.Name, b.Spec.InstanceName, b.CurrentExternalID())}
-	if b.Status.Secret != nil {
-		parts = append(parts, fmt.Sprintf("Secret %q", b.Status.Secret.Name))
+	res, err := o.Engine.Unbind(ctx, req)
+	fol.Done()
+	switch {
+	case err != nil:
+		return err
+	case len(res.Bindings) == 0:
+		fmt.Fprintf(o.Streams.ErrOut, "Instance %q has no bindings in namespace %q; nothing to unbind.\n", req.Instance, req.Namespace)
+	case o.DryRun.Enabled():
+		return o.printDryRun(req.Namespace, res.Bindings)
 	}
-	var ws []string
-	for _, p := range b.Status.Projected {
-		ws = append(ws, printers.WorkloadName(p))
-	}
-	if len(ws) > 0 {
-		parts = append(parts, "its projection into "+strings.Join(ws, ", "))
-	}
-	if b.DeletionTimestamp != nil {
-		parts = append(parts, "(already marked for deletion)")
-	}
-	return strings.Join(parts, ", ")
-}
-
-// report says where one binding stands after driving it.
-func (o *Options) report(b *v1alpha1.ServiceBinding, r catalog.Result) error {
-	describe := fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, o.Namespace)
-	switch r.State {
-	case catalog.StateDeleted:
-		what := "unbound at the broker"
-		if b.Status.Secret != nil {
-			what += fmt.Sprintf("; Secret %q deleted", b.Status.Secret.Name)
-		}
-		if len(b.Status.Projected) > 0 {
-			var ws []string
-			for _, p := range b.Status.Projected {
-				ws = append(ws, printers.WorkloadName(p))
-			}
-			what += "; projection removed from " + strings.Join(ws, ", ")
-		}
-		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is gone: %s.\n", b.Name, what)
-		return nil
-	case catalog.StateNeedsUser:
-		return fmt.Errorf("binding %q cannot be unbound: %s; see %s", b.Name, r.Message, describe)
-	}
-	cur := r.Binding
-	if cur != nil && cur.Status.Retry != nil && (cur.Status.InFlight == nil || !cur.Status.InFlight.Async) {
-		reason := r.Message
-		if cur.Status.Retry.LastError != "" {
-			reason = cur.Status.Retry.LastError
-		}
-		return fmt.Errorf("binding %q is marked for deletion but not unbound yet (%s): %s; \"kubectl catalog reconcile\" (or \"kubectl catalog unbind %s --wait\") finishes it; see %s",
-			b.Name, cur.Status.Retry.Reason, reason, b.Name, describe)
-	}
-	if o.Wait.Wait {
-		return nil
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion; the broker is working on it (%s). \"kubectl catalog reconcile\" finishes it; follow it with %s.\n",
-		b.Name, r.Message, describe)
 	return nil
 }

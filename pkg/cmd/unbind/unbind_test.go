@@ -49,8 +49,10 @@ func TestUnbindOptions_Validate_SelectsByInstance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Wait = lifecycle.WaitFlags{Interval: 1}
+			given := tc.o.Instance
 			assert.NilError(t, tc.o.Validate())
-			assert.Equal(t, tc.o.Instance, tc.instance)
+			assert.Equal(t, tc.o.Instance, given, "Validate changes nothing")
+			assert.Equal(t, unbind.RequestOf(&tc.o).Instance, tc.instance)
 		})
 	}
 }

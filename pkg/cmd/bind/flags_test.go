@@ -1,0 +1,62 @@
+package bind_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// parsed runs "bind ARGS" on a fake cluster up to Run, and returns the completed options.
+func parsed(t *testing.T, args ...string) *bind.Options {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	var out bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &out))
+	f.UseClients(c.Core, c.Metadata)
+	var got *bind.Options
+	cmd := bind.NewCmdBind(f, func(o *bind.Options) error { got = o; return nil })
+	f.AddFlags(cmd.PersistentFlags())
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	assert.NilError(t, cmd.ExecuteContext(context.Background()), out.String())
+	assert.Assert(t, got != nil && got.Engine != nil, "Run is replaced by runF, with the options completed")
+	return got
+}
+
+func TestNewCmdBind_FlagsMakeTheRequest(t *testing.T) {
+	o := parsed(t, "team-a/db", "-n", "team-b", "--name", "ro", "--to", "deploy/web", "--env-prefix", "DB_", "-p", "role=readonly",
+		"--rename-key", "uri=URL", "--remove-key", "tls", "--dry-run=server")
+	assert.Equal(t, o.Instance, "team-a/db", "Validate changes nothing")
+	req, err := bind.RequestOf(o)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, req, catalog.BindRequest{
+		Namespace: "team-b", Instance: "db", InstanceNamespace: "team-a", Name: "ro",
+		Parameters: catalog.ParametersInput{Pairs: []string{"role=readonly"}},
+		Transforms: []v1alpha1.SecretTransform{
+			{RenameKey: &v1alpha1.RenameKeyTransform{From: "uri", To: "URL"}},
+			{RemoveKey: &v1alpha1.RemoveKeyTransform{Key: "tls"}},
+		},
+		Projections: []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "web", Env: true, EnvPrefix: "DB_"}},
+		DryRun:      catalog.DryRunServer,
+	})
+}
+
+func TestNewCmdBind_Rotate(t *testing.T) {
+	o := parsed(t, "--rotate", "db", "-n", "dev", "--wait")
+	assert.Assert(t, o.Rotate)
+	assert.Equal(t, o.Instance, "db")
+	assert.Equal(t, o.Namespace, "dev")
+	assert.Assert(t, o.Wait.Wait)
+}

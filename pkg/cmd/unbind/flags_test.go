@@ -1,0 +1,51 @@
+package unbind_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// parsed runs "unbind ARGS" on a fake cluster up to Run, and returns the completed
+// options.
+func parsed(t *testing.T, args ...string) *unbind.Options {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	c := storetest.NewCluster()
+	var out bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &out))
+	f.UseClients(c.Core, c.Metadata)
+	var got *unbind.Options
+	cmd := unbind.NewCmdUnbind(f, func(o *unbind.Options) error { got = o; return nil })
+	f.AddFlags(cmd.PersistentFlags())
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	assert.NilError(t, cmd.ExecuteContext(context.Background()), out.String())
+	assert.Assert(t, got != nil && got.Engine != nil, "Run is replaced by runF, with the options completed")
+	return got
+}
+
+func TestNewCmdUnbind_FlagsMakeTheRequest(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want catalog.UnbindRequest
+	}{
+		{args: []string{"a", "b", "-n", "dev"}, want: catalog.UnbindRequest{Namespace: "dev", Bindings: []string{"a", "b"}, DryRun: catalog.DryRunNone}},
+		{args: []string{"db", "--all", "--yes", "-n", "dev", "--abandon"}, want: catalog.UnbindRequest{Namespace: "dev", Instance: "db", All: true, Abandon: true, DryRun: catalog.DryRunNone}},
+		{args: []string{"--instance", "db", "--name", "a,b", "-n", "dev", "--dry-run"}, want: catalog.UnbindRequest{Namespace: "dev", Instance: "db", Names: []string{"a", "b"}, DryRun: catalog.DryRunClient}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			assert.DeepEqual(t, unbind.RequestOf(parsed(t, tc.args...)), tc.want)
+		})
+	}
+}
