@@ -102,7 +102,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		share.NewCmdUnshare(f),
 		access.NewCmdAccess(f),
 		graph.NewCmdGraph(f),
-		reconcile.NewCmdReconcile(f),
+		reconcile.NewCmdReconcile(f, nil),
 		migrate.NewCmdMigrate(f),
 		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -154,8 +153,9 @@ type Options struct {
 	showProgress bool
 }
 
-// NewCmdReconcile returns the reconcile command.
-func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
+// NewCmdReconcile returns the reconcile command. runF, when not nil, is called with the
+// completed options instead of Run.
+func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "reconcile [-n NAMESPACE | -A]",
@@ -169,6 +169,9 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 			}
 			if err := o.Complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -193,7 +196,8 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// Validate checks the flags without I/O.
+// Validate checks the flags without I/O; it changes nothing (Complete parses --shard
+// and sets --serve's defaults).
 func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		return cmdutil.UsageErrorf("--workers must be at least 1, not %d", o.Workers)
@@ -213,11 +217,9 @@ func (o *Options) Validate() error {
 		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
 	}
 	if o.ShardFlag != "" {
-		s, err := reconcile.ParseShard(o.ShardFlag)
-		if err != nil {
+		if _, err := reconcile.ParseShard(o.ShardFlag); err != nil {
 			return cmdutil.UsageErrorf("%v", err)
 		}
-		o.Shard = s
 	}
 	if o.Serve.Enabled && o.TrustUnverifiedAuthors {
 		return cmdutil.UsageErrorf("--trust-unverified-authors is for a run by hand, not --serve: reconcile in the cluster acts only with the authority of records' verified authors")
@@ -225,8 +227,16 @@ func (o *Options) Validate() error {
 	return o.validateServe()
 }
 
-// Complete builds the clients.
+// Complete parses --shard, sets --serve's defaults and builds the clients.
 func (o *Options) Complete(f *cmdutil.Factory) error {
+	if o.ShardFlag != "" {
+		s, err := reconcile.ParseShard(o.ShardFlag)
+		if err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+		o.Shard = s
+	}
+	o.serveDefaults()
 	if !o.AllNamespaces {
 		ns, _, err := f.Namespace()
 		if err != nil {
@@ -257,9 +267,6 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // Run reconciles and prints the summary.
 func (o *Options) Run(ctx context.Context) error {
 	setMemoryLimit()
-	if o.TrustUnverifiedAuthors {
-		ctx = catalog.WithRunnersRights(ctx)
-	}
 	if o.Serve.Enabled {
 		return o.runServe(ctx)
 	}
@@ -269,6 +276,7 @@ func (o *Options) Run(ctx context.Context) error {
 	opts := reconcile.Options{
 		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun.Enabled(),
 		RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon, Interrupt: ctx.Done(),
+		TrustUnverifiedAuthors: o.TrustUnverifiedAuthors,
 	}
 	var prog *Progress
 	if o.showProgress {
