@@ -5,9 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -74,4 +76,10 @@ func (r *Reader) AccessRules(ctx context.Context, opts ...marketplace.Option) (m
 // unseen names the namespaces that could not be read.
 func (r *Reader) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
 	return ListConsumers(ctx, r.st, inst, extra...)
+}
+
+// Graph reads the instances and bindings (and, with core, the workloads using their
+// Secrets) that o selects, and assembles what uses what (see graph.Build).
+func (r *Reader) Graph(ctx context.Context, core kubernetes.Interface, o graph.Options) (*graph.Graph, error) {
+	return graph.Build(ctx, core, r.st, o)
 }

@@ -101,7 +101,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		share.NewCmdShare(f),
 		share.NewCmdUnshare(f),
 		access.NewCmdAccess(f),
-		graph.NewCmdGraph(f),
+		graph.NewCmdGraph(f, nil),
 		reconcile.NewCmdReconcile(f, nil),
 		migrate.NewCmdMigrate(f),
 		doctor.NewCmdDoctor(f, nil),

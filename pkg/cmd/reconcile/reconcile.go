@@ -134,7 +134,8 @@ type Options struct {
 	DryRun        cmdutil.DryRunStrategy
 	RotateDue     bool
 	Interval      time.Duration
-	Output        string
+	// Output is -o: json or yaml, a table without it.
+	Output *printers.OutputFlags
 	// RetryHorizon: a record whose next retry or poll is due later than this after
 	// its last step is left for a later run (0: none, as long as MaxDuration allows).
 	RetryHorizon time.Duration
@@ -156,7 +157,7 @@ type Options struct {
 // NewCmdReconcile returns the reconcile command. runF, when not nil, is called with the
 // completed options instead of Run.
 func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:     "reconcile [-n NAMESPACE | -A]",
 		Short:   "Finish pending work on brokers, instances and bindings",
@@ -185,15 +186,29 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "what would be done (reconcile writes only status, so server is not offered)")
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	o.Output.AddFlags(cmd)
 	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-unverified-authors", false, "Where a record's author cannot be verified (no trust policy), act with your own rights instead of refusing what needs the author's: only for namespaces whose every ConfigMap writer you trust. Not with --serve.")
 	o.Serve.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("workers", cobra.FixedCompletions([]string{"4", "8", "16", "32"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	cmd.AddCommand(NewCmdInstall(f), NewCmdUninstall(f))
 	return cmd
+}
+
+// newOutputFlags is reconcile's -o: json or yaml, a table without it.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Output format. One of: (json, yaml); default a table.", func(format string) error {
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", format)
+	})
+}
+
+// format is the value of -o, "" for a table.
+func (o *Options) format() string {
+	if o.Output == nil {
+		return ""
+	}
+	return o.Output.Format()
 }
 
 // Validate checks the flags without I/O; it changes nothing (Complete parses --shard
@@ -211,10 +226,10 @@ func (o *Options) Validate() error {
 	if o.RetryHorizon < 0 {
 		return cmdutil.UsageErrorf("--retry-horizon must not be negative, not %s (0: no horizon)", o.RetryHorizon)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
+	if o.Output != nil {
+		if err := o.Output.Validate(); err != nil {
+			return err
+		}
 	}
 	if o.ShardFlag != "" {
 		if _, err := reconcile.ParseShard(o.ShardFlag); err != nil {
@@ -296,7 +311,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("cannot list the pending records: %w", err)
 	}
-	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.Output, sum); perr != nil {
+	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.format(), sum); perr != nil {
 		return perr
 	}
 	if err != nil {

@@ -25,7 +25,8 @@ func serveOptions(t *testing.T, args ...string) (*Options, error) {
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
-	fs.StringVarP(&o.Output, "output", "o", "", "")
+	o.Output = newOutputFlags()
+	o.Output.AddFlags(cmd)
 	o.Serve.AddFlags(cmd)
 	assert.NilError(t, fs.Parse(args))
 	if err := o.Validate(); err != nil {
