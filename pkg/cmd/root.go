@@ -103,7 +103,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		access.NewCmdAccess(f),
 		graph.NewCmdGraph(f, nil),
 		reconcile.NewCmdReconcile(f, nil),
-		migrate.NewCmdMigrate(f),
+		migrate.NewCmdMigrate(f, nil),
 		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),
 	)
