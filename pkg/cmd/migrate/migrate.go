@@ -74,7 +74,7 @@ type Options struct {
 	// DryRun is --dry-run: none or client (a server-side dry run is not offered).
 	DryRun cmdutil.DryRunStrategy
 	// Output is -o: table (the default), json or yaml.
-	Output *printers.OutputFlags
+	Output        *printers.OutputFlags
 	Cleanup       bool
 	BrokerTimeout time.Duration
 
