@@ -16,11 +16,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// notes collects the lines an operation passes to Follow.Note.
-type notes []string
-
-func (n *notes) follow() Follow { return Follow{Note: func(l string) { *n = append(*n, l) }} }
-
 // snapshot is every ConfigMap and Secret of the cluster with its resourceVersion.
 func (f *fixture) snapshot() map[string]string {
 	f.t.Helper()
@@ -56,7 +51,7 @@ func TestProvision_RecordsWithLimitsAndDrives(t *testing.T) {
 	res, err := f.engine.Provision(context.Background(), ProvisionRequest{
 		Namespace: ns, Name: "db", Class: "db", Plan: "small",
 		Limits: Limits{MaxBindings: int32p(3), AllowedNamespaces: &[]string{"b", " a", "b", ""}},
-		Follow: said.follow(),
+		Follow: said.follow(false),
 	})
 
 	assert.NilError(t, err)
@@ -133,7 +128,7 @@ func TestProvision_DryRun_WritesNothingAndCallsNoBroker(t *testing.T) {
 
 			res, err := f.engine.Provision(context.Background(), ProvisionRequest{
 				Namespace: ns, Name: "db", Class: "db", Plan: "small", Limits: Limits{MaxBindings: int32p(2)},
-				DryRun: tc.mode, Follow: said.follow(),
+				DryRun: tc.mode, Follow: said.follow(false),
 			})
 
 			assert.NilError(t, err)
@@ -158,7 +153,7 @@ func TestProvisionUserProvided_RecordsWritesCredentialsAndSettles(t *testing.T) 
 			SyslogDrainURL: "syslog-tls://logs.example:6514",
 		},
 		Limits: Limits{MaxBindings: int32p(1)},
-		Follow: said.follow(),
+		Follow: said.follow(false),
 	})
 
 	assert.NilError(t, err)

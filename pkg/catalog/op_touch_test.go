@@ -15,7 +15,7 @@ func TestTouchOp_ResendsEveryParameterAndSettles(t *testing.T) {
 	f.provisioned("db", planSmall, `{"a":1,"b":2}`)
 	var said notes
 
-	res, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db", Follow: said.follow()})
+	res, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db", Follow: said.follow(false)})
 
 	assert.NilError(t, err)
 	assert.Equal(t, res.State, StateSettled, res.Message)
@@ -35,7 +35,7 @@ func TestTouchOp_DryRun_WritesNothingAndCallsNoBroker(t *testing.T) {
 			before := f.snapshot()
 			var said notes
 
-			res, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db", DryRun: tc.mode, Follow: said.follow()})
+			res, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db", DryRun: tc.mode, Follow: said.follow(false)})
 
 			assert.NilError(t, err)
 			assert.Equal(t, res.DryRun.Status.Provisioned.ParametersChecksum, touchedChecksum)

@@ -19,7 +19,7 @@ func TestUpdate_PlanAndLimits_WrittenAndDriven(t *testing.T) {
 
 	res, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
 		Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Plan: "large"},
-		Limits: Limits{MaxBindings: int32p(2)}, Follow: said.follow(),
+		Limits: Limits{MaxBindings: int32p(2)}, Follow: said.follow(false),
 	})
 
 	assert.NilError(t, err)
@@ -54,7 +54,7 @@ func TestUpdate_NothingToChange_SaysSoAndWritesNothing(t *testing.T) {
 
 	res, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
 		Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Plan: "large", Upgrade: true},
-		Limits: Limits{MaxBindings: int32p(0)}, Follow: said.follow(),
+		Limits: Limits{MaxBindings: int32p(0)}, Follow: said.follow(false),
 	})
 
 	assert.NilError(t, err)
@@ -149,7 +149,7 @@ func TestUpdate_UserProvided_NewCredentialsAndURLs(t *testing.T) {
 	var said notes
 
 	res, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
-		Namespace: ns, Name: "db", Follow: said.follow(),
+		Namespace: ns, Name: "db", Follow: said.follow(false),
 		Credentials: CredentialsInput{Read: func() (map[string][]byte, error) { return toBytes(map[string]string{"password": upsPassword}), nil }},
 	})
 
@@ -196,7 +196,7 @@ func TestRevert_AfterARefusedUpdate_SettlesWithoutABrokerCall(t *testing.T) {
 	f.broker.ResetCalls()
 	var said notes
 
-	res, err := f.engine.Revert(context.Background(), RevertRequest{Namespace: ns, Name: "db", Follow: said.follow()})
+	res, err := f.engine.Revert(context.Background(), RevertRequest{Namespace: ns, Name: "db", Follow: said.follow(false)})
 
 	assert.NilError(t, err)
 	assert.Equal(t, res.State, StateSettled, res.Message)
@@ -212,7 +212,7 @@ func TestRevert_NothingToRevert_SaysSoAndWritesNothing(t *testing.T) {
 	before := f.snapshot()
 	var said notes
 
-	res, err := f.engine.Revert(context.Background(), RevertRequest{Namespace: ns, Name: "db", Follow: said.follow()})
+	res, err := f.engine.Revert(context.Background(), RevertRequest{Namespace: ns, Name: "db", Follow: said.follow(false)})
 
 	assert.NilError(t, err)
 	assert.Assert(t, res.Unchanged)

@@ -80,16 +80,16 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.CheckServerFlag() }
 
 	getCmd := get.NewCmdGet(f)
-	getCmd.AddCommand(get.NewCmdGetInstances(f), get.NewCmdGetBindings(f))
+	getCmd.AddCommand(get.NewCmdGetInstances(f, nil), get.NewCmdGetBindings(f, nil))
 	describeCmd := describe.NewCmdDescribe(f)
-	describeCmd.AddCommand(describe.NewCmdDescribeInstance(f), describe.NewCmdDescribeBinding(f))
+	describeCmd.AddCommand(describe.NewCmdDescribeInstance(f, nil), describe.NewCmdDescribeBinding(f, nil))
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
 		register.NewCmdRegister(f, nil),
 		deregister.NewCmdDeregister(f, nil),
 		syncbroker.NewCmdSync(f, nil),
-		marketplace.NewCmdMarketplace(f),
+		marketplace.NewCmdMarketplace(f, nil),
 		getCmd,
 		describeCmd,
 		provision.NewCmdProvision(f, nil),
@@ -101,9 +101,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		share.NewCmdShare(f, nil),
 		share.NewCmdUnshare(f, nil),
 		access.NewCmdAccess(f),
-		graph.NewCmdGraph(f),
-		reconcile.NewCmdReconcile(f),
-		migrate.NewCmdMigrate(f),
+		graph.NewCmdGraph(f, nil),
+		reconcile.NewCmdReconcile(f, nil),
+		migrate.NewCmdMigrate(f, nil),
 		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),
 	)

@@ -24,6 +24,8 @@ type OutputFlags struct {
 	Output    string
 	allowWide bool
 	print     *genericclioptions.PrintFlags
+	// fixed, when set, is the command's own list of formats (NewFormatOutputFlags).
+	fixed *fixedFormats
 }
 
 // NewOutputFlags returns output flags; allowWide says whether -o wide exists.
@@ -50,6 +52,10 @@ func OutputFlagsFor(format string) *OutputFlags {
 
 // AddFlags adds -o/--output (and the template flags) to cmd.
 func (o *OutputFlags) AddFlags(cmd *cobra.Command) {
+	if o.fixed != nil {
+		o.fixed.addFlags(cmd, &o.Output)
+		return
+	}
 	o.print.AddFlags(cmd)
 	// PrintFlags registers -o itself; take it over so one field holds it
 	// and the help lists the formats this command has.
@@ -69,6 +75,9 @@ func (o *OutputFlags) formats() []string {
 }
 
 func (o *OutputFlags) value() string {
+	if o.fixed != nil {
+		return o.Output
+	}
 	if o.print.OutputFormat == nil {
 		return ""
 	}
@@ -87,6 +96,9 @@ func (o *OutputFlags) IsWide() bool { return o.allowWide && o.value() == "wide" 
 // Validate checks the format before anything is done, so a typo in -o never
 // leaves a half-finished command behind.
 func (o *OutputFlags) Validate() error {
+	if o.fixed != nil {
+		return o.fixed.validate(o.Output)
+	}
 	if o.IsTable() {
 		return nil
 	}

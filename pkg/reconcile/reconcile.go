@@ -170,6 +170,12 @@ type Options struct {
 	RetryHorizon time.Duration
 	// Observer, if not nil, hears what the run does while it does it.
 	Observer Observer
+	// TrustUnverifiedAuthors says the user running reconcile by hand trusts the authors
+	// the run cannot verify (no trust policy): the run then acts with the user's own
+	// rights where a record's author cannot be verified, instead of refusing what needs
+	// the author's (see catalog.WithRunnersRights). Reconcile in the cluster never sets
+	// it.
+	TrustUnverifiedAuthors bool
 	// Group, when set, limits the run to this member's share of its shard group, as
 	// the group's Leases say at the start of the run (and Shard still applies), plus
 	// the records of other members' shares that starved past StarvationBound.
@@ -253,6 +259,9 @@ func (r *Reconciler) runClock() clock.WithDelayedExecution {
 // gently. An error means the work could not be listed; failures of single records are
 // in the summary.
 func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
+	if o.TrustUnverifiedAuthors {
+		ctx = catalog.WithRunnersRights(ctx)
+	}
 	clk := r.runClock()
 	start := clk.Now()
 	runCtx := ctx

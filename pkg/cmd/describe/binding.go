@@ -2,6 +2,7 @@ package describe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -19,12 +20,25 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// NewCmdDescribeBinding returns "describe binding".
-func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
-	var showSecrets bool
+// BindingOptions are the options of "describe binding".
+type BindingOptions struct {
+	Name        string
+	ShowSecrets bool
+
+	Namespace string
+	Reader    *catalog.Reader
+	Streams   cmdutil.IOStreams
+	Now       func() time.Time
+
+	factory *cmdutil.Factory // for the Events
+}
+
+// NewCmdDescribeBinding returns "describe binding". runF, when not nil, is called with
+// the completed options instead of Run.
+func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error) *cobra.Command {
+	o := &BindingOptions{Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "binding NAME",
 		Aliases: []string{"bindings", "bnd"},
@@ -47,33 +61,64 @@ func NewCmdDescribeBinding(f *cmdutil.Factory) *cobra.Command {
 		Args:              exactlyOneBinding,
 		ValidArgsFunction: complete.First(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := f.Store()
-			if err != nil {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			ns, _, err := f.Namespace()
-			if err != nil {
+			if err := o.Complete(f); err != nil {
 				return err
 			}
-			b, err := st.Bindings().Get(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			var secret *corev1.Secret
-			var secretErr error
-			if name := printers.BindingSecretName(b); name != "" && b.Status.Secret != nil {
-				secret, secretErr = st.GetSecret(cmd.Context(), ns, name)
-				if secretErr == nil && !store.OwnedBy(secret, b) {
-					secret, secretErr = nil, fmt.Errorf("Secret %q is not owned by this binding", name)
-				}
-			}
-			fmt.Fprint(f.Out, BindingView(b, SecretView{Secret: secret, Err: secretErr, Show: showSecrets}, f.Now()))
-			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")
+	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")
 	return cmd
+}
+
+// Validate checks the options without any I/O; it changes nothing.
+func (o *BindingOptions) Validate() error {
+	if o.Name == "" {
+		return cmdutil.UsageErrorf("a name is required")
+	}
+	return nil
+}
+
+// Complete builds the reader and finds the namespace.
+func (o *BindingOptions) Complete(f *cmdutil.Factory) error {
+	r, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.Reader, o.Now, o.factory = ns, r, f.Now, f
+	return nil
+}
+
+// Run describes the binding.
+func (o *BindingOptions) Run(ctx context.Context) error {
+	b, err := o.Reader.Bindings().Get(ctx, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	var secret *corev1.Secret
+	var secretErr error
+	if name := printers.BindingSecretName(b); name != "" && b.Status.Secret != nil {
+		secret, secretErr = o.Reader.Secret(ctx, o.Namespace, name)
+		if secretErr == nil && !catalog.OwnedBy(secret, b) {
+			secret, secretErr = nil, fmt.Errorf("Secret %q is not owned by this binding", name)
+		}
+	}
+	fmt.Fprint(o.Streams.Out, BindingView(b, SecretView{Secret: secret, Err: secretErr, Show: o.ShowSecrets}, o.Now()))
+	if o.factory != nil {
+		recordevents.Section(ctx, o.factory, o.Namespace, catalog.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
+	}
+	return nil
 }
 
 func exactlyOneBinding(cmd *cobra.Command, args []string) error {
@@ -131,7 +176,7 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	if b.DeletionTimestamp != nil {
 		kv("Deletion", "requested "+ago(b.DeletionTimestamp.Time))
 	}
-	if l, ok := store.LeaseOf(b); ok && l.Live(now) {
+	if l, ok := catalog.LeaseOf(b); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
 	}
 	if op := b.Status.InFlight; op != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -22,7 +23,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // NewCmdDescribe returns the describe command with the broker, class and plan
@@ -39,7 +39,7 @@ func NewCmdDescribe(f *cmdutil.Factory) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(NewCmdDescribeBroker(f), NewCmdDescribeClass(f), NewCmdDescribePlan(f))
+	cmd.AddCommand(NewCmdDescribeBroker(f, nil), NewCmdDescribeClass(f, nil), NewCmdDescribePlan(f, nil))
 	return cmd
 }
 
@@ -53,14 +53,14 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Store            *store.Store
+	Reader           *catalog.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
 	factory *cmdutil.Factory
 }
 
-// Validate checks the arguments without any I/O.
+// Validate checks the arguments without any I/O; it changes nothing.
 func (o *Options) Validate() error {
 	if o.Name == "" {
 		return cmdutil.UsageErrorf("a name is required")
@@ -69,21 +69,23 @@ func (o *Options) Validate() error {
 	return err
 }
 
-// Complete builds the store and finds the namespaces.
+// Complete builds the reader and finds the namespaces.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	ns, err := catalogcmd.Namespace(f)
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
+	r, err := f.Reader()
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Store, o.Now, o.factory = ns, f.CatalogNamespace, st, f.Now, f
+	o.Namespace, o.CatalogNamespace, o.Reader, o.Now, o.factory = ns, f.CatalogNamespace, r, f.Now, f
 	return nil
 }
 
-func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []string, run func(*Options, context.Context) error) (*cobra.Command, *Options) {
+// newCmd builds a describe subcommand that validates and completes its options, then
+// calls runF with them when not nil (tests check the parsed flags that way), else run.
+func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []string, runF func(*Options) error, run func(*Options, context.Context) error) (*cobra.Command, *Options) {
 	o := &Options{Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: cmdutil.LongDesc(long), Example: cmdutil.Examples(example), Aliases: aliases,
@@ -96,20 +98,24 @@ func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []stri
 			if err := o.Complete(f); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return run(o, cmd.Context())
 		},
 	}
 	return cmd, o
 }
 
-// NewCmdDescribeBroker returns "describe broker".
-func NewCmdDescribeBroker(f *cmdutil.Factory) *cobra.Command {
+// NewCmdDescribeBroker returns "describe broker". runF, when not nil, is called with the
+// completed options instead of RunBroker.
+func NewCmdDescribeBroker(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd, o := newCmd(f, "broker NAME", "Show a broker's details", `
 		Show a broker: where it is, how it authenticates (never the credentials), its
 		restrictions, the last catalog fetch and its error, its classes, and the
 		Events recorded about it, newest last.`, `
 		# Describe broker acme
-		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, (*Options).RunBroker)
+		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, runF, (*Options).RunBroker)
 	cmd.ValidArgsFunction = complete.First(complete.Brokers(f))
 	catalogcmd.AddScopeFlag(cmd, &o.Scope)
 	return cmd
@@ -142,11 +148,11 @@ func timeOrNever(t interface{ IsZero() bool }, s string) string {
 // RunBroker describes a broker.
 func (o *Options) RunBroker(ctx context.Context) error {
 	scope, _ := catalogcmd.ParseScope(o.Scope)
-	b, err := catalogcmd.FindBroker(ctx, o.Store, o.CatalogNamespace, o.Namespace, o.Name, scope)
+	b, err := o.Reader.FindBroker(ctx, o.CatalogNamespace, o.Namespace, o.Name, scope)
 	if err != nil {
 		return err
 	}
-	classes, err := o.Store.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+	classes, err := o.Reader.Classes().List(ctx, b.Namespace, catalog.Filter{Broker: b.Name})
 	if err != nil && len(classes) == 0 {
 		return err
 	}
@@ -154,7 +160,7 @@ func (o *Options) RunBroker(ctx context.Context) error {
 		return err
 	}
 	if o.factory != nil {
-		recordevents.Section(ctx, o.factory, b.Namespace, store.ConfigMapName(v1alpha1.KindBroker, b.Name), b.UID)
+		recordevents.Section(ctx, o.factory, b.Namespace, catalog.ConfigMapName(v1alpha1.KindBroker, b.Name), b.UID)
 	}
 	return nil
 }
@@ -223,8 +229,9 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 	return nil
 }
 
-// NewCmdDescribeClass returns "describe class".
-func NewCmdDescribeClass(f *cmdutil.Factory) *cobra.Command {
+// NewCmdDescribeClass returns "describe class". runF, when not nil, is called with the
+// completed options instead of RunClass.
+func NewCmdDescribeClass(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd, _ := newCmd(f, "class NAME", "Show a class's details and plans", `
 		Show a service class: its broker, OSB id, description, tags, what it requires,
 		and its plans. NAME is the class's name, BROKER/NAME when several brokers offer
@@ -233,7 +240,7 @@ func NewCmdDescribeClass(f *cmdutil.Factory) *cobra.Command {
 		kubectl catalog describe class postgres
 
 		# The class of that name offered by broker acme
-		kubectl catalog describe class acme/postgres`, []string{"classes", "cl"}, (*Options).RunClass)
+		kubectl catalog describe class acme/postgres`, []string{"classes", "cl"}, runF, (*Options).RunClass)
 	cmd.ValidArgsFunction = complete.First(complete.Classes(f))
 	return cmd
 }
@@ -245,7 +252,7 @@ func (o *Options) findClass(ctx context.Context, name string) (*v1alpha1.Service
 	if b, _, ok := strings.Cut(name, "/"); ok {
 		brokerName = b
 	}
-	all, err := marketplace.ListClasses(ctx, o.Store, o.Namespace, store.Filter{Broker: brokerName}, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	all, err := o.Reader.MarketClasses(ctx, o.Namespace, catalog.Filter{Broker: brokerName}, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil && len(all) == 0 {
 		return nil, err
 	}
@@ -258,7 +265,7 @@ func (o *Options) RunClass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := marketplace.LoadRules(ctx, o.Store, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	rules, err := o.Reader.AccessRules(ctx, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil {
 		return err
 	}

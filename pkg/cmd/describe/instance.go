@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
@@ -22,11 +23,25 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// NewCmdDescribeInstance returns "describe instance".
-func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
+// InstanceOptions are the options of "describe instance".
+type InstanceOptions struct {
+	Name string
+
+	Namespace        string
+	CatalogNamespace string
+	Reader           *catalog.Reader
+	Streams          cmdutil.IOStreams
+	Now              func() time.Time
+
+	factory *cmdutil.Factory // for the workloads using the bindings, and the Events
+}
+
+// NewCmdDescribeInstance returns "describe instance". runF, when not nil, is called
+// with the completed options instead of Run.
+func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) error) *cobra.Command {
+	o := &InstanceOptions{Streams: f.IOStreams}
 	return &cobra.Command{
 		Use:     "instance NAME",
 		Aliases: []string{"instances", "inst"},
@@ -48,54 +63,95 @@ func NewCmdDescribeInstance(f *cmdutil.Factory) *cobra.Command {
 		Args:              lifecycle.ExactlyOneName,
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := f.Store()
-			if err != nil {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			ns, _, err := f.Namespace()
-			if err != nil {
+			if err := o.Complete(f); err != nil {
 				return err
 			}
-			inst, err := st.Instances().Get(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			bindings, _ := st.Bindings().List(cmd.Context(), ns, store.Filter{Instance: inst.Name})
-			var names []string
-			for _, b := range bindings {
-				names = append(names, b.Name)
-			}
-			// The class names the plan the broker holds when it is not the spec's.
-			var class *v1alpha1.ServiceClass
-			if !inst.IsUserProvided() {
-				if class, err = st.Classes().Get(cmd.Context(), lifecycle.BrokerNamespace(inst, f.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)); err != nil {
-					class = nil
-				}
-			}
-			fmt.Fprint(f.Out, InstanceView(inst, class, names, f.Now()))
-			if inst.IsUserProvided() {
-				fmt.Fprint(f.Out, describeCredentials(cmd.Context(), st, inst))
-			}
-			others, unseen, _ := catalog.ListConsumers(cmd.Context(), st, inst)
-			fmt.Fprint(f.Out, DescribeConsumers(inst, names, others, unseen))
-			if all := slices.Concat(bindings, others); len(all) > 0 {
-				// Who uses the bindings' Secrets; the rest of the description stands
-				// without it.
-				core, err := f.KubernetesClient()
-				var g *graph.Graph
-				if err == nil {
-					g, err = graph.ForInstance(cmd.Context(), core, inst, all)
-				}
-				if err != nil {
-					fmt.Fprintf(f.ErrOut, "Warning: cannot show what uses the bindings: %v\n", err)
-				} else if err := graph.UsedBy(f.Out, g, graph.NodeID(graph.KindInstance, inst.Namespace, inst.Name)); err != nil {
-					return err
-				}
-			}
-			recordevents.Section(cmd.Context(), f, ns, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
+}
+
+// Validate checks the options without any I/O; it changes nothing.
+func (o *InstanceOptions) Validate() error {
+	if o.Name == "" {
+		return cmdutil.UsageErrorf("a name is required")
+	}
+	return nil
+}
+
+// Complete builds the reader and finds the namespace.
+func (o *InstanceOptions) Complete(f *cmdutil.Factory) error {
+	r, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.CatalogNamespace, o.Reader, o.Now, o.factory = ns, f.CatalogNamespace, r, f.Now, f
+	return nil
+}
+
+// Run describes the instance.
+func (o *InstanceOptions) Run(ctx context.Context) error {
+	inst, err := o.Reader.Instances().Get(ctx, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	bindings, _ := o.Reader.Bindings().List(ctx, o.Namespace, catalog.Filter{Instance: inst.Name})
+	var names []string
+	for _, b := range bindings {
+		names = append(names, b.Name)
+	}
+	// The class names the plan the broker holds when it is not the spec's.
+	var class *v1alpha1.ServiceClass
+	if !inst.IsUserProvided() {
+		if class, err = o.Reader.Classes().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)); err != nil {
+			class = nil
+		}
+	}
+	out := o.Streams.Out
+	fmt.Fprint(out, InstanceView(inst, class, names, o.Now()))
+	if inst.IsUserProvided() {
+		fmt.Fprint(out, describeCredentials(ctx, o.Reader, inst))
+	}
+	others, unseen, _ := o.Reader.Consumers(ctx, inst)
+	fmt.Fprint(out, DescribeConsumers(inst, names, others, unseen))
+	if all := slices.Concat(bindings, others); len(all) > 0 {
+		if err := o.usedBy(ctx, inst, all); err != nil {
+			return err
+		}
+	}
+	if o.factory != nil {
+		recordevents.Section(ctx, o.factory, o.Namespace, catalog.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
+	}
+	return nil
+}
+
+// usedBy writes who uses the bindings' Secrets; the rest of the description stands
+// without it, so a failure to find out is a warning.
+func (o *InstanceOptions) usedBy(ctx context.Context, inst *v1alpha1.ServiceInstance, bindings []*v1alpha1.ServiceBinding) error {
+	var g *graph.Graph
+	err := fmt.Errorf("internal error: no client to read the workloads with")
+	if o.factory != nil {
+		var core kubernetes.Interface
+		if core, err = o.factory.KubernetesClient(); err == nil {
+			g, err = graph.ForInstance(ctx, core, inst, bindings)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: cannot show what uses the bindings: %v\n", err)
+		return nil
+	}
+	return graph.UsedBy(o.Streams.Out, g, graph.NodeID(graph.KindInstance, inst.Namespace, inst.Name))
 }
 
 // InstanceView renders an instance for humans; class (nil when unknown) names its plans.
@@ -129,7 +185,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	if i.Status.Usable != nil && !*i.Status.Usable {
 		kv("Usable", "no (the broker says so after a failed operation)")
 	}
-	if l, ok := store.LeaseOf(i); ok && l.Live(now) {
+	if l, ok := catalog.LeaseOf(i); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
 	if op := i.Status.InFlight; op != nil {
@@ -354,9 +410,9 @@ func none(s string) string {
 
 // describeCredentials names the keys of a user-provided instance's credentials, never
 // their values, or says why they cannot be shown.
-func describeCredentials(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance) string {
+func describeCredentials(ctx context.Context, r *catalog.Reader, inst *v1alpha1.ServiceInstance) string {
 	name := inst.Spec.UserProvided.CredentialsSecret
-	s, err := st.ReadOwnedSecret(ctx, inst, name)
+	s, err := r.OwnedSecret(ctx, inst, name)
 	switch {
 	case err == nil:
 		keys := make([]string, 0, len(s.Data))
@@ -365,9 +421,9 @@ func describeCredentials(ctx context.Context, st *store.Store, inst *v1alpha1.Se
 		}
 		sort.Strings(keys)
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", strings.Join(keys, ", "))
-	case store.IsNotOwned(err):
+	case catalog.IsNotOwned(err):
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is not the instance's: it is not read)")
-	case store.IsNotFound(err):
+	case catalog.IsNotFound(err):
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is missing)")
 	default:
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(cannot be read: "+err.Error()+")")

@@ -11,19 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 func newPlanTable(w io.Writer) *printers.Table {
 	return printers.NewTable(w, "PLAN", "FREE", "BINDABLE", "STATUS", "DESCRIPTION")
 }
 
-// NewCmdDescribePlan returns "describe plan".
-func NewCmdDescribePlan(f *cmdutil.Factory) *cobra.Command {
+// NewCmdDescribePlan returns "describe plan". runF, when not nil, is called with the
+// completed options instead of RunPlan.
+func NewCmdDescribePlan(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd, o := newCmd(f, "plan CLASS/PLAN", "Show a plan's details and parameters", `
 		Show a service plan: its class and broker, OSB id, whether it is free and
 		bindable, its costs and maintenance version, and the parameters its JSON
@@ -35,7 +36,7 @@ func NewCmdDescribePlan(f *cmdutil.Factory) *cobra.Command {
 		kubectl catalog describe plan postgres/small
 
 		# The same, with the raw JSON schemas
-		kubectl catalog describe plan small --class postgres --show-schemas`, []string{"plans", "pl"}, (*Options).RunPlan)
+		kubectl catalog describe plan small --class postgres --show-schemas`, []string{"plans", "pl"}, runF, (*Options).RunPlan)
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Class of the plan, when the plan is named alone.")
 	cmd.Flags().BoolVar(&o.ShowSchemas, "show-schemas", false, "Print the plan's JSON schemas as the broker sent them.")
 	cmd.ValidArgsFunction = complete.First(complete.Plans(f))
@@ -60,15 +61,15 @@ func (o *Options) RunPlan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	schemas, err := o.Store.PlanSchemas().Get(ctx, c.Namespace, c.Name)
-	if err != nil && !store.IsNotFound(err) {
+	schemas, err := o.Reader.PlanSchemas().Get(ctx, c.Namespace, c.Name)
+	if err != nil && !catalog.IsNotFound(err) {
 		return fmt.Errorf("cannot read the schemas of plan %q: %w", p.ExternalName, err)
 	}
 	var ps *v1alpha1.PlanSchemas
 	if schemas != nil {
 		ps = schemas.ForPlan(p.ID)
 	}
-	rules, err := marketplace.LoadRules(ctx, o.Store, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	rules, err := o.Reader.AccessRules(ctx, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil {
 		return err
 	}

@@ -4,25 +4,42 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// NewCmdGetBindings returns "get bindings".
-func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
-	var all bool
-	var inst string
-	var wf watchrecords.Flags
-	var lf printers.ListFlags
-	out := printers.NewOutputFlags(true)
+// BindingsOptions are the options of "get bindings".
+type BindingsOptions struct {
+	Names         []string
+	AllNamespaces bool
+	Instance      string
+	Output        *printers.OutputFlags
+	List          printers.ListFlags
+	Watch         watchrecords.Flags
+
+	// Namespace is the namespace listed, "" with -A.
+	Namespace string
+	Reader    *catalog.Reader
+	Streams   cmdutil.IOStreams
+	Now       func() time.Time
+
+	core kubernetes.Interface // to watch with
+}
+
+// NewCmdGetBindings returns "get bindings". runF, when not nil, is called with the
+// completed options instead of Run.
+func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *cobra.Command {
+	o := &BindingsOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
 	cmd := &cobra.Command{
 		Use:     "bindings [NAME...]",
 		Aliases: []string{"binding", "bnd"},
@@ -51,102 +68,141 @@ func NewCmdGetBindings(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog get bindings --instance db --watch-only`),
 		ValidArgsFunction: complete.Each(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := lf.Validate(); err != nil {
+			if err := o.Complete(f, args); err != nil {
 				return err
 			}
-			st, err := f.Store()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			ns, _, err := f.Namespace()
-			if err != nil {
-				return err
-			}
-			if all {
-				ns = ""
-			}
-			want := map[string]bool{}
-			for _, n := range args {
-				want[n] = true
-			}
-			filter := store.Filter{Instance: inst, Selector: lf.LabelSelector()}
-			if wf.On() {
-				return watchBindings(cmd.Context(), f, ns, all, filter, want, out, &lf, wf.WatchOnly)
-			}
-			list, err := st.Bindings().List(cmd.Context(), ns, filter)
-			if err != nil && len(list) == 0 {
-				return err
-			}
-			var items []v1alpha1.ServiceBinding
-			found := map[string]bool{}
-			var known []string
-			for _, b := range list {
-				known = append(known, b.Name)
-				if len(want) == 0 || want[b.Name] {
-					found[b.Name] = true
-					items = append(items, *b)
-				}
-			}
-			missing := allMissing("binding", args, found, known)
-			if err := printers.SortItems(&lf, items, func(b *v1alpha1.ServiceBinding) runtime.Object { return b }); err != nil {
-				return err
-			}
-			if !out.IsTable() {
-				if err := out.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, f.Out); err != nil {
-					return err
-				}
-				return missing
-			}
-			if len(items) == 0 {
-				if missing != nil {
-					return missing
-				}
-				where := fmt.Sprintf("in namespace %q", ns)
-				if all {
-					where = "in any namespace"
-				}
-				if inst != "" {
-					where = fmt.Sprintf("of instance %q ", inst) + where
-				}
-				fmt.Fprintf(f.ErrOut, "No bindings found %s.\n", where)
-				return nil
-			}
-			if err := printers.BindingTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now()); err != nil {
-				return err
-			}
-			return missing
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List bindings of every namespace.")
-	cmd.Flags().StringVar(&inst, "instance", "", "Only bindings of this instance.")
-	wf.AddFlags(cmd.Flags(), "bindings")
-	lf.AddWatchedFlags(cmd, "bindings")
-	out.AddFlags(cmd)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List bindings of every namespace.")
+	cmd.Flags().StringVar(&o.Instance, "instance", "", "Only bindings of this instance.")
+	o.Watch.AddFlags(cmd.Flags(), "bindings")
+	o.List.AddWatchedFlags(cmd, "bindings")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
-// watchBindings lists the bindings get would list, then prints each change.
-func watchBindings(ctx context.Context, f *cmdutil.Factory, ns string, all bool, filter store.Filter, want map[string]bool, out *printers.OutputFlags, lf *printers.ListFlags, only bool) error {
-	core, err := f.KubernetesClient()
+// Validate checks the flags without any I/O; it changes nothing.
+func (o *BindingsOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return validateList(o.List)
+}
+
+// Complete builds the reader (and the client to watch with) and finds the namespace.
+func (o *BindingsOptions) Complete(f *cmdutil.Factory, args []string) error {
+	o.Names = args
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
+	r, err := f.Reader()
 	if err != nil {
 		return err
 	}
-	sel, err := store.Selector(v1alpha1.KindServiceBinding, filter)
+	ns, _, err := f.Namespace()
 	if err != nil {
 		return err
 	}
-	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceBinding]{
-		Out: lf.Out(f.Out), Output: out, List: lf, WatchOnly: only,
+	if o.AllNamespaces {
+		ns = ""
+	}
+	o.Namespace, o.Reader = ns, r
+	if o.Watch.On() {
+		if o.core, err = f.KubernetesClient(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *BindingsOptions) filter() catalog.Filter {
+	return catalog.Filter{Instance: o.Instance, Selector: o.List.LabelSelector()}
+}
+
+func (o *BindingsOptions) wanted() map[string]bool {
+	want := map[string]bool{}
+	for _, n := range o.Names {
+		want[n] = true
+	}
+	return want
+}
+
+// Run lists the bindings, or watches them with -w.
+func (o *BindingsOptions) Run(ctx context.Context) error {
+	if o.Watch.On() {
+		return o.watch(ctx)
+	}
+	want := o.wanted()
+	list, err := o.Reader.Bindings().List(ctx, o.Namespace, o.filter())
+	if err != nil && len(list) == 0 {
+		return err
+	}
+	var items []v1alpha1.ServiceBinding
+	found := map[string]bool{}
+	var known []string
+	for _, b := range list {
+		known = append(known, b.Name)
+		if len(want) == 0 || want[b.Name] {
+			found[b.Name] = true
+			items = append(items, *b)
+		}
+	}
+	missing := allMissing("binding", o.Names, found, known)
+	if err := printers.SortItems(&o.List, items, func(b *v1alpha1.ServiceBinding) runtime.Object { return b }); err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		if err := o.Output.PrintObject(&v1alpha1.ServiceBindingList{Items: items}, o.Streams.Out); err != nil {
+			return err
+		}
+		return missing
+	}
+	if len(items) == 0 {
+		if missing != nil {
+			return missing
+		}
+		where := fmt.Sprintf("in namespace %q", o.Namespace)
+		if o.AllNamespaces {
+			where = "in any namespace"
+		}
+		if o.Instance != "" {
+			where = fmt.Sprintf("of instance %q ", o.Instance) + where
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "No bindings found %s.\n", where)
+		return nil
+	}
+	if err := printers.BindingTable(o.List.Out(o.Streams.Out), items, o.AllNamespaces, o.Output.IsWide(), o.Now()); err != nil {
+		return err
+	}
+	return missing
+}
+
+// watch lists the bindings get would list, then prints each change.
+func (o *BindingsOptions) watch(ctx context.Context) error {
+	if o.core == nil {
+		return fmt.Errorf("internal error: no client to watch with")
+	}
+	sel, err := catalog.Selector(v1alpha1.KindServiceBinding, o.filter())
+	if err != nil {
+		return err
+	}
+	want := o.wanted()
+	return watchrecords.Watch(ctx, o.core, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceBinding]{
+		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(b *v1alpha1.ServiceBinding) bool { return len(want) == 0 || want[b.Name] },
 		Table: func(w io.Writer, items []*v1alpha1.ServiceBinding) error {
 			vals := make([]v1alpha1.ServiceBinding, len(items))
 			for i, x := range items {
 				vals[i] = *x
 			}
-			return printers.BindingTable(w, vals, all, out.IsWide(), f.Now())
+			return printers.BindingTable(w, vals, o.AllNamespaces, o.Output.IsWide(), o.Now())
 		},
 	}, nil)
 }

@@ -15,13 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // NewCmdGet returns the get command with the brokers, classes and plans subcommands.
@@ -39,7 +39,7 @@ func NewCmdGet(f *cmdutil.Factory) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(NewCmdGetBrokers(f), NewCmdGetClasses(f), NewCmdGetPlans(f))
+	cmd.AddCommand(NewCmdGetBrokers(f, nil), NewCmdGetClasses(f, nil), NewCmdGetPlans(f, nil))
 	return cmd
 }
 
@@ -55,7 +55,7 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Store            *store.Store
+	Reader           *catalog.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
@@ -66,26 +66,33 @@ func newOptions(f *cmdutil.Factory) *Options {
 	return &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
 }
 
-// Validate checks the flags without any I/O.
+// Validate checks the flags without any I/O; it changes nothing.
 func (o *Options) Validate() error {
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
-	return o.List.Validate()
+	return validateList(o.List)
 }
 
-// Complete builds the store and finds the namespaces.
+// validateList checks the list flags on a copy of them, leaving l's parsed selector
+// and sort expression to Complete.
+func validateList(l printers.ListFlags) error { return l.Validate() }
+
+// Complete builds the reader and finds the namespaces.
 func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 	o.Names = args
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
 	ns, err := catalogcmd.Namespace(f)
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
+	r, err := f.Reader()
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Store = ns, f.CatalogNamespace, st
+	o.Namespace, o.CatalogNamespace, o.Reader = ns, f.CatalogNamespace, r
 	if o.Watch.On() {
 		if o.core, err = f.KubernetesClient(); err != nil {
 			return err
@@ -94,13 +101,18 @@ func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 	return nil
 }
 
-func runE(f *cmdutil.Factory, o *Options, run func(context.Context) error) func(*cobra.Command, []string) error {
+// runE validates and completes o, then runs it: with runF when given (tests check the
+// parsed flags that way), else with run.
+func runE(f *cmdutil.Factory, o *Options, runF func(*Options) error, run func(context.Context) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := o.Validate(); err != nil {
 			return err
 		}
 		if err := o.Complete(f, args); err != nil {
 			return err
+		}
+		if runF != nil {
+			return runF(o)
 		}
 		return run(cmd.Context())
 	}
@@ -114,8 +126,9 @@ func (o *Options) noneFound(w io.Writer, what string) {
 	fmt.Fprintf(w, "No %s found in namespace %q or the catalog namespace %q.\n", what, o.Namespace, o.CatalogNamespace)
 }
 
-// NewCmdGetBrokers returns "get brokers".
-func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
+// NewCmdGetBrokers returns "get brokers". runF, when not nil, is called with the
+// completed options instead of RunBrokers.
+func NewCmdGetBrokers(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := newOptions(f)
 	cmd := &cobra.Command{
 		Use:     "brokers [NAME...]",
@@ -141,7 +154,7 @@ func NewCmdGetBrokers(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog get brokers -w`),
 		ValidArgsFunction: complete.Each(complete.Brokers(f)),
 	}
-	cmd.RunE = runE(f, o, o.RunBrokers)
+	cmd.RunE = runE(f, o, runF, o.RunBrokers)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the brokers of every namespace.")
 	o.Watch.AddFlags(cmd.Flags(), "brokers")
 	o.List.AddWatchedFlags(cmd, "brokers")
@@ -223,7 +236,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 	if o.core == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := store.Selector(v1alpha1.KindBroker, store.Filter{Selector: o.List.LabelSelector()})
+	sel, err := catalog.Selector(v1alpha1.KindBroker, catalog.Filter{Selector: o.List.LabelSelector()})
 	if err != nil {
 		return err
 	}
@@ -255,9 +268,9 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 	found := map[string]bool{}
 	var known []string
 	for _, ns := range o.namespaces() {
-		bs, err := o.Store.Brokers().List(ctx, ns, store.Filter{Selector: o.List.LabelSelector()})
+		bs, err := o.Reader.Brokers().List(ctx, ns, catalog.Filter{Selector: o.List.LabelSelector()})
 		if err != nil && len(bs) == 0 {
-			if store.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
+			if catalog.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
 				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
 				continue
 			}
@@ -290,8 +303,9 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 	return printers.BrokerTable(o.List.Out(o.Streams.Out), items, o.AllNamespaces, o.Output.IsWide(), o.Now())
 }
 
-// NewCmdGetClasses returns "get classes".
-func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
+// NewCmdGetClasses returns "get classes". runF, when not nil, is called with the
+// completed options instead of RunClasses.
+func NewCmdGetClasses(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := newOptions(f)
 	cmd := &cobra.Command{
 		Use:     "classes [NAME...]",
@@ -314,7 +328,7 @@ func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog get classes postgres -o yaml`),
 		ValidArgsFunction: complete.Each(complete.Classes(f)),
 	}
-	cmd.RunE = runE(f, o, o.RunClasses)
+	cmd.RunE = runE(f, o, runF, o.RunClasses)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the classes of every namespace.")
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
 	o.List.AddFlags(cmd, "classes")
@@ -323,13 +337,13 @@ func NewCmdGetClasses(f *cmdutil.Factory) *cobra.Command {
 }
 
 func (o *Options) classes(ctx context.Context, class string) ([]*v1alpha1.ServiceClass, error) {
-	filter := store.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
+	filter := catalog.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
 	var out []*v1alpha1.ServiceClass
 	var err error
 	if o.AllNamespaces {
-		out, err = o.Store.Classes().List(ctx, "", filter)
+		out, err = o.Reader.Classes().List(ctx, "", filter)
 	} else {
-		out, err = marketplace.ListClasses(ctx, o.Store, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
+		out, err = o.Reader.MarketClasses(ctx, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	}
 	if err != nil && len(out) > 0 {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: %v\n", err)
@@ -373,8 +387,9 @@ func (o *Options) RunClasses(ctx context.Context) error {
 	return printers.ClassTable(o.List.Out(o.Streams.Out), items, o.AllNamespaces, o.Output.IsWide(), o.Now())
 }
 
-// NewCmdGetPlans returns "get plans".
-func NewCmdGetPlans(f *cmdutil.Factory) *cobra.Command {
+// NewCmdGetPlans returns "get plans". runF, when not nil, is called with the
+// completed options instead of RunPlans.
+func NewCmdGetPlans(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := newOptions(f)
 	cmd := &cobra.Command{
 		Use:     "plans [CLASS/PLAN | PLAN...]",
@@ -395,7 +410,7 @@ func NewCmdGetPlans(f *cmdutil.Factory) *cobra.Command {
 			# One plan, with its id
 			kubectl catalog get plans postgres/small -o wide`),
 	}
-	cmd.RunE = runE(f, o, o.RunPlans)
+	cmd.RunE = runE(f, o, runF, o.RunPlans)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the plans of every namespace.")
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the plans of this broker's classes.")
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only the plans of this class.")

@@ -4,25 +4,43 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// NewCmdGetInstances returns "get instances".
-func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
-	var all bool
-	var class, plan string
-	var wf watchrecords.Flags
-	var lf printers.ListFlags
-	out := printers.NewOutputFlags(true)
+// InstancesOptions are the options of "get instances".
+type InstancesOptions struct {
+	Names         []string
+	AllNamespaces bool
+	Class         string
+	Plan          string
+	Output        *printers.OutputFlags
+	List          printers.ListFlags
+	Watch         watchrecords.Flags
+
+	// Namespace is the namespace listed, "" with -A.
+	Namespace string
+	Reader    *catalog.Reader
+	Streams   cmdutil.IOStreams
+	Now       func() time.Time
+
+	core kubernetes.Interface // to watch with
+}
+
+// NewCmdGetInstances returns "get instances". runF, when not nil, is called with the
+// completed options instead of Run.
+func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) *cobra.Command {
+	o := &InstancesOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
 	cmd := &cobra.Command{
 		Use:     "instances [NAME...]",
 		Aliases: []string{"instance", "inst"},
@@ -45,98 +63,131 @@ func NewCmdGetInstances(f *cmdutil.Factory) *cobra.Command {
 			kubectl catalog get instances -w`),
 		ValidArgsFunction: complete.Each(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := lf.Validate(); err != nil {
+			if err := o.Complete(f, args); err != nil {
 				return err
 			}
-			st, err := f.Store()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			ns, _, err := f.Namespace()
-			if err != nil {
-				return err
-			}
-			if all {
-				ns = ""
-			}
-			filter := store.Filter{Class: class, Plan: plan, Selector: lf.LabelSelector()}
-			if wf.On() {
-				return watchInstances(cmd.Context(), f, ns, all, filter, args, out, &lf, wf.WatchOnly)
-			}
-			items, missing, err := listInstances(cmd.Context(), st, ns, filter, args)
-			if err != nil {
-				return err
-			}
-			if err := printers.SortItems(&lf, items, func(i *v1alpha1.ServiceInstance) runtime.Object { return i }); err != nil {
-				return err
-			}
-			if !out.IsTable() {
-				if err := out.PrintObject(&v1alpha1.ServiceInstanceList{Items: items}, f.Out); err != nil {
-					return err
-				}
-				return missing
-			}
-			if len(items) == 0 {
-				if missing != nil {
-					return missing
-				}
-				where := fmt.Sprintf("in namespace %q", ns)
-				if all {
-					where = "in any namespace"
-				}
-				fmt.Fprintf(f.ErrOut, "No instances found %s.\n", where)
-				return nil
-			}
-			if err := printers.InstanceTable(lf.Out(f.Out), items, all, out.IsWide(), f.Now()); err != nil {
-				return err
-			}
-			return missing
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List instances of every namespace.")
-	cmd.Flags().StringVar(&class, "class", "", "Only instances of this class.")
-	cmd.Flags().StringVar(&plan, "plan", "", "Only instances of this plan.")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List instances of every namespace.")
+	cmd.Flags().StringVar(&o.Class, "class", "", "Only instances of this class.")
+	cmd.Flags().StringVar(&o.Plan, "plan", "", "Only instances of this plan.")
 	complete.Register(cmd, "plan", complete.Plans(f))
-	wf.AddFlags(cmd.Flags(), "instances")
-	lf.AddWatchedFlags(cmd, "instances")
-	out.AddFlags(cmd)
+	o.Watch.AddFlags(cmd.Flags(), "instances")
+	o.List.AddWatchedFlags(cmd, "instances")
+	o.Output.AddFlags(cmd)
 	return cmd
 }
 
-// watchInstances lists the instances get would list, then prints each change.
-func watchInstances(ctx context.Context, f *cmdutil.Factory, ns string, all bool, filter store.Filter, names []string, out *printers.OutputFlags, lf *printers.ListFlags, only bool) error {
-	core, err := f.KubernetesClient()
+// Validate checks the flags without any I/O; it changes nothing.
+func (o *InstancesOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return validateList(o.List)
+}
+
+// Complete builds the reader (and the client to watch with) and finds the namespace.
+func (o *InstancesOptions) Complete(f *cmdutil.Factory, args []string) error {
+	o.Names = args
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
+	r, err := f.Reader()
 	if err != nil {
 		return err
 	}
-	sel, err := store.Selector(v1alpha1.KindServiceInstance, filter)
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	o.Namespace, o.Reader = ns, r
+	if o.Watch.On() {
+		if o.core, err = f.KubernetesClient(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *InstancesOptions) filter() catalog.Filter {
+	return catalog.Filter{Class: o.Class, Plan: o.Plan, Selector: o.List.LabelSelector()}
+}
+
+// Run lists the instances, or watches them with -w.
+func (o *InstancesOptions) Run(ctx context.Context) error {
+	if o.Watch.On() {
+		return o.watch(ctx)
+	}
+	items, missing, err := listInstances(ctx, o.Reader, o.Namespace, o.filter(), o.Names)
+	if err != nil {
+		return err
+	}
+	if err := printers.SortItems(&o.List, items, func(i *v1alpha1.ServiceInstance) runtime.Object { return i }); err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		if err := o.Output.PrintObject(&v1alpha1.ServiceInstanceList{Items: items}, o.Streams.Out); err != nil {
+			return err
+		}
+		return missing
+	}
+	if len(items) == 0 {
+		if missing != nil {
+			return missing
+		}
+		where := fmt.Sprintf("in namespace %q", o.Namespace)
+		if o.AllNamespaces {
+			where = "in any namespace"
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "No instances found %s.\n", where)
+		return nil
+	}
+	if err := printers.InstanceTable(o.List.Out(o.Streams.Out), items, o.AllNamespaces, o.Output.IsWide(), o.Now()); err != nil {
+		return err
+	}
+	return missing
+}
+
+// watch lists the instances get would list, then prints each change.
+func (o *InstancesOptions) watch(ctx context.Context) error {
+	if o.core == nil {
+		return fmt.Errorf("internal error: no client to watch with")
+	}
+	sel, err := catalog.Selector(v1alpha1.KindServiceInstance, o.filter())
 	if err != nil {
 		return err
 	}
 	want := map[string]bool{}
-	for _, n := range names {
+	for _, n := range o.Names {
 		want[n] = true
 	}
-	return watchrecords.Watch(ctx, core, []watchrecords.Source{{Namespace: ns, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
-		Out: lf.Out(f.Out), Output: out, List: lf, WatchOnly: only,
+	return watchrecords.Watch(ctx, o.core, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
+		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(i *v1alpha1.ServiceInstance) bool { return len(want) == 0 || want[i.Name] },
 		Table: func(w io.Writer, items []*v1alpha1.ServiceInstance) error {
 			vals := make([]v1alpha1.ServiceInstance, len(items))
 			for i, x := range items {
 				vals[i] = *x
 			}
-			return printers.InstanceTable(w, vals, all, out.IsWide(), f.Now())
+			return printers.InstanceTable(w, vals, o.AllNamespaces, o.Output.IsWide(), o.Now())
 		},
 	}, nil)
 }
 
 // listInstances returns the instances get prints: all, or those names names; missing
 // names the names that matched none (nil when all did).
-func listInstances(ctx context.Context, st *store.Store, ns string, filter store.Filter, names []string) (items []v1alpha1.ServiceInstance, missing, err error) {
-	list, err := st.Instances().List(ctx, ns, filter)
+func listInstances(ctx context.Context, r *catalog.Reader, ns string, filter catalog.Filter, names []string) (items []v1alpha1.ServiceInstance, missing, err error) {
+	list, err := r.Instances().List(ctx, ns, filter)
 	if err != nil && len(list) == 0 {
 		return nil, nil, err
 	}

@@ -2,14 +2,17 @@
 package graph
 
 import (
+	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var graphLong = cmdutil.LongDesc(`
@@ -43,10 +46,29 @@ var graphExample = cmdutil.Examples(`
 	# A mermaid flowchart of namespace team-a, for a Markdown page
 	kubectl catalog graph -n team-a -o mermaid`)
 
-// NewCmdGraph returns the graph command.
-func NewCmdGraph(f *cmdutil.Factory) *cobra.Command {
-	var all bool
-	output := graph.Formats[0]
+// Options are the options of "kubectl catalog graph".
+type Options struct {
+	AllNamespaces bool
+	// Output is -o: one of graph.Formats.
+	Output *printers.OutputFlags
+
+	Namespace string
+	Reader    *catalog.Reader
+	Core      kubernetes.Interface // to list the workloads with
+	Streams   cmdutil.IOStreams
+}
+
+// newOutputFlags is graph's -o: tree (the default), dot, mermaid or json.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags(graph.Formats, graph.Formats[0], "Output format: "+strings.Join(graph.Formats, ", ")+".", func(format string) error {
+		return cmdutil.UsageErrorf("unknown output format %q for graph: use one of %s", format, strings.Join(graph.Formats, ", "))
+	})
+}
+
+// NewCmdGraph returns the graph command. runF, when not nil, is called with the
+// completed options instead of Run.
+func NewCmdGraph(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:     "graph [-n NAMESPACE | -A] [-o tree|dot|mermaid|json]",
 		Short:   "Show brokers, instances, bindings and the workloads using them as a graph",
@@ -59,41 +81,61 @@ func NewCmdGraph(f *cmdutil.Factory) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !slices.Contains(graph.Formats, output) {
-				return cmdutil.UsageErrorf("unknown output format %q for graph: use one of %s", output, strings.Join(graph.Formats, ", "))
-			}
-			ns, _, err := f.Namespace()
-			if err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			st, err := f.Store()
-			if err != nil {
+			if err := o.Complete(f); err != nil {
 				return err
 			}
-			core, err := f.KubernetesClient()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			g, err := graph.Build(cmd.Context(), core, st, graph.Options{Namespace: ns, AllNamespaces: all})
-			if err != nil {
-				return err
-			}
-			for _, w := range g.Warnings {
-				fmt.Fprintf(f.ErrOut, "Warning: %s\n", w)
-			}
-			if len(g.Nodes) == 0 && output == "tree" {
-				where := fmt.Sprintf("in namespace %q", ns)
-				if all {
-					where = "in any namespace"
-				}
-				fmt.Fprintf(f.ErrOut, "No instances or bindings found %s.\n", where)
-				return nil
-			}
-			return graph.Render(f.Out, g, output)
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Show every namespace.")
-	cmd.Flags().StringVarP(&output, "output", "o", output, "Output format: "+strings.Join(graph.Formats, ", ")+".")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(graph.Formats, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show every namespace.")
+	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate checks the flags without any I/O; it changes nothing.
+func (o *Options) Validate() error { return o.Output.Validate() }
+
+// Complete finds the namespace and builds the reader and the client.
+func (o *Options) Complete(f *cmdutil.Factory) error {
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	r, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.Reader, o.Core = ns, r, core
+	return nil
+}
+
+// Run builds the graph and prints it.
+func (o *Options) Run(ctx context.Context) error {
+	g, err := o.Reader.Graph(ctx, o.Core, graph.Options{Namespace: o.Namespace, AllNamespaces: o.AllNamespaces})
+	if err != nil {
+		return err
+	}
+	for _, w := range g.Warnings {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
+	}
+	format := o.Output.Format()
+	if len(g.Nodes) == 0 && format == "tree" {
+		where := fmt.Sprintf("in namespace %q", o.Namespace)
+		if o.AllNamespaces {
+			where = "in any namespace"
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "No instances or bindings found %s.\n", where)
+		return nil
+	}
+	return graph.Render(o.Streams.Out, g, format)
 }

@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 var marketplaceLong = cmdutil.LongDesc(`
@@ -58,12 +58,13 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Store            *store.Store
+	Reader           *catalog.Reader
 	Streams          cmdutil.IOStreams
 }
 
-// NewCmdMarketplace returns the marketplace command.
-func NewCmdMarketplace(f *cmdutil.Factory) *cobra.Command {
+// NewCmdMarketplace returns the marketplace command. runF, when not nil, is called with
+// the completed options instead of Run.
+func NewCmdMarketplace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(true)}
 	cmd := &cobra.Command{
 		Use:     "marketplace",
@@ -79,6 +80,9 @@ func NewCmdMarketplace(f *cmdutil.Factory) *cobra.Command {
 			if err := o.Complete(f); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -90,32 +94,37 @@ func NewCmdMarketplace(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// Validate checks the flags without any I/O.
+// Validate checks the flags without any I/O; it changes nothing (the list flags are
+// checked on a copy, and parsed by Complete).
 func (o *Options) Validate() error {
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
-	return o.List.Validate()
+	list := o.List
+	return list.Validate()
 }
 
-// Complete builds the store and finds the namespace.
+// Complete parses the list flags, builds the reader and finds the namespace.
 func (o *Options) Complete(f *cmdutil.Factory) error {
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
 	ns, err := catalogcmd.Namespace(f)
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
+	r, err := f.Reader()
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.CatalogNamespace, o.Store = ns, f.CatalogNamespace, st
+	o.Namespace, o.CatalogNamespace, o.Reader = ns, f.CatalogNamespace, r
 	return nil
 }
 
 // Run prints the marketplace.
 func (o *Options) Run(ctx context.Context) error {
 	filter := marketplace.Filter{Broker: o.Broker, Class: o.Class, Selector: o.List.LabelSelector(), AllNamespaces: o.AllNamespaces}
-	offers, err := marketplace.List(ctx, o.Store, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	offers, err := o.Reader.Offerings(ctx, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil {
 		if len(offers) == 0 {
 			return err
@@ -124,7 +133,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if o.Class != "" && len(offers) == 0 && !o.AllNamespaces && o.List.LabelSelector() == nil {
 		// Say why: a typo, removed, disabled...
-		if _, rerr := marketplace.Resolve(ctx, o.Store, o.Namespace, o.Class, "", marketplace.InCatalogNamespace(o.CatalogNamespace)); rerr != nil {
+		if _, rerr := o.Reader.ResolveOffering(ctx, o.Namespace, o.Class, "", marketplace.InCatalogNamespace(o.CatalogNamespace)); rerr != nil {
 			return rerr
 		}
 	}

@@ -71,8 +71,10 @@ var svcatExample = cmdutil.Examples(`
 // Options are the options of "kubectl catalog migrate svcat".
 type Options struct {
 	AllNamespaces bool
-	DryRun        string
-	Output        string
+	// DryRun is --dry-run: none or client (a server-side dry run is not offered).
+	DryRun cmdutil.DryRunStrategy
+	// Output is -o: table (the default), json or yaml.
+	Output        *printers.OutputFlags
 	Cleanup       bool
 	BrokerTimeout time.Duration
 
@@ -81,8 +83,9 @@ type Options struct {
 	Streams   cmdutil.IOStreams
 }
 
-// NewCmdMigrate returns the migrate command.
-func NewCmdMigrate(f *cmdutil.Factory) *cobra.Command {
+// NewCmdMigrate returns the migrate command. runF, when not nil, is called with the
+// completed options of "migrate svcat" instead of Run.
+func NewCmdMigrate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "migrate",
 		Short:   "Bring objects of another service catalog over",
@@ -93,13 +96,14 @@ func NewCmdMigrate(f *cmdutil.Factory) *cobra.Command {
 			return cmdutil.UsageErrorf("%s needs a source: %q", cmd.CommandPath(), cmd.CommandPath()+" svcat")
 		},
 	}
-	cmd.AddCommand(NewCmdSvcat(f))
+	cmd.AddCommand(NewCmdSvcat(f, runF))
 	return cmd
 }
 
-// NewCmdSvcat returns the "migrate svcat" command.
-func NewCmdSvcat(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+// NewCmdSvcat returns the "migrate svcat" command. runF, when not nil, is called with
+// the completed options instead of Run.
+func NewCmdSvcat(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:               "svcat [-n NAMESPACE | -A]",
 		Short:             "Bring the retired Service Catalog's brokers, instances and bindings over",
@@ -114,32 +118,37 @@ func NewCmdSvcat(f *cmdutil.Factory) *cobra.Command {
 			if err := o.Complete(f); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Migrate the instances, bindings and namespace brokers of every namespace.")
-	fs.StringVar(&o.DryRun, "dry-run", "none", `"client": say what would be done, without writing anything or calling a broker.`)
-	fs.Lookup("dry-run").NoOptDefVal = "client"
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (table, json, yaml); default a table.")
+	cmdutil.AddDryRunFlagOffering(cmd, &o.DryRun, `"client": say what would be done, without writing anything or calling a broker.`, cmdutil.DryRunNone, cmdutil.DryRunClient)
+	o.Output.AddFlags(cmd)
 	fs.BoolVar(&o.Cleanup, "cleanup", false, "Delete the old objects once migrated (their finalizers removed first); the credentials Secrets stay.")
 	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for a broker's catalog.")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-// Validate checks the flags without I/O.
+// newOutputFlags is migrate svcat's -o: table (the default), json or yaml.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"table", "json", "yaml"}, "", "Output format. One of: (table, json, yaml); default a table.", func(format string) error {
+		return cmdutil.UsageErrorf("--output must be table, json or yaml, not %q", format)
+	})
+}
+
+// Validate checks the flags without I/O; it changes nothing.
 func (o *Options) Validate() error {
-	switch o.Output {
-	case "", "table", "json", "yaml":
-	default:
-		return cmdutil.UsageErrorf("--output must be table, json or yaml, not %q", o.Output)
+	if o.Output != nil {
+		if err := o.Output.Validate(); err != nil {
+			return err
+		}
 	}
-	switch o.DryRun {
-	case "none", "client", "":
-	default:
-		return cmdutil.UsageErrorf(`--dry-run must be "client" or "none", not %q (a server-side dry run is not offered)`, o.DryRun)
+	if !o.DryRun.Offered(cmdutil.DryRunNone, cmdutil.DryRunClient) {
+		return cmdutil.UsageErrorf(`--dry-run must be "client" or "none", not %q (a server-side dry run is not offered)`, string(o.DryRun))
 	}
 	if o.BrokerTimeout <= 0 {
 		return cmdutil.UsageErrorf("--broker-timeout must be positive")
@@ -204,7 +213,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Run migrates and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	opts := migrate.Options{Namespace: o.Namespace, DryRun: o.DryRun == "client", Cleanup: o.Cleanup}
+	opts := migrate.Options{Namespace: o.Namespace, DryRun: o.DryRun == cmdutil.DryRunClient, Cleanup: o.Cleanup}
 	out, err := o.Migrator.Run(ctx, opts)
 	if len(out) > 0 {
 		if perr := o.print(out); perr != nil {
@@ -234,7 +243,11 @@ func (o *Options) Run(ctx context.Context) error {
 
 func (o *Options) print(out []migrate.Outcome) error {
 	w := o.Streams.Out
-	switch o.Output {
+	format := ""
+	if o.Output != nil {
+		format = o.Output.Format()
+	}
+	switch format {
 	case "json":
 		data, err := json.MarshalIndent(map[string]any{"items": out}, "", "  ")
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -135,7 +134,8 @@ type Options struct {
 	DryRun        cmdutil.DryRunStrategy
 	RotateDue     bool
 	Interval      time.Duration
-	Output        string
+	// Output is -o: json or yaml, a table without it.
+	Output *printers.OutputFlags
 	// RetryHorizon: a record whose next retry or poll is due later than this after
 	// its last step is left for a later run (0: none, as long as MaxDuration allows).
 	RetryHorizon time.Duration
@@ -154,9 +154,10 @@ type Options struct {
 	showProgress bool
 }
 
-// NewCmdReconcile returns the reconcile command.
-func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+// NewCmdReconcile returns the reconcile command. runF, when not nil, is called with the
+// completed options instead of Run.
+func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:     "reconcile [-n NAMESPACE | -A]",
 		Short:   "Finish pending work on brokers, instances and bindings",
@@ -170,6 +171,9 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 			if err := o.Complete(f); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -182,10 +186,9 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "what would be done (reconcile writes only status, so server is not offered)")
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	o.Output.AddFlags(cmd)
 	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-unverified-authors", false, "Where a record's author cannot be verified (no trust policy), act with your own rights instead of refusing what needs the author's: only for namespaces whose every ConfigMap writer you trust. Not with --serve.")
 	o.Serve.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("workers", cobra.FixedCompletions([]string{"4", "8", "16", "32"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.ValidArgsFunction = cobra.NoFileCompletions
@@ -193,7 +196,23 @@ func NewCmdReconcile(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// Validate checks the flags without I/O.
+// newOutputFlags is reconcile's -o: json or yaml, a table without it.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Output format. One of: (json, yaml); default a table.", func(format string) error {
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", format)
+	})
+}
+
+// format is the value of -o, "" for a table.
+func (o *Options) format() string {
+	if o.Output == nil {
+		return ""
+	}
+	return o.Output.Format()
+}
+
+// Validate checks the flags without I/O; it changes nothing (Complete parses --shard
+// and sets --serve's defaults).
 func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		return cmdutil.UsageErrorf("--workers must be at least 1, not %d", o.Workers)
@@ -207,17 +226,15 @@ func (o *Options) Validate() error {
 	if o.RetryHorizon < 0 {
 		return cmdutil.UsageErrorf("--retry-horizon must not be negative, not %s (0: no horizon)", o.RetryHorizon)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
+	if o.Output != nil {
+		if err := o.Output.Validate(); err != nil {
+			return err
+		}
 	}
 	if o.ShardFlag != "" {
-		s, err := reconcile.ParseShard(o.ShardFlag)
-		if err != nil {
+		if _, err := reconcile.ParseShard(o.ShardFlag); err != nil {
 			return cmdutil.UsageErrorf("%v", err)
 		}
-		o.Shard = s
 	}
 	if o.Serve.Enabled && o.TrustUnverifiedAuthors {
 		return cmdutil.UsageErrorf("--trust-unverified-authors is for a run by hand, not --serve: reconcile in the cluster acts only with the authority of records' verified authors")
@@ -225,8 +242,16 @@ func (o *Options) Validate() error {
 	return o.validateServe()
 }
 
-// Complete builds the clients.
+// Complete parses --shard, sets --serve's defaults and builds the clients.
 func (o *Options) Complete(f *cmdutil.Factory) error {
+	if o.ShardFlag != "" {
+		s, err := reconcile.ParseShard(o.ShardFlag)
+		if err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+		o.Shard = s
+	}
+	o.serveDefaults()
 	if !o.AllNamespaces {
 		ns, _, err := f.Namespace()
 		if err != nil {
@@ -257,9 +282,6 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // Run reconciles and prints the summary.
 func (o *Options) Run(ctx context.Context) error {
 	setMemoryLimit()
-	if o.TrustUnverifiedAuthors {
-		ctx = catalog.WithRunnersRights(ctx)
-	}
 	if o.Serve.Enabled {
 		return o.runServe(ctx)
 	}
@@ -269,6 +291,7 @@ func (o *Options) Run(ctx context.Context) error {
 	opts := reconcile.Options{
 		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun.Enabled(),
 		RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon, Interrupt: ctx.Done(),
+		TrustUnverifiedAuthors: o.TrustUnverifiedAuthors,
 	}
 	var prog *Progress
 	if o.showProgress {
@@ -288,7 +311,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("cannot list the pending records: %w", err)
 	}
-	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.Output, sum); perr != nil {
+	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.format(), sum); perr != nil {
 		return perr
 	}
 	if err != nil {

@@ -11,8 +11,16 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 )
+
+// outputFlags is -o as parsed from "-o format".
+func outputFlags(format string) *printers.OutputFlags {
+	o := newOutputFlags()
+	o.Output = format
+	return o
+}
 
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,7 +33,7 @@ func TestValidate(t *testing.T) {
 		{name: "no workers", o: Options{Workers: 0, Interval: time.Second}, err: "--workers"},
 		{name: "negative duration", o: Options{Workers: 1, Interval: time.Second, MaxDuration: -time.Second}, err: "--max-duration"},
 		{name: "bad shard", o: Options{Workers: 1, Interval: time.Second, ShardFlag: "3/3"}, err: "--shard"},
-		{name: "bad output", o: Options{Workers: 1, Interval: time.Second, Output: "wide"}, err: "--output"},
+		{name: "bad output", o: Options{Workers: 1, Interval: time.Second, Output: outputFlags("wide")}, err: "--output"},
 		{name: "bad interval", o: Options{Workers: 1}, err: "--interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

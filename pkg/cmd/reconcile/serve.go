@@ -76,7 +76,7 @@ func (o *Options) validateServe() error {
 	switch {
 	case o.DryRun.Enabled():
 		return cmdutil.UsageErrorf("--serve and --dry-run cannot go together: a dry run is one run; drop --serve")
-	case o.Output != "":
+	case o.format() != "":
 		return cmdutil.UsageErrorf("--serve and --output cannot go together: --serve logs one line per run to stderr and serves /metrics; drop -o")
 	case s.Interval <= 0:
 		return cmdutil.UsageErrorf("--serve-interval must be positive, not %s", s.Interval)
@@ -102,6 +102,16 @@ func (o *Options) validateServe() error {
 			return cmdutil.UsageErrorf("--lease-duration must be whole seconds between 3s and 1h, not %s", s.LeaseDuration)
 		}
 	}
+	return nil
+}
+
+// serveDefaults sets what --serve changes of a run's defaults: each run is bounded by
+// --serve-interval, and has no retry horizon, unless the flags say otherwise.
+func (o *Options) serveDefaults() {
+	s := &o.Serve
+	if !s.Enabled {
+		return
+	}
 	if !s.changed("max-duration") {
 		o.MaxDuration = s.Interval
 	}
@@ -110,7 +120,6 @@ func (o *Options) validateServe() error {
 		// --max-duration allows, as the CronJob's.
 		o.RetryHorizon = 0
 	}
-	return nil
 }
 
 // completeServe builds what serving needs besides the reconciler: the metadata watch

@@ -16,7 +16,7 @@ import (
 )
 
 // serveOptions parses args into Options as the command does, with the flags Validate
-// looks at.
+// looks at, and sets the defaults --serve changes as Complete does.
 func serveOptions(t *testing.T, args ...string) (*Options, error) {
 	t.Helper()
 	o := &Options{Workers: 8, Interval: 2 * time.Second}
@@ -25,10 +25,15 @@ func serveOptions(t *testing.T, args ...string) (*Options, error) {
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
-	fs.StringVarP(&o.Output, "output", "o", "", "")
+	o.Output = newOutputFlags()
+	o.Output.AddFlags(cmd)
 	o.Serve.AddFlags(cmd)
 	assert.NilError(t, fs.Parse(args))
-	return o, o.Validate()
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	o.serveDefaults()
+	return o, nil
 }
 
 func TestValidate_Serve(t *testing.T) {
@@ -82,7 +87,7 @@ func TestValidate_Serve(t *testing.T) {
 func TestReconcile_ServeWithDryRunIsAUsageError(t *testing.T) {
 	var out, errOut bytes.Buffer
 	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(nil, &out, &errOut))
-	cmd := NewCmdReconcile(f)
+	cmd := NewCmdReconcile(f, nil)
 	cmd.SetArgs([]string{"--serve", "--dry-run"})
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)

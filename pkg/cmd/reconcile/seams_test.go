@@ -1,0 +1,47 @@
+package reconcile
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+func TestReconcile_FlagsReachTheCompletedOptions(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	var out, errOut bytes.Buffer
+	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
+	c := storetest.NewCluster()
+	f.UseClients(c.Core, c.Metadata)
+	var got *Options
+	cmd := NewCmdReconcile(f, func(o *Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"-A", "--shard", "1/3", "--workers", "2", "--dry-run", "-o", "json", "--trust-unverified-authors"})
+	assert.NilError(t, cmd.Execute())
+	assert.Assert(t, got.AllNamespaces)
+	assert.Equal(t, got.Shard, reconcile.Shard{I: 1, N: 3})
+	assert.Equal(t, got.Workers, 2)
+	assert.Equal(t, got.DryRun, cmdutil.DryRunClient)
+	assert.Equal(t, got.format(), "json")
+	assert.Assert(t, got.TrustUnverifiedAuthors)
+	assert.Assert(t, got.Reconciler != nil)
+}
+
+func TestValidate_ChangesNothing(t *testing.T) {
+	o, err := serveOptions(t, "--serve")
+	assert.NilError(t, err)
+	o.MaxDuration, o.RetryHorizon = time.Hour, time.Minute
+	o.ShardFlag = "1/3"
+	o.Serve.ShardGroup = ""
+	before := *o
+	assert.NilError(t, o.Validate())
+	assert.Equal(t, o.MaxDuration, before.MaxDuration)
+	assert.Equal(t, o.RetryHorizon, before.RetryHorizon)
+	assert.Equal(t, o.Shard, before.Shard)
+}
