@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -82,7 +81,7 @@ func NewCmdDeregister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comm
 			return o.Run(cmd.Context())
 		},
 	}
-	catalogcmd.AddScopeFlag(cmd, &o.Scope)
+	cmdutil.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Deregister even though instances of the broker's classes exist.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the broker record to be deleted, with its classes and plans")
 	o.Output.AddFlags(cmd)
@@ -94,7 +93,7 @@ func (o *Options) Validate() error {
 	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
 		return cmdutil.UsageErrorf("%q is not a valid broker name: %s", o.Name, strings.Join(errs, "; "))
 	}
-	if _, err := catalogcmd.ParseScope(o.Scope); err != nil {
+	if _, err := cmdutil.ParseScope(o.Scope); err != nil {
 		return err
 	}
 	if o.Output == nil {
@@ -105,7 +104,7 @@ func (o *Options) Validate() error {
 
 // Complete finds the namespace and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, err := catalogcmd.Namespace(f)
+	ns, err := f.UserNamespace()
 	if err != nil {
 		return err
 	}
@@ -119,7 +118,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Request is what the options ask the engine for.
 func (o *Options) Request() catalog.DeregisterRequest {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
+	scope, _ := cmdutil.ParseScope(o.Scope)
 	return catalog.DeregisterRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace, Force: o.Force,
 		DryRun: o.DryRun.Engine(), Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
 }
@@ -136,8 +135,8 @@ func (o *Options) Run(ctx context.Context) error {
 		// with --dry-run=server the API server has checked the deletions.
 		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted",
 			fmt.Sprintf("broker %q (%s scope, namespace %q) would be deregistered: %s removed",
-				b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace, catalogcmd.Plural(res.Classes, "class", "classes")))
+				b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace, printers.Plural(res.Classes, "class", "classes")))
 	}
-	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, catalogcmd.Plural(res.Classes, "class", "classes"))
+	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, printers.Plural(res.Classes, "class", "classes"))
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
@@ -65,13 +64,13 @@ func (o *Options) Validate() error {
 	if o.Name == "" {
 		return cmdutil.UsageErrorf("a name is required")
 	}
-	_, err := catalogcmd.ParseScope(o.Scope)
+	_, err := cmdutil.ParseScope(o.Scope)
 	return err
 }
 
 // Complete builds the reader and finds the namespaces.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, err := catalogcmd.Namespace(f)
+	ns, err := f.UserNamespace()
 	if err != nil {
 		return err
 	}
@@ -117,7 +116,7 @@ func NewCmdDescribeBroker(f *cmdutil.Factory, runF func(*Options) error) *cobra.
 		# Describe broker acme
 		kubectl catalog describe broker acme`, []string{"brokers", "brk"}, runF, (*Options).RunBroker)
 	cmd.ValidArgsFunction = complete.First(complete.Brokers(f))
-	catalogcmd.AddScopeFlag(cmd, &o.Scope)
+	cmdutil.AddScopeFlag(cmd, &o.Scope)
 	return cmd
 }
 
@@ -147,7 +146,7 @@ func timeOrNever(t interface{ IsZero() bool }, s string) string {
 
 // RunBroker describes a broker.
 func (o *Options) RunBroker(ctx context.Context) error {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
+	scope, _ := cmdutil.ParseScope(o.Scope)
 	b, err := o.Reader.FindBroker(ctx, o.CatalogNamespace, o.Namespace, o.Name, scope)
 	if err != nil {
 		return err
@@ -208,8 +207,8 @@ func BrokerView(w io.Writer, b *v1alpha1.Broker, classes []*v1alpha1.ServiceClas
 	if r := b.Status.Retry; r != nil && r.NextRetryAt != nil {
 		k.line("Next retry", fmt.Sprintf("%s (attempt %d failed: %s)", r.NextRetryAt.UTC().Format(time.RFC3339), r.Attempts, r.Reason))
 	}
-	k.line("Offered", fmt.Sprintf("%s, %s", catalogcmd.Plural(int(b.Status.ClassCount), "class", "classes"),
-		catalogcmd.Plural(int(b.Status.PlanCount), "plan", "plans")))
+	k.line("Offered", fmt.Sprintf("%s, %s", printers.Plural(int(b.Status.ClassCount), "class", "classes"),
+		printers.Plural(int(b.Status.PlanCount), "plan", "plans")))
 	if len(classes) == 0 {
 		fmt.Fprintln(w, "Classes:           <none>")
 		return nil

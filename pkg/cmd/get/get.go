@@ -17,7 +17,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
@@ -84,7 +83,7 @@ func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 	if err := o.List.Validate(); err != nil {
 		return err
 	}
-	ns, err := catalogcmd.Namespace(f)
+	ns, err := f.UserNamespace()
 	if err != nil {
 		return err
 	}
@@ -214,7 +213,7 @@ func notFound(kind, name string, known []string) error {
 	if s := marketplace.Suggest(name, known); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", s[0])
 	}
-	return &catalogcmd.NotFoundError{Msg: msg}
+	return &catalog.NotFoundError{Msg: msg}
 }
 
 // lookupNamespace is the namespace names are looked up from, "" for every namespace.

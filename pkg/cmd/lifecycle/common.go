@@ -4,7 +4,6 @@
 package lifecycle
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -39,23 +38,6 @@ func (w *WaitFlags) Validate() error {
 		return cmdutil.UsageErrorf("--interval must be positive, not %s", w.Interval)
 	}
 	return nil
-}
-
-// Drive runs the engine on one instance: until it settles with --wait, else for as long
-// as there is work to do at once (catalog.Engine.FollowInstance), showing progress (a
-// live line on a terminal, a line per change otherwise).
-func Drive(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, namespace, name, verb string, w WaitFlags) (catalog.Result, error) {
-	p := NewProgress(streams)
-	defer p.Done()
-	return eng.FollowInstance(ctx, namespace, name, verb, nil, w.Follow(p))
-}
-
-// DriveCreated is Drive for the instance the command has just created, as the create
-// returned it: the engine starts from it rather than reading it again.
-func DriveCreated(ctx context.Context, streams cmdutil.IOStreams, eng *catalog.Engine, created *v1alpha1.ServiceInstance, verb string, w WaitFlags) (catalog.Result, error) {
-	p := NewProgress(streams)
-	defer p.Done()
-	return eng.FollowInstance(ctx, created.Namespace, created.Name, verb, created, w.Follow(p))
 }
 
 // Follow is how an engine operation follows its record for these flags, reporting to p

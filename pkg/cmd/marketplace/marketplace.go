@@ -13,7 +13,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -109,7 +108,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err := o.List.Validate(); err != nil {
 		return err
 	}
-	ns, err := catalogcmd.Namespace(f)
+	ns, err := f.UserNamespace()
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/migrate"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -159,7 +158,7 @@ func (o *Options) Validate() error {
 // Complete builds the clients.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	if !o.AllNamespaces {
-		ns, err := catalogcmd.Namespace(f)
+		ns, err := f.UserNamespace()
 		if err != nil {
 			return err
 		}
@@ -235,7 +234,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if needs > 0 {
 		fmt.Fprintf(o.Streams.ErrOut, "%s need a person (see REASON); the rest is done. Fix them, then run this again.\n",
-			catalogcmd.Plural(needs, "object", "objects"))
+			printers.Plural(needs, "object", "objects"))
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
@@ -153,7 +152,7 @@ func (o *Options) Validate() error {
 	if (o.CAFile != "" || o.InsecureSkipTLSVerify) && strings.HasPrefix(strings.ToLower(o.URL), "http://") {
 		return cmdutil.UsageErrorf("--ca-file and --broker-insecure-skip-tls-verify only apply to an https URL, and %q is http", o.URL)
 	}
-	if _, err := catalogcmd.ParseScope(o.Scope); err != nil || o.Scope == "" {
+	if _, err := cmdutil.ParseScope(o.Scope); err != nil || o.Scope == "" {
 		return cmdutil.UsageErrorf("--scope must be cluster or namespace, not %q", o.Scope)
 	}
 	if o.BrokerTimeout <= 0 {
@@ -192,8 +191,8 @@ func (o *Options) restrictions() *v1alpha1.CatalogRestrictions {
 // Complete reads the CA file and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	// A cluster-scoped broker is recorded in the catalog namespace, whatever the user's.
-	if scope, _ := catalogcmd.ParseScope(o.Scope); scope == v1alpha1.ScopeNamespace {
-		ns, err := catalogcmd.Namespace(f)
+	if scope, _ := cmdutil.ParseScope(o.Scope); scope == v1alpha1.ScopeNamespace {
+		ns, err := f.UserNamespace()
 		if err != nil {
 			return err
 		}
@@ -219,7 +218,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Request is what the options ask the engine for.
 func (o *Options) Request() catalog.RegisterBrokerRequest {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
+	scope, _ := cmdutil.ParseScope(o.Scope)
 	return catalog.RegisterBrokerRequest{
 		Name: o.Name, URL: o.URL, Scope: scope, Namespace: o.Namespace,
 		BasicAuthSecret: o.BasicAuthSecret, BearerTokenSecret: o.BearerTokenSecret,
@@ -245,7 +244,7 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q registered: %s and %s offered\n", b.Name,
-		catalogcmd.Plural(res.Catalog.Classes, "class", "classes"), catalogcmd.Plural(res.Catalog.Plans, "plan", "plans"))
+		printers.Plural(res.Catalog.Classes, "class", "classes"), printers.Plural(res.Catalog.Plans, "plan", "plans"))
 	return nil
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/catalogcmd"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var syncBrokerLong = cmdutil.LongDesc(`
@@ -88,7 +88,7 @@ func NewCmdSyncBroker(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobr
 			return o.Run(cmd.Context())
 		},
 	}
-	catalogcmd.AddScopeFlag(cmd, &o.Scope)
+	cmdutil.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for the broker's answer.")
 	return cmd
 }
@@ -101,13 +101,13 @@ func (o *BrokerOptions) Validate() error {
 	if o.BrokerTimeout <= 0 {
 		return cmdutil.UsageErrorf("--broker-timeout must be positive")
 	}
-	_, err := catalogcmd.ParseScope(o.Scope)
+	_, err := cmdutil.ParseScope(o.Scope)
 	return err
 }
 
 // Complete finds the namespace and builds the engine.
 func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
-	ns, err := catalogcmd.Namespace(f)
+	ns, err := f.UserNamespace()
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
 
 // Request is what the options ask the engine for.
 func (o *BrokerOptions) Request() catalog.SyncBrokerRequest {
-	scope, _ := catalogcmd.ParseScope(o.Scope)
+	scope, _ := cmdutil.ParseScope(o.Scope)
 	return catalog.SyncBrokerRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace,
 		Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
 }
@@ -137,7 +137,7 @@ func (o *BrokerOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q synced: %s and %s offered; %s\n", b.Name,
-		catalogcmd.Plural(res.Classes, "class", "classes"), catalogcmd.Plural(res.Plans, "plan", "plans"), Summary(res))
+		printers.Plural(res.Classes, "class", "classes"), printers.Plural(res.Plans, "plan", "plans"), Summary(res))
 	if len(res.Kept) > 0 {
 		fmt.Fprintf(o.Streams.Out, "kept while instances use them (removed from the broker): %s\n", strings.Join(res.Kept, ", "))
 	}
@@ -152,7 +152,7 @@ func Summary(r *catalogsync.Result) string {
 	var parts []string
 	add := func(n int, one, many string) {
 		if n > 0 {
-			parts = append(parts, catalogcmd.Plural(n, one, many))
+			parts = append(parts, printers.Plural(n, one, many))
 		}
 	}
 	add(r.ClassesAdded, "class added", "classes added")
