@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -55,11 +55,11 @@ func (d *DryRunStrategy) Type() string { return "string" }
 func (d DryRunStrategy) Enabled() bool { return d == DryRunClient || d == DryRunServer }
 
 // Engine is the strategy as the engine's operations take it.
-func (d DryRunStrategy) Engine() catalog.DryRun {
+func (d DryRunStrategy) Engine() engine.DryRun {
 	if d == "" {
-		return catalog.DryRunNone
+		return engine.DryRunNone
 	}
-	return catalog.DryRun(d)
+	return engine.DryRun(d)
 }
 
 // Context returns ctx marked for the strategy: with DryRunServer, the record

@@ -8,10 +8,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/kube"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -26,7 +26,7 @@ type EngineOptions struct {
 	// TestKnobs applies the clock skew, retry backoff and claim TTL test knobs
 	// (reconcile only).
 	TestKnobs bool
-	// TargetCacheTTL is catalog.Config.TargetCacheTTL (reconcile only).
+	// TargetCacheTTL is engine.Config.TargetCacheTTL (reconcile only).
 	TargetCacheTTL time.Duration
 	// CatalogTimeout, when positive, is the per-request timeout of the catalog syncer's
 	// broker calls (the --broker-timeout of register, sync broker and migrate svcat);
@@ -36,9 +36,9 @@ type EngineOptions struct {
 
 // Engine is an engine with the store and catalog syncer it was built on.
 type Engine struct {
-	*catalog.Engine
+	*engine.Engine
 	Store *store.Store
-	// Syncer is the engine's catalog syncer (catalog.Config.Catalogs), the one every
+	// Syncer is the engine's catalog syncer (engine.Config.Catalogs), the one every
 	// catalog fetch uses: it refuses the brokers the engine's CheckBroker refuses.
 	Syncer *catalogsync.Syncer
 	// Now is the clock of the engine and the store.
@@ -66,11 +66,11 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := catalog.Config{
-		Platform: catalog.NewKubePlatformAs(core, f.CatalogNamespace, f.ClusterUser(core)), Holder: o.Holder,
+	cfg := engine.Config{
+		Platform: engine.NewKubePlatformAs(core, f.CatalogNamespace, f.ClusterUser(core)), Holder: o.Holder,
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
 		Projector:  kube.WorkloadProjector{P: &projection.Projector{Client: core}},
-		Authorizer: catalog.KubeAuthorizer{Core: core},
+		Authorizer: engine.KubeAuthorizer{Core: core},
 		Trust:      kube.ClusterTrust{Core: core, CatalogNamespace: f.CatalogNamespace},
 	}
 	now := f.Now
@@ -78,9 +78,9 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 		now = applyTestKnobs(knobs, now, &cfg)
 	}
 	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
-	var engine *catalog.Engine
+	var eng *engine.Engine
 	syncer, err := f.catalogSyncer(st, core, clients, o.CatalogTimeout, now, func(ctx context.Context, b *v1alpha1.Broker) error {
-		return engine.CheckBroker(ctx, b)
+		return eng.CheckBroker(ctx, b)
 	})
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	}
 	if p := knobs.PauseAt; p != "" {
 		errOut := f.ErrOut
-		cfg.Hook = func(ctx context.Context, point catalog.HookPoint, op *v1alpha1.Operation) {
+		cfg.Hook = func(ctx context.Context, point engine.HookPoint, op *v1alpha1.Operation) {
 			if string(point) != p {
 				return
 			}
@@ -102,8 +102,8 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	}
 	cfg.Events = kube.EventRecorder(core, o.Holder)
 	f.addEventRecorder(cfg.Events)
-	engine = catalog.New(cfg)
-	return &Engine{Engine: engine, Store: st, Syncer: syncer, Now: now}, nil
+	eng = engine.New(cfg)
+	return &Engine{Engine: eng, Store: st, Syncer: syncer, Now: now}, nil
 }
 
 // catalogSyncer builds the engine's catalog syncer on its store: it calls brokers with
@@ -121,7 +121,7 @@ func (f *Factory) catalogSyncer(st *store.Store, core kubernetes.Interface, clie
 }
 
 // applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.
-func applyTestKnobs(k TestKnobs, now func() time.Time, cfg *catalog.Config) func() time.Time {
+func applyTestKnobs(k TestKnobs, now func() time.Time, cfg *engine.Config) func() time.Time {
 	if k.ClockSkew != 0 {
 		wall := now
 		now = func() time.Time { return wall().Add(k.ClockSkew) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // Exit codes of kubectl-catalog. They are part of the command-line contract:
@@ -37,7 +37,7 @@ func UsageErrorf(format string, args ...any) error {
 // TimeoutError reports that --wait ran out of time. The operation itself goes
 // on; Hint tells the user how to pick it up again. It exits with ExitTimeout. It is the
 // engine's error, so an operation's timeout needs no translation.
-type TimeoutError = catalog.TimeoutError
+type TimeoutError = engine.TimeoutError
 
 // SilentError carries an exit code for a failure that has already been
 // reported to the user, so nothing more is printed.

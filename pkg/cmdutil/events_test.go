@@ -9,7 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -23,13 +23,13 @@ func TestFactory_FlushEvents_WritesTheRepeatsTheEnginesRecorderHeldBack(t *testi
 	f.Getenv = func(string) string { return "" }
 	_, err := f.Engine(EngineOptions{})
 	assert.NilError(t, err)
-	assert.Assert(t, is.Len(f.events, 1), "the engine's recorder is kept for FlushEvents")
-	agg, ok := f.events[0].(*catalog.Aggregator)
+	assert.Assert(t, is.Len(f.events, 1), "the eng's recorder is kept for FlushEvents")
+	agg, ok := f.events[0].(*engine.Aggregator)
 	assert.Assert(t, ok, "%T", f.events[0])
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	agg.Now = func() time.Time { return now }
 	ctx := context.Background()
-	ev := catalog.NewEvent(storetest.UserNamespace, "catalog-instance.db", catalog.EventWarning, "ProvisionFailed", "Provision", "the broker answered 500")
+	ev := engine.NewEvent(storetest.UserNamespace, "catalog-instance.db", engine.EventWarning, "ProvisionFailed", "Provision", "the broker answered 500")
 	count := func() int32 {
 		t.Helper()
 		list, err := c.Core.EventsV1().Events(storetest.UserNamespace).List(ctx, metav1.ListOptions{})

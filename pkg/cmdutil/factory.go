@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -110,11 +110,11 @@ type Factory struct {
 
 	// events are the Event recorders of the engines built, for FlushEvents.
 	eventsMu sync.Mutex
-	events   []catalog.EventRecorder
+	events   []engine.EventRecorder
 }
 
 // FlushEvents writes what the Event recorders of the engines the factory built hold
-// back (catalog.Aggregator.Flush: the repeats of the last interval), so that the
+// back (engine.Aggregator.Flush: the repeats of the last interval), so that the
 // Events count every retry the command made. Execute calls it once the command is
 // done; it waits for the API server at most a few seconds.
 func (f *Factory) FlushEvents(ctx context.Context) {
@@ -134,7 +134,7 @@ func (f *Factory) FlushEvents(ctx context.Context) {
 	}
 }
 
-func (f *Factory) addEventRecorder(r catalog.EventRecorder) {
+func (f *Factory) addEventRecorder(r engine.EventRecorder) {
 	f.eventsMu.Lock()
 	defer f.eventsMu.Unlock()
 	f.events = append(f.events, r)
@@ -277,12 +277,12 @@ func (f *Factory) Store() (*store.Store, error) {
 
 // Reader reads the catalog's records on the cluster of the current context; it cannot
 // write them (a command changes a record through one of the engine's operations).
-func (f *Factory) Reader() (*catalog.Reader, error) {
+func (f *Factory) Reader() (*engine.Reader, error) {
 	st, err := f.Store()
 	if err != nil {
 		return nil, err
 	}
-	return catalog.NewReader(st), nil
+	return engine.NewReader(st), nil
 }
 
 // StoreOptions are the options of every store the commands use: records are written as

@@ -11,7 +11,7 @@ import (
 // out by Factory.TestKnobs. They exist only for the end-to-end tests; none is a user
 // setting.
 const (
-	// TestPauseEnv, when set to a catalog.HookPoint ("before-broker-call",
+	// TestPauseEnv, when set to a engine.HookPoint ("before-broker-call",
 	// "after-broker-call"), makes the CLI print a line naming the point to stderr and stop
 	// there until it is killed: the kill-the-CLI end-to-end tests SIGKILL the process at
 	// each point and check that the record is finished later.

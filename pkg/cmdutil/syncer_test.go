@@ -15,9 +15,9 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -65,11 +65,11 @@ func TestEngine_NoCatalogFetchCallsABrokerTheTrustCheckRefuses(t *testing.T) {
 				return err
 			},
 			"Syncer.Sync with the user's own rights of a cluster broker outside the catalog namespace": func() error {
-				_, err := e.Syncer.Sync(catalog.WithRunnersRights(ctx), read("rogue"))
+				_, err := e.Syncer.Sync(engine.WithRunnersRights(ctx), read("rogue"))
 				return err
 			},
 			"SyncBroker of a cluster broker outside the catalog namespace": func() error {
-				_, err := e.SyncBroker(ctx, catalog.SyncBrokerRequest{Name: "rogue", Namespace: "dev"})
+				_, err := e.SyncBroker(ctx, engine.SyncBrokerRequest{Name: "rogue", Namespace: "dev"})
 				return err
 			},
 			"Syncer.Sync of a namespace broker with credentials and no verified author": func() error {

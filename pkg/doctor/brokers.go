@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -20,7 +20,7 @@ func Brokers(ctx context.Context, c *Config) []Finding {
 	var brokers []*v1alpha1.Broker
 	unreadable := 0
 	for _, ns := range c.namespaces() {
-		list, err := c.Records.Brokers().List(ctx, ns, catalog.Filter{})
+		list, err := c.Records.Brokers().List(ctx, ns, engine.Filter{})
 		if err != nil {
 			bad, ok := unreadableRecords(err)
 			if !ok {
@@ -52,7 +52,7 @@ func unreadableRecords(err error) (fs []Finding, ok bool) {
 	}
 	for _, e := range errs {
 		var se *store.Error
-		if !catalog.IsCorrupt(e) || !errors.As(e, &se) {
+		if !engine.IsCorrupt(e) || !errors.As(e, &se) {
 			return nil, false
 		}
 		fs = append(fs, Finding{Object: "record " + se.Namespace + "/" + noun(se.Kind) + "/" + se.Name, Severity: Warn,
@@ -94,9 +94,9 @@ func Broker(ctx context.Context, c *Config, b *v1alpha1.Broker) Finding {
 func notCalled(f Finding, b *v1alpha1.Broker, err error) Finding {
 	f.Severity = Fail
 	f.Detail = "not called: " + err.Error()
-	if r, ok := catalog.AsRefused(err); ok {
+	if r, ok := engine.AsRefused(err); ok {
 		f.Detail = fmt.Sprintf("refused: %s: %s", r.Reason, oneLine(r.Message))
-		if r.Reason == catalog.ReasonRefusedAuthorUnverified {
+		if r.Reason == engine.ReasonRefusedAuthorUnverified {
 			// Not a forgery as far as anyone can tell: nobody can tell.
 			f.Severity = Warn
 			f.Fix = fmt.Sprintf(`not called, since its author cannot be verified: install the trust policy ("kubectl catalog reconcile install"), or check it yourself with "kubectl catalog sync broker %s -n %s"`, b.Name, b.Namespace)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // Severity says how bad a finding is.
@@ -53,9 +53,9 @@ const (
 )
 
 // Prober tells whether a broker answers, and whether the engine would call it at all:
-// *catalog.Engine is one.
+// *engine.Engine is one.
 type Prober interface {
-	ProbeBroker(ctx context.Context, b *v1alpha1.Broker) catalog.BrokerProbe
+	ProbeBroker(ctx context.Context, b *v1alpha1.Broker) engine.BrokerProbe
 }
 
 // Config is what the checks look at.
@@ -74,7 +74,7 @@ type Config struct {
 	// reconcile workloads and Leases, the namespaces, the trust policy.
 	Core kubernetes.Interface
 	// Records reads the catalog's records.
-	Records *catalog.Reader
+	Records *engine.Reader
 	// Brokers probes the brokers: the engine.
 	Brokers Prober
 	// Unreachable says why the API server could not be reached, for the cluster

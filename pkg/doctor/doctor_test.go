@@ -27,10 +27,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -48,7 +48,7 @@ const (
 type fixture struct {
 	cluster *storetest.Cluster
 	st      *store.Store
-	engine  *catalog.Engine
+	eng     *engine.Engine
 	denied  map[string]bool
 	now     time.Time
 }
@@ -57,7 +57,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	fx := &fixture{cluster: storetest.NewCluster(objs...), denied: map[string]bool{}, now: time.Now()}
 	fx.st = fx.cluster.Store()
-	fx.engine = catalog.New(catalog.Config{Store: fx.st, CatalogNamespace: catalogNS,
+	fx.eng = engine.New(engine.Config{Store: fx.st, CatalogNamespace: catalogNS,
 		Brokers: brokerclient.New(fx.cluster.Core, brokerclient.WithTimeout(5*time.Second))})
 	fx.cluster.Core.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		sar := a.(clienttesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
@@ -77,7 +77,7 @@ func (fx *fixture) config() *Config {
 	return &Config{
 		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,
 		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
-		Core: fx.cluster.Core, Records: catalog.NewReader(fx.st), Brokers: fx.engine,
+		Core: fx.cluster.Core, Records: engine.NewReader(fx.st), Brokers: fx.eng,
 		Now: func() time.Time { return fx.now },
 	}
 }
@@ -217,9 +217,9 @@ type refusingProber struct {
 	checked []string
 }
 
-func (p *refusingProber) ProbeBroker(_ context.Context, b *v1alpha1.Broker) catalog.BrokerProbe {
+func (p *refusingProber) ProbeBroker(_ context.Context, b *v1alpha1.Broker) engine.BrokerProbe {
 	p.checked = append(p.checked, b.Namespace+"/"+b.Name)
-	return catalog.BrokerProbe{NotCalled: p.err}
+	return engine.BrokerProbe{NotCalled: p.err}
 }
 
 // A broker record the engine refuses (written by someone who may not read the Secret it
@@ -235,11 +235,11 @@ func TestBroker_TheEngineRefuses(t *testing.T) {
 		detail   string
 		fix      string
 	}{
-		{name: "not authorized", err: &catalog.RefusedError{Reason: catalog.ReasonRefusedNotAuthorized,
+		{name: "not authorized", err: &engine.RefusedError{Reason: engine.ReasonRefusedNotAuthorized,
 			Message: `broker "forged": refused to get Secret "hidden": the record's author "alice" may not`},
 			severity: Fail, detail: `refused: RefusedNotAuthorized: broker "forged": refused to get Secret "hidden": the record's author "alice" may not`,
 			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
-		{name: "author unverified", err: &catalog.RefusedError{Reason: catalog.ReasonRefusedAuthorUnverified, Message: "no author\n  known"},
+		{name: "author unverified", err: &engine.RefusedError{Reason: engine.ReasonRefusedAuthorUnverified, Message: "no author\n  known"},
 			severity: Warn, detail: "refused: RefusedAuthorUnverified: no author known",
 			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog reconcile install"), or check it yourself with "kubectl catalog sync broker forged -n dev"`},
 		{name: "cannot check", err: errors.New("the API server is gone"), severity: Fail, detail: "not called: the API server is gone",
@@ -554,7 +554,7 @@ func TestRecords_TerminatingNamespace_NamesTheKeptBrokerAtOnce(t *testing.T) {
 func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
 	fx := newFixture(t)
 	c := fx.config()
-	c.Records = catalog.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
+	c.Records = engine.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
 	fs := Records(context.Background(), c)
 	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
 }

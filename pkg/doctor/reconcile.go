@@ -13,8 +13,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 )
 
 // Reconcile reports each workload "reconcile install" made in the reconcile namespace

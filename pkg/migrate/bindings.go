@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -135,7 +135,7 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 			SecretName: secretName, SecretTransforms: tr,
 		},
 	}
-	if _, err := m.cfg.Engine.AdoptBinding(ctx, catalog.BindingAdoption{Record: rec, PreviousOwners: []types.UID{u.GetUID()}}); err != nil {
+	if _, err := m.cfg.Engine.AdoptBinding(ctx, engine.BindingAdoption{Record: rec, PreviousOwners: []types.UID{u.GetUID()}}); err != nil {
 		return skipped(true, "%v", err)
 	}
 	m.wrote()

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -122,7 +122,7 @@ func (m *Migrator) broker(ctx context.Context, o Options, u *unstructured.Unstru
 		// A run interrupted after the record was written: finish what register does.
 		_ = m.cfg.Store.ProtectBrokerSecret(ctx, existing)
 		// On the user's own command, as register's fetch is.
-		if _, err := m.cfg.Syncer.Sync(catalog.WithRunnersRights(ctx), existing); err != nil {
+		if _, err := m.cfg.Syncer.Sync(engine.WithRunnersRights(ctx), existing); err != nil {
 			return skipped(true, "its catalog cannot be fetched: %v; fix the cause, then run this again", err)
 		}
 		return Outcome{Result: ResultMigrated, Reason: "catalog fetched", clean: true}

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -305,7 +305,7 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		// The broker may hold the instance: what svcat was deleting is deleted.
 		provisioned = true
 	}
-	var inFlight *catalog.AdoptedOperation
+	var inFlight *engine.AdoptedOperation
 	if cur := str(u, "status", "currentOperation"); cur != "" {
 		async, _, _ := unstructured.NestedBool(u.Object, "status", "asyncOpInProgress")
 		if !async {
@@ -322,7 +322,7 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		default:
 			return skipped(true, "its status.currentOperation %q is not one svcat knew", cur)
 		}
-		inFlight = &catalog.AdoptedOperation{Type: t, OperationKey: str(u, "status", "lastOperation")}
+		inFlight = &engine.AdoptedOperation{Type: t, OperationKey: str(u, "status", "lastOperation")}
 		if ts := str(u, "status", "operationStartTime"); ts != "" {
 			if st, err := time.Parse(time.RFC3339, ts); err == nil {
 				inFlight.StartedAt = st
@@ -359,7 +359,7 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 			Parameters: params, ParametersFrom: from2, ExternalID: id,
 		},
 	}
-	a := catalog.InstanceAdoption{Record: rec, Class: r.class, InFlight: inFlight, DashboardURL: str(u, "status", "dashboardURL")}
+	a := engine.InstanceAdoption{Record: rec, Class: r.class, InFlight: inFlight, DashboardURL: str(u, "status", "dashboardURL")}
 	if provisioned {
 		a.HeldPlanID = heldPlanID(u)
 		if a.HeldPlanID == "" {
@@ -401,7 +401,7 @@ func orphanMitigation(u *unstructured.Unstructured) bool {
 	return u.GetDeletionTimestamp() == nil && str(u, "status", "currentOperation") == "Deprovision"
 }
 
-func describeInstance(a catalog.InstanceAdoption, deleting, mitigating bool) string {
+func describeInstance(a engine.InstanceAdoption, deleting, mitigating bool) string {
 	var parts []string
 	if mitigating {
 		parts = append(parts, "svcat's orphan mitigation goes on")

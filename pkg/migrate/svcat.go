@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -92,7 +92,7 @@ type Config struct {
 	// Syncer records brokers and fetches their catalogs: the engine's
 	// (cmdutil.Engine.Syncer), which refuses the brokers the engine does not trust.
 	Syncer *catalogsync.Syncer
-	Engine *catalog.Engine
+	Engine *engine.Engine
 	// CatalogNamespace holds cluster-scoped brokers.
 	CatalogNamespace string
 	// ErrOut gets progress lines.

@@ -19,9 +19,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -94,11 +94,11 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	disco := f.cluster.Core.Discovery().(*fakediscovery.FakeDiscovery)
 	disco.Resources = []*metav1.APIResourceList{{GroupVersion: GroupVersion, APIResources: []metav1.APIResource{{Name: "serviceinstances", Kind: "ServiceInstance", Namespaced: true}}}}
 	clients := brokerclient.New(f.cluster.Core)
-	var eng *catalog.Engine
+	var eng *engine.Engine
 	syncer := catalogsync.New(f.st, clients, catalogsync.WithCore(f.cluster.Core), catalogsync.WithBrokerCheck(func(ctx context.Context, b *v1alpha1.Broker) error {
 		return eng.CheckBroker(ctx, b)
 	}))
-	eng = catalog.New(catalog.Config{Store: f.st, Brokers: clients, Platform: catalog.StaticPlatform{Cluster: "c"}, CatalogNamespace: catNS, Catalogs: syncer})
+	eng = engine.New(engine.Config{Store: f.st, Brokers: clients, Platform: engine.StaticPlatform{Cluster: "c"}, CatalogNamespace: catNS, Catalogs: syncer})
 	f.m = New(Config{Dynamic: f.dyn, Discovery: disco, Core: f.cluster.Core, Store: f.st, Syncer: syncer, Engine: eng, CatalogNamespace: catNS})
 	return f
 }
@@ -351,9 +351,9 @@ func TestRun_OrphanMitigationGoesOnAsAPendingDeprovision(t *testing.T) {
 	assert.DeepEqual(t, configMapVersions(t, f), before)
 
 	// The deprovision is sent under the original id and finishes.
-	res, err := f.m.cfg.Engine.DriveInstance(ctx, ns, "flagged", catalog.DriveOptions{})
+	res, err := f.m.cfg.Engine.DriveInstance(ctx, ns, "flagged", engine.DriveOptions{})
 	assert.NilError(t, err)
-	assert.Equal(t, res.State, catalog.StateDeleted, res.Message)
+	assert.Equal(t, res.State, engine.StateDeleted, res.Message)
 	var ids []string
 	for _, r := range f.b.RequestsFor(broker.OpDeprovision) {
 		ids = append(ids, r.InstanceID)

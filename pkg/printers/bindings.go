@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -54,7 +54,7 @@ func BindingStatus(b *v1alpha1.ServiceBinding, now time.Time) string {
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != "True" && c.Reason != "" {
 		phase += " (" + c.Reason + ")"
 	}
-	if catalog.RotationDue(b, now) && b.DeletionTimestamp == nil {
+	if engine.RotationDue(b, now) && b.DeletionTimestamp == nil {
 		phase += ", rotation due"
 	}
 	return phase

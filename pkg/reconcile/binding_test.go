@@ -13,7 +13,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -33,7 +33,7 @@ func (f *fixture) bindAnswers(password string, renewBefore time.Time) {
 // bound yet).
 func (f *fixture) binding(name string) {
 	f.t.Helper()
-	_, err := f.st.Bindings().Create(context.Background(), catalog.NewBinding(catalog.BindingIntent{
+	_, err := f.st.Bindings().Create(context.Background(), engine.NewBinding(engine.BindingIntent{
 		Namespace: ns, Name: name, Instance: "db", SecretName: name + "-creds",
 	}))
 	assert.NilError(f.t, err)
@@ -177,7 +177,7 @@ func TestRun_RotationDue(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, after.CurrentExternalID() != before.CurrentExternalID())
 	assert.DeepEqual(t, after.Spec, before.Spec) // a scheduled rotation writes the status only
-	assert.Assert(t, !catalog.RotationDue(after, f.now))
+	assert.Assert(t, !engine.RotationDue(after, f.now))
 
 	// Nothing due any more.
 	sum = f.run(Options{RotateDue: true})

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -84,9 +84,9 @@ func TestRun_Observer_HearsEachRecordQueuedStepsWaitsAndFinish(t *testing.T) {
 	assert.Equal(t, f.item(sum, "db").Outcome, Done)
 	assert.DeepEqual(t, rec.of("db"), []string{
 		"queued",
-		"step " + catalog.NextProvision, "scheduled",
-		"step " + catalog.NextPoll, "scheduled",
-		"step " + catalog.NextPoll,
+		"step " + engine.NextProvision, "scheduled",
+		"step " + engine.NextPoll, "scheduled",
+		"step " + engine.NextPoll,
 		"finished done",
 	})
 	// A record someone else holds is never stepped: queued and finished.
@@ -133,7 +133,7 @@ func TestRun_RetryHorizon_EndsTheRunInsteadOfWaitingForALaterRetry(t *testing.T)
 	assert.Assert(t, !claimed, "the run released its claim")
 	events := rec.of("db")
 	assert.Equal(t, events[0], "queued")
-	assert.Equal(t, events[1], "step "+catalog.NextProvision)
+	assert.Equal(t, events[1], "step "+engine.NextProvision)
 	assert.Equal(t, events[len(events)-1], "finished waiting")
 	assert.Equal(t, len(events), 2+2*it.Steps-1, "%q: a step, then a wait, but none after the last", events)
 
@@ -147,7 +147,7 @@ func TestRun_RetryNotDue_SaysAttemptAndLastError(t *testing.T) {
 	next := f.now.Add(time.Hour)
 	nextAt := metav1.NewTime(next)
 	_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
-		i.Status.Retry = &v1alpha1.RetryState{Attempts: 4, Reason: catalog.ReasonProvisionCallFailed, LastError: "broker said 500", NextRetryAt: &nextAt}
+		i.Status.Retry = &v1alpha1.RetryState{Attempts: 4, Reason: engine.ReasonProvisionCallFailed, LastError: "broker said 500", NextRetryAt: &nextAt}
 		return nil
 	})
 	assert.NilError(t, err)
@@ -156,7 +156,7 @@ func TestRun_RetryNotDue_SaysAttemptAndLastError(t *testing.T) {
 
 	it := f.item(sum, "db")
 	assert.Equal(t, it.Outcome, Waiting)
-	assert.Equal(t, it.Detail, catalog.ReasonProvisionCallFailed+" (attempt 4): broker said 500; next: "+catalog.NextProvision)
+	assert.Equal(t, it.Detail, engine.ReasonProvisionCallFailed+" (attempt 4): broker said 500; next: "+engine.NextProvision)
 	assert.Equal(t, it.OutcomeText(), "waiting until "+next.Format(time.RFC3339))
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
 }

@@ -1,6 +1,6 @@
 // Package reconcile finishes pending work: it finds records with work to do without
 // reading every record (store.ListPending), reads only those, and drives each with the
-// engine's own step (catalog.Engine.StepInstance for instances, StepBinding for
+// engine's own step (engine.Engine.StepInstance for instances, StepBinding for
 // bindings, catalogsync for brokers' catalogs) on a bounded pool of workers, within a
 // time budget. A record whose next step is due later (an asynchronous operation's next
 // poll, a retry) waits in a time-ordered queue, not on a worker. It is what "kubectl
@@ -23,8 +23,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -150,7 +150,7 @@ type Options struct {
 	// DryRun says what would be done, calling no broker and writing nothing.
 	DryRun bool
 	// RotateDue also rotates the credentials of bindings whose renew_before has
-	// passed (catalog.RotationDue), finding them by listing the bindings in full.
+	// passed (engine.RotationDue), finding them by listing the bindings in full.
 	// Without it, only bindings listed anyway (pending) are looked at, and a due
 	// rotation is reported, not done.
 	RotateDue bool
@@ -173,7 +173,7 @@ type Options struct {
 	// TrustUnverifiedAuthors says the user running reconcile by hand trusts the authors
 	// the run cannot verify (no trust policy): the run then acts with the user's own
 	// rights where a record's author cannot be verified, instead of refusing what needs
-	// the author's (see catalog.WithRunnersRights). Reconcile in the cluster never sets
+	// the author's (see engine.WithRunnersRights). Reconcile in the cluster never sets
 	// it.
 	TrustUnverifiedAuthors bool
 	// Group, when set, limits the run to this member's share of its shard group, as
@@ -202,7 +202,7 @@ func (o Options) Owns(namespace, name string) bool {
 }
 
 // TargetCacheTTL is how long reconcile's engine keeps a broker's record, client and
-// class between steps (catalog.Config.TargetCacheTTL): many records of one broker are
+// class between steps (engine.Config.TargetCacheTTL): many records of one broker are
 // polled with one read of them and one connection.
 const TargetCacheTTL = 5 * time.Second
 
@@ -210,7 +210,7 @@ const TargetCacheTTL = 5 * time.Second
 // long-running loop: a run keeps all its state to itself.
 type Reconciler struct {
 	Store  *store.Store
-	Engine *catalog.Engine
+	Engine *engine.Engine
 	// SyncBroker fetches a broker's catalog (catalogsync.Syncer.Sync); nil leaves
 	// brokers alone.
 	SyncBroker func(ctx context.Context, b *v1alpha1.Broker) error
@@ -232,7 +232,7 @@ type work struct {
 	kind, namespace, name string
 	broker                *v1alpha1.Broker // read already (brokers are listed in full)
 	// adopt: a namespace-scoped broker recorded without store.Finalizer, to be given it
-	// (catalog.Engine.AdoptBroker).
+	// (engine.Engine.AdoptBroker).
 	adopt bool
 	// rotate: a binding whose renew_before has passed, to be rotated (--rotate-due).
 	rotate bool
@@ -260,7 +260,7 @@ func (r *Reconciler) runClock() clock.WithDelayedExecution {
 // in the summary.
 func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	if o.TrustUnverifiedAuthors {
-		ctx = catalog.WithRunnersRights(ctx)
+		ctx = engine.WithRunnersRights(ctx)
 	}
 	clk := r.runClock()
 	start := clk.Now()
@@ -526,7 +526,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 		// An unreadable binding ConfigMap does not hide the others; if it has work, the
 		// pending list above shows it, and reading it fails visibly.
 		for _, b := range bindings {
-			if b.DeletionTimestamp != nil || !catalog.RotationDue(b, now) || !owns(b.Namespace, b.Name) {
+			if b.DeletionTimestamp != nil || !engine.RotationDue(b, now) || !owns(b.Namespace, b.Name) {
 				continue
 			}
 			w := work{kind: v1alpha1.KindServiceBinding, namespace: b.Namespace, name: b.Name, rotate: true}
@@ -619,7 +619,7 @@ func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bo
 			return it, false
 		case !dryRun:
 			adopted, err := r.Engine.AdoptBroker(ctx, b)
-			if rf, ok := catalog.AsRefused(err); ok {
+			if rf, ok := engine.AsRefused(err); ok {
 				// The catalog fetch that may be due is checked on its own: its refusal,
 				// if any, goes into the broker's status.
 				if adopted != nil {

@@ -16,7 +16,7 @@ import (
 	k8sclock "k8s.io/utils/clock"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -82,8 +82,8 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	poll := cmp.Or(o.pollInterval, time.Millisecond)
 	f.cluster.SetClock(clock)
 	f.st = f.cluster.Store(store.WithClock(clock))
-	eng := catalog.New(catalog.Config{
-		Store: f.st, Brokers: fixedClients{f.broker}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
+	eng := engine.New(engine.Config{
+		Store: f.st, Brokers: fixedClients{f.broker}, Platform: engine.StaticPlatform{Cluster: "c-1"},
 		CatalogNamespace: storetest.CatalogNamespace, Holder: "reconcile-test", Now: clock,
 		Jitter: func() float64 { return 0.5 }, PollInterval: poll, MaxPollInterval: poll,
 		RetryBase: o.retryBase,
@@ -208,7 +208,7 @@ func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
 				f.instance("db")
 				_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
 					next := metav1.NewTime(f.now.Add(time.Hour))
-					i.Status.Retry = &v1alpha1.RetryState{Attempts: 3, Reason: catalog.ReasonProvisionCallFailed, LastError: "boom", NextRetryAt: &next}
+					i.Status.Retry = &v1alpha1.RetryState{Attempts: 3, Reason: engine.ReasonProvisionCallFailed, LastError: "boom", NextRetryAt: &next}
 					return nil
 				})
 				assert.NilError(t, err)
@@ -457,7 +457,7 @@ func TestRun_AllNamespaces_RefusesACopiedOSBID(t *testing.T) {
 	assert.NilError(t, err)
 	found := false
 	for _, c := range copied.Status.Conditions {
-		found = found || c.Reason == catalog.ReasonRefusedIDInUse
+		found = found || c.Reason == engine.ReasonRefusedIDInUse
 	}
 	assert.Assert(t, found, "%+v", copied.Status.Conditions)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -19,9 +19,9 @@ type engineRecord interface {
 // only place where instances and bindings differ to the scheduler.
 type kindOps[T engineRecord] struct {
 	get     func(ctx context.Context, namespace, name string) (T, error)
-	next    func(T) catalog.NextStep
-	step    func(context.Context, T) (catalog.Result, error)
-	stored  func(catalog.Result) (T, bool)
+	next    func(T) engine.NextStep
+	step    func(context.Context, T) (engine.Result, error)
+	stored  func(engine.Result) (T, bool)
 	release func(context.Context, T) error
 	// remedy is what a person does about a terminal failure.
 	remedy string
@@ -32,7 +32,7 @@ func (r *Reconciler) instanceOps() *kindOps[*v1alpha1.ServiceInstance] {
 		get:  r.Store.Instances().Get,
 		next: r.Engine.NextStep,
 		step: r.Engine.StepInstance,
-		stored: func(res catalog.Result) (*v1alpha1.ServiceInstance, bool) {
+		stored: func(res engine.Result) (*v1alpha1.ServiceInstance, bool) {
 			return res.Instance, res.Instance != nil
 		},
 		release: r.Engine.Release,
@@ -45,7 +45,7 @@ func (r *Reconciler) bindingOps() *kindOps[*v1alpha1.ServiceBinding] {
 		get:  r.Store.Bindings().Get,
 		next: r.Engine.NextBindingStep,
 		step: r.Engine.StepBinding,
-		stored: func(res catalog.Result) (*v1alpha1.ServiceBinding, bool) {
+		stored: func(res engine.Result) (*v1alpha1.ServiceBinding, bool) {
 			return res.Binding, res.Binding != nil
 		},
 		release: r.Engine.ReleaseBinding,
@@ -61,9 +61,9 @@ type record interface {
 	read(ctx context.Context) (bool, error)
 	// loaded reports whether a copy was read or stored.
 	loaded() bool
-	next() catalog.NextStep
+	next() engine.NextStep
 	// step takes one engine step and keeps the record the step stored.
-	step(ctx context.Context) (catalog.Result, error)
+	step(ctx context.Context) (engine.Result, error)
 	// release drops this run's claim on the record (nothing when it holds none).
 	release(ctx context.Context) error
 	object() engineRecord
@@ -100,9 +100,9 @@ func (t *typed[T]) read(ctx context.Context) (bool, error) {
 
 func (t *typed[T]) loaded() bool { return t.ok }
 
-func (t *typed[T]) next() catalog.NextStep { return t.ops.next(t.cur) }
+func (t *typed[T]) next() engine.NextStep { return t.ops.next(t.cur) }
 
-func (t *typed[T]) step(ctx context.Context) (catalog.Result, error) {
+func (t *typed[T]) step(ctx context.Context) (engine.Result, error) {
 	res, err := t.ops.step(ctx, t.cur)
 	if x, ok := t.ops.stored(res); ok {
 		t.cur = x

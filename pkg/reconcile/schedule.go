@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -63,7 +63,7 @@ type task struct {
 	// done: the record's item is final.
 	done      bool
 	immediate int
-	last      catalog.Result
+	last      engine.Result
 	// rotationBlocked: a rotation was due but an operation was in flight.
 	rotationBlocked bool
 	// more is work this visit found: the bindings an instance's deletion waits for.
@@ -356,13 +356,13 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		return
 	}
 	switch res.State {
-	case catalog.StateSettled:
+	case engine.StateSettled:
 		r.finish(ctx, t, r.settled(t, o))
 		return
-	case catalog.StateDeleted:
+	case engine.StateDeleted:
 		t.it.Outcome, t.it.Detail, t.done = Done, res.Message, true
 		return
-	case catalog.StateNeedsUser:
+	case engine.StateNeedsUser:
 		r.finish(ctx, t, needsUser(t.it, t.rec))
 		return
 	}
@@ -415,7 +415,7 @@ func (r *Reconciler) follow(ctx context.Context, t *task, o Options) {
 		return
 	}
 	c := meta.FindStatusCondition(t.rec.object().OpStatus().Conditions, v1alpha1.ConditionReady)
-	if c == nil || c.Reason != catalog.ReasonDeprovisionBlockedByExistingBindings {
+	if c == nil || c.Reason != engine.ReasonDeprovisionBlockedByExistingBindings {
 		return
 	}
 	t.followed = true
@@ -451,10 +451,10 @@ func (r *Reconciler) read(ctx context.Context, t *task) bool {
 // (--rotate-due); false when the item is final (a dry run, a failure).
 func (r *Reconciler) rotate(ctx context.Context, t *task, dryRun bool) bool {
 	b, ok := t.rec.object().(*v1alpha1.ServiceBinding)
-	if !ok || b.DeletionTimestamp != nil || !catalog.RotationDue(b, r.now()) {
+	if !ok || b.DeletionTimestamp != nil || !engine.RotationDue(b, r.now()) {
 		return true // rotated meanwhile, or being unbound
 	}
-	if catalog.CheckBindingChangeable(b) != nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
+	if engine.CheckBindingChangeable(b) != nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 		// An operation (maybe a rotation) is under way: it is driven first, and a
 		// rotation still due after it is the next run's.
 		t.rotationBlocked = true
@@ -485,7 +485,7 @@ func rotationReason(b *v1alpha1.ServiceBinding) string {
 func (r *Reconciler) settled(t *task, o Options) Item {
 	it := t.it
 	it.Outcome, it.Detail = Done, "ready"
-	if b, ok := t.rec.object().(*v1alpha1.ServiceBinding); ok && catalog.RotationDue(b, r.now()) {
+	if b, ok := t.rec.object().(*v1alpha1.ServiceBinding); ok && engine.RotationDue(b, r.now()) {
 		it.Outcome = Waiting
 		it.Detail = "ready; rotation due: " + rotationReason(b)
 		if o.RotateDue && t.rotationBlocked {
@@ -557,7 +557,7 @@ func (r *Reconciler) leave(ctx context.Context, t *task, interrupted bool) {
 
 // progress is the item of a record left with work: in progress when an operation runs
 // at the broker or the step is due, waiting when a retry is scheduled.
-func progress(it Item, rec record, res catalog.Result) Item {
+func progress(it Item, rec record, res engine.Result) Item {
 	it.Detail = res.Message
 	if !rec.loaded() {
 		it.Outcome = InProgress
@@ -593,7 +593,7 @@ func progress(it Item, rec record, res catalog.Result) Item {
 // waitingFor is the item of a record whose next step is not due: claimed by someone
 // else, or waiting for a retry or poll (with the last failure, when a retry is
 // scheduled).
-func waitingFor(it Item, next catalog.NextStep, rec record) Item {
+func waitingFor(it Item, next engine.NextStep, rec record) Item {
 	at := wholeSecond(next.At)
 	it.Until = &at
 	if next.ClaimedBy != "" {

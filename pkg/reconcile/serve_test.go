@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -60,8 +60,8 @@ func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
 	cluster := storetest.NewCluster()
 	meta := flakyMeta{Interface: cluster.Metadata, down: &f.apiDown}
 	f.st = store.New(cluster.Core, meta)
-	eng := catalog.New(catalog.Config{
-		Store: f.st, Brokers: serveClients{fake.New()}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
+	eng := engine.New(engine.Config{
+		Store: f.st, Brokers: serveClients{fake.New()}, Platform: engine.StaticPlatform{Cluster: "c-1"},
 		CatalogNamespace: storetest.CatalogNamespace, Holder: "serve-test",
 		Jitter: func() float64 { return 0.5 }, PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
 	})

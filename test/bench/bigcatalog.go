@@ -13,7 +13,7 @@ import (
 )
 
 // cronJobMemoryLimit is the memory limit "reconcile install" gives the CronJob's
-// container (pkg/reconcile/install): a sync that needs more is killed in every run.
+// container (pkg/install): a sync that needs more is killed in every run.
 const cronJobMemoryLimitKiB = 256 * 1024
 
 // bigCatalogFigures registers a broker whose catalog is about 60 MiB (1,650 services x 20

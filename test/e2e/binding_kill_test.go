@@ -10,7 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -76,7 +76,7 @@ func TestBinding_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testin
 				})
 				ccKill(t, cmd)
 			} else {
-				ccKillAtPause(t, e.ns, nil, catalog.HookPoint(tc.point), 0, args...)
+				ccKillAtPause(t, e.ns, nil, engine.HookPoint(tc.point), 0, args...)
 			}
 
 			// The record is left pending, with the call it was making written ahead.

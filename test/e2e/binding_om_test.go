@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -50,7 +50,7 @@ type bomCase struct {
 	mitigation bool
 	minUnbinds int
 	// final is the state reconcile leaves the binding in.
-	final catalog.State
+	final engine.State
 }
 
 func bomCases() []bomCase {
@@ -66,52 +66,52 @@ func bomCases() []bomCase {
 		return []broker.Fault{f}
 	}
 	wait := "60s"
-	omDone := "False/" + catalog.ReasonOrphanMitigationSucceeded
-	bindRetry := "False/" + catalog.ReasonBindCallFailed
-	bound := "True/" + catalog.ReasonBound
-	unbindRetry := "False/" + catalog.ReasonUnbindCallFailed
+	omDone := "False/" + engine.ReasonOrphanMitigationSucceeded
+	bindRetry := "False/" + engine.ReasonBindCallFailed
+	bound := "True/" + engine.ReasonBound
+	unbindRetry := "False/" + engine.ReasonUnbindCallFailed
 	return []bomCase{
 		// Bind, synchronous plan: what the bind's answer says about what the broker holds.
 		{name: "bind 201 malformed body: mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionMalformed, 0),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "bind 200 malformed body: failure without mitigation", plan: "hobby", faults: fault(bind, before, broker.ActionMalformed, 200),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: catalog.ReasonBindCallFailed,
-			final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
+			final: engine.StateSettled},
 		{name: "bind other 2xx (204): mitigate", plan: "hobby", faults: respond(bind, after, 204, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "bind 408: retry without mitigation", plan: "hobby", faults: respond(bind, before, 408, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: catalog.ReasonBindCallFailed,
-			final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
+			final: engine.StateSettled},
 		{name: "bind 422 ConcurrencyError: retry without mitigation", plan: "hobby", faults: respond(bind, before, 422, "ConcurrencyError"),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonBindBlockedByConcurrentOperation,
-			retryReason: catalog.ReasonBindBlockedByConcurrentOperation, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonBindBlockedByConcurrentOperation,
+			retryReason: engine.ReasonBindBlockedByConcurrentOperation, final: engine.StateSettled},
 		{name: "bind 400: rejected, nothing to mitigate", plan: "hobby", faults: respond(bind, before, 400, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonBindRejected, final: catalog.StateNeedsUser},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonBindRejected, final: engine.StateNeedsUser},
 		{name: "bind 409: rejected, nothing to mitigate", plan: "hobby", faults: respond(bind, before, 409, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonBindRejected, final: catalog.StateNeedsUser},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonBindRejected, final: engine.StateNeedsUser},
 		{name: "bind 500 before acting: mitigate", plan: "hobby", faults: respond(bind, before, 500, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "bind 503 after acting: mitigate", plan: "hobby", faults: respond(bind, after, 503, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		// The bind command builds its broker clients like the instance commands, so the
 		// test-only timeout applies: a minute otherwise.
 		{name: "bind client timeout (hang): mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionHang, 0),
 			env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"}, maxTook: 30 * time.Second,
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "bind connection closed: mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionClose, 0),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: catalog.ReasonBindCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		// Bind, asynchronous plan.
 		{name: "bind 202 malformed body: mitigate", plan: "ha", faults: fault(bind, after, broker.ActionMalformed, 0),
-			wait: wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: catalog.StateSettled},
+			wait: wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: engine.StateSettled},
 		{name: "binding last_operation failed: mitigate, then bound", plan: "ha",
 			faults: []broker.Fault{{Op: bind, Action: broker.ActionFailOperation, Description: "out of connection slots"}},
-			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: catalog.StateSettled},
+			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: engine.StateSettled},
 		// The bind outlives the plan's maximum_polling_duration (2 s): it counts as
 		// failed, so the binding is unbound; the broker refuses that while its bind
 		// still runs (ConcurrencyError: retried, no further mitigation), and once the
@@ -121,34 +121,34 @@ func bomCases() []bomCase {
 				instSetMaxPolling(t, c, broker.DemoPostgresHAPlanID, 2)
 			},
 			asyncDelay: 10 * time.Second, wait: "6s",
-			exit: 124, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonOrphanMitigationCallFailed,
-			om: "True/" + catalog.ReasonOrphanMitigationCallFailed, retryReason: catalog.ReasonOrphanMitigationCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 124, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonOrphanMitigationCallFailed,
+			om: "True/" + engine.ReasonOrphanMitigationCallFailed, retryReason: engine.ReasonOrphanMitigationCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "410 while polling a bind: keep polling", plan: "ha",
 			faults: []broker.Fault{{Op: blo, Action: broker.ActionGone, Times: 2}},
-			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, final: catalog.StateSettled},
+			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, final: engine.StateSettled},
 		{name: "get_binding 404 right after succeeded: keep trying, then bound", plan: "ha",
 			faults: []broker.Fault{{Op: get, Action: broker.ActionRespond, Status: 404, Times: 2, Description: "not visible yet"}},
-			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, final: catalog.StateSettled},
+			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, final: engine.StateSettled},
 		// Unbind: the record and its finalizer stay until the broker confirms.
 		{name: "unbind 410: done", plan: "hobby", unbind: true, faults: fault(unbind, before, broker.ActionDropState, 0),
-			exit: 0, minUnbinds: 1, final: catalog.StateDeleted},
+			exit: 0, minUnbinds: 1, final: engine.StateDeleted},
 		{name: "unbind 500: retried, record and finalizer kept meanwhile", plan: "hobby", unbind: true,
 			faults: []broker.Fault{{Op: unbind, Action: broker.ActionRespond, Status: 500, Times: 2}},
-			exit:   1, phase: v1alpha1.PhaseFailed, ready: unbindRetry, retryReason: catalog.ReasonUnbindCallFailed,
-			minUnbinds: 3, final: catalog.StateDeleted},
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: unbindRetry, retryReason: engine.ReasonUnbindCallFailed,
+			minUnbinds: 3, final: engine.StateDeleted},
 		{name: "unbind other 2xx (204) after acting: retried, then 410", plan: "hobby", unbind: true, faults: respond(unbind, after, 204, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: unbindRetry, retryReason: catalog.ReasonUnbindCallFailed,
-			minUnbinds: 2, final: catalog.StateDeleted},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: unbindRetry, retryReason: engine.ReasonUnbindCallFailed,
+			minUnbinds: 2, final: engine.StateDeleted},
 		{name: "unbind 422 ConcurrencyError: retried", plan: "hobby", unbind: true, faults: respond(unbind, before, 422, "ConcurrencyError"),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUnbindBlockedByConcurrentOperation,
-			retryReason: catalog.ReasonUnbindBlockedByConcurrentOperation, minUnbinds: 2, final: catalog.StateDeleted},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUnbindBlockedByConcurrentOperation,
+			retryReason: engine.ReasonUnbindBlockedByConcurrentOperation, minUnbinds: 2, final: engine.StateDeleted},
 		{name: "410 while polling an unbind: done", plan: "ha", unbind: true,
 			faults: []broker.Fault{{Op: blo, Action: broker.ActionGone}},
-			wait:   wait, exit: 0, minUnbinds: 1, final: catalog.StateDeleted},
+			wait:   wait, exit: 0, minUnbinds: 1, final: engine.StateDeleted},
 		{name: "unbind last_operation failed: retried", plan: "ha", unbind: true,
 			faults: []broker.Fault{{Op: unbind, Action: broker.ActionFailOperation, Description: "revocation refused"}},
-			wait:   wait, exit: 0, minUnbinds: 2, final: catalog.StateDeleted},
+			wait:   wait, exit: 0, minUnbinds: 2, final: engine.StateDeleted},
 	}
 }
 
@@ -228,7 +228,7 @@ func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
 			}
 
 			b, err := e.st.Bindings().Get(ctx, e.ns, "app")
-			if tc.final == catalog.StateDeleted && tc.exit == 0 {
+			if tc.final == engine.StateDeleted && tc.exit == 0 {
 				assert.Assert(t, store.IsNotFound(err), "the record is gone: %v", err)
 			} else {
 				assert.NilError(t, err)
@@ -273,16 +273,16 @@ func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
 
 			want := ccWant{instances: map[string]string{"db": "ready"}, bindings: map[string]string{}}
 			switch tc.final {
-			case catalog.StateSettled:
+			case engine.StateSettled:
 				want.bindings["app"] = "ready"
-			case catalog.StateNeedsUser:
+			case engine.StateNeedsUser:
 				want.bindings["app"] = "failed"
-			case catalog.StateDeleted:
+			case engine.StateDeleted:
 				want.bindings["app"] = "gone"
 			}
 			ccAssertConverged(t, e.instEnv, want)
 			switch tc.final {
-			case catalog.StateSettled:
+			case engine.StateSettled:
 				got := e.binding(t, "app")
 				assert.Equal(t, got.Status.Phase, v1alpha1.PhaseReady)
 				assert.Assert(t, got.Status.OrphanMitigation == nil)
@@ -291,11 +291,11 @@ func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
 				if tc.mitigation {
 					assert.Assert(t, got.CurrentExternalID() != id, "an id unbound by orphan mitigation is not reused")
 				}
-			case catalog.StateNeedsUser:
+			case engine.StateNeedsUser:
 				got := e.binding(t, "app")
-				assert.Equal(t, bomConditionReason(got.Status.Conditions, v1alpha1.ConditionFailed), "True/"+catalog.ReasonBindRejected)
+				assert.Equal(t, bomConditionReason(got.Status.Conditions, v1alpha1.ConditionFailed), "True/"+engine.ReasonBindRejected)
 				assert.DeepEqual(t, bndBrokerBindings(e.b), []string{})
-			case catalog.StateDeleted:
+			case engine.StateDeleted:
 				e.bndGone(t, "app", "app")
 				assert.DeepEqual(t, bndBrokerBindings(e.b), []string{})
 			}

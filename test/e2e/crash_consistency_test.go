@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
@@ -99,7 +99,7 @@ func TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges(t *testi
 	}
 	var cases []ccCase
 	for _, v := range ccVerbs() {
-		for _, point := range []catalog.HookPoint{catalog.HookBeforeBrokerCall, catalog.HookAfterBrokerCall} {
+		for _, point := range []engine.HookPoint{engine.HookBeforeBrokerCall, engine.HookAfterBrokerCall} {
 			cases = append(cases, ccCase{name: v.name + " killed at " + string(point), run: func(t *testing.T) {
 				e := instSetupCatalog(t, nil)
 				if v.setup != nil {
@@ -115,7 +115,7 @@ func TestCrashConsistency_KillAnyVerbOrReconcile_ThenReconcileConverges(t *testi
 			}})
 		}
 	}
-	for _, point := range []catalog.HookPoint{catalog.HookBeforeBrokerCall, catalog.HookAfterBrokerCall} {
+	for _, point := range []engine.HookPoint{engine.HookBeforeBrokerCall, engine.HookAfterBrokerCall} {
 		cases = append(cases, ccCase{name: "reconcile killed at " + string(point), run: func(t *testing.T) {
 			ccKillReconcileCase(t, point)
 		}})
@@ -183,7 +183,7 @@ func TestCrashConsistency_UncertainCallThenDeletion_BrokerKeepsNothing(t *testin
 			for _, x := range e.b.Bindings() {
 				held[x.ID] = true
 			}
-			ccKillAtPause(t, e.ns, nil, catalog.HookAfterBrokerCall, 0, tc.kill...)
+			ccKillAtPause(t, e.ns, nil, engine.HookAfterBrokerCall, 0, tc.kill...)
 			// The ids the killed command created at the broker, which its record may
 			// never say it holds.
 			var created []string
@@ -239,7 +239,7 @@ func TestCrashConsistency_UncertainCallThenDeletion_BrokerKeepsNothing(t *testin
 // deprovision, an unbind, a provision and a bind left by killed CLIs, and an async bind
 // of the ha plan), kills it while its workers are at point, and has later runs
 // converge. Records with nothing to do must come out untouched.
-func ccKillReconcileCase(t *testing.T, point catalog.HookPoint) {
+func ccKillReconcileCase(t *testing.T, point engine.HookPoint) {
 	e := instSetupCatalog(t, nil)
 	ctx := context.Background()
 	for _, n := range []string{"keep", "gone"} {
@@ -260,8 +260,8 @@ func ccKillReconcileCase(t *testing.T, point catalog.HookPoint) {
 	r = kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.ns, "--wait=false",
 		store.ConfigMapName(v1alpha1.KindServiceInstance, "gone"), store.ConfigMapName(v1alpha1.KindServiceBinding, "drop"))
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	ccKillAtPause(t, e.ns, nil, catalog.HookBeforeBrokerCall, 0, "provision", "new", "--class", "postgresql", "--plan", "hobby")
-	ccKillAtPause(t, e.ns, nil, catalog.HookBeforeBrokerCall, 0, "bind", "keep", "--name", "fresh")
+	ccKillAtPause(t, e.ns, nil, engine.HookBeforeBrokerCall, 0, "provision", "new", "--class", "postgresql", "--plan", "hobby")
+	ccKillAtPause(t, e.ns, nil, engine.HookBeforeBrokerCall, 0, "bind", "keep", "--name", "fresh")
 	r = instCatalog(t, e.ns, "bind", "ha", "--name", "ha-app")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	pending := ccPending(t, e.st, e.ns)
@@ -465,7 +465,7 @@ func TestCrashConsistency_ParametersSecretChangedBeforeTheResend_BrokerGetsTheId
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 
-	ccKillAtPause(t, e.ns, nil, catalog.HookAfterBrokerCall, 0,
+	ccKillAtPause(t, e.ns, nil, engine.HookAfterBrokerCall, 0,
 		"provision", "db", "--class", "postgresql", "--plan", "hobby", "--params-from-secret", "db-params")
 	inst, err := e.st.Instances().Get(ctx, e.ns, "db")
 	assert.NilError(t, err)

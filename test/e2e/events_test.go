@@ -35,7 +35,7 @@ func TestEvents_ProvisionLeavesEventsOnTheRecord(t *testing.T) {
 // written before it ends, so the counts are the attempts. (Fifty attempts and the bound
 // on objects are checked on the engine with a fake clock:
 // TestEvents_ARecordRetriedFiftyTimesByShortRuns_LeavesFewEventsCountingEveryAttempt in
-// pkg/catalog.)
+// pkg/engine.)
 func TestEvents_ARecordRetriedOverSeveralRuns_LeavesFewEventsCountingEveryAttempt(t *testing.T) {
 	t.Parallel()
 	ns, b, st := instSetup(t)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -82,7 +82,7 @@ var instReconcileEnv = []string{
 
 // instReconcile runs the real "kubectl catalog reconcile -n NS" until the record name
 // is finished, and returns the state the record is left in, as the engine names it.
-func instReconcile(t *testing.T, st *store.Store, ns, name string) catalog.Result {
+func instReconcile(t *testing.T, st *store.Store, ns, name string) engine.Result {
 	t.Helper()
 	r := instRun(t, ns, instReconcileEnv, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "60s", "-o", "json")
 	var sum reconcile.Summary
@@ -94,19 +94,19 @@ func instReconcile(t *testing.T, st *store.Store, ns, name string) catalog.Resul
 		}
 	}
 	inst, err := st.Instances().Get(context.Background(), ns, name)
-	var res catalog.Result
+	var res engine.Result
 	switch {
 	case store.IsNotFound(err):
-		res = catalog.Result{State: catalog.StateDeleted}
+		res = engine.Result{State: engine.StateDeleted}
 	case err != nil:
 		t.Fatalf("reading %s/%s after reconcile: %v", ns, name, err)
 	case inst.HasPendingWork():
 		t.Fatalf("reconcile left %s/%s pending (exit %d):\n%s%s", ns, name, r.ExitCode, r.Stdout, r.Stderr)
 	case meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionFailed):
-		res = catalog.Result{Instance: inst, State: catalog.StateNeedsUser}
+		res = engine.Result{Instance: inst, State: engine.StateNeedsUser}
 		// Exit 1 if this run met the terminal failure, 0 if an earlier command did.
 	default:
-		res = catalog.Result{Instance: inst, State: catalog.StateSettled}
+		res = engine.Result{Instance: inst, State: engine.StateSettled}
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	}
 	t.Logf("reconciled %s/%s in %d steps: %s", ns, name, steps, res.State)

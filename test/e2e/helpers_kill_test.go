@@ -21,8 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -34,11 +34,11 @@ type instKillPoint string
 
 const (
 	// instKillBefore: the write-ahead is stored, the broker not called yet (pause hook).
-	instKillBefore = instKillPoint(catalog.HookBeforeBrokerCall)
+	instKillBefore = instKillPoint(engine.HookBeforeBrokerCall)
 	// instKillDuring: the broker did the work and hangs without answering.
 	instKillDuring instKillPoint = "during-broker-call"
 	// instKillAfter: the broker answered, the outcome is not stored yet (pause hook).
-	instKillAfter = instKillPoint(catalog.HookAfterBrokerCall)
+	instKillAfter = instKillPoint(engine.HookAfterBrokerCall)
 )
 
 // instStartKillable starts the plugin binary itself (not through kubectl, so the process
@@ -72,7 +72,7 @@ func instStartKillable(t *testing.T, ns string, env []string, args ...string) (*
 // waits until it reports being paused there (at its first broker call of that kind) and
 // SIGKILLs it. settle is how long to let other workers of the same process (a reconcile
 // drives several records at once) reach their own pause before the kill.
-func ccKillAtPause(t *testing.T, ns string, env []string, point catalog.HookPoint, settle time.Duration, args ...string) {
+func ccKillAtPause(t *testing.T, ns string, env []string, point engine.HookPoint, settle time.Duration, args ...string) {
 	t.Helper()
 	env = append(slices.Clone(env), cmdutil.TestPauseEnv+"="+string(point))
 	cmd, lines := instStartKillable(t, ns, env, args...)
@@ -174,7 +174,7 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 		if i.Status.Provisioned != nil {
 			wantInst[i.CurrentExternalID()] = string(broker.InstanceReady)
 		} else {
-			assert.Equal(t, instConditionReason(i, v1alpha1.ConditionFailed), "True/"+catalog.ReasonProvisionRejected,
+			assert.Equal(t, instConditionReason(i, v1alpha1.ConditionFailed), "True/"+engine.ReasonProvisionRejected,
 				"instance %s is settled without being provisioned", i.Name)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -114,7 +114,7 @@ func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testi
 			res := instReconcile(t, e.st, e.ns, "db")
 			switch tc.verb {
 			case "provision":
-				assert.Equal(t, res.State, catalog.StateSettled, res.Message)
+				assert.Equal(t, res.State, engine.StateSettled, res.Message)
 				assert.Equal(t, res.Instance.Spec.ExternalID, id)
 				instAssertBrokerHolds(t, e.b, id)
 				// The interrupted call was re-sent identically: one instance id, one
@@ -126,7 +126,7 @@ func TestInstance_KillTheCLI_AtEveryStep_ReconcileFinishesWithoutOrphan(t *testi
 				}
 				assert.Equal(t, len(reqIDs), 1, "a re-send keeps the request id")
 			case "deprovision":
-				assert.Equal(t, res.State, catalog.StateDeleted, res.Message)
+				assert.Equal(t, res.State, engine.StateDeleted, res.Message)
 				_, err := e.st.Instances().Get(ctx, e.ns, "db")
 				assert.Assert(t, store.IsNotFound(err), "the finalizer is removed and the record gone")
 				instAssertBrokerHolds(t, e.b)

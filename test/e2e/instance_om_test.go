@@ -9,8 +9,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
@@ -43,7 +43,7 @@ type instOMCase struct {
 	mitigation bool
 	minDeletes int
 	// final is the state the engine's step (reconcile) leaves the record in.
-	final catalog.State
+	final engine.State
 }
 
 func instFault(op broker.Op, when broker.When, action broker.Action, status int) broker.Fault {
@@ -64,111 +64,111 @@ func instOMCases() []instOMCase {
 		f.Error, f.Description = code, "injected by the e2e test"
 		return []broker.Fault{f}
 	}
-	omDone := "False/" + catalog.ReasonOrphanMitigationSucceeded
-	retryProvision := "False/" + catalog.ReasonProvisionCallFailed
+	omDone := "False/" + engine.ReasonOrphanMitigationSucceeded
+	retryProvision := "False/" + engine.ReasonProvisionCallFailed
 	return []instOMCase{
 		// Provision, synchronous plan.
 		{name: "provision 201 malformed body: mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionMalformed, 0)},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "provision 200 malformed body: failure without mitigation", plan: "hobby", faults: []broker.Fault{instFault(p, before, broker.ActionMalformed, 200)},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
-			final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			final: engine.StateSettled},
 		{name: "provision other 2xx (204): mitigate", plan: "hobby", faults: respond(p, after, 204, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "provision 408: retry without mitigation", plan: "hobby", faults: respond(p, before, 408, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
-			final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			final: engine.StateSettled},
 		{name: "provision 403: retry without mitigation", plan: "hobby", faults: respond(p, before, 403, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
-			final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			final: engine.StateSettled},
 		{name: "provision 422 ConcurrencyError: retry without mitigation", plan: "hobby", faults: respond(p, before, 422, "ConcurrencyError"),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonProvisionBlockedByConcurrentOperation,
-			retryReason: catalog.ReasonProvisionBlockedByConcurrentOperation, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonProvisionBlockedByConcurrentOperation,
+			retryReason: engine.ReasonProvisionBlockedByConcurrentOperation, final: engine.StateSettled},
 		{name: "provision 422 AsyncRequired: retry without mitigation", plan: "hobby", faults: respond(p, before, 422, "AsyncRequired"),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: catalog.ReasonProvisionCallFailed,
-			final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			final: engine.StateSettled},
 		{name: "provision 400: rejected, nothing to mitigate", plan: "hobby", faults: respond(p, before, 400, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonProvisionRejected,
-			final: catalog.StateNeedsUser},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonProvisionRejected,
+			final: engine.StateNeedsUser},
 		{name: "provision 409: rejected, nothing to mitigate", plan: "hobby", faults: respond(p, before, 409, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonProvisionRejected,
-			final: catalog.StateNeedsUser},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonProvisionRejected,
+			final: engine.StateNeedsUser},
 		{name: "provision 500 before acting: mitigate", plan: "hobby", faults: respond(p, before, 500, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "provision 503 after acting: mitigate", plan: "hobby", faults: respond(p, after, 503, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "provision client timeout (hang): mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
 			env:  []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		{name: "provision connection closed: mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionClose, 0)},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: catalog.ReasonProvisionCallFailed,
-			mitigation: true, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
+			mitigation: true, final: engine.StateSettled},
 		// Provision, asynchronous plan.
 		{name: "provision 202 malformed body: mitigate", plan: "standard", faults: []broker.Fault{instFault(p, after, broker.ActionMalformed, 0)},
-			wait: true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
-			mitigation: true, final: catalog.StateSettled},
+			wait: true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned,
+			mitigation: true, final: engine.StateSettled},
 		{name: "last_operation failed: mitigate", plan: "standard",
 			faults: []broker.Fault{{Op: p, Action: broker.ActionFailOperation, Description: "out of capacity"}},
-			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
-			mitigation: true, final: catalog.StateSettled},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned,
+			mitigation: true, final: engine.StateSettled},
 		{name: "maximum_polling_duration expired: mitigate", plan: "standard",
 			catalog: func(t *testing.T, c *broker.Catalog) {
 				instSetMaxPolling(t, c, broker.DemoPostgresStandardPlanID, 2)
 			},
 			faults: []broker.Fault{{Op: p, Action: broker.ActionStickOperation}},
-			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
-			mitigation: true, final: catalog.StateSettled},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned,
+			mitigation: true, final: engine.StateSettled},
 		{name: "410 while polling a provision: keep polling", plan: "standard",
 			faults: []broker.Fault{{Op: lo, Action: broker.ActionGone, Times: 2}},
-			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned,
-			final: catalog.StateSettled},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned,
+			final: engine.StateSettled},
 		// Update: a failed update never triggers orphan mitigation and never loses what
 		// the broker holds.
 		{name: "update 500: retried without mitigation", plan: "hobby", update: true, faults: respond(u, before, 500, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
-			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
+			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
 		{name: "update other 2xx (204): retried without mitigation", plan: "hobby", update: true, faults: respond(u, after, 204, ""),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
-			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
+			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
 		{name: "update client timeout (hang): retried without mitigation", plan: "hobby", update: true,
 			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateCallFailed,
-			retryReason: catalog.ReasonUpdateCallFailed, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
+			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
 		{name: "update 422 ConcurrencyError: retried", plan: "hobby", update: true, faults: respond(u, before, 422, "ConcurrencyError"),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonUpdateBlockedByConcurrentOperation,
-			retryReason: catalog.ReasonUpdateBlockedByConcurrentOperation, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateBlockedByConcurrentOperation,
+			retryReason: engine.ReasonUpdateBlockedByConcurrentOperation, final: engine.StateSettled},
 		{name: "update 400: rejected until the spec changes, the instance stays Ready as the broker holds it", plan: "hobby", update: true, faults: respond(u, before, 400, ""),
-			exit: 1, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonProvisioned, final: catalog.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned, final: engine.StateSettled},
 		{name: "update last_operation failed: retried, what the broker holds is kept", plan: "standard", update: true,
 			faults: []broker.Fault{{Op: u, Action: broker.ActionFailOperation, Description: "resize refused", InstanceUsable: &instTrue}},
-			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + catalog.ReasonUpdated, final: catalog.StateSettled},
+			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonUpdated, final: engine.StateSettled},
 		// Deprovision.
 		{name: "deprovision 410: done", plan: "hobby", deprovision: true,
 			faults: []broker.Fault{instFault(d, before, broker.ActionDropState, 0)},
-			exit:   0, minDeletes: 1, final: catalog.StateDeleted},
+			exit:   0, minDeletes: 1, final: engine.StateDeleted},
 		{name: "deprovision 500 then recovery: retried, record kept meanwhile", plan: "hobby", deprovision: true,
 			faults: []broker.Fault{{Op: d, Action: broker.ActionRespond, Status: 500, Times: 2}},
-			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonDeprovisionCallFailed,
-			retryReason: catalog.ReasonDeprovisionCallFailed, minDeletes: 3, final: catalog.StateDeleted},
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonDeprovisionCallFailed,
+			retryReason: engine.ReasonDeprovisionCallFailed, minDeletes: 3, final: engine.StateDeleted},
 		{name: "deprovision other 2xx (204) after acting: retried, then 410", plan: "hobby", deprovision: true,
 			faults: respond(d, after, 204, ""),
-			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonDeprovisionCallFailed,
-			retryReason: catalog.ReasonDeprovisionCallFailed, minDeletes: 2, final: catalog.StateDeleted},
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonDeprovisionCallFailed,
+			retryReason: engine.ReasonDeprovisionCallFailed, minDeletes: 2, final: engine.StateDeleted},
 		{name: "deprovision 422 ConcurrencyError: retried", plan: "hobby", deprovision: true,
 			faults: respond(d, before, 422, "ConcurrencyError"),
-			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + catalog.ReasonDeprovisionBlockedByConcurrentOperation,
-			retryReason: catalog.ReasonDeprovisionBlockedByConcurrentOperation, minDeletes: 2, final: catalog.StateDeleted},
+			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonDeprovisionBlockedByConcurrentOperation,
+			retryReason: engine.ReasonDeprovisionBlockedByConcurrentOperation, minDeletes: 2, final: engine.StateDeleted},
 		{name: "410 while polling a deprovision: done", plan: "standard", deprovision: true,
 			faults: []broker.Fault{{Op: lo, Action: broker.ActionGone}},
-			wait:   true, exit: 0, minDeletes: 1, final: catalog.StateDeleted},
+			wait:   true, exit: 0, minDeletes: 1, final: engine.StateDeleted},
 		{name: "deprovision last_operation failed: retried", plan: "standard", deprovision: true,
 			faults: []broker.Fault{{Op: d, Action: broker.ActionFailOperation, Description: "volume busy", InstanceUsable: &instTrue}},
-			wait:   true, exit: 0, minDeletes: 2, final: catalog.StateDeleted},
+			wait:   true, exit: 0, minDeletes: 2, final: engine.StateDeleted},
 	}
 }
 
@@ -217,7 +217,7 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 			assert.Equal(t, r.ExitCode, tc.exit, r.Stderr)
 
 			inst, err := e.st.Instances().Get(ctx, e.ns, "db")
-			if tc.exit == 0 && tc.final == catalog.StateDeleted {
+			if tc.exit == 0 && tc.final == engine.StateDeleted {
 				assert.Assert(t, store.IsNotFound(err), "the record is gone")
 			} else {
 				assert.NilError(t, err)
@@ -252,7 +252,7 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 				assert.Equal(t, all, 0, "no DELETE may reach the broker")
 			}
 			switch {
-			case tc.final == catalog.StateSettled:
+			case tc.final == engine.StateSettled:
 				assert.Equal(t, res.Instance.Status.Phase, v1alpha1.PhaseReady)
 				assert.Assert(t, res.Instance.Status.OrphanMitigation == nil)
 				assert.Assert(t, !res.Instance.HasPendingWork())
@@ -261,14 +261,14 @@ func TestInstance_OrphanMitigationAndPollingTable(t *testing.T) {
 				if tc.mitigation {
 					assert.Assert(t, res.Instance.CurrentExternalID() != id, "an id deleted by orphan mitigation is not reused")
 				}
-			case tc.final == catalog.StateNeedsUser && tc.update:
-				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+catalog.ReasonUpdateRejected)
+			case tc.final == engine.StateNeedsUser && tc.update:
+				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+engine.ReasonUpdateRejected)
 				assert.Assert(t, res.Instance.Status.Provisioned != nil, "a rejected update keeps what the broker holds")
 				instAssertBrokerHolds(t, e.b, id)
-			case tc.final == catalog.StateNeedsUser:
-				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+catalog.ReasonProvisionRejected)
+			case tc.final == engine.StateNeedsUser:
+				assert.Equal(t, instConditionReason(res.Instance, v1alpha1.ConditionFailed), "True/"+engine.ReasonProvisionRejected)
 				instAssertBrokerHolds(t, e.b)
-			case tc.final == catalog.StateDeleted:
+			case tc.final == engine.StateDeleted:
 				_, err := e.st.Instances().Get(ctx, e.ns, "db")
 				assert.Assert(t, store.IsNotFound(err), "the finalizer is gone, so is the record")
 				instAssertBrokerHolds(t, e.b)

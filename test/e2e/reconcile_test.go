@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -268,20 +268,20 @@ func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBi
 	// As the bind command: a store that finds the records using an OSB id, and a write
 	// that is the user's own intent.
 	st := store.New(admin, meta)
-	eng := catalog.New(catalog.Config{
+	eng := engine.New(engine.Config{
 		Store: st, Brokers: brokerclient.New(admin, brokerclient.WithTimeout(5*time.Second)),
-		Platform: catalog.NewKubePlatform(admin, catalogNS), CatalogNamespace: catalogNS,
+		Platform: engine.NewKubePlatform(admin, catalogNS), CatalogNamespace: catalogNS,
 		Holder: "e2e-bind", PollInterval: 200 * time.Millisecond,
 	})
-	_, err = st.Bindings().Create(store.WithIntent(ctx), catalog.NewBinding(catalog.BindingIntent{
+	_, err = st.Bindings().Create(store.WithIntent(ctx), engine.NewBinding(engine.BindingIntent{
 		Namespace: ns, Name: name, Instance: inst, SecretName: name,
 	}))
 	assert.NilError(t, err)
-	dctx, cancel := context.WithTimeout(catalog.WithRunnersRights(ctx), slow(time.Minute))
+	dctx, cancel := context.WithTimeout(engine.WithRunnersRights(ctx), slow(time.Minute))
 	defer cancel()
-	res, err := eng.DriveBinding(dctx, ns, name, catalog.DriveOptions{})
+	res, err := eng.DriveBinding(dctx, ns, name, engine.DriveOptions{})
 	assert.NilError(t, err)
-	assert.Equal(t, res.State, catalog.StateSettled, res.Message)
+	assert.Equal(t, res.State, engine.StateSettled, res.Message)
 	_, err = admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	assert.NilError(t, err, "the credentials Secret")
 	return res.Binding

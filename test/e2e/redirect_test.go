@@ -10,7 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
 
@@ -40,11 +40,11 @@ func TestDeprovision_RedirectedDelete_KeepsTheRecordUntilTheBrokerConfirms(t *te
 	assert.NilError(t, err, "the record is kept while the broker holds the instance")
 	assert.Assert(t, inst.DeletionTimestamp != nil)
 	assert.Assert(t, inst.Status.Retry != nil)
-	assert.Equal(t, inst.Status.Retry.Reason, catalog.ReasonDeprovisionCallFailed)
+	assert.Equal(t, inst.Status.Retry.Reason, engine.ReasonDeprovisionCallFailed)
 	assert.Assert(t, is.Contains(inst.Status.Retry.LastError, "301 Moved Permanently"))
 	assert.Assert(t, is.Contains(inst.Status.Retry.LastError, "not followed"))
 	assert.Assert(t, !inst.Status.Retry.NextRetryAt.IsZero())
-	assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), "False/"+catalog.ReasonDeprovisionCallFailed)
+	assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), "False/"+engine.ReasonDeprovisionCallFailed)
 	instAssertBrokerHolds(t, e.b, id)
 	assert.Equal(t, len(e.b.RequestsFor(broker.OpCatalog)), catalogs, "no redirect was followed")
 	for _, d := range e.b.RequestsFor(broker.OpDeprovision) {
@@ -54,7 +54,7 @@ func TestDeprovision_RedirectedDelete_KeepsTheRecordUntilTheBrokerConfirms(t *te
 	e.b.ClearFaults()
 	res := instReconcile(t, e.st, e.ns, "db")
 
-	assert.Equal(t, res.State, catalog.StateDeleted, res.Message)
+	assert.Equal(t, res.State, engine.StateDeleted, res.Message)
 	instAssertBrokerHolds(t, e.b)
 	assert.Assert(t, is.Len(e.b.Violations(), 0))
 }

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -115,7 +115,7 @@ func sgCreate(t *testing.T, st *store.Store, class *v1alpha1.ServiceClass, ns, p
 			for i := range next {
 				name := fmt.Sprintf("%s-%d", prefix, i)
 				names[i] = name
-				_, err := st.Instances().Create(store.WithIntent(context.Background()), catalog.NewInstance(ns, name, class, plan, nil, nil, ""))
+				_, err := st.Instances().Create(store.WithIntent(context.Background()), engine.NewInstance(ns, name, class, plan, nil, nil, ""))
 				if err != nil {
 					errs <- err
 				}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
@@ -143,7 +143,7 @@ func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
 	t.Run("a binding record bob writes by hand for the unshared instance is refused, nothing sent", func(t *testing.T) {
 		binds := len(e.b.RequestsFor(broker.OpBind))
 		bob := writerStoreFor(t, controlplane.BobUser, e.catalogNS)
-		_, err := bob.Bindings().Create(store.WithIntent(ctx), catalog.NewBinding(catalog.BindingIntent{
+		_, err := bob.Bindings().Create(store.WithIntent(ctx), engine.NewBinding(engine.BindingIntent{
 			Namespace: e.teamB, Name: "forged", Instance: "shop", InstanceNamespace: e.teamA, SecretName: "forged",
 		}))
 		assert.NilError(t, err)
@@ -156,7 +156,7 @@ func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
 				reason = c.Reason
 			}
 		}
-		assert.Equal(t, reason, catalog.ReasonRefusedNotShared, "%+v", b.Status.Conditions)
+		assert.Equal(t, reason, engine.ReasonRefusedNotShared, "%+v", b.Status.Conditions)
 		assert.Equal(t, len(e.b.RequestsFor(broker.OpBind)), binds)
 		r := trustBob(t, e, "unbind", "forged", "--yes")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/doctor"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -50,7 +50,7 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		for _, n := range []string{"shop", "files"} {
 			inst, err := e.st.Instances().Get(ctx, e.teamB, n)
 			assert.NilError(t, err)
-			assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), "False/"+catalog.ReasonWaitingForReconcile)
+			assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), "False/"+engine.ReasonWaitingForReconcile)
 			assert.Equal(t, store.AuthorOf(inst).Username, controlplane.BobUser)
 			assert.Equal(t, store.AuthorOf(inst).Token, e.token)
 			bobIDs[n] = inst.Spec.ExternalID
@@ -84,7 +84,7 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		b, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
 		assert.NilError(t, err)
-		assert.Assert(t, catalog.WaitingForReconcile(b), "%+v", b.Status.Conditions)
+		assert.Assert(t, engine.WaitingForReconcile(b), "%+v", b.Status.Conditions)
 		bobBindingID = b.Spec.ExternalID
 
 		sum := trustReconcile(t, e, e.teamB)
@@ -129,22 +129,22 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		}
 		// 1. A broker at her server, with another namespace's Secret as credentials.
 		trustForge(t, e, brokerTo("victim-root", v1alpha1.ScopeNamespace, v1alpha1.SecretReference{Name: "root", Namespace: e.victim}), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindBroker, "victim-root", catalog.ReasonRefusedUntrustedReference})
+		refusals = append(refusals, forged{v1alpha1.KindBroker, "victim-root", engine.ReasonRefusedUntrustedReference})
 		// 2. The same with a Secret of her namespace she may not read: as herself without
 		// the token, as herself with it, and with no author at all.
 		trustForge(t, e, brokerTo("hidden-no-token", v1alpha1.ScopeNamespace, v1alpha1.SecretReference{Name: "hidden"}), trustUnverified)
-		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden-no-token", catalog.ReasonRefusedAuthorUnverified})
+		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden-no-token", engine.ReasonRefusedAuthorUnverified})
 		trustForge(t, e, brokerTo("hidden", v1alpha1.ScopeNamespace, v1alpha1.SecretReference{Name: "hidden"}), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden", catalog.ReasonRefusedNotAuthorized})
+		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden", engine.ReasonRefusedNotAuthorized})
 		trustForge(t, e, brokerTo("hidden-unlabelled", v1alpha1.ScopeNamespace, v1alpha1.SecretReference{Name: "hidden"}), trustUnlabelled)
-		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden-unlabelled", catalog.ReasonRefusedAuthorUnverified})
+		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden-unlabelled", engine.ReasonRefusedAuthorUnverified})
 		// 3. A broker claiming to be cluster-scoped outside the catalog namespace.
 		trustForge(t, e, brokerTo("cluster-claim", v1alpha1.ScopeCluster, v1alpha1.SecretReference{Name: "hidden"}), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindBroker, "cluster-claim", catalog.ReasonRefusedUntrustedReference})
+		refusals = append(refusals, forged{v1alpha1.KindBroker, "cluster-claim", engine.ReasonRefusedUntrustedReference})
 
 		bucket, archive := e.class.PlanByName("bucket"), e.class.PlanByName("archive")
 		instance := func(name string, plan *v1alpha1.ServicePlan, from []v1alpha1.ParametersFromSource, id string) *v1alpha1.ServiceInstance {
-			inst := catalog.NewInstance(e.teamA, name, e.class, plan, nil, from, id)
+			inst := engine.NewInstance(e.teamA, name, e.class, plan, nil, from, id)
 			if id == "" {
 				forgedIDs = append(forgedIDs, inst.Spec.ExternalID)
 			}
@@ -153,28 +153,28 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		// 4. An instance of the cluster broker with parameters from a Secret she may not
 		// read (and once without the token).
 		trustForge(t, e, instance("params", bucket, hidden, ""), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "params", catalog.ReasonRefusedNotAuthorized})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "params", engine.ReasonRefusedNotAuthorized})
 		trustForge(t, e, instance("params-no-token", bucket, hidden, ""), trustUnverified)
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "params-no-token", catalog.ReasonRefusedAuthorUnverified})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "params-no-token", engine.ReasonRefusedAuthorUnverified})
 		// 5. Bob's OSB id copied: to provision, and with a forged provisioned status,
 		// deleted (so that a deprovision is due).
 		trustForge(t, e, instance("copy", bucket, nil, bobIDs["shop"]), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy", catalog.ReasonRefusedIDInUse})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy", engine.ReasonRefusedIDInUse})
 		held := trustProvisioned(instance("copy-held", bucket, nil, bobIDs["shop"]))
 		trustForge(t, e, held, trustStamped)
 		assert.NilError(t, e.alice.CoreV1().ConfigMaps(e.teamA).Delete(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, "copy-held"), metav1.DeleteOptions{}))
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy-held", catalog.ReasonRefusedIDInUse})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy-held", engine.ReasonRefusedIDInUse})
 		// 6. A binding of an instance that claims bob's id and to be provisioned.
 		trustForge(t, e, trustProvisioned(instance("copy-ready", bucket, nil, bobIDs["shop"])), trustStamped)
-		bnd := catalog.NewBinding(catalog.BindingIntent{Namespace: e.teamA, Name: "copy-bind", Instance: "copy-ready", SecretName: "copy-bind"})
+		bnd := engine.NewBinding(engine.BindingIntent{Namespace: e.teamA, Name: "copy-bind", Instance: "copy-ready", SecretName: "copy-bind"})
 		forgedIDs = append(forgedIDs, bnd.Spec.ExternalID)
 		trustForge(t, e, bnd, trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindServiceBinding, "copy-bind", catalog.ReasonRefusedIDInUse})
+		refusals = append(refusals, forged{v1alpha1.KindServiceBinding, "copy-bind", engine.ReasonRefusedIDInUse})
 		// 7. A plan the access rules disable in her namespace.
 		r := instCatalog(t, e.teamA, "access", "disable", "object-storage/archive", "--catalog-namespace", e.catalogNS)
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		trustForge(t, e, instance("archive", archive, nil, ""), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "archive", catalog.ReasonRefusedPlanNotAllowed})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "archive", engine.ReasonRefusedPlanNotAllowed})
 	})
 
 	t.Run("reconcile refuses every forged record and sends nothing for it", func(t *testing.T) {
@@ -201,7 +201,7 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 					// warning when nobody can tell who wrote it, else a failure).
 					c := checks["broker "+e.teamA+"/"+f.name]
 					want := doctor.Fail
-					if f.reason == catalog.ReasonRefusedAuthorUnverified {
+					if f.reason == engine.ReasonRefusedAuthorUnverified {
 						want = doctor.Warn
 					}
 					assert.Equal(t, c.Status, want, "%+v", c)
@@ -218,8 +218,8 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		adminStore := store.New(e.admin, nil, store.WithClusterIdentity(e.admin), store.WithClusterTrustToken(e.admin, e.catalogNS))
 		fromAdmin := []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "admin-params", Key: "params"}}}
 		bucket := e.class.PlanByName("bucket")
-		restamped := catalog.NewInstance(e.teamA, "restamped", e.class, bucket, nil, fromAdmin, "")
-		control := catalog.NewInstance(e.teamA, "control", e.class, bucket, nil, fromAdmin, "")
+		restamped := engine.NewInstance(e.teamA, "restamped", e.class, bucket, nil, fromAdmin, "")
+		control := engine.NewInstance(e.teamA, "control", e.class, bucket, nil, fromAdmin, "")
 		forgedIDs = append(forgedIDs, restamped.Spec.ExternalID)
 		for _, inst := range []*v1alpha1.ServiceInstance{restamped, control} {
 			_, err := adminStore.Instances().Create(store.WithIntent(ctx), inst)
@@ -253,12 +253,12 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		assert.Equal(t, it.Outcome, reconcile.Refused, it.Detail)
 		inst, err := e.st.Instances().Get(ctx, e.teamA, "restamped")
 		assert.NilError(t, err)
-		assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionRefused), "True/"+catalog.ReasonRefusedNotAuthorized)
-		assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), "False/"+catalog.ReasonRefusedNotAuthorized)
+		assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionRefused), "True/"+engine.ReasonRefusedNotAuthorized)
+		assert.Equal(t, instConditionReason(inst, v1alpha1.ConditionReady), "False/"+engine.ReasonRefusedNotAuthorized)
 		checks := trustDoctorOf(t, e, e.teamA)
 		c := checks["record "+e.teamA+"/instance/restamped"]
 		assert.Equal(t, c.Status, doctor.Fail, "%+v", c)
-		assert.Assert(t, strings.HasPrefix(c.Detail, "refused: "+catalog.ReasonRefusedNotAuthorized), c.Detail)
+		assert.Assert(t, strings.HasPrefix(c.Detail, "refused: "+engine.ReasonRefusedNotAuthorized), c.Detail)
 
 		it, ok = recItem(sum, e.teamA, "control")
 		assert.Assert(t, ok, "%+v", sum.Items)

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -57,7 +57,7 @@ type Options struct {
 	DryRun        cmdutil.DryRunStrategy
 	Output        *printers.OutputFlags
 	ViewNamespace string
-	Engine        *catalog.Engine
+	Engine        *engine.Engine
 	Streams       cmdutil.IOStreams
 }
 
@@ -173,9 +173,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-// Run records the rule (catalog.Engine.SetAccess) and prints the outcome.
+// Run records the rule (engine.Engine.SetAccess) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	res, err := o.Engine.SetAccess(ctx, catalog.AccessRequest{
+	res, err := o.Engine.SetAccess(ctx, engine.AccessRequest{
 		Target: o.Target, Enabled: o.Enabled, Namespace: o.Namespace, ViewNamespace: o.ViewNamespace, DryRun: o.DryRun.Engine(),
 		Record: o.Output != nil && !o.Output.IsTable(),
 		Note:   func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) },
@@ -205,7 +205,7 @@ func (o *Options) Run(ctx context.Context) error {
 type ListOptions struct {
 	Output           *printers.OutputFlags
 	CatalogNamespace string
-	Reader           *catalog.Reader
+	Reader           *engine.Reader
 	Streams          cmdutil.IOStreams
 }
 
@@ -257,7 +257,7 @@ func (o *ListOptions) Complete(f *cmdutil.Factory) error {
 // Run lists the rules.
 func (o *ListOptions) Run(ctx context.Context) error {
 	a, err := o.Reader.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
-	if catalog.IsNotFound(err) {
+	if engine.IsNotFound(err) {
 		a, err = &v1alpha1.CatalogAccess{}, nil
 		a.Namespace, a.Name = o.CatalogNamespace, v1alpha1.CatalogAccessName
 	}

@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -56,8 +56,8 @@ func newStore(t *testing.T) (*storetest.Cluster, *store.Store) {
 	return c, st
 }
 
-func engineOn(st *store.Store) *catalog.Engine {
-	return catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: storetest.CatalogNamespace, Holder: "test"})
+func engineOn(st *store.Store) *engine.Engine {
+	return engine.New(engine.Config{Store: st, Platform: engine.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: storetest.CatalogNamespace, Holder: "test"})
 }
 
 func TestAccess_DryRun_WritesNothing(t *testing.T) {

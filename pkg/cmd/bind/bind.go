@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -99,7 +99,7 @@ type Options struct {
 	Output            *printers.OutputFlags
 
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
@@ -259,20 +259,20 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // request is what the user asked for, the parameters read.
-func (o *Options) request(follow catalog.Follow) (catalog.BindRequest, error) {
+func (o *Options) request(follow engine.Follow) (engine.BindRequest, error) {
 	inst, instNS, err := o.instance()
 	if err != nil {
-		return catalog.BindRequest{}, err
+		return engine.BindRequest{}, err
 	}
 	projections, err := o.projections()
 	if err != nil {
-		return catalog.BindRequest{}, err
+		return engine.BindRequest{}, err
 	}
 	params, err := o.Params.Input(o.Streams.In)
 	if err != nil {
-		return catalog.BindRequest{}, err
+		return engine.BindRequest{}, err
 	}
-	req := catalog.BindRequest{
+	req := engine.BindRequest{
 		Namespace: o.Namespace, Instance: inst, InstanceNamespace: instNS, Name: o.Name, SecretName: o.SecretName, ExternalID: o.ExternalID,
 		Parameters: params, Transforms: o.Transforms.Transforms(), Projections: projections,
 		DryRun: o.DryRun.Engine(), Follow: follow,
@@ -285,7 +285,7 @@ func (o *Options) request(follow catalog.Follow) (catalog.BindRequest, error) {
 
 // rotate asks for new credentials for an existing binding.
 func (o *Options) rotate(ctx context.Context, fol *lifecycle.Following) error {
-	res, err := o.Engine.Rotate(ctx, catalog.RotateRequest{Namespace: o.Namespace, Name: o.Instance, Follow: fol.Follow(o.Wait)})
+	res, err := o.Engine.Rotate(ctx, engine.RotateRequest{Namespace: o.Namespace, Name: o.Instance, Follow: fol.Follow(o.Wait)})
 	fol.Done()
 	if res.Binding != nil && !o.Output.IsTable() {
 		if err := o.Output.PrintObject(res.Binding, o.Streams.Out); err != nil {

@@ -18,10 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
@@ -95,7 +95,7 @@ const (
 type fixture struct {
 	cluster *storetest.Cluster
 	osb     *fake.Client
-	engine  *catalog.Engine
+	eng     *engine.Engine
 	// st is the engine's store, which the command writes with too, as in the CLI.
 	st     *store.Store
 	out    bytes.Buffer
@@ -114,8 +114,8 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{cluster: storetest.NewCluster(), osb: fake.New()}
 	st := f.cluster.Store()
 	f.st = st
-	f.engine = catalog.New(catalog.Config{
-		Store: st, Brokers: clients{f.osb}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
+	f.eng = engine.New(engine.Config{
+		Store: st, Brokers: clients{f.osb}, Platform: engine.StaticPlatform{Cluster: "c-1"},
 		CatalogNamespace: catNS, Holder: "test", Projector: kube.WorkloadProjector{P: &projection.Projector{Client: f.cluster.Core}},
 	})
 	ctx := context.Background()
@@ -170,7 +170,7 @@ func (f *fixture) options(inst string, change func(*bind.Options)) *bind.Options
 	o := &bind.Options{
 		Instance: inst, Output: printers.NewOutputFlags(false), DryRun: cmdutil.DryRunNone,
 		Wait:      lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
-		Namespace: ns, Engine: f.engine,
+		Namespace: ns, Engine: f.eng,
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut),
 	}
 	if change != nil {
@@ -274,7 +274,7 @@ func TestBind_Run_RefusesBeforeRecordingAnything(t *testing.T) {
 		{name: "missing workload", inst: "db", change: func(o *bind.Options) { o.To = []string{"statefulset/nosuch"} }, want: `statefulset "nosuch" not found`},
 		{name: "name taken", inst: "db",
 			setup: func(t *testing.T, f *fixture) {
-				_, err := f.cluster.Store().Bindings().Create(context.Background(), catalog.NewBinding(catalog.BindingIntent{Namespace: ns, Name: "db", Instance: "db", SecretName: "other"}))
+				_, err := f.cluster.Store().Bindings().Create(context.Background(), engine.NewBinding(engine.BindingIntent{Namespace: ns, Name: "db", Instance: "db", SecretName: "other"}))
 				assert.NilError(t, err)
 			},
 			want: `binding "db" already exists in namespace "dev": see it with "kubectl catalog describe binding db"`},

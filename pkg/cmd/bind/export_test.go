@@ -1,7 +1,7 @@
 package bind
 
-import "github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+import "github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 
 // RequestOf is the request Run makes of the engine for o (the parameters read), with no
 // Follow.
-func RequestOf(o *Options) (catalog.BindRequest, error) { return o.request(catalog.Follow{}) }
+func RequestOf(o *Options) (engine.BindRequest, error) { return o.request(engine.Follow{}) }

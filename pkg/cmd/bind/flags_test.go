@@ -10,9 +10,9 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -41,15 +41,15 @@ func TestNewCmdBind_FlagsMakeTheRequest(t *testing.T) {
 	assert.Equal(t, o.Instance, "team-a/db", "Validate changes nothing")
 	req, err := bind.RequestOf(o)
 	assert.NilError(t, err)
-	assert.DeepEqual(t, req, catalog.BindRequest{
+	assert.DeepEqual(t, req, engine.BindRequest{
 		Namespace: "team-b", Instance: "db", InstanceNamespace: "team-a", Name: "ro",
-		Parameters: catalog.ParametersInput{Pairs: []string{"role=readonly"}},
+		Parameters: engine.ParametersInput{Pairs: []string{"role=readonly"}},
 		Transforms: []v1alpha1.SecretTransform{
 			{RenameKey: &v1alpha1.RenameKeyTransform{From: "uri", To: "URL"}},
 			{RemoveKey: &v1alpha1.RemoveKeyTransform{Key: "tls"}},
 		},
 		Projections: []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "web", Env: true, EnvPrefix: "DB_"}},
-		DryRun:      catalog.DryRunServer,
+		DryRun:      engine.DryRunServer,
 	})
 }
 

@@ -10,15 +10,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 // printDryRun prints the binding that would be recorded and the workload changes: for
 // --dry-run=server, the binding as the API server (validation and admission, the
 // trust policy included) accepted it without storing it. No broker is called.
-func (o *Options) printDryRun(res catalog.BindResult) error {
+func (o *Options) printDryRun(res engine.BindResult) error {
 	fmt.Fprintf(o.Streams.ErrOut, "Dry run (%s): binding %q of instance %q would be created; nothing was written.\n", o.DryRun, res.Name, res.Instance)
 	if err := o.printObject(res.Binding); err != nil {
 		return err
@@ -64,16 +64,16 @@ func printYAML(w io.Writer, obj runtime.Object) error {
 
 // report says where a new binding stands: what was created, where the credentials are
 // and what to do next. (What the user must fix is the operation's error.)
-func (o *Options) report(res catalog.BindResult) error {
+func (o *Options) report(res engine.BindResult) error {
 	r, b := res.Followed, res.Binding
 	describe := fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, res.Name, res.Namespace)
 	switch {
-	case r.State == catalog.StateSettled:
+	case r.State == engine.StateSettled:
 		fmt.Fprintf(o.Streams.ErrOut, "binding %q created; credentials in Secret %q (keys: %s)\n", res.Name, printers.BindingSecretName(b), keysOf(b))
 		for _, p := range b.Status.Projected {
 			fmt.Fprintf(o.Streams.ErrOut, "projected into %s\n", printers.ProjectionSummary(p, b.Name))
 		}
-	case catalog.WaitingForReconcile(b):
+	case engine.WaitingForReconcile(b):
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is recorded: %s; it writes Secret %q. Follow it with %s.\n", res.Name, r.Message, res.SecretName, describe)
 	case !o.Wait.Wait:
 		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on binding %q (%s). Follow it with %s; \"kubectl catalog reconcile\" finishes it and writes Secret %q.\n",
@@ -83,7 +83,7 @@ func (o *Options) report(res catalog.BindResult) error {
 }
 
 // reportRotation says where a rotation stands.
-func (o *Options) reportRotation(res catalog.RotateResult) error {
+func (o *Options) reportRotation(res engine.RotateResult) error {
 	cur := res.Binding
 	if !res.Rotated {
 		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on the new credentials of binding %q (%s); the old ones stay in Secret %q until they are ready. Follow it with %s, or run the command with --wait.\n",

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -51,7 +51,7 @@ type Options struct {
 	Output  *printers.OutputFlags
 
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
@@ -124,12 +124,12 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-// Run deprovisions the instance (catalog.Engine.Deprovision) and prints the outcome.
+// Run deprovisions the instance (engine.Engine.Deprovision) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
 	p := newProgress(o.Streams)
 	follow := o.Wait.Follow(nil)
 	follow.Progress, follow.Note = p.show, p.note
-	res, err := o.Engine.Deprovision(ctx, catalog.DeprovisionRequest{
+	res, err := o.Engine.Deprovision(ctx, engine.DeprovisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Abandon: o.Abandon, DryRun: o.DryRun.Engine(), Follow: follow, Confirm: o.confirm,
 	})
 	p.done()
@@ -152,7 +152,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // confirm says what is about to be deleted and asks whether to go on. A dry run, which
 // deletes nothing, asks nothing.
-func (o *Options) confirm(d catalog.Deprovisioning) (bool, error) {
+func (o *Options) confirm(d engine.Deprovisioning) (bool, error) {
 	if o.DryRun.Enabled() {
 		return true, nil
 	}

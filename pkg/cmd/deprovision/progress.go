@@ -3,9 +3,9 @@ package deprovision
 import (
 	"fmt"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // progress shows the drives of a deprovision, each binding's and then the instance's,
@@ -19,7 +19,7 @@ type progress struct {
 
 func newProgress(streams cmdutil.IOStreams) *progress { return &progress{streams: streams} }
 
-func (p *progress) show(r catalog.Result) {
+func (p *progress) show(r engine.Result) {
 	key := recordOf(r)
 	if key != "" && p.record != "" && key != p.record {
 		p.done()
@@ -49,7 +49,7 @@ func (p *progress) done() {
 }
 
 // recordOf names the record a result is about, or "".
-func recordOf(r catalog.Result) string {
+func recordOf(r engine.Result) string {
 	switch {
 	case r.Binding != nil:
 		return "binding/" + r.Binding.Name

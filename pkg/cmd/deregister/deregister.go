@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -52,7 +52,7 @@ type Options struct {
 
 	// Set by Complete.
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Streams   cmdutil.IOStreams
 }
 
@@ -117,9 +117,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 }
 
 // Request is what the options ask the engine for.
-func (o *Options) Request() catalog.DeregisterRequest {
+func (o *Options) Request() engine.DeregisterRequest {
 	scope, _ := cmdutil.ParseScope(o.Scope)
-	return catalog.DeregisterRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace, Force: o.Force,
+	return engine.DeregisterRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace, Force: o.Force,
 		DryRun: o.DryRun.Engine(), Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
 }
 

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -152,7 +152,7 @@ func TestNewCmdDeregister_FlagsBecomeTheRequest(t *testing.T) {
 	assert.Assert(t, got != nil && got.Engine != nil)
 	req := got.Request()
 	req.Note = nil
-	assert.DeepEqual(t, req, catalog.DeregisterRequest{Name: "acme", Scope: v1alpha1.ScopeNamespace, Namespace: "team", Force: true, DryRun: catalog.DryRunClient})
+	assert.DeepEqual(t, req, engine.DeregisterRequest{Name: "acme", Scope: v1alpha1.ScopeNamespace, Namespace: "team", Force: true, DryRun: engine.DryRunClient})
 }
 
 func TestValidate_DoesNotChangeTheOptions(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -28,7 +28,7 @@ type BindingOptions struct {
 	ShowSecrets bool
 
 	Namespace string
-	Reader    *catalog.Reader
+	Reader    *engine.Reader
 	Streams   cmdutil.IOStreams
 	Now       func() time.Time
 
@@ -110,13 +110,13 @@ func (o *BindingOptions) Run(ctx context.Context) error {
 	var secretErr error
 	if name := printers.BindingSecretName(b); name != "" && b.Status.Secret != nil {
 		secret, secretErr = o.Reader.Secret(ctx, o.Namespace, name)
-		if secretErr == nil && !catalog.OwnedBy(secret, b) {
+		if secretErr == nil && !engine.OwnedBy(secret, b) {
 			secret, secretErr = nil, fmt.Errorf("Secret %q is not owned by this binding", name)
 		}
 	}
 	fmt.Fprint(o.Streams.Out, BindingView(b, SecretView{Secret: secret, Err: secretErr, Show: o.ShowSecrets}, o.Now()))
 	if o.factory != nil {
-		recordevents.Section(ctx, o.factory, o.Namespace, catalog.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
+		recordevents.Section(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	if b.DeletionTimestamp != nil {
 		kv("Deletion", "requested "+ago(b.DeletionTimestamp.Time))
 	}
-	if l, ok := catalog.LeaseOf(b); ok && l.Live(now) {
+	if l, ok := engine.LeaseOf(b); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
 	}
 	if op := b.Status.InFlight; op != nil {
@@ -242,7 +242,7 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 		}
 		if bs.RenewBefore != nil {
 			due := ""
-			if catalog.RotationDue(b, now) {
+			if engine.RotationDue(b, now) {
 				due = fmt.Sprintf(` (rotation due: run "kubectl catalog bind --rotate %s")`, b.Name)
 			}
 			fmt.Fprintf(&out, "  renew before: %s%s\n", ts(bs.RenewBefore.Time), due)

@@ -16,11 +16,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
@@ -31,7 +31,7 @@ type InstanceOptions struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *catalog.Reader
+	Reader           *engine.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
@@ -106,7 +106,7 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bindings, _ := o.Reader.Bindings().List(ctx, o.Namespace, catalog.Filter{Instance: inst.Name})
+	bindings, _ := o.Reader.Bindings().List(ctx, o.Namespace, engine.Filter{Instance: inst.Name})
 	var names []string
 	for _, b := range bindings {
 		names = append(names, b.Name)
@@ -131,7 +131,7 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.factory != nil {
-		recordevents.Section(ctx, o.factory, o.Namespace, catalog.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
+		recordevents.Section(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	if i.Status.Usable != nil && !*i.Status.Usable {
 		kv("Usable", "no (the broker says so after a failed operation)")
 	}
-	if l, ok := catalog.LeaseOf(i); ok && l.Live(now) {
+	if l, ok := engine.LeaseOf(i); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
 	if op := i.Status.InFlight; op != nil {
@@ -307,7 +307,7 @@ func notApplied(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass) [][3]
 	if mi := i.Spec.MaintenanceInfoVersion; mi != "" && mi != prov.MaintenanceInfoVersion {
 		rows = append(rows, [3]string{"maintenance", mi, none(prov.MaintenanceInfoVersion)})
 	}
-	want, err := catalog.InlineParameterHashes(i.Spec.Parameters)
+	want, err := engine.InlineParameterHashes(i.Spec.Parameters)
 	if err != nil || prov.ParameterHashes == nil && prov.Parameters == nil {
 		return rows
 	}
@@ -318,7 +318,7 @@ func notApplied(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass) [][3]
 		if prov.Parameters != nil {
 			a = prov.Parameters.Inline
 		}
-		if held, err = catalog.InlineParameterHashes(a); err != nil {
+		if held, err = engine.InlineParameterHashes(a); err != nil {
 			return rows
 		}
 	}
@@ -410,7 +410,7 @@ func none(s string) string {
 
 // describeCredentials names the keys of a user-provided instance's credentials, never
 // their values, or says why they cannot be shown.
-func describeCredentials(ctx context.Context, r *catalog.Reader, inst *v1alpha1.ServiceInstance) string {
+func describeCredentials(ctx context.Context, r *engine.Reader, inst *v1alpha1.ServiceInstance) string {
 	name := inst.Spec.UserProvided.CredentialsSecret
 	s, err := r.OwnedSecret(ctx, inst, name)
 	switch {
@@ -421,9 +421,9 @@ func describeCredentials(ctx context.Context, r *catalog.Reader, inst *v1alpha1.
 		}
 		sort.Strings(keys)
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", strings.Join(keys, ", "))
-	case catalog.IsNotOwned(err):
+	case engine.IsNotOwned(err):
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is not the instance's: it is not read)")
-	case catalog.IsNotFound(err):
+	case engine.IsNotFound(err):
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is missing)")
 	default:
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(cannot be read: "+err.Error()+")")

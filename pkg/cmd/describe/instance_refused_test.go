@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -27,16 +27,16 @@ func refusedInstance(t *testing.T) *v1alpha1.ServiceInstance {
 	i.Spec.Parameters = &runtime.RawExtension{Raw: []byte(`{"storage":50,"tags":["a"],"tier":"gold"}`)}
 	i.Spec.ParametersFrom = append(i.Spec.ParametersFrom, v1alpha1.ParametersFromSource{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "db-extra"}})
 	applied := &runtime.RawExtension{Raw: []byte(`{"storage":20,"tags":["a"]}`)}
-	hashes, err := catalog.InlineParameterHashes(applied)
+	hashes, err := engine.InlineParameterHashes(applied)
 	assert.NilError(t, err)
 	msg := `the broker answered 400 Bad Request: storage above 40 needs plan large: the instance still runs with its previous plan and parameters; go back to them with "kubectl catalog update db --revert", or change the spec to try another update`
 	i.Status = v1alpha1.ServiceInstanceStatus{
 		OperationStatus: v1alpha1.OperationStatus{
 			Phase: v1alpha1.PhaseReady, ObservedGeneration: 3,
 			Conditions: []metav1.Condition{
-				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: catalog.ReasonProvisioned, LastTransitionTime: storetest.SampleTime(),
+				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: engine.ReasonProvisioned, LastTransitionTime: storetest.SampleTime(),
 					Message: "the broker holds the instance with its previous plan and parameters; the last update was refused (see the UpdateFailed condition)"},
-				{Type: v1alpha1.ConditionUpdateFailed, Status: metav1.ConditionTrue, Reason: catalog.ReasonUpdateRejected, LastTransitionTime: storetest.SampleTime(), Message: msg},
+				{Type: v1alpha1.ConditionUpdateFailed, Status: metav1.ConditionTrue, Reason: engine.ReasonUpdateRejected, LastTransitionTime: storetest.SampleTime(), Message: msg},
 			},
 		},
 		Provisioned: &v1alpha1.ProvisionedState{

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/doctor"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 )
 
 var doctorLong = cmdutil.LongDesc(`
@@ -124,7 +124,7 @@ type Options struct {
 	Explain func(error) error
 	Core    kubernetes.Interface
 	// Records reads the catalog's records.
-	Records *catalog.Reader
+	Records *engine.Reader
 	// Brokers probes the brokers: the engine, which calls no broker record it would not
 	// call in its author's name (docs/security.md). doctor, run by someone with more
 	// rights than whoever wrote the record, must not send credentials the author may not

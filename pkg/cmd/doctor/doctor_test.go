@@ -20,11 +20,11 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/doctor"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -50,7 +50,7 @@ func options(t *testing.T, objs ...runtime.Object) (*Options, *store.Store) {
 		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{Username: "alice"}}}, nil
 	})
 	st := c.Store()
-	eng := catalog.New(catalog.Config{Store: st, CatalogNamespace: catalogNS,
+	eng := engine.New(engine.Config{Store: st, CatalogNamespace: catalogNS,
 		Brokers: brokerclient.New(c.Core, brokerclient.WithTimeout(5*time.Second))})
 	return &Options{
 		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,

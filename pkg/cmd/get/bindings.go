@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -29,7 +29,7 @@ type BindingsOptions struct {
 
 	// Namespace is the namespace listed, "" with -A.
 	Namespace string
-	Reader    *catalog.Reader
+	Reader    *engine.Reader
 	Streams   cmdutil.IOStreams
 	Now       func() time.Time
 
@@ -122,8 +122,8 @@ func (o *BindingsOptions) Complete(f *cmdutil.Factory, args []string) error {
 	return nil
 }
 
-func (o *BindingsOptions) filter() catalog.Filter {
-	return catalog.Filter{Instance: o.Instance, Selector: o.List.LabelSelector()}
+func (o *BindingsOptions) filter() engine.Filter {
+	return engine.Filter{Instance: o.Instance, Selector: o.List.LabelSelector()}
 }
 
 func (o *BindingsOptions) wanted() map[string]bool {
@@ -189,7 +189,7 @@ func (o *BindingsOptions) watch(ctx context.Context) error {
 	if o.core == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := catalog.Selector(v1alpha1.KindServiceBinding, o.filter())
+	sel, err := engine.Selector(v1alpha1.KindServiceBinding, o.filter())
 	if err != nil {
 		return err
 	}

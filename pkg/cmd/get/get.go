@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -54,7 +54,7 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *catalog.Reader
+	Reader           *engine.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
@@ -213,7 +213,7 @@ func notFound(kind, name string, known []string) error {
 	if s := marketplace.Suggest(name, known); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", s[0])
 	}
-	return &catalog.NotFoundError{Msg: msg}
+	return &engine.NotFoundError{Msg: msg}
 }
 
 // lookupNamespace is the namespace names are looked up from, "" for every namespace.
@@ -235,7 +235,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 	if o.core == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := catalog.Selector(v1alpha1.KindBroker, catalog.Filter{Selector: o.List.LabelSelector()})
+	sel, err := engine.Selector(v1alpha1.KindBroker, engine.Filter{Selector: o.List.LabelSelector()})
 	if err != nil {
 		return err
 	}
@@ -267,9 +267,9 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 	found := map[string]bool{}
 	var known []string
 	for _, ns := range o.namespaces() {
-		bs, err := o.Reader.Brokers().List(ctx, ns, catalog.Filter{Selector: o.List.LabelSelector()})
+		bs, err := o.Reader.Brokers().List(ctx, ns, engine.Filter{Selector: o.List.LabelSelector()})
 		if err != nil && len(bs) == 0 {
-			if catalog.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
+			if engine.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
 				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
 				continue
 			}
@@ -336,7 +336,7 @@ func NewCmdGetClasses(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comm
 }
 
 func (o *Options) classes(ctx context.Context, class string) ([]*v1alpha1.ServiceClass, error) {
-	filter := catalog.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
+	filter := engine.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
 	var out []*v1alpha1.ServiceClass
 	var err error
 	if o.AllNamespaces {

@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -30,7 +30,7 @@ type InstancesOptions struct {
 
 	// Namespace is the namespace listed, "" with -A.
 	Namespace string
-	Reader    *catalog.Reader
+	Reader    *engine.Reader
 	Streams   cmdutil.IOStreams
 	Now       func() time.Time
 
@@ -119,8 +119,8 @@ func (o *InstancesOptions) Complete(f *cmdutil.Factory, args []string) error {
 	return nil
 }
 
-func (o *InstancesOptions) filter() catalog.Filter {
-	return catalog.Filter{Class: o.Class, Plan: o.Plan, Selector: o.List.LabelSelector()}
+func (o *InstancesOptions) filter() engine.Filter {
+	return engine.Filter{Class: o.Class, Plan: o.Plan, Selector: o.List.LabelSelector()}
 }
 
 // Run lists the instances, or watches them with -w.
@@ -163,7 +163,7 @@ func (o *InstancesOptions) watch(ctx context.Context) error {
 	if o.core == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := catalog.Selector(v1alpha1.KindServiceInstance, o.filter())
+	sel, err := engine.Selector(v1alpha1.KindServiceInstance, o.filter())
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (o *InstancesOptions) watch(ctx context.Context) error {
 
 // listInstances returns the instances get prints: all, or those names names; missing
 // names the names that matched none (nil when all did).
-func listInstances(ctx context.Context, r *catalog.Reader, ns string, filter catalog.Filter, names []string) (items []v1alpha1.ServiceInstance, missing, err error) {
+func listInstances(ctx context.Context, r *engine.Reader, ns string, filter engine.Filter, names []string) (items []v1alpha1.ServiceInstance, missing, err error) {
 	list, err := r.Instances().List(ctx, ns, filter)
 	if err != nil && len(list) == 0 {
 		return nil, nil, err

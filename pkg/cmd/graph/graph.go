@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
@@ -53,7 +53,7 @@ type Options struct {
 	Output *printers.OutputFlags
 
 	Namespace string
-	Reader    *catalog.Reader
+	Reader    *engine.Reader
 	Core      kubernetes.Interface // to list the workloads with
 	Streams   cmdutil.IOStreams
 }

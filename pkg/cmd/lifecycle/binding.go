@@ -3,8 +3,8 @@ package lifecycle
 import (
 	"fmt"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // Following shows what an engine operation says while it follows the records it wrote,
@@ -22,9 +22,9 @@ func NewFollowing(streams cmdutil.IOStreams) *Following {
 }
 
 // Follow is how the operation follows its records for the wait flags w, reporting here.
-func (f *Following) Follow(w WaitFlags) catalog.Follow {
+func (f *Following) Follow(w WaitFlags) engine.Follow {
 	follow := w.Follow(nil)
-	follow.Progress = func(r catalog.Result) { f.p.Show(r) }
+	follow.Progress = func(r engine.Result) { f.p.Show(r) }
 	follow.Note = func(line string) { f.Say("%s\n", line) }
 	return follow
 }

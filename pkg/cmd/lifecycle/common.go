@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // WaitFlags are --wait, --timeout and --interval.
@@ -42,8 +42,8 @@ func (w *WaitFlags) Validate() error {
 
 // Follow is how an engine operation follows its record for these flags, reporting to p
 // (nil: no progress).
-func (w WaitFlags) Follow(p *Progress) catalog.Follow {
-	f := catalog.Follow{Wait: w.Wait, Timeout: w.Timeout}
+func (w WaitFlags) Follow(p *Progress) engine.Follow {
+	f := engine.Follow{Wait: w.Wait, Timeout: w.Timeout}
 	if p != nil {
 		f.Progress = p.Show
 		f.Note = func(line string) { fmt.Fprintln(p.w, line) }
@@ -66,8 +66,8 @@ func NewProgress(streams cmdutil.IOStreams) *Progress {
 	return &Progress{w: streams.ErrOut, live: streams.OutTerminal, start: time.Now()}
 }
 
-// Show reports one result; it is a catalog.DriveOptions.Progress.
-func (p *Progress) Show(r catalog.Result) {
+// Show reports one result; it is a engine.DriveOptions.Progress.
+func (p *Progress) Show(r engine.Result) {
 	msg := r.Message
 	switch {
 	case r.Instance != nil && r.Instance.Status.Phase != "":
@@ -131,7 +131,7 @@ func ExactlyOneName(cmd *cobra.Command, args []string) error {
 		if args[0] == "" {
 			return cmdutil.UsageErrorf("the instance name must not be empty: see %q", cmd.CommandPath()+" --help")
 		}
-		if p := catalog.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
+		if p := engine.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
 			return cmdutil.UsageErrorf("%q is not a valid instance name: %s", args[0], p)
 		}
 		return nil

@@ -6,8 +6,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // LimitFlags are the consumer limits of an instance: --max-bindings and
@@ -54,8 +54,8 @@ func (l *LimitFlags) Validate() error {
 func (l *LimitFlags) Given() bool { return l.MaxBindingsGiven || l.AllowedNamespacesGiven }
 
 // Limits are the limits the flags give, for the engine.
-func (l *LimitFlags) Limits() catalog.Limits {
-	var out catalog.Limits
+func (l *LimitFlags) Limits() engine.Limits {
+	var out engine.Limits
 	if l.MaxBindingsGiven {
 		m := l.MaxBindings
 		out.MaxBindings = &m

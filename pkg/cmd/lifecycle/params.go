@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // ParamFlags are the parameter flags of provision and update.
@@ -70,8 +70,8 @@ func (p *ParamFlags) Given() bool { return len(p.Params) > 0 || p.JSON != "" || 
 // Input reads the parameters the flags give, for the engine to type, merge and check
 // with the plan's schema: the content of --params-json or --params-file (standard
 // input for "-"), the -p pairs and the Secrets of --params-from-secret.
-func (p *ParamFlags) Input(stdin io.Reader) (catalog.ParametersInput, error) {
-	in := catalog.ParametersInput{Pairs: p.Params}
+func (p *ParamFlags) Input(stdin io.Reader) (engine.ParametersInput, error) {
+	in := engine.ParametersInput{Pairs: p.Params}
 	switch {
 	case p.JSON != "":
 		in.Object = []byte(p.JSON)

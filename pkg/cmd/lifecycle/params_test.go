@@ -11,8 +11,8 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 func TestParamFlags_Input_ReadsTheFlagsForTheEngine(t *testing.T) {
@@ -22,16 +22,16 @@ func TestParamFlags_Input_ReadsTheFlagsForTheEngine(t *testing.T) {
 		name  string
 		flags ParamFlags
 		stdin string
-		want  catalog.ParametersInput
+		want  engine.ParametersInput
 		err   string
 	}{
 		{name: "nothing"},
-		{name: "pairs as given", flags: ParamFlags{Params: []string{"a=1", "a=2"}}, want: catalog.ParametersInput{Pairs: []string{"a=1", "a=2"}}},
-		{name: "json", flags: ParamFlags{JSON: `{"a": 1}`}, want: catalog.ParametersInput{Object: []byte(`{"a": 1}`)}},
-		{name: "file", flags: ParamFlags{File: file}, want: catalog.ParametersInput{Object: []byte(`{"storage_gb": 3}`)}},
-		{name: "stdin", flags: ParamFlags{File: "-"}, stdin: `{"s": "in"}`, want: catalog.ParametersInput{Object: []byte(`{"s": "in"}`)}},
-		{name: "empty stdin", flags: ParamFlags{File: "-"}, want: catalog.ParametersInput{Object: []byte{}}},
-		{name: "secrets", flags: ParamFlags{FromSecret: []string{"all", "one/key"}}, want: catalog.ParametersInput{FromSecret: []v1alpha1.ParametersFromSource{
+		{name: "pairs as given", flags: ParamFlags{Params: []string{"a=1", "a=2"}}, want: engine.ParametersInput{Pairs: []string{"a=1", "a=2"}}},
+		{name: "json", flags: ParamFlags{JSON: `{"a": 1}`}, want: engine.ParametersInput{Object: []byte(`{"a": 1}`)}},
+		{name: "file", flags: ParamFlags{File: file}, want: engine.ParametersInput{Object: []byte(`{"storage_gb": 3}`)}},
+		{name: "stdin", flags: ParamFlags{File: "-"}, stdin: `{"s": "in"}`, want: engine.ParametersInput{Object: []byte(`{"s": "in"}`)}},
+		{name: "empty stdin", flags: ParamFlags{File: "-"}, want: engine.ParametersInput{Object: []byte{}}},
+		{name: "secrets", flags: ParamFlags{FromSecret: []string{"all", "one/key"}}, want: engine.ParametersInput{FromSecret: []v1alpha1.ParametersFromSource{
 			{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "all"}}, {SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "one", Key: "key"}},
 		}}},
 		{name: "missing file", flags: ParamFlags{File: file + ".nope"}, err: "cannot read --params-file"},

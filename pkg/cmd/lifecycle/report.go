@@ -6,14 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 // Report prints the outcome of a verb: the record with -o, else a sentence saying where
 // the instance stands and what to do next. A failure the user must fix is an error.
-func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Result, name, namespace, verb string, waited bool) error {
+func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r engine.Result, name, namespace, verb string, waited bool) error {
 	if r.Instance != nil && out != nil && !out.IsTable() {
 		if err := out.PrintObject(r.Instance, streams.Out); err != nil {
 			return err
@@ -21,13 +21,13 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Resu
 	}
 	describe := fmt.Sprintf(`"kubectl catalog describe instance %s -n %s"`, name, namespace)
 	switch r.State {
-	case catalog.StateSettled:
+	case engine.StateSettled:
 		fmt.Fprintf(streams.ErrOut, "Instance %q is ready.\n", name)
 		return nil
-	case catalog.StateDeleted:
+	case engine.StateDeleted:
 		fmt.Fprintf(streams.ErrOut, "Instance %q is deprovisioned.\n", name)
 		return nil
-	case catalog.StateNeedsUser:
+	case engine.StateNeedsUser:
 		if r.Instance != nil && meta.IsStatusConditionTrue(r.Instance.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
 			// The message says the instance still runs as it was and how to go back.
 			return fmt.Errorf("instance %q was not updated: %s; see %s", name, r.Message, describe)
@@ -38,7 +38,7 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Resu
 	if r.Refused {
 		return fmt.Errorf("instance %q was refused: %s; see %s", name, r.Message, describe)
 	}
-	if catalog.WaitingForReconcile(inst) {
+	if engine.WaitingForReconcile(inst) {
 		fmt.Fprintf(streams.ErrOut, "Instance %q is recorded: %s. Follow it with %s.\n", name, r.Message, describe)
 		return nil
 	}
@@ -57,7 +57,7 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r catalog.Resu
 // progress timed from the first of them (questions the operation asks before are not
 // counted). done ends a live progress line: call it when the operation returns, before
 // printing its outcome.
-func NewFollow(streams cmdutil.IOStreams, w WaitFlags) (f catalog.Follow, done func()) {
+func NewFollow(streams cmdutil.IOStreams, w WaitFlags) (f engine.Follow, done func()) {
 	var p *Progress
 	started := func() *Progress {
 		if p == nil {
@@ -66,7 +66,7 @@ func NewFollow(streams cmdutil.IOStreams, w WaitFlags) (f catalog.Follow, done f
 		return p
 	}
 	f = w.Follow(nil)
-	f.Progress = func(r catalog.Result) { started().Show(r) }
+	f.Progress = func(r engine.Result) { started().Show(r) }
 	f.Note = func(line string) { fmt.Fprintln(started().w, line) }
 	return f, func() {
 		if p != nil {

@@ -7,8 +7,8 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 func TestNewFollow_NotesAndProgressGoToStandardError(t *testing.T) {
@@ -19,7 +19,7 @@ func TestNewFollow_NotesAndProgressGoToStandardError(t *testing.T) {
 	assert.Assert(t, f.Wait)
 
 	f.Note(`Provisioning instance "db"...`)
-	f.Progress(catalog.Result{Message: "the broker is provisioning"})
+	f.Progress(engine.Result{Message: "the broker is provisioning"})
 	done()
 
 	assert.Equal(t, out.String(), "")

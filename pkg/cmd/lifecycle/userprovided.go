@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
@@ -160,8 +160,8 @@ func jsonProblem(err error) string {
 // Input is the credentials the flags give, for the engine: it reads the file or
 // standard input, or asks in a terminal (through p; nil when there is none), when the
 // engine calls its Read; the engine reads the Secret of --credentials-from-secret.
-func (c *CredentialFlags) Input(stdin io.Reader, p prompt.Prompter) catalog.CredentialsInput {
-	in := catalog.CredentialsInput{FromSecret: c.FromSecret, SyslogDrainURL: c.SyslogDrainURL, RouteServiceURL: c.RouteServiceURL}
+func (c *CredentialFlags) Input(stdin io.Reader, p prompt.Prompter) engine.CredentialsInput {
+	in := engine.CredentialsInput{FromSecret: c.FromSecret, SyslogDrainURL: c.SyslogDrainURL, RouteServiceURL: c.RouteServiceURL}
 	if c.JSON != "" || c.File != "" || len(c.Keys) > 0 {
 		in.Read = func() (map[string][]byte, error) { return c.read(stdin, p) }
 	}

@@ -7,8 +7,8 @@ import (
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/marketplace"
 	cmdmp "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 

@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -78,7 +78,7 @@ type Options struct {
 	Credentials  lifecycle.CredentialFlags
 
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
@@ -171,14 +171,14 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-// Run provisions the instance (catalog.Engine.Provision, or ProvisionUserProvided) and
+// Run provisions the instance (engine.Engine.Provision, or ProvisionUserProvided) and
 // prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
 	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
-	var res catalog.InstanceResult
+	var res engine.InstanceResult
 	var err error
 	if o.UserProvided {
-		res, err = o.Engine.ProvisionUserProvided(ctx, catalog.UserProvidedRequest{
+		res, err = o.Engine.ProvisionUserProvided(ctx, engine.UserProvidedRequest{
 			Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
 			Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
 		})
@@ -196,12 +196,12 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // provision provisions a brokered instance.
-func (o *Options) provision(ctx context.Context, follow catalog.Follow) (catalog.InstanceResult, error) {
+func (o *Options) provision(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
 	params, err := o.Params.Input(o.Streams.In)
 	if err != nil {
-		return catalog.InstanceResult{}, err
+		return engine.InstanceResult{}, err
 	}
-	req := catalog.ProvisionRequest{
+	req := engine.ProvisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID,
 		Parameters: params, Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 )
 
 var rbacLong = cmdutil.LongDesc(`

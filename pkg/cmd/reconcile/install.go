@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )

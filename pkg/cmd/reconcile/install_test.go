@@ -24,8 +24,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/install"
 )
 
 const testImage = "example.invalid/kubectl-catalog:test"

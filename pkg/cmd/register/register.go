@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -74,7 +74,7 @@ type Options struct {
 	// Set by Complete.
 	Namespace string
 	CABundle  string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Streams   cmdutil.IOStreams
 }
 
@@ -217,9 +217,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 }
 
 // Request is what the options ask the engine for.
-func (o *Options) Request() catalog.RegisterBrokerRequest {
+func (o *Options) Request() engine.RegisterBrokerRequest {
 	scope, _ := cmdutil.ParseScope(o.Scope)
-	return catalog.RegisterBrokerRequest{
+	return engine.RegisterBrokerRequest{
 		Name: o.Name, URL: o.URL, Scope: scope, Namespace: o.Namespace,
 		BasicAuthSecret: o.BasicAuthSecret, BearerTokenSecret: o.BearerTokenSecret,
 		CABundle: o.CABundle, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify,
@@ -250,7 +250,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // printDryRun prints the broker record that would be created. The broker is not called:
 // its catalog is not fetched.
-func (o *Options) printDryRun(res *catalog.RegisterBrokerResult) error {
+func (o *Options) printDryRun(res *engine.RegisterBrokerResult) error {
 	b := res.Broker
 	note := fmt.Sprintf("broker %q would be registered in namespace %q; its catalog is not fetched", b.Name, b.Namespace)
 	if res.NamespaceMissing {

@@ -12,8 +12,8 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -77,9 +77,9 @@ func TestNewCmdRegister_FlagsBecomeTheRequest(t *testing.T) {
 	assert.Assert(t, got != nil && got.Engine != nil)
 	req := got.Request()
 	req.Note = nil
-	assert.DeepEqual(t, req, catalog.RegisterBrokerRequest{Name: "acme", URL: "https://broker.example.com", Scope: v1alpha1.ScopeNamespace,
+	assert.DeepEqual(t, req, engine.RegisterBrokerRequest{Name: "acme", URL: "https://broker.example.com", Scope: v1alpha1.ScopeNamespace,
 		Namespace: "team", BearerTokenSecret: "tok", CABundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-		RelistInterval: time.Hour, PlanRestrictions: []string{"free==true"}, DryRun: catalog.DryRunServer})
+		RelistInterval: time.Hour, PlanRestrictions: []string{"free==true"}, DryRun: engine.DryRunServer})
 }
 
 func TestValidate_DoesNotChangeTheOptions(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -61,7 +61,7 @@ type Options struct {
 	DryRun    cmdutil.DryRunStrategy
 	Output    *printers.OutputFlags
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Streams   cmdutil.IOStreams
 }
 
@@ -187,9 +187,9 @@ func (o *UnshareOptions) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-// Run adds the grant (catalog.Engine.Share).
+// Run adds the grant (engine.Engine.Share).
 func (o *Options) Run(ctx context.Context) error {
-	res, err := o.Engine.Share(ctx, catalog.ShareRequest{Namespace: o.Namespace, Name: o.Name, To: o.Target, DryRun: o.DryRun.Engine()})
+	res, err := o.Engine.Share(ctx, engine.ShareRequest{Namespace: o.Namespace, Name: o.Name, To: o.Target, DryRun: o.DryRun.Engine()})
 	if res.NamespaceUnchecked {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: you may not read namespace %q, so whether it exists was not checked.\n", o.Target)
 	}
@@ -209,9 +209,9 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // Run removes the grant, then the bindings it let the namespace make
-// (catalog.Engine.Unshare).
+// (engine.Engine.Unshare).
 func (o *UnshareOptions) Run(ctx context.Context) error {
-	res, err := o.Engine.Unshare(ctx, catalog.UnshareRequest{Namespace: o.Namespace, Name: o.Name, From: o.Target, DryRun: o.DryRun.Engine(), Confirm: o.confirm})
+	res, err := o.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.Namespace, Name: o.Name, From: o.Target, DryRun: o.DryRun.Engine(), Confirm: o.confirm})
 	if res.Withdrawn {
 		fmt.Fprintf(o.Streams.ErrOut, "instance %q is no longer shared with namespace %q\n", o.Name, o.Target)
 	}
@@ -233,7 +233,7 @@ func (o *UnshareOptions) Run(ctx context.Context) error {
 
 // confirm says which bindings the unshare removes and, unless it is a dry run, asks
 // whether to go on.
-func (o *UnshareOptions) confirm(u catalog.Unsharing) (bool, error) {
+func (o *UnshareOptions) confirm(u engine.Unsharing) (bool, error) {
 	switch {
 	case len(u.Bindings) > 0:
 		fmt.Fprintf(o.Streams.ErrOut, "This removes the bindings of instance %q in namespace %q: %s (their Secrets too, and the broker unbinds them).\n", o.Name, o.Target, strings.Join(u.Bindings, ", "))

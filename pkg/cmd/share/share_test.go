@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -37,12 +37,12 @@ func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, sh
 	}
 	_, err := st.Instances().Create(ctx, inst)
 	assert.NilError(t, err)
-	_, err = st.Bindings().Create(ctx, catalog.NewBinding(catalog.BindingIntent{Namespace: "team-c", Name: "app", Instance: "db", InstanceNamespace: "team-a", SecretName: "app"}))
+	_, err = st.Bindings().Create(ctx, engine.NewBinding(engine.BindingIntent{Namespace: "team-c", Name: "app", Instance: "db", InstanceNamespace: "team-a", SecretName: "app"}))
 	assert.NilError(t, err)
 	var out, errOut bytes.Buffer
 	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.OutputFlagsFor(output),
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
-		Engine:  catalog.New(catalog.Config{Store: st, Platform: catalog.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
+		Engine:  engine.New(engine.Config{Store: st, Platform: engine.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
 	return c, o, &out, &errOut
 }
 

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -58,7 +58,7 @@ type BrokerOptions struct {
 
 	// Set by Complete.
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Streams   cmdutil.IOStreams
 }
 
@@ -120,9 +120,9 @@ func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
 }
 
 // Request is what the options ask the engine for.
-func (o *BrokerOptions) Request() catalog.SyncBrokerRequest {
+func (o *BrokerOptions) Request() engine.SyncBrokerRequest {
 	scope, _ := cmdutil.ParseScope(o.Scope)
-	return catalog.SyncBrokerRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace,
+	return engine.SyncBrokerRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace,
 		Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
 }
 

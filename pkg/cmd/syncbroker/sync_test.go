@@ -10,11 +10,11 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/syncbroker"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -34,7 +34,7 @@ func TestNewCmdSync_FlagsBecomeTheRequest(t *testing.T) {
 	assert.Equal(t, got.BrokerTimeout, 5*time.Second)
 	req := got.Request()
 	req.Note = nil
-	assert.DeepEqual(t, req, catalog.SyncBrokerRequest{Name: "acme", Scope: v1alpha1.ScopeCluster, Namespace: "team"})
+	assert.DeepEqual(t, req, engine.SyncBrokerRequest{Name: "acme", Scope: v1alpha1.ScopeCluster, Namespace: "team"})
 }
 
 func TestSyncBroker_BadInvocations_AreUsageErrors(t *testing.T) {

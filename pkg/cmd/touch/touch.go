@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -21,7 +21,7 @@ type Options struct {
 	DryRun cmdutil.DryRunStrategy
 
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Streams   cmdutil.IOStreams
 }
 
@@ -115,10 +115,10 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-// Run touches the instance (catalog.Engine.Touch) and prints the outcome.
+// Run touches the instance (engine.Engine.Touch) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
 	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
-	res, err := o.Engine.Touch(ctx, catalog.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
+	res, err := o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
 	done()
 	if err != nil {
 		return err

@@ -9,11 +9,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -48,12 +48,12 @@ func TestUnbind_DryRun_WritesNothingAndCallsNoBroker(t *testing.T) {
 			st := c.Store()
 			ctx := context.Background()
 			for _, name := range []string{"a", "b"} {
-				_, err := st.Bindings().Create(ctx, catalog.NewBinding(catalog.BindingIntent{Namespace: dryNS, Name: name, Instance: "db", SecretName: name}))
+				_, err := st.Bindings().Create(ctx, engine.NewBinding(engine.BindingIntent{Namespace: dryNS, Name: name, Instance: "db", SecretName: name}))
 				assert.NilError(t, err)
 			}
 			var out, errOut bytes.Buffer
 			o := &unbind.Options{Args: tc.args, All: tc.all, Abandon: tc.abandon, DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
-				Wait: lifecycle.WaitFlags{Interval: 1}, Namespace: dryNS, Engine: catalog.New(catalog.Config{Store: st}),
+				Wait: lifecycle.WaitFlags{Interval: 1}, Namespace: dryNS, Engine: engine.New(engine.Config{Store: st}),
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
 			assert.NilError(t, o.Validate())
 			// No broker clients: a dry run that reached the broker path would panic.

@@ -9,9 +9,9 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -38,11 +38,11 @@ func parsed(t *testing.T, args ...string) *unbind.Options {
 func TestNewCmdUnbind_FlagsMakeTheRequest(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want catalog.UnbindRequest
+		want engine.UnbindRequest
 	}{
-		{args: []string{"a", "b", "-n", "dev"}, want: catalog.UnbindRequest{Namespace: "dev", Bindings: []string{"a", "b"}, DryRun: catalog.DryRunNone}},
-		{args: []string{"db", "--all", "--yes", "-n", "dev", "--abandon"}, want: catalog.UnbindRequest{Namespace: "dev", Instance: "db", All: true, Abandon: true, DryRun: catalog.DryRunNone}},
-		{args: []string{"--instance", "db", "--name", "a,b", "-n", "dev", "--dry-run"}, want: catalog.UnbindRequest{Namespace: "dev", Instance: "db", Names: []string{"a", "b"}, DryRun: catalog.DryRunClient}},
+		{args: []string{"a", "b", "-n", "dev"}, want: engine.UnbindRequest{Namespace: "dev", Bindings: []string{"a", "b"}, DryRun: engine.DryRunNone}},
+		{args: []string{"db", "--all", "--yes", "-n", "dev", "--abandon"}, want: engine.UnbindRequest{Namespace: "dev", Instance: "db", All: true, Abandon: true, DryRun: engine.DryRunNone}},
+		{args: []string{"--instance", "db", "--name", "a,b", "-n", "dev", "--dry-run"}, want: engine.UnbindRequest{Namespace: "dev", Instance: "db", Names: []string{"a", "b"}, DryRun: engine.DryRunClient}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			assert.DeepEqual(t, unbind.RequestOf(parsed(t, tc.args...)), tc.want)

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -93,13 +93,13 @@ func whatGoes(b *v1alpha1.ServiceBinding) string {
 
 // report says where one binding stands once the operation is done with it, and with
 // -o prints the record as it was last seen (gone: as it was marked for deletion).
-func (o *Options) report(namespace string, u catalog.UnbindOutcome) error {
+func (o *Options) report(namespace string, u engine.UnbindOutcome) error {
 	b, r := u.Binding, u.Followed
 	switch {
 	case u.Abandoned:
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q abandoned: its record, Secret and projections are gone; the broker was not told.\n", b.Name)
 		return nil
-	case r.State == catalog.StateDeleted:
+	case r.State == engine.StateDeleted:
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is gone: %s.\n", b.Name, whatWent(b))
 	case !o.Wait.Wait:
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion; the broker is working on it (%s). \"kubectl catalog reconcile\" finishes it; follow it with %s.\n",

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -68,7 +68,7 @@ type Options struct {
 	Output   *printers.OutputFlags
 
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
@@ -187,8 +187,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 }
 
 // request is what the user asked for: the bindings named, or an instance's.
-func (o *Options) request() catalog.UnbindRequest {
-	req := catalog.UnbindRequest{Namespace: o.Namespace, Abandon: o.Abandon, DryRun: o.DryRun.Engine()}
+func (o *Options) request() engine.UnbindRequest {
+	req := engine.UnbindRequest{Namespace: o.Namespace, Abandon: o.Abandon, DryRun: o.DryRun.Engine()}
 	if !o.byInstance() {
 		req.Bindings = o.Args
 		return req
@@ -206,7 +206,7 @@ func (o *Options) Run(ctx context.Context) error {
 	defer fol.Done()
 	req := o.request()
 	req.Follow, req.Confirm = fol.Follow(o.Wait), o.confirm
-	req.Unbound = func(u catalog.UnbindOutcome) error {
+	req.Unbound = func(u engine.UnbindOutcome) error {
 		fol.Done()
 		return o.report(req.Namespace, u)
 	}

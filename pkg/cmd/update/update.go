@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -73,7 +73,7 @@ type Options struct {
 	DryRun      cmdutil.DryRunStrategy
 
 	Namespace string
-	Engine    *catalog.Engine
+	Engine    *engine.Engine
 	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
@@ -174,13 +174,13 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	return nil
 }
 
-// Run updates the instance (catalog.Engine.Update, or Revert) and prints the outcome.
+// Run updates the instance (engine.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
 	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
-	var res catalog.InstanceResult
+	var res engine.InstanceResult
 	var err error
 	if o.Revert {
-		res, err = o.Engine.Revert(ctx, catalog.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
+		res, err = o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
 	} else {
 		res, err = o.update(ctx, follow)
 	}
@@ -197,10 +197,10 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // update changes the spec the flags ask for.
-func (o *Options) update(ctx context.Context, follow catalog.Follow) (catalog.InstanceResult, error) {
-	req := catalog.InstanceUpdateRequest{
+func (o *Options) update(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
+	req := engine.InstanceUpdateRequest{
 		Namespace: o.Namespace, Name: o.Name,
-		UpdateRequest: catalog.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade},
+		UpdateRequest: engine.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade},
 		Limits:        o.Limits.Limits(),
 		DryRun:        o.DryRun.Engine(),
 		Follow:        follow,
@@ -211,7 +211,7 @@ func (o *Options) update(ctx context.Context, follow catalog.Follow) (catalog.In
 	if o.Params.Given() || len(o.Params.FromSecret) > 0 {
 		params, err := o.Params.Input(o.Streams.In)
 		if err != nil {
-			return catalog.InstanceResult{}, err
+			return engine.InstanceResult{}, err
 		}
 		req.Parameters = &params
 	}

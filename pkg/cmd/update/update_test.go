@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -95,8 +95,8 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 			cluster := storetest.NewCluster()
 			st := cluster.Store()
 			broker := fake.New()
-			engine := catalog.New(catalog.Config{
-				Store: st, Brokers: clients{broker}, Platform: catalog.StaticPlatform{Cluster: "c-1"},
+			eng := engine.New(engine.Config{
+				Store: st, Brokers: clients{broker}, Platform: engine.StaticPlatform{Cluster: "c-1"},
 				CatalogNamespace: storetest.CatalogNamespace, Holder: "test",
 			})
 			ctx := context.Background()
@@ -119,7 +119,7 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 			o := &update.Options{
 				Name: "db", Plan: "standard", Params: lifecycle.ParamFlags{Params: []string{"storage_gb=8"}}, DryRun: tc.mode,
 				Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9},
-				Namespace: storetest.UserNamespace, Engine: engine,
+				Namespace: storetest.UserNamespace, Engine: eng,
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
 			}
 			flags := &cobra.Command{}

@@ -25,7 +25,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/catalog"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -178,8 +178,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := seed(ctx, st, cfg.Records); err != nil {
 		return res, err
 	}
-	eng := catalog.New(catalog.Config{
-		Store: st, Brokers: fixedClient{client}, Platform: catalog.StaticPlatform{Cluster: "bench"},
+	eng := engine.New(engine.Config{
+		Store: st, Brokers: fixedClient{client}, Platform: engine.StaticPlatform{Cluster: "bench"},
 		CatalogNamespace: catalogNamespace, Holder: "reconcile-bench",
 		// The floor is the broker's latency, not the engine's wait between polls.
 		PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Refusal reasons of an instance's consumers (sharing and limits).
+const (
+	// ReasonRefusedNotShared: the binding names an instance of another namespace that is
+	// not shared with the binding's namespace (or whose grant does not count: its spec's
+	// author is not verified, or may not write the instance's record).
+	ReasonRefusedNotShared = "RefusedNotShared"
+	// ReasonRefusedNamespaceNotAllowed: the instance's allowed namespaces do not include
+	// the binding's namespace.
+	ReasonRefusedNamespaceNotAllowed = "RefusedNamespaceNotAllowed"
+	// ReasonRefusedLimitReached: the instance has as many bindings as its maxBindings.
+	ReasonRefusedLimitReached = "RefusedLimitReached"
+)
+
+// checkConsumer refuses a bind of b to inst that inst's owner did not allow: a namespace
+// outside the instance's allowed namespaces, or, for an instance of another namespace,
+// one the instance is not shared with. A grant counts only on the authority of the
+// instance spec's author (verified, and allowed to write the instance's record: what
+// "share" needs), so a record written by someone else, or a grant forged by hand without
+// the trust policy, shares nothing. Any other reference out of the binding's namespace
+// stays refused: a binding may name an instance of another namespace, nothing else.
+func (e *Engine) checkConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) error {
+	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, b.Namespace) {
+		return refused(ReasonRefusedNamespaceNotAllowed, "instance %q in namespace %q allows bindings only from namespaces %s, not from %q: its owner adds it with \"kubectl catalog update %s --allowed-namespaces ... -n %s\"",
+			inst.Name, inst.Namespace, strings.Join(allowed, ", "), b.Namespace, inst.Name, inst.Namespace)
+	}
+	if !b.CrossNamespace() {
+		return nil
+	}
+	if !slices.Contains(inst.Spec.SharedWith, b.Namespace) {
+		return refused(ReasonRefusedNotShared, "binding %q names instance %q of namespace %q, which is not shared with namespace %q: its owner runs \"kubectl catalog share %s --to-namespace %s -n %s\"",
+			b.Name, inst.Name, inst.Namespace, b.Namespace, inst.Name, b.Namespace, inst.Namespace)
+	}
+	// The grant is the instance author's: they must be able to write the record.
+	if err := e.authorize(ctx, inst, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "update", Resource: "configmaps",
+		Name: store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name)}); err != nil {
+		r, _ := AsRefused(err)
+		return refused(ReasonRefusedNotShared, "the grant of instance %q in namespace %q to namespace %q does not count: %s", inst.Name, inst.Namespace, b.Namespace, r.Message)
+	}
+	// The binding is its author's: they must be able to write records in its namespace.
+	if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "create", Resource: "configmaps"}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// CheckConsumer is checkConsumer for the verbs, before they record a binding.
+func (e *Engine) CheckConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) error {
+	return e.checkConsumer(ctx, b, inst)
+}
+
+// reserved reports whether inst holds a place for b.
+func reserved(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	return slices.ContainsFunc(inst.Status.Consumers, func(c v1alpha1.ConsumerReservation) bool { return c.UID == string(b.UID) })
+}
+
+// reserve takes a place for b among the bindings of an instance with maxBindings,
+// before b's first bind call: a write of the instance's status guarded by its
+// resourceVersion, retried on conflicts, so that concurrent binds never take more places
+// than the limit. A place whose binding record is gone is given back first. A user who
+// may not write the instance's record leaves the bind to reconcile. read is the
+// instance as this step read it: an instance without a limit is not read again.
+func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance) error {
+	if read != nil && read.Spec.MaxBindings == nil {
+		return nil
+	}
+	ns, name := b.InstanceRef()
+	for attempt := 0; ; attempt++ {
+		inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		if inst.Spec.MaxBindings == nil || reserved(inst, b) {
+			return nil
+		}
+		x := inst.DeepCopy()
+		if int32(len(x.Status.Consumers)) >= *x.Spec.MaxBindings {
+			x.Status.Consumers = e.liveConsumers(ctx, x.Status.Consumers)
+		}
+		if n := int32(len(x.Status.Consumers)); n >= *x.Spec.MaxBindings {
+			return refused(ReasonRefusedLimitReached, "instance %q in namespace %q has reached its limit of %d bindings (%s): unbind one of them, or its owner raises the limit with \"kubectl catalog update %s --max-bindings N -n %s\"",
+				name, ns, *x.Spec.MaxBindings, consumerNames(x.Status.Consumers), name, ns)
+		}
+		x.Status.Consumers = append(x.Status.Consumers, v1alpha1.ConsumerReservation{
+			Namespace: b.Namespace, Name: b.Name, UID: string(b.UID), ReservedAt: metav1.NewTime(e.now()),
+		})
+		_, err = e.cfg.Store.Instances().Update(ctx, x)
+		switch {
+		case err == nil:
+			return nil
+		case store.IsConflict(err) && attempt < 100:
+			continue
+		case store.IsForbidden(err):
+			return &LeftToReconcileError{What: fmt.Sprintf("you may not write instance %q in namespace %q, where the place of the binding under the instance's limit of %d bindings is kept, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", name, ns, *x.Spec.MaxBindings), Err: err}
+		default:
+			return err
+		}
+	}
+}
+
+// liveConsumers are the places whose binding record still exists (or cannot be read).
+func (e *Engine) liveConsumers(ctx context.Context, cs []v1alpha1.ConsumerReservation) []v1alpha1.ConsumerReservation {
+	var live []v1alpha1.ConsumerReservation
+	for _, c := range cs {
+		b, err := e.cfg.Store.Bindings().Get(ctx, c.Namespace, c.Name)
+		if store.IsNotFound(err) || (err == nil && string(b.UID) != c.UID) {
+			continue
+		}
+		live = append(live, c)
+	}
+	return live
+}
+
+func consumerNames(cs []v1alpha1.ConsumerReservation) string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, c.Namespace+"/"+c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// releaseConsumer gives back b's place under its instance's limit, once b is gone. It is
+// best effort: a place left behind is given back when the limit is next reached.
+func (e *Engine) releaseConsumer(ctx context.Context, b *v1alpha1.ServiceBinding) {
+	ns, name := b.InstanceRef()
+	_, _ = e.cfg.Store.Instances().UpdateWithRetry(ctx, ns, name, func(inst *v1alpha1.ServiceInstance) error {
+		inst.Status.Consumers = slices.DeleteFunc(inst.Status.Consumers, func(c v1alpha1.ConsumerReservation) bool { return c.UID == string(b.UID) })
+		if len(inst.Status.Consumers) == 0 {
+			inst.Status.Consumers = nil
+		}
+		return nil
+	})
+}
+
+// Consumers lists the bindings of inst in other namespaces that the reader may list:
+// from every namespace when allowed, else from each namespace the instance is shared
+// with and in extra. unseen names the namespaces that could not be read.
+func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
+	return ListConsumers(ctx, e.cfg.Store, inst, extra...)
+}
+
+// ListConsumers is Engine.Consumers on st.
+func ListConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
+	f := store.Filter{Instance: inst.Name, InstanceNamespace: inst.Namespace}
+	bs, err = st.Bindings().List(ctx, "", f)
+	if err == nil || !store.IsForbidden(err) {
+		return bs, nil, err
+	}
+	bs = nil
+	namespaces := slices.Clone(inst.Spec.SharedWith)
+	for _, ns := range extra {
+		if !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	for _, ns := range namespaces {
+		items, err := st.Bindings().List(ctx, ns, f)
+		if store.IsForbidden(err) {
+			unseen = append(unseen, ns)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		bs = append(bs, items...)
+	}
+	return bs, unseen, nil
+}
+
+// granted reports whether inst (as its spec now stands) lets b's namespace bind to it.
+func granted(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, b.Namespace) {
+		return false
+	}
+	return !b.CrossNamespace() || slices.Contains(inst.Spec.SharedWith, b.Namespace)
+}
+
+// RevokeConsumers marks for deletion the bindings in other namespaces that inst no longer
+// lets bind to it (after "unshare", or a narrower allowed-namespaces list): each is then
+// unbound like any binding being deleted (its Secret and projections removed, then the
+// broker asked). It looks in every namespace it may, else in those the instance is
+// shared with and in extra. It returns the bindings marked, and the namespaces it could
+// not read or change.
+func (e *Engine) RevokeConsumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (revoked []string, unseen []string, err error) {
+	bs, unseen, err := e.Consumers(ctx, inst, extra...)
+	if err != nil {
+		return nil, unseen, err
+	}
+	for _, b := range bs {
+		if b.DeletionTimestamp != nil || granted(inst, b) {
+			continue
+		}
+		if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+			if store.IsForbidden(err) {
+				unseen = append(unseen, b.Namespace)
+				continue
+			}
+			return revoked, unseen, err
+		}
+		revoked = append(revoked, b.Namespace+"/"+b.Name)
+	}
+	return revoked, unseen, nil
+}

@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+const consumerNS = "team-b"
+
+// consumerBinding records a binding in namespace bns of instance db of namespace dev,
+// written by w (this process's store when nil).
+func (f *fixture) consumerBinding(w *store.Store, bns, name string) {
+	f.t.Helper()
+	if w == nil {
+		w = f.st
+	}
+	_, err := w.Bindings().Create(store.WithIntent(context.Background()), NewBinding(BindingIntent{
+		Namespace: bns, Name: name, Instance: "db", InstanceNamespace: ns, SecretName: name, ExternalID: "bind-" + bns + "-" + name,
+	}))
+	assert.NilError(f.t, err)
+}
+
+func (f *fixture) bindingIn(bns, name string) (*v1alpha1.ServiceBinding, error) {
+	return f.st.Bindings().Get(context.Background(), bns, name)
+}
+
+func (f *fixture) stepBindingIn(bns, name string) Result {
+	f.t.Helper()
+	b, err := f.bindingIn(bns, name)
+	assert.NilError(f.t, err)
+	res, err := f.engine.StepBinding(context.Background(), b)
+	assert.NilError(f.t, err)
+	return res
+}
+
+func (f *fixture) editInstance(edit func(*v1alpha1.ServiceInstance)) {
+	f.t.Helper()
+	_, err := f.st.Instances().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+		edit(i)
+		return nil
+	})
+	assert.NilError(f.t, err)
+}
+
+func assertBindingRefused(t *testing.T, f *fixture, bns, name, reason string) *v1alpha1.ServiceBinding {
+	t.Helper()
+	b, err := f.bindingIn(bns, name)
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", b.Status.Conditions)
+	assert.Equal(t, c.Reason, reason, c.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "nothing may be sent to the broker for a refused binding")
+	assert.Equal(t, len(b.Status.ExternalIDs), 0, "no id is listed as possibly held at the broker")
+	return b
+}
+
+func TestConsumers_ABindingRecordOfAnUnsharedInstance_IsRefused(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	// Written by hand in team-b: nothing shares db with team-b.
+	f.consumerBinding(nil, consumerNS, "forged")
+
+	res := f.stepBindingIn(consumerNS, "forged")
+
+	assert.Assert(t, res.Refused, "%+v", res)
+	b := assertBindingRefused(t, f, consumerNS, "forged", ReasonRefusedNotShared)
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, is.Contains(c.Message, `kubectl catalog share db --to-namespace team-b -n dev`))
+	_, err := f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+	assert.Assert(t, err != nil, "no Secret was written")
+}
+
+func TestConsumers_ASharedInstance_IsBoundFromTheOtherNamespace_AndUnshareRevokesTheBinding(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = []string{consumerNS} })
+	f.consumerBinding(nil, consumerNS, "app")
+
+	res := f.stepBindingIn(consumerNS, "app")
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	binds := f.broker.CallsTo(fake.MethodBind)
+	assert.Equal(t, len(binds), 1)
+	s, err := f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "app", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, string(s.Data["password"]), secretValue)
+
+	// A same-named instance of team-b does not see (or delete) the binding as its own.
+	bs, err := f.st.Bindings().List(context.Background(), consumerNS, store.Filter{Instance: "db"})
+	assert.NilError(t, err)
+	assert.Equal(t, len(bs), 0)
+
+	// Unshare: the instance's next step marks team-b's binding for deletion; its own
+	// step removes the Secret and unbinds.
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = nil })
+	res = f.step("db")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	b, err := f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, b.DeletionTimestamp != nil, "the binding of a namespace no longer granted is marked for deletion")
+	res = f.stepBindingIn(consumerNS, "app")
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodUnbind)), 1)
+	_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "app", metav1.GetOptions{})
+	assert.Assert(t, err != nil, "the Secret is gone")
+}
+
+func TestConsumers_AGrantWhoseAuthorIsNotVerifiedOrMayNotWriteTheInstance_DoesNotCount(t *testing.T) {
+	for _, tc := range []struct {
+		name, token string
+		allowed     bool
+		reason      string
+	}{
+		{name: "a grant written without the trust policy in force", token: "old", reason: ReasonRefusedNotShared},
+		{name: "a verified author who may not write the instance's record", token: "tok", reason: ReasonRefusedNotShared},
+		{name: "a verified author who may", token: "tok", allowed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := bindingFixture(t, nil)
+			f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+			authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{}}
+			if tc.allowed {
+				authz.allow["mallory"] = []authorizationv1.ResourceAttributes{{Namespace: ns, Verb: "update", Resource: "configmaps",
+					Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "db")}}
+			}
+			f.engine.cfg.Authorizer = authz
+			// mallory re-writes db's spec with a grant to team-b.
+			_, err := writerStore(f, "mallory", tc.token).Instances().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db",
+				func(i *v1alpha1.ServiceInstance) error {
+					i.Spec.SharedWith = []string{consumerNS}
+					return nil
+				})
+			assert.NilError(t, err)
+			f.consumerBinding(nil, consumerNS, "app")
+
+			res := f.stepBindingIn(consumerNS, "app")
+
+			if tc.allowed {
+				assert.Equal(t, res.State, StateSettled, res.Message)
+				assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1)
+				return
+			}
+			assert.Assert(t, res.Refused, "%+v", res)
+			b := assertBindingRefused(t, f, consumerNS, "app", tc.reason)
+			c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+			assert.Assert(t, is.Contains(c.Message, "does not count"))
+		})
+	}
+}
+
+func TestConsumers_AllowedNamespaces_RefuseOthers(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Spec.SharedWith = []string{consumerNS, "team-c"}
+		i.Spec.AllowedNamespaces = []string{consumerNS}
+	})
+	f.consumerBinding(nil, "team-c", "app")
+	f.createBinding("own", nil)
+
+	assert.Assert(t, f.stepBindingIn("team-c", "app").Refused)
+	assertBindingRefused(t, f, "team-c", "app", ReasonRefusedNamespaceNotAllowed)
+	assert.Assert(t, f.stepBinding("own").Refused, "the owner's namespace is not in the list either")
+	assertBindingRefused(t, f, ns, "own", ReasonRefusedNamespaceNotAllowed)
+
+	f.consumerBinding(nil, consumerNS, "app")
+	res := f.stepBindingIn(consumerNS, "app")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+}
+
+func TestConsumers_MaxBindings_ReservesPlaces_RefusesBeyond_AndGivesThemBack(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	two := int32(2)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Spec.SharedWith = []string{consumerNS}
+		i.Spec.MaxBindings = &two
+	})
+	f.createBinding("one", nil)
+	f.consumerBinding(nil, consumerNS, "two")
+	f.createBinding("three", func(in *BindingIntent) { in.ExternalID = "bind-three" })
+
+	assert.Equal(t, f.stepBinding("one").State, StateSettled)
+	assert.Equal(t, f.stepBindingIn(consumerNS, "two").State, StateSettled)
+	res := f.stepBinding("three")
+	assert.Assert(t, res.Refused, "%+v", res)
+	b, err := f.bindingIn(ns, "three")
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Equal(t, c.Reason, ReasonRefusedLimitReached)
+	assert.Assert(t, is.Contains(c.Message, "limit of 2 bindings (dev/one, team-b/two)"), c.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 2)
+	inst := f.get("db")
+	assert.Equal(t, len(inst.Status.Consumers), 2)
+
+	// Unbinding one gives its place back; the refused binding gets it at its retry.
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "two"))
+	assert.Equal(t, f.stepBindingIn(consumerNS, "two").State, StateDeleted)
+	assert.Equal(t, len(f.get("db").Status.Consumers), 1)
+	f.advance(time.Hour)
+	res = f.stepBinding("three")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, len(f.get("db").Status.Consumers), 2)
+}
+
+func TestConsumers_APlaceWhoseBindingRecordIsGone_IsGivenBackWhenTheLimitIsReached(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	one := int32(1)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &one })
+	// A place taken by a bind that was interrupted before its record was... gone.
+	_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+		i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "vanished", UID: "uid-gone"}}
+		return nil
+	})
+	assert.NilError(t, err)
+	f.createBinding("app", nil)
+
+	res := f.stepBinding("app")
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	cs := f.get("db").Status.Consumers
+	assert.Equal(t, len(cs), 1)
+	assert.Equal(t, cs[0].Name, "app")
+}
+
+func TestConsumers_DeprovisioningASharedInstance_UnbindsTheOtherNamespacesBindingsFirst(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = []string{consumerNS} })
+	f.consumerBinding(nil, consumerNS, "app")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
+	assert.Equal(t, f.step("db").State, StateSettled)
+
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+	res := f.step("db")
+	assert.Equal(t, res.State, StateWaiting)
+	assert.Assert(t, is.Contains(res.Message, "team-b/app"))
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 0)
+	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateDeleted)
+	assert.Equal(t, f.step("db").State, StateDeleted)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+}
+
+func TestConsumers_ARefusedBindingIsDeletedAtOnce_WithoutABrokerCall(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.consumerBinding(nil, consumerNS, "forged")
+	assert.Assert(t, f.stepBindingIn(consumerNS, "forged").Refused)
+
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	res := f.stepBindingIn(consumerNS, "forged")
+
+	assert.Equal(t, res.State, StateDeleted, "the refusal's retry does not hold back a deletion that sends nothing: %+v", res)
+	assert.Equal(t, len(f.broker.Calls()), 0)
+}
+
+// A status is free to write: a binding record forged in team-b with a status saying a
+// bind is in flight (an interrupted call to re-send) must not skip the sharing check,
+// nor the place under the instance's limit.
+func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		share  bool
+		reason string
+	}{
+		{name: "not shared", reason: ReasonRefusedNotShared},
+		{name: "shared, the limit reached", share: true, reason: ReasonRefusedLimitReached},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := bindingFixture(t, nil)
+			db := f.get("db")
+			if tc.share {
+				zero := int32(0)
+				f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith, i.Spec.MaxBindings = []string{consumerNS}, &zero })
+			}
+			b := NewBinding(BindingIntent{
+				Namespace: consumerNS, Name: "forged", Instance: "db", InstanceNamespace: ns, SecretName: "forged", ExternalID: "bind-forged",
+			})
+			b.Status.InFlight = &v1alpha1.Operation{
+				Type: v1alpha1.OperationBind, InstanceID: db.CurrentExternalID(), BindingID: "bind-forged",
+				ServiceID: db.Spec.ClassID, PlanID: db.Spec.PlanID, RequestID: "req-forged", StartedAt: metav1.NewTime(f.now),
+			}
+			_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
+			assert.NilError(t, err)
+
+			res := f.stepBindingIn(consumerNS, "forged")
+
+			assert.Assert(t, res.Refused, "%+v", res)
+			got, err := f.bindingIn(consumerNS, "forged")
+			assert.NilError(t, err)
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+			assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", got.Status.Conditions)
+			assert.Equal(t, c.Reason, tc.reason, c.Message)
+			assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "nothing may be sent to the broker")
+			_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+			assert.Assert(t, err != nil, "no Secret was written")
+		})
+	}
+}
+
+// The same with an asynchronous bind: a forged "bind in progress" of an unshared
+// instance, which the broker answers as succeeded, must not fetch the credentials into
+// the forger's namespace. It stays refused; deleting the record unbinds what the broker
+// may hold, still without fetching anything.
+func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t *testing.T) {
+	f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
+	f.broker.SetBindingPollSequence("bop-forged", fake.Succeeded(), fake.Succeeded(), fake.Succeeded(), fake.Succeeded())
+	f.broker.GetBindingReturns(&osb.GetBindingResponse{Credentials: map[string]any{"password": secretValue}}, nil)
+	db := f.get("db")
+	b := NewBinding(BindingIntent{
+		Namespace: consumerNS, Name: "forged", Instance: "db", InstanceNamespace: ns, SecretName: "forged", ExternalID: "bind-forged",
+	})
+	b.Status.InFlight = &v1alpha1.Operation{
+		Type: v1alpha1.OperationBind, Async: true, OperationKey: "bop-forged", InstanceID: db.CurrentExternalID(), BindingID: "bind-forged",
+		ServiceID: db.Spec.ClassID, PlanID: db.Spec.PlanID, RequestID: "req-forged", StartedAt: metav1.NewTime(f.now),
+	}
+	_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
+	assert.NilError(t, err)
+	noSecret := func() {
+		t.Helper()
+		assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 0, "the credentials were fetched")
+		_, err := f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+		assert.Assert(t, err != nil, "no Secret was written")
+	}
+
+	for range 2 {
+		res := f.stepBindingIn(consumerNS, "forged")
+		assert.Assert(t, res.Refused, "%+v", res)
+		f.advance(time.Hour)
+	}
+	noSecret()
+	got, err := f.bindingIn(consumerNS, "forged")
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Reason == ReasonRefusedNotShared, "conditions: %+v", got.Status.Conditions)
+	assert.Assert(t, got.Status.Bound == nil, "nothing is bound")
+
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	var res Result
+	for range 4 {
+		if res = f.stepBindingIn(consumerNS, "forged"); res.State == StateDeleted {
+			break
+		}
+		f.advance(time.Hour)
+	}
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	noSecret()
+	unbinds := f.broker.CallsTo(fake.MethodUnbind)
+	assert.Assert(t, len(unbinds) > 0, "what the bind may have made is unbound")
+	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, "bind-forged")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
+}

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// A verb hands the engine the record it has just created: no read of it before the
+// first step, and the broker is called once.
+func TestDriveInstance_Created_IsNotReadAgain(t *testing.T) {
+	f := newFixture(t)
+	created := f.create("db", planSmall, "")
+	f.cluster.Core.ClearActions()
+
+	res, err := f.engine.DriveInstance(context.Background(), ns, "db", DriveOptions{StopWhenWaiting: true, Created: created})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Assert(t, is.Len(f.broker.Calls(), 1))
+	for _, a := range f.cluster.Core.Actions() {
+		g, ok := a.(clienttesting.GetAction)
+		assert.Assert(t, !ok || g.GetName() != "catalog-instance.db", "the record was read again")
+	}
+}
+
+// Whoever changes the record between its create and the engine's first step wins: the
+// write-ahead made from the created record conflicts, nothing is sent, and the record is
+// read as it is now (here: claimed by reconcile, which is left to drive it).
+func TestDriveInstance_CreatedThenClaimedByAnother_SendsNothing(t *testing.T) {
+	f := newFixture(t)
+	// The drive waits between reads: a clock that moves.
+	f.now = time.Now()
+	f.engine.cfg.Now = time.Now
+	created := f.create("db", planSmall, "")
+	_, err := f.st.Instances().Claim(context.Background(), created, "reconcile@other", time.Minute)
+	assert.NilError(t, err)
+
+	res, err := f.engine.DriveInstance(context.Background(), ns, "db", DriveOptions{StopWhenWaiting: true, Created: created})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateWaiting)
+	assert.Assert(t, is.Contains(res.Message, "reconcile@other is working on it"))
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+	assert.Assert(t, f.get("db").Status.InFlight == nil)
+}

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// BrokerClients gives the OSB client of a broker record. The engine never builds one
+// itself, so tests inject pkg/osb/fake and the CLI injects pkg/engine/brokerclient.
+type BrokerClients interface {
+	ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client, error)
+}
+
+// HookPoint names a point of a broker call at which Config.Hook is called.
+type HookPoint string
+
+// Hook points, in the order they happen.
+const (
+	// HookBeforeBrokerCall: the write-ahead is stored, the call is not made yet.
+	HookBeforeBrokerCall HookPoint = "before-broker-call"
+	// HookAfterBrokerCall: the broker answered, the outcome is not stored yet.
+	HookAfterBrokerCall HookPoint = "after-broker-call"
+)
+
+// Config configures an Engine. Store, Brokers and Platform are required.
+type Config struct {
+	Store    *store.Store
+	Brokers  BrokerClients
+	Platform Platform
+	// CatalogNamespace holds cluster-scoped brokers and their classes.
+	CatalogNamespace string
+	// Holder names this driver in claims; default "kubectl-catalog@<host>/<pid>".
+	Holder string
+	// ClaimTTL is how long a claim lasts without renewal; default 2 minutes.
+	ClaimTTL time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Jitter returns a number in [0, 1) spreading retries; default math/rand.
+	Jitter func() float64
+	// RetryBase and RetryMax bound the exponential backoff of failed calls; defaults
+	// 2 seconds and 10 minutes.
+	RetryBase, RetryMax time.Duration
+	// PollInterval and MaxPollInterval bound the interval between polls when the broker
+	// sends no Retry-After; defaults 2 and 30 seconds.
+	PollInterval, MaxPollInterval time.Duration
+	// MaxPollingDuration is the engine's own bound on polling, for plans without a
+	// maximum_polling_duration; default 24 hours.
+	MaxPollingDuration time.Duration
+	// RefreshCatalog re-fetches a broker's catalog after a MaintenanceInfoConflict;
+	// optional.
+	RefreshCatalog func(ctx context.Context, b *v1alpha1.Broker) error
+	// Catalogs fetches brokers' catalogs and writes their classes for RegisterBroker,
+	// SyncBroker and Deregister, which need it. It carries the engine's CheckBroker
+	// (catalogsync.WithBrokerCheck), as the one cmdutil.Factory.Engine builds does.
+	Catalogs *catalogsync.Syncer
+	// Hook is called at each HookPoint; tests use it to interrupt the engine there.
+	Hook func(ctx context.Context, point HookPoint, op *v1alpha1.Operation)
+	// TargetCacheTTL, when positive, keeps a broker's record, client and class for that
+	// long between steps, so that polling many records of one broker reads them (and
+	// sets up a connection) once rather than on every step. Changes to the broker or
+	// its catalog are seen that much later. reconcile sets it; verbs leave it off.
+	TargetCacheTTL time.Duration
+	// Projector projects bindings' Secrets into workloads and removes them; without
+	// one, a binding with projections waits with a visible error.
+	Projector Projector
+	// Trust says whether the catalog's trust policy is in force, so that record authors
+	// can be believed; without it no author is (docs/security.md).
+	Trust TrustSource
+	// Authorizer asks the API server whether a record's author may read a Secret or
+	// change a workload before the engine does so in their name; without it the engine
+	// does so only for records written by the user running it.
+	Authorizer Authorizer
+	// Events records Kubernetes Events about records (events.go); nil records none.
+	Events EventRecorder
+}
+
+// Projector changes workloads so that they receive a binding's Secret
+// (pkg/projection), and takes exactly that change back.
+type Projector interface {
+	Project(ctx context.Context, namespace, binding, secretName string, w v1alpha1.WorkloadProjection) error
+	// Unproject succeeds when the workload or the projection is already gone.
+	Unproject(ctx context.Context, namespace, binding string, w v1alpha1.WorkloadProjection) error
+}
+
+// Engine drives records toward their spec. It is safe for concurrent use on different
+// records; claims keep two engines off one record.
+type Engine struct {
+	cfg     Config
+	targets targetCache
+	trust   trustCache
+	// prepared holds what PrepareInstance read, for the engine's checks of the record
+	// it prepared moments later (recent.go).
+	prepared preparedReads
+}
+
+// New returns an engine.
+func New(cfg Config) *Engine {
+	if cfg.Holder == "" {
+		host, _ := os.Hostname()
+		cfg.Holder = fmt.Sprintf("kubectl-catalog@%s/%d", host, os.Getpid())
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.ClaimTTL, 2*time.Minute)
+	def(&cfg.RetryBase, 2*time.Second)
+	def(&cfg.RetryMax, 10*time.Minute)
+	def(&cfg.PollInterval, 2*time.Second)
+	def(&cfg.MaxPollInterval, 30*time.Second)
+	def(&cfg.MaxPollingDuration, 24*time.Hour)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.Float64
+	}
+	if cfg.CatalogNamespace == "" {
+		cfg.CatalogNamespace = "catalog-system"
+	}
+	return &Engine{cfg: cfg, targets: targetCache{m: map[string]cachedTarget{}}}
+}
+
+// targetCache holds recently read targets by broker namespace, name and class id; its
+// clock is the wall clock, whatever the engine's is.
+type targetCache struct {
+	mu sync.Mutex
+	m  map[string]cachedTarget
+}
+
+type cachedTarget struct {
+	t  target
+	at time.Time
+}
+
+func (c *targetCache) get(key string, ttl time.Duration) (target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.m[key]
+	if !ok || time.Since(ct.at) > ttl {
+		return target{}, false
+	}
+	return ct.t, true
+}
+
+func (c *targetCache) put(key string, t target) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 1000 {
+		clear(c.m)
+	}
+	c.m[key] = cachedTarget{t: t, at: time.Now()}
+}
+
+// Holder is the name this engine claims records under.
+func (e *Engine) Holder() string { return e.cfg.Holder }
+
+// State says what a step left behind.
+type State string
+
+// States of a Result.
+const (
+	// StateSettled: nothing left to do; the record is Ready.
+	StateSettled State = "Settled"
+	// StateWaiting: work is left; call Step again after RequeueAfter.
+	StateWaiting State = "Waiting"
+	// StateNeedsUser: the last operation failed in a way retrying will not fix; the
+	// record waits for the user to change its spec (or deprovision it).
+	StateNeedsUser State = "NeedsUser"
+	// StateDeleted: the record is gone (deprovisioned, or never provisioned).
+	StateDeleted State = "Deleted"
+)
+
+// Result is the outcome of one step.
+type Result struct {
+	// Instance (for StepInstance) or Binding (for StepBinding) is the record as stored
+	// after the step; nil when it is gone.
+	Instance *v1alpha1.ServiceInstance
+	Binding  *v1alpha1.ServiceBinding
+	State    State
+	// RequeueAfter is when the next step is due, for StateWaiting.
+	RequeueAfter time.Duration
+	// Message says what the record is waiting for, or why it needs the user.
+	Message string
+	// Refused: the step refused to act on the record (its Refused condition says why);
+	// nothing was sent to a broker.
+	Refused bool
+}
+
+// Done reports whether there is nothing more a step can do now without the user.
+func (r Result) Done() bool { return r.State != StateWaiting }
+
+func (e *Engine) now() time.Time { return e.cfg.Now() }
+
+// backoff is the delay before retry number attempts (1-based): exponential, capped,
+// with ±20% jitter so that many records failing together do not retry together.
+func (e *Engine) backoff(attempts int32) time.Duration {
+	d := float64(e.cfg.RetryBase) * math.Pow(2, float64(max(attempts, 1)-1))
+	d = min(d, float64(e.cfg.RetryMax))
+	d *= 0.8 + 0.4*e.cfg.Jitter()
+	return time.Duration(d).Round(time.Millisecond)
+}
+
+func (e *Engine) hook(ctx context.Context, p HookPoint, op *v1alpha1.Operation) {
+	if e.cfg.Hook != nil {
+		e.cfg.Hook(ctx, p, op)
+	}
+}
+
+// errLost says the record was taken over (its in-flight operation replaced) between the
+// broker call and the write of its outcome.
+var errLost = errors.New("the record was changed by someone else while the broker was called")
+
+func newRequestID() string { return uuid.NewString() }
+
+func mtime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

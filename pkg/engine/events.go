@@ -1,0 +1,329 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Event types, as Kubernetes names them.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
+
+// Event is what the engine reports about a record: Regarding names the record's
+// ConfigMap. Note never holds credentials: the engine puts only its own words and the
+// broker's description there, truncated by NewEvent.
+type Event struct {
+	Namespace, Name string    // the record's ConfigMap
+	UID             types.UID // the ConfigMap's uid, when known
+	Type            string    // EventNormal or EventWarning
+	Reason          string    // e.g. "ProvisionRequested", "BindFailed", "RetryScheduled"
+	Action          string    // e.g. "Provision", "Bind", "OrphanMitigation"
+	Note            string
+}
+
+// MaxEventNote bounds an event's note, as the API server bounds events' messages.
+const MaxEventNote = 1024
+
+// NewEvent returns an event with its note truncated to MaxEventNote bytes (on a rune
+// boundary).
+func NewEvent(namespace, name, typ, reason, action, note string) Event {
+	if len(note) > MaxEventNote {
+		cut := MaxEventNote - len("...")
+		for cut > 0 && !utf8.RuneStart(note[cut]) {
+			cut--
+		}
+		note = note[:cut] + "..."
+	}
+	return Event{Namespace: namespace, Name: name, Type: typ, Reason: reason, Action: action, Note: strings.TrimSpace(note)}
+}
+
+// EventRecorder records events about records. Config.Events nil records none. A
+// recorder must not fail the caller: one without permission to create events logs
+// that and carries on.
+type EventRecorder interface {
+	Record(ctx context.Context, ev Event)
+}
+
+// event records ev when the engine has a recorder; engine code calls it in one line.
+func (e *Engine) event(ctx context.Context, ev Event) {
+	if e.cfg.Events != nil {
+		e.cfg.Events.Record(ctx, ev)
+	}
+}
+
+// EventSink writes event objects: Create makes a new one, Update raises the count and
+// last-seen time of one made earlier (an events.k8s.io series).
+type EventSink interface {
+	Create(ctx context.Context, ev Event, at time.Time) (id string, err error)
+	Update(ctx context.Context, id string, ev Event, count int, last time.Time) error
+}
+
+// Aggregator is an EventRecorder that, like Kubernetes' own event recorder, folds
+// repeats of one event (same record, type, reason and action) seen within Window of
+// its last write into one object with a count, written at most once per Interval. A
+// record retried any number of times thus leaves one event object per distinct
+// reason per Window, not one per retry. The repeats of the last Interval are written
+// by Flush, which a process calls before it ends.
+type Aggregator struct {
+	Sink EventSink
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Window is how long a repeat joins the earlier object; default 30 minutes.
+	Window time.Duration
+	// Interval is the least time between two writes of one series; default 30 seconds.
+	// Repeats in between are counted and written with the next write.
+	Interval time.Duration
+	// Log, if set, is told of a write that failed. After a write is forbidden (a user
+	// without permission to create events) the Aggregator records no more.
+	Log func(err error)
+
+	mu     sync.Mutex
+	series map[eventKey]*eventSeries
+	off    bool // a write was forbidden: the writer may not create events
+}
+
+type eventKey struct{ ns, name, typ, reason, action string }
+
+type eventSeries struct {
+	id      string
+	count   int // repeats seen
+	written int // count last written
+	first   time.Time
+	last    time.Time // last seen
+	wrote   time.Time // last written
+	latest  Event     // last seen: its note is written with the count
+}
+
+// Record implements EventRecorder.
+func (a *Aggregator) Record(ctx context.Context, ev Event) {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	window, interval := a.Window, a.Interval
+	if window <= 0 {
+		window = 30 * time.Minute
+	}
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	t := now()
+	k := eventKey{ev.Namespace, ev.Name, ev.Type, ev.Reason, ev.Action}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.series == nil {
+		a.series = map[eventKey]*eventSeries{}
+	}
+	if a.off {
+		return
+	}
+	s := a.series[k]
+	if s == nil || s.id == "" || t.Sub(s.last) > window {
+		id, err := a.Sink.Create(ctx, ev, t)
+		if err != nil {
+			a.off = a.off || apierrors.IsForbidden(err)
+			a.fail(err)
+			return
+		}
+		a.series[k] = &eventSeries{id: id, count: 1, written: 1, first: t, last: t, wrote: t, latest: ev}
+		a.gc(t, window)
+		return
+	}
+	s.count++
+	s.last, s.latest = t, ev
+	if t.Sub(s.wrote) < interval {
+		return
+	}
+	if err := a.Sink.Update(ctx, s.id, ev, s.count, t); err != nil {
+		a.fail(err)
+		return
+	}
+	s.written, s.wrote = s.count, t
+}
+
+// Flush writes the repeats each series saw since its last write. Without it, the
+// repeats of a process's last Interval would be lost with the process: a record
+// retried every few seconds by short runs (a CronJob's reconcile, a verb's --wait)
+// would show a count of about one per run, not one per retry.
+func (a *Aggregator) Flush(ctx context.Context) {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.off {
+		return
+	}
+	for _, s := range a.series {
+		if s.count == s.written {
+			continue
+		}
+		if err := a.Sink.Update(ctx, s.id, s.latest, s.count, s.last); err != nil {
+			a.fail(err)
+			continue
+		}
+		s.written, s.wrote = s.count, now()
+	}
+}
+
+// gc forgets series not seen within window, so that a long --serve run holds only
+// recent ones.
+func (a *Aggregator) gc(t time.Time, window time.Duration) {
+	for k, s := range a.series {
+		if t.Sub(s.last) > window {
+			delete(a.series, k)
+		}
+	}
+}
+
+func (a *Aggregator) fail(err error) {
+	if a.Log != nil {
+		a.Log(err)
+	}
+}
+
+// statusEvents records what changed between a record's status as read (before) and as
+// written (after): a broker call requested, accepted, succeeded or failed, a retry
+// scheduled, a refusal, orphan mitigation started or finished. Deriving events from the
+// written status keeps the engine's functions free of event calls and records only
+// what was stored.
+func (e *Engine) statusEvents(ctx context.Context, before, after opRecord) {
+	if e.cfg.Events == nil {
+		return
+	}
+	ns, name, ok := eventTarget(after)
+	if !ok {
+		return
+	}
+	uid := after.GetUID()
+	retiring := false
+	if b, ok := before.(*v1alpha1.ServiceBinding); ok {
+		op := b.Status.InFlight
+		retiring = op != nil && op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil &&
+			slices.Contains(b.Status.Retired, op.BindingID)
+	}
+	for _, ev := range statusChanges(before.OpStatus(), after.OpStatus()) {
+		if retiring && ev.Reason == "UnbindSucceeded" {
+			// The unbind of an id a rotation replaced ends the rotation.
+			ev = NewEvent("", "", EventNormal, "RotationFinished", "Rotation",
+				"the credentials a rotation replaced were unbound at the broker")
+		}
+		ev.Namespace, ev.Name, ev.UID = ns, name, uid
+		e.event(ctx, ev)
+	}
+}
+
+// eventTarget is the namespace and ConfigMap name Events about x regard.
+func eventTarget(x metav1.Object) (ns, name string, ok bool) {
+	var kind string
+	switch x.(type) {
+	case *v1alpha1.ServiceInstance:
+		kind = v1alpha1.KindServiceInstance
+	case *v1alpha1.ServiceBinding:
+		kind = v1alpha1.KindServiceBinding
+	default:
+		return "", "", false
+	}
+	return x.GetNamespace(), store.ConfigMapName(kind, x.GetName()), true
+}
+
+// releaseEvent records that a record being deleted was released: the broker confirmed
+// the deletion (confirmed), or held nothing of it.
+func (e *Engine) releaseEvent(ctx context.Context, x metav1.Object, confirmed bool) {
+	ns, name, ok := eventTarget(x)
+	if !ok || e.cfg.Events == nil {
+		return
+	}
+	action, done := "Deprovision", "deprovision"
+	if _, ok := x.(*v1alpha1.ServiceBinding); ok {
+		action, done = "Unbind", "unbind"
+	}
+	ev := NewEvent(ns, name, EventNormal, "Released", action,
+		"the broker holds nothing of this record; it is released without a broker call")
+	if confirmed {
+		ev = NewEvent(ns, name, EventNormal, action+"Succeeded", action,
+			done+" succeeded: the broker confirmed the deletion; the record is released")
+	}
+	ev.UID = x.GetUID()
+	e.event(ctx, ev)
+}
+
+// statusChanges lists the events a status change from b to a stands for, without the
+// record's names.
+func statusChanges(b, a *v1alpha1.OperationStatus) []Event {
+	var out []Event
+	add := func(typ, reason, action, note string) {
+		out = append(out, NewEvent("", "", typ, reason, action, note))
+	}
+	opName := func(op *v1alpha1.Operation, om bool) string {
+		if om {
+			return "OrphanMitigation"
+		}
+		return string(op.Type)
+	}
+	bOM, aOM := b.OrphanMitigation != nil, a.OrphanMitigation != nil
+	if !bOM && aOM {
+		add(EventWarning, "OrphanMitigationStarted", "OrphanMitigation",
+			"the outcome of the last call is uncertain: what it may have created is to be deleted at the broker")
+	}
+	switch bi, ai := b.InFlight, a.InFlight; {
+	case bi != nil && ai == nil && bOM && !aOM:
+		// The mitigating call succeeded: OrphanMitigationFinished below says so; a
+		// failure it ends with is the Failed condition's event.
+	case ai != nil && (bi == nil || bi.Type != ai.Type || bi.RequestID != ai.RequestID):
+		add(EventNormal, opName(ai, aOM)+"Requested", opName(ai, aOM), fmt.Sprintf("%s sent to the broker", strings.ToLower(string(ai.Type))))
+		if ai.Async {
+			add(EventNormal, opName(ai, aOM)+"Accepted", opName(ai, aOM), "the broker accepted the request and works on it asynchronously")
+		}
+	case ai != nil && bi != nil && !bi.Async && ai.Async:
+		add(EventNormal, opName(ai, aOM)+"Accepted", opName(ai, aOM), "the broker accepted the request and works on it asynchronously")
+	case bi != nil && ai == nil && a.Retry == nil && a.Phase != v1alpha1.PhaseFailed:
+		add(EventNormal, opName(bi, bOM)+"Succeeded", opName(bi, bOM), fmt.Sprintf("%s succeeded", strings.ToLower(string(bi.Type))))
+	case bi != nil && ai == nil:
+		msg := ""
+		if a.Retry != nil {
+			msg = a.Retry.LastError
+		} else if c := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionFailed); c != nil {
+			msg = c.Message
+		}
+		add(EventWarning, opName(bi, bOM)+"Failed", opName(bi, bOM), msg)
+	}
+	if bOM && !aOM {
+		add(EventNormal, "OrphanMitigationFinished", "OrphanMitigation", "what the uncertain call may have created is deleted at the broker")
+	}
+	if r := a.Retry; r != nil && r.NextRetryAt != nil &&
+		(b.Retry == nil || b.Retry.Attempts != r.Attempts || b.Retry.NextRetryAt == nil || !b.Retry.NextRetryAt.Equal(r.NextRetryAt)) {
+		add(EventWarning, "RetryScheduled", actionOf(r.Reason), fmt.Sprintf("%s: %s (attempt %d; next retry at %s)",
+			r.Reason, r.LastError, r.Attempts, r.NextRetryAt.UTC().Format(time.RFC3339)))
+	}
+	if c := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionRefused); c != nil && c.Status == metav1.ConditionTrue {
+		if p := meta.FindStatusCondition(b.Conditions, v1alpha1.ConditionRefused); p == nil || p.Status != metav1.ConditionTrue || p.Reason != c.Reason {
+			add(EventWarning, c.Reason, "Refused", c.Message)
+		}
+	}
+	if c := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue && (b.InFlight == nil || (bOM && !aOM)) {
+		if p := meta.FindStatusCondition(b.Conditions, v1alpha1.ConditionFailed); p == nil || p.Status != metav1.ConditionTrue || p.Reason != c.Reason || p.ObservedGeneration != c.ObservedGeneration {
+			add(EventWarning, c.Reason, "Failed", c.Message)
+		}
+	}
+	if b.ExternalID != a.ExternalID && a.ExternalID != "" && !aOM && !bOM {
+		add(EventNormal, "Rotated", "Rotation", "the next call uses a new OSB id")
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+)
+
+// This file keeps the OSB ids a record may have at its broker. Whether a request reached
+// the broker is unknown after a crash between its write-ahead and its outcome, and a
+// refused re-send says nothing about the first send: so every id a provision or bind
+// was written ahead for stays listed in status.externalIDs until the broker confirms it
+// deleted, and a deletion deletes each of them before the finalizer comes off.
+
+// createdID is the id a call may create at the broker: a provision's instance id, a
+// bind's binding id; empty for other calls.
+func createdID(op *v1alpha1.Operation) string {
+	switch {
+	case op == nil:
+		return ""
+	case op.Type == v1alpha1.OperationProvision:
+		return op.InstanceID
+	case op.Type == v1alpha1.OperationBind:
+		return op.BindingID
+	}
+	return ""
+}
+
+// listExternalID records that the broker may hold id.
+func listExternalID(st *v1alpha1.OperationStatus, id string) {
+	if id != "" && !slices.Contains(st.ExternalIDs, id) {
+		st.ExternalIDs = append(st.ExternalIDs, id)
+	}
+}
+
+// forgetExternalID records that the broker holds nothing under id.
+func forgetExternalID(st *v1alpha1.OperationStatus, id string) {
+	st.ExternalIDs = slices.DeleteFunc(st.ExternalIDs, func(x string) bool { return x == id })
+	if len(st.ExternalIDs) == 0 {
+		st.ExternalIDs = nil
+	}
+}
+
+// instanceIDsAtBroker is every OSB instance id the broker may hold for inst, the id in
+// use first when it is one of them. Records written before status.externalIDs existed
+// are covered by what the rest of their status says.
+func instanceIDsAtBroker(inst *v1alpha1.ServiceInstance) []string {
+	st := inst.Status
+	cur := inst.CurrentExternalID()
+	held := st.Provisioned != nil || st.OrphanMitigation != nil || (st.InFlight != nil && st.InFlight.InstanceID == cur)
+	var more []string
+	if st.InFlight != nil {
+		more = append(more, st.InFlight.InstanceID)
+	}
+	return idsAtBroker(&st.OperationStatus, cur, held, more...)
+}
+
+// bindingIDsAtBroker is every OSB binding id the broker may hold for b: the listed ones,
+// the ids a rotation retired, the bound one, the one of an uncertain bind, the id in use
+// first when it is one of them.
+func bindingIDsAtBroker(b *v1alpha1.ServiceBinding) []string {
+	st := b.Status
+	cur := b.CurrentExternalID()
+	// A copy of a user-provided instance's credentials is held by no broker.
+	brokered := st.Bound != nil && !st.Bound.UserProvided
+	held := st.OrphanMitigation != nil || (brokered && st.Bound.BindingID == cur) ||
+		(st.InFlight != nil && st.InFlight.BindingID == cur)
+	var more []string
+	more = append(more, st.Retired...)
+	if brokered {
+		more = append(more, st.Bound.BindingID)
+	}
+	if st.InFlight != nil {
+		more = append(more, st.InFlight.BindingID)
+	}
+	return idsAtBroker(&st.OperationStatus, cur, held, more...)
+}
+
+func idsAtBroker(st *v1alpha1.OperationStatus, current string, currentHeld bool, more ...string) []string {
+	var ids []string
+	add := func(id string) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if currentHeld || slices.Contains(st.ExternalIDs, current) {
+		add(current)
+	}
+	for _, id := range st.ExternalIDs {
+		add(id)
+	}
+	for _, id := range more {
+		add(id)
+	}
+	return ids
+}

@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// BindRequest is what bind is asked for.
+type BindRequest struct {
+	// Namespace is the binding's namespace.
+	Namespace string
+	// Instance is the instance to bind; empty: Ask picks one of the instances of
+	// Namespace that can be bound.
+	Instance string
+	// InstanceNamespace is the namespace of an instance another namespace shares with
+	// Namespace; empty (or Namespace) for an instance of Namespace.
+	InstanceNamespace string
+	// Name is the binding's name (default: the instance's), SecretName its Secret's
+	// (default: the binding's).
+	Name, SecretName string
+	// ExternalID is the OSB binding id; a fresh one when empty.
+	ExternalID  string
+	Parameters  ParametersInput
+	Transforms  []v1alpha1.SecretTransform
+	Projections []v1alpha1.WorkloadProjection
+	DryRun      DryRun
+	Follow      Follow
+	// Ask picks the instance when none is given; nil when no one can be asked.
+	Ask Asker
+}
+
+// BindResult is what bind did, for the verb to print.
+type BindResult struct {
+	// Namespace, Name, Instance and SecretName name the binding as recorded (the
+	// defaults applied).
+	Namespace, Name, Instance, SecretName string
+	// Binding is the binding as the drive left it; for a dry run, as it would be
+	// created (DryRunServer: as the API server accepted it). Nil when the drive did not
+	// come back (a timeout, an interruption) or the binding was refused and removed.
+	Binding *v1alpha1.ServiceBinding
+	// Followed is where the drive left the binding.
+	Followed Result
+	// Changes are, for a dry run, the changes to the workloads of the projections, in
+	// their order.
+	Changes []WorkloadChange
+}
+
+// WorkloadChange is the change a projection makes to a workload.
+type WorkloadChange struct {
+	Workload v1alpha1.WorkloadProjection
+	// Changed is false when the Secret is already projected into the workload.
+	Changed bool
+	// After is the workload as the projection leaves it.
+	After runtime.Object
+}
+
+// ProjectionPreviewer is a Projector that also works out the change a projection would
+// make to a workload without making it: computed (server false), or sent to the API
+// server as a dry run so that validation and admission see it (server true). Bind
+// checks the workloads of a new binding's projections with it before recording anything.
+type ProjectionPreviewer interface {
+	PreviewProjection(ctx context.Context, namespace, binding, secretName string, w v1alpha1.WorkloadProjection, server bool) (WorkloadChange, error)
+}
+
+// Bind binds an instance, as "kubectl catalog bind" does: everything is checked before
+// anything is recorded (the instance may be bound by this namespace and is bindable,
+// the binding's limit allows one more, the names are free, the Secrets the transforms
+// read and the workloads of the projections exist, the parameters match the plan's
+// binding schema), then the binding is recorded as the user's intent and driven as
+// req.Follow says. A binding the engine then refuses for its instance's consumer rules
+// (another bind may have taken the last place meanwhile) is removed again: nothing was
+// sent to the broker. A dry run records nothing and calls no broker.
+//
+// A binding that ends failed, refused, gone or waiting for a retry is an error, with the
+// result still carrying the binding.
+func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) {
+	if req.InstanceNamespace == req.Namespace {
+		req.InstanceNamespace = ""
+	}
+	if req.Instance == "" {
+		name, err := e.askInstance(ctx, req)
+		if err != nil {
+			return BindResult{}, err
+		}
+		req.Instance = name
+	}
+	if req.Name == "" {
+		req.Name = req.Instance
+	}
+	if req.SecretName == "" {
+		req.SecretName = req.Name
+	}
+	res := BindResult{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, SecretName: req.SecretName}
+	b, changes, err := e.checkBind(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	if req.DryRun.Enabled() {
+		return e.bindDryRun(ctx, req, res, b, changes)
+	}
+	req.Follow.note("Binding instance %q as %q in namespace %q...", req.Instance, req.Name, req.Namespace)
+	if _, err := e.cfg.Store.Bindings().Create(req.DryRun.writes(ctx), b); err != nil {
+		if store.IsAlreadyExists(err) {
+			return res, bindingNameTaken(req)
+		}
+		return res, err
+	}
+	r, err := e.FollowBinding(ctx, req.Namespace, req.Name, "bind", req.Follow)
+	if err != nil {
+		return res, err
+	}
+	if err := e.dropRefusedBinding(ctx, r); err != nil {
+		return res, err
+	}
+	res.Binding, res.Followed = r.Binding, r
+	return res, boundError(req, r)
+}
+
+func bindingNameTaken(req BindRequest) error {
+	return fmt.Errorf(`binding %q already exists in namespace %q: see it with "kubectl catalog describe binding %s", or choose another name with --name`, req.Name, req.Namespace, req.Name)
+}
+
+// askInstance asks for the instance to bind among those of req.Namespace that can be
+// bound.
+func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, error) {
+	if req.Ask == nil {
+		return "", inputErrorf(`bind needs the INSTANCE to bind: list the instances with "kubectl catalog get instances"`)
+	}
+	items, err := e.cfg.Store.Instances().List(ctx, req.Namespace, store.Filter{})
+	if err != nil && len(items) == 0 {
+		return "", err
+	}
+	var names []string
+	for _, i := range items {
+		if i.Status.Phase == v1alpha1.PhaseReady && i.DeletionTimestamp == nil && (i.Status.Provisioned != nil || i.IsUserProvided()) {
+			names = append(names, i.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf(`no instance in namespace %q is ready to be bound: provision one with "kubectl catalog provision"`, req.Namespace)
+	}
+	sort.Strings(names)
+	return req.Ask.Select("Instance to bind:", names, "")
+}
+
+// checkBind checks req against the cluster, and returns the binding to record and the
+// changes its projections would make to the workloads (worked out, not made).
+func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, error) {
+	inst, class, err := e.boundInstance(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace})
+	// The user's own command: where the instance's author cannot be verified, the
+	// user's rights decide, as they would by hand.
+	if err := e.checkConsumer(WithRunnersRights(ctx), draft, inst); err != nil {
+		return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+	}
+	if err := checkBindingLimit(inst); err != nil {
+		return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+	}
+	if err := CheckBindable(inst, class); err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkBindNames(ctx, req); err != nil {
+		return nil, nil, err
+	}
+	b, err := e.PrepareBinding(ctx, inst, class, BindingRequest{
+		BindingIntent: BindingIntent{
+			Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, SecretName: req.SecretName,
+			Transforms: req.Transforms, Projections: req.Projections, ExternalID: req.ExternalID,
+		},
+		Parameters: req.Parameters,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	changes, err := e.previewProjections(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, changes, nil
+}
+
+// boundInstance reads the instance req binds and its class (nil when it is gone, or for a
+// user-provided instance).
+func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.ServiceInstance, *v1alpha1.ServiceClass, error) {
+	ins := req.Namespace
+	if req.InstanceNamespace != "" {
+		ins = req.InstanceNamespace
+	}
+	inst, err := e.cfg.Store.Instances().Get(ctx, ins, req.Instance)
+	switch {
+	case store.IsNotFound(err) && req.InstanceNamespace == "":
+		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, req.Instance, ins)
+	case store.IsNotFound(err):
+		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, req.Instance, ins, ins)
+	case store.IsForbidden(err) && req.InstanceNamespace != "":
+		return nil, nil, fmt.Errorf("you may not read instance %q of namespace %q: binding an instance another namespace shares needs its record read (the kubectl-catalog-viewer role in namespace %q, which its owners grant); binding %q not created", req.Instance, ins, ins, req.Name)
+	case err != nil:
+		return nil, nil, err
+	}
+	if inst.IsUserProvided() {
+		return inst, nil, nil
+	}
+	class, err := e.cfg.Store.Classes().Get(ctx, e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	if store.IsNotFound(err) {
+		return inst, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", req.Instance, err)
+	}
+	return inst, class, nil
+}
+
+// checkBindingLimit refuses a bind while every place under the instance's maxBindings
+// is taken (the engine takes the place itself, atomically, before the broker call).
+func checkBindingLimit(inst *v1alpha1.ServiceInstance) error {
+	if m := inst.Spec.MaxBindings; m != nil && int32(len(inst.Status.Consumers)) >= *m {
+		return fmt.Errorf("instance %q in namespace %q has reached its limit of %d bindings: unbind one of them, or its owner raises the limit with \"kubectl catalog update %s --max-bindings N -n %s\"",
+			inst.Name, inst.Namespace, *m, inst.Name, inst.Namespace)
+	}
+	return nil
+}
+
+// checkBindNames refuses a binding name or Secret name that is taken, and Secrets the
+// transforms read that do not exist.
+func (e *Engine) checkBindNames(ctx context.Context, req BindRequest) error {
+	if _, err := e.cfg.Store.Bindings().Get(ctx, req.Namespace, req.Name); err == nil {
+		return bindingNameTaken(req)
+	} else if !store.IsNotFound(err) {
+		return err
+	}
+	if _, err := e.cfg.Store.GetSecret(ctx, req.Namespace, req.SecretName); err == nil {
+		return fmt.Errorf("Secret %q already exists and is not managed by this binding: choose another with --secret-name", req.SecretName)
+	} else if !store.IsNotFound(err) {
+		return err
+	}
+	for _, t := range req.Transforms {
+		if t.AddKeysFrom == nil {
+			continue
+		}
+		name := t.AddKeysFrom.SecretRef.Name
+		if _, err := e.cfg.Store.GetSecret(ctx, req.Namespace, name); store.IsNotFound(err) {
+			return fmt.Errorf("--add-keys-from-secret %s: Secret %q not found in namespace %q", name, name, req.Namespace)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// previewProjections works out the change each projection of req makes to its
+// workload, which checks that the workloads exist and can receive the Secret. For
+// DryRunServer the changes are sent to the API server as dry runs.
+func (e *Engine) previewProjections(ctx context.Context, req BindRequest) ([]WorkloadChange, error) {
+	if len(req.Projections) == 0 {
+		return nil, nil
+	}
+	p, ok := e.cfg.Projector.(ProjectionPreviewer)
+	if !ok {
+		return nil, fmt.Errorf("binding %q not created: the workloads to project into cannot be checked here (no workload client)", req.Name)
+	}
+	var changes []WorkloadChange
+	for _, w := range req.Projections {
+		c, err := p.PreviewProjection(ctx, req.Namespace, req.Name, req.SecretName, w, req.DryRun == DryRunServer)
+		if err != nil {
+			return nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+		}
+		c.Workload = w
+		changes = append(changes, c)
+	}
+	return changes, nil
+}
+
+// bindDryRun finishes a dry run: for DryRunServer the binding is sent to the API server
+// as a dry run (validation and admission, the trust policy included, see it).
+func (e *Engine) bindDryRun(ctx context.Context, req BindRequest, res BindResult, b *v1alpha1.ServiceBinding, changes []WorkloadChange) (BindResult, error) {
+	if req.DryRun == DryRunServer {
+		created, err := e.cfg.Store.Bindings().Create(req.DryRun.writes(ctx), b)
+		if err != nil {
+			return res, fmt.Errorf("binding %q would not be created: %w", req.Name, err)
+		}
+		b = created
+	}
+	res.Binding, res.Changes = b, changes
+	return res, nil
+}
+
+// dropRefusedBinding removes a binding the engine refused for its instance's consumer
+// rules (not shared, namespace not allowed, limit reached): nothing was sent to the
+// broker, so the record goes, and the bind fails as if it had never been made.
+func (e *Engine) dropRefusedBinding(ctx context.Context, r Result) error {
+	b := r.Binding
+	if !r.Refused || b == nil || len(b.Status.ExternalIDs) > 0 || b.Status.Bound != nil {
+		return nil
+	}
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	if c == nil {
+		return nil
+	}
+	switch c.Reason {
+	case ReasonRefusedLimitReached, ReasonRefusedNotShared, ReasonRefusedNamespaceNotAllowed:
+	default:
+		return nil
+	}
+	if err := e.AbandonBinding(ctx, b); err != nil {
+		return fmt.Errorf("binding %q was refused (%s), and removing its record failed: %w; remove it with \"kubectl catalog unbind %s --abandon\"", b.Name, c.Message, err, b.Name)
+	}
+	return fmt.Errorf("binding %q not created: %s", b.Name, strings.TrimSuffix(c.Message, "; nothing is sent to the broker for this record until that changes"))
+}
+
+// boundError says why a bind that was driven did not succeed: the binding failed, is
+// gone, was refused or waits for a retry. nil when it is bound, or on its way.
+func boundError(req BindRequest, r Result) error {
+	describe := fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, req.Name, req.Namespace)
+	switch r.State {
+	case StateSettled:
+		return nil
+	case StateNeedsUser:
+		return fmt.Errorf("binding %q failed: %s; see %s", req.Name, r.Message, describe)
+	case StateDeleted:
+		return fmt.Errorf("binding %q is gone: it was deleted while being bound", req.Name)
+	}
+	b := r.Binding
+	if r.Refused {
+		return fmt.Errorf("binding %q was refused: %s; see %s", req.Name, r.Message, describe)
+	}
+	if WaitingForReconcile(b) {
+		return nil
+	}
+	if b != nil && b.Status.Retry != nil && (b.Status.InFlight == nil || !b.Status.InFlight.Async) {
+		// Not "bind --wait" again: the binding's name is taken now, so that would fail
+		// or, with another --name, make a second binding.
+		return fmt.Errorf("binding %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\"",
+			req.Name, r.Message, describe)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// DeprovisionRequest is what "deprovision" asks for.
+type DeprovisionRequest struct {
+	Namespace, Name string
+	// Abandon drops the records without calling the broker: what it holds stays there.
+	Abandon bool
+	DryRun  DryRun
+	// Follow is how each record the deprovision drives is followed: the instance's
+	// bindings first, one at a time, then the instance.
+	Follow Follow
+	// Confirm is given what the deprovision deletes, before anything is written (a dry
+	// run included): false stops it, nothing changed. Nil goes on.
+	Confirm func(Deprovisioning) (bool, error)
+}
+
+// Deprovisioning is what a deprovision deletes.
+type Deprovisioning struct {
+	// Instance is the instance as read before anything was written.
+	Instance *v1alpha1.ServiceInstance
+	// Bindings are the instance's bindings, as read then: they are unbound first.
+	Bindings []*v1alpha1.ServiceBinding
+	// What names them for the user: `instance "db" (postgresql/hobby, broker "acme")
+	// and its bindings app (their credentials Secrets too)`.
+	What string
+}
+
+// DeprovisionResult is what a deprovision did.
+type DeprovisionResult struct {
+	Deprovisioning
+	// Declined says that Confirm said no: nothing was changed.
+	Declined bool
+	// Abandoned says the records were dropped without a broker call.
+	Abandoned bool
+	// Result is where the instance stands after its drive (none for a dry run, an
+	// abandon or a refusal).
+	Result Result
+}
+
+// Deprovision deletes an instance at its broker, then its record: it refuses a shared
+// instance (the bindings of the other namespaces depend on it), marks the instance for
+// deletion, unbinds its bindings first (an instance is never deprovisioned under a
+// binding) and drives the instance as req.Follow says. With Abandon it drops the
+// records without calling the broker. A dry run writes nothing (DryRunServer sends the
+// deletions to the API server as a dry run) and calls no broker.
+func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (DeprovisionResult, error) {
+	d, err := e.deprovisioning(ctx, req.Namespace, req.Name)
+	if err != nil {
+		return DeprovisionResult{}, err
+	}
+	res := DeprovisionResult{Deprovisioning: d}
+	if req.Confirm != nil {
+		ok, err := req.Confirm(d)
+		if !ok {
+			res.Declined = true
+			return res, err
+		}
+	}
+	switch {
+	case req.DryRun.Enabled():
+		return res, e.dryRunDeprovision(ctx, req, d)
+	case req.Abandon:
+		res.Abandoned = true
+		return res, e.AbandonInstance(ctx, d.Instance)
+	}
+	res.Result, err = e.deprovisionBindingsFirst(ctx, req, d)
+	return res, err
+}
+
+// deprovisioning reads the instance and its bindings, refusing a shared instance.
+func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (Deprovisioning, error) {
+	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+	if err != nil {
+		return Deprovisioning{}, err
+	}
+	if shared := inst.Spec.SharedWith; len(shared) > 0 {
+		return Deprovisioning{}, fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (\"kubectl catalog unshare %s --from-namespace %s --yes\"), which removes their bindings; nothing was changed",
+			name, strings.Join(shared, ", "), name, shared[0])
+	}
+	bindings, err := e.cfg.Store.Bindings().List(ctx, namespace, store.Filter{Instance: name})
+	if err != nil {
+		return Deprovisioning{}, err
+	}
+	d := Deprovisioning{Instance: inst, What: fmt.Sprintf("instance %q (%s/%s, broker %q)", name, inst.Spec.ClassExternalName, inst.Spec.PlanExternalName, inst.Spec.BrokerName)}
+	if inst.IsUserProvided() {
+		d.What = fmt.Sprintf("user-provided instance %q (and its credentials Secret %s)", name, inst.Spec.UserProvided.CredentialsSecret)
+	}
+	if len(bindings) > 0 {
+		names := make([]string, 0, len(bindings))
+		for _, b := range bindings {
+			names = append(names, b.Name)
+		}
+		d.Bindings = bindings
+		d.What += fmt.Sprintf(" and its bindings %s (their credentials Secrets too)", strings.Join(names, ", "))
+	}
+	return d, nil
+}
+
+// dryRunDeprovision sends the deletions of the bindings and of the instance to the API
+// server as a dry run, for DryRunServer; a client dry run sends nothing.
+func (e *Engine) dryRunDeprovision(ctx context.Context, req DeprovisionRequest, d Deprovisioning) error {
+	if req.DryRun != DryRunServer {
+		return nil
+	}
+	dry := req.DryRun.writes(ctx)
+	for _, b := range d.Bindings {
+		if err := e.cfg.Store.Bindings().Delete(dry, req.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+			return fmt.Errorf("binding %q would not be deleted: %w", b.Name, err)
+		}
+	}
+	if err := e.cfg.Store.Instances().Delete(dry, req.Namespace, req.Name); err != nil {
+		return fmt.Errorf("instance %q would not be deprovisioned: %w", req.Name, err)
+	}
+	return nil
+}
+
+// deprovisionBindingsFirst marks the instance for deletion, then unbinds its bindings
+// one at a time, here rather than leaving them to a later reconcile, and drives the
+// instance: it waits for its bindings.
+func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRequest, d Deprovisioning) (Result, error) {
+	req.Follow.note("Deprovisioning instance %q in namespace %q...", req.Name, req.Namespace)
+	if err := e.cfg.Store.Instances().Delete(ctx, req.Namespace, req.Name); err != nil {
+		return Result{}, err
+	}
+	for _, b := range d.Bindings {
+		if b.DeletionTimestamp == nil {
+			if err := e.cfg.Store.Bindings().Delete(ctx, req.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+				return Result{}, fmt.Errorf("marking binding %q for deletion: %w", b.Name, err)
+			}
+		}
+		req.Follow.note("Unbinding %q first...", b.Name)
+		br, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", req.Follow)
+		if err != nil {
+			return Result{}, fmt.Errorf("instance %q waits for its binding %q: %w", req.Name, b.Name, err)
+		}
+		if br.State == StateDeleted {
+			req.Follow.note("Binding %q is gone.", b.Name)
+		}
+	}
+	return e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
+}

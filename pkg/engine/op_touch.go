@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// TouchRequest is what touch instance is asked for.
+type TouchRequest struct {
+	Namespace, Name string
+	DryRun          DryRun
+	Follow          Follow
+}
+
+// Touch asks for every parameter of an instance to be sent to its broker again, as an
+// update (after a Secret they come from changed, or when the broker lost track of
+// them): the record is marked as the user's intent, then driven (see Follow), which
+// sends the update. A dry run writes nothing (the server one sends the mark as a dry
+// run) and calls no broker.
+func (e *Engine) Touch(ctx context.Context, req TouchRequest) (InstanceResult, error) {
+	if req.DryRun.Enabled() {
+		return e.dryRunTouch(ctx, req)
+	}
+	req.Follow.note("Re-sending the parameters of instance %q in namespace %q...", req.Name, req.Namespace)
+	if _, err := e.markTouched(req.DryRun.writes(ctx), req.Namespace, req.Name); err != nil {
+		return InstanceResult{}, err
+	}
+	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
+	return InstanceResult{Result: r}, err
+}
+
+// dryRunTouch is the instance record as touch would leave it: for DryRunServer, as the
+// API server (validation and admission, the trust policy included) accepted the change
+// without storing it.
+func (e *Engine) dryRunTouch(ctx context.Context, req TouchRequest) (InstanceResult, error) {
+	var inst *v1alpha1.ServiceInstance
+	var err error
+	if req.DryRun == DryRunServer {
+		inst, err = e.markTouched(req.DryRun.writes(ctx), req.Namespace, req.Name)
+	} else {
+		inst, err = e.touchPreview(ctx, req.Namespace, req.Name)
+	}
+	if store.IsNotFound(err) {
+		return InstanceResult{}, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, req.Name, req.Namespace)
+	}
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	return InstanceResult{DryRun: inst, Summary: fmt.Sprintf("the parameters of instance %q in namespace %q would be re-sent to its broker", req.Name, req.Namespace)}, nil
+}

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// InstanceUpdateRequest is what update is asked for: for a brokered instance a plan,
+// the maintenance version or parameters (UpdateRequest); for a user-provided one its
+// credentials; for either the limits.
+type InstanceUpdateRequest struct {
+	Namespace, Name string
+	UpdateRequest
+	Limits      Limits
+	Credentials CredentialsInput
+	DryRun      DryRun
+	Follow      Follow
+}
+
+// brokered reports whether req changes what only a brokered instance has.
+func (req InstanceUpdateRequest) brokered() bool {
+	return req.Plan != "" || req.Upgrade || req.Parameters != nil
+}
+
+// Update changes an instance's spec as the user's intent and drives the instance (see
+// Follow): the plan, maintenance version and parameters of a brokered instance (see
+// PrepareUpdate), the credentials of a user-provided one, the limits of either. Notes
+// and the line saying what changes go to Follow.Note; nothing to change writes nothing.
+// A dry run writes nothing (the server one sends the update as a dry run) and calls no
+// broker.
+func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (InstanceResult, error) {
+	if err := req.Limits.check(); err != nil {
+		return InstanceResult{}, err
+	}
+	if req.brokered() && req.Credentials.given() {
+		return InstanceResult{}, inputErrorf("--credentials-*, --syslog-drain-url and --route-service-url change a user-provided instance, which has no plan or parameters: give them without --plan, parameters or --upgrade")
+	}
+	inst, err := e.cfg.Store.Instances().Get(ctx, req.Namespace, req.Name)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	if err := CheckChangeable(inst, e.now()); err != nil {
+		return InstanceResult{}, err
+	}
+	if inst.IsUserProvided() {
+		return e.updateUserProvided(ctx, inst, req)
+	}
+	if req.Credentials.given() {
+		return InstanceResult{}, inputErrorf("instance %q is not user-provided: its credentials come from its broker (rotate a binding's with \"kubectl catalog bind --rotate\")", req.Name)
+	}
+	prepared, err := e.PrepareUpdate(ctx, inst, req.UpdateRequest)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	for _, n := range prepared.Notes {
+		req.Follow.note("%s", n)
+	}
+	inst, changes := prepared.Instance, prepared.Changes
+	changes = append(changes, req.Limits.apply(&inst.Spec)...)
+	if len(changes) == 0 {
+		req.Follow.note("Nothing to update for instance %q.", req.Name)
+		return InstanceResult{Unchanged: true}, nil
+	}
+	if req.DryRun.Enabled() {
+		return e.dryRunUpdate(ctx, req.DryRun, inst, changes, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", ")))
+	}
+	req.Follow.note("Updating instance %q in namespace %q (%s)...", req.Name, req.Namespace, strings.Join(changes, ", "))
+	if _, err := e.cfg.Store.Instances().Update(req.DryRun.writes(ctx), inst); err != nil {
+		return InstanceResult{}, updateError(err, req.Name)
+	}
+	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
+	return InstanceResult{Result: r, Changes: changes}, err
+}
+
+// updateUserProvided changes the credentials (and limits) of a user-provided instance:
+// the spec's revision first, so the change is the user's and the instance stays pending
+// until every binding has the new credentials; then the credentials Secret; then the
+// instance is driven, which copies them to every binding it can (reconcile does the rest).
+func (e *Engine) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance, req InstanceUpdateRequest) (InstanceResult, error) {
+	if req.brokered() {
+		return InstanceResult{}, inputErrorf("instance %q is user-provided: it has no plan or parameters; change its credentials with --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys", req.Name)
+	}
+	changes := req.Limits.apply(&inst.Spec)
+	var data map[string][]byte
+	if req.Credentials.given() {
+		var err error
+		if data, err = e.readCredentials(ctx, req.Namespace, req.Credentials); err != nil {
+			return InstanceResult{}, err
+		}
+		if data == nil {
+			// Only a URL changes: the other credentials stay.
+			cur, err := e.cfg.Store.ReadOwnedSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret)
+			if err != nil {
+				return InstanceResult{}, fmt.Errorf("cannot read the credentials of instance %q to change its URLs: %w", req.Name, err)
+			}
+			data = cur.Data
+		}
+		if data, err = req.Credentials.withURLs(data, req.Credentials.sources() == 0); err != nil {
+			return InstanceResult{}, err
+		}
+		inst.Spec.UserProvided.Revision++
+		changes = append(changes, "credentials "+strings.Join(credentials.Keys(data), ", "))
+	}
+	if len(changes) == 0 {
+		req.Follow.note("Nothing to update for instance %q.", req.Name)
+		return InstanceResult{Unchanged: true}, nil
+	}
+	if req.DryRun.Enabled() {
+		what := fmt.Sprintf("user-provided instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", "))
+		if data != nil {
+			what += fmt.Sprintf(", its credentials written to Secret %q", inst.Spec.UserProvided.CredentialsSecret)
+		}
+		return e.dryRunUpdate(ctx, req.DryRun, inst, changes, what)
+	}
+	req.Follow.note("Updating user-provided instance %q in namespace %q (%s)...", req.Name, req.Namespace, strings.Join(changes, ", "))
+	stored, err := e.cfg.Store.Instances().Update(req.DryRun.writes(ctx), inst)
+	if err != nil {
+		return InstanceResult{}, updateError(err, req.Name)
+	}
+	if data != nil {
+		if err := e.WriteUserProvidedCredentials(ctx, stored, data); err != nil {
+			return InstanceResult{}, fmt.Errorf("the credentials of instance %q could not be written to Secret %q (its bindings keep the old ones): %w", req.Name, inst.Spec.UserProvided.CredentialsSecret, err)
+		}
+	}
+	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
+	return InstanceResult{Result: r, Changes: changes}, err
+}
+
+// updateError is the error of an instance record's update: a conflict says to run the
+// command again.
+func updateError(err error, name string) error {
+	if store.IsConflict(err) {
+		return fmt.Errorf("instance %q changed while it was being updated: run the command again", name)
+	}
+	return err
+}
+
+// dryRunUpdate is the result of a dry run of inst's update: for DryRunServer, the record
+// as the API server (validation and admission, the trust policy included) accepted it
+// without storing it. No broker is called and no Secret is written.
+func (e *Engine) dryRunUpdate(ctx context.Context, d DryRun, inst *v1alpha1.ServiceInstance, changes []string, summary string) (InstanceResult, error) {
+	out := inst
+	if d == DryRunServer {
+		updated, err := e.cfg.Store.Instances().Update(d.writes(ctx), inst)
+		if err != nil {
+			if store.IsConflict(err) {
+				return InstanceResult{}, updateError(err, inst.Name)
+			}
+			return InstanceResult{}, fmt.Errorf("instance %q would not be updated: %w", inst.Name, err)
+		}
+		out = updated
+	}
+	return InstanceResult{DryRun: out, Summary: summary, Changes: changes}, nil
+}
+
+// RevertRequest is what update --revert is asked for.
+type RevertRequest struct {
+	Namespace, Name string
+	Follow          Follow
+}
+
+// Revert sets the instance's spec back to what its broker holds (see revertSpec) and
+// drives the instance, which then settles without a broker call (or sends the update a
+// changed parameters Secret needs). Nothing to revert writes nothing; it is an error
+// when the instance's refused update came from elsewhere than its spec.
+func (e *Engine) Revert(ctx context.Context, req RevertRequest) (InstanceResult, error) {
+	inst, changes, err := e.revertSpec(ctx, req.Namespace, req.Name)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	if len(changes) == 0 {
+		if meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
+			return InstanceResult{}, fmt.Errorf(`instance %q already asks for the plan and parameters the broker holds: the refused update came from the values of a parameters Secret or from "touch": put the Secret's values back and run "kubectl catalog touch instance %s", or change the spec`, req.Name, req.Name)
+		}
+		req.Follow.note("Nothing to revert: instance %q asks for what the broker holds.", req.Name)
+		return InstanceResult{Unchanged: true}, nil
+	}
+	// The values come from the record's status: say what was written as your intent.
+	req.Follow.note("Reverting instance %q in namespace %q to what the broker holds (%s)...", req.Name, req.Namespace, strings.Join(changes, "; "))
+	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
+	return InstanceResult{Result: r, Changes: changes}, err
+}

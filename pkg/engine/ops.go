@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The operations of the verbs. Each verb (provision, bind, deprovision, ...) is one call
+// of the engine, named after it, taking a request and returning what the verb prints.
+// Behind the call are every rule, lookup, write and drive of the verb, and the choice of
+// the authority a record is written and driven under: a verb says what its user asked
+// for, never which rights apply.
+
+// DryRun is the --dry-run of an operation, with kubectl's meaning.
+type DryRun string
+
+// The dry-run modes.
+const (
+	// DryRunNone writes and calls brokers.
+	DryRunNone DryRun = "none"
+	// DryRunClient works out what would be written, writing nothing and calling no
+	// broker (it may read the cluster).
+	DryRunClient DryRun = "client"
+	// DryRunServer sends the writes to the API server as a dry run: validation and
+	// admission, the trust policy included, see them; nothing is stored and no broker
+	// is called.
+	DryRunServer DryRun = "server"
+)
+
+// Enabled says whether the operation is a dry run.
+func (d DryRun) Enabled() bool { return d == DryRunClient || d == DryRunServer }
+
+// writes marks ctx for the record writes of an operation run as the user's intent, sent
+// as a server-side dry run for DryRunServer.
+func (d DryRun) writes(ctx context.Context) context.Context {
+	ctx = store.WithIntent(ctx)
+	if d == DryRunServer {
+		ctx = store.WithDryRun(ctx)
+	}
+	return ctx
+}
+
+// Follow is how an operation follows the record it wrote: without Wait, it does the work
+// it can do at once (a synchronous broker call, orphan mitigation) and returns at the
+// first wait; with Wait, it drives the record until it settles, for at most Timeout (0:
+// no limit).
+type Follow struct {
+	Wait    bool
+	Timeout time.Duration
+	// Progress is called after every step and about every second while waiting.
+	Progress func(Result)
+	// Note is given the lines an operation says as it goes, before its first write
+	// ("Provisioning instance "db" of postgresql/hobby in namespace "dev"..."): the
+	// verb prints them to standard error. Nil drops them.
+	Note func(string)
+}
+
+// note passes a line to f.Note, if any.
+func (f Follow) note(format string, args ...any) {
+	if f.Note != nil {
+		f.Note(fmt.Sprintf(format, args...))
+	}
+}
+
+// TimeoutError says that a wait ran out of time. The operation goes on; Hint says how to
+// pick it up again.
+type TimeoutError struct {
+	What string
+	Hint string
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Hint == "" {
+		return e.What
+	}
+	return e.What + ": " + e.Hint
+}
+
+// followed is how an operation follows one kind of record.
+type followed struct {
+	// kind names the record in messages: "instance", "binding".
+	kind string
+	// drive is the engine's drive loop of the kind.
+	drive func(ctx context.Context, namespace, name string, o DriveOptions) (Result, error)
+	// release drops the operation's claim on the record a result carries.
+	release func(ctx context.Context, r Result)
+	// again is appended to a timeout's hint: how to wait again, if a verb can.
+	again string
+	// created is the record the operation has just created (DriveOptions.Created).
+	created v1alpha1.Record
+}
+
+func (e *Engine) instanceFollowed(verb string, created *v1alpha1.ServiceInstance) followed {
+	f := followed{
+		kind:  "instance",
+		drive: e.DriveInstance,
+		release: func(ctx context.Context, r Result) {
+			if r.Instance != nil {
+				_ = e.Release(ctx, r.Instance)
+			}
+		},
+		again: `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
+	}
+	if created != nil {
+		f.created = created
+	}
+	return f
+}
+
+func (e *Engine) bindingFollowed(verb, name string) followed {
+	f := followed{
+		kind:  "binding",
+		drive: e.DriveBinding,
+		release: func(ctx context.Context, r Result) {
+			if r.Binding != nil {
+				_ = e.ReleaseBinding(ctx, r.Binding)
+			}
+		},
+	}
+	// An unbind can be repeated, a bind cannot (the name is taken): it is left to
+	// reconcile.
+	if verb == "unbind" {
+		f.again = fmt.Sprintf(`, or wait again with "kubectl catalog unbind %s --wait"`, name)
+	}
+	return f
+}
+
+// FollowInstance drives an instance as a verb does after writing it: see Follow. created
+// is the record the verb has just created, or nil. It releases its claim when it stops,
+// and turns a timeout into a *TimeoutError and an interruption into an error saying how
+// to resume.
+func (e *Engine) FollowInstance(ctx context.Context, namespace, name, verb string, created *v1alpha1.ServiceInstance, f Follow) (Result, error) {
+	return e.follow(ctx, e.instanceFollowed(verb, created), namespace, name, verb, f)
+}
+
+// FollowBinding is FollowInstance for a binding.
+func (e *Engine) FollowBinding(ctx context.Context, namespace, name, verb string, f Follow) (Result, error) {
+	return e.follow(ctx, e.bindingFollowed(verb, name), namespace, name, verb, f)
+}
+
+func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb string, f Follow) (Result, error) {
+	// The user's own command: what it reads and changes, it does with the user's rights.
+	dctx := WithRunnersRights(ctx)
+	if f.Wait && f.Timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(dctx, f.Timeout)
+		defer cancel()
+	}
+	res, err := d.drive(dctx, namespace, name, DriveOptions{StopWhenWaiting: !f.Wait, Progress: f.Progress, Created: d.created})
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	d.release(rctx, res)
+	cancel()
+	hint := fmt.Sprintf(`follow it with "kubectl catalog describe %s %s -n %s"; "kubectl catalog reconcile" finishes it`, d.kind, name, namespace)
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() == nil && waitRanOut(dctx, err):
+		return res, &TimeoutError{
+			What: fmt.Sprintf("waiting for %s %q to %s (%s)", d.kind, name, verb, res.Message),
+			Hint: "the operation goes on: " + hint + d.again,
+		}
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("interrupted: %s %q is left pending: %s: %w", d.kind, name, hint, ctx.Err())
+	}
+	return res, err
+}
+
+// waitRanOut says whether err ended a wait because its timeout ran out: the drive says
+// so, the wait's context has expired, or a request refused to start so close to the
+// deadline that it could not finish in time (client-go's rate limiter then says "would
+// exceed context deadline", wrapping nothing).
+func waitRanOut(dctx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	_, bounded := dctx.Deadline()
+	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
+}

@@ -1,0 +1,406 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The Prepare functions turn what a user asked a verb for into the record to write:
+// they resolve names, read the plan's schema, type and merge the parameters, read those
+// of Secrets and check everything against the schema, so that bad input is refused
+// before anything is recorded. They write nothing and call no broker.
+
+// InputError is a mistake in what the user gave (parameters that are not a JSON
+// object, a -p without "=", parameters for an instance that takes none): the command
+// was used wrongly, and nothing was written.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// UsageMistake marks the error as a mistake in how the command was invoked.
+func (e *InputError) UsageMistake() bool { return true }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Err: fmt.Errorf(format, args...)}
+}
+
+// ParametersInput are the parameters as a command was given them: the content of
+// --params-json or --params-file, the -p key=value pairs (typed by the plan's schema
+// once it is known) and the Secrets of --params-from-secret.
+type ParametersInput struct {
+	// Object is a JSON object of parameters; empty for none.
+	Object []byte
+	// Pairs are key=value pairs; they override Object's keys. A key given several
+	// times becomes an array.
+	Pairs []string
+	// FromSecret are read for every broker call, never copied into the record.
+	FromSecret []v1alpha1.ParametersFromSource
+}
+
+// given reports whether any parameter was given.
+func (p ParametersInput) given() bool {
+	return len(p.Object) > 0 || len(p.Pairs) > 0 || len(p.FromSecret) > 0
+}
+
+// decodeParametersObject decodes a JSON object of parameters, keeping numbers as
+// written. Anything but one JSON object is an error.
+func decodeParametersObject(raw []byte) (map[string]any, error) {
+	var out map[string]any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&out); err != nil || out == nil {
+		return nil, fmt.Errorf("parameters must be a JSON object: %v", err)
+	}
+	// Anything after the object would be dropped silently: refuse it.
+	if _, err := d.Token(); err != io.EOF {
+		return nil, fmt.Errorf("parameters must be a single JSON object: there is more after it")
+	}
+	return out, nil
+}
+
+// inline builds the inline parameters: Object with Pairs on top, typed by schema.
+func (p ParametersInput) inline(schema json.RawMessage) (map[string]any, error) {
+	out := map[string]any{}
+	if len(p.Object) > 0 {
+		obj, err := decodeParametersObject(p.Object)
+		if err != nil {
+			return nil, &InputError{Err: err}
+		}
+		out = obj
+	}
+	pairs, err := ParseParamFlags(p.Pairs, schema)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	for k, v := range pairs {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// resolved reads the Secrets of from with the user's rights and merges their
+// parameters with inline, the JSON object of the record.
+func (e *Engine) resolved(ctx context.Context, namespace string, inline []byte, from []v1alpha1.ParametersFromSource) (Parameters, error) {
+	var ext *runtime.RawExtension
+	if len(inline) > 0 {
+		ext = &runtime.RawExtension{Raw: inline}
+	}
+	return ResolveParameters(ctx, namespace, ext, from, func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+		s, err := e.cfg.Store.GetSecret(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	})
+}
+
+// Asker asks the user for what a request leaves out; prompt.Prompter is one.
+type Asker interface {
+	Select(message string, options []string, def string) (string, error)
+	Input(message, help, def string) (string, error)
+}
+
+// InstanceRequest is what provision is asked for.
+type InstanceRequest struct {
+	Namespace, Name string
+	// Class and Plan are names as the user gave them (see marketplace.Resolve); an
+	// empty Plan is fine when the class has one plan.
+	Class, Plan string
+	// ExternalID is the OSB instance id; a fresh one when empty.
+	ExternalID string
+	Parameters ParametersInput
+	// Ask asks for a missing class, plan or required parameter; nil when no one can
+	// be asked, and then a missing class or plan is a usage mistake.
+	Ask Asker
+}
+
+// PrepareInstance resolves the class and plan of req, builds its parameters and checks
+// them, with those of Secrets, against the plan's create schema. It returns the record
+// to create.
+func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1alpha1.ServiceInstance, error) {
+	res, err := e.resolvePlan(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	e.prepared.keep(res.Class, e.cfg.CatalogNamespace, res.Rules)
+	var schema json.RawMessage
+	if s, err := res.Schemas(ctx); err != nil {
+		return nil, err
+	} else if s != nil && s.InstanceCreate != nil {
+		schema = s.InstanceCreate.Raw
+	}
+	inline, err := req.Parameters.inline(schema)
+	if err != nil {
+		return nil, err
+	}
+	if err := askRequired(req.Ask, schema, inline); err != nil {
+		return nil, err
+	}
+	var raw []byte
+	if len(inline) > 0 {
+		raw, _ = json.Marshal(inline)
+	}
+	all, err := e.resolved(ctx, req.Namespace, raw, req.Parameters.FromSecret)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateParameters(schema, all.JSON()); err != nil {
+		return nil, fmt.Errorf("instance %q not provisioned: %w (see the plan's schema with \"kubectl catalog describe plan %s/%s --show-schemas\")", req.Name, err, res.Class.Spec.ExternalName, res.Plan.ExternalName)
+	}
+	inst := NewInstance(req.Namespace, req.Name, res.Class, res.Plan, raw, req.Parameters.FromSecret, req.ExternalID)
+	if req.ExternalID == "" {
+		e.prepared.generated(inst.Spec.ExternalID)
+	}
+	return inst, nil
+}
+
+// resolvePlan finds the class and plan, asking for what is missing when it can.
+func (e *Engine) resolvePlan(ctx context.Context, req *InstanceRequest) (*marketplace.Resolution, error) {
+	opt := marketplace.InCatalogNamespace(e.cfg.CatalogNamespace)
+	if req.Class == "" {
+		if req.Ask == nil {
+			return nil, inputErrorf(`--class is required: list the classes with "kubectl catalog marketplace"`)
+		}
+		classes, err := marketplace.ListClasses(ctx, e.cfg.Store, req.Namespace, store.Filter{}, opt)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, c := range classes {
+			if !c.Status.RemovedFromBroker {
+				names = append(names, c.Spec.ExternalName)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf(`no class can be provisioned in namespace %q: register a broker with "kubectl catalog register"`, req.Namespace)
+		}
+		sort.Strings(names)
+		if req.Class, err = req.Ask.Select("Class:", names, ""); err != nil {
+			return nil, err
+		}
+	}
+	res, err := marketplace.Resolve(ctx, e.cfg.Store, req.Namespace, req.Class, req.Plan, opt)
+	if err != nil {
+		return nil, err
+	}
+	if res.Plan != nil {
+		return res, nil
+	}
+	var plans []string
+	for _, p := range res.Class.Spec.Plans {
+		if !res.Class.PlanRemoved(p.ID) {
+			plans = append(plans, p.ExternalName)
+		}
+	}
+	switch {
+	case len(plans) == 1:
+		req.Plan = plans[0]
+	case req.Ask != nil:
+		if req.Plan, err = req.Ask.Select("Plan:", plans, ""); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, inputErrorf("--plan is required: class %q has plans %s", res.Class.Spec.ExternalName, strings.Join(plans, ", "))
+	}
+	return marketplace.Resolve(ctx, e.cfg.Store, req.Namespace, req.Class, req.Plan, opt)
+}
+
+// askRequired asks for the schema's required parameters that are missing, when it
+// can; otherwise the schema validation names them.
+func askRequired(ask Asker, schema json.RawMessage, params map[string]any) error {
+	if ask == nil || len(schema) == 0 {
+		return nil
+	}
+	var s struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	for _, k := range s.Required {
+		if _, ok := params[k]; ok {
+			continue
+		}
+		v, err := ask.Input(fmt.Sprintf("Parameter %s:", k), s.Properties[k].Description, "")
+		if err != nil {
+			return err
+		}
+		typed, err := ParseParamFlags([]string{k + "=" + v}, schema)
+		if err != nil {
+			return err
+		}
+		params[k] = typed[k]
+	}
+	return nil
+}
+
+// UpdateRequest is what update is asked to change in a brokered instance.
+type UpdateRequest struct {
+	// Plan is the plan to move to, by name or OSB id; empty keeps the plan.
+	Plan string
+	// Upgrade moves to the plan's newest maintenance version.
+	Upgrade bool
+	// Parameters are merged into the instance's; nil when none were given.
+	Parameters *ParametersInput
+}
+
+// PreparedUpdate is the instance record an update writes, and what changes.
+type PreparedUpdate struct {
+	// Instance is a copy of the instance with the spec changed.
+	Instance *v1alpha1.ServiceInstance
+	// Changes say what changes, for the user ("plan standard", "parameters"); none
+	// when there is nothing to update.
+	Changes []string
+	// Notes say what was asked for and needs no change.
+	Notes []string
+}
+
+// PrepareUpdate applies req to a copy of inst: the plan, if the current plan may
+// change (plan_updateable); the maintenance version; the parameters, merged into the
+// instance's and checked against the target plan's update schema. Only the
+// parameters given are checked: "required" is about a complete object, and an update
+// sends only what changed.
+func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstance, req UpdateRequest) (*PreparedUpdate, error) {
+	inst = inst.DeepCopy()
+	out := &PreparedUpdate{Instance: inst}
+	class, err := e.cfg.Store.Classes().Get(ctx, e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the class of instance %q: %w", inst.Name, err)
+	}
+	cur := class.PlanByID(inst.Spec.PlanID)
+	target := cur
+	if req.Plan != "" && (cur == nil || (req.Plan != cur.ExternalName && req.Plan != cur.ID)) {
+		target = class.PlanByName(req.Plan)
+		if target == nil {
+			target = class.PlanByID(req.Plan)
+		}
+		if target == nil {
+			var names []string
+			for _, p := range class.Spec.Plans {
+				if !class.PlanRemoved(p.ID) {
+					names = append(names, p.ExternalName)
+				}
+			}
+			return nil, fmt.Errorf("class %q has no plan %q: choose one of %s", class.Spec.ExternalName, req.Plan, strings.Join(names, ", "))
+		}
+		if class.PlanRemoved(target.ID) {
+			return nil, fmt.Errorf("plan %q of class %q is no longer offered by the broker: choose another plan", target.ExternalName, class.Spec.ExternalName)
+		}
+		if cur != nil && !class.EffectivePlanUpdateable(cur) {
+			return nil, fmt.Errorf("instance %q cannot change plan: plan %q of class %q is not updateable (plan_updateable: false); deprovision it and provision a new instance instead",
+				inst.Name, cur.ExternalName, class.Spec.ExternalName)
+		}
+		inst.Spec.PlanID, inst.Spec.PlanExternalName = target.ID, target.ExternalName
+		out.Changes = append(out.Changes, "plan "+target.ExternalName)
+	}
+	if req.Upgrade {
+		switch {
+		case target == nil || target.MaintenanceInfo == nil:
+			out.Notes = append(out.Notes, fmt.Sprintf("Plan %q has no maintenance version; nothing to upgrade.", inst.Spec.PlanExternalName))
+		case inst.Status.Provisioned != nil && inst.Status.Provisioned.MaintenanceInfoVersion == target.MaintenanceInfo.Version:
+			out.Notes = append(out.Notes, fmt.Sprintf("Instance %q already has maintenance version %s.", inst.Name, target.MaintenanceInfo.Version))
+		default:
+			inst.Spec.MaintenanceInfoVersion = target.MaintenanceInfo.Version
+			out.Changes = append(out.Changes, "maintenance version "+target.MaintenanceInfo.Version)
+		}
+	}
+	if req.Parameters != nil {
+		var schema json.RawMessage
+		if s, err := e.cfg.Store.PlanSchemas().Get(ctx, e.brokerNamespace(inst), class.Name); err == nil && target != nil {
+			if ps := s.ForPlan(target.ID); ps != nil && ps.InstanceUpdate != nil {
+				schema = ps.InstanceUpdate.Raw
+			}
+		}
+		given, err := req.Parameters.inline(schema)
+		if err != nil {
+			return nil, err
+		}
+		if b, _ := json.Marshal(given); len(given) > 0 {
+			if err := ValidateUpdateParameters(schema, b); err != nil {
+				return nil, fmt.Errorf("instance %q not updated: %w", inst.Name, err)
+			}
+		}
+		merged := map[string]json.RawMessage{}
+		if inst.Spec.Parameters != nil && len(inst.Spec.Parameters.Raw) > 0 {
+			_ = json.Unmarshal(inst.Spec.Parameters.Raw, &merged)
+		}
+		for k, v := range given {
+			b, _ := json.Marshal(v)
+			merged[k] = b
+		}
+		if len(merged) > 0 {
+			b, _ := json.Marshal(merged)
+			inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
+		}
+		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, req.Parameters.FromSecret...)
+		out.Changes = append(out.Changes, "parameters")
+	}
+	return out, nil
+}
+
+// BindingRequest is what bind is asked for, once the instance is known to be bindable.
+type BindingRequest struct {
+	// BindingIntent names the binding, its Secret, transforms and projections; its
+	// parameters come from Parameters.
+	BindingIntent
+	Parameters ParametersInput
+}
+
+// PrepareBinding builds the binding of inst that req asks for, its parameters checked,
+// with those of Secrets, against the binding schema of the plan the broker holds. class
+// is inst's class record, nil when it is gone. A user-provided instance takes no
+// parameters: its bindings get a copy of its credentials.
+func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, req BindingRequest) (*v1alpha1.ServiceBinding, error) {
+	in := req.BindingIntent
+	if inst.IsUserProvided() {
+		if req.Parameters.given() {
+			return nil, inputErrorf("instance %q is user-provided: its bindings get a copy of its credentials and take no parameters; binding %q not created", inst.Name, in.Name)
+		}
+		return NewBinding(in), nil
+	}
+	var schema json.RawMessage
+	if class != nil && inst.Status.Provisioned != nil {
+		s, err := e.cfg.Store.PlanSchemas().Get(ctx, class.Namespace, class.Name)
+		if err != nil && !store.IsNotFound(err) {
+			return nil, fmt.Errorf("cannot read the binding schema of instance %q's plan: %w", inst.Name, err)
+		}
+		if err == nil {
+			if ps := s.ForPlan(inst.Status.Provisioned.PlanID); ps != nil && ps.BindingCreate != nil {
+				schema = ps.BindingCreate.Raw
+			}
+		}
+	}
+	inline, err := req.Parameters.inline(schema)
+	if err != nil {
+		return nil, err
+	}
+	var raw []byte
+	if len(inline) > 0 {
+		raw, _ = json.Marshal(inline)
+	}
+	all, err := e.resolved(ctx, in.Namespace, raw, req.Parameters.FromSecret)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateParameters(schema, all.JSON()); err != nil {
+		return nil, fmt.Errorf("binding %q not created: %w (see the plan's binding schema with \"kubectl catalog describe plan %s/%s --show-schemas\")",
+			in.Name, err, inst.Spec.ClassExternalName, inst.Spec.PlanExternalName)
+	}
+	in.Parameters, in.ParametersFrom = raw, req.Parameters.FromSecret
+	return NewBinding(in), nil
+}

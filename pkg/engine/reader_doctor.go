@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// PendingRecord is a record with work to do, as ListPending sees it: its kind, namespace,
+// name and whether it is being deleted (metadata only; read it in full with Get).
+type PendingRecord = store.WorkItem
+
+// ListPending lists the records of namespace ("" for every namespace) that have work to
+// do: those labelled pending or being deleted (see store.Store.ListPending).
+func (r *Reader) ListPending(ctx context.Context, namespace string) ([]PendingRecord, error) {
+	return r.st.ListPending(ctx, namespace)
+}
+
+// InstancesOf lists the instances of broker b's classes: in every namespace for a
+// cluster-scoped broker, in b's namespace otherwise. Records that cannot be read are
+// left out and named in the error, with the others returned.
+func (r *Reader) InstancesOf(ctx context.Context, b *v1alpha1.Broker) ([]*v1alpha1.ServiceInstance, error) {
+	ns := b.Namespace
+	if b.Spec.Scope == v1alpha1.ScopeCluster {
+		ns = ""
+	}
+	return r.st.Instances().List(ctx, ns, store.Filter{Broker: b.Name, Scope: b.Spec.Scope})
+}

@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+)
+
+// preparedReads keeps what PrepareInstance read (the class record and the access rules)
+// for preparedTTL, so that the engine, checking the record a verb created from them
+// moments later in the same process as the same user, need not read them again. The
+// record is checked against them exactly as against records read afresh: the class is
+// looked up by the namespace and name the record names, and the rules are the catalog
+// namespace's. Reconcile prepares nothing, so it always reads.
+type preparedReads struct {
+	mu      sync.Mutex
+	classes map[string]preparedClass
+	rules   map[string]preparedRules
+	// ids are the OSB instance ids PrepareInstance generated: a fresh UUID no older
+	// record can use.
+	ids map[string]bool
+}
+
+type preparedClass struct {
+	class *v1alpha1.ServiceClass
+	at    time.Time
+}
+
+type preparedRules struct {
+	rules marketplace.Rules
+	at    time.Time
+}
+
+// preparedTTL is as long as the trust state and the API server's answers about authors
+// are kept (trustCacheTTL): a read that young is no staler than what the trust checks
+// already accept.
+const preparedTTL = trustCacheTTL
+
+func (p *preparedReads) keep(class *v1alpha1.ServiceClass, catalogNamespace string, rules marketplace.Rules) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.classes == nil || len(p.classes) > 100 {
+		p.classes, p.rules = map[string]preparedClass{}, map[string]preparedRules{}
+	}
+	now := time.Now()
+	p.classes[class.Namespace+"/"+class.Name] = preparedClass{class: class.DeepCopy(), at: now}
+	p.rules[catalogNamespace] = preparedRules{rules: rules, at: now}
+}
+
+func (p *preparedReads) class(namespace, name string) (*v1alpha1.ServiceClass, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.classes[namespace+"/"+name]
+	if !ok || time.Since(c.at) > preparedTTL {
+		return nil, false
+	}
+	return c.class.DeepCopy(), true
+}
+
+func (p *preparedReads) accessRules(catalogNamespace string) (marketplace.Rules, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.rules[catalogNamespace]
+	if !ok || time.Since(r.at) > preparedTTL {
+		return marketplace.Rules{}, false
+	}
+	return r.rules, true
+}
+
+func (p *preparedReads) generated(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids == nil || len(p.ids) > 100 {
+		p.ids = map[string]bool{}
+	}
+	p.ids[id] = true
+}
+
+// takeGenerated reports whether this process generated id, forgetting it: it belongs to
+// the first record it is handed over with.
+func (p *preparedReads) takeGenerated(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ok := p.ids[id]
+	delete(p.ids, id)
+	return ok
+}
+
+// ownCreated marks the OSB id of an instance a verb has just created as its own when
+// this process generated that id moments before (PrepareInstance): no record created
+// before the id existed can use it, so the check that no older record does (checkID)
+// needs no list. Only the engine's memory says so, never the record; an id the user gave
+// is checked as ever.
+func (e *Engine) ownCreated(inst *v1alpha1.ServiceInstance) {
+	id := inst.Spec.ExternalID
+	if inst.UID == "" || inst.Status.ExternalID != "" || id == "" || !e.prepared.takeGenerated(id) {
+		return
+	}
+	c := &e.trust
+	c.mu.Lock()
+	if c.owned == nil || len(c.owned) > 100000 {
+		c.owned = map[string]string{}
+	}
+	c.owned[v1alpha1.KindServiceInstance+"/"+id] = string(inst.UID)
+	c.mu.Unlock()
+}

@@ -1,0 +1,527 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// This file holds the part of the engine's protocol that instances and bindings share:
+// write-ahead, storing an outcome, retries with backoff, terminal failures, and what a
+// stored record waits for.
+
+// opRecord is a record with the engine's operation status: what the status helpers
+// change.
+type opRecord interface {
+	metav1.Object
+	OpStatus() *v1alpha1.OperationStatus
+	HasPendingWork() bool
+}
+
+// driven is a record kind the engine drives: instances and bindings.
+type driven[T any] interface {
+	*v1alpha1.ServiceInstance | *v1alpha1.ServiceBinding
+	v1alpha1.Record
+	OpStatus() *v1alpha1.OperationStatus
+	DeepCopy() T
+}
+
+// recordsOf is the store's records of T's kind.
+func recordsOf[T driven[T]](s *store.Store) store.Records[T] {
+	var zero T
+	if _, ok := any(zero).(*v1alpha1.ServiceInstance); ok {
+		return any(s.Instances()).(store.Records[T])
+	}
+	return any(s.Bindings()).(store.Records[T])
+}
+
+// withRecord sets the record of a result, in the field of its kind.
+func withRecord[T driven[T]](r Result, x T) Result {
+	switch v := any(x).(type) {
+	case *v1alpha1.ServiceInstance:
+		r.Instance = v
+	case *v1alpha1.ServiceBinding:
+		r.Binding = v
+	}
+	return r
+}
+
+// setCondition sets a condition, stamping the generation it speaks for.
+func setCondition(x opRecord, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
+	meta.SetStatusCondition(&x.OpStatus().Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: storedText(msg),
+		ObservedGeneration: x.GetGeneration(), LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// retryWait is how long a retry of action is still held back by status.retry.
+func (e *Engine) retryWait(x opRecord, action string) time.Duration {
+	r := x.OpStatus().Retry
+	if r == nil || r.NextRetryAt == nil {
+		return 0
+	}
+	if a := actionOf(r.Reason); a != "" && a != action {
+		return 0
+	}
+	return r.NextRetryAt.Sub(e.now())
+}
+
+// terminallyFailed reports a failure recorded for the current spec that retrying will
+// not fix: the record waits for the user.
+func terminallyFailed(x opRecord) bool {
+	return terminalCondition(x) != nil
+}
+
+// terminalCondition is the condition of a failure recorded for the current spec that
+// retrying will not fix (Failed, or an instance's UpdateFailed), or nil.
+func terminalCondition(x opRecord) *metav1.Condition {
+	st := x.OpStatus()
+	if st.Retry != nil {
+		return nil
+	}
+	for _, typ := range []string{v1alpha1.ConditionFailed, v1alpha1.ConditionUpdateFailed} {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == x.GetGeneration() {
+			return c
+		}
+	}
+	return nil
+}
+
+// equalStatus reports whether a settled record's status would not change by writing b
+// over a.
+func equalStatus(a, b opRecord) bool {
+	_, ca := store.LeaseOf(a)
+	_, cb := store.LeaseOf(b)
+	sa, sb := a.OpStatus(), b.OpStatus()
+	return ca == cb && sa.Phase == sb.Phase && sa.ObservedGeneration == sb.ObservedGeneration &&
+		sa.InFlight == nil && sb.InFlight == nil && sa.Retry == nil && sb.Retry == nil &&
+		len(sa.Conditions) == len(sb.Conditions) && conditionsEqual(sa.Conditions, sb.Conditions)
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// retryLater clears the operation in flight and schedules the next attempt with backoff
+// (at once when immediate is set), counting attempts per action.
+func (e *Engine) retryLater(x opRecord, reason, msg string, immediate bool, now time.Time) {
+	st := x.OpStatus()
+	attempts := int32(1)
+	if r := st.Retry; r != nil && actionOf(r.Reason) == actionOf(reason) {
+		attempts = r.Attempts + 1
+	}
+	delay := e.backoff(attempts)
+	if immediate {
+		delay = 0
+	}
+	next := now.Add(delay)
+	st.Retry = &v1alpha1.RetryState{
+		Attempts: attempts, Reason: reason, LastError: storedText(msg), LastAttemptAt: mtime(now), NextRetryAt: mtime(next),
+	}
+	st.InFlight = nil
+	st.Phase = v1alpha1.PhaseFailed
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
+		fmt.Sprintf("%s (attempt %d; next retry at %s)", msg, attempts, next.UTC().Format(time.RFC3339)), now)
+}
+
+// terminalFailure records a failure that retrying will not fix; the record settles
+// until the user changes its spec.
+func (e *Engine) terminalFailure(x opRecord, reason, msg string, now time.Time) {
+	st := x.OpStatus()
+	st.InFlight, st.Retry = nil, nil
+	st.ObservedGeneration = x.GetGeneration()
+	st.Phase = v1alpha1.PhaseFailed
+	setCondition(x, v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg, now)
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+}
+
+// store writes x (read as in) and says what it waits for; on a conflict it reads the
+// record again.
+func storeStatus[T driven[T]](e *Engine, ctx context.Context, in, x T) (Result, error) {
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if store.IsConflict(err) {
+		return reread(e, ctx, in, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	e.statusEvents(ctx, in, stored)
+	return resultOf(e, stored), nil
+}
+
+func persistTerminal[T driven[T]](e *Engine, ctx context.Context, in T, reason, msg string) (Result, error) {
+	x := in.DeepCopy()
+	e.terminalFailure(x, reason, msg, e.now())
+	store.ClearClaim(x, e.cfg.Holder)
+	return storeStatus(e, ctx, in, x)
+}
+
+// preCallFailure records a failure before any broker call (broker record, credentials,
+// parameters Secret, cluster id, the instance of a binding) and schedules a retry. An
+// operation in flight stays as it is: it is still to be re-sent or polled.
+func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason string, cause error) (Result, error) {
+	if ctx.Err() != nil {
+		return interrupted(in, ctx.Err())
+	}
+	if ltr, ok := AsLeftToReconcile(cause); ok {
+		return leaveToReconcile(e, ctx, in, ltr)
+	}
+	x := in.DeepCopy()
+	st := x.OpStatus()
+	now := e.now()
+	inFlight := st.InFlight
+	r, isRefusal := AsRefused(cause)
+	if isRefusal {
+		reason = r.Reason
+	}
+	e.retryLater(x, reason, cause.Error(), false, now)
+	if isRefusal {
+		setCondition(x, v1alpha1.ConditionRefused, metav1.ConditionTrue, r.Reason, r.Message+"; nothing is sent to the broker for this record until that changes", now)
+	}
+	if inFlight != nil {
+		st.InFlight = inFlight
+		if inFlight.Async {
+			inFlight.NextPollAt = st.Retry.NextRetryAt
+		}
+	}
+	store.ClearClaim(x, e.cfg.Holder)
+	res, err := storeStatus(e, ctx, in, x)
+	if err == nil && res.State == StateWaiting {
+		res.RequeueAfter = st.Retry.NextRetryAt.Sub(now)
+	}
+	res.Refused = isRefusal
+	return res, err
+}
+
+// writeAhead stores the call about to be made, with a claim, in one write guarded by
+// resourceVersion. It reports false when someone else changed or claimed the record:
+// then no call may be made.
+func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.Operation, phase v1alpha1.Phase, reason, msg string) (T, bool, error) {
+	var none T
+	x := in.DeepCopy()
+	st := x.OpStatus()
+	now := e.now()
+	replaced := st.InFlight
+	// An id a provision or bind is about to be sent for, or one whose uncertain call this
+	// one replaces, may exist at the broker from now on.
+	listExternalID(st, createdID(st.InFlight))
+	listExternalID(st, createdID(op))
+	st.InFlight = op
+	if replaced == nil || replaced.RequestID != op.RequestID {
+		// A re-send keeps the generation its first send was made from: a spec changed
+		// since is still to be done once the re-send's outcome is stored.
+		st.ObservedGeneration = x.GetGeneration()
+	}
+	st.Phase = phase
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
+	if err := store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now); err != nil {
+		if store.IsClaimed(err) {
+			return none, false, nil
+		}
+		return none, false, err
+	}
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if store.IsConflict(err) || store.IsClaimed(err) {
+		return none, false, nil
+	}
+	if err != nil {
+		return none, false, err
+	}
+	e.statusEvents(ctx, in, stored)
+	dropSent(e, ctx, replaced, stored)
+	return stored, true, nil
+}
+
+// finish stores the outcome of a broker call. The outcome is about the operation in
+// flight, which nobody else replaces while the claim holds, so on a conflict (a user's
+// spec edit, say) it is re-applied to the newer record as long as that still carries the
+// same operation.
+func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string, mutate func(T, time.Time)) (Result, error) {
+	cur := in
+	records := recordsOf[T](e.cfg.Store)
+	op := in.OpStatus().InFlight
+	for range 5 {
+		x := cur.DeepCopy()
+		now := e.now()
+		mutate(x, now)
+		if op := x.OpStatus().InFlight; op != nil && op.Async {
+			_ = store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now)
+		} else {
+			store.ClearClaim(x, e.cfg.Holder)
+		}
+		stored, err := records.Update(ctx, x)
+		if err == nil {
+			e.statusEvents(ctx, cur, stored)
+			dropSent(e, ctx, op, stored)
+			return resultOf(e, stored), nil
+		}
+		if !store.IsConflict(err) {
+			return outcomeNotStored(e, ctx, cur, err)
+		}
+		fresh, err := records.Get(ctx, cur.GetNamespace(), cur.GetName())
+		if err != nil {
+			return Result{}, err
+		}
+		if op := fresh.OpStatus().InFlight; op == nil || op.RequestID != requestID {
+			return reread(e, ctx, fresh, errLost)
+		}
+		cur = fresh
+	}
+	return reread(e, ctx, cur, nil)
+}
+
+// outcomeNotStored handles an outcome that could not be written for a reason other than
+// a conflict (a record too large, say). The record keeps its operation in flight, since
+// nothing records what the broker did, and gets a retry with backoff and a short reason
+// in a write small enough to succeed: the next step re-sends the identical request (or
+// polls again) after the backoff instead of at once. The write error is still returned.
+func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in T, cause error) (Result, error) {
+	failed := withRecord(Result{State: StateWaiting, Message: "the outcome could not be stored; the call will be re-sent"}, in)
+	op := in.OpStatus().InFlight
+	if ctx.Err() != nil || op == nil {
+		return failed, cause
+	}
+	x := in.DeepCopy()
+	st := x.OpStatus()
+	now := e.now()
+	e.retryLater(x, callFailedReason(op.Type), fmt.Sprintf("the broker's answer could not be recorded (%v); the request is sent again", cause), false, now)
+	st.InFlight = op.DeepCopy()
+	if op.Async {
+		st.InFlight.NextPollAt = st.Retry.NextRetryAt
+	}
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if err != nil {
+		return failed, cause
+	}
+	r := resultOf(e, stored)
+	r.Message = st.Retry.LastError
+	return r, cause
+}
+
+// callFailedReason is the retry reason of a call of type t whose outcome is unknown: its
+// action is t's, so the retry holds back exactly the re-send of that call.
+func callFailedReason(t v1alpha1.OperationType) string {
+	switch t {
+	case v1alpha1.OperationUpdate:
+		return ReasonUpdateCallFailed
+	case v1alpha1.OperationDeprovision:
+		return ReasonDeprovisionCallFailed
+	case v1alpha1.OperationBind:
+		return ReasonBindCallFailed
+	case v1alpha1.OperationUnbind:
+		return ReasonUnbindCallFailed
+	}
+	return ReasonProvisionCallFailed
+}
+
+// maxStoredText is the longest message, in bytes, the engine stores in one field of a
+// record (a condition's message, status.retry.lastError, inFlight.lastDescription,
+// orphanMitigation.message). Brokers' descriptions have no limit, and a record holding
+// one several times must still fit in a ConfigMap (1 MiB).
+const maxStoredText = 4096
+
+// storedTextTail is how much of the end of a long message storedText keeps: the engine
+// appends there what the user can do next.
+const storedTextTail = 512
+
+// storedText shortens a message longer than maxStoredText to its start and its end,
+// joined by a visible mark saying how much was cut. It never splits a UTF-8 sequence.
+func storedText(s string) string {
+	if len(s) <= maxStoredText {
+		return s
+	}
+	const markFormat = " [... %d bytes cut ...] "
+	head := maxStoredText - storedTextTail - len(fmt.Sprintf(markFormat, len(s)))
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	tail := len(s) - storedTextTail
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + fmt.Sprintf(markFormat, tail-head) + s[tail:]
+}
+
+// release removes the finalizer of a record whose deletion is done, letting the API
+// server delete it.
+func release[T driven[T]](e *Engine, ctx context.Context, in T, done string, confirmed bool) (Result, error) {
+	_, err := recordsOf[T](e.cfg.Store).RemoveFinalizer(ctx, in)
+	if err != nil && !store.IsNotFound(err) {
+		return withRecord(Result{State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, in), err
+	}
+	if err == nil {
+		e.releaseEvent(ctx, in, confirmed)
+	}
+	return Result{State: StateDeleted, Message: done}, nil
+}
+
+// reread reads the record again after someone else changed it.
+func reread[T driven[T]](e *Engine, ctx context.Context, in T, cause error) (Result, error) {
+	if cause != nil && !errors.Is(cause, errLost) {
+		return withRecord(Result{State: StateWaiting}, in), cause
+	}
+	fresh, err := recordsOf[T](e.cfg.Store).Get(ctx, in.GetNamespace(), in.GetName())
+	if store.IsNotFound(err) {
+		return Result{State: StateDeleted, Message: "the record is gone"}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r := resultOf(e, fresh)
+	if r.State == StateSettled && fresh.HasPendingWork() {
+		r.State = StateWaiting
+	}
+	if r.State == StateWaiting && r.Message == "" {
+		r.Message = "the record changed meanwhile; reading it again"
+	}
+	return r, nil
+}
+
+// interrupted leaves the record as it is (pending, with its operation in flight if one
+// was being sent) when ctx ended: the next step re-sends or polls.
+func interrupted[T driven[T]](in T, cause error) (Result, error) {
+	return withRecord(Result{State: StateWaiting, Message: "interrupted; the record is left pending"}, in), cause
+}
+
+// resultOf says what the stored record waits for.
+func resultOf[T driven[T]](e *Engine, x T) Result {
+	now := e.now()
+	st := x.OpStatus()
+	r := withRecord(Result{State: StateWaiting}, x)
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+		r.Message = c.Message
+	}
+	until := func(t *metav1.Time) time.Duration {
+		if t == nil {
+			return 0
+		}
+		return max(t.Sub(now), 0)
+	}
+	switch op := st.InFlight; {
+	case op != nil && op.Async:
+		r.RequeueAfter = until(op.NextPollAt)
+		if op.LastDescription != "" {
+			r.Message = op.LastDescription
+		}
+	case op != nil && st.Retry != nil:
+		r.RequeueAfter = until(st.Retry.NextRetryAt)
+	case op != nil:
+	case st.Retry != nil:
+		r.RequeueAfter = until(st.Retry.NextRetryAt)
+	case terminallyFailed(x):
+		r.State = StateNeedsUser
+		r.Message = terminalCondition(x).Message
+	case x.HasPendingWork():
+	default:
+		r.State = StateSettled
+	}
+	return r
+}
+
+// describe turns a broker call's failure into a message for the record: the broker's
+// own words when it sent some (the description of an error body, else its message or
+// the start of a page that is not JSON), never anything of a 2xx or 3xx body, which may
+// hold credentials (the osb errors keep none of it).
+func describe(err error, status int) string {
+	if err == nil {
+		return fmt.Sprintf("the broker answered %d %s, which is not a valid answer to this call", status, http.StatusText(status))
+	}
+	if he, ok := osb.AsHTTPStatusError(err); ok {
+		msg := fmt.Sprintf("the broker answered %d %s", he.StatusCode, http.StatusText(he.StatusCode))
+		if he.ErrorCode != "" {
+			msg += " " + he.ErrorCode
+		}
+		switch {
+		case he.Description != "":
+			msg += ": " + he.Description
+		case he.Message != "":
+			msg += ": " + he.Message
+		case he.BodyExcerpt != "":
+			msg += ": " + he.BodyExcerpt
+		case he.StatusCode >= 300 && he.StatusCode < 400 && he.RedirectHost != "":
+			msg += fmt.Sprintf(": a redirect (to host %q), which is not followed for this call", he.RedirectHost)
+		case he.StatusCode >= 300 && he.StatusCode < 400:
+			msg += ": a redirect, which is not followed for this call"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// LeftToReconcileError says the user running the engine may not read a cluster broker's
+// credentials: the broker call is left to reconcile, which may.
+type LeftToReconcileError struct {
+	Broker string
+	// What, when set, says which write the user may not make instead.
+	What string
+	Err  error
+}
+
+func (e *LeftToReconcileError) Error() string {
+	if e.What != "" {
+		return e.What
+	}
+	return fmt.Sprintf("you may not read the credentials of cluster broker %q, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", e.Broker)
+}
+
+func (e *LeftToReconcileError) Unwrap() error { return e.Err }
+
+// AsLeftToReconcile returns the LeftToReconcileError err carries, if any.
+func AsLeftToReconcile(err error) (*LeftToReconcileError, bool) {
+	var l *LeftToReconcileError
+	ok := errors.As(err, &l)
+	return l, ok
+}
+
+// leaveToReconcile records that the call is reconcile's to make: no failure, no backoff
+// (reconcile takes it up at once), the record as pending as it was.
+func leaveToReconcile[T driven[T]](e *Engine, ctx context.Context, in T, cause *LeftToReconcileError) (Result, error) {
+	x := in.DeepCopy()
+	now := e.now()
+	msg := cause.Error()
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForReconcile, msg, now)
+	store.ClearClaim(x, e.cfg.Holder)
+	res := withRecord(Result{State: StateWaiting, RequeueAfter: e.cfg.PollInterval, Message: msg}, in)
+	if c := meta.FindStatusCondition(in.OpStatus().Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == ReasonWaitingForReconcile {
+		if l, ok := store.LeaseOf(in); !ok || l.Holder != e.cfg.Holder {
+			return res, nil
+		}
+	}
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if store.IsConflict(err) {
+		return reread(e, ctx, in, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return withRecord(res, stored), nil
+}
+
+// WaitingForReconcile reports whether x waits for reconcile to make a broker call its
+// user may not make (nil is not waiting).
+func WaitingForReconcile(x opRecord) bool {
+	if x == nil || reflect.ValueOf(x).IsNil() {
+		return false
+	}
+	c := meta.FindStatusCondition(x.OpStatus().Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Reason == ReasonWaitingForReconcile
+}

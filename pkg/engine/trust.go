@@ -1,0 +1,504 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// This file holds what keeps a record, which anyone allowed to write ConfigMaps in its
+// namespace can forge, from making the engine act with more authority than the record's
+// author had (docs/security.md):
+//
+//   - references stay in the record's namespace (the one exception: a cluster-scoped
+//     broker's credentials, in the catalog namespace, which only administrators write);
+//     cluster-scoped brokers and classes are read from the catalog namespace only;
+//   - a Secret is read, and a workload changed, in the author's name only: when this
+//     process wrote the spec itself on the user's command, when the author is the user
+//     running the engine, or when the API server says the author may (SubjectAccessReview).
+//     The author is believed only when the catalog's trust policy is in force, which
+//     makes the API server refuse a spec written under another user's name;
+//   - catalog access rules and the broker's catalog are enforced before a provision, a
+//     plan change or a bind;
+//   - an OSB id is never sent for a record when an older record already uses it.
+//
+// A refused record is never skipped silently: its status carries a Refused condition
+// saying why, and no broker is called for it.
+
+// TrustState says whether the catalog's trust policy is in force.
+type TrustState struct {
+	// Token is the current trust token; empty when the policy is not in force.
+	Token string
+	// Reason says why the policy is not in force (or how it was checked).
+	Reason string
+}
+
+// TrustSource reads the state of the trust policy (pkg/trust reads it from the cluster).
+type TrustSource interface {
+	TrustState(ctx context.Context) (TrustState, error)
+}
+
+// Authorizer answers whether a user may make an API request (a SubjectAccessReview).
+type Authorizer interface {
+	Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, string, error)
+}
+
+// KubeAuthorizer is the Authorizer of a real cluster.
+type KubeAuthorizer struct{ Core kubernetes.Interface }
+
+// Allowed asks the API server with a SubjectAccessReview.
+func (a KubeAuthorizer) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, string, error) {
+	r, err := a.Core.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("cannot ask the API server what %q may do (SubjectAccessReview): %w", user, err)
+	}
+	return r.Status.Allowed, r.Status.Reason, nil
+}
+
+// Reasons of refusals. They name no action: a refusal holds back whatever is due.
+const (
+	// ReasonRefusedUntrustedReference: the record (or its broker) refers to something
+	// outside its namespace, or to a cluster-scoped broker or class outside the catalog
+	// namespace.
+	ReasonRefusedUntrustedReference = "RefusedUntrustedReference"
+	// ReasonRefusedAuthorUnverified: what is due needs the author's authority, and the
+	// record's author cannot be verified.
+	ReasonRefusedAuthorUnverified = "RefusedAuthorUnverified"
+	// ReasonRefusedNotAuthorized: the record's author may not read a Secret or change a
+	// workload the record names.
+	ReasonRefusedNotAuthorized = "RefusedNotAuthorized"
+	// ReasonRefusedPlanNotAllowed: access rules, or the broker's catalog as synced, do
+	// not offer the plan in the record's namespace.
+	ReasonRefusedPlanNotAllowed = "RefusedPlanNotAllowed"
+	// ReasonRefusedIDInUse: an older record already uses the record's OSB id.
+	ReasonRefusedIDInUse = "RefusedIDInUse"
+)
+
+// RefusedError says why the engine will not act on a record.
+type RefusedError struct {
+	Reason  string
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+// RefusalReason is the refusal's reason, for packages that record it without importing
+// this one.
+func (e *RefusedError) RefusalReason() string { return e.Reason }
+
+func refused(reason, format string, args ...any) error {
+	return &RefusedError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsRefused returns the refusal err carries, if any.
+func AsRefused(err error) (*RefusedError, bool) {
+	var r *RefusedError
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// authority is on whose authority the engine acts for a record.
+type authority struct {
+	// self: the user running the engine wrote the spec (in this process, or as its
+	// verified author); their own permissions apply, enforced by the API server.
+	self bool
+	// author is the verified author, when not self.
+	author store.Author
+	// unverified says why the author cannot be believed; "" when self or verified.
+	unverified string
+}
+
+// trustCache keeps the trust state and answers of the Authorizer for a short while:
+// reconcile asks the same questions for many records.
+type trustCache struct {
+	mu      sync.Mutex
+	state   TrustState
+	stateAt time.Time
+	answers map[string]cachedAnswer
+	// owned holds ids checked to belong to a record (kind/id -> uid): an older record
+	// cannot appear later, so the answer stays true.
+	owned map[string]string
+	// ids is the id labels of the records reconcile listed last (UseIDIndex).
+	ids *store.IDIndex
+}
+
+type cachedAnswer struct {
+	allowed bool
+	reason  string
+	at      time.Time
+}
+
+const trustCacheTTL = 10 * time.Second
+
+func (e *Engine) trustState(ctx context.Context) TrustState {
+	c := &e.trust
+	c.mu.Lock()
+	if !c.stateAt.IsZero() && time.Since(c.stateAt) < trustCacheTTL {
+		s := c.state
+		c.mu.Unlock()
+		return s
+	}
+	c.mu.Unlock()
+	s := TrustState{Reason: "no trust policy source is configured"}
+	if e.cfg.Trust != nil {
+		var err error
+		if s, err = e.cfg.Trust.TrustState(ctx); err != nil {
+			s = TrustState{Reason: "the trust policy could not be read: " + err.Error()}
+		}
+	}
+	c.mu.Lock()
+	c.state, c.stateAt = s, time.Now()
+	c.mu.Unlock()
+	return s
+}
+
+// authorityOf says on whose authority the engine may act for rec.
+func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority {
+	if e.cfg.Store.Intended(rec) {
+		return authority{self: true}
+	}
+	au := store.AuthorOf(rec)
+	kind := strings.ToLower(rec.GetObjectKind().GroupVersionKind().Kind)
+	if kind == "" {
+		kind = "record"
+	}
+	switch state := e.trustState(ctx); {
+	case au.Username == "":
+		return authority{unverified: fmt.Sprintf("%s %q names no author (it was not written by kubectl catalog with the trust policy in force)", kind, rec.GetName())}
+	case rec.GetLabels()[store.LabelManagedBy] != store.ManagedBy:
+		return authority{unverified: fmt.Sprintf("%s %q lacks the label %s=%s the trust policy applies to", kind, rec.GetName(), store.LabelManagedBy, store.ManagedBy)}
+	case state.Token == "":
+		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog reconcile install\"", state.Reason, kind, rec.GetName())}
+	case au.Token != state.Token:
+		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName())}
+	}
+	if id, err := e.cfg.Platform.Identity(ctx); err == nil && id != nil && id.Username == au.Username {
+		return authority{self: true}
+	}
+	return authority{author: au}
+}
+
+type runnersRightsKey struct{}
+
+// WithRunnersRights marks ctx as a run on the user's own command (a verb, or a reconcile
+// run by hand with --trust-unverified-authors): where a record's author cannot be
+// verified (no trust policy) or the user may not ask the API server about them, the
+// engine acts with the user's own rights, as the user could by hand, instead of
+// refusing. A verified author the API server says may not do something is refused all
+// the same. Reconcile in the cluster never runs so.
+func WithRunnersRights(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runnersRightsKey{}, true)
+}
+
+func runnersRights(ctx context.Context) bool { v, _ := ctx.Value(runnersRightsKey{}).(bool); return v }
+
+// authorize refuses a request the engine would make in the name of rec's author unless
+// the author may make it.
+func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs authorizationv1.ResourceAttributes) error {
+	a := e.authorityOf(ctx, rec)
+	if a.self {
+		return nil
+	}
+	what := describeRequest(attrs)
+	if a.unverified != "" {
+		if runnersRights(ctx) {
+			return nil
+		}
+		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (or, trusting everyone who may write ConfigMaps in namespace %q, run \"kubectl catalog reconcile --trust-unverified-authors\" to act with your own rights)",
+			what, a.unverified, rec.GetNamespace())
+	}
+	if e.cfg.Authorizer == nil {
+		if runnersRights(ctx) {
+			return nil
+		}
+		return refused(ReasonRefusedAuthorUnverified, "refused to %s on behalf of %q: this engine cannot ask the API server what the author may do", what, a.author.Username)
+	}
+	key := strings.Join([]string{a.author.Username, strings.Join(a.author.Groups, ","), attrs.Verb, attrs.Group, attrs.Resource, attrs.Namespace, attrs.Name}, "\x00")
+	c := &e.trust
+	c.mu.Lock()
+	ans, ok := c.answers[key]
+	c.mu.Unlock()
+	if !ok || time.Since(ans.at) > trustCacheTTL {
+		allowed, reason, err := e.cfg.Authorizer.Allowed(ctx, a.author.Username, a.author.Groups, attrs)
+		if err != nil && runnersRights(ctx) {
+			return nil
+		}
+		if err != nil {
+			return refused(ReasonRefusedAuthorUnverified, "refused to %s on behalf of %q: %v", what, a.author.Username, err)
+		}
+		ans = cachedAnswer{allowed: allowed, reason: reason, at: time.Now()}
+		c.mu.Lock()
+		if c.answers == nil || len(c.answers) > 10000 {
+			c.answers = map[string]cachedAnswer{}
+		}
+		c.answers[key] = ans
+		c.mu.Unlock()
+	}
+	if !ans.allowed {
+		return refused(ReasonRefusedNotAuthorized, "refused to %s: the record's author %q may not (%s)", what, a.author.Username, authzReason(ans.reason))
+	}
+	return nil
+}
+
+func authzReason(r string) string {
+	if r == "" {
+		return "no RBAC rule allows it"
+	}
+	return r
+}
+
+func describeRequest(a authorizationv1.ResourceAttributes) string {
+	res := a.Resource
+	switch {
+	case a.Resource == "secrets":
+		res = "Secret"
+	case a.Group != "":
+		res = a.Resource + "." + a.Group
+	}
+	return fmt.Sprintf("%s %s %q in namespace %q", a.Verb, res, a.Name, a.Namespace)
+}
+
+// secretsFor reads Secrets named by rec, in rec's namespace only and in its author's
+// name.
+func (e *Engine) secretsFor(rec v1alpha1.Record) SecretReader {
+	return func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+		if ns != rec.GetNamespace() {
+			return nil, refused(ReasonRefusedUntrustedReference, "refused to read Secret %q in namespace %q: a record may only name Secrets of its own namespace %q", name, ns, rec.GetNamespace())
+		}
+		if err := e.authorize(ctx, rec, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: name}); err != nil {
+			return nil, err
+		}
+		s, err := e.cfg.Store.GetSecret(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
+}
+
+// checkBroker refuses a broker record the engine must not use: a cluster-scoped broker
+// outside the catalog namespace, a reference out of the broker's namespace, or
+// credentials its author may not read (the catalog namespace, which only administrators
+// write, is trusted as it is).
+func (e *Engine) checkBroker(ctx context.Context, b *v1alpha1.Broker) error {
+	if b.Spec.Scope == v1alpha1.ScopeCluster && b.Namespace != e.cfg.CatalogNamespace {
+		return refused(ReasonRefusedUntrustedReference, "broker %q in namespace %q says it is cluster-scoped, but cluster-scoped brokers live only in the catalog namespace %q: it is ignored", b.Name, b.Namespace, e.cfg.CatalogNamespace)
+	}
+	a := b.Spec.Auth
+	if a == nil {
+		return nil
+	}
+	if ns := a.SecretRef.Namespace; ns != "" && ns != b.Namespace {
+		return refused(ReasonRefusedUntrustedReference, "broker %q names credentials in namespace %q: a broker's credentials must be in its own namespace %q", b.Name, ns, b.Namespace)
+	}
+	if b.Namespace == e.cfg.CatalogNamespace {
+		return nil
+	}
+	if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "get", Resource: "secrets", Name: a.SecretRef.Name}); err != nil {
+		r, _ := AsRefused(err)
+		return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("broker %q: %s", b.Name, r.Message)}
+	}
+	return nil
+}
+
+// CheckBroker refuses a broker record reconcile must not use (see checkBroker): it is
+// what reconcile asks before it fetches a broker's catalog.
+func (e *Engine) CheckBroker(ctx context.Context, b *v1alpha1.Broker) error {
+	return e.checkBroker(ctx, b)
+}
+
+// checkPlan refuses a provision, plan change or bind in namespace ns of a plan that the
+// broker's catalog as synced does not offer, or that access rules disable there.
+func (e *Engine) checkPlan(ctx context.Context, ns string, t target, planID string) error {
+	if t.class == nil {
+		return refused(ReasonRefusedPlanNotAllowed, "broker %q offers no class with the record's id (its class record is missing): sync the broker, or deprovision", t.broker.Name)
+	}
+	p := t.class.PlanByID(planID)
+	if p == nil {
+		return refused(ReasonRefusedPlanNotAllowed, "class %q of broker %q has no plan with id %q", t.class.Spec.ExternalName, t.broker.Name, planID)
+	}
+	rules, ok := e.prepared.accessRules(e.cfg.CatalogNamespace)
+	if !ok {
+		var err error
+		if rules, err = marketplace.LoadRules(ctx, e.cfg.Store, marketplace.InCatalogNamespace(e.cfg.CatalogNamespace)); err != nil {
+			return err
+		}
+	}
+	if !rules.PlanVisible(ns, t.class, planID) {
+		return refused(ReasonRefusedPlanNotAllowed, "plan %q of class %q is not available in namespace %q (catalog access rules): an administrator enables it with \"kubectl catalog access enable %s/%s -n %s\"",
+			p.ExternalName, t.class.Spec.ExternalName, ns, t.class.Spec.ExternalName, p.ExternalName, ns)
+	}
+	return nil
+}
+
+// checkID refuses to send OSB id for rec (of kind, an instance or a binding) when an
+// older record, in any namespace, already uses it: ids show up in describe output,
+// dashboards and logs, and copying one into a record must not make the engine act on
+// someone else's instance or binding with the broker's credentials.
+func (e *Engine) checkID(ctx context.Context, kind string, rec metav1.Object, id string) error {
+	key := kind + "/" + id
+	c := &e.trust
+	c.mu.Lock()
+	owner, ok := c.owned[key]
+	c.mu.Unlock()
+	if ok && owner == string(rec.GetUID()) {
+		return nil
+	}
+	created := rec.GetCreationTimestamp()
+	older := func(users []store.IDUser) *store.IDUser {
+		for _, u := range users {
+			if u.UID != rec.GetUID() && !created.Time.Before(u.Created.Time) {
+				return &u
+			}
+		}
+		return nil
+	}
+	c.mu.Lock()
+	ids := c.ids
+	c.mu.Unlock()
+	// The index of reconcile's list answers without a list of its own (one per record,
+	// each filtering every ConfigMap of the cluster at the API server) when it can; a
+	// refusal is never made on it alone, since the older record may be gone by now.
+	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
+	if !ok || older(users) != nil {
+		var err error
+		users, err = e.cfg.Store.WithExternalID(ctx, kind, "", id)
+		if store.IsForbidden(err) {
+			// A user who may not list records of every namespace: the ones they may see.
+			users, err = e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if u := older(users); u != nil {
+		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s: %s %q in namespace %q, created before this record, already uses it", id, strings.ToLower(kind), u.Name, u.Namespace)
+	}
+	c.mu.Lock()
+	if c.owned == nil || len(c.owned) > 100000 {
+		c.owned = map[string]string{}
+	}
+	c.owned[key] = string(rec.GetUID())
+	c.mu.Unlock()
+	return nil
+}
+
+// UseIDIndex makes the check that no older record uses an OSB id answer from idx, the id
+// labels of the records reconcile has just listed (store.ListPendingWithIDs), where idx
+// can answer: for records it listed, created before the newest record it listed. It
+// replaces the index given before; nil stops using one.
+func (e *Engine) UseIDIndex(idx *store.IDIndex) {
+	e.trust.mu.Lock()
+	e.trust.ids = idx
+	e.trust.mu.Unlock()
+}
+
+// vetInstanceCall refuses a call about inst with OSB id id that the engine must not make:
+// an id an older record uses, or (planID set, for a provision or a plan change) a plan
+// the namespace may not use.
+func (e *Engine) vetInstanceCall(ctx context.Context, inst *v1alpha1.ServiceInstance, t target, id, planID string) error {
+	if err := e.checkID(ctx, v1alpha1.KindServiceInstance, inst, id); err != nil {
+		return err
+	}
+	if planID != "" {
+		return e.checkPlan(ctx, inst.Namespace, t, planID)
+	}
+	return nil
+}
+
+// vetBindingCall refuses a call about b that the engine must not make: an instance or
+// binding id an older record uses and, for a bind, a plan the namespace may not use or a
+// transform reading a Secret the binding's author may not read.
+func (e *Engine) vetBindingCall(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, op *v1alpha1.Operation, bind bool) error {
+	if err := e.checkID(ctx, v1alpha1.KindServiceInstance, t.inst, op.InstanceID); err != nil {
+		return err
+	}
+	if err := e.checkID(ctx, v1alpha1.KindServiceBinding, b, op.BindingID); err != nil {
+		return err
+	}
+	if !bind {
+		return nil
+	}
+	if err := e.checkPlan(ctx, b.Namespace, t.target, op.PlanID); err != nil {
+		return err
+	}
+	for _, tr := range b.Spec.SecretTransforms {
+		if a := tr.AddKeysFrom; a != nil {
+			if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "get", Resource: "secrets", Name: a.SecretRef.Name}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// authorizeProjections refuses to project b's Secret into a workload its author may not
+// change. Every workload the spec names is checked, also one the status lists as
+// projected: a status proves nothing (anyone who may update the ConfigMap writes it),
+// and the spec's author, or its Secret name, may have changed since. Taking a projection
+// back needs no such check: it removes only what the binding added.
+func (e *Engine) authorizeProjections(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	for _, p := range b.Spec.Projections {
+		group, resource := workloadResource(p.Kind)
+		if resource == "" {
+			return refused(ReasonRefusedUntrustedReference, "binding %q names a workload of kind %q, which cannot receive a projection", b.Name, p.Kind)
+		}
+		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "update", Group: group, Resource: resource, Name: p.Name}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func workloadResource(kind string) (group, resource string) {
+	switch kind {
+	case "Deployment":
+		return "apps", "deployments"
+	case "StatefulSet":
+		return "apps", "statefulsets"
+	case "DaemonSet":
+		return "apps", "daemonsets"
+	case "CronJob":
+		return "batch", "cronjobs"
+	case "Job":
+		return "batch", "jobs"
+	}
+	return "", ""
+}
+
+// checkParametersTo refuses to send params, when some came from the Secrets that from
+// names (in namespace), to a namespace-scoped broker whose record's author may not read
+// those Secrets. A broker record is a ConfigMap that whoever may write ConfigMaps in its
+// namespace may point at a server of their own; the author of the instance or binding
+// reading the Secrets does not make the broker's author someone who may receive them. A
+// cluster-scoped broker is the administrators' (the catalog namespace) and is trusted.
+// A re-send of an interrupted call is not checked: it repeats what was sent, and needs no
+// author's authority (it reads only the Secret its record owns).
+func (e *Engine) checkParametersTo(ctx context.Context, b *v1alpha1.Broker, namespace string, from []v1alpha1.ParametersFromSource, params *Parameters) error {
+	if b.Namespace == e.cfg.CatalogNamespace || params == nil || len(params.FromSecret) == 0 {
+		return nil
+	}
+	for _, pf := range from {
+		if pf.SecretKeyRef == nil {
+			continue
+		}
+		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "secrets", Name: pf.SecretKeyRef.Name}); err != nil {
+			r, _ := AsRefused(err)
+			return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("parameters from Secret %q are not sent to broker %q, whose record another author wrote: %s", pf.SecretKeyRef.Name, b.Name, r.Message)}
+		}
+	}
+	return nil
+}

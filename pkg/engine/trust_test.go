@@ -1,0 +1,485 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+type staticTrust struct{ state TrustState }
+
+func (s staticTrust) TrustState(context.Context) (TrustState, error) { return s.state, nil }
+
+// rbac is an Authorizer answering from a list of what each user may do, and counting
+// the questions.
+type rbac struct {
+	allow map[string][]authorizationv1.ResourceAttributes
+	asked []string
+}
+
+func (r *rbac) Allowed(_ context.Context, user string, _ []string, a authorizationv1.ResourceAttributes) (bool, string, error) {
+	r.asked = append(r.asked, user+" "+a.Verb+" "+a.Resource+" "+a.Namespace+"/"+a.Name)
+	for _, x := range r.allow[user] {
+		if x == a {
+			return true, "", nil
+		}
+	}
+	return false, "RBAC: no rule allows it", nil
+}
+
+// writerStore is a store of the same cluster that writes as user, stamping token on
+// what it writes as its intent: another person's kubectl catalog.
+func writerStore(f *fixture, user, token string) *store.Store {
+	return f.cluster.Store(store.WithClock(func() time.Time { return f.now }),
+		store.WithIdentity(func(context.Context) (*store.Identity, error) {
+			return &store.Identity{Username: user, Groups: []string{"system:authenticated"}}, nil
+		}),
+		store.WithTrustToken(func(context.Context) (string, error) { return token, nil }))
+}
+
+func forgedInstance(name, namespace, id string, edit func(*v1alpha1.ServiceInstance)) *v1alpha1.ServiceInstance {
+	inst := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: v1alpha1.ServiceInstanceSpec{
+			Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db", ClassID: classID,
+			PlanExternalName: "small", PlanID: planSmall, ExternalID: id,
+		},
+	}
+	if edit != nil {
+		edit(inst)
+	}
+	return inst
+}
+
+func withSecretParameters(inst *v1alpha1.ServiceInstance) {
+	inst.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "root"}}}
+}
+
+func (f *fixture) stepRecord(inst *v1alpha1.ServiceInstance) Result {
+	f.t.Helper()
+	cur, err := f.st.Instances().Get(context.Background(), inst.Namespace, inst.Name)
+	assert.NilError(f.t, err)
+	res, err := f.engine.StepInstance(context.Background(), cur)
+	assert.NilError(f.t, err)
+	return res
+}
+
+func assertRefused(t *testing.T, f *fixture, res Result, namespace, name, reason string) {
+	t.Helper()
+	assert.Assert(t, res.Refused, "step result: %+v", res)
+	inst, err := f.st.Instances().Get(context.Background(), namespace, name)
+	assert.NilError(t, err)
+	c := condition(inst, v1alpha1.ConditionRefused)
+	assert.Equal(t, c.Status, metav1.ConditionTrue)
+	assert.Equal(t, c.Reason, reason, c.Message)
+	assert.Equal(t, condition(inst, v1alpha1.ConditionReady).Reason, reason)
+	assert.Assert(t, inst.Status.Retry != nil && inst.Status.Retry.NextRetryAt != nil, "a refusal is looked at again later")
+	assert.Equal(t, len(f.broker.Calls()), 0, "nothing may be sent to the broker for a refused record")
+}
+
+func TestTrust_SecretParametersOfAnUnverifiedAuthor_AreNeverRead(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		trust TrustState
+		token string
+	}{
+		{name: "no trust policy", trust: TrustState{Reason: "not installed"}, token: ""},
+		{name: "a token from before the policy in force", trust: TrustState{Token: "new"}, token: "old"},
+		{name: "no author at all", trust: TrustState{Token: "new"}, token: "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{tc.trust}
+			_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+			assert.NilError(t, err)
+			w := writerStore(f, "mallory", tc.token)
+			if tc.token == "-" {
+				w = f.cluster.Store()
+			}
+			_, err = w.Instances().Create(store.WithIntent(context.Background()), forgedInstance("evil", ns, "id-evil", withSecretParameters))
+			assert.NilError(t, err)
+
+			res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}})
+
+			assertRefused(t, f, res, ns, "evil", ReasonRefusedAuthorUnverified)
+		})
+	}
+}
+
+func TestTrust_VerifiedAuthor_SecretsReadOnlyWhenTheAuthorMay(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed bool
+	}{
+		{name: "the author may read the Secret", allowed: true},
+		{name: "the author may not read the Secret", allowed: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+			authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{}}
+			if tc.allowed {
+				authz.allow["bob"] = []authorizationv1.ResourceAttributes{{Namespace: ns, Verb: "get", Resource: "secrets", Name: "root"}}
+			}
+			f.engine.cfg.Authorizer = authz
+			_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+			assert.NilError(t, err)
+			_, err = writerStore(f, "bob", "tok").Instances().Create(store.WithIntent(context.Background()), forgedInstance("db2", ns, "id-2", withSecretParameters))
+			assert.NilError(t, err)
+
+			res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db2"}})
+
+			assert.DeepEqual(t, authz.asked, []string{"bob get secrets dev/root"})
+			if !tc.allowed {
+				assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
+				return
+			}
+			assert.Equal(t, res.State, StateSettled, res.Message)
+			assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+		})
+	}
+}
+
+func TestTrust_TheRunnersOwnSpec_NeedsNoAuthorization(t *testing.T) {
+	f := newFixture(t)
+	authz := &rbac{}
+	f.engine.cfg.Authorizer = authz
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	// Written by this process's store on the user's command: the user's own.
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("mine", ns, "id-mine", withSecretParameters))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}})
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, len(authz.asked), 0)
+}
+
+func TestTrust_AnOSBIDAnOlderRecordUses_IsNeverSent(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	f.advance(time.Minute)
+	// A copy of db's id, in another namespace, by someone who read it in describe.
+	_, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy", "team-b", instanceOSB, nil))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+
+	// Deleting the copy must not deprovision db's instance either: it never sent anything,
+	// so it goes without a broker call...
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), "team-b", "copy"))
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Equal(t, len(f.broker.Calls()), 0)
+	// ...and a copy whose status claims the broker holds it is refused the DELETE.
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy2", "team-b", instanceOSB, func(i *v1alpha1.ServiceInstance) {
+		i.Status.Provisioned = &v1alpha1.ProvisionedState{PlanID: planSmall}
+	}))
+	assert.NilError(t, err)
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), "team-b", "copy2"))
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy2"}})
+	assertRefused(t, f, res, "team-b", "copy2", ReasonRefusedIDInUse)
+
+	// The older record, the id's owner, is not held back.
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+	res = f.step("db")
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+}
+
+func TestTrust_APlanAccessRulesDisable_IsNeverProvisioned_UntilEnabled(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Access().Create(ctx, &v1alpha1.CatalogAccess{
+		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.CatalogAccessName},
+		Spec: v1alpha1.CatalogAccessSpec{Rules: []v1alpha1.AccessRule{
+			{Namespace: ns, BrokerName: brokerName, ClassID: classID, PlanID: planLarge, Enabled: false},
+		}},
+	})
+	assert.NilError(t, err)
+	f.create("big", planLarge, "")
+
+	res := f.step("big")
+	assertRefused(t, f, res, ns, "big", ReasonRefusedPlanNotAllowed)
+	assert.Assert(t, is.Contains(res.Message, "kubectl catalog access enable db/large -n dev"))
+
+	_, err = f.st.Access().UpdateWithRetry(ctx, storetest.CatalogNamespace, v1alpha1.CatalogAccessName, func(a *v1alpha1.CatalogAccess) error {
+		a.Spec.Rules[0].Enabled = true
+		return nil
+	})
+	assert.NilError(t, err)
+	f.advance(time.Hour)
+	res = f.step("big")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, condition(f.get("big"), v1alpha1.ConditionRefused).Type, "", "the refusal is cleared once the call goes ahead")
+}
+
+func TestTrust_BrokerRecordsThatReachOutOfTheirNamespace_AreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		broker v1alpha1.BrokerSpec
+		reason string
+	}{
+		{name: "a cluster-scoped broker outside the catalog namespace",
+			broker: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeCluster}, reason: ReasonRefusedUntrustedReference},
+		{name: "credentials of another namespace",
+			broker: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeNamespace,
+				Auth: &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "root", Namespace: "victim"}}},
+			reason: ReasonRefusedUntrustedReference},
+		{name: "credentials of its namespace its author may not read",
+			broker: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeNamespace,
+				Auth: &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "root"}}},
+			reason: ReasonRefusedNotAuthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+			f.engine.cfg.Authorizer = &rbac{}
+			w := writerStore(f, "mallory", "tok")
+			ctx := store.WithIntent(context.Background())
+			_, err := w.Brokers().Create(ctx, &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}, Spec: tc.broker})
+			assert.NilError(t, err)
+			_, err = w.Classes().Create(ctx, &v1alpha1.ServiceClass{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.ClassRecordName("evil", classID)},
+				Spec: v1alpha1.ServiceClassSpec{BrokerName: "evil", Scope: v1alpha1.ScopeNamespace, ID: classID, ExternalName: "db", Bindable: true,
+					Plans: []v1alpha1.ServicePlan{{ID: planSmall, ExternalName: "small"}}},
+			})
+			assert.NilError(t, err)
+			_, err = w.Instances().Create(ctx, forgedInstance("x", ns, "id-x", func(i *v1alpha1.ServiceInstance) {
+				i.Spec.Scope, i.Spec.BrokerName = v1alpha1.ScopeNamespace, "evil"
+			}))
+			assert.NilError(t, err)
+
+			res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
+
+			assertRefused(t, f, res, ns, "x", tc.reason)
+		})
+	}
+}
+
+type forbiddenClients struct{}
+
+func (forbiddenClients) ClientFor(_ context.Context, b *v1alpha1.Broker) (osb.Client, error) {
+	return nil, &brokerclient.SecretError{Broker: b.Name, Namespace: b.Namespace, Name: "auth",
+		Err: apierrors.NewForbidden(k8sschema.GroupResource{Resource: "secrets"}, "auth", errors.New("RBAC"))}
+}
+
+func TestTrust_AUserWhoMayNotReadAClusterBrokersCredentials_LeavesTheCallToReconcile(t *testing.T) {
+	f := newFixture(t)
+	f.engine.cfg.Brokers = forbiddenClients{}
+	f.create("db", planSmall, "")
+
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateWaiting)
+	assert.Assert(t, res.RequeueAfter > 0, "a --wait looks again for reconcile's progress")
+	assert.Assert(t, is.Contains(res.Message, "reconcile sends the request"))
+	inst := f.get("db")
+	assert.Assert(t, WaitingForReconcile(inst))
+	assert.Assert(t, inst.Status.Retry == nil, "no backoff holds reconcile back")
+	assert.Assert(t, inst.HasPendingWork(), "reconcile finds it")
+	assert.Assert(t, inst.Status.Phase != v1alpha1.PhaseFailed, "nothing failed")
+}
+
+func TestTrust_AnIDAnOlderRecordMayHoldAtTheBroker_IsNeverSent(t *testing.T) {
+	f := newFixture(t)
+	// An older record whose earlier attempt (an id in its status only) the broker may
+	// still hold.
+	_, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("old", ns, "id-now", func(i *v1alpha1.ServiceInstance) {
+		i.Status.ExternalID = "id-now-2"
+		i.Status.ExternalIDs = []string{"id-then", "id-now-2"}
+	}))
+	assert.NilError(t, err)
+	f.advance(time.Minute)
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy", "team-b", "id-then", nil))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+}
+
+func TestTrust_AProjectionIntoAWorkloadTheAuthorMayNotChange_IsRefused(t *testing.T) {
+	f, p := bindingFixture(t, nil)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"mallory": {{Namespace: ns, Verb: "update", Group: "apps", Resource: "deployments", Name: "hers"}},
+	}}
+	f.engine.cfg.Authorizer = authz
+	_, err := writerStore(f, "mallory", "tok").Bindings().Create(store.WithIntent(context.Background()), NewBinding(BindingIntent{
+		Namespace: ns, Name: "b", Instance: "db", SecretName: "b", ExternalID: "bind-b",
+		Projections: []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "hers"}, {Kind: "Deployment", Name: "someone-elses"}},
+	}))
+	assert.NilError(t, err)
+
+	for range 3 {
+		if res := f.stepBinding("b"); res.Refused || res.Done() {
+			break
+		}
+	}
+
+	b := f.getBinding("b")
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", b.Status.Conditions)
+	assert.Equal(t, c.Reason, ReasonRefusedNotAuthorized)
+	assert.Assert(t, is.Contains(c.Message, `update deployments.apps "someone-elses"`))
+	assert.Equal(t, len(p.projected), 0, "no workload was changed")
+}
+
+// A binding's status is free to write for anyone who may update its ConfigMap: a
+// projection it lists as made proves nothing about the spec's author. Forged entries
+// must not spare a workload the author may not change from the check.
+func TestTrust_AProjectionTheStatusClaimsMade_IsStillCheckedAgainstTheAuthor(t *testing.T) {
+	f, p := bindingFixture(t, nil)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	f.engine.cfg.Authorizer = &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"mallory": {{Namespace: ns, Verb: "update", Group: "apps", Resource: "deployments", Name: "hers"}},
+	}}
+	b := NewBinding(BindingIntent{
+		Namespace: ns, Name: "b", Instance: "db", SecretName: "b", ExternalID: "bind-b",
+		Projections: []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "hers"}, {Kind: "Deployment", Name: "someone-elses"}},
+	})
+	b.Status.Projected = []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "someone-elses"}}
+	_, err := writerStore(f, "mallory", "tok").Bindings().Create(store.WithIntent(context.Background()), b)
+	assert.NilError(t, err)
+
+	for range 3 {
+		if res := f.stepBinding("b"); res.Refused || res.Done() {
+			break
+		}
+	}
+
+	got := f.getBinding("b")
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", got.Status.Conditions)
+	assert.Equal(t, c.Reason, ReasonRefusedNotAuthorized)
+	assert.Assert(t, is.Contains(c.Message, `update deployments.apps "someone-elses"`))
+	for k := range p.projected {
+		assert.Assert(t, !strings.Contains(k, "someone-elses"), "projected into a workload the author may not change: %v", p.projected)
+	}
+}
+
+// namespaceBroker records (as user w) a namespace-scoped broker "nb" of namespace ns,
+// with no credentials of its own, and its class.
+func namespaceBroker(t *testing.T, w *store.Store, url string) {
+	t.Helper()
+	ctx := store.WithIntent(context.Background())
+	b, err := w.Brokers().Get(ctx, ns, "nb")
+	if store.IsNotFound(err) {
+		_, err = w.Brokers().Create(ctx, &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nb"},
+			Spec: v1alpha1.BrokerSpec{URL: url, Scope: v1alpha1.ScopeNamespace}})
+		assert.NilError(t, err)
+		_, err = w.Classes().Create(ctx, &v1alpha1.ServiceClass{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.ClassRecordName("nb", classID)},
+			Spec: v1alpha1.ServiceClassSpec{BrokerName: "nb", Scope: v1alpha1.ScopeNamespace, ID: classID, ExternalName: "db", Bindable: true,
+				Plans: []v1alpha1.ServicePlan{{ID: planSmall, ExternalName: "small"}}},
+		})
+		assert.NilError(t, err)
+		return
+	}
+	assert.NilError(t, err)
+	b.Spec.URL = url
+	_, err = w.Brokers().Update(ctx, b)
+	assert.NilError(t, err)
+}
+
+// A namespace-scoped broker record is a ConfigMap too: whoever may write ConfigMaps in
+// the namespace may point it at a server of their own. Parameters from Secrets go to it
+// only when the broker record's author may read those Secrets as well, so that reconcile
+// never reads a Secret for one author and sends it to a URL another chose.
+func TestTrust_ParametersFromSecrets_GoOnlyToANamespaceBrokerWhoseAuthorMayReadThem(t *testing.T) {
+	setup := func(t *testing.T, brokerAuthor string) (*fixture, *rbac) {
+		f := newFixture(t)
+		f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+		authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+			"bob": {{Namespace: ns, Verb: "get", Resource: "secrets", Name: "root"}},
+		}}
+		f.engine.cfg.Authorizer = authz
+		_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+		assert.NilError(t, err)
+		namespaceBroker(t, writerStore(f, brokerAuthor, "tok"), "https://"+brokerAuthor+".example")
+		_, err = writerStore(f, "bob", "tok").Instances().Create(store.WithIntent(context.Background()), forgedInstance("db2", ns, "id-2", func(i *v1alpha1.ServiceInstance) {
+			withSecretParameters(i)
+			i.Spec.Scope, i.Spec.BrokerName = v1alpha1.ScopeNamespace, "nb"
+		}))
+		assert.NilError(t, err)
+		return f, authz
+	}
+	ref := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db2"}}
+
+	t.Run("the broker's author may read them", func(t *testing.T) {
+		f, _ := setup(t, "bob")
+		res := f.stepRecord(ref)
+		assert.Equal(t, res.State, StateSettled, res.Message)
+		assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+	})
+	t.Run("the broker's author may not: no provision", func(t *testing.T) {
+		f, _ := setup(t, "mallory")
+		res := f.stepRecord(ref)
+		assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
+		c := condition(f.get("db2"), v1alpha1.ConditionRefused)
+		assert.Assert(t, is.Contains(c.Message, `broker "nb"`), c.Message)
+	})
+	t.Run("the broker re-pointed by someone who may not: no update", func(t *testing.T) {
+		f, _ := setup(t, "bob")
+		assert.Equal(t, f.stepRecord(ref).State, StateSettled)
+		f.broker.ResetCalls()
+		namespaceBroker(t, writerStore(f, "mallory", "tok"), "https://mallory.example")
+		// The status is free to write: a checksum nothing matches asks for an update.
+		_, err := writerStore(f, "mallory", "tok").Instances().UpdateWithRetry(context.Background(), ns, "db2", func(i *v1alpha1.ServiceInstance) error {
+			i.Status.Provisioned.ParametersChecksum = "unknown"
+			return nil
+		})
+		assert.NilError(t, err)
+		f.advance(time.Minute)
+
+		res := f.stepRecord(ref)
+
+		assertRefused(t, f, res, ns, "db2", ReasonRefusedNotAuthorized)
+	})
+}
+
+// Reconcile's own list of every record answers the id check for each record it listed,
+// the newest too: a copy of its id made after the list, even in the same second, is
+// newer. The original goes ahead without a list of its own; the copy, which the list did
+// not hold, is checked with one, finds the original and is refused.
+func TestTrust_TheRunsListAnswersForTheOriginal_ALaterCopyIsRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("orig", ns, "id-shared", nil))
+	assert.NilError(t, err)
+	_, idx, err := f.st.ListPendingWithIDs(ctx, "")
+	assert.NilError(t, err)
+	// Same clock, same second.
+	_, err = f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("copy", "team-b", "id-shared", nil))
+	assert.NilError(t, err)
+	f.engine.UseIDIndex(idx)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+
+	lists := f.cluster.MetadataLists()
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orig"}})
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, f.cluster.MetadataLists()-lists, 0, "answered from the run's list")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1, "the original's only")
+}
