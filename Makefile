@@ -159,9 +159,7 @@ lint: ## gofmt, go vet (also for Windows and macOS), go.mod tidy, the committed 
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	@bad=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./pkg/cmd/... | \
-		{ grep -E ' github.com/kubectl-catalog/kubectl-catalog/pkg/(osb|store)( |$$)' || true; } | cut -d' ' -f1); \
-	if [ -n "$$bad" ]; then echo "commands call the engine's operations; they must not import pkg/store or pkg/osb:"; echo "$$bad"; exit 1; fi
+	@$(MAKE) --no-print-directory check-layers
 	GOOS=windows $(GO) vet ./cmd/... ./pkg/...
 	GOOS=darwin $(GO) vet ./cmd/... ./pkg/...
 	cd test/tools && $(GO) vet ./cmd/... && cd etcd && $(GO) vet .
@@ -169,6 +167,23 @@ lint: ## gofmt, go vet (also for Windows and macOS), go.mod tidy, the committed 
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy'"; exit 1; }
 	$(MAKE) --no-print-directory check-completions
 	$(MAKE) --no-print-directory check-docs
+
+# The layers of docs/architecture.md, as "PACKAGES: FORBIDDEN IMPORTS" (regular
+# expressions on import paths below the module).
+LAYER_RULES := \
+	'pkg/cmd/: pkg/(store|osb)$$' \
+	'pkg/(engine|doctor|reconcile|install|migrate|trust|store|osb|apis|graph|projection|jsonschema)(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)' \
+	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)'
+
+.PHONY: check-layers
+check-layers: ## The import rules between layers (docs/architecture.md)
+	@m=$$($(GO) list -m); fail=0; \
+	for rule in $(LAYER_RULES); do \
+		from=$${rule%%: *}; to=$${rule#*: }; \
+		bad=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./pkg/... | sed "s#$$m/##g" | \
+			awk -v from="^$$from" -v to="^$$to" '$$1 ~ from { for (i = 2; i <= NF; i++) if ($$i ~ to) print $$1 " imports " $$i }'); \
+		if [ -n "$$bad" ]; then echo "layer rule \"$$rule\" broken:"; echo "$$bad"; fail=1; fi; \
+	done; exit $$fail
 
 .PHONY: docs
 docs: ## Regenerate the command reference in docs/commands/ from the commands themselves

@@ -1,6 +1,7 @@
 // Package lifecycle holds what the lifecycle verbs (provision, update, deprovision,
-// touch, share, bind, unbind) share: the parameter and wait flags, and driving a record
-// with progress.
+// touch, share, bind, unbind) share: their flags (wait, parameters, limits,
+// credentials), the name argument's check, and showing what an engine operation does
+// (its progress and notes) and its outcome.
 package lifecycle
 
 import (
