@@ -695,12 +695,17 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 		return Result{}, false, err
 	}
 	// Bindings of namespaces the instance is shared with go first too, as far as this
-	// user may see them (reconcile's ServiceAccount sees every namespace).
-	others, _, err := e.Consumers(ctx, inst)
+	// user may see them (reconcile's ServiceAccount sees every namespace), and so do those
+	// of the namespaces that hold a place among its consumers.
+	others, unseen, err := e.Consumers(ctx, inst, reservedNamespaces(inst)...)
 	if err != nil {
 		return Result{}, false, err
 	}
 	bs = append(bs, others...)
+	if len(bs) == 0 && len(unseen) > 0 {
+		// No DELETE while bindings this process cannot list may depend on the instance.
+		return e.blockedByUnseenBindings(ctx, inst, unseen)
+	}
 	if len(bs) == 0 {
 		return Result{}, false, nil
 	}
@@ -718,6 +723,39 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 		}
 	}
 	msg := fmt.Sprintf("waiting for its bindings (%s) to be unbound first; they are marked for deletion", strings.Join(names, ", "))
+	x := inst.DeepCopy()
+	now := e.now()
+	x.Status.Phase = v1alpha1.PhaseDeprovisioning
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeprovisionBlockedByExistingBindings, msg, now)
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		res, err := reread(e, ctx, inst, nil)
+		return res, true, err
+	}
+	if err != nil {
+		return Result{}, true, err
+	}
+	return Result{Instance: stored, State: StateWaiting, RequeueAfter: e.cfg.PollInterval, Message: msg}, true, nil
+}
+
+// reservedNamespaces are the namespaces other than inst's that hold a place among its
+// consumers (status.consumers).
+func reservedNamespaces(inst *v1alpha1.ServiceInstance) []string {
+	var out []string
+	for _, c := range inst.Status.Consumers {
+		if c.Namespace != inst.Namespace && !slices.Contains(out, c.Namespace) {
+			out = append(out, c.Namespace)
+		}
+	}
+	return out
+}
+
+// blockedByUnseenBindings leaves the deletion of inst waiting because bindings in the
+// namespaces unseen, which this process may not list, may still depend on it: a reconcile
+// that sees every namespace finishes it.
+func (e *Engine) blockedByUnseenBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, unseen []string) (Result, bool, error) {
+	msg := fmt.Sprintf(`bindings in namespace(s) %s may still use it, and this command may not list them: "kubectl catalog reconcile" (which sees every namespace) unbinds them, then deprovisions it`, strings.Join(unseen, ", "))
 	x := inst.DeepCopy()
 	now := e.now()
 	x.Status.Phase = v1alpha1.PhaseDeprovisioning

@@ -7,7 +7,11 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 
@@ -131,4 +135,37 @@ func TestDeprovision_Abandon_DropsTheRecordsWithoutTheBroker(t *testing.T) {
 	_, err = f.st.Bindings().Get(context.Background(), ns, "app")
 	assert.Assert(t, store.IsNotFound(err), "%v", err)
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+}
+
+// TestDeprovision_ConsumersItMayNotList_LeavesTheDeleteToReconcile: a user who may not
+// list bindings in a namespace holding a place among the instance's consumers (an
+// unshare left its bindings to reconcile) does not have the instance deleted at the
+// broker under them: the deletion waits, saying why, and a run that sees every namespace
+// finishes it.
+func TestDeprovision_ConsumersItMayNotList_LeavesTheDeleteToReconcile(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	ctx := context.Background()
+	_, err := f.st.Instances().UpdateWithRetry(ctx, ns, "db", func(x *v1alpha1.ServiceInstance) error {
+		x.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: "team-b", Name: "app", UID: "u-1"}}
+		return nil
+	})
+	assert.NilError(t, err)
+	f.broker.ResetCalls()
+	f.cluster.Core.PrependReactor("list", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "" || a.GetNamespace() == "team-b" {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	res, err := f.engine.Deprovision(ctx, DeprovisionRequest{
+		Namespace: ns, Name: "db", DryRun: DryRunNone,
+		Confirm: func(Deprovisioning) (bool, error) { return true, nil },
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Result.State, StateWaiting, res.Result.Message)
+	assert.Check(t, is.Contains(res.Result.Message, "bindings in namespace(s) team-b may still use it"))
+	assert.Check(t, indexOf(f.broker.MethodNames(), fake.MethodDeprovision) < 0, "%v", f.broker.MethodNames())
+	inst, err := f.st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	assert.Assert(t, inst.DeletionTimestamp != nil)
 }
