@@ -67,7 +67,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	cfg := engine.Config{
-		Platform: engine.NewKubePlatformAs(core, f.CatalogNamespace, f.ClusterUser(core)), Holder: o.Holder,
+		Platform: kube.NewPlatformAs(core, f.CatalogNamespace, f.ClusterUser(core)), Holder: o.Holder,
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
 		Projector:  kube.WorkloadProjector{P: &projection.Projector{Client: core}},
 		Authorizer: engine.KubeAuthorizer{Core: core},

@@ -3,12 +3,11 @@ package engine
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
@@ -21,7 +20,8 @@ import (
 // retry is counted, none makes an object of its own.
 //
 // This is the unit form of the e2e test TestEvents_ARecordRetriedFiftyTimes_LeavesFewEvents,
-// on a fake clock and a fake clientset.
+// on a fake clock, with the Events kept by seriesEvents (kube.APIEventSink's tests check
+// that it keeps them so in the cluster).
 func TestEvents_ARecordRetriedFiftyTimesByShortRuns_LeavesFewEventsCountingEveryAttempt(t *testing.T) {
 	const (
 		attempts = 50
@@ -33,13 +33,13 @@ func TestEvents_ARecordRetriedFiftyTimesByShortRuns_LeavesFewEventsCountingEvery
 	f.engine.cfg.RetryBase, f.engine.cfg.RetryMax = time.Second, 2*time.Second
 	f.broker.ProvisionReturns(nil, fake.HTTPError(http.MethodPut, http.StatusInternalServerError, "", "database on fire"))
 	f.create("db", planSmall, `{}`)
-	events := k8sfake.NewClientset()
+	events := &seriesEvents{}
 	ctx := context.Background()
 
 	runs := 0
 	for f.get("db").Status.Retry == nil || f.get("db").Status.Retry.Attempts < attempts {
 		runs++
-		agg := &Aggregator{Sink: &APIEventSink{Client: events, Instance: "reconcile-pod"}, Now: func() time.Time { return f.now }}
+		agg := &Aggregator{Sink: events.sink(), Now: func() time.Time { return f.now }}
 		f.engine.cfg.Events = agg
 		for end := f.now.Add(run); f.now.Before(end); {
 			res := f.step("db")
@@ -57,23 +57,18 @@ func TestEvents_ARecordRetriedFiftyTimesByShortRuns_LeavesFewEventsCountingEvery
 	assert.Equal(t, made, attempts)
 	assert.Assert(t, runs > 1, "the retries span several runs")
 
-	list, err := events.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-	assert.NilError(t, err)
-	assert.Assert(t, len(list.Items) > 0)
-	assert.Assert(t, len(list.Items) <= 6, "%d Event objects for %d attempts", len(list.Items), made)
-	counts := map[string]int32{}
-	for _, ev := range list.Items {
-		assert.Equal(t, ev.Regarding.Name, "catalog-instance.db")
-		count := int32(1)
-		if ev.Series != nil {
-			count = ev.Series.Count
-		}
-		counts[ev.Reason] += count
+	assert.Assert(t, len(events.objects) > 0)
+	assert.Assert(t, len(events.objects) <= 6, "%d Event objects for %d attempts", len(events.objects), made)
+	counts := map[string]int{}
+	for _, obj := range events.objects {
+		assert.Equal(t, obj.ev.Namespace, ns)
+		assert.Equal(t, obj.ev.Name, "catalog-instance.db")
+		counts[obj.ev.Reason] += obj.count
 	}
 	// Each attempt is requested, fails and is mitigated once, and its retry is
 	// scheduled twice: when the failure is recorded (orphan mitigation first), and
 	// once mitigation is done (after the backoff).
-	assert.DeepEqual(t, counts, map[string]int32{
+	assert.DeepEqual(t, counts, map[string]int{
 		"ProvisionRequested":        attempts,
 		"ProvisionFailed":           attempts,
 		"OrphanMitigationStarted":   attempts,
@@ -81,4 +76,49 @@ func TestEvents_ARecordRetriedFiftyTimesByShortRuns_LeavesFewEventsCountingEvery
 		"OrphanMitigationFinished":  attempts,
 		"RetryScheduled":            2 * attempts,
 	})
+}
+
+// seriesEvents keeps event objects as the cluster keeps kube.APIEventSink's Events: one
+// object per series (record, type, reason, action), which a later process (another
+// sink) continues, adding the repeats it saw to the count the object had.
+type seriesEvents struct {
+	mu      sync.Mutex
+	objects map[string]*seriesObject
+}
+
+type seriesObject struct {
+	ev    Event
+	count int
+}
+
+// sink is one process's sink.
+func (e *seriesEvents) sink() EventSink { return &seriesSink{events: e, base: map[string]int{}} }
+
+type seriesSink struct {
+	events *seriesEvents
+	base   map[string]int // the count an object had when this sink continued it, by id
+}
+
+func (s *seriesSink) Create(_ context.Context, ev Event, _ time.Time) (string, error) {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	if s.events.objects == nil {
+		s.events.objects = map[string]*seriesObject{}
+	}
+	id := ev.Namespace + "/" + ev.Name + "/" + ev.Type + "/" + ev.Reason + "/" + ev.Action
+	if obj, ok := s.events.objects[id]; ok {
+		s.base[id] = obj.count
+		obj.ev, obj.count = ev, obj.count+1
+		return id, nil
+	}
+	s.events.objects[id] = &seriesObject{ev: ev, count: 1}
+	return id, nil
+}
+
+func (s *seriesSink) Update(_ context.Context, id string, ev Event, count int, _ time.Time) error {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	obj := s.events.objects[id]
+	obj.ev, obj.count = ev, s.base[id]+count
+	return nil
 }

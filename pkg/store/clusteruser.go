@@ -56,7 +56,7 @@ func WithClusterIdentity(core kubernetes.Interface) Option {
 }
 
 // WithClusterUser writes as u, the user the API server says the client is; share u with
-// the engine's platform (engine.NewKubePlatformAs) so that a process asks once.
+// the engine's platform (kube.NewPlatformAs) so that a process asks once.
 func WithClusterUser(u *ClusterUser) Option {
 	return WithIdentity(func(ctx context.Context) (*Identity, error) {
 		info, err := u.UserInfo(ctx)

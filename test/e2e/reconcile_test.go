@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -270,7 +271,7 @@ func recBind(t *testing.T, ns, catalogNS, inst, name string) *v1alpha1.ServiceBi
 	st := store.New(admin, meta)
 	eng := engine.New(engine.Config{
 		Store: st, Brokers: brokerclient.New(admin, brokerclient.WithTimeout(5*time.Second)),
-		Platform: engine.NewKubePlatform(admin, catalogNS), CatalogNamespace: catalogNS,
+		Platform: kube.NewPlatform(admin, catalogNS), CatalogNamespace: catalogNS,
 		Holder: "e2e-bind", PollInterval: 200 * time.Millisecond,
 	})
 	_, err = st.Bindings().Create(store.WithIntent(ctx), engine.NewBinding(engine.BindingIntent{

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
@@ -103,8 +103,8 @@ func provisionCluster(t *testing.T) *storetest.Cluster {
 	ctx := context.Background()
 	c := storetest.NewCluster(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: storetest.UserNamespace, UID: "uid-dev"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: engine.ClusterIDConfigMap, Namespace: storetest.CatalogNamespace},
-			Data: map[string]string{engine.ClusterIDKey: "cluster-1"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterIDConfigMap, Namespace: storetest.CatalogNamespace},
+			Data: map[string]string{kube.ClusterIDKey: "cluster-1"}},
 	)
 	c.Core.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{

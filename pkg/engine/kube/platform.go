@@ -1,0 +1,130 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// ClusterIDConfigMap is the ConfigMap, in the catalog namespace, that keeps the cluster
+// id: a UUID generated the first time any kubectl-catalog needs it. Kubernetes has no
+// cluster id of its own, and brokers must see the same one from every user.
+const ClusterIDConfigMap = "catalog-cluster-id"
+
+// ClusterIDKey is the data key of ClusterIDConfigMap.
+const ClusterIDKey = "clusterID"
+
+// Platform is the engine.Platform of a real cluster. It caches what it read: one command
+// drives records of one cluster as one user.
+type Platform struct {
+	core             kubernetes.Interface
+	catalogNamespace string
+
+	user *store.ClusterUser
+
+	mu        sync.Mutex
+	clusterID string
+	nsUIDs    map[string]string
+}
+
+// NewPlatform returns a Platform reading the cluster through core.
+func NewPlatform(core kubernetes.Interface, catalogNamespace string) *Platform {
+	return NewPlatformAs(core, catalogNamespace, store.NewClusterUser(core))
+}
+
+// NewPlatformAs is NewPlatform with the user shared with the store
+// (store.WithClusterUser): the process asks the API server who it is once.
+func NewPlatformAs(core kubernetes.Interface, catalogNamespace string, user *store.ClusterUser) *Platform {
+	return &Platform{core: core, catalogNamespace: catalogNamespace, user: user, nsUIDs: map[string]string{}}
+}
+
+// ClusterID reads the cluster id, creating it (and the catalog namespace) on first use.
+// Two users racing to create it both end up with the one that was stored first.
+func (p *Platform) ClusterID(ctx context.Context) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clusterID != "" {
+		return p.clusterID, nil
+	}
+	cms := p.core.CoreV1().ConfigMaps(p.catalogNamespace)
+	for range 3 {
+		cm, err := cms.Get(ctx, ClusterIDConfigMap, metav1.GetOptions{})
+		if err == nil && cm.Data[ClusterIDKey] != "" {
+			p.clusterID = cm.Data[ClusterIDKey]
+			return p.clusterID, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("cannot read the cluster id (ConfigMap %s/%s): %w", p.catalogNamespace, ClusterIDConfigMap, err)
+		}
+		_, err = cms.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMap, Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
+			Data:       map[string]string{ClusterIDKey: uuid.NewString()},
+		}, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = p.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.catalogNamespace}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return "", fmt.Errorf("cannot create the catalog namespace %q for the cluster id: %w", p.catalogNamespace, err)
+			}
+			continue
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("cannot store the cluster id (ConfigMap %s/%s): %w", p.catalogNamespace, ClusterIDConfigMap, err)
+		}
+	}
+	return "", fmt.Errorf("cannot read or create the cluster id (ConfigMap %s/%s)", p.catalogNamespace, ClusterIDConfigMap)
+}
+
+// NamespaceUID returns the namespace's uid. A user allowed to work in a namespace but
+// not to read Namespace objects gets the namespace's name instead: the space GUID must
+// be non-empty and stable, and a name is both within one cluster.
+func (p *Platform) NamespaceUID(ctx context.Context, namespace string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if uid, ok := p.nsUIDs[namespace]; ok {
+		return uid, nil
+	}
+	ns, err := p.core.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		p.nsUIDs[namespace] = string(ns.UID)
+	case apierrors.IsForbidden(err):
+		p.nsUIDs[namespace] = namespace
+	default:
+		return "", fmt.Errorf("cannot read namespace %q: %w", namespace, err)
+	}
+	return p.nsUIDs[namespace], nil
+}
+
+// Identity asks the API server who the user is (SelfSubjectReview), so the broker sees
+// the real user whatever the kubeconfig's credentials are (token, certificate, exec
+// plugin, impersonation). A cluster without the API gives no identity rather than a
+// wrong one.
+func (p *Platform) Identity(ctx context.Context) (*osb.OriginatingIdentity, error) {
+	u, err := p.user.UserInfo(ctx)
+	if u == nil || err != nil {
+		return nil, err
+	}
+	id := &osb.OriginatingIdentity{Username: u.Username, UID: u.UID, Groups: append([]string(nil), u.Groups...), Extra: map[string][]string{}}
+	keys := make([]string, 0, len(u.Extra))
+	for k := range u.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		id.Extra[k] = append([]string(nil), u.Extra[k]...)
+	}
+	return id, nil
+}
+
+var _ engine.Platform = (*Platform)(nil)
