@@ -213,21 +213,9 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, _, err := f.Namespace()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
-	if err != nil {
-		return err
-	}
-	o.Engine = eng.Engine
-	if o.Prompter == nil && o.Streams.CanPrompt() {
-		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
-	}
-	return nil
+func (o *Options) Complete(f *cmdutil.Factory) (err error) {
+	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, o.Wait.Interval, o.Prompter)
+	return err
 }
 
 // Run binds the instance (or rotates the binding) and says where it stands.

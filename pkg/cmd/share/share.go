@@ -162,29 +162,15 @@ func validTarget(flag, ns string) error {
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, _, err := f.Namespace()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	eng, err := f.Engine(cmdutil.EngineOptions{})
-	if err != nil {
-		return err
-	}
-	o.Engine = eng.Engine
-	return nil
+func (o *Options) Complete(f *cmdutil.Factory) (err error) {
+	o.Namespace, o.Engine, _, err = f.VerbClients(cmdutil.IOStreams{}, 0, nil)
+	return err
 }
 
 // Complete builds the clients and, in a terminal, the prompter.
-func (o *UnshareOptions) Complete(f *cmdutil.Factory) error {
-	if err := o.Options.Complete(f); err != nil {
-		return err
-	}
-	if o.Prompter == nil && o.Streams.CanPrompt() {
-		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
-	}
-	return nil
+func (o *UnshareOptions) Complete(f *cmdutil.Factory) (err error) {
+	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, 0, o.Prompter)
+	return err
 }
 
 // Run adds the grant (engine.Engine.Share).
