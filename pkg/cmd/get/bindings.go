@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
@@ -20,26 +18,14 @@ import (
 
 // BindingsOptions are the options of "get bindings".
 type BindingsOptions struct {
-	Names         []string
-	AllNamespaces bool
-	Instance      string
-	Output        *printers.OutputFlags
-	List          printers.ListFlags
-	Watch         watchrecords.Flags
-
-	// Namespace is the namespace listed, "" with -A.
-	Namespace string
-	Reader    *engine.Reader
-	Streams   cmdutil.IOStreams
-	Now       func() time.Time
-
-	core kubernetes.Interface // to watch with
+	RecordListOptions
+	Instance string
 }
 
 // NewCmdGetBindings returns "get bindings". runF, when not nil, is called with the
 // completed options instead of Run.
 func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *cobra.Command {
-	o := &BindingsOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+	o := &BindingsOptions{RecordListOptions: newRecordListOptions(f)}
 	cmd := &cobra.Command{
 		Use:     "bindings [NAME...]",
 		Aliases: []string{"binding", "bnd"},
@@ -86,40 +72,6 @@ func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *c
 	o.List.AddWatchedFlags(cmd, "bindings")
 	o.Output.AddFlags(cmd)
 	return cmd
-}
-
-// Validate checks the flags without any I/O; it changes nothing.
-func (o *BindingsOptions) Validate() error {
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
-	return validateList(o.List)
-}
-
-// Complete builds the reader (and the client to watch with) and finds the namespace.
-func (o *BindingsOptions) Complete(f *cmdutil.Factory, args []string) error {
-	o.Names = args
-	if err := o.List.Validate(); err != nil {
-		return err
-	}
-	r, err := f.Reader()
-	if err != nil {
-		return err
-	}
-	ns, _, err := f.Namespace()
-	if err != nil {
-		return err
-	}
-	if o.AllNamespaces {
-		ns = ""
-	}
-	o.Namespace, o.Reader = ns, r
-	if o.Watch.On() {
-		if o.core, err = f.KubernetesClient(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (o *BindingsOptions) filter() engine.Filter {

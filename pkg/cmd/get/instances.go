@@ -20,27 +20,15 @@ import (
 
 // InstancesOptions are the options of "get instances".
 type InstancesOptions struct {
-	Names         []string
-	AllNamespaces bool
-	Class         string
-	Plan          string
-	Output        *printers.OutputFlags
-	List          printers.ListFlags
-	Watch         watchrecords.Flags
-
-	// Namespace is the namespace listed, "" with -A.
-	Namespace string
-	Reader    *engine.Reader
-	Streams   cmdutil.IOStreams
-	Now       func() time.Time
-
-	core kubernetes.Interface // to watch with
+	RecordListOptions
+	Class string
+	Plan  string
 }
 
 // NewCmdGetInstances returns "get instances". runF, when not nil, is called with the
 // completed options instead of Run.
 func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) *cobra.Command {
-	o := &InstancesOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+	o := &InstancesOptions{RecordListOptions: newRecordListOptions(f)}
 	cmd := &cobra.Command{
 		Use:     "instances [NAME...]",
 		Aliases: []string{"instance", "inst"},
@@ -83,40 +71,6 @@ func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) 
 	o.List.AddWatchedFlags(cmd, "instances")
 	o.Output.AddFlags(cmd)
 	return cmd
-}
-
-// Validate checks the flags without any I/O; it changes nothing.
-func (o *InstancesOptions) Validate() error {
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
-	return validateList(o.List)
-}
-
-// Complete builds the reader (and the client to watch with) and finds the namespace.
-func (o *InstancesOptions) Complete(f *cmdutil.Factory, args []string) error {
-	o.Names = args
-	if err := o.List.Validate(); err != nil {
-		return err
-	}
-	r, err := f.Reader()
-	if err != nil {
-		return err
-	}
-	ns, _, err := f.Namespace()
-	if err != nil {
-		return err
-	}
-	if o.AllNamespaces {
-		ns = ""
-	}
-	o.Namespace, o.Reader = ns, r
-	if o.Watch.On() {
-		if o.core, err = f.KubernetesClient(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (o *InstancesOptions) filter() engine.Filter {
@@ -205,4 +159,59 @@ func listInstances(ctx context.Context, r *engine.Reader, ns string, filter engi
 		}
 	}
 	return items, allMissing("instance", names, found, known), nil
+}
+
+// RecordListOptions are the options "get instances" and "get bindings" share.
+type RecordListOptions struct {
+	Names         []string
+	AllNamespaces bool
+	Output        *printers.OutputFlags
+	List          printers.ListFlags
+	Watch         watchrecords.Flags
+
+	// Namespace is the namespace listed, "" with -A.
+	Namespace string
+	Reader    *engine.Reader
+	Streams   cmdutil.IOStreams
+	Now       func() time.Time
+
+	core kubernetes.Interface // to watch with
+}
+
+func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
+	return RecordListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+}
+
+// Validate checks the flags without any I/O; it changes nothing.
+func (o *RecordListOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return validateList(o.List)
+}
+
+// Complete builds the reader (and the client to watch with) and finds the namespace.
+func (o *RecordListOptions) Complete(f *cmdutil.Factory, args []string) error {
+	o.Names = args
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
+	r, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return err
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	o.Namespace, o.Reader = ns, r
+	if o.Watch.On() {
+		if o.core, err = f.KubernetesClient(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

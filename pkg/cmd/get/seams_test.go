@@ -63,7 +63,7 @@ func TestGetBrokers_FlagsReachTheCompletedOptions(t *testing.T) {
 }
 
 func TestGetInstances_ValidateChangesNothing(t *testing.T) {
-	o := &get.InstancesOptions{Output: printers.OutputFlagsFor("")}
+	o := &get.InstancesOptions{RecordListOptions: get.RecordListOptions{Output: printers.OutputFlagsFor("")}}
 	o.List.Selector = "team=x"
 	assert.NilError(t, o.Validate())
 	assert.Assert(t, o.List.LabelSelector() == nil, "Validate parsed the selector into the options")
