@@ -723,20 +723,7 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 		}
 	}
 	msg := fmt.Sprintf("waiting for its bindings (%s) to be unbound first; they are marked for deletion", strings.Join(names, ", "))
-	x := inst.DeepCopy()
-	now := e.now()
-	x.Status.Phase = v1alpha1.PhaseDeprovisioning
-	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeprovisionBlockedByExistingBindings, msg, now)
-	store.ClearClaim(x, e.cfg.Holder)
-	stored, err := e.cfg.Store.Instances().Update(ctx, x)
-	if store.IsConflict(err) {
-		res, err := reread(e, ctx, inst, nil)
-		return res, true, err
-	}
-	if err != nil {
-		return Result{}, true, err
-	}
-	return Result{Instance: stored, State: StateWaiting, RequeueAfter: e.cfg.PollInterval, Message: msg}, true, nil
+	return e.blockedByBindings(ctx, inst, msg)
 }
 
 // reservedNamespaces are the namespaces other than inst's that hold a place among its
@@ -756,6 +743,11 @@ func reservedNamespaces(inst *v1alpha1.ServiceInstance) []string {
 // that sees every namespace finishes it.
 func (e *Engine) blockedByUnseenBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, unseen []string) (Result, bool, error) {
 	msg := fmt.Sprintf(`bindings in namespace(s) %s may still use it, and this command may not list them: "kubectl catalog reconcile" (which sees every namespace) unbinds them, then deprovisions it`, strings.Join(unseen, ", "))
+	return e.blockedByBindings(ctx, inst, msg)
+}
+
+// blockedByBindings records that the deletion of inst waits for bindings, as msg says.
+func (e *Engine) blockedByBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, msg string) (Result, bool, error) {
 	x := inst.DeepCopy()
 	now := e.now()
 	x.Status.Phase = v1alpha1.PhaseDeprovisioning
