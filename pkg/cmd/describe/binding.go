@@ -62,16 +62,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error)
 		ValidArgsFunction: complete.First(complete.Bindings(f, false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")

@@ -64,16 +64,7 @@ func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) erro
 		ValidArgsFunction: complete.First(complete.Instances(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 }

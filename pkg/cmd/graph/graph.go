@@ -81,16 +81,7 @@ func NewCmdGraph(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show every namespace.")

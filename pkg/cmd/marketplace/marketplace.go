@@ -73,16 +73,7 @@ func NewCmdMarketplace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Com
 		Example: marketplaceExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")

@@ -111,16 +111,7 @@ func NewCmdSvcat(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Args:              cmdutil.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	fs := cmd.Flags()

@@ -96,16 +96,7 @@ func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			o.Limits.SetGiven(cmd.Flags())
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	fs := cmd.Flags()

@@ -76,16 +76,7 @@ func NewCmdSyncBroker(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobr
 		ValidArgsFunction: complete.First(complete.Brokers(f)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	cmdutil.AddScopeFlag(cmd, &o.Scope)

@@ -93,16 +93,7 @@ func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Args = args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
+			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
 	fs := cmd.Flags()
