@@ -3,7 +3,6 @@ package access_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,10 +114,7 @@ func TestAccess_DryRun_OnExistingRules_LeavesThem(t *testing.T) {
 // offlineFactory is a factory on a fake cluster, with no kubeconfig.
 func offlineFactory(t *testing.T) *cmdutil.Factory {
 	t.Helper()
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	c := storetest.NewCluster()
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	f.UseClients(c.Core, c.Metadata)
+	f, _ := cmdtest.FakeFactory(t)
 	return f
 }
 
@@ -132,12 +128,7 @@ func TestNewCmdAccess_ParsesTheFlagsIntoOptions(t *testing.T) {
 		{new: access.NewCmdEnable, args: []string{"redis/small", "-n", "team-a"}, enabled: true, ns: "team-a"},
 		{new: access.NewCmdDisable, args: []string{"redis", "-A", "--dry-run=server"}},
 	} {
-		f := offlineFactory(t)
-		var got *access.Options
-		cmd := tc.new(f, func(o *access.Options) error { got = o; return nil })
-		f.AddFlags(cmd.PersistentFlags())
-		cmd.SetArgs(tc.args)
-		assert.NilError(t, cmd.Execute())
+		got := cmdtest.Completed(t, offlineFactory(t), tc.new, tc.args...)
 		assert.Equal(t, got.Target, tc.args[0])
 		assert.Equal(t, got.Enabled, tc.enabled)
 		assert.Equal(t, got.Namespace, tc.ns)

@@ -1,37 +1,22 @@
 package bind_test
 
 import (
-	"bytes"
-	"context"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 // parsed runs "bind ARGS" on a fake cluster up to Run, and returns the completed options.
 func parsed(t *testing.T, args ...string) *bind.Options {
 	t.Helper()
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	c := storetest.NewCluster()
-	var out bytes.Buffer
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &out))
-	f.UseClients(c.Core, c.Metadata)
-	var got *bind.Options
-	cmd := bind.NewCmdBind(f, func(o *bind.Options) error { got = o; return nil })
-	f.AddFlags(cmd.PersistentFlags())
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	assert.NilError(t, cmd.ExecuteContext(context.Background()), out.String())
-	assert.Assert(t, got != nil && got.Engine != nil, "Run is replaced by runF, with the options completed")
+	f, _ := cmdtest.FakeFactory(t)
+	got := cmdtest.Completed(t, f, bind.NewCmdBind, args...)
+	assert.Assert(t, got.Engine != nil, "Run is replaced by runF, with the options completed")
 	return got
 }
 

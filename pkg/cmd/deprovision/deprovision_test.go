@@ -1,9 +1,6 @@
 package deprovision_test
 
 import (
-	"bytes"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +10,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
@@ -62,16 +58,8 @@ func TestDeprovisionOptions_Validate(t *testing.T) {
 }
 
 func TestNewCmdDeprovision_ParsesTheFlagsIntoOptions(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	c := storetest.NewCluster()
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	f.UseClients(c.Core, c.Metadata)
-	var got *deprovision.Options
-	cmd := deprovision.NewCmdDeprovision(f, func(o *deprovision.Options) error { got = o; return nil })
-	f.AddFlags(cmd.PersistentFlags())
-	cmd.SetArgs([]string{"db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml"})
-	cmd.SetOut(&bytes.Buffer{})
-	assert.NilError(t, cmd.Execute())
+	f, _ := cmdtest.FakeFactory(t)
+	got := cmdtest.Completed(t, f, deprovision.NewCmdDeprovision, "db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml")
 	assert.Equal(t, got.Name, "db")
 	assert.Equal(t, got.Namespace, "dev")
 	assert.Assert(t, got.Yes && got.Wait.Wait && !got.Abandon)

@@ -145,10 +145,7 @@ func TestNewCmdDeregister_FlagsBecomeTheRequest(t *testing.T) {
 	f.Getenv = func(string) string { return "" }
 	team := "team"
 	f.ConfigFlags.Namespace = &team
-	var got *deregister.Options
-	cmd := deregister.NewCmdDeregister(f, func(o *deregister.Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"acme", "--scope", "namespace", "--force", "--dry-run=client", "-o", "yaml"})
-	assert.NilError(t, cmd.Execute())
+	got := cmdtest.Completed(t, f, deregister.NewCmdDeregister, "acme", "--scope", "namespace", "--force", "--dry-run=client", "-o", "yaml")
 	assert.Assert(t, got != nil && got.Engine != nil)
 	req := got.Request()
 	req.Note = nil

@@ -1,35 +1,25 @@
 package get_test
 
 import (
-	"bytes"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 // seamFactory is a factory on an empty fake cluster.
 func seamFactory(t *testing.T) *cmdutil.Factory {
 	t.Helper()
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	var out, errOut bytes.Buffer
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
-	c := storetest.NewCluster()
-	f.UseClients(c.Core, c.Metadata)
+	f, _ := cmdtest.FakeFactory(t)
 	return f
 }
 
 func TestGetInstances_FlagsReachTheCompletedOptions(t *testing.T) {
-	var got *get.InstancesOptions
-	cmd := get.NewCmdGetInstances(seamFactory(t), func(o *get.InstancesOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"a", "b", "-A", "--class", "postgres", "--plan", "small", "-l", "team=x", "-o", "wide"})
-	assert.NilError(t, cmd.Execute())
+	got := cmdtest.Completed(t, seamFactory(t), get.NewCmdGetInstances, "a", "b", "-A", "--class", "postgres", "--plan", "small", "-l", "team=x", "-o", "wide")
 	assert.DeepEqual(t, got.Names, []string{"a", "b"})
 	assert.Assert(t, got.AllNamespaces)
 	assert.Equal(t, got.Namespace, "")
@@ -41,10 +31,7 @@ func TestGetInstances_FlagsReachTheCompletedOptions(t *testing.T) {
 }
 
 func TestGetBindings_FlagsReachTheCompletedOptions(t *testing.T) {
-	var got *get.BindingsOptions
-	cmd := get.NewCmdGetBindings(seamFactory(t), func(o *get.BindingsOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"db", "--instance", "pg", "--watch-only", "-o", "yaml"})
-	assert.NilError(t, cmd.Execute())
+	got := cmdtest.Completed(t, seamFactory(t), get.NewCmdGetBindings, "db", "--instance", "pg", "--watch-only", "-o", "yaml")
 	assert.DeepEqual(t, got.Names, []string{"db"})
 	assert.Equal(t, got.Instance, "pg")
 	assert.Assert(t, got.Watch.On() && got.Watch.WatchOnly)
@@ -53,10 +40,7 @@ func TestGetBindings_FlagsReachTheCompletedOptions(t *testing.T) {
 }
 
 func TestGetBrokers_FlagsReachTheCompletedOptions(t *testing.T) {
-	var got *get.Options
-	cmd := get.NewCmdGetBrokers(seamFactory(t), func(o *get.Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"acme", "--sort-by", ".metadata.name"})
-	assert.NilError(t, cmd.Execute())
+	got := cmdtest.Completed(t, seamFactory(t), get.NewCmdGetBrokers, "acme", "--sort-by", ".metadata.name")
 	assert.DeepEqual(t, got.Names, []string{"acme"})
 	assert.Equal(t, got.List.SortBy, ".metadata.name")
 	assert.Assert(t, got.Reader != nil)

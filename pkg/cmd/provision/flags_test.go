@@ -1,33 +1,20 @@
 package provision_test
 
 import (
-	"bytes"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 // parse runs provision with args, returning the options Run would get.
 func parse(t *testing.T, args ...string) *provision.Options {
 	t.Helper()
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	var out, errOut bytes.Buffer
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut))
-	c := storetest.NewCluster()
-	f.UseClients(c.Core, c.Metadata)
-	var got *provision.Options
-	cmd := provision.NewCmdProvision(f, func(o *provision.Options) error { got = o; return nil })
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	assert.NilError(t, cmd.Execute())
-	assert.Assert(t, got != nil, "runF was not called")
+	f, _ := cmdtest.FakeFactory(t)
+	got := cmdtest.Completed(t, f, provision.NewCmdProvision, args...)
 	return got
 }
 

@@ -26,10 +26,7 @@ func TestNewCmdSync_FlagsBecomeTheRequest(t *testing.T) {
 	f.Getenv = func(string) string { return "" }
 	team := "team"
 	f.ConfigFlags.Namespace = &team
-	var got *syncbroker.BrokerOptions
-	cmd := syncbroker.NewCmdSync(f, func(o *syncbroker.BrokerOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"broker", "acme", "--scope", "cluster", "--broker-timeout", "5s"})
-	assert.NilError(t, cmd.Execute())
+	got := cmdtest.Completed(t, f, syncbroker.NewCmdSync, "broker", "acme", "--scope", "cluster", "--broker-timeout", "5s")
 	assert.Assert(t, got != nil && got.Engine != nil)
 	assert.Equal(t, got.BrokerTimeout, 5*time.Second)
 	req := got.Request()
