@@ -1,6 +1,6 @@
-// Package describe implements "kubectl catalog describe" and its broker, class and plan
-// subcommands. Other subcommands (instance, binding) are added to the parent by their own
-// packages.
+// Package describe implements "kubectl catalog describe" and its subcommands: broker,
+// class, plan (plan.go, schema.go), instance and binding (consumers.go: an instance's
+// consumers in other namespaces).
 package describe
 
 import (

@@ -1,6 +1,5 @@
-// Package get implements "kubectl catalog get" and its broker, class and plan
-// subcommands. Other subcommands (instances, bindings) are added to the parent by their
-// own packages.
+// Package get implements "kubectl catalog get" and its subcommands: brokers, classes,
+// plans, instances and bindings, one file each.
 package get
 
 import (
