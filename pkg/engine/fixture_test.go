@@ -28,12 +28,6 @@ const (
 	instanceOSB = "inst-osb-1"
 )
 
-type fixedClients struct{ c osb.Client }
-
-func (f fixedClients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) {
-	return f.c, nil
-}
-
 // fixture is a fake cluster with one broker and class, a fake broker, a settable clock
 // and an engine over them.
 type fixture struct {
@@ -54,7 +48,7 @@ func newFixture(t *testing.T) *fixture {
 	f.cluster.SetClock(func() time.Time { return f.now })
 	f.st = f.cluster.Store(store.WithClock(func() time.Time { return f.now }))
 	f.engine = New(Config{
-		Store: f.st, Brokers: fixedClients{f.broker},
+		Store: f.st, Brokers: fake.Brokers{Client: f.broker},
 		Platform:         StaticPlatform{Cluster: "cluster-1", User: testUser},
 		CatalogNamespace: storetest.CatalogNamespace, Holder: "test",
 		Now:    func() time.Time { return f.now },

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -29,12 +29,6 @@ const (
 	classID = "svc-1"
 	planID  = "plan-1"
 )
-
-type fixedClients struct{ c osb.Client }
-
-func (f fixedClients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) {
-	return f.c, nil
-}
 
 // fixture is a fake cluster with one broker and class, a fake broker and a reconciler.
 type fixture struct {
@@ -82,11 +76,9 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	poll := cmp.Or(o.pollInterval, time.Millisecond)
 	f.cluster.SetClock(clock)
 	f.st = f.cluster.Store(store.WithClock(clock))
-	eng := engine.New(engine.Config{
-		Store: f.st, Brokers: fixedClients{f.broker}, Platform: engine.StaticPlatform{Cluster: "c-1"},
-		CatalogNamespace: storetest.CatalogNamespace, Holder: "reconcile-test", Now: clock,
-		Jitter: func() float64 { return 0.5 }, PollInterval: poll, MaxPollInterval: poll,
-		RetryBase: o.retryBase,
+	eng := enginetest.New(f.st, f.broker, func(c *engine.Config) {
+		c.Holder, c.Now, c.Jitter = "reconcile-test", clock, func() float64 { return 0.5 }
+		c.PollInterval, c.MaxPollInterval, c.RetryBase = poll, poll, o.retryBase
 	})
 	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock, SyncBroker: func(context.Context, *v1alpha1.Broker) error {
 		f.syncs.Add(1)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -34,12 +34,6 @@ const (
 	serveNS     = storetest.UserNamespace
 	serveBroker = "acme"
 )
-
-type serveClients struct{ c osb.Client }
-
-func (f serveClients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) {
-	return f.c, nil
-}
 
 // serveFixture is a fake cluster with a broker whose catalog is fetched, a fake broker,
 // and a Server on them whose API server check and metadata list fail on demand.
@@ -60,10 +54,9 @@ func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
 	cluster := storetest.NewCluster()
 	meta := flakyMeta{Interface: cluster.Metadata, down: &f.apiDown}
 	f.st = store.New(cluster.Core, meta)
-	eng := engine.New(engine.Config{
-		Store: f.st, Brokers: serveClients{fake.New()}, Platform: engine.StaticPlatform{Cluster: "c-1"},
-		CatalogNamespace: storetest.CatalogNamespace, Holder: "serve-test",
-		Jitter: func() float64 { return 0.5 }, PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
+	eng := enginetest.New(f.st, fake.New(), func(c *engine.Config) {
+		c.Holder, c.Jitter = "serve-test", func() float64 { return 0.5 }
+		c.PollInterval, c.MaxPollInterval = time.Millisecond, time.Millisecond
 	})
 	rec := &Reconciler{Store: f.st, Engine: eng, SyncBroker: func(ctx context.Context, _ *v1alpha1.Broker) error {
 		f.syncs.Add(1)

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -56,7 +57,7 @@ func newStore(t *testing.T) (*storetest.Cluster, *store.Store) {
 }
 
 func engineOn(st *store.Store) *engine.Engine {
-	return engine.New(engine.Config{Store: st, Platform: engine.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: storetest.CatalogNamespace, Holder: "test"})
+	return enginetest.New(st, nil)
 }
 
 func TestAccess_DryRun_WritesNothing(t *testing.T) {

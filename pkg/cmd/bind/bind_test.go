@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
@@ -102,10 +103,6 @@ type fixture struct {
 	errOut bytes.Buffer
 }
 
-type clients struct{ c osb.Client }
-
-func (c clients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) { return c.c, nil }
-
 // credentialValues are what the fake broker hands out; no output may show them.
 var credentialValues = []string{"s3cr3t-p4ssw0rd-value", "postgresql://u:s3cr3t-p4ssw0rd-value@pg.example:5432/app"}
 
@@ -114,9 +111,8 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{cluster: storetest.NewCluster(), osb: fake.New()}
 	st := f.cluster.Store()
 	f.st = st
-	f.eng = engine.New(engine.Config{
-		Store: st, Brokers: clients{f.osb}, Platform: engine.StaticPlatform{Cluster: "c-1"},
-		CatalogNamespace: catNS, Holder: "test", Projector: kube.WorkloadProjector{P: &projection.Projector{Client: f.cluster.Core}},
+	f.eng = enginetest.New(st, f.osb, func(c *engine.Config) {
+		c.Projector = kube.WorkloadProjector{P: &projection.Projector{Client: f.cluster.Core}}
 	})
 	ctx := context.Background()
 	_, err := st.Brokers().Create(ctx, &v1alpha1.Broker{

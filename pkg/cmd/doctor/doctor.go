@@ -109,8 +109,9 @@ func ReportOf(fs []doctor.Finding) Report {
 
 // Options are the options of doctor.
 type Options struct {
-	BrokerTimeout      time.Duration
-	Output             string
+	BrokerTimeout time.Duration
+	// Output is -o: json or yaml, a table without it.
+	Output             *printers.OutputFlags
 	ReconcileNamespace string
 	ReconcileName      string
 
@@ -137,7 +138,7 @@ type Options struct {
 // NewCmdDoctor returns the doctor command. runF, when not nil, is called with the
 // completed options instead of Run (tests check the flags with it).
 func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, ReconcileNamespace: install.DefaultNamespace}
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags(), ReconcileNamespace: install.DefaultNamespace}
 	cmd := &cobra.Command{
 		Use:               "doctor",
 		Short:             "Check the cluster, permissions, brokers and stuck records",
@@ -151,11 +152,25 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	}
 	fs := cmd.Flags()
 	fs.DurationVar(&o.BrokerTimeout, "broker-timeout", 10*time.Second, "How long to wait for each broker's catalog.")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml); default a table.")
+	o.Output.AddFlags(cmd)
 	fs.StringVar(&o.ReconcileNamespace, "reconcile-namespace", o.ReconcileNamespace, `Namespace of the "reconcile install" CronJobs and Deployments; doctor checks every one there.`)
 	fs.StringVar(&o.ReconcileName, "reconcile-name", o.ReconcileName, `Check only the "reconcile install" installation of this --name (its CronJob per shard, or its Deployment), or the one CronJob or Deployment of this name.`)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// newOutputFlags is doctor's -o: json or yaml, a table without it.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Output format. One of: (json, yaml); default a table.", func(format string) error {
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", format)
+	})
+}
+
+// format is the value of -o, "" for a table.
+func (o *Options) format() string {
+	if o.Output == nil {
+		return ""
+	}
+	return o.Output.Format()
 }
 
 // Validate checks the flags without I/O.
@@ -163,10 +178,10 @@ func (o *Options) Validate() error {
 	if o.BrokerTimeout <= 0 {
 		return cmdutil.UsageErrorf("--broker-timeout must be positive, not %s", o.BrokerTimeout)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a table)", o.Output)
+	if o.Output != nil {
+		if err := o.Output.Validate(); err != nil {
+			return err
+		}
 	}
 	if o.ReconcileNamespace == "" {
 		return cmdutil.UsageErrorf("--reconcile-namespace must not be empty")
@@ -205,7 +220,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // why) when a check failed.
 func (o *Options) Run(ctx context.Context) error {
 	r := o.Diagnose(ctx)
-	if err := Print(o.Streams, o.Output, r); err != nil {
+	if err := Print(o.Streams, o.format(), r); err != nil {
 		return err
 	}
 	if r.Failed() {

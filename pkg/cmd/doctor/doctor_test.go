@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -118,6 +119,13 @@ func TestPrint_JSONAndYAML(t *testing.T) {
 	assert.Assert(t, is.Contains(out.String(), "status: WARN"))
 }
 
+// outputFlags is -o as parsed from "-o format".
+func outputFlags(format string) *printers.OutputFlags {
+	o := newOutputFlags()
+	o.Output = format
+	return o
+}
+
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -127,13 +135,13 @@ func TestValidate(t *testing.T) {
 		{name: "ok", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a", ReconcileName: "b"}},
 		{name: "every installation", o: Options{BrokerTimeout: time.Second, ReconcileNamespace: "a"}},
 		{name: "timeout", o: Options{ReconcileNamespace: "a", ReconcileName: "b"}, err: "--broker-timeout"},
-		{name: "output", o: Options{BrokerTimeout: time.Second, Output: "wide", ReconcileNamespace: "a", ReconcileName: "b"}, err: "--output"},
+		{name: "output", o: Options{BrokerTimeout: time.Second, Output: outputFlags("wide"), ReconcileNamespace: "a", ReconcileName: "b"}, err: "--output"},
 		{name: "empty namespace", o: Options{BrokerTimeout: time.Second, ReconcileName: "b"}, err: "--reconcile-namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.o
 			err := tc.o.Validate()
-			assert.DeepEqual(t, tc.o, before, cmpopts.IgnoreUnexported(cmdutil.IOStreams{}))
+			assert.DeepEqual(t, tc.o, before, cmpopts.IgnoreUnexported(cmdutil.IOStreams{}, printers.OutputFlags{}))
 			if tc.err == "" {
 				assert.NilError(t, err)
 				return
@@ -176,14 +184,14 @@ func TestNewCmdDoctor_Flags(t *testing.T) {
 	}{
 		{name: "defaults", want: func(t *testing.T, o *Options) {
 			assert.Equal(t, o.BrokerTimeout, 10*time.Second)
-			assert.Equal(t, o.Output, "")
+			assert.Equal(t, o.Output.Format(), "")
 			assert.Equal(t, o.ReconcileNamespace, install.DefaultNamespace)
 			assert.Equal(t, o.ReconcileName, "")
 		}},
 		{name: "every flag", args: []string{"--broker-timeout", "3s", "-o", "json", "--reconcile-namespace", "ops", "--reconcile-name", "rec"},
 			want: func(t *testing.T, o *Options) {
 				assert.Equal(t, o.BrokerTimeout, 3*time.Second)
-				assert.Equal(t, o.Output, "json")
+				assert.Equal(t, o.Output.Format(), "json")
 				assert.Equal(t, o.ReconcileNamespace, "ops")
 				assert.Equal(t, o.ReconcileName, "rec")
 			}},

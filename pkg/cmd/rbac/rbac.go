@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var rbacLong = cmdutil.LongDesc(`
@@ -54,8 +55,9 @@ var rbacExample = cmdutil.Examples(`
 
 // Options are the options of rbac.
 type Options struct {
-	Apply  bool
-	Output string
+	Apply bool
+	// Output is -o: yaml (the default) or json; without it, --apply prints a line per role.
+	Output *printers.OutputFlags
 
 	CatalogNamespace string
 	Core             kubernetes.Interface
@@ -64,7 +66,7 @@ type Options struct {
 
 // NewCmdRBAC returns the rbac command.
 func NewCmdRBAC(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:               "rbac [--apply] [-o yaml|json]",
 		Short:             "Print or apply ClusterRoles for catalog viewers, users and admins",
@@ -84,19 +86,31 @@ func NewCmdRBAC(f *cmdutil.Factory) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.Apply, "apply", false, "Create or update the ClusterRoles in the cluster (server-side apply).")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (yaml, json); default yaml, or a line per role with --apply.")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// newOutputFlags is rbac's -o: yaml or json; without it, yaml, or a line per role with --apply.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"yaml", "json"}, "", "Output format. One of: (yaml, json); default yaml, or a line per role with --apply.", func(format string) error {
+		return cmdutil.UsageErrorf("--output %q: use yaml or json", format)
+	})
+}
+
+// format is the value of -o, "" when not given.
+func (o *Options) format() string {
+	if o.Output == nil {
+		return ""
+	}
+	return o.Output.Format()
 }
 
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
-	switch o.Output {
-	case "", "yaml", "json":
-	default:
-		return cmdutil.UsageErrorf("--output %q: use yaml or json", o.Output)
+	if o.Output == nil {
+		return nil
 	}
-	return nil
+	return o.Output.Validate()
 }
 
 // Complete builds the client when the roles are applied.
@@ -128,12 +142,12 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if o.Output == "" {
+		if o.format() == "" {
 			fmt.Fprintln(o.Streams.Out, res.String())
 		}
 		objs = append(objs, install.CleanServed(res.Object))
 	}
-	if o.Output != "" {
+	if o.format() != "" {
 		return o.write(objs)
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "bind them: see \"kubectl catalog rbac\" (the comment at the top) or docs/security.md\n")
@@ -141,7 +155,7 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 func (o *Options) write(objs []map[string]any) error {
-	if o.Output == "json" {
+	if o.format() == "json" {
 		return install.WriteJSON(o.Streams.Out, objs)
 	}
 	ns := o.CatalogNamespace

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/version"
@@ -108,8 +109,10 @@ var installExample = cmdutil.Examples(`
 // InstallOptions are the options of "reconcile install".
 type InstallOptions struct {
 	install.Options
-	DryRun string
-	Output string
+	// DryRun is --dry-run: none, client (print, contact nothing) or server.
+	DryRun cmdutil.DryRunStrategy
+	// Output is -o: json or yaml, a line per object without it.
+	Output *printers.OutputFlags
 
 	Core    kubernetes.Interface
 	Streams cmdutil.IOStreams
@@ -117,7 +120,7 @@ type InstallOptions struct {
 
 // NewCmdInstall returns the "reconcile install" command.
 func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
-	o := &InstallOptions{Options: install.Defaults(), DryRun: "none", Streams: f.IOStreams}
+	o := &InstallOptions{Options: install.Defaults(), DryRun: cmdutil.DryRunNone, Output: newInstallOutputFlags(), Streams: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "install [--image IMAGE] [--serve [--replicas N]] [--shards N]",
 		Short:   "Run reconcile in the cluster from a CronJob or a Deployment",
@@ -148,15 +151,29 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "With --serve: pods of the Deployment; above 1, they split the records as a shard group (with a Role on Leases in the catalog namespace, and a PodDisruptionBudget that keeps one).")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Split the records between this many CronJobs (or Deployments) NAME-0..NAME-N-1, the i-th running reconcile --shard i/N.")
 	fs.BoolVar(&o.NoTrustPolicy, "no-trust-policy", false, "Do not install the records' trust policy (for clusters without the ValidatingAdmissionPolicy API): records stay unverified.")
-	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`)
-	fs.Lookup("dry-run").NoOptDefVal = "client"
-	fs.StringVarP(&o.Output, "output", "o", "", "Print the objects instead of a line per object. One of: (json, yaml).")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.AddDryRunFlagOffering(cmd, &o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`,
+		cmdutil.DryRunNone, cmdutil.DryRunClient, cmdutil.DryRunServer)
+	o.Output.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("schedule", cobra.FixedCompletions([]string{"*/5 * * * *", "*/15 * * * *", "@hourly"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("replicas", cobra.FixedCompletions([]string{"1", "2", "3"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shards", cobra.FixedCompletions([]string{"1", "2", "3", "4"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// newInstallOutputFlags is "reconcile install"'s -o: json or yaml, a line per object
+// without it.
+func newInstallOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Print the objects instead of a line per object. One of: (json, yaml).", func(format string) error {
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a line per object)", format)
+	})
+}
+
+// format is the value of -o, "" for a line per object.
+func (o *InstallOptions) format() string {
+	if o.Output == nil {
+		return ""
+	}
+	return o.Output.Format()
 }
 
 // Defaults fills what depends on other flags: the image of this build when
@@ -189,23 +206,19 @@ func (o *InstallOptions) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return &cmdutil.UsageError{Err: err}
 	}
-	switch o.DryRun {
-	case "none", "client", "server":
-	default:
-		return cmdutil.UsageErrorf("--dry-run %q: use none, client or server", o.DryRun)
+	if !o.DryRun.Offered(cmdutil.DryRunNone, cmdutil.DryRunClient, cmdutil.DryRunServer) {
+		return cmdutil.UsageErrorf("--dry-run %q: use none, client or server", string(o.DryRun))
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a line per object)", o.Output)
+	if o.Output == nil {
+		return nil
 	}
-	return nil
+	return o.Output.Validate()
 }
 
 // Complete builds the client, unless nothing is sent to the cluster.
 func (o *InstallOptions) Complete(f *cmdutil.Factory) error {
 	o.CatalogNamespace = f.CatalogNamespace
-	if o.DryRun == "client" {
+	if o.DryRun == cmdutil.DryRunClient {
 		return nil
 	}
 	core, err := f.KubernetesClient()
@@ -228,8 +241,8 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		fmt.Fprint(o.Streams.ErrOut, noTrustWarning)
 	}
 	objs := install.Build(o.Options)
-	if o.DryRun == "client" {
-		if o.Output == "" {
+	if o.DryRun == cmdutil.DryRunClient {
+		if o.format() == "" {
 			for _, obj := range objs.List() {
 				fmt.Fprintf(o.Streams.Out, "%s created (dry run)\n", install.Ref(obj))
 			}
@@ -239,14 +252,14 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		for _, obj := range objs.List() {
 			cleaned = append(cleaned, install.Clean(obj))
 		}
-		return writeObjects(o.Streams, o.Output, cleaned)
+		return writeObjects(o.Streams, o.format(), cleaned)
 	}
-	results, err := install.Apply(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == "server"})
+	results, err := install.Apply(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == cmdutil.DryRunServer})
 	suffix := ""
-	if o.DryRun == "server" {
+	if o.DryRun == cmdutil.DryRunServer {
 		suffix = " (server dry run)"
 	}
-	if o.Output == "" {
+	if o.format() == "" {
 		for _, r := range results {
 			fmt.Fprintln(o.Streams.Out, r.String()+suffix)
 		}
@@ -254,10 +267,10 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Output != "" {
-		return writeObjects(o.Streams, o.Output, install.Served(results))
+	if o.format() != "" {
+		return writeObjects(o.Streams, o.format(), install.Served(results))
 	}
-	if o.DryRun == "none" {
+	if !o.DryRun.Enabled() {
 		if o.Serve {
 			fmt.Fprintf(o.Streams.ErrOut, "reconcile runs continuously in namespace %q (image %s); see it with \"kubectl get pods -n %s -l %s=%s\" and its logs\n",
 				o.Namespace, o.Image, o.Namespace, install.LabelInstallation, o.Name)

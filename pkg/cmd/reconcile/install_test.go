@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
@@ -173,7 +174,7 @@ func TestInstall_DryRunsPrintCompleteObjects(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s %s serve=%v", tc.dryRun, tc.output, tc.serve), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			o := &reconcile.InstallOptions{Options: install.Defaults(), DryRun: tc.dryRun, Output: tc.output, Core: typedClientset(),
+			o := &reconcile.InstallOptions{Options: install.Defaults(), DryRun: cmdutil.DryRunStrategy(tc.dryRun), Output: installOutput(tc.output), Core: typedClientset(),
 				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
 			o.Image, o.Serve, o.Replicas = testImage, tc.serve, 2
 			assert.NilError(t, o.Run(context.Background()))
@@ -182,6 +183,13 @@ func TestInstall_DryRunsPrintCompleteObjects(t *testing.T) {
 			assert.Assert(t, is.Contains(kinds, "v1/ServiceAccount"), "%v", kinds)
 		})
 	}
+}
+
+// installOutput is -o of "reconcile install" as parsed from "-o format".
+func installOutput(format string) *printers.OutputFlags {
+	o := printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "", nil)
+	o.Output = format
+	return o
 }
 
 // typedClientset is a fake clientset that, like the API server's typed

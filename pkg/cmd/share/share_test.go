@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -42,7 +43,7 @@ func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, sh
 	var out, errOut bytes.Buffer
 	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.OutputFlagsFor(output),
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
-		Engine:  engine.New(engine.Config{Store: st, Platform: engine.StaticPlatform{Cluster: "c-1"}, CatalogNamespace: cmdutil.DefaultCatalogNamespace, Holder: "test"})}
+		Engine:  enginetest.New(st, nil)}
 	return c, o, &out, &errOut
 }
 

@@ -16,8 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -95,10 +94,7 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 			cluster := storetest.NewCluster()
 			st := cluster.Store()
 			broker := fake.New()
-			eng := engine.New(engine.Config{
-				Store: st, Brokers: clients{broker}, Platform: engine.StaticPlatform{Cluster: "c-1"},
-				CatalogNamespace: storetest.CatalogNamespace, Holder: "test",
-			})
+			eng := enginetest.New(st, broker)
 			ctx := context.Background()
 			_, err := st.Classes().Create(ctx, &v1alpha1.ServiceClass{
 				ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.ClassRecordName("acme", "svc-pg")},
@@ -140,7 +136,3 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 		})
 	}
 }
-
-type clients struct{ c osb.Client }
-
-func (c clients) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) { return c.c, nil }

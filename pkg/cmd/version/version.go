@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	clientversion "github.com/kubectl-catalog/kubectl-catalog/pkg/version"
 )
 
@@ -33,7 +34,8 @@ type Output struct {
 // Options are the options of `kubectl catalog version`.
 type Options struct {
 	ClientOnly bool
-	Output     string
+	// Output is -o: json or yaml, two lines of text without it.
+	Output *printers.OutputFlags
 
 	// ServerVersion fetches the cluster's version; nil when ClientOnly.
 	ServerVersion func() (*version.Info, error)
@@ -42,7 +44,7 @@ type Options struct {
 
 // NewCmdVersion returns the version command.
 func NewCmdVersion(f *cmdutil.Factory) *cobra.Command {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: f.IOStreams, Output: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the client and server version",
@@ -60,9 +62,23 @@ func NewCmdVersion(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&o.ClientOnly, "client", false, "Print only the client version; do not contact the cluster.")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// newOutputFlags is version's -o: json or yaml, two lines of text without it.
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Output format: one of '', json, yaml.", func(format string) error {
+		return cmdutil.UsageErrorf("--output must be json or yaml, not %q", format)
+	})
+}
+
+// format is the value of -o, "" for text.
+func (o *Options) format() string {
+	if o.Output == nil {
+		return ""
+	}
+	return o.Output.Format()
 }
 
 // Complete wires the server version lookup unless --client was given.
@@ -82,12 +98,10 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	switch o.Output {
-	case "", "json", "yaml":
+	if o.Output == nil {
 		return nil
-	default:
-		return cmdutil.UsageErrorf("--output must be json or yaml, not %q", o.Output)
 	}
+	return o.Output.Validate()
 }
 
 // Run prints the versions. The client version is printed even when the
@@ -99,7 +113,7 @@ func (o *Options) Run(ctx context.Context) error {
 		out.ServerVersion, serverErr = o.ServerVersion()
 	}
 	w := o.Streams.Out
-	switch o.Output {
+	switch o.format() {
 	case "json":
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -143,12 +144,6 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"state": state, "description": fmt.Sprintf("poll %d", n)})
 }
 
-type fixedClient struct{ c osb.Client }
-
-func (f fixedClient) ClientFor(context.Context, *v1alpha1.Broker) (osb.Client, error) {
-	return f.c, nil
-}
-
 // Run sets up cfg.Records instances waiting on an asynchronous provision, runs
 // reconcile on them once, and says how it went.
 func Run(ctx context.Context, cfg Config) (Result, error) {
@@ -179,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	eng := engine.New(engine.Config{
-		Store: st, Brokers: fixedClient{client}, Platform: engine.StaticPlatform{Cluster: "bench"},
+		Store: st, Brokers: fake.Brokers{Client: client}, Platform: engine.StaticPlatform{Cluster: "bench"},
 		CatalogNamespace: catalogNamespace, Holder: "reconcile-bench",
 		// The floor is the broker's latency, not the engine's wait between polls.
 		PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
