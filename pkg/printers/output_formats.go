@@ -24,8 +24,13 @@ func NewFormatOutputFlags(formats []string, def, usage string, invalid func(form
 }
 
 // Format is the value of -o: "" for the default of a command that prints records, and
-// the default format of one made by NewFormatOutputFlags.
-func (o *OutputFlags) Format() string { return o.value() }
+// the default format of one made by NewFormatOutputFlags; "" for nil flags.
+func (o *OutputFlags) Format() string {
+	if o == nil {
+		return ""
+	}
+	return o.value()
+}
 
 func (f *fixedFormats) addFlags(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVarP(p, "output", "o", f.def, f.usage)

@@ -165,14 +165,6 @@ func newOutputFlags() *printers.OutputFlags {
 	})
 }
 
-// format is the value of -o, "" for a table.
-func (o *Options) format() string {
-	if o.Output == nil {
-		return ""
-	}
-	return o.Output.Format()
-}
-
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
 	if o.BrokerTimeout <= 0 {
@@ -220,7 +212,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // why) when a check failed.
 func (o *Options) Run(ctx context.Context) error {
 	r := o.Diagnose(ctx)
-	if err := Print(o.Streams, o.format(), r); err != nil {
+	if err := Print(o.Streams, o.Output.Format(), r); err != nil {
 		return err
 	}
 	if r.Failed() {

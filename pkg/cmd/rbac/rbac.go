@@ -97,14 +97,6 @@ func newOutputFlags() *printers.OutputFlags {
 	})
 }
 
-// format is the value of -o, "" when not given.
-func (o *Options) format() string {
-	if o.Output == nil {
-		return ""
-	}
-	return o.Output.Format()
-}
-
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
 	if o.Output == nil {
@@ -142,12 +134,12 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if o.format() == "" {
+		if o.Output.Format() == "" {
 			fmt.Fprintln(o.Streams.Out, res.String())
 		}
 		objs = append(objs, install.CleanServed(res.Object))
 	}
-	if o.format() != "" {
+	if o.Output.Format() != "" {
 		return o.write(objs)
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "bind them: see \"kubectl catalog rbac\" (the comment at the top) or docs/security.md\n")
@@ -155,7 +147,7 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 func (o *Options) write(objs []map[string]any) error {
-	if o.format() == "json" {
+	if o.Output.Format() == "json" {
 		return install.WriteJSON(o.Streams.Out, objs)
 	}
 	ns := o.CatalogNamespace

@@ -168,14 +168,6 @@ func newInstallOutputFlags() *printers.OutputFlags {
 	})
 }
 
-// format is the value of -o, "" for a line per object.
-func (o *InstallOptions) format() string {
-	if o.Output == nil {
-		return ""
-	}
-	return o.Output.Format()
-}
-
 // Defaults fills what depends on other flags: the image of this build when
 // --image is not given, and with --serve no --max-duration of its own unless
 // given (reconcile --serve bounds each run by its interval). changed says
@@ -242,7 +234,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	}
 	objs := install.Build(o.Options)
 	if o.DryRun == cmdutil.DryRunClient {
-		if o.format() == "" {
+		if o.Output.Format() == "" {
 			for _, obj := range objs.List() {
 				fmt.Fprintf(o.Streams.Out, "%s created (dry run)\n", install.Ref(obj))
 			}
@@ -252,14 +244,14 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		for _, obj := range objs.List() {
 			cleaned = append(cleaned, install.Clean(obj))
 		}
-		return writeObjects(o.Streams, o.format(), cleaned)
+		return writeObjects(o.Streams, o.Output.Format(), cleaned)
 	}
 	results, err := install.Apply(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == cmdutil.DryRunServer})
 	suffix := ""
 	if o.DryRun == cmdutil.DryRunServer {
 		suffix = " (server dry run)"
 	}
-	if o.format() == "" {
+	if o.Output.Format() == "" {
 		for _, r := range results {
 			fmt.Fprintln(o.Streams.Out, r.String()+suffix)
 		}
@@ -267,8 +259,8 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.format() != "" {
-		return writeObjects(o.Streams, o.format(), install.Served(results))
+	if o.Output.Format() != "" {
+		return writeObjects(o.Streams, o.Output.Format(), install.Served(results))
 	}
 	if !o.DryRun.Enabled() {
 		if o.Serve {

@@ -194,14 +194,6 @@ func newOutputFlags() *printers.OutputFlags {
 	})
 }
 
-// format is the value of -o, "" for a table.
-func (o *Options) format() string {
-	if o.Output == nil {
-		return ""
-	}
-	return o.Output.Format()
-}
-
 // Validate checks the flags without I/O; it changes nothing (Complete parses --shard
 // and sets --serve's defaults).
 func (o *Options) Validate() error {
@@ -302,7 +294,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("cannot list the pending records: %w", err)
 	}
-	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.format(), sum); perr != nil {
+	if perr := Print(o.Streams.Out, o.Streams.ErrOut, o.Output.Format(), sum); perr != nil {
 		return perr
 	}
 	if err != nil {

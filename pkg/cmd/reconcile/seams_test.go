@@ -28,7 +28,7 @@ func TestReconcile_FlagsReachTheCompletedOptions(t *testing.T) {
 	assert.Equal(t, got.Shard, reconcile.Shard{I: 1, N: 3})
 	assert.Equal(t, got.Workers, 2)
 	assert.Equal(t, got.DryRun, cmdutil.DryRunClient)
-	assert.Equal(t, got.format(), "json")
+	assert.Equal(t, got.Output.Format(), "json")
 	assert.Assert(t, got.TrustUnverifiedAuthors)
 	assert.Assert(t, got.Reconciler != nil)
 }

@@ -76,7 +76,7 @@ func (o *Options) validateServe() error {
 	switch {
 	case o.DryRun.Enabled():
 		return cmdutil.UsageErrorf("--serve and --dry-run cannot go together: a dry run is one run; drop --serve")
-	case o.format() != "":
+	case o.Output.Format() != "":
 		return cmdutil.UsageErrorf("--serve and --output cannot go together: --serve logs one line per run to stderr and serves /metrics; drop -o")
 	case s.Interval <= 0:
 		return cmdutil.UsageErrorf("--serve-interval must be positive, not %s", s.Interval)

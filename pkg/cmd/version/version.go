@@ -73,14 +73,6 @@ func newOutputFlags() *printers.OutputFlags {
 	})
 }
 
-// format is the value of -o, "" for text.
-func (o *Options) format() string {
-	if o.Output == nil {
-		return ""
-	}
-	return o.Output.Format()
-}
-
 // Complete wires the server version lookup unless --client was given.
 func (o *Options) Complete(f *cmdutil.Factory) error {
 	if o.ClientOnly {
@@ -113,7 +105,7 @@ func (o *Options) Run(ctx context.Context) error {
 		out.ServerVersion, serverErr = o.ServerVersion()
 	}
 	w := o.Streams.Out
-	switch o.format() {
+	switch o.Output.Format() {
 	case "json":
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
