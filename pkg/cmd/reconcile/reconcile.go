@@ -174,7 +174,8 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due later than this is not waited for: it is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "what would be done (reconcile writes only status, so server is not offered)")
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
+	cmd.Flags().Lookup("dry-run").Usage = `Must be "none" or "client". client: print what would be done, contacting no broker and writing nothing. "server" is not offered: reconcile writes only status, which a server-side dry run cannot show. A bare --dry-run means client.`
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
 	o.Output.AddFlags(cmd)
