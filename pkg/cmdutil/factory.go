@@ -318,3 +318,17 @@ func (f *Factory) Namespace() (string, bool, error) {
 	}
 	return ns, explicit, nil
 }
+
+// ReaderIn is what the Complete of a command that shows records builds: the Reader and
+// the user's namespace.
+func (f *Factory) ReaderIn() (*engine.Reader, string, error) {
+	r, err := f.Reader()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := f.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return r, ns, nil
+}

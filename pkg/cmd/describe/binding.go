@@ -79,11 +79,7 @@ func (o *BindingOptions) Validate() error {
 
 // Complete builds the reader and finds the namespace.
 func (o *BindingOptions) Complete(f *cmdutil.Factory) error {
-	r, err := f.Reader()
-	if err != nil {
-		return err
-	}
-	ns, _, err := f.Namespace()
+	r, ns, err := f.ReaderIn()
 	if err != nil {
 		return err
 	}

@@ -196,11 +196,7 @@ func (o *RecordListOptions) Complete(f *cmdutil.Factory, args []string) error {
 	if err := o.List.Validate(); err != nil {
 		return err
 	}
-	r, err := f.Reader()
-	if err != nil {
-		return err
-	}
-	ns, _, err := f.Namespace()
+	r, ns, err := f.ReaderIn()
 	if err != nil {
 		return err
 	}
