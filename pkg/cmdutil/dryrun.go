@@ -1,14 +1,12 @@
 package cmdutil
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // DryRunStrategy is the value of --dry-run, with kubectl's meaning.
@@ -60,15 +58,6 @@ func (d DryRunStrategy) Engine() engine.DryRun {
 		return engine.DryRunNone
 	}
 	return engine.DryRun(d)
-}
-
-// Context returns ctx marked for the strategy: with DryRunServer, the record
-// writes made with it are sent as a server-side dry run (store.WithDryRun).
-func (d DryRunStrategy) Context(ctx context.Context) context.Context {
-	if d == DryRunServer {
-		return store.WithDryRun(ctx)
-	}
-	return ctx
 }
 
 // AddDryRunFlag adds --dry-run to cmd, with kubectl's semantics: "none" (the

@@ -1,14 +1,11 @@
 package cmdutil
 
 import (
-	"context"
 	"errors"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
-
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 func TestDryRunFlag(t *testing.T) {
@@ -41,7 +38,7 @@ func TestDryRunFlag(t *testing.T) {
 			assert.NilError(t, err)
 			assert.Equal(t, d, tc.want)
 			assert.Equal(t, d.Enabled(), tc.want != DryRunNone)
-			assert.Equal(t, store.IsDryRun(d.Context(context.Background())), tc.want == DryRunServer)
+			assert.Equal(t, string(d.Engine()), string(tc.want))
 		})
 	}
 }

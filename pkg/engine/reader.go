@@ -82,12 +82,9 @@ func (r *Reader) Secret(ctx context.Context, namespace, name string) (*corev1.Se
 
 // The errors of reading and writing records, as the commands test them.
 var (
-	IsNotFound      = store.IsNotFound
-	IsAlreadyExists = store.IsAlreadyExists
-	IsForbidden     = store.IsForbidden
-	IsConflict      = store.IsConflict
-	IsInvalid       = store.IsInvalid
-	IsCorrupt       = store.IsCorrupt
+	IsNotFound  = store.IsNotFound
+	IsForbidden = store.IsForbidden
+	IsCorrupt   = store.IsCorrupt
 )
 
 // NameProblem says what is wrong with name as the name of a record of kind k, or "".
