@@ -136,6 +136,10 @@ test-release: $(BIN_DIR)/goreleaser $(BIN_DIR)/krew ## Quick release checks, thi
 	dist=$$tmp/dist; root=$$tmp/krew; mkdir $$root; \
 	$(KREW_CHECK)
 
+.PHONY: soak
+soak: ## The engine's simulation over many seeds (SOAK_SEEDS, default 100000); a failure prints its replay command
+	$(GO) test -count=1 -timeout 0 ./pkg/engine/sim/ -run 'TestSim$$' -sim.seeds=$(or $(SOAK_SEEDS),100000)
+
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for FUZZTIME executions (default 10000x)
 	for pkg in $$($(GO) list ./...); do \

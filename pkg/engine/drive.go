@@ -108,7 +108,10 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 			if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && l.Live(e.now()) {
 				pollEvery := max(e.cfg.PollInterval, time.Second)
 				wctx, cancel := context.WithCancel(ctx)
-				changed := records.WatchChange(wctx, namespace, name, x.GetResourceVersion())
+				var changed <-chan bool
+				if e.cfg.Sleep == nil {
+					changed = records.WatchChange(wctx, namespace, name, x.GetResourceVersion())
+				}
 				err := waitChange[T](e, ctx, res, o, changed, pollEvery)
 				cancel()
 				if err != nil {
@@ -127,6 +130,9 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 // or res.RequeueAfter passed; when changed says the watch broke, it falls back to
 // looking again after pollEvery.
 func waitChange[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOptions, changed <-chan bool, pollEvery time.Duration) error {
+	if e.cfg.Sleep != nil {
+		return e.cfg.Sleep(ctx, min(res.RequeueAfter, pollEvery))
+	}
 	deadline := e.now().Add(res.RequeueAfter)
 	for {
 		left := deadline.Sub(e.now())
@@ -164,6 +170,9 @@ func minTime(a, b time.Time) time.Time {
 // wait sleeps until the next step is due, reporting progress every tick and renewing an
 // async operation's claim before it runs low.
 func wait[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOptions) error {
+	if e.cfg.Sleep != nil {
+		return e.cfg.Sleep(ctx, res.RequeueAfter)
+	}
 	deadline := e.now().Add(res.RequeueAfter)
 	for {
 		left := deadline.Sub(e.now())

@@ -86,6 +86,10 @@ type Config struct {
 	Authorizer Authorizer
 	// Events records Kubernetes Events about records (events.go); nil records none.
 	Events EventRecorder
+	// Sleep, when set, is how a drive waits for its next step instead of the wall
+	// clock's timers (a simulation whose clocks are its own); it returns early with
+	// ctx's error.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Projector changes workloads so that they receive a binding's Secret

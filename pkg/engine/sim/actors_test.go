@@ -1,0 +1,300 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The records the processes work on: a few names each, so that they meet.
+var (
+	instanceNames = []string{"db-0", "db-1", "db-2"}
+	bindingNames  = []string{"app-0", "app-1"}
+)
+
+// taskFor chooses what an idle process does next.
+func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
+	switch p.kind {
+	case reconciler:
+		return "reconcile pass", func(ctx context.Context) error { return p.reconcilePass(ctx, false) }
+	case tenant:
+		if w.faults && w.chance(w.rates.tenant) {
+			return "forge a record", p.forge
+		}
+		return "nothing", func(context.Context) error { return nil }
+	}
+	inst := instanceNames[w.rng.IntN(len(instanceNames))]
+	bind := bindingNames[w.rng.IntN(len(bindingNames))]
+	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
+	e, ns := p.eng, p.ns
+	if p.ns == "team-b" {
+		// Bob binds to what dev shares with him, and unbinds.
+		if w.rng.IntN(2) == 0 {
+			return "bind " + bind + " to dev/" + inst, func(ctx context.Context) error {
+				_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow})
+				return err
+			}
+		}
+		return "unbind " + bind, func(ctx context.Context) error {
+			_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{bind}, Follow: follow})
+			return err
+		}
+	}
+	plan := []string{"small", "large"}[w.rng.IntN(2)]
+	switch n := w.rng.IntN(100); {
+	case n < 22:
+		return "provision " + inst, func(ctx context.Context) error {
+			_, err := e.Provision(ctx, engine.ProvisionRequest{Namespace: ns, Name: inst, Class: "db", Plan: plan, Follow: follow})
+			return err
+		}
+	case n < 32:
+		return "update " + inst + " to " + plan, func(ctx context.Context) error {
+			_, err := e.Update(ctx, engine.InstanceUpdateRequest{Namespace: ns, Name: inst, UpdateRequest: engine.UpdateRequest{Plan: plan}, Follow: follow})
+			return err
+		}
+	case n < 36:
+		return "update " + inst + " parameters", func(ctx context.Context) error {
+			params := &engine.ParametersInput{Pairs: []string{fmt.Sprintf("size=%d", w.rng.IntN(3))}}
+			_, err := e.Update(ctx, engine.InstanceUpdateRequest{Namespace: ns, Name: inst, UpdateRequest: engine.UpdateRequest{Parameters: params}, Follow: follow})
+			return err
+		}
+	case n < 39:
+		return "touch " + inst, func(ctx context.Context) error {
+			_, err := e.Touch(ctx, engine.TouchRequest{Namespace: ns, Name: inst, Follow: follow})
+			return err
+		}
+	case n < 42:
+		return "update " + inst + " --revert", func(ctx context.Context) error {
+			_, err := e.Revert(ctx, engine.RevertRequest{Namespace: ns, Name: inst, Follow: follow})
+			return err
+		}
+	case n < 55:
+		return "deprovision " + inst, func(ctx context.Context) error {
+			_, err := e.Deprovision(ctx, engine.DeprovisionRequest{Namespace: ns, Name: inst, Follow: follow})
+			return err
+		}
+	case n < 70:
+		return "bind " + bind + " to " + inst, func(ctx context.Context) error {
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, Follow: follow})
+			return err
+		}
+	case n < 78:
+		return "unbind " + bind, func(ctx context.Context) error {
+			_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{bind}, Follow: follow})
+			return err
+		}
+	case n < 84:
+		return "bind --rotate " + bind, func(ctx context.Context) error {
+			_, err := e.Rotate(ctx, engine.RotateRequest{Namespace: ns, Name: bind, Follow: follow})
+			return err
+		}
+	case n < 87:
+		return "rotation due " + bind, func(ctx context.Context) error {
+			_, err := e.RotateScheduled(ctx, ns, bind)
+			return err
+		}
+	case n < 94 && ns == "dev":
+		return "share " + inst + " with team-b", func(ctx context.Context) error {
+			_, err := e.Share(ctx, engine.ShareRequest{Namespace: ns, Name: inst, To: "team-b"})
+			return err
+		}
+	case ns == "dev":
+		return "unshare " + inst + " from team-b", func(ctx context.Context) error {
+			_, err := e.Unshare(ctx, engine.UnshareRequest{Namespace: ns, Name: inst, From: "team-b"})
+			return err
+		}
+	}
+	return "nothing", func(context.Context) error { return nil }
+}
+
+// reconcilePass is a reconcile run: every record whose next step is due is stepped
+// (again at once while it asks to be), as reconcile does with engine.NextStep and
+// StepInstance (and their binding twins). Reconcile sees every namespace.
+func (p *proc) reconcilePass(ctx context.Context, quiescing bool) error {
+	ctx = engine.WithRunnersRights(ctx)
+	e := p.eng
+	insts, err := p.st.Instances().List(ctx, "", store.Filter{})
+	if err != nil {
+		return err
+	}
+	binds, err := p.st.Bindings().List(ctx, "", store.Filter{})
+	if err != nil {
+		return err
+	}
+	for _, b := range binds {
+		if !e.NextBindingStep(b).Due(p.now()) {
+			continue
+		}
+		if err := p.stepRecord(ctx, b.Namespace, b.Name, func(ctx context.Context) (engine.Result, error) {
+			cur, err := p.st.Bindings().Get(ctx, b.Namespace, b.Name)
+			if err != nil {
+				return engine.Result{State: engine.StateDeleted}, nil
+			}
+			return e.StepBinding(ctx, cur)
+		}); err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
+	for _, inst := range insts {
+		if !e.NextStep(inst).Due(p.now()) {
+			continue
+		}
+		if err := p.stepRecord(ctx, inst.Namespace, inst.Name, func(ctx context.Context) (engine.Result, error) {
+			cur, err := p.st.Instances().Get(ctx, inst.Namespace, inst.Name)
+			if err != nil {
+				return engine.Result{State: engine.StateDeleted}, nil
+			}
+			return e.StepInstance(ctx, cur)
+		}); err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepRecord steps one record, again while the step asks to be called at once.
+func (p *proc) stepRecord(ctx context.Context, ns, name string, step func(context.Context) (engine.Result, error)) error {
+	p.record = ns + "/" + name
+	defer func() { p.record = "" }()
+	for range 4 {
+		res, err := step(ctx)
+		if err != nil {
+			p.w.logf("%-14s step %s: %s", p.name, p.record, firstLine(err.Error()))
+			return err
+		}
+		if res.State != engine.StateWaiting || res.RequeueAfter > 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// forge is the tenant writing what she may write on her own records: any status, any
+// labels, claims; whatever she writes, no process may crash, and nothing she writes may
+// act on another namespace.
+func (p *proc) forge(ctx context.Context) error {
+	w := p.w
+	insts, err := p.st.Instances().List(ctx, p.ns, store.Filter{})
+	if err != nil {
+		return err
+	}
+	binds, err := p.st.Bindings().List(ctx, p.ns, store.Filter{})
+	if err != nil {
+		return err
+	}
+	// Ids of other namespaces she may have seen somewhere (a Secret shared, a log):
+	// -sim.foreign (an open finding, see docs/engine.md).
+	var foreign []string
+	for _, h := range w.ledger.Instances() {
+		if !*foreignIDs {
+			break
+		}
+		if h.Namespace != p.ns {
+			foreign = append(foreign, h.ID)
+		}
+	}
+	for _, h := range w.ledger.Bindings() {
+		if !*foreignIDs {
+			break
+		}
+		if h.Namespace != p.ns {
+			foreign = append(foreign, h.ID)
+		}
+	}
+	someID := func() string {
+		if len(foreign) > 0 && w.rng.IntN(2) == 0 {
+			return foreign[w.rng.IntN(len(foreign))]
+		}
+		return fmt.Sprintf("forged-%d", w.rng.IntN(100))
+	}
+	forgeOp := func(st *v1alpha1.OperationStatus, types []v1alpha1.OperationType) {
+		switch w.rng.IntN(8) {
+		case 0:
+			st.InFlight = &v1alpha1.Operation{Type: types[w.rng.IntN(len(types))], InstanceID: someID(), BindingID: someID(), RequestID: "forged"}
+		case 1:
+			st.InFlight = &v1alpha1.Operation{Type: types[w.rng.IntN(len(types))], Async: true, OperationKey: "op-1", InstanceID: someID(), BindingID: someID()}
+		case 2:
+			st.InFlight = &v1alpha1.Operation{Type: "Explode"}
+		case 3:
+			st.ExternalIDs = append(st.ExternalIDs, someID())
+		case 4:
+			st.ExternalID = someID()
+		case 5:
+			st.OrphanMitigation = &v1alpha1.OrphanMitigationState{Reason: "forged"}
+		case 6:
+			st.Retry = &v1alpha1.RetryState{Attempts: int32(w.rng.IntN(1 << 30)), Reason: "Forged"}
+		default:
+			st.Conditions = nil
+			st.Phase = "Exploded"
+		}
+	}
+	if len(insts) > 0 && (len(binds) == 0 || w.rng.IntN(2) == 0) {
+		x := insts[w.rng.IntN(len(insts))].DeepCopy()
+		switch w.rng.IntN(4) {
+		case 0:
+			// The status of issue 27's defect 2: an update in flight, nothing provisioned.
+			x.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationUpdate, InstanceID: x.CurrentExternalID(), RequestID: "forged"}
+			x.Status.Provisioned = nil
+		case 1:
+			x.Status.Provisioned = nil
+			forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision})
+		case 2:
+			forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision})
+		default:
+			x.Labels = forgeLabels(w, x.Labels)
+		}
+		p.record = x.Namespace + "/" + x.Name
+		w.logf("%-14s forges instance %s", p.name, x.Name)
+		_, err := p.st.Instances().Update(ctx, x)
+		return err
+	}
+	if len(binds) == 0 {
+		return nil
+	}
+	x := binds[w.rng.IntN(len(binds))].DeepCopy()
+	switch w.rng.IntN(4) {
+	case 0:
+		x.Status.Bound = nil
+		forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind})
+	case 1:
+		x.Status.Retired = append(x.Status.Retired, someID())
+	case 2:
+		forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind})
+	default:
+		x.Labels = forgeLabels(w, x.Labels)
+	}
+	w.logf("%-14s forges binding %s", p.name, x.Name)
+	_, err = p.st.Bindings().Update(ctx, x)
+	return err
+}
+
+func forgeLabels(w *world, l map[string]string) map[string]string {
+	l = maps.Clone(l)
+	if l == nil {
+		l = map[string]string{}
+	}
+	keys := slices.Sorted(maps.Keys(l))
+	if len(keys) > 0 && w.rng.IntN(2) == 0 {
+		delete(l, keys[w.rng.IntN(len(keys))])
+	} else {
+		l["catalog.kubectl.io/instance"] = "db-0"
+	}
+	return l
+}
+
+// readyMessage is the message of a record's Ready condition.
+func readyMessage(st *v1alpha1.OperationStatus) (string, bool) {
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	if c == nil {
+		return "", false
+	}
+	return c.Message, c.Status == metav1.ConditionTrue
+}

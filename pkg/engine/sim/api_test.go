@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// simClient is a process's view of the API server: every request to ConfigMaps and
+// Secrets is a point where the process pauses (and may be killed), and where the seed
+// may make the request fail (a conflict, 413, 422, 500, a timeout, a refusal).
+type simClient struct {
+	kubernetes.Interface
+	p *proc
+}
+
+func (c simClient) CoreV1() corev1client.CoreV1Interface {
+	return simCoreV1{CoreV1Interface: c.Interface.CoreV1(), p: c.p}
+}
+
+type simCoreV1 struct {
+	corev1client.CoreV1Interface
+	p *proc
+}
+
+func (c simCoreV1) ConfigMaps(ns string) corev1client.ConfigMapInterface {
+	return simConfigMaps{ConfigMapInterface: c.CoreV1Interface.ConfigMaps(ns), p: c.p}
+}
+
+func (c simCoreV1) Secrets(ns string) corev1client.SecretInterface {
+	return simSecrets{SecretInterface: c.CoreV1Interface.Secrets(ns), p: c.p}
+}
+
+var (
+	configMaps = schema.GroupResource{Resource: "configmaps"}
+	secrets    = schema.GroupResource{Resource: "secrets"}
+)
+
+// request pauses the process before a request and says how it fails, if it does.
+func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource, name string) error {
+	if p.dead {
+		return errKilled
+	}
+	w := p.w
+	write := verb == "create" || verb == "update" || verb == "delete"
+	if write {
+		// Reads do not pause: what others write meanwhile is seen the same way, and
+		// every record is stepped more often per step of the simulation.
+		p.pause("api " + verb + " " + gr.Resource + " " + name)
+		if p.dead {
+			return errKilled
+		}
+		w.wrote = true
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !w.faults || !w.chance(w.rates.apiFault) {
+		return nil
+	}
+	var err error
+	switch n := w.rng.IntN(6); {
+	case n == 0 && write && verb != "create":
+		err = apierrors.NewConflict(gr, name, errors.New("sim: the object has been modified"))
+	case n == 1 && verb == "update":
+		err = apierrors.NewRequestEntityTooLargeError("sim: request is too large")
+	case n == 2 && write:
+		err = apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, name, nil)
+	case n == 3:
+		err = apierrors.NewForbidden(gr, name, errors.New("sim: admission refused the request"))
+	case n == 4:
+		err = apierrors.NewTimeoutError("sim: the request timed out", 1)
+	default:
+		err = apierrors.NewInternalError(errors.New("sim: etcd is unavailable"))
+	}
+	w.logf("%-14s api fault: %v", p.name, err)
+	return err
+}
+
+type simConfigMaps struct {
+	corev1client.ConfigMapInterface
+	p *proc
+}
+
+func (c simConfigMaps) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.ConfigMap, error) {
+	if err := c.p.request(ctx, "get", configMaps, name); err != nil {
+		return nil, err
+	}
+	return c.ConfigMapInterface.Get(ctx, name, o)
+}
+
+func (c simConfigMaps) List(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	if err := c.p.request(ctx, "list", configMaps, o.LabelSelector); err != nil {
+		return nil, err
+	}
+	return c.ConfigMapInterface.List(ctx, o)
+}
+
+func (c simConfigMaps) Create(ctx context.Context, cm *corev1.ConfigMap, o metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	if err := c.p.request(ctx, "create", configMaps, cm.Name); err != nil {
+		return nil, err
+	}
+	return c.ConfigMapInterface.Create(ctx, cm, o)
+}
+
+func (c simConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, o metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	if err := c.p.request(ctx, "update", configMaps, cm.Name); err != nil {
+		return nil, err
+	}
+	return c.ConfigMapInterface.Update(ctx, cm, o)
+}
+
+func (c simConfigMaps) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
+	if err := c.p.request(ctx, "delete", configMaps, name); err != nil {
+		return err
+	}
+	return c.ConfigMapInterface.Delete(ctx, name, o)
+}
+
+type simSecrets struct {
+	corev1client.SecretInterface
+	p *proc
+}
+
+func (c simSecrets) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.Secret, error) {
+	if err := c.p.request(ctx, "get", secrets, name); err != nil {
+		return nil, err
+	}
+	return c.SecretInterface.Get(ctx, name, o)
+}
+
+func (c simSecrets) List(ctx context.Context, o metav1.ListOptions) (*corev1.SecretList, error) {
+	if err := c.p.request(ctx, "list", secrets, o.LabelSelector); err != nil {
+		return nil, err
+	}
+	return c.SecretInterface.List(ctx, o)
+}
+
+func (c simSecrets) Create(ctx context.Context, s *corev1.Secret, o metav1.CreateOptions) (*corev1.Secret, error) {
+	if err := c.p.request(ctx, "create", secrets, s.Name); err != nil {
+		return nil, err
+	}
+	return c.SecretInterface.Create(ctx, s, o)
+}
+
+func (c simSecrets) Update(ctx context.Context, s *corev1.Secret, o metav1.UpdateOptions) (*corev1.Secret, error) {
+	if err := c.p.request(ctx, "update", secrets, s.Name); err != nil {
+		return nil, err
+	}
+	return c.SecretInterface.Update(ctx, s, o)
+}
+
+func (c simSecrets) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
+	if err := c.p.request(ctx, "delete", secrets, name); err != nil {
+		return err
+	}
+	return c.SecretInterface.Delete(ctx, name, o)
+}

@@ -1,0 +1,434 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+const (
+	brokerName = "acme"
+	classID    = "svc-db"
+	planSmall  = "plan-small"
+	planLarge  = "plan-large"
+	// callTimeout is the broker client's timeout: a caller waiting longer gets a
+	// timeout, and the broker is done with the request by then.
+	callTimeout = 60 * time.Second
+)
+
+func (w *world) setupCatalog() {
+	ctx := context.Background()
+	if _, err := w.checker.Brokers().Create(ctx, &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: brokerName},
+		Spec:       v1alpha1.BrokerSpec{URL: "https://broker.example", Scope: v1alpha1.ScopeCluster},
+	}); err != nil {
+		panic(err)
+	}
+	if _, err := w.checker.Classes().Create(ctx, &v1alpha1.ServiceClass{
+		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.ClassRecordName(brokerName, classID)},
+		Spec: v1alpha1.ServiceClassSpec{
+			BrokerName: brokerName, Scope: v1alpha1.ScopeCluster, ID: classID, ExternalName: "db", Bindable: true, PlanUpdateable: true,
+			Plans: []v1alpha1.ServicePlan{
+				{ID: planSmall, ExternalName: "small", Free: true},
+				{ID: planLarge, ExternalName: "large", Free: true},
+			},
+		},
+	}); err != nil {
+		panic(err)
+	}
+}
+
+// outcome is what the broker does with a request (apply) and what it answers.
+type outcome struct {
+	what   string
+	apply  func()
+	status int
+	err    error
+	key    string
+	creds  map[string]any
+}
+
+// asyncOp is an operation the broker answered 202 for.
+type asyncOp struct {
+	id    string
+	until time.Time // when the broker finishes it, polled or not
+	fail  bool
+	done  func() // what success does
+	over  bool
+}
+
+// lateWork is a request the broker works on: it is done with it at until.
+type lateWork struct {
+	req    fake.Request
+	until  time.Time
+	o      outcome
+	landed bool
+}
+
+// current is the process running now: the one whose goroutine calls the broker.
+func (w *world) current() *proc { return w.running }
+
+// call is one broker request. The broker decides what it does as the request arrives
+// and is done with it some time within the client's timeout, whatever the caller does;
+// the caller pauses meanwhile (other processes move, the caller may be killed, or
+// resumed only after its client timed out).
+func (w *world) call(ctx context.Context, method, id string, decide func() outcome) outcome {
+	p := w.current()
+	req, overlap := w.ledger.Begin(method, id, p.name)
+	if overlap != nil && !w.jumped {
+		w.fail("two requests in flight at the broker for one id: %v", overlap)
+	}
+	w.checkNamespace(p, method, id)
+	start := w.t
+	o := decide()
+	work := &lateWork{req: req, until: start.Add(time.Duration(w.rng.IntN(int(callTimeout/time.Second))) * time.Second), o: o}
+	w.late = append(w.late, work)
+	p.atBroker = true
+	p.pause(fmt.Sprintf("broker %s %s", method, id))
+	p.atBroker = false
+	if p.dead || ctx.Err() != nil {
+		w.logf("%-14s stopped waiting for %s; the broker goes on (%s) until %s", p.name, req, o.what, work.until.Format("15:04:05"))
+		if ctx.Err() != nil {
+			return outcome{err: &osb.TransportError{Method: method, Path: "/sim", Err: ctx.Err(), Canceled: true}}
+		}
+		return outcome{err: &osb.TransportError{Method: method, Path: "/sim", Err: errKilled}}
+	}
+	if w.t.Sub(start) > callTimeout {
+		w.logf("%-14s broker %s: the client timed out (the broker's answer was %s)", p.name, req, o.what)
+		return outcome{err: fake.Timeout()}
+	}
+	if !work.landed {
+		w.land(work)
+	}
+	w.logf("%-14s broker %s: %s", p.name, req, o.what)
+	return o
+}
+
+func (w *world) land(l *lateWork) {
+	l.landed = true
+	w.late = slices.DeleteFunc(w.late, func(x *lateWork) bool { return x == l })
+	if l.o.apply != nil {
+		l.o.apply()
+	}
+	w.ledger.End(l.req)
+}
+
+// landLateWork finishes the broker's work whose callers stopped waiting, and its
+// asynchronous operations that are due (all of it when all is set).
+func (w *world) landLateWork(all bool) {
+	for _, key := range slices.Sorted(maps.Keys(w.ops)) {
+		op := w.ops[key]
+		if op.over || (!all && w.t.Before(op.until)) {
+			continue
+		}
+		op.over = true
+		if !op.fail && op.done != nil {
+			op.done()
+		}
+		w.logf("broker finished operation %s on %s (failed: %t)", key, op.id, op.fail)
+	}
+	for _, l := range slices.Clone(w.late) {
+		if all || !w.t.Before(l.until) {
+			w.land(l)
+			w.logf("broker done with %s: %s", l.req, l.o.what)
+		}
+	}
+}
+
+func (w *world) faulty() bool { return w.faults && w.chance(w.rates.brokerFault) }
+
+// faultOf chooses one of n faults; during an outage it is always the 500 (index
+// internal), which is retried, so that a record fails many times in a row.
+func (w *world) faultOf(n, internal int) int {
+	if w.rates.outage {
+		return internal
+	}
+	return w.rng.IntN(n)
+}
+
+func httpErr(status int, code, desc string) error {
+	return fake.HTTPError(http.MethodPut, status, code, desc)
+}
+
+// busy is the 422 of a request for an id with an asynchronous operation under way.
+func (w *world) busy(id string) (outcome, bool) {
+	for _, op := range w.ops {
+		if op.id == id && !op.over {
+			return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "another operation is in progress")}, true
+		}
+	}
+	return outcome{}, false
+}
+
+func (w *world) newOp(id string, fail bool, done func()) string {
+	w.opSeq++
+	key := fmt.Sprintf("op-%d", w.opSeq)
+	w.ops[key] = &asyncOp{id: id, until: w.t.Add(time.Duration(w.rng.IntN(90)) * time.Second), fail: fail, done: done}
+	return key
+}
+
+// maybe is apply half the time: whether a failed or timed-out request was carried out.
+func (w *world) maybe(apply func()) (func(), string) {
+	if w.rng.IntN(2) == 0 {
+		return apply, " (carried out)"
+	}
+	return nil, " (not carried out)"
+}
+
+func (w *world) setupBroker() {
+	f, l := w.broker, w.ledger
+	f.OnProvision(func(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		ns := ""
+		if r.Context != nil {
+			ns = r.Context.Namespace
+		}
+		put := func() { l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID}) }
+		o := w.call(ctx, fake.MethodProvision, r.InstanceID, func() outcome {
+			if o, ok := w.busy(r.InstanceID); ok {
+				return o
+			}
+			if _, ok := l.Instance(r.InstanceID); ok {
+				return outcome{what: "200 (identical request)", status: 200}
+			}
+			if w.faulty() {
+				switch w.faultOf(6, 2) {
+				case 0:
+					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+				case 1:
+					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+				case 2:
+					apply, what := w.maybe(put)
+					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+				case 3:
+					apply, what := w.maybe(put)
+					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+				case 4:
+					return outcome{what: "202, to fail", apply: put, status: 202, key: w.newOp(r.InstanceID, true, nil)}
+				default:
+					return outcome{what: "malformed 201", apply: put, err: fake.Malformed(201)}
+				}
+			}
+			if w.rng.IntN(4) == 0 {
+				return outcome{what: "202", apply: put, status: 202, key: w.newOp(r.InstanceID, false, nil)}
+			}
+			return outcome{what: "201", apply: put, status: 201}
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		return &osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, nil
+	})
+	f.OnUpdate(func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
+		change := func() {
+			if h, ok := l.Instance(r.InstanceID); ok && r.PlanID != "" {
+				h.PlanID = r.PlanID
+				l.PutInstance(h)
+			}
+		}
+		o := w.call(ctx, fake.MethodUpdate, r.InstanceID, func() outcome {
+			if o, ok := w.busy(r.InstanceID); ok {
+				return o
+			}
+			if _, ok := l.Instance(r.InstanceID); !ok {
+				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
+			}
+			if w.faulty() {
+				switch w.faultOf(4, 2) {
+				case 0:
+					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+				case 1:
+					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+				case 2:
+					apply, what := w.maybe(change)
+					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+				default:
+					apply, what := w.maybe(change)
+					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+				}
+			}
+			if w.rng.IntN(4) == 0 {
+				return outcome{what: "202", status: 202, key: w.newOp(r.InstanceID, false, change)}
+			}
+			return outcome{what: "200", apply: change, status: 200}
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		return &osb.UpdateResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, nil
+	})
+	f.OnDeprovision(func(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
+		drop := func() { l.DropInstance(r.InstanceID) }
+		o := w.call(ctx, fake.MethodDeprovision, r.InstanceID, func() outcome {
+			if o, ok := w.busy(r.InstanceID); ok {
+				return o
+			}
+			if _, ok := l.Instance(r.InstanceID); !ok {
+				return outcome{what: "410 Gone", err: fake.Gone()}
+			}
+			if bs := l.BindingsOf(r.InstanceID); len(bs) > 0 {
+				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
+			}
+			if w.faulty() {
+				switch w.faultOf(4, 1) {
+				case 0:
+					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+				case 1:
+					apply, what := w.maybe(drop)
+					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+				case 2:
+					return outcome{what: "202, to fail", status: 202, key: w.newOp(r.InstanceID, true, drop)}
+				default:
+					apply, what := w.maybe(drop)
+					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+				}
+			}
+			if w.rng.IntN(4) == 0 {
+				return outcome{what: "202", status: 202, key: w.newOp(r.InstanceID, false, drop)}
+			}
+			return outcome{what: "200", apply: drop, status: 200}
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		return &osb.DeprovisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, nil
+	})
+	f.OnLastOperation(func(ctx context.Context, r *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+		var resp *osb.LastOperationResponse
+		o := w.call(ctx, fake.MethodLastOperation, r.InstanceID, func() outcome {
+			op, ok := w.ops[r.OperationKey]
+			if !ok || op.id != r.InstanceID {
+				if _, held := l.Instance(r.InstanceID); !held {
+					return outcome{what: "410 Gone", err: fake.Gone()}
+				}
+				return outcome{what: "400 (no such operation)", err: httpErr(400, "", "no such operation")}
+			}
+			if w.faulty() && w.rng.IntN(2) == 0 {
+				return outcome{what: "500", err: httpErr(500, "", "internal error")}
+			}
+			switch {
+			case !op.over:
+				resp = &osb.LastOperationResponse{State: osb.StateInProgress, Description: "working"}
+				return outcome{what: "in progress"}
+			case op.fail:
+				resp = &osb.LastOperationResponse{State: osb.StateFailed, Description: "it failed"}
+				return outcome{what: "failed"}
+			}
+			resp = &osb.LastOperationResponse{State: osb.StateSucceeded}
+			return outcome{what: "succeeded"}
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		return resp, nil
+	})
+	f.OnBind(func(ctx context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
+		ns := ""
+		if r.Context != nil {
+			ns = w.bindingNamespace(r)
+		}
+		creds := map[string]any{"password": fmt.Sprintf("pw-%d", w.rng.IntN(1_000_000))}
+		put := func() {
+			l.PutBinding(fake.Held{ID: r.BindingID, InstanceID: r.InstanceID, Namespace: ns, Credentials: creds})
+		}
+		o := w.call(ctx, fake.MethodBind, r.BindingID, func() outcome {
+			if _, ok := l.Instance(r.InstanceID); !ok {
+				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
+			}
+			if h, ok := l.Binding(r.BindingID); ok {
+				return outcome{what: "200 (identical request)", status: 200, creds: h.Credentials}
+			}
+			if w.faulty() {
+				switch w.faultOf(4, 2) {
+				case 0:
+					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+				case 1:
+					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+				case 2:
+					apply, what := w.maybe(put)
+					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+				default:
+					apply, what := w.maybe(put)
+					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+				}
+			}
+			return outcome{what: "201", apply: put, status: 201, creds: creds}
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		return &osb.BindResponse{StatusCode: o.status, Credentials: o.creds}, nil
+	})
+	f.OnUnbind(func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
+		drop := func() { l.DropBinding(r.BindingID) }
+		o := w.call(ctx, fake.MethodUnbind, r.BindingID, func() outcome {
+			if _, ok := l.Binding(r.BindingID); !ok {
+				return outcome{what: "410 Gone", err: fake.Gone()}
+			}
+			if w.faulty() {
+				switch w.faultOf(3, 1) {
+				case 0:
+					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+				case 1:
+					apply, what := w.maybe(drop)
+					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+				default:
+					apply, what := w.maybe(drop)
+					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+				}
+			}
+			return outcome{what: "200", apply: drop, status: 200}
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		return &osb.UnbindResponse{StatusCode: o.status}, nil
+	})
+}
+
+// bindingNamespace is the namespace of the binding a bind request is made for: the
+// process's record's, else the process's.
+func (w *world) bindingNamespace(*osb.BindRequest) string {
+	return w.current().recordNamespace()
+}
+
+func (p *proc) recordNamespace() string {
+	if p.record != "" {
+		for i := range p.record {
+			if p.record[i] == '/' {
+				return p.record[:i]
+			}
+		}
+	}
+	return p.ns
+}
+
+// checkNamespace is invariant 6: a process working on a tenant's record (or a tenant's
+// own process) never changes what another namespace holds at the broker.
+func (w *world) checkNamespace(p *proc, method, id string) {
+	if p.recordNamespace() != "t" {
+		return
+	}
+	var h fake.Held
+	var ok bool
+	switch method {
+	case fake.MethodProvision, fake.MethodUpdate, fake.MethodDeprovision:
+		h, ok = w.ledger.Instance(id)
+	case fake.MethodBind, fake.MethodUnbind:
+		h, ok = w.ledger.Binding(id)
+	default:
+		return
+	}
+	if ok && h.Namespace != "t" {
+		w.fail("%s for record %s (%s) changes id %s, which namespace %s holds", method, p.record, p.name, id, h.Namespace)
+	}
+}

@@ -1,0 +1,243 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// streak follows the retries of one record: how many failures it recorded in a row.
+type streak struct {
+	last   string
+	failed int
+	// wait and family are the last retry's wait (when not immediate) and the
+	// operation it retried.
+	wait   time.Duration
+	family string
+}
+
+// family is the operation a retry's reason belongs to: a provision or bind and the
+// orphan mitigation of its uncertain call are one operation ("" for a reason of no
+// action: a broker or platform that was not reached).
+func family(reason string) string {
+	for _, p := range []string{"Provision", "Bind", "OrphanMitigation"} {
+		if strings.HasPrefix(reason, p) {
+			return "create"
+		}
+	}
+	for _, p := range []string{"Update", "Deprovision", "Unbind"} {
+		if strings.HasPrefix(reason, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func (w *world) records() ([]*v1alpha1.ServiceInstance, []*v1alpha1.ServiceBinding) {
+	ctx := context.Background()
+	insts, err := w.checker.Instances().List(ctx, "", store.Filter{})
+	if err != nil {
+		panic(err)
+	}
+	binds, err := w.checker.Bindings().List(ctx, "", store.Filter{})
+	if err != nil {
+		panic(err)
+	}
+	return insts, binds
+}
+
+// checkStep checks what holds after every step (invariants 2 and 6 are checked as
+// requests reach the broker).
+func (w *world) checkStep() {
+	insts, binds := w.records()
+	for _, x := range insts {
+		w.checkBackoff("instance", x, &x.Status.OperationStatus)
+	}
+	for _, x := range binds {
+		w.checkBackoff("binding", x, &x.Status.OperationStatus)
+	}
+}
+
+// checkBackoff is invariant 5: a record that keeps failing waits longer and longer, up
+// to the documented maximum, whatever mix of calls of one operation (a provision and its
+// orphan mitigation, say) fails: a retry never waits much less than the one before it.
+// (A retry of another action, a deletion after failed provisions, starts its own
+// backoff.)
+func (w *world) checkBackoff(kind string, x metav1.Object, st *v1alpha1.OperationStatus) {
+	if x.GetNamespace() == "t" {
+		return
+	}
+	key := fmt.Sprintf("%s %s/%s %s", kind, x.GetNamespace(), x.GetName(), x.GetUID())
+	s := w.streaks[key]
+	if s == nil {
+		s = &streak{}
+		w.streaks[key] = s
+	}
+	r := st.Retry
+	if r == nil {
+		*s = streak{}
+		return
+	}
+	if r.LastAttemptAt == nil || r.NextRetryAt == nil {
+		return
+	}
+	now := fmt.Sprintf("%s %d %s", r.Reason, r.Attempts, r.LastAttemptAt.UTC())
+	if now == s.last {
+		return
+	}
+	s.last = now
+	s.failed++
+	wait := r.NextRetryAt.Sub(r.LastAttemptAt.Time)
+	if fam := family(r.Reason); wait > 0 && fam != "" {
+		// Retries of one operation never wait much less than the last one did (the
+		// backoff doubles; jitter is ±20%).
+		if fam == s.family && s.failed > 1 && wait < s.wait/2-time.Second {
+			w.fail("%s waits %s before retrying (%s, attempt %d) after waiting %s before its last attempt: retries of one operation must back off further, orphan mitigation included",
+				key, wait, r.Reason, r.Attempts, s.wait)
+		}
+		s.wait, s.family = wait, fam
+	} else if fam == "" {
+		// A failure before any call (the broker record unreadable, say) is an action
+		// of its own: the next retry of the operation starts over.
+		s.family = ""
+	}
+}
+
+// terminal reports a record that needs nothing more: ready for its spec, or failed for
+// it in a way that waits for the user.
+func terminal(x metav1.Object, st *v1alpha1.OperationStatus) bool {
+	if x.GetDeletionTimestamp() != nil || st.InFlight != nil || st.Retry != nil || st.OrphanMitigation != nil {
+		return false
+	}
+	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionFailed} {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == x.GetGeneration() {
+			return true
+		}
+	}
+	return false
+}
+
+// settled reports whether quiescence is reached: the broker works on nothing, and every
+// record outside the tenant's namespace is terminal (or gone).
+func (w *world) settled() bool {
+	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 {
+		return false
+	}
+	insts, binds := w.records()
+	for _, x := range insts {
+		if x.Namespace != "t" && !terminal(x, &x.Status.OperationStatus) {
+			return false
+		}
+	}
+	for _, x := range binds {
+		if x.Namespace != "t" && (!terminal(x, &x.Status.OperationStatus) || len(x.Status.Retired) > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkQuiescence checks invariants 1, 3, 4 and 7 once faults stopped and reconcile ran
+// until nothing was pending.
+func (w *world) checkQuiescence() {
+	insts, binds := w.records()
+	owned := map[string]string{}
+	for _, x := range insts {
+		for _, id := range instanceIDs(x) {
+			owned[id] = "instance " + x.Namespace + "/" + x.Name
+		}
+		w.checkFinal("instance", x, &x.Status.OperationStatus)
+	}
+	for _, x := range binds {
+		for _, id := range bindingIDs(x) {
+			owned[id] = "binding " + x.Namespace + "/" + x.Name
+		}
+		w.checkFinal("binding", x, &x.Status.OperationStatus)
+	}
+	// 1: everything the broker holds is owned by a record.
+	for _, h := range w.ledger.Instances() {
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
+			w.fail("the broker holds instance %s (namespace %s) and no record owns it", h.ID, h.Namespace)
+		}
+	}
+	for _, h := range w.ledger.Bindings() {
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
+			w.fail("the broker holds binding %s (namespace %s) and no record owns it", h.ID, h.Namespace)
+			continue
+		}
+		// 3: its credentials are in the binding's Secret.
+		if h.Namespace != "t" {
+			w.checkCredentials(h.ID, h.Credentials, binds)
+		}
+	}
+}
+
+func (w *world) checkCredentials(id string, creds map[string]any, binds []*v1alpha1.ServiceBinding) {
+	for _, b := range binds {
+		if b.Status.Bound == nil || b.Status.Bound.BindingID != id {
+			continue
+		}
+		s, err := w.cluster.Core.CoreV1().Secrets(b.Namespace).Get(context.Background(), b.Spec.SecretName, metav1.GetOptions{})
+		if err != nil {
+			w.fail("binding %s/%s is bound as %s but its Secret %q cannot be read: %v", b.Namespace, b.Name, id, b.Spec.SecretName, err)
+			return
+		}
+		if got, want := string(s.Data["password"]), fmt.Sprint(creds["password"]); got != want {
+			w.fail("binding %s/%s is bound as %s but its Secret holds other credentials than the broker returned", b.Namespace, b.Name, id)
+		}
+		return
+	}
+	w.fail("the broker holds binding %s with credentials no binding record is bound to", id)
+}
+
+// checkFinal is invariants 4 and 7: a record not terminal says why (any record), and
+// outside the tenant's namespace every record is terminal.
+func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationStatus) {
+	name := kind + " " + x.GetNamespace() + "/" + x.GetName()
+	if terminal(x, st) {
+		return
+	}
+	msg, _ := readyMessage(st)
+	if msg == "" {
+		status, _ := json.Marshal(st)
+		w.fail("%s is not settled and no condition says why (deleting: %t, status %s)", name, x.GetDeletionTimestamp() != nil, status)
+		return
+	}
+	if x.GetNamespace() != "t" {
+		w.fail("%s never settled after the faults stopped: %s", name, msg)
+	}
+}
+
+// instanceIDs are the ids the broker may hold of an instance, as its status says.
+func instanceIDs(x *v1alpha1.ServiceInstance) []string {
+	ids := slices.Clone(x.Status.ExternalIDs)
+	if x.Status.Provisioned != nil {
+		ids = append(ids, x.CurrentExternalID())
+	}
+	if op := x.Status.InFlight; op != nil {
+		ids = append(ids, op.InstanceID)
+	}
+	return ids
+}
+
+// bindingIDs are the ids the broker may hold of a binding, as its status says.
+func bindingIDs(x *v1alpha1.ServiceBinding) []string {
+	ids := append(slices.Clone(x.Status.ExternalIDs), x.Status.Retired...)
+	if x.Status.Bound != nil {
+		ids = append(ids, x.Status.Bound.BindingID)
+	}
+	if op := x.Status.InFlight; op != nil {
+		ids = append(ids, op.BindingID)
+	}
+	return ids
+}

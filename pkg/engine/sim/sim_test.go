@@ -1,0 +1,101 @@
+// Package sim is a deterministic simulation of the engine: verbs, reconcile replicas and
+// a hostile tenant as processes over one fake API server and one fake broker, every
+// choice (who moves, what fails, how clocks move) taken from one seeded random source,
+// and the engine's invariants (/docs/engine.md) checked after every step and once
+// everything is quiet. It runs in "go test"; see docs/engine.md for replaying a seed.
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	seeds      = flag.Int("sim.seeds", 0, "how many seeds to run (default 300, 100 with -short)")
+	firstSeed  = flag.Uint64("sim.seed", 0, "run only this seed (with -sim.seeds: run that many from it)")
+	steps      = flag.Int("sim.steps", 150, "steps of each seed before the faults stop")
+	foreignIDs = flag.Bool("sim.foreign", false, "let the tenant forge OSB ids of other namespaces into her records")
+)
+
+// runSeed runs one seed and returns the world it leaves.
+func runSeed(seed uint64, n int) *world {
+	w := newWorld(seed)
+	w.logf("seed %d: rates %+v", seed, w.rates)
+	if w.rates.outage {
+		// A broker that is down long enough for retries to reach long waits.
+		n *= 3
+	}
+	for range n {
+		w.step()
+		if len(w.failures) > 0 {
+			return w
+		}
+	}
+	w.quiesce()
+	if len(w.failures) == 0 {
+		w.checkQuiescence()
+	}
+	return w
+}
+
+func TestSim(t *testing.T) {
+	count, from := 300, uint64(1)
+	if testing.Short() {
+		count = 100
+	}
+	if *firstSeed != 0 {
+		from, count = *firstSeed, 1
+	}
+	if *seeds > 0 {
+		count = *seeds
+	}
+	start := time.Now()
+	failed := 0
+	for seed := from; seed < from+uint64(count); seed++ {
+		w := runSeed(seed, *steps)
+		if len(w.failures) == 0 {
+			if *firstSeed != 0 && testing.Verbose() {
+				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
+			}
+			continue
+		}
+		failed++
+		if failed <= 3 {
+			t.Errorf("seed %d: %s\nreplay: go test ./pkg/engine/sim -run TestSim -sim.seed=%d -v\n%s",
+				seed, w.failures[0], seed, tail(w.trace, 60))
+		} else {
+			t.Errorf("seed %d: %s", seed, firstLine(w.failures[0]))
+		}
+	}
+	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
+}
+
+// tail is the end of a trace: the steps that led to a failure.
+func tail(trace []string, n int) string {
+	if *firstSeed != 0 {
+		return strings.Join(trace, "\n")
+	}
+	if len(trace) > n {
+		trace = append([]string{fmt.Sprintf("... %d earlier lines (replay the seed for all)", len(trace)-n)}, trace[len(trace)-n:]...)
+	}
+	return strings.Join(trace, "\n")
+}
+
+func TestSim_SameSeedSameTrace(t *testing.T) {
+	for _, seed := range []uint64{7, 99} {
+		a := strings.Join(runSeed(seed, *steps).trace, "\n")
+		b := strings.Join(runSeed(seed, *steps).trace, "\n")
+		if a != b {
+			al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+			for i := range min(len(al), len(bl)) {
+				if al[i] != bl[i] {
+					t.Fatalf("seed %d: the traces differ at line %d:\n%s\n%s", seed, i, al[i], bl[i])
+				}
+			}
+			t.Fatalf("seed %d: the traces differ in length: %d and %d lines", seed, len(al), len(bl))
+		}
+	}
+}

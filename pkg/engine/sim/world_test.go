@@ -1,0 +1,358 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// A world is one run of the simulation: a fake API server, a fake broker, processes that
+// drive records, and one random source deciding everything (which process moves next,
+// which request fails, how clocks move). Processes are goroutines, but only one runs at
+// a time: each runs until it reaches an API request, a broker call or a sleep, hands
+// control back to the scheduler there, and waits to be resumed. So one seed gives one
+// interleaving, one trace.
+type world struct {
+	seed    uint64
+	rng     *rand.Rand
+	t       time.Time // the simulation's time; processes read it with their own skew
+	cluster *storetest.Cluster
+	checker *store.Store // reads records for the invariants, outside every process
+	broker  *fake.Client
+	ledger  *fake.Ledger
+	procs   []*proc
+	running *proc
+	events  chan event
+	trace   []string
+	faults  bool
+	rates   rates
+	steps   int
+	// late is work the broker still does for callers that stopped waiting.
+	late     []*lateWork
+	ops      map[string]*asyncOp
+	opSeq    int
+	failures []string
+	streaks  map[string]*streak
+	// jumped: a clock jumped far enough that claims (judged by each reader's clock)
+	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
+	// not.
+	jumped bool
+	// wrote: a process wrote to the API server since the last check.
+	wrote bool
+}
+
+// rates are one seed's chances of each fault, in percent.
+type rates struct {
+	apiFault, kill, interrupt, brokerFault, late, jump, tenant int
+	// outage: the broker's failures are all 500s (retried), as when it is down.
+	outage bool
+}
+
+type event struct {
+	p     *proc
+	done  bool
+	panic string
+}
+
+// proc is a process: a verb run by a user, a reconcile replica, or a tenant editing
+// records; each has its own store (and cache), engine, holder name and clock.
+type proc struct {
+	w     *world
+	name  string
+	kind  kind
+	ns    string
+	gen   int
+	skew  time.Duration
+	eng   *engine.Engine
+	st    *store.Store
+	ctx   context.Context
+	stop  context.CancelFunc
+	dead  bool // killed (SIGKILL): nothing it sends reaches the API server or broker
+	alive bool // has a task under way
+	task  string
+	// record is the record the process is working on (for invariant 6).
+	record   string
+	resume   chan struct{}
+	sleeps   int
+	atBroker bool
+}
+
+type kind int
+
+const (
+	verbs kind = iota
+	reconciler
+	tenant
+)
+
+var errKilled = errors.New("sim: the process was killed")
+
+func newWorld(seed uint64) *world {
+	w := &world{
+		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{},
+	}
+	// OSB ids and request ids come from the seed too, so a trace names the same ids.
+	uuid.SetRand(w.rngReader())
+	w.rates = rates{
+		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
+		brokerFault: w.pick(0, 15, 35, 80), outage: w.pick(0, 0, 0, 1) == 1, late: w.pick(0, 30, 60), jump: w.pick(0, 0, 2), tenant: w.pick(0, 20, 50),
+	}
+	if w.rates.outage {
+		w.rates.brokerFault = 90
+	}
+	w.cluster = storetest.NewFastCluster()
+	w.cluster.SetClock(func() time.Time { return w.t })
+	w.checker = w.cluster.Store(store.WithClock(func() time.Time { return w.t }))
+	w.broker = fake.New()
+	w.ledger = fake.NewLedger()
+	w.setupBroker()
+	w.setupCatalog()
+	w.procs = []*proc{
+		w.newProc("alice", verbs, "dev"),
+		w.newProc("alice2", verbs, "dev"),
+		w.newProc("bob", verbs, "team-b"),
+		w.newProc("mallory", verbs, "t"),
+		w.newProc("mallory-edits", tenant, "t"),
+		w.newProc("reconcile-1", reconciler, ""),
+		w.newProc("reconcile-2", reconciler, ""),
+	}
+	return w
+}
+
+// pick returns one of the values, chosen by the seed.
+func (w *world) pick(vs ...int) int { return vs[w.rng.IntN(len(vs))] }
+
+func (w *world) chance(percent int) bool { return w.rng.IntN(100) < percent }
+
+type rngReader struct{ w *world }
+
+func (r rngReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r.w.rng.Uint32())
+	}
+	return len(p), nil
+}
+
+func (w *world) rngReader() rngReader { return rngReader{w} }
+
+func (w *world) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf("%5d %s ", w.steps, w.t.Format("15:04:05"))+fmt.Sprintf(format, args...))
+}
+
+func (w *world) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.logf("INVARIANT: %s", msg)
+	w.failures = append(w.failures, msg)
+}
+
+func (w *world) newProc(name string, k kind, ns string) *proc {
+	p := &proc{w: w, name: name, kind: k, ns: ns, resume: make(chan struct{})}
+	p.reset()
+	return p
+}
+
+// reset starts the process again (after it was killed or ended): a new holder name, a
+// new store and engine, a new context.
+func (p *proc) reset() {
+	p.gen++
+	p.dead = false
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now))
+	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
+		c.Holder = fmt.Sprintf("%s/%d", p.name, p.gen)
+		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
+		c.Now = p.now
+		c.Jitter = p.w.rng.Float64
+		c.Sleep = p.sleep
+	})
+}
+
+func (p *proc) now() time.Time { return p.w.t.Add(p.skew) }
+
+// pause hands control back to the scheduler at where, until the process is resumed.
+func (p *proc) pause(where string) {
+	p.w.logf("%-14s %s", p.name, where)
+	p.w.events <- event{p: p}
+	<-p.resume
+}
+
+// sleep is the engine's wait between steps of a drive: other processes move meanwhile.
+// A --wait runs out after a few sleeps.
+func (p *proc) sleep(ctx context.Context, d time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if p.dead {
+		return errKilled
+	}
+	p.pause(fmt.Sprintf("sleep %s", d.Round(time.Millisecond)))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if p.dead {
+		return errKilled
+	}
+	if p.sleeps--; p.sleeps < 0 {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// start runs task in the process's goroutine until its first pause.
+func (p *proc) start(name string, task func(ctx context.Context) error) {
+	p.alive, p.task = true, name
+	p.sleeps = p.w.pick(0, 3, 20)
+	p.w.logf("%-14s begins %s", p.name, name)
+	go func() {
+		ev := event{p: p, done: true}
+		defer func() {
+			if r := recover(); r != nil {
+				ev.panic = fmt.Sprintf("%v\n%s", r, debug.Stack())
+			}
+			p.w.events <- ev
+		}()
+		if err := task(p.ctx); err != nil {
+			p.w.logf("%-14s %s: %s", p.name, name, firstLine(err.Error()))
+		}
+	}()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// run resumes p (or starts a task) and waits for its next pause or its end.
+func (w *world) run(p *proc) {
+	if !p.alive {
+		name, task := w.taskFor(p)
+		w.begin(p, name, task)
+		return
+	}
+	w.running = p
+	p.resume <- struct{}{}
+	w.await(p)
+}
+
+// begin starts a task in p and waits for its first pause or its end.
+func (w *world) begin(p *proc, name string, task func(context.Context) error) {
+	w.running = p
+	p.start(name, task)
+	w.await(p)
+}
+
+func (w *world) await(p *proc) {
+	ev := <-w.events
+	w.running = nil
+	if ev.panic != "" {
+		w.fail("process %s panicked in %s (record %s): %s", p.name, p.task, p.record, ev.panic)
+	}
+	if ev.done {
+		p.alive = false
+		p.record = ""
+		w.logf("%-14s ends %s", p.name, p.task)
+		p.reset()
+	}
+}
+
+// step is one move of the simulation: time passes, late broker work lands, and one
+// process moves (perhaps killed or interrupted first).
+func (w *world) step() {
+	w.steps++
+	w.advance()
+	w.landLateWork(false)
+	p := w.procs[w.rng.IntN(len(w.procs))]
+	if p.alive && w.faults {
+		// A process waiting for the broker is where a kill or an interruption hurts
+		// most: it is made more likely there.
+		boost := 1
+		if p.atBroker {
+			boost = 6
+		}
+		switch {
+		case w.chance(w.rates.kill * boost):
+			w.logf("%-14s KILLED", p.name)
+			p.dead = true
+			p.stop()
+		case w.chance(w.rates.interrupt * boost):
+			w.logf("%-14s interrupted (its context ends)", p.name)
+			p.stop()
+		}
+	}
+	w.run(p)
+	if w.wrote {
+		w.wrote = false
+		w.checkStep()
+	}
+}
+
+// advance moves time, and now and then a process's clock.
+func (w *world) advance() {
+	switch n := w.rng.IntN(100); {
+	case n < 70:
+		w.t = w.t.Add(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
+	case n < 95:
+		w.t = w.t.Add(time.Duration(2+w.rng.IntN(30)) * time.Second)
+	default:
+		w.t = w.t.Add(time.Duration(1+w.rng.IntN(11)) * time.Minute)
+	}
+	if !w.faults || !w.chance(5) {
+		return
+	}
+	p := w.procs[w.rng.IntN(len(w.procs))]
+	// Clocks differ by up to 20 s; now and then one jumps minutes ahead or behind.
+	p.skew = time.Duration(w.rng.IntN(41)-20) * time.Second
+	if w.chance(w.rates.jump * 10) {
+		p.skew = time.Duration(w.rng.IntN(7)-3) * time.Minute
+		w.jumped = true
+	}
+	w.logf("%-14s clock skew now %s", p.name, p.skew)
+}
+
+// quiesce stops the faults, lets every process finish what it does, and runs reconcile
+// until nothing is pending (or gives up).
+func (w *world) quiesce() {
+	w.faults = false
+	w.logf("faults stop")
+	for _, p := range w.procs {
+		for p.alive {
+			w.t = w.t.Add(time.Second)
+			w.landLateWork(false)
+			w.run(p)
+		}
+		p.skew = 0
+	}
+	w.landLateWork(true)
+	r := w.procs[len(w.procs)-1]
+	for round := 0; round < 40; round++ {
+		w.t = w.t.Add(11 * time.Minute)
+		w.landLateWork(true)
+		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcilePass(ctx, true) })
+		for r.alive {
+			w.run(r)
+		}
+		if w.settled() {
+			return
+		}
+	}
+}
