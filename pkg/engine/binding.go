@@ -45,6 +45,13 @@ func (e *Engine) stepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
 	}
 	deleting := b.DeletionTimestamp != nil
+	if op := b.Status.InFlight; op != nil && (op.Async || !deleting || op.Type == v1alpha1.OperationUnbind) {
+		// As for an instance: an operation in flight the engine could not have written
+		// is refused, never acted on.
+		if err := checkBindingStatus(b); err != nil {
+			return preCallFailure(e, ctx, b, ReasonRefusedInconsistentStatus, err)
+		}
+	}
 	if op := b.Status.InFlight; op != nil {
 		if op.Async {
 			return e.pollBinding(ctx, b)
@@ -719,7 +726,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		return interrupted(b, ctx.Err())
 	}
 	outcome := osb.PollOutcomeOf(resp, callErr)
-	if op.PollDeadline != nil && !e.now().Before(op.PollDeadline.Time) {
+	if !e.now().Before(e.pollDeadline(op)) {
 		outcome.PollingExpired = true
 	}
 	act := osb.Decide(pollOp, outcome)
@@ -730,7 +737,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 	msg := desc
 	switch {
 	case act.Reason == osb.ReasonPollingExpired:
-		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", op.PollDeadline.Format(time.RFC3339))
+		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", e.pollDeadline(op).Format(time.RFC3339))
 	case callErr != nil:
 		msg = describe(callErr, 0)
 	case msg == "":

@@ -217,6 +217,12 @@ func releaseClaim[T driven[T]](e *Engine, ctx context.Context, x T) error {
 	if l, ok := store.LeaseOf(x); !ok || l.Holder != e.cfg.Holder {
 		return nil
 	}
+	if op := x.OpStatus().InFlight; op != nil && !op.Async {
+		// A call whose answer never came (interrupted, or its outcome not stored): the
+		// broker may still be working on it. The claim, which outlasts the call, keeps
+		// the next driver from re-sending it until then.
+		return nil
+	}
 	_, err := recordsOf[T](e.cfg.Store).Release(ctx, x, e.cfg.Holder)
 	if store.IsNotFound(err) {
 		return nil

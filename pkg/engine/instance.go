@@ -36,6 +36,13 @@ func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance)
 		return e.stepUserProvided(ctx, inst)
 	}
 	deleting := inst.DeletionTimestamp != nil
+	if op := inst.Status.InFlight; op != nil && (op.Async || !deleting || op.Type == v1alpha1.OperationDeprovision) {
+		// The operation in flight is acted on: it must be one the engine could have
+		// written (a status is anyone's to edit who may update the ConfigMap).
+		if err := checkInstanceStatus(inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonRefusedInconsistentStatus, err)
+		}
+	}
 	if op := inst.Status.InFlight; op != nil {
 		if op.Async {
 			return e.poll(ctx, inst)
@@ -812,7 +819,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 		return interrupted(inst, ctx.Err())
 	}
 	outcome := osb.PollOutcomeOf(resp, callErr)
-	if op.PollDeadline != nil && !e.now().Before(op.PollDeadline.Time) {
+	if !e.now().Before(e.pollDeadline(op)) {
 		outcome.PollingExpired = true
 	}
 	act := osb.Decide(pollOp, outcome)
@@ -823,7 +830,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 	msg := desc
 	switch {
 	case act.Reason == osb.ReasonPollingExpired:
-		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", op.PollDeadline.Format(time.RFC3339))
+		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", e.pollDeadline(op).Format(time.RFC3339))
 	case callErr != nil:
 		msg = describe(callErr, 0)
 	case msg == "":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -124,7 +125,7 @@ func conditionsEqual(a, b []metav1.Condition) bool {
 func (e *Engine) retryLater(x opRecord, reason, msg string, immediate bool, now time.Time) {
 	st := x.OpStatus()
 	attempts := int32(1)
-	if r := st.Retry; r != nil && actionOf(r.Reason) == actionOf(reason) {
+	if r := st.Retry; r != nil && sameOperation(actionOf(r.Reason), actionOf(reason)) {
 		attempts = r.Attempts + 1
 	}
 	delay := e.backoff(attempts)
@@ -139,6 +140,18 @@ func (e *Engine) retryLater(x opRecord, reason, msg string, immediate bool, now 
 	st.Phase = v1alpha1.PhaseFailed
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
 		fmt.Sprintf("%s (attempt %d; next retry at %s)", msg, attempts, next.UTC().Format(time.RFC3339)), now)
+}
+
+// sameOperation reports whether two actions' retries are attempts of one operation of a
+// record: the same action, or a provision or bind and the orphan mitigation of its
+// uncertain call. Attempts are counted across them, so that a call failing and its
+// mitigation failing once in turn still back off further and further.
+func sameOperation(a, b string) bool {
+	if a == b {
+		return true
+	}
+	creates := func(x string) bool { return x == actionProvision || x == actionBind }
+	return (a == actionOrphanMitigation && creates(b)) || (b == actionOrphanMitigation && creates(a))
 }
 
 // terminalFailure records a failure that retrying will not fix; the record settles
@@ -247,7 +260,35 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	}
 	e.statusEvents(ctx, in, stored)
 	dropSent(e, ctx, replaced, stored)
-	return stored, true, nil
+	stored, ok, err := freshClaim(e, ctx, stored)
+	return stored, ok, err
+}
+
+// freshClaim makes sure the claim on stored, just written, still has most of its time
+// left before a broker call is made under it: a call must end while every other driver,
+// reading the claim by its own clock, still sees it live. A write that took long to land
+// (a slow API server, a paused process) renews the claim first; a renewal refused means
+// someone else took the record over: no call.
+func freshClaim[T driven[T]](e *Engine, ctx context.Context, stored T) (T, bool, error) {
+	var none T
+	for range 3 {
+		l, ok := store.LeaseOf(stored)
+		if !ok || l.Holder != e.cfg.Holder {
+			return none, false, nil
+		}
+		if l.ExpiresAt.Sub(e.now()) >= e.cfg.ClaimTTL*7/8 {
+			return stored, true, nil
+		}
+		renewed, err := recordsOf[T](e.cfg.Store).Claim(ctx, stored, e.cfg.Holder, e.cfg.ClaimTTL)
+		if store.IsClaimed(err) || store.IsConflict(err) {
+			return none, false, nil
+		}
+		if err != nil {
+			return none, false, err
+		}
+		stored = renewed
+	}
+	return none, false, nil
 }
 
 // finish stores the outcome of a broker call. The outcome is about the operation in
@@ -262,6 +303,12 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		x := cur.DeepCopy()
 		now := e.now()
 		mutate(x, now)
+		if any(cur) != any(in) {
+			// Re-applied to a record someone else wrote since the write-ahead: whatever
+			// the outcome says, an id listed there may be held at the broker (a re-send
+			// may have created it), so none is removed.
+			keepListed(x.OpStatus(), cur.OpStatus().ExternalIDs)
+		}
 		if op := x.OpStatus().InFlight; op != nil && op.Async {
 			_ = store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now)
 		} else {
@@ -283,9 +330,24 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		if op := fresh.OpStatus().InFlight; op == nil || op.RequestID != requestID {
 			return reread(e, ctx, fresh, errLost)
 		}
+		if l, ok := store.LeaseOf(fresh); ok && l.Holder != e.cfg.Holder {
+			// Another driver took the record over (our claim ran out) and may have
+			// re-sent the same request: its outcome is the one to store, not this late
+			// one.
+			return reread(e, ctx, fresh, errLost)
+		}
 		cur = fresh
 	}
 	return reread(e, ctx, cur, nil)
+}
+
+// keepListed adds back to st.ExternalIDs any of ids that an outcome removed.
+func keepListed(st *v1alpha1.OperationStatus, ids []string) {
+	for _, id := range ids {
+		if !slices.Contains(st.ExternalIDs, id) {
+			st.ExternalIDs = append(st.ExternalIDs, id)
+		}
+	}
 }
 
 // outcomeNotStored handles an outcome that could not be written for a reason other than
@@ -524,4 +586,63 @@ func WaitingForReconcile(x opRecord) bool {
 	}
 	c := meta.FindStatusCondition(x.OpStatus().Conditions, v1alpha1.ConditionReady)
 	return c != nil && c.Reason == ReasonWaitingForReconcile
+}
+
+// ReasonRefusedInconsistentStatus: the record's status contradicts itself (an update in
+// flight for an instance never provisioned, an operation of no known type, a call
+// without the OSB id it is about). A status is free to write for anyone who may update
+// the record's ConfigMap, so it is read as untrusted input: such a record is refused,
+// visibly, and no call is made from it.
+const ReasonRefusedInconsistentStatus = "RefusedInconsistentStatus"
+
+// inconsistentStatus is the refusal of a record whose operation in flight (the part of
+// the status a step acts on) cannot be what the engine wrote, or nil. fix says what the
+// user does about it.
+func inconsistentStatus(kind, name string, op *v1alpha1.Operation, types []v1alpha1.OperationType, why string) error {
+	if op == nil {
+		return nil
+	}
+	switch {
+	case !slices.Contains(types, op.Type):
+		why = fmt.Sprintf("status.inFlight has an operation of unknown type %q", op.Type)
+	case op.InstanceID == "":
+		why = "status.inFlight names no instance id"
+	}
+	if why == "" {
+		return nil
+	}
+	return refused(ReasonRefusedInconsistentStatus,
+		"%s %q has an inconsistent status (%s), which the engine never writes: nothing is sent to the broker from it; remove status.inFlight from the record's ConfigMap, or drop the record without the broker (\"kubectl catalog %s %s --abandon\")",
+		kind, name, why, map[string]string{"instance": "deprovision", "binding": "unbind"}[kind], name)
+}
+
+// checkInstanceStatus refuses an instance whose operation in flight cannot be acted on.
+func checkInstanceStatus(inst *v1alpha1.ServiceInstance) error {
+	op := inst.Status.InFlight
+	why := ""
+	if op != nil && op.Type == v1alpha1.OperationUpdate && inst.Status.Provisioned == nil {
+		why = "an update in flight for an instance that was never provisioned"
+	}
+	return inconsistentStatus("instance", inst.Name, op,
+		[]v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision}, why)
+}
+
+// checkBindingStatus refuses a binding whose operation in flight cannot be acted on.
+func checkBindingStatus(b *v1alpha1.ServiceBinding) error {
+	op := b.Status.InFlight
+	why := ""
+	if op != nil && op.BindingID == "" {
+		why = "status.inFlight names no binding id"
+	}
+	return inconsistentStatus("binding", b.Name, op, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind}, why)
+}
+
+// pollDeadline is when polling op gives up: its recorded deadline, else (a status that
+// lost it, or never had it) the engine's own bound from when it started, so that no
+// status makes a record poll forever.
+func (e *Engine) pollDeadline(op *v1alpha1.Operation) time.Time {
+	if op.PollDeadline != nil {
+		return op.PollDeadline.Time
+	}
+	return op.StartedAt.Add(e.cfg.MaxPollingDuration)
 }

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The defects of this file were found by the engine's simulation (pkg/engine/sim); each
+// test is the smallest case of one.
+
+func TestStepInstance_UpdateInFlightWithNothingProvisioned_IsRefusedNotACrash(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	// A tenant edits the status: an update in flight, nothing provisioned.
+	_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+		i.Status.Provisioned = nil
+		i.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationUpdate, InstanceID: i.CurrentExternalID(), RequestID: "forged"}
+		return nil
+	})
+	assert.NilError(t, err)
+
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateWaiting)
+	assert.Assert(t, res.Refused)
+	c := condition(f.get("db"), v1alpha1.ConditionRefused)
+	assert.Equal(t, c.Reason, ReasonRefusedInconsistentStatus)
+	assert.Assert(t, is.Contains(c.Message, "an update in flight for an instance that was never provisioned"))
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+}
+
+func TestStepInstance_ForgedAsyncWithoutDeadline_StopsPolling(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+		i.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationUpdate, InstanceID: i.CurrentExternalID(), Async: true, OperationKey: "op-x"}
+		return nil
+	})
+	assert.NilError(t, err)
+	f.broker.SetPollSequence("op-x", fake.InProgress("working"))
+
+	f.step("db")
+
+	// No deadline recorded, and a start at the zero time: past the engine's own bound.
+	inst := f.get("db")
+	assert.Assert(t, inst.Status.InFlight == nil)
+	assert.Assert(t, inst.Status.Retry != nil, "the failed update is retried with backoff")
+	assert.Assert(t, is.Contains(condition(inst, v1alpha1.ConditionReady).Message, "maximum polling duration"))
+}
+
+func TestRelease_InterruptedCall_KeepsTheClaim(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	f.broker.OnProvision(func(context.Context, *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		cancel() // Ctrl-C while the broker works on the PUT
+		return nil, &osb.TransportError{Method: "PUT", Path: "/fake", Canceled: true, Err: context.Canceled}
+	})
+
+	res, err := f.engine.StepInstance(ctx, f.get("db"))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NilError(t, f.engine.Release(context.Background(), res.Instance))
+
+	// Another driver leaves the record alone until the claim, which outlasts the call,
+	// runs out: the broker may still be working on the first PUT.
+	other := New(Config{Store: f.st, Brokers: fake.Brokers{Client: f.broker}, Platform: StaticPlatform{Cluster: "cluster-1"},
+		CatalogNamespace: f.engine.cfg.CatalogNamespace, Holder: "reconcile", Now: func() time.Time { return f.now }})
+	again, err := other.StepInstance(context.Background(), f.get("db"))
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(again.Message, "test is working on it"))
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+}
+
+func TestFinish_LateOutcome_NotStoredOverAnotherDriversClaim(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	// While the broker answers a slow PUT, the claim runs out and reconcile takes the
+	// record over, re-sending the same request (same request id).
+	f.hook = func(p HookPoint, op *v1alpha1.Operation) {
+		if p != HookAfterBrokerCall {
+			return
+		}
+		_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+			return store.SetClaim(i, "reconcile", 2*time.Minute, f.now.Add(3*time.Minute))
+		})
+		assert.NilError(t, err)
+	}
+	provisionReturns(f, 422, fake.HTTPError("PUT", 422, "", "refused late"))
+
+	f.step("db")
+
+	inst := f.get("db")
+	l, _ := store.LeaseOf(inst)
+	assert.Equal(t, l.Holder, "reconcile")
+	assert.Assert(t, inst.Status.InFlight != nil, "reconcile's operation in flight stays")
+	assert.Assert(t, is.Contains(inst.Status.ExternalIDs, inst.Status.InFlight.InstanceID), "the id the broker may hold stays listed")
+}
+
+func TestRetry_OrphanMitigationFailingOnce_BackoffStillGrows(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	provisionReturns(f, 0, fake.HTTPError("PUT", 500, "", "down"))
+	deletes := 0
+	f.broker.OnDeprovision(func(context.Context, *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
+		deletes++
+		if deletes%2 == 1 {
+			return nil, fake.HTTPError("DELETE", 500, "", "down")
+		}
+		return &osb.DeprovisionResponse{StatusCode: 200}, nil
+	})
+
+	var attempts []int32
+	for range 9 {
+		f.step("db")
+		inst := f.get("db")
+		attempts = append(attempts, inst.Status.Retry.Attempts)
+		f.advance(time.Hour)
+	}
+
+	// PUT, DELETE (fails), DELETE, PUT, ...: one provision, counted across mitigation.
+	assert.DeepEqual(t, attempts, []int32{1, 2, 3, 4, 5, 6, 7, 8, 9})
+}
