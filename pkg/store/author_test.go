@@ -168,3 +168,23 @@ func TestDecode_ReadsFormat1WithTheStatusInTheRecord(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, got.Status, sample.Status)
 }
+
+func TestAuthor_AStatusWriteWithoutMemoryOfTheSpec_KeepsTheAuthorAndToken(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	_, err := writer(c, "bob", "tok").Instances().Create(store.WithIntent(ctx), storetest.SampleInstance())
+	assert.NilError(t, err)
+	// The engine's store never read this version (its memory of specs is bounded, and
+	// was wiped): the record comes from another store's read.
+	inst := storetest.SampleInstance()
+	got, err := c.Store().Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+	got.Status.Phase = v1alpha1.PhaseFailed
+
+	_, err = writer(c, "system:serviceaccount:catalog-system:reconcile", "").Instances().Update(ctx, got)
+	assert.NilError(t, err)
+
+	a, _ := instanceCM(t, c)
+	assert.Equal(t, a[store.AnnotationAuthor], "bob")
+	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
+}

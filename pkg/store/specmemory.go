@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -102,4 +104,23 @@ func decoded[T v1alpha1.Record](s *Store, k kind[T], cm *corev1.ConfigMap) (T, e
 		s.specs.remember(cm, hash)
 	}
 	return obj, nil
+}
+
+// recall makes sure the store remembers the spec of the record obj is a newer version
+// of, before a write that is not the user's intent (a status write): reading the
+// ConfigMap again when the memory lost it (it is bounded, and another process may have
+// written the record). Without it such a write could not tell an unchanged spec from a
+// changed one, and would stamp its writer as the spec's author without the trust token.
+func (r Records[T]) recall(ctx context.Context, obj T) {
+	if !r.k.remember || obj.GetUID() == "" {
+		return
+	}
+	if _, ok := r.s.specs.lookup(obj.GetUID(), obj.GetResourceVersion()); ok {
+		return
+	}
+	cur, err := r.configMaps(obj.GetNamespace()).Get(ctx, ConfigMapName(r.k.name, obj.GetName()), metav1.GetOptions{})
+	if err != nil || cur.UID != obj.GetUID() || cur.ResourceVersion != obj.GetResourceVersion() {
+		return // the write conflicts, or fails, anyway
+	}
+	_, _ = decoded(r.s, r.k, cur)
 }

@@ -160,6 +160,9 @@ func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
 		// off.
 		delete(cm.Labels, LabelManagedBy)
 	}
+	if !isIntent(ctx) {
+		r.recall(ctx, obj)
+	}
 	intended, err := r.s.prepareWrite(ctx, cm, false)
 	if err != nil {
 		return zero, err
