@@ -32,10 +32,20 @@ func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance)
 		return Result{Instance: inst, State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
 			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
 	}
-	if inst.IsUserProvided() {
-		return e.stepUserProvided(ctx, inst)
-	}
 	deleting := inst.DeletionTimestamp != nil
+	switch brokered := heldAtBroker(inst); {
+	case inst.IsUserProvided() && !brokered:
+		return e.stepUserProvided(ctx, inst)
+	case inst.IsUserProvided() && !deleting:
+		// What the broker holds is deleted whatever the spec says now; until then the
+		// instance is not user-provided.
+		return preCallFailure(e, ctx, inst, ReasonRefusedUserProvidedChange, refused(ReasonRefusedUserProvidedChange,
+			"spec.userProvided cannot be added to instance %q, which a broker holds (instance id %s): remove spec.userProvided again, or deprovision the instance and create a user-provided one",
+			inst.Name, inst.CurrentExternalID()))
+	case !inst.IsUserProvided() && !deleting && wasUserProvided(inst):
+		return preCallFailure(e, ctx, inst, ReasonRefusedUserProvidedChange, refused(ReasonRefusedUserProvidedChange,
+			"spec.userProvided cannot be removed from instance %q: put it back, or delete the instance and provision one from a broker", inst.Name))
+	}
 	if op := inst.Status.InFlight; op != nil && (op.Async || !deleting || op.Type == v1alpha1.OperationDeprovision) {
 		// The operation in flight is acted on: it must be one the engine could have
 		// written (a status is anyone's to edit who may update the ConfigMap).

@@ -646,3 +646,26 @@ func (e *Engine) pollDeadline(op *v1alpha1.Operation) time.Time {
 	}
 	return op.StartedAt.Add(e.cfg.MaxPollingDuration)
 }
+
+// ReasonRefusedUserProvidedChange: spec.userProvided was added to an instance a broker
+// holds, or removed from a user-provided one; neither is a change an instance can make.
+const ReasonRefusedUserProvidedChange = "RefusedUserProvidedChange"
+
+// heldAtBroker reports whether inst's status says a broker may hold something of it.
+func heldAtBroker(inst *v1alpha1.ServiceInstance) bool {
+	st := &inst.Status
+	return st.Provisioned != nil || len(st.ExternalIDs) > 0 || st.InFlight != nil || st.OrphanMitigation != nil
+}
+
+// wasUserProvided reports whether inst's status is a user-provided instance's (or the
+// refusal of its change).
+func wasUserProvided(inst *v1alpha1.ServiceInstance) bool {
+	if heldAtBroker(inst) {
+		return false
+	}
+	if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionRefused); c != nil && c.Reason == ReasonRefusedUserProvidedChange {
+		return true
+	}
+	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Reason == ReasonUserProvided
+}

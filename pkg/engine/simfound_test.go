@@ -129,3 +129,24 @@ func TestRetry_OrphanMitigationFailingOnce_BackoffStillGrows(t *testing.T) {
 	// PUT, DELETE (fails), DELETE, PUT, ...: one provision, counted across mitigation.
 	assert.DeepEqual(t, attempts, []int32{1, 2, 3, 4, 5, 6, 7, 8, 9})
 }
+
+func TestStepInstance_UserProvidedAddedToAProvisionedInstance_RefusedThenDeprovisionedAtTheBroker(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Spec.UserProvided = &v1alpha1.UserProvidedService{CredentialsSecret: "creds"}
+	})
+
+	res := f.step("db")
+
+	assert.Assert(t, res.Refused)
+	assert.Equal(t, condition(f.get("db"), v1alpha1.ConditionRefused).Reason, ReasonRefusedUserProvidedChange)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+
+	assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+	f.advance(time.Hour)
+	res = f.step("db")
+
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1, "what the broker holds is deleted whatever the spec says")
+}
