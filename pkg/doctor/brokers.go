@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,20 +45,13 @@ func Brokers(ctx context.Context, c *Config) []Finding {
 // unreadableRecords are the findings of a list that read every record but some it could
 // not decode (err joins their errors); ok is false when err is anything else.
 func unreadableRecords(err error) (fs []Finding, ok bool) {
-	errs := []error{err}
-	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		var se *store.Error
-		if !engine.IsCorrupt(e) || !errors.As(e, &se) {
-			return nil, false
-		}
+	bad, ok := store.Unreadable(err)
+	for _, se := range bad {
 		fs = append(fs, Finding{Object: "record " + se.Namespace + "/" + noun(se.Kind) + "/" + se.Name, Severity: Warn,
-			Detail: fmt.Sprintf("cannot read it: %v", e),
+			Detail: fmt.Sprintf("cannot read it: %v", se),
 			Fix:    fmt.Sprintf("fix or delete the ConfigMap it names (kubectl edit configmap NAME -n %s); nothing uses the record until then", se.Namespace)})
 	}
-	return fs, true
+	return fs, ok
 }
 
 // Broker checks that broker b answers its catalog, asking the engine: a record the

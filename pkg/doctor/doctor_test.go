@@ -313,6 +313,23 @@ func TestBrokers_AnUnreadableRecordIsAFindingOfItsOwn(t *testing.T) {
 	assert.Equal(t, fs[1].Severity, OK, "%+v", fs[1])
 }
 
+func TestBrokers_ARecordOfANewerFormatIsAFindingOfItsOwn(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{})
+	fx := newFixture(t)
+	fx.addBroker(t, userNS, "good", b.URL(), nil)
+	_, err := fx.cluster.Core.CoreV1().ConfigMaps(userNS).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: store.ConfigMapName(v1alpha1.KindBroker, "newer"),
+			Labels: map[string]string{store.LabelKind: v1alpha1.KindBroker}, Annotations: map[string]string{store.AnnotationFormat: "99"}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	fs := Brokers(context.Background(), fx.config())
+
+	assert.DeepEqual(t, objects(fs), []string{"record dev/broker/newer", "broker dev/good"})
+	assert.Assert(t, is.Contains(fs[0].Detail, "cannot read it: "))
+	assert.Equal(t, fs[1].Severity, OK, "%+v", fs[1])
+}
+
 func TestBrokers_NoneRegistered(t *testing.T) {
 	fs := Brokers(context.Background(), newFixture(t).config())
 	assert.DeepEqual(t, fs, []Finding{{Object: "brokers", Severity: Warn, Detail: "no broker registered in namespace dev or catalog-system",

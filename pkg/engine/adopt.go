@@ -210,7 +210,15 @@ func (e *Engine) idFree(ctx context.Context, kind, namespace, name, id string) e
 		return err
 	}
 	for _, u := range users {
-		if u.Namespace != namespace || u.Name != name {
+		if u.Namespace == namespace && u.Name == name {
+			continue
+		}
+		// Only a real record that uses the id counts (see olderHolder).
+		holds, err := e.cfg.Store.HoldsExternalID(ctx, kind, u, id)
+		if err != nil && !store.IsForbidden(err) {
+			return err
+		}
+		if holds || err != nil {
 			return refused(ReasonRefusedIDInUse, "OSB id %s is already used by %s %q in namespace %q", id, kindWord(kind), u.Name, u.Namespace)
 		}
 	}

@@ -384,7 +384,11 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec metav1.Object, id
 			return err
 		}
 	}
-	if u := older(users); u != nil {
+	u, err := e.olderHolder(ctx, kind, rec, id, users)
+	if err != nil {
+		return err
+	}
+	if u != nil {
 		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s: %s %q in namespace %q, created before this record, already uses it", id, strings.ToLower(kind), u.Name, u.Namespace)
 	}
 	c.mu.Lock()

@@ -218,9 +218,14 @@ type Reconciler struct {
 	Now func() time.Time
 	// ClaimTTL is how long a broker claim lasts; default 2 minutes.
 	ClaimTTL time.Duration
+	// Logf, if not nil, logs what a run's summary cannot hold: the stack of a step
+	// that failed hard (see visitSafely).
+	Logf func(format string, args ...any)
 
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
+	// stepInstance replaces the engine's StepInstance in tests.
+	stepInstance func(context.Context, *v1alpha1.ServiceInstance) (engine.Result, error)
 	// clock times the run itself: when a queued record is due, the waits between
 	// steps, MaxDuration and Took. It is the wall clock (Now may be skewed: only
 	// durations are taken from this one); tests replace it with a fake one.
@@ -431,7 +436,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 			if dueAt != nil && now.Before(dueAt.Add(bound)) {
 				return false
 			}
-			if dueAt == nil && !r.overdue(ctx, kind, namespace, name, bound, now) {
+			if dueAt == nil && !r.safeBool(KindWord(kind)+" "+namespace+"/"+name, func() bool { return r.overdue(ctx, kind, namespace, name, bound, now) }) {
 				return false
 			}
 			gs.TakenOver++
@@ -488,7 +493,20 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 		// listed in full to find it.
 		brokers, err := r.Store.Brokers().List(ctx, o.Namespace, store.Filter{})
 		if err != nil {
-			return nil, nil, gs, owns, err
+			bad, ok := store.Unreadable(err)
+			if !ok {
+				return nil, nil, gs, owns, err
+			}
+			// A ConfigMap that does not hold a readable broker fails on its own and
+			// hides no other record.
+			for _, e := range bad {
+				w := work{kind: v1alpha1.KindBroker, namespace: e.Namespace, name: e.Name}
+				if _, seen := index[w.key()]; seen || !owns(e.Namespace, e.Name) {
+					continue
+				}
+				index[w.key()] = -1
+				pre = append(pre, failed(Item{Namespace: e.Namespace, Kind: w.kind, Name: e.Name}, unreadable(e)))
+			}
 		}
 		for _, b := range brokers {
 			w := work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b}
@@ -520,7 +538,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 		// A rotation that is merely due is not pending work either: the bindings are
 		// listed in full (page by page) to find it.
 		bindings, err := r.Store.Bindings().List(ctx, o.Namespace, store.Filter{})
-		if err != nil && !store.IsCorrupt(err) && !store.IsUnsupportedFormat(err) {
+		if _, ok := store.Unreadable(err); err != nil && !ok {
 			return nil, nil, gs, owns, err
 		}
 		// An unreadable binding ConfigMap does not hide the others; if it has work, the
@@ -598,6 +616,9 @@ func (r *Reconciler) driveBroker(ctx context.Context, w work, it Item, dryRun bo
 		if store.IsNotFound(err) {
 			it.Outcome, it.Detail = Done, "gone"
 			return it, false
+		}
+		if _, bad := store.Unreadable(err); bad {
+			return failed(it, unreadable(err)), false
 		}
 		if err != nil {
 			return failed(it, err), false

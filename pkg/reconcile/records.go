@@ -28,10 +28,14 @@ type kindOps[T engineRecord] struct {
 }
 
 func (r *Reconciler) instanceOps() *kindOps[*v1alpha1.ServiceInstance] {
+	step := r.Engine.StepInstance
+	if r.stepInstance != nil {
+		step = r.stepInstance
+	}
 	return &kindOps[*v1alpha1.ServiceInstance]{
 		get:  r.Store.Instances().Get,
 		next: r.Engine.NextStep,
-		step: r.Engine.StepInstance,
+		step: step,
 		stored: func(res engine.Result) (*v1alpha1.ServiceInstance, bool) {
 			return res.Instance, res.Instance != nil
 		},

@@ -145,7 +145,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	for range min(workers, len(tasks)) {
 		wg.Go(func() {
 			for t := range in {
-				r.visit(ctx, t, o)
+				r.visitSafely(ctx, t, o)
 				out <- t
 			}
 		})
@@ -242,7 +242,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	left := []*task(q)
 	stopped := interrupted()
 	Pool(context.WithoutCancel(ctx), workers, len(left), func(i int) Item {
-		r.leave(ctx, left[i], stopped)
+		r.leaveSafely(ctx, left[i], stopped, o)
 		return Item{}
 	}, func(int) Item { return Item{} })
 	for _, t := range left {
@@ -436,6 +436,8 @@ func (r *Reconciler) read(ctx context.Context, t *task) bool {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
+	case store.IsCorrupt(err) || store.IsUnsupportedFormat(err):
+		t.it = failed(t.it, unreadable(err))
 	case err != nil:
 		t.it = failed(t.it, err)
 	case !found:
@@ -625,6 +627,11 @@ func needsUser(it Item, rec record) Item {
 		}
 	}
 	return it
+}
+
+// unreadable is the failure of a record whose ConfigMap holds no readable record.
+func unreadable(err error) error {
+	return fmt.Errorf("cannot read it: %w", err)
 }
 
 func failed(it Item, err error) Item {

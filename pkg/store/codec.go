@@ -43,6 +43,11 @@ type kind[T v1alpha1.Record] struct {
 	// that a write leaving the spec unchanged leaves DataKey byte for byte as it was
 	// (records whose spec has an author: brokers, instances, bindings).
 	remember bool
+	// maxSpecBytes bounds the spec of a record of the kind stored compressed (format
+	// 3), as decompressed JSON; 0: records of the kind are never compressed, and a
+	// ConfigMap's own limit bounds them. A reader never decodes more, whatever a
+	// ConfigMap's writer put in it.
+	maxSpecBytes int
 }
 
 func brokerKind() kind[*v1alpha1.Broker] {
@@ -68,8 +73,9 @@ func HoldsInstances(b *v1alpha1.Broker) bool { return b.Spec.Scope == v1alpha1.S
 
 func classKind() kind[*v1alpha1.ServiceClass] {
 	return kind[*v1alpha1.ServiceClass]{
-		name:      v1alpha1.KindServiceClass,
-		newRecord: func() *v1alpha1.ServiceClass { return &v1alpha1.ServiceClass{} },
+		name:         v1alpha1.KindServiceClass,
+		maxSpecBytes: maxCompressedSpecBytes,
+		newRecord:    func() *v1alpha1.ServiceClass { return &v1alpha1.ServiceClass{} },
 		parts: func(o *v1alpha1.ServiceClass) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, &o.Status
 		},
@@ -83,8 +89,9 @@ func classKind() kind[*v1alpha1.ServiceClass] {
 
 func schemasKind() kind[*v1alpha1.ServicePlanSchemas] {
 	return kind[*v1alpha1.ServicePlanSchemas]{
-		name:      v1alpha1.KindServicePlanSchemas,
-		newRecord: func() *v1alpha1.ServicePlanSchemas { return &v1alpha1.ServicePlanSchemas{} },
+		name:         v1alpha1.KindServicePlanSchemas,
+		maxSpecBytes: maxCompressedSpecBytes,
+		newRecord:    func() *v1alpha1.ServicePlanSchemas { return &v1alpha1.ServicePlanSchemas{} },
 		parts: func(o *v1alpha1.ServicePlanSchemas) (*metav1.ObjectMeta, any, any) {
 			return &o.ObjectMeta, &o.Spec, nil
 		},
@@ -333,9 +340,18 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
 	}
 	if n := dataSize(data); n > maxDataBytes {
-		// Too large as JSON: compress the spec (format 3).
 		plain := n
-		if data, err = marshalCompressed(k.name, spec, status); err != nil {
+		if k.maxSpecBytes == 0 {
+			return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
+				Detail: fmt.Sprintf("%d bytes of JSON; records of this kind are never compressed", plain)}
+		}
+		// Too large as JSON: compress the spec (format 3).
+		if data, err = marshalCompressed(k.name, spec, status, k.maxSpecBytes); err != nil {
+			var tooLarge *specTooLargeError
+			if errors.As(err, &tooLarge) {
+				return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
+					Detail: fmt.Sprintf("%d bytes of JSON in its spec, more than the %d a reader decompresses", tooLarge.size, k.maxSpecBytes)}
+			}
 			return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
 		}
 		if n := dataSize(data); n > maxDataBytes {
@@ -402,16 +418,29 @@ func marshalData(b body, status any) (map[string]string, error) {
 // formatCompressed is the format of a record whose spec is compressed.
 const formatCompressed = 3
 
-// maxSpecBytes bounds a compressed spec once decompressed, so that a forged record
-// cannot make a reader decompress without end.
-const maxSpecBytes = 64 << 20
+// maxCompressedSpecBytes bounds a compressed spec once decompressed (kind.maxSpecBytes
+// of the kinds that may be compressed: classes, plan schemas), so that a forged record
+// cannot make a reader decompress, or decode, more than that: a class of 1,500 plans with
+// schemas is about 3 MB.
+const maxCompressedSpecBytes = 16 << 20
+
+// specTooLargeError: a spec is larger than its kind's maxSpecBytes.
+type specTooLargeError struct{ size int }
+
+func (e *specTooLargeError) Error() string {
+	return fmt.Sprintf("the spec is %d bytes of JSON", e.size)
+}
 
 // marshalCompressed writes the record with its spec as gzip-compressed compact JSON
-// under DataKey, and its status, compact, under StatusDataKey.
-func marshalCompressed(kind string, spec, status any) (map[string]string, error) {
+// under DataKey, and its status, compact, under StatusDataKey. A spec of more than
+// maxSpec bytes of JSON is a *specTooLargeError: a reader would refuse it.
+func marshalCompressed(kind string, spec, status any, maxSpec int) (map[string]string, error) {
 	specJSON, err := marshalJSON(spec, "")
 	if err != nil {
 		return nil, err
+	}
+	if len(specJSON) > maxSpec {
+		return nil, &specTooLargeError{size: len(specJSON)}
 	}
 	var gz bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
@@ -439,18 +468,28 @@ func marshalCompressed(kind string, spec, status any) (map[string]string, error)
 	return data, nil
 }
 
-// gunzipSpec decompresses a format 3 spec, at most maxSpecBytes of it.
-func gunzipSpec(gz []byte) ([]byte, error) {
+// gunzipSpec decompresses a format 3 spec, at most max bytes of it. It first only counts
+// what the spec decompresses to, so that a small body that decompresses to gigabytes is
+// refused having cost the reader no more than the decompressor's own buffers; a spec
+// within the bound is then decompressed into a buffer of its exact size.
+func gunzipSpec(gz []byte, max int) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		return nil, err
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxSpecBytes+1))
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > maxSpecBytes {
-		return nil, fmt.Errorf("the spec decompresses to more than %d bytes", maxSpecBytes)
+	if n > int64(max) {
+		return nil, fmt.Errorf("the spec decompresses to more than %d bytes, the most a reader decompresses", max)
+	}
+	if err := zr.Reset(bytes.NewReader(gz)); err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if _, err := io.ReadFull(zr, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -505,6 +544,10 @@ func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 		return zero, &Error{Reason: ReasonUnsupportedFormat, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: name,
 			Detail: fmt.Sprintf("record format %d; this release reads formats up to %d", version, FormatVersion)}
 	}
+	if version >= formatCompressed && k.maxSpecBytes == 0 {
+		// Checked before anything is decompressed: such a record is never written.
+		return corrupt("annotation %s=%d says its spec is compressed, and %s records are never compressed", AnnotationFormat, version, k.name)
+	}
 	data, ok := cm.Data[DataKey]
 	if !ok {
 		return corrupt("data key %q is missing", DataKey)
@@ -531,7 +574,7 @@ func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 		if len(raw.SpecGzip) == 0 {
 			return corrupt("data key %q has no compressed spec (specGzip), which format %d records have", DataKey, version)
 		}
-		specJSON, err := gunzipSpec(raw.SpecGzip)
+		specJSON, err := gunzipSpec(raw.SpecGzip, k.maxSpecBytes)
 		if err != nil {
 			return corrupt("data key %q: the compressed spec does not decompress: %v", DataKey, err)
 		}

@@ -3,11 +3,15 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 )
 
 // IDUser is a record that uses an OSB id, as WithExternalID finds it.
@@ -39,4 +43,39 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 		users = append(users, IDUser{Namespace: m.Namespace, Name: name, UID: m.UID, Created: m.CreationTimestamp})
 	}
 	return users, nil
+}
+
+// HoldsExternalID reports whether u, found by WithExternalID for kind and id, is a record
+// that uses id: its ConfigMap (the same one, by uid) still exists, holds a readable
+// record, and that record names id. An id label alone proves nothing: anyone who may
+// write a ConfigMap can put one on an empty one, and must not thereby keep the record
+// that really uses the id from its calls. An error is returned when the ConfigMap cannot
+// be read (other than not found).
+func (s *Store) HoldsExternalID(ctx context.Context, kind string, u IDUser, id string) (bool, error) {
+	cm, err := s.core.CoreV1().ConfigMaps(u.Namespace).Get(ctx, ConfigMapName(kind, u.Name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, apiError("get", kind, u.Namespace, u.Name, err)
+	}
+	if u.UID != "" && cm.UID != u.UID {
+		return false, nil // replaced since: the new one is younger than what was listed
+	}
+	var ids []string
+	switch kind {
+	case v1alpha1.KindServiceInstance:
+		rec, err := decode(instanceKind(), cm)
+		if err != nil {
+			return false, nil
+		}
+		ids = instanceKind().ids(rec)
+	case v1alpha1.KindServiceBinding:
+		rec, err := decode(bindingKind(), cm)
+		if err != nil {
+			return false, nil
+		}
+		ids = bindingKind().ids(rec)
+	}
+	return slices.Contains(ids, id), nil
 }

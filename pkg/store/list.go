@@ -159,3 +159,25 @@ func Selector(kind string, f Filter) (string, error) {
 	}
 	return sel.String(), nil
 }
+
+// Unreadable splits err, as List returns it, into one *Error per ConfigMap that does not
+// hold a readable record (IsCorrupt or IsUnsupportedFormat): anyone who may write a
+// ConfigMap can write one, so a caller reports each of them and goes on with the records
+// List did read. ok is false when err is anything else (the list itself failed), or nil.
+func Unreadable(err error) (bad []*Error, ok bool) {
+	if err == nil {
+		return nil, false
+	}
+	errs := []error{err}
+	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var se *Error
+		if !errors.As(e, &se) || se.Reason != ReasonCorrupt && se.Reason != ReasonUnsupportedFormat {
+			return nil, false
+		}
+		bad = append(bad, se)
+	}
+	return bad, true
+}

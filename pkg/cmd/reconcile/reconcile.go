@@ -259,6 +259,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 			_, err := eng.Syncer.Sync(ctx, b)
 			return err
 		},
+		Logf: func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) },
 	}
 	return o.completeServe(f)
 }

@@ -167,6 +167,7 @@ func (o *Options) runServe(ctx context.Context) error {
 		fmt.Fprintf(errOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
 	metrics := reconcile.NewMetrics()
+	o.Reconciler.Logf = logf
 	srv := &reconcile.Server{
 		Reconciler: o.Reconciler,
 		Records:    s.records,

@@ -1,0 +1,98 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// panicsOn makes the engine step of the instances named in names panic, and logs into
+// the returned builder.
+func panicsOn(rec *Reconciler, names ...string) *lockedLog {
+	step := rec.Engine.StepInstance
+	rec.stepInstance = func(ctx context.Context, inst *v1alpha1.ServiceInstance) (engine.Result, error) {
+		for _, n := range names {
+			if inst.Name == n {
+				var op *v1alpha1.ProvisionedState
+				_ = op.PlanID // a nil dereference, as a forged status may cause
+			}
+		}
+		return step(ctx, inst)
+	}
+	log := &lockedLog{}
+	rec.Logf = log.logf
+	return log
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.b, format+"\n", args...)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRun_AStepThatPanicsFailsItsRecordOnly(t *testing.T) {
+	f := newFixture(t)
+	for _, n := range []string{"a", "bad", "c", "d"} {
+		f.instance(n)
+	}
+	log := panicsOn(f.rec, "bad")
+	for _, workers := range []int{1, 4} {
+		sum := f.run(Options{Workers: workers})
+		it := f.item(sum, "bad")
+		assert.Equal(t, it.Outcome, Failed, it.Detail)
+		assert.Assert(t, is.Contains(it.Detail, "internal error while driving it"))
+		assert.Assert(t, is.Contains(it.Detail, "nil pointer dereference"))
+		assert.Assert(t, sum.Failed(), "the run says something failed")
+		if workers == 1 {
+			for _, n := range []string{"a", "c", "d"} {
+				assert.Equal(t, f.item(sum, n).Outcome, Done, "%+v", sum.Items)
+			}
+		}
+	}
+	assert.Assert(t, is.Contains(log.String(), "instance "+ns+"/bad: internal error"))
+	assert.Assert(t, is.Contains(log.String(), "recover_test.go"), "the log has the stack")
+	inst, err := f.st.Instances().Get(context.Background(), ns, "bad")
+	assert.NilError(t, err)
+	_, claimed := inst.Annotations[store.AnnotationClaim]
+	assert.Assert(t, !claimed, "no claim is left behind")
+	assert.Equal(t, inst.Status.Phase, v1alpha1.Phase(""), "the record is left as it was")
+}
+
+func TestServe_AStepThatPanicsDoesNotStopTheServer(t *testing.T) {
+	f := newServeFixture(t, ServeOptions{Interval: 20 * time.Millisecond})
+	f.instance("bad")
+	f.instance("db")
+	panicsOn(f.srv.Reconciler, "bad")
+	_, stop := f.start()
+	for range 3 {
+		r := f.nextReport(5 * time.Second)
+		assert.NilError(t, r.Err)
+		assert.Equal(t, r.Summary.Counts[Failed], 1, "%+v", r.Summary.Items)
+	}
+	err, _ := stop()
+	assert.NilError(t, err)
+	inst, err := f.st.Instances().Get(context.Background(), serveNS, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+}
