@@ -25,3 +25,20 @@ func (f *Factory) VerbClients(streams IOStreams, pollInterval time.Duration, p p
 	}
 	return namespace, e.Engine, p, nil
 }
+
+// Clients are what a verb that drives records works with beside its flags: the
+// streams it was built with, and the namespace, engine and prompter its Complete
+// builds with Build.
+type Clients struct {
+	Namespace string
+	Engine    *engine.Engine
+	Prompter  prompt.Prompter
+	Streams   IOStreams
+}
+
+// Build builds the namespace, the engine and, when the streams can prompt, the
+// prompter (see VerbClients).
+func (c *Clients) Build(f *Factory, pollInterval time.Duration) (err error) {
+	c.Namespace, c.Engine, c.Prompter, err = f.VerbClients(c.Streams, pollInterval, c.Prompter)
+	return err
+}

@@ -24,23 +24,13 @@ import (
 )
 
 func TestAccess_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "disable without namespace", args: []string{"access", "disable", "redis"}, want: "pass -n NS for one namespace, or -A"},
-		{name: "enable without namespace", args: []string{"access", "enable", "redis"}, want: "pass -n NS for one namespace, or -A"},
-		{name: "namespace and all", args: []string{"access", "disable", "redis", "-n", "a", "-A"}, want: "cannot be used together"},
-		{name: "bad dry run", args: []string{"access", "disable", "redis", "-A", "--dry-run=yes"}, want: "must be one of"},
-		{name: "bad output", args: []string{"access", "disable", "redis", "-A", "-o", "table"}, want: "table"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := cmdtest.RunOffline(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "disable without namespace", Args: []string{"access", "disable", "redis"}, Want: "pass -n NS for one namespace, or -A"},
+		{Name: "enable without namespace", Args: []string{"access", "enable", "redis"}, Want: "pass -n NS for one namespace, or -A"},
+		{Name: "namespace and all", Args: []string{"access", "disable", "redis", "-n", "a", "-A"}, Want: "cannot be used together"},
+		{Name: "bad dry run", Args: []string{"access", "disable", "redis", "-A", "--dry-run=yes"}, Want: "must be one of", PflagWording: true},
+		{Name: "bad output", Args: []string{"access", "disable", "redis", "-A", "-o", "table"}, Want: "table"},
+	})
 }
 
 func newStore(t *testing.T) (*storetest.Cluster, *store.Store) {

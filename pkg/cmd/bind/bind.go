@@ -15,7 +15,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var bindLong = cmdutil.LongDesc(`
@@ -98,16 +97,13 @@ type Options struct {
 	Wait              lifecycle.WaitFlags
 	Output            *printers.OutputFlags
 
-	Namespace string
-	Engine    *engine.Engine
-	Prompter  prompt.Prompter
-	Streams   cmdutil.IOStreams
+	cmdutil.Clients
 }
 
 // NewCmdBind returns the bind command. runF, when not nil, is called with the completed
 // options instead of Run.
 func NewCmdBind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "bind INSTANCE [--name NAME] [--secret-name SECRET] [-p key=value]... [--to KIND/NAME]...",
 		Short:   "Bind a service instance: credentials in a Secret",
@@ -213,10 +209,7 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, o.Wait.Interval, o.Prompter)
-	return err
-}
+func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run binds the instance (or rotates the binding) and says where it stands.
 func (o *Options) Run(ctx context.Context) error {

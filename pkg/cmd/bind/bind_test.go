@@ -36,49 +36,33 @@ import (
 )
 
 func TestBind_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-		// pflagWording: the value is refused by the flag shared by every verb, worded
-		// as every verb words it.
-		pflagWording bool
-	}{
-		{name: "missing instance", args: []string{"bind"}, want: "needs the INSTANCE to bind"},
-		{name: "two names", args: []string{"bind", "a", "b"}, want: "takes one INSTANCE"},
-		{name: "empty name", args: []string{"bind", ""}, want: "must not be empty"},
-		{name: "rotate without binding", args: []string{"bind", "--rotate"}, want: "--rotate needs the BINDING"},
-		{name: "rotate with params", args: []string{"bind", "--rotate", "db", "-p", "a=b"}, want: "cannot be combined with --param"},
-		{name: "rotate with dry run", args: []string{"bind", "--rotate", "db", "--dry-run"}, want: "--dry-run"},
-		{name: "unknown flag", args: []string{"bind", "db", "--no-such"}, want: "unknown flag"},
-		{name: "bad dry run", args: []string{"bind", "db", "--dry-run=maybe"}, want: `invalid value "maybe": must be one of none, client, server`, pflagWording: true},
-		{name: "dry run and wait", args: []string{"bind", "db", "--dry-run=client", "--wait"}, want: "cannot be used together"},
-		{name: "env without to", args: []string{"bind", "db", "--env"}, want: "give --to"},
-		{name: "bad env prefix", args: []string{"bind", "db", "--to", "deploy/web", "--env-prefix", "1-"}, want: "--env-prefix"},
-		{name: "bad workload", args: []string{"bind", "db", "--to", "pod/web"}, want: "cannot be projected into"},
-		{name: "job", args: []string{"bind", "db", "--to", "job/migrate"}, want: "Job's pod template"},
-		{name: "two instance namespaces", args: []string{"bind", "team-a/db", "--instance-namespace", "team-c"}, want: "give one of them"},
-		{name: "bad instance namespace", args: []string{"bind", "Team_A/db"}, want: `instance namespace "Team_A" is not a valid namespace name`},
-		{name: "no instance after the namespace", args: []string{"bind", "team-a/"}, want: "give NAMESPACE/INSTANCE"},
-		{name: "rotate with instance namespace", args: []string{"bind", "--rotate", "db", "--instance-namespace", "team-a"}, want: "--instance-namespace"},
-		{name: "workload twice", args: []string{"bind", "db", "--to", "deploy/web", "--to", "deployment/web"}, want: "given twice"},
-		{name: "bad secret name", args: []string{"bind", "db", "--secret-name", "Not_Valid"}, want: "--secret-name"},
-		{name: "bad rename", args: []string{"bind", "db", "--rename-key", "uri"}, want: `--rename-key "uri": expected FROM=TO`},
-		{name: "bad add key", args: []string{"bind", "db", "--add-key", "=x"}, want: `--add-key "=x"`},
-		{name: "bad remove key", args: []string{"bind", "db", "--remove-key", "a/b"}, want: `--remove-key "a/b"`},
-		{name: "json and file", args: []string{"bind", "db", "--params-json", "{}", "--params-file", "p.json"}, want: "cannot be used together"},
-		{name: "zero interval", args: []string{"bind", "db", "--interval", "0s"}, want: "--interval must be positive"},
-		{name: "bad output", args: []string{"bind", "db", "-o", "nosuch"}, want: "--output"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := cmdtest.RunOffline(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-			if !tc.pflagWording {
-				assert.Assert(t, !strings.Contains(err.Error(), "invalid argument"), "pflag's wrapping is not shown: %v", err)
-			}
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "missing instance", Args: []string{"bind"}, Want: "needs the INSTANCE to bind"},
+		{Name: "two names", Args: []string{"bind", "a", "b"}, Want: "takes one INSTANCE"},
+		{Name: "empty name", Args: []string{"bind", ""}, Want: "must not be empty"},
+		{Name: "rotate without binding", Args: []string{"bind", "--rotate"}, Want: "--rotate needs the BINDING"},
+		{Name: "rotate with params", Args: []string{"bind", "--rotate", "db", "-p", "a=b"}, Want: "cannot be combined with --param"},
+		{Name: "rotate with dry run", Args: []string{"bind", "--rotate", "db", "--dry-run"}, Want: "--dry-run"},
+		{Name: "unknown flag", Args: []string{"bind", "db", "--no-such"}, Want: "unknown flag"},
+		{Name: "bad dry run", Args: []string{"bind", "db", "--dry-run=maybe"}, Want: `invalid value "maybe": must be one of none, client, server`, PflagWording: true},
+		{Name: "dry run and wait", Args: []string{"bind", "db", "--dry-run=client", "--wait"}, Want: "cannot be used together"},
+		{Name: "env without to", Args: []string{"bind", "db", "--env"}, Want: "give --to"},
+		{Name: "bad env prefix", Args: []string{"bind", "db", "--to", "deploy/web", "--env-prefix", "1-"}, Want: "--env-prefix"},
+		{Name: "bad workload", Args: []string{"bind", "db", "--to", "pod/web"}, Want: "cannot be projected into"},
+		{Name: "job", Args: []string{"bind", "db", "--to", "job/migrate"}, Want: "Job's pod template"},
+		{Name: "two instance namespaces", Args: []string{"bind", "team-a/db", "--instance-namespace", "team-c"}, Want: "give one of them"},
+		{Name: "bad instance namespace", Args: []string{"bind", "Team_A/db"}, Want: `instance namespace "Team_A" is not a valid namespace name`},
+		{Name: "no instance after the namespace", Args: []string{"bind", "team-a/"}, Want: "give NAMESPACE/INSTANCE"},
+		{Name: "rotate with instance namespace", Args: []string{"bind", "--rotate", "db", "--instance-namespace", "team-a"}, Want: "--instance-namespace"},
+		{Name: "workload twice", Args: []string{"bind", "db", "--to", "deploy/web", "--to", "deployment/web"}, Want: "given twice"},
+		{Name: "bad secret name", Args: []string{"bind", "db", "--secret-name", "Not_Valid"}, Want: "--secret-name"},
+		{Name: "bad rename", Args: []string{"bind", "db", "--rename-key", "uri"}, Want: `--rename-key "uri": expected FROM=TO`},
+		{Name: "bad add key", Args: []string{"bind", "db", "--add-key", "=x"}, Want: `--add-key "=x"`},
+		{Name: "bad remove key", Args: []string{"bind", "db", "--remove-key", "a/b"}, Want: `--remove-key "a/b"`},
+		{Name: "json and file", Args: []string{"bind", "db", "--params-json", "{}", "--params-file", "p.json"}, Want: "cannot be used together"},
+		{Name: "zero interval", Args: []string{"bind", "db", "--interval", "0s"}, Want: "--interval must be positive"},
+		{Name: "bad output", Args: []string{"bind", "db", "-o", "nosuch"}, Want: "--output"},
+	})
 }
 
 // Records of the fixture.
@@ -165,9 +149,9 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) options(inst string, change func(*bind.Options)) *bind.Options {
 	o := &bind.Options{
 		Instance: inst, Output: printers.NewOutputFlags(false), DryRun: cmdutil.DryRunNone,
-		Wait:      lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
-		Namespace: ns, Engine: f.eng,
-		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut),
+		Wait: lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
+		Clients: cmdutil.Clients{Namespace: ns, Engine: f.eng,
+			Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut)},
 	}
 	if change != nil {
 		change(o)

@@ -12,7 +12,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var deprovisionLong = cmdutil.LongDesc(`
@@ -50,16 +49,13 @@ type Options struct {
 	DryRun  cmdutil.DryRunStrategy
 	Output  *printers.OutputFlags
 
-	Namespace string
-	Engine    *engine.Engine
-	Prompter  prompt.Prompter
-	Streams   cmdutil.IOStreams
+	cmdutil.Clients
 }
 
 // NewCmdDeprovision returns the deprovision command. runF, when not nil, is called with
 // the completed Options instead of Run (tests check the flags with it).
 func NewCmdDeprovision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "deprovision NAME",
 		Short:             "Deprovision a service instance",
@@ -98,10 +94,7 @@ func (o *Options) Validate() error {
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, o.Wait.Interval, o.Prompter)
-	return err
-}
+func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run deprovisions the instance (engine.Engine.Deprovision) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {

@@ -13,24 +13,14 @@ import (
 )
 
 func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "missing name", args: []string{"deprovision", "--yes"}, want: "needs the instance's NAME"},
-		{name: "two names", args: []string{"deprovision", "a", "b", "--yes"}, want: "takes one NAME"},
-		{name: "unknown flag", args: []string{"deprovision", "db", "--force"}, want: "unknown flag"},
-		{name: "abandon and wait", args: []string{"deprovision", "db", "--abandon", "--wait", "--yes"}, want: "cannot be used together"},
-		{name: "zero interval", args: []string{"deprovision", "db", "--yes", "--interval", "0"}, want: "--interval"},
-		{name: "bad bool", args: []string{"deprovision", "db", "--yes=perhaps"}, want: "invalid argument"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := cmdtest.RunOffline(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "missing name", Args: []string{"deprovision", "--yes"}, Want: "needs the instance's NAME"},
+		{Name: "two names", Args: []string{"deprovision", "a", "b", "--yes"}, Want: "takes one NAME"},
+		{Name: "unknown flag", Args: []string{"deprovision", "db", "--force"}, Want: "unknown flag"},
+		{Name: "abandon and wait", Args: []string{"deprovision", "db", "--abandon", "--wait", "--yes"}, Want: "cannot be used together"},
+		{Name: "zero interval", Args: []string{"deprovision", "db", "--yes", "--interval", "0"}, Want: "--interval"},
+		{Name: "bad bool", Args: []string{"deprovision", "db", "--yes=perhaps"}, Want: "invalid argument", PflagWording: true},
+	})
 }
 
 func TestDeprovisionOptions_Validate(t *testing.T) {

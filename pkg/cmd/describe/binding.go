@@ -24,21 +24,14 @@ import (
 
 // BindingOptions are the options of "describe binding".
 type BindingOptions struct {
-	Name        string
+	record
 	ShowSecrets bool
-
-	Namespace string
-	Reader    *engine.Reader
-	Streams   cmdutil.IOStreams
-	Now       func() time.Time
-
-	factory *cmdutil.Factory // for the Events
 }
 
 // NewCmdDescribeBinding returns "describe binding". runF, when not nil, is called with
 // the completed options instead of Run.
 func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error) *cobra.Command {
-	o := &BindingOptions{Streams: f.IOStreams}
+	o := &BindingOptions{record: record{Streams: f.IOStreams}}
 	cmd := &cobra.Command{
 		Use:     "binding NAME",
 		Aliases: []string{"bindings", "bnd"},
@@ -67,24 +60,6 @@ func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error)
 	}
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")
 	return cmd
-}
-
-// Validate checks the options without any I/O; it changes nothing.
-func (o *BindingOptions) Validate() error {
-	if o.Name == "" {
-		return cmdutil.UsageErrorf("a name is required")
-	}
-	return nil
-}
-
-// Complete builds the reader and finds the namespace.
-func (o *BindingOptions) Complete(f *cmdutil.Factory) error {
-	r, ns, err := f.ReaderIn()
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.Reader, o.Now, o.factory = ns, r, f.Now, f
-	return nil
 }
 
 // Run describes the binding.
@@ -382,9 +357,5 @@ func compactJSON(b []byte) string {
 // bindingID is the OSB binding id in use at the broker, saying so when it is not the
 // spec's (a rotation, or a bind again after orphan mitigation, uses a new id).
 func bindingID(b *v1alpha1.ServiceBinding) string {
-	cur := b.CurrentExternalID()
-	if cur == b.Spec.ExternalID {
-		return cur
-	}
-	return fmt.Sprintf("%s (the spec's %s is no longer used)", cur, b.Spec.ExternalID)
+	return idInUse(b.CurrentExternalID(), b.Spec.ExternalID)
 }

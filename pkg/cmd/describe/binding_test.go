@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -104,17 +103,10 @@ func TestDescribeBinding_ShowsTheIDInUseAtTheBroker(t *testing.T) {
 }
 
 func TestGetAndDescribeBinding_BadInvocations(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{args: []string{"describe", "binding"}, want: "needs the binding's NAME"},
-		{args: []string{"describe", "binding", "a", "b"}, want: "takes one NAME"},
-		{args: []string{"get", "bindings", "-o", "nosuch"}, want: "--output"},
-		{args: []string{"get", "bnd", "--no-such"}, want: "unknown flag"},
-	} {
-		err := cmdtest.RunOffline(t, tc.args...)
-		assert.ErrorContains(t, err, tc.want)
-		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Args: []string{"describe", "binding"}, Want: "needs the binding's NAME"},
+		{Args: []string{"describe", "binding", "a", "b"}, Want: "takes one NAME"},
+		{Args: []string{"get", "bindings", "-o", "nosuch"}, Want: "--output"},
+		{Args: []string{"get", "bnd", "--no-such"}, Want: "unknown flag"},
+	})
 }

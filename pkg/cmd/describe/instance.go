@@ -27,21 +27,13 @@ import (
 
 // InstanceOptions are the options of "describe instance".
 type InstanceOptions struct {
-	Name string
-
-	Namespace        string
-	CatalogNamespace string
-	Reader           *engine.Reader
-	Streams          cmdutil.IOStreams
-	Now              func() time.Time
-
-	factory *cmdutil.Factory // for the workloads using the bindings, and the Events
+	record
 }
 
 // NewCmdDescribeInstance returns "describe instance". runF, when not nil, is called
 // with the completed options instead of Run.
 func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) error) *cobra.Command {
-	o := &InstanceOptions{Streams: f.IOStreams}
+	o := &InstanceOptions{record: record{Streams: f.IOStreams}}
 	return &cobra.Command{
 		Use:     "instance NAME",
 		Aliases: []string{"instances", "inst"},
@@ -67,24 +59,6 @@ func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) erro
 			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
-}
-
-// Validate checks the options without any I/O; it changes nothing.
-func (o *InstanceOptions) Validate() error {
-	if o.Name == "" {
-		return cmdutil.UsageErrorf("a name is required")
-	}
-	return nil
-}
-
-// Complete builds the reader and finds the namespace.
-func (o *InstanceOptions) Complete(f *cmdutil.Factory) error {
-	r, ns, err := f.ReaderIn()
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.CatalogNamespace, o.Reader, o.Now, o.factory = ns, f.CatalogNamespace, r, f.Now, f
-	return nil
 }
 
 // Run describes the instance.
@@ -250,11 +224,15 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 // externalID is the OSB instance id in use at the broker, saying so when it is not the
 // spec's (a provision again after orphan mitigation uses a new id).
 func externalID(i *v1alpha1.ServiceInstance) string {
-	cur := i.CurrentExternalID()
-	if cur == i.Spec.ExternalID {
+	return idInUse(i.CurrentExternalID(), i.Spec.ExternalID)
+}
+
+// idInUse is the OSB id cur in use, saying so when it is not the spec's.
+func idInUse(cur, spec string) string {
+	if cur == spec {
 		return cur
 	}
-	return fmt.Sprintf("%s (the spec's %s is no longer used)", cur, i.Spec.ExternalID)
+	return fmt.Sprintf("%s (the spec's %s is no longer used)", cur, spec)
 }
 
 // earlierIDs are the OSB ids of earlier attempts the broker may still hold: each is

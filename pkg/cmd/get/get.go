@@ -96,9 +96,15 @@ func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 	return nil
 }
 
+// listing is the shape of the options of every get subcommand.
+type listing interface {
+	Validate() error
+	Complete(f *cmdutil.Factory, args []string) error
+}
+
 // runE validates and completes o, then runs it: with runF when given (tests check the
 // parsed flags that way), else with run.
-func runE(f *cmdutil.Factory, o *Options, runF func(*Options) error, run func(context.Context) error) func(*cobra.Command, []string) error {
+func runE[O listing](f *cmdutil.Factory, o O, runF func(O) error, run func(context.Context) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := o.Validate(); err != nil {
 			return err

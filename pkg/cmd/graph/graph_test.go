@@ -7,23 +7,15 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
 func TestGraph_BadInvocations_AreUsageErrorsBeforeAnyRead(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{args: []string{"graph", "-o", "yaml"}, want: `unknown output format "yaml" for graph: use one of tree, dot, mermaid, json`},
-		{args: []string{"graph", "-o", ""}, want: `unknown output format ""`},
-		{args: []string{"graph", "db"}, want: `graph takes no arguments, got "db"`},
-		{args: []string{"graph", "--no-such"}, want: "unknown flag"},
-	} {
-		err := cmdtest.RunOffline(t, tc.args...)
-		assert.ErrorContains(t, err, tc.want)
-		assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Args: []string{"graph", "-o", "yaml"}, Want: `unknown output format "yaml" for graph: use one of tree, dot, mermaid, json`},
+		{Args: []string{"graph", "-o", ""}, Want: `unknown output format ""`},
+		{Args: []string{"graph", "db"}, Want: `graph takes no arguments, got "db"`},
+		{Args: []string{"graph", "--no-such"}, Want: "unknown flag"},
+	})
 }
 
 func TestGraph_Help(t *testing.T) {

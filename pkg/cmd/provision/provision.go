@@ -11,7 +11,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var provisionLong = cmdutil.LongDesc(`
@@ -77,16 +76,13 @@ type Options struct {
 	UserProvided bool
 	Credentials  lifecycle.CredentialFlags
 
-	Namespace string
-	Engine    *engine.Engine
-	Prompter  prompt.Prompter
-	Streams   cmdutil.IOStreams
+	cmdutil.Clients
 }
 
 // NewCmdProvision returns the provision command. runF, when not nil, is called with the
 // completed options instead of Run (for tests of the flags).
 func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "provision NAME --class CLASS [--plan PLAN] [-p key=value]... | provision NAME --user-provided --credentials-...",
 		Short:   "Provision a service instance",
@@ -145,10 +141,7 @@ func (o *Options) Validate() error {
 }
 
 // Complete builds the engine and, in a terminal, the prompter.
-func (o *Options) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, o.Wait.Interval, o.Prompter)
-	return err
-}
+func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run provisions the instance (engine.Engine.Provision, or ProvisionUserProvided) and
 // prints the outcome.

@@ -29,29 +29,19 @@ import (
 )
 
 func TestProvision_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "missing name", args: []string{"provision", "--class", "postgresql"}, want: "needs the instance's NAME"},
-		{name: "two names", args: []string{"provision", "a", "b"}, want: "takes one NAME"},
-		{name: "empty name", args: []string{"provision", ""}, want: "must not be empty"},
-		{name: "unknown flag", args: []string{"provision", "db", "--no-such"}, want: "unknown flag"},
-		{name: "flag without value", args: []string{"provision", "db", "--class"}, want: "needs an argument"},
-		{name: "bad duration", args: []string{"provision", "db", "--timeout", "soon"}, want: "invalid argument"},
-		{name: "bad bool", args: []string{"provision", "db", "--wait=maybe"}, want: "invalid argument"},
-		{name: "json and file", args: []string{"provision", "db", "--params-json", "{}", "--params-file", "p.json"}, want: "cannot be used together"},
-		{name: "empty secret name", args: []string{"provision", "db", "--params-from-secret", "/key"}, want: "SECRET or SECRET/KEY"},
-		{name: "zero interval", args: []string{"provision", "db", "--interval", "0s"}, want: "--interval must be positive"},
-		{name: "bad output", args: []string{"provision", "db", "-o", "nosuch"}, want: "--output"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := cmdtest.RunOffline(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "missing name", Args: []string{"provision", "--class", "postgresql"}, Want: "needs the instance's NAME"},
+		{Name: "two names", Args: []string{"provision", "a", "b"}, Want: "takes one NAME"},
+		{Name: "empty name", Args: []string{"provision", ""}, Want: "must not be empty"},
+		{Name: "unknown flag", Args: []string{"provision", "db", "--no-such"}, Want: "unknown flag"},
+		{Name: "flag without value", Args: []string{"provision", "db", "--class"}, Want: "needs an argument"},
+		{Name: "bad duration", Args: []string{"provision", "db", "--timeout", "soon"}, Want: "invalid argument", PflagWording: true},
+		{Name: "bad bool", Args: []string{"provision", "db", "--wait=maybe"}, Want: "invalid argument", PflagWording: true},
+		{Name: "json and file", Args: []string{"provision", "db", "--params-json", "{}", "--params-file", "p.json"}, Want: "cannot be used together"},
+		{Name: "empty secret name", Args: []string{"provision", "db", "--params-from-secret", "/key"}, Want: "SECRET or SECRET/KEY"},
+		{Name: "zero interval", Args: []string{"provision", "db", "--interval", "0s"}, Want: "--interval must be positive"},
+		{Name: "bad output", Args: []string{"provision", "db", "-o", "nosuch"}, Want: "--output"},
+	})
 }
 
 func TestProvisionOptions_Validate(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var shareLong = cmdutil.LongDesc(`
@@ -57,25 +56,22 @@ var unshareExample = cmdutil.Examples(`
 type Options struct {
 	Name string
 	// Target is the namespace given to --to-namespace (--from-namespace for unshare).
-	Target    string
-	DryRun    cmdutil.DryRunStrategy
-	Output    *printers.OutputFlags
-	Namespace string
-	Engine    *engine.Engine
-	Streams   cmdutil.IOStreams
+	Target string
+	DryRun cmdutil.DryRunStrategy
+	Output *printers.OutputFlags
+	cmdutil.Clients
 }
 
 // UnshareOptions are the options of unshare.
 type UnshareOptions struct {
 	Options
-	Yes      bool
-	Prompter prompt.Prompter
+	Yes bool
 }
 
 // NewCmdShare returns the share command. runF, when not nil, is called with the
 // completed Options instead of Run (tests check the flags with it).
 func NewCmdShare(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "share INSTANCE --to-namespace NAMESPACE",
 		Short:             "Let another namespace bind to a service instance",
@@ -97,7 +93,7 @@ func NewCmdShare(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 // NewCmdUnshare returns the unshare command. runF, when not nil, is called with the
 // completed UnshareOptions instead of Run.
 func NewCmdUnshare(f *cmdutil.Factory, runF func(*UnshareOptions) error) *cobra.Command {
-	o := &UnshareOptions{Options: Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}}
+	o := &UnshareOptions{Options: Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}}
 	cmd := &cobra.Command{
 		Use:               "unshare INSTANCE --from-namespace NAMESPACE",
 		Short:             "Stop sharing a service instance with a namespace, removing its bindings",
@@ -150,10 +146,7 @@ func (o *Options) Complete(f *cmdutil.Factory) (err error) {
 }
 
 // Complete builds the clients and, in a terminal, the prompter.
-func (o *UnshareOptions) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, 0, o.Prompter)
-	return err
-}
+func (o *UnshareOptions) Complete(f *cmdutil.Factory) error { return o.Build(f, 0) }
 
 // Run adds the grant (engine.Engine.Share).
 func (o *Options) Run(ctx context.Context) error {

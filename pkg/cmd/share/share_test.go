@@ -41,9 +41,9 @@ func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, sh
 	_, err = st.Bindings().Create(ctx, engine.NewBinding(engine.BindingIntent{Namespace: "team-c", Name: "app", Instance: "db", InstanceNamespace: "team-a", SecretName: "app"}))
 	assert.NilError(t, err)
 	var out, errOut bytes.Buffer
-	o := &share.Options{Name: "db", Target: target, Namespace: "team-a", DryRun: dry, Output: printers.OutputFlagsFor(output),
-		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
-		Engine:  enginetest.New(st, nil)}
+	o := &share.Options{Name: "db", Target: target, DryRun: dry, Output: printers.OutputFlagsFor(output),
+		Clients: cmdutil.Clients{Namespace: "team-a", Engine: enginetest.New(st, nil),
+			Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}}
 	return c, o, &out, &errOut
 }
 

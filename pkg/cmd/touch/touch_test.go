@@ -22,24 +22,14 @@ import (
 )
 
 func TestTouch_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "missing name", args: []string{"touch", "instance"}, want: "needs the instance's NAME"},
-		{name: "alias, missing name", args: []string{"touch", "inst"}, want: "needs the instance's NAME"},
-		{name: "two names", args: []string{"touch", "instance", "a", "b"}, want: "takes one NAME"},
-		{name: "unknown flag", args: []string{"touch", "instance", "db", "-p", "a=1"}, want: "unknown shorthand flag"},
-		{name: "zero interval", args: []string{"touch", "instance", "db", "--interval", "0s"}, want: "--interval"},
-		{name: "unknown kind", args: []string{"touch", "binding", "b"}, want: "unknown command"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := cmdtest.RunOfflineOutput(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "missing name", Args: []string{"touch", "instance"}, Want: "needs the instance's NAME"},
+		{Name: "alias, missing name", Args: []string{"touch", "inst"}, Want: "needs the instance's NAME"},
+		{Name: "two names", Args: []string{"touch", "instance", "a", "b"}, Want: "takes one NAME"},
+		{Name: "unknown flag", Args: []string{"touch", "instance", "db", "-p", "a=1"}, Want: "unknown shorthand flag"},
+		{Name: "zero interval", Args: []string{"touch", "instance", "db", "--interval", "0s"}, Want: "--interval"},
+		{Name: "unknown kind", Args: []string{"touch", "binding", "b"}, Want: "unknown command"},
+	})
 }
 
 func TestTouch_WithoutKind_ShowsHelp(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var unbindLong = cmdutil.LongDesc(`
@@ -67,16 +66,13 @@ type Options struct {
 	DryRun   cmdutil.DryRunStrategy
 	Output   *printers.OutputFlags
 
-	Namespace string
-	Engine    *engine.Engine
-	Prompter  prompt.Prompter
-	Streams   cmdutil.IOStreams
+	cmdutil.Clients
 }
 
 // NewCmdUnbind returns the unbind command. runF, when not nil, is called with the
 // completed options instead of Run.
 func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "unbind BINDING... | unbind INSTANCE (--all | --name B1,B2)",
 		Short:   "Unbind: delete bindings and their credentials Secrets",
@@ -160,10 +156,7 @@ func (o *Options) output() *printers.OutputFlags {
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, o.Wait.Interval, o.Prompter)
-	return err
-}
+func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // request is what the user asked for: the bindings named, or an instance's.
 func (o *Options) request() engine.UnbindRequest {

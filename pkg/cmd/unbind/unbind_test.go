@@ -8,32 +8,21 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
 func TestUnbind_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "nothing named", args: []string{"unbind"}, want: "needs the BINDING"},
-		{name: "all without instance", args: []string{"unbind", "--all"}, want: "give the instance as the only argument"},
-		{name: "all with two instances", args: []string{"unbind", "a", "b", "--all"}, want: "got 2 arguments"},
-		{name: "instance and argument", args: []string{"unbind", "a", "--instance", "db", "--all"}, want: "names the instance already"},
-		{name: "instance alone", args: []string{"unbind", "--instance", "db"}, want: "add --all"},
-		{name: "all and name", args: []string{"unbind", "db", "--all", "--name", "a"}, want: "--all and --name"},
-		{name: "empty name in list", args: []string{"unbind", "db", "--name", "a,,b"}, want: "empty binding name"},
-		{name: "abandon and wait", args: []string{"unbind", "db", "--abandon", "--wait"}, want: "cannot be used together"},
-		{name: "zero interval", args: []string{"unbind", "db", "--interval", "0"}, want: "--interval"},
-		{name: "unknown flag", args: []string{"unbind", "db", "--force"}, want: "unknown flag"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := cmdtest.RunOffline(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "nothing named", Args: []string{"unbind"}, Want: "needs the BINDING"},
+		{Name: "all without instance", Args: []string{"unbind", "--all"}, Want: "give the instance as the only argument"},
+		{Name: "all with two instances", Args: []string{"unbind", "a", "b", "--all"}, Want: "got 2 arguments"},
+		{Name: "instance and argument", Args: []string{"unbind", "a", "--instance", "db", "--all"}, Want: "names the instance already"},
+		{Name: "instance alone", Args: []string{"unbind", "--instance", "db"}, Want: "add --all"},
+		{Name: "all and name", Args: []string{"unbind", "db", "--all", "--name", "a"}, Want: "--all and --name"},
+		{Name: "empty name in list", Args: []string{"unbind", "db", "--name", "a,,b"}, Want: "empty binding name"},
+		{Name: "abandon and wait", Args: []string{"unbind", "db", "--abandon", "--wait"}, Want: "cannot be used together"},
+		{Name: "zero interval", Args: []string{"unbind", "db", "--interval", "0"}, Want: "--interval"},
+		{Name: "unknown flag", Args: []string{"unbind", "db", "--force"}, Want: "unknown flag"},
+	})
 }
 
 func TestUnbindOptions_Validate_SelectsByInstance(t *testing.T) {

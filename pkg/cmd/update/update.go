@@ -11,7 +11,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var updateLong = cmdutil.LongDesc(`
@@ -72,16 +71,13 @@ type Options struct {
 	Output      *printers.OutputFlags
 	DryRun      cmdutil.DryRunStrategy
 
-	Namespace string
-	Engine    *engine.Engine
-	Prompter  prompt.Prompter
-	Streams   cmdutil.IOStreams
+	cmdutil.Clients
 }
 
 // NewCmdUpdate returns the update command. runF, when not nil, is called with the
 // completed options instead of Run (for tests of the flags).
 func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
+	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:               "update NAME [--plan PLAN] [-p key=value]... [--upgrade] | update NAME --revert",
 		Short:             "Change a service instance's plan or parameters",
@@ -148,10 +144,7 @@ func (o *Options) Validate() error {
 }
 
 // Complete builds the engine and, in a terminal, the prompter.
-func (o *Options) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, o.Prompter, err = f.VerbClients(o.Streams, o.Wait.Interval, o.Prompter)
-	return err
-}
+func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run updates the instance (engine.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {

@@ -24,31 +24,21 @@ import (
 )
 
 func TestUpdate_BadInvocations_AreUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "missing name", args: []string{"update", "--plan", "standard"}, want: "needs the instance's NAME"},
-		{name: "two names", args: []string{"update", "a", "b", "--plan", "x"}, want: "takes one NAME"},
-		{name: "nothing to update", args: []string{"update", "db"}, want: "nothing to update"},
-		{name: "only wait flags", args: []string{"update", "db", "--wait"}, want: "nothing to update"},
-		{name: "unknown flag", args: []string{"update", "db", "--class", "x"}, want: "unknown flag"},
-		{name: "json and file", args: []string{"update", "db", "--params-json", "{}", "--params-file", "-"}, want: "cannot be used together"},
-		{name: "bad secret ref", args: []string{"update", "db", "--params-from-secret", "/k"}, want: "SECRET or SECRET/KEY"},
-		{name: "negative interval", args: []string{"update", "db", "--plan", "x", "--interval", "-1s"}, want: "--interval"},
-		{name: "bad output", args: []string{"update", "db", "--plan", "x", "-o", "nosuch"}, want: "--output"},
-		{name: "revert with a change", args: []string{"update", "db", "--revert", "-p", "a=1"}, want: "give it alone"},
-		{name: "bad dry run", args: []string{"update", "db", "--plan", "x", "--dry-run=maybe"}, want: "must be one of none, client, server"},
-		{name: "dry run and wait", args: []string{"update", "db", "--plan", "x", "--dry-run", "--wait"}, want: "cannot be used together"},
-		{name: "dry run and revert", args: []string{"update", "db", "--revert", "--dry-run=server"}, want: "--revert cannot be combined with --dry-run"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := cmdtest.RunOffline(t, tc.args...)
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
-		})
-	}
+	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
+		{Name: "missing name", Args: []string{"update", "--plan", "standard"}, Want: "needs the instance's NAME"},
+		{Name: "two names", Args: []string{"update", "a", "b", "--plan", "x"}, Want: "takes one NAME"},
+		{Name: "nothing to update", Args: []string{"update", "db"}, Want: "nothing to update"},
+		{Name: "only wait flags", Args: []string{"update", "db", "--wait"}, Want: "nothing to update"},
+		{Name: "unknown flag", Args: []string{"update", "db", "--class", "x"}, Want: "unknown flag"},
+		{Name: "json and file", Args: []string{"update", "db", "--params-json", "{}", "--params-file", "-"}, Want: "cannot be used together"},
+		{Name: "bad secret ref", Args: []string{"update", "db", "--params-from-secret", "/k"}, Want: "SECRET or SECRET/KEY"},
+		{Name: "negative interval", Args: []string{"update", "db", "--plan", "x", "--interval", "-1s"}, Want: "--interval"},
+		{Name: "bad output", Args: []string{"update", "db", "--plan", "x", "-o", "nosuch"}, Want: "--output"},
+		{Name: "revert with a change", Args: []string{"update", "db", "--revert", "-p", "a=1"}, Want: "give it alone"},
+		{Name: "bad dry run", Args: []string{"update", "db", "--plan", "x", "--dry-run=maybe"}, Want: "must be one of none, client, server", PflagWording: true},
+		{Name: "dry run and wait", Args: []string{"update", "db", "--plan", "x", "--dry-run", "--wait"}, Want: "cannot be used together"},
+		{Name: "dry run and revert", Args: []string{"update", "db", "--revert", "--dry-run=server"}, Want: "--revert cannot be combined with --dry-run"},
+	})
 }
 
 func TestUpdateOptions_Validate(t *testing.T) {
@@ -115,8 +105,8 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 			o := &update.Options{
 				Name: "db", Plan: "standard", Params: lifecycle.ParamFlags{Params: []string{"storage_gb=8"}}, DryRun: tc.mode,
 				Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9},
-				Namespace: storetest.UserNamespace, Engine: eng,
-				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut),
+				Clients: cmdutil.Clients{Namespace: storetest.UserNamespace, Engine: eng,
+					Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)},
 			}
 			flags := &cobra.Command{}
 			o.Output.AddFlags(flags)

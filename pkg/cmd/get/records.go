@@ -1,0 +1,189 @@
+package get
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+)
+
+// RecordListOptions are the options "get instances" and "get bindings" share.
+type RecordListOptions struct {
+	Names         []string
+	AllNamespaces bool
+	Output        *printers.OutputFlags
+	List          printers.ListFlags
+	Watch         watchrecords.Flags
+
+	// Namespace is the namespace listed, "" with -A.
+	Namespace string
+	Reader    *engine.Reader
+	Streams   cmdutil.IOStreams
+	Now       func() time.Time
+
+	core kubernetes.Interface // to watch with
+}
+
+func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
+	return RecordListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+}
+
+// Validate checks the flags without any I/O; it changes nothing.
+func (o *RecordListOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return validateList(o.List)
+}
+
+// Complete builds the reader (and the client to watch with) and finds the namespace.
+func (o *RecordListOptions) Complete(f *cmdutil.Factory, args []string) error {
+	o.Names = args
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
+	r, ns, err := f.ReaderIn()
+	if err != nil {
+		return err
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	o.Namespace, o.Reader = ns, r
+	if o.Watch.On() {
+		if o.core, err = f.KubernetesClient(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// where is the namespace listed, as the message of an empty list says it.
+func (o *RecordListOptions) where() string {
+	if o.AllNamespaces {
+		return "in any namespace"
+	}
+	return fmt.Sprintf("in namespace %q", o.Namespace)
+}
+
+// keep reports whether get prints a record of this name: any without names.
+func (o *RecordListOptions) keep() func(name string) bool {
+	want := map[string]bool{}
+	for _, n := range o.Names {
+		want[n] = true
+	}
+	return func(name string) bool { return len(want) == 0 || want[name] }
+}
+
+// recordKind is what listing and watching one kind of record needs.
+type recordKind[T any, P recordPtr[T]] struct {
+	name   string // "instance"
+	record string // its Kind, for the watch's selector
+	// list lists the records of the filter; it may return some with an error.
+	list func(ctx context.Context, namespace string, f engine.Filter) ([]P, error)
+	// object is the list object -o prints.
+	object func(items []T) runtime.Object
+	// table prints the items as a table.
+	table func(w io.Writer, items []T, withNamespace, wide bool, now time.Time) error
+}
+
+// runRecords lists the records of k that filter selects, or watches them with -w;
+// none is the message of an empty list.
+func runRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, filter engine.Filter, k recordKind[T, P], none func() string) error {
+	if o.Watch.On() {
+		return watchRecords(ctx, o, k, filter)
+	}
+	return printRecords(ctx, o, k, filter, none)
+}
+
+// print prints items as the table of k, with the columns o asks for.
+func (k recordKind[T, P]) print(o *RecordListOptions, w io.Writer, items []T) error {
+	return k.table(w, items, o.AllNamespaces, o.Output.IsWide(), o.Now())
+}
+
+type recordPtr[T any] interface {
+	*T
+	v1alpha1.Record
+}
+
+// listRecords lists the records of k that get prints: all, or those o names; missing
+// names the names that matched none (nil when all did).
+func listRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter engine.Filter) (items []T, missing, err error) {
+	list, err := k.list(ctx, o.Namespace, filter)
+	if err != nil && len(list) == 0 {
+		return nil, nil, err
+	}
+	keep := o.keep()
+	found := map[string]bool{}
+	var known []string
+	for _, x := range list {
+		known = append(known, x.GetName())
+		if keep(x.GetName()) {
+			found[x.GetName()] = true
+			items = append(items, *x)
+		}
+	}
+	return items, allMissing(k.name, o.Names, found, known), nil
+}
+
+// printRecords lists the records of k and prints them, sorted: as one list object with
+// -o json|yaml, else as a table, or none says on standard error that there are none.
+// It fails, after printing, for the names that matched nothing.
+func printRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter engine.Filter, none func() string) error {
+	items, missing, err := listRecords(ctx, o, k, filter)
+	if err != nil {
+		return err
+	}
+	if err := printers.SortItems(&o.List, items, func(x *T) runtime.Object { return P(x) }); err != nil {
+		return err
+	}
+	if !o.Output.IsTable() {
+		if err := o.Output.PrintObject(k.object(items), o.Streams.Out); err != nil {
+			return err
+		}
+		return missing
+	}
+	if len(items) == 0 {
+		if missing != nil {
+			return missing
+		}
+		fmt.Fprintln(o.Streams.ErrOut, none())
+		return nil
+	}
+	if err := k.print(o, o.List.Out(o.Streams.Out), items); err != nil {
+		return err
+	}
+	return missing
+}
+
+// watchRecords lists the records get would list, then prints each change.
+func watchRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter engine.Filter) error {
+	if o.core == nil {
+		return fmt.Errorf("internal error: no client to watch with")
+	}
+	sel, err := engine.Selector(k.record, filter)
+	if err != nil {
+		return err
+	}
+	keep := o.keep()
+	return watchrecords.Watch(ctx, o.core, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[P]{
+		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
+		Keep: func(x P) bool { return keep(x.GetName()) },
+		Table: func(w io.Writer, items []P) error {
+			vals := make([]T, len(items))
+			for i, x := range items {
+				vals[i] = *x
+			}
+			return k.print(o, w, vals)
+		},
+	}, nil)
+}
