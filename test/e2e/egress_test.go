@@ -99,11 +99,10 @@ func TestEgress_ReconcileCallsNoInternalAddressForANamespaceBroker(t *testing.T)
 	// An administrator allows the range: the call is made, and the answer, no broker's,
 	// leaves nothing of its body in status.
 	// (a record written anew: the refused one waits out its backoff)
-	assert.NilError(t, admin.CoreV1().ConfigMaps(ns).Delete(ctx, store.ConfigMapName(v1alpha1.KindBroker, "internal"), metav1.DeleteOptions{}))
-	forge("internal", srv.URL)
+	forge("internal-again", srv.URL)
 	run("--namespace-broker-allow-cidr", "127.0.0.1/32")
 	assert.Check(t, len(internal.requests()) > 0, "allowed, reconcile calls the service")
-	st := status("internal")
+	st := status("internal-again")
 	assert.Check(t, is.Contains(st, "500"), st)
 	assert.Check(t, !strings.Contains(st, egressSecret), st)
 	assert.Check(t, is.Contains(status("metadata"), "egress rule"), "the metadata address stays denied")

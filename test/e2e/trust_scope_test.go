@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
@@ -41,10 +42,20 @@ func TestTrustScope_DroppingALabelDoesNotTakeARecordOutOfThePolicy(t *testing.T)
 		return err == nil
 	})
 
+	// The cluster id, which whoever first sets the catalog up stores (bob may not write
+	// in the catalog namespace).
+	_, err = e.admin.CoreV1().ConfigMaps(e.catalogNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterIDConfigMap},
+		Data: map[string]string{kube.ClusterIDKey: "e2e-trust-scope"}}, metav1.CreateOptions{})
+	assert.Check(t, err == nil || apierrors.IsAlreadyExists(err), "%v", err)
+
 	r = trustBob(t, e, "register", "team", "--url", e.brokerURL, "--basic-auth-secret", "team-auth", "--scope", "namespace")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	r = trustBob(t, e, "provision", "db", "--class", "team/object-storage", "--plan", "bucket", "--wait", "--timeout", "60s", "--interval", "200ms")
+	r = trustBob(t, e, "provision", "db", "--class", "team/object-storage", "--plan", "bucket")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	trustReconcile(t, e, shared)
+	inst, err := e.st.Instances().Get(ctx, shared, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
 
 	cms := e.alice.CoreV1().ConfigMaps(shared)
 	name := store.ConfigMapName(v1alpha1.KindBroker, "team")
@@ -94,8 +105,9 @@ func TestTrustScope_DroppingALabelDoesNotTakeARecordOutOfThePolicy(t *testing.T)
 
 	// 4. bob's own deprovision: his broker's credentials go to his broker only.
 	before := len(e.brokerTap.requests())
-	r = trustBob(t, e, "deprovision", "db", "--yes", "--wait", "--timeout", "60s", "--interval", "200ms")
+	r = trustBob(t, e, "deprovision", "db", "--yes")
 	assert.Check(t, r.ExitCode == 0, r.Stderr)
+	trustReconcile(t, e, shared)
 	for _, req := range e.attacker.requests() {
 		assert.Check(t, !strings.Contains(req, "Authorization: Basic"), "bob's broker credentials reached alice's server:\n%s", req)
 	}
