@@ -310,6 +310,8 @@ func TestComplete_FailureCompletesNothing(t *testing.T) {
 // of a numeric or duration type are free text too. A flag that takes a file name keeps
 // the shell's completion of file names (it needs none of its own).
 var freeText = map[string]string{
+	"namespace-broker-allow-cidr": "a CIDR",
+	"namespace-broker-deny-cidr":  "a CIDR",
 	"add-key":                     "KEY=VALUE",
 	"as":                          "a user name the cluster knows, not listable",
 	"as-uid":                      "a uid",

@@ -119,6 +119,9 @@ type authority struct {
 	author store.Author
 	// unverified says why the author cannot be believed; "" when self or verified.
 	unverified string
+	// notRunners: the user running the engine may not lend the record their own rights
+	// (WithRunnersRights) where the author's cannot be checked: see runnersRightsBarred.
+	notRunners bool
 }
 
 // trustCache keeps the trust state and answers of the Authorizer for a short while:
@@ -175,20 +178,53 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	if kind == "" {
 		kind = "record"
 	}
-	switch state := e.trustState(ctx); {
+	state := e.trustState(ctx)
+	barred := runnersRightsBarred(rec, state)
+	switch {
+	case tampered(rec) != "":
+		return authority{unverified: fmt.Sprintf("%s %q %s", kind, rec.GetName(), tampered(rec)), notRunners: barred}
 	case au.Username == "":
-		return authority{unverified: fmt.Sprintf("%s %q names no author (it was not written by kubectl catalog with the trust policy in force)", kind, rec.GetName())}
-	case rec.GetLabels()[store.LabelManagedBy] != store.ManagedBy:
-		return authority{unverified: fmt.Sprintf("%s %q lacks the label %s=%s the trust policy applies to", kind, rec.GetName(), store.LabelManagedBy, store.ManagedBy)}
+		return authority{unverified: fmt.Sprintf("%s %q names no author (it was not written by kubectl catalog with the trust policy in force)", kind, rec.GetName()), notRunners: barred}
 	case state.Token == "":
-		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog reconcile install\"", state.Reason, kind, rec.GetName())}
+		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog reconcile install\"", state.Reason, kind, rec.GetName()), notRunners: barred}
 	case au.Token != state.Token:
-		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName())}
+		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName()), notRunners: barred}
 	}
 	if id, err := e.cfg.Platform.Identity(ctx); err == nil && id != nil && id.Username == au.Username {
 		return authority{self: true}
 	}
-	return authority{author: au}
+	return authority{author: au, notRunners: barred}
+}
+
+// tampered says how rec differs from every record kubectl catalog writes in a way only
+// a change by someone other than its author explains, or "": author annotations without
+// the managed-by label. The store writes both, and the trust policy keeps the label on;
+// a label dropped before the policy was in force (or under a policy that selected
+// records by it) took the record out of the policy's sight.
+func tampered(rec v1alpha1.Record) string {
+	if rec.GetLabels()[store.LabelManagedBy] == store.ManagedBy {
+		return ""
+	}
+	a := rec.GetAnnotations()
+	for _, k := range []string{store.AnnotationAuthor, store.AnnotationAuthorGroups, store.AnnotationTrustToken} {
+		if a[k] != "" {
+			return fmt.Sprintf("carries author annotations but lacks the label %s=%s that kubectl catalog writes with them: someone other than its author changed it; its owner deletes it and writes it again with kubectl catalog",
+				store.LabelManagedBy, store.ManagedBy)
+		}
+	}
+	return ""
+}
+
+// runnersRightsBarred reports whether the user running the engine must not act on rec
+// with their own rights (WithRunnersRights) where its author's cannot be checked: when
+// another person may have written it. With the trust policy in force that is any record
+// that is not the runner's own (intended, or verified as theirs): an unverified record
+// was written before the policy, by anyone, and a verified one by its author. A tampered
+// record is barred whatever the policy. Lending the runner's rights there would lend
+// them to the record's writer: a broker credentials Secret the runner may read, sent to
+// a URL the writer chose.
+func runnersRightsBarred(rec v1alpha1.Record, state TrustState) bool {
+	return state.Token != "" || tampered(rec) != ""
 }
 
 type runnersRightsKey struct{}
@@ -213,15 +249,19 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		return nil
 	}
 	what := describeRequest(attrs)
+	runners := runnersRights(ctx) && !a.notRunners
 	if a.unverified != "" {
-		if runnersRights(ctx) {
+		if runners {
 			return nil
+		}
+		if a.notRunners {
+			return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (another person may have written it, so your own rights are not lent to it)", what, a.unverified)
 		}
 		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (or, trusting everyone who may write ConfigMaps in namespace %q, run \"kubectl catalog reconcile --trust-unverified-authors\" to act with your own rights)",
 			what, a.unverified, rec.GetNamespace())
 	}
 	if e.cfg.Authorizer == nil {
-		if runnersRights(ctx) {
+		if runners {
 			return nil
 		}
 		return refused(ReasonRefusedAuthorUnverified, "refused to %s on behalf of %q: this engine cannot ask the API server what the author may do", what, a.author.Username)
@@ -233,7 +273,7 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 	c.mu.Unlock()
 	if !ok || time.Since(ans.at) > trustCacheTTL {
 		allowed, reason, err := e.cfg.Authorizer.Allowed(ctx, a.author.Username, a.author.Groups, attrs)
-		if err != nil && runnersRights(ctx) {
+		if err != nil && runners {
 			return nil
 		}
 		if err != nil {

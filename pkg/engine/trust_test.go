@@ -483,3 +483,59 @@ func TestTrust_TheRunsListAnswersForTheOriginal_ALaterCopyIsRefused(t *testing.T
 	assert.Equal(t, f.cluster.MetadataLists()-lists, 0, "answered from the run's list")
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1, "the original's only")
 }
+
+func TestTrust_RunnersRights_AreNotLentToARecordAnotherPersonMayHaveWritten(t *testing.T) {
+	unlabel := func(t *testing.T, f *fixture) {
+		cms := f.cluster.Core.CoreV1().ConfigMaps(ns)
+		cm, err := cms.Get(context.Background(), store.ConfigMapName(v1alpha1.KindServiceInstance, "evil"), metav1.GetOptions{})
+		assert.NilError(t, err)
+		delete(cm.Labels, store.LabelManagedBy)
+		_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
+		assert.NilError(t, err)
+	}
+	for _, tc := range []struct {
+		name    string
+		trust   TrustState
+		token   string
+		edit    func(*testing.T, *fixture)
+		refused string // a part of the refusal's message; "" when the runner's rights apply
+	}{
+		{name: "no trust policy: the runner's command, the runner's rights", trust: TrustState{Reason: "not installed"}},
+		{name: "policy in force, a record from before it", trust: TrustState{Token: "new"}, token: "old",
+			refused: "your own rights are not lent"},
+		{name: "policy in force, another verified author and no way to ask about them", trust: TrustState{Token: "new"}, token: "new",
+			refused: "cannot ask the API server"},
+		{name: "no trust policy, author annotations without the managed-by label", trust: TrustState{Reason: "not installed"}, token: "old",
+			edit: unlabel, refused: "lacks the label " + store.LabelManagedBy},
+		{name: "policy in force, author annotations without the managed-by label", trust: TrustState{Token: "new"}, token: "new",
+			edit: unlabel, refused: "someone other than its author changed it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.cfg.Trust = staticTrust{tc.trust}
+			f.engine.cfg.Authorizer = nil
+			_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+			assert.NilError(t, err)
+			_, err = writerStore(f, "mallory", tc.token).Instances().Create(store.WithIntent(context.Background()), forgedInstance("evil", ns, "id-evil", withSecretParameters))
+			assert.NilError(t, err)
+			if tc.edit != nil {
+				tc.edit(t, f)
+			}
+
+			cur, err := f.st.Instances().Get(context.Background(), ns, "evil")
+			assert.NilError(t, err)
+			res, err := f.engine.StepInstance(WithRunnersRights(context.Background()), cur)
+			assert.NilError(t, err)
+
+			if tc.refused == "" {
+				assert.Assert(t, !res.Refused, "%+v", res)
+				assert.Assert(t, len(f.broker.Calls()) > 0, "the runner's own command is carried out with their rights")
+				return
+			}
+			assertRefused(t, f, res, ns, "evil", ReasonRefusedAuthorUnverified)
+			inst, err := f.st.Instances().Get(context.Background(), ns, "evil")
+			assert.NilError(t, err)
+			assert.Assert(t, is.Contains(condition(inst, v1alpha1.ConditionRefused).Message, tc.refused))
+		})
+	}
+}

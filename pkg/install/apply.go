@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -250,7 +251,8 @@ func applyToken(ctx context.Context, core kubernetes.Interface, token *corev1.Co
 // policy is enforced, and not only stored.
 func WaitEnforced(ctx context.Context, core kubernetes.Interface, namespace string, timeout time.Duration) error {
 	probe := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "catalog-trust-probe", Namespace: namespace,
+		// Named as a record: the policy selects records by their name prefix.
+		ObjectMeta: metav1.ObjectMeta{Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "trust-probe"), Namespace: namespace,
 			Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
 		Data: map[string]string{store.DataKey: "{}"},
 	}

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -72,6 +73,9 @@ func resourceClient(core kubernetes.Interface, obj runtime.Object) client {
 		return typed(c.Get, c.Patch, c.Delete)
 	case *appsv1.Deployment:
 		c := core.AppsV1().Deployments(ns)
+		return typed(c.Get, c.Patch, c.Delete)
+	case *networkingv1.NetworkPolicy:
+		c := core.NetworkingV1().NetworkPolicies(ns)
 		return typed(c.Get, c.Patch, c.Delete)
 	case *policyv1.PodDisruptionBudget:
 		c := core.PolicyV1().PodDisruptionBudgets(ns)

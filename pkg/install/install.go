@@ -31,6 +31,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -266,6 +267,9 @@ type Options struct {
 	// Deployments), the i-th running reconcile --shard i/Shards. 1: no
 	// split.
 	Shards int
+	// NamespaceBrokerAllowCIDRs and NamespaceBrokerDenyCIDRs are reconcile's
+	// --namespace-broker-allow-cidr and --namespace-broker-deny-cidr.
+	NamespaceBrokerAllowCIDRs, NamespaceBrokerDenyCIDRs []string
 }
 
 // TrustNamespace is the catalog namespace, where the trust token lives.
@@ -328,7 +332,10 @@ func (o Options) Validate() error {
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1, not %d", o.Workers)
 	}
-	return nil
+	if err := validateCIDRs("--namespace-broker-allow-cidr", o.NamespaceBrokerAllowCIDRs); err != nil {
+		return err
+	}
+	return validateCIDRs("--namespace-broker-deny-cidr", o.NamespaceBrokerDenyCIDRs)
 }
 
 // WorkloadName is the name of the CronJob (or Deployment) of shard i: the
@@ -374,6 +381,7 @@ func (o Options) Command(i int) []string {
 	cmd := []string{Binary, "reconcile", "-A",
 		"--max-duration", shortDuration(o.MaxDuration), "--retry-horizon", "0", "--workers", strconv.Itoa(o.Workers), "-o", "json"}
 	cmd = append(cmd, o.shardArgs(i)...)
+	cmd = append(cmd, o.egressArgs()...)
 	return append(cmd, o.catalogNamespaceArgs()...)
 }
 
@@ -389,6 +397,7 @@ func (o Options) ServeCommand(i int) []string {
 		cmd = append(cmd, "--shard-group", o.WorkloadName(i))
 	}
 	cmd = append(cmd, o.shardArgs(i)...)
+	cmd = append(cmd, o.egressArgs()...)
 	return append(cmd, o.catalogNamespaceArgs()...)
 }
 
@@ -420,6 +429,8 @@ type Objects struct {
 	// Leases in the catalog namespace (nil without a group).
 	LeaseRole        *rbacv1.Role
 	LeaseRoleBinding *rbacv1.RoleBinding
+	// NetworkPolicy keeps reconcile's pods from the cloud metadata service.
+	NetworkPolicy *networkingv1.NetworkPolicy
 	// One CronJob per shard, or with Serve one Deployment per shard and, with
 	// several replicas, a PodDisruptionBudget for each.
 	CronJobs             []*batchv1.CronJob
@@ -442,6 +453,7 @@ type Objects struct {
 func (objs Objects) List() []runtime.Object {
 	list := []runtime.Object{objs.Namespace, objs.ServiceAccount, objs.ClusterRole, objs.ClusterRoleBinding}
 	list = append(list, objs.Roles()...)
+	list = append(list, objs.NetworkPolicy)
 	list = append(list, objs.Workloads()...)
 	if objs.Policy != nil {
 		list = append(list, objs.Policy, objs.PolicyBinding, objs.TrustToken)
@@ -509,6 +521,7 @@ func Build(o Options) Objects {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.Name, Namespace: o.Namespace}},
 		},
 	}
+	objs.NetworkPolicy = networkPolicy(o)
 	objs.catalogNamespace = o.TrustNamespace()
 	if o.ShardGroup() {
 		roleMeta := meta(o.TrustNamespace(), cluster)

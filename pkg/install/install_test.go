@@ -12,7 +12,9 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -110,6 +112,34 @@ func TestBuild_CronJobRunsReconcileBoundedAndLocked(t *testing.T) {
 	}
 }
 
+func TestBuild_NetworkPolicyKeepsReconcileFromTheMetadataService_EgressFlagsGoToReconcile(t *testing.T) {
+	o := Defaults()
+	o.Image = "registry.example/kubectl-catalog:v1"
+	o.NamespaceBrokerAllowCIDRs = []string{"10.0.0.5"}
+	o.NamespaceBrokerDenyCIDRs = []string{"10.96.0.0/12", "10.244.0.0/16"}
+	objs := Build(o)
+	np := objs.NetworkPolicy
+	assert.Equal(t, np.Namespace, o.Namespace)
+	assert.DeepEqual(t, np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress})
+	pod := objs.CronJobs[0].Spec.JobTemplate.Spec.Template.Labels
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		assert.Equal(t, pod[k], v, "the policy selects the pods of reconcile")
+	}
+	var excepted []string
+	for _, r := range np.Spec.Egress {
+		for _, to := range r.To {
+			if to.IPBlock != nil {
+				excepted = append(excepted, to.IPBlock.Except...)
+			}
+		}
+	}
+	assert.Assert(t, is.Contains(excepted, "169.254.169.254/32"))
+	assert.Assert(t, slices.Contains(objs.List(), runtime.Object(np)), "applied")
+	assert.Assert(t, is.Contains(strings.Join(o.Command(0), " "), "--namespace-broker-allow-cidr 10.0.0.5 --namespace-broker-deny-cidr 10.96.0.0/12,10.244.0.0/16"))
+	o.Serve = true
+	assert.Assert(t, is.Contains(strings.Join(o.ServeCommand(0), " "), "--namespace-broker-deny-cidr 10.96.0.0/12,10.244.0.0/16"))
+}
+
 func TestValidate_NamesTheFlag(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -133,6 +163,10 @@ func TestValidate_NamesTheFlag(t *testing.T) {
 		{name: "a shard group and shards", mutate: func(o *Options) { o.Serve, o.Replicas, o.Shards = true, 3, 2 }, wantErr: "--shards 2 and --replicas 3 cannot go together"},
 		{name: "one replica per shard", mutate: func(o *Options) { o.Serve, o.Replicas, o.Shards = true, 1, 2 }},
 		{name: "serve with a bad bound", mutate: func(o *Options) { o.Serve, o.MaxDuration = true, time.Millisecond }, wantErr: "--max-duration"},
+		{name: "egress ranges", mutate: func(o *Options) {
+			o.NamespaceBrokerAllowCIDRs, o.NamespaceBrokerDenyCIDRs = []string{"10.1.2.3"}, []string{"10.96.0.0/12", "fd00::/8"}
+		}},
+		{name: "a bad egress range", mutate: func(o *Options) { o.NamespaceBrokerDenyCIDRs = []string{"10.96.0.0/40"} }, wantErr: "--namespace-broker-deny-cidr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Defaults()
@@ -237,6 +271,7 @@ func TestApply_CreatesThenLeavesUnchangedThenUninstalls(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, lines(res), []string{
 		"cronjob.batch/catalog-reconcile deleted",
+		"networkpolicy.networking.k8s.io/catalog-reconcile not found, skipped",
 		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"serviceaccount/catalog-reconcile deleted",
@@ -335,11 +370,11 @@ func TestBuild_NoTrustPolicyLeavesItOut(t *testing.T) {
 	o.CatalogNamespace = "brokers"
 	objs := Build(o)
 	assert.Equal(t, objs.TrustToken.Namespace, "brokers", "the token lives in the catalog namespace")
-	assert.Equal(t, len(objs.List()), 8)
+	assert.Equal(t, len(objs.List()), 9)
 	o.NoTrustPolicy = true
 	objs = Build(o)
 	assert.Assert(t, objs.Policy == nil && objs.PolicyBinding == nil && objs.TrustToken == nil)
-	assert.Equal(t, len(objs.List()), 5)
+	assert.Equal(t, len(objs.List()), 6)
 }
 
 func TestBuild_ShardsMakeOneCronJobEach(t *testing.T) {
@@ -491,6 +526,7 @@ func TestApply_PrunesWhatTheInstallationNoLongerHasAndUninstallFindsEverything(t
 		"poddisruptionbudget.policy/catalog-reconcile deleted",
 		"role.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"rolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
+		"networkpolicy.networking.k8s.io/catalog-reconcile not found, skipped",
 		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"clusterrole.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile deleted",
 		"serviceaccount/catalog-reconcile deleted",

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +77,8 @@ func resourceOf(obj runtime.Object) string {
 		return "deployment.apps"
 	case *policyv1.PodDisruptionBudget:
 		return "poddisruptionbudget.policy"
+	case *networkingv1.NetworkPolicy:
+		return "networkpolicy.networking.k8s.io"
 	case *admissionv1.ValidatingAdmissionPolicy:
 		return "validatingadmissionpolicy.admissionregistration.k8s.io"
 	case *admissionv1.ValidatingAdmissionPolicyBinding:

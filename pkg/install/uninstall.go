@@ -41,7 +41,7 @@ func Uninstall(ctx context.Context, core kubernetes.Interface, namespace, name s
 	}
 	background := metav1.DeletePropagationBackground
 	more, err := deleteAll(ctx, core, metav1.DeleteOptions{PropagationPolicy: &background},
-		objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)
+		objs.NetworkPolicy, objs.ClusterRoleBinding, objs.ClusterRole, objs.ServiceAccount)
 	return append(results, more...), err
 }
 

@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -128,6 +130,19 @@ type ClientConfig struct {
 	// Now is the clock used to turn a Retry-After date into a duration.
 	// Default time.Now.
 	Now func() time.Time
+
+	// DialControl, when set, is called with the address of every connection
+	// the client makes, after name resolution; an error refuses the connection
+	// (an egress rule: see brokerclient.Egress). The client then dials itself
+	// and uses no proxy from the environment, which would connect for it.
+	// Incompatible with HTTPClient and Transport.
+	DialControl func(network, address string, c syscall.RawConn) error
+	// BareErrors keeps nothing of an error answer but its status, an error code
+	// the spec defines and the description (cut to a line): no message under
+	// other keys, no excerpt of a body that is not JSON, no redirect host. For a
+	// broker whose URL someone else chose: the answer may come from a server that
+	// is no broker, and the error ends in a record's status.
+	BareErrors bool
 }
 
 type client struct {
@@ -140,6 +155,7 @@ type client struct {
 	identityHeader string
 	userAgent      string
 	now            func() time.Time
+	bareErrors     bool
 }
 
 // NewClient validates cfg and returns a Client for the broker at cfg.URL.
@@ -158,6 +174,7 @@ func NewClient(cfg *ClientConfig) (Client, error) {
 		maxResponse: cfg.MaxResponseBytes,
 		userAgent:   cfg.UserAgent,
 		now:         cfg.Now,
+		bareErrors:  cfg.BareErrors,
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -234,6 +251,9 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 	if (cfg.HTTPClient != nil || cfg.Transport != nil) && tlsOptions {
 		return nil, errors.New("osb: CAData and InsecureSkipVerify cannot be combined with a custom HTTPClient or Transport")
 	}
+	if (cfg.HTTPClient != nil || cfg.Transport != nil) && cfg.DialControl != nil {
+		return nil, errors.New("osb: DialControl cannot be combined with a custom HTTPClient or Transport")
+	}
 
 	var hc http.Client
 	switch {
@@ -255,6 +275,11 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 			tlsConfig.RootCAs = pool
 		}
 		tr.TLSClientConfig = tlsConfig
+		if cfg.DialControl != nil {
+			d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: cfg.DialControl}
+			tr.DialContext = d.DialContext
+			tr.Proxy = nil
+		}
 		hc.Transport = tr
 	}
 	if cfg.WrapTransport != nil {
@@ -411,7 +436,11 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, classifyTransport(ctx, &TransportError{Method: cl.method, Path: cl.path, Err: stripURL(err)})
+		err = stripURL(err)
+		if c.bareErrors {
+			err = stripAddress(err)
+		}
+		return nil, classifyTransport(ctx, &TransportError{Method: cl.method, Path: cl.path, Err: err})
 	}
 	defer resp.Body.Close()
 
@@ -459,7 +488,19 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 			he.RedirectHost = loc.Host
 		}
 	}
+	if c.bareErrors {
+		bare(he)
+	}
 	return nil, he
+}
+
+// bare keeps of he only what BareErrors allows.
+func bare(he *HTTPStatusError) {
+	he.Message, he.BodyExcerpt, he.RedirectHost = "", "", ""
+	if !slices.Contains([]string{ErrorCodeAsyncRequired, ErrorCodeConcurrencyError, ErrorCodeRequiresApp, ErrorCodeMaintenanceInfoConflict}, he.ErrorCode) {
+		he.ErrorCode = ""
+	}
+	he.Description = oneLine(he.Description, true)
 }
 
 // readStream hands an accepted body to cl.stream. A read that fails is a transport
@@ -504,6 +545,17 @@ func stripURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err
+	}
+	return err
+}
+
+// stripAddress drops the addresses a connection error names ("dial tcp 10.0.0.7:80:"),
+// keeping its operation and cause: what a broker's host name resolves to is not for
+// whoever chose the name (BareErrors).
+func stripAddress(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return fmt.Errorf("%s: %w", oe.Op, oe.Err)
 	}
 	return err
 }

@@ -158,6 +158,21 @@ func configMapPrefix(kind string) string {
 	return ""
 }
 
+// recordKinds are the record kinds, in the order of their ConfigMap name prefixes.
+var recordKinds = []string{v1alpha1.KindBroker, v1alpha1.KindServiceClass, v1alpha1.KindServicePlanSchemas,
+	v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding, v1alpha1.KindCatalogAccess}
+
+// RecordPrefixes maps the ConfigMap name prefix of each record kind to the kind. A
+// ConfigMap's name cannot change, so its prefix says for good whether it holds a record
+// and of which kind (the trust policy selects records by it).
+func RecordPrefixes() map[string]string {
+	m := make(map[string]string, len(recordKinds))
+	for _, k := range recordKinds {
+		m[configMapPrefix(k)] = k
+	}
+	return m
+}
+
 // ConfigMapName is the name of the ConfigMap holding the record of kind kind named name,
 // e.g. "catalog-instance.db" for the ServiceInstance "db". It is "" for an unknown kind.
 func ConfigMapName(kind, name string) string {

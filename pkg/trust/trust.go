@@ -16,6 +16,7 @@ package trust
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,31 +48,80 @@ var authorKeys = []string{store.AnnotationAuthor, store.AnnotationAuthorGroups, 
 // The policy's CEL. Missing annotations, labels or data keys read as the empty
 // string through CEL optionals (obj.?field[?key].orValue), so an object
 // without them is compared, not an error. oldObject is null on CREATE: it is
-// only used in the UPDATE branch of exprAuthored.
+// only used in the UPDATE branches.
+//
+// The policy selects records by their name (matchConditions): the ConfigMap
+// name prefix of a record kind (store.RecordPrefixes). A name cannot change,
+// so no write takes a record out of the policy; labels and annotations can,
+// and selecting by a label let a writer drop it and then change the spec.
 var (
+	// exprRecordKinds maps each record kind's ConfigMap name prefix to the kind.
+	exprRecordKinds = recordKindsMap()
+	// exprIsRecord matches the ConfigMaps named as records. Validating
+	// admission sees a name generated from generateName.
+	exprIsRecord = exprRecordKinds + ".exists(p, object.metadata.name.startsWith(p))"
+	// exprKind is the kind the record's name prefix says.
+	exprKind = "variables.kinds.filter(p, object.metadata.name.startsWith(p)).map(p, variables.kinds[p]).join('')"
 	// exprAuthor is the write's author annotation.
 	exprAuthor = "object.metadata.?annotations[?" + q(store.AnnotationAuthor) + "].orValue('')"
 	// exprGroups is the write's author-groups annotation.
 	exprGroups = "object.metadata.?annotations[?" + q(store.AnnotationAuthorGroups) + "].orValue('')"
 	// exprAuthored: the write is one only a record's author may make. A CREATE
-	// of a ConfigMap that holds a record; an UPDATE that changes the record,
-	// changes an author annotation, or puts the managed-by label on a
-	// ConfigMap that did not have it (else a ConfigMap forged without the
-	// label could become a record by a label change alone).
-	exprAuthored = "request.operation == 'CREATE' ? has(object.data) && " + q(store.DataKey) + " in object.data" +
+	// of a ConfigMap that holds a record or carries an author annotation; an
+	// UPDATE that changes the record, changes an author annotation, or puts the
+	// managed-by label on a ConfigMap that did not have it.
+	exprAuthored = "request.operation == 'CREATE' ? (has(object.data) && " + q(store.DataKey) + " in object.data)" +
+		" || " + authorKeysList() + ".exists(k, object.metadata.?annotations[?k].orValue('') != '')" +
 		" : object.?data[?" + q(store.DataKey) + "].orValue('') != oldObject.?data[?" + q(store.DataKey) + "].orValue('')" +
-		" || oldObject.metadata.?labels[?" + q(store.LabelManagedBy) + "].orValue('') != " + q(store.ManagedBy) +
-		" || [" + q(authorKeys[0]) + ", " + q(authorKeys[1]) + ", " + q(authorKeys[2]) + "].exists(k," +
+		" || " + label("oldObject", store.LabelManagedBy) + " != " + q(store.ManagedBy) +
+		" || " + authorKeysList() + ".exists(k," +
 		" object.metadata.?annotations[?k].orValue('') != oldObject.metadata.?annotations[?k].orValue(''))"
 	// exprStamped: the author annotations name the requesting user.
 	exprStamped = "variables.author == request.userInfo.username" +
 		" && variables.groups == request.userInfo.?groups.orValue([]).join(',')"
+	// exprLabelled: the record carries the managed-by label and the kind label
+	// its name says: the labels reconcile and the commands find records by.
+	exprLabelled = label("object", store.LabelManagedBy) + " == " + q(store.ManagedBy) +
+		" && " + label("object", store.LabelKind) + " == variables.kind"
+	// exprKeepsLabels: an UPDATE leaves the managed-by label and the kind label
+	// of a record that had them as they were.
+	exprKeepsLabels = "request.operation != 'UPDATE' || ((" + label("oldObject", store.LabelManagedBy) + " != " + q(store.ManagedBy) +
+		" || " + label("object", store.LabelManagedBy) + " == " + q(store.ManagedBy) + ")" +
+		" && (" + label("oldObject", store.LabelKind) + " == '' || " + label("object", store.LabelKind) + " == " + label("oldObject", store.LabelKind) + "))"
+
 	exprValidation = "!variables.authored || variables.stamped"
 	exprMessage    = "'ConfigMap ' + object.metadata.name + ' is a kubectl-catalog record: its spec and author annotations" +
 		" may only be written by the user the annotation " + store.AnnotationAuthor + " names, with the groups " +
 		store.AnnotationAuthorGroups + " lists; you are ' + request.userInfo.username + '." +
 		" Write records with kubectl catalog, which stamps you as their author.'"
+	exprLabelsValidation = "variables.keepsLabels && (!variables.authored || variables.labelled)"
+	exprLabelsMessage    = "'ConfigMap ' + object.metadata.name + ' is a kubectl-catalog record: it carries the labels " +
+		store.LabelManagedBy + "=" + store.ManagedBy + " and " + store.LabelKind + "=' + variables.kind + ', which may not be removed or changed." +
+		" Delete the record (kubectl catalog deprovision, unbind or deregister) instead of unlabelling it.'"
 )
+
+// label is the CEL of obj's label key, "" when missing.
+func label(obj, key string) string {
+	return obj + ".metadata.?labels[?" + q(key) + "].orValue('')"
+}
+
+func authorKeysList() string {
+	quoted := make([]string, len(authorKeys))
+	for i, k := range authorKeys {
+		quoted[i] = q(k)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+func recordKindsMap() string {
+	m := store.RecordPrefixes()
+	prefixes := slices.Sorted(maps.Keys(m))
+	entries := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		entries[i] = q(p) + ": " + q(m[p])
+	}
+	return "{" + strings.Join(entries, ", ") + "}"
+}
 
 // Policy is the ValidatingAdmissionPolicy store.TrustPolicyName.
 func Policy() *admissionv1.ValidatingAdmissionPolicy {
@@ -82,10 +132,9 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 			// An expression that cannot be evaluated refuses the write: the
 			// policy exists to refuse forgeries, so it fails closed.
 			FailurePolicy: ptr.To(admissionv1.Fail),
+			// Every ConfigMap write is matched, then matchConditions keep the
+			// records, by a name no write can change.
 			MatchConstraints: &admissionv1.MatchResources{
-				// For an UPDATE the selector matches when the old or the new
-				// object carries the label, so removing it does not escape.
-				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
 				ResourceRules: []admissionv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionv1.RuleWithOperations{
 						Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
@@ -94,16 +143,26 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 					},
 				}},
 			},
+			MatchConditions: []admissionv1.MatchCondition{{Name: "record", Expression: exprIsRecord}},
 			Variables: []admissionv1.Variable{
+				{Name: "kinds", Expression: exprRecordKinds},
+				{Name: "kind", Expression: exprKind},
 				{Name: "author", Expression: exprAuthor},
 				{Name: "groups", Expression: exprGroups},
 				{Name: "authored", Expression: exprAuthored},
 				{Name: "stamped", Expression: exprStamped},
+				{Name: "labelled", Expression: exprLabelled},
+				{Name: "keepsLabels", Expression: exprKeepsLabels},
 			},
 			Validations: []admissionv1.Validation{{
 				Expression:        exprValidation,
 				MessageExpression: exprMessage,
 				Message:           "a kubectl-catalog record's spec and author annotations may only be written by its author: write records with kubectl catalog, which stamps you as their author",
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
+			}, {
+				Expression:        exprLabelsValidation,
+				MessageExpression: exprLabelsMessage,
+				Message:           "a kubectl-catalog record keeps its managed-by and kind labels: delete the record instead of unlabelling it",
 				Reason:            ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
@@ -242,16 +301,18 @@ func policyDiffers(got *admissionv1.ValidatingAdmissionPolicy) string {
 	switch {
 	case s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail:
 		return "does not fail closed (failurePolicy is not Fail)"
-	case s.MatchConstraints == nil || !objectSelectorIs(s.MatchConstraints.ObjectSelector, want.MatchConstraints.ObjectSelector) ||
+	case s.MatchConstraints == nil || !emptySelector(s.MatchConstraints.ObjectSelector) ||
 		len(s.MatchConstraints.ExcludeResourceRules) > 0 || !rulesCover(s.MatchConstraints.ResourceRules) ||
-		(s.MatchConstraints.NamespaceSelector != nil && !emptySelector(s.MatchConstraints.NamespaceSelector)):
+		!emptySelector(s.MatchConstraints.NamespaceSelector) || !slices.Equal(s.MatchConditions, want.MatchConditions):
 		return "does not match every record ConfigMap write"
-	case !slices.Equal(s.Variables, want.Variables) || len(s.MatchConditions) > 0 || s.ParamKind != nil:
-		return "differs from the one kubectl catalog installs"
-	case len(s.Validations) != 1 || s.Validations[0].Expression != want.Validations[0].Expression:
+	case !slices.Equal(s.Variables, want.Variables) || s.ParamKind != nil || !sameValidations(s.Validations, want.Validations):
 		return "differs from the one kubectl catalog installs"
 	}
 	return ""
+}
+
+func sameValidations(got, want []admissionv1.Validation) bool {
+	return slices.EqualFunc(got, want, func(a, b admissionv1.Validation) bool { return a.Expression == b.Expression })
 }
 
 func bindingDiffers(b *admissionv1.ValidatingAdmissionPolicyBinding) string {
@@ -270,18 +331,6 @@ func bindingDiffers(b *admissionv1.ValidatingAdmissionPolicyBinding) string {
 
 func emptySelector(s *metav1.LabelSelector) bool {
 	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
-}
-
-func objectSelectorIs(got, want *metav1.LabelSelector) bool {
-	if got == nil || len(got.MatchExpressions) > 0 || len(got.MatchLabels) != len(want.MatchLabels) {
-		return false
-	}
-	for k, v := range want.MatchLabels {
-		if got.MatchLabels[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // rulesCover reports whether rules match CREATE and UPDATE of core v1

@@ -74,6 +74,13 @@ func TestCheckPolicy_SaysWhetherThePolicyIsInForceAndWhyNot(t *testing.T) {
 		{name: "policy without its selector", wantReason: "does not match", objs: []runtime.Object{binding(deny), token, policy(func(p *admissionv1.ValidatingAdmissionPolicy) {
 			p.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionv1.OperationType{admissionv1.Create}
 		})}},
+		{name: "policy selecting records by label", wantReason: "does not match", objs: []runtime.Object{binding(deny), token, policy(func(p *admissionv1.ValidatingAdmissionPolicy) {
+			p.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{store.LabelManagedBy: store.ManagedBy}}
+			p.Spec.MatchConditions = nil
+		})}},
+		{name: "policy without its label check", wantReason: "differs", objs: []runtime.Object{binding(deny), token, policy(func(p *admissionv1.ValidatingAdmissionPolicy) {
+			p.Spec.Validations = p.Spec.Validations[:1]
+		})}},
 		{name: "token missing", objs: []runtime.Object{policy(same), binding(deny)}, wantReason: "token ConfigMap catalog-system/catalog-trust is missing"},
 		{name: "token empty", objs: []runtime.Object{policy(same), binding(deny), TokenConfigMap(ns, " ")}, wantReason: `has no "token"`},
 		{name: "token older than the binding", wantReason: "older than the policy or its binding", objs: []runtime.Object{policy(same), token,
@@ -128,9 +135,27 @@ func TestPolicy_CELNamesTheStoreKeys(t *testing.T) {
 	}
 	assert.Assert(t, !strings.Contains(all, "'"+store.StatusDataKey+"'"), "status writes stay free")
 	assert.Equal(t, *p.Spec.FailurePolicy, admissionv1.Fail)
-	assert.DeepEqual(t, p.Spec.MatchConstraints.ObjectSelector.MatchLabels, map[string]string{store.LabelManagedBy: store.ManagedBy})
+	assert.Assert(t, p.Spec.MatchConstraints.ObjectSelector == nil, "records are not selected by a label a writer may remove")
 	assert.DeepEqual(t, Binding().Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny})
 	assert.Equal(t, TokenConfigMap(ns, "x").Labels[store.LabelManagedBy], "")
+}
+
+func TestPolicy_SelectsRecordsByTheirNamePrefixes(t *testing.T) {
+	p := Policy()
+	assert.Equal(t, len(p.Spec.MatchConditions), 1)
+	match := p.Spec.MatchConditions[0].Expression
+	for prefix, kind := range store.RecordPrefixes() {
+		assert.Assert(t, is.Contains(match, "'"+prefix+"': '"+kind+"'"))
+		assert.Equal(t, store.ConfigMapName(kind, "x"), prefix+"x")
+	}
+	assert.Assert(t, !strings.Contains(match, "labels"), "a label can be removed: %s", match)
+	assert.Assert(t, !strings.Contains(match, "'"+store.TrustConfigMap), "the token ConfigMap is no record")
+	all := ""
+	for _, v := range p.Spec.Validations {
+		all += v.Expression + "\n"
+	}
+	assert.Assert(t, is.Contains(all, "variables.keepsLabels"))
+	assert.Assert(t, is.Contains(all, "variables.labelled"))
 }
 
 func ptrTo[T any](v T) *T { return &v }

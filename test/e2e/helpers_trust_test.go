@@ -38,7 +38,7 @@ type trustEnv struct {
 	catalogNS, teamA, teamB, victim string
 	b                               *broker.Broker
 	brokerTap, attacker             *trustTap
-	attackerURL                     string
+	brokerURL, attackerURL          string
 	saKubeconfig                    string
 	token                           string
 	st                              *store.Store
@@ -103,6 +103,7 @@ func trustSetup(t *testing.T) *trustEnv {
 	e.brokerTap = &trustTap{next: b.Handler()}
 	brokerSrv := httptest.NewServer(e.brokerTap)
 	t.Cleanup(brokerSrv.Close)
+	e.brokerURL = brokerSrv.URL
 	e.attacker = &trustTap{}
 	attackerSrv := httptest.NewServer(e.attacker)
 	t.Cleanup(attackerSrv.Close)

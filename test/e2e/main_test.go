@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	reconcilecmd "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
@@ -28,6 +29,13 @@ func TestMain(m *testing.M) {
 	// says otherwise.
 	if !flagSet("test.parallel") {
 		_ = flag.Set("test.parallel", strconv.Itoa(defaultParallel))
+	}
+	// The tests' brokers listen on loopback, which reconcile's egress rule denies to
+	// namespace-scoped brokers: the tests' reconcile runs allow it, as an administrator
+	// running a broker on reconcile's host would (test/e2e/egress_test.go takes it back).
+	if err := os.Setenv(reconcilecmd.NamespaceBrokerAllowEnv, "127.0.0.0/8"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(run(m))
 }

@@ -142,6 +142,7 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 		name    string
 		write   func(t *testing.T, name string) error
 		refused bool
+		labels  bool // refused for the labels, with their message
 	}{
 		{name: "create without author annotations", refused: true,
 			write: func(t *testing.T, name string) error { return create(controlplane.AliceUser, record(name)) }},
@@ -216,14 +217,41 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 				cm.Data[store.DataKey] = `{"spec":{"plan":"huge"}}`
 				return update(controlplane.BobUser, cm)
 			}},
-		{name: "managed-by label added to a ConfigMap forged without it", refused: true,
+		{name: "record forged without the managed-by label", refused: true,
 			write: func(t *testing.T, name string) error {
 				cm := stamp(record(name), controlplane.AliceUser)
 				delete(cm.Labels, store.LabelManagedBy)
-				cm, err := bob.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-				assert.NilError(t, err, "the policy does not see unlabelled ConfigMaps")
-				cm.Labels[store.LabelManagedBy] = store.ManagedBy
+				return create(controlplane.BobUser, cm)
+			}},
+		{name: "record created by its author without the managed-by label", refused: true, labels: true,
+			write: func(t *testing.T, name string) error {
+				cm := stamp(record(name), controlplane.BobUser)
+				delete(cm.Labels, store.LabelManagedBy)
+				return create(controlplane.BobUser, cm)
+			}},
+		{name: "managed-by label removed by another user", refused: true, labels: true,
+			write: func(t *testing.T, name string) error {
+				cm := seed(t, name)
+				delete(cm.Labels, store.LabelManagedBy)
 				return update(controlplane.BobUser, cm)
+			}},
+		{name: "managed-by label removed by the author", refused: true, labels: true,
+			write: func(t *testing.T, name string) error {
+				cm := seed(t, name)
+				delete(cm.Labels, store.LabelManagedBy)
+				return update(controlplane.AliceUser, cm)
+			}},
+		{name: "kind label changed by another user", refused: true, labels: true,
+			write: func(t *testing.T, name string) error {
+				cm := seed(t, name)
+				cm.Labels[store.LabelKind] = "ServiceBinding"
+				return update(controlplane.BobUser, cm)
+			}},
+		{name: "ConfigMap not named as a record is not the policy's",
+			write: func(t *testing.T, name string) error {
+				cm := record(name)
+				cm.Name = "notes-" + name
+				return create(controlplane.BobUser, cm)
 			}},
 		{name: "deletion by another user",
 			write: func(t *testing.T, name string) error {
@@ -240,6 +268,10 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 			}
 			assert.Assert(t, apierrors.IsForbidden(err), "want refused by the policy, got %v", err)
 			assert.ErrorContains(t, err, store.TrustPolicyName)
+			if tc.labels {
+				assert.ErrorContains(t, err, "may not be removed or changed")
+				return
+			}
 			assert.ErrorContains(t, err, "Write records with kubectl catalog, which stamps you as their author")
 		})
 	}

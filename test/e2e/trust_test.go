@@ -136,8 +136,9 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden-no-token", engine.ReasonRefusedAuthorUnverified})
 		trustForge(t, e, brokerTo("hidden", v1alpha1.ScopeNamespace, v1alpha1.SecretReference{Name: "hidden"}), trustStamped)
 		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden", engine.ReasonRefusedNotAuthorized})
+		// Without the managed-by label the API server refuses it: the policy selects
+		// records by their name.
 		trustForge(t, e, brokerTo("hidden-unlabelled", v1alpha1.ScopeNamespace, v1alpha1.SecretReference{Name: "hidden"}), trustUnlabelled)
-		refusals = append(refusals, forged{v1alpha1.KindBroker, "hidden-unlabelled", engine.ReasonRefusedAuthorUnverified})
 		// 3. A broker claiming to be cluster-scoped outside the catalog namespace.
 		trustForge(t, e, brokerTo("cluster-claim", v1alpha1.ScopeCluster, v1alpha1.SecretReference{Name: "hidden"}), trustStamped)
 		refusals = append(refusals, forged{v1alpha1.KindBroker, "cluster-claim", engine.ReasonRefusedUntrustedReference})
@@ -359,7 +360,8 @@ const (
 	trustStamped trustStamp = iota
 	// trustUnverified: alice as author, without the token.
 	trustUnverified
-	// trustUnlabelled: no author, and without the managed-by label the policy selects on.
+	// trustUnlabelled: no author, and without the managed-by label: the API server
+	// refuses it.
 	trustUnlabelled
 )
 
@@ -380,6 +382,10 @@ func trustForge(t *testing.T, e *trustEnv, rec v1alpha1.Record, stamp trustStamp
 		delete(cm.Labels, store.LabelManagedBy)
 	}
 	_, err = e.alice.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{})
+	if stamp == trustUnlabelled {
+		assert.Assert(t, apierrors.IsForbidden(err), "the trust policy refuses %s: %v", cm.Name, err)
+		return
+	}
 	assert.NilError(t, err, "alice writes %s", cm.Name)
 }
 

@@ -150,6 +150,8 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	fs.BoolVar(&o.Serve, "serve", false, "Run \"reconcile --serve\" from a Deployment, continuously, instead of a CronJob.")
 	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "With --serve: pods of the Deployment; above 1, they split the records as a shard group (with a Role on Leases in the catalog namespace, and a PodDisruptionBudget that keeps one).")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Split the records between this many CronJobs (or Deployments) NAME-0..NAME-N-1, the i-th running reconcile --shard i/N.")
+	fs.StringSliceVar(&o.NamespaceBrokerAllowCIDRs, "namespace-broker-allow-cidr", nil, "Ranges (CIDRs or addresses) reconcile may call namespace-scoped brokers at although its egress rule denies them (reconcile --namespace-broker-allow-cidr).")
+	fs.StringSliceVar(&o.NamespaceBrokerDenyCIDRs, "namespace-broker-deny-cidr", nil, "Ranges reconcile may not call namespace-scoped brokers at besides loopback, link-local and the API server: give the cluster's Service and Pod ranges (reconcile --namespace-broker-deny-cidr).")
 	fs.BoolVar(&o.NoTrustPolicy, "no-trust-policy", false, "Do not install the records' trust policy (for clusters without the ValidatingAdmissionPolicy API): records stay unverified.")
 	cmdutil.AddDryRunFlagOffering(cmd, &o.DryRun, `One of none, client (print, do not contact the cluster) or server (validate, store nothing).`,
 		cmdutil.DryRunNone, cmdutil.DryRunClient, cmdutil.DryRunServer)

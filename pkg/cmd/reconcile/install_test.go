@@ -48,7 +48,7 @@ func TestInstall_ClientDryRunPrintsTheManifests(t *testing.T) {
 		assert.NilError(t, yaml.Unmarshal([]byte(doc), &m))
 		kinds = append(kinds, m["kind"].(string))
 	}
-	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob",
+	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy", "CronJob",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ConfigMap"})
 
 	// Without the trust policy: a loud warning, and none of its objects.
@@ -139,6 +139,7 @@ func TestInstall_ServeAndShardsInTheManifests(t *testing.T) {
 		"clusterrolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
 		"role.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
 		"rolebinding.rbac.authorization.k8s.io/kubectl-catalog:catalog-system:catalog-reconcile created (dry run)\n"+
+		"networkpolicy.networking.k8s.io/catalog-reconcile created (dry run)\n"+
 		"deployment.apps/catalog-reconcile created (dry run)\n"+
 		"poddisruptionbudget.policy/catalog-reconcile created (dry run)\n")
 	out, err = cmdtest.RunOfflineOutput(t, "reconcile", "install", "--image", testImage, "--dry-run=client", "--serve", "--replicas", "3", "-o", "yaml", "--no-trust-policy")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 )
@@ -143,6 +144,8 @@ type Options struct {
 	// TrustUnverifiedAuthors acts with the user's own rights on records whose author
 	// cannot be verified.
 	TrustUnverifiedAuthors bool
+	// Egress is the egress rule for namespace-scoped brokers.
+	Egress EgressFlags
 
 	Shard      reconcile.Shard
 	Namespace  string
@@ -180,6 +183,7 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
 	o.Output.AddFlags(cmd)
 	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-unverified-authors", false, "Where a record's author cannot be verified (no trust policy), act with your own rights instead of refusing what needs the author's: only for namespaces whose every ConfigMap writer you trust. Not with --serve.")
+	o.Egress.AddFlags(cmd)
 	o.Serve.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("workers", cobra.FixedCompletions([]string{"4", "8", "16", "32"}, cobra.ShellCompDirectiveNoFileComp))
@@ -243,6 +247,13 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		}
 		o.Namespace = ns
 	}
+	// reconcile calls namespace-scoped brokers, whose URLs tenants choose, from its own
+	// network position: the egress rule applies to every broker client it builds.
+	rule, err := o.Egress.Rule(f)
+	if err != nil {
+		return err
+	}
+	f.UseBrokerOptions(brokerclient.WithNamespaceBrokerEgress(f.CatalogNamespace, rule))
 	host, _ := os.Hostname()
 	eng, err := f.Engine(cmdutil.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,

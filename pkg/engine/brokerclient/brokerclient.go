@@ -49,6 +49,10 @@ type Factory struct {
 	maxCatalogBytes int64
 	transport       http.RoundTripper
 	observer        Observer
+	// egress, when set, is the rule for brokers outside egressExempt (the catalog
+	// namespace): see WithNamespaceBrokerEgress.
+	egress       *Egress
+	egressExempt string
 }
 
 // Option configures a Factory.
@@ -79,6 +83,16 @@ func WithMaxCatalogBytes(n int64) Option {
 // bundle or InsecureSkipTLSVerify then fail: the transport decides TLS.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(f *Factory) { f.transport = rt }
+}
+
+// WithNamespaceBrokerEgress enforces rule on the clients of every broker outside
+// catalogNamespace (the namespace-scoped brokers, whose records tenants write), at dial
+// time, and keeps nothing of their error answers but what osb.ClientConfig.BareErrors
+// allows. The cluster-scoped brokers of the catalog namespace, registered by
+// administrators, are not affected. With WithTransport (tests) the transport dials, and
+// the rule is not applied.
+func WithNamespaceBrokerEgress(catalogNamespace string, rule *Egress) Option {
+	return func(f *Factory) { f.egress, f.egressExempt = rule, catalogNamespace }
 }
 
 // New returns a Factory that reads broker Secrets with core.
@@ -150,6 +164,12 @@ func (f *Factory) ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client
 	}
 	if b.Spec.CABundle != "" {
 		cfg.CAData = []byte(b.Spec.CABundle)
+	}
+	if f.egress != nil && b.Namespace != f.egressExempt {
+		cfg.BareErrors = true
+		if f.transport == nil {
+			cfg.DialControl = f.egress.Control
+		}
 	}
 	if a := b.Spec.Auth; a != nil {
 		if err := f.loadAuth(ctx, b, a, cfg); err != nil {

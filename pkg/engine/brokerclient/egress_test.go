@@ -1,0 +1,108 @@
+package brokerclient_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+)
+
+func TestEgress_DeniesLoopbackLinkLocalUnspecifiedAndConfiguredRanges_UnlessAllowed(t *testing.T) {
+	deny, err := brokerclient.ParseCIDRs([]string{"10.96.0.0/12,10.244.0.0/16", "192.0.2.10"})
+	assert.NilError(t, err)
+	allow, err := brokerclient.ParseCIDRs([]string{"10.96.0.53/32"})
+	assert.NilError(t, err)
+	rule := &brokerclient.Egress{Deny: deny, Allow: allow}
+	for addr, want := range map[string]string{
+		"127.0.0.1":        "loopback",
+		"127.8.9.10":       "loopback",
+		"::1":              "loopback",
+		"::ffff:127.0.0.1": "loopback",
+		"169.254.169.254":  "link-local",
+		"fe80::1":          "link-local",
+		"0.0.0.0":          "unspecified",
+		"0.1.2.3":          "unspecified",
+		"::":               "unspecified",
+		"10.96.0.1":        "denied",
+		"10.244.3.4":       "denied",
+		"192.0.2.10":       "denied",
+		"10.96.0.53":       "",
+		"192.0.2.11":       "",
+		"203.0.113.7":      "",
+		"2001:db8::1":      "",
+	} {
+		err := rule.Check(netip.MustParseAddr(addr))
+		if want == "" {
+			assert.NilError(t, err, addr)
+			continue
+		}
+		var ee *brokerclient.EgressError
+		assert.Assert(t, errors.As(err, &ee), "%s: %v", addr, err)
+		assert.Equal(t, ee.Class, want, addr)
+		assert.Assert(t, !strings.Contains(err.Error(), addr), "the message names no address: %v", err)
+	}
+	loop, err := brokerclient.ParseCIDRs([]string{"127.0.0.0/8"})
+	assert.NilError(t, err)
+	assert.NilError(t, (&brokerclient.Egress{Allow: loop}).Check(netip.MustParseAddr("127.0.0.1")))
+	_, err = brokerclient.ParseCIDRs([]string{"10.0.0.0/33"})
+	assert.ErrorContains(t, err, `"10.0.0.0/33" is neither a CIDR`)
+}
+
+// A namespace broker on loopback is refused at dial time, before a byte is sent; a
+// cluster broker of the catalog namespace is not; an allowed namespace broker is called,
+// and its answer, no broker's, leaves nothing of its body in the error.
+func TestWithNamespaceBrokerEgress_AppliesToNamespaceBrokersOnly_AtDialTime(t *testing.T) {
+	const secret = "internal-7d1f"
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Location", "http://internal.example:8080/")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"` + secret + `","message":"` + secret + `"}`))
+	}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	broker := func(ns string) *v1alpha1.Broker {
+		return &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}, Spec: v1alpha1.BrokerSpec{URL: srv.URL}}
+	}
+	catalog := func(rule *brokerclient.Egress, ns string) error {
+		f := brokerclient.New(k8sfake.NewClientset(), brokerclient.WithNamespaceBrokerEgress("catalog-system", rule))
+		c, err := f.ClientFor(ctx, broker(ns))
+		assert.NilError(t, err)
+		_, err = c.GetCatalog(ctx, nil)
+		return err
+	}
+
+	err := catalog(&brokerclient.Egress{}, "team")
+	assert.Assert(t, brokerclient.IsEgressError(err), "%v", err)
+	assert.Equal(t, hits.Load(), int32(0), "nothing reaches the server")
+	assert.Assert(t, !strings.Contains(err.Error(), "127.0.0.1"), "the error names no address: %v", err)
+	assert.ErrorContains(t, err, "loopback")
+
+	err = catalog(&brokerclient.Egress{}, "catalog-system")
+	assert.Assert(t, !brokerclient.IsEgressError(err), "%v", err)
+	assert.Equal(t, hits.Load(), int32(1), "a cluster broker is called")
+	assert.ErrorContains(t, err, secret, "a cluster broker's error says what the broker said")
+
+	allow, err := brokerclient.ParseCIDRs([]string{"127.0.0.1"})
+	assert.NilError(t, err)
+	err = catalog(&brokerclient.Egress{Allow: allow}, "team")
+	assert.Equal(t, hits.Load(), int32(2), "an allowed namespace broker is called")
+	he, ok := osb.AsHTTPStatusError(err)
+	assert.Assert(t, ok, "%v", err)
+	assert.Equal(t, he.StatusCode, http.StatusInternalServerError)
+	assert.Assert(t, !strings.Contains(err.Error(), secret), "no byte of a namespace broker's non-OSB answer: %v", err)
+	assert.Equal(t, he.ErrorCode+he.Message+he.BodyExcerpt+he.RedirectHost, "")
+}
