@@ -33,6 +33,9 @@ CLUSTER_DIR ?= .cluster
 # A count, not a duration: a duration-based -fuzztime can end in a spurious "context
 # deadline exceeded" from the Go 1.26 fuzzing coordinator when the machine is busy.
 FUZZTIME ?= 10000x
+# New inputs are minimized for at most this many runs: a target whose runs may last up to
+# its own deadline (reconcile's) would otherwise spend a minute minimizing one input.
+FUZZMINIMIZETIME ?= 20x
 E2E_TIMEOUT ?= 30m
 # Every package but the end-to-end tests.
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e)
@@ -146,7 +149,7 @@ test-fuzz: ## Run each fuzz target for FUZZTIME executions (default 10000x)
 		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 			echo "fuzz $$pkg $$target"; \
-			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; \
 		done; \
 	done
 

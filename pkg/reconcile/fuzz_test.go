@@ -40,7 +40,7 @@ func FuzzRun_AnyStatusFailsItsRecordOnly(f *testing.F) {
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		assert.NilError(t, err)
 
-		sum, err := fx.rec.Run(ctx, Options{Workers: 2, MaxDuration: 500 * time.Millisecond})
+		sum, err := fx.rec.Run(ctx, Options{Workers: 2, MaxDuration: 200 * time.Millisecond})
 		assert.NilError(t, err)
 		assert.Assert(t, fx.item(sum, "honest").Outcome != Failed, "%+v", sum.Items)
 		fx.item(sum, "forged")
