@@ -70,10 +70,13 @@ type event struct {
 // proc is a process: a verb run by a user, a reconcile replica, or a tenant editing
 // records; each has its own store (and cache), engine, holder name and clock.
 type proc struct {
-	w     *world
-	name  string
-	kind  kind
-	ns    string
+	w    *world
+	name string
+	kind kind
+	ns   string
+	// sees are the namespaces where the process's user may list and write records; nil:
+	// every namespace (reconcile's ServiceAccount, an administrator).
+	sees  []string
 	gen   int
 	skew  time.Duration
 	eng   *engine.Engine
@@ -124,8 +127,9 @@ func newWorld(seed uint64) *world {
 	w.setupCatalog()
 	w.procs = []*proc{
 		w.newProc("alice", verbs, "dev"),
-		w.newProc("alice2", verbs, "dev"),
-		w.newProc("bob", verbs, "team-b"),
+		// alice2 and bob may list and write records only in their own namespace.
+		w.newProc("alice2", verbs, "dev", "dev"),
+		w.newProc("bob", verbs, "team-b", "team-b"),
 		w.newProc("mallory", verbs, "t"),
 		w.newProc("mallory-edits", tenant, "t"),
 		w.newProc("reconcile-1", reconciler, ""),
@@ -160,8 +164,8 @@ func (w *world) fail(format string, args ...any) {
 	w.failures = append(w.failures, msg)
 }
 
-func (w *world) newProc(name string, k kind, ns string) *proc {
-	p := &proc{w: w, name: name, kind: k, ns: ns, resume: make(chan struct{})}
+func (w *world) newProc(name string, k kind, ns string, sees ...string) *proc {
+	p := &proc{w: w, name: name, kind: k, ns: ns, sees: sees, resume: make(chan struct{})}
 	p.reset()
 	return p
 }
