@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -713,8 +714,9 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 	}
 	// Bindings of namespaces the instance is shared with go first too, as far as this
 	// user may see them (reconcile's ServiceAccount sees every namespace), and so do those
-	// of the namespaces that hold a place among its consumers.
-	others, unseen, err := e.Consumers(ctx, inst, reservedNamespaces(inst)...)
+	// of the namespaces it was shared with before and of those that hold a place among its
+	// consumers: a driver that may not list one of them leaves the deletion to reconcile.
+	others, unseen, err := e.Consumers(ctx, inst, consumerNamespaces(inst)...)
 	if err != nil {
 		return Result{}, false, err
 	}
@@ -743,16 +745,37 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 	return e.blockedByBindings(ctx, inst, msg)
 }
 
-// reservedNamespaces are the namespaces other than inst's that hold a place among its
-// consumers (status.consumers).
-func reservedNamespaces(inst *v1alpha1.ServiceInstance) []string {
+// consumerNamespaces are the namespaces other than inst's where bindings of inst may be
+// although its grant no longer names them: those it was shared with before
+// (status.sharedBefore) and those holding a place among its consumers
+// (status.consumers). A name that cannot be a namespace is left out (the status is
+// untrusted input).
+func consumerNamespaces(inst *v1alpha1.ServiceInstance) []string {
 	var out []string
-	for _, c := range inst.Status.Consumers {
-		if c.Namespace != inst.Namespace && !slices.Contains(out, c.Namespace) {
-			out = append(out, c.Namespace)
+	add := func(ns string) {
+		if ns != inst.Namespace && !slices.Contains(out, ns) && len(validation.IsDNS1123Label(ns)) == 0 {
+			out = append(out, ns)
 		}
 	}
+	for _, ns := range inst.Status.SharedBefore {
+		add(ns)
+	}
+	for _, c := range inst.Status.Consumers {
+		add(c.Namespace)
+	}
 	return out
+}
+
+// rememberGrants adds the namespaces of x's grant to those it was ever shared with
+// (status.sharedBefore), which an unshare does not remove: a deletion then looks for
+// bindings there too.
+func rememberGrants(x *v1alpha1.ServiceInstance) {
+	for _, ns := range x.Spec.SharedWith {
+		if !slices.Contains(x.Status.SharedBefore, ns) {
+			x.Status.SharedBefore = append(x.Status.SharedBefore, ns)
+		}
+	}
+	slices.Sort(x.Status.SharedBefore)
 }
 
 // blockedByUnseenBindings leaves the deletion of inst waiting because bindings in the
@@ -916,8 +939,9 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	}
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
+	rememberGrants(x)
 	store.ClearClaim(x, e.cfg.Holder)
-	if equalStatus(x, inst) {
+	if equalStatus(x, inst) && slices.Equal(x.Status.SharedBefore, inst.Status.SharedBefore) {
 		return resultOf(e, inst), nil
 	}
 	stored, err := e.cfg.Store.Instances().Update(ctx, x)

@@ -2,11 +2,16 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -149,4 +154,47 @@ func TestStepInstance_UserProvidedAddedToAProvisionedInstance_RefusedThenDeprovi
 
 	assert.Equal(t, res.State, StateDeleted, res.Message)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1, "what the broker holds is deleted whatever the spec says")
+}
+
+// After an unshare, a user who may not list the bindings of the namespace the instance
+// was shared with cannot see them: the grant no longer names that namespace, yet its
+// bindings may still be bound. Her deprovision waits for reconcile (which sees every
+// namespace) rather than deleting the instance under them.
+func TestDeprovision_AfterAnUnshareItCouldNotSee_WaitsForReconcile(t *testing.T) {
+	f := shareFixture(t)
+	ctx := context.Background()
+	_, err := f.engine.Share(ctx, ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
+	f.consumerBinding(nil, consumerNS, "app")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
+	limited := true
+	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+
+	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	assert.Assert(t, u.Withdrawn && u.LeftToReconcile)
+	assert.DeepEqual(t, f.get("db").Status.SharedBefore, []string{consumerNS})
+	f.broker.ResetCalls()
+	res, err := f.engine.Deprovision(ctx, DeprovisionRequest{Namespace: ns, Name: "db", DryRun: DryRunNone})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.Result.State, StateWaiting, res.Result.Message)
+	assert.Check(t, is.Contains(res.Result.Message, "bindings in namespace(s) team-b may still use it"))
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodDeprovision), 0))
+
+	// Reconcile sees every namespace: the binding goes first.
+	limited = false
+	f.advance(time.Hour)
+	res.Result = f.step("db")
+	assert.Check(t, is.Contains(res.Result.Message, "waiting for its bindings (team-b/app)"))
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodDeprovision), 0))
+	b, err := f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, b.DeletionTimestamp != nil)
 }
