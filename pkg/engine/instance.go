@@ -708,7 +708,9 @@ func brokerPlanID(inst *v1alpha1.ServiceInstance) string {
 // waitForBindings marks the instance's bindings for deletion and reports whether any is
 // left: an instance is never deprovisioned under a binding.
 func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
-	bs, err := e.cfg.Store.Bindings().List(ctx, inst.Namespace, store.Filter{Instance: inst.Name})
+	var bad []*store.Error
+	bs, err := readableBindings(ctx, e.cfg.Store, inst.Namespace, store.Filter{Instance: inst.Name}, &bad)
+	e.reportUnreadable(ctx, inst, bad)
 	if err != nil {
 		return Result{}, false, err
 	}

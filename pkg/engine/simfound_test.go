@@ -8,7 +8,9 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
@@ -197,4 +199,41 @@ func TestDeprovision_AfterAnUnshareItCouldNotSee_WaitsForReconcile(t *testing.T)
 	b, err := f.bindingIn(consumerNS, "app")
 	assert.NilError(t, err)
 	assert.Assert(t, b.DeletionTimestamp != nil)
+}
+
+// A ConfigMap in any namespace, labelled as a binding of dev/db but holding no readable
+// record, is a binding of nothing: it is reported in its own namespace and does not
+// stop dev/db's deletion.
+func TestDeprovision_AnUnreadableConfigMapLabelledAsABinding_IsReportedAndCountsForNothing(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	rec := &fakeEvents{}
+	f.engine.cfg.Events = rec
+	ctx := context.Background()
+	for _, bns := range []string{ns, "team-x"} {
+		labels := map[string]string{store.LabelKind: v1alpha1.KindServiceBinding, store.LabelInstance: "db"}
+		if bns != ns {
+			labels[store.LabelInstanceNamespace] = ns
+		}
+		_, err := f.cluster.Core.CoreV1().ConfigMaps(bns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: bns, Name: "catalog-binding.junk", Labels: labels},
+			Data:       map[string]string{"spec": "{not json"},
+		}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+	}
+
+	res, err := f.engine.Deprovision(ctx, DeprovisionRequest{Namespace: ns, Name: "db", DryRun: DryRunNone, Follow: Follow{Wait: true}})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.Result.State, StateDeleted, res.Result.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+	var where []string
+	for _, e := range rec.evs {
+		if e.Reason == ReasonUnreadableRecord {
+			where = append(where, e.Namespace+"/"+e.Name)
+			assert.Check(t, is.Contains(e.Note, "labelled as a binding of instance dev/db but holds no readable record"))
+		}
+	}
+	assert.Check(t, is.Contains(where, "team-x/catalog-binding.junk"))
+	assert.Check(t, is.Contains(where, ns+"/catalog-binding.junk"))
 }
