@@ -306,6 +306,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Provision(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -495,6 +496,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Update(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -643,6 +645,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Deprovision(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}

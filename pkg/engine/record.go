@@ -395,6 +395,25 @@ func callFailedReason(t v1alpha1.OperationType) string {
 	return ReasonProvisionCallFailed
 }
 
+// bounded is callErr or, when the call succeeded with an answer that has a field over
+// the limits of osb.OversizedAnswer, a malformed answer (status, to method path): a
+// broker error, retried with backoff (a created resource of a malformed 201 or 202 is
+// mitigated), never an outcome too large to store that would be re-sent forever.
+func bounded(callErr error, answer any, status int, method, path string) error {
+	if callErr != nil {
+		return callErr
+	}
+	if err := osb.OversizedAnswer(answer); err != nil {
+		return &osb.MalformedResponseError{Method: method, Path: path, StatusCode: status, Err: err}
+	}
+	return nil
+}
+
+// bindingPath is the path of the OSB binding op is about, for messages.
+func bindingPath(op *v1alpha1.Operation) string {
+	return "/v2/service_instances/" + op.InstanceID + "/service_bindings/" + op.BindingID
+}
+
 // maxStoredText is the longest message, in bytes, the engine stores in one field of a
 // record (a condition's message, status.retry.lastError, inFlight.lastDescription,
 // orphanMitigation.message). Brokers' descriptions have no limit, and a record holding
