@@ -136,6 +136,9 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	c, err := e.cfg.Brokers.ClientFor(ctx, b)
 	if err != nil {
 		if b.Namespace == e.cfg.CatalogNamespace && apierrors.IsForbidden(err) {
+			if isReconcile(ctx) {
+				return target{}, reconcileMayNotRead(b, err)
+			}
 			// Users need not read a cluster broker's credentials: reconcile, which may,
 			// makes the call.
 			return target{}, &LeftToReconcileError{Broker: b.Name, Err: err}

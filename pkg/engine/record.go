@@ -566,6 +566,18 @@ func (e *LeftToReconcileError) Error() string {
 
 func (e *LeftToReconcileError) Unwrap() error { return e.Err }
 
+// reconcileMayNotRead is the failure of a reconcile run that may not read the
+// credentials of cluster broker b: nobody else will make the call, so it is retried with
+// backoff, saying what to grant.
+func reconcileMayNotRead(b *v1alpha1.Broker, err error) error {
+	secret := "its credentials Secret"
+	if b.Spec.Auth != nil {
+		secret = fmt.Sprintf("Secret %q", b.Spec.Auth.SecretRef.Name)
+	}
+	return fmt.Errorf("reconcile itself may not read the credentials of cluster broker %q (%s in namespace %q), so no request can be sent: grant reconcile's ServiceAccount \"get\" on that Secret (\"kubectl catalog reconcile install\" does; \"kubectl auth can-i get secrets -n %s --as system:serviceaccount:NAMESPACE:NAME\" checks it); retried with backoff: %w",
+		b.Name, secret, b.Namespace, b.Namespace, err)
+}
+
 // AsLeftToReconcile returns the LeftToReconcileError err carries, if any.
 func AsLeftToReconcile(err error) (*LeftToReconcileError, bool) {
 	var l *LeftToReconcileError
