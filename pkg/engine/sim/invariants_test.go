@@ -61,9 +61,20 @@ func (w *world) checkStep() {
 	insts, binds := w.records()
 	for _, x := range insts {
 		w.checkBackoff("instance", x, &x.Status.OperationStatus)
+		w.checkAuthor("instance", x)
 	}
 	for _, x := range binds {
 		w.checkBackoff("binding", x, &x.Status.OperationStatus)
+		w.checkAuthor("binding", x)
+	}
+}
+
+// checkAuthor is part of invariant 6: reconcile never becomes a record's author (its
+// status writes and scheduled rotations keep the author the spec has), so it lends its
+// own rights to nobody's spec.
+func (w *world) checkAuthor(kind string, x v1alpha1.Record) {
+	if a := store.AuthorOf(x).Username; strings.HasPrefix(a, "reconcile") {
+		w.fail("%s %s/%s has %s as its author: reconcile wrote its spec as its own", kind, x.GetNamespace(), x.GetName(), a)
 	}
 }
 

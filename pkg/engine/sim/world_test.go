@@ -176,7 +176,9 @@ func (p *proc) reset() {
 	p.gen++
 	p.dead = false
 	p.ctx, p.stop = context.WithCancel(context.Background())
-	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now))
+	// The store stamps the process's user as the author of each spec it writes.
+	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now),
+		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
 		c.Holder = fmt.Sprintf("%s/%d", p.name, p.gen)
 		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
