@@ -221,6 +221,11 @@ func (w *world) setupBroker() {
 				return o
 			}
 			if _, ok := l.Instance(r.InstanceID); ok {
+				if w.oversized[r.InstanceID] && w.faults {
+					// A broker that answered with an oversized field answers so again
+					// (until the faults stop).
+					return outcome{what: "200 (identical request) with a 1.1 MB dashboard URL", status: 200, dashboard: hugeURL}
+				}
 				return outcome{what: "200 (identical request)", status: 200}
 			}
 			if w.faulty() {
@@ -238,6 +243,7 @@ func (w *world) setupBroker() {
 				case 4:
 					return outcome{what: "202, to fail", apply: put, status: 202, key: w.newOp(r.InstanceID, true, nil)}
 				case 5:
+					w.oversized[r.InstanceID] = true
 					return outcome{what: "201 with a 1.1 MB dashboard URL", apply: put, status: 201, dashboard: hugeURL}
 				default:
 					return outcome{what: "malformed 201", apply: put, err: fake.Malformed(201)}
@@ -300,7 +306,9 @@ func (w *world) setupBroker() {
 			if _, ok := l.Instance(r.InstanceID); !ok {
 				return outcome{what: "410 Gone", err: fake.Gone()}
 			}
-			if bs := l.BindingsOf(r.InstanceID); len(bs) > 0 {
+			// (The tenant may forge her own records into deleting her instance under her own
+			// binding: only her namespace is hurt.)
+			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" }); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}
 			if w.faulty() {
@@ -370,6 +378,9 @@ func (w *world) setupBroker() {
 				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
 			}
 			if h, ok := l.Binding(r.BindingID); ok {
+				if w.oversized[r.BindingID] && w.faults {
+					return outcome{what: "200 (identical request) with 5,000 endpoints", status: 200, creds: h.Credentials, endpoints: manyEndpoints}
+				}
 				return outcome{what: "200 (identical request)", status: 200, creds: h.Credentials}
 			}
 			if w.faulty() {
@@ -382,6 +393,7 @@ func (w *world) setupBroker() {
 					apply, what := w.maybe(put)
 					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
 				case 3:
+					w.oversized[r.BindingID] = true
 					return outcome{what: "201 with 5,000 endpoints", apply: put, status: 201, creds: creds, endpoints: manyEndpoints}
 				default:
 					apply, what := w.maybe(put)

@@ -46,6 +46,8 @@ type world struct {
 	opSeq    int
 	failures []string
 	streaks  map[string]*streak
+	// oversized are the OSB ids whose answers carry a field over its limit, every time.
+	oversized map[string]bool
 	// jumped: a clock jumped far enough that claims (judged by each reader's clock)
 	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
 	// not.
@@ -107,7 +109,7 @@ func newWorld(seed uint64) *world {
 	w := &world{
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{},
+		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
 	}
 	// OSB ids and request ids come from the seed too, so a trace names the same ids.
 	uuid.SetRand(w.rngReader())
