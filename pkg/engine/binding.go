@@ -255,6 +255,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Bind(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -267,7 +268,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 			// A re-sent bind answered 200 without credentials: the broker may hand
 			// them out only once. GET the binding for them.
 			if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
-				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); err == nil {
+				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
 				answer = answerOf(got)
 			}
 		}
@@ -538,6 +539,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Unbind(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "DELETE", bindingPath(op))
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -761,6 +763,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		}
 		got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
 			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+		err = bounded(err, got, http.StatusOK, "GET", bindingPath(op))
 		if ctx.Err() != nil {
 			return interrupted(b, ctx.Err())
 		}

@@ -148,17 +148,55 @@ func (e *Engine) releaseConsumer(ctx context.Context, b *v1alpha1.ServiceBinding
 
 // Consumers lists the bindings of inst in other namespaces that the reader may list:
 // from every namespace when allowed, else from each namespace the instance is shared
-// with and in extra. unseen names the namespaces that could not be read.
+// with and in extra. unseen names the namespaces that could not be read. A ConfigMap
+// labelled as a binding of inst that holds no readable record is a binding of nothing:
+// it is reported with a Warning Event in its own namespace, and left out.
 func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
-	return ListConsumers(ctx, e.cfg.Store, inst, extra...)
+	bs, unseen, bad, err := listConsumers(ctx, e.cfg.Store, inst, extra...)
+	e.reportUnreadable(ctx, inst, bad)
+	return bs, unseen, err
 }
 
-// ListConsumers is Engine.Consumers on st.
+// reportUnreadable reports each ConfigMap of bad, labelled as a binding of inst, with a
+// Warning Event in its own namespace.
+func (e *Engine) reportUnreadable(ctx context.Context, inst *v1alpha1.ServiceInstance, bad []*store.Error) {
+	for _, se := range bad {
+		e.event(ctx, NewEvent(se.Namespace, se.ConfigMap(), EventWarning, ReasonUnreadableRecord, "Read",
+			fmt.Sprintf("this ConfigMap is labelled as a binding of instance %s/%s but holds no readable record (%v): it counts as a binding of nothing; fix or delete it", inst.Namespace, inst.Name, se)))
+	}
+}
+
+// readableBindings lists the bindings of namespace ns ("": every namespace) that f
+// selects, adding to bad the ConfigMaps it selects that hold no readable record
+// (store.Unreadable) instead of failing: anyone who may write a ConfigMap can write one,
+// so it stops no listing.
+func readableBindings(ctx context.Context, st *store.Store, ns string, f store.Filter, bad *[]*store.Error) ([]*v1alpha1.ServiceBinding, error) {
+	items, err := st.Bindings().List(ctx, ns, f)
+	if b, ok := store.Unreadable(err); ok {
+		*bad = append(*bad, b...)
+		return items, nil
+	}
+	return items, err
+}
+
+// ReasonUnreadableRecord is the reason of the Warning Event about a ConfigMap labelled as
+// a record that holds no readable record.
+const ReasonUnreadableRecord = "UnreadableRecord"
+
+// ListConsumers is Engine.Consumers on st (it reports no unreadable ConfigMap).
 func ListConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
+	bs, unseen, _, err = listConsumers(ctx, st, inst, extra...)
+	return bs, unseen, err
+}
+
+// listConsumers is ListConsumers, also returning the ConfigMaps it found labelled as
+// bindings of inst that hold no readable record (store.Unreadable): anyone who may write
+// a ConfigMap can write one, so it stops no listing and counts as a consumer of nothing.
+func listConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, bad []*store.Error, err error) {
 	f := store.Filter{Instance: inst.Name, InstanceNamespace: inst.Namespace}
-	bs, err = st.Bindings().List(ctx, "", f)
+	bs, err = readableBindings(ctx, st, "", f, &bad)
 	if err == nil || !store.IsForbidden(err) {
-		return bs, nil, err
+		return bs, nil, bad, err
 	}
 	bs = nil
 	namespaces := slices.Clone(inst.Spec.SharedWith)
@@ -168,17 +206,17 @@ func ListConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceI
 		}
 	}
 	for _, ns := range namespaces {
-		items, err := st.Bindings().List(ctx, ns, f)
+		items, err := readableBindings(ctx, st, ns, f, &bad)
 		if store.IsForbidden(err) {
 			unseen = append(unseen, ns)
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, bad, err
 		}
 		bs = append(bs, items...)
 	}
-	return bs, unseen, nil
+	return bs, unseen, bad, nil
 }
 
 // granted reports whether inst (as its spec now stands) lets b's namespace bind to it.

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -135,6 +136,9 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	c, err := e.cfg.Brokers.ClientFor(ctx, b)
 	if err != nil {
 		if b.Namespace == e.cfg.CatalogNamespace && apierrors.IsForbidden(err) {
+			if isReconcile(ctx) {
+				return target{}, reconcileMayNotRead(b, err)
+			}
 			// Users need not read a cluster broker's credentials: reconcile, which may,
 			// makes the call.
 			return target{}, &LeftToReconcileError{Broker: b.Name, Err: err}
@@ -305,6 +309,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Provision(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -494,6 +499,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Update(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -642,6 +648,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	resp, callErr := t.client.Deprovision(ctx, req)
+	callErr = bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
 	if ctx.Err() != nil {
 		return interrupted(stored, ctx.Err())
 	}
@@ -707,14 +714,17 @@ func brokerPlanID(inst *v1alpha1.ServiceInstance) string {
 // waitForBindings marks the instance's bindings for deletion and reports whether any is
 // left: an instance is never deprovisioned under a binding.
 func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
-	bs, err := e.cfg.Store.Bindings().List(ctx, inst.Namespace, store.Filter{Instance: inst.Name})
+	var bad []*store.Error
+	bs, err := readableBindings(ctx, e.cfg.Store, inst.Namespace, store.Filter{Instance: inst.Name}, &bad)
+	e.reportUnreadable(ctx, inst, bad)
 	if err != nil {
 		return Result{}, false, err
 	}
 	// Bindings of namespaces the instance is shared with go first too, as far as this
 	// user may see them (reconcile's ServiceAccount sees every namespace), and so do those
-	// of the namespaces that hold a place among its consumers.
-	others, unseen, err := e.Consumers(ctx, inst, reservedNamespaces(inst)...)
+	// of the namespaces it was shared with before and of those that hold a place among its
+	// consumers: a driver that may not list one of them leaves the deletion to reconcile.
+	others, unseen, err := e.Consumers(ctx, inst, consumerNamespaces(inst)...)
 	if err != nil {
 		return Result{}, false, err
 	}
@@ -743,16 +753,37 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 	return e.blockedByBindings(ctx, inst, msg)
 }
 
-// reservedNamespaces are the namespaces other than inst's that hold a place among its
-// consumers (status.consumers).
-func reservedNamespaces(inst *v1alpha1.ServiceInstance) []string {
+// consumerNamespaces are the namespaces other than inst's where bindings of inst may be
+// although its grant no longer names them: those it was shared with before
+// (status.sharedBefore) and those holding a place among its consumers
+// (status.consumers). A name that cannot be a namespace is left out (the status is
+// untrusted input).
+func consumerNamespaces(inst *v1alpha1.ServiceInstance) []string {
 	var out []string
-	for _, c := range inst.Status.Consumers {
-		if c.Namespace != inst.Namespace && !slices.Contains(out, c.Namespace) {
-			out = append(out, c.Namespace)
+	add := func(ns string) {
+		if ns != inst.Namespace && !slices.Contains(out, ns) && len(validation.IsDNS1123Label(ns)) == 0 {
+			out = append(out, ns)
 		}
 	}
+	for _, ns := range inst.Status.SharedBefore {
+		add(ns)
+	}
+	for _, c := range inst.Status.Consumers {
+		add(c.Namespace)
+	}
 	return out
+}
+
+// rememberGrants adds the namespaces of x's grant to those it was ever shared with
+// (status.sharedBefore), which an unshare does not remove: a deletion then looks for
+// bindings there too.
+func rememberGrants(x *v1alpha1.ServiceInstance) {
+	for _, ns := range x.Spec.SharedWith {
+		if !slices.Contains(x.Status.SharedBefore, ns) {
+			x.Status.SharedBefore = append(x.Status.SharedBefore, ns)
+		}
+	}
+	slices.Sort(x.Status.SharedBefore)
 }
 
 // blockedByUnseenBindings leaves the deletion of inst waiting because bindings in the
@@ -916,8 +947,9 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	}
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
+	rememberGrants(x)
 	store.ClearClaim(x, e.cfg.Holder)
-	if equalStatus(x, inst) {
+	if equalStatus(x, inst) && slices.Equal(x.Status.SharedBefore, inst.Status.SharedBefore) {
 		return resultOf(e, inst), nil
 	}
 	stored, err := e.cfg.Store.Instances().Update(ctx, x)

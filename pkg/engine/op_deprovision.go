@@ -86,7 +86,9 @@ func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (De
 		return Deprovisioning{}, fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (\"kubectl catalog unshare %s --from-namespace %s --yes\"), which removes their bindings; nothing was changed",
 			name, strings.Join(shared, ", "), name, shared[0])
 	}
-	bindings, err := e.cfg.Store.Bindings().List(ctx, namespace, store.Filter{Instance: name})
+	var bad []*store.Error
+	bindings, err := readableBindings(ctx, e.cfg.Store, namespace, store.Filter{Instance: name}, &bad)
+	e.reportUnreadable(ctx, inst, bad)
 	if err != nil {
 		return Deprovisioning{}, err
 	}

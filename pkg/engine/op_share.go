@@ -68,6 +68,7 @@ func (e *Engine) Share(ctx context.Context, req ShareRequest) (ShareResult, erro
 			x.Spec.SharedWith = append(x.Spec.SharedWith, req.To)
 			slices.Sort(x.Spec.SharedWith)
 		}
+		rememberGrants(x)
 	})
 	return res, err
 }

@@ -395,6 +395,25 @@ func callFailedReason(t v1alpha1.OperationType) string {
 	return ReasonProvisionCallFailed
 }
 
+// bounded is callErr or, when the call succeeded with an answer that has a field over
+// the limits of osb.OversizedAnswer, a malformed answer (status, to method path): a
+// broker error, retried with backoff (a created resource of a malformed 201 or 202 is
+// mitigated), never an outcome too large to store that would be re-sent forever.
+func bounded(callErr error, answer any, status int, method, path string) error {
+	if callErr != nil {
+		return callErr
+	}
+	if err := osb.OversizedAnswer(answer); err != nil {
+		return &osb.MalformedResponseError{Method: method, Path: path, StatusCode: status, Err: err}
+	}
+	return nil
+}
+
+// bindingPath is the path of the OSB binding op is about, for messages.
+func bindingPath(op *v1alpha1.Operation) string {
+	return "/v2/service_instances/" + op.InstanceID + "/service_bindings/" + op.BindingID
+}
+
 // maxStoredText is the longest message, in bytes, the engine stores in one field of a
 // record (a condition's message, status.retry.lastError, inFlight.lastDescription,
 // orphanMitigation.message). Brokers' descriptions have no limit, and a record holding
@@ -546,6 +565,18 @@ func (e *LeftToReconcileError) Error() string {
 }
 
 func (e *LeftToReconcileError) Unwrap() error { return e.Err }
+
+// reconcileMayNotRead is the failure of a reconcile run that may not read the
+// credentials of cluster broker b: nobody else will make the call, so it is retried with
+// backoff, saying what to grant.
+func reconcileMayNotRead(b *v1alpha1.Broker, err error) error {
+	secret := "its credentials Secret"
+	if b.Spec.Auth != nil {
+		secret = fmt.Sprintf("Secret %q", b.Spec.Auth.SecretRef.Name)
+	}
+	return fmt.Errorf("reconcile itself may not read the credentials of cluster broker %q (%s in namespace %q), so no request can be sent: grant reconcile's ServiceAccount \"get\" on that Secret (\"kubectl catalog reconcile install\" does; \"kubectl auth can-i get secrets -n %s --as system:serviceaccount:NAMESPACE:NAME\" checks it); retried with backoff: %w",
+		b.Name, secret, b.Namespace, b.Namespace, err)
+}
 
 // AsLeftToReconcile returns the LeftToReconcileError err carries, if any.
 func AsLeftToReconcile(err error) (*LeftToReconcileError, bool) {

@@ -2,11 +2,18 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -149,4 +156,84 @@ func TestStepInstance_UserProvidedAddedToAProvisionedInstance_RefusedThenDeprovi
 
 	assert.Equal(t, res.State, StateDeleted, res.Message)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1, "what the broker holds is deleted whatever the spec says")
+}
+
+// After an unshare, a user who may not list the bindings of the namespace the instance
+// was shared with cannot see them: the grant no longer names that namespace, yet its
+// bindings may still be bound. Her deprovision waits for reconcile (which sees every
+// namespace) rather than deleting the instance under them.
+func TestDeprovision_AfterAnUnshareItCouldNotSee_WaitsForReconcile(t *testing.T) {
+	f := shareFixture(t)
+	ctx := context.Background()
+	_, err := f.engine.Share(ctx, ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
+	f.consumerBinding(nil, consumerNS, "app")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
+	limited := true
+	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+
+	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	assert.Assert(t, u.Withdrawn && u.LeftToReconcile)
+	assert.DeepEqual(t, f.get("db").Status.SharedBefore, []string{consumerNS})
+	f.broker.ResetCalls()
+	res, err := f.engine.Deprovision(ctx, DeprovisionRequest{Namespace: ns, Name: "db", DryRun: DryRunNone})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.Result.State, StateWaiting, res.Result.Message)
+	assert.Check(t, is.Contains(res.Result.Message, "bindings in namespace(s) team-b may still use it"))
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodDeprovision), 0))
+
+	// Reconcile sees every namespace: the binding goes first.
+	limited = false
+	f.advance(time.Hour)
+	res.Result = f.step("db")
+	assert.Check(t, is.Contains(res.Result.Message, "waiting for its bindings (team-b/app)"))
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodDeprovision), 0))
+	b, err := f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, b.DeletionTimestamp != nil)
+}
+
+// A ConfigMap in any namespace, labelled as a binding of dev/db but holding no readable
+// record, is a binding of nothing: it is reported in its own namespace and does not
+// stop dev/db's deletion.
+func TestDeprovision_AnUnreadableConfigMapLabelledAsABinding_IsReportedAndCountsForNothing(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	rec := &fakeEvents{}
+	f.engine.cfg.Events = rec
+	ctx := context.Background()
+	for _, bns := range []string{ns, "team-x"} {
+		labels := map[string]string{store.LabelKind: v1alpha1.KindServiceBinding, store.LabelInstance: "db"}
+		if bns != ns {
+			labels[store.LabelInstanceNamespace] = ns
+		}
+		_, err := f.cluster.Core.CoreV1().ConfigMaps(bns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: bns, Name: "catalog-binding.junk", Labels: labels},
+			Data:       map[string]string{"spec": "{not json"},
+		}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+	}
+
+	res, err := f.engine.Deprovision(ctx, DeprovisionRequest{Namespace: ns, Name: "db", DryRun: DryRunNone, Follow: Follow{Wait: true}})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.Result.State, StateDeleted, res.Result.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+	var where []string
+	for _, e := range rec.evs {
+		if e.Reason == ReasonUnreadableRecord {
+			where = append(where, e.Namespace+"/"+e.Name)
+			assert.Check(t, is.Contains(e.Note, "labelled as a binding of instance dev/db but holds no readable record"))
+		}
+	}
+	assert.Check(t, is.Contains(where, "team-x/catalog-binding.junk"))
+	assert.Check(t, is.Contains(where, ns+"/catalog-binding.junk"))
 }

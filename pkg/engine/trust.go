@@ -241,6 +241,17 @@ func WithRunnersRights(ctx context.Context) context.Context {
 
 func runnersRights(ctx context.Context) bool { v, _ := ctx.Value(runnersRightsKey{}).(bool); return v }
 
+type reconcileKey struct{}
+
+// AsReconcile marks ctx as a reconcile run's: nobody else takes up what it may not do,
+// so a call it lacks a permission for is a failure with backoff that names the
+// permission to grant, never a call left to reconcile.
+func AsReconcile(ctx context.Context) context.Context {
+	return context.WithValue(ctx, reconcileKey{}, true)
+}
+
+func isReconcile(ctx context.Context) bool { v, _ := ctx.Value(reconcileKey{}).(bool); return v }
+
 // authorize refuses a request the engine would make in the name of rec's author unless
 // the author may make it.
 func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs authorizationv1.ResourceAttributes) error {

@@ -539,3 +539,28 @@ func TestTrust_RunnersRights_AreNotLentToARecordAnotherPersonMayHaveWritten(t *t
 		})
 	}
 }
+
+// Reconcile itself may not read a cluster broker's credentials: nobody else will make the
+// call, so it backs off and says that reconcile lacks the permission, and what to grant.
+func TestTrust_ReconcileMayNotReadAClusterBrokersCredentials_BacksOffNamingWhatToGrant(t *testing.T) {
+	f := newFixture(t)
+	f.engine.cfg.Brokers = forbiddenClients{}
+	f.create("db", planSmall, "")
+	ctx := AsReconcile(context.Background())
+
+	res, err := f.engine.StepInstance(ctx, f.get("db"))
+
+	assert.NilError(t, err)
+	assert.Assert(t, !WaitingForReconcile(f.get("db")))
+	assert.Assert(t, is.Contains(res.Message, "reconcile itself may not read the credentials of cluster broker"))
+	assert.Assert(t, is.Contains(res.Message, "grant reconcile's ServiceAccount \"get\" on that Secret"))
+	first := f.get("db").Status.Retry
+	assert.Assert(t, first != nil && first.NextRetryAt.Sub(f.now) >= 2*time.Second, "%+v", first)
+	for range 4 {
+		f.advance(time.Hour)
+		_, err = f.engine.StepInstance(ctx, f.get("db"))
+		assert.NilError(t, err)
+	}
+	last := f.get("db").Status.Retry
+	assert.Assert(t, last.Attempts == 5 && last.NextRetryAt.Sub(f.now) > first.NextRetryAt.Sub(first.LastAttemptAt.Time), "%+v then %+v", first, last)
+}

@@ -98,10 +98,16 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 	if s, _, _ := condition(u, "Ready"); s != "True" && !deleting {
 		return skipped(false, "it was never bound%s: the broker holds nothing of it; bind again with \"kubectl catalog bind %s\" if it is still wanted", failure(u), instName)
 	}
-	if s, _, _ := condition(u, "Ready"); s != "True" && deleting && str(u, "status", "unbindStatus") != "Required" {
+	// svcat gave up unbinding it (unbindStatus Failed): the broker may still hold it,
+	// whatever its Ready condition says.
+	gaveUp := deleting && str(u, "status", "unbindStatus") == "Failed"
+	if s, _, _ := condition(u, "Ready"); s != "True" && deleting && str(u, "status", "unbindStatus") != "Required" && !gaveUp {
 		return skipped(false, "it is being deleted and was never bound: the broker holds nothing of it")
 	}
 	secret, err := m.cfg.Core.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && gaveUp {
+		return skipped(true, "svcat gave up unbinding it (status.unbindStatus Failed), so the broker may still hold binding id %s, and its credentials Secret %q is gone, so it cannot be recorded: unbind it at the broker by hand, then remove this object", id, secretName)
+	}
 	if apierrors.IsNotFound(err) {
 		return skipped(true, "its credentials Secret %q is missing, so they cannot be carried over: unbind it at the broker by hand (binding id %s), or restore the Secret and run this again", secretName, id)
 	}

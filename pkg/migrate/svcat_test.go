@@ -478,3 +478,44 @@ func TestRun_CleanupDeletesMigratedOldObjects(t *testing.T) {
 	_, err = f.st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err, "the record stays")
 }
+
+// A binding svcat gave up unbinding (status.unbindStatus Failed) may still be held by
+// the broker: with its Secret it becomes a pending unbind; without it, it is left for a
+// person and --cleanup keeps the old object.
+func TestRun_ABindingSvcatGaveUpUnbinding_IsAPendingUnbindOrLeftForAPerson(t *testing.T) {
+	gaveUp := map[string]any{"unbindStatus": "Failed", "conditions": []any{
+		map[string]any{"type": "Ready", "status": "False", "reason": "UnbindCallFailed", "message": "500"},
+		map[string]any{"type": "Failed", "status": "True", "reason": "UnbindCallFailed"},
+	}}
+	var objs []runtime.Object
+	objs = append(objs, old("ServiceInstance", ns, "db", instanceSpec("hobby", "id-db"), provisioned(broker.DemoPostgresHobbyPlanID)))
+	for _, name := range []string{"kept", "gone"} {
+		b := old("ServiceBinding", ns, name, map[string]any{"instanceRef": map[string]any{"name": "db"}, "externalID": "bid-" + name}, gaveUp)
+		b.SetDeletionTimestamp(&metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+		b.SetFinalizers([]string{"kubernetes-incubator/service-catalog"})
+		objs = append(objs, b)
+	}
+	f := newFixture(t, objs...)
+	ctx := context.Background()
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}, Data: map[string][]byte{"password": []byte("x")},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	got := f.run(Options{Namespace: ns, Cleanup: true})
+
+	kept := got["ServiceBinding/kept"]
+	assert.Equal(t, kept.Result, ResultMigrated, kept.Reason)
+	assert.Assert(t, is.Contains(kept.Reason, "unbind pending"))
+	b, err := f.st.Bindings().Get(ctx, ns, "kept")
+	assert.NilError(t, err)
+	assert.Assert(t, b.DeletionTimestamp != nil, "reconcile unbinds it")
+	assert.Equal(t, b.Status.Bound.BindingID, "bid-kept")
+
+	gone := got["ServiceBinding/gone"]
+	assert.Equal(t, gone.Result, ResultSkipped)
+	assert.Assert(t, gone.NeedsPerson)
+	assert.Assert(t, is.Contains(gone.Reason, "svcat gave up unbinding it"))
+	_, err = f.dyn.Resource(ServiceBindings).Namespace(ns).Get(ctx, "gone", metav1.GetOptions{})
+	assert.NilError(t, err, "the old object is kept")
+}

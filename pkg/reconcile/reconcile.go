@@ -267,6 +267,7 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	if o.TrustUnverifiedAuthors {
 		ctx = engine.WithRunnersRights(ctx)
 	}
+	ctx = engine.AsReconcile(ctx)
 	clk := r.runClock()
 	start := clk.Now()
 	runCtx := ctx

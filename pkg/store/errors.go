@@ -68,6 +68,15 @@ type Error struct {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
+// ConfigMap is the name of the ConfigMap holding the record (or Secret) at fault: for a
+// ConfigMap that does not hold a readable record, the ConfigMap's own name.
+func (e *Error) ConfigMap() string {
+	if e.configMap != "" {
+		return e.configMap
+	}
+	return objectName(e.Kind, e.Name)
+}
+
 // Error says what failed, for which object, and what to do next.
 func (e *Error) Error() string {
 	w := wordsFor(e.Kind)

@@ -496,3 +496,34 @@ func TestCrashConsistency_ParametersSecretChangedBeforeTheResend_BrokerGetsTheId
 	assert.NilError(t, admin.CoreV1().Secrets(e.ns).Delete(ctx, "db-params", metav1.DeleteOptions{}))
 	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}})
 }
+
+// TestCrashConsistency_InterruptedCall_NotResentAtOnce: a provision whose command gives
+// up (--timeout) after the broker acted on its PUT, before the answer came, leaves a
+// call the broker may still be working on. A reconcile run at once sends nothing (the
+// claim outlasts the interrupted call); once it has run out, one re-send finishes the
+// instance under the same id.
+func TestCrashConsistency_InterruptedCall_NotResentAtOnce(t *testing.T) {
+	t.Parallel()
+	e := instSetupCatalog(t, nil)
+	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpProvision, When: broker.After, Action: broker.ActionDelay, Delay: broker.Duration(time.Minute)})
+	assert.NilError(t, err)
+
+	r := instCatalog(t, e.ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "3s")
+	assert.Assert(t, r.ExitCode != 0, "the command gave up: %s", r.Stderr)
+	instWaitFor(t, "the broker to hold the instance", 30*time.Second, func() bool { return len(e.b.Instances()) == 1 })
+	puts := len(e.b.RequestsFor(broker.OpProvision))
+
+	instRun(t, e.ns, nil, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "2s", "-o", "json")
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpProvision)), puts, "nothing is re-sent while the interrupted call may still be under way")
+	inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
+	assert.NilError(t, err)
+	assert.Assert(t, inst.Status.InFlight != nil, "the call stays in flight")
+
+	ccReconcileUntilSettled(t, e.st, e.ns, ccReconcileEnv, 3)
+	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}})
+	ids := map[string]bool{}
+	for _, p := range e.b.RequestsFor(broker.OpProvision) {
+		ids[p.InstanceID] = true
+	}
+	assert.Equal(t, len(ids), 1, "the re-send keeps the instance id")
+}

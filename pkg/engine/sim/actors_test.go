@@ -36,8 +36,13 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
 	e, ns := p.eng, p.ns
 	if p.ns == "team-b" {
-		// Bob binds to what dev shares with him, and unbinds.
-		if w.rng.IntN(2) == 0 {
+		// Bob binds to what dev shares with him (mostly to an instance shared with him
+		// now), and unbinds.
+		shared := w.sharedWith(p.ns)
+		if len(shared) > 0 && w.rng.IntN(4) > 0 {
+			inst = shared[w.rng.IntN(len(shared))]
+		}
+		if len(shared) > 0 && w.rng.IntN(4) > 0 || w.rng.IntN(2) == 0 {
 			return "bind " + bind + " to dev/" + inst, func(ctx context.Context) error {
 				_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow})
 				return err
@@ -76,32 +81,41 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 			_, err := e.Revert(ctx, engine.RevertRequest{Namespace: ns, Name: inst, Follow: follow})
 			return err
 		}
-	case n < 55:
+	case n < 52:
 		return "deprovision " + inst, func(ctx context.Context) error {
 			_, err := e.Deprovision(ctx, engine.DeprovisionRequest{Namespace: ns, Name: inst, Follow: follow})
 			return err
 		}
-	case n < 70:
+	case n < 67:
 		return "bind " + bind + " to " + inst, func(ctx context.Context) error {
 			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, Follow: follow})
 			return err
 		}
-	case n < 78:
+	case n < 74:
 		return "unbind " + bind, func(ctx context.Context) error {
 			_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{bind}, Follow: follow})
 			return err
 		}
-	case n < 84:
+	case n < 79:
 		return "bind --rotate " + bind, func(ctx context.Context) error {
 			_, err := e.Rotate(ctx, engine.RotateRequest{Namespace: ns, Name: bind, Follow: follow})
 			return err
 		}
-	case n < 87:
+	case n < 82:
 		return "rotation due " + bind, func(ctx context.Context) error {
 			_, err := e.RotateScheduled(ctx, ns, bind)
 			return err
 		}
-	case n < 94 && ns == "dev":
+	case n < 86 && ns == "dev":
+		// Taking a grant back, then the instance: its bindings in team-b must go first.
+		return "unshare " + inst + " from team-b, then deprovision it", func(ctx context.Context) error {
+			if _, err := e.Unshare(ctx, engine.UnshareRequest{Namespace: ns, Name: inst, From: "team-b"}); err != nil {
+				return err
+			}
+			_, err := e.Deprovision(ctx, engine.DeprovisionRequest{Namespace: ns, Name: inst, Follow: follow})
+			return err
+		}
+	case n < 96 && ns == "dev":
 		return "share " + inst + " with team-b", func(ctx context.Context) error {
 			_, err := e.Share(ctx, engine.ShareRequest{Namespace: ns, Name: inst, To: "team-b"})
 			return err
@@ -113,6 +127,21 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 		}
 	}
 	return "nothing", func(context.Context) error { return nil }
+}
+
+// sharedWith are the names of the instances of dev shared with namespace ns.
+func (w *world) sharedWith(ns string) []string {
+	insts, err := w.checker.Instances().List(context.Background(), "dev", store.Filter{})
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for _, x := range insts {
+		if slices.Contains(x.Spec.SharedWith, ns) {
+			out = append(out, x.Name)
+		}
+	}
+	return out
 }
 
 // reconcilePass is a reconcile run: every record whose next step is due is stepped
@@ -130,6 +159,16 @@ func (p *proc) reconcilePass(ctx context.Context, quiescing bool) error {
 		return err
 	}
 	for _, b := range binds {
+		if !quiescing && b.Status.Bound != nil && b.DeletionTimestamp == nil && p.w.chance(20) {
+			// --rotate-due: the broker's renew_before has passed.
+			p.w.logf("%-14s rotation due %s/%s", p.name, b.Namespace, b.Name)
+			if _, err := e.RotateScheduled(ctx, b.Namespace, b.Name); err != nil {
+				p.w.logf("%-14s rotation of %s/%s: %s", p.name, b.Namespace, b.Name, firstLine(err.Error()))
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
 		if !e.NextBindingStep(b).Due(p.now()) {
 			continue
 		}

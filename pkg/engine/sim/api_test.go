@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 // simClient is a process's view of the API server: every request to ConfigMaps and
@@ -30,11 +34,11 @@ type simCoreV1 struct {
 }
 
 func (c simCoreV1) ConfigMaps(ns string) corev1client.ConfigMapInterface {
-	return simConfigMaps{ConfigMapInterface: c.CoreV1Interface.ConfigMaps(ns), p: c.p}
+	return simConfigMaps{ConfigMapInterface: c.CoreV1Interface.ConfigMaps(ns), p: c.p, ns: ns}
 }
 
 func (c simCoreV1) Secrets(ns string) corev1client.SecretInterface {
-	return simSecrets{SecretInterface: c.CoreV1Interface.Secrets(ns), p: c.p}
+	return simSecrets{SecretInterface: c.CoreV1Interface.Secrets(ns), p: c.p, ns: ns}
 }
 
 var (
@@ -42,13 +46,17 @@ var (
 	secrets    = schema.GroupResource{Resource: "secrets"}
 )
 
-// request pauses the process before a request and says how it fails, if it does.
-func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource, name string) error {
+// request pauses the process before a request in namespace ns and says how it fails, if
+// it does.
+func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource, ns, name string) error {
 	if p.dead {
 		return errKilled
 	}
 	w := p.w
 	write := verb == "create" || verb == "update" || verb == "delete"
+	if err := p.rbac(verb, gr, ns, name); err != nil {
+		return err
+	}
 	if write {
 		// Reads do not pause: what others write meanwhile is seen the same way, and
 		// every record is stepped more often per step of the simulation.
@@ -83,41 +91,52 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 	return err
 }
 
+// rbac refuses what a user limited to some namespaces may not do: list or write outside
+// them (reading one record of another namespace, a shared instance say, is allowed, as
+// the viewer role there allows it; so is listing the catalog).
+func (p *proc) rbac(verb string, gr schema.GroupResource, ns, name string) error {
+	if p.sees == nil || ns == storetest.CatalogNamespace && verb == "list" || verb == "get" || slices.Contains(p.sees, ns) {
+		return nil
+	}
+	return apierrors.NewForbidden(gr, name, fmt.Errorf("sim: user %s may not %s %s in namespace %q", p.name, verb, gr.Resource, ns))
+}
+
 type simConfigMaps struct {
 	corev1client.ConfigMapInterface
-	p *proc
+	p  *proc
+	ns string
 }
 
 func (c simConfigMaps) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.ConfigMap, error) {
-	if err := c.p.request(ctx, "get", configMaps, name); err != nil {
+	if err := c.p.request(ctx, "get", configMaps, c.ns, name); err != nil {
 		return nil, err
 	}
 	return c.ConfigMapInterface.Get(ctx, name, o)
 }
 
 func (c simConfigMaps) List(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error) {
-	if err := c.p.request(ctx, "list", configMaps, o.LabelSelector); err != nil {
+	if err := c.p.request(ctx, "list", configMaps, c.ns, o.LabelSelector); err != nil {
 		return nil, err
 	}
 	return c.ConfigMapInterface.List(ctx, o)
 }
 
 func (c simConfigMaps) Create(ctx context.Context, cm *corev1.ConfigMap, o metav1.CreateOptions) (*corev1.ConfigMap, error) {
-	if err := c.p.request(ctx, "create", configMaps, cm.Name); err != nil {
+	if err := c.p.request(ctx, "create", configMaps, c.ns, cm.Name); err != nil {
 		return nil, err
 	}
 	return c.ConfigMapInterface.Create(ctx, cm, o)
 }
 
 func (c simConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, o metav1.UpdateOptions) (*corev1.ConfigMap, error) {
-	if err := c.p.request(ctx, "update", configMaps, cm.Name); err != nil {
+	if err := c.p.request(ctx, "update", configMaps, c.ns, cm.Name); err != nil {
 		return nil, err
 	}
 	return c.ConfigMapInterface.Update(ctx, cm, o)
 }
 
 func (c simConfigMaps) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
-	if err := c.p.request(ctx, "delete", configMaps, name); err != nil {
+	if err := c.p.request(ctx, "delete", configMaps, c.ns, name); err != nil {
 		return err
 	}
 	return c.ConfigMapInterface.Delete(ctx, name, o)
@@ -125,39 +144,40 @@ func (c simConfigMaps) Delete(ctx context.Context, name string, o metav1.DeleteO
 
 type simSecrets struct {
 	corev1client.SecretInterface
-	p *proc
+	p  *proc
+	ns string
 }
 
 func (c simSecrets) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.Secret, error) {
-	if err := c.p.request(ctx, "get", secrets, name); err != nil {
+	if err := c.p.request(ctx, "get", secrets, c.ns, name); err != nil {
 		return nil, err
 	}
 	return c.SecretInterface.Get(ctx, name, o)
 }
 
 func (c simSecrets) List(ctx context.Context, o metav1.ListOptions) (*corev1.SecretList, error) {
-	if err := c.p.request(ctx, "list", secrets, o.LabelSelector); err != nil {
+	if err := c.p.request(ctx, "list", secrets, c.ns, o.LabelSelector); err != nil {
 		return nil, err
 	}
 	return c.SecretInterface.List(ctx, o)
 }
 
 func (c simSecrets) Create(ctx context.Context, s *corev1.Secret, o metav1.CreateOptions) (*corev1.Secret, error) {
-	if err := c.p.request(ctx, "create", secrets, s.Name); err != nil {
+	if err := c.p.request(ctx, "create", secrets, c.ns, s.Name); err != nil {
 		return nil, err
 	}
 	return c.SecretInterface.Create(ctx, s, o)
 }
 
 func (c simSecrets) Update(ctx context.Context, s *corev1.Secret, o metav1.UpdateOptions) (*corev1.Secret, error) {
-	if err := c.p.request(ctx, "update", secrets, s.Name); err != nil {
+	if err := c.p.request(ctx, "update", secrets, c.ns, s.Name); err != nil {
 		return nil, err
 	}
 	return c.SecretInterface.Update(ctx, s, o)
 }
 
 func (c simSecrets) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
-	if err := c.p.request(ctx, "delete", secrets, name); err != nil {
+	if err := c.p.request(ctx, "delete", secrets, c.ns, name); err != nil {
 		return err
 	}
 	return c.SecretInterface.Delete(ctx, name, o)

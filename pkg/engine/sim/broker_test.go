@@ -6,8 +6,10 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -28,6 +30,12 @@ const (
 
 func (w *world) setupCatalog() {
 	ctx := context.Background()
+	// The namespaces exist (a share checks that the namespace it names does).
+	for _, ns := range []string{"dev", "team-b", "t"} {
+		if _, err := w.cluster.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			panic(err)
+		}
+	}
 	if _, err := w.checker.Brokers().Create(ctx, &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: brokerName},
 		Spec:       v1alpha1.BrokerSpec{URL: "https://broker.example", Scope: v1alpha1.ScopeCluster},
@@ -56,7 +64,22 @@ type outcome struct {
 	err    error
 	key    string
 	creds  map[string]any
+	// dashboard and endpoints are what the answer carries besides (an oversized answer's).
+	dashboard string
+	endpoints []osb.Endpoint
 }
+
+// hugeURL is a dashboard URL of 1.1 MB: no record can store it.
+var hugeURL = "https://dashboard.example/" + strings.Repeat("x", 1_100_000)
+
+// manyEndpoints are endpoints of a bind answer, over 64 KiB of JSON.
+var manyEndpoints = func() []osb.Endpoint {
+	eps := make([]osb.Endpoint, 5000)
+	for i := range eps {
+		eps[i] = osb.Endpoint{Host: fmt.Sprintf("db-%d.example", i), Ports: []string{"5432"}}
+	}
+	return eps
+}()
 
 // asyncOp is an operation the broker answered 202 for.
 type asyncOp struct {
@@ -198,10 +221,15 @@ func (w *world) setupBroker() {
 				return o
 			}
 			if _, ok := l.Instance(r.InstanceID); ok {
+				if w.oversized[r.InstanceID] && w.faults {
+					// A broker that answered with an oversized field answers so again
+					// (until the faults stop).
+					return outcome{what: "200 (identical request) with a 1.1 MB dashboard URL", status: 200, dashboard: hugeURL}
+				}
 				return outcome{what: "200 (identical request)", status: 200}
 			}
 			if w.faulty() {
-				switch w.faultOf(6, 2) {
+				switch w.faultOf(7, 2) {
 				case 0:
 					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
 				case 1:
@@ -214,6 +242,9 @@ func (w *world) setupBroker() {
 					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
 				case 4:
 					return outcome{what: "202, to fail", apply: put, status: 202, key: w.newOp(r.InstanceID, true, nil)}
+				case 5:
+					w.oversized[r.InstanceID] = true
+					return outcome{what: "201 with a 1.1 MB dashboard URL", apply: put, status: 201, dashboard: hugeURL}
 				default:
 					return outcome{what: "malformed 201", apply: put, err: fake.Malformed(201)}
 				}
@@ -226,7 +257,7 @@ func (w *world) setupBroker() {
 		if o.err != nil {
 			return nil, o.err
 		}
-		return &osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, nil
+		return &osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, DashboardURL: o.dashboard}, nil
 	})
 	f.OnUpdate(func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
 		change := func() {
@@ -275,7 +306,9 @@ func (w *world) setupBroker() {
 			if _, ok := l.Instance(r.InstanceID); !ok {
 				return outcome{what: "410 Gone", err: fake.Gone()}
 			}
-			if bs := l.BindingsOf(r.InstanceID); len(bs) > 0 {
+			// (The tenant may forge her own records into deleting her instance under her own
+			// binding: only her namespace is hurt.)
+			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" }); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}
 			if w.faulty() {
@@ -345,10 +378,13 @@ func (w *world) setupBroker() {
 				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
 			}
 			if h, ok := l.Binding(r.BindingID); ok {
+				if w.oversized[r.BindingID] && w.faults {
+					return outcome{what: "200 (identical request) with 5,000 endpoints", status: 200, creds: h.Credentials, endpoints: manyEndpoints}
+				}
 				return outcome{what: "200 (identical request)", status: 200, creds: h.Credentials}
 			}
 			if w.faulty() {
-				switch w.faultOf(4, 2) {
+				switch w.faultOf(5, 2) {
 				case 0:
 					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
 				case 1:
@@ -356,6 +392,9 @@ func (w *world) setupBroker() {
 				case 2:
 					apply, what := w.maybe(put)
 					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+				case 3:
+					w.oversized[r.BindingID] = true
+					return outcome{what: "201 with 5,000 endpoints", apply: put, status: 201, creds: creds, endpoints: manyEndpoints}
 				default:
 					apply, what := w.maybe(put)
 					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
@@ -366,7 +405,7 @@ func (w *world) setupBroker() {
 		if o.err != nil {
 			return nil, o.err
 		}
-		return &osb.BindResponse{StatusCode: o.status, Credentials: o.creds}, nil
+		return &osb.BindResponse{StatusCode: o.status, Credentials: o.creds, Endpoints: o.endpoints}, nil
 	})
 	f.OnUnbind(func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
 		drop := func() { l.DropBinding(r.BindingID) }

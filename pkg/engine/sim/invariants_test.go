@@ -61,9 +61,31 @@ func (w *world) checkStep() {
 	insts, binds := w.records()
 	for _, x := range insts {
 		w.checkBackoff("instance", x, &x.Status.OperationStatus)
+		w.checkAuthor("instance", x)
+		w.checkStorable("instance", x, &x.Status.OperationStatus)
 	}
 	for _, x := range binds {
 		w.checkBackoff("binding", x, &x.Status.OperationStatus)
+		w.checkAuthor("binding", x)
+		w.checkStorable("binding", x, &x.Status.OperationStatus)
+	}
+}
+
+// checkStorable is part of invariant 4: whatever a broker answers, its outcome can be
+// stored (a field over its limit is a broker error), so no call is re-sent because its
+// outcome could not be recorded.
+func (w *world) checkStorable(kind string, x metav1.Object, st *v1alpha1.OperationStatus) {
+	if msg, _ := readyMessage(st); strings.Contains(msg, "too large to store") && strings.Contains(msg, "bytes of JSON") {
+		w.fail("%s %s/%s: an outcome could not be stored: %s", kind, x.GetNamespace(), x.GetName(), firstLine(msg))
+	}
+}
+
+// checkAuthor is part of invariant 6: reconcile never becomes a record's author (its
+// status writes and scheduled rotations keep the author the spec has), so it lends its
+// own rights to nobody's spec.
+func (w *world) checkAuthor(kind string, x v1alpha1.Record) {
+	if a := store.AuthorOf(x).Username; strings.HasPrefix(a, "reconcile") {
+		w.fail("%s %s/%s has %s as its author: reconcile wrote its spec as its own", kind, x.GetNamespace(), x.GetName(), a)
 	}
 }
 
@@ -76,7 +98,9 @@ func (w *world) checkBackoff(kind string, x metav1.Object, st *v1alpha1.Operatio
 	if x.GetNamespace() == "t" {
 		return
 	}
-	key := fmt.Sprintf("%s %s/%s %s", kind, x.GetNamespace(), x.GetName(), x.GetUID())
+	// A new generation of the spec (a user's new command: an update, a touch) is a new
+	// operation, with a backoff of its own.
+	key := fmt.Sprintf("%s %s/%s %s generation %d", kind, x.GetNamespace(), x.GetName(), x.GetUID(), x.GetGeneration())
 	s := w.streaks[key]
 	if s == nil {
 		s = &streak{}
@@ -87,7 +111,13 @@ func (w *world) checkBackoff(kind string, x metav1.Object, st *v1alpha1.Operatio
 		*s = streak{}
 		return
 	}
-	if r.LastAttemptAt == nil || r.NextRetryAt == nil {
+	if r.LastAttemptAt == nil {
+		// A retry asked for with no failed attempt (touch re-sending the parameters at
+		// once): the user's new command, with a backoff of its own.
+		*s = streak{}
+		return
+	}
+	if r.NextRetryAt == nil {
 		return
 	}
 	now := fmt.Sprintf("%s %d %s", r.Reason, r.Attempts, r.LastAttemptAt.UTC())
@@ -140,11 +170,29 @@ func (w *world) settled() bool {
 		}
 	}
 	for _, x := range binds {
-		if x.Namespace != "t" && (!terminal(x, &x.Status.OperationStatus) || len(x.Status.Retired) > 0) {
+		if x.Namespace != "t" && (!terminal(x, &x.Status.OperationStatus) && !w.waitsForAPerson(x) || len(x.Status.Retired) > 0) {
 			return false
 		}
 	}
 	return true
+}
+
+// waitsForAPerson reports a binding that holds nothing at the broker and waits for a
+// person, as its conditions say: refused (its instance no longer shared with its
+// namespace, say), or bound to an instance that does not exist. Nothing the engine does
+// can settle it; its retries look again now and then.
+func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
+	st := &b.Status.OperationStatus
+	if b.DeletionTimestamp != nil || b.Status.Bound != nil || len(st.ExternalIDs) > 0 || len(b.Status.Retired) > 0 ||
+		st.InFlight != nil || st.OrphanMitigation != nil {
+		return false
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRefused); c != nil && c.Status == metav1.ConditionTrue {
+		return true
+	}
+	ns, name := b.InstanceRef()
+	_, err := w.checker.Instances().Get(context.Background(), ns, name)
+	return store.IsNotFound(err)
 }
 
 // checkQuiescence checks invariants 1, 3, 4 and 7 once faults stopped and reconcile ran
@@ -161,6 +209,12 @@ func (w *world) checkQuiescence() {
 	for _, x := range binds {
 		for _, id := range bindingIDs(x) {
 			owned[id] = "binding " + x.Namespace + "/" + x.Name
+		}
+		if w.waitsForAPerson(x) {
+			if msg, _ := readyMessage(&x.Status.OperationStatus); msg == "" {
+				w.fail("binding %s/%s waits for a person and no condition says why", x.Namespace, x.Name)
+			}
+			continue
 		}
 		w.checkFinal("binding", x, &x.Status.OperationStatus)
 	}

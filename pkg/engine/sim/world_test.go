@@ -46,6 +46,8 @@ type world struct {
 	opSeq    int
 	failures []string
 	streaks  map[string]*streak
+	// oversized are the OSB ids whose answers carry a field over its limit, every time.
+	oversized map[string]bool
 	// jumped: a clock jumped far enough that claims (judged by each reader's clock)
 	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
 	// not.
@@ -70,10 +72,13 @@ type event struct {
 // proc is a process: a verb run by a user, a reconcile replica, or a tenant editing
 // records; each has its own store (and cache), engine, holder name and clock.
 type proc struct {
-	w     *world
-	name  string
-	kind  kind
-	ns    string
+	w    *world
+	name string
+	kind kind
+	ns   string
+	// sees are the namespaces where the process's user may list and write records; nil:
+	// every namespace (reconcile's ServiceAccount, an administrator).
+	sees  []string
 	gen   int
 	skew  time.Duration
 	eng   *engine.Engine
@@ -104,7 +109,7 @@ func newWorld(seed uint64) *world {
 	w := &world{
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{},
+		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
 	}
 	// OSB ids and request ids come from the seed too, so a trace names the same ids.
 	uuid.SetRand(w.rngReader())
@@ -124,8 +129,9 @@ func newWorld(seed uint64) *world {
 	w.setupCatalog()
 	w.procs = []*proc{
 		w.newProc("alice", verbs, "dev"),
-		w.newProc("alice2", verbs, "dev"),
-		w.newProc("bob", verbs, "team-b"),
+		// alice2 and bob may list and write records only in their own namespace.
+		w.newProc("alice2", verbs, "dev", "dev"),
+		w.newProc("bob", verbs, "team-b", "team-b"),
 		w.newProc("mallory", verbs, "t"),
 		w.newProc("mallory-edits", tenant, "t"),
 		w.newProc("reconcile-1", reconciler, ""),
@@ -160,8 +166,8 @@ func (w *world) fail(format string, args ...any) {
 	w.failures = append(w.failures, msg)
 }
 
-func (w *world) newProc(name string, k kind, ns string) *proc {
-	p := &proc{w: w, name: name, kind: k, ns: ns, resume: make(chan struct{})}
+func (w *world) newProc(name string, k kind, ns string, sees ...string) *proc {
+	p := &proc{w: w, name: name, kind: k, ns: ns, sees: sees, resume: make(chan struct{})}
 	p.reset()
 	return p
 }
@@ -172,7 +178,9 @@ func (p *proc) reset() {
 	p.gen++
 	p.dead = false
 	p.ctx, p.stop = context.WithCancel(context.Background())
-	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now))
+	// The store stamps the process's user as the author of each spec it writes.
+	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now),
+		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
 		c.Holder = fmt.Sprintf("%s/%d", p.name, p.gen)
 		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}

@@ -88,6 +88,11 @@ type ServiceInstanceStatus struct {
 	// added (guarded by resourceVersion) before its first bind call is sent, and removed
 	// when it is gone or its bind failed for good.
 	Consumers []ConsumerReservation `json:"consumers,omitempty"`
+	// SharedBefore are the namespaces the instance has been shared with (spec.sharedWith
+	// now, or before an unshare): bindings there may still use it. A deletion whose driver
+	// may not list the bindings of one of them waits for reconcile, which sees every
+	// namespace.
+	SharedBefore []string `json:"sharedBefore,omitempty"`
 }
 
 // ConsumerReservation is a binding's place under an instance's spec.maxBindings.

@@ -1241,6 +1241,11 @@ func (in *ServiceInstanceStatus) DeepCopyInto(out *ServiceInstanceStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.SharedBefore != nil {
+		in, out := &in.SharedBefore, &out.SharedBefore
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 
