@@ -435,6 +435,9 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 				// that was set before it started: the next run takes it up.
 				r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 				return
+			case !o.DryRun && r.heldBack(t):
+				r.release(ctx, t)
+				return
 			case o.DryRun:
 				t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
 				return
@@ -446,6 +449,7 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	res, err := t.rec.step(ctx)
 	t.it.Steps++
 	t.last, t.held = res, false
+	r.countFloor(ctx, t, res, err)
 	if err == nil && res.Refused {
 		t.it.Outcome, t.it.Detail = Refused, res.Message
 		r.finish(ctx, t, t.it)
@@ -493,6 +497,9 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	} else {
 		t.immediate = 0
 	}
+	if at, ok := r.floors.until(t.w.key(), r.now()); ok {
+		wait = max(wait, at.Sub(r.now()))
+	}
 	now := r.runClock().Now()
 	if !o.timeUpAt.IsZero() && now.Add(wait).After(o.timeUpAt) {
 		r.finish(ctx, t, progress(t.it, t.rec, res))
@@ -510,6 +517,32 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		return
 	}
 	r.release(ctx, t)
+}
+
+// heldBack finishes the item of a record whose retry floor has not passed: it waits,
+// whatever its status says.
+func (r *Reconciler) heldBack(t *task) bool {
+	at, ok := r.floors.until(t.w.key(), r.now())
+	if !ok {
+		return false
+	}
+	at = wholeSecond(at)
+	t.it.Outcome, t.it.Until, t.done = Waiting, &at, true
+	t.it.Detail = "its last steps failed: taken up again no sooner than " + at.UTC().Format(time.RFC3339) +
+		" (reconcile's own backoff, which the record's status does not shorten)"
+	return true
+}
+
+// countFloor counts the outcome of a step of t towards its retry floor: a failure, a
+// refusal or a retry scheduled raises it; a record settled or gone clears it.
+func (r *Reconciler) countFloor(ctx context.Context, t *task, res engine.Result, err error) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case err != nil || res.Refused || (res.State == engine.StateWaiting && res.RequeueAfter > 0 && t.rec.loaded() && t.rec.object().OpStatus().Retry != nil):
+		r.floors.failed(t.w.key(), r.now(), r.Engine.RetryDelay)
+	case res.State == engine.StateSettled || res.State == engine.StateDeleted:
+		r.floors.cleared(t.w.key())
+	}
 }
 
 // follow finds the bindings an instance's deletion waits for (the engine marked them
