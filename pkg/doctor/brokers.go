@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -13,7 +15,9 @@ import (
 // Brokers checks that every broker registered in the current and the catalog namespace
 // answers its catalog within the broker timeout, with the credentials it is registered
 // with. A broker record that cannot be read is a finding of its own; the others are
-// checked all the same.
+// checked all the same. Brokers are checked brokerChecksAtOnce at a time, and all of
+// them within BrokersBudget: whoever may write ConfigMaps in a namespace may register
+// brokers that never answer, and must not hold the report up for long.
 func Brokers(ctx context.Context, c *Config) []Finding {
 	var fs []Finding
 	var brokers []*v1alpha1.Broker
@@ -36,9 +40,42 @@ func Brokers(ctx context.Context, c *Config) []Finding {
 		return append(fs, Finding{Object: "brokers", Severity: Warn, Detail: fmt.Sprintf("no broker registered in namespace %s", strings.Join(c.namespaces(), " or ")),
 			Fix: "register one: kubectl catalog register NAME --url URL"})
 	}
-	for _, b := range brokers {
-		fs = append(fs, Broker(ctx, c, b))
+	return append(fs, c.checkAll(ctx, brokers)...)
+}
+
+// brokerChecksAtOnce is how many brokers doctor checks at once.
+const brokerChecksAtOnce = 8
+
+// BrokersBudget is how long the broker checks take at most, all together, when the
+// broker timeout is d: three rounds of checks that each run until the timeout.
+func BrokersBudget(d time.Duration) time.Duration { return 3 * d }
+
+// checkAll checks brokers, brokerChecksAtOnce at a time, within BrokersBudget; a broker
+// not checked by then is a finding that says so.
+func (c *Config) checkAll(ctx context.Context, brokers []*v1alpha1.Broker) []Finding {
+	budget := BrokersBudget(c.BrokerTimeout)
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	fs := make([]Finding, len(brokers))
+	slots := make(chan struct{}, brokerChecksAtOnce)
+	var wg sync.WaitGroup
+	for i, b := range brokers {
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				fs[i] = Finding{Object: "broker " + b.Namespace + "/" + b.Name, Severity: Warn,
+					Detail: fmt.Sprintf("not checked: the broker checks ran out of time (%s, three times the broker timeout) on slower brokers", budget),
+					Fix:    "check it alone: " + c.syncCommand(b)}
+				return
+			}
+			fs[i] = Broker(ctx, c, b)
+		})
 	}
+	wg.Wait()
 	return fs
 }
 
@@ -74,12 +111,16 @@ func Broker(ctx context.Context, c *Config, b *v1alpha1.Broker) Finding {
 	}
 	f.Severity = Fail
 	f.Detail = fmt.Sprintf("%s: %v", b.Spec.URL, p.Err)
-	scope := ""
-	if b.Namespace != c.CatalogNamespace {
-		scope = " --scope namespace -n " + b.Namespace
-	}
-	f.Fix = fmt.Sprintf("check the broker's URL, TLS settings and credentials Secret (kubectl catalog describe broker %s), then: kubectl catalog sync broker %s%s", b.Name, b.Name, scope)
+	f.Fix = fmt.Sprintf("check the broker's URL, TLS settings and credentials Secret (kubectl catalog describe broker %s), then: %s", b.Name, c.syncCommand(b))
 	return f
+}
+
+// syncCommand is the command that fetches broker b's catalog again.
+func (c *Config) syncCommand(b *v1alpha1.Broker) string {
+	if b.Namespace != c.CatalogNamespace {
+		return fmt.Sprintf("kubectl catalog sync broker %s --scope namespace -n %s", b.Name, b.Namespace)
+	}
+	return "kubectl catalog sync broker " + b.Name
 }
 
 // notCalled is finding f of broker b, which the engine did not call because of err.

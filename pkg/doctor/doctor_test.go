@@ -643,3 +643,70 @@ type forbiddenList struct{ metadata.ResourceInterface }
 func (forbiddenList) List(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	return nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no"))
 }
+
+// tarpitProber is a broker that answers no catalog: each probe waits until its time
+// is up, unless every one of want probes is under way at once (they were made in
+// parallel), which it counts.
+type tarpitProber struct {
+	want    int
+	started atomic.Int32
+	all     chan struct{}
+}
+
+func (p *tarpitProber) ProbeBroker(ctx context.Context, b *v1alpha1.Broker) engine.BrokerProbe {
+	if int(p.started.Add(1)) == p.want {
+		close(p.all)
+	}
+	select {
+	case <-p.all:
+		return engine.BrokerProbe{Services: 1}
+	case <-ctx.Done():
+		return engine.BrokerProbe{Err: ctx.Err()}
+	}
+}
+
+func TestBrokers_TarpitsAreCheckedAtOnce_WithinTheBudget(t *testing.T) {
+	fx := newFixture(t)
+	const tarpits = 6
+	for i := range tarpits {
+		_, err := fx.st.Brokers().Create(context.Background(), &v1alpha1.Broker{
+			ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "tarpit-" + string(rune('a'+i))},
+			Spec:       v1alpha1.BrokerSpec{URL: "https://tarpit.example", Scope: v1alpha1.ScopeNamespace},
+		})
+		assert.NilError(t, err)
+	}
+	c := fx.config()
+	p := &tarpitProber{want: tarpits, all: make(chan struct{})}
+	c.Brokers = p
+
+	fs := Brokers(context.Background(), c)
+
+	assert.Equal(t, len(fs), tarpits)
+	for _, f := range fs {
+		assert.Equal(t, f.Severity, OK, "%+v: the brokers were checked one after another", f)
+	}
+}
+
+func TestBrokers_NotCheckedWithinTheBudget_SaysSo(t *testing.T) {
+	fx := newFixture(t)
+	for i := range brokerChecksAtOnce + 1 {
+		_, err := fx.st.Brokers().Create(context.Background(), &v1alpha1.Broker{
+			ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "tarpit-" + string(rune('a'+i))},
+			Spec:       v1alpha1.BrokerSpec{URL: "https://tarpit.example", Scope: v1alpha1.ScopeNamespace},
+		})
+		assert.NilError(t, err)
+	}
+	c := fx.config()
+	c.BrokerTimeout = time.Millisecond
+	c.Brokers = &tarpitProber{want: -1, all: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the budget is gone before any check starts
+
+	fs := Brokers(ctx, c)
+
+	for _, f := range fs {
+		assert.Equal(t, f.Severity, Warn, "%+v", f)
+		assert.Assert(t, is.Contains(f.Detail, "ran out of time"))
+		assert.Assert(t, is.Contains(f.Fix, "kubectl catalog sync broker tarpit-"))
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -228,6 +227,12 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	}
 	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	if p := req.PredecessorBindingID; p != "" {
+		// A broker may hand the predecessor's credentials to the new binding.
+		if err := checkOwnID(v1alpha1.KindServiceBinding, b, p); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
 	}
 	if !resend {
 		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
@@ -653,7 +658,7 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 		x.Status.OrphanMitigation = nil
 		if id == x.CurrentExternalID() {
 			// OSB ids are never reused: the next bind gets a new one.
-			x.Status.ExternalID = uuid.NewString()
+			x.Status.ExternalID = v1alpha1.NewRecordBoundID(x.UID)
 		}
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed bind", now)

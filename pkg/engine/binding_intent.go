@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -36,7 +35,7 @@ type BindingIntent struct {
 func NewBinding(in BindingIntent) *v1alpha1.ServiceBinding {
 	id := in.ExternalID
 	if id == "" {
-		id = uuid.NewString()
+		id = v1alpha1.NewNamespaceBoundID(in.Namespace)
 	}
 	b := &v1alpha1.ServiceBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: in.Name},
@@ -151,7 +150,7 @@ func (e *Engine) rotate(ctx context.Context, namespace, name string) (*v1alpha1.
 			return fmt.Errorf("binding %q is not bound yet, so there is nothing to rotate: run \"kubectl catalog describe binding %s\"", name, name)
 		}
 		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID()}
-		b.Status.ExternalID = uuid.NewString()
+		b.Status.ExternalID = v1alpha1.NewRecordBoundID(b.UID)
 		return nil
 	})
 }

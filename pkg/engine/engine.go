@@ -220,6 +220,10 @@ func (e *Engine) backoff(attempts int32) time.Duration {
 	return time.Duration(d).Round(time.Millisecond)
 }
 
+// RetryDelay is the delay before retry number attempts (1-based), as the engine waits
+// before retrying a record: reconcile's own retry floor waits as long.
+func (e *Engine) RetryDelay(attempts int32) time.Duration { return e.backoff(attempts) }
+
 func (e *Engine) hook(ctx context.Context, p HookPoint, op *v1alpha1.Operation) {
 	if e.cfg.Hook != nil {
 		e.cfg.Hook(ctx, p, op)

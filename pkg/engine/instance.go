@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1077,7 +1076,7 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v
 		forgetExternalID(&x.Status.OperationStatus, id)
 		x.Status.Provisioned, x.Status.OrphanMitigation, x.Status.InFlight = nil, nil, nil
 		if id == x.CurrentExternalID() {
-			x.Status.ExternalID = uuid.NewString()
+			x.Status.ExternalID = v1alpha1.NewRecordBoundID(x.UID)
 		}
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed provision", now)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -23,7 +22,7 @@ import (
 // unless externalID is given. Parameters are a JSON object (nil for none).
 func NewInstance(namespace, name string, class *v1alpha1.ServiceClass, plan *v1alpha1.ServicePlan, params []byte, from []v1alpha1.ParametersFromSource, externalID string) *v1alpha1.ServiceInstance {
 	if externalID == "" {
-		externalID = uuid.NewString()
+		externalID = v1alpha1.NewNamespaceBoundID(namespace)
 	}
 	inst := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},

@@ -85,6 +85,9 @@ const (
 	ReasonRefusedPlanNotAllowed = "RefusedPlanNotAllowed"
 	// ReasonRefusedIDInUse: an older record already uses the record's OSB id.
 	ReasonRefusedIDInUse = "RefusedIDInUse"
+	// ReasonRefusedIDNotOwned: an OSB id the record's status names is not the record's
+	// (see v1alpha1.ServiceInstance.OwnsExternalID).
+	ReasonRefusedIDNotOwned = "RefusedIDNotOwned"
 )
 
 // RefusedError says why the engine will not act on a record.
@@ -395,11 +398,15 @@ func (e *Engine) checkPlan(ctx context.Context, ns string, t target, planID stri
 	return nil
 }
 
-// checkID refuses to send OSB id for rec (of kind, an instance or a binding) when an
-// older record, in any namespace, already uses it: ids show up in describe output,
+// checkID refuses to send OSB id for rec (of kind, an instance or a binding) when the id
+// is not rec's (checkOwnID), or when an older record, in any namespace, already uses
+// it: ids show up in describe output,
 // dashboards and logs, and copying one into a record must not make the engine act on
 // someone else's instance or binding with the broker's credentials.
-func (e *Engine) checkID(ctx context.Context, kind string, rec metav1.Object, id string) error {
+func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id string) error {
+	if err := checkOwnID(kind, rec, id); err != nil {
+		return err
+	}
 	key := kind + "/" + id
 	c := &e.trust
 	c.mu.Lock()

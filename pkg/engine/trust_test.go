@@ -302,20 +302,26 @@ func TestTrust_AUserWhoMayNotReadAClusterBrokersCredentials_LeavesTheCallToRecon
 
 func TestTrust_AnIDAnOlderRecordMayHoldAtTheBroker_IsNeverSent(t *testing.T) {
 	f := newFixture(t)
-	// An older record whose earlier attempt (an id in its status only) the broker may
-	// still hold.
-	_, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("old", ns, "id-now", func(i *v1alpha1.ServiceInstance) {
-		i.Status.ExternalID = "id-now-2"
-		i.Status.ExternalIDs = []string{"id-then", "id-now-2"}
-	}))
+	// An older record whose earlier attempt (an id the engine generated for it, in its
+	// status only) the broker may still hold.
+	old, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("old", ns, "id-now", nil))
+	assert.NilError(t, err)
+	then := v1alpha1.NewRecordBoundID(old.UID)
+	old.Status.ExternalID = v1alpha1.NewRecordBoundID(old.UID)
+	old.Status.ExternalIDs = []string{then, old.Status.ExternalID}
+	_, err = f.st.Instances().Update(context.Background(), old)
 	assert.NilError(t, err)
 	f.advance(time.Minute)
-	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy", "team-b", "id-then", nil))
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy", "team-b", then, nil))
+	assert.NilError(t, err)
+	_, err = f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("copy-2", "team-b", "id-now", nil))
 	assert.NilError(t, err)
 
 	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"}})
 
-	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDInUse)
+	assertRefused(t, f, res, "team-b", "copy", ReasonRefusedIDNotOwned)
+	res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy-2"}})
+	assertRefused(t, f, res, "team-b", "copy-2", ReasonRefusedIDInUse)
 }
 
 func TestTrust_AProjectionIntoAWorkloadTheAuthorMayNotChange_IsRefused(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,7 +43,7 @@ func NewUserProvidedInstance(namespace, name string, up v1alpha1.UserProvidedSer
 	return &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1alpha1.ServiceInstanceSpec{
-			ExternalID:   uuid.NewString(),
+			ExternalID:   v1alpha1.NewNamespaceBoundID(namespace),
 			UserProvided: &up,
 		},
 	}

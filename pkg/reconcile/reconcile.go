@@ -222,6 +222,8 @@ type Reconciler struct {
 	// that failed hard (see visitSafely).
 	Logf func(format string, args ...any)
 
+	// floors is the run's own retry floor of the records that failed (floor.go).
+	floors retryFloors
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
 	// stepInstance replaces the engine's StepInstance in tests.

@@ -79,6 +79,107 @@ type task struct {
 	finishedAtStart int
 }
 
+// Fairness. Records of one namespace are written by whoever may write ConfigMaps there,
+// and a tenant's brokers may be slow on purpose (tarpits): each call then holds a worker
+// until the broker client's timeout. So the queue is kept per namespace, due records
+// are taken up round robin between namespaces, and a namespace gets at most its share
+// of the workers (the workers divided among the namespaces that have work queued or
+// under way, at least one) while another has due work waiting. A namespace alone uses
+// every worker; forty slow brokers in one namespace hold its share, and the records of
+// the others are driven beside them.
+
+// fairQueue is the run's queue: a heap by due time per namespace.
+type fairQueue struct {
+	byNS map[string]*queue
+	// order is the namespaces in the order they first queued; next is where the next
+	// round robin starts.
+	order []string
+	next  int
+	n     int
+	// busy counts the workers each namespace holds.
+	busy map[string]int
+}
+
+func newFairQueue() *fairQueue {
+	return &fairQueue{byNS: map[string]*queue{}, busy: map[string]int{}}
+}
+
+func (f *fairQueue) len() int { return f.n }
+
+func (f *fairQueue) push(t *task) {
+	q := f.byNS[t.w.namespace]
+	if q == nil {
+		q = &queue{}
+		f.byNS[t.w.namespace] = q
+		f.order = append(f.order, t.w.namespace)
+	}
+	heap.Push(q, t)
+	f.n++
+}
+
+// share is how many workers of workers one namespace may hold now.
+func (f *fairQueue) share(workers int) int {
+	active := 0
+	for _, ns := range f.order {
+		if f.byNS[ns].Len() > 0 || f.busy[ns] > 0 {
+			active++
+		}
+	}
+	return max(1, (workers+active-1)/max(active, 1))
+}
+
+// pop takes the first due task of the next namespace in turn that holds fewer than
+// share workers; nil when there is none.
+func (f *fairQueue) pop(now time.Time, share int) *task {
+	for i := range f.order {
+		k := (f.next + i) % len(f.order)
+		ns := f.order[k]
+		q := f.byNS[ns]
+		if q.Len() == 0 || f.busy[ns] >= share || (*q)[0].due.After(now) {
+			continue
+		}
+		f.next = k + 1
+		f.n--
+		f.busy[ns]++
+		return heap.Pop(q).(*task)
+	}
+	return nil
+}
+
+// done gives back the worker t's namespace held.
+func (f *fairQueue) done(t *task) { f.busy[t.w.namespace]-- }
+
+// earliest is when the first task of a namespace that may take a worker is due.
+func (f *fairQueue) earliest(share int) (time.Time, bool) {
+	var at time.Time
+	found := false
+	for _, ns := range f.order {
+		q := f.byNS[ns]
+		if q.Len() == 0 || f.busy[ns] >= share {
+			continue
+		}
+		if d := (*q)[0].due; !found || d.Before(at) {
+			at, found = d, true
+		}
+	}
+	return at, found
+}
+
+// all is every queued task, by due time.
+func (f *fairQueue) all() []*task {
+	var ts []*task
+	for _, ns := range f.order {
+		ts = append(ts, *f.byNS[ns]...)
+	}
+	slices.SortFunc(ts, func(a, b *task) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	return ts
+}
+
 // queue is a heap of tasks by due time.
 type queue []*task
 
@@ -108,7 +209,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	workers := max(o.Workers, 1)
 	obs := o.observer()
 	var tasks []*task
-	q := make(queue, 0, len(todo))
+	q := newFairQueue()
 	known := map[string]bool{}
 	// open counts, per namespace, the instances and bindings whose item is not final;
 	// finished, those whose item became final.
@@ -134,10 +235,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	}
 	for _, w := range todo {
 		if t := add(w); t != nil {
-			q = append(q, t)
+			q.push(t)
 		}
 	}
-	heap.Init(&q)
 
 	in := make(chan *task, workers)
 	out := make(chan *task, workers)
@@ -160,32 +260,37 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		running := runCtx.Err() == nil && !closed(o.Drain) && !closed(o.Interrupt)
 		if running {
 			now := clk.Now()
-			for busy < workers && len(q) > 0 && !q[0].due.After(now) {
+			share := q.share(workers)
+			for busy < workers {
+				t := q.pop(now, share)
+				if t == nil {
+					break
+				}
 				busy++
-				t := heap.Pop(&q).(*task)
 				t.finishedAtStart = finished[t.w.namespace]
 				in <- t
 			}
 		}
-		if busy == 0 && (len(q) == 0 || !running) {
+		if busy == 0 && (q.len() == 0 || !running) {
 			break
 		}
 		var wake <-chan time.Time
 		var stop <-chan struct{}
 		if running {
 			stop = runCtx.Done()
-			if busy < workers && len(q) > 0 {
-				timer.Reset(q[0].due.Sub(clk.Now()))
+			if at, ok := q.earliest(q.share(workers)); busy < workers && ok {
+				timer.Reset(at.Sub(clk.Now()))
 				wake = timer.C()
 			}
 		}
 		select {
 		case t := <-out:
 			busy--
+			q.done(t)
 			for _, w := range t.more {
 				if n := add(w); n != nil {
 					n.seq, seq = seq, seq+1
-					heap.Push(&q, n)
+					q.push(n)
 				}
 			}
 			t.more = nil
@@ -200,7 +305,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 					// The last of its namespace's records finished while it looked (a
 					// worker deprovisioned the instance it found): it looks again.
 					t.due, t.seq, seq = clk.Now(), seq, seq+1
-					heap.Push(&q, t)
+					q.push(t)
 					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
 				default:
 					t.done = true // nothing of its namespace left to drive in this run
@@ -208,7 +313,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 				}
 			case !t.done:
 				t.seq, seq = seq, seq+1
-				heap.Push(&q, t)
+				q.push(t)
 				obs.StepScheduled(t.ref(), t.due, scheduledWhy(t))
 			default:
 				if t.rec != nil {
@@ -222,7 +327,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 					return false
 				}
 				p.due, p.seq, seq = clk.Now(), seq, seq+1
-				heap.Push(&q, p)
+				q.push(p)
 				return true
 			})
 		case <-wake:
@@ -239,7 +344,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 
 	// What is still queued is left for the next run: the time is up, or the run was
 	// interrupted.
-	left := []*task(q)
+	left := q.all()
 	stopped := interrupted()
 	Pool(context.WithoutCancel(ctx), workers, len(left), func(i int) Item {
 		r.leaveSafely(ctx, left[i], stopped, o)
@@ -330,6 +435,9 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 				// that was set before it started: the next run takes it up.
 				r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 				return
+			case !o.DryRun && r.heldBack(t):
+				r.release(ctx, t)
+				return
 			case o.DryRun:
 				t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
 				return
@@ -341,6 +449,7 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	res, err := t.rec.step(ctx)
 	t.it.Steps++
 	t.last, t.held = res, false
+	r.countFloor(ctx, t, res, err)
 	if err == nil && res.Refused {
 		t.it.Outcome, t.it.Detail = Refused, res.Message
 		r.finish(ctx, t, t.it)
@@ -388,6 +497,9 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	} else {
 		t.immediate = 0
 	}
+	if at, ok := r.floors.until(t.w.key(), r.now()); ok {
+		wait = max(wait, at.Sub(r.now()))
+	}
 	now := r.runClock().Now()
 	if !o.timeUpAt.IsZero() && now.Add(wait).After(o.timeUpAt) {
 		r.finish(ctx, t, progress(t.it, t.rec, res))
@@ -405,6 +517,32 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		return
 	}
 	r.release(ctx, t)
+}
+
+// heldBack finishes the item of a record whose retry floor has not passed: it waits,
+// whatever its status says.
+func (r *Reconciler) heldBack(t *task) bool {
+	at, ok := r.floors.until(t.w.key(), r.now())
+	if !ok {
+		return false
+	}
+	at = wholeSecond(at)
+	t.it.Outcome, t.it.Until, t.done = Waiting, &at, true
+	t.it.Detail = "its last steps failed: taken up again no sooner than " + at.UTC().Format(time.RFC3339) +
+		" (reconcile's own backoff, which the record's status does not shorten)"
+	return true
+}
+
+// countFloor counts the outcome of a step of t towards its retry floor: a failure, a
+// refusal or a retry scheduled raises it; a record settled or gone clears it.
+func (r *Reconciler) countFloor(ctx context.Context, t *task, res engine.Result, err error) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case err != nil || res.Refused || (res.State == engine.StateWaiting && res.RequeueAfter > 0 && t.rec.loaded() && t.rec.object().OpStatus().Retry != nil):
+		r.floors.failed(t.w.key(), r.now(), r.Engine.RetryDelay)
+	case res.State == engine.StateSettled || res.State == engine.StateDeleted:
+		r.floors.cleared(t.w.key())
+	}
 }
 
 // follow finds the bindings an instance's deletion waits for (the engine marked them

@@ -47,9 +47,10 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 
 // HoldsExternalID reports whether u, found by WithExternalID for kind and id, is a record
 // that uses id: its ConfigMap (the same one, by uid) still exists, holds a readable
-// record, and that record names id. An id label alone proves nothing: anyone who may
-// write a ConfigMap can put one on an empty one, and must not thereby keep the record
-// that really uses the id from its calls. An error is returned when the ConfigMap cannot
+// record, and that record names id and owns it (OwnsExternalID). An id label alone
+// proves nothing, nor does a status: anyone who may write a ConfigMap can put a label on
+// an empty one, or an id into a status, and must not thereby keep the record that
+// really uses the id from its calls. An error is returned when the ConfigMap cannot
 // be read (other than not found).
 func (s *Store) HoldsExternalID(ctx context.Context, kind string, u IDUser, id string) (bool, error) {
 	cm, err := s.core.CoreV1().ConfigMaps(u.Namespace).Get(ctx, ConfigMapName(kind, u.Name), metav1.GetOptions{})
@@ -62,20 +63,19 @@ func (s *Store) HoldsExternalID(ctx context.Context, kind string, u IDUser, id s
 	if u.UID != "" && cm.UID != u.UID {
 		return false, nil // replaced since: the new one is younger than what was listed
 	}
-	var ids []string
 	switch kind {
 	case v1alpha1.KindServiceInstance:
 		rec, err := decode(instanceKind(), cm)
 		if err != nil {
 			return false, nil
 		}
-		ids = instanceKind().ids(rec)
+		return slices.Contains(instanceKind().ids(rec), id) && rec.OwnsExternalID(id), nil
 	case v1alpha1.KindServiceBinding:
 		rec, err := decode(bindingKind(), cm)
 		if err != nil {
 			return false, nil
 		}
-		ids = bindingKind().ids(rec)
+		return slices.Contains(bindingKind().ids(rec), id) && rec.OwnsExternalID(id), nil
 	}
-	return slices.Contains(ids, id), nil
+	return false, nil
 }

@@ -33,7 +33,9 @@ var doctorLong = cmdutil.LongDesc(`
 	    permission breaks;
 	  - broker: every broker registered in the catalog namespace and in the
 	    current namespace answers its catalog within --broker-timeout, with the
-	    credentials it is registered with;
+	    credentials it is registered with; brokers are checked eight at a
+	    time, and all within three times --broker-timeout (a broker not
+	    checked by then is a warning that says so);
 	  - record: records with pending work that are stuck: failed three times
 	    or more, failed for good, or deleted more than ten minutes ago and
 	    still there; namespace: namespaces stuck Terminating because they

@@ -53,6 +53,8 @@ type Factory struct {
 	// namespace): see WithNamespaceBrokerEgress.
 	egress       *Egress
 	egressExempt string
+	// nsTimeout bounds the requests of the brokers egress applies to.
+	nsTimeout time.Duration
 }
 
 // Option configures a Factory.
@@ -88,16 +90,23 @@ func WithTransport(rt http.RoundTripper) Option {
 // WithNamespaceBrokerEgress enforces rule on the clients of every broker outside
 // catalogNamespace (the namespace-scoped brokers, whose records tenants write), at dial
 // time, and keeps nothing of their error answers but what osb.ClientConfig.BareErrors
-// allows. The cluster-scoped brokers of the catalog namespace, registered by
-// administrators, are not affected. With WithTransport (tests) the transport dials, and
-// the rule is not applied.
+// allows, and bounds each of their requests by NamespaceBrokerTimeout (see
+// WithNamespaceBrokerTimeout; less when the Factory's timeout is shorter): a tenant's broker that answers as late as it may holds
+// one of reconcile's workers for that long at most. The cluster-scoped brokers of the
+// catalog namespace, registered by administrators, are not affected. With WithTransport
+// (tests) the transport dials, and the dial rule is not applied.
 func WithNamespaceBrokerEgress(catalogNamespace string, rule *Egress) Option {
 	return func(f *Factory) { f.egress, f.egressExempt = rule, catalogNamespace }
 }
 
+// WithNamespaceBrokerTimeout replaces NamespaceBrokerTimeout.
+func WithNamespaceBrokerTimeout(d time.Duration) Option {
+	return func(f *Factory) { f.nsTimeout = d }
+}
+
 // New returns a Factory that reads broker Secrets with core.
 func New(core kubernetes.Interface, opts ...Option) *Factory {
-	f := &Factory{core: core, maxCatalogBytes: DefaultMaxCatalogBytes}
+	f := &Factory{core: core, maxCatalogBytes: DefaultMaxCatalogBytes, nsTimeout: NamespaceBrokerTimeout}
 	for _, o := range opts {
 		o(f)
 	}
@@ -167,6 +176,9 @@ func (f *Factory) ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client
 	}
 	if f.egress != nil && b.Namespace != f.egressExempt {
 		cfg.BareErrors = true
+		if cfg.Timeout <= 0 || cfg.Timeout > f.nsTimeout {
+			cfg.Timeout = f.nsTimeout
+		}
 		if f.transport == nil {
 			cfg.DialControl = f.egress.Control
 		}
@@ -269,6 +281,10 @@ func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.
 	}
 	return nil
 }
+
+// NamespaceBrokerTimeout bounds each request to a namespace-scoped broker under
+// WithNamespaceBrokerEgress (reconcile's clients).
+const NamespaceBrokerTimeout = 20 * time.Second
 
 // DefaultTimeout is the per-request broker timeout when WithTimeout is not given, the
 // spec's typical 60 s.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,4 +106,44 @@ func TestWithNamespaceBrokerEgress_AppliesToNamespaceBrokersOnly_AtDialTime(t *t
 	assert.Equal(t, he.StatusCode, http.StatusInternalServerError)
 	assert.Assert(t, !strings.Contains(err.Error(), secret), "no byte of a namespace broker's non-OSB answer: %v", err)
 	assert.Equal(t, he.ErrorCode+he.Message+he.BodyExcerpt+he.RedirectHost, "")
+}
+
+// A namespace broker that never answers holds reconcile's client for
+// NamespaceBrokerTimeout at most, however long the client's own timeout.
+func TestWithNamespaceBrokerEgress_BoundsANamespaceBrokersRequests(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"services":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	allow, err := brokerclient.ParseCIDRs([]string{"127.0.0.1"})
+	assert.NilError(t, err)
+	f := brokerclient.New(k8sfake.NewClientset(), brokerclient.WithTimeout(time.Hour),
+		brokerclient.WithNamespaceBrokerEgress("catalog-system", &brokerclient.Egress{Allow: allow}),
+		brokerclient.WithNamespaceBrokerTimeout(100*time.Millisecond))
+	ctx := context.Background()
+	c, err := f.ClientFor(ctx, &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tarpit"}, Spec: v1alpha1.BrokerSpec{URL: srv.URL}})
+	assert.NilError(t, err)
+
+	_, err = c.GetCatalog(ctx, nil)
+
+	assert.Assert(t, err != nil, "the tarpit's request is cut short")
+	close(release)
+	c, err = f.ClientFor(ctx, &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: "catalog-system", Name: "acme"}, Spec: v1alpha1.BrokerSpec{URL: srv.URL}})
+	assert.NilError(t, err)
+	_, err = c.GetCatalog(ctx, nil)
+	assert.NilError(t, err, "a cluster broker keeps the client's timeout")
 }

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver has alice, who holds the documented
+// user role in her namespace and may read bob's records, copy the OSB id of bob's
+// instance into the status of an instance she recorded before his, bind it, and delete
+// it. reconcile, run with its ServiceAccount's token, sends that id for none of it: her
+// binding gets no credentials of bob's, her deletion deprovisions nothing of his, and
+// her records say why. bob's instance goes on as his.
+func TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver(t *testing.T) {
+	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	e := trustSetup(t)
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
+	} {
+		r := kubectl(t, controlplane.AdminUser, args...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
+		_, errA := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
+		_, errB := e.alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
+		return errA == nil && errB == nil
+	})
+	alice := func(args ...string) result {
+		t.Helper()
+		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
+	}
+
+	// alice's instance is recorded first; bob's is provisioned after it.
+	r := alice("provision", "early", "--class", "object-storage", "--plan", "bucket")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	r = trustBob(t, e, "provision", "db", "--class", "object-storage", "--plan", "bucket")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	trustReconcile(t, e, e.teamB)
+	db, err := e.st.Instances().Get(ctx, e.teamB, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, db.Status.Phase, v1alpha1.PhaseReady)
+	bobID := db.CurrentExternalID()
+	_, held := e.b.Instance(bobID)
+	assert.Assert(t, held)
+
+	// Her status says her instance holds bob's id: a status write, which the trust
+	// policy admits from anyone who may update the ConfigMap.
+	_, err = store.New(e.alice, nil).Instances().UpdateWithRetry(ctx, e.teamA, "early", func(i *v1alpha1.ServiceInstance) error {
+		i.Status = v1alpha1.ServiceInstanceStatus{Provisioned: &v1alpha1.ProvisionedState{PlanID: db.Spec.PlanID}}
+		i.Status.ExternalID, i.Status.ExternalIDs = bobID, []string{bobID}
+		i.Status.ObservedGeneration, i.Status.Phase = i.Generation, v1alpha1.PhaseReady
+		return nil
+	})
+	assert.NilError(t, err)
+
+	t.Run("her binding gets nothing of bob's", func(t *testing.T) {
+		// Her bind is recorded (she may not read the broker's credentials: reconcile
+		// makes the call), whatever the verb then says.
+		r := alice("bind", "early", "--name", "steal")
+		_, err := e.st.Bindings().Get(ctx, e.teamA, "steal")
+		assert.NilError(t, err, "exit %d: %s", r.ExitCode, r.Stderr)
+		trustReconcile(t, e, e.teamA)
+
+		_, err = e.admin.CoreV1().Secrets(e.teamA).Get(ctx, "steal", metav1.GetOptions{})
+		assert.Assert(t, apierrors.IsNotFound(err), "no credentials Secret: %v", err)
+		for _, req := range e.b.RequestsFor(broker.OpBind) {
+			assert.Assert(t, req.InstanceID != bobID, "a bind to bob's instance was sent: %+v", req)
+		}
+		c := meta.FindStatusCondition(trustConditions(t, e, v1alpha1.KindServiceBinding, e.teamA, "steal"), v1alpha1.ConditionRefused)
+		assert.Assert(t, c != nil && c.Reason == engine.ReasonRefusedIDNotOwned, "%+v", c)
+	})
+
+	t.Run("deleting her instance deprovisions nothing of bob's", func(t *testing.T) {
+		alice("unbind", "steal", "--yes")
+		alice("deprovision", "early", "--yes")
+		trustReconcile(t, e, e.teamA)
+		trustReconcile(t, e, e.teamA)
+		early, err := e.st.Instances().Get(ctx, e.teamA, "early")
+		assert.NilError(t, err, "her record stays, refused")
+		assert.Assert(t, early.DeletionTimestamp != nil, "her deletion was asked for")
+
+		for _, req := range e.b.RequestsFor(broker.OpDeprovision) {
+			assert.Assert(t, req.InstanceID != bobID, "bob's instance was deprovisioned: %+v", req)
+		}
+		_, held := e.b.Instance(bobID)
+		assert.Assert(t, held, "bob's instance is still at the broker")
+		c := meta.FindStatusCondition(trustConditions(t, e, v1alpha1.KindServiceInstance, e.teamA, "early"), v1alpha1.ConditionRefused)
+		assert.Assert(t, c != nil && c.Reason == engine.ReasonRefusedIDNotOwned, "%+v", c)
+	})
+
+	t.Run("bob's instance is still his", func(t *testing.T) {
+		r := trustBob(t, e, "deprovision", "db", "--yes")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		trustReconcile(t, e, e.teamB)
+		recAssertGone(t, e.st, e.teamB, "db")
+		_, held := e.b.Instance(bobID)
+		assert.Assert(t, !held, "bob's own deletion deprovisions it")
+	})
+}
