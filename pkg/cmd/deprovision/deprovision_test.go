@@ -29,10 +29,10 @@ func TestDeprovisionOptions_Validate(t *testing.T) {
 		o    deprovision.Options
 		want string
 	}{
-		{name: "plain", o: deprovision.Options{Name: "db", Wait: lifecycle.WaitFlags{Interval: 1}}},
-		{name: "wait", o: deprovision.Options{Name: "db", Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}},
-		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, Wait: lifecycle.WaitFlags{Interval: 1}}},
-		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}, want: "--abandon and --wait"},
+		{name: "plain", o: deprovision.Options{Name: "db", VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Interval: 1}}}},
+		{name: "wait", o: deprovision.Options{Name: "db", VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}}},
+		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Interval: 1}}}},
+		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}}, want: "--abandon and --wait"},
 		{name: "no interval", o: deprovision.Options{Name: "db"}, want: "--interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
