@@ -9,7 +9,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
 func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
@@ -37,19 +36,13 @@ func TestDeprovisionOptions_Validate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()
-			if tc.want == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+			cmdtest.Validated(t, err, tc.want)
 		})
 	}
 }
 
 func TestNewCmdDeprovision_ParsesTheFlagsIntoOptions(t *testing.T) {
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, deprovision.NewCmdDeprovision, "db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml")
+	got := cmdtest.Parse(t, deprovision.NewCmdDeprovision, "db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml")
 	assert.Equal(t, got.Name, "db")
 	assert.Equal(t, got.Namespace, "dev")
 	assert.Assert(t, got.Yes && got.Wait.Wait && !got.Abandon)

@@ -64,16 +64,18 @@ func (v *VerbOptions) ValidateOutput() error {
 // Complete builds the clients: the engine polls a broker at most every --interval.
 func (v *VerbOptions) Complete(f *cmdutil.Factory) error { return v.Build(f, v.Wait.Interval) }
 
-// Follow is how the verb's one engine call follows the record it writes (see
-// NewFollow): call done when the call returns, before printing its outcome.
-func (v *VerbOptions) Follow() (f engine.Follow, done func()) { return NewFollow(v.Streams, v.Wait) }
-
-// PrintInstance prints the outcome of an operation on instance name: nothing when
-// there was nothing to change, the record a dry run would write (operation is the
-// write kubectl would name, "created"), or where the instance stands after the verb
-// ("provision"), as Report says it.
-func (v *VerbOptions) PrintInstance(res engine.InstanceResult, name, operation, verb string) error {
+// RunOnInstance makes the verb's one engine call on instance name, op, following the
+// record it writes as the wait flags say (see NewFollow), and prints its outcome:
+// nothing when there was nothing to change, the record a dry run would write
+// (operation is the write kubectl would name, "created"), or where the instance stands
+// after the verb ("provision"), as Report says it.
+func (v *VerbOptions) RunOnInstance(name, operation, verb string, op func(engine.Follow) (engine.InstanceResult, error)) error {
+	follow, done := NewFollow(v.Streams, v.Wait)
+	res, err := op(follow)
+	done()
 	switch {
+	case err != nil:
+		return err
 	case res.Unchanged:
 		return nil
 	case res.DryRun != nil:

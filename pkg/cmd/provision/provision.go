@@ -131,22 +131,15 @@ func (o *Options) Validate() error {
 // Run provisions the instance (engine.Engine.Provision, or ProvisionUserProvided) and
 // prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	follow, done := o.Follow()
-	var res engine.InstanceResult
-	var err error
-	if o.UserProvided {
-		res, err = o.Engine.ProvisionUserProvided(ctx, engine.UserProvidedRequest{
-			Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
-			Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
-		})
-	} else {
-		res, err = o.provision(ctx, follow)
-	}
-	done()
-	if err != nil {
-		return err
-	}
-	return o.PrintInstance(res, o.Name, "created", "provision")
+	return o.RunOnInstance(o.Name, "created", "provision", func(follow engine.Follow) (engine.InstanceResult, error) {
+		if o.UserProvided {
+			return o.Engine.ProvisionUserProvided(ctx, engine.UserProvidedRequest{
+				Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
+				Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
+			})
+		}
+		return o.provision(ctx, follow)
+	})
 }
 
 // provision provisions a brokered instance.

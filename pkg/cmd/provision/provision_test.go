@@ -66,12 +66,7 @@ func TestProvisionOptions_Validate(t *testing.T) {
 			o := valid()
 			tc.change(o)
 			err := o.Validate()
-			if tc.want == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+			cmdtest.Validated(t, err, tc.want)
 		})
 	}
 }

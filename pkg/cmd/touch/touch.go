@@ -70,11 +70,7 @@ func (o *Options) Validate() error { return o.ValidateFlags("records nothing") }
 
 // Run touches the instance (engine.Engine.Touch) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	follow, done := o.Follow()
-	res, err := o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
-	done()
-	if err != nil {
-		return err
-	}
-	return o.PrintInstance(res, o.Name, "configured", "update")
+	return o.RunOnInstance(o.Name, "configured", "update", func(follow engine.Follow) (engine.InstanceResult, error) {
+		return o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
+	})
 }

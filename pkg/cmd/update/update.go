@@ -127,19 +127,12 @@ func (o *Options) Validate() error {
 
 // Run updates the instance (engine.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	follow, done := o.Follow()
-	var res engine.InstanceResult
-	var err error
-	if o.Revert {
-		res, err = o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
-	} else {
-		res, err = o.update(ctx, follow)
-	}
-	done()
-	if err != nil {
-		return err
-	}
-	return o.PrintInstance(res, o.Name, "updated", "update")
+	return o.RunOnInstance(o.Name, "updated", "update", func(follow engine.Follow) (engine.InstanceResult, error) {
+		if o.Revert {
+			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
+		}
+		return o.update(ctx, follow)
+	})
 }
 
 // update changes the spec the flags ask for.

@@ -61,12 +61,7 @@ func TestUpdateOptions_Validate(t *testing.T) {
 			o := &update.Options{Name: "db", VerbOptions: lifecycle.VerbOptions{Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9}}}
 			tc.change(o)
 			err := o.Validate()
-			if tc.want == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+			cmdtest.Validated(t, err, tc.want)
 		})
 	}
 }
