@@ -18,7 +18,7 @@ import (
 
 // NewCmdAccess returns the access command with enable, disable and list.
 func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
+	return cmdutil.Group(&cobra.Command{
 		Use:   "access",
 		Short: "Choose which classes and plans each namespace may use",
 		Long: cmdutil.LongDesc(`
@@ -35,11 +35,7 @@ func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
 			# Hide class legacy-db everywhere, and list the rules
 			kubectl catalog access disable legacy-db -A
 			kubectl catalog access list`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(NewCmdEnable(f, nil), NewCmdDisable(f, nil), NewCmdList(f, nil))
-	return cmd
+	}, NewCmdEnable(f, nil), NewCmdDisable(f, nil), NewCmdList(f, nil))
 }
 
 // Options are the options of "access enable" and "access disable".
@@ -215,9 +211,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 			# The rules record as YAML
 			kubectl catalog access list -o yaml`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE: cmdutil.RunE(f, o, runF),
 	}
 	o.Output.AddFlags(cmd)
 	return cmd

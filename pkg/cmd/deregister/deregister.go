@@ -67,10 +67,7 @@ func NewCmdDeregister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comm
 		Example:           deregisterExample,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: complete.First(complete.Brokers(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:              cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	cmdutil.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Deregister even though instances of the broker's classes exist.")

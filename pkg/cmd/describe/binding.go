@@ -53,10 +53,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error)
 			kubectl catalog describe binding db --show-secrets`),
 		Args:              exactlyOneBinding,
 		ValidArgsFunction: complete.First(complete.Bindings(f, false)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:              cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")
 	return cmd

@@ -90,9 +90,6 @@ func (v *VerbOptions) RunOnInstance(name, operation, verb string, op func(engine
 func OnInstance[O cmdutil.Runnable](f *cmdutil.Factory, cmd *cobra.Command, name *string, o O, runF func(O) error) *cobra.Command {
 	cmd.Args = ExactlyOneName
 	cmd.ValidArgsFunction = complete.First(complete.Instances(f))
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		*name = args[0]
-		return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-	}
+	cmd.RunE = cmdutil.RunENamed(f, name, o, runF)
 	return cmd
 }

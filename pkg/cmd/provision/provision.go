@@ -85,11 +85,8 @@ func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 		Long:    provisionLong,
 		Example: provisionExample,
 		Args:    lifecycle.ExactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			o.Limits.SetGiven(cmd.Flags())
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		PreRun:  func(cmd *cobra.Command, _ []string) { o.Limits.SetGiven(cmd.Flags()) },
+		RunE:    cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Class, "class", "", "The class (service) to provision, by name, BROKER/NAME or OSB id.")
