@@ -144,19 +144,14 @@ func (o *Options) Validate() error {
 // Complete reads the namespace flag (an explicit --namespace makes a namespace's rule)
 // and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, _, err := f.Namespace()
+	eng, ns, err := f.EngineIn(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}
-	o.ViewNamespace = ns
+	o.ViewNamespace, o.Engine = ns, eng
 	if !o.AllNamespaces {
 		o.Namespace = ns
 	}
-	eng, err := f.Engine(cmdutil.EngineOptions{})
-	if err != nil {
-		return err
-	}
-	o.Engine = eng.Engine
 	return nil
 }
 

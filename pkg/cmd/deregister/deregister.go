@@ -91,17 +91,9 @@ func (o *Options) Validate() error {
 }
 
 // Complete finds the namespace and builds the engine.
-func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, err := f.UserNamespace()
-	if err != nil {
-		return err
-	}
-	eng, err := f.Engine(cmdutil.EngineOptions{})
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.Engine = ns, eng.Engine
-	return nil
+func (o *Options) Complete(f *cmdutil.Factory) (err error) {
+	o.Engine, o.Namespace, err = f.EngineIn(cmdutil.EngineOptions{})
+	return err
 }
 
 // Request is what the options ask the engine for.

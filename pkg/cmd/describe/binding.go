@@ -214,14 +214,10 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	}
 	for _, src := range b.Spec.ParametersFrom {
 		if r := src.SecretKeyRef; r != nil {
-			ref := r.Name
-			if r.Key != "" {
-				ref += "/" + r.Key
-			}
 			if b.Spec.Parameters == nil {
 				out.WriteString("Parameters:\n")
 			}
-			fmt.Fprintf(&out, "  from Secret %s: <redacted>\n", ref)
+			fmt.Fprintf(&out, "  from Secret %s: <redacted>\n", secretRef(r))
 		}
 	}
 	if len(b.Spec.SecretTransforms) > 0 {

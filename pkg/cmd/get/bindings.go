@@ -52,11 +52,8 @@ func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *c
 			kubectl catalog get bindings --instance db --watch-only`),
 		ValidArgsFunction: complete.Each(complete.Bindings(f, false)),
 	}
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&o.Instance, "instance", "", "Only bindings of this instance.")
-	o.Watch.AddFlags(cmd.Flags(), "bindings")
-	o.List.AddWatchedFlags(cmd, "bindings")
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "bindings")
 	cmd.RunE = runE(f, o, runF, o.Run)
 	return cmd
 }

@@ -46,13 +46,10 @@ func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) 
 			kubectl catalog get instances -w`),
 		ValidArgsFunction: complete.Each(complete.Instances(f)),
 	}
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List instances of every namespace.")
 	cmd.Flags().StringVar(&o.Class, "class", "", "Only instances of this class.")
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "Only instances of this plan.")
 	complete.Register(cmd, "plan", complete.Plans(f))
-	o.Watch.AddFlags(cmd.Flags(), "instances")
-	o.List.AddWatchedFlags(cmd, "instances")
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "instances")
 	cmd.RunE = runE(f, o, runF, o.Run)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
@@ -35,6 +36,15 @@ type RecordListOptions struct {
 
 func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
 	return RecordListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+}
+
+// addFlags adds -A, the watch and list flags and -o, for the records listed (plural:
+// "instances").
+func (o *RecordListOptions) addFlags(cmd *cobra.Command, plural string) {
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List "+plural+" of every namespace.")
+	o.Watch.AddFlags(cmd.Flags(), plural)
+	o.List.AddWatchedFlags(cmd, plural)
+	o.Output.AddFlags(cmd)
 }
 
 // Validate checks the flags without any I/O; it changes nothing.

@@ -90,17 +90,9 @@ func (o *BrokerOptions) Validate() error {
 }
 
 // Complete finds the namespace and builds the engine.
-func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
-	ns, err := f.UserNamespace()
-	if err != nil {
-		return err
-	}
-	eng, err := f.Engine(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.Engine = ns, eng.Engine
-	return nil
+func (o *BrokerOptions) Complete(f *cmdutil.Factory) (err error) {
+	o.Engine, o.Namespace, err = f.EngineIn(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
+	return err
 }
 
 // Request is what the options ask the engine for.
