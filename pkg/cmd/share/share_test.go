@@ -55,13 +55,17 @@ func sharedWith(t *testing.T, c *storetest.Cluster) []string {
 	return inst.Spec.SharedWith
 }
 
+// dryRunCase is a dry run of share or unshare: the strategy, -o, what the output shows
+// and how many writes the API server got as dry runs.
+type dryRunCase struct {
+	dry     cmdutil.DryRunStrategy
+	output  string
+	want    string
+	dryRuns int
+}
+
 func TestShare_DryRun_ChangesNothing(t *testing.T) {
-	for _, tc := range []struct {
-		dry     cmdutil.DryRunStrategy
-		output  string
-		want    string
-		dryRuns int
-	}{
+	for _, tc := range []dryRunCase{
 		{dry: cmdutil.DryRunClient, want: "configured (dry run)"},
 		{dry: cmdutil.DryRunServer, want: "configured (server dry run)", dryRuns: 1},
 		{dry: cmdutil.DryRunServer, output: "yaml", want: "- team-b", dryRuns: 1},
@@ -78,12 +82,7 @@ func TestShare_DryRun_ChangesNothing(t *testing.T) {
 }
 
 func TestUnshare_DryRun_ChangesNothingAndAsksNothing(t *testing.T) {
-	for _, tc := range []struct {
-		dry     cmdutil.DryRunStrategy
-		output  string
-		want    string
-		dryRuns int
-	}{
+	for _, tc := range []dryRunCase{
 		{dry: cmdutil.DryRunClient, want: "configured (dry run)"},
 		{dry: cmdutil.DryRunServer, want: "configured (server dry run)", dryRuns: 1},
 		{dry: cmdutil.DryRunClient, output: "json", want: `"name": "db"`},
