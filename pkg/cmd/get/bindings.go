@@ -33,11 +33,7 @@ func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *c
 			status. The status says "rotation due" once the broker's renew_before
 			for the credentials has passed: rotate them with
 			"kubectl catalog bind --rotate NAME".
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time a binding changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
+` + watchHelp("a binding")),
 		Example: cmdutil.Examples(`
 			# List the bindings of the current namespace
 			kubectl catalog get bindings

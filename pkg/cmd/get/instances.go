@@ -30,11 +30,7 @@ func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) 
 		Short:   "List service instances",
 		Long: cmdutil.LongDesc(`
 			List service instances with their class, plan and status.
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time an instance changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
+` + watchHelp("an instance")),
 		Example: cmdutil.Examples(`
 			# List the instances of the current namespace
 			kubectl catalog get instances

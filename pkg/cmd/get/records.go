@@ -38,6 +38,16 @@ func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
 	return RecordListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
 }
 
+// watchHelp is the paragraph of a get command's help that says what -w does, for records
+// of which one is called one ("a broker").
+func watchHelp(one string) string {
+	return `
+		With -w (--watch), after the list it prints a row, with the same columns,
+		each time ` + one + ` changes or is deleted, until interrupted;
+		--watch-only prints only the changes. With -o json|yaml it prints one
+		object per change.`
+}
+
 // addFlags adds -A, the watch and list flags and -o, for the records listed (plural:
 // "instances").
 func (o *RecordListOptions) addFlags(cmd *cobra.Command, plural string) {
