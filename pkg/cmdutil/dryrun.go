@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
@@ -65,12 +66,18 @@ func (d DryRunStrategy) Engine() engine.DryRun {
 // is a usage error naming the allowed values. what says what is written, for
 // the help text ("the instance record").
 func AddDryRunFlag(cmd *cobra.Command, d *DryRunStrategy, what string) {
+	addDryRunFlag(cmd, d, d, fmt.Sprintf(`Must be "none", "client" or "server". client: print %s that would be written, contacting no broker and writing nothing. server: also have the API server check the writes (validation and admission) without storing them. A bare --dry-run means client.`, what), DryRunValues)
+}
+
+// addDryRunFlag adds --dry-run, parsed by value into d ("none" until given; a bare
+// --dry-run means client), completed with values.
+func addDryRunFlag(cmd *cobra.Command, d *DryRunStrategy, value pflag.Value, usage string, values []string) {
 	if *d == "" {
 		*d = DryRunNone
 	}
-	cmd.Flags().Var(d, "dry-run", fmt.Sprintf(`Must be "none", "client" or "server". client: print %s that would be written, contacting no broker and writing nothing. server: also have the API server check the writes (validation and admission) without storing them. A bare --dry-run means client.`, what))
+	cmd.Flags().Var(value, "dry-run", usage)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = string(DryRunClient)
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions(DryRunValues, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // DryRunWithWait refuses --wait with a dry run, which starts no operation to

@@ -9,16 +9,11 @@ import (
 // means client, and any value parses, so that the command's Validate refuses what it
 // does not offer in its own words.
 func AddDryRunFlagOffering(cmd *cobra.Command, d *DryRunStrategy, usage string, offered ...DryRunStrategy) {
-	if *d == "" {
-		*d = DryRunNone
-	}
-	cmd.Flags().Var((*anyDryRun)(d), "dry-run", usage)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = string(DryRunClient)
 	values := make([]string, len(offered))
 	for i, s := range offered {
 		values[i] = string(s)
 	}
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	addDryRunFlag(cmd, d, (*anyDryRun)(d), usage, values)
 }
 
 // Offered reports whether d is one of offered ("" counts as none).

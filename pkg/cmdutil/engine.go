@@ -50,11 +50,7 @@ type Engine struct {
 // workload projector, authorizer, trust policy, Event recorder and the test knobs' pause
 // hook.
 func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return nil, err
-	}
-	meta, err := f.MetadataClient()
+	core, meta, err := f.storeClients()
 	if err != nil {
 		return nil, err
 	}

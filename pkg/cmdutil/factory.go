@@ -264,15 +264,24 @@ func (f *Factory) MetadataClient() (metadata.Interface, error) {
 
 // Store returns the record store on the cluster of the current context.
 func (f *Factory) Store() (*store.Store, error) {
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return nil, err
-	}
-	meta, err := f.MetadataClient()
+	core, meta, err := f.storeClients()
 	if err != nil {
 		return nil, err
 	}
 	return store.New(core, meta, f.StoreOptions(core)...), nil
+}
+
+// storeClients are the clients a store is built on: the typed and the metadata-only one.
+func (f *Factory) storeClients() (kubernetes.Interface, metadata.Interface, error) {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, err := f.MetadataClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	return core, meta, nil
 }
 
 // Reader reads the catalog's records on the cluster of the current context; it cannot

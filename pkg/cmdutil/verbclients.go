@@ -12,18 +12,28 @@ import (
 // Retry-After; 0 for the default) and, when streams can prompt, a prompter. A prompter
 // already given (a test's) is kept.
 func (f *Factory) VerbClients(streams IOStreams, pollInterval time.Duration, p prompt.Prompter) (namespace string, eng *engine.Engine, prompter prompt.Prompter, err error) {
-	namespace, _, err = f.Namespace()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	e, err := f.Engine(EngineOptions{PollInterval: pollInterval})
+	eng, namespace, err = f.EngineIn(EngineOptions{PollInterval: pollInterval})
 	if err != nil {
 		return "", nil, nil, err
 	}
 	if p == nil && streams.CanPrompt() {
 		p = prompt.NewSurvey(streams.In, streams.Out, streams.ErrOut)
 	}
-	return namespace, e.Engine, p, nil
+	return namespace, eng, p, nil
+}
+
+// EngineIn is what the Complete of a command that calls the engine builds: the engine
+// (with opts) and the user's namespace.
+func (f *Factory) EngineIn(opts EngineOptions) (*engine.Engine, string, error) {
+	namespace, _, err := f.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	e, err := f.Engine(opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return e.Engine, namespace, nil
 }
 
 // Clients are what a verb that drives records works with beside its flags: the

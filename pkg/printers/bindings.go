@@ -14,30 +14,18 @@ import (
 // BindingTable prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
 // wide the OSB binding id and the credentials' expiry.
 func BindingTable(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, wide bool, now time.Time) error {
-	headers := []string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "BINDING-ID", "EXPIRES")
-	}
-	t := NewTable(w, headers...)
-	for i := range items {
-		b := &items[i]
-		row := []string{b.Name, b.Spec.InstanceName, BindingSecretName(b), BindingStatus(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
-		if withNamespace {
-			row = append([]string{b.Namespace}, row...)
-		}
-		if wide {
+	return recordTable(w, items, withNamespace, wide,
+		[]string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}, []string{"BINDING-ID", "EXPIRES"},
+		func(b *v1alpha1.ServiceBinding) (string, []string) {
+			return b.Namespace, []string{b.Name, b.Spec.InstanceName, BindingSecretName(b), BindingStatus(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
+		},
+		func(b *v1alpha1.ServiceBinding) []string {
 			expires := "<none>"
 			if bs := b.Status.Bound; bs != nil && bs.ExpiresAt != nil {
 				expires = bs.ExpiresAt.UTC().Format(time.RFC3339)
 			}
-			row = append(row, b.CurrentExternalID(), expires)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+			return []string{b.CurrentExternalID(), expires}
+		})
 }
 
 // BindingStatus is the STATUS column of a binding: its phase (Unbinding once it is marked for

@@ -28,22 +28,13 @@ func BrokerStatus(b *v1alpha1.Broker) string {
 
 // BrokerTable prints brokers as a table.
 func BrokerTable(w io.Writer, items []v1alpha1.Broker, withNamespace, wide bool, now time.Time) error {
-	headers := []string{"NAME", "SCOPE", "URL", "STATUS", "CLASSES", "PLANS", "AGE"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "LAST-FETCH", "AUTH")
-	}
-	t := NewTable(w, headers...)
-	for i := range items {
-		b := &items[i]
-		row := []string{b.Name, strings.ToLower(string(b.Spec.Scope)), b.Spec.URL, BrokerStatus(b),
-			fmt.Sprint(b.Status.ClassCount), fmt.Sprint(b.Status.PlanCount), Age(b.CreationTimestamp.Time, now)}
-		if withNamespace {
-			row = append([]string{b.Namespace}, row...)
-		}
-		if wide {
+	return recordTable(w, items, withNamespace, wide,
+		[]string{"NAME", "SCOPE", "URL", "STATUS", "CLASSES", "PLANS", "AGE"}, []string{"LAST-FETCH", "AUTH"},
+		func(b *v1alpha1.Broker) (string, []string) {
+			return b.Namespace, []string{b.Name, strings.ToLower(string(b.Spec.Scope)), b.Spec.URL, BrokerStatus(b),
+				fmt.Sprint(b.Status.ClassCount), fmt.Sprint(b.Status.PlanCount), Age(b.CreationTimestamp.Time, now)}
+		},
+		func(b *v1alpha1.Broker) []string {
 			last := "<never>"
 			if b.Status.LastCatalogFetch != nil {
 				last = Age(b.Status.LastCatalogFetch.Time, now) + " ago"
@@ -52,11 +43,8 @@ func BrokerTable(w io.Writer, items []v1alpha1.Broker, withNamespace, wide bool,
 			if b.Spec.Auth != nil {
 				auth = string(b.Spec.Auth.Type) + " (secret " + b.Spec.Auth.SecretRef.Name + ")"
 			}
-			row = append(row, last, auth)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+			return []string{last, auth}
+		})
 }
 
 // ClassStatus is "Active" or "Removed".
@@ -69,27 +57,13 @@ func ClassStatus(c *v1alpha1.ServiceClass) string {
 
 // ClassTable prints classes as a table.
 func ClassTable(w io.Writer, items []v1alpha1.ServiceClass, withNamespace, wide bool, now time.Time) error {
-	headers := []string{"NAME", "BROKER", "SCOPE", "PLANS", "STATUS", "AGE", "DESCRIPTION"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "ID", "RECORD")
-	}
-	t := NewTable(w, headers...)
-	for i := range items {
-		c := &items[i]
-		row := []string{c.Spec.ExternalName, c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope)),
-			fmt.Sprint(len(c.Spec.Plans)), ClassStatus(c), Age(c.CreationTimestamp.Time, now), Truncate(c.Spec.Description, 60)}
-		if withNamespace {
-			row = append([]string{c.Namespace}, row...)
-		}
-		if wide {
-			row = append(row, c.Spec.ID, c.Name)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+	return recordTable(w, items, withNamespace, wide,
+		[]string{"NAME", "BROKER", "SCOPE", "PLANS", "STATUS", "AGE", "DESCRIPTION"}, []string{"ID", "RECORD"},
+		func(c *v1alpha1.ServiceClass) (string, []string) {
+			return c.Namespace, []string{c.Spec.ExternalName, c.Spec.BrokerName, strings.ToLower(string(c.Spec.Scope)),
+				fmt.Sprint(len(c.Spec.Plans)), ClassStatus(c), Age(c.CreationTimestamp.Time, now), Truncate(c.Spec.Description, 60)}
+		},
+		func(c *v1alpha1.ServiceClass) []string { return []string{c.Spec.ID, c.Name} })
 }
 
 // Truncate shortens s to n runes, on one line.
@@ -134,34 +108,23 @@ func YesNo(b bool) string {
 
 // PlanTable prints plans as a table.
 func PlanTable(w io.Writer, rows []PlanRow, withNamespace, wide bool) error {
-	headers := []string{"NAME", "CLASS", "BROKER", "FREE", "BINDABLE", "STATUS", "DESCRIPTION"}
-	if withNamespace {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "ID", "MAINTENANCE")
-	}
-	t := NewTable(w, headers...)
-	for _, r := range rows {
-		status := "Active"
-		if r.Class.PlanRemoved(r.Plan.ID) {
-			status = "Removed"
-		}
-		row := []string{r.Plan.ExternalName, r.Class.Spec.ExternalName, r.Class.Spec.BrokerName, FreeOrPaid(r.Plan),
-			YesNo(r.Class.EffectiveBindable(r.Plan)), status, Truncate(r.Plan.Description, 60)}
-		if withNamespace {
-			row = append([]string{r.Class.Namespace}, row...)
-		}
-		if wide {
+	return recordTable(w, rows, withNamespace, wide,
+		[]string{"NAME", "CLASS", "BROKER", "FREE", "BINDABLE", "STATUS", "DESCRIPTION"}, []string{"ID", "MAINTENANCE"},
+		func(r *PlanRow) (string, []string) {
+			status := "Active"
+			if r.Class.PlanRemoved(r.Plan.ID) {
+				status = "Removed"
+			}
+			return r.Class.Namespace, []string{r.Plan.ExternalName, r.Class.Spec.ExternalName, r.Class.Spec.BrokerName, FreeOrPaid(r.Plan),
+				YesNo(r.Class.EffectiveBindable(r.Plan)), status, Truncate(r.Plan.Description, 60)}
+		},
+		func(r *PlanRow) []string {
 			mi := "<none>"
 			if r.Plan.MaintenanceInfo != nil {
 				mi = r.Plan.MaintenanceInfo.Version
 			}
-			row = append(row, r.Plan.ID, mi)
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+			return []string{r.Plan.ID, mi}
+		})
 }
 
 // Age formats the time since t as kubectl does ("5m", "3d").

@@ -11,29 +11,16 @@ import (
 
 // InstanceTable prints instances as "get instances" does, with a NAMESPACE column when withNS.
 func InstanceTable(w io.Writer, items []v1alpha1.ServiceInstance, withNS, wide bool, now time.Time) error {
-	headers := []string{"NAME", "CLASS", "PLAN", "STATUS", "AGE"}
-	if withNS {
-		headers = append([]string{"NAMESPACE"}, headers...)
-	}
-	if wide {
-		headers = append(headers, "BROKER", "EXTERNAL-ID")
-	}
-	t := NewTable(w, headers...)
-	for _, i := range items {
-		class := i.Spec.ClassExternalName
-		if i.IsUserProvided() {
-			class = "(user-provided)"
-		}
-		row := []string{i.Name, class, i.Spec.PlanExternalName, InstanceStatus(&i), duration.HumanDuration(now.Sub(i.CreationTimestamp.Time))}
-		if withNS {
-			row = append([]string{i.Namespace}, row...)
-		}
-		if wide {
-			row = append(row, i.Spec.BrokerName, i.CurrentExternalID())
-		}
-		t.Append(row...)
-	}
-	return t.Render()
+	return recordTable(w, items, withNS, wide,
+		[]string{"NAME", "CLASS", "PLAN", "STATUS", "AGE"}, []string{"BROKER", "EXTERNAL-ID"},
+		func(i *v1alpha1.ServiceInstance) (string, []string) {
+			class := i.Spec.ClassExternalName
+			if i.IsUserProvided() {
+				class = "(user-provided)"
+			}
+			return i.Namespace, []string{i.Name, class, i.Spec.PlanExternalName, InstanceStatus(i), duration.HumanDuration(now.Sub(i.CreationTimestamp.Time))}
+		},
+		func(i *v1alpha1.ServiceInstance) []string { return []string{i.Spec.BrokerName, i.CurrentExternalID()} })
 }
 
 // InstanceStatus is the STATUS column: the phase, or Deleting, with the reason when not Ready.

@@ -6,6 +6,7 @@ package printers
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -91,4 +92,28 @@ func (t *Table) Render() error {
 	}
 	_, err := io.WriteString(t.w, strings.Join(lines, "\n")+"\n")
 	return err
+}
+
+// recordTable writes items as a table of records with the given headers: cells gives
+// an item's namespace and cells, wideCells the cells -o wide adds under wideHeaders.
+// withNamespace puts a NAMESPACE column first.
+func recordTable[T any](w io.Writer, items []T, withNamespace, wide bool, headers, wideHeaders []string, cells func(*T) (string, []string), wideCells func(*T) []string) error {
+	if withNamespace {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	if wide {
+		headers = append(slices.Clip(headers), wideHeaders...)
+	}
+	t := NewTable(w, headers...)
+	for i := range items {
+		ns, row := cells(&items[i])
+		if withNamespace {
+			row = append([]string{ns}, row...)
+		}
+		if wide {
+			row = append(row, wideCells(&items[i])...)
+		}
+		t.Append(row...)
+	}
+	return t.Render()
 }

@@ -18,7 +18,7 @@ import (
 
 // NewCmdAccess returns the access command with enable, disable and list.
 func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
+	return cmdutil.Group(&cobra.Command{
 		Use:   "access",
 		Short: "Choose which classes and plans each namespace may use",
 		Long: cmdutil.LongDesc(`
@@ -35,11 +35,7 @@ func NewCmdAccess(f *cmdutil.Factory) *cobra.Command {
 			# Hide class legacy-db everywhere, and list the rules
 			kubectl catalog access disable legacy-db -A
 			kubectl catalog access list`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(NewCmdEnable(f, nil), NewCmdDisable(f, nil), NewCmdList(f, nil))
-	return cmd
+	}, NewCmdEnable(f, nil), NewCmdDisable(f, nil), NewCmdList(f, nil))
 }
 
 // Options are the options of "access enable" and "access disable".
@@ -148,19 +144,14 @@ func (o *Options) Validate() error {
 // Complete reads the namespace flag (an explicit --namespace makes a namespace's rule)
 // and builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, _, err := f.Namespace()
+	eng, ns, err := f.EngineIn(cmdutil.EngineOptions{})
 	if err != nil {
 		return err
 	}
-	o.ViewNamespace = ns
+	o.ViewNamespace, o.Engine = ns, eng
 	if !o.AllNamespaces {
 		o.Namespace = ns
 	}
-	eng, err := f.Engine(cmdutil.EngineOptions{})
-	if err != nil {
-		return err
-	}
-	o.Engine = eng.Engine
 	return nil
 }
 
@@ -215,9 +206,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 			# The rules record as YAML
 			kubectl catalog access list -o yaml`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE: cmdutil.RunE(f, o, runF),
 	}
 	o.Output.AddFlags(cmd)
 	return cmd

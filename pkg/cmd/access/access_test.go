@@ -102,13 +102,6 @@ func TestAccess_DryRun_OnExistingRules_LeavesThem(t *testing.T) {
 	assert.Assert(t, !after.Spec.Rules[0].Enabled)
 }
 
-// offlineFactory is a factory on a fake cluster, with no kubeconfig.
-func offlineFactory(t *testing.T) *cmdutil.Factory {
-	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	return f
-}
-
 func TestNewCmdAccess_ParsesTheFlagsIntoOptions(t *testing.T) {
 	for _, tc := range []struct {
 		new     func(*cmdutil.Factory, func(*access.Options) error) *cobra.Command
@@ -119,14 +112,14 @@ func TestNewCmdAccess_ParsesTheFlagsIntoOptions(t *testing.T) {
 		{new: access.NewCmdEnable, args: []string{"redis/small", "-n", "team-a"}, enabled: true, ns: "team-a"},
 		{new: access.NewCmdDisable, args: []string{"redis", "-A", "--dry-run=server"}},
 	} {
-		got := cmdtest.Completed(t, offlineFactory(t), tc.new, tc.args...)
+		got := cmdtest.Parse(t, tc.new, tc.args...)
 		assert.Equal(t, got.Target, tc.args[0])
 		assert.Equal(t, got.Enabled, tc.enabled)
 		assert.Equal(t, got.Namespace, tc.ns)
 		assert.Assert(t, got.Engine != nil)
 	}
 
-	f := offlineFactory(t)
+	f, _ := cmdtest.FakeFactory(t)
 	var list *access.ListOptions
 	cmd := access.NewCmdList(f, func(o *access.ListOptions) error { list = o; return nil })
 	f.AddFlags(cmd.PersistentFlags())

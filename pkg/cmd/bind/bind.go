@@ -14,7 +14,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var bindLong = cmdutil.LongDesc(`
@@ -93,17 +92,14 @@ type Options struct {
 	Env               bool
 	EnvPrefix         string
 	Rotate            bool
-	DryRun            cmdutil.DryRunStrategy
-	Wait              lifecycle.WaitFlags
-	Output            *printers.OutputFlags
 
-	cmdutil.Clients
+	lifecycle.VerbOptions
 }
 
 // NewCmdBind returns the bind command. runF, when not nil, is called with the completed
 // options instead of Run.
 func NewCmdBind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
 	cmd := &cobra.Command{
 		Use:     "bind INSTANCE [--name NAME] [--secret-name SECRET] [-p key=value]... [--to KIND/NAME]...",
 		Short:   "Bind a service instance: credentials in a Secret",
@@ -148,9 +144,7 @@ func NewCmdBind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fs.BoolVar(&o.Env, "env", false, "With --to: expose the credentials as environment variables instead of files.")
 	fs.StringVar(&o.EnvPrefix, "env-prefix", "", "With --to: prefix every environment variable's name with this (implies --env).")
 	fs.BoolVar(&o.Rotate, "rotate", false, "Rotate the credentials of the binding named by the argument: new credentials in the same Secret, then the old ones unbound.")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the binding record and the changes to the --to workloads")
-	o.Wait.AddFlags(fs, "bind")
-	o.Output.AddFlags(cmd)
+	o.AddFlags(cmd, "bind", "the binding record and the changes to the --to workloads")
 	complete.Register(cmd, "to", complete.Workloads(f))
 	// A malformed transform is reported by its own message: pflag's wrapping would
 	// repeat the flag and the value.
@@ -174,7 +168,7 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 			return err
 		}
 	}
-	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
+	if err := o.ValidateFlags("records nothing"); err != nil {
 		return err
 	}
 	if (o.Env || o.EnvPrefix != "") && len(o.To) == 0 {
@@ -199,17 +193,8 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 			return cmdutil.UsageErrorf("%s %q is not a valid name: %s", n.flag, n.value, strings.Join(errs, "; "))
 		}
 	}
-	if err := o.Params.Validate(); err != nil {
-		return err
-	}
-	if err := o.Wait.Validate(); err != nil {
-		return err
-	}
-	return o.Output.Validate()
+	return o.Params.Validate()
 }
-
-// Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run binds the instance (or rotates the binding) and says where it stands.
 func (o *Options) Run(ctx context.Context) error {

@@ -148,10 +148,11 @@ func newFixture(t *testing.T) *fixture {
 // options are bind's options on the fixture, as NewCmdBind would set them.
 func (f *fixture) options(inst string, change func(*bind.Options)) *bind.Options {
 	o := &bind.Options{
-		Instance: inst, Output: printers.NewOutputFlags(false), DryRun: cmdutil.DryRunNone,
-		Wait: lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
-		Clients: cmdutil.Clients{Namespace: ns, Engine: f.eng,
-			Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut)},
+		Instance: inst,
+		VerbOptions: lifecycle.VerbOptions{Output: printers.NewOutputFlags(false), DryRun: cmdutil.DryRunNone,
+			Wait: lifecycle.WaitFlags{Interval: time.Second, Timeout: time.Minute},
+			Clients: cmdutil.Clients{Namespace: ns, Engine: f.eng,
+				Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &f.out, &f.errOut)}},
 	}
 	if change != nil {
 		change(o)

@@ -14,8 +14,7 @@ import (
 // parsed runs "bind ARGS" on a fake cluster up to Run, and returns the completed options.
 func parsed(t *testing.T, args ...string) *bind.Options {
 	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, bind.NewCmdBind, args...)
+	got := cmdtest.Parse(t, bind.NewCmdBind, args...)
 	assert.Assert(t, got.Engine != nil, "Run is replaced by runF, with the options completed")
 	return got
 }

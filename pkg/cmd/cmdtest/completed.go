@@ -26,6 +26,24 @@ func FakeFactory(t *testing.T) (*cmdutil.Factory, *storetest.Cluster) {
 	return f, c
 }
 
+// FakeFactoryIn is FakeFactory with namespace as -n gives it, reading no environment
+// variable (so that those of the machine running the tests do not count).
+func FakeFactoryIn(t *testing.T, namespace string) (*cmdutil.Factory, *storetest.Cluster) {
+	t.Helper()
+	f, c := FakeFactory(t)
+	f.Getenv = func(string) string { return "" }
+	f.ConfigFlags.Namespace = &namespace
+	return f, c
+}
+
+// Parse runs the command newCmd builds on a FakeFactory with args, up to Run, and
+// returns the completed options (see Completed).
+func Parse[O any](t *testing.T, newCmd func(*cmdutil.Factory, func(O) error) *cobra.Command, args ...string) O {
+	t.Helper()
+	f, _ := FakeFactory(t)
+	return Completed(t, f, newCmd, args...)
+}
+
 // Completed runs the command newCmd builds on f with args, up to Run, and returns the
 // options its runF was given: completed, they are what Run would get. The factory's
 // flags (-n, --context, ...) are added as the root command adds them.

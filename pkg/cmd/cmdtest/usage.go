@@ -42,3 +42,15 @@ func UsageErrors(t *testing.T, invocations []BadInvocation) {
 		})
 	}
 }
+
+// Validated checks what a Validate returned: nil when want is empty, otherwise a
+// usage error (exit code 2) whose message contains want.
+func Validated(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		assert.NilError(t, err)
+		return
+	}
+	assert.ErrorContains(t, err, want)
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage, "%v", err)
+}

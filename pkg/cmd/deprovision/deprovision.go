@@ -9,7 +9,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
@@ -45,34 +44,23 @@ type Options struct {
 	Name    string
 	Yes     bool
 	Abandon bool
-	Wait    lifecycle.WaitFlags
-	DryRun  cmdutil.DryRunStrategy
-	Output  *printers.OutputFlags
 
-	cmdutil.Clients
+	lifecycle.VerbOptions
 }
 
 // NewCmdDeprovision returns the deprovision command. runF, when not nil, is called with
 // the completed Options instead of Run (tests check the flags with it).
 func NewCmdDeprovision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
-	cmd := &cobra.Command{
-		Use:               "deprovision NAME",
-		Short:             "Deprovision a service instance",
-		Long:              deprovisionLong,
-		Example:           deprovisionExample,
-		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: complete.First(complete.Instances(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
-	}
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
+	cmd := lifecycle.OnInstance(f, &cobra.Command{
+		Use:     "deprovision NAME",
+		Short:   "Deprovision a service instance",
+		Long:    deprovisionLong,
+		Example: deprovisionExample,
+	}, &o.Name, o, runF)
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
 	cmd.Flags().BoolVar(&o.Abandon, "abandon", false, "Drop the records without calling the broker; what the broker holds is left there.")
-	o.Wait.AddFlags(cmd.Flags(), "deprovision")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record (and its bindings') to be marked for deletion")
-	o.Output.AddFlags(cmd)
+	o.AddFlags(cmd, "deprovision", "the instance record (and its bindings') to be marked for deletion")
 	return cmd
 }
 
@@ -81,20 +69,8 @@ func (o *Options) Validate() error {
 	if o.Abandon && o.Wait.Wait {
 		return cmdutil.UsageErrorf("--abandon and --wait cannot be used together: abandoning does not call the broker, so there is nothing to wait for")
 	}
-	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "deletes nothing"); err != nil {
-		return err
-	}
-	if err := o.Wait.Validate(); err != nil {
-		return err
-	}
-	if o.Output == nil {
-		return nil
-	}
-	return o.Output.Validate()
+	return o.ValidateFlags("deletes nothing")
 }
-
-// Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run deprovisions the instance (engine.Engine.Deprovision) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {

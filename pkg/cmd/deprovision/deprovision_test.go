@@ -9,7 +9,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
 func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
@@ -29,27 +28,21 @@ func TestDeprovisionOptions_Validate(t *testing.T) {
 		o    deprovision.Options
 		want string
 	}{
-		{name: "plain", o: deprovision.Options{Name: "db", Wait: lifecycle.WaitFlags{Interval: 1}}},
-		{name: "wait", o: deprovision.Options{Name: "db", Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}},
-		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, Wait: lifecycle.WaitFlags{Interval: 1}}},
-		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}, want: "--abandon and --wait"},
+		{name: "plain", o: deprovision.Options{Name: "db", VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Interval: 1}}}},
+		{name: "wait", o: deprovision.Options{Name: "db", VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}}},
+		{name: "abandon", o: deprovision.Options{Name: "db", Abandon: true, Yes: true, VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Interval: 1}}}},
+		{name: "abandon and wait", o: deprovision.Options{Name: "db", Abandon: true, VerbOptions: lifecycle.VerbOptions{Wait: lifecycle.WaitFlags{Wait: true, Interval: 1}}}, want: "--abandon and --wait"},
 		{name: "no interval", o: deprovision.Options{Name: "db"}, want: "--interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()
-			if tc.want == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+			cmdtest.Validated(t, err, tc.want)
 		})
 	}
 }
 
 func TestNewCmdDeprovision_ParsesTheFlagsIntoOptions(t *testing.T) {
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, deprovision.NewCmdDeprovision, "db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml")
+	got := cmdtest.Parse(t, deprovision.NewCmdDeprovision, "db", "-n", "dev", "--yes", "--wait", "--timeout", "1m", "--dry-run=none", "-o", "yaml")
 	assert.Equal(t, got.Name, "db")
 	assert.Equal(t, got.Namespace, "dev")
 	assert.Assert(t, got.Yes && got.Wait.Wait && !got.Abandon)

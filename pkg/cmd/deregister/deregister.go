@@ -67,10 +67,7 @@ func NewCmdDeregister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comm
 		Example:           deregisterExample,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: complete.First(complete.Brokers(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:              cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	cmdutil.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Deregister even though instances of the broker's classes exist.")
@@ -94,17 +91,9 @@ func (o *Options) Validate() error {
 }
 
 // Complete finds the namespace and builds the engine.
-func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, err := f.UserNamespace()
-	if err != nil {
-		return err
-	}
-	eng, err := f.Engine(cmdutil.EngineOptions{})
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.Engine = ns, eng.Engine
-	return nil
+func (o *Options) Complete(f *cmdutil.Factory) (err error) {
+	o.Engine, o.Namespace, err = f.EngineIn(cmdutil.EngineOptions{})
+	return err
 }
 
 // Request is what the options ask the engine for.

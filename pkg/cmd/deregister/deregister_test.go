@@ -3,7 +3,6 @@ package deregister_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -138,13 +137,7 @@ func TestDeregister_BadInvocations_AreUsageErrors(t *testing.T) {
 }
 
 func TestNewCmdDeregister_FlagsBecomeTheRequest(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	c := storetest.NewCluster()
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	f.UseClients(c.Core, c.Metadata)
-	f.Getenv = func(string) string { return "" }
-	team := "team"
-	f.ConfigFlags.Namespace = &team
+	f, _ := cmdtest.FakeFactoryIn(t, "team")
 	got := cmdtest.Completed(t, f, deregister.NewCmdDeregister, "acme", "--scope", "namespace", "--force", "--dry-run=client", "-o", "yaml")
 	assert.Assert(t, got != nil && got.Engine != nil)
 	req := got.Request()

@@ -53,10 +53,7 @@ func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error)
 			kubectl catalog describe binding db --show-secrets`),
 		Args:              exactlyOneBinding,
 		ValidArgsFunction: complete.First(complete.Bindings(f, false)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:              cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "Show the credential values, not only their lengths.")
 	return cmd
@@ -217,14 +214,10 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	}
 	for _, src := range b.Spec.ParametersFrom {
 		if r := src.SecretKeyRef; r != nil {
-			ref := r.Name
-			if r.Key != "" {
-				ref += "/" + r.Key
-			}
 			if b.Spec.Parameters == nil {
 				out.WriteString("Parameters:\n")
 			}
-			fmt.Fprintf(&out, "  from Secret %s: <redacted>\n", ref)
+			fmt.Fprintf(&out, "  from Secret %s: <redacted>\n", secretRef(r))
 		}
 	}
 	if len(b.Spec.SecretTransforms) > 0 {

@@ -27,7 +27,7 @@ import (
 // NewCmdDescribe returns the describe command with the broker, class and plan
 // subcommands. Add others with AddCommand.
 func NewCmdDescribe(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
+	return cmdutil.Group(&cobra.Command{
 		Use:   "describe",
 		Short: "Show the details of a broker, class, plan or other record",
 		Long:  "Show the details of one record in a readable form. Use \"kubectl catalog get ... -o yaml\" for the raw record.",
@@ -35,11 +35,7 @@ func NewCmdDescribe(f *cmdutil.Factory) *cobra.Command {
 			# Describe a broker, then the parameters of a plan
 			kubectl catalog describe broker acme
 			kubectl catalog describe plan postgres/small`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(NewCmdDescribeBroker(f, nil), NewCmdDescribeClass(f, nil), NewCmdDescribePlan(f, nil))
-	return cmd
+	}, NewCmdDescribeBroker(f, nil), NewCmdDescribeClass(f, nil), NewCmdDescribePlan(f, nil))
 }
 
 // Options are what describe broker, class and plan share.
@@ -91,16 +87,7 @@ func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []stri
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return run(o, cmd.Context())
+			return cmdutil.RunCommandWith(cmd.Context(), f, o, runF, func(ctx context.Context) error { return run(o, ctx) })
 		},
 	}
 	return cmd, o

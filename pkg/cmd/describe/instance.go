@@ -54,10 +54,7 @@ func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) erro
 			kubectl catalog describe instance db`),
 		Args:              lifecycle.ExactlyOneName,
 		ValidArgsFunction: complete.First(complete.Instances(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:              cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 }
 
@@ -205,11 +202,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	}
 	for _, src := range i.Spec.ParametersFrom {
 		if r := src.SecretKeyRef; r != nil {
-			ref := r.Name
-			if r.Key != "" {
-				ref += "/" + r.Key
-			}
-			fmt.Fprintf(&b, "  from Secret %s: <redacted>\n", ref)
+			fmt.Fprintf(&b, "  from Secret %s: <redacted>\n", secretRef(r))
 		}
 	}
 	sort.Strings(bindings)
@@ -356,14 +349,19 @@ func secretRefs(from []v1alpha1.ParametersFromSource) string {
 	var refs []string
 	for _, s := range from {
 		if r := s.SecretKeyRef; r != nil {
-			ref := r.Name
-			if r.Key != "" {
-				ref += "/" + r.Key
-			}
-			refs = append(refs, ref)
+			refs = append(refs, secretRef(r))
 		}
 	}
 	return none(strings.Join(refs, ", "))
+}
+
+// secretRef names a parameters Secret as --params-from-secret takes it: SECRET or
+// SECRET/KEY.
+func secretRef(r *v1alpha1.SecretKeyReference) string {
+	if r.Key == "" {
+		return r.Name
+	}
+	return r.Name + "/" + r.Key
 }
 
 func none(s string) string {

@@ -7,31 +7,23 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
-// seamFactory is a factory on an empty fake cluster.
-func seamFactory(t *testing.T) *cmdutil.Factory {
-	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	return f
-}
-
 func TestDescribeInstance_NameReachesTheCompletedOptions(t *testing.T) {
-	got := cmdtest.Completed(t, seamFactory(t), describe.NewCmdDescribeInstance, "db")
+	got := cmdtest.Parse(t, describe.NewCmdDescribeInstance, "db")
 	assert.Equal(t, got.Name, "db")
 	assert.Assert(t, got.Reader != nil && got.Now != nil)
 }
 
 func TestDescribeBinding_FlagsReachTheCompletedOptions(t *testing.T) {
-	got := cmdtest.Completed(t, seamFactory(t), describe.NewCmdDescribeBinding, "db", "--show-secrets")
+	got := cmdtest.Parse(t, describe.NewCmdDescribeBinding, "db", "--show-secrets")
 	assert.Equal(t, got.Name, "db")
 	assert.Assert(t, got.ShowSecrets)
 	assert.Assert(t, got.Reader != nil)
 }
 
 func TestDescribePlan_FlagsReachTheCompletedOptions(t *testing.T) {
-	got := cmdtest.Completed(t, seamFactory(t), describe.NewCmdDescribePlan, "small", "--class", "postgres", "--show-schemas")
+	got := cmdtest.Parse(t, describe.NewCmdDescribePlan, "small", "--class", "postgres", "--show-schemas")
 	assert.Equal(t, got.Name, "small")
 	assert.Equal(t, got.Class, "postgres")
 	assert.Assert(t, got.ShowSchemas)

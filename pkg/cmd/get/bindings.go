@@ -33,11 +33,7 @@ func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *c
 			status. The status says "rotation due" once the broker's renew_before
 			for the credentials has passed: rotate them with
 			"kubectl catalog bind --rotate NAME".
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time a binding changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
+` + watchHelp("a binding")),
 		Example: cmdutil.Examples(`
 			# List the bindings of the current namespace
 			kubectl catalog get bindings
@@ -52,11 +48,8 @@ func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *c
 			kubectl catalog get bindings --instance db --watch-only`),
 		ValidArgsFunction: complete.Each(complete.Bindings(f, false)),
 	}
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List bindings of every namespace.")
 	cmd.Flags().StringVar(&o.Instance, "instance", "", "Only bindings of this instance.")
-	o.Watch.AddFlags(cmd.Flags(), "bindings")
-	o.List.AddWatchedFlags(cmd, "bindings")
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "bindings")
 	cmd.RunE = runE(f, o, runF, o.Run)
 	return cmd
 }

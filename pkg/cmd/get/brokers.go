@@ -28,11 +28,7 @@ func NewCmdGetBrokers(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comm
 			List the brokers visible from the current namespace: cluster-scoped ones
 			(in the catalog namespace) and the namespace's own. With -A, the brokers of
 			every namespace.
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time a broker changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
+` + watchHelp("a broker")),
 		Example: cmdutil.Examples(`
 			# List brokers
 			kubectl catalog get brokers

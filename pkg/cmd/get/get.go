@@ -22,7 +22,7 @@ import (
 // NewCmdGet returns the get command with the brokers, classes and plans subcommands.
 // Add others with AddCommand.
 func NewCmdGet(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
+	return cmdutil.Group(&cobra.Command{
 		Use:   "get",
 		Short: "List brokers, classes, plans and other records",
 		Long: cmdutil.LongDesc(`
@@ -31,11 +31,7 @@ func NewCmdGet(f *cmdutil.Factory) *cobra.Command {
 			# List brokers, then the plans of class postgres
 			kubectl catalog get brokers
 			kubectl catalog get plans -c postgres`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(NewCmdGetBrokers(f, nil), NewCmdGetClasses(f, nil), NewCmdGetPlans(f, nil))
-	return cmd
+	}, NewCmdGetBrokers(f, nil), NewCmdGetClasses(f, nil), NewCmdGetPlans(f, nil))
 }
 
 // Options are what get brokers, classes and plans share.

@@ -30,11 +30,7 @@ func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) 
 		Short:   "List service instances",
 		Long: cmdutil.LongDesc(`
 			List service instances with their class, plan and status.
-
-			With -w (--watch), after the list it prints a row, with the same columns,
-			each time an instance changes or is deleted, until interrupted;
-			--watch-only prints only the changes. With -o json|yaml it prints one
-			object per change.`),
+` + watchHelp("an instance")),
 		Example: cmdutil.Examples(`
 			# List the instances of the current namespace
 			kubectl catalog get instances
@@ -46,13 +42,10 @@ func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) 
 			kubectl catalog get instances -w`),
 		ValidArgsFunction: complete.Each(complete.Instances(f)),
 	}
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List instances of every namespace.")
 	cmd.Flags().StringVar(&o.Class, "class", "", "Only instances of this class.")
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "Only instances of this plan.")
 	complete.Register(cmd, "plan", complete.Plans(f))
-	o.Watch.AddFlags(cmd.Flags(), "instances")
-	o.List.AddWatchedFlags(cmd, "instances")
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "instances")
 	cmd.RunE = runE(f, o, runF, o.Run)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
@@ -35,6 +36,25 @@ type RecordListOptions struct {
 
 func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
 	return RecordListOptions{Streams: f.IOStreams, Output: printers.NewOutputFlags(true), Now: f.Now}
+}
+
+// watchHelp is the paragraph of a get command's help that says what -w does, for records
+// of which one is called one ("a broker").
+func watchHelp(one string) string {
+	return `
+		With -w (--watch), after the list it prints a row, with the same columns,
+		each time ` + one + ` changes or is deleted, until interrupted;
+		--watch-only prints only the changes. With -o json|yaml it prints one
+		object per change.`
+}
+
+// addFlags adds -A, the watch and list flags and -o, for the records listed (plural:
+// "instances").
+func (o *RecordListOptions) addFlags(cmd *cobra.Command, plural string) {
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List "+plural+" of every namespace.")
+	o.Watch.AddFlags(cmd.Flags(), plural)
+	o.List.AddWatchedFlags(cmd, plural)
+	o.Output.AddFlags(cmd)
 }
 
 // Validate checks the flags without any I/O; it changes nothing.

@@ -7,19 +7,11 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
-// seamFactory is a factory on an empty fake cluster.
-func seamFactory(t *testing.T) *cmdutil.Factory {
-	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	return f
-}
-
 func TestGetInstances_FlagsReachTheCompletedOptions(t *testing.T) {
-	got := cmdtest.Completed(t, seamFactory(t), get.NewCmdGetInstances, "a", "b", "-A", "--class", "postgres", "--plan", "small", "-l", "team=x", "-o", "wide")
+	got := cmdtest.Parse(t, get.NewCmdGetInstances, "a", "b", "-A", "--class", "postgres", "--plan", "small", "-l", "team=x", "-o", "wide")
 	assert.DeepEqual(t, got.Names, []string{"a", "b"})
 	assert.Assert(t, got.AllNamespaces)
 	assert.Equal(t, got.Namespace, "")
@@ -31,7 +23,7 @@ func TestGetInstances_FlagsReachTheCompletedOptions(t *testing.T) {
 }
 
 func TestGetBindings_FlagsReachTheCompletedOptions(t *testing.T) {
-	got := cmdtest.Completed(t, seamFactory(t), get.NewCmdGetBindings, "db", "--instance", "pg", "--watch-only", "-o", "yaml")
+	got := cmdtest.Parse(t, get.NewCmdGetBindings, "db", "--instance", "pg", "--watch-only", "-o", "yaml")
 	assert.DeepEqual(t, got.Names, []string{"db"})
 	assert.Equal(t, got.Instance, "pg")
 	assert.Assert(t, got.Watch.On() && got.Watch.WatchOnly)
@@ -40,7 +32,7 @@ func TestGetBindings_FlagsReachTheCompletedOptions(t *testing.T) {
 }
 
 func TestGetBrokers_FlagsReachTheCompletedOptions(t *testing.T) {
-	got := cmdtest.Completed(t, seamFactory(t), get.NewCmdGetBrokers, "acme", "--sort-by", ".metadata.name")
+	got := cmdtest.Parse(t, get.NewCmdGetBrokers, "acme", "--sort-by", ".metadata.name")
 	assert.DeepEqual(t, got.Names, []string{"acme"})
 	assert.Equal(t, got.List.SortBy, ".metadata.name")
 	assert.Assert(t, got.Reader != nil)

@@ -80,9 +80,7 @@ func NewCmdGraph(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE: cmdutil.RunE(f, o, runF),
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show every namespace.")
 	o.Output.AddFlags(cmd)

@@ -1,7 +1,7 @@
 // Package lifecycle holds what the lifecycle verbs (provision, update, deprovision,
-// touch, share, bind, unbind) share: their flags (wait, parameters, limits,
-// credentials), the name argument's check, and showing what an engine operation does
-// (its progress and notes) and its outcome.
+// touch, share, bind, unbind) share: their options (VerbOptions: wait, --dry-run, -o
+// and the clients; parameters, limits, credentials), the instance argument, and showing
+// what an engine operation does (its progress and notes) and its outcome.
 package lifecycle
 
 import (

@@ -72,9 +72,7 @@ func NewCmdMarketplace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Com
 		Long:    marketplaceLong,
 		Example: marketplaceExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:    cmdutil.RunE(f, o, runF),
 	}
 	cmd.Flags().StringVarP(&o.Broker, "broker", "b", "", "Only the classes of this broker.")
 	cmd.Flags().StringVarP(&o.Class, "class", "c", "", "Only this class, one row per plan.")

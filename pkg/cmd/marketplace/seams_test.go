@@ -10,8 +10,7 @@ import (
 )
 
 func TestMarketplace_FlagsReachTheCompletedOptions(t *testing.T) {
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, marketplace.NewCmdMarketplace, "-b", "acme", "-c", "postgres", "-l", "tier=gold", "-o", "wide")
+	got := cmdtest.Parse(t, marketplace.NewCmdMarketplace, "-b", "acme", "-c", "postgres", "-l", "tier=gold", "-o", "wide")
 	assert.Equal(t, got.Broker, "acme")
 	assert.Equal(t, got.Class, "postgres")
 	assert.Equal(t, got.List.LabelSelector().String(), "tier=gold")

@@ -13,9 +13,7 @@ import (
 // parse runs provision with args, returning the options Run would get.
 func parse(t *testing.T, args ...string) *provision.Options {
 	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, provision.NewCmdProvision, args...)
-	return got
+	return cmdtest.Parse(t, provision.NewCmdProvision, args...)
 }
 
 func TestNewCmdProvision_FlagsReachTheOptions(t *testing.T) {

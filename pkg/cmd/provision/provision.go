@@ -10,7 +10,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var provisionLong = cmdutil.LongDesc(`
@@ -69,31 +68,25 @@ type Options struct {
 	ExternalID string
 	Params     lifecycle.ParamFlags
 	Limits     lifecycle.LimitFlags
-	Wait       lifecycle.WaitFlags
-	Output     *printers.OutputFlags
-	DryRun     cmdutil.DryRunStrategy
 
 	UserProvided bool
 	Credentials  lifecycle.CredentialFlags
 
-	cmdutil.Clients
+	lifecycle.VerbOptions
 }
 
 // NewCmdProvision returns the provision command. runF, when not nil, is called with the
 // completed options instead of Run (for tests of the flags).
 func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
 	cmd := &cobra.Command{
 		Use:     "provision NAME --class CLASS [--plan PLAN] [-p key=value]... | provision NAME --user-provided --credentials-...",
 		Short:   "Provision a service instance",
 		Long:    provisionLong,
 		Example: provisionExample,
 		Args:    lifecycle.ExactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			o.Limits.SetGiven(cmd.Flags())
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		PreRun:  func(cmd *cobra.Command, _ []string) { o.Limits.SetGiven(cmd.Flags()) },
+		RunE:    cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Class, "class", "", "The class (service) to provision, by name, BROKER/NAME or OSB id.")
@@ -103,10 +96,8 @@ func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.BoolVar(&o.UserProvided, "user-provided", false, "A user-provided instance: no broker is called; bindings get a copy of the credentials given with --credentials-*.")
 	o.Credentials.AddFlags(fs)
 	o.Limits.AddFlags(fs)
-	o.Wait.AddFlags(fs, "provision")
-	o.Output.AddFlags(cmd)
+	o.AddFlags(cmd, "provision", "the instance record")
 	complete.Register(cmd, "plan", complete.Plans(f))
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record")
 	return cmd
 }
 
@@ -131,40 +122,21 @@ func (o *Options) Validate() error {
 	} else if o.Credentials.Given() {
 		return cmdutil.UsageErrorf("--credentials-*, --syslog-drain-url and --route-service-url are for a user-provided instance: add --user-provided")
 	}
-	if err := o.Wait.Validate(); err != nil {
-		return err
-	}
-	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
-		return err
-	}
-	return o.Output.Validate()
+	return o.ValidateFlags("records nothing")
 }
-
-// Complete builds the engine and, in a terminal, the prompter.
-func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run provisions the instance (engine.Engine.Provision, or ProvisionUserProvided) and
 // prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
-	var res engine.InstanceResult
-	var err error
-	if o.UserProvided {
-		res, err = o.Engine.ProvisionUserProvided(ctx, engine.UserProvidedRequest{
-			Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
-			Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
-		})
-	} else {
-		res, err = o.provision(ctx, follow)
-	}
-	done()
-	if err != nil {
-		return err
-	}
-	if res.DryRun != nil {
-		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.DryRun, "created", res.Summary)
-	}
-	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "provision", o.Wait.Wait)
+	return o.RunOnInstance(o.Name, "created", "provision", func(follow engine.Follow) (engine.InstanceResult, error) {
+		if o.UserProvided {
+			return o.Engine.ProvisionUserProvided(ctx, engine.UserProvidedRequest{
+				Namespace: o.Namespace, Name: o.Name, Credentials: o.Credentials.Input(o.Streams.In, o.Prompter),
+				Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
+			})
+		}
+		return o.provision(ctx, follow)
+	})
 }
 
 // provision provisions a brokered instance.

@@ -47,8 +47,8 @@ func TestProvision_BadInvocations_AreUsageErrors(t *testing.T) {
 func TestProvisionOptions_Validate(t *testing.T) {
 	valid := func() *provision.Options {
 		return &provision.Options{
-			Name: "db", Class: "postgresql", Output: printers.NewOutputFlags(false),
-			Wait: lifecycle.WaitFlags{Interval: 2e9},
+			Name: "db", Class: "postgresql",
+			VerbOptions: lifecycle.VerbOptions{Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9}},
 		}
 	}
 	for _, tc := range []struct {
@@ -66,12 +66,7 @@ func TestProvisionOptions_Validate(t *testing.T) {
 			o := valid()
 			tc.change(o)
 			err := o.Validate()
-			if tc.want == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+			cmdtest.Validated(t, err, tc.want)
 		})
 	}
 }

@@ -74,15 +74,7 @@ func NewCmdRBAC(f *cmdutil.Factory) *cobra.Command {
 		Example:           rbacExample,
 		Args:              cmdutil.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(f, o, nil),
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.Apply, "apply", false, "Create or update the ClusterRoles in the cluster (server-side apply).")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
@@ -57,9 +56,8 @@ type Options struct {
 	Name string
 	// Target is the namespace given to --to-namespace (--from-namespace for unshare).
 	Target string
-	DryRun cmdutil.DryRunStrategy
-	Output *printers.OutputFlags
-	cmdutil.Clients
+
+	lifecycle.VerbOptions
 }
 
 // UnshareOptions are the options of unshare.
@@ -71,45 +69,31 @@ type UnshareOptions struct {
 // NewCmdShare returns the share command. runF, when not nil, is called with the
 // completed Options instead of Run (tests check the flags with it).
 func NewCmdShare(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
-	cmd := &cobra.Command{
-		Use:               "share INSTANCE --to-namespace NAMESPACE",
-		Short:             "Let another namespace bind to a service instance",
-		Long:              shareLong,
-		Example:           shareExample,
-		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: complete.First(complete.Instances(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
-	}
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
+	cmd := lifecycle.OnInstance(f, &cobra.Command{
+		Use:     "share INSTANCE --to-namespace NAMESPACE",
+		Short:   "Let another namespace bind to a service instance",
+		Long:    shareLong,
+		Example: shareExample,
+	}, &o.Name, o, runF)
 	cmd.Flags().StringVar(&o.Target, "to-namespace", "", "The namespace that may bind to the instance.")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record with the grant added")
-	o.Output.AddFlags(cmd)
+	o.AddDryRunFlags(cmd, "the instance record with the grant added")
 	return cmd
 }
 
 // NewCmdUnshare returns the unshare command. runF, when not nil, is called with the
 // completed UnshareOptions instead of Run.
 func NewCmdUnshare(f *cmdutil.Factory, runF func(*UnshareOptions) error) *cobra.Command {
-	o := &UnshareOptions{Options: Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}}
-	cmd := &cobra.Command{
-		Use:               "unshare INSTANCE --from-namespace NAMESPACE",
-		Short:             "Stop sharing a service instance with a namespace, removing its bindings",
-		Long:              unshareLong,
-		Example:           unshareExample,
-		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: complete.First(complete.Instances(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
-	}
+	o := &UnshareOptions{Options: Options{VerbOptions: lifecycle.NewVerbOptions(f)}}
+	cmd := lifecycle.OnInstance(f, &cobra.Command{
+		Use:     "unshare INSTANCE --from-namespace NAMESPACE",
+		Short:   "Stop sharing a service instance with a namespace, removing its bindings",
+		Long:    unshareLong,
+		Example: unshareExample,
+	}, &o.Name, o, runF)
 	cmd.Flags().StringVar(&o.Target, "from-namespace", "", "The namespace that may no longer bind to the instance.")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record with the grant withdrawn (the namespace's bindings are only listed)")
-	o.Output.AddFlags(cmd)
+	o.AddDryRunFlags(cmd, "the instance record with the grant withdrawn (the namespace's bindings are only listed)")
 	return cmd
 }
 
@@ -123,10 +107,7 @@ func (o *Options) validate(flag string) error {
 	if err := validTarget(flag, o.Target); err != nil {
 		return err
 	}
-	if o.Output == nil {
-		return nil
-	}
-	return o.Output.Validate()
+	return o.ValidateOutput()
 }
 
 func validTarget(flag, ns string) error {
@@ -146,7 +127,7 @@ func (o *Options) Complete(f *cmdutil.Factory) (err error) {
 }
 
 // Complete builds the clients and, in a terminal, the prompter.
-func (o *UnshareOptions) Complete(f *cmdutil.Factory) error { return o.Build(f, 0) }
+func (o *UnshareOptions) Complete(f *cmdutil.Factory) error { return o.VerbOptions.Complete(f) }
 
 // Run adds the grant (engine.Engine.Share).
 func (o *Options) Run(ctx context.Context) error {

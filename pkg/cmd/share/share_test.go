@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -41,9 +42,9 @@ func fixture(t *testing.T, dry cmdutil.DryRunStrategy, output, target string, sh
 	_, err = st.Bindings().Create(ctx, engine.NewBinding(engine.BindingIntent{Namespace: "team-c", Name: "app", Instance: "db", InstanceNamespace: "team-a", SecretName: "app"}))
 	assert.NilError(t, err)
 	var out, errOut bytes.Buffer
-	o := &share.Options{Name: "db", Target: target, DryRun: dry, Output: printers.OutputFlagsFor(output),
+	o := &share.Options{Name: "db", Target: target, VerbOptions: lifecycle.VerbOptions{DryRun: dry, Output: printers.OutputFlagsFor(output),
 		Clients: cmdutil.Clients{Namespace: "team-a", Engine: enginetest.New(st, nil),
-			Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}}
+			Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}}}
 	return c, o, &out, &errOut
 }
 
@@ -54,13 +55,17 @@ func sharedWith(t *testing.T, c *storetest.Cluster) []string {
 	return inst.Spec.SharedWith
 }
 
+// dryRunCase is a dry run of share or unshare: the strategy, -o, what the output shows
+// and how many writes the API server got as dry runs.
+type dryRunCase struct {
+	dry     cmdutil.DryRunStrategy
+	output  string
+	want    string
+	dryRuns int
+}
+
 func TestShare_DryRun_ChangesNothing(t *testing.T) {
-	for _, tc := range []struct {
-		dry     cmdutil.DryRunStrategy
-		output  string
-		want    string
-		dryRuns int
-	}{
+	for _, tc := range []dryRunCase{
 		{dry: cmdutil.DryRunClient, want: "configured (dry run)"},
 		{dry: cmdutil.DryRunServer, want: "configured (server dry run)", dryRuns: 1},
 		{dry: cmdutil.DryRunServer, output: "yaml", want: "- team-b", dryRuns: 1},
@@ -77,12 +82,7 @@ func TestShare_DryRun_ChangesNothing(t *testing.T) {
 }
 
 func TestUnshare_DryRun_ChangesNothingAndAsksNothing(t *testing.T) {
-	for _, tc := range []struct {
-		dry     cmdutil.DryRunStrategy
-		output  string
-		want    string
-		dryRuns int
-	}{
+	for _, tc := range []dryRunCase{
 		{dry: cmdutil.DryRunClient, want: "configured (dry run)"},
 		{dry: cmdutil.DryRunServer, want: "configured (server dry run)", dryRuns: 1},
 		{dry: cmdutil.DryRunClient, output: "json", want: `"name": "db"`},

@@ -36,18 +36,14 @@ var syncBrokerExample = cmdutil.Examples(`
 // NewCmdSync returns the sync command, parent of "sync broker". runF, when not nil, is
 // called with the completed options of "sync broker" instead of their Run.
 func NewCmdSync(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobra.Command {
-	cmd := &cobra.Command{
+	return cmdutil.Group(&cobra.Command{
 		Use:   "sync",
 		Short: "Fetch a broker's catalog again",
 		Long:  "Fetch a broker's catalog again. See \"kubectl catalog sync broker --help\".",
 		Example: cmdutil.Examples(`
 			# Fetch the catalog of broker acme again
 			kubectl catalog sync broker acme`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(NewCmdSyncBroker(f, runF))
-	return cmd
+	}, NewCmdSyncBroker(f, runF))
 }
 
 // BrokerOptions are the options of "kubectl catalog sync broker".
@@ -74,10 +70,7 @@ func NewCmdSyncBroker(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobr
 		Example:           syncBrokerExample,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: complete.First(complete.Brokers(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
+		RunE:              cmdutil.RunENamed(f, &o.Name, o, runF),
 	}
 	cmdutil.AddScopeFlag(cmd, &o.Scope)
 	cmd.Flags().DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for the broker's answer.")
@@ -97,17 +90,9 @@ func (o *BrokerOptions) Validate() error {
 }
 
 // Complete finds the namespace and builds the engine.
-func (o *BrokerOptions) Complete(f *cmdutil.Factory) error {
-	ns, err := f.UserNamespace()
-	if err != nil {
-		return err
-	}
-	eng, err := f.Engine(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.Engine = ns, eng.Engine
-	return nil
+func (o *BrokerOptions) Complete(f *cmdutil.Factory) (err error) {
+	o.Engine, o.Namespace, err = f.EngineIn(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
+	return err
 }
 
 // Request is what the options ask the engine for.

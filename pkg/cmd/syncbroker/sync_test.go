@@ -1,9 +1,6 @@
 package syncbroker_test
 
 import (
-	"bytes"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,17 +12,10 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 func TestNewCmdSync_FlagsBecomeTheRequest(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	c := storetest.NewCluster()
-	f := cmdutil.NewFactory(cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	f.UseClients(c.Core, c.Metadata)
-	f.Getenv = func(string) string { return "" }
-	team := "team"
-	f.ConfigFlags.Namespace = &team
+	f, _ := cmdtest.FakeFactoryIn(t, "team")
 	got := cmdtest.Completed(t, f, syncbroker.NewCmdSync, "broker", "acme", "--scope", "cluster", "--broker-timeout", "5s")
 	assert.Assert(t, got != nil && got.Engine != nil)
 	assert.Equal(t, got.BrokerTimeout, 5*time.Second)

@@ -11,8 +11,7 @@ import (
 )
 
 func TestNewCmdTouch_FlagsReachTheOptions(t *testing.T) {
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, touch.NewCmdTouch, "inst", "db", "--dry-run=server", "-o", "yaml", "--interval", "3s")
+	got := cmdtest.Parse(t, touch.NewCmdTouch, "inst", "db", "--dry-run=server", "-o", "yaml", "--interval", "3s")
 	assert.Equal(t, got.Name, "db")
 	assert.Equal(t, got.DryRun, cmdutil.DryRunServer)
 	assert.Equal(t, got.Wait.Interval.String(), "3s")

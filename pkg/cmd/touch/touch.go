@@ -8,21 +8,14 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 // Options are the options of touch instance.
 type Options struct {
-	Name   string
-	Wait   lifecycle.WaitFlags
-	Output *printers.OutputFlags
-	DryRun cmdutil.DryRunStrategy
+	Name string
 
-	Namespace string
-	Engine    *engine.Engine
-	Streams   cmdutil.IOStreams
+	lifecycle.VerbOptions
 }
 
 // NewCmdTouch returns the touch command and its instance subcommand. runF, when not
@@ -52,8 +45,8 @@ func NewCmdTouch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 }
 
 func newCmdTouchInstance(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
-	cmd := &cobra.Command{
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
+	cmd := lifecycle.OnInstance(f, &cobra.Command{
 		Use:   "instance NAME",
 		Short: "Re-send an instance's parameters to its broker",
 		Long: cmdutil.LongDesc(`
@@ -66,56 +59,18 @@ func newCmdTouchInstance(f *cmdutil.Factory, runF func(*Options) error) *cobra.C
 
 			# See the record as touch would leave it, checked by the API server, changing nothing
 			kubectl catalog touch instance db --dry-run=server -o yaml`),
-		Aliases:           []string{"inst"},
-		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: complete.First(complete.Instances(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
-	}
-	o.Wait.AddFlags(cmd.Flags(), "update")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record marked for its parameters to be re-sent")
-	o.Output.AddFlags(cmd)
+		Aliases: []string{"inst"},
+	}, &o.Name, o, runF)
+	o.AddFlags(cmd, "update", "the instance record marked for its parameters to be re-sent")
 	return cmd
 }
 
 // Validate checks the flags without I/O. It changes nothing.
-func (o *Options) Validate() error {
-	if err := o.Wait.Validate(); err != nil {
-		return err
-	}
-	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
-		return err
-	}
-	return o.Output.Validate()
-}
-
-// Complete builds the engine.
-func (o *Options) Complete(f *cmdutil.Factory) error {
-	ns, _, err := f.Namespace()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	eng, err := f.Engine(cmdutil.EngineOptions{PollInterval: o.Wait.Interval})
-	if err != nil {
-		return err
-	}
-	o.Engine = eng.Engine
-	return nil
-}
+func (o *Options) Validate() error { return o.ValidateFlags("records nothing") }
 
 // Run touches the instance (engine.Engine.Touch) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
-	res, err := o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
-	done()
-	if err != nil {
-		return err
-	}
-	if res.DryRun != nil {
-		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.DryRun, "configured", res.Summary)
-	}
-	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "update", o.Wait.Wait)
+	return o.RunOnInstance(o.Name, "configured", "update", func(follow engine.Follow) (engine.InstanceResult, error) {
+		return o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
+	})
 }

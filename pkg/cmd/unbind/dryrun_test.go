@@ -52,9 +52,9 @@ func TestUnbind_DryRun_WritesNothingAndCallsNoBroker(t *testing.T) {
 				assert.NilError(t, err)
 			}
 			var out, errOut bytes.Buffer
-			o := &unbind.Options{Args: tc.args, All: tc.all, Abandon: tc.abandon, DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
+			o := &unbind.Options{Args: tc.args, All: tc.all, Abandon: tc.abandon, VerbOptions: lifecycle.VerbOptions{DryRun: tc.dry, Output: printers.OutputFlagsFor(tc.output),
 				Wait: lifecycle.WaitFlags{Interval: 1}, Clients: cmdutil.Clients{Namespace: dryNS, Engine: engine.New(engine.Config{Store: st}),
-					Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}}
+					Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}}}
 			assert.NilError(t, o.Validate())
 			// No broker clients: a dry run that reached the broker path would panic.
 			assert.NilError(t, o.Run(ctx))

@@ -15,8 +15,7 @@ import (
 // options.
 func parsed(t *testing.T, args ...string) *unbind.Options {
 	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, unbind.NewCmdUnbind, args...)
+	got := cmdtest.Parse(t, unbind.NewCmdUnbind, args...)
 	assert.Assert(t, got.Engine != nil, "Run is replaced by runF, with the options completed")
 	return got
 }

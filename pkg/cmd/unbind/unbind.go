@@ -62,17 +62,14 @@ type Options struct {
 	Names    []string
 	Yes      bool
 	Abandon  bool
-	Wait     lifecycle.WaitFlags
-	DryRun   cmdutil.DryRunStrategy
-	Output   *printers.OutputFlags
 
-	cmdutil.Clients
+	lifecycle.VerbOptions
 }
 
 // NewCmdUnbind returns the unbind command. runF, when not nil, is called with the
 // completed options instead of Run.
 func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
 	cmd := &cobra.Command{
 		Use:     "unbind BINDING... | unbind INSTANCE (--all | --name B1,B2)",
 		Short:   "Unbind: delete bindings and their credentials Secrets",
@@ -98,9 +95,7 @@ func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fs.StringSliceVar(&o.Names, "name", nil, "Unbind these bindings of the instance, comma-separated.")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed outside a terminal to remove more than one binding, or to abandon).")
 	fs.BoolVar(&o.Abandon, "abandon", false, "Drop the records, Secrets and projections without calling the broker; what the broker holds is left there.")
-	o.Wait.AddFlags(fs, "unbind")
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the binding records to be marked for deletion")
-	o.Output.AddFlags(cmd)
+	o.AddFlags(cmd, "unbind", "the binding records to be marked for deletion")
 	complete.Register(cmd, "name", complete.CommaList(complete.Bindings(f, true)))
 	return cmd
 }
@@ -138,13 +133,7 @@ func (o *Options) Validate() error {
 	} else if len(o.Args) == 0 {
 		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with "kubectl catalog get bindings"`)
 	}
-	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
-		return err
-	}
-	if err := o.Wait.Validate(); err != nil {
-		return err
-	}
-	return o.output().Validate()
+	return o.ValidateFlags("records nothing")
 }
 
 // output is -o, the default when the options were built without it.
@@ -154,9 +143,6 @@ func (o *Options) output() *printers.OutputFlags {
 	}
 	return o.Output
 }
-
-// Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // request is what the user asked for: the bindings named, or an instance's.
 func (o *Options) request() engine.UnbindRequest {

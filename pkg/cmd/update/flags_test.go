@@ -12,9 +12,7 @@ import (
 // parse runs update with args, returning the options Run would get.
 func parse(t *testing.T, args ...string) *update.Options {
 	t.Helper()
-	f, _ := cmdtest.FakeFactory(t)
-	got := cmdtest.Completed(t, f, update.NewCmdUpdate, args...)
-	return got
+	return cmdtest.Parse(t, update.NewCmdUpdate, args...)
 }
 
 func TestNewCmdUpdate_FlagsReachTheOptions(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var updateLong = cmdutil.LongDesc(`
@@ -65,32 +64,23 @@ type Options struct {
 	Revert  bool
 	Params  lifecycle.ParamFlags
 	Limits  lifecycle.LimitFlags
-	Wait    lifecycle.WaitFlags
 
 	Credentials lifecycle.CredentialFlags
-	Output      *printers.OutputFlags
-	DryRun      cmdutil.DryRunStrategy
 
-	cmdutil.Clients
+	lifecycle.VerbOptions
 }
 
 // NewCmdUpdate returns the update command. runF, when not nil, is called with the
 // completed options instead of Run (for tests of the flags).
 func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Clients: cmdutil.Clients{Streams: f.IOStreams}, Output: printers.NewOutputFlags(false)}
-	cmd := &cobra.Command{
-		Use:               "update NAME [--plan PLAN] [-p key=value]... [--upgrade] | update NAME --revert",
-		Short:             "Change a service instance's plan or parameters",
-		Long:              updateLong,
-		Example:           updateExample,
-		Args:              lifecycle.ExactlyOneName,
-		ValidArgsFunction: complete.First(complete.Instances(f)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			o.Limits.SetGiven(cmd.Flags())
-			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
-		},
-	}
+	o := &Options{VerbOptions: lifecycle.NewVerbOptions(f)}
+	cmd := lifecycle.OnInstance(f, &cobra.Command{
+		Use:     "update NAME [--plan PLAN] [-p key=value]... [--upgrade] | update NAME --revert",
+		Short:   "Change a service instance's plan or parameters",
+		Long:    updateLong,
+		Example: updateExample,
+		PreRun:  func(cmd *cobra.Command, _ []string) { o.Limits.SetGiven(cmd.Flags()) },
+	}, &o.Name, o, runF)
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "The plan to move to.")
 	complete.Register(cmd, "plan", complete.PlansOfInstance(f))
 	cmd.Flags().BoolVar(&o.Upgrade, "upgrade", false, "Move to the plan's newest maintenance_info version.")
@@ -98,9 +88,7 @@ func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	o.Params.AddFlags(cmd.Flags())
 	o.Limits.AddFlags(cmd.Flags())
 	o.Credentials.AddFlags(cmd.Flags())
-	o.Wait.AddFlags(cmd.Flags(), "update")
-	o.Output.AddFlags(cmd)
-	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the instance record")
+	o.AddFlags(cmd, "update", "the instance record")
 	return cmd
 }
 
@@ -131,41 +119,20 @@ func (o *Options) Validate() error {
 	if err := o.Params.Validate(); err != nil {
 		return err
 	}
-	if err := o.Wait.Validate(); err != nil {
-		return err
-	}
 	if o.DryRun.Enabled() && o.Revert {
 		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with \"kubectl catalog describe instance %s\"", o.Name)
 	}
-	if err := cmdutil.DryRunWithWait(o.DryRun, o.Wait.Wait, "records nothing"); err != nil {
-		return err
-	}
-	return o.Output.Validate()
+	return o.ValidateFlags("records nothing")
 }
-
-// Complete builds the engine and, in a terminal, the prompter.
-func (o *Options) Complete(f *cmdutil.Factory) error { return o.Build(f, o.Wait.Interval) }
 
 // Run updates the instance (engine.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	follow, done := lifecycle.NewFollow(o.Streams, o.Wait)
-	var res engine.InstanceResult
-	var err error
-	if o.Revert {
-		res, err = o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
-	} else {
-		res, err = o.update(ctx, follow)
-	}
-	done()
-	switch {
-	case err != nil:
-		return err
-	case res.Unchanged:
-		return nil
-	case res.DryRun != nil:
-		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.DryRun, "updated", res.Summary)
-	}
-	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "update", o.Wait.Wait)
+	return o.RunOnInstance(o.Name, "updated", "update", func(follow engine.Follow) (engine.InstanceResult, error) {
+		if o.Revert {
+			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
+		}
+		return o.update(ctx, follow)
+	})
 }
 
 // update changes the spec the flags ask for.

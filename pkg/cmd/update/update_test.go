@@ -58,15 +58,10 @@ func TestUpdateOptions_Validate(t *testing.T) {
 		{name: "json and file", change: func(o *update.Options) { o.Params.JSON, o.Params.File = "{}", "f" }, want: "cannot be used together"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &update.Options{Name: "db", Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9}}
+			o := &update.Options{Name: "db", VerbOptions: lifecycle.VerbOptions{Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9}}}
 			tc.change(o)
 			err := o.Validate()
-			if tc.want == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+			cmdtest.Validated(t, err, tc.want)
 		})
 	}
 }
@@ -103,10 +98,10 @@ func TestUpdate_DryRun_PrintsTheRecordAndWritesNothing(t *testing.T) {
 
 			var out, errOut bytes.Buffer
 			o := &update.Options{
-				Name: "db", Plan: "standard", Params: lifecycle.ParamFlags{Params: []string{"storage_gb=8"}}, DryRun: tc.mode,
-				Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9},
-				Clients: cmdutil.Clients{Namespace: storetest.UserNamespace, Engine: eng,
-					Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)},
+				Name: "db", Plan: "standard", Params: lifecycle.ParamFlags{Params: []string{"storage_gb=8"}},
+				VerbOptions: lifecycle.VerbOptions{DryRun: tc.mode, Output: printers.NewOutputFlags(false), Wait: lifecycle.WaitFlags{Interval: 2e9},
+					Clients: cmdutil.Clients{Namespace: storetest.UserNamespace, Engine: eng,
+						Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}},
 			}
 			flags := &cobra.Command{}
 			o.Output.AddFlags(flags)

@@ -58,7 +58,18 @@ func (c *call) flag(name string) string {
 	return fl.Value.String()
 }
 
-func (c *call) store() (*store.Store, error) { return c.f.Store() }
+// storeIn is the store and the command's namespace, to list the records there.
+func (c *call) storeIn() (*store.Store, string, error) {
+	st, err := c.f.Store()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := c.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return st, ns, nil
+}
 
 // run makes a completion function of list: candidates starting with what was typed, no
 // file names, nothing at all on any error.
@@ -133,11 +144,7 @@ func DryRun() cobra.CompletionFunc { return Fixed(DryRunValues...) }
 // Instances completes the names of the instances in the command's namespace.
 func Instances(f *cmdutil.Factory) cobra.CompletionFunc {
 	return run(f, func(ctx context.Context, c *call) ([]string, error) {
-		st, err := c.store()
-		if err != nil {
-			return nil, err
-		}
-		ns, err := c.namespace()
+		st, ns, err := c.storeIn()
 		if err != nil {
 			return nil, err
 		}
@@ -158,11 +165,7 @@ func Instances(f *cmdutil.Factory) cobra.CompletionFunc {
 // one.
 func Bindings(f *cmdutil.Factory, instanceArg bool) cobra.CompletionFunc {
 	return run(f, func(ctx context.Context, c *call) ([]string, error) {
-		st, err := c.store()
-		if err != nil {
-			return nil, err
-		}
-		ns, err := c.namespace()
+		st, ns, err := c.storeIn()
 		if err != nil {
 			return nil, err
 		}
@@ -187,11 +190,7 @@ func Bindings(f *cmdutil.Factory, instanceArg bool) cobra.CompletionFunc {
 // the cluster-scoped ones.
 func Brokers(f *cmdutil.Factory) cobra.CompletionFunc {
 	return run(f, func(ctx context.Context, c *call) ([]string, error) {
-		st, err := c.store()
-		if err != nil {
-			return nil, err
-		}
-		ns, err := c.namespace()
+		st, ns, err := c.storeIn()
 		if err != nil {
 			return nil, err
 		}
@@ -216,11 +215,7 @@ func Brokers(f *cmdutil.Factory) cobra.CompletionFunc {
 // offerings lists what the namespace may provision, of the broker in --broker and of
 // class when given.
 func offerings(ctx context.Context, c *call, broker, class string) ([]marketplace.Offering, error) {
-	st, err := c.store()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := c.namespace()
+	st, ns, err := c.storeIn()
 	if err != nil {
 		return nil, err
 	}
@@ -291,11 +286,7 @@ func PlansOfInstance(f *cmdutil.Factory) cobra.CompletionFunc {
 		if len(c.args) == 0 {
 			return nil, nil
 		}
-		st, err := c.store()
-		if err != nil {
-			return nil, err
-		}
-		ns, err := c.namespace()
+		st, ns, err := c.storeIn()
 		if err != nil {
 			return nil, err
 		}
