@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/syncbroker"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
@@ -86,6 +87,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
+		setup.NewCmdInit(f, nil),
 		register.NewCmdRegister(f, nil),
 		deregister.NewCmdDeregister(f, nil),
 		syncbroker.NewCmdSync(f, nil),
