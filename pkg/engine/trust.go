@@ -186,7 +186,7 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	case au.Username == "":
 		return authority{unverified: fmt.Sprintf("%s %q names no author (it was not written by kubectl catalog with the trust policy in force)", kind, rec.GetName()), notRunners: barred}
 	case state.Token == "":
-		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog reconcile install\"", state.Reason, kind, rec.GetName()), notRunners: barred}
+		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred}
 	case au.Token != state.Token:
 		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName()), notRunners: barred}
 	}

@@ -375,7 +375,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	}
 	if !o.KeepTrustPolicy {
 		fmt.Fprintf(o.Streams.ErrOut, "It also deletes the records' trust policy %q and its token ConfigMap %s/%s: every record then has an unverified author,\n"+
-			"and reconcile refuses what needs its author's authority until \"kubectl catalog reconcile install\" installs the policy again.\n",
+			"and reconcile refuses what needs its author's authority until \"kubectl catalog init\" (or \"reconcile install\") installs the policy again.\n",
 			trust.PolicyName, catalogNS, trust.ConfigMapName)
 	}
 	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("reconcile uninstall")); !ok {

@@ -67,19 +67,35 @@ type Options struct {
 	Output *printers.OutputFlags
 	// EnforceTimeout bounds the wait for the API server to enforce the policy.
 	EnforceTimeout time.Duration
+	// SkipEnforcementCheck does not wait for the policy to be enforced: for fake
+	// clients, which admit everything.
+	SkipEnforcementCheck bool
 
 	CatalogNamespace string
 	Core             kubernetes.Interface
 	Streams          cmdutil.IOStreams
 }
 
+// NewOptions returns the options of a plain "kubectl catalog init" on core, for a
+// command that offers it.
+func NewOptions(streams cmdutil.IOStreams, catalogNamespace string, core kubernetes.Interface) *Options {
+	if catalogNamespace == "" {
+		catalogNamespace = install.DefaultNamespace
+	}
+	return &Options{DryRun: cmdutil.DryRunNone, Streams: streams, EnforceTimeout: install.DefaultEnforceTimeout,
+		Output: newOutputFlags(), CatalogNamespace: catalogNamespace, Core: core}
+}
+
+func newOutputFlags() *printers.OutputFlags {
+	return printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Print the objects instead of a line per object. One of: (json, yaml).", func(format string) error {
+		return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a line per object)", format)
+	})
+}
+
 // NewCmdInit returns the init command. runF, when not nil, is called with the completed
 // options instead of Run.
 func NewCmdInit(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{DryRun: cmdutil.DryRunNone, Streams: f.IOStreams, EnforceTimeout: install.DefaultEnforceTimeout,
-		Output: printers.NewFormatOutputFlags([]string{"json", "yaml"}, "", "Print the objects instead of a line per object. One of: (json, yaml).", func(format string) error {
-			return cmdutil.UsageErrorf("--output %q: use json or yaml (default: a line per object)", format)
-		})}
+	o := NewOptions(f.IOStreams, "", nil)
 	cmd := &cobra.Command{
 		Use:     "init",
 		Short:   "Set the catalog up in a cluster: its namespace, the cluster id and the records' trust policy",
@@ -110,9 +126,8 @@ func (o *Options) Validate() error {
 
 // Complete builds the client, unless nothing is sent to the cluster.
 func (o *Options) Complete(f *cmdutil.Factory) error {
-	o.CatalogNamespace = f.CatalogNamespace
-	if o.CatalogNamespace == "" {
-		o.CatalogNamespace = install.DefaultNamespace
+	if f.CatalogNamespace != "" {
+		o.CatalogNamespace = f.CatalogNamespace
 	}
 	if o.DryRun == cmdutil.DryRunClient {
 		return nil
@@ -139,7 +154,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("you may not set the catalog up in this cluster; missing permissions:\n  %s\nnothing was changed: an administrator runs \"kubectl catalog init\"",
 			strings.Join(missing, "\n  "))
 	}
-	results, err := install.Setup(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == cmdutil.DryRunServer, EnforceTimeout: o.EnforceTimeout})
+	results, err := install.Setup(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == cmdutil.DryRunServer, EnforceTimeout: o.EnforceTimeout, SkipEnforcementCheck: o.SkipEnforcementCheck})
 	suffix := ""
 	if o.DryRun == cmdutil.DryRunServer {
 		suffix = " (server dry run)"
