@@ -230,7 +230,7 @@ func runnersRightsBarred(rec v1alpha1.Record, state TrustState) bool {
 type runnersRightsKey struct{}
 
 // WithRunnersRights marks ctx as a run on the user's own command (a verb, or a reconcile
-// run by hand with --trust-unverified-authors): where a record's author cannot be
+// run by hand with --trust-namespace-writers): where a record's author cannot be
 // verified (no trust policy) or the user may not ask the API server about them, the
 // engine acts with the user's own rights, as the user could by hand, instead of
 // refusing. A verified author the API server says may not do something is refused all
@@ -257,7 +257,7 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		if a.notRunners {
 			return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (another person may have written it, so your own rights are not lent to it)", what, a.unverified)
 		}
-		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (or, trusting everyone who may write ConfigMaps in namespace %q, run \"kubectl catalog reconcile --trust-unverified-authors\" to act with your own rights)",
+		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (or, trusting everyone who may write ConfigMaps in namespace %q, run \"kubectl catalog reconcile --trust-namespace-writers\" to act with your own rights)",
 			what, a.unverified, rec.GetNamespace())
 	}
 	if e.cfg.Authorizer == nil {
