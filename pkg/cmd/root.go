@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/adopt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 
@@ -105,6 +106,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		access.NewCmdAccess(f),
 		graph.NewCmdGraph(f, nil),
 		reconcile.NewCmdReconcile(f, nil),
+		adopt.NewCmdAdopt(f, nil),
 		migrate.NewCmdMigrate(f, nil),
 		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),
