@@ -131,32 +131,36 @@ func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest
 	}
 	res.Runner = id.Username
 	ns := req.Namespace
-	var recs []v1alpha1.Record
+	type kindRecord struct {
+		kind string
+		rec  v1alpha1.Record
+	}
+	var recs []kindRecord
 	brokers, err := e.cfg.Store.Brokers().List(ctx, ns, store.Filter{})
 	if err != nil {
 		return res, err
 	}
 	for _, b := range brokers {
-		recs = append(recs, b)
+		recs = append(recs, kindRecord{v1alpha1.KindBroker, b})
 	}
 	insts, err := e.cfg.Store.Instances().List(ctx, ns, store.Filter{})
 	if err != nil {
 		return res, err
 	}
 	for _, i := range insts {
-		recs = append(recs, i)
+		recs = append(recs, kindRecord{v1alpha1.KindServiceInstance, i})
 	}
 	bindings, err := e.cfg.Store.Bindings().List(ctx, ns, store.Filter{})
 	if err != nil {
 		return res, err
 	}
 	for _, b := range bindings {
-		recs = append(recs, b)
+		recs = append(recs, kindRecord{v1alpha1.KindServiceBinding, b})
 	}
 	adopted := map[types.UID]bool{}
-	for _, rec := range recs {
-		kind := strings.ToLower(rec.GetObjectKind().GroupVersionKind().Kind)
-		out := AdoptedRecord{Kind: kind, Name: rec.GetName(), Was: store.AuthorOf(rec).Username}
+	for _, kr := range recs {
+		rec := kr.rec
+		out := AdoptedRecord{Kind: strings.ToLower(kr.kind), Name: rec.GetName(), Was: store.AuthorOf(rec).Username}
 		au := store.AuthorOf(rec)
 		switch {
 		case tampered(rec) != "":

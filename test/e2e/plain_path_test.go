@@ -167,3 +167,73 @@ func TestPlainPath_ANamespaceWithItsOwnBrokerIsFinishedByPlainReconcile(t *testi
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner: alice, with the
+// documented user role, registers a namespace broker with credentials and provisions
+// through it before anyone set the catalog up, and her --wait is cut short. Once the
+// admin runs init, plain reconcile refuses her records (their author cannot be verified);
+// after "adopt -n NS" by alice (a dry run first, which changes nothing), plain reconcile
+// finishes the provision.
+func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testing.T) {
+	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	ctx := context.Background()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	catalogNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
+	plainUser(t, controlplane.AliceUser, ns, catalogNS)
+	// The cluster id, stored by whoever used the catalog first.
+	_, err = admin.CoreV1().ConfigMaps(catalogNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterIDConfigMap},
+		Data: map[string]string{kube.ClusterIDKey: "e2e-plain-adopt"}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-auth"},
+		StringData: map[string]string{"username": "u", "password": "p"}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	alice := func(args ...string) result {
+		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", ns, "--catalog-namespace", catalogNS}, args...)...)
+	}
+
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p", AsyncDelay: slow(3 * time.Second), RetryAfter: -1})
+	r := alice("register", "team", "--url", b.URL(), "--basic-auth-secret", "team-auth", "--scope", "namespace")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Check(t, is.Contains(r.Stderr, `an administrator runs "kubectl catalog init" once`), "no terminal: one line names init")
+	r = alice("provision", "db", "--class", "postgresql", "--plan", "standard", "-p", "storage_gb=20", "--wait", "--timeout", "1s", "--interval", "200ms")
+	assert.Assert(t, r.ExitCode != 0, "the wait was cut short: %s", r.Stderr)
+
+	plainInit(t, admin, catalogNS)
+	reconcileDB := func() reconcile.Item {
+		t.Helper()
+		sum, r := recRunStrict(t, ns, nil, "--catalog-namespace", catalogNS, "--max-duration", "60s", "--interval", "200ms")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		item, ok := recItem(sum, ns, "db")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		return item
+	}
+	item := reconcileDB()
+	assert.Equal(t, item.Outcome, reconcile.Refused, item.Detail)
+	assert.Check(t, is.Contains(item.Detail, "was not written under the trust policy now in force"))
+
+	st := recStore(t)
+	inst, err := st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	r = alice("adopt", "--dry-run")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Check(t, is.Contains(r.Stdout, "would be adopted"))
+	same, err := st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, same.ResourceVersion, inst.ResourceVersion, "a dry run writes nothing")
+
+	r = alice("adopt")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	for _, kind := range []string{"broker", "serviceinstance"} {
+		assert.Check(t, is.Regexp("(?m)^"+kind+` +\S+ +alice +adopted`, r.Stdout))
+	}
+	adopted, err := st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, adopted.Spec, inst.Spec)
+
+	item = reconcileDB()
+	assert.Equal(t, item.Outcome, reconcile.Done, item.Detail)
+	inst, err = st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+}
