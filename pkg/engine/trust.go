@@ -239,6 +239,11 @@ func WithRunnersRights(ctx context.Context) context.Context {
 	return context.WithValue(ctx, runnersRightsKey{}, true)
 }
 
+// NoVoucher ends the message of a refusal for want of a verified author where the user
+// running the engine could lend the record their own rights: it names no command, since
+// a verb and reconcile show it alike (reconcile adds the flag that does it).
+const NoVoucher = "no one vouches for its author: only a person who trusts everyone who may write ConfigMaps there acts on it with their own rights, in namespace"
+
 func runnersRights(ctx context.Context) bool { v, _ := ctx.Value(runnersRightsKey{}).(bool); return v }
 
 // authorize refuses a request the engine would make in the name of rec's author unless
@@ -261,8 +266,8 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		if a.notRunners {
 			return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (another person may have written it, so your own rights are not lent to it)", what, a.unverified)
 		}
-		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (or, trusting everyone who may write ConfigMaps in namespace %q, run \"kubectl catalog reconcile --trust-namespace-writers\" to act with your own rights)",
-			what, a.unverified, rec.GetNamespace())
+		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (%s %q)",
+			what, a.unverified, NoVoucher, rec.GetNamespace())
 	}
 	if e.cfg.Authorizer == nil {
 		if runners {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -321,6 +323,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.noVoucherHint(sum)
 	if sum.Interrupted {
 		fmt.Fprintf(o.Streams.ErrOut, "interrupted: %d records left, pending as they were (a step under way was finished and recorded); run reconcile again to go on\n", sum.Left)
 		return &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}
@@ -329,6 +332,30 @@ func (o *Options) Run(ctx context.Context) error {
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	return nil
+}
+
+// noVoucherHint says, after a run that refused records for want of a verified author
+// where the runner could have lent them their rights, what does it: the trust policy, or
+// --trust-namespace-writers.
+func (o *Options) noVoucherHint(sum reconcile.Summary) {
+	if o.TrustUnverifiedAuthors {
+		return
+	}
+	var spaces []string
+	n := 0
+	for _, it := range sum.Items {
+		if it.Outcome == reconcile.Refused && strings.Contains(it.Detail, engine.NoVoucher) {
+			n++
+			if !slices.Contains(spaces, it.Namespace) {
+				spaces = append(spaces, it.Namespace)
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "%d records were refused because no one vouches for their author: an administrator runs \"kubectl catalog init\" and their owners adopt them (\"kubectl catalog adopt -n NAMESPACE\"), or, trusting everyone who may write ConfigMaps in namespace %s, run again with --trust-namespace-writers\n",
+		n, strings.Join(spaces, ", "))
 }
 
 // DefaultRetryHorizon is --retry-horizon's default for a run by hand.

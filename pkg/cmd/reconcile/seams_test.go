@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -76,4 +77,22 @@ func TestReconcile_ServeNeverTrustsNamespaceWriters(t *testing.T) {
 		cmd.SetArgs([]string{"-A", "--serve", flag})
 		assert.ErrorContains(t, cmd.Execute(), "--trust-namespace-writers is for a run by hand, not --serve")
 	}
+}
+
+func TestReconcile_RecordsNoOneVouchesFor_NameTheFlagOnce(t *testing.T) {
+	detail := "refused to get Secret \"root\" in namespace \"team-a\" on the record's behalf: ... (" + engine.NoVoucher + " \"team-a\")"
+	sum := reconcile.Summary{Items: []reconcile.Item{
+		{Namespace: "team-a", Kind: "ServiceInstance", Name: "db", Outcome: reconcile.Refused, Detail: detail},
+		{Namespace: "team-a", Kind: "ServiceBinding", Name: "app", Outcome: reconcile.Refused, Detail: detail},
+		{Namespace: "team-a", Kind: "ServiceInstance", Name: "other", Outcome: reconcile.Refused, Detail: "plan not allowed"},
+	}}
+	var errOut bytes.Buffer
+	o := &Options{Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &errOut)}
+	o.noVoucherHint(sum)
+	assert.Equal(t, errOut.String(), "2 records were refused because no one vouches for their author: an administrator runs \"kubectl catalog init\" and their owners adopt them (\"kubectl catalog adopt -n NAMESPACE\"), or, trusting everyone who may write ConfigMaps in namespace team-a, run again with --trust-namespace-writers\n")
+
+	errOut.Reset()
+	o.TrustUnverifiedAuthors = true
+	o.noVoucherHint(sum)
+	assert.Equal(t, errOut.String(), "")
 }
