@@ -253,15 +253,25 @@ func (e *Engine) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error
 }
 
 // restamp writes rec again as the runner's intent: the store stamps the runner as its
-// author with the current token; the spec is written as it was read.
+// author with the current token; the spec is written as it was read. A refusal's backoff
+// is cut short: the next reconcile looks at the record again at once, now that its
+// author can be verified.
 func (e *Engine) restamp(ctx context.Context, rec v1alpha1.Record) error {
+	now := metav1.NewTime(e.now())
+	due := func(s *v1alpha1.OperationStatus) {
+		if s.Retry != nil && s.Retry.NextRetryAt != nil && s.Retry.NextRetryAt.After(now.Time) {
+			s.Retry.NextRetryAt = &now
+		}
+	}
 	var err error
 	switch r := rec.(type) {
 	case *v1alpha1.Broker:
 		_, err = e.cfg.Store.Brokers().Update(ctx, r)
 	case *v1alpha1.ServiceInstance:
+		due(&r.Status.OperationStatus)
 		_, err = e.cfg.Store.Instances().Update(ctx, r)
 	case *v1alpha1.ServiceBinding:
+		due(&r.Status.OperationStatus)
 		_, err = e.cfg.Store.Bindings().Update(ctx, r)
 	}
 	return err

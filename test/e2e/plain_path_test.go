@@ -29,7 +29,7 @@ func plainInit(t *testing.T, admin kubernetes.Interface, catalogNS string) {
 	r := kubectl(t, controlplane.AdminUser, "catalog", "init", "--catalog-namespace", catalogNS)
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	for _, line := range []string{
-		"configmap/catalog-cluster-id created: ",
+		"configmap/catalog-cluster-id ",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/kubectl-catalog-record-author ",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/kubectl-catalog-record-author ",
 		"configmap/catalog-trust created: ",
@@ -202,9 +202,9 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	assert.Assert(t, r.ExitCode != 0, "the wait was cut short: %s", r.Stderr)
 
 	plainInit(t, admin, catalogNS)
-	reconcileDB := func() reconcile.Item {
+	reconcileDB := func(args ...string) reconcile.Item {
 		t.Helper()
-		sum, r := recRunStrict(t, ns, nil, "--catalog-namespace", catalogNS, "--max-duration", "60s", "--interval", "200ms")
+		sum, r := recRunStrict(t, ns, nil, append([]string{"--catalog-namespace", catalogNS, "--max-duration", "60s", "--interval", "200ms"}, args...)...)
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		item, ok := recItem(sum, ns, "db")
 		assert.Assert(t, ok, "%+v", sum.Items)
@@ -212,7 +212,6 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	}
 	item := reconcileDB()
 	assert.Equal(t, item.Outcome, reconcile.Refused, item.Detail)
-	assert.Check(t, is.Contains(item.Detail, "was not written under the trust policy now in force"))
 
 	st := recStore(t)
 	inst, err := st.Instances().Get(ctx, ns, "db")
@@ -233,8 +232,12 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	assert.NilError(t, err)
 	assert.DeepEqual(t, adopted.Spec, inst.Spec)
 
-	item = reconcileDB()
-	assert.Equal(t, item.Outcome, reconcile.Done, item.Detail)
+	// Plain reconcile runs until the record is due again and finished.
+	instWaitFor(t, "plain reconcile to finish db", 90*time.Second, func() bool {
+		item = reconcileDB()
+		assert.Assert(t, item.Outcome != reconcile.Refused && item.Outcome != reconcile.Failed, item.Detail)
+		return item.Outcome == reconcile.Done
+	})
 	inst, err = st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)

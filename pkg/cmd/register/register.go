@@ -13,11 +13,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
