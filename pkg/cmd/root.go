@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/adopt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/syncbroker"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/touch"
@@ -86,6 +88,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(
 		version.NewCmdVersion(f),
 		completion.NewCmdCompletion(f.IOStreams),
+		setup.NewCmdInit(f, nil),
 		register.NewCmdRegister(f, nil),
 		deregister.NewCmdDeregister(f, nil),
 		syncbroker.NewCmdSync(f, nil),
@@ -103,6 +106,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		access.NewCmdAccess(f),
 		graph.NewCmdGraph(f, nil),
 		reconcile.NewCmdReconcile(f, nil),
+		adopt.NewCmdAdopt(f, nil),
 		migrate.NewCmdMigrate(f, nil),
 		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),

@@ -102,9 +102,10 @@ func (c *Config) namespaces() []string {
 // A Check looks at one thing and returns what it found, in the order of the report.
 type Check func(ctx context.Context, c *Config) []Finding
 
-// Checks are the checks Run makes once the cluster answers, in order.
+// Checks are the checks Run makes once the cluster answers, in order. Trust comes last
+// when the policy is in force, and first when it is not.
 func Checks() []Check {
-	return []Check{RBAC, Brokers, Records, Reconcile, ShardGroups, Trust}
+	return []Check{RBAC, Brokers, Records, Reconcile, ShardGroups}
 }
 
 // Run makes every check. When the cluster cannot be reached, the other checks are not
@@ -114,8 +115,18 @@ func Run(ctx context.Context, c Config) []Finding {
 	if !reachable {
 		return fs
 	}
+	// Without the trust policy, the one command that installs it comes first: it is
+	// what lets reconcile act on the records at all.
+	trustFs := Trust(ctx, &c)
+	missing := slices.ContainsFunc(trustFs, func(f Finding) bool { return f.Severity != OK })
+	if missing {
+		fs = append(fs, trustFs...)
+	}
 	for _, check := range Checks() {
 		fs = append(fs, check(ctx, &c)...)
+	}
+	if !missing {
+		fs = append(fs, trustFs...)
 	}
 	return fs
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -241,7 +242,7 @@ func TestBroker_TheEngineRefuses(t *testing.T) {
 			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
 		{name: "author unverified", err: &engine.RefusedError{Reason: engine.ReasonRefusedAuthorUnverified, Message: "no author\n  known"},
 			severity: Warn, detail: "refused: RefusedAuthorUnverified: no author known",
-			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog reconcile install"), or check it yourself with "kubectl catalog sync broker forged -n dev"`},
+			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog init"), or check it yourself with "kubectl catalog sync broker forged -n dev"`},
 		{name: "cannot check", err: errors.New("the API server is gone"), severity: Fail, detail: "not called: the API server is gone",
 			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
 	} {
@@ -484,6 +485,19 @@ func TestReconcile_CannotListSaysSo(t *testing.T) {
 	assert.Assert(t, is.Contains(fs[0].Fix, "ask an administrator"))
 }
 
+func TestRun_WithoutTheTrustPolicyItsFixComesFirst(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	fx := newFixture(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}},
+	)
+	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
+	fs := fx.run()
+	objs := objects(fs)
+	assert.Equal(t, objs[2], "trust", "right after the cluster answered: %v", objs)
+	assert.Assert(t, strings.HasPrefix(fs[2].Fix, "kubectl catalog init "), fs[2].Fix)
+	assert.Equal(t, slices.Index(objs[3:], "trust"), -1, "once: %v", objs)
+}
+
 func TestTrust_MissingOrStale_WarnsWithWhatToRun(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -507,7 +521,7 @@ func TestTrust_MissingOrStale_WarnsWithWhatToRun(t *testing.T) {
 			assert.Equal(t, f.Severity, tc.wantSeverity, "%+v", f)
 			assert.Assert(t, is.Contains(f.Detail, tc.wantDetail))
 			if tc.wantSeverity != OK {
-				assert.Assert(t, is.Contains(f.Fix, "kubectl catalog reconcile install"))
+				assert.Assert(t, is.Contains(f.Fix, "kubectl catalog init"))
 			}
 		})
 	}

@@ -26,5 +26,5 @@ func Trust(ctx context.Context, c *Config) []Finding {
 		return []Finding{{Object: name, Severity: OK, Detail: detail}}
 	}
 	return []Finding{{Object: name, Severity: Warn, Detail: "not in force: " + st.Reason + "; every record has an unverified author, and reconcile refuses what needs its author's authority",
-		Fix: "kubectl catalog reconcile install --image IMAGE (installs the policy and writes a new token; needs the ValidatingAdmissionPolicy API, Kubernetes 1.30+); records written before then are verified once their author writes them again with kubectl catalog"}}
+		Fix: "kubectl catalog init (installs the policy and writes a new token, as \"kubectl catalog reconcile install\" also does; needs the ValidatingAdmissionPolicy API, Kubernetes 1.30+); records written before then are adopted by their owner with \"kubectl catalog adopt -n NAMESPACE\""}}
 }

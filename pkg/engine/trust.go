@@ -189,7 +189,7 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	case au.Username == "":
 		return authority{unverified: fmt.Sprintf("%s %q names no author (it was not written by kubectl catalog with the trust policy in force)", kind, rec.GetName()), notRunners: barred}
 	case state.Token == "":
-		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog reconcile install\"", state.Reason, kind, rec.GetName()), notRunners: barred}
+		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred}
 	case au.Token != state.Token:
 		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName()), notRunners: barred}
 	}
@@ -233,7 +233,7 @@ func runnersRightsBarred(rec v1alpha1.Record, state TrustState) bool {
 type runnersRightsKey struct{}
 
 // WithRunnersRights marks ctx as a run on the user's own command (a verb, or a reconcile
-// run by hand with --trust-unverified-authors): where a record's author cannot be
+// run by hand with --trust-namespace-writers): where a record's author cannot be
 // verified (no trust policy) or the user may not ask the API server about them, the
 // engine acts with the user's own rights, as the user could by hand, instead of
 // refusing. A verified author the API server says may not do something is refused all
@@ -241,6 +241,11 @@ type runnersRightsKey struct{}
 func WithRunnersRights(ctx context.Context) context.Context {
 	return context.WithValue(ctx, runnersRightsKey{}, true)
 }
+
+// NoVoucher ends the message of a refusal for want of a verified author where the user
+// running the engine could lend the record their own rights: it names no command, since
+// a verb and reconcile show it alike (reconcile adds the flag that does it).
+const NoVoucher = "no one vouches for its author: only a person who trusts everyone who may write ConfigMaps there acts on it with their own rights, in namespace"
 
 func runnersRights(ctx context.Context) bool { v, _ := ctx.Value(runnersRightsKey{}).(bool); return v }
 
@@ -258,6 +263,10 @@ func isReconcile(ctx context.Context) bool { v, _ := ctx.Value(reconcileKey{}).(
 // authorize refuses a request the engine would make in the name of rec's author unless
 // the author may make it.
 func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs authorizationv1.ResourceAttributes) error {
+	if adoptingUID(ctx, rec.GetUID()) {
+		// The runner adopts rec: the spec counts as theirs only if they could write it.
+		return e.runnerMay(ctx, attrs)
+	}
 	a := e.authorityOf(ctx, rec)
 	if a.self {
 		return nil
@@ -271,8 +280,8 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		if a.notRunners {
 			return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (another person may have written it, so your own rights are not lent to it)", what, a.unverified)
 		}
-		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (or, trusting everyone who may write ConfigMaps in namespace %q, run \"kubectl catalog reconcile --trust-unverified-authors\" to act with your own rights)",
-			what, a.unverified, rec.GetNamespace())
+		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (%s %q)",
+			what, a.unverified, NoVoucher, rec.GetNamespace())
 	}
 	if e.cfg.Authorizer == nil {
 		if runners {

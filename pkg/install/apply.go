@@ -60,7 +60,6 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 	}
 	results = append(results, res)
 
-	applied := map[runtime.Object]Result{}
 	// applyIn applies objs, whose namespace exists when nsExists.
 	applyIn := func(nsExists bool, objs ...runtime.Object) error {
 		for _, obj := range objs {
@@ -77,7 +76,6 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 			if err != nil {
 				return err
 			}
-			applied[obj] = res
 			results = append(results, res)
 		}
 		return nil
@@ -124,37 +122,56 @@ func Apply(ctx context.Context, core kubernetes.Interface, objs Objects, opts Ap
 			return results, err
 		}
 	}
-	if objs.Policy != nil {
-		if err := applyAll(objs.Policy, objs.PolicyBinding); err != nil {
-			return results, err
-		}
-	}
 	if objs.Policy == nil {
 		return results, nil
 	}
+	err = applyTrust(ctx, core, objs, opts, &results, func() (bool, error) { return alsoNamespace(objs.TrustToken.Namespace) })
+	return results, err
+}
 
+// applyTrust applies the trust policy and its binding of objs and, once the API server
+// enforces them, the token ConfigMap: created, or created anew when the policy or
+// binding changed or the token is older than they are. It appends what happened to
+// results. tokenNamespace makes sure of the token's namespace and says whether it exists
+// (a dry run cannot validate anything in one it did not create).
+func applyTrust(ctx context.Context, core kubernetes.Interface, objs Objects, opts ApplyOptions, results *[]Result, tokenNamespace func() (bool, error)) error {
+	var dry []string
+	if opts.DryRun {
+		dry = []string{metav1.DryRunAll}
+	}
+	applied := map[runtime.Object]Result{}
+	for _, obj := range []runtime.Object{objs.Policy, objs.PolicyBinding} {
+		res, err := applyOne(ctx, core, obj, dry)
+		if err != nil {
+			return err
+		}
+		applied[obj] = res
+		*results = append(*results, res)
+	}
 	token := objs.TrustToken
-	tokenNSExists, err := alsoNamespace(token.Namespace)
+	tokenNSExists, err := tokenNamespace()
 	if err != nil {
-		return results, err
+		return err
 	}
-	if dryRun && !tokenNSExists {
-		return append(results, Result{Resource: resourceOf(token), Name: token.Name, Action: Created, Object: token}), nil
+	if opts.DryRun && !tokenNSExists {
+		*results = append(*results, Result{Resource: resourceOf(token), Name: token.Name, Action: Created, Object: token})
+		return nil
 	}
-	if !dryRun && !opts.SkipEnforcementCheck {
+	if !opts.DryRun && !opts.SkipEnforcementCheck {
 		timeout := opts.EnforceTimeout
 		if timeout == 0 {
 			timeout = DefaultEnforceTimeout
 		}
 		if err := WaitEnforced(ctx, core, token.Namespace, timeout); err != nil {
-			return results, err
+			return err
 		}
 	}
-	res, err = applyToken(ctx, core, token, applied[objs.Policy], applied[objs.PolicyBinding], dry)
+	res, err := applyToken(ctx, core, token, applied[objs.Policy], applied[objs.PolicyBinding], dry)
 	if err != nil {
-		return results, err
+		return err
 	}
-	return append(results, res), nil
+	*results = append(*results, res)
+	return nil
 }
 
 // ensureNamespace creates ns unless it exists, and says whether it did.

@@ -127,3 +127,30 @@ func WriteJSON(w io.Writer, objs []map[string]any) error {
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
 }
+
+// WriteManifests writes objs as format: "json" a v1 List (WriteJSON), otherwise a YAML
+// stream (WriteYAML).
+func WriteManifests(w io.Writer, format string, objs []map[string]any) error {
+	if format == "json" {
+		return WriteJSON(w, objs)
+	}
+	return WriteYAML(w, objs)
+}
+
+// PrintPlanned prints the objects a client dry run would apply: a line "REF created
+// (dry run)" each without format, or their manifests (Clean) as format.
+func PrintPlanned(w io.Writer, format string, list []runtime.Object) error {
+	if format == "" {
+		for _, obj := range list {
+			if _, err := fmt.Fprintf(w, "%s created (dry run)\n", Ref(obj)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cleaned := make([]map[string]any, 0, len(list))
+	for _, obj := range list {
+		cleaned = append(cleaned, Clean(obj))
+	}
+	return WriteManifests(w, format, cleaned)
+}

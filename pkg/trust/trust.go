@@ -226,7 +226,7 @@ func (s State) String() string {
 	return "in force"
 }
 
-const fix = `run "kubectl catalog reconcile install"`
+const fix = `an administrator runs "kubectl catalog init"`
 
 // CheckPolicy reads the trust state of the cluster: the policy and its
 // binding as Policy and Binding build them, and the token ConfigMap in

@@ -106,7 +106,7 @@ func TestCheckPolicy_SaysWhetherThePolicyIsInForceAndWhyNot(t *testing.T) {
 				assert.Equal(t, st.Reason, "")
 			} else {
 				assert.Assert(t, is.Contains(st.Reason, tc.wantReason))
-				assert.Assert(t, is.Contains(st.Reason, "kubectl catalog reconcile install"))
+				assert.Assert(t, is.Contains(st.Reason, "kubectl catalog init"))
 			}
 			if tc.wantToken != "" {
 				assert.Equal(t, st.TokenOnly, tc.tokenOnly)

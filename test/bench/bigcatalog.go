@@ -62,7 +62,7 @@ func bigCatalogFigures(bins controlplane.Binaries, plugin, dir string) ([]figure
 	}
 	// The relist interval (1s) has passed by now: reconcile fetches the catalog again.
 	time.Sleep(1100 * time.Millisecond)
-	reconcile, err := peakMemory(kc, append([]string{plugin, "reconcile", "--all-namespaces", "--trust-unverified-authors"}, common[:2]...))
+	reconcile, err := peakMemory(kc, append([]string{plugin, "reconcile", "--all-namespaces", "--trust-namespace-writers"}, common[:2]...))
 	if err != nil {
 		return nil, nil, err
 	}

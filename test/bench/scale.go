@@ -219,7 +219,7 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 	before, failed := e.proxy.Counts(), e.proxy.Failed()
 	start := time.Now()
 	r.RSSKiB, err = peakMemory(e.kc, []string{e.plugin, "reconcile", "-A", "--catalog-namespace", reconcilebench.CatalogNamespace,
-		"--trust-unverified-authors", "--workers", fmt.Sprint(o.Workers), "--interval", "1ms",
+		"--trust-namespace-writers", "--workers", fmt.Sprint(o.Workers), "--interval", "1ms",
 		"--retry-horizon", "0", "--max-duration", "10m", "--qps", "500", "--burst", "1000", "-o", "json"})
 	r.Took = time.Since(start)
 	if err != nil {

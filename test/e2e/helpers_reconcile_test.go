@@ -30,7 +30,7 @@ func recStore(t *testing.T) *store.Store {
 	return store.New(admin, nil)
 }
 
-// recRun runs "kubectl catalog reconcile --trust-unverified-authors ARGS -o json" in ns
+// recRun runs "kubectl catalog reconcile --trust-namespace-writers ARGS -o json" in ns
 // over the tests' own records and returns its summary.
 func recRun(t *testing.T, ns string, env []string, args ...string) (reconcile.Summary, result) {
 	t.Helper()

@@ -110,17 +110,7 @@ func trustSetup(t *testing.T) *trustEnv {
 	e.attackerURL = attackerSrv.URL
 
 	t.Cleanup(func() {
-		r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", e.catalogNS, "--catalog-namespace", e.catalogNS, "--yes")
-		assert.Check(t, r.ExitCode == 0, r.Stderr)
-		// Until the API server lets a record without author through, later tests would
-		// meet the policy.
-		instWaitFor(t, "the trust policy to be no longer enforced", 60*time.Second, func() bool {
-			_, err := admin.CoreV1().ConfigMaps(e.catalogNS).Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: "catalog-instance.probe", Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
-				Data:       map[string]string{store.DataKey: "{}"},
-			}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			return err == nil
-		})
+		trustTakeDown(t, admin, e.catalogNS)
 		for _, role := range []string{"kubectl-catalog-viewer", "kubectl-catalog-user", "kubectl-catalog-admin"} {
 			_ = admin.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{})
 		}
@@ -208,6 +198,23 @@ func trustSetup(t *testing.T) *trustEnv {
 	_, err = alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsForbidden(err), "alice may not read the hidden Secret: %v", err)
 	return e
+}
+
+// trustTakeDown removes what "reconcile install" (or "init") put in place with catalogNS
+// as the catalog namespace, the cluster-wide trust policy included, and waits until the
+// API server no longer enforces it: until it lets a record without author through, later
+// tests would meet the policy.
+func trustTakeDown(t *testing.T, admin kubernetes.Interface, catalogNS string) {
+	t.Helper()
+	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", catalogNS, "--catalog-namespace", catalogNS, "--yes")
+	assert.Check(t, r.ExitCode == 0, r.Stderr)
+	instWaitFor(t, "the trust policy to be no longer enforced", 60*time.Second, func() bool {
+		_, err := admin.CoreV1().ConfigMaps(catalogNS).Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "catalog-instance.probe", Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
+			Data:       map[string]string{store.DataKey: "{}"},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil
+	})
 }
 
 // trustBob runs "kubectl catalog -n team-b ARGS" as bob.

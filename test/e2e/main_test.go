@@ -109,4 +109,4 @@ func versionedPlugin(t *testing.T) string {
 // policy installed (test/e2e/trust_test.go installs it for itself), so no record's author
 // can be verified, and reconcile acts on them with the admin's own rights only when asked
 // to; the records are the tests' own.
-const asRunner = "--trust-unverified-authors"
+const asRunner = "--trust-namespace-writers"

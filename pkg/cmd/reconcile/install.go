@@ -236,17 +236,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	}
 	objs := install.Build(o.Options)
 	if o.DryRun == cmdutil.DryRunClient {
-		if o.Output.Format() == "" {
-			for _, obj := range objs.List() {
-				fmt.Fprintf(o.Streams.Out, "%s created (dry run)\n", install.Ref(obj))
-			}
-			return nil
-		}
-		cleaned := make([]map[string]any, 0, 8)
-		for _, obj := range objs.List() {
-			cleaned = append(cleaned, install.Clean(obj))
-		}
-		return writeObjects(o.Streams, o.Output.Format(), cleaned)
+		return install.PrintPlanned(o.Streams.Out, o.Output.Format(), objs.List())
 	}
 	results, err := install.Apply(ctx, o.Core, objs, install.ApplyOptions{DryRun: o.DryRun == cmdutil.DryRunServer})
 	suffix := ""
@@ -262,7 +252,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Output.Format() != "" {
-		return writeObjects(o.Streams, o.Output.Format(), install.Served(results))
+		return install.WriteManifests(o.Streams.Out, o.Output.Format(), install.Served(results))
 	}
 	if !o.DryRun.Enabled() {
 		if o.Serve {
@@ -277,13 +267,6 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func writeObjects(streams cmdutil.IOStreams, format string, objs []map[string]any) error {
-	if format == "json" {
-		return install.WriteJSON(streams.Out, objs)
-	}
-	return install.WriteYAML(streams.Out, objs)
 }
 
 var uninstallLong = cmdutil.LongDesc(`
@@ -392,7 +375,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	}
 	if !o.KeepTrustPolicy {
 		fmt.Fprintf(o.Streams.ErrOut, "It also deletes the records' trust policy %q and its token ConfigMap %s/%s: every record then has an unverified author,\n"+
-			"and reconcile refuses what needs its author's authority until \"kubectl catalog reconcile install\" installs the policy again.\n",
+			"and reconcile refuses what needs its author's authority until \"kubectl catalog init\" (or \"reconcile install\") installs the policy again.\n",
 			trust.PolicyName, catalogNS, trust.ConfigMapName)
 	}
 	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("reconcile uninstall")); !ok {

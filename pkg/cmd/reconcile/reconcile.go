@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -63,9 +65,10 @@ var reconcileLong = cmdutil.LongDesc(`
 	It acts on a record only with authority its author had: a Secret a record
 	names is read, and a workload changed, only when the API server says the
 	record's author may (see docs/security.md). Where no author can be
-	verified (the trust policy of "reconcile install" is not in force), what
-	needs one is refused, visibly; --trust-unverified-authors acts with your
-	own rights instead, for namespaces whose every ConfigMap writer you trust.
+	verified (the trust policy that "kubectl catalog init" installs is not in
+	force), what needs one is refused, visibly; --trust-namespace-writers acts
+	with your own rights instead, trusting everyone who may write ConfigMaps
+	in the namespaces of the run (--serve and the CronJob never do).
 
 	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
 	person must look (a terminal failure, or errors talking to the API
@@ -106,7 +109,7 @@ var reconcileExample = cmdutil.Examples(`
 	kubectl catalog reconcile -A --dry-run
 
 	# Your own namespace, on a cluster without the trust policy, with your own rights
-	kubectl catalog reconcile -n team-a --trust-unverified-authors
+	kubectl catalog reconcile -n team-a --trust-namespace-writers
 
 	# Also rotate the credentials of bindings due for renewal
 	kubectl catalog reconcile -A --rotate-due
@@ -168,6 +171,10 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 		Example: reconcileExample,
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("trust-unverified-authors") {
+				// cobra keeps pflag's own deprecation notice to itself.
+				fmt.Fprintln(o.Streams.ErrOut, "Warning: --trust-unverified-authors has been deprecated, use --trust-namespace-writers")
+			}
 			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
@@ -182,7 +189,10 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.BoolVar(&o.RotateDue, "rotate-due", false, "Also rotate the credentials of bindings whose renew_before has passed (lists every binding in scope).")
 	fs.DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of an operation when the broker sends no Retry-After.")
 	o.Output.AddFlags(cmd)
-	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-unverified-authors", false, "Where a record's author cannot be verified (no trust policy), act with your own rights instead of refusing what needs the author's: only for namespaces whose every ConfigMap writer you trust. Not with --serve.")
+	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-namespace-writers", false, "Where a record's author cannot be verified (no trust policy), act with your own rights instead of refusing what needs the author's: you trust everyone who may write ConfigMaps in the namespaces of the run. Not with --serve.")
+	// The flag's former name, hidden; it still works, with a warning.
+	fs.BoolVar(&o.TrustUnverifiedAuthors, "trust-unverified-authors", false, "")
+	_ = fs.MarkDeprecated("trust-unverified-authors", "use --trust-namespace-writers")
 	o.Egress.AddFlags(cmd)
 	o.Serve.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.FixedCompletions([]string{"0/2", "1/2", "0/3", "1/3", "2/3"}, cobra.ShellCompDirectiveNoFileComp))
@@ -225,7 +235,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	if o.Serve.Enabled && o.TrustUnverifiedAuthors {
-		return cmdutil.UsageErrorf("--trust-unverified-authors is for a run by hand, not --serve: reconcile in the cluster acts only with the authority of records' verified authors")
+		return cmdutil.UsageErrorf("--trust-namespace-writers is for a run by hand, not --serve: reconcile in the cluster acts only with the authority of records' verified authors")
 	}
 	return o.validateServe()
 }
@@ -313,6 +323,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.noVoucherHint(sum)
 	if sum.Interrupted {
 		fmt.Fprintf(o.Streams.ErrOut, "interrupted: %d records left, pending as they were (a step under way was finished and recorded); run reconcile again to go on\n", sum.Left)
 		return &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}
@@ -321,6 +332,30 @@ func (o *Options) Run(ctx context.Context) error {
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	return nil
+}
+
+// noVoucherHint says, after a run that refused records for want of a verified author
+// where the runner could have lent them their rights, what does it: the trust policy, or
+// --trust-namespace-writers.
+func (o *Options) noVoucherHint(sum reconcile.Summary) {
+	if o.TrustUnverifiedAuthors {
+		return
+	}
+	var spaces []string
+	n := 0
+	for _, it := range sum.Items {
+		if it.Outcome == reconcile.Refused && strings.Contains(it.Detail, engine.NoVoucher) {
+			n++
+			if !slices.Contains(spaces, it.Namespace) {
+				spaces = append(spaces, it.Namespace)
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "%d records were refused because no one vouches for their author: an administrator runs \"kubectl catalog init\" and their owners adopt them (\"kubectl catalog adopt -n NAMESPACE\"), or, trusting everyone who may write ConfigMaps in namespace %s, run again with --trust-namespace-writers\n",
+		n, strings.Join(spaces, ", "))
 }
 
 // DefaultRetryHorizon is --retry-horizon's default for a run by hand.

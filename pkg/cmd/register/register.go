@@ -10,13 +10,16 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var registerLong = cmdutil.LongDesc(`
@@ -41,7 +44,14 @@ var registerLong = cmdutil.LongDesc(`
 	Restrictions limit which classes and plans are offered, with rules such as
 	"name in (small,medium)", "free==true" or "name!=legacy". Class rules may
 	test name, id, bindable and tag; plan rules name, id, free, bindable and
-	class. All rules must hold.`)
+	class. All rules must hold.
+
+	When the records' trust policy is not in force in the cluster (nobody
+	ran "kubectl catalog init" yet), register offers, at a terminal, to set
+	the catalog up as init does; --yes accepts without asking. Without a
+	terminal it prints one line naming "kubectl catalog init". Either way
+	the registration stands: the policy only lets "kubectl catalog
+	reconcile" act on each record with its author's rights.`)
 
 var registerExample = cmdutil.Examples(`
 	# Register a cluster-wide broker with basic authentication
@@ -70,12 +80,20 @@ type Options struct {
 	BrokerTimeout         time.Duration
 	DryRun                cmdutil.DryRunStrategy
 	Output                *printers.OutputFlags
+	// Yes sets the catalog up (kubectl catalog init) without asking when the trust
+	// policy is not in force.
+	Yes bool
 
 	// Set by Complete.
 	Namespace string
 	CABundle  string
 	Engine    *engine.Engine
 	Streams   cmdutil.IOStreams
+	// Setup is "kubectl catalog init", offered when the trust policy is not in force.
+	Setup *setup.Options
+	// Core reads whether the trust policy is in force.
+	Core     kubernetes.Interface
+	Prompter prompt.Prompter
 }
 
 // NewCmdRegister returns the register command. runF, when not nil, is called with the
@@ -109,6 +127,7 @@ func NewCmdRegister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.DurationVar(&o.BrokerTimeout, "broker-timeout", brokerclient.DefaultTimeout, "How long to wait for the broker's answer.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the broker record")
 	o.Output.AddFlags(cmd)
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "When the records' trust policy is not in force, set the catalog up (as \"kubectl catalog init\") without asking.")
 	// svcat's names, accepted and not shown (docs/svcat.md).
 	cmdutil.AddHiddenAliases(fl, map[string]string{
 		"basic-secret": "basic-auth-secret", "bearer-secret": "bearer-token-secret",
@@ -204,6 +223,16 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Engine = eng.Engine
+	if o.DryRun.Enabled() {
+		return nil
+	}
+	if o.Core, err = f.KubernetesClient(); err != nil {
+		return err
+	}
+	o.Setup = setup.NewOptions(f.IOStreams, f.CatalogNamespace, o.Core)
+	if o.Prompter == nil && o.Streams.CanPrompt() {
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
+	}
 	return nil
 }
 
@@ -236,7 +265,34 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q registered: %s and %s offered\n", b.Name,
 		printers.Plural(res.Catalog.Classes, "class", "classes"), printers.Plural(res.Catalog.Plans, "plan", "plans"))
+	o.offerSetup(ctx)
 	return nil
+}
+
+// offerSetup offers to set the catalog up when the records' trust policy is not in
+// force: at a terminal it asks once (--yes accepts), otherwise it says what sets it
+// up. It never fails the registration.
+func (o *Options) offerSetup(ctx context.Context) {
+	if o.Setup == nil || o.Core == nil {
+		return
+	}
+	if ok, _ := setup.InForce(ctx, o.Core, o.Setup.CatalogNamespace); ok {
+		return
+	}
+	const why = "the records' trust policy is not in force in this cluster, so \"kubectl catalog reconcile\" cannot verify who wrote a record"
+	run := o.Yes
+	if !run && o.Prompter != nil {
+		fmt.Fprintf(o.Streams.ErrOut, "%s; \"kubectl catalog init\" installs it (and stores the cluster id).\n", why)
+		ok, err := o.Prompter.Confirm("Set the catalog up now (kubectl catalog init)?", true)
+		run = err == nil && ok
+	}
+	if !run {
+		fmt.Fprintf(o.Streams.ErrOut, "Note: %s: an administrator runs \"kubectl catalog init\" once.\n", why)
+		return
+	}
+	if err := o.Setup.Run(ctx); err != nil {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: the broker is registered, but the catalog could not be set up: %v\n", err)
+	}
 }
 
 // printDryRun prints the broker record that would be created. The broker is not called:

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// selfRBAC is rbac answering the runner's own questions (SelfSubjectAccessReviews) as
+// those of user.
+type selfRBAC struct {
+	*rbac
+	user string
+}
+
+func (r selfRBAC) SelfAllowed(ctx context.Context, a authorizationv1.ResourceAttributes) (bool, string, error) {
+	return r.Allowed(ctx, r.user, nil, a)
+}
+
+func TestAdoptAuthorship_RestampsOnlyWhatTheRunnerCouldHaveWritten(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, secret("mine", map[string]string{"password": "s3cret"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	// Written before the policy, by someone who may write ConfigMaps in the namespace.
+	before := writerStore(f, "mallory", "")
+	_, err = before.Instances().Create(store.WithIntent(ctx), forgedInstance("plain", ns, "id-plain", nil))
+	assert.NilError(t, err)
+	_, err = before.Instances().Create(store.WithIntent(ctx), forgedInstance("own-secret", ns, "id-own", func(i *v1alpha1.ServiceInstance) {
+		i.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "mine"}}}
+	}))
+	assert.NilError(t, err)
+	_, err = before.Instances().Create(store.WithIntent(ctx), forgedInstance("root-secret", ns, "id-root", withSecretParameters))
+	assert.NilError(t, err)
+	// One written under the policy already.
+	_, err = writerStore(f, "bob", "tok").Instances().Create(store.WithIntent(ctx), forgedInstance("bobs", ns, "id-bobs", nil))
+	assert.NilError(t, err)
+
+	// alice runs it: she may read Secret "mine", not "root".
+	f.engine.cfg.Authorizer = selfRBAC{rbac: &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"alice": {{Namespace: ns, Verb: "get", Resource: "secrets", Name: "mine"}},
+	}}, user: "alice"}
+	f.engine.cfg.Store = writerStore(f, "alice", "tok")
+	authorOf := func(name string) store.Author {
+		inst, err := f.st.Instances().Get(ctx, ns, name)
+		assert.NilError(t, err)
+		return store.AuthorOf(inst)
+	}
+	specOf := func(name string) v1alpha1.ServiceInstanceSpec {
+		inst, err := f.st.Instances().Get(ctx, ns, name)
+		assert.NilError(t, err)
+		return inst.Spec
+	}
+	want := map[string]string{"plain": AuthorshipAdopted, "own-secret": AuthorshipAdopted, "root-secret": AuthorshipRefused, "bobs": AuthorshipVerified}
+	outcomes := func(res AdoptAuthorshipResult) map[string]string {
+		got := map[string]string{}
+		for _, r := range res.Records {
+			got[r.Name] = r.Outcome
+		}
+		return got
+	}
+
+	// A dry run says so and writes nothing.
+	res, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, DryRun: DryRunClient})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, outcomes(res), want)
+	assert.DeepEqual(t, authorOf("plain"), store.Author{Username: "mallory", Groups: []string{"system:authenticated"}})
+
+	specBefore := specOf("own-secret")
+	res, err = f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, outcomes(res), want)
+	assert.Equal(t, res.Refused(), 1)
+	for _, r := range res.Records {
+		if r.Name == "root-secret" {
+			assert.ErrorContains(t, &RefusedError{Message: r.Detail}, `you may not get Secret "root"`)
+		}
+	}
+	for _, name := range []string{"plain", "own-secret"} {
+		assert.DeepEqual(t, authorOf(name), store.Author{Username: "alice", Groups: []string{"system:authenticated"}, Token: "tok"})
+	}
+	assert.DeepEqual(t, specOf("own-secret"), specBefore)
+	assert.Equal(t, authorOf("root-secret").Username, "mallory", "a record failing a check is left unchanged")
+	assert.Equal(t, authorOf("root-secret").Token, "")
+	assert.Equal(t, authorOf("bobs").Username, "bob")
+}
+
+func TestAdoptAuthorship_NeedsThePolicyInForce(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.engine.AdoptAuthorship(context.Background(), AdoptAuthorshipRequest{Namespace: ns})
+	assert.ErrorContains(t, err, `an administrator runs "kubectl catalog init" first`)
+}
