@@ -247,7 +247,7 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 				cm.Labels[store.LabelKind] = "ServiceBinding"
 				return update(controlplane.BobUser, cm)
 			}},
-		{name: "ConfigMap not named as a record is not the policy's",
+		{name: "ConfigMap not named as a record is outside the policy",
 			write: func(t *testing.T, name string) error {
 				cm := record(name)
 				cm.Name = "notes-" + name
