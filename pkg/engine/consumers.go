@@ -48,7 +48,10 @@ func (e *Engine) checkConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, 
 	// The grant is the instance author's: they must be able to write the record.
 	if err := e.authorize(ctx, inst, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "update", Resource: "configmaps",
 		Name: store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name)}); err != nil {
-		r, _ := AsRefused(err)
+		r, ok := AsRefused(err)
+		if !ok {
+			return err
+		}
 		return refused(ReasonRefusedNotShared, "the grant of instance %q in namespace %q to namespace %q does not count: %s", inst.Name, inst.Namespace, b.Namespace, r.Message)
 	}
 	// The binding is its author's: they must be able to write records in its namespace.

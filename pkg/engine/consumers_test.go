@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -355,4 +356,49 @@ func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t 
 	assert.Assert(t, len(unbinds) > 0, "what the bind may have made is unbound")
 	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, "bind-forged")
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
+}
+
+// cannotAsk is the authorizer of a user who may not create SubjectAccessReviews.
+type cannotAsk struct{}
+
+func (cannotAsk) Allowed(context.Context, string, []string, authorizationv1.ResourceAttributes) (bool, string, error) {
+	return false, "", errors.New(`subjectaccessreviews.authorization.k8s.io is forbidden: User "bob" cannot create resource "subjectaccessreviews"`)
+}
+
+// A user binds, from their own namespace, an instance another person shared with it,
+// and may not ask the API server whether that person may share it: the grant is neither
+// refused nor taken on the user's word; the bind waits for reconcile, which may ask.
+func TestConsumers_AGrantTheUserMayNotCheck_IsLeftToReconcile(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	f.engine.cfg.Authorizer = cannotAsk{}
+	_, err := writerStore(f, "mallory", "tok").Instances().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db",
+		func(i *v1alpha1.ServiceInstance) error {
+			i.Spec.SharedWith = []string{consumerNS}
+			return nil
+		})
+	assert.NilError(t, err)
+	f.consumerBinding(nil, consumerNS, "app")
+	b, err := f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+
+	res, err := f.engine.StepBinding(WithRunnersRights(context.Background()), b)
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateWaiting, res.Message)
+	assert.Assert(t, !res.Refused, "%+v", res)
+	assert.Assert(t, is.Contains(res.Message, "reconcile"), res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0)
+	b, err = f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused) == nil, "%+v", b.Status.Conditions)
+	ready := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady)
+	assert.Assert(t, ready != nil && ready.Reason == ReasonWaitingForReconcile, "%+v", b.Status.Conditions)
+
+	// Reconcile, which may ask, finds that mallory may write the instance: it binds.
+	f.engine.cfg.Authorizer = &rbac{allow: map[string][]authorizationv1.ResourceAttributes{"mallory": {{Namespace: ns, Verb: "update",
+		Resource: "configmaps", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "db")}}}}
+	f.engine.trust.answers = nil
+	res = f.stepBindingIn(consumerNS, "app")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1)
 }

@@ -161,8 +161,12 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace})
 	// The user's own command: where the instance's author cannot be verified, the
 	// user's rights decide, as they would by hand.
+	// A grant the user may not check is reconcile's to check: the binding is recorded and
+	// its bind left to reconcile.
 	if err := e.checkConsumer(WithRunnersRights(ctx), draft, inst); err != nil {
-		return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+		if _, ok := AsLeftToReconcile(err); !ok {
+			return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+		}
 	}
 	if err := checkBindingLimit(inst); err != nil {
 		return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)

@@ -299,6 +299,12 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		if err != nil && runners {
 			return nil
 		}
+		if err != nil && !runners && runnersRights(ctx) && !isReconcile(ctx) {
+			// The user's own command, on a record another person wrote, and the user may not
+			// ask the API server about that person: reconcile, which may, decides.
+			return &LeftToReconcileError{What: fmt.Sprintf("you may not ask the API server whether %q, who wrote record %s/%s, may %s, so reconcile, which may, decides and sends what is due (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)",
+				a.author.Username, rec.GetNamespace(), rec.GetName(), what), Err: err}
+		}
 		if err != nil {
 			return refused(ReasonRefusedAuthorUnverified, "refused to %s on behalf of %q: %v", what, a.author.Username, err)
 		}
@@ -371,7 +377,10 @@ func (e *Engine) checkBroker(ctx context.Context, b *v1alpha1.Broker) error {
 		return nil
 	}
 	if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "get", Resource: "secrets", Name: a.SecretRef.Name}); err != nil {
-		r, _ := AsRefused(err)
+		r, ok := AsRefused(err)
+		if !ok {
+			return err
+		}
 		return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("broker %q: %s", b.Name, r.Message)}
 	}
 	return nil
@@ -567,7 +576,10 @@ func (e *Engine) checkParametersTo(ctx context.Context, b *v1alpha1.Broker, name
 			continue
 		}
 		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "secrets", Name: pf.SecretKeyRef.Name}); err != nil {
-			r, _ := AsRefused(err)
+			r, ok := AsRefused(err)
+			if !ok {
+				return err
+			}
 			return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("parameters from Secret %q are not sent to broker %q, whose record another author wrote: %s", pf.SecretKeyRef.Name, b.Name, r.Message)}
 		}
 	}

@@ -156,5 +156,5 @@ func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.
 
 	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	assert.Equal(t, strings.Count(r.Stdout, " not found, skipped\n"), 7, r.Stdout)
+	assert.Equal(t, strings.Count(r.Stdout, " not found, skipped\n"), 8, r.Stdout)
 }

@@ -160,17 +160,17 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		// 5. Bob's OSB id copied: to provision, and with a forged provisioned status,
 		// deleted (so that a deprovision is due).
 		trustForge(t, e, instance("copy", bucket, nil, bobIDs["shop"]), trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy", engine.ReasonRefusedIDInUse})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy", engine.ReasonRefusedIDNotOwned})
 		held := trustProvisioned(instance("copy-held", bucket, nil, bobIDs["shop"]))
 		trustForge(t, e, held, trustStamped)
 		assert.NilError(t, e.alice.CoreV1().ConfigMaps(e.teamA).Delete(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, "copy-held"), metav1.DeleteOptions{}))
-		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy-held", engine.ReasonRefusedIDInUse})
+		refusals = append(refusals, forged{v1alpha1.KindServiceInstance, "copy-held", engine.ReasonRefusedIDNotOwned})
 		// 6. A binding of an instance that claims bob's id and to be provisioned.
 		trustForge(t, e, trustProvisioned(instance("copy-ready", bucket, nil, bobIDs["shop"])), trustStamped)
 		bnd := engine.NewBinding(engine.BindingIntent{Namespace: e.teamA, Name: "copy-bind", Instance: "copy-ready", SecretName: "copy-bind"})
 		forgedIDs = append(forgedIDs, bnd.Spec.ExternalID)
 		trustForge(t, e, bnd, trustStamped)
-		refusals = append(refusals, forged{v1alpha1.KindServiceBinding, "copy-bind", engine.ReasonRefusedIDInUse})
+		refusals = append(refusals, forged{v1alpha1.KindServiceBinding, "copy-bind", engine.ReasonRefusedIDNotOwned})
 		// 7. A plan the access rules disable in her namespace.
 		r := instCatalog(t, e.teamA, "access", "disable", "object-storage/archive", "--catalog-namespace", e.catalogNS)
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
