@@ -200,6 +200,17 @@ func TestSetAsyncDelay_AppliesToOperationsStartedAfterwards(t *testing.T) {
 	assert.Check(t, inst.LastOperation.DoneAt.Sub(inst.LastOperation.StartedAt) == 3*time.Second, "the plan's async_delay")
 }
 
+func TestFinishOperations_CompletesWhatIsInProgress(t *testing.T) {
+	b, c := startBroker(t, func(o *Options) { o.AsyncDelay = time.Hour })
+	c.do(http.MethodPut, instancePath("held")+"?accepts_incomplete=true", provisionBody(DemoPostgresServiceID, DemoPostgresStandardPlanID, nil)).expect(t, 202)
+	inst, _ := b.Instance("held")
+	assert.Check(t, is.Equal(inst.LastOperation.State, osb.StateInProgress))
+	b.FinishOperations()
+	inst, _ = b.Instance("held")
+	assert.Check(t, is.Equal(inst.LastOperation.State, osb.StateSucceeded))
+	assert.Check(t, is.Equal(inst.State, InstanceReady))
+}
+
 func TestDashboard_ShowsTheInstance(t *testing.T) {
 	_, c := startBroker(t)
 	var prov osb.ProvisionResponse

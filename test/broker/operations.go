@@ -28,6 +28,25 @@ func (b *Broker) advanceLocked(now time.Time) {
 	}
 }
 
+// FinishOperations makes every asynchronous operation in progress due now: its next
+// poll (or state read) completes it as it would have at its own end.
+func (b *Broker) FinishOperations() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	for _, inst := range b.state.Instances {
+		if op := inst.LastOperation; op != nil && op.State == osb.StateInProgress && op.DoneAt.After(now) {
+			op.DoneAt = now
+		}
+	}
+	for _, bd := range b.state.Bindings {
+		if op := bd.LastOperation; op != nil && op.State == osb.StateInProgress && op.DoneAt.After(now) {
+			op.DoneAt = now
+		}
+	}
+	b.dirty = true
+}
+
 func due(op *Operation, now time.Time) bool {
 	return op != nil && op.State == osb.StateInProgress && !op.Stuck && !now.Before(op.DoneAt)
 }

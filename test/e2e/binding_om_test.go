@@ -29,9 +29,10 @@ type bomCase struct {
 	// unbind: the faults strike "unbind app" of a bound binding; else "bind db --name app".
 	unbind bool
 	faults []broker.Fault
-	// asyncDelay, when set, is how long the broker's async operations started by the
-	// faulted command take (then back to the test's short delay).
-	asyncDelay time.Duration
+	// heldBind: the broker's async operations (the bind) run until the test has seen
+	// the record fail its first orphan-mitigation unbind; then they end, and the
+	// command's --wait goes on.
+	heldBind bool
 	// wait runs the faulted command with --wait and this --timeout.
 	wait string
 	env  []string
@@ -114,16 +115,14 @@ func bomCases() []bomCase {
 			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: engine.StateSettled},
 		// The bind outlives the plan's maximum_polling_duration (2 s): it counts as
 		// failed, so the binding is unbound; the broker refuses that while its bind
-		// still runs (ConcurrencyError: retried, no further mitigation), and once the
-		// bind ended the unbind goes through and the binding is made again.
+		// still runs (ConcurrencyError: the record shows the failed mitigation, retried),
+		// and once the bind ended the unbind goes through and the binding is made again.
 		{name: "maximum_polling_duration expired: mitigate", plan: "ha",
 			catalog: func(t *testing.T, c *broker.Catalog) {
 				instSetMaxPolling(t, c, broker.DemoPostgresHAPlanID, 2)
 			},
-			asyncDelay: 10 * time.Second, wait: "6s",
-			exit: 124, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonOrphanMitigationCallFailed,
-			om: "True/" + engine.ReasonOrphanMitigationCallFailed, retryReason: engine.ReasonOrphanMitigationCallFailed,
-			mitigation: true, final: engine.StateSettled},
+			heldBind: true, wait: wait,
+			exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: engine.StateSettled},
 		{name: "410 while polling a bind: keep polling", plan: "ha",
 			faults: []broker.Fault{{Op: blo, Action: broker.ActionGone, Times: 2}},
 			wait:   wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, final: engine.StateSettled},
@@ -205,17 +204,15 @@ func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
 			if tc.wait != "" {
 				args = append(args, waitArgs(tc.wait)...)
 			}
-			if tc.asyncDelay > 0 {
-				e.b.SetAsyncDelay(tc.asyncDelay)
+			sawMitigationFail := func() bool { return true }
+			if tc.heldBind {
+				e.b.SetAsyncDelay(time.Hour)
+				sawMitigationFail = bomReleaseAfterFailedMitigation(t, e)
 			}
 			began := time.Now()
 			r := instRun(t, e.ns, tc.env, args...)
 			took := time.Since(began)
-			if tc.asyncDelay > 0 {
-				// Operations started from now on are short again; the one under way
-				// keeps its own end.
-				e.b.SetAsyncDelay(300 * time.Millisecond)
-			}
+			assert.Assert(t, sawMitigationFail(), "the record never showed the failed orphan-mitigation unbind while the bind ran")
 			assert.Equal(t, r.ExitCode, tc.exit, r.Stderr)
 			if tc.exit == 1 && tc.retryReason != "" {
 				// The way out is named, and it is one that works: a bind cannot be
@@ -302,6 +299,42 @@ func TestBinding_OrphanMitigationAndPollingTable(t *testing.T) {
 			ran.Add(1)
 		})
 	}
+}
+
+// bomReleaseAfterFailedMitigation watches binding "app" until it is Failed with its
+// orphan-mitigation unbind refused (the held bind still runs at the broker), then lets
+// the broker's operations end, with short ones from then on. The function it returns
+// stops the watch and says whether that state was seen.
+func bomReleaseAfterFailedMitigation(t *testing.T, e *bndEnv) func() bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		want := "True/" + engine.ReasonOrphanMitigationCallFailed
+		for {
+			b, err := e.st.Bindings().Get(ctx, e.ns, "app")
+			if err == nil && b.Status.Phase == v1alpha1.PhaseFailed && bomConditionReason(b.Status.Conditions, v1alpha1.ConditionOrphanMitigation) == want {
+				seen.Store(true)
+				e.b.SetAsyncDelay(300 * time.Millisecond)
+				e.b.FinishOperations()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	stop := func() bool {
+		cancel()
+		<-done
+		return seen.Load()
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // bomConditionReason is "Status/Reason" of a condition, "" when absent.
