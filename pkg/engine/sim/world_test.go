@@ -120,7 +120,7 @@ func newWorld(seed uint64) *world {
 	if w.rates.outage {
 		w.rates.brokerFault = 90
 	}
-	w.cluster = storetest.NewFastCluster()
+	w.cluster = storetest.NewCluster()
 	w.cluster.SetClock(func() time.Time { return w.t })
 	w.checker = w.cluster.Store(store.WithClock(func() time.Time { return w.t }))
 	w.broker = fake.New()

@@ -63,15 +63,10 @@ type Cluster struct {
 }
 
 // NewCluster returns a cluster holding objects. Objects without a resourceVersion get one
-// on their first update.
+// on their first update. It keeps no managed fields (server-side apply, which the store
+// does not use): the fake clientset's field-managed tracker builds a REST mapper of the
+// whole scheme on every write, which made it most of every engine test's time.
 func NewCluster(objects ...runtime.Object) *Cluster {
-	return newCluster(fake.NewClientset(objects...))
-}
-
-// NewFastCluster is NewCluster without the managed fields of server-side apply, which
-// the store does not use: every write is several times cheaper, for tests that make
-// millions (the engine's simulation).
-func NewFastCluster(objects ...runtime.Object) *Cluster {
 	//nolint:staticcheck // the plain tracker is the point: no field management.
 	return newCluster(fake.NewSimpleClientset(objects...))
 }
