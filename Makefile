@@ -37,14 +37,17 @@ FUZZTIME ?= 10000x
 # its own deadline (reconcile's) would otherwise spend a minute minimizing one input.
 FUZZMINIMIZETIME ?= 20x
 E2E_TIMEOUT ?= 30m
+# The largest the released binary (stripped, static) may be; test-release and
+# krew-validate check it.
+MAX_BINARY_BYTES ?= 55000000
 # Every package but the end-to-end tests.
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e)
 
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/kubectl-catalog
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINARY) ./cmd/kubectl-catalog
+build: ## Build bin/kubectl-catalog (static and stripped, as released)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINARY) ./cmd/kubectl-catalog
 
 .PHONY: install
 install: build ## Install kubectl-catalog and its kubectl completion helper into $(PREFIX)/bin
@@ -94,6 +97,10 @@ release: $(BIN_DIR)/goreleaser ## Run release-check, then publish a tagged relea
 # the throw-away krew root $$root and run through the real kubectl.
 KREW_CHECK = $(BIN_DIR)/validate-krew-manifest -manifest $$dist/krew/catalog.yaml -skip-install; \
 	archive=$$(ls $$dist/kubectl-catalog_*_$$($(GO) env GOOS)_$$($(GO) env GOARCH).tar.gz); \
+	size=$$(tar -xOzf $$archive kubectl-catalog | wc -c); \
+	if [ $$size -gt $(MAX_BINARY_BYTES) ]; then \
+		echo "the released binary is $$size bytes, more than MAX_BINARY_BYTES=$(MAX_BINARY_BYTES)"; exit 1; fi; \
+	echo "released binary: $$size bytes (at most $(MAX_BINARY_BYTES))"; \
 	KREW_ROOT=$$root $(BIN_DIR)/krew install --manifest $$dist/krew/catalog.yaml --archive $$archive; \
 	kubectl=$$($(GO) run ./test/cmd/tools | tail -n 1); \
 	PATH=$$root/bin:/usr/bin:/bin $$kubectl catalog version --client

@@ -246,7 +246,7 @@ func (f *Factory) KubernetesClient() (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
+	return newClientset(cfg)
 }
 
 // MetadataClient returns a client for metadata-only requests
