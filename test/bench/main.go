@@ -57,6 +57,9 @@ func main() {
 	bigCatalogOnly := flag.Bool("big-catalog-only", false, "Only the figures of the 60 MiB catalog (a control plane of their own).")
 	scaleOnly := flag.Bool("scale-only", false, "Only the figures on the real API server: reconcile at scale, API requests per provision and per polled record, register against kubectl create (a control plane of their own).")
 	skipScale := flag.Bool("skip-scale", false, "Skip the figures of -scale-only.")
+	roundTripsOnly := flag.Bool("round-trips-only", false, "Only the round-trip figures: each command with and without 40 ms added to every API request (a control plane of its own).")
+	skipRoundTrips := flag.Bool("skip-round-trips", false, "Skip the figures of -round-trips-only.")
+	rtRuns := flag.Int("round-trip-runs", 5, "Runs of each command in the round-trip figures, at each delay.")
 	so := scaleOptions{PollTime: 50 * time.Millisecond, Polls: 2}
 	flag.IntVar(&so.Records, "records", 20000, "Instance records in all in the large reconcile run of the scale figures.")
 	flag.IntVar(&so.Small, "small-records", 2000, "Instance records in all in the small reconcile run the large one is compared with.")
@@ -67,7 +70,9 @@ func main() {
 	flag.IntVar(&so.RegisterRuns, "register-runs", 3, "Runs of register (500 x 20 catalog) and of its kubectl create floor.")
 	flag.Parse()
 	var err error
-	if *scaleOnly {
+	if *roundTripsOnly {
+		err = runRoundTrips(*rtRuns)
+	} else if *scaleOnly {
 		err = runScale(so)
 	} else if *reconcileOnly {
 		var figures []figure
@@ -78,7 +83,11 @@ func main() {
 	} else if *bigCatalogOnly {
 		err = runBigCatalog()
 	} else {
-		err = run(*runs, *catalogRuns, *skipCatalog, *skipScale, so)
+		rt := *rtRuns
+		if *skipRoundTrips {
+			rt = 0
+		}
+		err = run(*runs, *catalogRuns, *skipCatalog, *skipScale, rt, so)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -86,7 +95,7 @@ func main() {
 	}
 }
 
-func run(runs, catalogRuns int, skipCatalog, skipScale bool, so scaleOptions) error {
+func run(runs, catalogRuns int, skipCatalog, skipScale bool, rtRuns int, so scaleOptions) error {
 	bins, plugin, dir, err := setup()
 	if err != nil {
 		return err
@@ -126,6 +135,26 @@ func run(runs, catalogRuns int, skipCatalog, skipScale bool, so scaleOptions) er
 			return err
 		}
 		figures, notes = append(figures, scale...), append(notes, scaleNotes...)
+	}
+	if rtRuns > 0 {
+		rt, rtNotes, err := roundTripFigures(bins, plugin, dir, rtRuns)
+		if err != nil {
+			return err
+		}
+		figures, notes = append(figures, rt...), append(notes, rtNotes...)
+	}
+	return printFigures(figures, notes)
+}
+
+func runRoundTrips(runs int) error {
+	bins, plugin, dir, err := setup()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	figures, notes, err := roundTripFigures(bins, plugin, dir, runs)
+	if err != nil {
+		return err
 	}
 	return printFigures(figures, notes)
 }

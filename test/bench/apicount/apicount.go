@@ -16,9 +16,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -140,6 +142,50 @@ type Proxy struct {
 	failed Counts
 	log    []string
 	logOn  bool
+	// delay is added before each request is forwarded: a network round trip.
+	delay time.Duration
+	// spans, while spansOn, are the requests' times, from arrival to answer.
+	spans   []Span
+	spansOn bool
+}
+
+// Span is when one request arrived at the proxy and when its answer was sent.
+type Span struct{ Start, End time.Time }
+
+// CriticalPath is how many of the requests had to wait for one another: the longest
+// chain of spans each starting after the one before it ended. Requests sent together
+// (in parallel) overlap and count once; with a delay of a round trip added to every
+// request, it is the number of round trips the command waited for.
+func CriticalPath(spans []Span) int {
+	s := slices.Clone(spans)
+	slices.SortFunc(s, func(a, b Span) int { return a.End.Compare(b.End) })
+	n := 0
+	var last time.Time
+	for _, sp := range s {
+		if n == 0 || !sp.Start.Before(last) {
+			n++
+			last = sp.End
+		}
+	}
+	return n
+}
+
+// SetDelay makes the proxy wait d before forwarding each request, as a network with a
+// round trip of d would.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Spans starts (on) or stops keeping each request's span, and returns the spans kept
+// since the last call. Watches are left out: they last as long as the command.
+func (p *Proxy) Spans(on bool) []Span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.spans
+	p.spans, p.spansOn = nil, on
+	return out
 }
 
 // statusWriter remembers the status of a response.
@@ -191,13 +237,26 @@ func New(target, caFile string) (*Proxy, error) {
 		FlushInterval: -1, // watches stream
 	}
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		verb, resource := Classify(r.Method, r.URL.Path, r.URL.Query())
 		p.mu.Lock()
 		p.counts[verb+" "+resource]++
+		delay := p.delay
 		p.mu.Unlock()
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		rp.ServeHTTP(sw, r)
 		p.mu.Lock()
+		if p.spansOn && verb != "watch" {
+			p.spans = append(p.spans, Span{Start: start, End: time.Now()})
+		}
 		if sw.status >= 400 {
 			p.failed[fmt.Sprintf("%s %s %d", verb, resource, sw.status)]++
 		}

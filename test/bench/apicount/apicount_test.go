@@ -8,7 +8,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -138,6 +140,55 @@ func TestProxy(t *testing.T) {
 	for _, tok := range tokens {
 		if tok != "Bearer secret-token" {
 			t.Errorf("the API server got Authorization %q", tok)
+		}
+	}
+
+	// With a delay, two requests one after the other are two round trips, and two sent
+	// together one.
+	p.SetDelay(50 * time.Millisecond)
+	p.Spans(true)
+	for range 2 {
+		if _, err := client.CoreV1().ConfigMaps("ns").Get(ctx, "x", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := CriticalPath(p.Spans(true)); n != 2 {
+		t.Errorf("two requests in a row: critical path %d", n)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { _, _ = client.CoreV1().ConfigMaps("ns").Get(ctx, "x", metav1.GetOptions{}) })
+	}
+	wg.Wait()
+	spans := p.Spans(false)
+	if n := CriticalPath(spans); len(spans) != 2 || n != 1 {
+		t.Errorf("two requests together: %d spans, critical path %d", len(spans), n)
+	}
+	for _, sp := range spans {
+		if d := sp.End.Sub(sp.Start); d < 50*time.Millisecond {
+			t.Errorf("a request took %s through a proxy adding 50ms", d)
+		}
+	}
+}
+
+func TestCriticalPath(t *testing.T) {
+	at := func(a, b int) Span {
+		t0 := time.Unix(0, 0)
+		return Span{Start: t0.Add(time.Duration(a) * time.Millisecond), End: t0.Add(time.Duration(b) * time.Millisecond)}
+	}
+	for _, c := range []struct {
+		name  string
+		spans []Span
+		want  int
+	}{
+		{"none", nil, 0},
+		{"one after another", []Span{at(0, 10), at(10, 20), at(25, 30)}, 3},
+		{"two together, then one", []Span{at(0, 10), at(1, 11), at(12, 20)}, 2},
+		{"a long one beside a chain", []Span{at(0, 100), at(1, 10), at(11, 20), at(21, 30)}, 3},
+		{"out of order", []Span{at(21, 30), at(0, 10), at(11, 20)}, 3},
+	} {
+		if got := CriticalPath(c.spans); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
 }

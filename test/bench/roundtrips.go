@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/test/bench/apicount"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+)
+
+// roundTrip is the delay the round-trip figures add to every API request: a cluster
+// 40 ms away, as a managed cluster in another region or behind a VPN is.
+const roundTrip = 40 * time.Millisecond
+
+// rtCommand is one command of the round-trip figures; argv is given the run's suffix
+// (names are new in every run).
+type rtCommand struct {
+	name string
+	argv func(sfx string) []string
+	// target is the most round trips allowed, as a ratio to kubectl's "get configmaps"
+	// measured in the same run, one request (0: reported only, the floors themselves).
+	target float64
+}
+
+// rtSample is one run of a command: its wall time, its API requests and how many of them
+// waited for one another.
+type rtSample struct {
+	took     time.Duration
+	requests int
+	chain    int
+}
+
+// roundTripFigures measures, for each command, how many API round trips a user waits for:
+// with roundTrip added to every request, the counting proxy finds the longest chain of
+// requests each waiting for the one before (requests sent together count once). Each
+// command also runs without the delay, and (slow - fast) / roundTrip is noted as the
+// wall-time estimate. kubectl's "get configmaps" in the same run is the floor.
+func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) ([]figure, []string, error) {
+	ctx := context.Background()
+	e, err := startScaleEnv(bins, plugin, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer e.close()
+	b, err := broker.New(broker.Options{RequestLogLimit: 100})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.Start(); err != nil {
+		return nil, nil, err
+	}
+	defer b.Close()
+	const ns = "roundtrips"
+	if err := e.seed(ctx, []string{ns}, 0, 0); err != nil {
+		return nil, nil, err
+	}
+	// Set up as a user finds a cluster: the catalog initialised, a cluster broker, and
+	// one instance to read.
+	for _, argv := range [][]string{
+		{plugin, "init"},
+		{plugin, "register", "demo", "--url", b.URL()},
+		{plugin, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-n", ns},
+	} {
+		if _, _, err := measure(e.direct, argv); err != nil {
+			return nil, nil, err
+		}
+	}
+	cat := func(args ...string) func(string) []string {
+		return func(sfx string) []string {
+			out := append([]string{plugin}, args...)
+			for i, a := range out {
+				out[i] = strings.ReplaceAll(a, "SFX", sfx)
+			}
+			return append(out, "-n", ns)
+		}
+	}
+	kubectl := func(args ...string) func(string) []string {
+		return func(sfx string) []string {
+			out := append([]string{bins.Kubectl}, args...)
+			for i, a := range out {
+				out[i] = strings.ReplaceAll(a, "SFX", sfx)
+			}
+			return append(out, "-n", ns)
+		}
+	}
+	const floorName = "kubectl get configmaps"
+	commands := []rtCommand{
+		{name: "kubectl create configmap", argv: kubectl("create", "configmap", "rt-SFX", "--from-literal=k=v")},
+		{name: floorName, argv: kubectl("get", "configmaps")},
+		{name: "get instances", argv: cat("get", "instances"), target: 1.5},
+		{name: "marketplace", argv: cat("marketplace"), target: 1.5},
+		{name: "describe instance", argv: cat("describe", "instance", "db"), target: 1.5},
+		{name: "provision (synchronous broker)", argv: cat("provision", "db-SFX", "--class", "postgresql", "--plan", "hobby"), target: 6},
+		{name: "bind (synchronous broker)", argv: cat("bind", "db-SFX", "--name", "app-SFX"), target: 7},
+		{name: "unbind (synchronous broker)", argv: cat("unbind", "app-SFX"), target: 6},
+		{name: "deprovision (synchronous broker)", argv: cat("deprovision", "db-SFX", "--yes"), target: 6},
+	}
+	samples := map[time.Duration]map[string][]rtSample{}
+	for _, delay := range []time.Duration{0, roundTrip} {
+		e.proxy.SetDelay(delay)
+		samples[delay] = map[string][]rtSample{}
+		for i := range runs {
+			sfx := fmt.Sprintf("%d-%d", delay.Milliseconds(), i)
+			for _, c := range commands {
+				before := e.proxy.Counts()
+				e.proxy.Spans(true)
+				took, _, err := measure(e.kc, c.argv(sfx))
+				spans := e.proxy.Spans(false)
+				if err != nil {
+					return nil, nil, err
+				}
+				samples[delay][c.name] = append(samples[delay][c.name], rtSample{
+					took: took, requests: e.proxy.Counts().Sub(before).Total(), chain: apicount.CriticalPath(spans),
+				})
+			}
+		}
+	}
+	e.proxy.SetDelay(0)
+
+	// The figure is the chain: exact, whatever the machine's load. The wall-time estimate,
+	// (slow - fast) / roundTrip, is noted beside it.
+	chain := func(name string) time.Duration {
+		// In thousandths, as figure.Count wants.
+		return 1000 * rtMedian(samples[roundTrip][name], rtChain)
+	}
+	floor := chain(floorName)
+	var figures []figure
+	notes := []string{fmt.Sprintf("round trips on the critical path: the longest chain of API requests each waiting for the one before, "+
+		"with %s added to every request (median of %d runs); wall: (wall time with the delay - without) / %s", roundTrip, runs, roundTrip)}
+	for _, c := range commands {
+		fast, slow := rtMedian(samples[0][c.name], rtTook), rtMedian(samples[roundTrip][c.name], rtTook)
+		notes = append(notes, fmt.Sprintf("  %-34s requests %d, round trips %d, wall %.1f",
+			c.name, rtMedian(samples[roundTrip][c.name], rtRequests), rtMedian(samples[roundTrip][c.name], rtChain),
+			float64(slow-fast)/float64(roundTrip)))
+		if c.target == 0 {
+			continue
+		}
+		figures = append(figures, figure{
+			Name: "round trips: " + c.name, Value: chain(c.name), Floor: floor, What: floorName, Target: c.target, Count: true,
+		})
+	}
+	return figures, notes, nil
+}
+
+func rtTook(s rtSample) time.Duration     { return s.took }
+func rtRequests(s rtSample) time.Duration { return time.Duration(s.requests) }
+func rtChain(s rtSample) time.Duration    { return time.Duration(s.chain) }
+
+// rtMedian is the median of one measure of the samples.
+func rtMedian(samples []rtSample, of func(rtSample) time.Duration) time.Duration {
+	vs := make([]time.Duration, len(samples))
+	for i, s := range samples {
+		vs[i] = of(s)
+	}
+	slices.Sort(vs)
+	return vs[len(vs)/2]
+}
