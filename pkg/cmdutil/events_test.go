@@ -44,6 +44,10 @@ func TestFactory_FlushEvents_WritesTheRepeatsTheEnginesRecorderHeldBack(t *testi
 		agg.Record(ctx, ev)
 		now = now.Add(time.Second)
 	}
+	// The first is written in the background.
+	drain, ok := agg.Sink.(interface{ Drain(context.Context) })
+	assert.Assert(t, ok, "%T writes in the background", agg.Sink)
+	drain.Drain(ctx)
 	assert.Equal(t, count(), int32(1), "the repeats are held back")
 
 	f.FlushEvents(ctx)

@@ -161,6 +161,14 @@ func (a *Aggregator) Record(ctx context.Context, ev Event) {
 // retried every few seconds by short runs (a CronJob's reconcile, a verb's --wait)
 // would show a count of about one per run, not one per retry.
 func (a *Aggregator) Flush(ctx context.Context) {
+	a.flush(ctx)
+	// A sink that writes in the background is waited for.
+	if d, ok := a.Sink.(interface{ Drain(context.Context) }); ok {
+		d.Drain(ctx)
+	}
+}
+
+func (a *Aggregator) flush(ctx context.Context) {
 	now := time.Now
 	if a.Now != nil {
 		now = a.Now

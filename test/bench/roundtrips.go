@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -107,9 +108,14 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 			sfx := fmt.Sprintf("%d-%d", delay.Milliseconds(), i)
 			for _, c := range commands {
 				before := e.proxy.Counts()
+				first := delay > 0 && i == 0
+				e.proxy.Log(first)
 				e.proxy.Spans(true)
 				took, _, err := measure(e.kc, c.argv(sfx))
 				spans := e.proxy.Spans(false)
+				if log := e.proxy.Log(false); first {
+					fmt.Fprintf(os.Stderr, "the API requests of %s:\n  %s\n", c.name, strings.Join(log, "\n  "))
+				}
 				if err != nil {
 					return nil, nil, err
 				}

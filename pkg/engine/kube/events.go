@@ -24,7 +24,8 @@ import (
 // EventRecorder is the engine's recorder of Events, written with the caller's
 // credentials: the user's for a verb (reporting instance "cli", holder empty), the
 // ServiceAccount's for reconcile (its host or pod, from holder). A caller who may not
-// create events records none; -v=2 says why.
+// create events records none; -v=2 says why. Events are written in the background;
+// Flush waits for them.
 func EventRecorder(core kubernetes.Interface, holder string) engine.EventRecorder {
 	instance := "cli"
 	if holder != "" {
@@ -33,11 +34,12 @@ func EventRecorder(core kubernetes.Interface, holder string) engine.EventRecorde
 			instance, _, _ = strings.Cut(after, "/")
 		}
 	}
+	log := func(err error) {
+		klog.V(2).Infof("events not recorded: %v", err)
+	}
 	return &engine.Aggregator{
-		Sink: &APIEventSink{Client: core, Instance: instance},
-		Log: func(err error) {
-			klog.V(2).Infof("events not recorded: %v", err)
-		},
+		Sink: newAsyncSink(&APIEventSink{Client: core, Instance: instance}, log),
+		Log:  log,
 	}
 }
 

@@ -2,13 +2,19 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
@@ -60,4 +66,58 @@ func TestAPIEventSink_ALaterProcessContinuesTheSeries(t *testing.T) {
 	list, err := cs.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
 	assert.NilError(t, err)
 	assert.Assert(t, is.Len(list.Items, 2))
+}
+
+// The recorder a command uses does not wait for the API server: Record returns while the
+// Event's write is held, and Flush waits for it.
+func TestEventRecorder_WritesInTheBackgroundAndFlushWaits(t *testing.T) {
+	cs := k8sfake.NewClientset()
+	release := make(chan struct{})
+	cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	r := EventRecorder(cs, "")
+	ctx := context.Background()
+	recorded := make(chan struct{})
+	go func() {
+		r.Record(ctx, engine.NewEvent("ns", "catalog-instance.db", engine.EventNormal, "ProvisionRequested", "Provision", "sent"))
+		close(recorded)
+	}()
+	<-recorded // Record came back with the write still held.
+	flushed := make(chan struct{})
+	go func() {
+		r.(interface{ Flush(context.Context) }).Flush(ctx)
+		close(flushed)
+	}()
+	select {
+	case <-flushed:
+		t.Fatal("Flush returned before the Event was written")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-flushed
+	list, err := cs.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(list.Items, 1))
+}
+
+// A user who may not create Events: the first refusal stops the writes, and Flush does
+// not wait for more.
+func TestEventRecorder_AForbiddenWriteStopsTheRest(t *testing.T) {
+	cs := k8sfake.NewClientset()
+	var creates atomic.Int32
+	cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+		creates.Add(1)
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("no"))
+	})
+	r := EventRecorder(cs, "")
+	ctx := context.Background()
+	r.Record(ctx, engine.NewEvent("ns", "catalog-instance.db", engine.EventNormal, "ProvisionRequested", "Provision", "sent"))
+	r.(interface{ Flush(context.Context) }).Flush(ctx)
+	for _, reason := range []string{"ProvisionSucceeded", "RetryScheduled"} {
+		r.Record(ctx, engine.NewEvent("ns", "catalog-instance.db", engine.EventNormal, reason, "Provision", "x"))
+	}
+	r.(interface{ Flush(context.Context) }).Flush(ctx)
+	assert.Equal(t, creates.Load(), int32(1))
 }
