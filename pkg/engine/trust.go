@@ -193,7 +193,7 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	case state.Token == "":
 		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred}
 	case au.Token != state.Token:
-		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName()), notRunners: barred}
+		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner makes the namespace's records hers with \"kubectl catalog adopt -n %s\", which checks each against her rights", kind, rec.GetName(), rec.GetNamespace()), notRunners: barred}
 	}
 	if id, err := e.cfg.Platform.Identity(ctx); err == nil && id != nil && id.Username == au.Username {
 		return authority{self: true}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +214,12 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	}
 	item := reconcileDB()
 	assert.Equal(t, item.Outcome, reconcile.Refused, item.Detail)
+	// doctor names the namespace, how many records, and adopt.
+	unverified := regexp.MustCompile(`(?m)^namespace ` + regexp.QuoteMeta(ns) + ` +WARN +2 records written before the trust policy`)
+	// doctor exits 1 for the refused record.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "doctor")
+	assert.Check(t, unverified.MatchString(r.Stdout), r.Stdout)
+	assert.Check(t, is.Contains(r.Stdout, "kubectl catalog adopt -n "+ns+" "))
 
 	st := recStore(t)
 	inst, err := st.Instances().Get(ctx, ns, "db")
@@ -232,6 +239,9 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	adopted, err := st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err)
 	assert.DeepEqual(t, adopted.Spec, inst.Spec)
+	// doctor exits 1 for the refused record.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "doctor")
+	assert.Check(t, !strings.Contains(r.Stdout, "namespace "+ns+" "), "adopted: no longer listed: %s", r.Stdout)
 
 	// Plain reconcile runs until the record is due again and finished.
 	instWaitFor(t, "plain reconcile to finish db", 90*time.Second, func() bool {
