@@ -70,7 +70,12 @@ var reconcileLong = cmdutil.LongDesc(`
 	verified (the trust policy that "kubectl catalog init" installs is not in
 	force), what needs one is refused, visibly; --trust-namespace-writers acts
 	with your own rights instead, trusting everyone who may write ConfigMaps
-	in the namespaces of the run (--serve and the CronJob never do).
+	in the namespaces of the run (--serve and the CronJob never do). At a
+	terminal, without the flag, reconcile first lists the records of the run
+	it could act on only with your rights, with what they would do for each
+	(which Secret goes to which broker URL, which workload is changed), and
+	asks once whether to (default no): a yes acts with your rights on those
+	records only, for this run.
 
 	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
 	person must look (a terminal failure, or errors talking to the API
