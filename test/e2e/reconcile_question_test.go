@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ func rqQuestion(t *testing.T, e *instEnv, env []string, keys string) *instTermin
 	out := term.text()
 	assert.Check(t, is.Contains(out, "  serviceinstance "+e.ns+"/db\r\n"))
 	assert.Check(t, is.Contains(out, `      Secret "broker-auth" (credentials of broker "acme") goes to `+e.b.URL()))
-	assert.Equal(t, len(regexp.MustCompile(`Act on these \d+ records`).FindAllString(out, -1)) >= 1, true, "asked: %q", out)
+	assert.Check(t, is.Contains(out, "Act on this record with your own rights"))
 	return term
 }
 
@@ -60,7 +59,7 @@ func TestReconcileQuestion_NoRefusesAndChangesNothing(t *testing.T) {
 	// No terminal: no question; the refusal names the flag.
 	r := instRun(t, e.ns, rtEnv, "reconcile", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	assert.Check(t, !strings.Contains(r.Stderr, "Act on these"), "no question without a terminal: %s", r.Stderr)
+	assert.Check(t, !strings.Contains(r.Stderr, "Act on "), "no question without a terminal: %s", r.Stderr)
 	assert.Check(t, is.Contains(r.Stderr, "1 records: 1 refused"))
 	assert.Check(t, is.Contains(r.Stderr, "run again with --trust-namespace-writers"))
 

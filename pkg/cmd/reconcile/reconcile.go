@@ -369,7 +369,11 @@ func (o *Options) askToLend(ctx context.Context, opts reconcile.Options) ([]engi
 		return nil, nil
 	}
 	spaces := PrintUnvouched(o.Streams.ErrOut, us)
-	ok, err := o.Prompter.Confirm(fmt.Sprintf("Act on these %d records with your own rights, trusting everyone who may write ConfigMaps in namespace %s?", len(us), strings.Join(spaces, ", ")), false)
+	which := "this record"
+	if len(us) > 1 {
+		which = fmt.Sprintf("these %d records", len(us))
+	}
+	ok, err := o.Prompter.Confirm(fmt.Sprintf("Act on %s with your own rights, trusting everyone who may write ConfigMaps in namespace %s?", which, strings.Join(spaces, ", ")), false)
 	if errors.Is(err, prompt.ErrInterrupted) {
 		fmt.Fprintln(o.Streams.ErrOut, "interrupted at the question: nothing was done")
 		return nil, &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}

@@ -53,7 +53,7 @@ func TestReconcile_AtATerminal_ListsTheRecordsNoOneVouchesForAndAsksOnce(t *test
 	assert.Equal(t, len(us), 1)
 	assert.Equal(t, us[0].Name, "db")
 	assert.Check(t, is.Contains(errOut.String(), "  serviceinstance dev/db\n      Secret \"root\" (parameters) goes to cluster broker \""+storetest.BrokerName+"\"\n"))
-	assert.DeepEqual(t, p.Asked, []string{"Act on these 1 records with your own rights, trusting everyone who may write ConfigMaps in namespace dev?"})
+	assert.DeepEqual(t, p.Asked, []string{"Act on this record with your own rights, trusting everyone who may write ConfigMaps in namespace dev?"})
 }
 
 func TestReconcile_AtATerminal_NoOrNoAnswerLendsNothing(t *testing.T) {
