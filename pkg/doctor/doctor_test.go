@@ -83,6 +83,33 @@ func (fx *fixture) config() *Config {
 	}
 }
 
+// stampedStore writes records as alice under the trust policy of token.
+func (fx *fixture) stampedStore(token string) *store.Store {
+	return fx.cluster.Store(store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: "alice"}, nil }),
+		store.WithTrustToken(func(context.Context) (string, error) { return token, nil }))
+}
+
+// With the trust policy in force, the namespaces holding records written before it are
+// listed, each with its count and the command that adopts them.
+func TestTrust_InForce_ListsTheNamespacesHoldingUnverifiedRecords(t *testing.T) {
+	fx := newFixture(t, trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t"))
+	ctx := store.WithIntent(context.Background())
+	for _, in := range []struct{ ns, name, token string }{
+		{userNS, "old-1", ""}, {userNS, "old-2", "before"}, {userNS, "new", "t"}, {"team-b", "old", ""}, {"team-c", "new", "t"},
+	} {
+		_, err := fx.stampedStore(in.token).Instances().Create(ctx, instance(in.ns, in.name))
+		assert.NilError(t, err)
+	}
+	fs := Trust(context.Background(), fx.config())
+	assert.DeepEqual(t, objects(fs), []string{"trust", "namespace " + userNS, "namespace team-b"})
+	dev, _ := find(fs, "namespace "+userNS)
+	assert.Equal(t, dev.Severity, Warn)
+	assert.Assert(t, is.Contains(dev.Detail, "2 records written before the trust policy now in force"))
+	assert.Assert(t, strings.HasPrefix(dev.Fix, "kubectl catalog adopt -n "+userNS+" "), dev.Fix)
+	b, _ := find(fs, "namespace team-b")
+	assert.Assert(t, is.Contains(b.Detail, "1 record written before"))
+}
+
 func (fx *fixture) run() []Finding { return Run(context.Background(), *fx.config()) }
 
 func find(fs []Finding, object string) (Finding, bool) {
@@ -131,6 +158,7 @@ func TestRun_AllWell(t *testing.T) {
 			LastSuccessfulTime: &metav1.Time{Time: time.Now().Add(-time.Minute)}}),
 		trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "3f1c2b5e-token"),
 	)
+	fx.st = fx.stampedStore("3f1c2b5e-token")
 	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
 	fs := fx.run()
 	for _, f := range fs {

@@ -118,7 +118,9 @@ func (e *Engine) runnerMay(ctx context.Context, attrs authorizationv1.ResourceAt
 // A record failing a check is reported with the reason and left unchanged, and so is a
 // record whose labels were tampered with. Only the author stamp changes (the author
 // annotations and the trust token), never the spec. A record being deleted (a namespace
-// Terminating) is adopted all the same, so that reconcile can finish it.
+// Terminating) is adopted all the same, so that reconcile can finish it, and so is one
+// being deleted whose verified author is someone else: the namespace's deletion may have
+// taken their RoleBindings, and with them the rights reconcile checks the record against.
 func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest) (AdoptAuthorshipResult, error) {
 	var res AdoptAuthorshipResult
 	state := e.trustState(ctx)
@@ -165,7 +167,7 @@ func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest
 		switch {
 		case tampered(rec) != "":
 			out.Outcome, out.Detail = AuthorshipRefused, tampered(rec)
-		case au.Username != "" && au.Token == state.Token:
+		case au.Username != "" && au.Token == state.Token && (rec.GetDeletionTimestamp() == nil || au.Username == id.Username):
 			out.Outcome, out.Detail = AuthorshipVerified, fmt.Sprintf("written by %s under the trust policy in force", au.Username)
 		default:
 			adopted[rec.GetUID()] = true
@@ -275,4 +277,11 @@ func (e *Engine) restamp(ctx context.Context, rec v1alpha1.Record) error {
 		_, err = e.cfg.Store.Bindings().Update(ctx, r)
 	}
 	return err
+}
+
+// UnverifiedCounts counts, per namespace, the records of namespace ("" for all) not
+// stamped with token, the trust policy's token now in force: those AdoptAuthorship is
+// for (see store.Store.UnverifiedCounts).
+func (r *Reader) UnverifiedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	return r.st.UnverifiedCounts(ctx, namespace, token)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -98,4 +99,59 @@ func TestAdoptAuthorship_NeedsThePolicyInForce(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.engine.AdoptAuthorship(context.Background(), AdoptAuthorshipRequest{Namespace: ns})
 	assert.ErrorContains(t, err, `an administrator runs "kubectl catalog init" first`)
+}
+
+// A namespace being deleted took bob's RoleBinding with it: reconcile may no longer read
+// his broker's credentials for the deprovision, and its refusal names adopt. An
+// administrator who may adopts his records, and they are hers from then on.
+func TestAdoptAuthorship_RecordsBeingDeletedWhoseAuthorLostHisRights(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	authz := &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"bob": {{Namespace: ns, Verb: "get", Resource: "secrets", Name: "nb-auth"}},
+	}}
+	f.engine.cfg.Authorizer = authz
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, secret("nb-auth", map[string]string{"username": "u", "password": "p"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	bob := writerStore(f, "bob", "tok")
+	namespaceBroker(t, bob, "https://nb.example")
+	_, err = bob.Brokers().UpdateWithRetry(store.WithIntent(ctx), ns, "nb", func(b *v1alpha1.Broker) error {
+		b.Spec.Auth = &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "nb-auth"}}
+		return nil
+	})
+	assert.NilError(t, err)
+	_, err = bob.Instances().Create(store.WithIntent(ctx), forgedInstance("db2", ns, "id-2", func(i *v1alpha1.ServiceInstance) {
+		i.Spec.Scope, i.Spec.BrokerName = v1alpha1.ScopeNamespace, "nb"
+	}))
+	assert.NilError(t, err)
+	assert.Equal(t, f.stepRecord(f.get("db2")).State, StateSettled)
+	// The namespace is deleted: bob's RoleBinding first, then the records.
+	authz.allow = nil
+	f.engine.trust = trustCache{}
+	for _, cm := range []string{store.ConfigMapName(v1alpha1.KindBroker, "nb"), store.ConfigMapName(v1alpha1.KindServiceInstance, "db2")} {
+		assert.NilError(t, f.cluster.Core.CoreV1().ConfigMaps(ns).Delete(ctx, cm, metav1.DeleteOptions{}))
+	}
+	inst := f.get("db2")
+	assert.Assert(t, inst.DeletionTimestamp != nil, "held by its finalizer")
+
+	res, err := f.engine.StepInstance(AsReconcile(ctx), inst)
+	assert.NilError(t, err)
+	assert.Assert(t, res.Refused, "%+v", res)
+	c := condition(f.get("db2"), v1alpha1.ConditionRefused)
+	assert.Assert(t, is.Contains(c.Message, `the record's author "bob" may not`), c.Message)
+	assert.Assert(t, is.Contains(c.Message, `"kubectl catalog adopt -n `+ns+`"`), c.Message)
+
+	f.engine.cfg.Authorizer = selfRBAC{rbac: &rbac{allow: map[string][]authorizationv1.ResourceAttributes{
+		"alice": {{Namespace: ns, Verb: "get", Resource: "secrets", Name: "nb-auth"}},
+	}}, user: "alice"}
+	f.engine.cfg.Store = writerStore(f, "alice", "tok")
+	res2, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns})
+	assert.NilError(t, err)
+	got := map[string]string{}
+	for _, r := range res2.Records {
+		got[r.Kind+"/"+r.Name] = r.Outcome
+	}
+	assert.DeepEqual(t, got, map[string]string{"broker/nb": AuthorshipAdopted, "serviceinstance/db2": AuthorshipAdopted})
+	assert.Equal(t, store.AuthorOf(f.get("db2")).Username, "alice")
 }

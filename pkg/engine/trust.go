@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -191,7 +193,7 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	case state.Token == "":
 		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred}
 	case au.Token != state.Token:
-		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner writes it again with kubectl catalog (for example \"kubectl catalog touch instance\" or \"bind --rotate\"), or re-creates it", kind, rec.GetName()), notRunners: barred}
+		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner makes the namespace's records hers with \"kubectl catalog adopt -n %s\", which checks each against her rights", kind, rec.GetName(), rec.GetNamespace()), notRunners: barred}
 	}
 	if id, err := e.cfg.Platform.Identity(ctx); err == nil && id != nil && id.Username == au.Username {
 		return authority{self: true}
@@ -247,7 +249,187 @@ func WithRunnersRights(ctx context.Context) context.Context {
 // a verb and reconcile show it alike (reconcile adds the flag that does it).
 const NoVoucher = "no one vouches for its author: only a person who trusts everyone who may write ConfigMaps there acts on it with their own rights, in namespace"
 
-func runnersRights(ctx context.Context) bool { v, _ := ctx.Value(runnersRightsKey{}).(bool); return v }
+// runnersRights reports whether ctx lends the user running the engine's rights to rec:
+// every record (WithRunnersRights), or the records a person agreed to
+// (WithRunnersRightsFor).
+func runnersRights(ctx context.Context, rec v1alpha1.Record) bool {
+	if v, _ := ctx.Value(runnersRightsKey{}).(bool); v {
+		return true
+	}
+	uids, _ := ctx.Value(runnersRightsForKey{}).(map[types.UID]bool)
+	return rec.GetUID() != "" && uids[rec.GetUID()]
+}
+
+type runnersRightsForKey struct{}
+
+// WithRunnersRightsFor is WithRunnersRights for the records of us only: those a person
+// running reconcile by hand was shown (Unvouched), and agreed to act on with their own
+// rights. Any other record whose author cannot be verified is refused as without it.
+func WithRunnersRightsFor(ctx context.Context, us []Unvouched) context.Context {
+	uids := map[types.UID]bool{}
+	for _, u := range us {
+		for _, uid := range u.uids {
+			uids[uid] = true
+		}
+	}
+	return context.WithValue(ctx, runnersRightsForKey{}, uids)
+}
+
+// Unvouched is a record reconcile can act on only by lending it the rights of the user
+// running it: no trust policy is in force, so its author cannot be verified, and its
+// next step reads a Secret or changes a workload in its author's name.
+type Unvouched struct {
+	// Kind is the record kind (v1alpha1.KindServiceInstance, ...).
+	Kind, Namespace, Name string
+	// Lends says, one line each, what the runner's rights would do for it: which Secret
+	// is read and where its content goes (a broker's URL, a Secret), which workload is
+	// changed.
+	Lends []string
+	// uids are the records whose author's authority the lends stand for: the record,
+	// and the broker (or user-provided instance) of its namespace that it goes through.
+	uids []types.UID
+}
+
+// TrustPolicyInForce reports whether the catalog's trust policy is in force: records'
+// authors can be verified, and no record is ever lent the rights of the user running
+// reconcile (Unvouched lists none).
+func (e *Engine) TrustPolicyInForce(ctx context.Context) bool {
+	return e.trustState(ctx).Token != ""
+}
+
+// lendable reports whether the engine would act on rec with the runner's rights under
+// WithRunnersRights where without it it refuses: rec's author cannot be verified, and
+// no other person may have written it behind the runner's back (runnersRightsBarred).
+func (e *Engine) lendable(ctx context.Context, rec v1alpha1.Record) bool {
+	a := e.authorityOf(ctx, rec)
+	return !a.self && a.unverified != "" && !a.notRunners
+}
+
+// UnvouchedRecord says what acting on rec, a record with work pending, with the rights
+// of the user running reconcile would lend those rights for (see Unvouched); nil when
+// nothing: the trust policy is in force (the runner's rights are never lent then), its
+// author is the runner, or its next step needs no author's authority. Only records of
+// rec's own namespace are looked at: a binding's instance or broker in another namespace
+// is never lent the runner's rights this way.
+func (e *Engine) UnvouchedRecord(ctx context.Context, rec v1alpha1.Record) (*Unvouched, error) {
+	if e.TrustPolicyInForce(ctx) {
+		return nil, nil
+	}
+	u := &Unvouched{Namespace: rec.GetNamespace(), Name: rec.GetName()}
+	own := e.lendable(ctx, rec)
+	// lend lists line, lent for the records rs.
+	lend := func(line string, rs ...v1alpha1.Record) {
+		if !slices.Contains(u.Lends, line) {
+			u.Lends = append(u.Lends, line)
+		}
+		for _, r := range rs {
+			if !slices.Contains(u.uids, r.GetUID()) {
+				u.uids = append(u.uids, r.GetUID())
+			}
+		}
+	}
+	deleting := rec.GetDeletionTimestamp() != nil
+	// through lends what a call through the broker of inst needs: its credentials, and
+	// (with from) the parameters Secrets of rec sent to it.
+	through := func(inst *v1alpha1.ServiceInstance, from []v1alpha1.ParametersFromSource) error {
+		if inst.IsUserProvided() {
+			return nil
+		}
+		ns := e.brokerNamespace(inst)
+		if ns != rec.GetNamespace() {
+			// A cluster broker: its credentials are the administrators'; parameters read
+			// in rec's author's name.
+			if own && !deleting {
+				for _, s := range secretsOf(from) {
+					lend(fmt.Sprintf("Secret %q (parameters) goes to cluster broker %q", s, inst.Spec.BrokerName), rec)
+				}
+			}
+			return nil
+		}
+		b, err := e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
+		if store.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if a := b.Spec.Auth; a != nil && e.lendable(ctx, b) {
+			lend(fmt.Sprintf("Secret %q (credentials of broker %q) goes to %s", a.SecretRef.Name, b.Name, b.Spec.URL), b)
+		}
+		if own && !deleting {
+			// Parameters from Secrets go to a namespace broker only if its author, too,
+			// may read them (checkParametersTo).
+			rs := []v1alpha1.Record{rec}
+			if e.lendable(ctx, b) {
+				rs = append(rs, b)
+			}
+			for _, s := range secretsOf(from) {
+				lend(fmt.Sprintf("Secret %q (parameters) goes to %s (broker %q)", s, b.Spec.URL, b.Name), rs...)
+			}
+		}
+		return nil
+	}
+	var err error
+	switch r := rec.(type) {
+	case *v1alpha1.Broker:
+		u.Kind = v1alpha1.KindBroker
+		if a := r.Spec.Auth; a != nil && own && r.Namespace != e.cfg.CatalogNamespace {
+			lend(fmt.Sprintf("Secret %q (its credentials) goes to %s", a.SecretRef.Name, r.Spec.URL), r)
+		}
+	case *v1alpha1.ServiceInstance:
+		u.Kind = v1alpha1.KindServiceInstance
+		err = through(r, r.Spec.ParametersFrom)
+	case *v1alpha1.ServiceBinding:
+		u.Kind = v1alpha1.KindServiceBinding
+		ins, name := r.InstanceRef()
+		if ins != r.Namespace {
+			break
+		}
+		inst, gerr := e.cfg.Store.Instances().Get(ctx, ins, name)
+		if store.IsNotFound(gerr) {
+			break
+		}
+		if gerr != nil {
+			return nil, gerr
+		}
+		if err = through(inst, r.Spec.ParametersFrom); err != nil || deleting || !own {
+			break
+		}
+		if up := inst.Spec.UserProvided; up != nil {
+			rs := []v1alpha1.Record{r}
+			if e.lendable(ctx, inst) {
+				rs = append(rs, inst)
+			}
+			lend(fmt.Sprintf("Secret %q (credentials of user-provided instance %q) is copied into Secret %q", up.CredentialsSecret, inst.Name, r.Spec.SecretName), rs...)
+		}
+		for _, tr := range r.Spec.SecretTransforms {
+			if a := tr.AddKeysFrom; a != nil {
+				lend(fmt.Sprintf("Secret %q is copied into Secret %q", a.SecretRef.Name, r.Spec.SecretName), r)
+			}
+		}
+		for _, p := range r.Spec.Projections {
+			lend(fmt.Sprintf("%s %q is changed to mount Secret %q", p.Kind, p.Name, r.Spec.SecretName), r)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(u.Lends) == 0 {
+		return nil, nil
+	}
+	return u, nil
+}
+
+// secretsOf is the names of the Secrets from reads parameters from.
+func secretsOf(from []v1alpha1.ParametersFromSource) []string {
+	var names []string
+	for _, pf := range from {
+		if pf.SecretKeyRef != nil {
+			names = append(names, pf.SecretKeyRef.Name)
+		}
+	}
+	return names
+}
 
 type reconcileKey struct{}
 
@@ -272,7 +454,7 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		return nil
 	}
 	what := describeRequest(attrs)
-	runners := runnersRights(ctx) && !a.notRunners
+	runners := runnersRights(ctx, rec) && !a.notRunners
 	if a.unverified != "" {
 		if runners {
 			return nil
@@ -299,7 +481,7 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		if err != nil && runners {
 			return nil
 		}
-		if err != nil && !runners && runnersRights(ctx) && !isReconcile(ctx) {
+		if err != nil && !runners && runnersRights(ctx, rec) && !isReconcile(ctx) {
 			// The user's own command, on a record another person wrote, and the user may not
 			// ask the API server about that person: reconcile, which may, decides.
 			return &LeftToReconcileError{What: fmt.Sprintf("you may not ask the API server whether %q, who wrote record %s/%s, may %s, so reconcile, which may, decides and sends what is due (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)",
@@ -317,6 +499,12 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		c.mu.Unlock()
 	}
 	if !ans.allowed {
+		if rec.GetDeletionTimestamp() != nil {
+			// Typically a namespace being deleted, whose RoleBindings went first: the
+			// author's rights are gone, and only someone who has them finishes it.
+			return refused(ReasonRefusedNotAuthorized, "refused to %s: the record's author %q may not (%s); it is being deleted: someone who may do it (an administrator) makes it theirs with \"kubectl catalog adopt -n %s\", which checks it against their own rights, then runs \"kubectl catalog reconcile -n %s\"",
+				what, a.author.Username, authzReason(ans.reason), rec.GetNamespace(), rec.GetNamespace())
+		}
 		return refused(ReasonRefusedNotAuthorized, "refused to %s: the record's author %q may not (%s)", what, a.author.Username, authzReason(ans.reason))
 	}
 	return nil

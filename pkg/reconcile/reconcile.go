@@ -176,6 +176,10 @@ type Options struct {
 	// the author's (see engine.WithRunnersRights). Reconcile in the cluster never sets
 	// it.
 	TrustUnverifiedAuthors bool
+	// TrustRecords are the records (Reconciler.Unvouched) the user running reconcile by
+	// hand was shown and agreed to act on with their own rights: as
+	// TrustUnverifiedAuthors, for those records only.
+	TrustRecords []engine.Unvouched
 	// Group, when set, limits the run to this member's share of its shard group, as
 	// the group's Leases say at the start of the run (and Shard still applies), plus
 	// the records of other members' shares that starved past StarvationBound.
@@ -268,6 +272,9 @@ func (r *Reconciler) runClock() clock.WithDelayedExecution {
 func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	if o.TrustUnverifiedAuthors {
 		ctx = engine.WithRunnersRights(ctx)
+	}
+	if len(o.TrustRecords) > 0 {
+		ctx = engine.WithRunnersRightsFor(ctx, o.TrustRecords)
 	}
 	ctx = engine.AsReconcile(ctx)
 	clk := r.runClock()

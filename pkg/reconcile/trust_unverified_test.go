@@ -43,3 +43,25 @@ func TestRun_UnverifiedAuthor_RefusedUnlessTheUserTrustsIt(t *testing.T) {
 	sum = f.run(Options{TrustUnverifiedAuthors: true})
 	assert.Equal(t, f.item(sum, "db").Outcome, Done, "%+v", f.item(sum, "db"))
 }
+
+// The records a person was shown and agreed to are acted on with their rights; one
+// written after the question is refused all the same.
+func TestRun_UnverifiedAuthor_TheRecordsAgreedToOnly(t *testing.T) {
+	f := newFixture(t)
+	f.secretParameters("db")
+	us, err := f.rec.Unvouched(context.Background(), Options{Namespace: ns})
+	assert.NilError(t, err)
+	assert.Equal(t, len(us), 1)
+	assert.Equal(t, us[0].Name, "db")
+	_, err = f.st.Instances().Create(context.Background(), &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"},
+		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerN, ClassExternalName: "db",
+			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: "osb-later",
+			ParametersFrom: []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "root"}}}},
+	})
+	assert.NilError(t, err)
+
+	sum := f.run(Options{TrustRecords: us})
+	assert.Equal(t, f.item(sum, "db").Outcome, Done, "%+v", f.item(sum, "db"))
+	assert.Equal(t, f.item(sum, "later").Outcome, Refused, "%+v", f.item(sum, "later"))
+}

@@ -57,45 +57,75 @@ func (s *Store) ListPendingWithIDs(ctx context.Context, namespace string) ([]Wor
 }
 
 func (s *Store) listPending(ctx context.Context, namespace string, withIDs bool) ([]WorkItem, *IDIndex, error) {
+	var items []WorkItem
+	var ids *IDIndex
+	reset := func() {
+		items = nil
+		if withIDs {
+			ids = newIDIndex(namespace)
+		}
+	}
+	reset()
+	err := s.eachRecordMeta(ctx, namespace, reset, func(m *metav1.ObjectMeta) {
+		if item, ok := workItem(m); ok {
+			items = append(items, item)
+		}
+		if withIDs {
+			ids.add(m)
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, ids, nil
+}
+
+// eachRecordMeta calls visit with the metadata of every record (broker, instance,
+// binding) of namespace ("" for all), from one consistent metadata-only list, page by
+// page. When the list has to start over (its continue token expired), reset is called
+// first.
+func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func(), visit func(*metav1.ObjectMeta)) error {
 	if s.meta == nil {
-		return nil, nil, errors.New("store: ListPending needs a metadata client (store.New got nil)")
+		return errors.New("store: listing records' metadata needs a metadata client (store.New got nil)")
 	}
 	req, err := labels.NewRequirement(LabelKind, selection.In,
 		[]string{v1alpha1.KindBroker, v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	opts := metav1.ListOptions{LabelSelector: labels.NewSelector().Add(*req).String(), Limit: s.pageSize}
-	var items []WorkItem
-	var ids *IDIndex
-	if withIDs {
-		ids = newIDIndex(namespace)
-	}
 	for {
 		list, err := s.meta.Resource(configMapsResource()).Namespace(namespace).List(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-			items, opts.Continue, opts.Limit = nil, "", 0
-			if withIDs {
-				ids = newIDIndex(namespace)
-			}
+			reset()
+			opts.Continue, opts.Limit = "", 0
 			continue
 		}
 		if err != nil {
-			return nil, nil, apiError("list", "", namespace, "", err)
+			return apiError("list", "", namespace, "", err)
 		}
 		for i := range list.Items {
-			if item, ok := workItem(&list.Items[i].ObjectMeta); ok {
-				items = append(items, item)
-			}
-			if withIDs {
-				ids.add(&list.Items[i].ObjectMeta)
-			}
+			visit(&list.Items[i].ObjectMeta)
 		}
 		if list.Continue == "" {
-			return items, ids, nil
+			return nil
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// UnverifiedCounts counts, per namespace, the records of namespace ("" for all) whose
+// author stamp does not carry token, the trust policy's token now in force: written
+// before it (or never stamped), their author cannot be verified. One metadata-only list.
+func (s *Store) UnverifiedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	counts := map[string]int{}
+	err := s.eachRecordMeta(ctx, namespace, func() { clear(counts) }, func(m *metav1.ObjectMeta) {
+		if configMapPrefix(m.Labels[LabelKind]) != "" && strings.HasPrefix(m.Name, configMapPrefix(m.Labels[LabelKind])) &&
+			(m.Annotations[AnnotationAuthor] == "" || m.Annotations[AnnotationTrustToken] != token) {
+			counts[m.Namespace]++
+		}
+	})
+	return counts, err
 }
 
 // workItem is the WorkItem of a record's metadata, if it has work to do.

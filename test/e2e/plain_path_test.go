@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -212,6 +214,12 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	}
 	item := reconcileDB()
 	assert.Equal(t, item.Outcome, reconcile.Refused, item.Detail)
+	// doctor names the namespace, how many records, and adopt.
+	unverified := regexp.MustCompile(`(?m)^namespace ` + regexp.QuoteMeta(ns) + ` +WARN +2 records written before the trust policy`)
+	// doctor exits 1 for the refused record.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "doctor")
+	assert.Check(t, unverified.MatchString(r.Stdout), r.Stdout)
+	assert.Check(t, is.Contains(r.Stdout, "kubectl catalog adopt -n "+ns+" "))
 
 	st := recStore(t)
 	inst, err := st.Instances().Get(ctx, ns, "db")
@@ -231,6 +239,9 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	adopted, err := st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err)
 	assert.DeepEqual(t, adopted.Spec, inst.Spec)
+	// doctor exits 1 for the refused record.
+	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "doctor")
+	assert.Check(t, !strings.Contains(r.Stdout, "namespace "+ns+" "), "adopted: no longer listed: %s", r.Stdout)
 
 	// Plain reconcile runs until the record is due again and finished.
 	instWaitFor(t, "plain reconcile to finish db", 90*time.Second, func() bool {
@@ -241,4 +252,81 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	inst, err = st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+}
+
+// TestPlainPath_ATerminatingNamespaceOfAUserIsFinishedByAnAdministratorsAdopt: alice,
+// with the documented user role, registers a namespace broker with credentials,
+// provisions and binds; the namespace is deleted, and its RoleBindings go first, so
+// reconcile can no longer check her records against her rights: plain reconcile refuses
+// them and names adopt. The admin adopts them (each checked against her own rights), and
+// plain reconcile unbinds, deprovisions and lets the namespace go.
+func TestPlainPath_ATerminatingNamespaceOfAUserIsFinishedByAnAdministratorsAdopt(t *testing.T) {
+	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	ctx := context.Background()
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	catalogNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
+	plainInit(t, admin, catalogNS)
+	plainUser(t, controlplane.AliceUser, ns, catalogNS)
+	_, err = admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-auth"},
+		StringData: map[string]string{"username": "u", "password": "p"}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	alice := func(args ...string) result {
+		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", ns, "--catalog-namespace", catalogNS}, args...)...)
+	}
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p", AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+	r := alice("register", "team", "--url", b.URL(), "--basic-auth-secret", "team-auth", "--scope", "namespace")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	r = alice("provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	r = alice("bind", "db", "--name", "app", "--wait", "--timeout", "60s")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Equal(t, len(b.Bindings()), 1)
+
+	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	instWaitFor(t, "the namespace controller to delete what it may, alice's RoleBinding too", 60*time.Second, func() bool {
+		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	withCatalog := func(args ...string) []string { return append(args, "--catalog-namespace", catalogNS) }
+
+	sum, r := recRunStrict(t, ns, nil, withCatalog("--max-duration", "30s", "--interval", "200ms")...)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	item, ok := recKindItem(sum, v1alpha1.KindServiceBinding, ns, "app")
+	assert.Assert(t, ok, "%+v", sum.Items)
+	assert.Equal(t, item.Outcome, reconcile.Refused, item.Detail)
+	st := recStore(t)
+	bind, err := st.Bindings().Get(ctx, ns, "app")
+	assert.NilError(t, err)
+	c := meta.FindStatusCondition(bind.Status.Conditions, v1alpha1.ConditionRefused)
+	assert.Assert(t, c != nil, "%+v", bind.Status.Conditions)
+	assert.Check(t, is.Contains(c.Message, `the record's author "`+controlplane.AliceUser+`" may not`))
+	assert.Check(t, is.Contains(c.Message, `"kubectl catalog adopt -n `+ns+`"`))
+	assert.Equal(t, len(b.Bindings()), 1, "nothing was unbound")
+
+	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "adopt")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	for _, kind := range []string{"broker", "serviceinstance", "servicebinding"} {
+		assert.Check(t, is.Regexp("(?m)^"+kind+` +\S+ +`+controlplane.AliceUser+` +adopted`, r.Stdout))
+	}
+
+	instWaitFor(t, "plain reconcile to finish the namespace's records", 90*time.Second, func() bool {
+		sum, r := recRunStrict(t, ns, nil, withCatalog("--max-duration", "30s", "--interval", "200ms")...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		for _, it := range sum.Items {
+			assert.Assert(t, it.Outcome != reconcile.Refused && it.Outcome != reconcile.Failed, "%s %s: %s", it.Kind, it.Name, it.Detail)
+		}
+		_, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	assert.Equal(t, len(b.Bindings()), 0)
+	instAssertBrokerHolds(t, b)
 }

@@ -32,9 +32,14 @@ var adoptLong = cmdutil.LongDesc(`
 
 	A record that fails a check is listed with the reason and left as it
 	is, and adopt exits 1; one whose author is verified already is left
-	alone. An administrator finishes a namespace already Terminating the
-	same way: adopt -n NAMESPACE, then "kubectl catalog reconcile -n
-	NAMESPACE". --dry-run shows what would change and writes nothing.`)
+	alone, unless it is being deleted and its author is someone else.
+	An administrator finishes a namespace already Terminating the same
+	way: its deletion removed its RoleBindings first, so reconcile can no
+	longer check its records against their authors' rights and refuses
+	them, naming this command. adopt -n NAMESPACE makes the records whose
+	spec she could have written hers, then "kubectl catalog reconcile -n
+	NAMESPACE" finishes them. --dry-run shows what would change and writes
+	nothing.`)
 
 var adoptExample = cmdutil.Examples(`
 	# See which records of namespace team-a would become yours

@@ -54,7 +54,10 @@ var doctorLong = cmdutil.LongDesc(`
 	    ValidatingAdmissionPolicy and its binding, and a token ConfigMap in
 	    the catalog namespace younger than both), not installed, or with a
 	    stale token. Without it every record has an unverified author, and
-	    reconcile refuses what needs its author's authority.
+	    reconcile refuses what needs its author's authority. With it, the
+	    namespaces (every one you may list, or the current one) that still
+	    hold records written before it, with how many, and the command that
+	    makes them verified: "kubectl catalog adopt -n NAMESPACE".
 
 	Each check is OK, WARN or FAIL; the ones that are not OK say how to fix
 	them. doctor changes nothing. It exits 1 when a check failed, 0 otherwise

@@ -50,7 +50,9 @@ func options(t *testing.T, objs ...runtime.Object) (*Options, *store.Store) {
 	c.Core.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{Username: "alice"}}}, nil
 	})
-	st := c.Store()
+	// The records are written as under the trust policy of token "t".
+	st := c.Store(store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: "alice"}, nil }),
+		store.WithTrustToken(func(context.Context) (string, error) { return "t", nil }))
 	eng := engine.New(engine.Config{Store: st, CatalogNamespace: catalogNS,
 		Brokers: brokerclient.New(c.Core, brokerclient.WithTimeout(5*time.Second))})
 	return &Options{

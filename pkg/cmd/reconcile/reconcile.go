@@ -3,6 +3,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 )
 
@@ -68,7 +70,12 @@ var reconcileLong = cmdutil.LongDesc(`
 	verified (the trust policy that "kubectl catalog init" installs is not in
 	force), what needs one is refused, visibly; --trust-namespace-writers acts
 	with your own rights instead, trusting everyone who may write ConfigMaps
-	in the namespaces of the run (--serve and the CronJob never do).
+	in the namespaces of the run (--serve and the CronJob never do). At a
+	terminal, without the flag, reconcile first lists the records of the run
+	it could act on only with your rights, with what they would do for each
+	(which Secret goes to which broker URL, which workload is changed), and
+	asks once whether to (default no): a yes acts with your rights on those
+	records only, for this run.
 
 	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
 	person must look (a terminal failure, or errors talking to the API
@@ -158,6 +165,9 @@ type Options struct {
 	Verbose bool
 	// showProgress shows the run's progress on the error output (Complete sets it).
 	showProgress bool
+	// Prompter asks, at a terminal, whether to act with the user's own rights on the
+	// records no one vouches for (nil: not at a terminal, never asks).
+	Prompter prompt.Prompter
 }
 
 // NewCmdReconcile returns the reconcile command. runF, when not nil, is called with the
@@ -274,6 +284,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	o.Verbose = f.Verbosity > 0
 	o.showProgress = true
+	if o.Prompter == nil && o.Streams.InTerminal && o.Streams.ErrTerminal {
+		// The question goes to the error output, like the progress line: the output
+		// may be -o json.
+		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.ErrOut, o.Streams.ErrOut)
+	}
 	o.Reconciler = &reconcile.Reconciler{
 		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
 		SyncBroker: func(ctx context.Context, b *v1alpha1.Broker) error {
@@ -299,6 +314,11 @@ func (o *Options) Run(ctx context.Context) error {
 		RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon, Interrupt: ctx.Done(),
 		TrustUnverifiedAuthors: o.TrustUnverifiedAuthors,
 	}
+	lend, err := o.askToLend(ctx, opts)
+	if err != nil {
+		return err
+	}
+	opts.TrustRecords = lend
 	var prog *Progress
 	if o.showProgress {
 		prog = NewProgress(o.Streams.ErrOut, o.Streams.ErrTerminal, o.Verbose)
@@ -332,6 +352,54 @@ func (o *Options) Run(ctx context.Context) error {
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	return nil
+}
+
+// askToLend lists, at a terminal, the records of the run that no one vouches for (no
+// trust policy) and that the user's own rights would let it act on, saying what those
+// rights would be used for, and asks once whether to (default no). It returns the records
+// the user agreed to; none without a terminal, with --trust-namespace-writers (which
+// covers them all), with --dry-run, or on a no.
+func (o *Options) askToLend(ctx context.Context, opts reconcile.Options) ([]engine.Unvouched, error) {
+	if o.Prompter == nil || o.TrustUnverifiedAuthors || o.DryRun.Enabled() || o.Serve.Enabled {
+		return nil, nil
+	}
+	us, err := o.Reconciler.Unvouched(ctx, opts)
+	if err != nil || len(us) == 0 {
+		// The run lists the work again, and says what failed.
+		return nil, nil
+	}
+	spaces := PrintUnvouched(o.Streams.ErrOut, us)
+	which := "this record"
+	if len(us) > 1 {
+		which = fmt.Sprintf("these %d records", len(us))
+	}
+	ok, err := o.Prompter.Confirm(fmt.Sprintf("Act on %s with your own rights, trusting everyone who may write ConfigMaps in namespace %s?", which, strings.Join(spaces, ", ")), false)
+	if errors.Is(err, prompt.ErrInterrupted) {
+		fmt.Fprintln(o.Streams.ErrOut, "interrupted at the question: nothing was done")
+		return nil, &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}
+	}
+	if err != nil || !ok {
+		fmt.Fprintln(o.Streams.ErrOut, "Your rights are not lent: what needs their author's authority is refused.")
+		return nil, nil
+	}
+	return us, nil
+}
+
+// PrintUnvouched lists the records no one vouches for, each with what acting on it with
+// the user's own rights does, and returns their namespaces.
+func PrintUnvouched(w io.Writer, us []engine.Unvouched) []string {
+	var spaces []string
+	fmt.Fprintln(w, "The catalog's trust policy is not in force, so no one vouches for the authors of these records; anyone who may write ConfigMaps in their namespace may have written them. Acting on them takes your own rights:")
+	for _, u := range us {
+		fmt.Fprintf(w, "  %s %s/%s\n", strings.ToLower(u.Kind), u.Namespace, u.Name)
+		for _, l := range u.Lends {
+			fmt.Fprintf(w, "      %s\n", l)
+		}
+		if !slices.Contains(spaces, u.Namespace) {
+			spaces = append(spaces, u.Namespace)
+		}
+	}
+	return spaces
 }
 
 // noVoucherHint says, after a run that refused records for want of a verified author
