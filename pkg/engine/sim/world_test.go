@@ -52,6 +52,14 @@ type world struct {
 	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
 	// not.
 	jumped bool
+	// claimTTL is every process's ClaimTTL: the default, or (some seeds) shorter than
+	// the broker client's timeout, as KUBECTL_CATALOG_TEST_CLAIM_TTL may set it.
+	claimTTL time.Duration
+	// unguarded are ids whose caller stopped waiting for a call the broker goes on
+	// with past the caller's claim (a claim shorter than the client's timeout): a dead
+	// or interrupted process renews nothing, so a later request for the id may overlap
+	// that work until the time given.
+	unguarded map[string]time.Time
 	// wrote: a process wrote to the API server since the last check.
 	wrote bool
 }
@@ -59,6 +67,9 @@ type world struct {
 // rates are one seed's chances of each fault, in percent.
 type rates struct {
 	apiFault, kill, interrupt, brokerFault, late, jump, tenant int
+	// slow: calls the broker answers only after longer than the claim (up to the
+	// client's timeout), the caller waiting for the answer meanwhile.
+	slow int
 	// outage: the broker's failures are all 500s (retried), as when it is down.
 	outage bool
 }
@@ -93,6 +104,9 @@ type proc struct {
 	resume   chan struct{}
 	sleeps   int
 	atBroker bool
+	// inCall: the process has a broker call in flight; it is resumed at every step
+	// with tick set, as the timer that renews its claim during the call would fire.
+	inCall, tick bool
 }
 
 type kind int
@@ -110,6 +124,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
+		unguarded: map[string]time.Time{},
 	}
 	// OSB ids and request ids come from the seed too, so a trace names the same ids.
 	uuid.SetRand(w.rngReader())
@@ -120,6 +135,8 @@ func newWorld(seed uint64) *world {
 	if w.rates.outage {
 		w.rates.brokerFault = 90
 	}
+	w.rates.slow = w.pick(0, 10, 30)
+	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewFastCluster()
 	w.cluster.SetClock(func() time.Time { return w.t })
 	w.checker = w.cluster.Store(store.WithClock(func() time.Time { return w.t }))
@@ -187,6 +204,7 @@ func (p *proc) reset() {
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
 		c.Sleep = p.sleep
+		c.ClaimTTL = p.w.claimTTL
 	})
 }
 
@@ -195,6 +213,13 @@ func (p *proc) now() time.Time { return p.w.t.Add(p.skew) }
 // pause hands control back to the scheduler at where, until the process is resumed.
 func (p *proc) pause(where string) {
 	p.w.logf("%-14s %s", p.name, where)
+	p.w.events <- event{p: p}
+	<-p.resume
+}
+
+// quietPause hands control back like pause, without a line in the trace: a process
+// waiting for the broker, resumed for its renewal timer.
+func (p *proc) quietPause() {
 	p.w.events <- event{p: p}
 	<-p.resume
 }
@@ -289,6 +314,12 @@ func (w *world) step() {
 	w.steps++
 	w.advance()
 	w.landLateWork(false)
+	for _, q := range w.procs {
+		if q.alive && q.inCall {
+			q.tick = true
+			w.run(q)
+		}
+	}
 	p := w.procs[w.rng.IntN(len(w.procs))]
 	if p.alive && w.faults {
 		// A process waiting for the broker is where a kill or an interruption hurts
@@ -328,8 +359,10 @@ func (w *world) advance() {
 		return
 	}
 	p := w.procs[w.rng.IntN(len(w.procs))]
-	// Clocks differ by up to 20 s; now and then one jumps minutes ahead or behind.
-	p.skew = time.Duration(w.rng.IntN(41)-20) * time.Second
+	// Clocks differ by up to a sixth of the claim (20 s for the default); now and then
+	// one jumps minutes ahead or behind.
+	most := int(w.claimTTL / 6 / time.Second)
+	p.skew = time.Duration(w.rng.IntN(2*most+1)-most) * time.Second
 	if w.chance(w.rates.jump * 10) {
 		p.skew = time.Duration(w.rng.IntN(7)-3) * time.Minute
 		w.jumped = true
