@@ -259,10 +259,12 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		return reread(e, ctx, b, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Bind(ctx, req)
+	var resp *osb.BindResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Bind(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpBind, osb.OutcomeOf(resp.Status(), callErr))
@@ -543,10 +545,12 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Unbind(ctx, req)
+	var resp *osb.UnbindResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Unbind(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "DELETE", bindingPath(op))
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpUnbind, osb.OutcomeOf(resp.Status(), callErr))

@@ -88,7 +88,8 @@ type Config struct {
 	Events EventRecorder
 	// Sleep, when set, is how a drive waits for its next step instead of the wall
 	// clock's timers (a simulation whose clocks are its own); it returns early with
-	// ctx's error.
+	// ctx's error. With it set, no timer renews a claim during a broker call either:
+	// the broker renews it with KeepClaim as its time passes.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 

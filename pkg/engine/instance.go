@@ -307,10 +307,12 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Provision(ctx, req)
+	var resp *osb.ProvisionResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Provision(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpProvision, osb.OutcomeOf(resp.Status(), callErr))
@@ -497,10 +499,12 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		return reread(e, ctx, inst, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Update(ctx, req)
+	var resp *osb.UpdateResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Update(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpUpdate, osb.OutcomeOf(resp.Status(), callErr))
@@ -646,10 +650,12 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Deprovision(ctx, req)
+	var resp *osb.DeprovisionResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Deprovision(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	outcome := osb.OutcomeOf(resp.Status(), callErr)
