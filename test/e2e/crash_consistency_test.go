@@ -527,3 +527,44 @@ func TestCrashConsistency_InterruptedCall_NotResentAtOnce(t *testing.T) {
 	}
 	assert.Equal(t, len(ids), 1, "the re-send keeps the instance id")
 }
+
+// TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce: a provision whose
+// broker answers long after the claim (a short KUBECTL_CATALOG_TEST_CLAIM_TTL) would
+// have run out, while a reconcile steps the record over and over: the provision renews
+// its claim while the PUT is in flight, so the reconcile never re-sends it, the broker
+// sees one request for the id at a time, and the record ends ready.
+func TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := instSetupCatalog(t, nil)
+	const claim = 2 * time.Second
+	env := []string{cmdutil.TestClaimTTLEnv + "=" + claim.String()}
+	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpProvision, Action: broker.ActionDelay, Delay: broker.Duration(5 * claim)})
+	assert.NilError(t, err)
+
+	provisioned := make(chan result, 1)
+	go func() {
+		provisioned <- instRun(t, e.ns, env, "provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s", "--interval", "200ms")
+	}()
+	var id string
+	instWaitFor(t, "the provision to reach the broker", 30*time.Second, func() bool {
+		inst, err := e.st.Instances().Get(ctx, e.ns, "db")
+		if err != nil || inst.Status.InFlight == nil {
+			return false
+		}
+		id = inst.Status.InFlight.InstanceID
+		return e.b.InFlight(id) == 1
+	})
+	// A reconcile steps the record until well past the first claim's end, while the
+	// broker still works on the PUT.
+	rec := instRun(t, e.ns, append(slices.Clone(recEnv), env...), "reconcile", asRunner, "--interval", "100ms", "--max-duration", (3 * claim).String(), "-o", "json")
+	assert.Equal(t, rec.ExitCode, 0, rec.Stderr)
+	assert.Equal(t, e.b.InFlight(id), 1, "the broker was still working on the PUT while reconcile ran")
+	p := <-provisioned
+	assert.Equal(t, p.ExitCode, 0, p.Stderr)
+
+	assert.Equal(t, e.b.MaxConcurrent(id), 1, "two requests for one id were in flight at once")
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpProvision)), 1, "the PUT was re-sent")
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}})
+}

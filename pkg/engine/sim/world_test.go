@@ -60,8 +60,10 @@ type world struct {
 	// or interrupted process renews nothing, so a later request for the id may overlap
 	// that work until the time given.
 	unguarded map[string]time.Time
-	// wrote: a process wrote to the API server since the last check.
-	wrote bool
+	// wrote: a process wrote to the API server since the last check; written are the
+	// ConfigMaps ("namespace/name") it wrote, the records the check reads again.
+	wrote   bool
+	written map[string]bool
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -124,7 +126,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{},
 	}
 	// OSB ids and request ids come from the seed too, so a trace names the same ids.
 	uuid.SetRand(w.rngReader())
