@@ -8,6 +8,8 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"iter"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +56,7 @@ func TestSim(t *testing.T) {
 	}
 	start := time.Now()
 	failed := 0
-	for seed := from; seed < from+uint64(count); seed++ {
-		w := runSeed(seed, *steps)
+	for seed, w := range runSeeds(from, count) {
 		if len(w.failures) == 0 {
 			if *firstSeed != 0 && testing.Verbose() {
 				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
@@ -71,6 +72,45 @@ func TestSim(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
+}
+
+// runSeeds runs count seeds from from, as many at once as Go runs goroutines in
+// parallel (each world is its own: its random source, clocks, API server and broker),
+// and yields each seed's world in the order of the seeds.
+func runSeeds(from uint64, count int) iter.Seq2[uint64, *world] {
+	return func(yield func(uint64, *world) bool) {
+		results := make([]chan *world, count)
+		for i := range results {
+			results[i] = make(chan *world, 1)
+		}
+		next := make(chan int)
+		stop := make(chan struct{})
+		defer close(stop)
+		for range runtime.GOMAXPROCS(0) {
+			go func() {
+				for i := range next {
+					results[i] <- runSeed(from+uint64(i), *steps)
+				}
+			}()
+		}
+		go func() {
+			defer close(next)
+			for i := range count {
+				select {
+				case next <- i:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		for i := range count {
+			w := <-results[i]
+			// A world's trace is kept only as long as its seed's result is needed.
+			if !yield(from+uint64(i), w) {
+				return
+			}
+		}
+	}
 }
 
 // tail is the end of a trace: the steps that led to a failure.

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -128,8 +126,6 @@ func newWorld(seed uint64) *world {
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
 		unguarded: map[string]time.Time{}, written: map[string]bool{},
 	}
-	// OSB ids and request ids come from the seed too, so a trace names the same ids.
-	uuid.SetRand(w.rngReader())
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
 		brokerFault: w.pick(0, 15, 35, 80), outage: w.pick(0, 0, 0, 1) == 1, late: w.pick(0, 30, 60), jump: w.pick(0, 0, 2), tenant: w.pick(0, 20, 50),
@@ -206,6 +202,8 @@ func (p *proc) reset() {
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
 		c.Sleep = p.sleep
+		// OSB ids and request ids come from the seed too, so a trace names the same ids.
+		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
 	})
 }
