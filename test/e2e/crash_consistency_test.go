@@ -551,18 +551,23 @@ func TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce(t *testing
 		first <- instRun(t, e.ns, env, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "60s", "-o", "json")
 	}()
 	var id string
+	var claimed time.Time
 	instWaitFor(t, "a reconcile's PUT to reach the broker", 30*time.Second, func() bool {
 		inst, err := e.st.Instances().Get(ctx, e.ns, "db")
 		if err != nil || inst.Status.InFlight == nil {
 			return false
 		}
 		l, ok := store.LeaseOf(inst)
-		id = inst.Status.InFlight.InstanceID
+		id, claimed = inst.Status.InFlight.InstanceID, l.ExpiresAt
 		return ok && strings.HasPrefix(l.Holder, "reconcile") && e.b.InFlight(id) == 1
 	})
-	// A second reconcile steps the record until well past the first one's claim had it
-	// not been renewed, while the broker still works on the PUT.
-	second := instRun(t, e.ns, env, "reconcile", asRunner, "--interval", "100ms", "--max-duration", (3 * claim).String(), "-o", "json")
+	// A reconcile takes a record it finds claimed up at a later run: the second one
+	// starts once the claim written with the PUT has run out by the reconciles' clocks,
+	// and steps the record while the broker still works on the PUT.
+	instWaitFor(t, "the claim written with the PUT to run out", 30*time.Second, func() bool {
+		return time.Now().Add(3 * time.Minute).After(claimed)
+	})
+	second := instRun(t, e.ns, env, "reconcile", asRunner, "--interval", "100ms", "--max-duration", (2 * claim).String(), "-o", "json")
 	assert.Equal(t, e.b.InFlight(id), 1, "the broker was still working on the PUT while the second reconcile ran")
 	assert.Equal(t, second.ExitCode, 0, second.Stderr)
 	r := <-first

@@ -147,6 +147,8 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	if p.dead || ctx.Err() != nil {
 		w.logf("%-14s stopped waiting for %s; the broker goes on (%s) until %s", p.name, req, o.what, work.until.Format("15:04:05"))
 		if !work.landed && w.claimTTL < callTimeout {
+			// The call was given up (its claim could not be renewed): the broker goes on
+			// past the claim.
 			w.unguarded[id] = work.until
 		}
 		if ctx.Err() != nil {

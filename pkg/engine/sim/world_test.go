@@ -53,10 +53,10 @@ type world struct {
 	// claimTTL is every process's ClaimTTL: the default, or (some seeds) shorter than
 	// the broker client's timeout, as KUBECTL_CATALOG_TEST_CLAIM_TTL may set it.
 	claimTTL time.Duration
-	// unguarded are ids whose caller stopped waiting for a call the broker goes on
-	// with past the caller's claim (a claim shorter than the client's timeout): a dead
-	// or interrupted process renews nothing, so a later request for the id may overlap
-	// that work until the time given.
+	// unguarded are ids whose caller gave up a call because its claim could not be
+	// renewed (the API server failed it for most of the claim) while the broker goes on
+	// past the claim (one shorter than the client's timeout): a later request for the id
+	// may overlap that work until the time given.
 	unguarded map[string]time.Time
 	// wrote: a process wrote to the API server since the last check; written are the
 	// ConfigMaps ("namespace/name") it wrote, the records the check reads again.
@@ -314,14 +314,12 @@ func (w *world) step() {
 	w.steps++
 	w.advance()
 	w.landLateWork(false)
-	for _, q := range w.procs {
-		if q.alive && q.inCall {
-			q.tick = true
-			w.run(q)
-		}
-	}
+	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
-	if p.alive && w.faults {
+	// A claim shorter than the client's timeout cannot keep others away from the request
+	// of a process that stops waiting for it (nothing renews the claim while the broker
+	// goes on, docs/engine.md): such seeds kill or interrupt no process during a call.
+	if p.alive && w.faults && !(p.inCall && w.claimTTL < callTimeout) {
 		// A process waiting for the broker is where a kill or an interruption hurts
 		// most: it is made more likely there.
 		boost := 1
@@ -345,16 +343,36 @@ func (w *world) step() {
 	}
 }
 
+// tick resumes every process with a broker call in flight, as the timer that renews its
+// claim during the call fires.
+func (w *world) tick() {
+	for _, q := range w.procs {
+		if q.alive && q.inCall {
+			q.tick = true
+			w.run(q)
+		}
+	}
+}
+
 // advance moves time, and now and then a process's clock.
 func (w *world) advance() {
+	var d time.Duration
 	switch n := w.rng.IntN(100); {
 	case n < 70:
-		w.t = w.t.Add(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
+		d = time.Duration(w.rng.IntN(2000)) * time.Millisecond
 	case n < 95:
-		w.t = w.t.Add(time.Duration(2+w.rng.IntN(30)) * time.Second)
+		d = time.Duration(2+w.rng.IntN(30)) * time.Second
 	default:
-		w.t = w.t.Add(time.Duration(1+w.rng.IntN(11)) * time.Minute)
+		d = time.Duration(1+w.rng.IntN(11)) * time.Minute
 	}
+	// While a call is in flight, time moves at most one period of the renewal timer per
+	// step, so that the timer fires as it would.
+	for _, p := range w.procs {
+		if p.inCall {
+			d = min(d, w.claimTTL/6)
+		}
+	}
+	w.t = w.t.Add(d)
 	if !w.faults || !w.chance(5) {
 		return
 	}
@@ -379,7 +397,10 @@ func (w *world) quiesce() {
 		for p.alive {
 			w.t = w.t.Add(time.Second)
 			w.landLateWork(false)
-			w.run(p)
+			w.tick()
+			if p.alive {
+				w.run(p)
+			}
 		}
 		p.skew = 0
 	}
