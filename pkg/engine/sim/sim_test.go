@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	seeds      = flag.Int("sim.seeds", 0, "how many seeds to run (default 200, 60 with -short)")
+	seeds      = flag.Int("sim.seeds", 0, "how many seeds to run (default 400, 100 with -short)")
 	firstSeed  = flag.Uint64("sim.seed", 0, "run only this seed (with -sim.seeds: run that many from it)")
 	steps      = flag.Int("sim.steps", 150, "steps of each seed before the faults stop")
 	foreignIDs = flag.Bool("sim.foreign", false, "let the tenant forge OSB ids of other namespaces into her records")
@@ -44,9 +44,9 @@ func runSeed(seed uint64, n int) *world {
 }
 
 func TestSim(t *testing.T) {
-	count, from := 200, uint64(1)
+	count, from := 400, uint64(1)
 	if testing.Short() {
-		count = 60
+		count = 100
 	}
 	if *firstSeed != 0 {
 		from, count = *firstSeed, 1
