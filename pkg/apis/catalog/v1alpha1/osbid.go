@@ -38,7 +38,9 @@ func NewNamespaceBoundIDFrom(r io.Reader, ns string) string { return newBoundID(
 
 // NewRecordBoundIDFrom is NewRecordBoundID with its random half read from r (nil: uuid's
 // source).
-func NewRecordBoundIDFrom(r io.Reader, uid types.UID) string { return newBoundID(r, "uid", string(uid)) }
+func NewRecordBoundIDFrom(r io.Reader, uid types.UID) string {
+	return newBoundID(r, "uid", string(uid))
+}
 
 func newBoundID(r io.Reader, scope, owner string) string {
 	u := uuid.New()
