@@ -29,7 +29,9 @@ const (
 	// reconcile's retry backoff bounds (2s doubling up to 10m).
 	TestRetryBackoffEnv = "KUBECTL_CATALOG_TEST_RETRY_BACKOFF"
 	// TestClaimTTLEnv, when set to a Go duration ("10s"), replaces how long reconcile's
-	// claims last unrenewed (2m); it must stay above the broker timeout.
+	// claims last unrenewed (2m). A claim is renewed while a broker call is in flight, so
+	// it may be shorter than the broker timeout; a reconcile killed during a call then
+	// leaves a claim that runs out before the broker is done with the request.
 	TestClaimTTLEnv = "KUBECTL_CATALOG_TEST_CLAIM_TTL"
 	// TestKillAfterEnv, when set to N, kills migrate (SIGKILL) right after its Nth write,
 	// to test that a second run finishes what a killed one left.

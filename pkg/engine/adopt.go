@@ -104,7 +104,7 @@ func (e *Engine) AdoptInstance(ctx context.Context, a InstanceAdoption) (*v1alph
 		}
 		f := &v1alpha1.Operation{
 			Type: op.Type, InstanceID: id, ServiceID: inst.Spec.ClassID, PlanID: planID,
-			RequestID: newRequestID(), StartedAt: metav1.NewTime(started),
+			RequestID: e.newRequestID(), StartedAt: metav1.NewTime(started),
 			Async: true, OperationKey: op.OperationKey, NextPollAt: mtime(now),
 		}
 		if op.Type != v1alpha1.OperationDeprovision {

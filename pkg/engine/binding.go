@@ -191,7 +191,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationBind, InstanceID: t.inst.CurrentExternalID(), BindingID: b.CurrentExternalID(),
 		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, ParametersChecksum: params.Checksum(),
-		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil {
 		// A re-send must be the identical request.
@@ -259,10 +259,12 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		return reread(e, ctx, b, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Bind(ctx, req)
+	var resp *osb.BindResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Bind(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpBind, osb.OutcomeOf(resp.Status(), callErr))
@@ -512,7 +514,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUnbind, InstanceID: t.inst.CurrentExternalID(), BindingID: id,
-		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil && prev.Type == v1alpha1.OperationUnbind {
 		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
@@ -543,10 +545,12 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Unbind(ctx, req)
+	var resp *osb.UnbindResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Unbind(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "DELETE", bindingPath(op))
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpUnbind, osb.OutcomeOf(resp.Status(), callErr))
@@ -658,7 +662,7 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 		x.Status.OrphanMitigation = nil
 		if id == x.CurrentExternalID() {
 			// OSB ids are never reused: the next bind gets a new one.
-			x.Status.ExternalID = v1alpha1.NewRecordBoundID(x.UID)
+			x.Status.ExternalID = e.recordBoundID(x.UID)
 		}
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed bind", now)

@@ -150,7 +150,7 @@ func (e *Engine) rotate(ctx context.Context, namespace, name string) (*v1alpha1.
 			return fmt.Errorf("binding %q is not bound yet, so there is nothing to rotate: run \"kubectl catalog describe binding %s\"", name, name)
 		}
 		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID()}
-		b.Status.ExternalID = v1alpha1.NewRecordBoundID(b.UID)
+		b.Status.ExternalID = e.recordBoundID(b.UID)
 		return nil
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
@@ -88,8 +90,13 @@ type Config struct {
 	Events EventRecorder
 	// Sleep, when set, is how a drive waits for its next step instead of the wall
 	// clock's timers (a simulation whose clocks are its own); it returns early with
-	// ctx's error.
+	// ctx's error. With it set, no timer renews a claim during a broker call either:
+	// the broker renews it with KeepClaim as its time passes.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// IDs, when set, is the random source of the OSB ids and request ids the engine
+	// generates (a simulation's seeded source, one per engine, so that runs are
+	// reproducible side by side); default uuid's (crypto/rand).
+	IDs io.Reader
 }
 
 // Projector changes workloads so that they receive a binding's Secret
@@ -234,6 +241,21 @@ func (e *Engine) hook(ctx context.Context, p HookPoint, op *v1alpha1.Operation) 
 // broker call and the write of its outcome.
 var errLost = errors.New("the record was changed by someone else while the broker was called")
 
-func newRequestID() string { return uuid.NewString() }
+func (e *Engine) newRequestID() string {
+	if e.cfg.IDs != nil {
+		return uuid.Must(uuid.NewRandomFromReader(e.cfg.IDs)).String()
+	}
+	return uuid.NewString()
+}
+
+// namespaceBoundID is a fresh OSB id for a new record of namespace ns, from e's source.
+func (e *Engine) namespaceBoundID(ns string) string {
+	return v1alpha1.NewNamespaceBoundIDFrom(e.cfg.IDs, ns)
+}
+
+// recordBoundID is a fresh OSB id for the record with uid uid, from e's source.
+func (e *Engine) recordBoundID(uid types.UID) string {
+	return v1alpha1.NewRecordBoundIDFrom(e.cfg.IDs, uid)
+}
 
 func mtime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

@@ -254,7 +254,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		Type: v1alpha1.OperationProvision, InstanceID: inst.CurrentExternalID(),
 		ServiceID: inst.Spec.ClassID, PlanID: inst.Spec.PlanID,
 		MaintenanceInfoVersion: inst.Spec.MaintenanceInfoVersion,
-		RequestID:              newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		RequestID:              e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if op.MaintenanceInfoVersion == "" {
 		if p := t.plan(op.PlanID); p != nil && p.MaintenanceInfo != nil {
@@ -307,10 +307,12 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Provision(ctx, req)
+	var resp *osb.ProvisionResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Provision(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpProvision, osb.OutcomeOf(resp.Status(), callErr))
@@ -434,7 +436,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		Type: v1alpha1.OperationUpdate, InstanceID: inst.CurrentExternalID(), ServiceID: inst.Spec.ClassID,
 		PlanID: planID, MaintenanceInfoVersion: targetMI,
 		ParametersChecksum: params.Checksum(), ParameterHashes: params.InlineHashes(),
-		RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil {
 		op.InstanceID, op.RequestID, op.StartedAt = prev.InstanceID, prev.RequestID, prev.StartedAt
@@ -497,10 +499,12 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		return reread(e, ctx, inst, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Update(ctx, req)
+	var resp *osb.UpdateResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Update(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpUpdate, osb.OutcomeOf(resp.Status(), callErr))
@@ -617,7 +621,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationDeprovision, InstanceID: id, ServiceID: inst.Spec.ClassID,
-		PlanID: brokerPlanID(inst), RequestID: newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		PlanID: brokerPlanID(inst), RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil && prev.Type == v1alpha1.OperationDeprovision {
 		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
@@ -646,10 +650,12 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
-	resp, callErr := t.client.Deprovision(ctx, req)
+	var resp *osb.DeprovisionResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Deprovision(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
-	if ctx.Err() != nil {
-		return interrupted(stored, ctx.Err())
+	if err != nil {
+		return interrupted(stored, err)
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	outcome := osb.OutcomeOf(resp.Status(), callErr)
@@ -1076,7 +1082,7 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v
 		forgetExternalID(&x.Status.OperationStatus, id)
 		x.Status.Provisioned, x.Status.OrphanMitigation, x.Status.InFlight = nil, nil, nil
 		if id == x.CurrentExternalID() {
-			x.Status.ExternalID = v1alpha1.NewRecordBoundID(x.UID)
+			x.Status.ExternalID = e.recordBoundID(x.UID)
 		}
 		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionFalse, ReasonOrphanMitigationSucceeded,
 			"the broker confirmed it holds nothing of the failed provision", now)

@@ -158,7 +158,7 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	if err != nil {
 		return nil, nil, err
 	}
-	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace})
+	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, ExternalID: e.namespaceBoundID(req.Namespace)})
 	// The user's own command: where the instance's author cannot be verified, the
 	// user's rights decide, as they would by hand.
 	// A grant the user may not check is reconcile's to check: the binding is recorded and

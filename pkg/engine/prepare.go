@@ -159,7 +159,11 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 	if err := ValidateParameters(schema, all.JSON()); err != nil {
 		return nil, fmt.Errorf("instance %q not provisioned: %w (see the plan's schema with \"kubectl catalog describe plan %s/%s --show-schemas\")", req.Name, err, res.Class.Spec.ExternalName, res.Plan.ExternalName)
 	}
-	inst := NewInstance(req.Namespace, req.Name, res.Class, res.Plan, raw, req.Parameters.FromSecret, req.ExternalID)
+	id := req.ExternalID
+	if id == "" {
+		id = e.namespaceBoundID(req.Namespace)
+	}
+	inst := NewInstance(req.Namespace, req.Name, res.Class, res.Plan, raw, req.Parameters.FromSecret, id)
 	if req.ExternalID == "" {
 		e.prepared.generated(inst.Spec.ExternalID)
 	}
@@ -367,6 +371,9 @@ type BindingRequest struct {
 // parameters: its bindings get a copy of its credentials.
 func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, req BindingRequest) (*v1alpha1.ServiceBinding, error) {
 	in := req.BindingIntent
+	if in.ExternalID == "" {
+		in.ExternalID = e.namespaceBoundID(in.Namespace)
+	}
 	if inst.IsUserProvided() {
 		if req.Parameters.given() {
 			return nil, inputErrorf("instance %q is user-provided: its bindings get a copy of its credentials and take no parameters; binding %q not created", inst.Name, in.Name)

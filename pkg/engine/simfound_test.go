@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -236,4 +237,73 @@ func TestDeprovision_AnUnreadableConfigMapLabelledAsABinding_IsReportedAndCounts
 	}
 	assert.Check(t, is.Contains(where, "team-x/catalog-binding.junk"))
 	assert.Check(t, is.Contains(where, ns+"/catalog-binding.junk"))
+}
+
+// otherDriver is a second engine over f's cluster and clock, as reconcile would be.
+func (f *fixture) otherDriver(holder string) *Engine {
+	return New(Config{Store: f.st, Brokers: fake.Brokers{Client: f.broker}, Platform: StaticPlatform{Cluster: "cluster-1"},
+		CatalogNamespace: f.engine.cfg.CatalogNamespace, Holder: holder, Now: func() time.Time { return f.now }})
+}
+
+// A broker call slower than the claim: the driver renews its claim while the call is in
+// flight, so reconcile, stepping the record meanwhile, sees a live claim and sends
+// nothing; the outcome is then stored over the driver's own renewals as the outcome of
+// the first send it is (a refusal of the first request forgets the id).
+func TestCall_SlowerThanTheClaim_ClaimIsRenewedAndNobodyResends(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	reconcile := f.otherDriver("reconcile")
+	inFlight, most := 0, 0
+	var during Result
+	f.broker.OnProvision(func(ctx context.Context, _ *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		inFlight++
+		most = max(most, inFlight)
+		defer func() { inFlight-- }()
+		if inFlight > 1 {
+			return &osb.ProvisionResponse{StatusCode: 201}, nil
+		}
+		for range 3 {
+			f.advance(f.engine.cfg.ClaimTTL / 2)
+			KeepClaim(ctx) // the renewal timer fires
+		}
+		res, err := reconcile.StepInstance(context.Background(), f.get("db"))
+		assert.NilError(t, err)
+		during = res
+		return nil, fake.HTTPError("PUT", 400, "", "bad parameters")
+	})
+
+	f.step("db")
+
+	assert.Equal(t, most, 1, "two PUTs for one id were in flight at once")
+	assert.Check(t, is.Contains(during.Message, "test is working on it"))
+	inst := f.get("db")
+	assert.Check(t, condition(inst, v1alpha1.ConditionFailed).Status == metav1.ConditionTrue)
+	assert.Check(t, !slices.Contains(inst.Status.ExternalIDs, instanceOSB), "the driver's own renewals are not someone else's edit")
+	_, claimed := store.LeaseOf(inst)
+	assert.Check(t, !claimed)
+}
+
+// When another driver holds the record by the time the claim is to be renewed (the
+// renewal came too late), the call is given up and nothing of it is stored.
+func TestCall_ClaimTakenOverDuringTheCall_CallGivenUpNothingStored(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	f.broker.OnProvision(func(ctx context.Context, _ *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		f.advance(3 * time.Minute)
+		_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+			return store.SetClaim(i, "reconcile", 2*time.Minute, f.now)
+		})
+		assert.NilError(t, err)
+		KeepClaim(ctx)
+		assert.Check(t, ctx.Err() != nil, "the call's context ends")
+		return &osb.ProvisionResponse{StatusCode: 201}, nil
+	})
+
+	_, err := f.engine.StepInstance(context.Background(), f.get("db"))
+
+	assert.ErrorIs(t, err, errClaimNotKept)
+	inst := f.get("db")
+	l, _ := store.LeaseOf(inst)
+	assert.Equal(t, l.Holder, "reconcile")
+	assert.Assert(t, inst.Status.InFlight != nil && inst.Status.Provisioned == nil, "no outcome is stored over reconcile's claim")
 }

@@ -439,6 +439,14 @@ func (b *Broker) MaxConcurrent(id string) int {
 	return max(b.maxInflight[instanceKey(id)], b.maxInflight[bindingKey(id)])
 }
 
+// InFlight is how many requests for an instance id (instance endpoints) or a binding
+// id (binding endpoints) the broker is working on now.
+func (b *Broker) InFlight(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.inflight[instanceKey(id)], b.inflight[bindingKey(id)])
+}
+
 // MaxConcurrentOverall is the largest MaxConcurrent over all ids: 1 means no
 // instance or binding was ever driven by two requests at once.
 func (b *Broker) MaxConcurrentOverall() int {

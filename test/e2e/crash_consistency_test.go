@@ -527,3 +527,99 @@ func TestCrashConsistency_InterruptedCall_NotResentAtOnce(t *testing.T) {
 	}
 	assert.Equal(t, len(ids), 1, "the re-send keeps the instance id")
 }
+
+// TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce: a reconcile
+// re-sends the PUT of a killed provision, and the broker answers it long after the
+// reconcile's claim (a short KUBECTL_CATALOG_TEST_CLAIM_TTL) would have run out, while a
+// second reconcile steps the record over and over: the first renews its claim while the
+// PUT is in flight, so the second never re-sends it, the broker sees one request for
+// the id at a time, and the record ends ready.
+func TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := instSetupCatalog(t, nil)
+	const claim = 2 * time.Second
+	// Both reconciles claim for 2 s, with clocks past the claim the killed provision
+	// left, and wait for the broker longer than it takes to answer.
+	env := []string{cmdutil.TestClaimTTLEnv + "=" + claim.String(), cmdutil.TestClockSkewEnv + "=3m", cmdutil.TestBrokerTimeoutEnv + "=60s"}
+	ccKillAtPause(t, e.ns, nil, engine.HookBeforeBrokerCall, 0, "provision", "db", "--class", "postgresql", "--plan", "hobby")
+	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpProvision, Action: broker.ActionDelay, Delay: broker.Duration(8 * claim)})
+	assert.NilError(t, err)
+
+	first := make(chan result, 1)
+	go func() {
+		first <- instRun(t, e.ns, env, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "60s", "-o", "json")
+	}()
+	var id string
+	var claimed time.Time
+	instWaitFor(t, "a reconcile's PUT to reach the broker", 30*time.Second, func() bool {
+		inst, err := e.st.Instances().Get(ctx, e.ns, "db")
+		if err != nil || inst.Status.InFlight == nil {
+			return false
+		}
+		l, ok := store.LeaseOf(inst)
+		id, claimed = inst.Status.InFlight.InstanceID, l.ExpiresAt
+		return ok && strings.HasPrefix(l.Holder, "reconcile") && e.b.InFlight(id) == 1
+	})
+	// A reconcile takes a record it finds claimed up at a later run: the second one
+	// starts once the claim written with the PUT has run out by the reconciles' clocks,
+	// and steps the record while the broker still works on the PUT.
+	instWaitFor(t, "the claim written with the PUT to run out", 30*time.Second, func() bool {
+		return time.Now().Add(3 * time.Minute).After(claimed)
+	})
+	second := instRun(t, e.ns, env, "reconcile", asRunner, "--interval", "100ms", "--max-duration", (2 * claim).String(), "-o", "json")
+	assert.Equal(t, e.b.InFlight(id), 1, "the broker was still working on the PUT while the second reconcile ran")
+	assert.Equal(t, second.ExitCode, 0, second.Stderr)
+	r := <-first
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+
+	assert.Equal(t, e.b.MaxConcurrent(id), 1, "two requests for one id were in flight at once")
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpProvision)), 1, "the PUT was re-sent")
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+	ccAssertConverged(t, e, ccWant{instances: map[string]string{"db": "ready"}})
+}
+
+// TestCrashConsistency_DeprovisionAfterUnshare_WaitsForReconcileWhileABindingIsLive:
+// alice, with the documented user role in team-a only (she may not list team-b's
+// ConfigMaps), unshares her instance from team-b, where bob's binding of it is bound,
+// and deprovisions it at once. Her deprovision cannot see that binding, so it must leave
+// the deletion to reconcile (which can) instead of sending the DELETE under it; reconcile
+// then unbinds bob's binding first and deprovisions the instance after.
+func TestCrashConsistency_DeprovisionAfterUnshare_WaitsForReconcileWhileABindingIsLive(t *testing.T) {
+	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	e := sharingSetup(t)
+	ctx := context.Background()
+	sharingBobBinds(t, e)
+	r := kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "configmaps", "-n", e.teamB)
+	assert.Assert(t, r.ExitCode != 0, "alice may not list team-b's ConfigMaps: %s", r.Stdout)
+
+	r = sharingAlice(t, e, "unshare", "shop", "--from-namespace", e.teamB, "--yes")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	inst, err := e.st.Instances().Get(ctx, e.teamA, "shop")
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(inst.Spec.SharedWith, 0))
+	r = sharingAlice(t, e, "deprovision", "shop", "--yes")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stdout+r.Stderr, "may still use it"), "%s%s", r.Stdout, r.Stderr)
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpDeprovision)), 0, "a DELETE was sent while team-b's binding is bound")
+	b, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
+	assert.NilError(t, err)
+	assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady, "bob's binding is still bound")
+
+	// Reconcile sees team-b: the binding goes first, the instance after.
+	trustReconcile(t, e, e.teamA)
+	assert.Equal(t, len(e.b.RequestsFor(broker.OpDeprovision)), 0, "reconcile waits for team-b's binding")
+	trustReconcile(t, e, e.teamB)
+	_, err = e.st.Bindings().Get(ctx, e.teamB, "shop")
+	assert.Assert(t, store.IsNotFound(err), "bob's binding is unbound and gone: %v", err)
+	trustReconcile(t, e, e.teamA)
+	_, err = e.st.Instances().Get(ctx, e.teamA, "shop")
+	assert.Assert(t, store.IsNotFound(err), "the instance is deprovisioned and gone: %v", err)
+
+	unbinds, deletes := e.b.RequestsFor(broker.OpUnbind), e.b.RequestsFor(broker.OpDeprovision)
+	assert.Assert(t, is.Len(unbinds, 1))
+	assert.Assert(t, is.Len(deletes, 1))
+	assert.Assert(t, unbinds[0].Seq < deletes[0].Seq, "the instance was deleted before its binding")
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+	assert.Assert(t, is.Len(e.b.Instances(), 0))
+}

@@ -23,17 +23,13 @@ func sharingAlice(t *testing.T, e *trustEnv, args ...string) result {
 	return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
 }
 
-// TestSharing_TwoUsers_ShareBindUnshare proves sharing on the real control plane with
-// the trust policy in force and two non-admin users holding only the documented roles:
-// alice (kubectl-catalog-user in team-a) owns an instance; bob (kubectl-catalog-user in
-// team-b, and kubectl-catalog-viewer in team-a to read the instance) cannot bind it
-// until alice shares it, then binds it from team-b (reconcile makes the broker call his
-// commands may not); alice's unshare removes bob's binding (Secret and broker binding);
-// a shared instance is not deprovisioned; bad input changes nothing.
-func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+// sharingSetup is trustSetup with alice holding the documented roles too
+// (kubectl-catalog-user in team-a, kubectl-catalog-viewer in the catalog namespace), bob
+// able to read team-a's records (kubectl-catalog-viewer there), and instance "shop" of
+// alice's provisioned (by reconcile, which makes the call).
+func sharingSetup(t *testing.T) *trustEnv {
+	t.Helper()
 	e := trustSetup(t)
-	ctx := context.Background()
 	for _, args := range [][]string{
 		{"create", "rolebinding", "kubectl-catalog-user-alice", "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
 		{"create", "rolebinding", "kubectl-catalog-viewer-alice", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
@@ -47,13 +43,41 @@ func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
 			kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "configmaps", "-n", e.catalogNS).ExitCode == 0
 	})
 
-	// alice provisions; reconcile makes the call.
 	r := sharingAlice(t, e, "provision", "shop", "--class", "object-storage", "--plan", "bucket")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	trustReconcile(t, e, e.teamA)
-	inst, err := e.st.Instances().Get(ctx, e.teamA, "shop")
+	inst, err := e.st.Instances().Get(context.Background(), e.teamA, "shop")
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+	return e
+}
+
+// sharingBobBinds has alice share "shop" with team-b and bob bind it there as "shop",
+// through reconcile; it returns the binding, bound.
+func sharingBobBinds(t *testing.T, e *trustEnv) *v1alpha1.ServiceBinding {
+	t.Helper()
+	r := sharingAlice(t, e, "share", "shop", "--to-namespace", e.teamB)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	r = trustBob(t, e, "bind", e.teamA+"/shop", "--name", "shop")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	trustReconcile(t, e, e.teamB)
+	b, err := e.st.Bindings().Get(context.Background(), e.teamB, "shop")
+	assert.NilError(t, err)
+	assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady, "%+v", b.Status.Conditions)
+	return b
+}
+
+// TestSharing_TwoUsers_ShareBindUnshare proves sharing on the real control plane with
+// the trust policy in force and two non-admin users holding only the documented roles:
+// alice (kubectl-catalog-user in team-a) owns an instance; bob (kubectl-catalog-user in
+// team-b, and kubectl-catalog-viewer in team-a to read the instance) cannot bind it
+// until alice shares it, then binds it from team-b (reconcile makes the broker call his
+// commands may not); alice's unshare removes bob's binding (Secret and broker binding);
+// a shared instance is not deprovisioned; bad input changes nothing.
+func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
+	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	e := sharingSetup(t)
+	ctx := context.Background()
 
 	t.Run("bob cannot bind an instance not shared with team-b", func(t *testing.T) {
 		before := snapshotRecords(t, e.teamA, e.teamB)
@@ -81,27 +105,19 @@ func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
 	})
 
 	t.Run("alice shares; bob binds from team-b through reconcile", func(t *testing.T) {
-		r := sharingAlice(t, e, "share", "shop", "--to-namespace", e.teamB)
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		before := len(e.b.RequestsFor(broker.OpBind))
+		b := sharingBobBinds(t, e)
 		inst, err := e.st.Instances().Get(ctx, e.teamA, "shop")
 		assert.NilError(t, err)
 		assert.DeepEqual(t, inst.Spec.SharedWith, []string{e.teamB})
 		assert.Equal(t, store.AuthorOf(inst).Username, controlplane.AliceUser)
-
-		before := len(e.b.RequestsFor(broker.OpBind))
-		r = trustBob(t, e, "bind", e.teamA+"/shop", "--name", "shop")
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-		trustReconcile(t, e, e.teamB)
-		b, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
-		assert.NilError(t, err)
-		assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady, "%+v", b.Status.Conditions)
 		assert.Equal(t, b.Spec.InstanceNamespace, e.teamA)
 		assert.Equal(t, len(e.b.RequestsFor(broker.OpBind)), before+1)
 		s, err := e.admin.CoreV1().Secrets(e.teamB).Get(ctx, "shop", metav1.GetOptions{})
 		assert.NilError(t, err)
 		assert.Assert(t, len(s.Data) > 0)
 
-		r = sharingAlice(t, e, "describe", "instance", "shop")
+		r := sharingAlice(t, e, "describe", "instance", "shop")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		assert.Assert(t, is.Contains(r.Stdout, "Shared with:      "+e.teamB), r.Stdout)
 		assert.Assert(t, is.Contains(r.Stdout, "Not listed:"), "alice may not list team-b's bindings: %s", r.Stdout)

@@ -65,6 +65,9 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 			return errKilled
 		}
 		w.wrote = true
+		if gr == configMaps {
+			w.written[ns+"/"+name] = true
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err

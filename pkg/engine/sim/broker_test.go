@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -104,23 +105,52 @@ func (w *world) current() *proc { return w.running }
 // call is one broker request. The broker decides what it does as the request arrives
 // and is done with it some time within the client's timeout, whatever the caller does;
 // the caller pauses meanwhile (other processes move, the caller may be killed, or
-// resumed only after its client timed out).
+// resumed only after its client timed out) and gets the answer when it is resumed. A
+// slow call is answered only once the broker is done, which may be after the caller's
+// claim would have run out. While a call is in flight the caller is also resumed at
+// every step to renew its claim when that is due, as the engine's timer would.
 func (w *world) call(ctx context.Context, method, id string, decide func() outcome) outcome {
 	p := w.current()
 	req, overlap := w.ledger.Begin(method, id, p.name)
-	if overlap != nil && !w.jumped {
+	if until, ok := w.unguarded[id]; ok && !w.t.Before(until) {
+		delete(w.unguarded, id)
+	}
+	if _, ok := w.unguarded[id]; overlap != nil && !w.jumped && !ok {
 		w.fail("two requests in flight at the broker for one id: %v", overlap)
 	}
 	w.checkNamespace(p, method, id)
 	start := w.t
 	o := decide()
 	work := &lateWork{req: req, until: start.Add(time.Duration(w.rng.IntN(int(callTimeout/time.Second))) * time.Second), o: o}
+	answerAt := start
+	if w.faults && w.chance(w.rates.slow) {
+		d := w.claimTTL + time.Duration(w.rng.IntN(int(w.claimTTL/time.Second)))*time.Second
+		work.until = start.Add(min(d, callTimeout-time.Second))
+		answerAt = work.until
+		w.logf("%-14s broker %s: slow, answered at %s", p.name, req, answerAt.Format("15:04:05"))
+	}
 	w.late = append(w.late, work)
-	p.atBroker = true
+	p.inCall, p.atBroker = true, true
 	p.pause(fmt.Sprintf("broker %s %s", method, id))
-	p.atBroker = false
+	for !p.dead && ctx.Err() == nil && w.t.Sub(start) <= callTimeout {
+		if p.tick {
+			// The renewal timer: the claim is renewed if that is due.
+			p.atBroker = false
+			engine.KeepClaim(ctx)
+			p.atBroker, p.tick = true, false
+		} else if !w.t.Before(answerAt) {
+			break
+		}
+		p.quietPause()
+	}
+	p.inCall, p.atBroker, p.tick = false, false, false
 	if p.dead || ctx.Err() != nil {
 		w.logf("%-14s stopped waiting for %s; the broker goes on (%s) until %s", p.name, req, o.what, work.until.Format("15:04:05"))
+		if !work.landed && w.claimTTL < callTimeout {
+			// The call was given up (its claim could not be renewed): the broker goes on
+			// past the claim.
+			w.unguarded[id] = work.until
+		}
 		if ctx.Err() != nil {
 			return outcome{err: &osb.TransportError{Method: method, Path: "/sim", Err: ctx.Err(), Canceled: true}}
 		}

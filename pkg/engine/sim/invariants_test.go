@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -55,10 +56,33 @@ func (w *world) records() ([]*v1alpha1.ServiceInstance, []*v1alpha1.ServiceBindi
 	return insts, binds
 }
 
+// writtenRecords are the records of the ConfigMaps written since the last check (those
+// still there), in a fixed order; the others are as they were at the last check.
+func (w *world) writtenRecords() ([]*v1alpha1.ServiceInstance, []*v1alpha1.ServiceBinding) {
+	ctx := context.Background()
+	var insts []*v1alpha1.ServiceInstance
+	var binds []*v1alpha1.ServiceBinding
+	instPrefix, bindPrefix := store.ConfigMapName(v1alpha1.KindServiceInstance, ""), store.ConfigMapName(v1alpha1.KindServiceBinding, "")
+	for _, key := range slices.Sorted(maps.Keys(w.written)) {
+		ns, cm, _ := strings.Cut(key, "/")
+		if name, ok := strings.CutPrefix(cm, instPrefix); ok {
+			if x, err := w.checker.Instances().Get(ctx, ns, name); err == nil {
+				insts = append(insts, x)
+			}
+		} else if name, ok := strings.CutPrefix(cm, bindPrefix); ok {
+			if x, err := w.checker.Bindings().Get(ctx, ns, name); err == nil {
+				binds = append(binds, x)
+			}
+		}
+	}
+	clear(w.written)
+	return insts, binds
+}
+
 // checkStep checks what holds after every step (invariants 2 and 6 are checked as
-// requests reach the broker).
+// requests reach the broker) for the records written in it.
 func (w *world) checkStep() {
-	insts, binds := w.records()
+	insts, binds := w.writtenRecords()
 	for _, x := range insts {
 		w.checkBackoff("instance", x, &x.Status.OperationStatus)
 		w.checkAuthor("instance", x)

@@ -8,13 +8,15 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"iter"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
 
 var (
-	seeds      = flag.Int("sim.seeds", 0, "how many seeds to run (default 200, 60 with -short)")
+	seeds      = flag.Int("sim.seeds", 0, "how many seeds to run (default 400, 100 with -short)")
 	firstSeed  = flag.Uint64("sim.seed", 0, "run only this seed (with -sim.seeds: run that many from it)")
 	steps      = flag.Int("sim.steps", 150, "steps of each seed before the faults stop")
 	foreignIDs = flag.Bool("sim.foreign", false, "let the tenant forge OSB ids of other namespaces into her records")
@@ -42,9 +44,9 @@ func runSeed(seed uint64, n int) *world {
 }
 
 func TestSim(t *testing.T) {
-	count, from := 200, uint64(1)
+	count, from := 400, uint64(1)
 	if testing.Short() {
-		count = 60
+		count = 100
 	}
 	if *firstSeed != 0 {
 		from, count = *firstSeed, 1
@@ -54,8 +56,7 @@ func TestSim(t *testing.T) {
 	}
 	start := time.Now()
 	failed := 0
-	for seed := from; seed < from+uint64(count); seed++ {
-		w := runSeed(seed, *steps)
+	for seed, w := range runSeeds(from, count) {
 		if len(w.failures) == 0 {
 			if *firstSeed != 0 && testing.Verbose() {
 				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
@@ -71,6 +72,45 @@ func TestSim(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
+}
+
+// runSeeds runs count seeds from from, as many at once as Go runs goroutines in
+// parallel (each world is its own: its random source, clocks, API server and broker),
+// and yields each seed's world in the order of the seeds.
+func runSeeds(from uint64, count int) iter.Seq2[uint64, *world] {
+	return func(yield func(uint64, *world) bool) {
+		results := make([]chan *world, count)
+		for i := range results {
+			results[i] = make(chan *world, 1)
+		}
+		next := make(chan int)
+		stop := make(chan struct{})
+		defer close(stop)
+		for range runtime.GOMAXPROCS(0) {
+			go func() {
+				for i := range next {
+					results[i] <- runSeed(from+uint64(i), *steps)
+				}
+			}()
+		}
+		go func() {
+			defer close(next)
+			for i := range count {
+				select {
+				case next <- i:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		for i := range count {
+			w := <-results[i]
+			// A world's trace is kept only as long as its seed's result is needed.
+			if !yield(from+uint64(i), w) {
+				return
+			}
+		}
+	}
 }
 
 // tail is the end of a trace: the steps that led to a failure.

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -52,13 +50,26 @@ type world struct {
 	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
 	// not.
 	jumped bool
-	// wrote: a process wrote to the API server since the last check.
-	wrote bool
+	// claimTTL is every process's ClaimTTL: the default, or (some seeds) shorter than
+	// the broker client's timeout, as KUBECTL_CATALOG_TEST_CLAIM_TTL may set it.
+	claimTTL time.Duration
+	// unguarded are ids whose caller gave up a call because its claim could not be
+	// renewed (the API server failed it for most of the claim) while the broker goes on
+	// past the claim (one shorter than the client's timeout): a later request for the id
+	// may overlap that work until the time given.
+	unguarded map[string]time.Time
+	// wrote: a process wrote to the API server since the last check; written are the
+	// ConfigMaps ("namespace/name") it wrote, the records the check reads again.
+	wrote   bool
+	written map[string]bool
 }
 
 // rates are one seed's chances of each fault, in percent.
 type rates struct {
 	apiFault, kill, interrupt, brokerFault, late, jump, tenant int
+	// slow: calls the broker answers only after longer than the claim (up to the
+	// client's timeout), the caller waiting for the answer meanwhile.
+	slow int
 	// outage: the broker's failures are all 500s (retried), as when it is down.
 	outage bool
 }
@@ -93,6 +104,9 @@ type proc struct {
 	resume   chan struct{}
 	sleeps   int
 	atBroker bool
+	// inCall: the process has a broker call in flight; it is resumed at every step
+	// with tick set, as the timer that renews its claim during the call would fire.
+	inCall, tick bool
 }
 
 type kind int
@@ -110,9 +124,8 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{},
 	}
-	// OSB ids and request ids come from the seed too, so a trace names the same ids.
-	uuid.SetRand(w.rngReader())
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
 		brokerFault: w.pick(0, 15, 35, 80), outage: w.pick(0, 0, 0, 1) == 1, late: w.pick(0, 30, 60), jump: w.pick(0, 0, 2), tenant: w.pick(0, 20, 50),
@@ -120,6 +133,8 @@ func newWorld(seed uint64) *world {
 	if w.rates.outage {
 		w.rates.brokerFault = 90
 	}
+	w.rates.slow = w.pick(0, 10, 30)
+	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
 	w.cluster.SetClock(func() time.Time { return w.t })
 	w.checker = w.cluster.Store(store.WithClock(func() time.Time { return w.t }))
@@ -187,6 +202,9 @@ func (p *proc) reset() {
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
 		c.Sleep = p.sleep
+		// OSB ids and request ids come from the seed too, so a trace names the same ids.
+		c.IDs = p.w.rngReader()
+		c.ClaimTTL = p.w.claimTTL
 	})
 }
 
@@ -195,6 +213,13 @@ func (p *proc) now() time.Time { return p.w.t.Add(p.skew) }
 // pause hands control back to the scheduler at where, until the process is resumed.
 func (p *proc) pause(where string) {
 	p.w.logf("%-14s %s", p.name, where)
+	p.w.events <- event{p: p}
+	<-p.resume
+}
+
+// quietPause hands control back like pause, without a line in the trace: a process
+// waiting for the broker, resumed for its renewal timer.
+func (p *proc) quietPause() {
 	p.w.events <- event{p: p}
 	<-p.resume
 }
@@ -289,8 +314,12 @@ func (w *world) step() {
 	w.steps++
 	w.advance()
 	w.landLateWork(false)
+	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
-	if p.alive && w.faults {
+	// A claim shorter than the client's timeout cannot keep others away from the request
+	// of a process that stops waiting for it (nothing renews the claim while the broker
+	// goes on, docs/engine.md): such seeds kill or interrupt no process during a call.
+	if p.alive && w.faults && !(p.inCall && w.claimTTL < callTimeout) {
 		// A process waiting for the broker is where a kill or an interruption hurts
 		// most: it is made more likely there.
 		boost := 1
@@ -314,22 +343,44 @@ func (w *world) step() {
 	}
 }
 
+// tick resumes every process with a broker call in flight, as the timer that renews its
+// claim during the call fires.
+func (w *world) tick() {
+	for _, q := range w.procs {
+		if q.alive && q.inCall {
+			q.tick = true
+			w.run(q)
+		}
+	}
+}
+
 // advance moves time, and now and then a process's clock.
 func (w *world) advance() {
+	var d time.Duration
 	switch n := w.rng.IntN(100); {
 	case n < 70:
-		w.t = w.t.Add(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
+		d = time.Duration(w.rng.IntN(2000)) * time.Millisecond
 	case n < 95:
-		w.t = w.t.Add(time.Duration(2+w.rng.IntN(30)) * time.Second)
+		d = time.Duration(2+w.rng.IntN(30)) * time.Second
 	default:
-		w.t = w.t.Add(time.Duration(1+w.rng.IntN(11)) * time.Minute)
+		d = time.Duration(1+w.rng.IntN(11)) * time.Minute
 	}
+	// While a call is in flight, time moves at most one period of the renewal timer per
+	// step, so that the timer fires as it would.
+	for _, p := range w.procs {
+		if p.inCall {
+			d = min(d, w.claimTTL/6)
+		}
+	}
+	w.t = w.t.Add(d)
 	if !w.faults || !w.chance(5) {
 		return
 	}
 	p := w.procs[w.rng.IntN(len(w.procs))]
-	// Clocks differ by up to 20 s; now and then one jumps minutes ahead or behind.
-	p.skew = time.Duration(w.rng.IntN(41)-20) * time.Second
+	// Clocks differ by up to a sixth of the claim (20 s for the default); now and then
+	// one jumps minutes ahead or behind.
+	most := int(w.claimTTL / 6 / time.Second)
+	p.skew = time.Duration(w.rng.IntN(2*most+1)-most) * time.Second
 	if w.chance(w.rates.jump * 10) {
 		p.skew = time.Duration(w.rng.IntN(7)-3) * time.Minute
 		w.jumped = true
@@ -346,7 +397,10 @@ func (w *world) quiesce() {
 		for p.alive {
 			w.t = w.t.Add(time.Second)
 			w.landLateWork(false)
-			w.run(p)
+			w.tick()
+			if p.alive {
+				w.run(p)
+			}
 		}
 		p.skew = 0
 	}

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"crypto/sha256"
+	"io"
 	"slices"
 
 	"github.com/google/uuid"
@@ -26,14 +27,26 @@ const (
 )
 
 // NewNamespaceBoundID is a fresh OSB id that only records of namespace ns may use.
-func NewNamespaceBoundID(ns string) string { return newBoundID("namespace", ns) }
+func NewNamespaceBoundID(ns string) string { return NewNamespaceBoundIDFrom(nil, ns) }
 
 // NewRecordBoundID is a fresh OSB id that only the record with uid uid may use.
-func NewRecordBoundID(uid types.UID) string { return newBoundID("uid", string(uid)) }
+func NewRecordBoundID(uid types.UID) string { return NewRecordBoundIDFrom(nil, uid) }
 
-func newBoundID(scope, owner string) string {
-	// The random half comes from uuid's source, which a deterministic test may set.
+// NewNamespaceBoundIDFrom is NewNamespaceBoundID with its random half read from r (nil:
+// uuid's source), as a deterministic test sets it.
+func NewNamespaceBoundIDFrom(r io.Reader, ns string) string { return newBoundID(r, "namespace", ns) }
+
+// NewRecordBoundIDFrom is NewRecordBoundID with its random half read from r (nil: uuid's
+// source).
+func NewRecordBoundIDFrom(r io.Reader, uid types.UID) string {
+	return newBoundID(r, "uid", string(uid))
+}
+
+func newBoundID(r io.Reader, scope, owner string) string {
 	u := uuid.New()
+	if r != nil {
+		u = uuid.Must(uuid.NewRandomFromReader(r))
+	}
 	u[6] = u[6]&0x0f | boundIDVersion<<4
 	copy(u[8:], boundIDTag(scope, owner, u[:8]))
 	return u.String()

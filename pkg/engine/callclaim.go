@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// errClaimNotKept says a broker call was given up because its claim could not be kept:
+// another driver took the record over, or the claim was about to run out unrenewed.
+var errClaimNotKept = errors.New("the claim on the record could not be renewed during the broker call, so the call was given up; the record is left pending")
+
+// keeperKey is the context key of the claimKeeper of a broker call.
+type keeperKey struct{}
+
+// claimKeeper renews the claim on a record while a synchronous broker call made under
+// it is in flight, so that no other driver, however long the call takes, sees the claim
+// run out and re-sends the request while the broker still works on it.
+type claimKeeper[T driven[T]] struct {
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	x      T
+	lost   bool
+}
+
+// keep renews the claim when a third of its time has passed since it was last written
+// (by this driver's clock). A renewal refused because the record changed is tried again
+// on the record as it is now, as long as that still carries this call and this driver's
+// claim; when another driver holds the record, or the claim is about to run out without
+// a renewal, the call is given up (its context ends): its outcome would not be stored
+// over another driver's claim anyway, and a call outliving its claim is what the claim
+// exists to prevent.
+func (k *claimKeeper[T]) keep() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e := k.e
+	if k.lost || k.ctx.Err() != nil {
+		return
+	}
+	l, ok := store.LeaseOf(k.x)
+	if !ok || l.Holder != e.cfg.Holder {
+		k.giveUp()
+		return
+	}
+	if l.ExpiresAt.Sub(e.now()) > e.cfg.ClaimTTL*2/3 {
+		return
+	}
+	records := recordsOf[T](e.cfg.Store)
+	op := k.x.OpStatus().InFlight
+	for range 3 {
+		renewed, err := records.Claim(k.ctx, k.x, e.cfg.Holder, e.cfg.ClaimTTL)
+		if err == nil {
+			k.x = renewed
+			return
+		}
+		if !store.IsClaimed(err) && !store.IsConflict(err) {
+			break
+		}
+		fresh, err := records.Get(k.ctx, k.x.GetNamespace(), k.x.GetName())
+		if err != nil {
+			break
+		}
+		cur := fresh.OpStatus().InFlight
+		if l, ok := store.LeaseOf(fresh); !ok || l.Holder != e.cfg.Holder || cur == nil || op == nil || cur.RequestID != op.RequestID {
+			k.giveUp()
+			return
+		}
+		k.x = fresh
+	}
+	// Not renewed this time (the API server refused or failed): tried again at the next
+	// tick, unless the claim is about to run out, with the margin a call starts with.
+	if l.ExpiresAt.Sub(e.now()) < e.cfg.ClaimTTL/8 {
+		k.giveUp()
+	}
+}
+
+func (k *claimKeeper[T]) giveUp() {
+	k.lost = true
+	k.cancel()
+}
+
+// KeepClaim renews the claim of the synchronous broker call ctx was made with, when that
+// is due. The engine does so on a timer during every such call; a broker whose calls
+// take simulated time (with Config.Sleep set, no timer runs) calls it as that time
+// passes. For any other context it does nothing.
+func KeepClaim(ctx context.Context) {
+	if keep, ok := ctx.Value(keeperKey{}).(func()); ok {
+		keep()
+	}
+}
+
+// callUnderClaim makes a synchronous broker call under the claim on x, which the
+// write-ahead of the call stored: while the call is in flight the claim is renewed
+// every third of ClaimTTL, and the call is given up when the claim cannot be kept. It
+// returns the record as last stored (the renewals are this driver's own writes, so the
+// outcome is written over it without a conflict), and an error when ctx ended or the
+// claim was not kept: then nothing may be stored, as after an interruption.
+func callUnderClaim[T driven[T]](e *Engine, ctx context.Context, x T, call func(ctx context.Context)) (T, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	k := &claimKeeper[T]{e: e, ctx: ctx, cancel: cancel, x: x}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if e.cfg.Sleep == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(max(e.cfg.ClaimTTL/6, 10*time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-cctx.Done():
+					return
+				case <-t.C:
+					k.keep()
+				}
+			}
+		}()
+	}
+	call(context.WithValue(cctx, keeperKey{}, k.keep))
+	close(done)
+	wg.Wait()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return k.x, err
+	}
+	if k.lost {
+		return k.x, errClaimNotKept
+	}
+	return k.x, nil
+}
