@@ -113,7 +113,8 @@ func (f *Factory) catalogSyncer(st *store.Store, core kubernetes.Interface, clie
 			return nil, err
 		}
 	}
-	return catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithCore(core), catalogsync.WithBrokerCheck(check)), nil
+	return catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithCore(core), catalogsync.WithBrokerCheck(check),
+		catalogsync.WithCatalogNamespace(f.CatalogNamespace)), nil
 }
 
 // applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.
