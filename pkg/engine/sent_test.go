@@ -274,3 +274,30 @@ func (f *fixture) assertNoValueInRecords(value string) {
 		}
 	}
 }
+
+func TestSentParameters_AForgedKeptSecretNamingTheBindingsCredentials_IsNeverRead(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	b := f.createBinding("app", nil)
+	// The binding's credentials, as a broker that chose the key "parameters" wrote them.
+	_, err := f.st.WriteBindingSecret(context.Background(), b, map[string][]byte{
+		store.RequestParametersKey: []byte(`{"password":"` + secretValue + `"}`),
+	})
+	assert.NilError(t, err)
+
+	// status.inFlight.sent is the record's author's to write: it names the Secret.
+	p, err := f.engine.sentParameters(context.Background(), f.getBinding("app"),
+		&v1alpha1.SentRequest{Parameters: `{}`, ParametersSecret: b.Spec.SecretName})
+
+	assert.Assert(t, isSentLost(err), "got %v, parameters %v", err, p)
+	assert.Assert(t, p == nil)
+}
+
+func TestSentParameters_AForgedKeptSecretNamingUserProvidedCredentials_IsNeverRead(t *testing.T) {
+	f := newFixture(t)
+	f.userProvided(map[string]string{store.RequestParametersKey: `{"password":"` + secretValue + `"}`})
+
+	p, err := f.engine.sentParameters(context.Background(), f.get("db"),
+		&v1alpha1.SentRequest{Parameters: `{}`, ParametersSecret: CredentialsSecretName("db")})
+
+	assert.Assert(t, isSentLost(err), "got %v, parameters %v", err, p)
+}
