@@ -179,7 +179,9 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		if sent != nil {
 			params = *sent
 		}
-		kctx, cluster, space = sentContext(t.inst, prev.Sent)
+		if kctx, cluster, space, err = e.sentContext(ctx, t.inst, prev.Sent); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
 	} else {
 		if params, err = e.bindingParameters(ctx, b); err != nil {
 			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)

@@ -166,8 +166,8 @@ func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance)
 }
 
 // osbContext is the Kubernetes context object and the deprecated GUIDs of a new call. A
-// re-send takes them from the call it repeats (sentContext) instead: the namespace's
-// uid, say, may read as its name to a user who may not get namespaces.
+// re-send checks the call it repeats against them (sentContext): the namespace's uid,
+// say, may read as its name to a user who may not get namespaces.
 func (e *Engine) osbContext(ctx context.Context, inst *v1alpha1.ServiceInstance) (*osb.KubernetesContext, string, string, error) {
 	cluster, err := e.cfg.Platform.ClusterID(ctx)
 	if err != nil {
@@ -241,7 +241,9 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		if sent != nil {
 			params = *sent
 		}
-		kctx, org, space = sentContext(inst, prev.Sent)
+		if kctx, org, space, err = e.sentContext(ctx, inst, prev.Sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
 	} else {
 		if params, err = e.parameters(ctx, inst); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
@@ -426,8 +428,11 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	var kctx *osb.KubernetesContext
 	var cluster, space string
 	if resend {
-		kctx, cluster, space = sentContext(inst, prev.Sent)
-	} else if kctx, cluster, space, err = e.osbContext(ctx, inst); err != nil {
+		kctx, cluster, space, err = e.sentContext(ctx, inst, prev.Sent)
+	} else {
+		kctx, cluster, space, err = e.osbContext(ctx, inst)
+	}
+	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
