@@ -45,7 +45,8 @@ type Config struct {
 	CatalogNamespace string
 	// Holder names this driver in claims; default "kubectl-catalog@<host>/<pid>".
 	Holder string
-	// ClaimTTL is how long a claim lasts without renewal; default 2 minutes.
+	// ClaimTTL is how long a claim lasts without renewal; default 2 minutes, at most
+	// store.MaxClaimTTL.
 	ClaimTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -123,6 +124,8 @@ func New(cfg Config) *Engine {
 		}
 	}
 	def(&cfg.ClaimTTL, 2*time.Minute)
+	// A longer claim would not count as live for other drivers (store.Lease.Live).
+	cfg.ClaimTTL = min(cfg.ClaimTTL, store.MaxClaimTTL)
 	def(&cfg.RetryBase, 2*time.Second)
 	def(&cfg.RetryMax, 10*time.Minute)
 	def(&cfg.PollInterval, 2*time.Second)
