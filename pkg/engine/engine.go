@@ -75,6 +75,10 @@ type Config struct {
 	// sets up a connection) once rather than on every step. Changes to the broker or
 	// its catalog are seen that much later. reconcile sets it; verbs leave it off.
 	TargetCacheTTL time.Duration
+	// Unattended: the engine runs on no user's command (reconcile). A call's originating
+	// identity is then the verified author of its record, not the user running the
+	// engine (see originatingIdentity).
+	Unattended bool
 	// Projector projects bindings' Secrets into workloads and removes them; without
 	// one, a binding with projections waits with a visible error.
 	Projector Projector
