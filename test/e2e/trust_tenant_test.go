@@ -35,7 +35,8 @@ import (
 // ConfigMaps in her namespace, write what reconcile (run with its ServiceAccount's token
 // over every namespace) and doctor read: a status that makes the engine fail hard, records
 // that do not decode, an empty ConfigMap squatting on bob's OSB id, compressed specs
-// that decompress to far more than they weigh, and a broker whose catalog is 60 MiB. bob's work is done all the same; alice's
+// that decompress to far more than they weigh, an immutable record, a claim until 9999,
+// and a broker whose catalog is 60 MiB. bob's work is done all the same; alice's
 // records are findings of their own.
 func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
 	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
@@ -119,6 +120,33 @@ func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
 		assert.Equal(t, c.Status, doctor.OK, "%+v", c)
 		_, ok = checks["broker "+e.catalogNS+"/acme"]
 		assert.Assert(t, ok, "doctor checks the cluster's brokers: %+v", checks)
+	})
+
+	t.Run("an immutable record and a claim until 9999 block nothing", func(t *testing.T) {
+		r := trustBob(t, e, "provision", "beside-frozen", "--class", "object-storage", "--plan", "bucket")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		tenantForge(t, e, engine.NewInstance(e.teamA, "frozen", e.class, bucket, nil, nil, ""), func(cm *corev1.ConfigMap) {
+			cm.Immutable = new(true)
+		})
+		tenantForge(t, e, engine.NewInstance(e.teamA, "claimed", e.class, bucket, nil, nil, ""), func(cm *corev1.ConfigMap) {
+			cm.Annotations[store.AnnotationClaim] = `{"holder":"alice","expiresAt":"9999-12-31T00:00:00Z"}`
+		})
+
+		sum, _ := tenantReconcileAll(t, e)
+		it, ok := recItem(sum, e.teamB, "beside-frozen")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+		it, ok = recItem(sum, e.teamA, "frozen")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Failed, it.Detail)
+		assert.Assert(t, is.Contains(it.Detail, "immutable"))
+		it, ok = recItem(sum, e.teamA, "claimed")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Assert(t, it.Outcome != reconcile.Skipped, "a claim until 9999 is no live claim: %+v", it)
+		inst, err := e.st.Instances().Get(ctx, e.teamA, "claimed")
+		assert.NilError(t, err)
+		l, _ := store.LeaseOf(inst)
+		assert.Assert(t, l.Holder != "alice", "the claim was taken over: %+v", l)
 	})
 
 	t.Run("an empty ConfigMap labelled with bob's id blocks none of his calls", func(t *testing.T) {
