@@ -140,6 +140,7 @@ func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
 		assert.Assert(t, ok, "%+v", sum.Items)
 		assert.Equal(t, it.Outcome, reconcile.Failed, it.Detail)
 		assert.Assert(t, is.Contains(it.Detail, "immutable"))
+		assert.Assert(t, is.Contains(it.Detail, "create the record again"), "the refusal names the fix")
 		it, ok = recItem(sum, e.teamA, "claimed")
 		assert.Assert(t, ok, "%+v", sum.Items)
 		assert.Assert(t, it.Outcome != reconcile.Skipped, "a claim until 9999 is no live claim: %+v", it)
