@@ -28,6 +28,9 @@ type EngineOptions struct {
 	TestKnobs bool
 	// TargetCacheTTL is engine.Config.TargetCacheTTL (reconcile only).
 	TargetCacheTTL time.Duration
+	// Unattended is engine.Config.Unattended (reconcile only): calls carry their
+	// records' verified authors as the originating identity.
+	Unattended bool
 	// CatalogTimeout, when positive, is the per-request timeout of the catalog syncer's
 	// broker calls (the --broker-timeout of register, sync broker and migrate svcat);
 	// otherwise they have the engine's.
@@ -65,6 +68,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	cfg := engine.Config{
 		Platform: kube.NewPlatformAs(core, f.CatalogNamespace, f.ClusterUser(core)), Holder: o.Holder,
 		CatalogNamespace: f.CatalogNamespace, PollInterval: o.PollInterval, TargetCacheTTL: o.TargetCacheTTL,
+		Unattended: o.Unattended,
 		Projector:  kube.WorkloadProjector{P: &projection.Projector{Client: core}},
 		Authorizer: engine.KubeAuthorizer{Core: core},
 		Trust:      kube.ClusterTrust{Core: core, CatalogNamespace: f.CatalogNamespace},
@@ -113,7 +117,8 @@ func (f *Factory) catalogSyncer(st *store.Store, core kubernetes.Interface, clie
 			return nil, err
 		}
 	}
-	return catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithCore(core), catalogsync.WithBrokerCheck(check)), nil
+	return catalogsync.New(st, clients, catalogsync.WithClock(now), catalogsync.WithCore(core), catalogsync.WithBrokerCheck(check),
+		catalogsync.WithCatalogNamespace(f.CatalogNamespace)), nil
 }
 
 // applyTestKnobs applies the clock skew, retry backoff and claim TTL knobs.

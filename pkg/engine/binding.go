@@ -179,7 +179,9 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		if sent != nil {
 			params = *sent
 		}
-		kctx, cluster, space = sentContext(t.inst, prev.Sent)
+		if kctx, cluster, space, err = e.sentContext(ctx, t.inst, prev.Sent); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
 	} else {
 		if params, err = e.bindingParameters(ctx, b); err != nil {
 			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
@@ -204,7 +206,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	// A refusal of the first request that names the id leaves nothing at the broker; one
 	// of a re-send does not tell whether the first send created the binding.
 	first := prev == nil && !slices.Contains(b.Status.ExternalIDs, op.BindingID)
-	opts, err := e.requestOptions(ctx, op.RequestID, false)
+	opts, err := e.requestOptions(ctx, b, op.RequestID, false)
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
@@ -520,7 +522,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
 		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
 	}
-	opts, err := e.requestOptions(ctx, op.RequestID, mitigating)
+	opts, err := e.requestOptions(ctx, b, op.RequestID, mitigating)
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
@@ -711,7 +713,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil && !slices.Contains(b.Status.Retired, op.BindingID)
-	opts, err := e.requestOptions(ctx, "", mitigating)
+	opts, err := e.requestOptions(ctx, b, "", mitigating)
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}

@@ -47,7 +47,8 @@ type Config struct {
 	CatalogNamespace string
 	// Holder names this driver in claims; default "kubectl-catalog@<host>/<pid>".
 	Holder string
-	// ClaimTTL is how long a claim lasts without renewal; default 2 minutes.
+	// ClaimTTL is how long a claim lasts without renewal; default 2 minutes, at most
+	// store.MaxClaimTTL.
 	ClaimTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -76,6 +77,10 @@ type Config struct {
 	// sets up a connection) once rather than on every step. Changes to the broker or
 	// its catalog are seen that much later. reconcile sets it; verbs leave it off.
 	TargetCacheTTL time.Duration
+	// Unattended: the engine runs on no user's command (reconcile). A call's originating
+	// identity is then the verified author of its record, not the user running the
+	// engine (see originatingIdentity).
+	Unattended bool
 	// Projector projects bindings' Secrets into workloads and removes them; without
 	// one, a binding with projections waits with a visible error.
 	Projector Projector
@@ -130,6 +135,8 @@ func New(cfg Config) *Engine {
 		}
 	}
 	def(&cfg.ClaimTTL, 2*time.Minute)
+	// A longer claim would not count as live for other drivers (store.Lease.Live).
+	cfg.ClaimTTL = min(cfg.ClaimTTL, store.MaxClaimTTL)
 	def(&cfg.RetryBase, 2*time.Second)
 	def(&cfg.RetryMax, 10*time.Minute)
 	def(&cfg.PollInterval, 2*time.Second)

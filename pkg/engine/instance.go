@@ -166,8 +166,8 @@ func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance)
 }
 
 // osbContext is the Kubernetes context object and the deprecated GUIDs of a new call. A
-// re-send takes them from the call it repeats (sentContext) instead: the namespace's
-// uid, say, may read as its name to a user who may not get namespaces.
+// re-send checks the call it repeats against them (sentContext): the namespace's uid,
+// say, may read as its name to a user who may not get namespaces.
 func (e *Engine) osbContext(ctx context.Context, inst *v1alpha1.ServiceInstance) (*osb.KubernetesContext, string, string, error) {
 	cluster, err := e.cfg.Platform.ClusterID(ctx)
 	if err != nil {
@@ -187,15 +187,16 @@ func kubernetesContext(inst *v1alpha1.ServiceInstance, cluster string) *osb.Kube
 }
 
 // requestOptions carry the request id of the operation (the same on every re-send) and
-// the user's identity, which orphan mitigation does not send: it is the platform's own
-// clean-up, not the user's request.
-func (e *Engine) requestOptions(ctx context.Context, requestID string, mitigation bool) (osb.RequestOptions, error) {
+// the identity of the user the call about rec is made for (originatingIdentity), which
+// orphan mitigation does not send: it is the platform's own clean-up, not the user's
+// request.
+func (e *Engine) requestOptions(ctx context.Context, rec v1alpha1.Record, requestID string, mitigation bool) (osb.RequestOptions, error) {
 	o := osb.RequestOptions{RequestIdentity: requestID}
 	if mitigation {
 		o.OmitOriginatingIdentity = true
 		return o, nil
 	}
-	id, err := e.cfg.Platform.Identity(ctx)
+	id, err := e.originatingIdentity(ctx, rec)
 	if err != nil {
 		return o, err
 	}
@@ -241,7 +242,9 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 		if sent != nil {
 			params = *sent
 		}
-		kctx, org, space = sentContext(inst, prev.Sent)
+		if kctx, org, space, err = e.sentContext(ctx, inst, prev.Sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
 	} else {
 		if params, err = e.parameters(ctx, inst); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
@@ -273,7 +276,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	// A refusal of the first request that names the id leaves nothing at the broker; one
 	// of a re-send does not tell whether the first send created the instance.
 	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
-	opts, err := e.requestOptions(ctx, op.RequestID, false)
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
@@ -428,8 +431,11 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	var kctx *osb.KubernetesContext
 	var cluster, space string
 	if resend {
-		kctx, cluster, space = sentContext(inst, prev.Sent)
-	} else if kctx, cluster, space, err = e.osbContext(ctx, inst); err != nil {
+		kctx, cluster, space, err = e.sentContext(ctx, inst, prev.Sent)
+	} else {
+		kctx, cluster, space, err = e.osbContext(ctx, inst)
+	}
+	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
@@ -444,7 +450,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	if resend {
 		op.ServiceID, op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ServiceID, prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
 	}
-	opts, err := e.requestOptions(ctx, op.RequestID, false)
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
@@ -627,7 +633,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
 		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
 	}
-	opts, err := e.requestOptions(ctx, op.RequestID, mitigating)
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, mitigating)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
@@ -831,7 +837,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil
-	opts, err := e.requestOptions(ctx, "", mitigating)
+	opts, err := e.requestOptions(ctx, inst, "", mitigating)
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}

@@ -31,6 +31,11 @@ type Parameters struct {
 	Salt string
 }
 
+// MaxParametersBytes caps the parameters of one call, inline and from Secrets together,
+// in bytes of JSON: parametersFrom may name any number of Secrets of up to 1 MiB each,
+// and what a record's author writes must not make reconcile hold more.
+const MaxParametersBytes = 512 << 10
+
 // SecretReader reads a Secret's data; the store's GetSecret fits.
 type SecretReader func(ctx context.Context, namespace, name string) (map[string][]byte, error)
 
@@ -46,6 +51,16 @@ func ResolveParameters(ctx context.Context, namespace string, inline *runtime.Ra
 			return p, fmt.Errorf("inline parameters are not a JSON object: %w", err)
 		}
 	}
+	size := 0
+	for k, v := range p.All {
+		size += len(k) + len(v)
+	}
+	overLimit := func() error {
+		return fmt.Errorf("the parameters are more than %d bytes of JSON, inline and from Secrets together: send fewer or smaller parameters", MaxParametersBytes)
+	}
+	if size > MaxParametersBytes {
+		return p, overLimit()
+	}
 	for _, src := range from {
 		ref := src.SecretKeyRef
 		if ref == nil {
@@ -60,6 +75,9 @@ func ResolveParameters(ctx context.Context, namespace string, inline *runtime.Ra
 				return fmt.Errorf("parameter %q is given more than once (Secret %q and elsewhere): remove one of them", k, ref.Name)
 			}
 			p.All[k], p.FromSecret[k] = v, true
+			if size += len(k) + len(v); size > MaxParametersBytes {
+				return overLimit()
+			}
 			return nil
 		}
 		if ref.Key != "" {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,6 +50,26 @@ func TestResolveParameters_DuplicateKeysAreAnError(t *testing.T) {
 	_, err := ResolveParameters(context.Background(), "dev", &runtime.RawExtension{Raw: []byte(`{"a":1}`)},
 		[]v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "s", Key: "k"}}}, read)
 	assert.ErrorContains(t, err, `parameter "a" is given more than once`)
+}
+
+func TestResolveParameters_ManySecretsCannotMakeTheParametersUnbounded(t *testing.T) {
+	reads := 0
+	read := func(_ context.Context, _, name string) (map[string][]byte, error) {
+		reads++
+		return map[string][]byte{name: []byte(strings.Repeat("v", 200<<10))}, nil
+	}
+	var from []v1alpha1.ParametersFromSource
+	for i := range 50 {
+		from = append(from, v1alpha1.ParametersFromSource{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: fmt.Sprintf("s%d", i)}})
+	}
+	_, err := ResolveParameters(context.Background(), "dev", nil, from, read)
+	assert.ErrorContains(t, err, "more than 524288 bytes")
+	assert.Equal(t, reads, 3, "reading stops at the limit")
+
+	_, err = ResolveParameters(context.Background(), "dev", &runtime.RawExtension{Raw: []byte(`{"a":"` + strings.Repeat("v", MaxParametersBytes) + `"}`)}, nil, read)
+	assert.ErrorContains(t, err, "more than 524288 bytes")
+	_, err = ResolveParameters(context.Background(), "dev", nil, from[:2], read)
+	assert.NilError(t, err)
 }
 
 func TestParameters_ChangedSendsNewInlineKeysAndAllSecretKeys(t *testing.T) {

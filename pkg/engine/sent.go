@@ -86,9 +86,22 @@ func (e *Engine) sentParameters(ctx context.Context, rec v1alpha1.Record, sent *
 	return &p, nil
 }
 
-// sentContext is the Kubernetes context and the deprecated GUIDs as a call sent them.
-func sentContext(inst *v1alpha1.ServiceInstance, sent *v1alpha1.SentRequest) (*osb.KubernetesContext, string, string) {
-	return kubernetesContext(inst, sent.ClusterID), sent.ClusterID, sent.NamespaceUID
+// sentContext is the Kubernetes context and the deprecated GUIDs of a re-send. They come
+// from what the platform knows, not from status.inFlight.sent, which the record's author
+// may write: brokers that scope tenants by space_guid or organization_guid are not to be
+// told another namespace's or cluster's. The cluster id is the platform's. The space GUID
+// is the namespace's uid; the kept one is sent instead only when it is the namespace's
+// name, which the first send carried when its user could not read the namespace, so
+// that the re-send stays the identical request.
+func (e *Engine) sentContext(ctx context.Context, inst *v1alpha1.ServiceInstance, sent *v1alpha1.SentRequest) (*osb.KubernetesContext, string, string, error) {
+	kctx, cluster, space, err := e.osbContext(ctx, inst)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if sent.NamespaceUID == inst.Namespace {
+		space = sent.NamespaceUID
+	}
+	return kctx, cluster, space, nil
 }
 
 // dropSent deletes the Secret that kept the parameters op sent once stored no longer has

@@ -274,3 +274,86 @@ func (f *fixture) assertNoValueInRecords(value string) {
 		}
 	}
 }
+
+func TestSentParameters_AForgedKeptSecretNamingTheBindingsCredentials_IsNeverRead(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	b := f.createBinding("app", nil)
+	// The binding's credentials, as a broker that chose the key "parameters" wrote them.
+	_, err := f.st.WriteBindingSecret(context.Background(), b, map[string][]byte{
+		store.RequestParametersKey: []byte(`{"password":"` + secretValue + `"}`),
+	})
+	assert.NilError(t, err)
+
+	// status.inFlight.sent is the record's author's to write: it names the Secret.
+	p, err := f.engine.sentParameters(context.Background(), f.getBinding("app"),
+		&v1alpha1.SentRequest{Parameters: `{}`, ParametersSecret: b.Spec.SecretName})
+
+	assert.Assert(t, isSentLost(err), "got %v, parameters %v", err, p)
+	assert.Assert(t, p == nil)
+}
+
+func TestSentParameters_AForgedKeptSecretNamingUserProvidedCredentials_IsNeverRead(t *testing.T) {
+	f := newFixture(t)
+	f.userProvided(map[string]string{store.RequestParametersKey: `{"password":"` + secretValue + `"}`})
+
+	p, err := f.engine.sentParameters(context.Background(), f.get("db"),
+		&v1alpha1.SentRequest{Parameters: `{}`, ParametersSecret: CredentialsSecretName("db")})
+
+	assert.Assert(t, isSentLost(err), "got %v, parameters %v", err, p)
+}
+
+// forgeSent rewrites the platform fields status.inFlight.sent keeps of instance name, as
+// its author may.
+func (f *fixture) forgeSent(name, cluster, space string) {
+	f.t.Helper()
+	inst := f.get(name)
+	inst.Status.InFlight.Sent.ClusterID, inst.Status.InFlight.Sent.NamespaceUID = cluster, space
+	_, err := f.st.Instances().Update(context.Background(), inst)
+	assert.NilError(f.t, err)
+}
+
+func TestStepInstance_ForgedPlatformFieldsOfAResend_AreNotSent(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, `{"a":1}`)
+	f.interruptedInstanceCall("db", fake.MethodProvision)
+	f.forgeSent("db", "another-cluster", "uid-of-another-tenants-namespace")
+
+	provisionReturns(f, 200, nil)
+	f.advance(3 * time.Minute)
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	calls := f.broker.CallsTo(fake.MethodProvision)
+	assert.Assert(t, is.Len(calls, 2))
+	first, second := calls[0].Request.(osb.ProvisionRequest), calls[1].Request.(osb.ProvisionRequest)
+	assert.Equal(t, second.OrganizationGUID, "cluster-1")
+	assert.Equal(t, second.SpaceGUID, "uid-"+ns)
+	assert.Equal(t, second.Context.ClusterID, "cluster-1")
+	assert.DeepEqual(t, first, second)
+}
+
+func TestStepBinding_ForgedPlatformFieldsOfAResend_AreNotSent(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.createBinding("app", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.broker.OnBind(func(context.Context, *osb.BindRequest) (*osb.BindResponse, error) {
+		cancel()
+		return nil, &osb.TransportError{Canceled: true, Err: context.Canceled}
+	})
+	_, err := f.engine.StepBinding(ctx, f.getBinding("app"))
+	assert.ErrorIs(t, err, context.Canceled)
+	b := f.getBinding("app")
+	b.Status.InFlight.Sent.ClusterID, b.Status.InFlight.Sent.NamespaceUID = "another-cluster", "uid-of-another-tenants-namespace"
+	_, err = f.st.Bindings().Update(context.Background(), b)
+	assert.NilError(t, err)
+
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 200, Credentials: map[string]any{"password": secretValue}}, nil)
+	f.advance(3 * time.Minute)
+	_, err = f.engine.StepBinding(context.Background(), f.getBinding("app"))
+	assert.NilError(t, err)
+
+	calls := f.broker.CallsTo(fake.MethodBind)
+	assert.Assert(t, is.Len(calls, 2))
+	first, second := calls[0].Request.(osb.BindRequest), calls[1].Request.(osb.BindRequest)
+	assert.DeepEqual(t, first, second)
+}

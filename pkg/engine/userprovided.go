@@ -59,7 +59,7 @@ func (e *Engine) WriteUserProvidedCredentials(ctx context.Context, inst *v1alpha
 	if !inst.IsUserProvided() {
 		return fmt.Errorf("instance %q is not user-provided: its credentials come from its broker", inst.Name)
 	}
-	return e.cfg.Store.WriteRequestSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret, data)
+	return e.cfg.Store.WriteRecordSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret, data)
 }
 
 // userProvidedCredentials reads the credentials Secret of inst: only one its record owns
@@ -97,7 +97,7 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 		if err != nil || waiting {
 			return res, err
 		}
-		if err := e.cfg.Store.DeleteRequestSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret); err != nil {
+		if err := e.cfg.Store.DeleteRecordSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonProvisionCredentialsUnavailable, err)
 		}
 		return release(e, ctx, inst, "deleted", false)

@@ -123,6 +123,9 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 	if err != nil {
 		return skipped(true, "%v", err)
 	}
+	if why := m.authorOfSecrets(ctx, u, pf); why != "" {
+		return skipped(true, "%s", why)
+	}
 	tr, err := secretTransforms(u)
 	if err != nil {
 		return skipped(true, "%v", err)

@@ -350,6 +350,9 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 	if err != nil {
 		return skipped(true, "%v", err)
 	}
+	if why := m.authorOfSecrets(ctx, u, from2); why != "" {
+		return skipped(true, "%s", why)
+	}
 	rec := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), Annotations: map[string]string{store.AnnotationMigratedFrom: from}},
 		Spec: v1alpha1.ServiceInstanceSpec{

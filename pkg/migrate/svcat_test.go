@@ -74,6 +74,9 @@ func provisioned(planID string) map[string]any {
 
 // newFixture is a cluster serving the old API with a broker "acme" whose credentials
 // are in the catalog namespace.
+// migrator is the user who runs the migration in these tests.
+const migrator = "migrator"
+
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, b: broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p", RetryAfter: -1})}
@@ -81,7 +84,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		ObjectMeta: metav1.ObjectMeta{Namespace: catNS, Name: "acme-auth"},
 		Data:       map[string][]byte{"username": []byte("u"), "password": []byte("p")},
 	}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: catNS}})
-	f.st = f.cluster.Store()
+	f.st = f.cluster.Store(store.WithIdentity(func(context.Context) (*store.Identity, error) {
+		return &store.Identity{Username: migrator}, nil
+	}))
 	acme := old("ClusterServiceBroker", "", "acme", map[string]any{
 		"url":            f.b.URL(),
 		"authInfo":       map[string]any{"basic": map[string]any{"secretRef": map[string]any{"namespace": catNS, "name": "acme-auth"}}},
@@ -192,6 +197,7 @@ func TestRun_InstanceMappings(t *testing.T) {
 	withParams := instanceSpec("hobby", "id-params")
 	withParams["parameters"] = map[string]any{"storage_gb": int64(5)}
 	withParams["parametersFrom"] = []any{map[string]any{"secretKeyRef": map[string]any{"name": "db-params", "key": "extra"}}}
+	withParams["userInfo"] = map[string]any{"username": migrator}
 	f := newFixture(t,
 		old("ServiceInstance", ns, "params", withParams, provisioned(broker.DemoPostgresHobbyPlanID)),
 		old("ServiceInstance", ns, "provisioning", instanceSpec("standard", "id-prov"), map[string]any{
@@ -518,4 +524,34 @@ func TestRun_ABindingSvcatGaveUpUnbinding_IsAPendingUnbindOrLeftForAPerson(t *te
 	assert.Assert(t, is.Contains(gone.Reason, "svcat gave up unbinding it"))
 	_, err = f.dyn.Resource(ServiceBindings).Namespace(ns).Get(ctx, "gone", metav1.GetOptions{})
 	assert.NilError(t, err, "the old object is kept")
+}
+
+func TestRun_AnObjectWhoseParametersComeFromSecrets_IsMigratedOnlyByItsAuthor(t *testing.T) {
+	spec := func(id, author string) map[string]any {
+		sp := instanceSpec("hobby", id)
+		sp["parametersFrom"] = []any{map[string]any{"secretKeyRef": map[string]any{"name": "root", "key": "token"}}}
+		if author != "" {
+			sp["userInfo"] = map[string]any{"username": author}
+		}
+		return sp
+	}
+	f := newFixture(t,
+		old("ServiceInstance", ns, "bobs", spec("id-bobs", "bob"), provisioned(broker.DemoPostgresHobbyPlanID)),
+		old("ServiceInstance", ns, "nobodys", spec("id-nobodys", ""), provisioned(broker.DemoPostgresHobbyPlanID)),
+		old("ServiceInstance", ns, "plain", instanceSpec("hobby", "id-plain"), provisioned(broker.DemoPostgresHobbyPlanID)),
+	)
+	got := f.run(Options{Namespace: ns})
+
+	bobs := got["ServiceInstance/bobs"]
+	assert.Equal(t, bobs.Result, ResultSkipped, bobs.Reason)
+	assert.Assert(t, bobs.NeedsPerson)
+	assert.Assert(t, strings.Contains(bobs.Reason, `svcat recorded "bob" as its author: bob migrates it`), bobs.Reason)
+	nobodys := got["ServiceInstance/nobodys"]
+	assert.Equal(t, nobodys.Result, ResultSkipped, nobodys.Reason)
+	assert.Assert(t, strings.Contains(nobodys.Reason, "recorded no author"), nobodys.Reason)
+	for _, name := range []string{"bobs", "nobodys"} {
+		_, err := f.st.Instances().Get(context.Background(), ns, name)
+		assert.Assert(t, store.IsNotFound(err), "%s: no record is written in the migrator's name: %v", name, err)
+	}
+	assert.Equal(t, got["ServiceInstance/plain"].Result, ResultMigrated, got["ServiceInstance/plain"].Reason)
 }

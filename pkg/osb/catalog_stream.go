@@ -50,7 +50,11 @@ func (c *client) WalkCatalog(ctx context.Context, req *CatalogRequest, fn func(*
 	if req == nil {
 		req = &CatalogRequest{}
 	}
-	cl := call{op: "GetCatalog", method: http.MethodGet, path: "/v2/catalog", opts: req.RequestOptions, maxBytes: c.maxCatalog}
+	limit := c.maxCatalog
+	if req.MaxBytes > 0 && req.MaxBytes < limit {
+		limit = req.MaxBytes
+	}
+	cl := call{op: "GetCatalog", method: http.MethodGet, path: "/v2/catalog", opts: req.RequestOptions, maxBytes: limit}
 	cl.stream = func(body io.Reader) error {
 		return decodeCatalogStream(body, func(s *Service) error {
 			if err := fn(s); err != nil {

@@ -51,6 +51,22 @@ func TestWalkCatalog_ABodyOverTheCapFailsMidWay(t *testing.T) {
 	assert.Assert(t, IsMalformedResponseError(err))
 }
 
+func TestWalkCatalog_ARequestsOwnCapBelowTheClientsApplies(t *testing.T) {
+	svc := `{"id":"a","name":"a","description":"` + strings.Repeat("d", 500) + `"}`
+	body := `{"services":[` + svc + `]}`
+	b := newFakeBroker(t, reply(http.StatusOK, body))
+	c := newTestClient(t, b.URL, func(cfg *ClientConfig) { cfg.MaxCatalogBytes = int64(len(body)) * 2 })
+
+	assert.NilError(t, WalkCatalog(t.Context(), c, nil, func(*Service) error { return nil }))
+	err := WalkCatalog(t.Context(), c, &CatalogRequest{MaxBytes: 100}, func(*Service) error { return nil })
+	var tooLarge *BodyTooLargeError
+	assert.Assert(t, errors.As(err, &tooLarge), "got %v", err)
+	assert.Equal(t, tooLarge.Limit, int64(100))
+	// A request's cap above the client's does not raise it.
+	err = WalkCatalog(t.Context(), c, &CatalogRequest{MaxBytes: 1 << 30}, func(*Service) error { return nil })
+	assert.NilError(t, err)
+}
+
 func TestWalkCatalog_AConnectionCutMidBodyIsATransportError(t *testing.T) {
 	b := newFakeBroker(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", "100000")

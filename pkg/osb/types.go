@@ -241,6 +241,10 @@ type InstanceMetadata struct {
 // RequestOptions. A nil *CatalogRequest is valid.
 type CatalogRequest struct {
 	RequestOptions
+	// MaxBytes, when positive and below the client's ClientConfig.MaxCatalogBytes, caps
+	// this catalog's body instead: a caller that trusts a broker less than others (a
+	// namespace-scoped broker, whose URL a tenant chooses) reads less of it.
+	MaxBytes int64 `json:"-"`
 }
 
 // ---------------------------------------------------------------------------

@@ -246,7 +246,7 @@ func TestRequestIdentity_IsFreshPerRequestUnlessCallerSetsOne(t *testing.T) {
 		_, err := c.GetCatalog(t.Context(), nil)
 		assert.NilError(t, err)
 	}
-	_, err := c.GetCatalog(t.Context(), &CatalogRequest{RequestOptions{RequestIdentity: "my-request-id"}})
+	_, err := c.GetCatalog(t.Context(), &CatalogRequest{RequestOptions: RequestOptions{RequestIdentity: "my-request-id"}})
 	assert.NilError(t, err)
 
 	reqs := b.requests()

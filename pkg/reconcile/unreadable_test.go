@@ -47,3 +47,25 @@ func TestRun_UndecodableConfigMapsAreFailedItems_TheOthersAreDriven(t *testing.T
 		assert.Assert(t, sum.Failed())
 	}
 }
+
+func TestRun_AnImmutableRecordIsRefusedVisibly_TheOthersInItsNamespaceAreDriven(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.instance("frozen")
+	cms := f.cluster.Core.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, "frozen"), metav1.GetOptions{})
+	assert.NilError(t, err)
+	cm.Immutable = new(true)
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	f.instance("db")
+
+	sum, err := f.rec.Run(ctx, Options{})
+
+	assert.NilError(t, err, "an immutable record does not fail the run")
+	assert.Equal(t, f.item(sum, "db").Outcome, Done, "%+v", sum.Items)
+	frozen := f.item(sum, "frozen")
+	assert.Equal(t, frozen.Outcome, Failed, "%+v", sum.Items)
+	assert.Assert(t, is.Contains(frozen.Detail, "immutable"))
+	assert.Assert(t, is.Contains(frozen.Detail, "create the record again"))
+}

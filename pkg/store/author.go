@@ -23,6 +23,15 @@ func WithIdentity(id func(ctx context.Context) (*Identity, error)) Option {
 	return func(s *Store) { s.identity = id }
 }
 
+// Writer is who the store writes as (WithIdentity), the author its spec writes stamp; nil
+// when it was given no identity.
+func (s *Store) Writer(ctx context.Context) (*Identity, error) {
+	if s.identity == nil {
+		return nil, nil
+	}
+	return s.identity(ctx)
+}
+
 // WithTrustToken gives the store the current trust token (see TrustConfigMap), stamped on
 // the records written under WithIntent. An empty token stamps none.
 func WithTrustToken(token func(ctx context.Context) (string, error)) Option {

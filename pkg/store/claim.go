@@ -20,8 +20,20 @@ type Lease struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-// Live reports whether the lease has not expired at now.
-func (l Lease) Live(now time.Time) bool { return now.Before(l.ExpiresAt) }
+// MaxClaimTTL is the longest a claim may last without renewal: no driver claims a record
+// for longer (the engine's ClaimTTL is at most this).
+const MaxClaimTTL = 10 * time.Minute
+
+// MaxClockSkew is how far the clocks of two drivers of a record may be apart.
+const MaxClockSkew = 5 * time.Minute
+
+// Live reports whether the lease has not expired at now. A lease that expires later than
+// MaxClaimTTL plus MaxClockSkew from now was not written by a driver (the annotation is
+// the record's author's to write, and a claim "until 9999" would stop everyone's work on
+// the record): it is not live, and may be taken over.
+func (l Lease) Live(now time.Time) bool {
+	return now.Before(l.ExpiresAt) && !l.ExpiresAt.After(now.Add(MaxClaimTTL+MaxClockSkew))
+}
 
 // LeaseOf returns the claim on obj. An unreadable claim annotation counts as no claim, so
 // it can be taken over.

@@ -532,6 +532,12 @@ func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 	if !hasPrefix || name == "" {
 		return corrupt("its name does not start with %q", configMapPrefix(k.name))
 	}
+	if cm.Immutable != nil && *cm.Immutable {
+		// The API server refuses every later write of its data: the record's progress
+		// could never be stored, and a driver would try it again and again.
+		return corrupt("it is marked immutable: true, so its progress can never be written to it; "+
+			"delete the ConfigMap and create the record again (%s records are never immutable)", k.name)
+	}
 	format, ok := cm.Annotations[AnnotationFormat]
 	if !ok {
 		return corrupt("annotation %s is missing", AnnotationFormat)

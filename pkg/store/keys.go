@@ -38,6 +38,10 @@ const (
 	LabelScope = Prefix + "scope"
 	// LabelPending is "true" on every record with unfinished work, absent otherwise.
 	LabelPending = Prefix + "pending"
+	// LabelRequest ("true") marks a Secret that keeps what a call sent
+	// (WriteRequestSecret): the only Secrets of a record the engine reads back as
+	// parameters to re-send, or deletes once the call's outcome is stored.
+	LabelRequest = Prefix + "request"
 	// LabelManagedBy is the well-known managed-by label, ManagedBy on everything the
 	// store writes.
 	LabelManagedBy = "app.kubernetes.io/managed-by"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,17 +186,32 @@ func ownedByRecord(secret *corev1.Secret, rec v1alpha1.Record) bool {
 	return false
 }
 
-// WriteRequestSecret creates the Secret name, owned by rec's ConfigMap, keeping data: what
-// a call of rec is about to send that may be secret. rec must have been read from the
-// store (it needs rec's uid). A Secret of that name that rec does not own is never
-// touched (IsNotOwned).
+// WriteRequestSecret creates the Secret name, owned by rec's ConfigMap and labelled
+// LabelRequest, keeping data: what a call of rec is about to send that may be secret. rec
+// must have been read from the store (it needs rec's uid). A Secret of that name that is
+// not a request Secret rec owns is never touched (IsNotOwned).
 func (s *Store) WriteRequestSecret(ctx context.Context, rec v1alpha1.Record, name string, data map[string][]byte) error {
+	return s.writeRecordSecret(ctx, rec, name, data, true)
+}
+
+// WriteRecordSecret creates or replaces the Secret name, owned by rec's ConfigMap,
+// keeping data (a user-provided instance's credentials). A Secret of that name that rec
+// does not own is never touched (IsNotOwned). It is never read back as a call's
+// parameters (ReadRequestSecret).
+func (s *Store) WriteRecordSecret(ctx context.Context, rec v1alpha1.Record, name string, data map[string][]byte) error {
+	return s.writeRecordSecret(ctx, rec, name, data, false)
+}
+
+func (s *Store) writeRecordSecret(ctx context.Context, rec v1alpha1.Record, name string, data map[string][]byte, request bool) error {
 	if rec.GetUID() == "" {
 		return fmt.Errorf("writing Secret %q of %q: the record has no uid; read it from the store first", name, rec.GetName())
 	}
 	owner, labels, err := recordOwnerReference(rec)
 	if err != nil {
 		return err
+	}
+	if request {
+		labels[LabelRequest] = "true"
 	}
 	secrets := s.core.CoreV1().Secrets(rec.GetNamespace())
 	_, err = secrets.Create(ctx, &corev1.Secret{
@@ -217,7 +233,7 @@ func (s *Store) WriteRequestSecret(ctx context.Context, rec v1alpha1.Record, nam
 		if err != nil {
 			return err
 		}
-		if !ownedByRecord(existing, rec) {
+		if !ownedByRecord(existing, rec) || request != isRequestSecret(existing, rec) {
 			return &Error{Reason: ReasonNotOwned, Op: "write", Kind: kindSecret, Namespace: rec.GetNamespace(), Name: name,
 				Detail: fmt.Sprintf("record %q", rec.GetName())}
 		}
@@ -229,14 +245,25 @@ func (s *Store) WriteRequestSecret(ctx context.Context, rec v1alpha1.Record, nam
 }
 
 // ReadRequestSecret reads the Secret name that keeps what a call of rec sent, only if rec
-// owns it (IsNotOwned otherwise): a forged record cannot make the engine send the data of
-// a Secret it merely names.
+// owns it and it is a request Secret (IsNotOwned otherwise): a forged record cannot make
+// the engine send the data of a Secret it merely names, nor of another Secret the record
+// owns (its binding's credentials, a user-provided instance's credentials).
 func (s *Store) ReadRequestSecret(ctx context.Context, rec v1alpha1.Record, name string) (map[string][]byte, error) {
 	secret, err := s.ReadOwnedSecret(ctx, rec, name)
 	if err != nil {
 		return nil, err
 	}
+	if !isRequestSecret(secret, rec) {
+		return nil, &Error{Reason: ReasonNotOwned, Op: "read", Kind: kindSecret, Namespace: rec.GetNamespace(), Name: name,
+			Detail: fmt.Sprintf("record %q (the Secret does not keep a call's parameters)", rec.GetName())}
+	}
 	return secret.Data, nil
+}
+
+// isRequestSecret reports whether secret is one WriteRequestSecret wrote for rec: owned
+// by rec, named and labelled as a request Secret.
+func isRequestSecret(secret *corev1.Secret, rec v1alpha1.Record) bool {
+	return ownedByRecord(secret, rec) && strings.HasPrefix(secret.Name, RequestSecretPrefix) && secret.Labels[LabelRequest] == "true"
 }
 
 // ReadOwnedSecret reads the Secret name of rec's namespace only if rec owns it
@@ -253,9 +280,20 @@ func (s *Store) ReadOwnedSecret(ctx context.Context, rec v1alpha1.Record, name s
 	return secret, nil
 }
 
-// DeleteRequestSecret deletes the Secret name if rec owns it. One already gone, or not
-// rec's, is left as it is without error.
+// DeleteRequestSecret deletes the Secret name if it is a request Secret rec owns. One
+// already gone, or not such a Secret, is left as it is without error.
 func (s *Store) DeleteRequestSecret(ctx context.Context, rec v1alpha1.Record, name string) error {
+	return s.deleteRecordSecret(ctx, rec, name, true)
+}
+
+// DeleteRecordSecret deletes the Secret name if rec owns it and it is not a request
+// Secret (one WriteRecordSecret wrote). One already gone, or not such a Secret, is left
+// as it is without error.
+func (s *Store) DeleteRecordSecret(ctx context.Context, rec v1alpha1.Record, name string) error {
+	return s.deleteRecordSecret(ctx, rec, name, false)
+}
+
+func (s *Store) deleteRecordSecret(ctx context.Context, rec v1alpha1.Record, name string, request bool) error {
 	secrets := s.core.CoreV1().Secrets(rec.GetNamespace())
 	existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if IsNotFound(apiError("get", kindSecret, rec.GetNamespace(), name, err)) {
@@ -264,7 +302,7 @@ func (s *Store) DeleteRequestSecret(ctx context.Context, rec v1alpha1.Record, na
 	if err != nil {
 		return apiError("get", kindSecret, rec.GetNamespace(), name, err)
 	}
-	if !ownedByRecord(existing, rec) {
+	if !ownedByRecord(existing, rec) || request != isRequestSecret(existing, rec) {
 		return nil
 	}
 	err = secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}})

@@ -160,7 +160,7 @@ func TestRequestSecret_OwnedByTheRecordReadOnlyByItAndDeleted(t *testing.T) {
 		APIVersion: "v1", Kind: "ConfigMap", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), UID: inst.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
 	}})
-	assert.DeepEqual(t, s.Labels, map[string]string{store.LabelManagedBy: store.ManagedBy, store.LabelInstance: inst.Name})
+	assert.DeepEqual(t, s.Labels, map[string]string{store.LabelManagedBy: store.ManagedBy, store.LabelInstance: inst.Name, store.LabelRequest: "true"})
 	data, err := st.ReadRequestSecret(ctx, inst, name)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data[store.RequestParametersKey]), `{"p":"v"}`)
@@ -193,4 +193,25 @@ func TestRequestSecret_ASecretNotOwnedIsNeverRead(t *testing.T) {
 	_, err = st.ReadRequestSecret(ctx, b, "users-password")
 	assert.Assert(t, store.IsNotOwned(err), "%v", err)
 	assert.ErrorContains(t, err, "does not belong to")
+}
+
+func TestRequestSecret_AnotherSecretTheRecordOwnsIsNeverReadWrittenOrDeletedAsOne(t *testing.T) {
+	ctx := context.Background()
+	c, st, _ := newCluster(t)
+	b := mustCreateBinding(t, st)
+	// The binding's credentials Secret, with a key a request Secret has, and even a name
+	// a request Secret could have.
+	for _, name := range []string{b.Spec.SecretName, store.RequestSecretName("forged")} {
+		b.Spec.SecretName = name
+		_, err := st.WriteBindingSecret(ctx, b, map[string][]byte{store.RequestParametersKey: []byte(`{"password":"s3cret"}`)})
+		assert.NilError(t, err)
+
+		_, err = st.ReadRequestSecret(ctx, b, name)
+		assert.Assert(t, store.IsNotOwned(err), "%v", err)
+		assert.Assert(t, store.IsNotOwned(st.WriteRequestSecret(ctx, b, name, map[string][]byte{store.RequestParametersKey: []byte(`{}`)})))
+		assert.NilError(t, st.DeleteRequestSecret(ctx, b, name))
+		s, err := c.Core.CoreV1().Secrets(b.Namespace).Get(ctx, name, metav1.GetOptions{})
+		assert.NilError(t, err, "the credentials Secret is left")
+		assert.Equal(t, string(s.Data[store.RequestParametersKey]), `{"password":"s3cret"}`)
+	}
 }

@@ -5,6 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,11 +18,13 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/doctor"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -28,8 +34,9 @@ import (
 // TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers has alice, who may only write
 // ConfigMaps in her namespace, write what reconcile (run with its ServiceAccount's token
 // over every namespace) and doctor read: a status that makes the engine fail hard, records
-// that do not decode, an empty ConfigMap squatting on bob's OSB id, and compressed specs
-// that decompress to far more than they weigh. bob's work is done all the same; alice's
+// that do not decode, an empty ConfigMap squatting on bob's OSB id, compressed specs
+// that decompress to far more than they weigh, an immutable record, a claim until 9999,
+// and a broker whose catalog is 60 MiB. bob's work is done all the same; alice's
 // records are findings of their own.
 func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
 	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
@@ -115,6 +122,34 @@ func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
 		assert.Assert(t, ok, "doctor checks the cluster's brokers: %+v", checks)
 	})
 
+	t.Run("an immutable record and a claim until 9999 block nothing", func(t *testing.T) {
+		r := trustBob(t, e, "provision", "beside-frozen", "--class", "object-storage", "--plan", "bucket")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		tenantForge(t, e, engine.NewInstance(e.teamA, "frozen", e.class, bucket, nil, nil, ""), func(cm *corev1.ConfigMap) {
+			cm.Immutable = new(true)
+		})
+		tenantForge(t, e, engine.NewInstance(e.teamA, "claimed", e.class, bucket, nil, nil, ""), func(cm *corev1.ConfigMap) {
+			cm.Annotations[store.AnnotationClaim] = `{"holder":"alice","expiresAt":"9999-12-31T00:00:00Z"}`
+		})
+
+		sum, _ := tenantReconcileAll(t, e)
+		it, ok := recItem(sum, e.teamB, "beside-frozen")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+		it, ok = recItem(sum, e.teamA, "frozen")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Failed, it.Detail)
+		assert.Assert(t, is.Contains(it.Detail, "immutable"))
+		assert.Assert(t, is.Contains(it.Detail, "create the record again"), "the refusal names the fix")
+		it, ok = recItem(sum, e.teamA, "claimed")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Assert(t, it.Outcome != reconcile.Skipped, "a claim until 9999 is no live claim: %+v", it)
+		inst, err := e.st.Instances().Get(ctx, e.teamA, "claimed")
+		assert.NilError(t, err)
+		l, _ := store.LeaseOf(inst)
+		assert.Assert(t, l.Holder != "alice", "the claim was taken over: %+v", l)
+	})
+
 	t.Run("an empty ConfigMap labelled with bob's id blocks none of his calls", func(t *testing.T) {
 		const id = "5bd1c1de-77a0-4e0b-9a30-0d9e5f3c2a11"
 		tenantCreate(t, e, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.teamA,
@@ -179,6 +214,77 @@ func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
 		// Four bombs of 60 MiB each: decoding even one of them holds 60 MiB at once.
 		assert.Assert(t, maxRSS < floorRSS+60<<20, "reconcile peaked at %d MiB, %d MiB without the bombs", maxRSS>>20, floorRSS>>20)
 	})
+
+	t.Run("a namespace broker's 60 MiB catalog is refused after its limit; reconcile and marketplace stay bounded", func(t *testing.T) {
+		recArgs := []string{"catalog", "reconcile", "-A", "-o", "json", "--catalog-namespace", e.catalogNS, "--max-duration", "10s", "--interval", "200ms"}
+		recEnviron := append(instEnviron(t), append(recEnv, "KUBECONFIG="+e.saKubeconfig)...)
+		mktArgs := []string{"catalog", "marketplace", "-A", "-o", "json", "--catalog-namespace", e.catalogNS}
+		// The floors: the same runs before the broker exists.
+		_, _, _, recFloor := tenantMeasured(t, recEnviron, recArgs...)
+		_, _, _, mktFloor := tenantMeasured(t, instEnviron(t), mktArgs...)
+
+		// Written as it is sent: held whole, the catalog would raise this process's own
+		// peak, which the measured processes start from.
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			tenantHugeCatalog(w, 60<<20)
+		}))
+		t.Cleanup(srv.Close)
+		tenantForge(t, e, &v1alpha1.Broker{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.teamA, Name: "huge"},
+			Spec:       v1alpha1.BrokerSpec{URL: srv.URL, Scope: v1alpha1.ScopeNamespace},
+		}, nil)
+		r := trustBob(t, e, "provision", "beside-huge", "--class", "object-storage", "--plan", "bucket")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+
+		out, stderr, code, recRSS := tenantMeasured(t, recEnviron, recArgs...)
+		t.Logf("reconcile -A: exit %d, max RSS %d MiB (%d MiB before the broker)", code, recRSS>>20, recFloor>>20)
+		var sum reconcile.Summary
+		assert.NilError(t, json.Unmarshal([]byte(out), &sum), "exit %d: %s", code, stderr)
+		it, ok := recItem(sum, e.teamB, "beside-huge")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Equal(t, it.Outcome, reconcile.Done, it.Detail)
+		it, ok = recKindItem(sum, v1alpha1.KindBroker, e.teamA, "huge")
+		assert.Assert(t, ok, "%+v", sum.Items)
+		assert.Assert(t, is.Contains(it.Detail, "exceeds the limit of 8388608 bytes"), "%+v", it)
+		b, err := e.st.Brokers().Get(ctx, e.teamA, "huge")
+		assert.NilError(t, err)
+		failed := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionFailed)
+		assert.Assert(t, failed != nil, "%+v", b.Status)
+		assert.Equal(t, failed.Reason, catalogsync.ReasonTooLarge)
+		assert.Assert(t, is.Contains(failed.Message, `broker "huge"`))
+		classes, err := e.st.Classes().List(ctx, e.teamA, store.Filter{Broker: "huge"})
+		assert.NilError(t, err)
+		assert.Equal(t, len(classes), 0, "nothing of the catalog is recorded")
+
+		_, stderr, code, mktRSS := tenantMeasured(t, instEnviron(t), mktArgs...)
+		t.Logf("marketplace -A: exit %d, max RSS %d MiB (%d MiB before the broker)", code, mktRSS>>20, mktFloor>>20)
+		assert.Equal(t, code, 0, stderr)
+		// The broker's answer is 60 MiB: reading it whole, or recording it, holds that
+		// much at once.
+		assert.Assert(t, recRSS < recFloor+40<<20, "reconcile peaked at %d MiB, %d MiB without the broker", recRSS>>20, recFloor>>20)
+		assert.Assert(t, mktRSS < mktFloor+40<<20, "marketplace peaked at %d MiB, %d MiB without the broker", mktRSS>>20, mktFloor>>20)
+	})
+}
+
+// tenantHugeCatalog writes a valid catalog of about size bytes to w: services of one plan
+// whose descriptions are long.
+func tenantHugeCatalog(w io.Writer, size int) {
+	const perService = 200 << 10
+	desc := strings.Repeat("x", perService)
+	_, _ = io.WriteString(w, `{"services":[`)
+	for i := range size / perService {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		_, err := fmt.Fprintf(w, `%s{"id":"huge-%04d","name":"huge-%04d","description":"%s","bindable":true,"plans":[{"id":"huge-%04d-plan","name":"plan","description":"p"}]}`,
+			sep, i, i, desc, i)
+		if err != nil {
+			return // the client stopped reading
+		}
+	}
+	_, _ = io.WriteString(w, `]}`)
 }
 
 // tenantForge writes rec as alice, stamped as its author with the trust token, after

@@ -94,7 +94,10 @@ func classifyFetch(b *v1alpha1.Broker, err error) *FetchError {
 	fe := &FetchError{Broker: b.Name, URL: b.Spec.URL, Err: err, Reason: ReasonUnreachable}
 	var mre *osb.MalformedResponseError
 	var tle *osb.BodyTooLargeError
+	var lim *LimitError
 	switch {
+	case errors.As(err, &lim):
+		fe.Reason = ReasonTooLarge
 	case brokerclient.IsSecretError(err):
 		fe.Reason = ReasonCredentials
 	case errors.As(err, &tle):

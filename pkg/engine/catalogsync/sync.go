@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -42,6 +43,10 @@ type Syncer struct {
 	concurrency int
 	check       func(context.Context, *v1alpha1.Broker) error
 	core        kubernetes.Interface
+	// catalogNamespace tells cluster brokers from namespace brokers (see LimitsFor).
+	catalogNamespace string
+	budget           *semaphore.Weighted
+	budgetSize       int64
 }
 
 // Option configures a Syncer.
@@ -70,7 +75,7 @@ func WithBrokerCheck(check func(context.Context, *v1alpha1.Broker) error) Option
 
 // New returns a Syncer writing records with st and calling brokers with clients.
 func New(st *store.Store, clients *brokerclient.Factory, opts ...Option) *Syncer {
-	s := &Syncer{st: st, clients: clients, now: time.Now, concurrency: 8}
+	s := &Syncer{st: st, clients: clients, now: time.Now, concurrency: 8, budget: decodeBudget, budgetSize: DecodeBudgetBytes}
 	for _, o := range opts {
 		o(s)
 	}
@@ -99,8 +104,17 @@ func (r *Result) Unchanged() bool {
 // Fetch gets broker b's catalog, checks it (ids present and unique, plan ids across the
 // whole catalog; names unique; at least one plan per service) and keeps what restr
 // allows. The catalog is decoded one service at a time and kept compressed, so its size
-// in memory is a fraction of the broker's answer. Errors are *FetchError.
+// in memory is a fraction of the broker's answer. The catalog must be within the
+// broker's limits (LimitsFor): a body over Limits.Bytes is not read further, and a
+// catalog over another limit is refused with ReasonTooLarge. The fetch waits for its
+// share of the process's decoding budget (see DecodeBudgetBytes). Errors are *FetchError.
 func (s *Syncer) Fetch(ctx context.Context, b *v1alpha1.Broker, restr Restrictions) (*Catalog, error) {
+	lim := s.LimitsFor(b)
+	release, err := s.acquire(ctx, lim.Bytes)
+	if err != nil {
+		return nil, classifyFetch(b, err)
+	}
+	defer release()
 	c, err := s.clients.ClientFor(ctx, b)
 	if err != nil {
 		fe := classifyFetch(b, err)
@@ -114,8 +128,12 @@ func (s *Syncer) Fetch(ctx context.Context, b *v1alpha1.Broker, restr Restrictio
 		planOwner = map[string]string{}
 		planErrs  []error
 		pack      packer
+		count     = limitCounter{broker: b.Name, lim: lim, namespaced: lim != ClusterBrokerLimits}
 	)
-	err = osb.WalkCatalog(ctx, c, nil, func(svc *osb.Service) error {
+	err = osb.WalkCatalog(ctx, c, &osb.CatalogRequest{MaxBytes: lim.Bytes}, func(svc *osb.Service) error {
+		if err := count.add(svc); err != nil {
+			return err
+		}
 		check.Add(svc)
 		for _, p := range svc.Plans {
 			if other, ok := planOwner[p.ID]; ok && other != svc.ID {
