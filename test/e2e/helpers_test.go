@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -112,6 +115,26 @@ func instEnviron(t *testing.T) []string {
 
 // instWaitFor waits until cond holds, failing the test after timeout (scaled by
 // E2E_SLOW).
+// deleteNamespaceUntilFinalizersRemain deletes namespace ns and waits until the
+// namespace controller deleted what it may and says finalizers remain (the records').
+func deleteNamespaceUntilFinalizersRemain(t *testing.T, admin kubernetes.Interface, ns, what string) {
+	t.Helper()
+	ctx := context.Background()
+	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	instWaitFor(t, what, 60*time.Second, func() bool {
+		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(slow(timeout))

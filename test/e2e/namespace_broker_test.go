@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,19 +45,7 @@ func TestReconcile_NamespaceDeletionWithANamespaceBroker_DeprovisionsThenFinishe
 	assert.Equal(t, len(b.Instances()), 1)
 	assert.Equal(t, len(b.Bindings()), 1)
 
-	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
-	instWaitFor(t, "the namespace controller to delete what it may", 60*time.Second, func() bool {
-		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
+	deleteNamespaceUntilFinalizersRemain(t, admin, ns, "the namespace controller to delete what it may")
 	brk, err = st.Brokers().Get(ctx, ns, "team")
 	assert.NilError(t, err, "the finalizer keeps the broker")
 	assert.Assert(t, brk.DeletionTimestamp != nil)

@@ -141,19 +141,7 @@ func TestPlainPath_ANamespaceWithItsOwnBrokerIsFinishedByPlainReconcile(t *testi
 	assert.Equal(t, len(b.Instances()), 1)
 	assert.Equal(t, len(b.Bindings()), 1)
 
-	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
-	instWaitFor(t, "the namespace controller to delete what it may", 60*time.Second, func() bool {
-		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
+	deleteNamespaceUntilFinalizersRemain(t, admin, ns, "the namespace controller to delete what it may")
 
 	sum, r := recRunStrict(t, ns, nil, withCatalog("--max-duration", "60s", "--interval", "200ms")...)
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -283,19 +271,7 @@ func TestPlainPath_ATerminatingNamespaceOfAUserIsFinishedByAnAdministratorsAdopt
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Equal(t, len(b.Bindings()), 1)
 
-	assert.NilError(t, admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
-	instWaitFor(t, "the namespace controller to delete what it may, alice's RoleBinding too", 60*time.Second, func() bool {
-		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
+	deleteNamespaceUntilFinalizersRemain(t, admin, ns, "the namespace controller to delete what it may, alice's RoleBinding too")
 	withCatalog := func(args ...string) []string { return append(args, "--catalog-namespace", catalogNS) }
 
 	sum, r := recRunStrict(t, ns, nil, withCatalog("--max-duration", "30s", "--interval", "200ms")...)
