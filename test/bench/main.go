@@ -5,12 +5,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -373,8 +374,8 @@ func marketplaceFigures(bins controlplane.Binaries, plugin, dir string, runs int
 	}, nil
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+func median[T cmp.Ordered](vs []T) T {
+	s := slices.Clone(vs)
+	slices.Sort(s)
 	return s[len(s)/2]
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -131,16 +130,16 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 	// (slow - fast) / roundTrip, is noted beside it.
 	chain := func(name string) time.Duration {
 		// In thousandths, as figure.Count wants.
-		return 1000 * rtMedian(samples[roundTrip][name], rtChain)
+		return time.Duration(1000 * median(rtOf(samples[roundTrip][name], rtChain)))
 	}
 	floor := chain(floorName)
 	var figures []figure
 	notes := []string{fmt.Sprintf("round trips on the critical path: the longest chain of API requests each waiting for the one before, "+
 		"with %s added to every request (median of %d runs); wall: (wall time with the delay - without) / %s", roundTrip, runs, roundTrip)}
 	for _, c := range commands {
-		fast, slow := rtMedian(samples[0][c.name], rtTook), rtMedian(samples[roundTrip][c.name], rtTook)
+		fast, slow := median(rtOf(samples[0][c.name], rtTook)), median(rtOf(samples[roundTrip][c.name], rtTook))
 		notes = append(notes, fmt.Sprintf("  %-34s requests %d, round trips %d, wall %.1f",
-			c.name, rtMedian(samples[roundTrip][c.name], rtRequests), rtMedian(samples[roundTrip][c.name], rtChain),
+			c.name, median(rtOf(samples[roundTrip][c.name], rtRequests)), median(rtOf(samples[roundTrip][c.name], rtChain)),
 			float64(slow-fast)/float64(roundTrip)))
 		if c.target == 0 {
 			continue
@@ -152,16 +151,15 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 	return figures, notes, nil
 }
 
-func rtTook(s rtSample) time.Duration     { return s.took }
-func rtRequests(s rtSample) time.Duration { return time.Duration(s.requests) }
-func rtChain(s rtSample) time.Duration    { return time.Duration(s.chain) }
+func rtTook(s rtSample) time.Duration { return s.took }
+func rtRequests(s rtSample) int       { return s.requests }
+func rtChain(s rtSample) int          { return s.chain }
 
-// rtMedian is the median of one measure of the samples.
-func rtMedian(samples []rtSample, of func(rtSample) time.Duration) time.Duration {
-	vs := make([]time.Duration, len(samples))
+// rtOf is one measure of each sample.
+func rtOf[T any](samples []rtSample, of func(rtSample) T) []T {
+	out := make([]T, len(samples))
 	for i, s := range samples {
-		vs[i] = of(s)
+		out[i] = of(s)
 	}
-	slices.Sort(vs)
-	return vs[len(vs)/2]
+	return out
 }
