@@ -586,7 +586,7 @@ func TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce(t *testing
 // the deletion to reconcile (which can) instead of sending the DELETE under it; reconcile
 // then unbinds bob's binding first and deprovisions the instance after.
 func TestCrashConsistency_DeprovisionAfterUnshare_WaitsForReconcileWhileABindingIsLive(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := sharingSetup(t)
 	ctx := context.Background()
 	sharingBobBinds(t, e)

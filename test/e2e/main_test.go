@@ -50,6 +50,16 @@ func flagSet(name string) bool {
 }
 
 func run(m *testing.M) int {
+	if inGroupProcess() {
+		// A group of serial tests, started by the package's main process (startGroups):
+		// the plugin is built, and this process runs the group on its own control plane.
+		binDir = os.Getenv(envBinDir)
+		versionedBuild.err = fmt.Errorf("the release-stamped build is made only in the main process; run this test beside the others (t.Parallel)")
+		done := make(chan struct{})
+		close(done)
+		versionedBuild.done = done
+		return controlplane.RunMain(m, &cp)
+	}
 	dir, err := os.MkdirTemp("", "kubectl-catalog-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,6 +71,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	binDir = dir
+	// The tests that change what the whole cluster shares run in processes of their
+	// own, beside the others.
+	waitGroups, err := startGroups()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// The release-stamped build the image tests need links while the control plane
 	// starts.
 	versioned := make(chan struct{})
@@ -77,7 +94,11 @@ func run(m *testing.M) int {
 	}()
 	versionedBuild.done = versioned
 	defer func() { <-versioned }()
-	return controlplane.RunMain(m, &cp)
+	code := controlplane.RunMain(m, &cp)
+	if !waitGroups() && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // The release-stamped build of the plugin: its version and default image registry.

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,19 +46,6 @@ func svcatGVR(resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "servicecatalog.k8s.io", Version: "v1beta1", Resource: resource}
 }
 
-// svcatMu is held by the test that has the retired Service Catalog's CRDs, or their
-// absence, to itself: they and their cluster-scoped objects (ClusterServiceBroker, ...)
-// are the cluster's, and every migrate sees them all. The other tests go on beside it.
-var svcatMu sync.Mutex
-
-// svcatExclusive holds svcatMu until the test and its clean-ups (the CRDs' removal
-// among them) are done.
-func svcatExclusive(t *testing.T) {
-	t.Helper()
-	svcatMu.Lock()
-	t.Cleanup(svcatMu.Unlock)
-}
-
 // svcatEnv is a cluster with the retired Service Catalog's CRDs, a test broker, a user
 // namespace and a catalog namespace of its own.
 type svcatEnv struct {
@@ -72,7 +58,6 @@ type svcatEnv struct {
 
 func newSvcatEnv(t *testing.T) *svcatEnv {
 	t.Helper()
-	svcatExclusive(t)
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	dyn, err := dynamic.NewForConfig(cp.RESTConfig(controlplane.AdminUser))
@@ -390,10 +375,10 @@ func onlyCatalogGETs(t *testing.T, b *broker.Broker) {
 	}
 }
 
-// TestMigrateSvcat_NotServed runs while no other test has the CRDs installed (svcatMu).
+// TestMigrateSvcat_NotServed runs in the svcat group, between tests that install the CRDs
+// and remove them again.
 func TestMigrateSvcat_NotServed_SaysSoAndExits1(t *testing.T) {
-	t.Parallel()
-	svcatExclusive(t)
+	serial(t, retiredCatalogCRDs)
 	ns := cp.NewNamespace(t)
 	r := kubectl(t, controlplane.AdminUser, "catalog", "migrate", "svcat", "-n", ns)
 	assert.Equal(t, r.ExitCode, 1)
@@ -405,7 +390,7 @@ func TestMigrateSvcat_NotServed_SaysSoAndExits1(t *testing.T) {
 }
 
 func TestMigrateSvcat_MigratesThenReconcileAndVerbsFinishUnderTheOriginalIDs(t *testing.T) {
-	t.Parallel()
+	serial(t, retiredCatalogCRDs)
 	e := newSvcatEnv(t)
 	f := e.seed(t)
 	ctx := context.Background()
@@ -576,7 +561,7 @@ func (e *svcatEnv) migrateKilledAfter(t *testing.T, n int) bool {
 }
 
 func TestMigrateSvcat_KilledAtEveryWriteThenRunAgain_SameEndStateThenCleanup(t *testing.T) {
-	t.Parallel()
+	serial(t, retiredCatalogCRDs)
 	e := newSvcatEnv(t)
 	f := e.seed(t)
 	ctx := context.Background()

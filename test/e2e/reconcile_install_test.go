@@ -24,7 +24,7 @@ import (
 // "reconcile -A" and finish pending work with the ClusterRole it gets, and nothing
 // outside it; "reconcile uninstall" removes everything but the namespace.
 func TestReconcileInstall_ServiceAccountReconcilesWithLeastPrivilege(t *testing.T) {
-	serial(t, "runs reconcile -A as the installed ServiceAccount, which would step other tests' records")
+	serial(t, reconcileEveryNamespace)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)

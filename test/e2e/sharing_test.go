@@ -75,7 +75,7 @@ func sharingBobBinds(t *testing.T, e *trustEnv) *v1alpha1.ServiceBinding {
 // commands may not); alice's unshare removes bob's binding (Secret and broker binding);
 // a shared instance is not deprovisioned; bad input changes nothing.
 func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := sharingSetup(t)
 	ctx := context.Background()
 

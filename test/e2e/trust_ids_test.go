@@ -24,7 +24,7 @@ import (
 // binding gets no credentials of bob's, her deletion deprovisions nothing of his, and
 // her records say why. bob's instance goes on as his.
 func TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
 	for _, args := range [][]string{

@@ -30,7 +30,7 @@ import (
 // create a record or change its spec or author; status, labels, other annotations and
 // deletions stay free. doctor reports the policy; "reconcile uninstall" removes it.
 func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)

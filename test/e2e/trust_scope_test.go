@@ -26,7 +26,7 @@ import (
 // refuses both, and bob's deprovision sends his broker's credentials nowhere but to his
 // broker.
 func TestTrustScope_DroppingALabelDoesNotTakeARecordOutOfThePolicy(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
 	shared := e.teamB

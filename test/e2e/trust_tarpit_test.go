@@ -23,7 +23,7 @@ import (
 // with its ServiceAccount's token over every namespace, drives bob's record in the same
 // run although alice's namespace comes first and her brokers fill more than the run.
 func TestTrustTarpits_SlowBrokersOfOneTenantStarveNobody(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	release := make(chan struct{})
 	tarpit := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,7 @@ import (
 // and a broker whose catalog is 60 MiB. bob's work is done all the same; alice's
 // records are findings of their own.
 func TestTrustTenant_OneTenantsRecordsNeitherStopNorHideOthers(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
 	bucket := e.class.PlanByName("bucket")

@@ -33,7 +33,7 @@ import (
 // nothing anywhere; bob, with only the documented roles, provisions, binds, unbinds and
 // deprovisions through reconcile.
 func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testing.T) {
-	serial(t, "installs the trust policy, which the API server applies to every record of the cluster")
+	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
 	bobIDs := map[string]string{}
