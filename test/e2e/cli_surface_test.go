@@ -31,7 +31,7 @@ func cliCandidates(t *testing.T, r result) []string {
 	return out
 }
 
-// TestCLISurface_Completion: the real plugin, run by kubectl, completes names from the
+// TestCLISurface_Completion: the real plugin completes names from the
 // real control plane: instances, brokers, plans of a class, namespaces, bind --to.
 func TestCLISurface_Completion(t *testing.T) {
 	t.Parallel()
@@ -68,7 +68,7 @@ func TestCLISurface_Completion(t *testing.T) {
 	assert.DeepEqual(t, complete("bind", "db", "--to", "st"), []string{"statefulset/"})
 
 	// A user who may not list namespaces gets no candidates and no error.
-	r = kubectl(t, "alice", "catalog", "__complete", "-n", "")
+	r = viaKubectl(t, "alice", "catalog", "__complete", "-n", "")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Equal(t, strings.TrimSpace(r.Stdout), ":4")
 	assert.Assert(t, !strings.Contains(r.Stderr, "forbidden"), r.Stderr)

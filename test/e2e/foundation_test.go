@@ -20,11 +20,11 @@ import (
 
 func TestVersion_ThroughKubectlPluginDiscovery_ReportsTheRealServer(t *testing.T) {
 	t.Parallel()
-	list := kubectl(t, controlplane.AdminUser, "plugin", "list")
+	list := viaKubectl(t, controlplane.AdminUser, "plugin", "list")
 	assert.Equal(t, list.ExitCode, 0)
 	assert.Assert(t, is.Contains(list.Stdout, binDir+"/kubectl-catalog"))
 
-	res := kubectl(t, controlplane.AdminUser, "catalog", "version", "-o", "json")
+	res := viaKubectl(t, controlplane.AdminUser, "catalog", "version", "-o", "json")
 	assert.Equal(t, res.ExitCode, 0, res.Stderr)
 	var out struct {
 		ClientVersion struct{ GitVersion string } `json:"clientVersion"`
@@ -34,7 +34,7 @@ func TestVersion_ThroughKubectlPluginDiscovery_ReportsTheRealServer(t *testing.T
 	assert.Assert(t, out.ClientVersion.GitVersion != "")
 	assert.Equal(t, out.ServerVersion.GitVersion, controlplane.KubernetesVersion)
 
-	plain := kubectl(t, controlplane.AdminUser, "catalog", "version")
+	plain := viaKubectl(t, controlplane.AdminUser, "catalog", "version")
 	assert.Equal(t, plain.ExitCode, 0)
 	assert.Assert(t, is.Contains(plain.Stdout, "Server Version: "+controlplane.KubernetesVersion))
 }
@@ -68,7 +68,7 @@ func TestUsageErrors_ExitWithCode2(t *testing.T) {
 		{"completion"},
 		{"completion", "tcsh"},
 	} {
-		res := kubectl(t, controlplane.AdminUser, append([]string{"catalog"}, args...)...)
+		res := viaKubectl(t, controlplane.AdminUser, append([]string{"catalog"}, args...)...)
 		assert.Equal(t, res.ExitCode, 2, "kubectl catalog %v", args)
 		assert.Assert(t, is.Contains(res.Stderr, "error:"))
 	}
