@@ -231,6 +231,20 @@ func (c *ControlPlane) Stop() error {
 	return errors.Join(errs...)
 }
 
+// CPU is the processor time (user and system) each component used, for the
+// components that have exited: after Stop, all of them. An API server stopped and
+// started again counts its last run only.
+func (c *ControlPlane) CPU() map[string]time.Duration {
+	used := map[string]time.Duration{}
+	for _, p := range []*process{c.etcd, c.apiserver, c.controller} {
+		if p == nil || p.running() || p.cmd.ProcessState == nil {
+			continue
+		}
+		used[p.name] += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	return used
+}
+
 // StopAPIServer kills the API server alone (SIGKILL: a graceful stop waits for the
 // clients' watches to end), as a crash or a network partition looks to its clients;
 // etcd and the controller manager go on. StartAPIServer brings it back on the same

@@ -42,6 +42,10 @@ func RunMain(m *testing.M, into **ControlPlane) int {
 			code = 1
 		}
 	}
+	used := cp.CPU()
+	fmt.Fprintf(os.Stderr, "control plane CPU: etcd %s, kube-apiserver %s, kube-controller-manager %s\n",
+		used["etcd"].Round(100*time.Millisecond), used["kube-apiserver"].Round(100*time.Millisecond),
+		used["kube-controller-manager"].Round(100*time.Millisecond))
 	return code
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,6 +89,10 @@ func instRun(t *testing.T, ns string, env []string, args ...string) result {
 	return runWith(t, append(instEnviron(t), env...), filepath.Join(binDir, "kubectl-catalog"), append([]string{"-n", ns}, args...)...)
 }
 
+// commandsRun and commandsCPU count the commands runWith ran and the processor time
+// they used (in nanoseconds), for the summary at the end of the package.
+var commandsRun, commandsCPU atomic.Int64
+
 // runWith runs bin with args in the environment env and returns what it printed and
 // its exit code; a command that cannot start, or runs past commandTimeout, fails the
 // test.
@@ -100,6 +105,10 @@ func runWith(t *testing.T, env []string, bin string, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if cmd.ProcessState != nil {
+		commandsRun.Add(1)
+		commandsCPU.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
+	}
 	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
 	if exitErr, ok := err.(*exec.ExitError); ok {
 		res.ExitCode = exitErr.ExitCode()

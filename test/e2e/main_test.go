@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	reconcilecmd "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
@@ -58,6 +59,7 @@ func run(m *testing.M) int {
 		done := make(chan struct{})
 		close(done)
 		versionedBuild.done = done
+		defer printCommandsCPU()
 		return controlplane.RunMain(m, &cp)
 	}
 	dir, err := os.MkdirTemp("", "kubectl-catalog-e2e-bin-")
@@ -95,10 +97,18 @@ func run(m *testing.M) int {
 	versionedBuild.done = versioned
 	defer func() { <-versioned }()
 	code := controlplane.RunMain(m, &cp)
+	printCommandsCPU()
 	if !waitGroups() && code == 0 {
 		code = 1
 	}
 	return code
+}
+
+// printCommandsCPU says how many commands the tests ran and the processor time they
+// used, beside the control plane's (RunMain): where the suite's time goes.
+func printCommandsCPU() {
+	fmt.Fprintf(os.Stderr, "commands run by the tests: %d, CPU %s\n", commandsRun.Load(),
+		time.Duration(commandsCPU.Load()).Round(100*time.Millisecond))
 }
 
 // The release-stamped build of the plugin: its version and default image registry.

@@ -33,6 +33,8 @@ const (
 	sgLease    = 3 * time.Second
 	sgClaimTTL = 10 * time.Second
 	sgGroup    = "sg"
+	// sgFirst is how many instances the replicas provision together first.
+	sgFirst = 90
 	// sgPostgres and sgStandard are the demo catalog's postgresql class and its
 	// asynchronous "standard" plan.
 	sgPostgres = "80d0a3c5-df7f-4144-a6ca-6d2be96b9701"
@@ -154,7 +156,7 @@ func sgReady(t *testing.T, st *store.Store, ns string, names []string) (ready in
 }
 
 // TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare runs three
-// "reconcile --serve --shard-group" processes of the real binary on 300 pending
+// "reconcile --serve --shard-group" processes of the real binary on 90 pending
 // asynchronous provisions: all finish, each replica did part of the work, and the broker
 // never sees two requests at once for one instance. Then, with more work pending, one
 // replica is killed (SIGKILL): the others finish its share within the documented time
@@ -185,15 +187,15 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 		return true
 	})
 
-	// 300 pending asynchronous provisions.
+	// sgFirst pending asynchronous provisions (how the group scales is make bench's).
 	start := time.Now()
-	names := sgCreate(t, st, class, ns, "db", 300)
-	t.Logf("created 300 pending instances in %s", time.Since(start))
-	instWaitFor(t, "the 300 instances to be Ready", 120*time.Second, func() bool {
+	names := sgCreate(t, st, class, ns, "db", sgFirst)
+	t.Logf("created %d pending instances in %s", sgFirst, time.Since(start))
+	instWaitFor(t, "the first instances to be Ready", 120*time.Second, func() bool {
 		ready, _ := sgReady(t, st, ns, names)
 		return ready == len(names)
 	})
-	t.Logf("300 instances Ready %s after the first was created", time.Since(start))
+	t.Logf("%d instances Ready %s after the first was created", sgFirst, time.Since(start))
 	// A replica counts a record in /metrics when its run ends, which can be just after
 	// the record's status says Ready: wait for the counts, not only for the records.
 	doneBy := func() (map[string]float64, float64) {
@@ -204,16 +206,16 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 		}
 		return by, total
 	}
-	instWaitFor(t, "the replicas' metrics to count the 300 instances", 60*time.Second, func() bool {
+	instWaitFor(t, "the replicas' metrics to count the first instances", 60*time.Second, func() bool {
 		_, total := doneBy()
-		return total >= 300
+		return total >= sgFirst
 	})
 	by, total := doneBy()
 	for _, rep := range replicas {
 		t.Logf("replica %s: %v instances done", rep.id, by[rep.id])
 		assert.Assert(t, by[rep.id] > 0, "replica %s did none of the work", rep.id)
 	}
-	assert.Assert(t, total >= 300, "%v done in all", total)
+	assert.Assert(t, total >= sgFirst, "%v done in all", total)
 	assert.Equal(t, b.MaxConcurrentOverall(), 1, "two requests at once for one instance")
 
 	// More work, slower at the broker; one replica is killed while its share is pending.
