@@ -162,11 +162,16 @@ func deleteNamespaceUntilFinalizersRemain(t *testing.T, admin kubernetes.Interfa
 func instWaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(slow(timeout))
+	// Polls come quickly at first and then less often: a condition most often holds
+	// within a second, and a test waiting longer should not load the API server that
+	// the other tests share.
+	interval := 50 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s (%s)", what, slow(timeout))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
+		interval = min(interval*3/2, 250*time.Millisecond)
 	}
 }
 
