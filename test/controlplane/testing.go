@@ -115,13 +115,14 @@ func sanitize(name string) string {
 	return s
 }
 
-// BuildPlugin builds kubectl-catalog into dir and returns its path. Callers
-// put dir on PATH so the real kubectl discovers the plugin.
+// BuildPlugin builds kubectl-catalog into dir as a release builds it (static, without
+// symbol tables and debug information) and returns its path. Callers put dir on PATH so
+// the real kubectl discovers the plugin.
 func BuildPlugin(dir string) (string, error) {
 	return BuildPluginWith(dir, "")
 }
 
-// BuildPluginWith is BuildPlugin with linker flags, for a build stamped as a release
+// BuildPluginWith is BuildPlugin with more linker flags, for a build stamped as a release
 // stamps it (-X of pkg/version's variables).
 func BuildPluginWith(dir, ldflags string) (string, error) {
 	root, err := RepoRoot()
@@ -129,12 +130,9 @@ func BuildPluginWith(dir, ldflags string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "kubectl-catalog")
-	args := []string{"build", "-o", out}
-	if ldflags != "" {
-		args = append(args, "-ldflags", ldflags)
-	}
-	cmd := exec.Command(goCommand(), append(args, "./cmd/kubectl-catalog")...)
+	cmd := exec.Command(goCommand(), "build", "-o", out, "-ldflags", strings.TrimSpace("-s -w "+ldflags), "./cmd/kubectl-catalog")
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building kubectl-catalog: %v\n%s", err, b)
 	}
