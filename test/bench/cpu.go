@@ -149,10 +149,16 @@ func readShares(reconcilers []int) cpuShares {
 	}
 	add("bench (seeding, broker, counting proxy, polling)", os.Getpid())
 	for _, pid := range reconcilers {
-		add("reconcile --serve", pid)
+		add(serveProcesses, pid)
 	}
 	return sh
 }
+
+// userHZ is USER_HZ, the unit of /proc's CPU times on Linux.
+const userHZ = 100
+
+// serveProcesses is the part of readShares that the reconcile processes used.
+const serveProcesses = "reconcile --serve"
 
 // sharesNote says how the machine's busy CPU time during a run was spent, in CPU
 // seconds: the part of each process, and the rest (everything else on the machine).
@@ -160,15 +166,14 @@ func sharesNote(what string, from, to cpuShares, took time.Duration) string {
 	if !from.ok || !to.ok {
 		return what + ": CPU use not measured (no /proc/stat)"
 	}
-	const hz = 100 // USER_HZ, the unit of /proc's CPU times on Linux
-	busy := float64(to.machine.busy-from.machine.busy) / hz
+	busy := float64(to.machine.busy-from.machine.busy) / userHZ
 	parts := slices.Sorted(maps.Keys(to.parts))
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %.1f CPU seconds of %.1f available (%d CPUs x %s): %.0f%% busy;", what, busy,
 		float64(cpuCount())*took.Seconds(), cpuCount(), took.Round(100*time.Millisecond), 100*cpuBusy(from.machine, to.machine))
 	var known float64
 	for _, p := range parts {
-		s := float64(to.parts[p]-from.parts[p]) / hz
+		s := float64(to.parts[p]-from.parts[p]) / userHZ
 		known += s
 		fmt.Fprintf(&b, " %s %.1f,", p, s)
 	}
