@@ -47,6 +47,8 @@ var usageCases = []struct {
 	{"describe-instance-no-name", []string{"describe", "instance"}},
 	{"describe-binding-no-name", []string{"describe", "binding"}},
 	{"provision-no-name", []string{"provision"}},
+	{"apply-no-filename", []string{"apply"}},
+	{"diff-no-filename", []string{"diff"}},
 	{"provision-credentials-without-user-provided", []string{"provision", "db", "--credentials-json", "{}"}},
 	{"provision-user-provided-without-credentials", []string{"provision", "db", "--user-provided"}},
 	{"update-nothing-to-update", []string{"update", "db"}},
