@@ -49,6 +49,7 @@ var usageCases = []struct {
 	{"provision-no-name", []string{"provision"}},
 	{"apply-no-filename", []string{"apply"}},
 	{"diff-no-filename", []string{"diff"}},
+	{"delete-no-filename", []string{"delete"}},
 	{"provision-credentials-without-user-provided", []string{"provision", "db", "--credentials-json", "{}"}},
 	{"provision-user-provided-without-credentials", []string{"provision", "db", "--user-provided"}},
 	{"update-nothing-to-update", []string{"update", "db"}},

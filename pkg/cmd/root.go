@@ -99,6 +99,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		provision.NewCmdProvision(f, nil),
 		apply.NewCmdApply(f, nil),
 		apply.NewCmdDiff(f, nil),
+		apply.NewCmdDelete(f, nil),
 		update.NewCmdUpdate(f, nil),
 		deprovision.NewCmdDeprovision(f, nil),
 		touch.NewCmdTouch(f, nil),

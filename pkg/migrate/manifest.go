@@ -19,7 +19,7 @@ type ManifestInstance struct {
 	// Class and Plan name the class and plan as provision takes them: the external
 	// name, or the OSB id (svcat named its class and plan objects by their OSB ids).
 	Class, Plan string
-	Parameters *runtime.RawExtension
+	Parameters  *runtime.RawExtension
 	// ParametersFrom are Secret references, read on every broker call, never copied.
 	ParametersFrom []v1alpha1.ParametersFromSource
 	// ExternalID is the OSB instance id the manifest gives; empty for a new one.

@@ -47,7 +47,7 @@ func newWorld(t *testing.T) *world {
 				_, _ = rw.Write([]byte(`{"credentials":{"password":"s3cret"}}`))
 				return
 			}
-		case http.MethodPatch:
+		case http.MethodPatch, http.MethodDelete:
 			rw.WriteHeader(http.StatusOK)
 		default:
 			rw.WriteHeader(http.StatusNotFound)
@@ -282,4 +282,30 @@ func TestDiff_ExitStatusSaysWhetherApplyWouldChangeAnything(t *testing.T) {
 	_, errOut, code = w.run(t, "", "diff", "-f", p)
 	assert.Equal(t, code, 2, errOut)
 	assert.Assert(t, is.Contains(errOut, "db.yaml, document 1"), errOut)
+}
+
+func TestDelete_UnbindsThenDeprovisionsWhatTheFilesName(t *testing.T) {
+	w := newWorld(t)
+	w.file(t, "db.yaml", instance("5"))
+	w.file(t, "binding.yaml", dbBinding)
+	_, errOut, code := w.run(t, "", "apply", "-f", w.dir)
+	assert.Equal(t, code, 0, errOut)
+
+	_, errOut, code = w.run(t, "", "delete", "-f", w.dir)
+	assert.Equal(t, code, cmdutil.ExitUsage, "not a terminal: --yes is needed")
+	assert.Assert(t, is.Contains(errOut, "--yes"), errOut)
+	assert.Equal(t, w.calls.Load(), int32(2))
+
+	_, errOut, code = w.run(t, "", "delete", "-f", w.dir, "--yes")
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, w.calls.Load(), int32(4)) // unbind, deprovision
+	ctx := context.Background()
+	_, err := w.c.Store().Bindings().Get(ctx, storetest.UserNamespace, "db-creds")
+	assert.Assert(t, err != nil)
+	_, err = w.c.Store().Instances().Get(ctx, storetest.UserNamespace, "db")
+	assert.Assert(t, err != nil)
+
+	_, errOut, code = w.run(t, "", "delete", "-f", w.dir, "--yes")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, is.Contains(errOut, `instance "db" not found`), errOut)
 }
