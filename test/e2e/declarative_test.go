@@ -171,4 +171,14 @@ func TestDeclarative_ApplyReapplyChangeDiffAndBrokenSet(t *testing.T) {
 	assert.Assert(t, is.Contains(r.Stderr, `skipped Service "web"`))
 	_, err = admin.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	assert.Assert(t, err != nil, "a Deployment was created")
+
+	// Deleted: the binding unbound, then both instances deprovisioned; the one from
+	// standard input stays.
+	b.ClearRequests()
+	r = instCatalog(t, ns, "delete", "-f", dir, "--yes", "--wait", "--interval", "200ms")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Equal(t, len(b.RequestsFor(broker.OpUnbind)), 1)
+	assert.Equal(t, len(b.RequestsFor(broker.OpDeprovision)), 2)
+	r = instCatalog(t, ns, "get", "instances", "-o", "name")
+	assert.Equal(t, r.Stdout, "serviceinstance.catalog.kubectl-catalog.io/from-stdin\n")
 }

@@ -42,7 +42,10 @@ var applyLong = cmdutil.LongDesc(`
 
 	Brokers are checked, not registered: register them with "kubectl catalog
 	register". The labels and annotations of a manifest go onto the records it
-	creates, for selectors (get -l).`)
+	creates, for selectors (get -l) and --prune: with --prune -l SELECTOR, the
+	records of the applied namespaces with those labels that the manifests no
+	longer name are unbound and deprovisioned, after a confirmation (--yes
+	outside a terminal).`)
 
 var applyExample = cmdutil.Examples(`
 	# Apply every manifest of a directory
@@ -55,11 +58,15 @@ var applyExample = cmdutil.Examples(`
 	kubectl catalog apply -f svcat-manifests/ -R --wait
 
 	# See what would be done, checked by the API server, without doing it
-	kubectl catalog apply -f services/ --dry-run=server`)
+	kubectl catalog apply -f services/ --dry-run=server
+
+	# Also deprovision the instances labelled app=shop that the files no longer name
+	kubectl catalog apply -f services/ --prune -l app=shop --yes`)
 
 // Options are the options of apply.
 type Options struct {
 	Files FileFlags
+	Prune PruneFlags
 	lifecycle.VerbOptions
 
 	// CatalogNamespace holds the cluster brokers.
@@ -86,6 +93,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		RunE:    cmdutil.RunE(f, o, runF),
 	}
 	o.Files.AddFlags(cmd, "to apply")
+	o.Prune.AddFlags(cmd)
 	o.AddFlags(cmd, "work of every record", "the records")
 	return cmd
 }
@@ -100,6 +108,9 @@ func (f *FileFlags) AddFlags(cmd *cobra.Command, what string) {
 // Validate checks the flags without I/O.
 func (o *Options) Validate() error {
 	if err := o.Files.Validate(); err != nil {
+		return err
+	}
+	if err := o.Prune.validate(); err != nil {
 		return err
 	}
 	return o.ValidateFlags("changes nothing")
@@ -193,7 +204,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("nothing was applied:\n%w", err)
 	}
-	return o.act(ctx, p, actions)
+	if o.Prune.Prune && !o.Prune.Yes && !o.DryRun.Enabled() && !o.Streams.CanPrompt() {
+		return usageErrorf("--prune unbinds and deprovisions at the broker what the manifests no longer name: confirm with --yes (there is no terminal to ask in)")
+	}
+	if err := o.act(ctx, p, actions); err != nil {
+		return err
+	}
+	if o.Prune.Prune {
+		return o.prune(ctx, objs)
+	}
+	return nil
 }
 
 // act carries the actions out in order (brokers, instances, bindings); with --wait it
@@ -276,15 +296,23 @@ func (o *Options) waitAll(ctx context.Context, actions []*action, fol *lifecycle
 
 // printResult prints what apply did to an object, as kubectl apply does.
 func (o *Options) printResult(a *action) {
-	op := a.op
-	switch o.DryRun {
-	case cmdutil.DryRunClient:
-		op += " (dry run)"
-	case cmdutil.DryRunServer:
-		op += " (server dry run)"
-	}
+	op := a.op + dryRunSuffix(o.DryRun)
 	printName(o.Streams.Out, a.obj, op, o.Output.Format() == "name")
 }
+
+// dryRunSuffix is what a line of a dry run ends with.
+func dryRunSuffix(d cmdutil.DryRunStrategy) string {
+	switch d {
+	case cmdutil.DryRunClient:
+		return " (dry run)"
+	case cmdutil.DryRunServer:
+		return " (server dry run)"
+	}
+	return ""
+}
+
+// usageErrorf is cmdutil.UsageErrorf.
+var usageErrorf = cmdutil.UsageErrorf
 
 // printName prints "kind.group/name op", or the name alone (-o name).
 func printName(w io.Writer, obj *object, op string, short bool) {

@@ -309,3 +309,26 @@ func TestDelete_UnbindsThenDeprovisionsWhatTheFilesName(t *testing.T) {
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, is.Contains(errOut, `instance "db" not found`), errOut)
 }
+
+func TestApplyPrune_DeprovisionsWhatTheFilesNoLongerName(t *testing.T) {
+	w := newWorld(t)
+	w.file(t, "db.yaml", instance("5"))
+	w.file(t, "db2.yaml", strings.Replace(instance("5"), "name: db\n", "name: db2\n", 1))
+	_, errOut, code := w.run(t, "", "apply", "-f", w.dir)
+	assert.Equal(t, code, 0, errOut)
+	assert.NilError(t, os.Remove(filepath.Join(w.dir, "db2.yaml")))
+
+	_, errOut, code = w.run(t, "", "apply", "-f", w.dir, "--prune", "-l", "team=payments")
+	assert.Equal(t, code, cmdutil.ExitUsage, errOut)
+	assert.Assert(t, is.Contains(errOut, "--yes"), errOut)
+	_, errOut, code = w.run(t, "", "apply", "-f", w.dir, "--prune")
+	assert.Equal(t, code, cmdutil.ExitUsage, errOut)
+	assert.Equal(t, w.calls.Load(), int32(2))
+
+	out, errOut, code := w.run(t, "", "apply", "-f", w.dir, "--prune", "-l", "team=payments", "--yes")
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, out, "serviceinstance.catalog.kubectl-catalog.io/db unchanged\nserviceinstance.catalog.kubectl-catalog.io/db2 pruned\n")
+	assert.Equal(t, w.calls.Load(), int32(3)) // the deprovision
+	_, err := w.c.Store().Instances().Get(context.Background(), storetest.UserNamespace, "db2")
+	assert.Assert(t, err != nil)
+}
