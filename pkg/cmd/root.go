@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/access"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/adopt"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/apply"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/get"
 
@@ -96,6 +97,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		getCmd,
 		describeCmd,
 		provision.NewCmdProvision(f, nil),
+		apply.NewCmdApply(f, nil),
+		apply.NewCmdDiff(f, nil),
+		apply.NewCmdDelete(f, nil),
 		update.NewCmdUpdate(f, nil),
 		deprovision.NewCmdDeprovision(f, nil),
 		touch.NewCmdTouch(f, nil),

@@ -31,8 +31,10 @@ type BindRequest struct {
 	Parameters  ParametersInput
 	Transforms  []v1alpha1.SecretTransform
 	Projections []v1alpha1.WorkloadProjection
-	DryRun      DryRun
-	Follow      Follow
+	// Metadata are labels and annotations the record is created with.
+	Metadata RecordMetadata
+	DryRun   DryRun
+	Follow   Follow
 	// Ask picks the instance when none is given; nil when no one can be asked.
 	Ask Asker
 }
@@ -187,6 +189,7 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	if err != nil {
 		return nil, nil, err
 	}
+	req.Metadata.apply(&b.ObjectMeta)
 	changes, err := e.previewProjections(ctx, req)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -105,6 +107,9 @@ type ProvisionRequest struct {
 	ExternalID string
 	Parameters ParametersInput
 	Limits     Limits
+	// Metadata are labels and annotations the record is created with ("kubectl catalog
+	// apply" gives a manifest's); keys of the catalog's own prefix are dropped.
+	Metadata RecordMetadata
 	// Ask asks for a missing class, plan or required parameter; nil when no one can
 	// be asked.
 	Ask    Asker
@@ -136,6 +141,7 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	}
 	class, plan := inst.Spec.ClassExternalName, inst.Spec.PlanExternalName
 	req.Limits.apply(&inst.Spec)
+	req.Metadata.apply(&inst.ObjectMeta)
 	if req.DryRun.Enabled() {
 		return e.dryRunCreate(ctx, req.DryRun, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", req.Name, class, plan, req.Namespace))
 	}
@@ -146,6 +152,40 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	}
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "provision", created, req.Follow)
 	return InstanceResult{Result: r}, err
+}
+
+// RecordMetadata are the labels and annotations a user gives a new record. They are free
+// for anyone who may write the record's ConfigMap, so they decide nothing the engine does;
+// selectors (get -l, apply --prune) use them.
+type RecordMetadata struct {
+	Labels, Annotations map[string]string
+}
+
+// apply sets m's labels and annotations on a record about to be created, except those of
+// the catalog's own prefix (the store sets those).
+func (m RecordMetadata) apply(meta *metav1.ObjectMeta) {
+	meta.Labels = withoutCatalogKeys(meta.Labels, m.Labels)
+	meta.Annotations = withoutCatalogKeys(meta.Annotations, m.Annotations)
+}
+
+// withoutCatalogKeys adds the entries of from that are not the catalog's own to into.
+func withoutCatalogKeys(into, from map[string]string) map[string]string {
+	for k, v := range from {
+		if IsCatalogKey(k) {
+			continue
+		}
+		if into == nil {
+			into = map[string]string{}
+		}
+		into[k] = v
+	}
+	return into
+}
+
+// IsCatalogKey reports whether a label or annotation key is one the catalog sets itself.
+func IsCatalogKey(k string) bool {
+	prefix, _, ok := strings.Cut(k, "/")
+	return ok && (prefix == v1alpha1.GroupName || strings.HasSuffix(prefix, "."+v1alpha1.GroupName) || k == "app.kubernetes.io/managed-by")
 }
 
 // checkNameFree fails when an instance of the name exists already.

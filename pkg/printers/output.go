@@ -1,6 +1,7 @@
 package printers
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -138,6 +140,56 @@ func (o *OutputFlags) PrintObject(obj runtime.Object, w io.Writer) error {
 		}
 	}
 	return p.PrintObj(obj, w)
+}
+
+// PrintRecords prints records in the chosen non-table format as kubectl get prints
+// objects: the record itself when one name was asked for and one record found (one is
+// true), else a List (apiVersion v1, kind List) of them. Either shape can be fed back to
+// "kubectl catalog apply -f".
+func (o *OutputFlags) PrintRecords(items []runtime.Object, one bool, w io.Writer) error {
+	if one && len(items) == 1 {
+		return o.PrintObject(items[0], w)
+	}
+	list, err := NewList(items)
+	if err != nil {
+		return err
+	}
+	return o.PrintObject(list, w)
+}
+
+// Objects returns pointers to items as objects, for PrintRecords.
+func Objects[T any, P interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	objs := make([]runtime.Object, len(items))
+	for i := range items {
+		objs[i] = P(&items[i])
+	}
+	return objs
+}
+
+// NewList returns items as a List (apiVersion v1, kind List), each item with its
+// apiVersion and kind.
+func NewList(items []runtime.Object) (*metav1.List, error) {
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{}}
+	scheme := v1alpha1.NewScheme()
+	for _, item := range items {
+		if item.GetObjectKind().GroupVersionKind().Empty() {
+			item = item.DeepCopyObject()
+			gvks, _, err := scheme.ObjectKinds(item)
+			if err != nil {
+				return nil, err
+			}
+			item.GetObjectKind().SetGroupVersionKind(gvks[0])
+		}
+		raw, err := json.Marshal(item)
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, runtime.RawExtension{Raw: raw, Object: item})
+	}
+	return list, nil
 }
 
 // NamePrinterFor is cli-runtime's name printer for an operation ("created",

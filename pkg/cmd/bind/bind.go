@@ -92,6 +92,8 @@ type Options struct {
 	Env               bool
 	EnvPrefix         string
 	Rotate            bool
+	// Metadata are the labels and annotations of the record (apply -f gives them).
+	Metadata engine.RecordMetadata
 
 	lifecycle.VerbOptions
 }
@@ -203,7 +205,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Rotate {
 		return o.rotate(ctx, fol)
 	}
-	req, err := o.request(fol.Follow(o.Wait))
+	req, err := o.Request(fol.Follow(o.Wait))
 	if err != nil {
 		return err
 	}
@@ -224,8 +226,9 @@ func (o *Options) Run(ctx context.Context) error {
 	return o.report(res)
 }
 
-// request is what the user asked for, the parameters read.
-func (o *Options) request(follow engine.Follow) (engine.BindRequest, error) {
+// Request is what the user asked for, the parameters read: the request of the engine
+// call of the command, which "apply -f" makes too.
+func (o *Options) Request(follow engine.Follow) (engine.BindRequest, error) {
 	inst, instNS, err := o.instance()
 	if err != nil {
 		return engine.BindRequest{}, err
@@ -240,7 +243,7 @@ func (o *Options) request(follow engine.Follow) (engine.BindRequest, error) {
 	}
 	req := engine.BindRequest{
 		Namespace: o.Namespace, Instance: inst, InstanceNamespace: instNS, Name: o.Name, SecretName: o.SecretName, ExternalID: o.ExternalID,
-		Parameters: params, Transforms: o.Transforms.Transforms(), Projections: projections,
+		Parameters: params, Transforms: o.Transforms.Transforms(), Projections: projections, Metadata: o.Metadata,
 		DryRun: o.DryRun.Engine(), Follow: follow,
 	}
 	if o.Prompter != nil {

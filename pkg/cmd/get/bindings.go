@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -62,9 +61,6 @@ func (o *BindingsOptions) filter() engine.Filter {
 func (o *BindingsOptions) Run(ctx context.Context) error {
 	return runRecords(ctx, &o.RecordListOptions, o.filter(), recordKind[v1alpha1.ServiceBinding, *v1alpha1.ServiceBinding]{
 		name: "binding", record: v1alpha1.KindServiceBinding, list: o.Reader.Bindings().List, table: printers.BindingTable,
-		object: func(items []v1alpha1.ServiceBinding) runtime.Object {
-			return &v1alpha1.ServiceBindingList{Items: items}
-		},
 	}, func() string {
 		where := o.where()
 		if o.Instance != "" {

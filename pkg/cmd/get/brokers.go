@@ -125,7 +125,7 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 		return err
 	}
 	if !o.Output.IsTable() {
-		return o.Output.PrintObject(&v1alpha1.BrokerList{Items: items}, o.Streams.Out)
+		return o.Output.PrintRecords(printers.Objects(items), len(o.Names) == 1, o.Streams.Out)
 	}
 	if len(items) == 0 {
 		o.noneFound(o.Streams.ErrOut, "brokers")

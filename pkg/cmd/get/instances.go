@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -58,8 +57,5 @@ func (o *InstancesOptions) filter() engine.Filter {
 func (o *InstancesOptions) Run(ctx context.Context) error {
 	return runRecords(ctx, &o.RecordListOptions, o.filter(), recordKind[v1alpha1.ServiceInstance, *v1alpha1.ServiceInstance]{
 		name: "instance", record: v1alpha1.KindServiceInstance, list: o.Reader.Instances().List, table: printers.InstanceTable,
-		object: func(items []v1alpha1.ServiceInstance) runtime.Object {
-			return &v1alpha1.ServiceInstanceList{Items: items}
-		},
 	}, func() string { return "No instances found " + o.where() + "." })
 }

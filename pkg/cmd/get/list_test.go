@@ -228,3 +228,32 @@ func TestGetInstancesAndBindings_AllNamesFoundOrNoneGivenExitsZero(t *testing.T)
 	_, errOut, _ := run(t, c, now, "get", "bindings")
 	assert.Assert(t, is.Contains(errOut, "No bindings found"))
 }
+
+func TestGet_OneNamePrintsTheObjectAndAListPrintsAList(t *testing.T) {
+	c, now := listCluster(t)
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"instance-one-yaml.golden", []string{"get", "instance", "a", "-o", "yaml"}},
+		{"instances-two-yaml.golden", []string{"get", "instances", "a", "b", "-o", "yaml"}},
+		{"broker-one-json.golden", []string{"get", "broker", "acme", "-o", "json"}},
+		{"brokers-list-json.golden", []string{"get", "brokers", "-o", "json"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			out, errOut, code := run(t, c, now, tc.args...)
+			assert.Equal(t, code, cmdutil.ExitOK, errOut)
+			golden.Assert(t, out, tc.golden)
+		})
+	}
+	// -o name and templates see the List's items.
+	out, errOut, code := run(t, c, now, "get", "instances", "-o", "name")
+	assert.Equal(t, code, cmdutil.ExitOK, errOut)
+	assert.Equal(t, out, "serviceinstance.catalog.kubectl-catalog.io/a\nserviceinstance.catalog.kubectl-catalog.io/b\nserviceinstance.catalog.kubectl-catalog.io/c\n")
+	out, errOut, code = run(t, c, now, "get", "instances", "-o", "jsonpath={.items[*].metadata.name}")
+	assert.Equal(t, code, cmdutil.ExitOK, errOut)
+	assert.Equal(t, out, "a b c")
+	out, errOut, code = run(t, c, now, "get", "instance", "b", "-o", "jsonpath={.kind}/{.metadata.name}")
+	assert.Equal(t, code, cmdutil.ExitOK, errOut)
+	assert.Equal(t, out, "ServiceInstance/b")
+}

@@ -110,8 +110,6 @@ type recordKind[T any, P recordPtr[T]] struct {
 	record string // its Kind, for the watch's selector
 	// list lists the records of the filter; it may return some with an error.
 	list func(ctx context.Context, namespace string, f engine.Filter) ([]P, error)
-	// object is the list object -o prints.
-	object func(items []T) runtime.Object
 	// table prints the items as a table.
 	table func(w io.Writer, items []T, withNamespace, wide bool, now time.Time) error
 }
@@ -167,7 +165,7 @@ func printRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptio
 		return err
 	}
 	if !o.Output.IsTable() {
-		if err := o.Output.PrintObject(k.object(items), o.Streams.Out); err != nil {
+		if err := o.Output.PrintRecords(printers.Objects[T, P](items), len(o.Names) == 1, o.Streams.Out); err != nil {
 			return err
 		}
 		return missing

@@ -71,6 +71,8 @@ type Options struct {
 
 	UserProvided bool
 	Credentials  lifecycle.CredentialFlags
+	// Metadata are the labels and annotations of the record (apply -f gives them).
+	Metadata engine.RecordMetadata
 
 	lifecycle.VerbOptions
 }
@@ -135,19 +137,20 @@ func (o *Options) Run(ctx context.Context) error {
 				Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
 			})
 		}
-		return o.provision(ctx, follow)
+		return o.Provision(ctx, follow)
 	})
 }
 
-// provision provisions a brokered instance.
-func (o *Options) provision(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
+// Provision provisions a brokered instance: the engine call of the command, which
+// "apply -f" makes too.
+func (o *Options) Provision(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
 	params, err := o.Params.Input(o.Streams.In)
 	if err != nil {
 		return engine.InstanceResult{}, err
 	}
 	req := engine.ProvisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID,
-		Parameters: params, Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
+		Parameters: params, Limits: o.Limits.Limits(), Metadata: o.Metadata, DryRun: o.DryRun.Engine(), Follow: follow,
 	}
 	if o.Prompter != nil {
 		req.Ask = o.Prompter

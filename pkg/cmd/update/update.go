@@ -131,12 +131,13 @@ func (o *Options) Run(ctx context.Context) error {
 		if o.Revert {
 			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
 		}
-		return o.update(ctx, follow)
+		return o.Update(ctx, follow)
 	})
 }
 
-// update changes the spec the flags ask for.
-func (o *Options) update(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
+// Update changes the spec the flags ask for: the engine call of the command, which
+// "apply -f" makes too.
+func (o *Options) Update(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
 	req := engine.InstanceUpdateRequest{
 		Namespace: o.Namespace, Name: o.Name,
 		UpdateRequest: engine.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade},

@@ -1,0 +1,437 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+)
+
+// What apply does to an object.
+const (
+	opCreate    = "created"
+	opConfigure = "configured"
+	opUnchanged = "unchanged"
+)
+
+// action is what apply does to one object, worked out (and checked with the engine's
+// own dry run) before anything is written.
+type action struct {
+	obj *object
+	op  string
+	// changes say what changes, for the user.
+	changes []string
+	// before is the record as it is (nil for a new one); after is the spec apply asks
+	// for, both as the fields apply manages (see view).
+	before, after map[string]any
+
+	provision *provision.Options
+	update    *update.Options
+	bind      *bind.Options
+}
+
+// planner works out the actions of a set of objects.
+type planner struct {
+	clients cmdutil.Clients
+	wait    lifecycle.WaitFlags
+	reader  *engine.Reader
+	// catalogNS holds the cluster brokers.
+	catalogNS string
+	// created are the instances this apply creates ("NAMESPACE/NAME"): a binding of one
+	// of them is checked once it exists.
+	created map[string]bool
+}
+
+// plan works out every action, each checked with a client dry run of its engine call;
+// the errors name the document. Nothing is written.
+func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
+	p.created = map[string]bool{}
+	var actions []*action
+	var errs []error
+	for _, o := range objs {
+		a, err := p.planOne(ctx, o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.doc.where(), err))
+			continue
+		}
+		if a.op == opCreate && o.kind == v1alpha1.KindServiceInstance {
+			p.created[o.namespace+"/"+o.name] = true
+		}
+		actions = append(actions, a)
+	}
+	return actions, errors.Join(errs...)
+}
+
+func (p *planner) planOne(ctx context.Context, o *object) (*action, error) {
+	switch o.kind {
+	case v1alpha1.KindServiceInstance:
+		return p.planInstance(ctx, o)
+	case v1alpha1.KindServiceBinding:
+		return p.planBinding(ctx, o)
+	}
+	return p.planBroker(ctx, o)
+}
+
+// verbClients are the clients of a verb acting on o's namespace.
+func (p *planner) verbClients(o *object) lifecycle.VerbOptions {
+	c := p.clients
+	c.Namespace = o.namespace
+	c.Prompter = nil // a manifest is complete: nothing is asked
+	return lifecycle.VerbOptions{Clients: c, Wait: p.wait, DryRun: cmdutil.DryRunClient}
+}
+
+func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) {
+	want := o.inst
+	a := &action{obj: o, after: instanceView(want)}
+	cur, err := p.reader.Instances().Get(ctx, o.namespace, o.name)
+	switch {
+	case engine.IsNotFound(err):
+		if want.userProvided {
+			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with \"kubectl catalog provision %s --user-provided\"", o.name, o.name)
+		}
+		if len(want.sharedWith) > 0 {
+			return nil, fmt.Errorf("instance %q: spec.sharedWith is for an instance that exists; apply it without, then \"kubectl catalog share %s --with NAMESPACE\"", o.name, o.name)
+		}
+		params, err := parameterMap(want.params)
+		if err != nil {
+			return nil, fmt.Errorf("instance %q: %w", o.name, err)
+		}
+		po := &provision.Options{Name: o.name, Class: want.classRef(), Plan: want.plan, ExternalID: want.externalID, Metadata: o.metadata, VerbOptions: p.verbClients(o)}
+		po.Params = paramFlags(params, want.from)
+		po.Limits = limitFlags(want, nil)
+		if _, err := po.Provision(ctx, engine.Follow{}); err != nil {
+			return nil, err
+		}
+		a.op, a.provision = opCreate, po
+		a.changes = []string{"provision"}
+		return a, nil
+	case err != nil:
+		return nil, err
+	}
+	if cur.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("instance %q is being deprovisioned: apply it again once it is gone", o.name)
+	}
+	if err := immutableInstance(cur, want); err != nil {
+		return nil, err
+	}
+	a.before = instanceView(recordInstanceSpec(cur))
+	a.after = instanceView(want.over(cur))
+	uo := &update.Options{Name: o.name, VerbOptions: p.verbClients(o)}
+	if want.plan != "" && want.plan != cur.Spec.PlanExternalName && want.plan != cur.Spec.PlanID {
+		uo.Plan = want.plan
+		a.changes = append(a.changes, "plan "+want.plan)
+	}
+	params, err := changedParameters(cur.Spec.Parameters, want.params)
+	if err != nil {
+		return nil, fmt.Errorf("instance %q: %w", o.name, err)
+	}
+	from, err := addedSecrets(cur.Spec.ParametersFrom, want.from)
+	if err != nil {
+		return nil, fmt.Errorf("instance %q: %w", o.name, err)
+	}
+	if params != nil || len(from) > 0 {
+		uo.Params = paramFlags(params, from)
+		a.changes = append(a.changes, "parameters")
+	}
+	uo.Limits = limitFlags(want, cur)
+	if uo.Limits.Given() {
+		a.changes = append(a.changes, "limits")
+	}
+	if !sameStrings(cur.Spec.SharedWith, want.sharedWith) {
+		return nil, fmt.Errorf("instance %q: spec.sharedWith is changed with \"kubectl catalog share\" and \"unshare\", not by apply", o.name)
+	}
+	if len(a.changes) == 0 {
+		a.op = opUnchanged
+		return a, nil
+	}
+	if _, err := uo.Update(ctx, engine.Follow{}); err != nil {
+		return nil, err
+	}
+	a.op, a.update = opConfigure, uo
+	return a, nil
+}
+
+func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
+	want := o.bind
+	a := &action{obj: o, after: bindingView(want)}
+	cur, err := p.reader.Bindings().Get(ctx, o.namespace, o.name)
+	switch {
+	case engine.IsNotFound(err):
+		params, err := parameterMap(want.params)
+		if err != nil {
+			return nil, fmt.Errorf("binding %q: %w", o.name, err)
+		}
+		bo := &bind.Options{Instance: want.instance, InstanceNamespace: want.instanceNamespace, Name: o.name, SecretName: want.secretName,
+			ExternalID: want.externalID, Params: paramFlags(params, want.from), Metadata: o.metadata, VerbOptions: p.verbClients(o)}
+		a.op, a.bind, a.changes = opCreate, bo, []string{"bind"}
+		instNS := want.instanceNamespace
+		if instNS == "" {
+			instNS = o.namespace
+		}
+		if p.created[instNS+"/"+want.instance] {
+			// Checked by the bind itself, once the instance is provisioned.
+			return a, nil
+		}
+		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
+			return nil, err
+		}
+		return a, nil
+	case err != nil:
+		return nil, err
+	}
+	if cur.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("binding %q is being unbound: apply it again once it is gone", o.name)
+	}
+	a.before = bindingView(recordBindingSpec(cur))
+	a.after = bindingView(want.over(o, cur))
+	if diff := changedFields(a.before, a.after); len(diff) > 0 {
+		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or \"unbind %s\") and apply again", o.name, strings.Join(diff, ", "), o.name)
+	}
+	a.op = opUnchanged
+	return a, nil
+}
+
+// bindNow makes bind's engine call for bo, with the manifest's transforms and
+// projections (which bind's flags spell differently).
+func (p *planner) bindNow(ctx context.Context, bo *bind.Options, want *bindingSpec, follow engine.Follow) (engine.BindResult, error) {
+	req, err := bo.Request(follow)
+	if err != nil {
+		return engine.BindResult{}, err
+	}
+	req.Transforms, req.Projections = want.transforms, want.projections
+	return bo.Engine.Bind(ctx, req)
+}
+
+func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
+	want := o.broker
+	a := &action{obj: o, after: map[string]any{"url": want.URL}}
+	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
+	if err != nil {
+		if engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError)) {
+			return nil, fmt.Errorf("broker %q is not registered: register it with \"kubectl catalog register %s --url %s\" (apply records instances and bindings of registered brokers)", o.name, o.name, want.URL)
+		}
+		return nil, err
+	}
+	a.before = map[string]any{"url": cur.Spec.URL}
+	if cur.Spec.URL != want.URL {
+		return nil, fmt.Errorf("broker %q has URL %s, not %s: change it with \"kubectl catalog register\"", o.name, cur.Spec.URL, want.URL)
+	}
+	a.op = opUnchanged
+	return a, nil
+}
+
+// over is want with what it leaves out (the broker, plan and OSB id) taken from cur,
+// and the class said as cur says it when want gives its id.
+func (s *instanceSpec) over(cur *v1alpha1.ServiceInstance) *instanceSpec {
+	out := *s
+	if out.class == cur.Spec.ClassID {
+		out.class = cur.Spec.ClassExternalName
+	}
+	if out.plan == "" || out.plan == cur.Spec.PlanID {
+		out.plan = cur.Spec.PlanExternalName
+	}
+	if out.broker == "" {
+		out.broker = cur.Spec.BrokerName
+	}
+	if out.externalID == "" {
+		out.externalID = cur.Spec.ExternalID
+	}
+	return &out
+}
+
+// over is want with bind's defaults (the Secret named after the binding) and the OSB id
+// of cur when want gives none.
+func (s *bindingSpec) over(o *object, cur *v1alpha1.ServiceBinding) *bindingSpec {
+	out := *s
+	if out.secretName == "" {
+		out.secretName = o.name
+	}
+	if out.instanceNamespace == o.namespace {
+		out.instanceNamespace = ""
+	}
+	if out.externalID == "" {
+		out.externalID = cur.Spec.ExternalID
+	}
+	return &out
+}
+
+// classRef is the class as provision takes it: BROKER/CLASS when the broker is named.
+func (s *instanceSpec) classRef() string {
+	if s.broker != "" {
+		return s.broker + "/" + s.class
+	}
+	return s.class
+}
+
+// immutableInstance refuses a change of what an instance cannot change.
+func immutableInstance(cur *v1alpha1.ServiceInstance, want *instanceSpec) error {
+	refuse := func(field, from, to string) error {
+		return fmt.Errorf("instance %q: %s cannot change (%s to %s): deprovision it and provision a new instance, or put the manifest back", cur.Name, field, from, to)
+	}
+	switch {
+	case want.userProvided != cur.IsUserProvided():
+		return refuse("spec.userProvided", fmt.Sprint(cur.IsUserProvided()), fmt.Sprint(want.userProvided))
+	case want.userProvided:
+		return nil
+	case want.class != cur.Spec.ClassExternalName && want.class != cur.Spec.ClassID:
+		return refuse("the class", cur.Spec.ClassExternalName, want.class)
+	case want.broker != "" && want.broker != cur.Spec.BrokerName:
+		return refuse("spec.brokerName", cur.Spec.BrokerName, want.broker)
+	case want.externalID != "" && want.externalID != cur.Spec.ExternalID:
+		return refuse("spec.externalID", cur.Spec.ExternalID, want.externalID)
+	}
+	return nil
+}
+
+// changedParameters returns the parameters of want that differ from cur's (nil when
+// none do). A parameter left out of want is refused: an update only adds or changes
+// parameters.
+func changedParameters(cur, want *runtime.RawExtension) (map[string]any, error) {
+	c, err := parameterMap(cur)
+	if err != nil {
+		return nil, err
+	}
+	w, err := parameterMap(want)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for k := range c {
+		if _, ok := w[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	if len(removed) > 0 {
+		sort.Strings(removed)
+		return nil, fmt.Errorf("parameters %s are not in the manifest: an update changes or adds parameters, it cannot remove one; put them back (a broker keeps them anyway)", strings.Join(removed, ", "))
+	}
+	var out map[string]any
+	for k, v := range w {
+		if !reflect.DeepEqual(c[k], v) {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// parameterMap decodes parameters into a map; nil for none.
+func parameterMap(x *runtime.RawExtension) (map[string]any, error) {
+	if x == nil || len(x.Raw) == 0 || string(x.Raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(x.Raw, &m); err != nil {
+		return nil, fmt.Errorf("spec.parameters must be a JSON object: %w", err)
+	}
+	return m, nil
+}
+
+// addedSecrets returns the Secret references of want that cur lacks; one cur has and
+// want lacks is refused, as a removed parameter is.
+func addedSecrets(cur, want []v1alpha1.ParametersFromSource) ([]v1alpha1.ParametersFromSource, error) {
+	key := func(s v1alpha1.ParametersFromSource) string {
+		if s.SecretKeyRef == nil {
+			return ""
+		}
+		return s.SecretKeyRef.Name + "/" + s.SecretKeyRef.Key
+	}
+	var curKeys, wantKeys []string
+	for _, s := range cur {
+		curKeys = append(curKeys, key(s))
+	}
+	for _, s := range want {
+		wantKeys = append(wantKeys, key(s))
+	}
+	for _, k := range curKeys {
+		if !slices.Contains(wantKeys, k) {
+			return nil, fmt.Errorf("spec.parametersFrom no longer names Secret %s: an update cannot remove parameters; put it back", strings.TrimSuffix(k, "/"))
+		}
+	}
+	var out []v1alpha1.ParametersFromSource
+	for i, k := range wantKeys {
+		if !slices.Contains(curKeys, k) {
+			out = append(out, want[i])
+		}
+	}
+	return out, nil
+}
+
+// paramFlags are the parameter flags that give params and the Secrets of from, as a
+// user of provision, update or bind would give them.
+func paramFlags(m map[string]any, from []v1alpha1.ParametersFromSource) lifecycle.ParamFlags {
+	var f lifecycle.ParamFlags
+	if m != nil {
+		b, _ := json.Marshal(m)
+		f.JSON = string(b)
+	}
+	for _, s := range from {
+		if s.SecretKeyRef == nil {
+			continue
+		}
+		ref := s.SecretKeyRef.Name
+		if s.SecretKeyRef.Key != "" {
+			ref += "/" + s.SecretKeyRef.Key
+		}
+		f.FromSecret = append(f.FromSecret, ref)
+	}
+	return f
+}
+
+// limitFlags are the limit flags that give want's limits: all of them for a new
+// instance (cur nil), those that differ from cur's otherwise.
+func limitFlags(want *instanceSpec, cur *v1alpha1.ServiceInstance) lifecycle.LimitFlags {
+	var l lifecycle.LimitFlags
+	var curMax *int32
+	var curAllowed []string
+	if cur != nil {
+		curMax, curAllowed = cur.Spec.MaxBindings, cur.Spec.AllowedNamespaces
+	}
+	if !reflect.DeepEqual(curMax, want.maxBindings) {
+		l.MaxBindingsGiven = true
+		if want.maxBindings != nil {
+			l.MaxBindings = *want.maxBindings
+		}
+	}
+	if !sameStrings(curAllowed, want.allowed) {
+		l.AllowedNamespaces, l.AllowedNamespacesGiven = want.allowed, true
+	}
+	return l
+}
+
+func sameStrings(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// recordInstanceSpec is an instance record's spec as a manifest says it.
+func recordInstanceSpec(r *v1alpha1.ServiceInstance) *instanceSpec {
+	s := r.Spec
+	return &instanceSpec{class: s.ClassExternalName, broker: s.BrokerName, plan: s.PlanExternalName, params: s.Parameters, from: s.ParametersFrom,
+		externalID: s.ExternalID, maxBindings: s.MaxBindings, allowed: s.AllowedNamespaces, sharedWith: s.SharedWith, userProvided: s.UserProvided != nil}
+}
+
+// recordBindingSpec is a binding record's spec as a manifest says it.
+func recordBindingSpec(r *v1alpha1.ServiceBinding) *bindingSpec {
+	s := r.Spec
+	return &bindingSpec{instance: s.InstanceName, instanceNamespace: s.InstanceNamespace, secretName: s.SecretName, params: s.Parameters,
+		from: s.ParametersFrom, transforms: s.SecretTransforms, projections: s.Projections, externalID: s.ExternalID}
+}

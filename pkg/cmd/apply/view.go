@@ -1,0 +1,95 @@
+package apply
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// The fields apply manages, as "diff" shows them: a record's spec as a manifest says it.
+
+func instanceView(s *instanceSpec) map[string]any {
+	return compact(map[string]any{
+		"class": s.class, "broker": s.broker, "plan": s.plan, "parameters": rawValue(s.params), "parametersFrom": s.from,
+		"externalID": s.externalID, "maxBindings": s.maxBindings, "allowedNamespaces": s.allowed, "sharedWith": s.sharedWith,
+		"userProvided": s.userProvided,
+	})
+}
+
+func bindingView(s *bindingSpec) map[string]any {
+	return compact(map[string]any{
+		"instanceName": s.instance, "instanceNamespace": s.instanceNamespace, "secretName": s.secretName, "parameters": rawValue(s.params),
+		"parametersFrom": s.from, "secretTransforms": s.transforms, "projections": s.projections, "externalID": s.externalID,
+	})
+}
+
+// rawValue decodes parameters for a view; nil for none.
+func rawValue(r *runtime.RawExtension) any {
+	m, _ := parameterMap(r)
+	if m == nil {
+		return nil
+	}
+	return m
+}
+
+// compact turns v into plain JSON values, dropping empty ones, so that two views
+// compare as their YAML does.
+func compact(v map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, x := range v {
+		if x == nil {
+			continue
+		}
+		rv := reflect.ValueOf(x)
+		if (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map) && (rv.IsNil() || (rv.Kind() != reflect.Pointer && rv.Len() == 0)) {
+			continue
+		}
+		if rv.IsZero() {
+			continue
+		}
+		b, _ := json.Marshal(x)
+		var plain any
+		_ = json.Unmarshal(b, &plain)
+		out[k] = plain
+	}
+	return out
+}
+
+// changedFields names the fields that differ between two views.
+func changedFields(before, after map[string]any) []string {
+	var out []string
+	for k := range keys(before, after) {
+		if !reflect.DeepEqual(before[k], after[k]) {
+			out = append(out, "spec."+k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func keys(ms ...map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		for k := range m {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// viewYAML is a view as diff shows it: the object's kind, namespace and name, then the
+// fields; "" for none.
+func viewYAML(o *object, v map[string]any) string {
+	if v == nil {
+		return ""
+	}
+	b, err := yaml.Marshal(map[string]any{"kind": o.kind, "metadata": map[string]any{"namespace": o.namespace, "name": o.name}, "spec": v})
+	if err != nil {
+		return fmt.Sprintf("# %v\n", err)
+	}
+	return string(b)
+}
