@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -136,4 +137,43 @@ func callUnderClaim[T driven[T]](e *Engine, ctx context.Context, x T, call func(
 		return k.x, errClaimNotKept
 	}
 	return k.x, nil
+}
+
+// TakeOverInstance removes a claim on inst that its holder can no longer renew, so that
+// this driver may step the record at once rather than wait until the claim runs out:
+// see takeOver. It returns the record as stored and whether the claim was removed.
+func (e *Engine) TakeOverInstance(ctx context.Context, inst *v1alpha1.ServiceInstance) (*v1alpha1.ServiceInstance, bool, error) {
+	return takeOver(e, ctx, inst)
+}
+
+// TakeOverBinding is TakeOverInstance for a binding.
+func (e *Engine) TakeOverBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceBinding, bool, error) {
+	return takeOver(e, ctx, b)
+}
+
+// takeOver removes another driver's live claim on x when the process that wrote it, a
+// process of this host, has ended (store.Lease.Abandoned: a killed "--wait", say), in
+// one write guarded by resourceVersion. A claim that may still guard a broker call is
+// kept: one over a synchronous call in flight (the killed process may have sent it, and
+// the broker may still be working on it: the claim outlasts that, see "Write-ahead and
+// claims" in docs/engine.md). An asynchronous operation is only polled, which is safe
+// at once. A record changed meanwhile is left as it is (false, no error).
+func takeOver[T driven[T]](e *Engine, ctx context.Context, x T) (T, bool, error) {
+	l, ok := store.LeaseOf(x)
+	if !ok || l.Holder == e.cfg.Holder || !l.Live(e.now()) || !l.Abandoned() {
+		return x, false, nil
+	}
+	if op := x.OpStatus().InFlight; op != nil && !op.Async {
+		return x, false, nil
+	}
+	y := x.DeepCopy()
+	store.ClearClaim(y, l.Holder)
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, y)
+	if store.IsConflict(err) {
+		return x, false, nil
+	}
+	if err != nil {
+		return x, false, err
+	}
+	return stored, true, nil
 }

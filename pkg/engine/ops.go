@@ -166,10 +166,22 @@ func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb s
 			Hint: "the operation goes on: " + hint + d.again,
 		}
 	case ctx.Err() != nil:
-		return res, fmt.Errorf("interrupted: %s %q is left pending: %s: %w", d.kind, name, hint, ctx.Err())
+		return res, &InterruptedError{Message: fmt.Sprintf("interrupted: %s %q is left pending: %s", d.kind, name, hint), Cause: ctx.Err()}
 	}
 	return res, err
 }
+
+// InterruptedError says that a command was interrupted (Ctrl-C) and where it left the
+// record. It is its cause (errors.Is context.Canceled: the command exits 130), whose
+// text it leaves out.
+type InterruptedError struct {
+	Message string
+	Cause   error
+}
+
+func (e *InterruptedError) Error() string { return e.Message }
+
+func (e *InterruptedError) Unwrap() error { return e.Cause }
 
 // waitRanOut says whether err ended a wait because its timeout ran out: the drive says
 // so, the wait's context has expired, or a request refused to start so close to the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ func TestFollow_TimeoutAndInterrupt(t *testing.T) {
 		assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
 		assert.Assert(t, !errors.As(err, &timeout), "%v", err)
 		assert.Check(t, is.ErrorContains(err, `interrupted: binding "db" is left pending`))
+		assert.Check(t, !strings.Contains(err.Error(), context.Canceled.Error()), "no Go error text: %v", err)
 	})
 	t.Run("interrupt without a timeout", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

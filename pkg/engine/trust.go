@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -106,6 +107,26 @@ func (e *RefusedError) RefusalReason() string { return e.Reason }
 
 func refused(reason, format string, args ...any) error {
 	return &RefusedError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// commandIn finds the commands a message names, in double quotes.
+var commandIn = regexp.MustCompile(`"(kubectl catalog [^"]+)"`)
+
+// RefusalFix is the one command that resolves a refusal with reason and message (a
+// record's Refused condition), for a record of namespace: the first command the message
+// names, else the one of its reason (an unverified author, or one who may not: someone
+// who may makes the namespace's records theirs with "kubectl catalog adopt", which checks
+// each against their own rights). It is "" when the message says in words what to change
+// (the spec, a grant).
+func RefusalFix(reason, message, namespace string) string {
+	if m := commandIn.FindStringSubmatch(message); m != nil {
+		return m[1]
+	}
+	switch reason {
+	case ReasonRefusedAuthorUnverified, ReasonRefusedNotAuthorized:
+		return "kubectl catalog adopt -n " + namespace
+	}
+	return ""
 }
 
 // AsRefused returns the refusal err carries, if any.

@@ -30,8 +30,12 @@ func BindingTable(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, w
 
 // BindingStatus is the STATUS column of a binding: its phase (Unbinding once it is marked for
 // deletion), the Ready condition's reason when it is not ready, and "rotation due" once
-// the broker's renew_before has passed.
+// the broker's renew_before has passed; "Refused (…)" while the engine refuses to act on
+// it (RefusedStatus).
 func BindingStatus(b *v1alpha1.ServiceBinding, now time.Time) string {
+	if s, ok := RefusedStatus(b.Status.Conditions, b.DeletionTimestamp != nil); ok {
+		return s
+	}
 	phase := string(b.Status.Phase)
 	if phase == "" {
 		phase = string(v1alpha1.PhasePending)

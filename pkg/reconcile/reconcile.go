@@ -473,7 +473,8 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 	holder := r.Engine.Holder()
 	index := map[string]int{} // work key -> position in todo, -1 when skipped
 	skip := func(kind, namespace, name string, l *store.Lease) bool {
-		if l == nil || l.Holder == holder || !l.Live(now) {
+		// A claim whose process has ended is looked at in full: it may be taken over.
+		if l == nil || l.Holder == holder || !l.Live(now) || l.Abandoned() {
 			return false
 		}
 		until := l.ExpiresAt

@@ -195,6 +195,31 @@ func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
 			outcome: Done, calls: []string{"Provision"},
 		},
 		{
+			name: "a live claim left by an ended process of this host is taken over",
+			setup: func(f *fixture) {
+				f.instance("db")
+				_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+					storetest.ClaimOfEndedProcess(t, i, "kubectl-catalog@here/1", f.now.Add(time.Minute))
+					return nil
+				})
+				assert.NilError(t, err)
+			},
+			outcome: Done, calls: []string{"Provision"},
+		},
+		{
+			name: "a live claim left by an ended process over a call it may have sent is kept",
+			setup: func(f *fixture) {
+				f.instance("db")
+				_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+					i.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationProvision, InstanceID: i.Spec.ExternalID, RequestID: "r-1", StartedAt: metav1.NewTime(f.now)}
+					storetest.ClaimOfEndedProcess(t, i, "kubectl-catalog@here/1", f.now.Add(time.Minute))
+					return nil
+				})
+				assert.NilError(t, err)
+			},
+			outcome: Skipped,
+		},
+		{
 			name: "a retry not due is reported as waiting, not driven",
 			setup: func(f *fixture) {
 				f.instance("db")

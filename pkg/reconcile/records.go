@@ -23,6 +23,8 @@ type kindOps[T engineRecord] struct {
 	step    func(context.Context, T) (engine.Result, error)
 	stored  func(engine.Result) (T, bool)
 	release func(context.Context, T) error
+	// takeOver removes a claim whose process has ended (engine.Engine.TakeOverInstance).
+	takeOver func(context.Context, T) (T, bool, error)
 	// remedy is what a person does about a terminal failure.
 	remedy string
 }
@@ -39,8 +41,9 @@ func (r *Reconciler) instanceOps() *kindOps[*v1alpha1.ServiceInstance] {
 		stored: func(res engine.Result) (*v1alpha1.ServiceInstance, bool) {
 			return res.Instance, res.Instance != nil
 		},
-		release: r.Engine.Release,
-		remedy:  "change the spec or deprovision",
+		release:  r.Engine.Release,
+		takeOver: r.Engine.TakeOverInstance,
+		remedy:   "change the spec or deprovision",
 	}
 }
 
@@ -52,8 +55,9 @@ func (r *Reconciler) bindingOps() *kindOps[*v1alpha1.ServiceBinding] {
 		stored: func(res engine.Result) (*v1alpha1.ServiceBinding, bool) {
 			return res.Binding, res.Binding != nil
 		},
-		release: r.Engine.ReleaseBinding,
-		remedy:  "change the spec or unbind",
+		release:  r.Engine.ReleaseBinding,
+		takeOver: r.Engine.TakeOverBinding,
+		remedy:   "change the spec or unbind",
 	}
 }
 
@@ -70,6 +74,9 @@ type record interface {
 	step(ctx context.Context) (engine.Result, error)
 	// release drops this run's claim on the record (nothing when it holds none).
 	release(ctx context.Context) error
+	// takeOver removes another driver's claim left by a process of this host that has
+	// ended; true when it did.
+	takeOver(ctx context.Context) (bool, error)
 	object() engineRecord
 	remedy() string
 }
@@ -119,6 +126,14 @@ func (t *typed[T]) release(ctx context.Context) error {
 		return nil
 	}
 	return t.ops.release(ctx, t.cur)
+}
+
+func (t *typed[T]) takeOver(ctx context.Context) (bool, error) {
+	x, took, err := t.ops.takeOver(ctx, t.cur)
+	if took {
+		t.cur = x
+	}
+	return took, err
 }
 
 func (t *typed[T]) object() engineRecord { return t.cur }

@@ -417,6 +417,19 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 			return
 		}
 		next := t.rec.next()
+		if next.ClaimedBy != "" && !o.DryRun {
+			// A claim its process (of this host) can no longer renew: a killed
+			// "--wait", say. Taken over at once where no call may be under way.
+			took, err := t.rec.takeOver(ctx)
+			if err != nil {
+				r.finish(ctx, t, failed(t.it, err))
+				return
+			}
+			if took {
+				r.logf("%s: took over the claim of %s, whose process has ended", t.ref(), next.ClaimedBy)
+				next = t.rec.next()
+			}
+		}
 		if next.ClaimedBy != "" {
 			r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 			return

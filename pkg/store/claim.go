@@ -18,6 +18,9 @@ type Lease struct {
 	Holder string `json:"holder"`
 	// ExpiresAt is when the claim lapses and may be taken over.
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Process is the process that wrote the claim; absent from claims of older
+	// releases.
+	Process *Process `json:"process,omitempty"`
 }
 
 // MaxClaimTTL is the longest a claim may last without renewal: no driver claims a record
@@ -51,8 +54,9 @@ func LeaseOf(obj metav1.Object) (Lease, bool) {
 
 // SetClaim claims obj in memory for holder until now+ttl (rounded up to the second), to
 // be written together with other changes in one Update, as the engine does before a
-// broker call. It fails with a Claimed error, changing nothing, if another holder's claim
-// is live. Claiming again as the same holder renews the claim.
+// broker call; the claim names this process (Lease.Process). It fails with a Claimed
+// error, changing nothing, if another holder's claim is live. Claiming again as the same
+// holder renews the claim.
 func SetClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time) error {
 	if l, ok := LeaseOf(obj); ok && l.Holder != holder && l.Live(now) {
 		return &Error{Reason: ReasonClaimed, Op: "claim", Kind: kindOf(obj), Namespace: obj.GetNamespace(),
@@ -62,7 +66,7 @@ func SetClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time
 	if expires.Nanosecond() != 0 {
 		expires = expires.Truncate(time.Second).Add(time.Second)
 	}
-	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC()})
+	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC(), Process: self()})
 	if err != nil {
 		return err
 	}

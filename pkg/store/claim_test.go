@@ -95,7 +95,7 @@ func TestSetClaim_RoundsTheExpiryUpToTheSecond(t *testing.T) {
 	lease, ok := store.LeaseOf(inst)
 	assert.Assert(t, ok)
 	assert.Equal(t, lease.ExpiresAt, time.Date(2026, 12, 2, 13, 0, 11, 0, time.UTC))
-	assert.Equal(t, inst.Annotations[store.AnnotationClaim], `{"holder":"me","expiresAt":"2026-12-02T13:00:11Z"}`)
+	assert.Assert(t, is.Contains(inst.Annotations[store.AnnotationClaim], `{"holder":"me","expiresAt":"2026-12-02T13:00:11Z","process":{"host":`))
 }
 
 func TestSetClaim_UnreadableClaimCanBeTakenOver(t *testing.T) {

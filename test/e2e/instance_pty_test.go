@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +63,22 @@ func TestInstance_InteractiveProvision_InAPseudoTerminal(t *testing.T) {
 	assert.Assert(t, ok, "the broker holds the instance")
 	assert.Equal(t, bi.PlanID, broker.DemoPostgresHobbyPlanID)
 	assert.Equal(t, bi.Parameters["storage_gb"], float64(7))
+}
+
+// TestInstance_WaitInterruptedByCtrlC_InAPseudoTerminal: Ctrl-C typed while "provision
+// --wait" follows an asynchronous provision exits 130, saying that the command was
+// interrupted and where it left the instance, without Go's error text.
+func TestInstance_WaitInterruptedByCtrlC_InAPseudoTerminal(t *testing.T) {
+	t.Parallel()
+	e := instSetupCatalog(t, nil)
+	e.b.SetAsyncDelay(time.Hour)
+	cmd, term := instStartInPTY(t, e.ns, "provision", "db", "--class", "postgresql", "--plan", "standard", "--wait", "--interval", "200ms")
+	term.waitShows("the broker is")
+
+	_, err := term.pty.Write([]byte{0x03}) // Ctrl-C
+	assert.NilError(t, err)
+	_ = term.exited(cmd, 30*time.Second, "the CLI did not end after Ctrl-C")
+	assert.Equal(t, cmd.ProcessState.ExitCode(), 130, "the terminal shows:\n%q", term.text())
+	term.waitShows(`interrupted: instance "db" is left pending: follow it with "kubectl catalog describe instance db -n ` + e.ns + `"`)
+	assert.Check(t, !strings.Contains(term.text(), "context canceled"), "the terminal shows:\n%q", term.text())
 }

@@ -138,6 +138,7 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	if l, ok := engine.LeaseOf(b); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
 	}
+	refusal(&out, "binding", b.Namespace, &b.Status.OperationStatus)
 	if op := b.Status.InFlight; op != nil {
 		out.WriteString("Operation in flight:\n")
 		fmt.Fprintf(&out, "  %s of binding id %s since %s (%s)\n", op.Type, op.BindingID, ts(op.StartedAt.Time), ago(op.StartedAt.Time))

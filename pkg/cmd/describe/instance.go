@@ -146,6 +146,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	if l, ok := engine.LeaseOf(i); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
+	refusal(&b, "instance", i.Namespace, &i.Status.OperationStatus)
 	if op := i.Status.InFlight; op != nil {
 		b.WriteString("Operation in flight:\n")
 		fmt.Fprintf(&b, "  %s since %s (%s)\n", op.Type, op.StartedAt.Format(time.RFC3339), ago(op.StartedAt.Time))

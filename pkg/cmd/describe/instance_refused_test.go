@@ -73,3 +73,42 @@ func TestDescribeInstance_ValuesNotRecorded_SaysSo(t *testing.T) {
 
 	golden.Assert(t, out, "instance-refused-unrecorded.golden")
 }
+
+// untrustedInstance is db as the engine leaves it when it refuses to re-send a provision
+// the broker may still be working on: its author cannot be verified.
+func untrustedInstance() *v1alpha1.ServiceInstance {
+	i := storetest.SampleInstance()
+	i.CreationTimestamp = storetest.SampleTime()
+	i.Status.OrphanMitigation = nil
+	msg := `refused to read Secret "db-params" on the record's behalf: the catalog's trust policy is not in force (no policy), so the author of instance "db" cannot be verified: an administrator runs "kubectl catalog init"`
+	next := metav1.NewTime(storetest.SampleTime().Add(2 * time.Minute))
+	i.Status.OperationStatus = v1alpha1.OperationStatus{
+		Phase: v1alpha1.PhaseFailed,
+		InFlight: &v1alpha1.Operation{Type: v1alpha1.OperationProvision, InstanceID: storetest.InstanceID, RequestID: "r-1",
+			StartedAt: storetest.SampleTime()},
+		Retry: &v1alpha1.RetryState{Attempts: 1, Reason: engine.ReasonRefusedAuthorUnverified, LastError: msg, NextRetryAt: &next},
+		Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: engine.ReasonRefusedAuthorUnverified, LastTransitionTime: storetest.SampleTime(), Message: msg},
+			{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue, Reason: engine.ReasonRefusedAuthorUnverified, LastTransitionTime: storetest.SampleTime(),
+				Message: msg + "; nothing is sent to the broker for this record until that changes"},
+		},
+	}
+	return i
+}
+
+func TestGetInstances_RefusedByTrust_ShowsRefusedNotFailed(t *testing.T) {
+	i := untrustedInstance()
+	deleting := i.DeepCopy()
+	deleting.Name, deleting.DeletionTimestamp = "old", &metav1.Time{Time: storetest.SampleTime().Add(time.Hour)}
+	var buf bytes.Buffer
+
+	assert.NilError(t, printers.InstanceTable(&buf, []v1alpha1.ServiceInstance{*i, *deleting}, false, false, storetest.SampleTime().Add(2*time.Hour)))
+
+	golden.Assert(t, buf.String(), "instances-table-untrusted.golden")
+}
+
+func TestDescribeInstance_RefusedByTrust_SaysWhyWhatIsHeldBackAndTheFix(t *testing.T) {
+	out := InstanceView(untrustedInstance(), storetest.SampleClass(), nil, storetest.SampleTime().Add(time.Hour))
+
+	golden.Assert(t, out, "instance-untrusted.golden")
+}

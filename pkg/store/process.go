@@ -1,0 +1,64 @@
+package store
+
+import (
+	"os"
+	"sync"
+)
+
+// Process identifies the process that wrote a claim, so that a claim left behind by a
+// process that was killed can be told from one a live process holds (Process.Gone).
+// Claims written by older releases carry none: they last until they expire.
+type Process struct {
+	// Host is the host name the process ran on.
+	Host string `json:"host"`
+	// PID is its process id there.
+	PID int `json:"pid"`
+	// Boot, PIDNamespace and Start pin the process down where the system tells them
+	// (Linux): the boot it ran in, its pid namespace, and its start time in clock ticks
+	// since boot. A pid of another boot or container, or a pid reused by a later
+	// process, is then not mistaken for it.
+	Boot         string `json:"boot,omitempty"`
+	PIDNamespace string `json:"pidNamespace,omitempty"`
+	Start        string `json:"start,omitempty"`
+}
+
+// self is this process, as the claims it writes name it.
+var self = sync.OnceValue(func() *Process {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return nil
+	}
+	pid := os.Getpid()
+	start, _ := processStart(pid)
+	return &Process{Host: host, PID: pid, Boot: bootID(), PIDNamespace: pidNamespace(), Start: start}
+})
+
+// Gone reports whether p is a process of this host that has ended, so that nobody
+// renews its claim any more: the same host name, and the same boot and pid namespace
+// where both are known, and its pid is not alive (kill with signal 0 says there is no
+// such process), or the process alive under that pid is not p (it started at another
+// time, or it is a zombie). A process of another host or container, or one this
+// process cannot tell about, is never gone, and neither is this process itself.
+func (p *Process) Gone() bool {
+	me := self()
+	switch {
+	case p == nil || me == nil || p.Host != me.Host || p.PID <= 0 || p.PID == me.PID:
+		return false
+	case p.Boot != "" && me.Boot != "" && p.Boot != me.Boot:
+		// Another boot: its pids are not this boot's, and whether a pid is alive now
+		// says nothing. Hosts reuse names (a pod recreated with its name) as well.
+		return false
+	case p.PIDNamespace != me.PIDNamespace:
+		// Another container: its pids cannot be seen from here.
+		return false
+	}
+	if processSignalGone(p.PID) {
+		return true
+	}
+	start, zombie := processStart(p.PID)
+	return zombie || (p.Start != "" && start != "" && start != p.Start)
+}
+
+// Abandoned reports whether the claim's holder is a process of this host that has
+// ended (see Process.Gone): nobody renews the claim, though it has not expired yet.
+func (l Lease) Abandoned() bool { return l.Process.Gone() }

@@ -1,0 +1,78 @@
+package store_test
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// ownClaim is a claim as this process writes it.
+func ownClaim(t *testing.T) store.Lease {
+	t.Helper()
+	inst := instance("db")
+	assert.NilError(t, store.SetClaim(inst, "kubectl-catalog@here/1", time.Minute, time.Now()))
+	l, ok := store.LeaseOf(inst)
+	assert.Assert(t, ok)
+	assert.Assert(t, l.Process != nil, "the claim names the process")
+	return l
+}
+
+func TestSetClaim_NamesThisProcess(t *testing.T) {
+	l := ownClaim(t)
+	host, err := os.Hostname()
+	assert.NilError(t, err)
+	assert.Equal(t, l.Process.Host, host)
+	assert.Equal(t, l.Process.PID, os.Getpid())
+	if runtime.GOOS == "linux" {
+		assert.Assert(t, l.Process.Start != "" && l.Process.Boot != "" && l.Process.PIDNamespace != "", "%+v", l.Process)
+	}
+}
+
+func TestLeaseAbandoned(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no process is judged gone on Windows")
+	}
+	type abandonCase struct {
+		name   string
+		change func(p *store.Process)
+		want   bool
+	}
+	tests := []abandonCase{
+		{name: "this very process holds it", change: func(*store.Process) {}},
+		{name: "a process of this host that ended", change: func(p *store.Process) { p.PID = storetest.EndedPID(t) }, want: true},
+		{name: "a process of another host", change: func(p *store.Process) { p.PID, p.Host = storetest.EndedPID(t), "elsewhere" }},
+		{name: "a process of another boot", change: func(p *store.Process) { p.PID, p.Boot = storetest.EndedPID(t), "another-boot" }},
+		{name: "a process of another pid namespace", change: func(p *store.Process) { p.PID, p.PIDNamespace = storetest.EndedPID(t), "pid:[1]" }},
+	}
+	if runtime.GOOS == "linux" {
+		tests = append(tests, abandonCase{
+			// The parent is alive; its pid with another start time was another process.
+			name: "a pid alive now that another process had before", want: true,
+			change: func(p *store.Process) { p.PID, p.Start = os.Getppid(), "1" },
+		}, abandonCase{
+			name: "a live process of this host", change: func(p *store.Process) { p.PID, p.Start = os.Getppid(), "" },
+		})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ownClaim(t)
+			tc.change(l.Process)
+			assert.Equal(t, l.Abandoned(), tc.want)
+		})
+	}
+}
+
+func TestLeaseAbandoned_AClaimOfAnOlderReleaseNamesNoProcess(t *testing.T) {
+	inst := instance("db")
+	inst.Annotations = map[string]string{store.AnnotationClaim: `{"holder":"kubectl-catalog@here/1","expiresAt":"2026-12-02T13:00:11Z"}`}
+	l, ok := store.LeaseOf(inst)
+	assert.Assert(t, ok)
+	assert.Assert(t, l.Process == nil)
+	assert.Assert(t, !l.Abandoned())
+}
