@@ -20,6 +20,7 @@ import (
 // The reasons a test gives serial.
 const (
 	clusterTrustPolicy      = "installs the trust policy, which the API server applies to every record of the cluster"
+	initPlainPath           = "runs kubectl catalog init, which installs the trust policy the API server applies to every record of the cluster"
 	reconcileEveryNamespace = "runs reconcile -A as the installed ServiceAccount, which would step other tests' records"
 	retiredCatalogCRDs      = "installs the retired Service Catalog's CRDs, which every migrate svcat sees, or needs them absent"
 )
@@ -31,11 +32,13 @@ const (
 var (
 	serialReasons = map[string]string{
 		"clusterTrustPolicy":      clusterTrustPolicy,
+		"initPlainPath":           initPlainPath,
 		"reconcileEveryNamespace": reconcileEveryNamespace,
 		"retiredCatalogCRDs":      retiredCatalogCRDs,
 	}
 	groups = map[string]string{
 		clusterTrustPolicy:      "cluster-wide",
+		initPlainPath:           "plain-path",
 		reconcileEveryNamespace: "cluster-wide",
 		retiredCatalogCRDs:      "svcat",
 	}

@@ -78,7 +78,7 @@ func plainUser(t *testing.T, user, ns, catalogNS string) {
 // user role, provisions and her --wait is cut short while the broker works; a plain
 // "kubectl catalog reconcile" (no flag) by the admin finishes it.
 func TestPlainPath_InitThenAnInterruptedProvisionIsFinishedByPlainReconcile(t *testing.T) {
-	serial(t, clusterTrustPolicy)
+	serial(t, initPlainPath)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
@@ -120,7 +120,7 @@ func TestPlainPath_InitThenAnInterruptedProvisionIsFinishedByPlainReconcile(t *t
 // a binding is deleted; a plain "kubectl catalog reconcile" unbinds, deprovisions and lets
 // the namespace go.
 func TestPlainPath_ANamespaceWithItsOwnBrokerIsFinishedByPlainReconcile(t *testing.T) {
-	serial(t, clusterTrustPolicy)
+	serial(t, initPlainPath)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
@@ -167,7 +167,7 @@ func TestPlainPath_ANamespaceWithItsOwnBrokerIsFinishedByPlainReconcile(t *testi
 // after "adopt -n NS" by alice (a dry run first, which changes nothing), plain reconcile
 // finishes the provision.
 func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testing.T) {
-	serial(t, clusterTrustPolicy)
+	serial(t, initPlainPath)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
@@ -249,7 +249,7 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 // them and names adopt. The admin adopts them (each checked against her own rights), and
 // plain reconcile unbinds, deprovisions and lets the namespace go.
 func TestPlainPath_ATerminatingNamespaceOfAUserIsFinishedByAnAdministratorsAdopt(t *testing.T) {
-	serial(t, clusterTrustPolicy)
+	serial(t, initPlainPath)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
