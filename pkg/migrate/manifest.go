@@ -38,6 +38,19 @@ type ManifestBinding struct {
 	Ignored              []string
 }
 
+// manifestParameters reads an object's spec.parameters and spec.parametersFrom.
+func manifestParameters(u *unstructured.Unstructured) (*runtime.RawExtension, []v1alpha1.ParametersFromSource, error) {
+	params, err := rawParameters(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	from, err := parametersFrom(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return params, from, nil
+}
+
 // InstanceFromManifest reads a ServiceInstance manifest.
 func InstanceFromManifest(u *unstructured.Unstructured) (*ManifestInstance, error) {
 	classRef, planRef := refsOf(u, "clusterService")
@@ -47,11 +60,7 @@ func InstanceFromManifest(u *unstructured.Unstructured) (*ManifestInstance, erro
 	if classRef.empty() || planRef.empty() {
 		return nil, errors.New("it names no class or no plan")
 	}
-	params, err := rawParameters(u)
-	if err != nil {
-		return nil, err
-	}
-	from, err := parametersFrom(u)
+	params, from, err := manifestParameters(u)
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +76,7 @@ func BindingFromManifest(u *unstructured.Unstructured) (*ManifestBinding, error)
 	if inst == "" {
 		return nil, errors.New("it names no instance (spec.instanceRef.name)")
 	}
-	params, err := rawParameters(u)
-	if err != nil {
-		return nil, err
-	}
-	from, err := parametersFrom(u)
+	params, from, err := manifestParameters(u)
 	if err != nil {
 		return nil, err
 	}
