@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,24 +182,17 @@ func startGroups() (wait func() bool, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var runs []*groupRun
-	for _, group := range names {
-		run := "^(" + strings.Join(byGroup[group], "|") + ")$"
-		if runRest != "" {
-			run += "/" + runRest
-		}
-		g := &groupRun{name: group, done: make(chan struct{})}
-		g.cmd = exec.Command(self, append(slices.Clone(passed), "-test.run="+run)...)
-		g.cmd.Env = append(os.Environ(), envGroup+"="+group, envBinDir+"="+binDir)
-		// One writer for both: exec then writes to it from one goroutine.
-		g.cmd.Stdout, g.cmd.Stderr = &g.out, &g.out
-		// The group's process and its control plane die with this one.
-		g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := g.cmd.Start(); err != nil {
-			return nil, fmt.Errorf("starting the process of the %s tests: %w", group, err)
-		}
-		go func() { g.err = g.cmd.Wait(); close(g.done) }()
-		runs = append(runs, g)
+	runs := groupRuns(self, names, byGroup, passed, runRest)
+	// The parent-death signal goes with the thread that started a process, not with
+	// the process: start them from a thread that lives as long as this process.
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked, and the goroutine never ends
+		started <- startAll(runs)
+		select {}
+	}()
+	if err := <-started; err != nil {
+		return nil, err
 	}
 	return func() bool {
 		ok := true
@@ -214,6 +208,37 @@ func startGroups() (wait func() bool, err error) {
 		}
 		return ok
 	}, nil
+}
+
+// groupRuns are the processes of the groups names, each with its tests byGroup.
+func groupRuns(self string, names []string, byGroup map[string][]string, passed []string, runRest string) []*groupRun {
+	var runs []*groupRun
+	for _, group := range names {
+		run := "^(" + strings.Join(byGroup[group], "|") + ")$"
+		if runRest != "" {
+			run += "/" + runRest
+		}
+		g := &groupRun{name: group, done: make(chan struct{})}
+		g.cmd = exec.Command(self, append(slices.Clone(passed), "-test.run="+run)...)
+		g.cmd.Env = append(os.Environ(), envGroup+"="+group, envBinDir+"="+binDir)
+		// One writer for both: exec then writes to it from one goroutine.
+		g.cmd.Stdout, g.cmd.Stderr = &g.out, &g.out
+		// The group's process and its control plane die with this one.
+		g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		runs = append(runs, g)
+	}
+	return runs
+}
+
+// startAll starts the processes of runs.
+func startAll(runs []*groupRun) error {
+	for _, g := range runs {
+		if err := g.cmd.Start(); err != nil {
+			return fmt.Errorf("starting the process of the %s tests: %w", g.name, err)
+		}
+		go func() { g.err = g.cmd.Wait(); close(g.done) }()
+	}
+	return nil
 }
 
 // splitRun splits a -run pattern into its top-level part and the rest, at the first
