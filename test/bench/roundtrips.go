@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/apicount"
+	"github.com/kubectl-catalog/kubectl-catalog/test/bench/reconcilebench"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
@@ -56,6 +59,12 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 	defer b.Close()
 	const ns = "roundtrips"
 	if err := e.seed(ctx, []string{ns}, 0, 0); err != nil {
+		return nil, nil, err
+	}
+	// reconcile first, as on a cluster without the trust policy: its records are
+	// written straight to the API server, with no author, as the scale figures' are.
+	recFigures, recNotes, err := e.reconcileRoundTrips(ctx, runs)
+	if err != nil {
 		return nil, nil, err
 	}
 	// Set up as a user finds a cluster: the catalog initialised, a cluster broker, and
@@ -147,6 +156,86 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 		figures = append(figures, figure{
 			Name: "round trips: " + c.name, Value: chain(c.name), Floor: floor, What: floorName, Target: c.target, Count: true,
 		})
+	}
+	return append(figures, recFigures...), append(notes, recNotes...), nil
+}
+
+// rtReconcileWorkers is reconcile's --workers in the round-trip figures, and
+// rtReconcileRecords the pending records of each run; the first run, of one record, is
+// the floor.
+const rtReconcileWorkers = 8
+
+var rtReconcileRecords = []int{1, 8, 32}
+
+// reconcileRoundTrips measures the round trips of "reconcile -n NS --workers 8" over N
+// pending records, each finished by one last_operation poll, with roundTrip added to
+// every API request: with W workers, the chain is to grow with ceil(N / W), not with N.
+// The floor is the chain of one record's run, measured in the same run; each N runs
+// min(runs, 3) times on records of a namespace of its own, and the median is reported.
+func (e *scaleEnv) reconcileRoundTrips(ctx context.Context, runs int) ([]figure, []string, error) {
+	b := reconcilebench.NewBroker(reconcilebench.Config{Polls: 1})
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	if err := e.seed(ctx, []string{reconcilebench.CatalogNamespace}, 0, 0); err != nil {
+		return nil, nil, err
+	}
+	if err := reconcilebench.SeedBroker(ctx, e.st, srv.URL); err != nil {
+		return nil, nil, err
+	}
+	e.proxy.SetDelay(roundTrip)
+	defer e.proxy.SetDelay(0)
+	chains := map[int][]rtSample{}
+	for i := range min(runs, 3) {
+		for _, n := range rtReconcileRecords {
+			ns := fmt.Sprintf("rt-reconcile-%d-%d", n, i)
+			if err := e.seed(ctx, []string{ns}, n, 0); err != nil {
+				return nil, nil, err
+			}
+			polls := b.Polls()
+			before := e.proxy.Counts()
+			e.proxy.Spans(true)
+			took, _, err := measure(e.kc, []string{e.plugin, "reconcile", "-n", ns, "--catalog-namespace", reconcilebench.CatalogNamespace,
+				"--trust-namespace-writers", "--workers", fmt.Sprint(rtReconcileWorkers), "--interval", "1ms", "--retry-horizon", "0",
+				"--max-duration", "5m", "-o", "json"})
+			spans := e.proxy.Spans(false)
+			if i == 0 && (n == 1 || n == slices.Max(rtReconcileRecords)) {
+				fmt.Fprintf(os.Stderr, "the API requests of reconcile over %d pending records, %d workers (start, duration):\n  %s\n",
+					n, rtReconcileWorkers, strings.Join(apicount.Timeline(spans), "\n  "))
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			left, err := e.pendingCount(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			if got := b.Polls() - polls; left != 0 || got != n {
+				return nil, nil, fmt.Errorf("reconcile over %d records left %d pending; the broker answered %d polls, want %d", n, left, got, n)
+			}
+			chains[n] = append(chains[n], rtSample{took: took, requests: e.proxy.Counts().Sub(before).Total(), chain: apicount.CriticalPath(spans)})
+		}
+	}
+	one := median(rtOf(chains[1], rtChain))
+	var figures []figure
+	notes := []string{fmt.Sprintf("reconcile -n NS --workers %d over N pending records, each finished by one poll, %s added to every API request (median of %d runs):",
+		rtReconcileWorkers, roundTrip, len(chains[1]))}
+	for _, n := range rtReconcileRecords {
+		chain := median(rtOf(chains[n], rtChain))
+		notes = append(notes, fmt.Sprintf("  %-34s requests %d, round trips %d, wall %s", fmt.Sprintf("reconcile, %d pending", n),
+			median(rtOf(chains[n], rtRequests)), chain, median(rtOf(chains[n], rtTook)).Round(time.Millisecond)))
+		if n == 1 {
+			continue
+		}
+		rounds := (n + rtReconcileWorkers - 1) / rtReconcileWorkers
+		f := figure{
+			Name:  fmt.Sprintf("round trips: reconcile, %d pending, %d workers", n, rtReconcileWorkers),
+			Value: time.Duration(1000 * chain), Floor: time.Duration(1000 * rounds * one), Count: true,
+			What: fmt.Sprintf("ceil(%d/%d) x one record's reconcile (%d)", n, rtReconcileWorkers, one),
+		}
+		if n == slices.Max(rtReconcileRecords) {
+			f.Target = 1.5
+		}
+		figures = append(figures, f)
 	}
 	return figures, notes, nil
 }

@@ -149,8 +149,12 @@ type Proxy struct {
 	spansOn bool
 }
 
-// Span is when one request arrived at the proxy and when its answer was sent.
-type Span struct{ Start, End time.Time }
+// Span is when one request arrived at the proxy and when its answer was sent, and the
+// request as Log says it ("METHOD URI STATUS").
+type Span struct {
+	Start, End time.Time
+	Request    string
+}
 
 // CriticalPath is how many of the requests had to wait for one another: the longest
 // chain of spans each starting after the one before it ended. Requests sent together
@@ -168,6 +172,18 @@ func CriticalPath(spans []Span) int {
 		}
 	}
 	return n
+}
+
+// Timeline is spans as lines, by start: "+START DURATION REQUEST", the times in
+// milliseconds from the first start; what a request waited for ends before it starts.
+func Timeline(spans []Span) []string {
+	s := slices.Clone(spans)
+	slices.SortStableFunc(s, func(a, b Span) int { return a.Start.Compare(b.Start) })
+	out := make([]string, len(s))
+	for i, sp := range s {
+		out[i] = fmt.Sprintf("+%5dms %4dms %s", sp.Start.Sub(s[0].Start).Milliseconds(), sp.End.Sub(sp.Start).Milliseconds(), sp.Request)
+	}
+	return out
 }
 
 // SetDelay makes the proxy wait d before forwarding each request, as a network with a
@@ -253,15 +269,16 @@ func New(target, caFile string) (*Proxy, error) {
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		rp.ServeHTTP(sw, r)
+		line := fmt.Sprintf("%s %s %d", r.Method, r.URL.RequestURI(), cmp.Or(sw.status, http.StatusOK))
 		p.mu.Lock()
 		if p.spansOn && verb != "watch" {
-			p.spans = append(p.spans, Span{Start: start, End: time.Now()})
+			p.spans = append(p.spans, Span{Start: start, End: time.Now(), Request: line})
 		}
 		if sw.status >= 400 {
 			p.failed[fmt.Sprintf("%s %s %d", verb, resource, sw.status)]++
 		}
 		if p.logOn {
-			p.log = append(p.log, fmt.Sprintf("%s %s %d", r.Method, r.URL.RequestURI(), cmp.Or(sw.status, http.StatusOK)))
+			p.log = append(p.log, line)
 		}
 		p.mu.Unlock()
 	}))

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -168,6 +169,19 @@ func TestProxy(t *testing.T) {
 		if d := sp.End.Sub(sp.Start); d < 50*time.Millisecond {
 			t.Errorf("a request took %s through a proxy adding 50ms", d)
 		}
+		if sp.Request != "GET /api/v1/namespaces/ns/configmaps/x 200" {
+			t.Errorf("span of %q", sp.Request)
+		}
+	}
+}
+
+func TestTimeline(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	got := Timeline([]Span{{Start: ms(150), End: ms(190), Request: "PUT /b 200"}, {Start: ms(100), End: ms(140), Request: "GET /a 200"}})
+	want := []string{"+    0ms   40ms GET /a 200", "+   50ms   40ms PUT /b 200"}
+	if !slices.Equal(got, want) {
+		t.Errorf("timeline:\n%q\nwant\n%q", got, want)
 	}
 }
 
