@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,86 +11,113 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
-// asyncSink writes Events in the background, one at a time and in the order they were
-// recorded, so that a command does not wait a round trip to the API server for each
-// Event it records: an Event is an audit trail, not a step of the work. Create answers at
-// once with the id the Event will have (its name is derived from its series);
-// Drain, which the Aggregator's Flush calls before a process ends, waits for what is
-// queued. After the API server forbids a write (a user who may not create Events), the
-// rest is dropped.
+// asyncSink writes Events in the background, so that a command does not wait a round
+// trip to the API server for each Event it records: an Event is an audit trail, not a
+// step of the work. The writes of one Event object (its series: one record, type, reason
+// and action) are made one at a time, in the order they were recorded (its Create before
+// its Updates); those of different objects go out together, up to eventWriters at once,
+// so that a reconcile run driving many records at once does not wait for their Events
+// one after another. Create answers at once with the id the Event will have (its name is
+// derived from its series); Drain, which the Aggregator's Flush calls before a process
+// ends, waits for what is queued. After the API server forbids a write (a user who may
+// not create Events), the rest is dropped.
 type asyncSink struct {
 	sink *APIEventSink
 	log  func(error)
 
-	mu      sync.Mutex
-	queue   []func() error
-	running bool
+	mu    sync.Mutex
+	queue []eventWrite
+	// writing is the Events with a write under way, running how many writes are.
+	writing map[string]bool
+	running int
 	idle    *sync.Cond
 	off     bool
+}
+
+// eventWrite is one queued write of the Event id.
+type eventWrite struct {
+	id    string
+	write func() error
 }
 
 // eventWriteTimeout bounds each queued write.
 const eventWriteTimeout = 10 * time.Second
 
+// eventWriters bounds the Event writes under way at once: as many as reconcile's
+// default workers make.
+const eventWriters = 8
+
 func newAsyncSink(sink *APIEventSink, log func(error)) *asyncSink {
-	s := &asyncSink{sink: sink, log: log}
+	s := &asyncSink{sink: sink, log: log, writing: map[string]bool{}}
 	s.idle = sync.NewCond(&s.mu)
 	return s
 }
 
 // Create implements engine.EventSink.
 func (s *asyncSink) Create(ctx context.Context, ev engine.Event, at time.Time) (string, error) {
-	s.enqueue(ctx, func(ctx context.Context) error {
+	id := ev.Namespace + "/" + eventName(ev)
+	s.enqueue(ctx, id, func(ctx context.Context) error {
 		_, err := s.sink.Create(ctx, ev, at)
 		return err
 	})
-	return ev.Namespace + "/" + eventName(ev), nil
+	return id, nil
 }
 
 // Update implements engine.EventSink.
 func (s *asyncSink) Update(ctx context.Context, id string, ev engine.Event, count int, last time.Time) error {
-	s.enqueue(ctx, func(ctx context.Context) error { return s.sink.Update(ctx, id, ev, count, last) })
+	s.enqueue(ctx, id, func(ctx context.Context) error { return s.sink.Update(ctx, id, ev, count, last) })
 	return nil
 }
 
-func (s *asyncSink) enqueue(ctx context.Context, write func(context.Context) error) {
+func (s *asyncSink) enqueue(ctx context.Context, id string, write func(context.Context) error) {
 	ctx = context.WithoutCancel(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.off {
 		return
 	}
-	s.queue = append(s.queue, func() error {
+	s.queue = append(s.queue, eventWrite{id: id, write: func() error {
 		wctx, cancel := context.WithTimeout(ctx, eventWriteTimeout)
 		defer cancel()
 		return write(wctx)
-	})
-	if !s.running {
-		s.running = true
-		go s.run()
+	}})
+	s.startLocked()
+}
+
+// startLocked starts the queued writes that may go out now: the first queued write of
+// each Event none of whose writes is under way, while fewer than eventWriters are.
+func (s *asyncSink) startLocked() {
+	for i := 0; i < len(s.queue) && s.running < eventWriters; {
+		w := s.queue[i]
+		if s.writing[w.id] {
+			i++ // after the write of its Event under way
+			continue
+		}
+		s.queue = slices.Delete(s.queue, i, i+1)
+		s.writing[w.id] = true
+		s.running++
+		go s.run(w)
 	}
 }
 
-func (s *asyncSink) run() {
+func (s *asyncSink) run(w eventWrite) {
+	err := w.write()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.queue) > 0 {
-		next := s.queue[0]
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
-		err := next()
-		s.mu.Lock()
-		if err != nil {
-			if apierrors.IsForbidden(err) {
-				s.off, s.queue = true, nil
-			}
-			if s.log != nil {
-				s.log(err)
-			}
+	delete(s.writing, w.id)
+	s.running--
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			s.off, s.queue = true, nil
+		}
+		if s.log != nil {
+			s.log(err)
 		}
 	}
-	s.running = false
-	s.idle.Broadcast()
+	s.startLocked()
+	if s.running == 0 {
+		s.idle.Broadcast()
+	}
 }
 
 // Drain waits until every queued write is done, or ctx ends.
@@ -97,7 +125,7 @@ func (s *asyncSink) Drain(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		s.mu.Lock()
-		for s.running {
+		for s.running > 0 {
 			s.idle.Wait()
 		}
 		s.mu.Unlock()

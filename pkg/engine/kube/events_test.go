@@ -3,6 +3,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -120,4 +128,118 @@ func TestEventRecorder_AForbiddenWriteStopsTheRest(t *testing.T) {
 	}
 	r.(interface{ Flush(context.Context) }).Flush(ctx)
 	assert.Equal(t, creates.Load(), int32(1))
+}
+
+// Reconcile records the Events of many records at once: those of different Events are
+// written together, up to eventWriters at once, and the writes of one Event one after
+// another, in order.
+func TestAsyncSink_WritesDifferentEventsTogetherAndOneEventsInOrder(t *testing.T) {
+	s := newAsyncSink(nil, nil)
+	ctx := context.Background()
+	started := make(chan string, 2*eventWriters)
+	release := map[string]chan struct{}{}
+	write := func(name string) func(context.Context) error {
+		c := make(chan struct{})
+		release[name] = c
+		return func(context.Context) error {
+			started <- name
+			<-c
+			return nil
+		}
+	}
+	waitStarted := func(want ...string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		var got []string
+		for range want {
+			select {
+			case name := <-started:
+				got = append(got, name)
+			case <-deadline:
+				t.Fatalf("started %v, want %v at once", got, want)
+			}
+		}
+		assert.Assert(t, is.DeepEqual(sorted(got), sorted(want)))
+	}
+	// The Create of Event a, then its Update, then eventWriters-1 other Events and
+	// one more.
+	s.enqueue(ctx, "ns/a", write("a create"))
+	s.enqueue(ctx, "ns/a", write("a update"))
+	var others []string
+	for i := range eventWriters - 1 {
+		name := string(rune('b' + i))
+		s.enqueue(ctx, "ns/"+name, write(name))
+		others = append(others, name)
+	}
+	s.enqueue(ctx, "ns/last", write("last"))
+	waitStarted(append([]string{"a create"}, others...)...)
+	s.mu.Lock()
+	assert.Equal(t, s.running, eventWriters)
+	assert.Equal(t, len(s.queue), 2, "a's Update waits for its Create, the last write for a free writer")
+	s.mu.Unlock()
+	// The Create of a done, its Update goes out (before the last write, queued later).
+	close(release["a create"])
+	waitStarted("a update")
+	close(release["b"])
+	waitStarted("last")
+	for name, c := range release {
+		if name != "a create" && name != "b" {
+			close(c)
+		}
+	}
+	drained := make(chan struct{})
+	go func() {
+		s.Drain(ctx)
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Drain did not return once every write was done")
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// The Events of several records recorded at once (reconcile's workers) are written
+// together: the API server holds each write until all of them are under way.
+func TestEventRecorder_WritesTheEventsOfSeveralRecordsTogether(t *testing.T) {
+	const records = 4
+	var inFlight, created atomic.Int32
+	var timedOut atomic.Bool
+	all := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/events") {
+			http.Error(w, "unexpected", http.StatusNotFound)
+			return
+		}
+		if inFlight.Add(1) == records {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+			timedOut.Store(true)
+		}
+		created.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	assert.NilError(t, err)
+	r := EventRecorder(cs, "")
+	ctx := context.Background()
+	for i := range records {
+		r.Record(ctx, engine.NewEvent("ns", fmt.Sprintf("catalog-instance.db-%d", i), engine.EventNormal, "ProvisionSucceeded", "Provision", "done"))
+	}
+	r.(interface{ Flush(context.Context) }).Flush(ctx)
+	assert.Assert(t, !timedOut.Load(), "the Events were written one after another")
+	assert.Equal(t, created.Load(), int32(records))
 }
