@@ -31,6 +31,9 @@ type EngineOptions struct {
 	// Unattended is engine.Config.Unattended (reconcile only): calls carry their
 	// records' verified authors as the originating identity.
 	Unattended bool
+	// EventWriters is how many Event writes go out at once (kube.EventRecorder): reconcile
+	// passes its workers, so that its Events keep up with them; 0 is the default.
+	EventWriters int
 	// CatalogTimeout, when positive, is the per-request timeout of the catalog syncer's
 	// broker calls (the --broker-timeout of register, sync broker and migrate svcat);
 	// otherwise they have the engine's.
@@ -100,7 +103,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 			<-ctx.Done()
 		}
 	}
-	cfg.Events = kube.EventRecorder(core, o.Holder)
+	cfg.Events = kube.EventRecorder(core, o.Holder, o.EventWriters)
 	f.addEventRecorder(cfg.Events)
 	eng = engine.New(cfg)
 	return &Engine{Engine: eng, Store: st, Syncer: syncer, Now: now}, nil

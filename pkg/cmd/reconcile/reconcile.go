@@ -277,7 +277,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	host, _ := os.Hostname()
 	eng, err := f.Engine(cmdutil.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
-		TargetCacheTTL: reconcile.TargetCacheTTL, Unattended: true,
+		TargetCacheTTL: reconcile.TargetCacheTTL, Unattended: true, EventWriters: o.Workers,
 	})
 	if err != nil {
 		return err

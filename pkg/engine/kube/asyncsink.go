@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -15,15 +16,17 @@ import (
 // trip to the API server for each Event it records: an Event is an audit trail, not a
 // step of the work. The writes of one Event object (its series: one record, type, reason
 // and action) are made one at a time, in the order they were recorded (its Create before
-// its Updates); those of different objects go out together, up to eventWriters at once,
-// so that a reconcile run driving many records at once does not wait for their Events
-// one after another. Create answers at once with the id the Event will have (its name is
+// its Updates); those of different objects go out together, up to writers at once, so
+// that a reconcile run driving many records at once does not wait for their Events one
+// after another. Create answers at once with the id the Event will have (its name is
 // derived from its series); Drain, which the Aggregator's Flush calls before a process
 // ends, waits for what is queued. After the API server forbids a write (a user who may
 // not create Events), the rest is dropped.
 type asyncSink struct {
 	sink *APIEventSink
 	log  func(error)
+	// writers bounds the writes under way at once.
+	writers int
 
 	mu    sync.Mutex
 	queue []eventWrite
@@ -43,12 +46,12 @@ type eventWrite struct {
 // eventWriteTimeout bounds each queued write.
 const eventWriteTimeout = 10 * time.Second
 
-// eventWriters bounds the Event writes under way at once: as many as reconcile's
-// default workers make.
-const eventWriters = 8
+// DefaultEventWriters is how many Event writes are under way at once by default: as many
+// as reconcile's default workers make.
+const DefaultEventWriters = 8
 
-func newAsyncSink(sink *APIEventSink, log func(error)) *asyncSink {
-	s := &asyncSink{sink: sink, log: log, writing: map[string]bool{}}
+func newAsyncSink(sink *APIEventSink, log func(error), writers int) *asyncSink {
+	s := &asyncSink{sink: sink, log: log, writers: cmp.Or(max(writers, 0), DefaultEventWriters), writing: map[string]bool{}}
 	s.idle = sync.NewCond(&s.mu)
 	return s
 }
@@ -85,9 +88,9 @@ func (s *asyncSink) enqueue(ctx context.Context, id string, write func(context.C
 }
 
 // startLocked starts the queued writes that may go out now: the first queued write of
-// each Event none of whose writes is under way, while fewer than eventWriters are.
+// each Event none of whose writes is under way, while fewer than s.writers are.
 func (s *asyncSink) startLocked() {
-	for i := 0; i < len(s.queue) && s.running < eventWriters; {
+	for i := 0; i < len(s.queue) && s.running < s.writers; {
 		w := s.queue[i]
 		if s.writing[w.id] {
 			i++ // after the write of its Event under way

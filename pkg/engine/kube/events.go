@@ -24,9 +24,10 @@ import (
 // EventRecorder is the engine's recorder of Events, written with the caller's
 // credentials: the user's for a verb (reporting instance "cli", holder empty), the
 // ServiceAccount's for reconcile (its host or pod, from holder). A caller who may not
-// create events records none; -v=2 says why. Events are written in the background;
-// Flush waits for them.
-func EventRecorder(core kubernetes.Interface, holder string) engine.EventRecorder {
+// create events records none; -v=2 says why. Events are written in the background, the
+// writes of different Events up to writers at once (DefaultEventWriters when 0); Flush
+// waits for them.
+func EventRecorder(core kubernetes.Interface, holder string, writers int) engine.EventRecorder {
 	instance := "cli"
 	if holder != "" {
 		instance, _ = os.Hostname()
@@ -38,7 +39,7 @@ func EventRecorder(core kubernetes.Interface, holder string) engine.EventRecorde
 		klog.V(2).Infof("events not recorded: %v", err)
 	}
 	return &engine.Aggregator{
-		Sink: newAsyncSink(&APIEventSink{Client: core, Instance: instance}, log),
+		Sink: newAsyncSink(&APIEventSink{Client: core, Instance: instance}, log, writers),
 		Log:  log,
 	}
 }

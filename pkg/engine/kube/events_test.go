@@ -85,7 +85,7 @@ func TestEventRecorder_WritesInTheBackgroundAndFlushWaits(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	r := EventRecorder(cs, "")
+	r := EventRecorder(cs, "", 0)
 	ctx := context.Background()
 	recorded := make(chan struct{})
 	go func() {
@@ -119,7 +119,7 @@ func TestEventRecorder_AForbiddenWriteStopsTheRest(t *testing.T) {
 		creates.Add(1)
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("no"))
 	})
-	r := EventRecorder(cs, "")
+	r := EventRecorder(cs, "", 0)
 	ctx := context.Background()
 	r.Record(ctx, engine.NewEvent("ns", "catalog-instance.db", engine.EventNormal, "ProvisionRequested", "Provision", "sent"))
 	r.(interface{ Flush(context.Context) }).Flush(ctx)
@@ -131,12 +131,12 @@ func TestEventRecorder_AForbiddenWriteStopsTheRest(t *testing.T) {
 }
 
 // Reconcile records the Events of many records at once: those of different Events are
-// written together, up to eventWriters at once, and the writes of one Event one after
+// written together, up to DefaultEventWriters at once, and the writes of one Event one after
 // another, in order.
 func TestAsyncSink_WritesDifferentEventsTogetherAndOneEventsInOrder(t *testing.T) {
-	s := newAsyncSink(nil, nil)
+	s := newAsyncSink(nil, nil, 0)
 	ctx := context.Background()
-	started := make(chan string, 2*eventWriters)
+	started := make(chan string, 2*DefaultEventWriters)
 	release := map[string]chan struct{}{}
 	write := func(name string) func(context.Context) error {
 		c := make(chan struct{})
@@ -161,12 +161,12 @@ func TestAsyncSink_WritesDifferentEventsTogetherAndOneEventsInOrder(t *testing.T
 		}
 		assert.Assert(t, is.DeepEqual(sorted(got), sorted(want)))
 	}
-	// The Create of Event a, then its Update, then eventWriters-1 other Events and
+	// The Create of Event a, then its Update, then DefaultEventWriters-1 other Events and
 	// one more.
 	s.enqueue(ctx, "ns/a", write("a create"))
 	s.enqueue(ctx, "ns/a", write("a update"))
 	var others []string
-	for i := range eventWriters - 1 {
+	for i := range DefaultEventWriters - 1 {
 		name := string(rune('b' + i))
 		s.enqueue(ctx, "ns/"+name, write(name))
 		others = append(others, name)
@@ -174,7 +174,7 @@ func TestAsyncSink_WritesDifferentEventsTogetherAndOneEventsInOrder(t *testing.T
 	s.enqueue(ctx, "ns/last", write("last"))
 	waitStarted(append([]string{"a create"}, others...)...)
 	s.mu.Lock()
-	assert.Equal(t, s.running, eventWriters)
+	assert.Equal(t, s.running, DefaultEventWriters)
 	assert.Equal(t, len(s.queue), 2, "a's Update waits for its Create, the last write for a free writer")
 	s.mu.Unlock()
 	// The Create of a done, its Update goes out (before the last write, queued later).
@@ -234,7 +234,7 @@ func TestEventRecorder_WritesTheEventsOfSeveralRecordsTogether(t *testing.T) {
 	defer srv.Close()
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
 	assert.NilError(t, err)
-	r := EventRecorder(cs, "")
+	r := EventRecorder(cs, "", 0)
 	ctx := context.Background()
 	for i := range records {
 		r.Record(ctx, engine.NewEvent("ns", fmt.Sprintf("catalog-instance.db-%d", i), engine.EventNormal, "ProvisionSucceeded", "Provision", "done"))
