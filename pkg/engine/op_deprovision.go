@@ -53,6 +53,9 @@ type DeprovisionResult struct {
 // records without calling the broker. A dry run writes nothing (DryRunServer sends the
 // deletions to the API server as a dry run) and calls no broker.
 func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (DeprovisionResult, error) {
+	if !req.DryRun.Enabled() && !req.Abandon {
+		e.readAhead(ctx, "", false)
+	}
 	d, err := e.deprovisioning(ctx, req.Namespace, req.Name)
 	if err != nil {
 		return DeprovisionResult{}, err
@@ -140,7 +143,7 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 			}
 		}
 		req.Follow.note("Unbinding %q first...", b.Name)
-		br, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", req.Follow)
+		br, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", nil, req.Follow)
 		if err != nil {
 			return Result{}, fmt.Errorf("instance %q waits for its binding %q: %w", req.Name, b.Name, err)
 		}

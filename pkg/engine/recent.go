@@ -8,8 +8,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
-// preparedReads keeps what PrepareInstance read (the class record and the access rules)
-// for preparedTTL, so that the engine, checking the record a verb created from them
+// preparedReads keeps what PrepareInstance and bind read (the class record and the
+// access rules; bind's instance) for preparedTTL, so that the engine, checking the record a verb created from them
 // moments later in the same process as the same user, need not read them again. The
 // record is checked against them exactly as against records read afresh: the class is
 // looked up by the namespace and name the record names, and the rules are the catalog
@@ -21,6 +21,39 @@ type preparedReads struct {
 	// ids are the OSB instance ids PrepareInstance generated: a fresh UUID no older
 	// record can use.
 	ids map[string]bool
+	// instances are the instances bind read, for the first step of the binding it
+	// creates from them (taken once).
+	instances map[string]preparedInstance
+}
+
+type preparedInstance struct {
+	inst *v1alpha1.ServiceInstance
+	at   time.Time
+}
+
+// keepInstance keeps the instance a verb read, for the first step of the binding it
+// creates of it moments later (takeInstance). That step's writes of the instance are
+// guarded by its resourceVersion, as for any record read.
+func (p *preparedReads) keepInstance(inst *v1alpha1.ServiceInstance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.instances == nil || len(p.instances) > 100 {
+		p.instances = map[string]preparedInstance{}
+	}
+	p.instances[inst.Namespace+"/"+inst.Name] = preparedInstance{inst: inst.DeepCopy(), at: time.Now()}
+}
+
+// takeInstance returns the instance kept of that namespace and name, forgetting it.
+func (p *preparedReads) takeInstance(namespace, name string) (*v1alpha1.ServiceInstance, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := namespace + "/" + name
+	i, ok := p.instances[key]
+	delete(p.instances, key)
+	if !ok || time.Since(i.at) > preparedTTL {
+		return nil, false
+	}
+	return i.inst, true
 }
 
 type preparedClass struct {

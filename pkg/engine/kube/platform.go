@@ -98,14 +98,18 @@ func (p *Platform) readClusterID(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// ReadAhead starts reading, each in the background, who the user is, the cluster id and
-// namespace's uid, and keeps the answers for the calls that need them: a verb calls it
-// when it starts, so that these reads go out with its own first ones. It writes nothing
-// (a missing cluster id is created by ClusterID, when a call needs it) and keeps no
-// error: a call finding none kept asks again, and fails as it would have.
+// ReadAhead starts reading, each in the background, who the user is and, unless
+// namespace is "", the cluster id and namespace's uid (the OSB context), and keeps the
+// answers for the calls that need them: a verb calls it when it starts, so that these
+// reads go out with its own first ones. It writes nothing (a missing cluster id is
+// created by ClusterID, when a call needs it) and keeps no error: a call finding none
+// kept asks again, and fails as it would have.
 func (p *Platform) ReadAhead(ctx context.Context, namespace string) {
+	ahead.Go(func() { _, _ = p.user.UserInfo(ctx) })
+	if namespace == "" {
+		return
+	}
 	ahead.Go(
-		func() { _, _ = p.user.UserInfo(ctx) },
 		func() {
 			p.idMu.Lock()
 			defer p.idMu.Unlock()
