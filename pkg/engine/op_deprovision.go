@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -81,6 +82,17 @@ func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (Depro
 
 // deprovisioning reads the instance and its bindings, refusing a shared instance.
 func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (Deprovisioning, error) {
+	// The bindings are listed together with the instance's read, and looked at after it.
+	type listed struct {
+		bindings []*v1alpha1.ServiceBinding
+		bad      []*store.Error
+	}
+	pending := ahead.Start(func() (listed, error) {
+		var l listed
+		var err error
+		l.bindings, err = readableBindings(ctx, e.cfg.Store, namespace, store.Filter{Instance: name}, &l.bad)
+		return l, err
+	})
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil {
 		return Deprovisioning{}, err
@@ -89,9 +101,9 @@ func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (De
 		return Deprovisioning{}, fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (\"kubectl catalog unshare %s --from-namespace %s --yes\"), which removes their bindings; nothing was changed",
 			name, strings.Join(shared, ", "), name, shared[0])
 	}
-	var bad []*store.Error
-	bindings, err := readableBindings(ctx, e.cfg.Store, namespace, store.Filter{Instance: name}, &bad)
-	e.reportUnreadable(ctx, inst, bad)
+	l, err := pending.Wait()
+	bindings := l.bindings
+	e.reportUnreadable(ctx, inst, l.bad)
 	if err != nil {
 		return Deprovisioning{}, err
 	}

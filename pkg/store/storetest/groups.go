@@ -33,9 +33,9 @@ const groupTimeout = 5 * time.Second
 // (named as Request names them; a name may repeat) have arrived, group after group, and
 // returns the check to call once the code under test is done: it fails the test unless
 // the requests came exactly so. A request sent only once another of its group has been
-// answered waits in vain, for a few seconds, and the check says which. Requests about
-// Events are let through unheld and unlisted: they are written in the background, in
-// their own order.
+// answered waits in vain, for a few seconds, and the check says which. Writes of Events
+// are let through unheld and unlisted: they are written in the background, in their own
+// order.
 //
 // The fake clientset holds its lock while its reactors run: the reactor that holds a
 // request lets go of the lock while it waits, and takes it again before the request
@@ -50,7 +50,7 @@ func (c *Cluster) ExpectGroups(t testing.TB, groups ...[]string) (check func()) 
 		g.waiting = slices.Clone(groups[0])
 	}
 	c.Core.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetResource().Resource == "events" {
+		if a.GetResource().Resource == "events" && a.GetVerb() != "list" && a.GetVerb() != "get" {
 			return false, nil, nil
 		}
 		if release := g.arrived(Request(a)); release != nil {
