@@ -129,12 +129,14 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 		{
 			// The instance, the names the binding takes, the access rules (and who the
 			// user is, the trust token, the OSB context); what the instance names: its
-			// class and schemas; the create; the broker; the write-ahead; the Secret; the
-			// outcome. The instance, class and rules read first serve the engine.
+			// class and schemas; the create; the instance again and its broker, both
+			// after the create, so that a deprovision, an unshare or a deregistration
+			// marked meanwhile is seen; the write-ahead; the Secret; the outcome. The
+			// class and rules read first serve the engine.
 			args: []string{"bind", "db", "--name", "app"},
 			groups: [][]string{
 				append([]string{instance, binding, "get secrets app", access, user, trust}, osbContext...),
-				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {broker}, {update}, {"create secrets"}, {update},
+				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {instance, broker}, {update}, {"create secrets"}, {update},
 			},
 		},
 		{

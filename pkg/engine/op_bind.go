@@ -107,7 +107,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 	if !req.DryRun.Enabled() {
 		e.readAhead(ctx, req.instanceNamespace(), true)
 	}
-	b, changes, err := e.checkBind(ctx, req)
+	b, changes, inst, err := e.checkBind(ctx, req)
 	if err != nil {
 		return res, err
 	}
@@ -121,6 +121,15 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 			return res, bindingNameTaken(req)
 		}
 		return res, err
+	}
+	// The binding's first step reads its instance again, and the broker the instance
+	// names: both after the create, which is what makes a deprovision, an unshare or a
+	// deregistration marked meanwhile seen. The broker is the one the instance named
+	// when checked; its read goes out now, with the instance's.
+	if !inst.IsUserProvided() {
+		ctx = withBrokerReadAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
+			return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
+		})
 	}
 	r, err := e.FollowBinding(ctx, req.Namespace, req.Name, "bind", created, req.Follow)
 	if err != nil {
@@ -160,26 +169,28 @@ func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, erro
 	return req.Ask.Select("Instance to bind:", names, "")
 }
 
-// checkBind checks req against the cluster, and returns the binding to record and the
-// changes its projections would make to the workloads (worked out, not made).
-func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, error) {
+// checkBind checks req against the cluster, and returns the binding to record, the
+// changes its projections would make to the workloads (worked out, not made) and the
+// instance as read.
+func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, *v1alpha1.ServiceInstance, error) {
 	// The names are checked after the instance, but read with it; so are the access
 	// rules the engine checks the plan against.
 	names := e.readBindNames(ctx, req)
-	rules := ahead.Start(func() (marketplace.Rules, error) {
+	rules := ahead.Start(ctx, func() (marketplace.Rules, error) {
 		return marketplace.LoadRules(ctx, e.cfg.Store, marketplace.InCatalogNamespace(e.cfg.CatalogNamespace))
 	})
 	inst, class, schemas, err := e.boundInstance(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !req.DryRun.Enabled() {
-		// The binding's first step, moments later, takes the instance, its class and
-		// the rules as read here (preparedReads); it reads again what could not be read.
+		// The binding's first step, moments later, takes the class and the rules as
+		// read here (preparedReads); it reads again what could not be read. It reads the
+		// instance again: that read, after the binding's create, is what a deprovision or
+		// an unshare marked meanwhile is seen by.
 		if r, err := rules.Wait(); err == nil && class != nil {
 			e.prepared.keep(class, e.cfg.CatalogNamespace, r)
 		}
-		e.prepared.keepInstance(inst)
 	}
 	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, ExternalID: e.namespaceBoundID(req.Namespace)})
 	// The user's own command: where the instance's author cannot be verified, the
@@ -188,17 +199,17 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	// its bind left to reconcile.
 	if err := e.checkConsumer(WithRunnersRights(ctx), draft, inst); err != nil {
 		if _, ok := AsLeftToReconcile(err); !ok {
-			return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+			return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 		}
 	}
 	if err := checkBindingLimit(inst); err != nil {
-		return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+		return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 	}
 	if err := CheckBindable(inst, class); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := checkBindNames(req, names); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, err := e.prepareBinding(ctx, inst, class, schemas, BindingRequest{
 		BindingIntent: BindingIntent{
@@ -208,14 +219,14 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 		Parameters: req.Parameters,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	req.Metadata.apply(&b.ObjectMeta)
 	changes, err := e.previewProjections(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return b, changes, nil
+	return b, changes, inst, nil
 }
 
 // instanceNamespace is the namespace of the instance req binds.
@@ -249,7 +260,7 @@ func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.
 	bns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
 	var schemas *ahead.Read[*v1alpha1.ServicePlanSchemas]
 	if inst.Status.Provisioned != nil {
-		schemas = ahead.Start(func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
+		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
 	}
 	class, err := e.cfg.Store.Classes().Get(ctx, bns, name)
 	if store.IsNotFound(err) {
@@ -282,10 +293,10 @@ type bindNames struct {
 // readBindNames starts the reads of checkBindNames, all at once.
 func (e *Engine) readBindNames(ctx context.Context, req BindRequest) bindNames {
 	secret := func(name string) *ahead.Read[*corev1.Secret] {
-		return ahead.Start(func() (*corev1.Secret, error) { return e.cfg.Store.GetSecret(ctx, req.Namespace, name) })
+		return ahead.Start(ctx, func() (*corev1.Secret, error) { return e.cfg.Store.GetSecret(ctx, req.Namespace, name) })
 	}
 	n := bindNames{
-		binding: ahead.Start(func() (*v1alpha1.ServiceBinding, error) {
+		binding: ahead.Start(ctx, func() (*v1alpha1.ServiceBinding, error) {
 			return e.cfg.Store.Bindings().Get(ctx, req.Namespace, req.Name)
 		}),
 		secret: secret(req.SecretName),

@@ -87,7 +87,7 @@ func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (De
 		bindings []*v1alpha1.ServiceBinding
 		bad      []*store.Error
 	}
-	pending := ahead.Start(func() (listed, error) {
+	pending := ahead.Start(ctx, func() (listed, error) {
 		var l listed
 		var err error
 		l.bindings, err = readableBindings(ctx, e.cfg.Store, namespace, store.Filter{Instance: name}, &l.bad)

@@ -1,15 +1,17 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
-// preparedReads keeps what PrepareInstance and bind read (the class record and the
-// access rules; bind's instance) for preparedTTL, so that the engine, checking the record a verb created from them
+// preparedReads keeps what PrepareInstance read (the class record and the access rules)
+// for preparedTTL, so that the engine, checking the record a verb created from them
 // moments later in the same process as the same user, need not read them again. The
 // record is checked against them exactly as against records read afresh: the class is
 // looked up by the namespace and name the record names, and the rules are the catalog
@@ -21,39 +23,6 @@ type preparedReads struct {
 	// ids are the OSB instance ids PrepareInstance generated: a fresh UUID no older
 	// record can use.
 	ids map[string]bool
-	// instances are the instances bind read, for the first step of the binding it
-	// creates from them (taken once).
-	instances map[string]preparedInstance
-}
-
-type preparedInstance struct {
-	inst *v1alpha1.ServiceInstance
-	at   time.Time
-}
-
-// keepInstance keeps the instance a verb read, for the first step of the binding it
-// creates of it moments later (takeInstance). That step's writes of the instance are
-// guarded by its resourceVersion, as for any record read.
-func (p *preparedReads) keepInstance(inst *v1alpha1.ServiceInstance) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.instances == nil || len(p.instances) > 100 {
-		p.instances = map[string]preparedInstance{}
-	}
-	p.instances[inst.Namespace+"/"+inst.Name] = preparedInstance{inst: inst.DeepCopy(), at: time.Now()}
-}
-
-// takeInstance returns the instance kept of that namespace and name, forgetting it.
-func (p *preparedReads) takeInstance(namespace, name string) (*v1alpha1.ServiceInstance, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	key := namespace + "/" + name
-	i, ok := p.instances[key]
-	delete(p.instances, key)
-	if !ok || time.Since(i.at) > preparedTTL {
-		return nil, false
-	}
-	return i.inst, true
 }
 
 type preparedClass struct {
@@ -138,4 +107,39 @@ func (e *Engine) ownCreated(inst *v1alpha1.ServiceInstance) {
 	}
 	c.owned[v1alpha1.KindServiceInstance+"/"+id] = string(inst.UID)
 	c.mu.Unlock()
+}
+
+// brokerReadAhead is a read of one broker record that a verb started right after
+// creating a record, for the first step of that record's drive: the step takes it once
+// (takeBrokerRead) instead of reading the broker itself, so that the read goes out
+// together with the step's read of the instance. It is carried by the drive's context
+// only, so no other record's step, and no later step, can take it.
+type brokerReadAhead struct {
+	namespace, name string
+	mu              sync.Mutex
+	read            *ahead.Read[*v1alpha1.Broker]
+}
+
+type brokerReadAheadKey struct{}
+
+// withBrokerReadAhead starts read of broker namespace/name and returns a context that
+// carries it for the drive that follows.
+func withBrokerReadAhead(ctx context.Context, namespace, name string, read func(context.Context) (*v1alpha1.Broker, error)) context.Context {
+	r := &brokerReadAhead{namespace: namespace, name: name}
+	r.read = ahead.Start(ctx, func() (*v1alpha1.Broker, error) { return read(ctx) })
+	return context.WithValue(ctx, brokerReadAheadKey{}, r)
+}
+
+// takeBrokerRead returns the read of broker namespace/name that ctx carries, once; false
+// when it carries none of that broker or it was taken already.
+func takeBrokerRead(ctx context.Context, namespace, name string) (*ahead.Read[*v1alpha1.Broker], bool) {
+	r, _ := ctx.Value(brokerReadAheadKey{}).(*brokerReadAhead)
+	if r == nil || r.namespace != namespace || r.name != name {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	read := r.read
+	r.read = nil
+	return read, read != nil
 }

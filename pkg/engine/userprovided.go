@@ -262,9 +262,6 @@ func (e *Engine) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBin
 		return nil, false
 	}
 	ns, name := b.InstanceRef()
-	if inst, ok := e.prepared.takeInstance(ns, name); ok {
-		return inst, inst.IsUserProvided()
-	}
 	inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
 	if err != nil {
 		return nil, false

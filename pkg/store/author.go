@@ -46,10 +46,10 @@ func WithTrustToken(token func(ctx context.Context) (string, error)) Option {
 // not kept, and the write asks again.
 func (s *Store) ReadAheadAuthor(ctx context.Context) {
 	if s.identity != nil {
-		ahead.Go(func() { _, _ = s.identity(ctx) })
+		ahead.Go(ctx, func() { _, _ = s.identity(ctx) })
 	}
 	if s.trustToken != nil {
-		ahead.Go(func() { _, _ = s.trustToken(ctx) })
+		ahead.Go(ctx, func() { _, _ = s.trustToken(ctx) })
 	}
 }
 

@@ -67,14 +67,14 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 	if o.factory != nil {
 		events = recordevents.Ahead(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceInstance, o.Name))
 	}
-	listed := ahead.Start(func() ([]*v1alpha1.ServiceBinding, error) {
+	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) {
 		return o.Reader.Bindings().List(ctx, o.Namespace, engine.Filter{Instance: o.Name})
 	})
 	inst, err := o.Reader.Instances().Get(ctx, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
-	consumers := ahead.Start(func() (consumersOf, error) {
+	consumers := ahead.Start(ctx, func() (consumersOf, error) {
 		bs, unseen, err := o.Reader.Consumers(ctx, inst)
 		return consumersOf{bs, unseen}, err
 	})

@@ -174,7 +174,7 @@ type Pending struct {
 // Ahead starts listing the Events about ConfigMap ns/name, which need not wait for the
 // record to be read: its uid only picks among them (Pending.Section).
 func Ahead(ctx context.Context, f *cmdutil.Factory, ns, name string) *Pending {
-	return &Pending{f: f, ns: ns, name: name, list: ahead.Start(func() (*eventsv1.EventList, error) {
+	return &Pending{f: f, ns: ns, name: name, list: ahead.Start(ctx, func() (*eventsv1.EventList, error) {
 		core, err := f.KubernetesClient()
 		if err != nil {
 			return nil, err

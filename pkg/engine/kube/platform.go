@@ -105,11 +105,11 @@ func (p *Platform) readClusterID(ctx context.Context) (bool, error) {
 // created by ClusterID, when a call needs it) and keeps no error: a call finding none
 // kept asks again, and fails as it would have.
 func (p *Platform) ReadAhead(ctx context.Context, namespace string) {
-	ahead.Go(func() { _, _ = p.user.UserInfo(ctx) })
+	ahead.Go(ctx, func() { _, _ = p.user.UserInfo(ctx) })
 	if namespace == "" {
 		return
 	}
-	ahead.Go(
+	ahead.Go(ctx,
 		func() {
 			p.idMu.Lock()
 			defer p.idMu.Unlock()

@@ -69,7 +69,7 @@ func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts
 	// The access rules are read together with the classes.
 	loaded := ahead.Done(Rules{}, nil)
 	if !f.IgnoreAccess {
-		loaded = ahead.Start(func() (Rules, error) { return LoadRules(ctx, st, opts...) })
+		loaded = ahead.Start(ctx, func() (Rules, error) { return LoadRules(ctx, st, opts...) })
 	}
 	classes, listErr := list(sf)
 	if f.Class != "" {
@@ -131,7 +131,7 @@ func listClasses(ctx context.Context, st *store.Store, cfg config, namespace str
 		// The two lists go out together; their results are taken in this order.
 		cf, nf := f, f
 		cf.Scope, nf.Scope = v1alpha1.ScopeCluster, v1alpha1.ScopeNamespace
-		own := ahead.Start(func() ([]*v1alpha1.ServiceClass, error) { return st.Classes().List(ctx, namespace, nf) })
+		own := ahead.Start(ctx, func() ([]*v1alpha1.ServiceClass, error) { return st.Classes().List(ctx, namespace, nf) })
 		cs, err := st.Classes().List(ctx, cfg.catalogNamespace, cf)
 		if store.IsForbidden(err) {
 			// A user who may not read the catalog namespace still sees the namespace's

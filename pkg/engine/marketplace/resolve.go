@@ -62,7 +62,7 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 		brokerName, name = b, n
 	}
 	// The access rules are read together with the classes, and looked at after them.
-	loaded := ahead.Start(func() (Rules, error) { return LoadRules(ctx, st, opts...) })
+	loaded := ahead.Start(ctx, func() (Rules, error) { return LoadRules(ctx, st, opts...) })
 	matches, err := listClasses(ctx, st, cfg, namespace, store.Filter{Broker: brokerName, Class: name})
 	if err != nil && len(matches) == 0 {
 		return nil, err
