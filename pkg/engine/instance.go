@@ -125,7 +125,13 @@ func (e *Engine) target(ctx context.Context, inst *v1alpha1.ServiceInstance) (ta
 
 func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance) (target, error) {
 	ns := e.brokerNamespace(inst)
-	b, err := e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
+	var b *v1alpha1.Broker
+	var err error
+	if read, ok := takeBrokerRead(ctx, ns, inst.Spec.BrokerName); ok {
+		b, err = read.Wait()
+	} else {
+		b, err = e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
+	}
 	if err != nil {
 		return target{}, fmt.Errorf("broker %q of instance %q: %w", inst.Spec.BrokerName, inst.Name, err)
 	}

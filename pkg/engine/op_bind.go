@@ -6,10 +6,13 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -101,7 +104,10 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 		req.SecretName = req.Name
 	}
 	res := BindResult{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, SecretName: req.SecretName}
-	b, changes, err := e.checkBind(ctx, req)
+	if !req.DryRun.Enabled() {
+		e.readAhead(ctx, req.instanceNamespace(), true)
+	}
+	b, changes, inst, err := e.checkBind(ctx, req)
 	if err != nil {
 		return res, err
 	}
@@ -109,13 +115,23 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 		return e.bindDryRun(ctx, req, res, b, changes)
 	}
 	req.Follow.note("Binding instance %q as %q in namespace %q...", req.Instance, req.Name, req.Namespace)
-	if _, err := e.cfg.Store.Bindings().Create(req.DryRun.writes(ctx), b); err != nil {
+	created, err := e.cfg.Store.Bindings().Create(req.DryRun.writes(ctx), b)
+	if err != nil {
 		if store.IsAlreadyExists(err) {
 			return res, bindingNameTaken(req)
 		}
 		return res, err
 	}
-	r, err := e.FollowBinding(ctx, req.Namespace, req.Name, "bind", req.Follow)
+	// The binding's first step reads its instance again, and the broker the instance
+	// names: both after the create, which is what makes a deprovision, an unshare or a
+	// deregistration marked meanwhile seen. The broker is the one the instance named
+	// when checked; its read goes out now, with the instance's.
+	if !inst.IsUserProvided() {
+		ctx = withBrokerReadAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
+			return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
+		})
+	}
+	r, err := e.FollowBinding(ctx, req.Namespace, req.Name, "bind", created, req.Follow)
 	if err != nil {
 		return res, err
 	}
@@ -153,12 +169,28 @@ func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, erro
 	return req.Ask.Select("Instance to bind:", names, "")
 }
 
-// checkBind checks req against the cluster, and returns the binding to record and the
-// changes its projections would make to the workloads (worked out, not made).
-func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, error) {
-	inst, class, err := e.boundInstance(ctx, req)
+// checkBind checks req against the cluster, and returns the binding to record, the
+// changes its projections would make to the workloads (worked out, not made) and the
+// instance as read.
+func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, *v1alpha1.ServiceInstance, error) {
+	// The names are checked after the instance, but read with it; so are the access
+	// rules the engine checks the plan against.
+	names := e.readBindNames(ctx, req)
+	rules := ahead.Start(ctx, func() (marketplace.Rules, error) {
+		return marketplace.LoadRules(ctx, e.cfg.Store, marketplace.InCatalogNamespace(e.cfg.CatalogNamespace))
+	})
+	inst, class, schemas, err := e.boundInstance(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if !req.DryRun.Enabled() {
+		// The binding's first step, moments later, takes the class and the rules as
+		// read here (preparedReads); it reads again what could not be read. It reads the
+		// instance again: that read, after the binding's create, is what a deprovision or
+		// an unshare marked meanwhile is seen by.
+		if r, err := rules.Wait(); err == nil && class != nil {
+			e.prepared.keep(class, e.cfg.CatalogNamespace, r)
+		}
 	}
 	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, ExternalID: e.namespaceBoundID(req.Namespace)})
 	// The user's own command: where the instance's author cannot be verified, the
@@ -167,19 +199,19 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	// its bind left to reconcile.
 	if err := e.checkConsumer(WithRunnersRights(ctx), draft, inst); err != nil {
 		if _, ok := AsLeftToReconcile(err); !ok {
-			return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+			return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 		}
 	}
 	if err := checkBindingLimit(inst); err != nil {
-		return nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
+		return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 	}
 	if err := CheckBindable(inst, class); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if err := e.checkBindNames(ctx, req); err != nil {
-		return nil, nil, err
+	if err := checkBindNames(req, names); err != nil {
+		return nil, nil, nil, err
 	}
-	b, err := e.PrepareBinding(ctx, inst, class, BindingRequest{
+	b, err := e.prepareBinding(ctx, inst, class, schemas, BindingRequest{
 		BindingIntent: BindingIntent{
 			Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, SecretName: req.SecretName,
 			Transforms: req.Transforms, Projections: req.Projections, ExternalID: req.ExternalID,
@@ -187,45 +219,57 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 		Parameters: req.Parameters,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	req.Metadata.apply(&b.ObjectMeta)
 	changes, err := e.previewProjections(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return b, changes, nil
+	return b, changes, inst, nil
+}
+
+// instanceNamespace is the namespace of the instance req binds.
+func (req BindRequest) instanceNamespace() string {
+	if req.InstanceNamespace != "" {
+		return req.InstanceNamespace
+	}
+	return req.Namespace
 }
 
 // boundInstance reads the instance req binds and its class (nil when it is gone, or for a
-// user-provided instance).
-func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.ServiceInstance, *v1alpha1.ServiceClass, error) {
-	ins := req.Namespace
-	if req.InstanceNamespace != "" {
-		ins = req.InstanceNamespace
-	}
+// user-provided instance), and starts reading the class's plan schemas together with
+// the class (nil when there are none to read: see prepareBinding).
+func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.ServiceInstance, *v1alpha1.ServiceClass, *ahead.Read[*v1alpha1.ServicePlanSchemas], error) {
+	ins := req.instanceNamespace()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ins, req.Instance)
 	switch {
 	case store.IsNotFound(err) && req.InstanceNamespace == "":
-		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, req.Instance, ins)
+		return nil, nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, req.Instance, ins)
 	case store.IsNotFound(err):
-		return nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, req.Instance, ins, ins)
+		return nil, nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, req.Instance, ins, ins)
 	case store.IsForbidden(err) && req.InstanceNamespace != "":
-		return nil, nil, fmt.Errorf("you may not read instance %q of namespace %q: binding an instance another namespace shares needs its record read (the kubectl-catalog-viewer role in namespace %q, which its owners grant); binding %q not created", req.Instance, ins, ins, req.Name)
+		return nil, nil, nil, fmt.Errorf("you may not read instance %q of namespace %q: binding an instance another namespace shares needs its record read (the kubectl-catalog-viewer role in namespace %q, which its owners grant); binding %q not created", req.Instance, ins, ins, req.Name)
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if inst.IsUserProvided() {
-		return inst, nil, nil
+		return inst, nil, nil, nil
 	}
-	class, err := e.cfg.Store.Classes().Get(ctx, e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	// The schemas are kept under the class record's name.
+	bns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
+	var schemas *ahead.Read[*v1alpha1.ServicePlanSchemas]
+	if inst.Status.Provisioned != nil {
+		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
+	}
+	class, err := e.cfg.Store.Classes().Get(ctx, bns, name)
 	if store.IsNotFound(err) {
-		return inst, nil, nil
+		return inst, nil, schemas, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", req.Instance, err)
+		return nil, nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", req.Instance, err)
 	}
-	return inst, class, nil
+	return inst, class, schemas, nil
 }
 
 // checkBindingLimit refuses a bind while every place under the instance's maxBindings
@@ -238,29 +282,58 @@ func checkBindingLimit(inst *v1alpha1.ServiceInstance) error {
 	return nil
 }
 
+// bindNames are the reads checkBindNames looks at: the binding of the name, its Secret
+// and the Secrets the transforms read (by transform), each read or being read.
+type bindNames struct {
+	binding    *ahead.Read[*v1alpha1.ServiceBinding]
+	secret     *ahead.Read[*corev1.Secret]
+	transforms []*ahead.Read[*corev1.Secret]
+}
+
+// readBindNames starts the reads of checkBindNames, all at once.
+func (e *Engine) readBindNames(ctx context.Context, req BindRequest) bindNames {
+	secret := func(name string) *ahead.Read[*corev1.Secret] {
+		return ahead.Start(ctx, func() (*corev1.Secret, error) { return e.cfg.Store.GetSecret(ctx, req.Namespace, name) })
+	}
+	n := bindNames{
+		binding: ahead.Start(ctx, func() (*v1alpha1.ServiceBinding, error) {
+			return e.cfg.Store.Bindings().Get(ctx, req.Namespace, req.Name)
+		}),
+		secret: secret(req.SecretName),
+	}
+	for _, t := range req.Transforms {
+		if t.AddKeysFrom != nil {
+			n.transforms = append(n.transforms, secret(t.AddKeysFrom.SecretRef.Name))
+		}
+	}
+	return n
+}
+
 // checkBindNames refuses a binding name or Secret name that is taken, and Secrets the
-// transforms read that do not exist.
-func (e *Engine) checkBindNames(ctx context.Context, req BindRequest) error {
-	if _, err := e.cfg.Store.Bindings().Get(ctx, req.Namespace, req.Name); err == nil {
+// transforms read that do not exist, from the reads of readBindNames, in this order.
+func checkBindNames(req BindRequest, n bindNames) error {
+	if _, err := n.binding.Wait(); err == nil {
 		return bindingNameTaken(req)
 	} else if !store.IsNotFound(err) {
 		return err
 	}
-	if _, err := e.cfg.Store.GetSecret(ctx, req.Namespace, req.SecretName); err == nil {
+	if _, err := n.secret.Wait(); err == nil {
 		return fmt.Errorf("Secret %q already exists and is not managed by this binding: choose another with --secret-name", req.SecretName)
 	} else if !store.IsNotFound(err) {
 		return err
 	}
+	i := 0
 	for _, t := range req.Transforms {
 		if t.AddKeysFrom == nil {
 			continue
 		}
 		name := t.AddKeysFrom.SecretRef.Name
-		if _, err := e.cfg.Store.GetSecret(ctx, req.Namespace, name); store.IsNotFound(err) {
+		if _, err := n.transforms[i].Wait(); store.IsNotFound(err) {
 			return fmt.Errorf("--add-keys-from-secret %s: Secret %q not found in namespace %q", name, name, req.Namespace)
 		} else if err != nil {
 			return err
 		}
+		i++
 	}
 	return nil
 }

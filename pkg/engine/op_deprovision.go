@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -53,6 +54,9 @@ type DeprovisionResult struct {
 // records without calling the broker. A dry run writes nothing (DryRunServer sends the
 // deletions to the API server as a dry run) and calls no broker.
 func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (DeprovisionResult, error) {
+	if !req.DryRun.Enabled() && !req.Abandon {
+		e.readAhead(ctx, "", false)
+	}
 	d, err := e.deprovisioning(ctx, req.Namespace, req.Name)
 	if err != nil {
 		return DeprovisionResult{}, err
@@ -78,6 +82,17 @@ func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (Depro
 
 // deprovisioning reads the instance and its bindings, refusing a shared instance.
 func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (Deprovisioning, error) {
+	// The bindings are listed together with the instance's read, and looked at after it.
+	type listed struct {
+		bindings []*v1alpha1.ServiceBinding
+		bad      []*store.Error
+	}
+	pending := ahead.Start(ctx, func() (listed, error) {
+		var l listed
+		var err error
+		l.bindings, err = readableBindings(ctx, e.cfg.Store, namespace, store.Filter{Instance: name}, &l.bad)
+		return l, err
+	})
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil {
 		return Deprovisioning{}, err
@@ -86,9 +101,9 @@ func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (De
 		return Deprovisioning{}, fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (\"kubectl catalog unshare %s --from-namespace %s --yes\"), which removes their bindings; nothing was changed",
 			name, strings.Join(shared, ", "), name, shared[0])
 	}
-	var bad []*store.Error
-	bindings, err := readableBindings(ctx, e.cfg.Store, namespace, store.Filter{Instance: name}, &bad)
-	e.reportUnreadable(ctx, inst, bad)
+	l, err := pending.Wait()
+	bindings := l.bindings
+	e.reportUnreadable(ctx, inst, l.bad)
 	if err != nil {
 		return Deprovisioning{}, err
 	}
@@ -140,7 +155,7 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 			}
 		}
 		req.Follow.note("Unbinding %q first...", b.Name)
-		br, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", req.Follow)
+		br, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", nil, req.Follow)
 		if err != nil {
 			return Result{}, fmt.Errorf("instance %q waits for its binding %q: %w", req.Name, b.Name, err)
 		}

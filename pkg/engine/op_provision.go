@@ -125,6 +125,9 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	if err := req.Limits.check(); err != nil {
 		return InstanceResult{}, err
 	}
+	if !req.DryRun.Enabled() {
+		e.readAhead(ctx, req.Namespace, true)
+	}
 	// A provision that asks the user questions or only shows the record checks the name
 	// first; any other finds a taken name in its create.
 	if req.Ask != nil || req.DryRun == DryRunClient {

@@ -58,7 +58,7 @@ func (e *Engine) Rotate(ctx context.Context, req RotateRequest) (RotateResult, e
 	}
 	res.OldID, res.NewID = b.RotatedFrom().ExternalID, b.CurrentExternalID()
 	req.Follow.note("Rotating binding %q in namespace %q: new binding id %s replaces %s...", req.Name, req.Namespace, res.NewID, res.OldID)
-	r, err := e.FollowBinding(ctx, req.Namespace, req.Name, "bind", req.Follow)
+	r, err := e.FollowBinding(ctx, req.Namespace, req.Name, "bind", nil, req.Follow)
 	if err != nil {
 		return res, err
 	}

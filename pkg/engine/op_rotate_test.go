@@ -96,7 +96,7 @@ func TestRotate_UserCommandWritesAsTheUser_ScheduledKeepsTheAuthor(t *testing.T)
 // driveBindingWithRunnersRights drives a binding as a verb does.
 func (f *fixture) driveBindingWithRunnersRights(name string) Result {
 	f.t.Helper()
-	res, err := f.engine.FollowBinding(context.Background(), ns, name, "bind", Follow{Wait: true})
+	res, err := f.engine.FollowBinding(context.Background(), ns, name, "bind", nil, Follow{Wait: true})
 	assert.NilError(f.t, err)
 	return res
 }

@@ -58,6 +58,9 @@ type UnbindResult struct {
 // binding's failure stops the unbind; with several, the others are still driven and the
 // failures are counted in the error, except a timeout or an interruption, which stop it.
 func (e *Engine) Unbind(ctx context.Context, req UnbindRequest) (UnbindResult, error) {
+	if !req.DryRun.Enabled() && !req.Abandon {
+		e.readAhead(ctx, "", false)
+	}
 	bindings, err := e.unbindSelected(ctx, req)
 	if err != nil {
 		return UnbindResult{}, err
@@ -194,7 +197,7 @@ func (e *Engine) driveUnbinds(ctx context.Context, req UnbindRequest, bindings [
 	var first error
 	for _, b := range bindings {
 		req.Follow.note("Unbinding %q...", b.Name)
-		r, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", req.Follow)
+		r, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", nil, req.Follow)
 		if err == nil {
 			err = unboundError(req.Namespace, b, r)
 		}

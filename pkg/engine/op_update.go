@@ -42,6 +42,9 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	if req.brokered() && req.Credentials.given() {
 		return InstanceResult{}, inputErrorf("--credentials-*, --syslog-drain-url and --route-service-url change a user-provided instance, which has no plan or parameters: give them without --plan, parameters or --upgrade")
 	}
+	if !req.DryRun.Enabled() {
+		e.readAhead(ctx, req.Namespace, true)
+	}
 	inst, err := e.cfg.Store.Instances().Get(ctx, req.Namespace, req.Name)
 	if err != nil {
 		return InstanceResult{}, err

@@ -113,7 +113,7 @@ func (e *Engine) instanceFollowed(verb string, created *v1alpha1.ServiceInstance
 	return f
 }
 
-func (e *Engine) bindingFollowed(verb, name string) followed {
+func (e *Engine) bindingFollowed(verb, name string, created *v1alpha1.ServiceBinding) followed {
 	f := followed{
 		kind:  "binding",
 		drive: e.DriveBinding,
@@ -128,6 +128,9 @@ func (e *Engine) bindingFollowed(verb, name string) followed {
 	if verb == "unbind" {
 		f.again = fmt.Sprintf(`, or wait again with "kubectl catalog unbind %s --wait"`, name)
 	}
+	if created != nil {
+		f.created = created
+	}
 	return f
 }
 
@@ -140,8 +143,8 @@ func (e *Engine) FollowInstance(ctx context.Context, namespace, name, verb strin
 }
 
 // FollowBinding is FollowInstance for a binding.
-func (e *Engine) FollowBinding(ctx context.Context, namespace, name, verb string, f Follow) (Result, error) {
-	return e.follow(ctx, e.bindingFollowed(verb, name), namespace, name, verb, f)
+func (e *Engine) FollowBinding(ctx context.Context, namespace, name, verb string, created *v1alpha1.ServiceBinding, f Follow) (Result, error) {
+	return e.follow(ctx, e.bindingFollowed(verb, name, created), namespace, name, verb, f)
 }
 
 func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb string, f Follow) (Result, error) {

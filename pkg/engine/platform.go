@@ -42,3 +42,23 @@ func (s StaticPlatform) NamespaceUID(_ context.Context, ns string) (string, erro
 func (s StaticPlatform) Identity(context.Context) (*osb.OriginatingIdentity, error) {
 	return s.User, nil
 }
+
+// readAheadPlatform is a Platform that can start its reads before a call needs them
+// (kube.Platform).
+type readAheadPlatform interface {
+	ReadAhead(ctx context.Context, namespace string)
+}
+
+// readAhead starts, in the background, the reads a verb waits for later and that depend
+// on nothing it reads first: who the user is; for a verb that sends the OSB context of
+// an instance in namespace (not ""), the cluster id and the namespace's uid; for a verb
+// that writes the user's intent (author), the trust token. The calls that need them take the answers kept, or ask again after an error,
+// so that what fails, and how, stays what it was.
+func (e *Engine) readAhead(ctx context.Context, namespace string, author bool) {
+	if p, ok := e.cfg.Platform.(readAheadPlatform); ok {
+		p.ReadAhead(ctx, namespace)
+	}
+	if author {
+		e.cfg.Store.ReadAheadAuthor(ctx)
+	}
+}

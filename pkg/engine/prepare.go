@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -370,6 +371,12 @@ type BindingRequest struct {
 // is inst's class record, nil when it is gone. A user-provided instance takes no
 // parameters: its bindings get a copy of its credentials.
 func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, req BindingRequest) (*v1alpha1.ServiceBinding, error) {
+	return e.prepareBinding(ctx, inst, class, nil, req)
+}
+
+// prepareBinding is PrepareBinding with the class's plan schemas being read already
+// (schemas; nil: read them here).
+func (e *Engine) prepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], req BindingRequest) (*v1alpha1.ServiceBinding, error) {
 	in := req.BindingIntent
 	if in.ExternalID == "" {
 		in.ExternalID = e.namespaceBoundID(in.Namespace)
@@ -382,7 +389,10 @@ func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInsta
 	}
 	var schema json.RawMessage
 	if class != nil && inst.Status.Provisioned != nil {
-		s, err := e.cfg.Store.PlanSchemas().Get(ctx, class.Namespace, class.Name)
+		if schemas == nil {
+			schemas = ahead.Done(e.cfg.Store.PlanSchemas().Get(ctx, class.Namespace, class.Name))
+		}
+		s, err := schemas.Wait()
 		if err != nil && !store.IsNotFound(err) {
 			return nil, fmt.Errorf("cannot read the binding schema of instance %q's plan: %w", inst.Name, err)
 		}

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
@@ -105,4 +107,39 @@ func (e *Engine) ownCreated(inst *v1alpha1.ServiceInstance) {
 	}
 	c.owned[v1alpha1.KindServiceInstance+"/"+id] = string(inst.UID)
 	c.mu.Unlock()
+}
+
+// brokerReadAhead is a read of one broker record that a verb started right after
+// creating a record, for the first step of that record's drive: the step takes it once
+// (takeBrokerRead) instead of reading the broker itself, so that the read goes out
+// together with the step's read of the instance. It is carried by the drive's context
+// only, so no other record's step, and no later step, can take it.
+type brokerReadAhead struct {
+	namespace, name string
+	mu              sync.Mutex
+	read            *ahead.Read[*v1alpha1.Broker]
+}
+
+type brokerReadAheadKey struct{}
+
+// withBrokerReadAhead starts read of broker namespace/name and returns a context that
+// carries it for the drive that follows.
+func withBrokerReadAhead(ctx context.Context, namespace, name string, read func(context.Context) (*v1alpha1.Broker, error)) context.Context {
+	r := &brokerReadAhead{namespace: namespace, name: name}
+	r.read = ahead.Start(ctx, func() (*v1alpha1.Broker, error) { return read(ctx) })
+	return context.WithValue(ctx, brokerReadAheadKey{}, r)
+}
+
+// takeBrokerRead returns the read of broker namespace/name that ctx carries, once; false
+// when it carries none of that broker or it was taken already.
+func takeBrokerRead(ctx context.Context, namespace, name string) (*ahead.Read[*v1alpha1.Broker], bool) {
+	r, _ := ctx.Value(brokerReadAheadKey{}).(*brokerReadAhead)
+	if r == nil || r.namespace != namespace || r.name != name {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	read := r.read
+	r.read = nil
+	return read, read != nil
 }

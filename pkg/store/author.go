@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 )
 
@@ -36,6 +38,19 @@ func (s *Store) Writer(ctx context.Context) (*Identity, error) {
 // the records written under WithIntent. An empty token stamps none.
 func WithTrustToken(token func(ctx context.Context) (string, error)) Option {
 	return func(s *Store) { s.trustToken = token }
+}
+
+// ReadAheadAuthor starts reading, in the background, who the store writes as and the
+// trust token, for a write of the user's intent (WithIntent) that comes later: the
+// reads go out with a verb's first ones. Both sources keep what they read; an error is
+// not kept, and the write asks again.
+func (s *Store) ReadAheadAuthor(ctx context.Context) {
+	if s.identity != nil {
+		ahead.Go(ctx, func() { _, _ = s.identity(ctx) })
+	}
+	if s.trustToken != nil {
+		ahead.Go(ctx, func() { _, _ = s.trustToken(ctx) })
+	}
 }
 
 type intentKey struct{}

@@ -282,7 +282,7 @@ func (o *Options) waitAll(ctx context.Context, actions []*action, fol *lifecycle
 		if a.obj.kind == v1alpha1.KindServiceInstance {
 			r, err = o.Engine.FollowInstance(ctx, a.obj.namespace, a.obj.name, "apply", nil, follow)
 		} else {
-			r, err = o.Engine.FollowBinding(ctx, a.obj.namespace, a.obj.name, "apply", follow)
+			r, err = o.Engine.FollowBinding(ctx, a.obj.namespace, a.obj.name, "apply", nil, follow)
 		}
 		if err == nil && r.State != engine.StateSettled {
 			err = fmt.Errorf("%s", r.Message)

@@ -61,6 +61,11 @@ func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error)
 
 // Run describes the binding.
 func (o *BindingOptions) Run(ctx context.Context) error {
+	// The Events go out with the binding's read.
+	var events *recordevents.Pending
+	if o.factory != nil {
+		events = recordevents.Ahead(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceBinding, o.Name))
+	}
 	b, err := o.Reader.Bindings().Get(ctx, o.Namespace, o.Name)
 	if err != nil {
 		return err
@@ -74,8 +79,8 @@ func (o *BindingOptions) Run(ctx context.Context) error {
 		}
 	}
 	fmt.Fprint(o.Streams.Out, BindingView(b, SecretView{Secret: secret, Err: secretErr, Show: o.ShowSecrets}, o.Now()))
-	if o.factory != nil {
-		recordevents.Section(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), b.UID)
+	if events != nil {
+		events.Section(b.UID)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
@@ -60,15 +61,23 @@ func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) erro
 
 // Run describes the instance.
 func (o *InstanceOptions) Run(ctx context.Context) error {
+	// What needs only the name goes out with the instance's read; what needs the
+	// record (its class, the bindings other namespaces hold) right after it.
+	var events *recordevents.Pending
+	if o.factory != nil {
+		events = recordevents.Ahead(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceInstance, o.Name))
+	}
+	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) {
+		return o.Reader.Bindings().List(ctx, o.Namespace, engine.Filter{Instance: o.Name})
+	})
 	inst, err := o.Reader.Instances().Get(ctx, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
-	bindings, _ := o.Reader.Bindings().List(ctx, o.Namespace, engine.Filter{Instance: inst.Name})
-	var names []string
-	for _, b := range bindings {
-		names = append(names, b.Name)
-	}
+	consumers := ahead.Start(ctx, func() (consumersOf, error) {
+		bs, unseen, err := o.Reader.Consumers(ctx, inst)
+		return consumersOf{bs, unseen}, err
+	})
 	// The class names the plan the broker holds when it is not the spec's.
 	var class *v1alpha1.ServiceClass
 	if !inst.IsUserProvided() {
@@ -76,22 +85,35 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 			class = nil
 		}
 	}
+	bindings, _ := listed.Wait()
+	var names []string
+	for _, b := range bindings {
+		names = append(names, b.Name)
+	}
 	out := o.Streams.Out
 	fmt.Fprint(out, InstanceView(inst, class, names, o.Now()))
 	if inst.IsUserProvided() {
 		fmt.Fprint(out, describeCredentials(ctx, o.Reader, inst))
 	}
-	others, unseen, _ := o.Reader.Consumers(ctx, inst)
-	fmt.Fprint(out, DescribeConsumers(inst, names, others, unseen))
+	c, _ := consumers.Wait()
+	others := c.bindings
+	fmt.Fprint(out, DescribeConsumers(inst, names, others, c.unseen))
 	if all := slices.Concat(bindings, others); len(all) > 0 {
 		if err := o.usedBy(ctx, inst, all); err != nil {
 			return err
 		}
 	}
-	if o.factory != nil {
-		recordevents.Section(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), inst.UID)
+	if events != nil {
+		events.Section(inst.UID)
 	}
 	return nil
+}
+
+// consumersOf are the bindings other namespaces hold of an instance, and the namespaces
+// that could not be read.
+type consumersOf struct {
+	bindings []*v1alpha1.ServiceBinding
+	unseen   []string
 }
 
 // usedBy writes who uses the bindings' Secrets; the rest of the description stands

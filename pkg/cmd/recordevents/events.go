@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
@@ -27,15 +28,27 @@ import (
 // A uid other than "" leaves out Events about an earlier ConfigMap of that name (one
 // with another uid); Events that name no uid are kept.
 func List(ctx context.Context, client kubernetes.Interface, namespace, name string, uid types.UID) ([]eventsv1.Event, error) {
+	list, err := listAbout(ctx, client, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return about(list, name, uid), nil
+}
+
+// listAbout lists the Events about ConfigMap namespace/name, or every Event of the
+// namespace on an API server that cannot select them.
+func listAbout(ctx context.Context, client kubernetes.Interface, namespace, name string) (*eventsv1.EventList, error) {
 	sel := fields.Set{"regarding.kind": "ConfigMap", "regarding.name": name}.AsSelector().String()
 	list, err := client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if apierrors.IsBadRequest(err) {
 		// An API server that does not know these field labels: filter here.
 		list, err = client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
 	}
-	if err != nil {
-		return nil, err
-	}
+	return list, err
+}
+
+// about keeps the Events of list about ConfigMap name (of uid), oldest first.
+func about(list *eventsv1.EventList, name string, uid types.UID) []eventsv1.Event {
 	var out []eventsv1.Event
 	for _, ev := range list.Items {
 		r := ev.Regarding
@@ -45,7 +58,7 @@ func List(ctx context.Context, client kubernetes.Interface, namespace, name stri
 		out = append(out, ev)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return lastSeen(&out[i]).Before(lastSeen(&out[j])) })
-	return out, nil
+	return out
 }
 
 // firstSeen is when an Event was first observed.
@@ -148,10 +161,35 @@ func oneLine(s string) string {
 // Section ends a describe view on f.Out with the Events recorded about ConfigMap
 // ns/name (of uid).
 func Section(ctx context.Context, f *cmdutil.Factory, ns, name string, uid types.UID) {
-	core, err := f.KubernetesClient()
+	Ahead(ctx, f, ns, name).Section(uid)
+}
+
+// Pending is the Events section of a describe view, its Events being listed.
+type Pending struct {
+	f        *cmdutil.Factory
+	ns, name string
+	list     *ahead.Read[*eventsv1.EventList]
+}
+
+// Ahead starts listing the Events about ConfigMap ns/name, which need not wait for the
+// record to be read: its uid only picks among them (Pending.Section).
+func Ahead(ctx context.Context, f *cmdutil.Factory, ns, name string) *Pending {
+	return &Pending{f: f, ns: ns, name: name, list: ahead.Start(ctx, func() (*eventsv1.EventList, error) {
+		core, err := f.KubernetesClient()
+		if err != nil {
+			return nil, err
+		}
+		return listAbout(ctx, core, ns, name)
+	})}
+}
+
+// Section ends a describe view on f.Out with the Events listed about the ConfigMap of
+// uid.
+func (p *Pending) Section(uid types.UID) {
+	list, err := p.list.Wait()
 	var evs []eventsv1.Event
 	if err == nil {
-		evs, err = List(ctx, core, ns, name, uid)
+		evs = about(list, p.name, uid)
 	}
-	Write(f.Out, evs, err, ns, f.Now())
+	Write(p.f.Out, evs, err, p.ns, p.f.Now())
 }

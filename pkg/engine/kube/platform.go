@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -33,8 +34,11 @@ type Platform struct {
 
 	user *store.ClusterUser
 
-	mu        sync.Mutex
+	// idMu and nsMu are held while their request is under way: a call that comes while
+	// a read-ahead (ReadAhead) is out waits for its answer instead of asking again.
+	idMu      sync.Mutex
 	clusterID string
+	nsMu      sync.Mutex
 	nsUIDs    map[string]string
 }
 
@@ -52,22 +56,17 @@ func NewPlatformAs(core kubernetes.Interface, catalogNamespace string, user *sto
 // ClusterID reads the cluster id, creating it (and the catalog namespace) on first use.
 // Two users racing to create it both end up with the one that was stored first.
 func (p *Platform) ClusterID(ctx context.Context) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.idMu.Lock()
+	defer p.idMu.Unlock()
 	if p.clusterID != "" {
 		return p.clusterID, nil
 	}
 	cms := p.core.CoreV1().ConfigMaps(p.catalogNamespace)
 	for range 3 {
-		cm, err := cms.Get(ctx, ClusterIDConfigMap, metav1.GetOptions{})
-		if err == nil && cm.Data[ClusterIDKey] != "" {
-			p.clusterID = cm.Data[ClusterIDKey]
-			return p.clusterID, nil
+		if found, err := p.readClusterID(ctx); found || err != nil {
+			return p.clusterID, err
 		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("cannot read the cluster id (ConfigMap %s/%s): %w", p.catalogNamespace, ClusterIDConfigMap, err)
-		}
-		_, err = cms.Create(ctx, &corev1.ConfigMap{
+		_, err := cms.Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMap, Labels: map[string]string{store.LabelManagedBy: store.ManagedBy}},
 			Data:       map[string]string{ClusterIDKey: uuid.NewString()},
 		}, metav1.CreateOptions{})
@@ -85,12 +84,49 @@ func (p *Platform) ClusterID(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("cannot read or create the cluster id (ConfigMap %s/%s)", p.catalogNamespace, ClusterIDConfigMap)
 }
 
+// readClusterID reads the cluster id into p.clusterID, with idMu held; not found is no
+// error.
+func (p *Platform) readClusterID(ctx context.Context) (bool, error) {
+	cm, err := p.core.CoreV1().ConfigMaps(p.catalogNamespace).Get(ctx, ClusterIDConfigMap, metav1.GetOptions{})
+	if err == nil && cm.Data[ClusterIDKey] != "" {
+		p.clusterID = cm.Data[ClusterIDKey]
+		return true, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("cannot read the cluster id (ConfigMap %s/%s): %w", p.catalogNamespace, ClusterIDConfigMap, err)
+	}
+	return false, nil
+}
+
+// ReadAhead starts reading, each in the background, who the user is and, unless
+// namespace is "", the cluster id and namespace's uid (the OSB context), and keeps the
+// answers for the calls that need them: a verb calls it when it starts, so that these
+// reads go out with its own first ones. It writes nothing (a missing cluster id is
+// created by ClusterID, when a call needs it) and keeps no error: a call finding none
+// kept asks again, and fails as it would have.
+func (p *Platform) ReadAhead(ctx context.Context, namespace string) {
+	ahead.Go(ctx, func() { _, _ = p.user.UserInfo(ctx) })
+	if namespace == "" {
+		return
+	}
+	ahead.Go(ctx,
+		func() {
+			p.idMu.Lock()
+			defer p.idMu.Unlock()
+			if p.clusterID == "" {
+				_, _ = p.readClusterID(ctx)
+			}
+		},
+		func() { _, _ = p.NamespaceUID(ctx, namespace) },
+	)
+}
+
 // NamespaceUID returns the namespace's uid. A user allowed to work in a namespace but
 // not to read Namespace objects gets the namespace's name instead: the space GUID must
 // be non-empty and stable, and a name is both within one cluster.
 func (p *Platform) NamespaceUID(ctx context.Context, namespace string) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.nsMu.Lock()
+	defer p.nsMu.Unlock()
 	if uid, ok := p.nsUIDs[namespace]; ok {
 		return uid, nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -43,7 +44,7 @@ type Offering struct {
 // namespace's brokers, each with its visible plans, sorted by class name then broker
 // (with f.AllNamespaces, those of every namespace, sorted by namespace first).
 // Classes with no visible plan are left out. It makes one paginated LIST of class records
-// per scope and one GET of the access rules (none with IgnoreAccess).
+// per scope and one GET of the access rules (none with IgnoreAccess), all at once.
 //
 // Unreadable class records do not hide the others: List returns what it could read
 // together with an error (see store.Records.List).
@@ -65,6 +66,11 @@ func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts
 		}
 		return listClasses(ctx, st, cfg, namespace, sf)
 	}
+	// The access rules are read together with the classes.
+	loaded := ahead.Done(Rules{}, nil)
+	if !f.IgnoreAccess {
+		loaded = ahead.Start(ctx, func() (Rules, error) { return LoadRules(ctx, st, opts...) })
+	}
 	classes, listErr := list(sf)
 	if f.Class != "" {
 		// The label selects by external name; an id or record name needs the full list.
@@ -77,12 +83,9 @@ func List(ctx context.Context, st *store.Store, namespace string, f Filter, opts
 	if listErr != nil && len(classes) == 0 {
 		return nil, listErr
 	}
-	var rules Rules
-	if !f.IgnoreAccess {
-		var err error
-		if rules, err = LoadRules(ctx, st, opts...); err != nil {
-			return nil, err
-		}
+	rules, err := loaded.Wait()
+	if err != nil {
+		return nil, err
 	}
 	var out []Offering
 	for _, c := range classes {
@@ -125,8 +128,10 @@ func listClasses(ctx context.Context, st *store.Store, cfg config, namespace str
 		cs, err := st.Classes().List(ctx, cfg.catalogNamespace, f)
 		all, errs = append(all, cs...), append(errs, err)
 	} else {
-		cf := f
-		cf.Scope = v1alpha1.ScopeCluster
+		// The two lists go out together; their results are taken in this order.
+		cf, nf := f, f
+		cf.Scope, nf.Scope = v1alpha1.ScopeCluster, v1alpha1.ScopeNamespace
+		own := ahead.Start(ctx, func() ([]*v1alpha1.ServiceClass, error) { return st.Classes().List(ctx, namespace, nf) })
 		cs, err := st.Classes().List(ctx, cfg.catalogNamespace, cf)
 		if store.IsForbidden(err) {
 			// A user who may not read the catalog namespace still sees the namespace's
@@ -135,9 +140,7 @@ func listClasses(ctx context.Context, st *store.Store, cfg config, namespace str
 		} else {
 			all, errs = append(all, cs...), append(errs, err)
 		}
-		nf := f
-		nf.Scope = v1alpha1.ScopeNamespace
-		ns, err := st.Classes().List(ctx, namespace, nf)
+		ns, err := own.Wait()
 		all, errs = append(all, ns...), append(errs, err)
 	}
 	sortClasses(all)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -52,13 +53,16 @@ func (r *Resolution) Schemas(ctx context.Context) (*v1alpha1.PlanSchemas, error)
 // access rule hides it from the namespace); other errors come from the store.
 //
 // Cost: one or two LISTs of class records (label-selected by name) per scope and one GET
-// of the access rules; schemas are read only by Resolution.Schemas.
+// of the access rules, the first LISTs and the GET all at once; schemas are read only by
+// Resolution.Schemas.
 func Resolve(ctx context.Context, st *store.Store, namespace, className, planName string, opts ...Option) (*Resolution, error) {
 	cfg := newConfig(opts)
 	brokerName, name := "", className
 	if b, n, ok := strings.Cut(className, "/"); ok {
 		brokerName, name = b, n
 	}
+	// The access rules are read together with the classes, and looked at after them.
+	loaded := ahead.Start(ctx, func() (Rules, error) { return LoadRules(ctx, st, opts...) })
 	matches, err := listClasses(ctx, st, cfg, namespace, store.Filter{Broker: brokerName, Class: name})
 	if err != nil && len(matches) == 0 {
 		return nil, err
@@ -75,7 +79,7 @@ func Resolve(ctx context.Context, st *store.Store, namespace, className, planNam
 		}
 		matches = MatchClasses(all, className)
 	}
-	rules, err := LoadRules(ctx, st, opts...)
+	rules, err := loaded.Wait()
 	if err != nil {
 		return nil, err
 	}

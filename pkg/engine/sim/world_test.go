@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -192,7 +193,9 @@ func (w *world) newProc(name string, k kind, ns string, sees ...string) *proc {
 func (p *proc) reset() {
 	p.gen++
 	p.dead = false
-	p.ctx, p.stop = context.WithCancel(context.Background())
+	// Reads the engine starts ahead run in the process's goroutine, at their start or at
+	// their first wait as the seed decides, so that one seed is still one interleaving.
+	p.ctx, p.stop = context.WithCancel(ahead.WithSchedule(context.Background(), func() bool { return p.w.rng.IntN(2) == 0 }))
 	// The store stamps the process's user as the author of each spec it writes.
 	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now),
 		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
