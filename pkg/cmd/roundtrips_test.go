@@ -160,7 +160,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 				{broker}, {"get configmaps " + class}, {update}, {instance}, {update},
 			},
 		},
-		{args: []string{"graph"}, groups: [][]string{{"list configmaps"}, {"list configmaps"}}},
+		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},
 	} {
 		t.Run(strings.Join(tc.args[:1], " "), func(t *testing.T) {
 			check := c.ExpectGroups(t, tc.groups...)

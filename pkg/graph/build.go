@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -145,6 +146,8 @@ func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Op
 		ns = ""
 	}
 	in := Input{}
+	// The two lists go out together; the bindings' is looked at after the instances'.
+	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) { return st.Bindings().List(ctx, ns, store.Filter{}) })
 	instances, err := st.Instances().List(ctx, ns, store.Filter{})
 	if in.Instances, err = readable(&in, instances, err); err != nil {
 		if !store.IsForbidden(err) {
@@ -154,7 +157,7 @@ func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Op
 	} else {
 		in.Listed = []string{ns}
 	}
-	bindings, err := st.Bindings().List(ctx, ns, store.Filter{})
+	bindings, err := listed.Wait()
 	if in.Bindings, err = readable(&in, bindings, err); err != nil {
 		if !store.IsForbidden(err) {
 			return nil, err
@@ -284,16 +287,27 @@ func workloadKinds(ctx context.Context, core kubernetes.Interface, ns string) []
 // reference a Secret. If a continue token expires, the kind is listed again in one
 // request (client-go's pager).
 func listWorkloads(ctx context.Context, core kubernetes.Interface, ns string, in *Input) error {
-	for _, k := range workloadKinds(ctx, core, ns) {
-		var found []Workload
-		p := pager.New(k.list)
-		p.PageSize = PageSize
-		err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-			if w, ok := WorkloadOf(obj); ok && len(w.Secrets) > 0 {
-				found = append(found, w)
-			}
-			return nil
+	// The kinds are listed together (each page after the one before), and looked at in
+	// turn, so that what is reported, and in which order, does not depend on which
+	// answer came first.
+	kinds := workloadKinds(ctx, core, ns)
+	lists := make([]*ahead.Read[[]Workload], len(kinds))
+	for i, k := range kinds {
+		lists[i] = ahead.Start(ctx, func() ([]Workload, error) {
+			var found []Workload
+			p := pager.New(k.list)
+			p.PageSize = PageSize
+			err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+				if w, ok := WorkloadOf(obj); ok && len(w.Secrets) > 0 {
+					found = append(found, w)
+				}
+				return nil
+			})
+			return found, err
 		})
+	}
+	for i, k := range kinds {
+		found, err := lists[i].Wait()
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			in.Warnings = append(in.Warnings, forbidden(k.what, ns))
