@@ -8,6 +8,11 @@ GO ?= go
 # Builds and tests do not depend on where the checkout is, so a fresh clone (CI clones
 # afresh every time) reuses the build cache that another one filled.
 export GOFLAGS := -trimpath $(GOFLAGS)
+# Everything is built, vetted and tested without cgo, as it is released (static). It also
+# halves the link of every test binary: without cgo, go links them itself instead of
+# running the system's linker after it (go test -c ./pkg/cmd/get/: 10 CPU s with cgo, 5
+# without). CGO_ENABLED=1 in the environment brings cgo back.
+export CGO_ENABLED ?= 0
 BIN_DIR := bin
 BINARY := $(BIN_DIR)/kubectl-catalog
 MODULE := github.com/kubectl-catalog/kubectl-catalog
