@@ -20,10 +20,10 @@ import (
 )
 
 var applyLong = cmdutil.LongDesc(`
-	Make the catalog's records what manifests say: provision the instances and
-	bind the bindings they name that do not exist, update the instances whose
-	plan, parameters or limits changed, and leave alone what is unchanged (no
-	broker call, no write).
+	Make the catalog's records what manifests say: register the brokers,
+	provision the instances and bind the bindings they name that do not exist,
+	change the brokers and update the instances whose spec changed, and leave
+	alone what is unchanged (no broker call, no write).
 
 	The manifests are the catalog's own kinds (catalog.kubectl-catalog.io/v1alpha1
 	ServiceInstance, ServiceBinding and Broker, exactly as "kubectl catalog get
@@ -40,8 +40,10 @@ var applyLong = cmdutil.LongDesc(`
 	through the same engine calls as those commands. Secret parameters are only
 	ever references (parametersFrom), read on every broker call.
 
-	Brokers are checked, not registered: register them with "kubectl catalog
-	register". The labels and annotations of a manifest go onto the records it
+	A new broker is registered as "kubectl catalog register" does (its
+	credentials only ever a Secret reference), and a changed one (URL, Secret,
+	CA, relist interval, restrictions) is changed with the same checks; both
+	fetch its catalog. The labels and annotations of a manifest go onto the records it
 	creates, for selectors (get -l) and --prune: with --prune -l SELECTOR, the
 	records of the applied namespaces with those labels that the manifests no
 	longer name are unbound and deprovisioned, after a confirmation (--yes
@@ -152,6 +154,12 @@ func (o *Options) load() ([]*object, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
 			continue
 		}
+		if obj.svcatBroker != nil {
+			if err := brokerFromSvcat(obj, o.CatalogNamespace); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
+				continue
+			}
+		}
 		for _, n := range obj.notes {
 			fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q: %s\n", d.where(), d.Obj.GetKind(), obj.name, n)
 		}
@@ -242,7 +250,8 @@ func (o *Options) act(ctx context.Context, p *planner, actions []*action) error 
 			fol.Done()
 			o.printResult(a)
 		}
-		if o.Wait.Wait {
+		if o.Wait.Wait && kind != v1alpha1.KindBroker {
+			// A broker's catalog is fetched by the registration itself.
 			errs = append(errs, o.waitAll(ctx, acted, fol)...)
 		}
 	}
@@ -263,6 +272,14 @@ func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engi
 	case a.bind != nil:
 		a.bind.DryRun = o.DryRun
 		_, err := p.bindNow(ctx, a.bind, a.obj.bind, follow)
+		return err
+	case a.register != nil:
+		a.register.DryRun = o.DryRun
+		if a.op == opCreate {
+			_, err := a.register.Register(ctx)
+			return err
+		}
+		_, err := a.register.Change(ctx)
 		return err
 	}
 	return nil

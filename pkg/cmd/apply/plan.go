@@ -16,9 +16,11 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
 // What apply does to an object.
@@ -42,6 +44,8 @@ type action struct {
 	provision *provision.Options
 	update    *update.Options
 	bind      *bind.Options
+	// register registers (opCreate) or changes (opConfigure) a broker.
+	register *register.Options
 }
 
 // planner works out the actions of a set of objects.
@@ -54,6 +58,10 @@ type planner struct {
 	// created are the instances this apply creates ("NAMESPACE/NAME"): a binding of one
 	// of them is checked once it exists.
 	created map[string]bool
+	// newBrokers says that this apply registers brokers: a new instance whose class is
+	// not found may be of one of them, and is checked by its provision once their
+	// catalogs are fetched.
+	newBrokers bool
 }
 
 // plan works out every action, each checked with a client dry run of its engine call;
@@ -70,6 +78,9 @@ func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
 		}
 		if a.op == opCreate && o.kind == v1alpha1.KindServiceInstance {
 			p.created[o.namespace+"/"+o.name] = true
+		}
+		if a.op == opCreate && o.kind == v1alpha1.KindBroker {
+			p.newBrokers = true
 		}
 		actions = append(actions, a)
 	}
@@ -113,7 +124,7 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 		po := &provision.Options{Name: o.name, Class: want.classRef(), Plan: want.plan, ExternalID: want.externalID, Metadata: o.metadata, VerbOptions: p.verbClients(o)}
 		po.Params = paramFlags(params, want.from)
 		po.Limits = limitFlags(want, nil)
-		if _, err := po.Provision(ctx, engine.Follow{}); err != nil {
+		if _, err := po.Provision(ctx, engine.Follow{}); err != nil && !(p.newBrokers && errors.As(err, new(*marketplace.Error))) {
 			return nil, err
 		}
 		a.op, a.provision = opCreate, po
@@ -218,19 +229,41 @@ func (p *planner) bindNow(ctx context.Context, bo *bind.Options, want *bindingSp
 
 func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
 	want := o.broker
-	a := &action{obj: o, after: map[string]any{"url": want.URL}}
-	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
+	brokerNS := o.namespace
+	if want.Scope == v1alpha1.ScopeCluster {
+		brokerNS = p.catalogNS
+	}
+	if a := want.Auth; a != nil && a.SecretRef.Namespace != "" && a.SecretRef.Namespace != brokerNS {
+		return nil, fmt.Errorf("broker %q: spec.auth.secretRef names namespace %q, but a broker's credentials are read from its own namespace %q only: leave secretRef.namespace out", o.name, a.SecretRef.Namespace, brokerNS)
+	}
+	ro, err := register.ForSpec(o.name, o.namespace, *want, p.clients.Engine, p.clients.Streams)
 	if err != nil {
-		if engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError)) {
-			return nil, fmt.Errorf("broker %q is not registered: register it with \"kubectl catalog register %s --url %s\" (apply records instances and bindings of registered brokers)", o.name, o.name, want.URL)
+		return nil, fmt.Errorf("broker %q: %w", o.name, err)
+	}
+	ro.DryRun = cmdutil.DryRunClient
+	a := &action{obj: o, after: brokerView(want), register: ro}
+	req := ro.Request()
+	req.Note = nil
+	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
+	switch {
+	case engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError)):
+		if _, err := p.clients.Engine.RegisterBroker(ctx, req); err != nil {
+			return nil, err
 		}
+		a.op = opCreate
+		return a, nil
+	case err != nil:
 		return nil, err
 	}
-	a.before = map[string]any{"url": cur.Spec.URL}
-	if cur.Spec.URL != want.URL {
-		return nil, fmt.Errorf("broker %q has URL %s, not %s: change it with \"kubectl catalog register\"", o.name, cur.Spec.URL, want.URL)
+	a.before = brokerView(&cur.Spec)
+	res, err := p.clients.Engine.ChangeBroker(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	a.op = opUnchanged
+	a.op = opConfigure
+	if res.Unchanged {
+		a.op = opUnchanged
+	}
 	return a, nil
 }
 

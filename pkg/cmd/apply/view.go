@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 )
 
 // The fields apply manages, as "diff" shows them: a record's spec as a manifest says it.
@@ -25,6 +27,19 @@ func bindingView(s *bindingSpec) map[string]any {
 		"instanceName": s.instance, "instanceNamespace": s.instanceNamespace, "secretName": s.secretName, "parameters": rawValue(s.params),
 		"parametersFrom": s.from, "secretTransforms": s.transforms, "projections": s.projections, "externalID": s.externalID,
 	})
+}
+
+// brokerView is a broker's spec as a manifest says it: the Secret by name only, and
+// without the relist requests, which "sync broker" makes.
+func brokerView(s *v1alpha1.BrokerSpec) map[string]any {
+	v := map[string]any{
+		"url": s.URL, "scope": string(s.Scope), "caBundle": s.CABundle, "insecureSkipTLSVerify": s.InsecureSkipTLSVerify,
+		"relistInterval": s.RelistInterval, "catalogRestrictions": s.CatalogRestrictions,
+	}
+	if s.Auth != nil {
+		v["auth"] = map[string]any{"type": string(s.Auth.Type), "secretRef": map[string]any{"name": s.Auth.SecretRef.Name}}
+	}
+	return compact(v)
 }
 
 // rawValue decodes parameters for a view; nil for none.
