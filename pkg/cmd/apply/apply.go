@@ -43,11 +43,14 @@ var applyLong = cmdutil.LongDesc(`
 	A new broker is registered as "kubectl catalog register" does (its
 	credentials only ever a Secret reference), and a changed one (URL, Secret,
 	CA, relist interval, restrictions) is changed with the same checks; both
-	fetch its catalog. The labels and annotations of a manifest go onto the records it
-	creates, for selectors (get -l) and --prune: with --prune -l SELECTOR, the
-	records of the applied namespaces with those labels that the manifests no
-	longer name are unbound and deprovisioned, after a confirmation (--yes
-	outside a terminal).`)
+	fetch its catalog.
+
+	The labels and annotations of a manifest go onto the records it creates,
+	for selectors (get -l) and --prune, and replace those of an existing record
+	that differ (one write, no broker call; the catalog's own keys are kept as
+	they are). With --prune -l SELECTOR, the records of the applied namespaces
+	with those labels that the manifests no longer name are unbound and
+	deprovisioned, after a confirmation (--yes outside a terminal).`)
 
 var applyExample = cmdutil.Examples(`
 	# Apply every manifest of a directory
@@ -258,9 +261,23 @@ func (o *Options) act(ctx context.Context, p *planner, actions []*action) error 
 	return errors.Join(errs...)
 }
 
-// actOne makes the engine call of a, as its verb does.
+// actOne makes the engine call of a, as its verb does, then changes the record's labels
+// and annotations when the manifest's differ.
 func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
+	if err := o.call(ctx, p, a, follow); err != nil || a.relabel == nil {
+		return err
+	}
+	a.relabel.DryRun = o.DryRun.Engine()
+	_, err := o.Engine.Relabel(ctx, *a.relabel)
+	return err
+}
+
+// call makes the engine call of a's verb.
+func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
 	switch {
+	case a.deferred && o.DryRun.Enabled():
+		fmt.Fprintf(o.Streams.ErrOut, "%s: instance %q is of a class of a broker this apply registers: it is checked when the broker's catalog is fetched\n", a.obj.doc.where(), a.obj.name)
+		return nil
 	case a.provision != nil:
 		a.provision.DryRun = o.DryRun
 		_, err := a.provision.Provision(ctx, follow)

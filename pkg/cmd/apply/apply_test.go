@@ -522,3 +522,52 @@ func TestDelete_Broker_DeregistersOnlyWithoutInstances(t *testing.T) {
 	_, err = w.c.Store().Brokers().Get(ctx, storetest.CatalogNamespace, "other")
 	assert.Assert(t, err != nil, "the broker is still registered")
 }
+
+func TestApply_LabelChange_OneWriteNoBrokerCall(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	p := w.file(t, "db.yaml", instance("5"))
+	_, errOut, code := w.run(t, "", "apply", "-f", p)
+	assert.Equal(t, code, 0, errOut)
+	before, err := w.c.Store().Instances().Get(ctx, storetest.UserNamespace, "db")
+	assert.NilError(t, err)
+
+	// Another label value, an annotation, and catalog keys that must not be forged.
+	w.file(t, "db.yaml", strings.Replace(instance("5"), "    team: payments\n",
+		"    team: billing\n    catalog.kubectl-catalog.io/kind: ServiceBinding\n  annotations:\n    owner: ops\n    catalog.kubectl-catalog.io/author: mallory\n", 1))
+	out, errOut, code := w.run(t, "", "diff", "-f", p)
+	assert.Equal(t, code, 1, errOut)
+	assert.Assert(t, is.Contains(out, "-    team: payments\n+    team: billing\n"), out)
+	assert.Assert(t, is.Contains(out, "+    owner: ops\n"), out)
+	assert.Assert(t, !strings.Contains(out, "mallory"), out)
+
+	calls := w.calls.Load()
+	w.c.Core.ClearActions()
+	out, errOut, code = w.run(t, "", "apply", "-f", p)
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, out, "serviceinstance.catalog.kubectl-catalog.io/db configured\n")
+	assert.Equal(t, w.calls.Load(), calls, "a broker was called")
+	assert.Equal(t, w.recordWrites(), 1)
+	after, err := w.c.Store().Instances().Get(ctx, storetest.UserNamespace, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, after.Labels["team"], "billing")
+	assert.Equal(t, after.Annotations["owner"], "ops")
+	for k, v := range before.Labels {
+		if strings.HasPrefix(k, "catalog.kubectl-catalog.io/") || k == "app.kubernetes.io/managed-by" {
+			assert.Equal(t, after.Labels[k], v, "label %s", k)
+		}
+	}
+	for k, v := range before.Annotations {
+		if strings.HasPrefix(k, "catalog.kubectl-catalog.io/") {
+			assert.Equal(t, after.Annotations[k], v, "annotation %s", k)
+		}
+	}
+	assert.DeepEqual(t, after.Spec, before.Spec)
+
+	// Again: a no-op.
+	w.c.Core.ClearActions()
+	out, errOut, code = w.run(t, "", "apply", "-f", p)
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, out, "serviceinstance.catalog.kubectl-catalog.io/db unchanged\n")
+	assert.Equal(t, w.recordWrites(), 0)
+}

@@ -46,6 +46,14 @@ type action struct {
 	bind      *bind.Options
 	// register registers (opCreate) or changes (opConfigure) a broker.
 	register *register.Options
+	// relabel changes the labels and annotations of an existing record to the
+	// manifest's; beforeMeta and afterMeta are the labels and annotations that are not
+	// the catalog's own, as they are and as the manifest says them.
+	relabel               *engine.RelabelRequest
+	beforeMeta, afterMeta engine.RecordMetadata
+	// deferred says that a new instance's class is of a broker this apply registers:
+	// its provision checks it, once the broker's catalog is fetched.
+	deferred bool
 }
 
 // planner works out the actions of a set of objects.
@@ -107,7 +115,7 @@ func (p *planner) verbClients(o *object) lifecycle.VerbOptions {
 
 func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) {
 	want := o.inst
-	a := &action{obj: o, after: instanceView(want)}
+	a := &action{obj: o, after: instanceView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
 	cur, err := p.reader.Instances().Get(ctx, o.namespace, o.name)
 	switch {
 	case engine.IsNotFound(err):
@@ -124,8 +132,11 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 		po := &provision.Options{Name: o.name, Class: want.classRef(), Plan: want.plan, ExternalID: want.externalID, Metadata: o.metadata, VerbOptions: p.verbClients(o)}
 		po.Params = paramFlags(params, want.from)
 		po.Limits = limitFlags(want, nil)
-		if _, err := po.Provision(ctx, engine.Follow{}); err != nil && !(p.newBrokers && errors.As(err, new(*marketplace.Error))) {
-			return nil, err
+		if _, err := po.Provision(ctx, engine.Follow{}); err != nil {
+			if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
+				return nil, err
+			}
+			a.deferred = true
 		}
 		a.op, a.provision = opCreate, po
 		a.changes = []string{"provision"}
@@ -165,20 +176,39 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	if !sameStrings(cur.Spec.SharedWith, want.sharedWith) {
 		return nil, fmt.Errorf("instance %q: spec.sharedWith is changed with \"kubectl catalog share\" and \"unshare\", not by apply", o.name)
 	}
+	specChanged := len(a.changes) > 0
+	p.planRelabel(a, cur.Labels, cur.Annotations)
 	if len(a.changes) == 0 {
 		a.op = opUnchanged
 		return a, nil
 	}
+	a.op = opConfigure
+	if !specChanged {
+		return a, nil // the labels only: no update, no broker call
+	}
 	if _, err := uo.Update(ctx, engine.Follow{}); err != nil {
 		return nil, err
 	}
-	a.op, a.update = opConfigure, uo
+	a.update = uo
 	return a, nil
+}
+
+// planRelabel adds to a the change of the existing record's labels and annotations
+// (those that are not the catalog's own) to the manifest's, when they differ.
+func (p *planner) planRelabel(a *action, labels, annotations map[string]string) {
+	o := a.obj
+	a.beforeMeta = engine.UserMetadata(labels, annotations)
+	a.afterMeta = engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)
+	if a.beforeMeta.Equal(a.afterMeta) {
+		return
+	}
+	a.relabel = &engine.RelabelRequest{Kind: o.kind, Namespace: o.namespace, Name: o.name, Metadata: a.afterMeta}
+	a.changes = append(a.changes, "labels and annotations")
 }
 
 func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	want := o.bind
-	a := &action{obj: o, after: bindingView(want)}
+	a := &action{obj: o, after: bindingView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
 	cur, err := p.reader.Bindings().Get(ctx, o.namespace, o.name)
 	switch {
 	case engine.IsNotFound(err):
@@ -212,7 +242,11 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	if diff := changedFields(a.before, a.after); len(diff) > 0 {
 		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or \"unbind %s\") and apply again", o.name, strings.Join(diff, ", "), o.name)
 	}
+	p.planRelabel(a, cur.Labels, cur.Annotations)
 	a.op = opUnchanged
+	if a.relabel != nil {
+		a.op = opConfigure
+	}
 	return a, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // The fields apply manages, as "diff" shows them: a record's spec as a manifest says it.
@@ -96,13 +97,14 @@ func keys(ms ...map[string]any) map[string]bool {
 	return out
 }
 
-// viewYAML is a view as diff shows it: the object's kind, namespace and name, then the
-// fields; "" for none.
-func viewYAML(o *object, v map[string]any) string {
+// viewYAML is a view as diff shows it: the object's kind, namespace, name, labels and
+// annotations (those that are not the catalog's own), then the fields; "" for none.
+func viewYAML(o *object, v map[string]any, meta engine.RecordMetadata) string {
 	if v == nil {
 		return ""
 	}
-	b, err := yaml.Marshal(map[string]any{"kind": o.kind, "metadata": map[string]any{"namespace": o.namespace, "name": o.name}, "spec": v})
+	md := compact(map[string]any{"namespace": o.namespace, "name": o.name, "labels": meta.Labels, "annotations": meta.Annotations})
+	b, err := yaml.Marshal(map[string]any{"kind": o.kind, "metadata": md, "spec": v})
 	if err != nil {
 		return fmt.Sprintf("# %v\n", err)
 	}
