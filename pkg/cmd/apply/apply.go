@@ -22,8 +22,10 @@ import (
 var applyLong = cmdutil.LongDesc(`
 	Make the catalog's records what manifests say: register the brokers,
 	provision the instances and bind the bindings they name that do not exist,
-	change the brokers and update the instances whose spec changed, and leave
-	alone what is unchanged (no broker call, no write).
+	change the brokers and update the instances whose spec changed, share and
+	unshare instances as their spec.sharedWith says (as "kubectl catalog share"
+	and "unshare"; a namespace still holding bindings keeps its grant), and
+	leave alone what is unchanged (no broker call, no write).
 
 	The manifests are the catalog's own kinds (catalog.kubectl-catalog.io/v1alpha1
 	ServiceInstance, ServiceBinding and Broker, exactly as "kubectl catalog get
@@ -264,8 +266,17 @@ func (o *Options) act(ctx context.Context, p *planner, actions []*action) error 
 // actOne makes the engine call of a, as its verb does, then changes the record's labels
 // and annotations when the manifest's differ.
 func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
-	if err := o.call(ctx, p, a, follow); err != nil || a.relabel == nil {
+	if err := o.call(ctx, p, a, follow); err != nil {
 		return err
+	}
+	if a.op != opCreate || !o.DryRun.Enabled() {
+		// A new instance's grant is checked by the plan: a dry run has no record to share.
+		if err := p.share(ctx, a, o.DryRun.Engine()); err != nil {
+			return err
+		}
+	}
+	if a.relabel == nil {
+		return nil
 	}
 	a.relabel.DryRun = o.DryRun.Engine()
 	_, err := o.Engine.Relabel(ctx, *a.relabel)

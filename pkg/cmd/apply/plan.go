@@ -51,6 +51,9 @@ type action struct {
 	// the catalog's own, as they are and as the manifest says them.
 	relabel               *engine.RelabelRequest
 	beforeMeta, afterMeta engine.RecordMetadata
+	// share and unshare are the namespaces an instance's grant (spec.sharedWith) gains
+	// and loses, changed as "kubectl catalog share" and "unshare" change it.
+	share, unshare []string
 	// deferred says that a new instance's class is of a broker this apply registers:
 	// its provision checks it, once the broker's catalog is fetched.
 	deferred bool
@@ -122,8 +125,8 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 		if want.userProvided {
 			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with \"kubectl catalog provision %s --user-provided\"", o.name, o.name)
 		}
-		if len(want.sharedWith) > 0 {
-			return nil, fmt.Errorf("instance %q: spec.sharedWith is for an instance that exists; apply it without, then \"kubectl catalog share %s --with NAMESPACE\"", o.name, o.name)
+		if err := p.planSharing(ctx, a, nil, false); err != nil {
+			return nil, err
 		}
 		params, err := parameterMap(want.params)
 		if err != nil {
@@ -173,10 +176,10 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	if uo.Limits.Given() {
 		a.changes = append(a.changes, "limits")
 	}
-	if !sameStrings(cur.Spec.SharedWith, want.sharedWith) {
-		return nil, fmt.Errorf("instance %q: spec.sharedWith is changed with \"kubectl catalog share\" and \"unshare\", not by apply", o.name)
-	}
 	specChanged := len(a.changes) > 0
+	if err := p.planSharing(ctx, a, cur.Spec.SharedWith, true); err != nil {
+		return nil, err
+	}
 	p.planRelabel(a, cur.Labels, cur.Annotations)
 	if len(a.changes) == 0 {
 		a.op = opUnchanged
@@ -191,6 +194,77 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	}
 	a.update = uo
 	return a, nil
+}
+
+// planSharing adds to a the namespaces the instance's grant gains and loses, each
+// checked with a client dry run of share's or unshare's engine call when the instance
+// exists (exists), or against the manifest's allowed namespaces when it is new (the
+// namespaces are then checked by the share, once the instance is provisioned).
+func (p *planner) planSharing(ctx context.Context, a *action, cur []string, exists bool) error {
+	o := a.obj
+	for _, ns := range o.inst.sharedWith {
+		if !slices.Contains(cur, ns) {
+			a.share = append(a.share, ns)
+		}
+	}
+	for _, ns := range cur {
+		if !slices.Contains(o.inst.sharedWith, ns) {
+			a.unshare = append(a.unshare, ns)
+		}
+	}
+	if len(a.share)+len(a.unshare) == 0 {
+		return nil
+	}
+	a.changes = append(a.changes, "sharedWith")
+	if !exists {
+		for _, ns := range a.share {
+			if ns == o.namespace {
+				return fmt.Errorf("instance %q: spec.sharedWith names its own namespace %q: bindings of its own namespace need no grant", o.name, ns)
+			}
+			if len(o.inst.allowed) > 0 && !slices.Contains(o.inst.allowed, ns) {
+				return fmt.Errorf("instance %q: spec.sharedWith names namespace %q, which spec.allowedNamespaces leaves out: nobody there could bind", o.name, ns)
+			}
+		}
+		return nil
+	}
+	return p.share(ctx, a, engine.DryRunClient)
+}
+
+// share changes the instance's grant as planSharing planned, through share's and
+// unshare's engine calls; a namespace that holds bindings of the instance keeps its grant
+// (unshareUnused).
+func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error {
+	o := a.obj
+	for _, ns := range a.share {
+		res, err := p.clients.Engine.Share(ctx, engine.ShareRequest{Namespace: o.namespace, Name: o.name, To: ns, DryRun: dry})
+		if err != nil {
+			return err
+		}
+		if res.NamespaceUnchecked && dry != engine.DryRunClient {
+			fmt.Fprintf(p.clients.Streams.ErrOut, "Warning: you may not read namespace %q, so whether it exists was not checked.\n", ns)
+		}
+	}
+	for _, ns := range a.unshare {
+		confirm := func(u engine.Unsharing) (bool, error) { return unshareUnused(o, ns, u) }
+		if _, err := p.clients.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.namespace, Name: o.name, From: ns, DryRun: dry, Confirm: confirm}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unshareUnused lets apply withdraw a grant only when the namespace holds no binding of
+// the instance: removing bindings is for "kubectl catalog unshare", which asks first.
+func unshareUnused(o *object, ns string, u engine.Unsharing) (bool, error) {
+	switch {
+	case len(u.Bindings) > 0:
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", which asks before removing them, or put the namespace back",
+			o.name, ns, strings.Join(u.Bindings, ", "), o.name, ns)
+	case u.Unseen:
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", or put the namespace back",
+			o.name, ns, o.name, ns)
+	}
+	return true, nil
 }
 
 // planRelabel adds to a the change of the existing record's labels and annotations
