@@ -346,7 +346,7 @@ func TestDeclarative_PruneRemovesOnlyTheLabelledRecordsTheFilesNoLongerName(t *t
 	assert.Equal(t, r.Stdout, "serviceinstance.catalog.kubectl-catalog.io/db\nserviceinstance.catalog.kubectl-catalog.io/keep\n")
 }
 
-func TestDeclarative_WaitOnAnAsyncPlan_ThenALabelChangeIsOneWrite(t *testing.T) {
+func TestDeclarative_ServerDryRun_WaitOnAnAsyncPlan_ThenALabelChangeIsOneWrite(t *testing.T) {
 	t.Parallel()
 	ns, b, st := instSetup(t)
 	manifest := `apiVersion: catalog.kubectl-catalog.io/v1alpha1
@@ -369,8 +369,20 @@ spec:
 	dir := t.TempDir()
 	declWrite(t, dir, "db.yaml", manifest)
 
+	// A server dry run: the API server checks the instance's create; nothing is written
+	// and no broker called; the binding of the new instance is said to be unchecked.
+	b.ClearRequests()
+	empty := snapshotRecords(t, ns)
+	r := instCatalog(t, ns, "apply", "-f", dir, "--dry-run=server")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Equal(t, r.Stdout, "serviceinstance.catalog.kubectl-catalog.io/db created (server dry run)\n"+
+		"servicebinding.catalog.kubectl-catalog.io/db created (server dry run)\n")
+	assert.Assert(t, is.Contains(r.Stderr, `ServiceBinding "db" not checked by the dry run`), r.Stderr)
+	assert.Equal(t, len(b.Requests()), 0)
+	assert.DeepEqual(t, snapshotRecords(t, ns), empty)
+
 	// --wait: the asynchronous provision is polled until done, then the binding bound.
-	r := instCatalog(t, ns, "apply", "-f", dir, "--wait", "--interval", "200ms")
+	r = instCatalog(t, ns, "apply", "-f", dir, "--wait", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	ctx := context.Background()
 	inst, err := st.Instances().Get(ctx, ns, "db")

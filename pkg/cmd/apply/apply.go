@@ -286,8 +286,8 @@ func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engi
 // call makes the engine call of a's verb.
 func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
 	switch {
-	case a.deferred && o.DryRun.Enabled():
-		fmt.Fprintf(o.Streams.ErrOut, "%s: instance %q is of a class of a broker this apply registers: it is checked when the broker's catalog is fetched\n", a.obj.doc.where(), a.obj.name)
+	case a.deferred != "" && o.DryRun.Enabled():
+		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.doc.where(), a.obj.kind, a.obj.name, a.deferred)
 		return nil
 	case a.provision != nil:
 		a.provision.DryRun = o.DryRun

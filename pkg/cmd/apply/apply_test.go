@@ -636,3 +636,27 @@ func TestApply_NewInstanceSharedWith_IsSharedOnceProvisioned(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, inst.Spec.SharedWith, []string{"team-b"})
 }
+
+func TestApply_DryRun_WritesNothingAndSaysWhatItCannotCheck(t *testing.T) {
+	for _, dry := range []string{"client", "server"} {
+		t.Run(dry, func(t *testing.T) {
+			w := newWorld(t)
+			w.file(t, "db.yaml", instance("5"))
+			w.file(t, "binding.yaml", dbBinding)
+			w.c.Core.ClearActions()
+			out, errOut, code := w.run(t, "", "apply", "-f", w.dir, "--dry-run="+dry)
+			assert.Equal(t, code, 0, errOut)
+			suffix := map[string]string{"client": " (dry run)", "server": " (server dry run)"}[dry]
+			assert.Equal(t, out, "serviceinstance.catalog.kubectl-catalog.io/db created"+suffix+"\nservicebinding.catalog.kubectl-catalog.io/db-creds created"+suffix+"\n")
+			assert.Assert(t, is.Contains(errOut, `ServiceBinding "db-creds" not checked by the dry run: its instance is provisioned by this apply`), errOut)
+			assert.Equal(t, w.calls.Load(), int32(0))
+			for _, a := range w.c.Core.Actions() {
+				if a.GetResource().Resource == "configmaps" && a.GetVerb() == "create" {
+					assert.Equal(t, dry, "server", "a client dry run sent a write")
+				}
+			}
+			_, err := w.c.Store().Instances().Get(context.Background(), storetest.UserNamespace, "db")
+			assert.Assert(t, err != nil, "the dry run created the instance")
+		})
+	}
+}

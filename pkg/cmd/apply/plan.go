@@ -54,9 +54,11 @@ type action struct {
 	// share and unshare are the namespaces an instance's grant (spec.sharedWith) gains
 	// and loses, changed as "kubectl catalog share" and "unshare" change it.
 	share, unshare []string
-	// deferred says that a new instance's class is of a broker this apply registers:
-	// its provision checks it, once the broker's catalog is fetched.
-	deferred bool
+	// deferred says why a new record is checked by its own engine call only, not by
+	// the plan: a new instance's class is of a broker this apply registers (its
+	// provision checks it once the broker's catalog is fetched), or a new binding's
+	// instance is provisioned by this apply. A dry run cannot check it at all.
+	deferred string
 }
 
 // planner works out the actions of a set of objects.
@@ -139,7 +141,7 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 			if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
 				return nil, err
 			}
-			a.deferred = true
+			a.deferred = "its class is of a broker this apply registers: it is checked once the broker's catalog is fetched"
 		}
 		a.op, a.provision = opCreate, po
 		a.changes = []string{"provision"}
@@ -298,7 +300,7 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 			instNS = o.namespace
 		}
 		if p.created[instNS+"/"+want.instance] {
-			// Checked by the bind itself, once the instance is provisioned.
+			a.deferred = "its instance is provisioned by this apply: it is checked when it is bound"
 			return a, nil
 		}
 		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
