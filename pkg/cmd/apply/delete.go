@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -98,7 +97,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 func (o *DeleteOptions) deregister(ctx context.Context, obj *object) error {
 	scope := strings.ToLower(string(obj.broker.Scope))
 	if _, err := o.reader.FindBroker(ctx, o.CatalogNamespace, obj.namespace, obj.name, obj.broker.Scope); err != nil {
-		if engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError)) {
+		if brokerNotFound(err) {
 			fmt.Fprintf(o.Streams.ErrOut, "broker %q (%s scope) not registered: nothing to deregister\n", obj.name, scope)
 			return nil
 		}

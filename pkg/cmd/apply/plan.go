@@ -356,7 +356,7 @@ func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
 	req.Note = nil
 	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
 	switch {
-	case engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError)):
+	case brokerNotFound(err):
 		if _, err := p.clients.Engine.RegisterBroker(ctx, req); err != nil {
 			return nil, err
 		}
@@ -375,6 +375,11 @@ func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
 		a.op = opUnchanged
 	}
 	return a, nil
+}
+
+// brokerNotFound reports whether err is FindBroker's: no broker of that name.
+func brokerNotFound(err error) bool {
+	return engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError))
 }
 
 // over is want with what it leaves out (the broker, plan and OSB id) taken from cur,
