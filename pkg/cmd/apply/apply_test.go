@@ -616,6 +616,24 @@ func TestApply_SharedWith_SharesAndUnsharesAsTheVerbsDo(t *testing.T) {
 	inst, err = w.c.Store().Instances().Get(ctx, storetest.UserNamespace, "db")
 	assert.NilError(t, err)
 	assert.Equal(t, len(inst.Spec.SharedWith), 0)
+
+	// Shared again, then left out while team-b holds a binding of it: refused, unshare named.
+	w.file(t, "db.yaml", instance("5")+"  sharedWith: [team-b]\n")
+	_, errOut, code = w.run(t, "", "apply", "-f", p)
+	assert.Equal(t, code, 0, errOut)
+	_, err = w.c.Store().Bindings().Create(ctx, &v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "team-b"},
+		Spec: v1alpha1.ServiceBindingSpec{InstanceName: "db", InstanceNamespace: storetest.UserNamespace, SecretName: "theirs", ExternalID: "theirs-id"}})
+	assert.NilError(t, err)
+	w.file(t, "db.yaml", instance("5"))
+	w.c.Core.ClearActions()
+	_, errOut, code = w.run(t, "", "apply", "-f", p)
+	assert.Equal(t, code, 1, errOut)
+	assert.Assert(t, is.Contains(errOut, `holds bindings of it (theirs)`), errOut)
+	assert.Assert(t, is.Contains(errOut, `kubectl catalog unshare db --from-namespace team-b`), errOut)
+	assert.Equal(t, w.recordWrites(), 0)
+	inst, err = w.c.Store().Instances().Get(ctx, storetest.UserNamespace, "db")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, inst.Spec.SharedWith, []string{"team-b"})
 }
 
 func TestApply_NewInstanceSharedWith_IsSharedOnceProvisioned(t *testing.T) {
