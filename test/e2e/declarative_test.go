@@ -427,3 +427,34 @@ spec:
 	assert.Equal(t, strings.Count(r.Stdout, " unchanged\n"), 2, r.Stdout)
 	assert.DeepEqual(t, snapshotRecords(t, ns), after)
 }
+
+func TestDeclarative_SharedWith_SharesAndKeepsAGrantInUse(t *testing.T) {
+	t.Parallel()
+	ns, b, st := instSetup(t)
+	other := cp.NewNamespace(t)
+	manifest := strings.Replace(declOwnInstance, "STORAGE", "1", 1)
+	manifest = strings.Replace(manifest, "  parametersFrom:\n  - secretKeyRef:\n      name: db-params\n      key: extra\n", "", 1)
+	dir := t.TempDir()
+	declWrite(t, dir, "db.yaml", manifest+"  sharedWith: ["+other+"]\n")
+
+	// Provisioned, then shared: the other namespace binds to it.
+	r := instCatalog(t, ns, "apply", "-f", dir, "--wait", "--interval", "200ms")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	ctx := context.Background()
+	inst, err := st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, inst.Spec.SharedWith, []string{other})
+	r = instCatalog(t, other, "bind", ns+"/db", "--name", "theirs", "--wait", "--interval", "200ms")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+
+	// Left out while that namespace holds a binding: refused, nothing changed.
+	declWrite(t, dir, "db.yaml", manifest)
+	b.ClearRequests()
+	before := snapshotRecords(t, ns, other)
+	r = instCatalog(t, ns, "apply", "-f", dir)
+	assert.Equal(t, r.ExitCode, 1, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "holds bindings of it (theirs)"), r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "kubectl catalog unshare db --from-namespace "+other), r.Stderr)
+	assert.Equal(t, len(b.Requests()), 0)
+	assert.DeepEqual(t, snapshotRecords(t, ns, other), before)
+}
