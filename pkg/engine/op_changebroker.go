@@ -81,6 +81,16 @@ func (e *Engine) ChangeBroker(ctx context.Context, req RegisterBrokerRequest) (*
 	if err := e.cfg.Store.ProtectBrokerSecret(ctx, updated); err != nil {
 		Follow{Note: req.Note}.note("Warning: cannot give the credentials Secret %q the finalizer that keeps it while the broker's instances need it: %v", updated.Spec.Auth.SecretRef.Name, err)
 	}
+	if old := secretName(cur); old != "" && old != secretName(updated) {
+		// The Secret no longer named keeps its finalizer only for another broker that
+		// names it: ReleaseBroker of the old spec, without the record's own finalizer,
+		// releases that Secret alone.
+		was := cur.DeepCopy()
+		was.Finalizers = nil
+		if err := e.cfg.Store.ReleaseBroker(ctx, was); err != nil {
+			Follow{Note: req.Note}.note("Warning: cannot remove the finalizer of Secret %q, which broker %q no longer names: %v", old, want.Name, err)
+		}
+	}
 	res, err := sync.Sync(ctx, updated)
 	if err != nil {
 		var fe *catalogsync.FetchError
@@ -97,4 +107,12 @@ func (e *Engine) ChangeBroker(ctx context.Context, req RegisterBrokerRequest) (*
 func changeBrokerSpec(spec *v1alpha1.BrokerSpec, want v1alpha1.BrokerSpec) {
 	spec.URL, spec.Auth, spec.CABundle, spec.InsecureSkipTLSVerify = want.URL, want.Auth, want.CABundle, want.InsecureSkipTLSVerify
 	spec.RelistInterval, spec.CatalogRestrictions = want.RelistInterval, want.CatalogRestrictions
+}
+
+// secretName is the credentials Secret b names; "" for none.
+func secretName(b *v1alpha1.Broker) string {
+	if b.Spec.Auth == nil {
+		return ""
+	}
+	return b.Spec.Auth.SecretRef.Name
 }

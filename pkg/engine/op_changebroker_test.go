@@ -7,6 +7,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -105,4 +106,35 @@ func TestRelabel_KeepsTheCatalogsKeysAndTheAuthor(t *testing.T) {
 	changed, err = f.engine.Relabel(ctx, req)
 	assert.NilError(t, err)
 	assert.Assert(t, !changed)
+}
+
+func TestChangeBroker_NamespaceScope_NewSecretProtectedOldOneReleased(t *testing.T) {
+	other := authSecret(ns)
+	other.Name = "acme-auth-2"
+	f := newBrokerFixture(t, authSecret(ns), other)
+	ctx := context.Background()
+	req := f.registerRequest()
+	req.Scope = v1alpha1.ScopeNamespace
+	_, err := f.engine.RegisterBroker(ctx, req)
+	assert.NilError(t, err)
+
+	req.BasicAuthSecret = "acme-auth-2"
+	res, err := f.engine.ChangeBroker(ctx, req)
+	assert.NilError(t, err)
+	assert.Equal(t, res.Broker.Spec.Auth.SecretRef.Name, "acme-auth-2")
+	finalizers := func(name string) []string {
+		s, err := f.cluster.Core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		assert.NilError(t, err)
+		return s.Finalizers
+	}
+	assert.Equal(t, len(finalizers("acme-auth")), 0, "the Secret no longer named keeps its finalizer")
+	assert.Assert(t, len(finalizers("acme-auth-2")) > 0, "the Secret now named has no finalizer")
+	b, err := f.st.Brokers().Get(ctx, ns, brokerName)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(b.Finalizers, store.Finalizer), "the broker's own finalizer was removed")
+
+	// The scope cannot change.
+	req.Scope = v1alpha1.ScopeCluster
+	_, err = f.engine.ChangeBroker(ctx, req)
+	assert.ErrorContains(t, err, "not registered")
 }
