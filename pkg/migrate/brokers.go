@@ -26,11 +26,18 @@ func brokerKey(scope v1alpha1.Scope, ns, name string) string {
 
 // brokerRecord is the record an old broker becomes, or why it cannot be made.
 func (m *Migrator) brokerRecord(u *unstructured.Unstructured) (*v1alpha1.Broker, error) {
+	return BrokerFromManifest(u, m.cfg.CatalogNamespace)
+}
+
+// BrokerFromManifest is the record a ServiceBroker (namespaced: u's namespace is set) or
+// ClusterServiceBroker becomes, recorded in catalogNamespace when cluster-scoped, or why
+// it cannot be made. Its credentials are only ever the Secret reference it names.
+func BrokerFromManifest(u *unstructured.Unstructured, catalogNamespace string) (*v1alpha1.Broker, error) {
 	cluster := u.GetNamespace() == ""
 	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}}
 	b.Spec.Scope = v1alpha1.ScopeNamespace
 	if cluster {
-		b.Namespace, b.Spec.Scope = m.cfg.CatalogNamespace, v1alpha1.ScopeCluster
+		b.Namespace, b.Spec.Scope = catalogNamespace, v1alpha1.ScopeCluster
 	}
 	b.Spec.URL = str(u, "spec", "url")
 	if b.Spec.URL == "" {
@@ -56,9 +63,9 @@ func (m *Migrator) brokerRecord(u *unstructured.Unstructured) (*v1alpha1.Broker,
 			continue
 		}
 		ns := str(u, "spec", "authInfo", a.field, "secretRef", "namespace")
-		if cluster && ns != m.cfg.CatalogNamespace {
+		if cluster && ns != catalogNamespace {
 			return nil, fmt.Errorf("its credentials are in Secret %q in namespace %q, but a cluster broker's credentials must be in the catalog namespace %q: copy the Secret there under the same name (keys %s), then run this again",
-				name, ns, m.cfg.CatalogNamespace, authKeys(a.typ))
+				name, ns, catalogNamespace, authKeys(a.typ))
 		}
 		b.Spec.Auth = &v1alpha1.BrokerAuth{Type: a.typ, SecretRef: v1alpha1.SecretReference{Name: name}}
 		break

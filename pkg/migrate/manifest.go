@@ -114,3 +114,13 @@ func ignoredFields(u *unstructured.Unstructured) []string {
 	}
 	return out
 }
+
+// BrokerIgnoredFields say which fields of a ServiceBroker or ClusterServiceBroker manifest
+// the catalog does not act on, and why (the others are read by BrokerFromManifest).
+func BrokerIgnoredFields(u *unstructured.Unstructured) []string {
+	var out []string
+	if _, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "relistRequests"); ok {
+		out = append(out, `spec.relistRequests ignored: fetch the catalog again with "kubectl catalog sync broker"`)
+	}
+	return out
+}

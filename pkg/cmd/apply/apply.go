@@ -20,10 +20,12 @@ import (
 )
 
 var applyLong = cmdutil.LongDesc(`
-	Make the catalog's records what manifests say: provision the instances and
-	bind the bindings they name that do not exist, update the instances whose
-	plan, parameters or limits changed, and leave alone what is unchanged (no
-	broker call, no write).
+	Make the catalog's records what manifests say: register the brokers,
+	provision the instances and bind the bindings they name that do not exist,
+	change the brokers and update the instances whose spec changed, share and
+	unshare instances as their spec.sharedWith says (as "kubectl catalog share"
+	and "unshare"; a namespace still holding bindings keeps its grant), and
+	leave alone what is unchanged (no broker call, no write).
 
 	The manifests are the catalog's own kinds (catalog.kubectl-catalog.io/v1alpha1
 	ServiceInstance, ServiceBinding and Broker, exactly as "kubectl catalog get
@@ -40,12 +42,17 @@ var applyLong = cmdutil.LongDesc(`
 	through the same engine calls as those commands. Secret parameters are only
 	ever references (parametersFrom), read on every broker call.
 
-	Brokers are checked, not registered: register them with "kubectl catalog
-	register". The labels and annotations of a manifest go onto the records it
-	creates, for selectors (get -l) and --prune: with --prune -l SELECTOR, the
-	records of the applied namespaces with those labels that the manifests no
-	longer name are unbound and deprovisioned, after a confirmation (--yes
-	outside a terminal).`)
+	A new broker is registered as "kubectl catalog register" does (its
+	credentials only ever a Secret reference), and a changed one (URL, Secret,
+	CA, relist interval, restrictions) is changed with the same checks; both
+	fetch its catalog.
+
+	The labels and annotations of a manifest go onto the records it creates,
+	for selectors (get -l) and --prune, and replace those of an existing record
+	that differ (one write, no broker call; the catalog's own keys are kept as
+	they are). With --prune -l SELECTOR, the records of the applied namespaces
+	with those labels that the manifests no longer name are unbound and
+	deprovisioned, after a confirmation (--yes outside a terminal).`)
 
 var applyExample = cmdutil.Examples(`
 	# Apply every manifest of a directory
@@ -152,6 +159,12 @@ func (o *Options) load() ([]*object, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
 			continue
 		}
+		if obj.svcatBroker != nil {
+			if err := brokerFromSvcat(obj, o.CatalogNamespace); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
+				continue
+			}
+		}
 		for _, n := range obj.notes {
 			fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q: %s\n", d.where(), d.Obj.GetKind(), obj.name, n)
 		}
@@ -242,16 +255,40 @@ func (o *Options) act(ctx context.Context, p *planner, actions []*action) error 
 			fol.Done()
 			o.printResult(a)
 		}
-		if o.Wait.Wait {
+		if o.Wait.Wait && kind != v1alpha1.KindBroker {
+			// A broker's catalog is fetched by the registration itself.
 			errs = append(errs, o.waitAll(ctx, acted, fol)...)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// actOne makes the engine call of a, as its verb does.
+// actOne makes the engine call of a, as its verb does, then changes the record's labels
+// and annotations when the manifest's differ.
 func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
+	if err := o.call(ctx, p, a, follow); err != nil {
+		return err
+	}
+	if a.op != opCreate || !o.DryRun.Enabled() {
+		// A new instance's grant is checked by the plan: a dry run has no record to share.
+		if err := p.share(ctx, a, o.DryRun.Engine()); err != nil {
+			return err
+		}
+	}
+	if a.relabel == nil {
+		return nil
+	}
+	a.relabel.DryRun = o.DryRun.Engine()
+	_, err := o.Engine.Relabel(ctx, *a.relabel)
+	return err
+}
+
+// call makes the engine call of a's verb.
+func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
 	switch {
+	case a.deferred != "" && o.DryRun.Enabled():
+		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.doc.where(), a.obj.kind, a.obj.name, a.deferred)
+		return nil
 	case a.provision != nil:
 		a.provision.DryRun = o.DryRun
 		_, err := a.provision.Provision(ctx, follow)
@@ -263,6 +300,14 @@ func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engi
 	case a.bind != nil:
 		a.bind.DryRun = o.DryRun
 		_, err := p.bindNow(ctx, a.bind, a.obj.bind, follow)
+		return err
+	case a.register != nil:
+		a.register.DryRun = o.DryRun
+		if a.op == opCreate {
+			_, err := a.register.Register(ctx)
+			return err
+		}
+		_, err := a.register.Change(ctx)
 		return err
 	}
 	return nil

@@ -3,11 +3,13 @@ package apply
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -17,9 +19,10 @@ import (
 var deleteLong = cmdutil.LongDesc(`
 	Unbind and deprovision what manifests name: the bindings first, then the
 	instances, each as "kubectl catalog unbind" and "kubectl catalog deprovision"
-	do it (the broker asked, the records kept until it confirmed). Brokers are
-	left registered ("kubectl catalog deregister" removes one); other kinds are
-	skipped with a note. An object that does not exist is said so.
+	do it (the broker asked, the records kept until it confirmed), then
+	deregister the brokers, as "kubectl catalog deregister" does (refused while
+	instances of the broker's classes exist). Other kinds are skipped with a
+	note. An object that does not exist is said so.
 
 	In a terminal each deletion is confirmed; elsewhere --yes is needed.`)
 
@@ -81,10 +84,33 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	}
 	for _, obj := range objs {
 		if obj.kind == v1alpha1.KindBroker {
-			fmt.Fprintf(o.Streams.ErrOut, "%s: broker %q left registered: remove it with \"kubectl catalog deregister %s\"\n", obj.doc.where(), obj.name, obj.name)
+			if err := o.deregister(ctx, obj); err != nil {
+				return fmt.Errorf("%s: %w", obj.doc.where(), err)
+			}
 		}
 	}
 	return nil
+}
+
+// deregister deregisters the broker obj names, as "kubectl catalog deregister" does:
+// refused, with the reason, while instances of its classes exist.
+func (o *DeleteOptions) deregister(ctx context.Context, obj *object) error {
+	scope := strings.ToLower(string(obj.broker.Scope))
+	if _, err := o.reader.FindBroker(ctx, o.CatalogNamespace, obj.namespace, obj.name, obj.broker.Scope); err != nil {
+		if brokerNotFound(err) {
+			fmt.Fprintf(o.Streams.ErrOut, "broker %q (%s scope) not registered: nothing to deregister\n", obj.name, scope)
+			return nil
+		}
+		return err
+	}
+	if !o.DryRun.Enabled() {
+		fmt.Fprintf(o.Streams.ErrOut, "This deregisters broker %q (%s scope) and removes its classes.\n", obj.name, scope)
+		if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("delete -f")); !ok || err != nil {
+			return err
+		}
+	}
+	d := &deregister.Options{Name: obj.name, Scope: scope, DryRun: o.DryRun, Namespace: obj.namespace, Engine: o.Engine, Streams: o.Streams}
+	return d.Run(ctx)
 }
 
 // deleteOne unbinds or deprovisions obj, as the verb does.

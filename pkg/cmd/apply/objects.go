@@ -22,6 +22,9 @@ type object struct {
 	inst            *instanceSpec
 	bind            *bindingSpec
 	broker          *v1alpha1.BrokerSpec
+	// svcatBroker is a ServiceBroker or ClusterServiceBroker manifest, read into broker
+	// once its namespace is known (brokerFromSvcat).
+	svcatBroker *unstructured.Unstructured
 	// notes say what of the manifest was ignored.
 	notes []string
 }
@@ -134,6 +137,14 @@ func decodeOwn(d document, kind string) (*object, error) {
 		if err := d.strict(&r); err != nil {
 			return nil, err
 		}
+		if r.Spec.Scope == "" {
+			r.Spec.Scope = v1alpha1.ScopeCluster // register's default
+		}
+		if r.Spec.Scope != v1alpha1.ScopeCluster && r.Spec.Scope != v1alpha1.ScopeNamespace {
+			return nil, fmt.Errorf("Broker %q: spec.scope must be %s or %s, not %q", r.Name, v1alpha1.ScopeCluster, v1alpha1.ScopeNamespace, r.Spec.Scope)
+		}
+		// Asked for by "sync broker", not by a manifest.
+		r.Spec.RelistRequests = 0
 		return &object{kind: kind, namespace: r.Namespace, name: r.Name, broker: &r.Spec}, nil
 	}
 	return nil, nil
@@ -163,12 +174,29 @@ func decodeSvcat(d document, kind string) (*object, error) {
 			transforms: m.Transforms, externalID: m.ExternalID,
 		}}, nil
 	case "ServiceBroker", "ClusterServiceBroker":
-		url, _, _ := unstructured.NestedString(u.Object, "spec", "url")
 		scope := v1alpha1.ScopeCluster
 		if kind == "ServiceBroker" {
 			scope = v1alpha1.ScopeNamespace
 		}
-		return &object{kind: v1alpha1.KindBroker, namespace: u.GetNamespace(), name: u.GetName(), broker: &v1alpha1.BrokerSpec{URL: url, Scope: scope}}, nil
+		return &object{kind: v1alpha1.KindBroker, namespace: u.GetNamespace(), name: u.GetName(), notes: migrate.BrokerIgnoredFields(u),
+			broker: &v1alpha1.BrokerSpec{Scope: scope}, svcatBroker: u}, nil
 	}
 	return nil, nil
+}
+
+// brokerFromSvcat reads obj's ServiceBroker or ClusterServiceBroker manifest, in obj's
+// namespace, as "migrate svcat" reads the live object, refused for the same reasons.
+func brokerFromSvcat(obj *object, catalogNamespace string) error {
+	u := obj.svcatBroker.DeepCopy()
+	if obj.broker.Scope == v1alpha1.ScopeNamespace {
+		u.SetNamespace(obj.namespace)
+	} else {
+		u.SetNamespace("")
+	}
+	b, err := migrate.BrokerFromManifest(u, catalogNamespace)
+	if err != nil {
+		return fmt.Errorf("%s %q is refused, as \"kubectl catalog migrate svcat\" refuses it: %w", u.GetKind(), u.GetName(), err)
+	}
+	obj.broker = &b.Spec
+	return nil
 }

@@ -16,9 +16,11 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
 // What apply does to an object.
@@ -42,6 +44,21 @@ type action struct {
 	provision *provision.Options
 	update    *update.Options
 	bind      *bind.Options
+	// register registers (opCreate) or changes (opConfigure) a broker.
+	register *register.Options
+	// relabel changes the labels and annotations of an existing record to the
+	// manifest's; beforeMeta and afterMeta are the labels and annotations that are not
+	// the catalog's own, as they are and as the manifest says them.
+	relabel               *engine.RelabelRequest
+	beforeMeta, afterMeta engine.RecordMetadata
+	// share and unshare are the namespaces an instance's grant (spec.sharedWith) gains
+	// and loses, changed as "kubectl catalog share" and "unshare" change it.
+	share, unshare []string
+	// deferred says why a new record is checked by its own engine call only, not by
+	// the plan: a new instance's class is of a broker this apply registers (its
+	// provision checks it once the broker's catalog is fetched), or a new binding's
+	// instance is provisioned by this apply. A dry run cannot check it at all.
+	deferred string
 }
 
 // planner works out the actions of a set of objects.
@@ -54,6 +71,10 @@ type planner struct {
 	// created are the instances this apply creates ("NAMESPACE/NAME"): a binding of one
 	// of them is checked once it exists.
 	created map[string]bool
+	// newBrokers says that this apply registers brokers: a new instance whose class is
+	// not found may be of one of them, and is checked by its provision once their
+	// catalogs are fetched.
+	newBrokers bool
 }
 
 // plan works out every action, each checked with a client dry run of its engine call;
@@ -70,6 +91,9 @@ func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
 		}
 		if a.op == opCreate && o.kind == v1alpha1.KindServiceInstance {
 			p.created[o.namespace+"/"+o.name] = true
+		}
+		if a.op == opCreate && o.kind == v1alpha1.KindBroker {
+			p.newBrokers = true
 		}
 		actions = append(actions, a)
 	}
@@ -96,15 +120,15 @@ func (p *planner) verbClients(o *object) lifecycle.VerbOptions {
 
 func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) {
 	want := o.inst
-	a := &action{obj: o, after: instanceView(want)}
+	a := &action{obj: o, after: instanceView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
 	cur, err := p.reader.Instances().Get(ctx, o.namespace, o.name)
 	switch {
 	case engine.IsNotFound(err):
 		if want.userProvided {
 			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with \"kubectl catalog provision %s --user-provided\"", o.name, o.name)
 		}
-		if len(want.sharedWith) > 0 {
-			return nil, fmt.Errorf("instance %q: spec.sharedWith is for an instance that exists; apply it without, then \"kubectl catalog share %s --with NAMESPACE\"", o.name, o.name)
+		if err := p.planSharing(ctx, a, nil, false); err != nil {
+			return nil, err
 		}
 		params, err := parameterMap(want.params)
 		if err != nil {
@@ -114,7 +138,10 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 		po.Params = paramFlags(params, want.from)
 		po.Limits = limitFlags(want, nil)
 		if _, err := po.Provision(ctx, engine.Follow{}); err != nil {
-			return nil, err
+			if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
+				return nil, err
+			}
+			a.deferred = "its class is of a broker this apply registers: it is checked once the broker's catalog is fetched"
 		}
 		a.op, a.provision = opCreate, po
 		a.changes = []string{"provision"}
@@ -151,23 +178,113 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	if uo.Limits.Given() {
 		a.changes = append(a.changes, "limits")
 	}
-	if !sameStrings(cur.Spec.SharedWith, want.sharedWith) {
-		return nil, fmt.Errorf("instance %q: spec.sharedWith is changed with \"kubectl catalog share\" and \"unshare\", not by apply", o.name)
+	specChanged := len(a.changes) > 0
+	if err := p.planSharing(ctx, a, cur.Spec.SharedWith, true); err != nil {
+		return nil, err
 	}
+	p.planRelabel(a, cur.Labels, cur.Annotations)
 	if len(a.changes) == 0 {
 		a.op = opUnchanged
 		return a, nil
 	}
+	a.op = opConfigure
+	if !specChanged {
+		return a, nil // the labels only: no update, no broker call
+	}
 	if _, err := uo.Update(ctx, engine.Follow{}); err != nil {
 		return nil, err
 	}
-	a.op, a.update = opConfigure, uo
+	a.update = uo
 	return a, nil
+}
+
+// planSharing adds to a the namespaces the instance's grant gains and loses, each
+// checked with a client dry run of share's or unshare's engine call when the instance
+// exists (exists), or against the manifest's allowed namespaces when it is new (the
+// namespaces are then checked by the share, once the instance is provisioned).
+func (p *planner) planSharing(ctx context.Context, a *action, cur []string, exists bool) error {
+	o := a.obj
+	for _, ns := range o.inst.sharedWith {
+		if !slices.Contains(cur, ns) {
+			a.share = append(a.share, ns)
+		}
+	}
+	for _, ns := range cur {
+		if !slices.Contains(o.inst.sharedWith, ns) {
+			a.unshare = append(a.unshare, ns)
+		}
+	}
+	if len(a.share)+len(a.unshare) == 0 {
+		return nil
+	}
+	a.changes = append(a.changes, "sharedWith")
+	if !exists {
+		for _, ns := range a.share {
+			if ns == o.namespace {
+				return fmt.Errorf("instance %q: spec.sharedWith names its own namespace %q: bindings of its own namespace need no grant", o.name, ns)
+			}
+			if len(o.inst.allowed) > 0 && !slices.Contains(o.inst.allowed, ns) {
+				return fmt.Errorf("instance %q: spec.sharedWith names namespace %q, which spec.allowedNamespaces leaves out: nobody there could bind", o.name, ns)
+			}
+		}
+		return nil
+	}
+	return p.share(ctx, a, engine.DryRunClient)
+}
+
+// share changes the instance's grant as planSharing planned, through share's and
+// unshare's engine calls; a namespace that holds bindings of the instance keeps its grant
+// (unshareUnused).
+func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error {
+	o := a.obj
+	for _, ns := range a.share {
+		res, err := p.clients.Engine.Share(ctx, engine.ShareRequest{Namespace: o.namespace, Name: o.name, To: ns, DryRun: dry})
+		if err != nil {
+			return err
+		}
+		if res.NamespaceUnchecked && dry != engine.DryRunClient {
+			fmt.Fprintf(p.clients.Streams.ErrOut, "Warning: you may not read namespace %q, so whether it exists was not checked.\n", ns)
+		}
+	}
+	for _, ns := range a.unshare {
+		confirm := func(u engine.Unsharing) (bool, error) { return unshareUnused(o, ns, u) }
+		if _, err := p.clients.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.namespace, Name: o.name, From: ns, DryRun: dry, Confirm: confirm}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unshareUnused lets apply withdraw a grant only when the namespace holds no binding of
+// the instance: removing bindings is for "kubectl catalog unshare", which asks first.
+func unshareUnused(o *object, ns string, u engine.Unsharing) (bool, error) {
+	switch {
+	case len(u.Bindings) > 0:
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", which asks before removing them, or put the namespace back",
+			o.name, ns, strings.Join(u.Bindings, ", "), o.name, ns)
+	case u.Unseen:
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", or put the namespace back",
+			o.name, ns, o.name, ns)
+	}
+	return true, nil
+}
+
+// planRelabel adds to a the change of the existing record's labels and annotations
+// (those that are not the catalog's own) to the manifest's, when they differ.
+func (p *planner) planRelabel(a *action, labels, annotations map[string]string) {
+	o := a.obj
+	a.beforeMeta = engine.UserMetadata(labels, annotations)
+	a.afterMeta = engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)
+	if a.beforeMeta.Equal(a.afterMeta) {
+		return
+	}
+	a.relabel = &engine.RelabelRequest{Kind: o.kind, Namespace: o.namespace, Name: o.name, Metadata: a.afterMeta}
+	a.changes = append(a.changes, "labels and annotations")
 }
 
 func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	want := o.bind
-	a := &action{obj: o, after: bindingView(want)}
+	a := &action{obj: o, after: bindingView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
 	cur, err := p.reader.Bindings().Get(ctx, o.namespace, o.name)
 	switch {
 	case engine.IsNotFound(err):
@@ -183,7 +300,7 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 			instNS = o.namespace
 		}
 		if p.created[instNS+"/"+want.instance] {
-			// Checked by the bind itself, once the instance is provisioned.
+			a.deferred = "its instance is provisioned by this apply: it is checked when it is bound"
 			return a, nil
 		}
 		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
@@ -201,7 +318,11 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	if diff := changedFields(a.before, a.after); len(diff) > 0 {
 		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or \"unbind %s\") and apply again", o.name, strings.Join(diff, ", "), o.name)
 	}
+	p.planRelabel(a, cur.Labels, cur.Annotations)
 	a.op = opUnchanged
+	if a.relabel != nil {
+		a.op = opConfigure
+	}
 	return a, nil
 }
 
@@ -218,20 +339,47 @@ func (p *planner) bindNow(ctx context.Context, bo *bind.Options, want *bindingSp
 
 func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
 	want := o.broker
-	a := &action{obj: o, after: map[string]any{"url": want.URL}}
-	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
+	brokerNS := o.namespace
+	if want.Scope == v1alpha1.ScopeCluster {
+		brokerNS = p.catalogNS
+	}
+	if a := want.Auth; a != nil && a.SecretRef.Namespace != "" && a.SecretRef.Namespace != brokerNS {
+		return nil, fmt.Errorf("broker %q: spec.auth.secretRef names namespace %q, but a broker's credentials are read from its own namespace %q only: leave secretRef.namespace out", o.name, a.SecretRef.Namespace, brokerNS)
+	}
+	ro, err := register.ForSpec(o.name, o.namespace, *want, p.clients.Engine, p.clients.Streams)
 	if err != nil {
-		if engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError)) {
-			return nil, fmt.Errorf("broker %q is not registered: register it with \"kubectl catalog register %s --url %s\" (apply records instances and bindings of registered brokers)", o.name, o.name, want.URL)
+		return nil, fmt.Errorf("broker %q: %w", o.name, err)
+	}
+	ro.DryRun = cmdutil.DryRunClient
+	a := &action{obj: o, after: brokerView(want), register: ro}
+	req := ro.Request()
+	req.Note = nil
+	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
+	switch {
+	case brokerNotFound(err):
+		if _, err := p.clients.Engine.RegisterBroker(ctx, req); err != nil {
+			return nil, err
 		}
+		a.op = opCreate
+		return a, nil
+	case err != nil:
 		return nil, err
 	}
-	a.before = map[string]any{"url": cur.Spec.URL}
-	if cur.Spec.URL != want.URL {
-		return nil, fmt.Errorf("broker %q has URL %s, not %s: change it with \"kubectl catalog register\"", o.name, cur.Spec.URL, want.URL)
+	a.before = brokerView(&cur.Spec)
+	res, err := p.clients.Engine.ChangeBroker(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	a.op = opUnchanged
+	a.op = opConfigure
+	if res.Unchanged {
+		a.op = opUnchanged
+	}
 	return a, nil
+}
+
+// brokerNotFound reports whether err is FindBroker's: no broker of that name.
+func brokerNotFound(err error) bool {
+	return engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError))
 }
 
 // over is want with what it leaves out (the broker, plan and OSB id) taken from cur,

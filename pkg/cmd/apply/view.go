@@ -8,6 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // The fields apply manages, as "diff" shows them: a record's spec as a manifest says it.
@@ -25,6 +28,19 @@ func bindingView(s *bindingSpec) map[string]any {
 		"instanceName": s.instance, "instanceNamespace": s.instanceNamespace, "secretName": s.secretName, "parameters": rawValue(s.params),
 		"parametersFrom": s.from, "secretTransforms": s.transforms, "projections": s.projections, "externalID": s.externalID,
 	})
+}
+
+// brokerView is a broker's spec as a manifest says it: the Secret by name only, and
+// without the relist requests, which "sync broker" makes.
+func brokerView(s *v1alpha1.BrokerSpec) map[string]any {
+	v := map[string]any{
+		"url": s.URL, "scope": string(s.Scope), "caBundle": s.CABundle, "insecureSkipTLSVerify": s.InsecureSkipTLSVerify,
+		"relistInterval": s.RelistInterval, "catalogRestrictions": s.CatalogRestrictions,
+	}
+	if s.Auth != nil {
+		v["auth"] = map[string]any{"type": string(s.Auth.Type), "secretRef": map[string]any{"name": s.Auth.SecretRef.Name}}
+	}
+	return compact(v)
 }
 
 // rawValue decodes parameters for a view; nil for none.
@@ -81,13 +97,14 @@ func keys(ms ...map[string]any) map[string]bool {
 	return out
 }
 
-// viewYAML is a view as diff shows it: the object's kind, namespace and name, then the
-// fields; "" for none.
-func viewYAML(o *object, v map[string]any) string {
+// viewYAML is a view as diff shows it: the object's kind, namespace, name, labels and
+// annotations (those that are not the catalog's own), then the fields; "" for none.
+func viewYAML(o *object, v map[string]any, meta engine.RecordMetadata) string {
 	if v == nil {
 		return ""
 	}
-	b, err := yaml.Marshal(map[string]any{"kind": o.kind, "metadata": map[string]any{"namespace": o.namespace, "name": o.name}, "spec": v})
+	md := compact(map[string]any{"namespace": o.namespace, "name": o.name, "labels": meta.Labels, "annotations": meta.Annotations})
+	b, err := yaml.Marshal(map[string]any{"kind": o.kind, "metadata": md, "spec": v})
 	if err != nil {
 		return fmt.Sprintf("# %v\n", err)
 	}

@@ -3,6 +3,7 @@ package register
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -139,6 +140,60 @@ func NewCmdRegister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	return cmd
 }
 
+// ForSpec is the registration of broker name with spec, as "kubectl catalog get broker
+// NAME -o yaml" prints it: what "kubectl catalog apply -f" registers or changes, with
+// register's checks. namespace is the user's (a namespace-scoped broker's); the engine
+// and the streams are the caller's. The credentials are only ever a Secret reference, of
+// a Secret in the broker's namespace (the namespace the reference may name is the
+// caller's to check).
+func ForSpec(name, namespace string, spec v1alpha1.BrokerSpec, eng *engine.Engine, streams cmdutil.IOStreams) (*Options, error) {
+	o := &Options{
+		Name: name, URL: spec.URL, Scope: strings.ToLower(string(spec.Scope)), CABundle: spec.CABundle,
+		InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, BrokerTimeout: brokerclient.DefaultTimeout,
+		Namespace: namespace, Engine: eng, Streams: streams,
+	}
+	if o.Scope == "" {
+		o.Scope = "cluster"
+	}
+	if a := spec.Auth; a != nil {
+		switch a.Type {
+		case v1alpha1.AuthBasic:
+			o.BasicAuthSecret = a.SecretRef.Name
+		case v1alpha1.AuthBearer:
+			o.BearerTokenSecret = a.SecretRef.Name
+		default:
+			return nil, fmt.Errorf("spec.auth.type %q is not %s or %s", a.Type, v1alpha1.AuthBasic, v1alpha1.AuthBearer)
+		}
+		if a.SecretRef.Name == "" {
+			return nil, errors.New("spec.auth.secretRef.name is empty: name the Secret that holds the broker's credentials")
+		}
+	}
+	if spec.RelistInterval != nil {
+		o.RelistInterval = spec.RelistInterval.Duration
+	}
+	if r := spec.CatalogRestrictions; r != nil {
+		o.ClassRestrictions, o.PlanRestrictions = r.ServiceClass, r.ServicePlan
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.CABundle != "" && !strings.Contains(o.CABundle, "-----BEGIN CERTIFICATE-----") {
+		return nil, errors.New("spec.caBundle holds no PEM certificate")
+	}
+	return o, nil
+}
+
+// Change makes the registered broker what the options say (ForSpec), as register would
+// have registered it; a broker already so is left alone.
+func (o *Options) Change(ctx context.Context) (*engine.ChangeBrokerResult, error) {
+	res, err := o.Engine.ChangeBroker(ctx, o.Request())
+	if err != nil {
+		return nil, err
+	}
+	o.warn(res.Catalog)
+	return res, nil
+}
+
 // Validate checks the arguments and flags without any I/O.
 func (o *Options) Validate() error {
 	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
@@ -250,18 +305,35 @@ func (o *Options) Request() engine.RegisterBrokerRequest {
 	}
 }
 
+// Register records the broker and fetches its catalog, printing the catalog's warnings.
+func (o *Options) Register(ctx context.Context) (*engine.RegisterBrokerResult, error) {
+	res, err := o.Engine.RegisterBroker(ctx, o.Request())
+	if err != nil {
+		return nil, err
+	}
+	o.warn(res.Catalog)
+	return res, nil
+}
+
+// warn prints the warnings of a catalog fetch (nil: none was made).
+func (o *Options) warn(cat *catalogsync.Result) {
+	if cat == nil {
+		return
+	}
+	for _, w := range cat.Warnings {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
+	}
+}
+
 // Run records the broker and fetches its catalog.
 func (o *Options) Run(ctx context.Context) error {
-	res, err := o.Engine.RegisterBroker(ctx, o.Request())
+	res, err := o.Register(ctx)
 	if err != nil {
 		return err
 	}
 	b := res.Broker
 	if o.DryRun.Enabled() {
 		return o.printDryRun(res)
-	}
-	for _, w := range res.Catalog.Warnings {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q registered: %s and %s offered\n", b.Name,
 		printers.Plural(res.Catalog.Classes, "class", "classes"), printers.Plural(res.Catalog.Plans, "plan", "plans"))
