@@ -10,7 +10,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
-// preparedReads keeps what PrepareInstance read (the class record and the access rules)
+// preparedReads keeps what PrepareInstance read (the class record and the access rules;
+// bind keeps the same, update the class)
 // for preparedTTL, so that the engine, checking the record a verb created from them
 // moments later in the same process as the same user, need not read them again. The
 // record is checked against them exactly as against records read afresh: the class is
@@ -43,12 +44,23 @@ const preparedTTL = trustCacheTTL
 func (p *preparedReads) keep(class *v1alpha1.ServiceClass, catalogNamespace string, rules marketplace.Rules) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.keepClassLocked(class)
+	p.rules[catalogNamespace] = preparedRules{rules: rules, at: time.Now()}
+}
+
+// keepClass keeps the class record alone (update, which reads no access rules unless
+// the plan changes, and then in its step).
+func (p *preparedReads) keepClass(class *v1alpha1.ServiceClass) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keepClassLocked(class)
+}
+
+func (p *preparedReads) keepClassLocked(class *v1alpha1.ServiceClass) {
 	if p.classes == nil || len(p.classes) > 100 {
 		p.classes, p.rules = map[string]preparedClass{}, map[string]preparedRules{}
 	}
-	now := time.Now()
-	p.classes[class.Namespace+"/"+class.Name] = preparedClass{class: class.DeepCopy(), at: now}
-	p.rules[catalogNamespace] = preparedRules{rules: rules, at: now}
+	p.classes[class.Namespace+"/"+class.Name] = preparedClass{class: class.DeepCopy(), at: time.Now()}
 }
 
 func (p *preparedReads) class(namespace, name string) (*v1alpha1.ServiceClass, bool) {
