@@ -154,19 +154,19 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 		{
 			args: []string{"unbind", "app"},
 			groups: [][]string{
-				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app"}, {"delete secrets app"},
-				{instance}, {broker}, {"get configmaps " + class}, {update}, {binding}, {update}, {instance},
+				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app", instance},
+				{"delete secrets app", broker, "get configmaps " + class}, {update}, {update}, {instance},
 			},
 		},
 		{
 			// The instance and its bindings (and who the user is); the deletion mark;
 			// the instance again, its broker and class, all after the mark; the bindings
 			// of the instance, in its namespace and in any, together; the write-ahead;
-			// the outcome.
+			// the outcome, which removes the record (from the write-ahead's answer).
 			args: []string{"deprovision", "db", "--yes"},
 			groups: [][]string{
 				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"}, {instance, broker, "get configmaps " + class},
-				{"list configmaps", "list configmaps"}, {update}, {instance}, {update},
+				{"list configmaps", "list configmaps"}, {update}, {update},
 			},
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps"}, {"list configmaps"}}},
