@@ -140,24 +140,33 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			},
 		},
 		{
+			// The instance (and who the user is, the trust token, the OSB context); the
+			// class and schemas it names; the update; the broker, read after the update
+			// so that a deregistration marked meanwhile is seen; the write-ahead; the
+			// outcome. The engine's step starts from the update's answer and takes the
+			// class read first.
 			args: []string{"update", "db", "-p", "storage=6"},
 			groups: [][]string{
 				append([]string{instance, user, trust}, osbContext...),
-				{"get configmaps " + class}, {"get configmaps " + schemas}, {update}, {instance}, {broker}, {"get configmaps " + class}, {update}, {update},
+				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker}, {update}, {update},
 			},
 		},
 		{
 			args: []string{"unbind", "app"},
 			groups: [][]string{
-				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app"}, {"delete secrets app"},
-				{instance}, {broker}, {"get configmaps " + class}, {update}, {binding}, {update}, {instance},
+				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app", instance},
+				{"delete secrets app", broker, "get configmaps " + class}, {update}, {update}, {instance},
 			},
 		},
 		{
+			// The instance and its bindings (and who the user is); the deletion mark;
+			// the instance again, its broker and class, all after the mark; the bindings
+			// of the instance, in its namespace and in any, together; the write-ahead;
+			// the outcome, which removes the record (from the write-ahead's answer).
 			args: []string{"deprovision", "db", "--yes"},
 			groups: [][]string{
-				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"}, {instance}, {"list configmaps"}, {"list configmaps"},
-				{broker}, {"get configmaps " + class}, {update}, {instance}, {update},
+				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"}, {instance, broker, "get configmaps " + class},
+				{"list configmaps", "list configmaps"}, {update}, {update},
 			},
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -105,6 +106,12 @@ func (e *Engine) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBindi
 	}
 	ns, name := b.InstanceRef()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
+	return e.bindTargetOf(ctx, b, inst, err)
+}
+
+// bindTargetOf is bindTarget on inst, the binding's instance as read (err: the read's
+// error).
+func (e *Engine) bindTargetOf(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, err error) (bindTarget, error) {
 	if store.IsNotFound(err) {
 		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with \"kubectl catalog unbind %s --abandon\"",
 			b.Spec.InstanceName, b.Name, b.Name)
@@ -117,6 +124,27 @@ func (e *Engine) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBindi
 		return bindTarget{}, err
 	}
 	return bindTarget{target: t, inst: inst, planID: brokerPlanID(inst)}, nil
+}
+
+// instanceRead is a binding's instance as read ahead, with the context that carries the
+// reads of its broker and class, started once the instance was read.
+type instanceRead struct {
+	inst *v1alpha1.ServiceInstance
+	ctx  context.Context
+}
+
+// readBoundInstance starts reading the instance b names, then its broker and class, for
+// bindTargetOf: a step calls it only after the write its reads must see (b as read
+// after its deletion mark), to overlap them with its own writes that they need not see.
+func (e *Engine) readBoundInstance(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Read[instanceRead] {
+	return ahead.Start(ctx, func() (instanceRead, error) {
+		ns, name := b.InstanceRef()
+		inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
+		if err != nil || inst.IsUserProvided() || e.cfg.TargetCacheTTL > 0 {
+			return instanceRead{inst: inst, ctx: ctx}, err
+		}
+		return instanceRead{inst: inst, ctx: e.withTargetReadAhead(ctx, inst)}, nil
+	})
 }
 
 func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.BindingsRetrievable }
@@ -497,6 +525,12 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 			return resultOf(e, b), nil
 		}
 	}
+	// The instance, its broker and class are read while the credentials are removed (b
+	// was read after its deletion mark).
+	var pending *ahead.Read[instanceRead]
+	if deleting && len(bindingIDsAtBroker(b)) > 0 {
+		pending = e.readBoundInstance(ctx, b)
+	}
 	if deleting {
 		// Workloads stop receiving the credentials before the broker revokes them.
 		if err := e.cleanUpBinding(ctx, b); err != nil {
@@ -510,7 +544,14 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		// held the binding.
 		return release(e, ctx, b, "unbound", false)
 	}
-	t, err := e.bindTarget(ctx, b)
+	var t bindTarget
+	var err error
+	if pending != nil {
+		r, rerr := pending.Wait()
+		t, err = e.bindTargetOf(r.ctx, b, r.inst, rerr)
+	} else {
+		t, err = e.bindTarget(ctx, b)
+	}
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -154,7 +155,12 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if class, ok := e.prepared.class(ns, name); ok {
 		return target{broker: b, client: c, class: class}, nil
 	}
-	class, err := e.cfg.Store.Classes().Get(ctx, ns, name)
+	var class *v1alpha1.ServiceClass
+	if read, ok := takeClassRead(ctx, ns, name); ok {
+		class, err = read.Wait()
+	} else {
+		class, err = e.cfg.Store.Classes().Get(ctx, ns, name)
+	}
 	if err != nil && !store.IsNotFound(err) {
 		return target{}, err
 	}
@@ -731,17 +737,32 @@ func brokerPlanID(inst *v1alpha1.ServiceInstance) string {
 // waitForBindings marks the instance's bindings for deletion and reports whether any is
 // left: an instance is never deprovisioned under a binding.
 func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
+	// Bindings of namespaces the instance is shared with go first too, as far as this
+	// user may see them (reconcile's ServiceAccount sees every namespace), and so do those
+	// of the namespaces it was shared with before and of those that hold a place among its
+	// consumers: a driver that may not list one of them leaves the deletion to reconcile.
+	// Both lists go out together (inst, read after its deletion mark, names them); they
+	// are looked at in turn.
+	type listed struct {
+		bs     []*v1alpha1.ServiceBinding
+		unseen []string
+		bad    []*store.Error
+	}
+	consumers := ahead.Start(ctx, func() (listed, error) {
+		var l listed
+		var err error
+		l.bs, l.unseen, l.bad, err = listConsumers(ctx, e.cfg.Store, inst, consumerNamespaces(inst)...)
+		return l, err
+	})
 	var bad []*store.Error
 	bs, err := readableBindings(ctx, e.cfg.Store, inst.Namespace, store.Filter{Instance: inst.Name}, &bad)
 	e.reportUnreadable(ctx, inst, bad)
 	if err != nil {
 		return Result{}, false, err
 	}
-	// Bindings of namespaces the instance is shared with go first too, as far as this
-	// user may see them (reconcile's ServiceAccount sees every namespace), and so do those
-	// of the namespaces it was shared with before and of those that hold a place among its
-	// consumers: a driver that may not list one of them leaves the deletion to reconcile.
-	others, unseen, err := e.Consumers(ctx, inst, consumerNamespaces(inst)...)
+	l, err := consumers.Wait()
+	e.reportUnreadable(ctx, inst, l.bad)
+	others, unseen := l.bs, l.unseen
 	if err != nil {
 		return Result{}, false, err
 	}

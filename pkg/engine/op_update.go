@@ -75,10 +75,23 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 		return e.dryRunUpdate(ctx, req.DryRun, inst, changes, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", ")))
 	}
 	req.Follow.note("Updating instance %q in namespace %q (%s)...", req.Name, req.Namespace, strings.Join(changes, ", "))
-	if _, err := e.cfg.Store.Instances().Update(req.DryRun.writes(ctx), inst); err != nil {
+	// The instance's first step, moments later, takes the class as read here
+	// (preparedReads).
+	if prepared.Class != nil {
+		e.prepared.keepClass(prepared.Class)
+	}
+	updated, err := e.cfg.Store.Instances().Update(req.DryRun.writes(ctx), inst)
+	if err != nil {
 		return InstanceResult{}, updateError(err, req.Name)
 	}
-	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
+	// The first step starts from the record as written (its resourceVersion guards the
+	// write-ahead: a change by anyone since, a deletion mark included, makes it
+	// conflict and the record is read again), and takes the broker read now, after the
+	// write, so that a deregistration marked meanwhile is seen.
+	ctx = withBrokerReadAhead(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
+		return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName)
+	})
+	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", updated, req.Follow)
 	return InstanceResult{Result: r, Changes: changes}, err
 }
 

@@ -273,6 +273,8 @@ type PreparedUpdate struct {
 	Changes []string
 	// Notes say what was asked for and needs no change.
 	Notes []string
+	// Class is the instance's class record as read.
+	Class *v1alpha1.ServiceClass
 }
 
 // PrepareUpdate applies req to a copy of inst: the plan, if the current plan may
@@ -283,10 +285,17 @@ type PreparedUpdate struct {
 func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstance, req UpdateRequest) (*PreparedUpdate, error) {
 	inst = inst.DeepCopy()
 	out := &PreparedUpdate{Instance: inst}
-	class, err := e.cfg.Store.Classes().Get(ctx, e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	// The schemas are kept under the class record's name: they are read with the class.
+	bns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
+	var schemas *ahead.Read[*v1alpha1.ServicePlanSchemas]
+	if req.Parameters != nil {
+		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
+	}
+	class, err := e.cfg.Store.Classes().Get(ctx, bns, name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the class of instance %q: %w", inst.Name, err)
 	}
+	out.Class = class
 	cur := class.PlanByID(inst.Spec.PlanID)
 	target := cur
 	if req.Plan != "" && (cur == nil || (req.Plan != cur.ExternalName && req.Plan != cur.ID)) {
@@ -326,7 +335,7 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 	}
 	if req.Parameters != nil {
 		var schema json.RawMessage
-		if s, err := e.cfg.Store.PlanSchemas().Get(ctx, e.brokerNamespace(inst), class.Name); err == nil && target != nil {
+		if s, err := schemas.Wait(); err == nil && target != nil {
 			if ps := s.ForPlan(target.ID); ps != nil && ps.InstanceUpdate != nil {
 				schema = ps.InstanceUpdate.Raw
 			}

@@ -10,7 +10,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
-// preparedReads keeps what PrepareInstance read (the class record and the access rules)
+// preparedReads keeps what PrepareInstance read (the class record and the access rules;
+// bind keeps the same, update the class)
 // for preparedTTL, so that the engine, checking the record a verb created from them
 // moments later in the same process as the same user, need not read them again. The
 // record is checked against them exactly as against records read afresh: the class is
@@ -43,12 +44,23 @@ const preparedTTL = trustCacheTTL
 func (p *preparedReads) keep(class *v1alpha1.ServiceClass, catalogNamespace string, rules marketplace.Rules) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.keepClassLocked(class)
+	p.rules[catalogNamespace] = preparedRules{rules: rules, at: time.Now()}
+}
+
+// keepClass keeps the class record alone (update, which reads no access rules unless
+// the plan changes, and then in its step).
+func (p *preparedReads) keepClass(class *v1alpha1.ServiceClass) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keepClassLocked(class)
+}
+
+func (p *preparedReads) keepClassLocked(class *v1alpha1.ServiceClass) {
 	if p.classes == nil || len(p.classes) > 100 {
 		p.classes, p.rules = map[string]preparedClass{}, map[string]preparedRules{}
 	}
-	now := time.Now()
-	p.classes[class.Namespace+"/"+class.Name] = preparedClass{class: class.DeepCopy(), at: now}
-	p.rules[catalogNamespace] = preparedRules{rules: rules, at: now}
+	p.classes[class.Namespace+"/"+class.Name] = preparedClass{class: class.DeepCopy(), at: time.Now()}
 }
 
 func (p *preparedReads) class(namespace, name string) (*v1alpha1.ServiceClass, bool) {
@@ -118,6 +130,10 @@ type brokerReadAhead struct {
 	namespace, name string
 	mu              sync.Mutex
 	read            *ahead.Read[*v1alpha1.Broker]
+	// class, when set, is a read of the class record className of the same namespace
+	// started with the broker's (withTargetReadAhead), taken once like it.
+	className string
+	class     *ahead.Read[*v1alpha1.ServiceClass]
 }
 
 type brokerReadAheadKey struct{}
@@ -141,5 +157,33 @@ func takeBrokerRead(ctx context.Context, namespace, name string) (*ahead.Read[*v
 	defer r.mu.Unlock()
 	read := r.read
 	r.read = nil
+	return read, read != nil
+}
+
+// withTargetReadAhead starts the reads of inst's broker and class records, and returns a
+// context that carries them for the drive that follows (see withBrokerReadAhead). A verb
+// calls it right after the write that marks its intent: both reads go out after it.
+func (e *Engine) withTargetReadAhead(ctx context.Context, inst *v1alpha1.ServiceInstance) context.Context {
+	ns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
+	ctx = withBrokerReadAhead(ctx, ns, inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
+		return e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
+	})
+	r := ctx.Value(brokerReadAheadKey{}).(*brokerReadAhead)
+	r.className = name
+	r.class = ahead.Start(ctx, func() (*v1alpha1.ServiceClass, error) { return e.cfg.Store.Classes().Get(ctx, ns, name) })
+	return ctx
+}
+
+// takeClassRead returns the read of class record namespace/name that ctx carries, once;
+// false when it carries none of that class or it was taken already.
+func takeClassRead(ctx context.Context, namespace, name string) (*ahead.Read[*v1alpha1.ServiceClass], bool) {
+	r, _ := ctx.Value(brokerReadAheadKey{}).(*brokerReadAhead)
+	if r == nil || r.namespace != namespace || r.className != name {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	read := r.class
+	r.class = nil
 	return read, read != nil
 }

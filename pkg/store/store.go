@@ -256,6 +256,17 @@ func (r Records[T]) AddFinalizer(ctx context.Context, obj T) (T, error) {
 // left on a record marked for deletion, the API server deletes it. A record already gone
 // (or replaced by a new one of the same name) gives a NotFound error.
 func (r Records[T]) RemoveFinalizer(ctx context.Context, obj T) (T, error) {
+	// A record being deleted whose only finalizer is the engine's, as last read or
+	// written: the write goes out at once, guarded by its resourceVersion, and deletes
+	// it. A change by anyone since makes it conflict, and the record is then read as it
+	// is now.
+	if obj.GetDeletionTimestamp() != nil && obj.GetResourceVersion() != "" && slices.Equal(obj.GetFinalizers(), []string{Finalizer}) {
+		x := obj.DeepCopyObject().(T)
+		x.SetFinalizers(nil)
+		if out, err := r.Update(ctx, x); !IsConflict(err) {
+			return out, err
+		}
+	}
 	return r.updateWithRetry(ctx, obj.GetNamespace(), obj.GetName(), obj.GetUID(), func(cur T) error {
 		cur.SetFinalizers(slices.DeleteFunc(cur.GetFinalizers(), func(f string) bool { return f == Finalizer }))
 		return nil
