@@ -4,6 +4,7 @@ import (
 	"flag"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 )
 
@@ -13,9 +14,13 @@ import (
 const bodyRedacted = "<not logged: API bodies may hold credentials>"
 
 // applyVerbosity sets client-go's log verbosity from -v. Requests, response codes and
-// curl equivalents are logged as kubectl logs them; bodies never are.
+// curl equivalents are logged as kubectl logs them; bodies never are. Without -v,
+// client-go's own log lines are not shown: every failure reaches the user as the
+// command's error, which names the object and the fix, and a request cut short by Ctrl-C
+// would otherwise print client-go's complaint over the command's own message.
 func applyVerbosity(v int) {
 	if v <= 0 {
+		klog.SetLogger(logr.Discard())
 		return
 	}
 	var fs flag.FlagSet
