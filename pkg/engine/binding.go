@@ -178,7 +178,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
 	// who may update the binding's ConfigMap, so a "re-send" may be forged.
 	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
-		return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
+		return e.refusedConsumer(ctx, b, t.inst, err)
 	}
 	if prev == nil {
 		if err := CheckBindable(t.inst, t.class); err != nil {
@@ -807,7 +807,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		// backoff (the refusal shows), and a binding being deleted unbinds instead.
 		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
 			if b.DeletionTimestamp == nil {
-				return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
+				return e.refusedConsumer(ctx, b, t.inst, err)
 			}
 			return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 				e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)

@@ -256,3 +256,40 @@ func (e *Engine) RevokeConsumers(ctx context.Context, inst *v1alpha1.ServiceInst
 	}
 	return revoked, unseen, nil
 }
+
+// ReasonRevoked is the reason of the Event a binding gets when its own step marks it for
+// deletion because its instance no longer lets its namespace bind.
+const ReasonRevoked = "Revoked"
+
+// refusedConsumer is a binding step's answer when checkConsumer refused b for inst
+// (cause). A binding the broker may hold something of, whose namespace inst's spec no
+// longer lets bind (an unshare, or a narrower allowed-namespaces list), is revoked here:
+// marked for deletion, as RevokeConsumers marks it when it sees it, so that its Secret and
+// projections go and the broker unbinds it. The step must do it because RevokeConsumers
+// may not have: the unshare's user may not see the binding's namespace, the binding may
+// have been created after that unshare looked (a bind that raced it), and the instance's
+// settling record revokes only once. A binding the broker holds nothing of, or one whose
+// grant is there but does not count (its author is not verified), waits refused for the
+// owner instead: nothing of it is at the broker, and the owner may share again.
+func (e *Engine) refusedConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, cause error) (Result, error) {
+	if ctx.Err() == nil && b.DeletionTimestamp == nil && inst != nil && !granted(inst, b) && bindingHeldAtBroker(b) {
+		err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name)
+		if err == nil || store.IsNotFound(err) {
+			e.event(ctx, NewEvent(b.Namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), EventNormal, ReasonRevoked, "Unbind",
+				fmt.Sprintf("instance %s/%s no longer lets namespace %q bind to it: the binding is deleted, and the broker unbinds it", inst.Namespace, inst.Name, b.Namespace)))
+			return Result{Binding: b, State: StateWaiting, Message: "revoked: " + cause.Error()}, nil
+		}
+		if !store.IsForbidden(err) {
+			return Result{Binding: b, State: StateWaiting}, err
+		}
+		// A driver who may not delete it leaves it refused, for reconcile.
+	}
+	return preCallFailure(e, ctx, b, ReasonRefusedNotShared, cause)
+}
+
+// bindingHeldAtBroker reports whether b's status says a broker may hold something of it,
+// or that credentials were copied to its Secret (a user-provided instance's).
+func bindingHeldAtBroker(b *v1alpha1.ServiceBinding) bool {
+	st := &b.Status
+	return st.Bound != nil || len(st.ExternalIDs) > 0 || st.InFlight != nil || len(st.Retired) > 0 || st.OrphanMitigation != nil
+}

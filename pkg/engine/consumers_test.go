@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,14 +264,16 @@ func TestConsumers_ARefusedBindingIsDeletedAtOnce_WithoutABrokerCall(t *testing.
 
 // A status is free to write: a binding record forged in team-b with a status saying a
 // bind is in flight (an interrupted call to re-send) must not skip the sharing check,
-// nor the place under the instance's limit.
-func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefused(t *testing.T) {
+// nor the place under the instance's limit. Of an instance not shared with team-b, such a
+// binding is revoked (the broker may hold what the call made): marked for deletion with
+// no Bind sent and no Secret written, then unbound. Under a limit it stays refused.
+func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefusedOrRevoked(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		share  bool
-		reason string
+		reason string // "": revoked
 	}{
-		{name: "not shared", reason: ReasonRefusedNotShared},
+		{name: "not shared: revoked"},
 		{name: "shared, the limit reached", share: true, reason: ReasonRefusedLimitReached},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,6 +295,16 @@ func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefused(t *testing
 
 			res := f.stepBindingIn(consumerNS, "forged")
 
+			if tc.reason == "" {
+				assertRevoked(t, f, consumerNS, "forged", res)
+				res = f.stepBindingIn(consumerNS, "forged")
+				assert.Equal(t, res.State, StateDeleted, res.Message)
+				unbinds := f.broker.CallsTo(fake.MethodUnbind)
+				assert.Assert(t, len(unbinds) > 0, "what the call may have made is unbound")
+				assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, "bind-forged")
+				assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
+				return
+			}
 			assert.Assert(t, res.Refused, "%+v", res)
 			got, err := f.bindingIn(consumerNS, "forged")
 			assert.NilError(t, err)
@@ -305,10 +318,25 @@ func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefused(t *testing
 	}
 }
 
+// assertRevoked checks that a binding step revoked ns/name (res is its result): the
+// binding is marked for deletion, nothing was bound or fetched, and no Secret written.
+func assertRevoked(t *testing.T, f *fixture, ns, name string, res Result) {
+	t.Helper()
+	assert.Assert(t, !res.Refused && res.State == StateWaiting && strings.HasPrefix(res.Message, "revoked: "), "%+v", res)
+	got, err := f.bindingIn(ns, name)
+	assert.NilError(t, err)
+	assert.Assert(t, got.DeletionTimestamp != nil, "the binding of a namespace the instance does not let bind is marked for deletion")
+	assert.Assert(t, got.Status.Bound == nil || got.Status.Bound.UserProvided, "nothing is bound")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 0, "no credentials are fetched")
+	_, err = f.cluster.Core.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	assert.Assert(t, err != nil, "no Secret was written")
+}
+
 // The same with an asynchronous bind: a forged "bind in progress" of an unshared
 // instance, which the broker answers as succeeded, must not fetch the credentials into
-// the forger's namespace. It stays refused; deleting the record unbinds what the broker
-// may hold, still without fetching anything.
+// the forger's namespace. It is revoked, and its deletion unbinds what the broker may
+// hold, still without fetching anything.
 func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t *testing.T) {
 	f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
 	f.broker.SetBindingPollSequence("bop-forged", fake.Succeeded(), fake.Succeeded(), fake.Succeeded(), fake.Succeeded())
@@ -330,19 +358,7 @@ func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t 
 		assert.Assert(t, err != nil, "no Secret was written")
 	}
 
-	for range 2 {
-		res := f.stepBindingIn(consumerNS, "forged")
-		assert.Assert(t, res.Refused, "%+v", res)
-		f.advance(time.Hour)
-	}
-	noSecret()
-	got, err := f.bindingIn(consumerNS, "forged")
-	assert.NilError(t, err)
-	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
-	assert.Assert(t, c != nil && c.Reason == ReasonRefusedNotShared, "conditions: %+v", got.Status.Conditions)
-	assert.Assert(t, got.Status.Bound == nil, "nothing is bound")
-
-	assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	assertRevoked(t, f, consumerNS, "forged", f.stepBindingIn(consumerNS, "forged"))
 	var res Result
 	for range 4 {
 		if res = f.stepBindingIn(consumerNS, "forged"); res.State == StateDeleted {

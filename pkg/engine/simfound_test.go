@@ -307,3 +307,54 @@ func TestCall_ClaimTakenOverDuringTheCall_CallGivenUpNothingStored(t *testing.T)
 	assert.Equal(t, l.Holder, "reconcile")
 	assert.Assert(t, inst.Status.InFlight != nil && inst.Status.Provisioned == nil, "no outcome is stored over reconcile's claim")
 }
+
+// Seeds 987 and 1623: a bind in team-b is interrupted after its write-ahead (the broker
+// may hold the binding), then the instance is unshared by a user who may not see team-b,
+// and settled by her: the unshare leaves team-b's bindings to reconcile, and the
+// instance's settling record, the other place that revokes them, does so only once, as
+// her. The binding's own step, run by reconcile, then found it refused "not shared" and
+// waited for a share for ever, with what the broker may hold never unbound. It is revoked
+// instead: marked for deletion, then unbound like any binding being deleted.
+func TestStepBinding_InterruptedBindOfAnInstanceUnsharedMeanwhile_IsRevokedAndUnbound(t *testing.T) {
+	f := shareFixture(t)
+	ctx := context.Background()
+	_, err := f.engine.Share(ctx, ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	f.consumerBinding(nil, consumerNS, "app")
+	cctx, cancel := context.WithCancel(ctx)
+	f.broker.OnBind(func(context.Context, *osb.BindRequest) (*osb.BindResponse, error) {
+		cancel() // the CLI dies with the Bind at the broker
+		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil
+	})
+	b, err := f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	_, err = f.engine.StepBinding(cctx, b)
+	assert.ErrorIs(t, err, context.Canceled)
+	b, err = f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, b.Status.InFlight != nil && len(b.Status.ExternalIDs) > 0, "left with the bind in flight")
+	limited := true
+	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	assert.Assert(t, u.Withdrawn && u.LeftToReconcile)
+	assert.Equal(t, f.step("db").State, StateSettled)
+	limited = false
+	f.advance(3 * time.Minute) // past the interrupted bind's claim
+	f.broker.ResetCalls()
+
+	res := f.stepBindingIn(consumerNS, "app")
+
+	assertRevoked(t, f, consumerNS, "app", res)
+	res = f.stepBindingIn(consumerNS, "app")
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	unbinds := f.broker.CallsTo(fake.MethodUnbind)
+	assert.Assert(t, is.Len(unbinds, 1))
+	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, b.Status.InFlight.BindingID)
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodBind), 0), "the bind is not sent again")
+}

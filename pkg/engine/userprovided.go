@@ -195,7 +195,7 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 	// free to write for anyone who may update the binding's ConfigMap, so a copy the
 	// status claims made before may be forged.
 	if err := e.checkConsumer(ctx, b, inst); err != nil {
-		return preCallFailure(e, ctx, b, ReasonRefusedNotShared, err)
+		return e.refusedConsumer(ctx, b, inst, err)
 	}
 	if !b.CrossNamespace() {
 		// In its own namespace the binding copies only what its author may read.
