@@ -10,8 +10,12 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -417,4 +421,62 @@ func TestConsumers_AGrantTheUserMayNotCheck_IsLeftToReconcile(t *testing.T) {
 	res = f.stepBindingIn(consumerNS, "app")
 	assert.Equal(t, res.State, StateSettled, res.Message)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1)
+}
+
+// An unshare by a user who may not see team-b leaves team-b's bindings to reconcile; if
+// her own step then records the spec as applied (an update's success does as well), the
+// settling step, which revokes only a spec new to it, would never revoke them, and
+// team-b kept the credentials of an instance no longer shared with it. The withdrawn
+// grant stays pending until a driver that sees team-b revokes it.
+func TestConsumers_AGrantWithdrawnUnseen_StaysPendingUntilADriverThatSeesRevokesIt(t *testing.T) {
+	f := shareFixture(t)
+	ctx := context.Background()
+	_, err := f.engine.Share(ctx, ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
+	f.consumerBinding(nil, consumerNS, "app")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
+	assert.Equal(t, f.step("db").State, StateSettled)
+	assert.Assert(t, !f.get("db").HasPendingWork(), "shared, nothing withdrawn: settled")
+	limited := true
+	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	assert.Assert(t, u.Withdrawn && u.LeftToReconcile)
+	for range 2 {
+		assert.Equal(t, f.step("db").State, StateSettled)
+	}
+	db := f.get("db")
+	assert.Equal(t, db.Status.ObservedGeneration, db.Generation)
+	assert.Assert(t, db.HasPendingWork() && db.RevokePending(), "her steps could not revoke: still pending, for reconcile")
+	b, err := f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, b.DeletionTimestamp == nil)
+
+	limited = false
+	assert.Equal(t, f.step("db").State, StateSettled)
+
+	db = f.get("db")
+	assert.Assert(t, !db.HasPendingWork(), "revoked: %+v", db.Status)
+	assert.Equal(t, db.Status.RevokedGeneration, db.Generation)
+	b, err = f.bindingIn(consumerNS, "app")
+	assert.NilError(t, err)
+	assert.Assert(t, b.DeletionTimestamp != nil, "team-b's binding is marked for deletion")
+	res := f.stepBindingIn(consumerNS, "app")
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodUnbind), 1))
+	_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(ctx, "app", metav1.GetOptions{})
+	assert.Assert(t, err != nil, "the Secret is gone")
+
+	// Nothing more is looked at until the spec changes again.
+	f.cluster.Core.ClearActions()
+	assert.Equal(t, f.step("db").State, StateSettled)
+	for _, a := range f.cluster.Core.Actions() {
+		assert.Check(t, a.GetVerb() != "list", "a settled instance lists nothing: %v", a)
+	}
 }

@@ -82,7 +82,42 @@ func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance)
 	if inst.Status.Provisioned == nil {
 		return e.provision(ctx, inst, nil)
 	}
+	inst, err := e.revokeWithdrawn(ctx, inst)
+	if err != nil {
+		return Result{}, err
+	}
 	return e.update(ctx, inst, nil)
+}
+
+// revokeWithdrawn revokes the grants inst's spec withdrew, when that is pending
+// (RevokePending): the bindings of the namespaces it was shared with that it no longer
+// lets bind are marked for deletion, and once every such namespace could be looked at,
+// the spec's generation is recorded as revoked (one write, guarded by resourceVersion).
+// A driver that may not look at one of them leaves the instance as it is, still pending,
+// for a reconcile that sees every namespace. This does not wait for the settling step,
+// which revokes only a spec new to it: an update's success records the generation too,
+// and an update refused for good never settles, so a grant withdrawn by someone who could
+// not see its bindings would otherwise never be revoked.
+func (e *Engine) revokeWithdrawn(ctx context.Context, inst *v1alpha1.ServiceInstance) (*v1alpha1.ServiceInstance, error) {
+	if !inst.RevokePending() {
+		return inst, nil
+	}
+	_, unseen, err := e.RevokeConsumers(ctx, inst, inst.Status.SharedBefore...)
+	if err != nil || len(unseen) > 0 {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return inst, nil
+	}
+	x := inst.DeepCopy()
+	x.Status.RevokedGeneration = x.Generation
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		// Changed meanwhile: the step goes on from what it read, and its own write
+		// conflicts in turn; the next step revokes again.
+		return inst, nil
+	}
+	return stored, err
 }
 
 // target is what a broker call needs from other records.
@@ -963,7 +998,7 @@ func (e *Engine) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
 
 // settle marks an instance with nothing left to do as Ready.
 func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
-	if inst.Generation != inst.Status.ObservedGeneration {
+	if inst.Generation != inst.Status.ObservedGeneration && inst.Status.RevokedGeneration != inst.Generation {
 		// The spec changed: bindings of namespaces it no longer lets bind go.
 		_, _, _ = e.RevokeConsumers(ctx, inst)
 	}

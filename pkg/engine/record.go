@@ -483,6 +483,20 @@ func interrupted[T driven[T]](in T, cause error) (Result, error) {
 	return withRecord(Result{State: StateWaiting, Message: "interrupted; the record is left pending"}, in), cause
 }
 
+// waitsOnlyForRevocation reports whether x is an instance whose only pending work is a
+// withdrawn grant to revoke (RevokePending), which only a driver that sees every namespace
+// it was shared with can finish: it is settled for the step meanwhile (Ready, nothing
+// to wait for), and stays pending for reconcile.
+func waitsOnlyForRevocation(x any) bool {
+	inst, ok := x.(*v1alpha1.ServiceInstance)
+	if !ok || !inst.RevokePending() {
+		return false
+	}
+	y := inst.DeepCopy()
+	y.Status.RevokedGeneration = y.Generation
+	return !y.HasPendingWork()
+}
+
 // resultOf says what the stored record waits for.
 func resultOf[T driven[T]](e *Engine, x T) Result {
 	now := e.now()
@@ -511,7 +525,7 @@ func resultOf[T driven[T]](e *Engine, x T) Result {
 	case terminallyFailed(x):
 		r.State = StateNeedsUser
 		r.Message = terminalCondition(x).Message
-	case x.HasPendingWork():
+	case x.HasPendingWork() && !waitsOnlyForRevocation(x):
 	default:
 		r.State = StateSettled
 	}

@@ -117,8 +117,14 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 		}
 		return preCallFailure(e, ctx, inst, reason, err)
 	}
+	inst, err = e.revokeWithdrawn(ctx, inst)
+	if err != nil {
+		return Result{}, err
+	}
 	if inst.Generation != inst.Status.ObservedGeneration {
-		_, _, _ = e.RevokeConsumers(ctx, inst)
+		if inst.Status.RevokedGeneration != inst.Generation {
+			_, _, _ = e.RevokeConsumers(ctx, inst)
+		}
 		if inst.Status.ObservedGeneration > 0 {
 			if err := e.copyToBindings(ctx, inst, secret); err != nil {
 				return preCallFailure(e, ctx, inst, ReasonUpdateCredentialsNotCopied, err)

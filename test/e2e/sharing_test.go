@@ -139,10 +139,15 @@ func TestSharing_TwoUsers_ShareBindUnshare(t *testing.T) {
 		r = sharingAlice(t, e, "unshare", "shop", "--from-namespace", e.teamB, "--yes")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		assert.Assert(t, is.Contains(r.Stderr, "reconcile removes them"), r.Stderr)
+		// Alice then asks for an update (the cluster broker's call is left to reconcile):
+		// its success records her spec as applied, and the instance's step, which revokes
+		// only a spec new to it, revokes nothing. Bob's binding's own step must.
+		r = sharingAlice(t, e, "touch", "instance", "shop")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 
 		unbinds := len(e.b.RequestsFor(broker.OpUnbind))
-		trustReconcile(t, e, e.teamA) // the instance's changed spec: team-b's binding is marked for deletion
-		trustReconcile(t, e, e.teamB) // which is unbound
+		trustReconcile(t, e, e.teamA)
+		trustReconcile(t, e, e.teamB) // bob's binding finds its grant gone: revoked, then unbound
 		_, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
 		assert.Assert(t, store.IsNotFound(err), "bob's binding is gone: %v", err)
 		_, err = e.admin.CoreV1().Secrets(e.teamB).Get(ctx, "shop", metav1.GetOptions{})

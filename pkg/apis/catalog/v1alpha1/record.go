@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -26,11 +27,28 @@ func (in *ServicePlanSchemas) HasPendingWork() bool { return false }
 
 // HasPendingWork reports whether the instance is not settled: deletion requested, a spec
 // the engine has not acted on yet, a broker call in flight, a retry scheduled, or orphan
-// mitigation to do. A terminal failure (retry cleared, generation observed) is settled
-// until the spec changes.
+// mitigation to do, or bindings of a withdrawn grant to revoke (RevokePending). A
+// terminal failure (retry cleared, generation observed) is settled until the spec
+// changes.
 func (in *ServiceInstance) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
-		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil
+		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
+		in.RevokePending()
+}
+
+// RevokePending reports whether the instance's spec no longer lets a namespace it was
+// shared with bind (an unshare, a narrower allowedNamespaces) and no driver that could
+// look at every such namespace has revoked that spec generation's withdrawn grants yet.
+func (in *ServiceInstance) RevokePending() bool {
+	if in.Status.RevokedGeneration == in.Generation {
+		return false
+	}
+	for _, ns := range in.Status.SharedBefore {
+		if !slices.Contains(in.Spec.SharedWith, ns) || len(in.Spec.AllowedNamespaces) > 0 && !slices.Contains(in.Spec.AllowedNamespaces, ns) {
+			return true
+		}
+	}
+	return false
 }
 
 // HasPendingWork reports whether the binding is not settled, on the same rules as

@@ -93,6 +93,12 @@ type ServiceInstanceStatus struct {
 	// may not list the bindings of one of them waits for reconcile, which sees every
 	// namespace.
 	SharedBefore []string `json:"sharedBefore,omitempty"`
+	// RevokedGeneration is the spec generation whose withdrawn grants were last revoked
+	// by a driver that could look at every namespace of sharedBefore: the bindings of
+	// namespaces the spec no longer lets bind were marked for deletion. While a namespace
+	// of sharedBefore is no longer granted and this is not the spec's generation, the
+	// instance has pending work (see RevokePending).
+	RevokedGeneration int64 `json:"revokedGeneration,omitempty"`
 }
 
 // ConsumerReservation is a binding's place under an instance's spec.maxBindings.
