@@ -78,6 +78,14 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 			return last, err
 		}
 		res, err := step(ctx, x)
+		if store.IsNotFound(err) {
+			// Another driver may have finished the record during this step (removed
+			// its finalizer, and the API server deleted it): gone is done. Anything
+			// else not found (its broker, a Secret) stays this step's error.
+			if _, gerr := records.Get(ctx, namespace, name); store.IsNotFound(gerr) {
+				return Result{State: StateDeleted, Message: gone}, nil
+			}
+		}
 		if any(recordOf[T](res)) == any(T(nil)) && res.State == StateWaiting {
 			res = withRecord(res, x)
 		}

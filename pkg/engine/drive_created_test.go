@@ -7,7 +7,10 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
 
 // A verb hands the engine the record it has just created: no read of it before the
@@ -47,4 +50,27 @@ func TestDriveInstance_CreatedThenClaimedByAnother_SendsNothing(t *testing.T) {
 	assert.Assert(t, is.Contains(res.Message, "reconcile@other is working on it"))
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
 	assert.Assert(t, f.get("db").Status.InFlight == nil)
+}
+
+// Another driver finishes the record after this drive read it: it removes the finalizer
+// and the API server deletes the record. The step's first write then finds nothing: the
+// drive reports the record gone, not an error.
+func TestDriveInstance_RecordFinishedByAnotherDriverDuringTheStep_IsGoneNotAnError(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	ctx := context.Background()
+	assert.NilError(t, f.st.Instances().Delete(ctx, ns, "db"))
+	read := f.get("db")
+	cms := f.cluster.Core.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(ctx, "catalog-instance.db", metav1.GetOptions{})
+	assert.NilError(t, err)
+	cm.Finalizers = nil
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
+	res, err := f.engine.DriveInstance(ctx, ns, "db", DriveOptions{StopWhenWaiting: true, Created: read})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateDeleted, res.Message)
+	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodDeprovision), 0), "nothing is sent for a record that is gone")
 }

@@ -10,6 +10,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -95,4 +96,40 @@ func TestServe_AStepThatPanicsDoesNotStopTheServer(t *testing.T) {
 	inst, err := f.st.Instances().Get(context.Background(), serveNS, "db")
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+}
+
+// Two reconcile runs at once: the other run finishes a record (removes its finalizer, and
+// the API server deletes it) while this run's step is writing it. The step's "not found"
+// is then no failure: the record is gone, which is done. Anything else a step does not
+// find (its broker, a Secret) still fails the record.
+func TestRun_ARecordDeletedByAnotherDriverDuringItsStep_IsDoneNotFailed(t *testing.T) {
+	f := newFixture(t)
+	f.instance("gone")
+	f.instance("missing")
+	f.rec.stepInstance = func(ctx context.Context, inst *v1alpha1.ServiceInstance) (engine.Result, error) {
+		if inst.Name == "gone" {
+			// The other driver's last write: the record is removed under this step.
+			cms := f.cluster.Core.CoreV1().ConfigMaps(ns)
+			cm, err := cms.Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, "gone"), metav1.GetOptions{})
+			assert.NilError(t, err)
+			cm.Finalizers = nil
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			assert.NilError(t, err)
+			assert.NilError(t, cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}))
+			_, err = f.st.Instances().Get(ctx, ns, "gone")
+			assert.Assert(t, store.IsNotFound(err))
+			return engine.Result{}, err
+		}
+		_, err := f.st.Brokers().Get(ctx, ns, "nosuch")
+		assert.Assert(t, store.IsNotFound(err))
+		return engine.Result{}, err
+	}
+
+	sum := f.run(Options{Workers: 2})
+
+	it := f.item(sum, "gone")
+	assert.Equal(t, it.Outcome, Done, it.Detail)
+	assert.Equal(t, it.Detail, "gone")
+	it = f.item(sum, "missing")
+	assert.Equal(t, it.Outcome, Failed, "a broker not found is the record's failure: %s", it.Detail)
 }

@@ -474,6 +474,15 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 			r.finish(ctx, t, t.it)
 			return
 		}
+		if store.IsNotFound(err) {
+			// Another driver may have finished the record meanwhile (removed its
+			// finalizer, and the API server deleted it): a record that is gone is done.
+			// Anything else not found (its broker, a Secret) is this step's failure.
+			if found, rerr := t.rec.read(ctx); rerr == nil && !found {
+				t.it.Outcome, t.it.Detail, t.done = Done, "gone", true
+				return
+			}
+		}
 		r.finish(ctx, t, failed(t.it, err))
 		return
 	}
