@@ -135,43 +135,51 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			// user is, the trust token, the OSB context); what the instance names: its
 			// class and schemas; the create; the instance again and its broker, both
 			// after the create, so that a deprovision, an unshare or a deregistration
-			// marked meanwhile is seen; the write-ahead; the Secret; the outcome. The
-			// class and rules read first serve the engine.
+			// marked meanwhile is seen, with the lists of the checks that no older record
+			// uses the instance's or the binding's OSB id; the write-ahead; the Secret;
+			// the outcome. The class and rules read first serve the engine.
 			args: []string{"bind", "db", "--name", "app"},
 			groups: [][]string{
 				append([]string{instance, binding, "get secrets app", access, user, trust}, osbContext...),
-				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {instance, broker}, {idList, idList},
+				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {instance, broker, idList, idList},
 				{update}, {"create secrets"}, {update},
 			},
 		},
 		{
 			// The instance (and who the user is, the trust token, the OSB context); the
 			// class and schemas it names; the update; the broker, read after the update
-			// so that a deregistration marked meanwhile is seen; the write-ahead; the
-			// outcome. The engine's step starts from the update's answer and takes the
+			// so that a deregistration marked meanwhile is seen, with the list of the
+			// instance's OSB id check; the write-ahead; the outcome. The engine's step starts from the update's answer and takes the
 			// class read first.
 			args: []string{"update", "db", "-p", "storage=6"},
 			groups: [][]string{
 				append([]string{instance, user, trust}, osbContext...),
-				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker}, {idList}, {update}, {update},
+				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker, idList}, {update}, {update},
 			},
 		},
 		{
+			// The binding and who the user is; the deletion mark; the binding again;
+			// its Secret, the instance and the list of the binding's OSB id check, all
+			// after the mark; the Secret's deletion with the instance's broker and
+			// class and the list of its OSB id check; the write-ahead; the outcome (the
+			// finalizer's removal). The instance read after the mark holds no place for
+			// the binding under a limit: there is none to give back.
 			args: []string{"unbind", "app"},
 			groups: [][]string{
-				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app", instance},
-				{"delete secrets app", broker, "get configmaps " + class}, {idList, idList}, {update}, {update}, {instance},
+				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app", instance, idList},
+				{"delete secrets app", broker, "get configmaps " + class, idList}, {update}, {update},
 			},
 		},
 		{
 			// The instance and its bindings (and who the user is); the deletion mark;
-			// the instance again, its broker and class, all after the mark; the bindings
-			// of the instance, in its namespace and in any, together; the write-ahead;
-			// the outcome, which removes the record (from the write-ahead's answer).
+			// the instance again, its broker and class, the list of its OSB id check
+			// and its bindings, in its namespace and in any, all after the mark and
+			// together; the write-ahead; the outcome, which removes the record (from
+			// the write-ahead's answer).
 			args: []string{"deprovision", "db", "--yes"},
 			groups: [][]string{
-				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"}, {instance, broker, "get configmaps " + class},
-				{"list configmaps", "list configmaps"}, {idList}, {update}, {update},
+				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"},
+				{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps"}, {update}, {update},
 			},
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},

@@ -660,8 +660,12 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id strin
 	// refusal is never made on it alone, since the older record may be gone by now.
 	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
 	if !ok || older(users) != nil {
+		list, ok := takeIDList(ctx, kind, id)
+		if !ok {
+			list = ahead.Done(e.cfg.Store.WithExternalID(ctx, kind, "", id))
+		}
 		var err error
-		users, err = e.cfg.Store.WithExternalID(ctx, kind, "", id)
+		users, err = list.Wait()
 		if store.IsForbidden(err) {
 			// A user who may not list records of every namespace: the ones they may see.
 			users, err = e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
