@@ -158,16 +158,17 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			},
 		},
 		{
-			// The binding and who the user is; the deletion mark; the binding again;
-			// its Secret, the instance and the list of the binding's OSB id check, all
-			// after the mark; the Secret's deletion with the instance's broker and
-			// class and the list of its OSB id check; the write-ahead; the outcome (the
-			// finalizer's removal). The instance read after the mark holds no place for
+			// The binding and who the user is; the deletion mark; the binding again,
+			// its Secret and its instance (named by the binding as read before the
+			// mark, used only if the binding read after it names the same), all after
+			// the mark; the Secret's deletion with the instance's broker and class and
+			// the lists of the checks of the binding's and the instance's OSB ids; the
+			// write-ahead; the outcome (the finalizer's removal). The instance read after the mark holds no place for
 			// the binding under a limit: there is none to give back.
 			args: []string{"unbind", "app"},
 			groups: [][]string{
-				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app", instance, idList},
-				{"delete secrets app", broker, "get configmaps " + class, idList}, {update}, {update},
+				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding, "get secrets app", instance},
+				{"delete secrets app", broker, "get configmaps " + class, idList, idList}, {update}, {update},
 			},
 		},
 		{

@@ -30,6 +30,7 @@ import (
 // and the Secret, then calls the broker; the finalizer comes off when the broker
 // confirmed (200 or 410).
 func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (Result, error) {
+	ctx = stepUnbindReads(ctx, in)
 	r, err := e.stepBinding(ctx, in)
 	if err == nil && r.State == StateDeleted && !r.noPlace {
 		e.releaseConsumer(ctx, in)
@@ -143,7 +144,11 @@ func (e *Engine) readBoundInstance(ctx context.Context, b *v1alpha1.ServiceBindi
 		if e.cfg.TargetCacheTTL == 0 {
 			ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceBinding, bindingID})
 		}
-		inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
+		read := takeInstanceRead(ctx, b)
+		if read == nil {
+			read = ahead.Done(e.cfg.Store.Instances().Get(ctx, ns, name))
+		}
+		inst, err := read.Wait()
 		if err != nil || inst.IsUserProvided() || e.cfg.TargetCacheTTL > 0 {
 			return instanceRead{inst: inst, ctx: ctx}, err
 		}
@@ -637,7 +642,7 @@ func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding)
 			return fmt.Errorf("removing the projection of binding %q from %s %q: %w", b.Name, p.Kind, p.Name, err)
 		}
 	}
-	if err := e.cfg.Store.DeleteBindingSecret(ctx, b); err != nil {
+	if err := e.cfg.Store.DeleteBindingSecret(ctx, b, secretReads(ctx, b)); err != nil {
 		return err
 	}
 	b.Status.Projecting = nil

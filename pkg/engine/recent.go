@@ -312,3 +312,90 @@ func takeStepBindingLists(ctx context.Context, inst *v1alpha1.ServiceInstance) (
 	r.own, r.all = nil, nil
 	return own, all, own != nil
 }
+
+// unbindReadsAhead are the reads an unbind starts right after a binding's deletion mark,
+// from the binding as it read it before the mark: its instance and the Secrets its
+// deletion removes. The drive's first step takes them (stepUnbindReads) and uses each
+// only for the names of the binding as that step read it, after the mark; it reads any
+// other name itself.
+type unbindReadsAhead struct {
+	namespace, name         string
+	mu                      sync.Mutex
+	instNamespace, instName string
+	inst                    *ahead.Read[*v1alpha1.ServiceInstance]
+	secrets                 *store.SecretReads
+}
+
+type unbindReadsAheadKey struct{}
+
+type stepUnbindReadsKey struct{}
+
+// withUnbindReadsAhead starts the reads of b's instance (when the broker may hold b) and
+// of its Secrets, and returns a context that carries them for the drive that follows.
+// The unbind calls it after b's deletion mark.
+func (e *Engine) withUnbindReadsAhead(ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
+	r := &unbindReadsAhead{namespace: b.Namespace, name: b.Name, secrets: e.cfg.Store.StartBindingSecretReads(ctx, b)}
+	if len(bindingIDsAtBroker(b)) > 0 {
+		r.instNamespace, r.instName = b.InstanceRef()
+		r.inst = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
+			return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
+		})
+	}
+	return context.WithValue(ctx, unbindReadsAheadKey{}, r)
+}
+
+// stepUnbindReads takes, once, the reads ctx carries for binding b, and returns a
+// context that carries them for this step only: a later step reads afresh.
+func stepUnbindReads(ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
+	r, _ := ctx.Value(unbindReadsAheadKey{}).(*unbindReadsAhead)
+	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
+		return ctx
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.secrets == nil {
+		return ctx
+	}
+	step := &unbindReadsAhead{namespace: r.namespace, name: r.name, instNamespace: r.instNamespace, instName: r.instName, inst: r.inst, secrets: r.secrets}
+	r.inst, r.secrets = nil, nil
+	return context.WithValue(ctx, stepUnbindReadsKey{}, step)
+}
+
+func stepUnbindReadsOf(ctx context.Context, b *v1alpha1.ServiceBinding) *unbindReadsAhead {
+	r, _ := ctx.Value(stepUnbindReadsKey{}).(*unbindReadsAhead)
+	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
+		return nil
+	}
+	return r
+}
+
+// takeInstanceRead returns, once, this step's read of the instance b names; nil when
+// the step carries none of that instance.
+func takeInstanceRead(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Read[*v1alpha1.ServiceInstance] {
+	r := stepUnbindReadsOf(ctx, b)
+	if r == nil {
+		return nil
+	}
+	ns, name := b.InstanceRef()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.instNamespace != ns || r.instName != name {
+		return nil
+	}
+	read := r.inst
+	r.inst = nil
+	return read
+}
+
+// secretReads returns this step's reads of b's Secrets (nil: none).
+func secretReads(ctx context.Context, b *v1alpha1.ServiceBinding) *store.SecretReads {
+	r := stepUnbindReadsOf(ctx, b)
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.secrets
+	r.secrets = nil
+	return s
+}
