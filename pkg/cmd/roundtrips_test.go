@@ -100,6 +100,9 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 		trust    = "get configmaps catalog-trust"
 		access   = "get configmaps catalog-access.default"
 		update   = "update configmaps"
+		// The check that no older record uses an OSB id lists the records labelled
+		// with it in every namespace.
+		idList = storetest.MetadataList + " configmaps"
 	)
 	// The OSB context: the cluster id and the namespace's uid.
 	osbContext := []string{"get configmaps " + kube.ClusterIDConfigMap, "get namespaces dev"}
@@ -121,52 +124,63 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 		{args: []string{"get", "instances"}, groups: [][]string{{"list configmaps"}}},
 		{args: []string{"marketplace"}, groups: [][]string{{"list configmaps", "list configmaps", access}}},
 		{
-			// The instance, its bindings and its Events; then what the record names:
-			// its class, and the bindings other namespaces hold of it.
+			// The instance, its bindings, those of every namespace and its Events, all
+			// together: the class is read only when the broker holds another plan
+			// than the spec's (the only thing describe shows from it).
 			args:   []string{"describe", "instance", "db"},
-			groups: [][]string{{instance, "list configmaps", "list events"}, {"get configmaps " + class, "list configmaps"}},
+			groups: [][]string{{instance, "list configmaps", "list configmaps", "list events"}},
 		},
 		{
 			// The instance, the names the binding takes, the access rules (and who the
 			// user is, the trust token, the OSB context); what the instance names: its
 			// class and schemas; the create; the instance again and its broker, both
 			// after the create, so that a deprovision, an unshare or a deregistration
-			// marked meanwhile is seen; the write-ahead; the Secret; the outcome. The
-			// class and rules read first serve the engine.
+			// marked meanwhile is seen, with the lists of the checks that no older record
+			// uses the instance's or the binding's OSB id; the write-ahead; the Secret;
+			// the outcome. The class and rules read first serve the engine.
 			args: []string{"bind", "db", "--name", "app"},
 			groups: [][]string{
 				append([]string{instance, binding, "get secrets app", access, user, trust}, osbContext...),
-				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {instance, broker}, {update}, {"create secrets"}, {update},
+				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {instance, broker, idList, idList},
+				{update}, {"create secrets"}, {update},
 			},
 		},
 		{
 			// The instance (and who the user is, the trust token, the OSB context); the
 			// class and schemas it names; the update; the broker, read after the update
-			// so that a deregistration marked meanwhile is seen; the write-ahead; the
-			// outcome. The engine's step starts from the update's answer and takes the
+			// so that a deregistration marked meanwhile is seen, with the list of the
+			// instance's OSB id check; the write-ahead; the outcome. The engine's step starts from the update's answer and takes the
 			// class read first.
 			args: []string{"update", "db", "-p", "storage=6"},
 			groups: [][]string{
 				append([]string{instance, user, trust}, osbContext...),
-				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker}, {update}, {update},
+				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker, idList}, {update}, {update},
 			},
 		},
 		{
+			// The binding and who the user is; the deletion mark; the binding again,
+			// its Secret and its instance (named by the binding as read before the
+			// mark, used only if the binding read after it names the same), all after
+			// the mark; the Secret's deletion with the instance's broker and class and
+			// the lists of the checks of the binding's and the instance's OSB ids; the
+			// write-ahead; the outcome (the finalizer's removal). The instance read after the mark holds no place for
+			// the binding under a limit: there is none to give back.
 			args: []string{"unbind", "app"},
 			groups: [][]string{
-				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding}, {"get secrets app", instance},
-				{"delete secrets app", broker, "get configmaps " + class}, {update}, {update}, {instance},
+				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding, "get secrets app", instance},
+				{"delete secrets app", broker, "get configmaps " + class, idList, idList}, {update}, {update},
 			},
 		},
 		{
 			// The instance and its bindings (and who the user is); the deletion mark;
-			// the instance again, its broker and class, all after the mark; the bindings
-			// of the instance, in its namespace and in any, together; the write-ahead;
-			// the outcome, which removes the record (from the write-ahead's answer).
+			// the instance again, its broker and class, the list of its OSB id check
+			// and its bindings, in its namespace and in any, all after the mark and
+			// together; the write-ahead; the outcome, which removes the record (from
+			// the write-ahead's answer).
 			args: []string{"deprovision", "db", "--yes"},
 			groups: [][]string{
-				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"}, {instance, broker, "get configmaps " + class},
-				{"list configmaps", "list configmaps"}, {update}, {update},
+				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"},
+				{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps"}, {update}, {update},
 			},
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},

@@ -30,8 +30,9 @@ import (
 // and the Secret, then calls the broker; the finalizer comes off when the broker
 // confirmed (200 or 410).
 func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (Result, error) {
+	ctx = stepUnbindReads(ctx, in)
 	r, err := e.stepBinding(ctx, in)
-	if err == nil && r.State == StateDeleted {
+	if err == nil && r.State == StateDeleted && !r.noPlace {
 		e.releaseConsumer(ctx, in)
 	}
 	return r, err
@@ -133,13 +134,21 @@ type instanceRead struct {
 	ctx  context.Context
 }
 
-// readBoundInstance starts reading the instance b names, then its broker and class, for
+// readBoundInstance starts reading the instance b names, then its broker and class and
+// the lists of the checks of the OSB ids (the instance's, and bindingID), for
 // bindTargetOf: a step calls it only after the write its reads must see (b as read
 // after its deletion mark), to overlap them with its own writes that they need not see.
-func (e *Engine) readBoundInstance(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Read[instanceRead] {
+func (e *Engine) readBoundInstance(ctx context.Context, b *v1alpha1.ServiceBinding, bindingID string) *ahead.Read[instanceRead] {
 	return ahead.Start(ctx, func() (instanceRead, error) {
 		ns, name := b.InstanceRef()
-		inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
+		if e.cfg.TargetCacheTTL == 0 {
+			ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceBinding, bindingID})
+		}
+		read := takeInstanceRead(ctx, b)
+		if read == nil {
+			read = ahead.Done(e.cfg.Store.Instances().Get(ctx, ns, name))
+		}
+		inst, err := read.Wait()
 		if err != nil || inst.IsUserProvided() || e.cfg.TargetCacheTTL > 0 {
 			return instanceRead{inst: inst, ctx: ctx}, err
 		}
@@ -529,7 +538,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	// was read after its deletion mark).
 	var pending *ahead.Read[instanceRead]
 	if deleting && len(bindingIDsAtBroker(b)) > 0 {
-		pending = e.readBoundInstance(ctx, b)
+		pending = e.readBoundInstance(ctx, b, id)
 	}
 	if deleting {
 		// Workloads stop receiving the credentials before the broker revokes them.
@@ -548,7 +557,11 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	var err error
 	if pending != nil {
 		r, rerr := pending.Wait()
-		t, err = e.bindTargetOf(r.ctx, b, r.inst, rerr)
+		if r.ctx != nil {
+			// It carries the lists of the id checks started with the reads.
+			ctx = r.ctx
+		}
+		t, err = e.bindTargetOf(ctx, b, r.inst, rerr)
 	} else {
 		t, err = e.bindTarget(ctx, b)
 	}
@@ -598,7 +611,11 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	e.hook(ctx, HookAfterBrokerCall, op)
 	act := osb.Decide(osb.OpUnbind, osb.OutcomeOf(resp.Status(), callErr))
 	if act.Result == osb.ResultSucceeded {
-		return e.unbound(ctx, stored, op)
+		res, err := e.unbound(ctx, stored, op)
+		// The instance, read after the deletion mark, holds no place for the binding:
+		// none is to be given back once it is gone.
+		res.noPlace = !reserved(t.inst, b)
+		return res, err
 	}
 	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		if act.Poll {
@@ -625,7 +642,7 @@ func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding)
 			return fmt.Errorf("removing the projection of binding %q from %s %q: %w", b.Name, p.Kind, p.Name, err)
 		}
 	}
-	if err := e.cfg.Store.DeleteBindingSecret(ctx, b); err != nil {
+	if err := e.cfg.Store.DeleteBindingSecret(ctx, b, secretReads(ctx, b)); err != nil {
 		return err
 	}
 	b.Status.Projecting = nil

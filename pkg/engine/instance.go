@@ -27,6 +27,7 @@ import (
 // in the Result, not as errors; an error means the record could not be read or written
 // (or ctx ended, in which case the record is left pending for the next step).
 func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance) (Result, error) {
+	ctx = stepBindingLists(ctx, in)
 	inst := in.DeepCopy()
 	now := e.now()
 	if l, ok := store.LeaseOf(inst); ok && l.Holder != e.cfg.Holder && l.Live(now) {
@@ -783,14 +784,33 @@ func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInst
 		unseen []string
 		bad    []*store.Error
 	}
+	// A deletion's verb started both lists (after the mark) for its drive's first step.
+	own, all, started := takeStepBindingLists(ctx, inst)
 	consumers := ahead.Start(ctx, func() (listed, error) {
 		var l listed
 		var err error
+		if started {
+			// Every namespace's list needs only the instance's name; when the user may
+			// not make it, the namespaces the record names are listed.
+			a, err := all.Wait()
+			if !store.IsForbidden(err) {
+				l.bs, l.bad = a.bs, a.bad
+				return l, err
+			}
+		}
 		l.bs, l.unseen, l.bad, err = listConsumers(ctx, e.cfg.Store, inst, consumerNamespaces(inst)...)
 		return l, err
 	})
 	var bad []*store.Error
-	bs, err := readableBindings(ctx, e.cfg.Store, inst.Namespace, store.Filter{Instance: inst.Name}, &bad)
+	var bs []*v1alpha1.ServiceBinding
+	var err error
+	if started {
+		var l listedBindings
+		l, err = own.Wait()
+		bs, bad = l.bs, l.bad
+	} else {
+		bs, err = readableBindings(ctx, e.cfg.Store, inst.Namespace, store.Filter{Instance: inst.Name}, &bad)
+	}
 	e.reportUnreadable(ctx, inst, bad)
 	if err != nil {
 		return Result{}, false, err

@@ -125,8 +125,12 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 	// The binding's first step reads its instance again, and the broker the instance
 	// names: both after the create, which is what makes a deprovision, an unshare or a
 	// deregistration marked meanwhile seen. The broker is the one the instance named
-	// when checked; its read goes out now, with the instance's.
+	// when checked; its read goes out now, with the instance's, and so do the lists of
+	// the check that no older record uses the binding's OSB id or the instance's (the
+	// one it used when checked; the step lists again for another).
 	if !inst.IsUserProvided() {
+		ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()},
+			idKey{v1alpha1.KindServiceBinding, created.CurrentExternalID()})
 		ctx = withBrokerReadAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 			return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
 		})

@@ -163,10 +163,12 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 			req.Follow.note("Binding %q is gone.", b.Name)
 		}
 	}
-	// The instance's broker and class are read now, after the deletion mark and the
-	// bindings, together with the drive's first read of the instance.
+	// The instance's broker and class, the list of the check of its OSB id and the lists
+	// of its bindings are read now, after the deletion mark and the bindings, together
+	// with the drive's first read of the instance.
 	if !d.Instance.IsUserProvided() {
 		ctx = e.withTargetReadAhead(ctx, d.Instance)
+		ctx = e.withBindingListsAhead(ctx, req.Namespace, req.Name)
 	}
 	return e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
 }

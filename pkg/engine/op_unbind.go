@@ -197,7 +197,9 @@ func (e *Engine) driveUnbinds(ctx context.Context, req UnbindRequest, bindings [
 	var first error
 	for _, b := range bindings {
 		req.Follow.note("Unbinding %q...", b.Name)
-		r, err := e.FollowBinding(ctx, req.Namespace, b.Name, "unbind", nil, req.Follow)
+		// Its instance and Secrets are read now, after its deletion mark, together with
+		// the drive's first read of it.
+		r, err := e.FollowBinding(e.withUnbindReadsAhead(ctx, b), req.Namespace, b.Name, "unbind", nil, req.Follow)
 		if err == nil {
 			err = unboundError(req.Namespace, b, r)
 		}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
@@ -76,6 +77,26 @@ func (r *Reader) AccessRules(ctx context.Context, opts ...marketplace.Option) (m
 // unseen names the namespaces that could not be read.
 func (r *Reader) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
 	return ListConsumers(ctx, r.st, inst, extra...)
+}
+
+// ConsumersAhead starts the list of the bindings every namespace holds of instance
+// namespace/name, which needs only its name, so that it goes out with the read of the
+// record; the function returned gives what Consumers gives for the record once read:
+// the list started or, when the user may not list every namespace, the lists of the
+// namespaces the record is shared with.
+func (r *Reader) ConsumersAhead(ctx context.Context, namespace, name string) func(*v1alpha1.ServiceInstance) ([]*v1alpha1.ServiceBinding, []string, error) {
+	f := store.Filter{Instance: name, InstanceNamespace: namespace}
+	all := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) {
+		var bad []*store.Error
+		return readableBindings(ctx, r.st, "", f, &bad)
+	})
+	return func(inst *v1alpha1.ServiceInstance) ([]*v1alpha1.ServiceBinding, []string, error) {
+		bs, err := all.Wait()
+		if store.IsForbidden(err) || inst.Name != name || inst.Namespace != namespace {
+			return ListConsumers(ctx, r.st, inst)
+		}
+		return bs, nil, err
+	}
 }
 
 // Graph reads the instances and bindings (and, with core, the workloads using their

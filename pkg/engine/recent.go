@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // preparedReads keeps what PrepareInstance read (the class record and the access rules;
@@ -160,10 +161,64 @@ func takeBrokerRead(ctx context.Context, namespace, name string) (*ahead.Read[*v
 	return read, read != nil
 }
 
-// withTargetReadAhead starts the reads of inst's broker and class records, and returns a
-// context that carries them for the drive that follows (see withBrokerReadAhead). A verb
-// calls it right after the write that marks its intent: both reads go out after it.
+// idListsAhead are the lists of the records labelled with an OSB id, in every
+// namespace, that the check that no older record uses the id makes (checkID), started
+// by a verb right after the write that marks its intent, for the ids it expects the
+// drive's first step to send. Like brokerReadAhead, they are carried by the drive's
+// context only and each is taken once; a check of another id lists for itself.
+type idListsAhead struct {
+	mu    sync.Mutex
+	lists map[string]*ahead.Read[[]store.IDUser]
+}
+
+type idListsAheadKey struct{}
+
+// idKey names an OSB id of a kind (an instance's or a binding's).
+type idKey struct{ kind, id string }
+
+// withIDListsAhead starts the lists checkID makes of ids, and returns a context that
+// carries them (with those ctx carries already) for the drive that follows. A verb calls
+// it right after the write that marks its intent: the lists go out after it.
+func (e *Engine) withIDListsAhead(ctx context.Context, ids ...idKey) context.Context {
+	r := &idListsAhead{lists: map[string]*ahead.Read[[]store.IDUser]{}}
+	if prev, _ := ctx.Value(idListsAheadKey{}).(*idListsAhead); prev != nil {
+		prev.mu.Lock()
+		for k, l := range prev.lists {
+			r.lists[k] = l
+		}
+		prev.mu.Unlock()
+	}
+	for _, k := range ids {
+		if k.id == "" {
+			continue
+		}
+		r.lists[k.kind+"/"+k.id] = ahead.Start(ctx, func() ([]store.IDUser, error) {
+			return e.cfg.Store.WithExternalID(ctx, k.kind, "", k.id)
+		})
+	}
+	return context.WithValue(ctx, idListsAheadKey{}, r)
+}
+
+// takeIDList returns the list of the records of kind labelled with id that ctx carries,
+// once; false when it carries none of that id or it was taken already.
+func takeIDList(ctx context.Context, kind, id string) (*ahead.Read[[]store.IDUser], bool) {
+	r, _ := ctx.Value(idListsAheadKey{}).(*idListsAhead)
+	if r == nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.lists[kind+"/"+id]
+	delete(r.lists, kind+"/"+id)
+	return l, l != nil
+}
+
+// withTargetReadAhead starts the reads of inst's broker and class records, and the list
+// of the check of the OSB id it uses, and returns a context that carries them for the
+// drive that follows (see withBrokerReadAhead and withIDListsAhead). A verb calls it
+// right after the write that marks its intent: the reads go out after it.
 func (e *Engine) withTargetReadAhead(ctx context.Context, inst *v1alpha1.ServiceInstance) context.Context {
+	ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()})
 	ns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
 	ctx = withBrokerReadAhead(ctx, ns, inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 		return e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
@@ -186,4 +241,161 @@ func takeClassRead(ctx context.Context, namespace, name string) (*ahead.Read[*v1
 	read := r.class
 	r.class = nil
 	return read, read != nil
+}
+
+// bindingListsAhead are the lists of an instance's bindings that a deletion's step makes
+// before it deprovisions (waitForBindings): in the instance's namespace and in every
+// namespace. A verb starts them right after the deletion mark (and after unbinding the
+// bindings it found), with the reads of the instance's broker and class; the drive's
+// first step takes them (stepBindingLists), and only that step uses them.
+type bindingListsAhead struct {
+	namespace, name string
+	mu              sync.Mutex
+	own, all        *ahead.Read[listedBindings]
+}
+
+// listedBindings are the bindings a list found, and the ConfigMaps labelled as bindings
+// that hold no readable record.
+type listedBindings struct {
+	bs  []*v1alpha1.ServiceBinding
+	bad []*store.Error
+}
+
+type bindingListsAheadKey struct{}
+
+type stepBindingListsKey struct{}
+
+// withBindingListsAhead starts the lists of the bindings of instance namespace/name and
+// returns a context that carries them for the drive that follows.
+func (e *Engine) withBindingListsAhead(ctx context.Context, namespace, name string) context.Context {
+	list := func(ns string, f store.Filter) *ahead.Read[listedBindings] {
+		return ahead.Start(ctx, func() (listedBindings, error) {
+			var l listedBindings
+			var err error
+			l.bs, err = readableBindings(ctx, e.cfg.Store, ns, f, &l.bad)
+			return l, err
+		})
+	}
+	r := &bindingListsAhead{namespace: namespace, name: name,
+		own: list(namespace, store.Filter{Instance: name}),
+		all: list("", store.Filter{Instance: name, InstanceNamespace: namespace}),
+	}
+	return context.WithValue(ctx, bindingListsAheadKey{}, r)
+}
+
+// stepBindingLists takes, once, the lists of inst's bindings that ctx carries, and
+// returns a context that carries them for this step only: a later step lists afresh.
+func stepBindingLists(ctx context.Context, inst *v1alpha1.ServiceInstance) context.Context {
+	r, _ := ctx.Value(bindingListsAheadKey{}).(*bindingListsAhead)
+	if r == nil {
+		return ctx
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.own == nil || r.namespace != inst.Namespace || r.name != inst.Name {
+		return ctx
+	}
+	step := &bindingListsAhead{namespace: r.namespace, name: r.name, own: r.own, all: r.all}
+	r.own, r.all = nil, nil
+	return context.WithValue(ctx, stepBindingListsKey{}, step)
+}
+
+// takeStepBindingLists returns the lists of inst's bindings this step carries, once.
+func takeStepBindingLists(ctx context.Context, inst *v1alpha1.ServiceInstance) (own, all *ahead.Read[listedBindings], ok bool) {
+	r, _ := ctx.Value(stepBindingListsKey{}).(*bindingListsAhead)
+	if r == nil || r.namespace != inst.Namespace || r.name != inst.Name {
+		return nil, nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	own, all = r.own, r.all
+	r.own, r.all = nil, nil
+	return own, all, own != nil
+}
+
+// unbindReadsAhead are the reads an unbind starts right after a binding's deletion mark,
+// from the binding as it read it before the mark: its instance and the Secrets its
+// deletion removes. The drive's first step takes them (stepUnbindReads) and uses each
+// only for the names of the binding as that step read it, after the mark; it reads any
+// other name itself.
+type unbindReadsAhead struct {
+	namespace, name         string
+	mu                      sync.Mutex
+	instNamespace, instName string
+	inst                    *ahead.Read[*v1alpha1.ServiceInstance]
+	secrets                 *store.SecretReads
+}
+
+type unbindReadsAheadKey struct{}
+
+type stepUnbindReadsKey struct{}
+
+// withUnbindReadsAhead starts the reads of b's instance (when the broker may hold b) and
+// of its Secrets, and returns a context that carries them for the drive that follows.
+// The unbind calls it after b's deletion mark.
+func (e *Engine) withUnbindReadsAhead(ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
+	r := &unbindReadsAhead{namespace: b.Namespace, name: b.Name, secrets: e.cfg.Store.StartBindingSecretReads(ctx, b)}
+	if len(bindingIDsAtBroker(b)) > 0 {
+		r.instNamespace, r.instName = b.InstanceRef()
+		r.inst = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
+			return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
+		})
+	}
+	return context.WithValue(ctx, unbindReadsAheadKey{}, r)
+}
+
+// stepUnbindReads takes, once, the reads ctx carries for binding b, and returns a
+// context that carries them for this step only: a later step reads afresh.
+func stepUnbindReads(ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
+	r, _ := ctx.Value(unbindReadsAheadKey{}).(*unbindReadsAhead)
+	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
+		return ctx
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.secrets == nil {
+		return ctx
+	}
+	step := &unbindReadsAhead{namespace: r.namespace, name: r.name, instNamespace: r.instNamespace, instName: r.instName, inst: r.inst, secrets: r.secrets}
+	r.inst, r.secrets = nil, nil
+	return context.WithValue(ctx, stepUnbindReadsKey{}, step)
+}
+
+func stepUnbindReadsOf(ctx context.Context, b *v1alpha1.ServiceBinding) *unbindReadsAhead {
+	r, _ := ctx.Value(stepUnbindReadsKey{}).(*unbindReadsAhead)
+	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
+		return nil
+	}
+	return r
+}
+
+// takeInstanceRead returns, once, this step's read of the instance b names; nil when
+// the step carries none of that instance.
+func takeInstanceRead(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Read[*v1alpha1.ServiceInstance] {
+	r := stepUnbindReadsOf(ctx, b)
+	if r == nil {
+		return nil
+	}
+	ns, name := b.InstanceRef()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.instNamespace != ns || r.instName != name {
+		return nil
+	}
+	read := r.inst
+	r.inst = nil
+	return read
+}
+
+// secretReads returns this step's reads of b's Secrets (nil: none).
+func secretReads(ctx context.Context, b *v1alpha1.ServiceBinding) *store.SecretReads {
+	r := stepUnbindReadsOf(ctx, b)
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.secrets
+	r.secrets = nil
+	return s
 }

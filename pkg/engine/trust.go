@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -659,8 +660,12 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id strin
 	// refusal is never made on it alone, since the older record may be gone by now.
 	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
 	if !ok || older(users) != nil {
+		list, ok := takeIDList(ctx, kind, id)
+		if !ok {
+			list = ahead.Done(e.cfg.Store.WithExternalID(ctx, kind, "", id))
+		}
 		var err error
-		users, err = e.cfg.Store.WithExternalID(ctx, kind, "", id)
+		users, err = list.Wait()
 		if store.IsForbidden(err) {
 			// A user who may not list records of every namespace: the ones they may see.
 			users, err = e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
@@ -711,11 +716,17 @@ func (e *Engine) vetInstanceCall(ctx context.Context, inst *v1alpha1.ServiceInst
 // vetBindingCall refuses a call about b that the engine must not make: an instance or
 // binding id an older record uses and, for a bind, a plan the namespace may not use or a
 // transform reading a Secret the binding's author may not read.
+//
+// The two id checks read independently and go out together; the instance's refusal
+// (or error) is the one returned when both fail, as when they ran in turn.
 func (e *Engine) vetBindingCall(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, op *v1alpha1.Operation, bind bool) error {
+	bindingID := ahead.Start(ctx, func() (struct{}, error) {
+		return struct{}{}, e.checkID(ctx, v1alpha1.KindServiceBinding, b, op.BindingID)
+	})
 	if err := e.checkID(ctx, v1alpha1.KindServiceInstance, t.inst, op.InstanceID); err != nil {
 		return err
 	}
-	if err := e.checkID(ctx, v1alpha1.KindServiceBinding, b, op.BindingID); err != nil {
+	if _, err := bindingID.Wait(); err != nil {
 		return err
 	}
 	if !bind {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 )
 
@@ -108,20 +110,72 @@ func (s *Store) WriteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBindi
 	return written, nil
 }
 
-// DeleteBindingSecret deletes the credentials Secret of binding b: the one named in its
-// status, and the one its spec names if different, each only if b owns it. A Secret that
-// is already gone, or that b does not own, is left as it is without error.
-func (s *Store) DeleteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+// bindingSecretNames are the Secrets DeleteBindingSecret deletes of b: its spec's, and
+// the one its status names if different.
+func bindingSecretNames(b *v1alpha1.ServiceBinding) []string {
 	names := []string{b.Spec.SecretName}
 	if b.Status.Secret != nil && b.Status.Secret.Name != b.Spec.SecretName {
 		names = append(names, b.Status.Secret.Name)
 	}
+	return names
+}
+
+// SecretReads are reads of the Secrets a binding's deletion removes, started ahead
+// (StartBindingSecretReads); DeleteBindingSecret takes each once.
+type SecretReads struct {
+	namespace string
+	mu        sync.Mutex
+	reads     map[string]*ahead.Read[*corev1.Secret]
+}
+
+// StartBindingSecretReads starts reading the Secrets DeleteBindingSecret would delete of
+// b as given. The caller starts them only after the write they must follow (b's
+// deletion mark); DeleteBindingSecret uses them for the names of the binding it is
+// given, and reads any other name itself. Each delete is guarded by the uid read, so a
+// Secret re-created since is kept.
+func (s *Store) StartBindingSecretReads(ctx context.Context, b *v1alpha1.ServiceBinding) *SecretReads {
+	r := &SecretReads{namespace: b.Namespace, reads: map[string]*ahead.Read[*corev1.Secret]{}}
+	for _, name := range bindingSecretNames(b) {
+		if name != "" {
+			r.reads[name] = ahead.Start(ctx, func() (*corev1.Secret, error) {
+				return s.core.CoreV1().Secrets(b.Namespace).Get(ctx, name, metav1.GetOptions{})
+			})
+		}
+	}
+	return r
+}
+
+func (r *SecretReads) take(namespace, name string) *ahead.Read[*corev1.Secret] {
+	if r == nil || r.namespace != namespace {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	read := r.reads[name]
+	delete(r.reads, name)
+	return read
+}
+
+// DeleteBindingSecret deletes the credentials Secret of binding b: the one named in its
+// status, and the one its spec names if different, each only if b owns it. A Secret that
+// is already gone, or that b does not own, is left as it is without error. started,
+// when not nil, holds reads of those Secrets started ahead.
+func (s *Store) DeleteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBinding, started ...*SecretReads) error {
 	secrets := s.core.CoreV1().Secrets(b.Namespace)
-	for _, name := range names {
+	for _, name := range bindingSecretNames(b) {
 		if name == "" {
 			continue
 		}
-		existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		var read *ahead.Read[*corev1.Secret]
+		for _, r := range started {
+			if read == nil {
+				read = r.take(b.Namespace, name)
+			}
+		}
+		if read == nil {
+			read = ahead.Done(secrets.Get(ctx, name, metav1.GetOptions{}))
+		}
+		existing, err := read.Wait()
 		if IsNotFound(apiError("get", kindSecret, b.Namespace, name, err)) {
 			continue
 		}

@@ -61,8 +61,9 @@ func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) erro
 
 // Run describes the instance.
 func (o *InstanceOptions) Run(ctx context.Context) error {
-	// What needs only the name goes out with the instance's read; what needs the
-	// record (its class, the bindings other namespaces hold) right after it.
+	// What needs only the name goes out with the instance's read (the bindings of
+	// every namespace included); what needs the record (its class, when the plan the
+	// broker holds is not the spec's) right after it.
 	var events *recordevents.Pending
 	if o.factory != nil {
 		events = recordevents.Ahead(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceInstance, o.Name))
@@ -70,17 +71,19 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) {
 		return o.Reader.Bindings().List(ctx, o.Namespace, engine.Filter{Instance: o.Name})
 	})
+	consumersOfRecord := o.Reader.ConsumersAhead(ctx, o.Namespace, o.Name)
 	inst, err := o.Reader.Instances().Get(ctx, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
 	consumers := ahead.Start(ctx, func() (consumersOf, error) {
-		bs, unseen, err := o.Reader.Consumers(ctx, inst)
+		bs, unseen, err := consumersOfRecord(inst)
 		return consumersOf{bs, unseen}, err
 	})
-	// The class names the plan the broker holds when it is not the spec's.
+	// The class names the plan the broker holds when it is not the spec's; nothing
+	// else shown needs it.
 	var class *v1alpha1.ServiceClass
-	if !inst.IsUserProvided() {
+	if !inst.IsUserProvided() && appliedPlanDiffers(inst) {
 		if class, err = o.Reader.Classes().Get(ctx, lifecycle.BrokerNamespace(inst, o.CatalogNamespace), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)); err != nil {
 			class = nil
 		}
@@ -266,6 +269,13 @@ func earlierIDs(ids []string, current string) string {
 	return strings.Join(out, ", ") + " (the broker may still hold them; deleted there before the record goes)"
 }
 
+// appliedPlanDiffers reports whether notApplied lists the plan: the broker holds
+// another plan than the spec's (the only row that names a plan from the class).
+func appliedPlanDiffers(i *v1alpha1.ServiceInstance) bool {
+	prov := i.Status.Provisioned
+	return prov != nil && i.DeletionTimestamp == nil && i.Spec.PlanID != prov.PlanID
+}
+
 // notApplied lists what the spec asks for that the broker does not hold (FIELD,
 // REQUESTED, APPLIED): the plan, the maintenance version, each inline parameter whose
 // hash differs from the one status.provisioned keeps, and the parameter Secrets named.
@@ -276,7 +286,7 @@ func notApplied(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass) [][3]
 		return nil
 	}
 	var rows [][3]string
-	if i.Spec.PlanID != prov.PlanID {
+	if appliedPlanDiffers(i) {
 		applied := "id " + prov.PlanID
 		if class != nil {
 			if p := class.PlanByID(prov.PlanID); p != nil {

@@ -59,7 +59,10 @@ type Cluster struct {
 	rv          int64
 	uid         int64
 	metaLists   atomic.Int64
-	dryRuns     atomic.Int64
+	// metaListHeld, when set (ExpectGroups), is called with each list made through
+	// Metadata before it is served.
+	metaListHeld func(request string)
+	dryRuns      atomic.Int64
 }
 
 // NewCluster returns a cluster holding objects. Objects without a resourceVersion get one
@@ -386,6 +389,12 @@ func partial(o runtime.Object, kind schema.GroupVersionKind) (*metav1.PartialObj
 // List lists objects as metadata, with the cluster's paging.
 func (r metadataResource) List(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	r.c.metaLists.Add(1)
+	r.c.mu.Lock()
+	held := r.c.metaListHeld
+	r.c.mu.Unlock()
+	if held != nil {
+		held(MetadataList + " " + r.gvr.Resource)
+	}
 	obj, err := r.c.list(r.gvr, r.ns, opts)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,10 @@ func Request(a clienttesting.Action) string {
 	return line
 }
 
+// MetadataList is how ExpectGroups names a list made through the cluster's metadata
+// client (the OSB id checks' lists): "metadata-list configmaps".
+const MetadataList = "metadata-list"
+
 // groupTimeout is how long a request waits for the rest of its group: far longer than
 // goroutines take to start, and short enough for a failing test.
 const groupTimeout = 5 * time.Second
@@ -33,7 +37,8 @@ const groupTimeout = 5 * time.Second
 // (named as Request names them; a name may repeat) have arrived, group after group, and
 // returns the check to call once the code under test is done: it fails the test unless
 // the requests came exactly so. A request sent only once another of its group has been
-// answered waits in vain, for a few seconds, and the check says which. Writes of Events
+// answered waits in vain, for a few seconds, and the check says which. Lists made through
+// the metadata client are held and named the same way (MetadataList). Writes of Events
 // are let through unheld and unlisted: they are written in the background, in their own
 // order.
 //
@@ -55,15 +60,18 @@ func (c *Cluster) ExpectGroups(t testing.TB, groups ...[]string) (check func()) 
 		}
 		if release := g.arrived(Request(a)); release != nil {
 			c.Core.Unlock()
-			select {
-			case <-release:
-			case <-time.After(groupTimeout):
-				g.timedOut(Request(a))
-			}
+			g.wait(Request(a), release)
 			c.Core.Lock()
 		}
 		return false, nil, nil
 	})
+	c.mu.Lock()
+	c.metaListHeld = func(request string) {
+		if release := g.arrived(request); release != nil {
+			g.wait(request, release)
+		}
+	}
+	c.mu.Unlock()
 	return func() {
 		t.Helper()
 		g.mu.Lock()
@@ -126,6 +134,16 @@ func (g *requestGroups) arrived(request string) <-chan struct{} {
 		return nil
 	}
 	return release
+}
+
+// wait holds request until release is closed (its group is whole), or until it has
+// waited groupTimeout in vain.
+func (g *requestGroups) wait(request string, release <-chan struct{}) {
+	select {
+	case <-release:
+	case <-time.After(groupTimeout):
+		g.timedOut(request)
+	}
 }
 
 func (g *requestGroups) timedOut(request string) {
