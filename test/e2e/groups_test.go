@@ -40,8 +40,10 @@ var (
 	groups = map[string]string{
 		clusterTrustPolicy:      "cluster-wide",
 		initPlainPath:           "plain-path",
-		reconcileEveryNamespace: "cluster-wide",
-		retiredCatalogCRDs:      "svcat",
+		// The two groups' processes take about as long: the trust tests are many, and
+		// reconcile install's test is the longest of the others.
+		reconcileEveryNamespace: "every-namespace",
+		retiredCatalogCRDs:      "every-namespace",
 	}
 )
 
