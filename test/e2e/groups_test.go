@@ -38,8 +38,8 @@ var (
 		"retiredCatalogCRDs":      retiredCatalogCRDs,
 	}
 	groups = map[string]string{
-		clusterTrustPolicy:      "cluster-wide",
-		initPlainPath:           "plain-path",
+		clusterTrustPolicy: "cluster-wide",
+		initPlainPath:      "plain-path",
 		// The two groups' processes take about as long: the trust tests are many, and
 		// reconcile install's test is the longest of the others.
 		reconcileEveryNamespace: "every-namespace",
