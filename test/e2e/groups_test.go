@@ -40,8 +40,8 @@ var (
 	groups = map[string]string{
 		clusterTrustPolicy: "cluster-wide",
 		initPlainPath:      "plain-path",
-		// The two groups' processes take about as long: the trust tests are many, and
-		// reconcile install's test is the longest of the others.
+		// reconcile -A's tests run beside migrate svcat's rather than the trust tests,
+		// which are many: that group's process would otherwise end long after the others.
 		reconcileEveryNamespace: "every-namespace",
 		retiredCatalogCRDs:      "every-namespace",
 	}
