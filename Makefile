@@ -38,6 +38,17 @@ CLUSTER_DIR ?= .cluster
 # A count, not a duration: a duration-based -fuzztime can end in a spurious "context
 # deadline exceeded" from the Go 1.26 fuzzing coordinator when the machine is busy.
 FUZZTIME ?= 10000x
+# The fuzz targets whose executions are slow (reconcile's run lasts up to its
+# --max-duration when a forged operation is polled) run FUZZTIME_SLOW executions.
+FUZZ_SLOW_TARGETS ?= FuzzRun_AnyStatusFailsItsRecordOnly
+FUZZTIME_SLOW ?= 3000x
+# Where test-fuzz keeps the inputs that found new code: empty, a directory of its own
+# removed afterwards, so each run starts from the seed corpus (f.Add and testdata/fuzz)
+# and takes as long as the last; go's fuzzing would otherwise first run again every
+# input it kept from every earlier run. make fuzz keeps them in the Go build cache.
+FUZZCACHEDIR ?=
+# make fuzz: how many executions of each target.
+FUZZ_LONGTIME ?= 200000x
 # New inputs are minimized for at most this many runs: a target whose runs may last up to
 # its own deadline (reconcile's) would otherwise spend a minute minimizing one input.
 FUZZMINIMIZETIME ?= 20x
@@ -160,14 +171,24 @@ soak: ## The engine's simulation over many seeds (SOAK_SEEDS, default 100000); a
 	$(GO) test -count=1 -timeout 0 ./pkg/engine/sim/ -run 'TestSim$$' -sim.seeds=$(or $(SOAK_SEEDS),100000)
 
 .PHONY: test-fuzz
-test-fuzz: ## Run each fuzz target for FUZZTIME executions (default 10000x)
-	for pkg in $$($(GO) list ./...); do \
-		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
-		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
-			echo "fuzz $$pkg $$target"; \
-			$(GO) test -ldflags=$(TEST_LDFLAGS) -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; \
+test-fuzz: ## Run each fuzz target for FUZZTIME executions from its seed corpus (default 10000x; FUZZTIME_SLOW for FUZZ_SLOW_TARGETS)
+	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; cache=$(or $(FUZZCACHEDIR),$$tmp/fuzz); \
+	$(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
+		targets=$$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //') || true; \
+		[ -n "$$targets" ] || continue; \
+		bin=$$tmp/$$(basename $$dir).test; \
+		$(GO) test -c -o $$bin -ldflags=$(TEST_LDFLAGS) -fuzz . $$pkg; \
+		for target in $$targets; do \
+			times=$(FUZZTIME); case " $(FUZZ_SLOW_TARGETS) " in *" $$target "*) times=$(FUZZTIME_SLOW);; esac; \
+			echo "fuzz $$pkg $$target $$times"; \
+			(cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$target\$$" -test.fuzztime $$times \
+				-test.fuzzminimizetime $(FUZZMINIMIZETIME) -test.fuzzcachedir $$cache/$$pkg -test.timeout 0); \
 		done; \
 	done
+
+.PHONY: fuzz
+fuzz: ## Fuzz longer than make test: FUZZ_LONGTIME executions of each target, keeping what it finds in the Go build cache for the next run
+	$(MAKE) --no-print-directory test-fuzz FUZZTIME=$(FUZZ_LONGTIME) FUZZTIME_SLOW=$(FUZZ_LONGTIME) FUZZCACHEDIR=$$($(GO) env GOCACHE)/fuzz
 
 .PHONY: test-e2e
 test-e2e: tools ## End-to-end tests on a real kube-apiserver, etcd and controller-manager

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,26 +481,41 @@ type server struct {
 }
 
 func (e *scaleEnv) startServer(o scaleOptions, group bool) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	args := []string{"reconcile", "-A", "--serve", "--listen", addr, "--catalog-namespace", reconcilebench.CatalogNamespace,
+	// Port 0: the system picks the port as the process binds it, and the process says
+	// which (a port chosen free beforehand may be taken before the process binds it).
+	args := []string{"reconcile", "-A", "--serve", "--listen", "127.0.0.1:0", "--catalog-namespace", reconcilebench.CatalogNamespace,
 		"--workers", fmt.Sprint(o.Workers), "--interval", "1ms", "--qps", "500", "--burst", "1000"}
 	if group {
 		args = append(args, "--shard-group", shardGroupName, "--lease-duration", "15s")
 	}
-	s := &server{cmd: exec.Command(e.plugin, args...), base: "http://" + addr, out: &testio.Buffer{}, exited: make(chan error, 1)}
+	s := &server{cmd: exec.Command(e.plugin, args...), out: &testio.Buffer{}, exited: make(chan error, 1)}
 	s.cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kc)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
 	go func() { s.exited <- s.cmd.Wait() }()
+	err := waitFor("reconcile --serve to say where it serves", time.Minute, func() (bool, error) {
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+			return false, fmt.Errorf("reconcile --serve exited: %v\n%s", err, s.out.String())
+		default:
+		}
+		if m := serveAddrLine.FindStringSubmatch(s.out.String()); m != nil {
+			s.base = "http://" + m[1]
+		}
+		return s.base != "", nil
+	})
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	return s, nil
 }
+
+// serveAddrLine is the line where "reconcile --serve" says the address it serves on.
+var serveAddrLine = regexp.MustCompile(`serving /healthz and /metrics on (\S+)`)
 
 // metric is the value of a metric line ("name{labels}") of the server's /metrics, -1 when
 // it cannot be read.

@@ -117,44 +117,21 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := c.writeTokens(); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	c.etcd, err = startProcess(c.starter, "etcd", c.logPath("etcd"), bins.Etcd,
-		"--name", "default",
-		"--data-dir", filepath.Join(c.Dir, "etcd"),
-		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "default="+peerURL,
-		"--unsafe-no-fsync", "--log-level", "warn")
-	if err != nil {
-		return nil, err
-	}
-
-	c.Server = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	c.CAFile = filepath.Join(c.Dir, "certs", "apiserver.crt")
-	c.apiserverArgs = []string{
-		"--etcd-servers", etcdURL,
-		"--cert-dir", filepath.Join(c.Dir, "certs"),
-		"--secure-port", fmt.Sprint(ports[2]),
-		"--bind-address", "127.0.0.1",
-		"--token-auth-file", filepath.Join(c.Dir, "tokens.csv"),
-		"--authorization-mode", "RBAC",
-		"--service-account-key-file", saKey,
-		"--service-account-signing-key-file", saKey,
-		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range", "10.0.0.0/24",
-		"--enable-priority-and-fairness=false",
-	}
-	c.apiserver, err = startProcess(c.starter, "kube-apiserver", c.logPath("kube-apiserver"), bins.APIServer, c.apiserverArgs...)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.waitAPIServer(ctx); err != nil {
-		return nil, err
+	// The ports are chosen free, but another process may take one before etcd or the
+	// API server binds it: then that component exits at once, and both start again on
+	// other ports.
+	for attempt := 1; ; attempt++ {
+		err = c.startServers(ctx, saKey)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || attempt == maxStartAttempts {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Log, "%s; starting etcd and kube-apiserver again on other ports\n", firstLine(err.Error()))
+		if err := c.stopServers(); err != nil {
+			return nil, err
+		}
 	}
 	for _, u := range []string{AdminUser, DeveloperUser, AliceUser, BobUser} {
 		if err := c.writeKubeconfig(u); err != nil {
@@ -178,6 +155,128 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// maxStartAttempts is how many times Start starts etcd and the API server on fresh
+// ports when a port was taken before they bound it.
+const maxStartAttempts = 5
+
+// pickPorts chooses the loopback ports of etcd (client, peer) and the API server.
+var pickPorts = freePorts
+
+// startServers starts etcd and the API server on fresh ports and waits until the API
+// server is ready. An error wrapping errPortTaken means one of them found its port
+// taken and exited; stopServers then clears the way to try again.
+func (c *ControlPlane) startServers(ctx context.Context, saKey string) error {
+	ports, err := pickPorts(3)
+	if err != nil {
+		return err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	c.etcd, err = startProcess(c.starter, "etcd", c.logPath("etcd"), c.Binaries.Etcd,
+		"--name", "default",
+		"--data-dir", filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "default="+peerURL,
+		"--unsafe-no-fsync", "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	// The API server starts only once etcd itself listens on both ports: whatever else
+	// answers on them (another test's etcd) is not this control plane's.
+	if err := c.waitListening(ctx, c.etcd, ports[0], ports[1]); err != nil {
+		return err
+	}
+
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	c.CAFile = filepath.Join(c.Dir, "certs", "apiserver.crt")
+	c.apiserverArgs = []string{
+		"--etcd-servers", etcdURL,
+		"--cert-dir", filepath.Join(c.Dir, "certs"),
+		"--secure-port", fmt.Sprint(ports[2]),
+		"--bind-address", "127.0.0.1",
+		"--token-auth-file", filepath.Join(c.Dir, "tokens.csv"),
+		"--authorization-mode", "RBAC",
+		"--service-account-key-file", saKey,
+		"--service-account-signing-key-file", saKey,
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--enable-priority-and-fairness=false",
+	}
+	c.apiserver, err = startProcess(c.starter, "kube-apiserver", c.logPath("kube-apiserver"), c.Binaries.APIServer, c.apiserverArgs...)
+	if err != nil {
+		return err
+	}
+	if err := c.waitListening(ctx, c.apiserver, ports[2]); err != nil {
+		return err
+	}
+	return c.waitAPIServer(ctx)
+}
+
+// stopServers stops the API server and etcd a failed startServers left, and empties
+// etcd's data directory for the next attempt.
+func (c *ControlPlane) stopServers() error {
+	for _, p := range []*process{c.apiserver, c.etcd} {
+		if p != nil {
+			if err := p.kill(10 * time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	c.apiserver, c.etcd = nil, nil
+	data := filepath.Join(c.Dir, "etcd")
+	if err := os.RemoveAll(data); err != nil {
+		return err
+	}
+	return os.MkdirAll(data, 0o700)
+}
+
+// waitListening waits until the process p listens on every one of ports.
+func (c *ControlPlane) waitListening(ctx context.Context, p *process, ports ...int) error {
+	return poll(ctx, func() error {
+		if !p.running() {
+			return c.exitError(p)
+		}
+		listening, err := listeningPorts(p.cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		for _, port := range ports {
+			if !listening[port] {
+				return errNotReady
+			}
+		}
+		return nil
+	}, p.name+" listening on its ports", func() string { return c.LogTail(p.name, 30) })
+}
+
+// errPortTaken is wrapped by the error of a component that exited because its port
+// was taken.
+var errPortTaken = errors.New("port taken")
+
+// exitError describes how the process p exited, with the end of its log; it wraps
+// errPortTaken when p could not bind its port.
+func (c *ControlPlane) exitError(p *process) error {
+	tail := c.LogTail(p.name, 30)
+	err := fmt.Errorf("%s exited: %v\n%s", p.name, p.err, tail)
+	if strings.Contains(tail, "address already in use") {
+		return &portTakenError{err}
+	}
+	return err
+}
+
+type portTakenError struct{ err error }
+
+func (e *portTakenError) Error() string        { return e.err.Error() }
+func (e *portTakenError) Is(target error) bool { return target == errPortTaken }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // Kubeconfig returns the path of a kubeconfig for one of the users.
@@ -328,11 +427,10 @@ func (c *ControlPlane) writeKubeconfig(user string) error {
 
 func (c *ControlPlane) waitAPIServer(ctx context.Context) error {
 	return poll(ctx, func() error {
-		if !c.etcd.running() {
-			return fmt.Errorf("etcd exited: %v\n%s", c.etcd.err, c.LogTail("etcd", 20))
-		}
-		if !c.apiserver.running() {
-			return fmt.Errorf("kube-apiserver exited: %v\n%s", c.apiserver.err, c.LogTail("kube-apiserver", 30))
+		for _, p := range []*process{c.etcd, c.apiserver} {
+			if !p.running() {
+				return c.exitError(p)
+			}
 		}
 		ca, err := os.ReadFile(c.CAFile)
 		if err != nil {

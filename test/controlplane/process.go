@@ -159,3 +159,48 @@ func isZombie(pid int) bool {
 }
 
 var errNotReady = errors.New("not ready")
+
+// listeningPorts returns the TCP ports the process pid listens on: the sockets among
+// its open files that /proc/net/tcp and tcp6 show in the LISTEN state.
+func listeningPorts(pid int) (map[int]bool, error) {
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(fdDir)
+	if err != nil {
+		return nil, err
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if inode, ok := strings.CutPrefix(target, "socket:["); ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	ports := map[int]bool{}
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // no IPv6
+			}
+			return nil, err
+		}
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] {
+				continue
+			}
+			_, hexPort, ok := strings.Cut(f[1], ":")
+			if !ok {
+				continue
+			}
+			if port, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
+				ports[int(port)] = true
+			}
+		}
+	}
+	return ports, nil
+}

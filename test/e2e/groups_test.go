@@ -38,10 +38,12 @@ var (
 		"retiredCatalogCRDs":      retiredCatalogCRDs,
 	}
 	groups = map[string]string{
-		clusterTrustPolicy:      "cluster-wide",
-		initPlainPath:           "plain-path",
-		reconcileEveryNamespace: "cluster-wide",
-		retiredCatalogCRDs:      "svcat",
+		clusterTrustPolicy: "cluster-wide",
+		initPlainPath:      "plain-path",
+		// reconcile -A's tests run beside migrate svcat's rather than the trust tests,
+		// which are many: that group's process would otherwise end long after the others.
+		reconcileEveryNamespace: "every-namespace",
+		retiredCatalogCRDs:      "every-namespace",
 	}
 )
 

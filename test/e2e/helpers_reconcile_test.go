@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -18,7 +19,30 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
+	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
 )
+
+// serveListen is the --listen of the "reconcile --serve" processes the tests start: a
+// port the system picks when the process binds it (a port chosen free beforehand may be
+// taken by another process before then). serveBase reads it from the output.
+const serveListen = "127.0.0.1:0"
+
+// serveAddrLine is the line where "reconcile --serve" says the address it serves on.
+var serveAddrLine = regexp.MustCompile(`serving /healthz and /metrics on (\S+)`)
+
+// serveBase waits until the "reconcile --serve" writing to out says where it serves
+// /healthz and /metrics, and returns that address's URL.
+func serveBase(t *testing.T, out *testio.Buffer) string {
+	t.Helper()
+	var addr string
+	instWaitFor(t, "reconcile --serve to say where it serves", 30*time.Second, func() bool {
+		if m := serveAddrLine.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	return "http://" + addr
+}
 
 // recEnv bounds every broker call of a reconcile run in these tests.
 var recEnv = []string{cmdutil.TestBrokerTimeoutEnv + "=5s"}

@@ -375,7 +375,7 @@ func onlyCatalogGETs(t *testing.T, b *broker.Broker) {
 	}
 }
 
-// TestMigrateSvcat_NotServed runs in the svcat group, between tests that install the CRDs
+// TestMigrateSvcat_NotServed runs in the every-namespace group, between tests that install the CRDs
 // and remove them again.
 func TestMigrateSvcat_NotServed_SaysSoAndExits1(t *testing.T) {
 	serial(t, retiredCatalogCRDs)

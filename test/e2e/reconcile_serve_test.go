@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,14 +64,8 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	out, err := reg.CombinedOutput()
 	assert.NilError(t, err, "%s", out)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	assert.NilError(t, err)
-	addr := ln.Addr().String()
-	assert.NilError(t, ln.Close())
-	base := "http://" + addr
-
 	grace := 5 * time.Second
-	cmd := exec.Command(plugin, "reconcile", "-A", "--serve", "--serve-interval", "2s", "--listen", addr, "--shutdown-grace", grace.String())
+	cmd := exec.Command(plugin, "reconcile", "-A", "--serve", "--serve-interval", "2s", "--listen", serveListen, "--shutdown-grace", grace.String())
 	cmd.Env = env
 	var stderr testio.Buffer
 	cmd.Stdout = &stderr
@@ -87,6 +80,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 		}
 		t.Logf("reconcile --serve output:\n%s", stderr.String())
 	})
+	base := serveBase(t, &stderr)
 
 	body, took := serveWaitStatus(t, base+"/healthz", http.StatusOK, 20*time.Second)
 	t.Logf("/healthz 200 after %s: %s", took, body)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -54,13 +53,9 @@ var sgMemberLine = regexp.MustCompile(`member (\S+) of shard group`)
 
 func sgStart(t *testing.T, ns, catalogNS string) *sgReplica {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	assert.NilError(t, err)
-	addr := ln.Addr().String()
-	assert.NilError(t, ln.Close())
-	r := &sgReplica{base: "http://" + addr, out: &testio.Buffer{}, exited: make(chan error, 1)}
+	r := &sgReplica{out: &testio.Buffer{}, exited: make(chan error, 1)}
 	r.cmd = exec.Command(cp.Binaries.Kubectl, "catalog", "reconcile", "-n", ns, "--serve", "--shard-group", sgGroup,
-		"--lease-duration", sgLease.String(), "--listen", addr, "--serve-interval", "5s", "--interval", "300ms", "--workers", "8")
+		"--lease-duration", sgLease.String(), "--listen", serveListen, "--serve-interval", "5s", "--interval", "300ms", "--workers", "8")
 	r.cmd.Env = append(instEnviron(t), append(recEnv,
 		cmdutil.CatalogNamespaceEnv+"="+catalogNS, cmdutil.TestClaimTTLEnv+"="+sgClaimTTL.String())...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
@@ -73,6 +68,7 @@ func sgStart(t *testing.T, ns, catalogNS string) *sgReplica {
 		}
 		t.Logf("replica %s:\n%s", r.id, r.out.String())
 	})
+	r.base = serveBase(t, r.out)
 	instWaitFor(t, "the replica to join its group", 30*time.Second, func() bool {
 		m := sgMemberLine.FindStringSubmatch(r.out.String())
 		if m == nil {

@@ -1,4 +1,4 @@
-package touch_test
+package cmd_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package provision_test
+package cmd_test
 
 import (
 	"bytes"

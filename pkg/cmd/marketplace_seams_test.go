@@ -1,4 +1,4 @@
-package marketplace_test
+package cmd_test
 
 import (
 	"testing"

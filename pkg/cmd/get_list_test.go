@@ -1,4 +1,4 @@
-package get_test
+package cmd_test
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ func TestGet_SelectorSortByAndNoHeaders(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, code := run(t, c, now, tc.args...)
 			assert.Equal(t, code, cmdutil.ExitOK, errOut)
-			golden.Assert(t, out, tc.golden)
+			golden.Assert(t, out, "get/"+tc.golden)
 		})
 	}
 }
@@ -243,7 +243,7 @@ func TestGet_OneNamePrintsTheObjectAndAListPrintsAList(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, code := run(t, c, now, tc.args...)
 			assert.Equal(t, code, cmdutil.ExitOK, errOut)
-			golden.Assert(t, out, tc.golden)
+			golden.Assert(t, out, "get/"+tc.golden)
 		})
 	}
 	// -o name and templates see the List's items.

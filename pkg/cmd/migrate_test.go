@@ -1,4 +1,4 @@
-package migrate_test
+package cmd_test
 
 import (
 	"testing"

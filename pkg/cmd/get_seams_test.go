@@ -1,4 +1,4 @@
-package get_test
+package cmd_test
 
 import (
 	"testing"

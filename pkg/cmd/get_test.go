@@ -1,4 +1,4 @@
-package get_test
+package cmd_test
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func TestGetTables(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			assert.NilError(t, tc.print(&buf, tc.withNS, tc.wide))
-			golden.Assert(t, buf.String(), tc.name+".golden")
+			golden.Assert(t, buf.String(), "get/"+tc.name+".golden")
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package marketplace_test
+package cmd_test
 
 import (
 	"bytes"
@@ -24,11 +24,11 @@ func offers() []marketplace.Offering {
 func TestMarketplaceTables(t *testing.T) {
 	var buf bytes.Buffer
 	assert.NilError(t, cmdmp.ClassTable(&buf, offers(), false))
-	golden.Assert(t, buf.String(), "classes.golden")
+	golden.Assert(t, buf.String(), "marketplace/classes.golden")
 	buf.Reset()
 	assert.NilError(t, cmdmp.PlanTable(&buf, offers(), false))
-	golden.Assert(t, buf.String(), "plans.golden")
+	golden.Assert(t, buf.String(), "marketplace/plans.golden")
 	buf.Reset()
 	assert.NilError(t, cmdmp.ClassTable(&buf, offers(), true))
-	golden.Assert(t, buf.String(), "classes-all-namespaces.golden")
+	golden.Assert(t, buf.String(), "marketplace/classes-all-namespaces.golden")
 }

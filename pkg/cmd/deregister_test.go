@@ -1,4 +1,4 @@
-package deregister_test
+package cmd_test
 
 import (
 	"bytes"

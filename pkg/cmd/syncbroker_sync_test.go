@@ -1,4 +1,4 @@
-package syncbroker_test
+package cmd_test
 
 import (
 	"testing"

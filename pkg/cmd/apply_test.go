@@ -1,4 +1,4 @@
-package apply_test
+package cmd_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package rbac_test
+package cmd_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package deprovision_test
+package cmd_test
 
 import (
 	"testing"

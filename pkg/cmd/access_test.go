@@ -1,4 +1,4 @@
-package access_test
+package cmd_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package update_test
+package cmd_test
 
 import (
 	"testing"
@@ -9,14 +9,14 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 )
 
-// parse runs update with args, returning the options Run would get.
-func parse(t *testing.T, args ...string) *update.Options {
+// parseUpdate runs update with args, returning the options Run would get.
+func parseUpdate(t *testing.T, args ...string) *update.Options {
 	t.Helper()
 	return cmdtest.Parse(t, update.NewCmdUpdate, args...)
 }
 
 func TestNewCmdUpdate_FlagsReachTheOptions(t *testing.T) {
-	o := parse(t, "db", "--plan", "standard", "--upgrade", "--params-json", `{"a":1}`, "--wait", "--timeout", "1m")
+	o := parseUpdate(t, "db", "--plan", "standard", "--upgrade", "--params-json", `{"a":1}`, "--wait", "--timeout", "1m")
 	assert.Equal(t, o.Name, "db")
 	assert.Equal(t, o.Plan, "standard")
 	assert.Assert(t, o.Upgrade && o.Wait.Wait)
@@ -24,14 +24,14 @@ func TestNewCmdUpdate_FlagsReachTheOptions(t *testing.T) {
 	assert.Equal(t, o.Wait.Timeout.String(), "1m0s")
 	assert.Assert(t, o.Engine != nil)
 
-	o = parse(t, "db", "--allowed-namespaces", "")
+	o = parseUpdate(t, "db", "--allowed-namespaces", "")
 	assert.Assert(t, o.Limits.AllowedNamespacesGiven && !o.Limits.MaxBindingsGiven)
 	assert.Equal(t, len(*o.Limits.Limits().AllowedNamespaces), 0)
 
-	o = parse(t, "db", "--revert")
+	o = parseUpdate(t, "db", "--revert")
 	assert.Assert(t, o.Revert)
 
-	o = parse(t, "db", "--credentials-json", `{"password":"p"}`)
+	o = parseUpdate(t, "db", "--credentials-json", `{"password":"p"}`)
 	data, err := o.Credentials.Input(nil, nil).Read()
 	assert.NilError(t, err)
 	assert.Equal(t, string(data["password"]), "p")

@@ -1,4 +1,4 @@
-package graph_test
+package cmd_test
 
 import (
 	"testing"

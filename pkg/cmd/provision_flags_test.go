@@ -1,4 +1,4 @@
-package provision_test
+package cmd_test
 
 import (
 	"testing"
@@ -10,14 +10,14 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 )
 
-// parse runs provision with args, returning the options Run would get.
-func parse(t *testing.T, args ...string) *provision.Options {
+// parseProvision runs provision with args, returning the options Run would get.
+func parseProvision(t *testing.T, args ...string) *provision.Options {
 	t.Helper()
 	return cmdtest.Parse(t, provision.NewCmdProvision, args...)
 }
 
 func TestNewCmdProvision_FlagsReachTheOptions(t *testing.T) {
-	o := parse(t, "db", "--class", "postgresql", "--plan", "small", "-p", "a=1", "--max-bindings", "3",
+	o := parseProvision(t, "db", "--class", "postgresql", "--plan", "small", "-p", "a=1", "--max-bindings", "3",
 		"--allowed-namespaces", "b, a,b", "--dry-run=server", "-o", "yaml")
 
 	assert.Equal(t, o.Name, "db")
@@ -35,7 +35,7 @@ func TestNewCmdProvision_FlagsReachTheOptions(t *testing.T) {
 }
 
 func TestNewCmdProvision_UserProvided(t *testing.T) {
-	o := parse(t, "legacy", "--user-provided", "--credentials-from-secret", "legacy-src", "--syslog-drain-url", "syslog://logs.example:514")
+	o := parseProvision(t, "legacy", "--user-provided", "--credentials-from-secret", "legacy-src", "--syslog-drain-url", "syslog://logs.example:514")
 
 	assert.Assert(t, o.UserProvided)
 	assert.Assert(t, !o.Limits.Given())
