@@ -51,6 +51,19 @@ func (f *fixture) stepBindingIn(bns, name string) Result {
 	return res
 }
 
+// onlyOwnNamespace makes the lists and deletions of ConfigMaps outside namespace dev
+// forbidden, as for a user who may work only there, until *limited is set to false.
+func (f *fixture) onlyOwnNamespace() (limited *bool) {
+	on := true
+	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if on && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	return &on
+}
+
 func (f *fixture) editInstance(edit func(*v1alpha1.ServiceInstance)) {
 	f.t.Helper()
 	_, err := f.st.Instances().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db", func(i *v1alpha1.ServiceInstance) error {
@@ -438,13 +451,7 @@ func TestConsumers_AGrantWithdrawnUnseen_StaysPendingUntilADriverThatSeesRevokes
 	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
 	assert.Equal(t, f.step("db").State, StateSettled)
 	assert.Assert(t, !f.get("db").HasPendingWork(), "shared, nothing withdrawn: settled")
-	limited := true
-	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
-			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
-		}
-		return false, nil, nil
-	})
+	limited := f.onlyOwnNamespace()
 	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
 	assert.NilError(t, err)
 	assert.Assert(t, u.Withdrawn && u.LeftToReconcile)
@@ -458,7 +465,7 @@ func TestConsumers_AGrantWithdrawnUnseen_StaysPendingUntilADriverThatSeesRevokes
 	assert.NilError(t, err)
 	assert.Assert(t, b.DeletionTimestamp == nil)
 
-	limited = false
+	*limited = false
 	assert.Equal(t, f.step("db").State, StateSettled)
 
 	db = f.get("db")

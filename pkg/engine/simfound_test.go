@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -10,11 +9,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -171,13 +166,7 @@ func TestDeprovision_AfterAnUnshareItCouldNotSee_WaitsForReconcile(t *testing.T)
 	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
 	f.consumerBinding(nil, consumerNS, "app")
 	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
-	limited := true
-	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
-			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
-		}
-		return false, nil, nil
-	})
+	limited := f.onlyOwnNamespace()
 
 	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
 	assert.NilError(t, err)
@@ -192,7 +181,7 @@ func TestDeprovision_AfterAnUnshareItCouldNotSee_WaitsForReconcile(t *testing.T)
 	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodDeprovision), 0))
 
 	// Reconcile sees every namespace: the binding goes first.
-	limited = false
+	*limited = false
 	f.advance(time.Hour)
 	res.Result = f.step("db")
 	assert.Check(t, is.Contains(res.Result.Message, "waiting for its bindings (team-b/app)"))
@@ -333,18 +322,12 @@ func TestStepBinding_InterruptedBindOfAnInstanceUnsharedMeanwhile_IsRevokedAndUn
 	b, err = f.bindingIn(consumerNS, "app")
 	assert.NilError(t, err)
 	assert.Assert(t, b.Status.InFlight != nil && len(b.Status.ExternalIDs) > 0, "left with the bind in flight")
-	limited := true
-	f.cluster.Core.PrependReactor("*", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if limited && a.GetNamespace() != ns && (a.GetVerb() == "list" || a.GetVerb() == "delete") {
-			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
-		}
-		return false, nil, nil
-	})
+	limited := f.onlyOwnNamespace()
 	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
 	assert.NilError(t, err)
 	assert.Assert(t, u.Withdrawn && u.LeftToReconcile)
 	assert.Equal(t, f.step("db").State, StateSettled)
-	limited = false
+	*limited = false
 	f.advance(3 * time.Minute) // past the interrupted bind's claim
 	f.broker.ResetCalls()
 
