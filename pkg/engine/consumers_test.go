@@ -51,6 +51,19 @@ func (f *fixture) stepBindingIn(bns, name string) Result {
 	return res
 }
 
+// boundFromTeamB is shareFixture with dev/db shared with team-b, and bound there as
+// team-b/app.
+func boundFromTeamB(t *testing.T) *fixture {
+	t.Helper()
+	f := shareFixture(t)
+	_, err := f.engine.Share(context.Background(), ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
+	assert.NilError(t, err)
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
+	f.consumerBinding(nil, consumerNS, "app")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
+	return f
+}
+
 // onlyOwnNamespace makes the lists and deletions of ConfigMaps outside namespace dev
 // forbidden, as for a user who may work only there, until *limited is set to false.
 func (f *fixture) onlyOwnNamespace() (limited *bool) {
@@ -442,13 +455,8 @@ func TestConsumers_AGrantTheUserMayNotCheck_IsLeftToReconcile(t *testing.T) {
 // team-b kept the credentials of an instance no longer shared with it. The withdrawn
 // grant stays pending until a driver that sees team-b revokes it.
 func TestConsumers_AGrantWithdrawnUnseen_StaysPendingUntilADriverThatSeesRevokesIt(t *testing.T) {
-	f := shareFixture(t)
+	f := boundFromTeamB(t)
 	ctx := context.Background()
-	_, err := f.engine.Share(ctx, ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
-	assert.NilError(t, err)
-	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
-	f.consumerBinding(nil, consumerNS, "app")
-	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
 	assert.Equal(t, f.step("db").State, StateSettled)
 	assert.Assert(t, !f.get("db").HasPendingWork(), "shared, nothing withdrawn: settled")
 	limited := f.onlyOwnNamespace()

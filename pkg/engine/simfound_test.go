@@ -159,13 +159,8 @@ func TestStepInstance_UserProvidedAddedToAProvisionedInstance_RefusedThenDeprovi
 // bindings may still be bound. Her deprovision waits for reconcile (which sees every
 // namespace) rather than deleting the instance under them.
 func TestDeprovision_AfterAnUnshareItCouldNotSee_WaitsForReconcile(t *testing.T) {
-	f := shareFixture(t)
+	f := boundFromTeamB(t)
 	ctx := context.Background()
-	_, err := f.engine.Share(ctx, ShareRequest{Namespace: ns, Name: "db", To: consumerNS, DryRun: DryRunNone})
-	assert.NilError(t, err)
-	f.broker.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": secretValue}}, nil)
-	f.consumerBinding(nil, consumerNS, "app")
-	assert.Equal(t, f.stepBindingIn(consumerNS, "app").State, StateSettled)
 	limited := f.onlyOwnNamespace()
 
 	u, err := f.engine.Unshare(ctx, UnshareRequest{Namespace: ns, Name: "db", From: consumerNS, DryRun: DryRunNone})
