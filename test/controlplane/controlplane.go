@@ -241,7 +241,12 @@ func (c *ControlPlane) waitListening(ctx context.Context, p *process, ports ...i
 		}
 		listening, err := listeningPorts(p.cmd.Process.Pid)
 		if err != nil {
-			return err
+			// The process may have exited since it was seen running (its /proc entry
+			// goes first): look again, and report how it exited once that is known.
+			if !p.running() {
+				return c.exitError(p)
+			}
+			return errNotReady
 		}
 		for _, port := range ports {
 			if !listening[port] {
