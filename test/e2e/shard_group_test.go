@@ -187,7 +187,7 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 	start := time.Now()
 	names := sgCreate(t, st, class, ns, "db", sgFirst)
 	t.Logf("created %d pending instances in %s", sgFirst, time.Since(start))
-	instWaitFor(t, "the first instances to be Ready", 120*time.Second, func() bool {
+	instWaitFor(t, "the first instances to be Ready", 5*time.Minute, func() bool {
 		ready, _ := sgReady(t, st, ns, names)
 		return ready == len(names)
 	})
