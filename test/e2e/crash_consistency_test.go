@@ -421,7 +421,7 @@ func TestReconcile_UserWaitOnAClaimedRecord_EndsWhenTheClaimHolderFinishes(t *te
 	}()
 	// The reconcile has written its unbind ahead and holds the claim while the broker
 	// is slow to answer.
-	instWaitFor(t, "reconcile to claim the binding and call the broker", 20*time.Second, func() bool {
+	instWaitFor(t, "reconcile to claim the binding and call the broker", 60*time.Second, func() bool {
 		b, err := e.st.Bindings().Get(ctx, e.ns, "app")
 		if err != nil {
 			return false

@@ -126,7 +126,7 @@ func (p *instTerminal) exited(cmd *exec.Cmd, timeout time.Duration, notDone stri
 // be on its way through the pseudo-terminal to the reader when it has exited.
 func (p *instTerminal) waitShows(want string) {
 	p.t.Helper()
-	instWaitFor(p.t, fmt.Sprintf("the terminal to show %q", want), 10*time.Second, func() bool {
+	instWaitFor(p.t, fmt.Sprintf("the terminal to show %q", want), 30*time.Second, func() bool {
 		return strings.Contains(p.text(), want)
 	})
 }

@@ -33,7 +33,9 @@ const (
 	sgClaimTTL = 10 * time.Second
 	sgGroup    = "sg"
 	// sgFirst is how many instances the replicas provision together first.
-	sgFirst = 90
+	sgFirst = 24
+	// sgMore is how many more are pending when one replica is killed.
+	sgMore = 36
 	// sgPostgres and sgStandard are the demo catalog's postgresql class and its
 	// asynchronous "standard" plan.
 	sgPostgres = "80d0a3c5-df7f-4144-a6ca-6d2be96b9701"
@@ -152,7 +154,7 @@ func sgReady(t *testing.T, st *store.Store, ns string, names []string) (ready in
 }
 
 // TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare runs three
-// "reconcile --serve --shard-group" processes of the real binary on 90 pending
+// "reconcile --serve --shard-group" processes of the real binary on 24 pending
 // asynchronous provisions: all finish, each replica did part of the work, and the broker
 // never sees two requests at once for one instance. Then, with more work pending, one
 // replica is killed (SIGKILL): the others finish its share within the documented time
@@ -217,7 +219,7 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 	// More work, slower at the broker; one replica is killed while its share is pending.
 	b.SetAsyncDelay(3 * time.Second)
 	victim, survivors := replicas[0], replicas[1:]
-	more := sgCreate(t, st, class, ns, "more", 90)
+	more := sgCreate(t, st, class, ns, "more", sgMore)
 	ids := []string{victim.id, survivors[0].id, survivors[1].id}
 	asg := reconcile.NewAssignment(victim.id, ids)
 	var share []string
@@ -226,7 +228,7 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 			share = append(share, n)
 		}
 	}
-	assert.Assert(t, len(share) > 10, "the victim's share: %d", len(share))
+	assert.Assert(t, len(share) > 4, "the victim's share: %d", len(share))
 	instWaitFor(t, "the victim to start on its share", 30*time.Second, func() bool {
 		for _, n := range share {
 			in, err := st.Instances().Get(ctx, ns, n)
