@@ -39,8 +39,8 @@ type world struct {
 	faults  bool
 	rates   rates
 	// book is what the broker was asked and answered for each OSB id (rogue_test.go).
-	book *idBook
-	steps   int
+	book  *idBook
+	steps int
 	// late is work the broker still does for callers that stopped waiting.
 	late     []*lateWork
 	ops      map[string]*asyncOp
