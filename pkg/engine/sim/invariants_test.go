@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -246,7 +248,15 @@ func (w *world) checkQuiescence() {
 			}
 			continue
 		}
-		w.checkFinal("binding", x, &x.Status.OperationStatus, bindingIDs(x))
+		// A binding of an instance the broker lied about cannot settle either.
+		ids := bindingIDs(x)
+		ins, name := x.InstanceRef()
+		for _, i := range insts {
+			if i.Namespace == ins && i.Name == name {
+				ids = append(ids, instanceIDs(i)...)
+			}
+		}
+		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
@@ -406,4 +416,18 @@ func bindingIDs(x *v1alpha1.ServiceBinding) []string {
 		ids = append(ids, op.BindingID)
 	}
 	return ids
+}
+
+// checkStepError is part of invariant 6: whatever the broker answers, a record's step
+// fails only as the engine's API says it may (the record could not be read or written,
+// or the process stopped): a broker's answer is recorded in the record's status, never
+// an error that would stop reconcile from stepping the records after it.
+func (w *world) checkStepError(ctx context.Context, record string, err error) {
+	var status apierrors.APIStatus
+	// A claim that could not be renewed during the call is a write that failed.
+	claim := strings.Contains(err.Error(), "the claim on the record could not be renewed")
+	if ctx.Err() != nil || errors.Is(err, errKilled) || errors.As(err, &status) || store.IsNotFound(err) || claim {
+		return
+	}
+	w.fail("the step of record %s failed with an error that is not the API server's: %v", record, err)
 }
