@@ -260,7 +260,7 @@ func (w *world) checkQuiescence() {
 	}
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
-	lied := func(id string) bool { t := w.book.ids[id]; return t != nil && t.lied }
+	lied := w.book.lied
 	for _, h := range w.ledger.Instances() {
 		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) {
 			w.fail("the broker holds instance %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))

@@ -35,7 +35,7 @@ var rogueAll = flag.Bool("sim.rogue", false, "let the broker of every seed answe
 func rogueRate(seed uint64) int {
 	r := rand.New(rand.NewPCG(seed^0x243f6a8885a308d3, seed))
 	on := r.IntN(8) == 0
-	rate := []int{10, 30}[r.IntN(2)]
+	rate := []int{15, 40}[r.IntN(2)]
 	if on || *rogueAll {
 		return rate
 	}
@@ -106,6 +106,12 @@ func (b *idBook) track(id string) *idTrack {
 		b.ids[id] = t
 	}
 	return t
+}
+
+// lied reports an id the broker said it did not hold while it held it.
+func (b *idBook) lied(id string) bool {
+	t := b.ids[id]
+	return t != nil && t.lied
 }
 
 // wireTransport answers every request with the book's next answer, as a broker would
