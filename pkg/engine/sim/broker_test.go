@@ -470,7 +470,7 @@ func (w *world) setupBroker() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.BindResponse, error) { return c.Bind(ctx, r) })
 		}
 		if err == nil {
-			w.handedOut(resp.Credentials)
+			w.handedOut(r.BindingID, resp.Credentials)
 		}
 		return answer(w, fake.MethodBind, r.BindingID, resp, err)
 	})

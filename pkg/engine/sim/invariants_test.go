@@ -273,9 +273,15 @@ func (w *world) checkQuiescence() {
 			}
 			continue
 		}
-		// 3: its credentials are in the binding's Secret.
-		if h.Namespace != "t" {
-			w.checkCredentials(h.ID, h.Credentials, binds)
+		// 3: its credentials are in the binding's Secret: those it holds, or those it
+		// last handed out if it lied about them (a 201 with other credentials than it
+		// keeps). A binding it holds after refusing it is a lie too.
+		if h.Namespace != "t" && !lied(h.ID) {
+			creds := h.Credentials
+			if t := w.book.ids[h.ID]; t != nil && t.handed != nil {
+				creds = t.handed
+			}
+			w.checkCredentials(h.ID, creds, binds)
 		}
 	}
 	// 9: no credentials in any ConfigMap, wherever the broker put them.

@@ -67,6 +67,9 @@ type idTrack struct {
 	rogue bool
 	// last is the last mutating method sent for the id (what its polls are about).
 	last string
+	// handed are the credentials of the last success the broker answered a bind or GET
+	// binding of the id with.
+	handed map[string]any
 	// answers are the last answers given, for messages.
 	answers []string
 	// failed are the times of answers the engine cannot take as done (failures, no
@@ -454,9 +457,13 @@ func describeLastOperation(resp *osb.LastOperationResponse, err error) string {
 	return string(resp.State)
 }
 
-// handedOut adds the password of credentials a caller was given to what no ConfigMap
-// may hold.
-func (w *world) handedOut(creds map[string]any) {
+// handedOut records the credentials a caller was given for binding id, and adds their
+// password to what no ConfigMap may hold.
+func (w *world) handedOut(id string, creds map[string]any) {
+	w.book.track(id).handed = creds
+	if creds == nil {
+		w.book.track(id).handed = map[string]any{}
+	}
 	if p, ok := creds["password"].(string); ok && p != "" {
 		w.book.secrets = append(w.book.secrets, p)
 	}
@@ -508,7 +515,7 @@ func (w *world) setupBindingReads() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.GetBindingResponse, error) { return c.GetBinding(ctx, r) })
 		}
 		if err == nil && resp != nil {
-			w.handedOut(resp.Credentials)
+			w.handedOut(r.BindingID, resp.Credentials)
 		}
 		w.answered(fake.MethodGetBinding, r.BindingID, statusOf(http.StatusOK, err), err, "")
 		return resp, err
