@@ -144,7 +144,6 @@ const (
 	rogueUpdate
 	rogueDeprovision
 	roguePoll
-	rogueGetInstance
 	rogueBind
 	rogueUnbind
 	rogueBindingPoll
@@ -239,7 +238,7 @@ func (w *world) rogueTable(op rogueOp) []wireAnswer {
 			wireAnswer{201, `{"credentials":"pw"}`},
 			wireAnswer{201, fmt.Sprintf(`{"credentials":{"password":%q},"volume_mounts":7}`, s)},
 		)
-	default: // GET instance, GET binding
+	default: // GET binding (the engine never fetches an instance)
 		return append(leaky(),
 			wireAnswer{200, `{}`},
 			wireAnswer{204, ``},
