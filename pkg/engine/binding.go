@@ -342,7 +342,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		default:
 			e.retryLater(x, ReasonBindCallFailed, msg, false, now)
 		}
-		if first && !act.Poll && !act.OrphanMitigation {
+		if first && !act.Poll && !act.OrphanMitigation && leftNothing(callErr) {
 			forgetExternalID(&x.Status.OperationStatus, op.BindingID)
 		}
 	})

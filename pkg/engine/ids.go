@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 )
 
 // This file keeps the OSB ids a record may have at its broker. Whether a request reached
@@ -39,6 +40,17 @@ func forgetExternalID(st *v1alpha1.OperationStatus, id string) {
 	if len(st.ExternalIDs) == 0 {
 		st.ExternalIDs = nil
 	}
+}
+
+// leftNothing reports a failed create whose answer means, in the OSB spec's terms, that
+// the broker holds nothing under its id: a 4xx (which leaves the broker's resources
+// unchanged), or a request never sent. Any other failure that needs no orphan mitigation
+// (a 200 whose body does not decode, a 1xx) may come from a broker that created the
+// resource: its id stays among those the broker may hold, so that the create is re-sent
+// under it and a deletion deletes it.
+func leftNothing(callErr error) bool {
+	o := osb.OutcomeOf(0, callErr)
+	return o.NotSent || !o.NoAnswer && !o.Malformed && o.StatusCode >= 400 && o.StatusCode < 500
 }
 
 // instanceIDsAtBroker is every OSB instance id the broker may hold for inst, the id in

@@ -380,12 +380,12 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 			e.startMitigation(x, act, describe(callErr, resp.Status()), now)
 		case act.Terminal:
 			e.terminalFailure(x, ReasonProvisionRejected, describe(callErr, resp.Status())+": change the instance's spec (plan or parameters) or deprovision it", now)
-			if first {
+			if first && leftNothing(callErr) {
 				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
 			}
 		default:
 			e.retryLater(x, provisionRetryReason(act), describe(callErr, resp.Status()), act.RefetchCatalog && x.Status.Retry == nil, now)
-			if first {
+			if first && leftNothing(callErr) {
 				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
 			}
 		}

@@ -336,3 +336,45 @@ func TestStepBinding_InterruptedBindOfAnInstanceUnsharedMeanwhile_IsRevokedAndUn
 	assert.Equal(t, unbinds[0].Request.(osb.UnbindRequest).BindingID, b.Status.InFlight.BindingID)
 	assert.Check(t, is.Len(f.broker.CallsTo(fake.MethodBind), 0), "the bind is not sent again")
 }
+
+// A provision answered 200 with a body that does not decode, or with a status no
+// broker may answer (a 1xx), failed; but the broker may hold the instance (a 200 says it
+// does). Its id stays among those the broker may hold: a deletion deletes it at the
+// broker instead of dropping the record (rogue broker seeds 49, 100, 277 and 28, 190).
+func TestStepInstance_CreateAnsweredOffTheSpec_IdKeptAndDeletedAtTheBroker(t *testing.T) {
+	for name, answer := range map[string]error{
+		"malformed 200": fake.Malformed(200),
+		"1xx":           fake.HTTPError("PUT", 188, "", ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.create("db", planSmall, "")
+			provisionReturns(f, 0, answer)
+			f.step("db")
+			assert.Assert(t, is.Contains(f.get("db").Status.ExternalIDs, instanceOSB))
+
+			assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+			f.advance(time.Hour)
+			f.step("db")
+			calls := f.broker.CallsTo(fake.MethodDeprovision)
+			assert.Assert(t, is.Len(calls, 1), "the broker may hold the instance: it is deprovisioned")
+			assert.Equal(t, calls[0].Request.(osb.DeprovisionRequest).InstanceID, instanceOSB)
+		})
+	}
+}
+
+// The same for a bind: a 200 that does not decode leaves the id to unbind.
+func TestStepBinding_BindAnsweredMalformed200_IdKeptAndUnbound(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.createBinding("app", nil)
+	f.broker.BindReturns(nil, fake.Malformed(200))
+	f.stepBinding("app")
+	assert.Assert(t, is.Contains(f.getBinding("app").Status.ExternalIDs, bindingOSB))
+
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), ns, "app"))
+	f.advance(time.Hour)
+	f.stepBinding("app")
+	calls := f.broker.CallsTo(fake.MethodUnbind)
+	assert.Assert(t, is.Len(calls, 1), "the broker may hold the binding: it is unbound")
+	assert.Equal(t, calls[0].Request.(osb.UnbindRequest).BindingID, bindingOSB)
+}

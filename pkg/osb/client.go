@@ -483,6 +483,7 @@ func (c *client) do(ctx context.Context, cl call, ok ...int) (*answer, error) {
 			he.BodyExcerpt = excerpt(raw)
 		}
 	}
+	he.Description, he.Message, he.BodyExcerpt = withoutURLPasswords(he.Description), withoutURLPasswords(he.Message), withoutURLPasswords(he.BodyExcerpt)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc, err := resp.Location(); err == nil {
 			he.RedirectHost = loc.Host
@@ -651,6 +652,7 @@ func (c *client) Provision(ctx context.Context, req *ProvisionRequest) (*Provisi
 	if err := decodeObject(a.body, true, &out); err != nil {
 		return nil, c.malformed(cl, a, err)
 	}
+	out.DashboardURL = withoutURLPasswords(out.DashboardURL)
 	out.StatusCode, out.Async = a.status, a.status == http.StatusAccepted
 	return &out, nil
 }
@@ -679,6 +681,7 @@ func (c *client) Update(ctx context.Context, req *UpdateRequest) (*UpdateRespons
 	if err := decodeObject(a.body, true, &out); err != nil {
 		return nil, c.malformed(cl, a, err)
 	}
+	out.DashboardURL = withoutURLPasswords(out.DashboardURL)
 	out.StatusCode, out.Async = a.status, a.status == http.StatusAccepted
 	return &out, nil
 }
@@ -759,6 +762,7 @@ func (c *client) lastOperation(ctx context.Context, cl call) (*LastOperationResp
 		return nil, c.malformed(cl, a, err)
 	}
 	lo.RetryAfter = ParseRetryAfter(a.header.Get(HeaderRetryAfter), c.now())
+	lo.Description = withoutURLPasswords(lo.Description)
 	return lo, nil
 }
 
@@ -784,6 +788,7 @@ func (c *client) GetInstance(ctx context.Context, req *GetInstanceRequest) (*Get
 	if err := decodeObject(a.body, false, &out); err != nil {
 		return nil, c.malformed(cl, a, err)
 	}
+	out.DashboardURL = withoutURLPasswords(out.DashboardURL)
 	return &out, nil
 }
 

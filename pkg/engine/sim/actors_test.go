@@ -207,6 +207,7 @@ func (p *proc) stepRecord(ctx context.Context, ns, name string, step func(contex
 		res, err := step(ctx)
 		if err != nil {
 			p.w.logf("%-14s step %s: %s", p.name, p.record, firstLine(err.Error()))
+			p.w.checkStepError(ctx, p.record, err)
 			return err
 		}
 		if res.State != engine.StateWaiting || res.RequeueAfter > 0 {

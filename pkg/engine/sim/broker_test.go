@@ -68,6 +68,8 @@ type outcome struct {
 	// dashboard and endpoints are what the answer carries besides (an oversized answer's).
 	dashboard string
 	endpoints []osb.Endpoint
+	// wire is an answer off the spec (rogue_test.go), given through the real client.
+	wire *wireAnswer
 }
 
 // hugeURL is a dashboard URL of 1.1 MB: no record can store it.
@@ -112,6 +114,7 @@ func (w *world) current() *proc { return w.running }
 func (w *world) call(ctx context.Context, method, id string, decide func() outcome) outcome {
 	p := w.current()
 	req, overlap := w.ledger.Begin(method, id, p.name)
+	w.sent(method, id)
 	if until, ok := w.unguarded[id]; ok && !w.t.Before(until) {
 		delete(w.unguarded, id)
 	}
@@ -247,6 +250,9 @@ func (w *world) setupBroker() {
 		}
 		put := func() { l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID}) }
 		o := w.call(ctx, fake.MethodProvision, r.InstanceID, func() outcome {
+			if o, ok := w.rogue(rogueProvision, r.InstanceID, put, nil, nil); ok {
+				return o
+			}
 			if o, ok := w.busy(r.InstanceID); ok {
 				return o
 			}
@@ -284,10 +290,11 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "201", apply: put, status: 201}
 		})
-		if o.err != nil {
-			return nil, o.err
+		resp, err := &osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, DashboardURL: o.dashboard}, o.err
+		if o.wire != nil {
+			resp, err = wire(w, o, func(c osb.Client) (*osb.ProvisionResponse, error) { return c.Provision(ctx, r) })
 		}
-		return &osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, DashboardURL: o.dashboard}, nil
+		return answer(w, fake.MethodProvision, r.InstanceID, resp, err)
 	})
 	f.OnUpdate(func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
 		change := func() {
@@ -297,6 +304,9 @@ func (w *world) setupBroker() {
 			}
 		}
 		o := w.call(ctx, fake.MethodUpdate, r.InstanceID, func() outcome {
+			if o, ok := w.rogue(rogueUpdate, r.InstanceID, change, nil, nil); ok {
+				return o
+			}
 			if o, ok := w.busy(r.InstanceID); ok {
 				return o
 			}
@@ -322,14 +332,18 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "200", apply: change, status: 200}
 		})
-		if o.err != nil {
-			return nil, o.err
+		resp, err := &osb.UpdateResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, o.err
+		if o.wire != nil {
+			resp, err = wire(w, o, func(c osb.Client) (*osb.UpdateResponse, error) { return c.Update(ctx, r) })
 		}
-		return &osb.UpdateResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, nil
+		return answer(w, fake.MethodUpdate, r.InstanceID, resp, err)
 	})
 	f.OnDeprovision(func(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
 		drop := func() { l.DropInstance(r.InstanceID) }
 		o := w.call(ctx, fake.MethodDeprovision, r.InstanceID, func() outcome {
+			if o, ok := w.rogue(rogueDeprovision, r.InstanceID, drop, nil, nil); ok {
+				return o
+			}
 			if o, ok := w.busy(r.InstanceID); ok {
 				return o
 			}
@@ -337,8 +351,9 @@ func (w *world) setupBroker() {
 				return outcome{what: "410 Gone", err: fake.Gone()}
 			}
 			// (The tenant may forge her own records into deleting her instance under her own
-			// binding: only her namespace is hurt.)
-			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" }); len(bs) > 0 {
+			// binding: only her namespace is hurt. A binding the broker said was gone while
+			// it held it is one the engine cannot know of.)
+			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" || w.book.lied(h.ID) }); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}
 			if w.faulty() {
@@ -360,15 +375,24 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "200", apply: drop, status: 200}
 		})
-		if o.err != nil {
-			return nil, o.err
+		resp, err := &osb.DeprovisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, o.err
+		if o.wire != nil {
+			resp, err = wire(w, o, func(c osb.Client) (*osb.DeprovisionResponse, error) { return c.Deprovision(ctx, r) })
 		}
-		return &osb.DeprovisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, nil
+		return answer(w, fake.MethodDeprovision, r.InstanceID, resp, err)
 	})
 	f.OnLastOperation(func(ctx context.Context, r *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
 		var resp *osb.LastOperationResponse
 		o := w.call(ctx, fake.MethodLastOperation, r.InstanceID, func() outcome {
+			if o, ok := w.rogue(roguePoll, r.InstanceID, nil, nil, nil); ok {
+				return o
+			}
 			op, ok := w.ops[r.OperationKey]
+			if !ok && w.book.track(r.InstanceID).rogue {
+				var err error
+				resp, err = w.honestPoll(fake.MethodLastOperation, r.InstanceID)
+				return outcome{what: fmt.Sprintf("no such operation: %s", describeLastOperation(resp, err)), err: err}
+			}
 			if !ok || op.id != r.InstanceID {
 				if _, held := l.Instance(r.InstanceID); !held {
 					return outcome{what: "410 Gone", err: fake.Gone()}
@@ -390,20 +414,29 @@ func (w *world) setupBroker() {
 			return outcome{what: "succeeded"}
 		})
 		if o.err != nil {
-			return nil, o.err
+			resp = nil
 		}
-		return resp, nil
+		err := o.err
+		if o.wire != nil {
+			resp, err = wire(w, o, func(c osb.Client) (*osb.LastOperationResponse, error) { return c.LastOperation(ctx, r) })
+		}
+		return answerPoll(w, fake.MethodLastOperation, r.InstanceID, resp, err)
 	})
+	w.setupBindingReads()
 	f.OnBind(func(ctx context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
 		ns := ""
 		if r.Context != nil {
 			ns = w.bindingNamespace(r)
 		}
 		creds := map[string]any{"password": fmt.Sprintf("pw-%d", w.rng.IntN(1_000_000))}
-		put := func() {
+		putWith := func(creds map[string]any) {
 			l.PutBinding(fake.Held{ID: r.BindingID, InstanceID: r.InstanceID, Namespace: ns, Credentials: creds})
 		}
+		put := func() { putWith(creds) }
 		o := w.call(ctx, fake.MethodBind, r.BindingID, func() outcome {
+			if o, ok := w.rogue(rogueBind, r.BindingID, nil, creds, putWith); ok {
+				return o
+			}
 			if _, ok := l.Instance(r.InstanceID); !ok {
 				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
 			}
@@ -432,14 +465,21 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "201", apply: put, status: 201, creds: creds}
 		})
-		if o.err != nil {
-			return nil, o.err
+		resp, err := &osb.BindResponse{StatusCode: o.status, Credentials: o.creds, Endpoints: o.endpoints}, o.err
+		if o.wire != nil {
+			resp, err = wire(w, o, func(c osb.Client) (*osb.BindResponse, error) { return c.Bind(ctx, r) })
 		}
-		return &osb.BindResponse{StatusCode: o.status, Credentials: o.creds, Endpoints: o.endpoints}, nil
+		if err == nil {
+			w.handedOut(r.BindingID, resp.Credentials)
+		}
+		return answer(w, fake.MethodBind, r.BindingID, resp, err)
 	})
 	f.OnUnbind(func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
 		drop := func() { l.DropBinding(r.BindingID) }
 		o := w.call(ctx, fake.MethodUnbind, r.BindingID, func() outcome {
+			if o, ok := w.rogue(rogueUnbind, r.BindingID, drop, nil, nil); ok {
+				return o
+			}
 			if _, ok := l.Binding(r.BindingID); !ok {
 				return outcome{what: "410 Gone", err: fake.Gone()}
 			}
@@ -457,10 +497,11 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "200", apply: drop, status: 200}
 		})
-		if o.err != nil {
-			return nil, o.err
+		resp, err := &osb.UnbindResponse{StatusCode: o.status}, o.err
+		if o.wire != nil {
+			resp, err = wire(w, o, func(c osb.Client) (*osb.UnbindResponse, error) { return c.Unbind(ctx, r) })
 		}
-		return &osb.UnbindResponse{StatusCode: o.status}, nil
+		return answer(w, fake.MethodUnbind, r.BindingID, resp, err)
 	})
 }
 

@@ -3,12 +3,15 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -82,7 +85,12 @@ func (w *world) writtenRecords() ([]*v1alpha1.ServiceInstance, []*v1alpha1.Servi
 // checkStep checks what holds after every step (invariants 2 and 6 are checked as
 // requests reach the broker) for the records written in it.
 func (w *world) checkStep() {
+	keys := slices.Sorted(maps.Keys(w.written))
 	insts, binds := w.writtenRecords()
+	w.checkForgotten(keys, insts, binds)
+	if w.rates.rogue > 0 {
+		w.checkNoSecrets(keys)
+	}
 	for _, x := range insts {
 		w.checkBackoff("instance", x, &x.Status.OperationStatus)
 		w.checkAuthor("instance", x)
@@ -228,7 +236,7 @@ func (w *world) checkQuiescence() {
 		for _, id := range instanceIDs(x) {
 			owned[id] = "instance " + x.Namespace + "/" + x.Name
 		}
-		w.checkFinal("instance", x, &x.Status.OperationStatus)
+		w.checkFinal("instance", x, &x.Status.OperationStatus, instanceIDs(x))
 	}
 	for _, x := range binds {
 		for _, id := range bindingIDs(x) {
@@ -240,22 +248,111 @@ func (w *world) checkQuiescence() {
 			}
 			continue
 		}
-		w.checkFinal("binding", x, &x.Status.OperationStatus)
+		// A binding of an instance the broker lied about cannot settle either.
+		ids := bindingIDs(x)
+		ins, name := x.InstanceRef()
+		for _, i := range insts {
+			if i.Namespace == ins && i.Name == name {
+				ids = append(ids, instanceIDs(i)...)
+			}
+		}
+		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
-	// 1: everything the broker holds is owned by a record.
+	// 1: everything the broker holds is owned by a record, except what the broker said
+	// it did not hold (a delete's success it did not apply): the engine cannot know.
+	lied := w.book.lied
 	for _, h := range w.ledger.Instances() {
-		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
-			w.fail("the broker holds instance %s (namespace %s) and no record owns it", h.ID, h.Namespace)
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) {
+			w.fail("the broker holds instance %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
 		}
 	}
 	for _, h := range w.ledger.Bindings() {
 		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
-			w.fail("the broker holds binding %s (namespace %s) and no record owns it", h.ID, h.Namespace)
+			if !lied(h.ID) {
+				w.fail("the broker holds binding %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
+			}
 			continue
 		}
-		// 3: its credentials are in the binding's Secret.
-		if h.Namespace != "t" {
-			w.checkCredentials(h.ID, h.Credentials, binds)
+		// 3: its credentials are in the binding's Secret: those it holds, or those it
+		// last handed out if it lied about them (a 201 with other credentials than it
+		// keeps). A binding it holds after refusing it is a lie too.
+		if h.Namespace != "t" && !lied(h.ID) {
+			creds := h.Credentials
+			if t := w.book.ids[h.ID]; t != nil && t.handed != nil {
+				creds = t.handed
+			}
+			w.checkCredentials(h.ID, creds, binds)
+		}
+	}
+	// 9: no credentials in any ConfigMap, wherever the broker put them.
+	cms, err := w.cluster.Core.CoreV1().ConfigMaps("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for i := range cms.Items {
+		w.checkConfigMapSecrets(&cms.Items[i])
+	}
+}
+
+func (w *world) answersFor(id string) string {
+	if t := w.book.ids[id]; t != nil {
+		return strings.Join(t.answers, ", ")
+	}
+	return "none"
+}
+
+// checkForgotten is invariant 10: a record drops an OSB id it sent a create for only
+// after the broker answered, for that id, what means in the spec's terms that it holds
+// nothing under it (a delete's 200 or 410, a delete's poll that succeeded or answered
+// 410, a 4xx to its first create). keys are the ConfigMaps written since the last check
+// and insts and binds the records of those still there.
+func (w *world) checkForgotten(keys []string, insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding) {
+	now := map[string][]string{}
+	for _, x := range insts {
+		now[x.Namespace+"/"+store.ConfigMapName(v1alpha1.KindServiceInstance, x.Name)] = instanceIDs(x)
+	}
+	for _, x := range binds {
+		now[x.Namespace+"/"+store.ConfigMapName(v1alpha1.KindServiceBinding, x.Name)] = bindingIDs(x)
+	}
+	for _, key := range keys {
+		if strings.HasPrefix(key, "t/") {
+			continue
+		}
+		ids, before := now[key], w.book.holds[key]
+		for _, id := range before {
+			t := w.book.ids[id]
+			if slices.Contains(ids, id) || t == nil || !t.created || t.gone {
+				continue
+			}
+			w.fail("record %s dropped OSB id %s, which the broker may hold: no answer for it meant gone (answers: %s)",
+				key, id, strings.Join(t.answers, ", "))
+		}
+		if len(ids) == 0 {
+			delete(w.book.holds, key)
+		} else {
+			w.book.holds[key] = ids
+		}
+	}
+}
+
+// checkNoSecrets is invariant 9 for the ConfigMaps written in a step.
+func (w *world) checkNoSecrets(keys []string) {
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		cm, err := w.cluster.Core.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			w.checkConfigMapSecrets(cm)
+		}
+	}
+}
+
+func (w *world) checkConfigMapSecrets(cm *corev1.ConfigMap) {
+	for k, v := range cm.Data {
+		for _, s := range w.book.secrets {
+			if strings.Contains(v, s) {
+				w.fail("ConfigMap %s/%s holds a credential the broker gave (%q, under key %q)", cm.Namespace, cm.Name, s, k)
+				return
+			}
 		}
 	}
 }
@@ -270,7 +367,11 @@ func (w *world) checkCredentials(id string, creds map[string]any, binds []*v1alp
 			w.fail("binding %s/%s is bound as %s but its Secret %q cannot be read: %v", b.Namespace, b.Name, id, b.Spec.SecretName, err)
 			return
 		}
-		if got, want := string(s.Data["password"]), fmt.Sprint(creds["password"]); got != want {
+		want := ""
+		if p, ok := creds["password"]; ok {
+			want = fmt.Sprint(p)
+		}
+		if got := string(s.Data["password"]); got != want {
 			w.fail("binding %s/%s is bound as %s but its Secret holds other credentials than the broker returned", b.Namespace, b.Name, id)
 		}
 		return
@@ -279,8 +380,10 @@ func (w *world) checkCredentials(id string, creds map[string]any, binds []*v1alp
 }
 
 // checkFinal is invariants 4 and 7: a record not terminal says why (any record), and
-// outside the tenant's namespace every record is terminal.
-func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationStatus) {
+// outside the tenant's namespace every record is terminal, or (an id of its got answers
+// off the spec: a broker that said it created what it did not, say) fails visibly, its
+// condition naming the broker's answer. ids are the ids it may hold at the broker.
+func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationStatus, ids []string) {
 	name := kind + " " + x.GetNamespace() + "/" + x.GetName()
 	if terminal(x, st) {
 		return
@@ -291,7 +394,8 @@ func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationS
 		w.fail("%s is not settled and no condition says why (deleting: %t, status %s)", name, x.GetDeletionTimestamp() != nil, status)
 		return
 	}
-	if x.GetNamespace() != "t" {
+	rogue := slices.ContainsFunc(ids, func(id string) bool { t := w.book.ids[id]; return t != nil && t.rogue })
+	if x.GetNamespace() != "t" && !(rogue && strings.Contains(msg, "the broker answered")) {
 		w.fail("%s never settled after the faults stopped: %s", name, msg)
 	}
 }
@@ -318,4 +422,18 @@ func bindingIDs(x *v1alpha1.ServiceBinding) []string {
 		ids = append(ids, op.BindingID)
 	}
 	return ids
+}
+
+// checkStepError is part of invariant 6: whatever the broker answers, a record's step
+// fails only as the engine's API says it may (the record could not be read or written,
+// or the process stopped): a broker's answer is recorded in the record's status, never
+// an error that would stop reconcile from stepping the records after it.
+func (w *world) checkStepError(ctx context.Context, record string, err error) {
+	var status apierrors.APIStatus
+	// A claim that could not be renewed during the call is a write that failed.
+	claim := strings.Contains(err.Error(), "the claim on the record could not be renewed")
+	if ctx.Err() != nil || errors.Is(err, errKilled) || errors.As(err, &status) || store.IsNotFound(err) || claim {
+		return
+	}
+	w.fail("the step of record %s failed with an error that is not the API server's: %v", record, err)
 }

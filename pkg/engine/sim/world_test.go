@@ -38,7 +38,9 @@ type world struct {
 	trace   []string
 	faults  bool
 	rates   rates
-	steps   int
+	// book is what the broker was asked and answered for each OSB id (rogue_test.go).
+	book  *idBook
+	steps int
 	// late is work the broker still does for callers that stopped waiting.
 	late     []*lateWork
 	ops      map[string]*asyncOp
@@ -73,6 +75,8 @@ type rates struct {
 	slow int
 	// outage: the broker's failures are all 500s (retried), as when it is down.
 	outage bool
+	// rogue: answers off the OSB spec (rogue_test.go); 0 for most seeds.
+	rogue int
 }
 
 type event struct {
@@ -135,6 +139,8 @@ func newWorld(seed uint64) *world {
 		w.rates.brokerFault = 90
 	}
 	w.rates.slow = w.pick(0, 10, 30)
+	w.rates.rogue = rogueRate(seed)
+	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
 	w.cluster.SetClock(func() time.Time { return w.t })
