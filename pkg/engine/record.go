@@ -309,7 +309,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 			e.outcomeNotRecordedEvent(ctx, in, cause, then)
 		}
 	}
-	const again = "the record keeps the call in flight: it is sent again (by the next step, or reconcile) and its answer recorded then"
+	again := "the record keeps the call in flight: " + askedAgain(op) + " and its answer recorded then"
 	for i := range 5 {
 		x := cur.DeepCopy()
 		now := e.now()
@@ -358,6 +358,15 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 	}
 	notRecorded(errors.New("the record kept changing"), again)
 	return reread(e, ctx, cur, nil)
+}
+
+// askedAgain says how the broker is asked again about op, a call still in flight whose
+// answer could not be recorded.
+func askedAgain(op *v1alpha1.Operation) string {
+	if op != nil && op.Async {
+		return "the broker is asked for its state again (by the next step, or reconcile)"
+	}
+	return "it is sent again (by the next step, or reconcile)"
 }
 
 // keepListed adds back to st.ExternalIDs any of ids that an outcome removed.
@@ -463,6 +472,7 @@ func storedText(s string) string {
 
 // release removes the finalizer of a record whose deletion is done, letting the API
 // server delete it.
+//
 // A deletion the broker confirmed has its Event go out with the removal (it says only
 // what the broker answered), followed by a Warning when the removal fails; a release
 // without a broker call has its Event once the removal is made.
@@ -473,7 +483,7 @@ func release[T driven[T]](e *Engine, ctx context.Context, in T, done string, con
 	_, err := recordsOf[T](e.cfg.Store).RemoveFinalizer(ctx, in)
 	if err != nil && !store.IsNotFound(err) {
 		if confirmed {
-			e.outcomeNotRecordedEvent(ctx, in, err, "the record is not released yet: it keeps the call in flight, which is sent again (by the next step, or reconcile) and the record released then")
+			e.outcomeNotRecordedEvent(ctx, in, err, "the record is not released yet: it keeps the call in flight; "+askedAgain(in.OpStatus().InFlight)+" and the record released then")
 		}
 		return withRecord(Result{State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, in), err
 	}
