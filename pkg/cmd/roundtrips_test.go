@@ -87,7 +87,8 @@ func runOn(t *testing.T, c *storetest.Cluster, args ...string) string {
 // (what docs/reconcile.md reports as round trips against a remote API server): a request
 // more, or one that waits for another it need not wait for, fails here, so the round
 // trips cannot grow back unnoticed. The verbs run in turn on one cluster, each as a new
-// process. Events are written in the background and are not listed.
+// process. Events are written in the background: only the one each verb's outcome sends
+// is listed, in the outcome's group.
 func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 	c := roundTripCluster(t)
 	const (
@@ -104,6 +105,9 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 		// with it in every namespace.
 		idList = storetest.MetadataList + " configmaps"
 	)
+	// The Event of what the broker answered goes out with the write of the outcome, not
+	// after it; the other Events are written in the background and are not listed.
+	succeeded := func(action string) string { return "create events " + action + "Succeeded" }
 	// The OSB context: the cluster id and the namespace's uid.
 	osbContext := []string{"get configmaps " + kube.ClusterIDConfigMap, "get namespaces dev"}
 	for _, tc := range []struct {
@@ -118,7 +122,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			args: []string{"provision", "db", "--class", "postgres", "--plan", "small", "-p", "storage=5"},
 			groups: [][]string{
 				append([]string{"list configmaps", "list configmaps", access, user, trust}, osbContext...),
-				{"get configmaps " + schemas}, {"create configmaps"}, {broker}, {update}, {update},
+				{"get configmaps " + schemas}, {"create configmaps"}, {broker}, {update}, {update, succeeded("Provision")},
 			},
 		},
 		{args: []string{"get", "instances"}, groups: [][]string{{"list configmaps"}}},
@@ -142,7 +146,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			groups: [][]string{
 				append([]string{instance, binding, "get secrets app", access, user, trust}, osbContext...),
 				{"get configmaps " + class, "get configmaps " + schemas}, {"create configmaps"}, {instance, broker, idList, idList},
-				{update}, {"create secrets"}, {update},
+				{update}, {"create secrets"}, {update, succeeded("Bind")},
 			},
 		},
 		{
@@ -154,7 +158,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			args: []string{"update", "db", "-p", "storage=6"},
 			groups: [][]string{
 				append([]string{instance, user, trust}, osbContext...),
-				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker, idList}, {update}, {update},
+				{"get configmaps " + class, "get configmaps " + schemas}, {update}, {broker, idList}, {update}, {update, succeeded("Update")},
 			},
 		},
 		{
@@ -168,7 +172,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			args: []string{"unbind", "app"},
 			groups: [][]string{
 				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding, "get secrets app", instance},
-				{"delete secrets app", broker, "get configmaps " + class, idList, idList}, {update}, {update},
+				{"delete secrets app", broker, "get configmaps " + class, idList, idList}, {update}, {update, succeeded("Unbind")},
 			},
 		},
 		{
@@ -180,7 +184,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			args: []string{"deprovision", "db", "--yes"},
 			groups: [][]string{
 				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"},
-				{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps"}, {update}, {update},
+				{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps"}, {update}, {update, succeeded("Deprovision")},
 			},
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},

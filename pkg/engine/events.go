@@ -210,14 +210,71 @@ func (a *Aggregator) fail(err error) {
 // written (after): a broker call requested, accepted, succeeded or failed, a retry
 // scheduled, a refusal, orphan mitigation started or finished. Deriving events from the
 // written status keeps the engine's functions free of event calls and records only
-// what was stored.
-func (e *Engine) statusEvents(ctx context.Context, before, after opRecord) {
-	if e.cfg.Events == nil {
+// what was stored. Events whose reason is in sent were recorded already (answerEvents)
+// and are left out.
+func (e *Engine) statusEvents(ctx context.Context, before, after opRecord, sent ...string) {
+	for _, c := range e.changes(before, after) {
+		if !slices.Contains(sent, c.Reason) {
+			e.event(ctx, c.Event)
+		}
+	}
+}
+
+// answerEvents records, before the write of an outcome goes out (so that the Events go
+// out with it, not after it), the events of the change from before to after that say
+// only what the broker answered (a call succeeded, or was accepted), which is true
+// whether or not the write lands, and returns their reasons. What the write records
+// (a failure, a retry scheduled, orphan mitigation started, a refusal) is recorded once it is
+// stored (statusEvents); an outcome whose write then fails is followed by
+// outcomeNotRecordedEvent.
+func (e *Engine) answerEvents(ctx context.Context, before, after opRecord) []string {
+	var sent []string
+	for _, c := range e.changes(before, after) {
+		if c.answer {
+			e.event(ctx, c.Event)
+			sent = append(sent, c.Reason)
+		}
+	}
+	return sent
+}
+
+// ReasonOutcomeNotRecorded is the Warning Event of a broker's answer whose Event was
+// recorded but whose outcome could not be written to the record.
+const ReasonOutcomeNotRecorded = "OutcomeNotRecorded"
+
+// outcomeNotRecordedEvent records that the broker's answer to x's call in flight, which
+// an Event already reported, could not be recorded, and what happens then (then).
+func (e *Engine) outcomeNotRecordedEvent(ctx context.Context, x opRecord, cause error, then string) {
+	ns, name, ok := eventTarget(x)
+	op := x.OpStatus().InFlight
+	if !ok || op == nil || e.cfg.Events == nil {
 		return
+	}
+	action := string(op.Type)
+	if x.OpStatus().OrphanMitigation != nil {
+		action = "OrphanMitigation"
+	}
+	ev := NewEvent(ns, name, EventWarning, ReasonOutcomeNotRecorded, action,
+		fmt.Sprintf("the broker's answer to the %s could not be recorded (%v); %s", strings.ToLower(string(op.Type)), cause, then))
+	ev.UID = x.GetUID()
+	e.event(ctx, ev)
+}
+
+// statusChange is an event a status change stands for; answer marks one that says only
+// what the broker answered.
+type statusChange struct {
+	Event
+	answer bool
+}
+
+// changes lists the events of the change from before to after, with the record's names.
+func (e *Engine) changes(before, after opRecord) []statusChange {
+	if e.cfg.Events == nil {
+		return nil
 	}
 	ns, name, ok := eventTarget(after)
 	if !ok {
-		return
+		return nil
 	}
 	uid := after.GetUID()
 	retiring := false
@@ -226,15 +283,16 @@ func (e *Engine) statusEvents(ctx context.Context, before, after opRecord) {
 		retiring = op != nil && op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil &&
 			slices.Contains(b.Status.Retired, op.BindingID)
 	}
-	for _, ev := range statusChanges(before.OpStatus(), after.OpStatus()) {
-		if retiring && ev.Reason == "UnbindSucceeded" {
+	out := statusChanges(before.OpStatus(), after.OpStatus())
+	for i := range out {
+		if retiring && out[i].Reason == "UnbindSucceeded" {
 			// The unbind of an id a rotation replaced ends the rotation.
-			ev = NewEvent("", "", EventNormal, "RotationFinished", "Rotation",
+			out[i].Event = NewEvent("", "", EventNormal, "RotationFinished", "Rotation",
 				"the credentials a rotation replaced were unbound at the broker")
 		}
-		ev.Namespace, ev.Name, ev.UID = ns, name, uid
-		e.event(ctx, ev)
+		out[i].Namespace, out[i].Name, out[i].UID = ns, name, uid
 	}
+	return out
 }
 
 // eventTarget is the namespace and ConfigMap name Events about x regard.
@@ -251,8 +309,9 @@ func eventTarget(x metav1.Object) (ns, name string, ok bool) {
 	return x.GetNamespace(), store.ConfigMapName(kind, x.GetName()), true
 }
 
-// releaseEvent records that a record being deleted was released: the broker confirmed
-// the deletion (confirmed), or held nothing of it.
+// releaseEvent records that the broker confirmed the deletion of a record being deleted
+// (confirmed: recorded as its release is written), or that the record was released
+// because the broker held nothing of it.
 func (e *Engine) releaseEvent(ctx context.Context, x metav1.Object, confirmed bool) {
 	ns, name, ok := eventTarget(x)
 	if !ok || e.cfg.Events == nil {
@@ -266,18 +325,22 @@ func (e *Engine) releaseEvent(ctx context.Context, x metav1.Object, confirmed bo
 		"the broker holds nothing of this record; it is released without a broker call")
 	if confirmed {
 		ev = NewEvent(ns, name, EventNormal, action+"Succeeded", action,
-			done+" succeeded: the broker confirmed the deletion; the record is released")
+			"the broker answered that the "+done+" succeeded: it confirmed the deletion, so the record is to be released")
 	}
 	ev.UID = x.GetUID()
 	e.event(ctx, ev)
 }
 
 // statusChanges lists the events a status change from b to a stands for, without the
-// record's names.
-func statusChanges(b, a *v1alpha1.OperationStatus) []Event {
-	var out []Event
+// record's names: those that say only what the broker answered to the call in flight
+// (it succeeded, or accepted the call to work on it asynchronously) marked as answers.
+func statusChanges(b, a *v1alpha1.OperationStatus) []statusChange {
+	var out []statusChange
 	add := func(typ, reason, action, note string) {
-		out = append(out, NewEvent("", "", typ, reason, action, note))
+		out = append(out, statusChange{Event: NewEvent("", "", typ, reason, action, note)})
+	}
+	answer := func(typ, reason, action, note string) {
+		out = append(out, statusChange{Event: NewEvent("", "", typ, reason, action, note), answer: true})
 	}
 	opName := func(op *v1alpha1.Operation, om bool) string {
 		if om {
@@ -300,9 +363,9 @@ func statusChanges(b, a *v1alpha1.OperationStatus) []Event {
 			add(EventNormal, opName(ai, aOM)+"Accepted", opName(ai, aOM), "the broker accepted the request and works on it asynchronously")
 		}
 	case ai != nil && bi != nil && !bi.Async && ai.Async:
-		add(EventNormal, opName(ai, aOM)+"Accepted", opName(ai, aOM), "the broker accepted the request and works on it asynchronously")
+		answer(EventNormal, opName(ai, aOM)+"Accepted", opName(ai, aOM), "the broker accepted the request and works on it asynchronously")
 	case bi != nil && ai == nil && a.Retry == nil && a.Phase != v1alpha1.PhaseFailed:
-		add(EventNormal, opName(bi, bOM)+"Succeeded", opName(bi, bOM), fmt.Sprintf("%s succeeded", strings.ToLower(string(bi.Type))))
+		answer(EventNormal, opName(bi, bOM)+"Succeeded", opName(bi, bOM), fmt.Sprintf("the broker answered that the %s succeeded", strings.ToLower(string(bi.Type))))
 	case bi != nil && ai == nil:
 		msg := ""
 		if a.Retry != nil {

@@ -295,11 +295,22 @@ func freshClaim[T driven[T]](e *Engine, ctx context.Context, stored T) (T, bool,
 // flight, which nobody else replaces while the claim holds, so on a conflict (a user's
 // spec edit, say) it is re-applied to the newer record as long as that still carries the
 // same operation.
+//
+// The Events that say only what the broker answered go out with the first write of the
+// outcome, not after it (answerEvents): a command does not wait for them. When no write
+// of the outcome lands, a Warning Event says so (outcomeNotRecordedEvent).
 func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string, mutate func(T, time.Time)) (Result, error) {
 	cur := in
 	records := recordsOf[T](e.cfg.Store)
 	op := in.OpStatus().InFlight
-	for range 5 {
+	var sent []string
+	notRecorded := func(cause error, then string) {
+		if len(sent) > 0 {
+			e.outcomeNotRecordedEvent(ctx, in, cause, then)
+		}
+	}
+	again := "the record keeps the call in flight: " + askedAgain(op) + " and its answer recorded then"
+	for i := range 5 {
 		x := cur.DeepCopy()
 		now := e.now()
 		mutate(x, now)
@@ -314,31 +325,48 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		} else {
 			store.ClearClaim(x, e.cfg.Holder)
 		}
+		if i == 0 {
+			sent = e.answerEvents(ctx, cur, x)
+		}
 		stored, err := records.Update(ctx, x)
 		if err == nil {
-			e.statusEvents(ctx, cur, stored)
+			e.statusEvents(ctx, cur, stored, sent...)
 			dropSent(e, ctx, op, stored)
 			return resultOf(e, stored), nil
 		}
 		if !store.IsConflict(err) {
+			notRecorded(err, again)
 			return outcomeNotStored(e, ctx, cur, err)
 		}
 		fresh, err := records.Get(ctx, cur.GetNamespace(), cur.GetName())
 		if err != nil {
+			notRecorded(err, again)
 			return Result{}, err
 		}
 		if op := fresh.OpStatus().InFlight; op == nil || op.RequestID != requestID {
+			notRecorded(errLost, "the record holds another call now; its status says what is recorded")
 			return reread(e, ctx, fresh, errLost)
 		}
 		if l, ok := store.LeaseOf(fresh); ok && l.Holder != e.cfg.Holder {
 			// Another driver took the record over (our claim ran out) and may have
 			// re-sent the same request: its outcome is the one to store, not this late
 			// one.
+			notRecorded(errLost, "another driver took the record over and records the answer it gets")
 			return reread(e, ctx, fresh, errLost)
 		}
 		cur = fresh
 	}
+	notRecorded(errors.New("the record kept changing"), again)
 	return reread(e, ctx, cur, nil)
+}
+
+// askedAgain says how the broker is asked again about op, a call still in flight whose
+// answer could not be recorded.
+func askedAgain(op *v1alpha1.Operation) string {
+	if op != nil && op.Async {
+		return "the broker is asked for its state again (by the next step, or reconcile)"
+	}
+	return "it is sent again (by the next step, or reconcile)"
 }
 
 // keepListed adds back to st.ExternalIDs any of ids that an outcome removed.
@@ -444,13 +472,23 @@ func storedText(s string) string {
 
 // release removes the finalizer of a record whose deletion is done, letting the API
 // server delete it.
+//
+// A deletion the broker confirmed has its Event go out with the removal (it says only
+// what the broker answered), followed by a Warning when the removal fails; a release
+// without a broker call has its Event once the removal is made.
 func release[T driven[T]](e *Engine, ctx context.Context, in T, done string, confirmed bool) (Result, error) {
+	if confirmed {
+		e.releaseEvent(ctx, in, true)
+	}
 	_, err := recordsOf[T](e.cfg.Store).RemoveFinalizer(ctx, in)
 	if err != nil && !store.IsNotFound(err) {
+		if confirmed {
+			e.outcomeNotRecordedEvent(ctx, in, err, "the record is not released yet: it keeps the call in flight; "+askedAgain(in.OpStatus().InFlight)+" and the record released then")
+		}
 		return withRecord(Result{State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, in), err
 	}
-	if err == nil {
-		e.releaseEvent(ctx, in, confirmed)
+	if err == nil && !confirmed {
+		e.releaseEvent(ctx, in, false)
 	}
 	return Result{State: StateDeleted, Message: done}, nil
 }

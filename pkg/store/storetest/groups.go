@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -21,6 +22,18 @@ func Request(a clienttesting.Action) string {
 		line += " " + n.GetName()
 	case clienttesting.DeleteAction:
 		line += " " + n.GetName()
+	}
+	return line
+}
+
+// EventRequest names the write of an Event by its verb and reason ("create events
+// BindSucceeded").
+func EventRequest(a clienttesting.Action) string {
+	line := a.GetVerb() + " " + a.GetResource().Resource
+	if o, ok := a.(clienttesting.CreateAction); ok {
+		if ev, ok := o.GetObject().(*eventsv1.Event); ok {
+			line += " " + ev.Reason
+		}
 	}
 	return line
 }
@@ -39,8 +52,9 @@ const groupTimeout = 5 * time.Second
 // the requests came exactly so. A request sent only once another of its group has been
 // answered waits in vain, for a few seconds, and the check says which. Lists made through
 // the metadata client are held and named the same way (MetadataList). Writes of Events
-// are let through unheld and unlisted: they are written in the background, in their own
-// order.
+// are written in the background, in their own order: one is held and listed only when
+// the group arriving names it (as EventRequest does: "create events ProvisionSucceeded"),
+// and let through unheld and unlisted otherwise.
 //
 // The fake clientset holds its lock while its reactors run: the reactor that holds a
 // request lets go of the lock while it waits, and takes it again before the request
@@ -55,12 +69,16 @@ func (c *Cluster) ExpectGroups(t testing.TB, groups ...[]string) (check func()) 
 		g.waiting = slices.Clone(groups[0])
 	}
 	c.Core.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		request := Request(a)
 		if a.GetResource().Resource == "events" && a.GetVerb() != "list" && a.GetVerb() != "get" {
-			return false, nil, nil
+			request = EventRequest(a)
+			if !g.awaited(request) {
+				return false, nil, nil
+			}
 		}
-		if release := g.arrived(Request(a)); release != nil {
+		if release := g.arrived(request); release != nil {
 			c.Core.Unlock()
-			g.wait(Request(a), release)
+			g.wait(request, release)
 			c.Core.Lock()
 		}
 		return false, nil, nil
@@ -99,6 +117,13 @@ type requestGroups struct {
 	problems []string
 	// checked: the check ran; later requests are not this test's.
 	checked bool
+}
+
+// awaited reports whether the group arriving names request.
+func (g *requestGroups) awaited(request string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.checked && slices.Contains(g.waiting, request)
 }
 
 // arrived takes note of request and returns the channel to wait on until its group is
