@@ -50,12 +50,7 @@ func TestEvents_OutcomeThatCannotBeStored_IsFollowedByAWarning(t *testing.T) {
 	rec := &fakeEvents{}
 	f.engine.cfg.Events = rec
 	provisionReturns(f, 201, nil)
-	refuse := refuseNextUpdate(f)
-	f.hook = func(p HookPoint, _ *v1alpha1.Operation) {
-		if p == HookAfterBrokerCall {
-			refuse()
-		}
-	}
+	refuseOutcomeWrite(f)
 	f.create("db", planSmall, "")
 
 	_, err := f.engine.StepInstance(context.Background(), f.get("db"))
@@ -78,12 +73,7 @@ func TestEvents_FailureIsRecordedOnlyOnceStored(t *testing.T) {
 	rec := &fakeEvents{}
 	f.engine.cfg.Events = rec
 	f.broker.ProvisionReturns(nil, fake.HTTPError("PUT", 400, "BadRequest", "nope"))
-	refuse := refuseNextUpdate(f)
-	f.hook = func(p HookPoint, _ *v1alpha1.Operation) {
-		if p == HookAfterBrokerCall {
-			refuse()
-		}
-	}
+	refuseOutcomeWrite(f)
 	f.create("db", planSmall, "")
 
 	_, err := f.engine.StepInstance(context.Background(), f.get("db"))

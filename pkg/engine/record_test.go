@@ -148,6 +148,17 @@ func refuseNextUpdate(f *fixture) func() {
 	return func() { refuse = true }
 }
 
+// refuseOutcomeWrite makes the first update of a ConfigMap after the broker call fail
+// (refuseNextUpdate): the write of the call's outcome.
+func refuseOutcomeWrite(f *fixture) {
+	refuse := refuseNextUpdate(f)
+	f.hook = func(p HookPoint, _ *v1alpha1.Operation) {
+		if p == HookAfterBrokerCall {
+			refuse()
+		}
+	}
+}
+
 func TestFinish_OutcomeTooLargeToStore_KeepsTheCallAndBacksOffBeforeReSending(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -162,12 +173,7 @@ func TestFinish_OutcomeTooLargeToStore_KeepsTheCallAndBacksOffBeforeReSending(t 
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.answer(f)
-			refuse := refuseNextUpdate(f)
-			f.hook = func(p HookPoint, _ *v1alpha1.Operation) {
-				if p == HookAfterBrokerCall {
-					refuse()
-				}
-			}
+			refuseOutcomeWrite(f)
 			f.create("db", planSmall, "")
 
 			_, err := f.engine.StepInstance(context.Background(), f.get("db"))
