@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,14 +18,15 @@ import (
 
 // Asynchronous bindings: in some seeds (every seed with -sim.asyncbind) the class's
 // bindings are retrievable, so the engine sends its binds with accepts_incomplete=true,
-// and the honest broker answers half of the binds and unbinds that allow it 202 with
-// an operation. A bind's operation is polled (binding last_operation: in progress, then
-// succeeded or failed) and its credentials fetched with GET binding; an unbind's poll
-// ends succeeded or 410 Gone (or failed, the binding kept). A request for an id whose
-// operation is under way is answered as the spec says: the identical request 202 with
-// the same operation, another 422 ConcurrencyError. The broker's faults (500s,
-// timeouts, late work, slow answers) and the process faults (kills, interruptions, API
-// faults) apply to these calls as to every other.
+// and the honest broker answers half of the binds and three in four of the unbinds
+// that allow it 202 with an operation. A bind's operation is polled (binding
+// last_operation: in progress, then succeeded or failed) and its credentials fetched
+// with GET binding; an unbind's poll ends succeeded or 410 Gone (or failed, the binding
+// kept). A request for an id whose operation is under way is answered as the spec
+// says: the identical request 202 with the same operation, another 422
+// ConcurrencyError. The broker's faults (500s, timeouts, late work, slow answers) and
+// the process faults (kills, interruptions, API faults) apply to these calls as to
+// every other.
 
 var asyncBindAll = flag.Bool("sim.asyncbind", false, "let the broker of every seed bind and unbind asynchronously (by default a few seeds do)")
 
@@ -63,10 +65,11 @@ func (w *world) asyncBind(r *osb.BindRequest, ns string, put func()) (outcome, b
 	if !r.AcceptsIncomplete || w.rng.IntN(2) > 0 {
 		return outcome{}, false
 	}
-	fail := w.faulty()
+	fail := w.faulty() && w.rng.IntN(3) == 0
 	key := w.newOp(r.BindingID, fail, put)
 	op := w.ops[key]
 	op.instance, op.ns = r.InstanceID, ns
+	w.shorten(op)
 	what := "202"
 	if fail {
 		what = "202, to fail"
@@ -76,7 +79,7 @@ func (w *world) asyncBind(r *osb.BindRequest, ns string, put func()) (outcome, b
 
 // asyncUnbind is asyncBind for an unbind: the identical request of an unbind under way
 // gets its operation again, one during a bind under way a 422, and an unbind of a
-// binding the broker holds (half the time) an operation that drops it once it
+// binding the broker holds (three times in four) an operation that drops it once it
 // succeeds.
 func (w *world) asyncUnbind(r *osb.UnbindRequest, drop func()) (outcome, bool) {
 	if !w.rates.asyncBind {
@@ -88,17 +91,24 @@ func (w *world) asyncUnbind(r *osb.UnbindRequest, drop func()) (outcome, bool) {
 		}
 		return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "another operation is in progress")}, true
 	}
-	if _, held := w.ledger.Binding(r.BindingID); !held || !r.AcceptsIncomplete || w.rng.IntN(2) > 0 {
+	if _, held := w.ledger.Binding(r.BindingID); !held || !r.AcceptsIncomplete || w.rng.IntN(4) == 0 {
 		return outcome{}, false
 	}
-	fail := w.faulty()
+	fail := w.faulty() && w.rng.IntN(3) == 0
 	key := w.newOp(r.BindingID, fail, drop)
 	w.ops[key].unbind = true
+	w.shorten(w.ops[key])
 	what := "202"
 	if fail {
 		what = "202, to fail"
 	}
 	return outcome{what: what + " (operation " + key + ")", status: http.StatusAccepted, key: key}, true
+}
+
+// shorten makes a binding operation end within 30 s rather than 90: most of its polls,
+// and the GET binding after them, then come while faults still happen.
+func (w *world) shorten(op *asyncOp) {
+	op.until = w.t.Add(time.Duration(w.rng.IntN(30)) * time.Second)
 }
 
 // pollBindingOp answers the poll of a binding operation the broker started: in
