@@ -47,6 +47,8 @@ func (w *world) setupCatalog() {
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.ClassRecordName(brokerName, classID)},
 		Spec: v1alpha1.ServiceClassSpec{
 			BrokerName: brokerName, Scope: v1alpha1.ScopeCluster, ID: classID, ExternalName: "db", Bindable: true, PlanUpdateable: true,
+			// Retrievable bindings let the engine accept a 202 to a bind (asyncbind_test.go).
+			BindingsRetrievable: w.rates.asyncBind,
 			Plans: []v1alpha1.ServicePlan{
 				{ID: planSmall, ExternalName: "small", Free: true},
 				{ID: planLarge, ExternalName: "large", Free: true},
@@ -91,6 +93,10 @@ type asyncOp struct {
 	fail  bool
 	done  func() // what success does
 	over  bool
+	// unbind: the operation of an unbind; instance and ns: a bind's instance id and
+	// namespace (asyncbind_test.go).
+	unbind       bool
+	instance, ns string
 }
 
 // lateWork is a request the broker works on: it is done with it at until.
@@ -356,6 +362,9 @@ func (w *world) setupBroker() {
 			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" || w.book.lied(h.ID) }); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}
+			if bs := w.bindsUnderWay(r.InstanceID); len(bs) > 0 {
+				w.fail("DELETE of instance %s while the broker binds %s under it (an asynchronous bind under way)", r.InstanceID, bs[0])
+			}
 			if w.faulty() {
 				switch w.faultOf(4, 1) {
 				case 0:
@@ -446,6 +455,9 @@ func (w *world) setupBroker() {
 				}
 				return outcome{what: "200 (identical request)", status: 200, creds: h.Credentials}
 			}
+			if o, ok := w.asyncBind(r, ns, put); ok {
+				return o
+			}
 			if w.faulty() {
 				switch w.faultOf(5, 2) {
 				case 0:
@@ -465,11 +477,11 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "201", apply: put, status: 201, creds: creds}
 		})
-		resp, err := &osb.BindResponse{StatusCode: o.status, Credentials: o.creds, Endpoints: o.endpoints}, o.err
+		resp, err := &osb.BindResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, Credentials: o.creds, Endpoints: o.endpoints}, o.err
 		if o.wire != nil {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.BindResponse, error) { return c.Bind(ctx, r) })
 		}
-		if err == nil {
+		if err == nil && !resp.Async {
 			w.handedOut(r.BindingID, resp.Credentials)
 		}
 		return answer(w, fake.MethodBind, r.BindingID, resp, err)
@@ -478,6 +490,9 @@ func (w *world) setupBroker() {
 		drop := func() { l.DropBinding(r.BindingID) }
 		o := w.call(ctx, fake.MethodUnbind, r.BindingID, func() outcome {
 			if o, ok := w.rogue(rogueUnbind, r.BindingID, drop, nil, nil); ok {
+				return o
+			}
+			if o, ok := w.asyncUnbind(r, drop); ok {
 				return o
 			}
 			if _, ok := l.Binding(r.BindingID); !ok {
@@ -497,7 +512,7 @@ func (w *world) setupBroker() {
 			}
 			return outcome{what: "200", apply: drop, status: 200}
 		})
-		resp, err := &osb.UnbindResponse{StatusCode: o.status}, o.err
+		resp, err := &osb.UnbindResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, o.err
 		if o.wire != nil {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.UnbindResponse, error) { return c.Unbind(ctx, r) })
 		}

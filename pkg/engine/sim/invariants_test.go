@@ -100,6 +100,9 @@ func (w *world) checkStep() {
 		w.checkBackoff("binding", x, &x.Status.OperationStatus)
 		w.checkAuthor("binding", x)
 		w.checkStorable("binding", x, &x.Status.OperationStatus)
+		if w.rates.asyncBind {
+			w.checkServedCredentials(x)
+		}
 	}
 }
 

@@ -469,15 +469,20 @@ func (w *world) handedOut(id string, creds map[string]any) {
 }
 
 // setupBindingReads answers the polls of a binding's operation and GET binding. The
-// honest broker binds synchronously (the class's bindings are not retrievable), so only
-// a rogue 202 to a bind makes the engine poll it: the answer is the state of what the
-// broker holds.
+// honest broker binds synchronously unless the seed's broker binds asynchronously
+// (asyncbind_test.go): a poll of an operation it started answers that operation's state;
+// one of an operation it never started (a rogue 202's) the state of what it holds.
 func (w *world) setupBindingReads() {
 	f, l := w.broker, w.ledger
 	f.OnBindingLastOperation(func(ctx context.Context, r *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
 		var resp *osb.LastOperationResponse
 		o := w.call(ctx, fake.MethodBindingLastOperation, r.BindingID, func() outcome {
 			if o, ok := w.rogue(rogueBindingPoll, r.BindingID, nil, nil, nil); ok {
+				return o
+			}
+			if op, ok := w.ops[r.OperationKey]; ok && op.id == r.BindingID {
+				var o outcome
+				resp, o = w.pollBindingOp(op)
 				return o
 			}
 			var err error
@@ -497,6 +502,9 @@ func (w *world) setupBindingReads() {
 		var resp *osb.GetBindingResponse
 		o := w.call(ctx, fake.MethodGetBinding, r.BindingID, func() outcome {
 			if o, ok := w.rogue(rogueGetBinding, r.BindingID, nil, nil, nil); ok {
+				return o
+			}
+			if o, ok := w.getBindingFault(); ok {
 				return o
 			}
 			h, ok := l.Binding(r.BindingID)

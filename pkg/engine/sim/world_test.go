@@ -77,6 +77,8 @@ type rates struct {
 	outage bool
 	// rogue: answers off the OSB spec (rogue_test.go); 0 for most seeds.
 	rogue int
+	// asyncBind: the broker binds and unbinds asynchronously (asyncbind_test.go).
+	asyncBind bool
 }
 
 type event struct {
@@ -140,6 +142,7 @@ func newWorld(seed uint64) *world {
 	}
 	w.rates.slow = w.pick(0, 10, 30)
 	w.rates.rogue = rogueRate(seed)
+	w.rates.asyncBind = asyncBinding(seed)
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
