@@ -627,8 +627,9 @@ func (e *Engine) checkPlan(ctx context.Context, ns string, t target, planID stri
 }
 
 // checkID refuses to send OSB id for rec (of kind, an instance or a binding) when the id
-// is not rec's (checkOwnID), or when an older record, in any namespace, already uses
-// it: ids show up in describe output,
+// is not rec's (checkOwnID), or when another record, in any namespace, already uses it:
+// an older record for an id bound to rec's namespace, the record that claimed it first
+// for an id bound to nothing (checkAdoptedID). Ids show up in describe output,
 // dashboards and logs, and copying one into a record must not make the engine act on
 // someone else's instance or binding with the broker's credentials.
 func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id string) error {
