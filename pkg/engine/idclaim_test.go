@@ -185,3 +185,22 @@ func callInstanceID(c fake.Call) string {
 	}
 	return ""
 }
+
+func TestIDClaim_AClaimInTheSameSecond_IsOrderedByTheAPIServer(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("hers", "team-b", "hers-own-id", nil))
+	assert.NilError(t, err)
+	f.advance(time.Hour)
+	f.adoptedInstance("db")
+	// She watches for new records and rewrites hers at once: her claim is of the same
+	// second as db's, made after it.
+	f.rewriteToID("team-b", "hers", svcatID)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "hers"}})
+
+	assertRefused(t, f, res, "team-b", "hers", ReasonRefusedIDInUse)
+	_, err = f.engine.Bind(ctx, BindRequest{Namespace: ns, Instance: "db", Name: "app"})
+	assert.NilError(t, err)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1, "db keeps its id")
+}

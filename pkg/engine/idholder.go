@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,28 +77,31 @@ func checkOwnID(kind string, rec idOwner, id string) error {
 // record keeps the id.
 func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, id string) error {
 	self := store.IDUser{Namespace: rec.GetNamespace(), Name: rec.GetName(), UID: rec.GetUID(), Created: rec.GetCreationTimestamp()}
-	claimOf := func(users []store.IDUser) metav1.Time {
+	find := func(users []store.IDUser) (store.IDUser, bool) {
 		if i := slices.IndexFunc(users, func(u store.IDUser) bool { return u.UID == self.UID }); i >= 0 {
-			return users[i].Adopted
+			return users[i], !users[i].Adopted.IsZero()
 		}
-		return metav1.Time{}
+		return store.IDUser{}, false
 	}
 	e.trust.mu.Lock()
 	idx := e.trust.ids
 	e.trust.mu.Unlock()
 	// The index of reconcile's list answers when it shows this record's claim and no
 	// other record with the id: a claim made since is younger than this one.
-	if users, ok := idx.Lookup(kind, "", id, rec.GetUID()); ok && len(users) == 1 && !claimOf(users).Time.IsZero() {
-		e.noteOwnID(kind, rec, id)
-		return nil
+	if users, ok := idx.Lookup(kind, "", id, rec.GetUID()); ok && len(users) == 1 {
+		if _, claimed := find(users); claimed {
+			e.noteOwnID(kind, rec, id)
+			return nil
+		}
 	}
 	users, err := e.idUsers(ctx, kind, rec.GetNamespace(), id)
 	if err != nil {
 		return err
 	}
-	self.Adopted = claimOf(users)
-	if self.Adopted.IsZero() {
-		if self.Adopted, err = e.claimID(ctx, kind, rec, id); err != nil {
+	if u, claimed := find(users); claimed {
+		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
+	} else {
+		if self.Adopted, self.AdoptedVersion, err = e.claimID(ctx, kind, rec, id); err != nil {
 			return err
 		}
 		if !self.Adopted.IsZero() {
@@ -107,12 +112,10 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 			}
 		}
 	}
-	slices.SortFunc(users, compareAdoption)
+	slices.SortFunc(users, func(a, b store.IDUser) int { c, _ := compareAdoption(a, b); return c })
 	for _, u := range users {
-		// Claims of the same second: nobody can tell which came first, and neither
-		// record keeps the id.
-		tie := !u.Adopted.IsZero() && u.Adopted.Equal(&self.Adopted)
-		if u.UID == self.UID || compareAdoption(u, self) >= 0 && !tie {
+		c, known := compareAdoption(u, self)
+		if u.UID == self.UID || c > 0 && known {
 			continue
 		}
 		holds, err := e.cfg.Store.HoldsExternalID(ctx, kind, u, id)
@@ -131,7 +134,7 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 		}
 		first := "created before this record, without an id claim"
 		switch {
-		case tie:
+		case !known:
 			first = "in the same second as this record (" + u.Adopted.UTC().Format(time.RFC3339) + ", their id claims), so that neither keeps it"
 		case !u.Adopted.IsZero():
 			first = "since " + u.Adopted.UTC().Format(time.RFC3339) + " (its id claim)"
@@ -140,7 +143,7 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 		undo := map[string]string{"instance": "deprovision", "binding": "unbind"}[what]
 		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s for %s %q in namespace %q: %s %q in namespace %q adopted it first, %s; this record's id claim %s. "+
 			"The id is that record's at the broker: if this record's spec was changed to name it, change spec.externalID back, or drop this record without calling the broker (\"kubectl catalog %s --abandon %s\")",
-			id, what, rec.GetName(), rec.GetNamespace(), strings.ToLower(kind), u.Name, u.Namespace, first, since, undo, rec.GetName())
+			id, what, rec.GetName(), rec.GetNamespace(), what, u.Name, u.Namespace, first, since, undo, rec.GetName())
 	}
 	if !self.Adopted.IsZero() {
 		e.noteOwnID(kind, rec, id)
@@ -149,39 +152,50 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 }
 
 // compareAdoption orders records that use an OSB id bound to nothing by when they
-// adopted it: a record with an id claim before one without, an older claim first (the
-// API server's seconds), then the older record, then by uid, so that every check
-// orders them alike (checkAdoptedID refuses both of two claims of the same second).
-func compareAdoption(a, b store.IDUser) int {
+// adopted it: a record with an id claim before one without; of two claims, the one made
+// first (by the API server's seconds, then, in the same second, by resourceVersion, an
+// etcd revision that grows with every write); of two records without one, the older
+// record, then by uid; so that every check orders them alike. known is false for two
+// claims of the same second whose resourceVersions are not numbers: nobody can tell
+// which came first, and checkAdoptedID refuses both.
+func compareAdoption(a, b store.IDUser) (c int, known bool) {
 	if a.Adopted.IsZero() != b.Adopted.IsZero() {
 		if a.Adopted.IsZero() {
-			return 1
+			return 1, true
 		}
-		return -1
+		return -1, true
 	}
-	if c := a.Adopted.Time.Compare(b.Adopted.Time); c != 0 {
-		return c
+	if !a.Adopted.IsZero() {
+		if c := a.Adopted.Time.Compare(b.Adopted.Time); c != 0 {
+			return c, true
+		}
+		av, errA := strconv.ParseUint(a.AdoptedVersion, 10, 64)
+		bv, errB := strconv.ParseUint(b.AdoptedVersion, 10, 64)
+		if errA != nil || errB != nil {
+			return strings.Compare(string(a.UID), string(b.UID)), false
+		}
+		return cmp.Compare(av, bv), true
 	}
 	if c := a.Created.Time.Compare(b.Created.Time); c != 0 {
-		return c
+		return c, true
 	}
-	return strings.Compare(string(a.UID), string(b.UID))
+	return strings.Compare(string(a.UID), string(b.UID)), true
 }
 
-// claimID makes rec's id claim for OSB id (store.ClaimExternalID) and returns its time;
-// zero, and no error, when the user may not create ConfigMaps in rec's namespace (a
-// user binding an instance shared with theirs): the claim is then made by the next
-// step of the record's own namespace.
-func (e *Engine) claimID(ctx context.Context, kind string, rec metav1.Object, id string) (metav1.Time, error) {
+// claimID makes rec's id claim for OSB id (store.ClaimExternalID) and returns its time
+// and resourceVersion; zero, and no error, when the user may not create ConfigMaps in
+// rec's namespace (a user binding an instance shared with theirs): the claim is then
+// made by the next step of the record's own namespace.
+func (e *Engine) claimID(ctx context.Context, kind string, rec metav1.Object, id string) (metav1.Time, string, error) {
 	r, ok := rec.(v1alpha1.Record)
 	if !ok || rec.GetUID() == "" {
-		return metav1.Time{}, nil
+		return metav1.Time{}, "", nil
 	}
-	t, err := e.cfg.Store.ClaimExternalID(ctx, kind, r, id)
+	t, version, err := e.cfg.Store.ClaimExternalID(ctx, kind, r, id)
 	if store.IsForbidden(err) {
-		return metav1.Time{}, nil
+		return metav1.Time{}, "", nil
 	}
-	return t, err
+	return t, version, err
 }
 
 // ClaimSpecIDs makes the id claims of a record just created whose spec names OSB ids
@@ -201,7 +215,7 @@ func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
 	}
 	for _, id := range ids {
 		if id != "" && !v1alpha1.IsBoundID(id) {
-			_, _ = e.claimID(ctx, kind, rec, id)
+			_, _, _ = e.claimID(ctx, kind, rec, id)
 		}
 	}
 }

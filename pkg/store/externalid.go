@@ -26,6 +26,15 @@ type IDUser struct {
 	// Adopted is when the record adopted the id: the creationTimestamp of its id claim
 	// (IDClaimName), zero when it has none. Only an id bound to nothing needs one.
 	Adopted metav1.Time
+	// AdoptedVersion is the resourceVersion of the id claim: of two claims made in the
+	// same second, the API server gave the one made first the lower (an etcd revision).
+	AdoptedVersion string
+}
+
+// idClaim is an id claim as a list finds it.
+type idClaim struct {
+	made    metav1.Time
+	version string
 }
 
 // WithExternalID lists the records of kind (v1alpha1.KindServiceInstance or
@@ -50,11 +59,11 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 		return nil, apiError("list", kind, namespace, "", err)
 	}
 	users := make([]IDUser, 0, len(list.Items))
-	claims := map[types.NamespacedName]metav1.Time{}
+	claims := map[types.NamespacedName]idClaim{}
 	for i := range list.Items {
 		m := &list.Items[i].ObjectMeta
 		if strings.HasPrefix(m.Name, idClaimPrefix) {
-			claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = m.CreationTimestamp
+			claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = idClaim{m.CreationTimestamp, m.ResourceVersion}
 			continue
 		}
 		name, ok := strings.CutPrefix(m.Name, configMapPrefix(kind))
@@ -66,7 +75,8 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 	// A claim counts for the record its name says (by uid, kind and id), in the record's
 	// namespace; its labels are free to write and say nothing.
 	for i := range users {
-		users[i].Adopted = claims[types.NamespacedName{Namespace: users[i].Namespace, Name: IDClaimName(kind, users[i].UID, id)}]
+		c := claims[types.NamespacedName{Namespace: users[i].Namespace, Name: IDClaimName(kind, users[i].UID, id)}]
+		users[i].Adopted, users[i].AdoptedVersion = c.made, c.version
 	}
 	return users, nil
 }
@@ -90,15 +100,15 @@ func IDClaimName(kind string, uid types.UID, id string) string {
 }
 
 // ClaimExternalID makes the id claim of rec (an instance or a binding of kind, as
-// stored: with its uid) for OSB id id, and returns the time it was made: now, or when it
-// was made before (a claim of that name can only be rec's).
-func (s *Store) ClaimExternalID(ctx context.Context, kind string, rec v1alpha1.Record, id string) (metav1.Time, error) {
+// stored: with its uid) for OSB id id, and returns the time it was made, now or before (a
+// claim of that name can only be rec's), and its resourceVersion.
+func (s *Store) ClaimExternalID(ctx context.Context, kind string, rec v1alpha1.Record, id string) (metav1.Time, string, error) {
 	if rec.GetUID() == "" {
-		return metav1.Time{}, errors.New("store: an id claim needs a stored record (with a uid)")
+		return metav1.Time{}, "", errors.New("store: an id claim needs a stored record (with a uid)")
 	}
 	ref, _, err := recordOwnerReference(rec)
 	if err != nil {
-		return metav1.Time{}, err
+		return metav1.Time{}, "", err
 	}
 	name := IDClaimName(kind, rec.GetUID(), id)
 	cms := s.core.CoreV1().ConfigMaps(rec.GetNamespace())
@@ -110,9 +120,9 @@ func (s *Store) ClaimExternalID(ctx context.Context, kind string, rec v1alpha1.R
 		cm, err = cms.Get(ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return metav1.Time{}, apiError("create", kind, rec.GetNamespace(), rec.GetName(), err)
+		return metav1.Time{}, "", apiError("create", kind, rec.GetNamespace(), rec.GetName(), err)
 	}
-	return cm.CreationTimestamp, nil
+	return cm.CreationTimestamp, cm.ResourceVersion, nil
 }
 
 // HoldsExternalID reports whether u, found by WithExternalID for kind and id, is a record

@@ -97,10 +97,10 @@ func TestClaimExternalID_CountsOnlyForTheRecordItsNameSays(t *testing.T) {
 		assert.NilError(t, err)
 	}
 	clk.advance(time.Minute)
-	made, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, db, "id-1")
+	made, _, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, db, "id-1")
 	assert.NilError(t, err)
 	clk.advance(time.Minute)
-	again, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, db, "id-1")
+	again, _, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, db, "id-1")
 	assert.NilError(t, err)
 	assert.Assert(t, again.Equal(&made), "a claim made before keeps its time: %s, %s", again, made)
 

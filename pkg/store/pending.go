@@ -160,7 +160,7 @@ type IDIndex struct {
 	// listed: the records the list held.
 	listed map[types.UID]struct{}
 	// claims: when each id claim the list held was made, by namespace and name.
-	claims map[types.NamespacedName]int64
+	claims map[types.NamespacedName]idClaim
 }
 
 // idKey is a record kind and the hash of an id, as IDLabel has it.
@@ -176,13 +176,13 @@ type idUser struct {
 }
 
 func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}, claims: map[types.NamespacedName]int64{}}
+	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}, claims: map[types.NamespacedName]idClaim{}}
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	kind := m.Labels[LabelKind]
 	if strings.HasPrefix(m.Name, idClaimPrefix) {
-		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = m.CreationTimestamp.Unix()
+		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = idClaim{m.CreationTimestamp, m.ResourceVersion}
 		return
 	}
 	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
@@ -237,8 +237,8 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	}
 	for _, u := range append([]idUser{u}, x.more[key]...) {
 		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)}
-		if t, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
-			user.Adopted = metav1.Unix(t, 0)
+		if c, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
+			user.Adopted, user.AdoptedVersion = c.made, c.version
 		}
 		users = append(users, user)
 	}

@@ -183,7 +183,7 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 		}
 		c := meta.FindStatusCondition(trustConditions(t, e, v1alpha1.KindServiceBinding, e.teamA, "steal"), v1alpha1.ConditionRefused)
 		assert.Assert(t, c != nil && c.Reason == engine.ReasonRefusedIDInUse, "%+v", c)
-		assert.Assert(t, strings.Contains(c.Message, `serviceinstance "db" in namespace "`+e.teamB+`" adopted it first`), c.Message)
+		assert.Assert(t, strings.Contains(c.Message, `instance "db" in namespace "`+e.teamB+`" adopted it first`), c.Message)
 	})
 
 	t.Run("deleting her instance deprovisions nothing of bob's", func(t *testing.T) {
