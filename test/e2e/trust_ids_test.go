@@ -145,6 +145,12 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 	r := alice("provision", "early", "--class", "object-storage", "--plan", "bucket")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	trustReconcile(t, e, e.teamA)
+	early, err := e.st.Instances().Get(ctx, e.teamA, "early")
+	assert.NilError(t, err)
+	// Creation times are whole seconds: bob's comes in a later one.
+	instWaitFor(t, "the second alice's instance was created in to pass", 5*time.Second, func() bool {
+		return time.Now().After(early.CreationTimestamp.Add(time.Second))
+	})
 	// bob's takes over an id of another platform.
 	const adopted = "svcat-5e0c2b7a-e2e"
 	r = trustBob(t, e, "provision", "db", "--class", "object-storage", "--plan", "bucket", "--external-id", adopted)
@@ -165,8 +171,6 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 		i.Spec.ExternalID = adopted
 		return nil
 	})
-	assert.NilError(t, err)
-	early, err := e.st.Instances().Get(ctx, e.teamA, "early")
 	assert.NilError(t, err)
 	assert.Assert(t, early.CreationTimestamp.Before(&db.CreationTimestamp), "hers is the older record")
 
