@@ -122,6 +122,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 		}
 		return res, err
 	}
+	e.ClaimSpecIDs(ctx, created)
 	// The binding's first step reads its instance again, and the broker the instance
 	// names: both after the create, which is what makes a deprovision, an unshare or a
 	// deregistration marked meanwhile seen. The broker is the one the instance named
