@@ -434,10 +434,17 @@ func (w *world) setupBroker() {
 		}
 		put := func() { putWith(creds) }
 		o := w.call(ctx, fake.MethodBind, r.BindingID, func() outcome {
-			if o, ok := w.rogue(rogueBind, r.BindingID, nil, creds, putWith); ok {
+			// Whatever it answers, a broker creates no binding of an instance it does not
+			// hold (one it said it created and did not, say).
+			_, held := l.Instance(r.InstanceID)
+			rogueput := putWith
+			if !held {
+				rogueput = nil
+			}
+			if o, ok := w.rogue(rogueBind, r.BindingID, nil, creds, rogueput); ok {
 				return o
 			}
-			if _, ok := l.Instance(r.InstanceID); !ok {
+			if !held {
 				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
 			}
 			if h, ok := l.Binding(r.BindingID); ok {
