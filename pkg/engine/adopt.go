@@ -129,7 +129,12 @@ func (e *Engine) AdoptInstance(ctx context.Context, a InstanceAdoption) (*v1alph
 		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
 	}
 	inst.ResourceVersion, inst.UID = "", ""
-	return e.cfg.Store.Instances().Create(store.WithIntent(ctx), inst)
+	created, err := e.cfg.Store.Instances().Create(store.WithIntent(ctx), inst)
+	if err != nil {
+		return nil, err
+	}
+	e.ClaimSpecIDs(ctx, created)
+	return created, nil
 }
 
 // BindingAdoption is a binding the broker holds under Record.Spec.ExternalID, whose
@@ -194,6 +199,7 @@ func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1
 	if err != nil {
 		return nil, err
 	}
+	e.ClaimSpecIDs(ctx, created)
 	if _, err := e.cfg.Store.AdoptBindingSecret(ctx, created, a.PreviousOwners...); err != nil {
 		return created, fmt.Errorf("binding %q is recorded, but its Secret %q could not be adopted: %w", b.Name, secret.Name, err)
 	}

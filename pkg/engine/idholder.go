@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,4 +64,158 @@ func checkOwnID(kind string, rec idOwner, id string) error {
 	}
 	return refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s for %s %q in namespace %q: %s, and a status proves nothing (whoever may update the ConfigMap writes it): %s",
 		id, what, rec.GetName(), rec.GetNamespace(), why, how)
+}
+
+// checkAdoptedID refuses to send OSB id, bound to nothing and named by rec's spec (so
+// rec's own: checkOwnID), when another record whose spec names it adopted it first. A
+// spec is free to rewrite on a record of any age, so the time a record was created says
+// nothing about when it took the id; the creationTimestamp of its id claim
+// (store.ClaimExternalID), which the API server sets and nobody can change, does. A
+// record without a claim gets one here, before any call under the id, and a record
+// with one wins over any without. Among records without one (records of earlier
+// releases, or a user who may not create ConfigMaps in rec's namespace), the older
+// record keeps the id.
+func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, id string) error {
+	self := store.IDUser{Namespace: rec.GetNamespace(), Name: rec.GetName(), UID: rec.GetUID(), Created: rec.GetCreationTimestamp()}
+	find := func(users []store.IDUser) (store.IDUser, bool) {
+		if i := slices.IndexFunc(users, func(u store.IDUser) bool { return u.UID == self.UID }); i >= 0 {
+			return users[i], !users[i].Adopted.IsZero()
+		}
+		return store.IDUser{}, false
+	}
+	e.trust.mu.Lock()
+	idx := e.trust.ids
+	e.trust.mu.Unlock()
+	// The index of reconcile's list answers when it shows this record's claim and no
+	// other record with the id: a claim made since is younger than this one.
+	if users, ok := idx.Lookup(kind, "", id, rec.GetUID()); ok && len(users) == 1 {
+		if _, claimed := find(users); claimed {
+			e.noteOwnID(kind, rec, id)
+			return nil
+		}
+	}
+	users, err := e.idUsers(ctx, kind, rec.GetNamespace(), id)
+	if err != nil {
+		return err
+	}
+	if u, claimed := find(users); claimed {
+		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
+	} else {
+		if self.Adopted, self.AdoptedVersion, err = e.claimID(ctx, kind, rec, id); err != nil {
+			return err
+		}
+		if !self.Adopted.IsZero() {
+			// A claim another record made while this one was made is in a list read
+			// after it; which of the two is older, both checks agree.
+			if users, err = e.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
+				return err
+			}
+		}
+	}
+	slices.SortFunc(users, func(a, b store.IDUser) int { c, _ := compareAdoption(a, b); return c })
+	for _, u := range users {
+		c, known := compareAdoption(u, self)
+		if u.UID == self.UID || c > 0 && known {
+			continue
+		}
+		holds, err := e.cfg.Store.HoldsExternalID(ctx, kind, u, id)
+		if store.IsForbidden(err) {
+			holds, err = true, nil // nobody can tell: it counts
+		}
+		if err != nil {
+			return err
+		}
+		if !holds {
+			continue
+		}
+		since := "has none"
+		if !self.Adopted.IsZero() {
+			since = "is from " + self.Adopted.UTC().Format(time.RFC3339)
+		}
+		first := "created before this record, without an id claim"
+		switch {
+		case !known:
+			first = "in the same second as this record (" + u.Adopted.UTC().Format(time.RFC3339) + ", their id claims), so that neither keeps it"
+		case !u.Adopted.IsZero():
+			first = "since " + u.Adopted.UTC().Format(time.RFC3339) + " (its id claim)"
+		}
+		what := kindWord(kind)
+		undo := map[string]string{"instance": "deprovision", "binding": "unbind"}[what]
+		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s for %s %q in namespace %q: %s %q in namespace %q adopted it first, %s; this record's id claim %s. "+
+			"The id is that record's at the broker: if this record's spec was changed to name it, change spec.externalID back, or drop this record without calling the broker (\"kubectl catalog %s --abandon %s\")",
+			id, what, rec.GetName(), rec.GetNamespace(), what, u.Name, u.Namespace, first, since, undo, rec.GetName())
+	}
+	if !self.Adopted.IsZero() {
+		e.noteOwnID(kind, rec, id)
+	}
+	return nil
+}
+
+// compareAdoption orders records that use an OSB id bound to nothing by when they
+// adopted it: a record with an id claim before one without; of two claims, the one made
+// first (by the API server's seconds, then, in the same second, by resourceVersion, an
+// etcd revision that grows with every write); of two records without one, the older
+// record, then by uid; so that every check orders them alike. known is false for two
+// claims of the same second whose resourceVersions are not numbers: nobody can tell
+// which came first, and checkAdoptedID refuses both.
+func compareAdoption(a, b store.IDUser) (c int, known bool) {
+	if a.Adopted.IsZero() != b.Adopted.IsZero() {
+		if a.Adopted.IsZero() {
+			return 1, true
+		}
+		return -1, true
+	}
+	if !a.Adopted.IsZero() {
+		if c := a.Adopted.Time.Compare(b.Adopted.Time); c != 0 {
+			return c, true
+		}
+		av, errA := strconv.ParseUint(a.AdoptedVersion, 10, 64)
+		bv, errB := strconv.ParseUint(b.AdoptedVersion, 10, 64)
+		if errA != nil || errB != nil {
+			return strings.Compare(string(a.UID), string(b.UID)), false
+		}
+		return cmp.Compare(av, bv), true
+	}
+	if c := a.Created.Time.Compare(b.Created.Time); c != 0 {
+		return c, true
+	}
+	return strings.Compare(string(a.UID), string(b.UID)), true
+}
+
+// claimID makes rec's id claim for OSB id (store.ClaimExternalID) and returns its time
+// and resourceVersion; zero, and no error, when the user may not create ConfigMaps in
+// rec's namespace (a user binding an instance shared with theirs): the claim is then
+// made by the next step of the record's own namespace.
+func (e *Engine) claimID(ctx context.Context, kind string, rec metav1.Object, id string) (metav1.Time, string, error) {
+	r, ok := rec.(v1alpha1.Record)
+	if !ok || rec.GetUID() == "" {
+		return metav1.Time{}, "", nil
+	}
+	t, version, err := e.cfg.Store.ClaimExternalID(ctx, kind, r, id)
+	if store.IsForbidden(err) {
+		return metav1.Time{}, "", nil
+	}
+	return t, version, err
+}
+
+// ClaimSpecIDs makes the id claims of a record just created whose spec names OSB ids
+// bound to nothing (adopted with --external-id, migrated, applied), so that the time
+// it adopted them is set now (see checkAdoptedID). A claim that cannot be made now is
+// made before the record's first call under the id.
+func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
+	kind, ids := v1alpha1.KindServiceInstance, []string{}
+	switch r := rec.(type) {
+	case *v1alpha1.ServiceInstance:
+		ids = append(ids, r.Spec.ExternalID)
+	case *v1alpha1.ServiceBinding:
+		kind, ids = v1alpha1.KindServiceBinding, append(ids, r.Spec.ExternalID)
+		if p := r.Spec.Predecessor; p != nil {
+			ids = append(ids, p.ExternalID)
+		}
+	}
+	for _, id := range ids {
+		if id != "" && !v1alpha1.IsBoundID(id) {
+			_, _, _ = e.claimID(ctx, kind, rec, id)
+		}
+	}
 }

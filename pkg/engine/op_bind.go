@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -122,6 +124,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 		}
 		return res, err
 	}
+	e.ClaimSpecIDs(ctx, created)
 	// The binding's first step reads its instance again, and the broker the instance
 	// names: both after the create, which is what makes a deprovision, an unshare or a
 	// deregistration marked meanwhile seen. The broker is the one the instance named
@@ -396,10 +399,60 @@ func (e *Engine) dropRefusedBinding(ctx context.Context, r Result) error {
 	default:
 		return nil
 	}
-	if err := e.AbandonBinding(ctx, b); err != nil {
+	if err := e.dropUnsentBinding(ctx, b); errors.Is(err, errSentMeanwhile) {
+		return fmt.Errorf("binding %q was refused (%s), but a bind was sent for it meanwhile: its record is marked for deletion, and reconcile unbinds it at the broker; follow it with \"kubectl catalog describe binding %s -n %s\"", b.Name, c.Message, b.Name, b.Namespace)
+	} else if err != nil {
 		return fmt.Errorf("binding %q was refused (%s), and removing its record failed: %w; remove it with \"kubectl catalog unbind %s --abandon\"", b.Name, c.Message, err, b.Name)
 	}
 	return fmt.Errorf("binding %q not created: %s", b.Name, strings.TrimSuffix(c.Message, "; nothing is sent to the broker for this record until that changes"))
+}
+
+// errSentMeanwhile is dropUnsentBinding's answer for a record another process sent a
+// bind for since it was read.
+var errSentMeanwhile = errors.New("a bind was sent for the binding meanwhile")
+
+// dropUnsentBinding removes the record of b, a binding nothing was sent to the broker
+// for as read. Another process may have bound it since (reconcile, once the instance was
+// shared again, say): the finalizer comes off only while the record, as it is now,
+// lists no OSB id the broker may hold; otherwise the record stays marked for deletion,
+// for reconcile to unbind, and the answer is errSentMeanwhile.
+func (e *Engine) dropUnsentBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil {
+		if store.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	cur, err := e.cfg.Store.Bindings().Get(ctx, b.Namespace, b.Name)
+	switch {
+	case store.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case cur.UID != b.UID:
+		return nil
+	case len(bindingIDsAtBroker(cur)) > 0:
+		return errSentMeanwhile
+	}
+	if err := e.cfg.Store.DeleteBindingSecret(ctx, cur); err != nil {
+		return err
+	}
+	// Each attempt writes over the version it checked: a bind written ahead since makes it
+	// conflict, and the next attempt sees it.
+	_, err = e.cfg.Store.Bindings().UpdateWithRetry(ctx, b.Namespace, b.Name, func(x *v1alpha1.ServiceBinding) error {
+		if x.UID != b.UID {
+			return nil
+		}
+		if len(bindingIDsAtBroker(x)) > 0 {
+			return errSentMeanwhile
+		}
+		x.Finalizers = slices.DeleteFunc(x.Finalizers, func(f string) bool { return f == store.Finalizer })
+		return nil
+	})
+	if store.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // boundError says why a bind that was driven did not succeed: the binding failed, is

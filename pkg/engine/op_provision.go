@@ -153,6 +153,7 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	if err != nil {
 		return InstanceResult{}, createError(err, req.Namespace, req.Name)
 	}
+	e.ClaimSpecIDs(ctx, created)
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "provision", created, req.Follow)
 	return InstanceResult{Result: r}, err
 }

@@ -378,3 +378,31 @@ func TestStepBinding_BindAnsweredMalformed200_IdKeptAndUnbound(t *testing.T) {
 	assert.Assert(t, is.Len(calls, 1), "the broker may hold the binding: it is unbound")
 	assert.Equal(t, calls[0].Request.(osb.UnbindRequest).BindingID, bindingOSB)
 }
+
+func TestBind_RefusedThenBoundByAnotherProcess_RecordKeepsTheIdForReconcileToUnbind(t *testing.T) {
+	ctx := context.Background()
+	f, _ := bindingFixture(t, nil)
+	f.createBinding("db", nil)
+	refused, err := f.st.Bindings().UpdateWithRetry(ctx, ns, "db", func(b *v1alpha1.ServiceBinding) error {
+		b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRefused, Status: metav1.ConditionTrue, Reason: ReasonRefusedNotShared,
+			Message: "not shared; nothing is sent to the broker for this record until that changes"}}
+		return nil
+	})
+	assert.NilError(t, err)
+	// Reconcile, seeing the instance shared again, sends the bind (the broker answers
+	// 500): the id stays listed, as the broker may hold it.
+	_, err = f.st.Bindings().UpdateWithRetry(ctx, ns, "db", func(b *v1alpha1.ServiceBinding) error {
+		b.Status.Conditions = nil
+		b.Status.ExternalIDs = []string{b.CurrentExternalID()}
+		return nil
+	})
+	assert.NilError(t, err)
+
+	err = f.engine.dropRefusedBinding(ctx, Result{Refused: true, Binding: refused})
+
+	assert.ErrorContains(t, err, "a bind was sent for it meanwhile")
+	b, err := f.st.Bindings().Get(ctx, ns, "db")
+	assert.NilError(t, err, "the record stays for reconcile to unbind")
+	assert.Assert(t, b.DeletionTimestamp != nil)
+	assert.DeepEqual(t, b.Status.ExternalIDs, []string{bindingOSB})
+}

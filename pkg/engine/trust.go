@@ -627,8 +627,9 @@ func (e *Engine) checkPlan(ctx context.Context, ns string, t target, planID stri
 }
 
 // checkID refuses to send OSB id for rec (of kind, an instance or a binding) when the id
-// is not rec's (checkOwnID), or when an older record, in any namespace, already uses
-// it: ids show up in describe output,
+// is not rec's (checkOwnID), or when another record, in any namespace, already uses it:
+// an older record for an id bound to rec's namespace, the record that claimed it first
+// for an id bound to nothing (checkAdoptedID). Ids show up in describe output,
 // dashboards and logs, and copying one into a record must not make the engine act on
 // someone else's instance or binding with the broker's credentials.
 func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id string) error {
@@ -642,6 +643,9 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id strin
 	c.mu.Unlock()
 	if ok && owner == string(rec.GetUID()) {
 		return nil
+	}
+	if !v1alpha1.IsBoundID(id) {
+		return e.checkAdoptedID(ctx, kind, rec, id)
 	}
 	created := rec.GetCreationTimestamp()
 	older := func(users []store.IDUser) *store.IDUser {
@@ -660,17 +664,8 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id strin
 	// refusal is never made on it alone, since the older record may be gone by now.
 	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
 	if !ok || older(users) != nil {
-		list, ok := takeIDList(ctx, kind, id)
-		if !ok {
-			list = ahead.Done(e.cfg.Store.WithExternalID(ctx, kind, "", id))
-		}
 		var err error
-		users, err = list.Wait()
-		if store.IsForbidden(err) {
-			// A user who may not list records of every namespace: the ones they may see.
-			users, err = e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
-		}
-		if err != nil {
+		if users, err = e.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
 			return err
 		}
 	}
@@ -681,13 +676,35 @@ func (e *Engine) checkID(ctx context.Context, kind string, rec idOwner, id strin
 	if u != nil {
 		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s: %s %q in namespace %q, created before this record, already uses it", id, strings.ToLower(kind), u.Name, u.Namespace)
 	}
+	e.noteOwnID(kind, rec, id)
+	return nil
+}
+
+// noteOwnID remembers that the check of OSB id found it rec's, so that the checks of
+// rec's later calls in this process need no list.
+func (e *Engine) noteOwnID(kind string, rec metav1.Object, id string) {
+	c := &e.trust
 	c.mu.Lock()
 	if c.owned == nil || len(c.owned) > 100000 {
 		c.owned = map[string]string{}
 	}
-	c.owned[key] = string(rec.GetUID())
+	c.owned[kind+"/"+id] = string(rec.GetUID())
 	c.mu.Unlock()
-	return nil
+}
+
+// idUsers lists the records of kind, in every namespace, that use OSB id id (the list
+// ctx carries, if any: see withIDListsAhead); for a user who may not list records of
+// every namespace, those of namespace, which they may see.
+func (e *Engine) idUsers(ctx context.Context, kind, namespace, id string) ([]store.IDUser, error) {
+	list, ok := takeIDList(ctx, kind, id)
+	if !ok {
+		list = ahead.Done(e.cfg.Store.WithExternalID(ctx, kind, "", id))
+	}
+	users, err := list.Wait()
+	if store.IsForbidden(err) {
+		users, err = e.cfg.Store.WithExternalID(ctx, kind, namespace, id)
+	}
+	return users, err
 }
 
 // UseIDIndex makes the check that no older record uses an OSB id answer from idx, the id

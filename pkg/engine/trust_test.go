@@ -306,6 +306,7 @@ func TestTrust_AnIDAnOlderRecordMayHoldAtTheBroker_IsNeverSent(t *testing.T) {
 	// status only) the broker may still hold.
 	old, err := f.st.Instances().Create(store.WithIntent(context.Background()), forgedInstance("old", ns, "id-now", nil))
 	assert.NilError(t, err)
+	f.engine.ClaimSpecIDs(context.Background(), old)
 	then := v1alpha1.NewRecordBoundID(old.UID)
 	old.Status.ExternalID = v1alpha1.NewRecordBoundID(old.UID)
 	old.Status.ExternalIDs = []string{then, old.Status.ExternalID}
@@ -471,8 +472,9 @@ func TestTrust_ParametersFromSecrets_GoOnlyToANamespaceBrokerWhoseAuthorMayReadT
 func TestTrust_TheRunsListAnswersForTheOriginal_ALaterCopyIsRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	_, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("orig", ns, "id-shared", nil))
+	orig, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("orig", ns, "id-shared", nil))
 	assert.NilError(t, err)
+	f.engine.ClaimSpecIDs(ctx, orig)
 	_, idx, err := f.st.ListPendingWithIDs(ctx, "")
 	assert.NilError(t, err)
 	// Same clock, same second.

@@ -161,7 +161,8 @@ var Permissions = []Permission{
 		// Records are ConfigMaps in every namespace: a metadata-only list (and
 		// watch while waiting) finds the pending ones, get reads them, update
 		// and patch write claims, status and finalizers, create and delete
-		// come with catalog syncs (classes) and bindings.
+		// come with catalog syncs (classes) and bindings, create with the id
+		// claims of records whose spec names an OSB id bound to nothing.
 		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		Why: "records are ConfigMaps: without this reconcile cannot find, read or finish pending work",

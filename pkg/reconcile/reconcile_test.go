@@ -108,13 +108,21 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	return f
 }
 
-// instance creates an instance record (pending: not provisioned yet).
+// instance creates an instance record (pending: not provisioned yet), with an OSB id
+// bound to its namespace, as provision gives one.
 func (f *fixture) instance(name string) {
 	f.t.Helper()
+	f.instanceWithID(ns, name, v1alpha1.NewNamespaceBoundID(ns))
+}
+
+// instanceWithID creates an instance record in namespace namespace that names OSB id
+// id, as one adopted with --external-id does.
+func (f *fixture) instanceWithID(namespace, name, id string) {
+	f.t.Helper()
 	_, err := f.st.Instances().Create(context.Background(), &v1alpha1.ServiceInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerN, ClassExternalName: "db",
-			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: "osb-" + name},
+			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: id},
 	})
 	assert.NilError(f.t, err)
 }
@@ -454,14 +462,11 @@ func TestRun_AllNamespaces_ChecksOSBIDsOnItsOwnList(t *testing.T) {
 // own, and nothing is sent for it.
 func TestRun_AllNamespaces_RefusesACopiedOSBID(t *testing.T) {
 	f := newFixture(t)
-	f.provisioned("db")
+	f.instanceWithID(ns, "db", "osb-db")
+	assert.Equal(t, f.run(Options{}).Counts[Done], 1)
+	f.broker.ResetCalls()
 	f.now = f.now.Add(time.Minute)
-	_, err := f.st.Instances().Create(context.Background(), &v1alpha1.ServiceInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "copy"},
-		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerN, ClassExternalName: "db",
-			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: "osb-db"},
-	})
-	assert.NilError(t, err)
+	f.instanceWithID("team-b", "copy", "osb-db")
 	f.now = f.now.Add(time.Minute)
 	f.instance("newest")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -76,4 +77,50 @@ func TestUnreadable_SplitsAListsErrorIntoItsUnreadableRecords(t *testing.T) {
 	assert.Assert(t, !ok)
 	_, ok = store.Unreadable(nil)
 	assert.Assert(t, !ok)
+}
+
+func TestClaimExternalID_CountsOnlyForTheRecordItsNameSays(t *testing.T) {
+	ctx := context.Background()
+	c, st, clk := newCluster(t)
+	ns := storetest.UserNamespace
+	db, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: v1alpha1.ServiceInstanceSpec{ExternalID: "id-1", PlanID: "p"}})
+	assert.NilError(t, err)
+	other, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: v1alpha1.ServiceInstanceSpec{ExternalID: "id-1", PlanID: "p"}})
+	assert.NilError(t, err)
+	// Labels on a ConfigMap named otherwise, and a claim of other's uid for another id,
+	// are no claim of either.
+	for _, name := range []string{"catalog-idclaim-x", store.IDClaimName(v1alpha1.KindServiceInstance, other.UID, "id-2")} {
+		_, err := c.Core.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{store.LabelKind: v1alpha1.KindServiceInstance + "IDClaim", store.IDLabel("id-1"): "true"}}}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+	}
+	clk.advance(time.Minute)
+	made, _, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, db, "id-1")
+	assert.NilError(t, err)
+	clk.advance(time.Minute)
+	again, _, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, db, "id-1")
+	assert.NilError(t, err)
+	assert.Assert(t, again.Equal(&made), "a claim made before keeps its time: %s, %s", again, made)
+
+	users, err := st.WithExternalID(ctx, v1alpha1.KindServiceInstance, "", "id-1")
+	assert.NilError(t, err)
+	_, idx, err := st.ListPendingWithIDs(ctx, "")
+	assert.NilError(t, err)
+	indexed, ok := idx.Lookup(v1alpha1.KindServiceInstance, "", "id-1", db.UID)
+	assert.Assert(t, ok)
+	for _, list := range [][]store.IDUser{users, indexed} {
+		adopted := map[string]bool{}
+		for _, u := range list {
+			adopted[u.Name] = !u.Adopted.IsZero()
+			if u.Name == "db" {
+				assert.Equal(t, u.Adopted.Unix(), made.Unix())
+			}
+		}
+		assert.DeepEqual(t, adopted, map[string]bool{"db": true, "other": false})
+	}
+	cm, err := c.Core.CoreV1().ConfigMaps(ns).Get(ctx, store.IDClaimName(v1alpha1.KindServiceInstance, db.UID, "id-1"), metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, cm.OwnerReferences[0].UID, db.UID)
 }

@@ -81,15 +81,16 @@ func (s *Store) listPending(ctx context.Context, namespace string, withIDs bool)
 }
 
 // eachRecordMeta calls visit with the metadata of every record (broker, instance,
-// binding) of namespace ("" for all), from one consistent metadata-only list, page by
-// page. When the list has to start over (its continue token expired), reset is called
+// binding) of namespace ("" for all), and of every id claim (see IDClaimName), from one
+// consistent metadata-only list, page by page. When the list has to start over (its continue token expired), reset is called
 // first.
 func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func(), visit func(*metav1.ObjectMeta)) error {
 	if s.meta == nil {
 		return errors.New("store: listing records' metadata needs a metadata client (store.New got nil)")
 	}
 	req, err := labels.NewRequirement(LabelKind, selection.In,
-		[]string{v1alpha1.KindBroker, v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding})
+		[]string{v1alpha1.KindBroker, v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding,
+			idClaimKind(v1alpha1.KindServiceInstance), idClaimKind(v1alpha1.KindServiceBinding)})
 	if err != nil {
 		return err
 	}
@@ -158,6 +159,8 @@ type IDIndex struct {
 	more  map[idKey][]idUser
 	// listed: the records the list held.
 	listed map[types.UID]struct{}
+	// claims: when each id claim the list held was made, by namespace and name.
+	claims map[types.NamespacedName]idClaim
 }
 
 // idKey is a record kind and the hash of an id, as IDLabel has it.
@@ -173,11 +176,15 @@ type idUser struct {
 }
 
 func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}}
+	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}, claims: map[types.NamespacedName]idClaim{}}
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	kind := m.Labels[LabelKind]
+	if strings.HasPrefix(m.Name, idClaimPrefix) {
+		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = idClaim{m.CreationTimestamp, m.ResourceVersion}
+		return
+	}
 	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
 		return
 	}
@@ -229,7 +236,11 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 		return nil, true
 	}
 	for _, u := range append([]idUser{u}, x.more[key]...) {
-		users = append(users, IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)})
+		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)}
+		if c, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
+			user.Adopted, user.AdoptedVersion = c.made, c.version
+		}
+		users = append(users, user)
 	}
 	return users, true
 }

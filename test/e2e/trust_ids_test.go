@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,112 @@ func TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver(t *testing.T) {
 		trustReconcile(t, e, e.teamB)
 		recAssertGone(t, e.st, e.teamB, "db")
 		_, held := e.b.Instance(bobID)
+		assert.Assert(t, !held, "bob's own deletion deprovisions it")
+	})
+}
+
+// TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver has bob take over an OSB id
+// bound to nothing (provision --external-id, as a migrated svcat instance has it), and
+// alice, who may read bob's records, rewrite the spec of an instance of her own,
+// recorded long before his, to name that id, then bind and delete it. The id is the
+// record's that claimed it first (bob's), not the older record's: reconcile sends
+// nothing under it for her, and bob's instance goes on as his.
+func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
+	serial(t, clusterTrustPolicy)
+	e := trustSetup(t)
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
+	} {
+		r := kubectl(t, controlplane.AdminUser, args...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
+		_, err := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil
+	})
+	alice := func(args ...string) result {
+		t.Helper()
+		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
+	}
+
+	// alice's instance is recorded and provisioned first, under an id of her own.
+	r := alice("provision", "early", "--class", "object-storage", "--plan", "bucket")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	trustReconcile(t, e, e.teamA)
+	early, err := e.st.Instances().Get(ctx, e.teamA, "early")
+	assert.NilError(t, err)
+	// Creation times are whole seconds: bob's comes in a later one.
+	instWaitFor(t, "the second alice's instance was created in to pass", 5*time.Second, func() bool {
+		return time.Now().After(early.CreationTimestamp.Add(time.Second))
+	})
+	// bob's takes over an id of another platform.
+	const adopted = "svcat-5e0c2b7a-e2e"
+	r = trustBob(t, e, "provision", "db", "--class", "object-storage", "--plan", "bucket", "--external-id", adopted)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	trustReconcile(t, e, e.teamB)
+	db, err := e.st.Instances().Get(ctx, e.teamB, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, db.Status.Phase, v1alpha1.PhaseReady)
+	_, held := e.b.Instance(adopted)
+	assert.Assert(t, held)
+
+	// She read the id in describe, and writes it into her older instance's spec as its
+	// author (the trust policy admits a spec write stamped with the writer).
+	hers := store.New(e.alice, nil, store.WithIdentity(func(context.Context) (*store.Identity, error) {
+		return &store.Identity{Username: controlplane.AliceUser, Groups: []string{authenticatedGroups}}, nil
+	}))
+	_, err = hers.Instances().UpdateWithRetry(ctx, e.teamA, "early", func(i *v1alpha1.ServiceInstance) error {
+		i.Spec.ExternalID = adopted
+		return nil
+	})
+	assert.NilError(t, err)
+	assert.Assert(t, early.CreationTimestamp.Before(&db.CreationTimestamp), "hers is the older record")
+
+	t.Run("her binding gets nothing of bob's", func(t *testing.T) {
+		alice("bind", "early", "--name", "steal")
+		_, err := e.st.Bindings().Get(ctx, e.teamA, "steal")
+		assert.NilError(t, err)
+		trustReconcile(t, e, e.teamA)
+
+		_, err = e.admin.CoreV1().Secrets(e.teamA).Get(ctx, "steal", metav1.GetOptions{})
+		assert.Assert(t, apierrors.IsNotFound(err), "no credentials Secret: %v", err)
+		for _, req := range e.b.RequestsFor(broker.OpBind) {
+			assert.Assert(t, req.InstanceID != adopted, "a bind to bob's instance was sent: %+v", req)
+		}
+		c := meta.FindStatusCondition(trustConditions(t, e, v1alpha1.KindServiceBinding, e.teamA, "steal"), v1alpha1.ConditionRefused)
+		assert.Assert(t, c != nil && c.Reason == engine.ReasonRefusedIDInUse, "%+v", c)
+		assert.Assert(t, strings.Contains(c.Message, `instance "db" in namespace "`+e.teamB+`" adopted it first`), c.Message)
+	})
+
+	t.Run("deleting her instance deprovisions nothing of bob's", func(t *testing.T) {
+		alice("unbind", "steal", "--yes")
+		alice("deprovision", "early", "--yes")
+		trustReconcile(t, e, e.teamA)
+		trustReconcile(t, e, e.teamA)
+		for _, req := range append(e.b.RequestsFor(broker.OpDeprovision), e.b.RequestsFor(broker.OpUpdate)...) {
+			assert.Assert(t, req.InstanceID != adopted, "a request changing bob's instance was sent: %+v", req)
+		}
+		_, held := e.b.Instance(adopted)
+		assert.Assert(t, held, "bob's instance is still at the broker")
+	})
+
+	t.Run("bob's instance is still his", func(t *testing.T) {
+		r := trustBob(t, e, "bind", "db", "--name", "app")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		trustReconcile(t, e, e.teamB)
+		b, err := e.st.Bindings().Get(ctx, e.teamB, "app")
+		assert.NilError(t, err)
+		assert.Assert(t, b.Status.Bound != nil, "%+v", b.Status.Conditions)
+		r = trustBob(t, e, "unbind", "app", "--yes")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		r = trustBob(t, e, "deprovision", "db", "--yes")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		trustReconcile(t, e, e.teamB)
+		recAssertGone(t, e.st, e.teamB, "db")
+		_, held := e.b.Instance(adopted)
 		assert.Assert(t, !held, "bob's own deletion deprovisions it")
 	})
 }

@@ -54,10 +54,20 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 		}
 	}
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
+	// An OSB id bound to nothing, as one taken over from another platform is
+	// (--external-id): the spec's id is the record's on the claim of who adopted it first.
+	adopted := func(what string) (string, string) {
+		if !*foreignIDs || w.rng.IntN(3) > 0 {
+			return "", ""
+		}
+		id := fmt.Sprintf("svcat-%s-%08x", what, w.rng.Uint32())
+		return id, " --external-id " + id
+	}
 	switch n := w.rng.IntN(100); {
 	case n < 22:
-		return "provision " + inst, func(ctx context.Context) error {
-			_, err := e.Provision(ctx, engine.ProvisionRequest{Namespace: ns, Name: inst, Class: "db", Plan: plan, Follow: follow})
+		id, flag := adopted("instance")
+		return "provision " + inst + flag, func(ctx context.Context) error {
+			_, err := e.Provision(ctx, engine.ProvisionRequest{Namespace: ns, Name: inst, Class: "db", Plan: plan, ExternalID: id, Follow: follow})
 			return err
 		}
 	case n < 32:
@@ -87,8 +97,9 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 			return err
 		}
 	case n < 67:
-		return "bind " + bind + " to " + inst, func(ctx context.Context) error {
-			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, Follow: follow})
+		id, flag := adopted("binding")
+		return "bind " + bind + " to " + inst + flag, func(ctx context.Context) error {
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, ExternalID: id, Follow: follow})
 			return err
 		}
 	case n < 74:
@@ -230,15 +241,15 @@ func (p *proc) forge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Ids of other namespaces she may have seen somewhere (a Secret shared, a log):
-	// -sim.foreign (an open finding, see docs/engine.md).
-	var foreign []string
+	// Ids of other namespaces she may have seen somewhere (describe, a Secret shared, a
+	// log), unless -sim.foreign=false.
+	var foreign, foreignInstances, foreignBindings []string
 	for _, h := range w.ledger.Instances() {
 		if !*foreignIDs {
 			break
 		}
 		if h.Namespace != p.ns {
-			foreign = append(foreign, h.ID)
+			foreign, foreignInstances = append(foreign, h.ID), append(foreignInstances, h.ID)
 		}
 	}
 	for _, h := range w.ledger.Bindings() {
@@ -246,8 +257,26 @@ func (p *proc) forge(ctx context.Context) error {
 			break
 		}
 		if h.Namespace != p.ns {
-			foreign = append(foreign, h.ID)
+			foreign, foreignBindings = append(foreign, h.ID), append(foreignBindings, h.ID)
 		}
+	}
+	// She rewrites the spec of a record of her own (as its author), maybe created long
+	// before the other namespace's record, to name the other's id.
+	if len(foreignInstances) > 0 && len(insts) > 0 && w.rng.IntN(3) == 0 {
+		x := insts[w.rng.IntN(len(insts))].DeepCopy()
+		x.Spec.ExternalID = foreignInstances[w.rng.IntN(len(foreignInstances))]
+		p.record = x.Namespace + "/" + x.Name
+		w.logf("%-14s rewrites instance %s to name id %s", p.name, x.Name, x.Spec.ExternalID)
+		_, err := p.st.Instances().Update(ctx, x)
+		return err
+	}
+	if len(foreignBindings) > 0 && len(binds) > 0 && w.rng.IntN(3) == 0 {
+		x := binds[w.rng.IntN(len(binds))].DeepCopy()
+		x.Spec.ExternalID = foreignBindings[w.rng.IntN(len(foreignBindings))]
+		p.record = x.Namespace + "/" + x.Name
+		w.logf("%-14s rewrites binding %s to name id %s", p.name, x.Name, x.Spec.ExternalID)
+		_, err := p.st.Bindings().Update(ctx, x)
+		return err
 	}
 	someID := func() string {
 		if len(foreign) > 0 && w.rng.IntN(2) == 0 {

@@ -60,7 +60,7 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 	if write {
 		// Reads do not pause: what others write meanwhile is seen the same way, and
 		// every record is stepped more often per step of the simulation.
-		p.pause("api " + verb + " " + gr.Resource + " " + name)
+		p.pause("api " + verb + " " + gr.Resource + " " + ns + "/" + name)
 		if p.dead {
 			return errKilled
 		}

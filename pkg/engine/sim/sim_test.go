@@ -19,7 +19,7 @@ var (
 	seeds      = flag.Int("sim.seeds", 0, "how many seeds to run (default 400, 100 with -short)")
 	firstSeed  = flag.Uint64("sim.seed", 0, "run only this seed (with -sim.seeds: run that many from it)")
 	steps      = flag.Int("sim.steps", 150, "steps of each seed before the faults stop")
-	foreignIDs = flag.Bool("sim.foreign", false, "let the tenant forge OSB ids of other namespaces into her records")
+	foreignIDs = flag.Bool("sim.foreign", true, "let the tenant copy OSB ids of other namespaces into her records (status and spec), and the verbs adopt ids bound to nothing (--external-id)")
 )
 
 // runSeed runs one seed and returns the world it leaves.
