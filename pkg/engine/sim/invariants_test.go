@@ -278,8 +278,10 @@ func (w *world) checkQuiescence() {
 		}
 		// 3: its credentials are in the binding's Secret: those it holds, or those it
 		// last handed out if it lied about them (a 201 with other credentials than it
-		// keeps). A binding it holds after refusing it is a lie too.
-		if h.Namespace != "t" && !lied(h.ID) {
+		// keeps). A binding it holds after refusing it is a lie too, and so is one whose
+		// bind it answered as done without carrying it out: which credentials the engine
+		// keeps then is no guarantee.
+		if t := w.book.ids[h.ID]; h.Namespace != "t" && !lied(h.ID) && (t == nil || !t.unheldSuccess) {
 			creds := h.Credentials
 			if t := w.book.ids[h.ID]; t != nil && t.handed != nil {
 				creds = t.handed

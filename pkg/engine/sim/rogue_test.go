@@ -63,6 +63,10 @@ type idTrack struct {
 	// lied: such an answer came while the broker held the id (a rogue "success" it did
 	// not apply): the engine cannot know, so the id may stay at the broker.
 	lied bool
+	// unheldSuccess: a create of the id was answered as done (200 or 201) while the
+	// broker did not carry it out (a rogue answer): credentials it handed then are none
+	// it keeps, and the engine cannot know which of its answers to believe.
+	unheldSuccess bool
 	// rogue: the id got an answer off the spec.
 	rogue bool
 	// last is the last mutating method sent for the id (what its polls are about).
@@ -358,6 +362,9 @@ func (w *world) answered(method, id string, status int, err error, state osb.Las
 		refused := delivered && out.StatusCode >= 400 && out.StatusCode < 500
 		gone = refused && !t.effective
 		t.effective = t.effective || !refused
+		if ok && (out.StatusCode == http.StatusOK || out.StatusCode == http.StatusCreated) && !w.holds(method, id) {
+			t.unheldSuccess = true
+		}
 	}
 	desc := fmt.Sprintf("%s %d", method, out.StatusCode)
 	switch {
