@@ -28,14 +28,7 @@ func TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver(t *testing.T) {
 	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
-	for _, args := range [][]string{
-		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
-		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
-		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
-	} {
-		r := kubectl(t, controlplane.AdminUser, args...)
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	}
+	trustAliceUsesTeamAAndReadsTeamB(t, e)
 	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
 		_, errA := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
 		_, errB := e.alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
@@ -124,14 +117,7 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
-	for _, args := range [][]string{
-		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
-		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
-		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
-	} {
-		r := kubectl(t, controlplane.AdminUser, args...)
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	}
+	trustAliceUsesTeamAAndReadsTeamB(t, e)
 	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
 		_, err := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil
@@ -218,4 +204,18 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 		_, held := e.b.Instance(adopted)
 		assert.Assert(t, !held, "bob's own deletion deprovisions it")
 	})
+}
+
+// trustAliceUsesTeamAAndReadsTeamB gives alice the documented user role in team A and
+// the viewer role in team B and the catalog namespace.
+func trustAliceUsesTeamAAndReadsTeamB(t *testing.T, e *trustEnv) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
+	} {
+		r := kubectl(t, controlplane.AdminUser, args...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
 }
