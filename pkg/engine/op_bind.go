@@ -201,10 +201,12 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	}
 	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, ExternalID: e.namespaceBoundID(req.Namespace)})
 	// The user's own command: where the instance's author cannot be verified, the
-	// user's rights decide, as they would by hand.
+	// user's rights decide, as they would by hand. The binding is the user's own: this
+	// process records it as their intent (its create is checked by the API server), so
+	// it is not judged as a record of unknown authorship.
 	// A grant the user may not check is reconcile's to check: the binding is recorded and
 	// its bind left to reconcile.
-	if err := e.checkConsumer(WithRunnersRights(ctx), draft, inst); err != nil {
+	if err := e.checkConsumer(WithRunnersRights(asDraft(ctx, draft)), draft, inst); err != nil {
 		if _, ok := AsLeftToReconcile(err); !ok {
 			return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 		}

@@ -29,8 +29,9 @@ import (
 //     broker's credentials, in the catalog namespace, which only administrators write);
 //     cluster-scoped brokers and classes are read from the catalog namespace only;
 //   - a Secret is read, and a workload changed, in the author's name only: when this
-//     process wrote the spec itself on the user's command, when the author is the user
-//     running the engine, or when the API server says the author may (SubjectAccessReview).
+//     process wrote the spec itself on the user's command (or is about to: a verb's
+//     checks before it records it), when the author is the user running the engine, or
+//     when the API server says the author may (SubjectAccessReview).
 //     The author is believed only when the catalog's trust policy is in force, which
 //     makes the API server refuse a spec written under another user's name;
 //   - catalog access rules and the broker's catalog are enforced before a provision, a
@@ -197,7 +198,7 @@ func (e *Engine) trustState(ctx context.Context) TrustState {
 
 // authorityOf says on whose authority the engine may act for rec.
 func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority {
-	if e.cfg.Store.Intended(rec) {
+	if e.cfg.Store.Intended(rec) || isDraft(ctx, rec) {
 		return authority{self: true}
 	}
 	au := store.AuthorOf(rec)
@@ -223,6 +224,23 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	return authority{author: au, notRunners: barred}
 }
 
+type draftKey struct{}
+
+// asDraft marks ctx as checking rec before this process records it as the user's intent
+// (a verb's record, created with store.WithIntent): rec is the runner's own, as it is once
+// written (Store.Intended). It has no uid and no author yet; judged by its authorship it
+// would be a record nobody vouches for, which another person may have written.
+func asDraft(ctx context.Context, rec v1alpha1.Record) context.Context {
+	return context.WithValue(ctx, draftKey{}, rec)
+}
+
+// isDraft reports whether rec is the record ctx checks before it is recorded (asDraft):
+// that very object, never stored (a record read from the cluster has a uid).
+func isDraft(ctx context.Context, rec v1alpha1.Record) bool {
+	d, _ := ctx.Value(draftKey{}).(v1alpha1.Record)
+	return d != nil && rec.GetUID() == "" && d == rec
+}
+
 // tampered says how rec differs from every record kubectl catalog writes in a way only
 // a change by someone other than its author explains, or "": author annotations without
 // the managed-by label. The store writes both, and the trust policy keeps the label on;
@@ -245,7 +263,8 @@ func tampered(rec v1alpha1.Record) string {
 // runnersRightsBarred reports whether the user running the engine must not act on rec
 // with their own rights (WithRunnersRights) where its author's cannot be checked: when
 // another person may have written it. With the trust policy in force that is any record
-// that is not the runner's own (intended, or verified as theirs): an unverified record
+// that is not the runner's own (intended, about to be recorded by this process, or
+// verified as theirs): an unverified record
 // was written before the policy, by anyone, and a verified one by its author. A tampered
 // record is barred whatever the policy. Lending the runner's rights there would lend
 // them to the record's writer: a broker credentials Secret the runner may read, sent to

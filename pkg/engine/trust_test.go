@@ -572,3 +572,62 @@ func TestTrust_ReconcileMayNotReadAClusterBrokersCredentials_BacksOffNamingWhatT
 	last := f.get("db").Status.Retry
 	assert.Assert(t, last.Attempts == 5 && last.NextRetryAt.Sub(f.now) > first.NextRetryAt.Sub(first.LastAttemptAt.Time), "%+v then %+v", first, last)
 }
+
+// A bind of an instance another namespace shares checks, before it records anything,
+// that the binding's author may write records in the binding's namespace. The binding
+// about to be recorded is the runner's own (this process writes it, on the user's
+// command): with the trust policy in force it is not a record someone else wrote, and is
+// not refused for want of an author. A binding record another person wrote there is.
+func TestTrust_ABindOfASharedInstance_IsTheRunnersOwn_ARecordAnotherPersonWroteIsNot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		writer string // who wrote the binding record: "" for the runner's bind, "-" for no author
+		token  string
+	}{
+		{name: "the runner's bind"},
+		{name: "a record without author", writer: "-"},
+		{name: "a record from before the policy in force", writer: "mallory", token: "old"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := bindingFixture(t, nil)
+			f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+			authz := &rbac{}
+			f.engine.cfg.Authorizer = authz
+			f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = []string{consumerNS} })
+			ctx := context.Background()
+
+			if tc.writer == "" {
+				res, err := f.engine.Bind(ctx, BindRequest{Namespace: consumerNS, Instance: "db", InstanceNamespace: ns, Name: "app"})
+				assert.NilError(t, err)
+				assert.Equal(t, res.Followed.State, StateSettled, res.Followed.Message)
+				b, err := f.bindingIn(consumerNS, "app")
+				assert.NilError(t, err)
+				assert.Equal(t, b.Status.Phase, v1alpha1.PhaseReady)
+				assert.Assert(t, f.st.Intended(b), "the binding is written as the user's intent")
+				s, err := f.st.GetSecret(ctx, consumerNS, "app")
+				assert.NilError(t, err)
+				assert.Equal(t, string(s.Data["password"]), secretValue)
+				assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1)
+				assert.Equal(t, len(authz.asked), 0, "the runner's own records need no one asked: %v", authz.asked)
+				return
+			}
+			w := writerStore(f, tc.writer, tc.token)
+			if tc.writer == "-" {
+				w = f.cluster.Store()
+			}
+			_, err := w.Bindings().Create(store.WithIntent(ctx), NewBinding(BindingIntent{
+				Namespace: consumerNS, Name: "forged", Instance: "db", InstanceNamespace: ns, SecretName: "forged", ExternalID: "bind-forged",
+			}))
+			assert.NilError(t, err)
+			b, err := f.bindingIn(consumerNS, "forged")
+			assert.NilError(t, err)
+			res, err := f.engine.StepBinding(WithRunnersRights(ctx), b)
+			assert.NilError(t, err)
+			assert.Assert(t, res.Refused, "%+v", res)
+			b = assertBindingRefused(t, f, consumerNS, "forged", ReasonRefusedAuthorUnverified)
+			assert.Assert(t, is.Contains(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused).Message, "your own rights are not lent"))
+			_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(ctx, "forged", metav1.GetOptions{})
+			assert.Assert(t, apierrors.IsNotFound(err), "no Secret was written: %v", err)
+		})
+	}
+}
