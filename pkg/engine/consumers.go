@@ -61,9 +61,10 @@ func (e *Engine) checkConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, 
 	return nil
 }
 
-// CheckConsumer is checkConsumer for the verbs, before they record a binding.
+// CheckConsumer is checkConsumer for the verbs, before they record b: b is the user's own
+// (this process records it as their intent), not a record of unknown authorship.
 func (e *Engine) CheckConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) error {
-	return e.checkConsumer(ctx, b, inst)
+	return e.checkConsumer(asDraft(ctx, b), b, inst)
 }
 
 // reserved reports whether inst holds a place for b.

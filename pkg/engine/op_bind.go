@@ -206,7 +206,7 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 	// it is not judged as a record of unknown authorship.
 	// A grant the user may not check is reconcile's to check: the binding is recorded and
 	// its bind left to reconcile.
-	if err := e.checkConsumer(WithRunnersRights(asDraft(ctx, draft)), draft, inst); err != nil {
+	if err := e.CheckConsumer(WithRunnersRights(ctx), draft, inst); err != nil {
 		if _, ok := AsLeftToReconcile(err); !ok {
 			return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 		}

@@ -3,15 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
@@ -23,26 +27,12 @@ func sharingAlice(t *testing.T, e *trustEnv, args ...string) result {
 	return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
 }
 
-// sharingSetup is trustSetup with alice holding the documented roles too
-// (kubectl-catalog-user in team-a, kubectl-catalog-viewer in the catalog namespace), bob
-// able to read team-a's records (kubectl-catalog-viewer there), and instance "shop" of
+// sharingSetup is trustSetup with the roles of sharingRoles, and instance "shop" of
 // alice's provisioned (by reconcile, which makes the call).
 func sharingSetup(t *testing.T) *trustEnv {
 	t.Helper()
 	e := trustSetup(t)
-	for _, args := range [][]string{
-		{"create", "rolebinding", "kubectl-catalog-user-alice", "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
-		{"create", "rolebinding", "kubectl-catalog-viewer-alice", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
-		{"create", "rolebinding", "kubectl-catalog-viewer-bob", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.BobUser, "-n", e.teamA},
-	} {
-		r := kubectl(t, controlplane.AdminUser, args...)
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	}
-	instWaitFor(t, "the role bindings to take effect", 30*time.Second, func() bool {
-		return kubectl(t, controlplane.BobUser, "auth", "can-i", "list", "configmaps", "-n", e.teamA).ExitCode == 0 &&
-			kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "configmaps", "-n", e.catalogNS).ExitCode == 0
-	})
-
+	sharingRoles(t, e, false)
 	r := sharingAlice(t, e, "provision", "shop", "--class", "object-storage", "--plan", "bucket")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	trustReconcile(t, e, e.teamA)
@@ -50,6 +40,32 @@ func sharingSetup(t *testing.T) *trustEnv {
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
 	return e
+}
+
+// sharingRoles gives alice the documented roles of an instance's owner
+// (kubectl-catalog-user in team-a, kubectl-catalog-viewer in the catalog namespace), and
+// (with aliceInTeamB) the user role in team-b too; bob, who holds the user role in
+// team-b, may then read team-a's records (kubectl-catalog-viewer there), as a consumer
+// needs.
+func sharingRoles(t *testing.T, e *trustEnv, aliceInTeamB bool) {
+	t.Helper()
+	grants := [][]string{
+		{"create", "rolebinding", "kubectl-catalog-user-alice", "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
+		{"create", "rolebinding", "kubectl-catalog-viewer-alice", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
+		{"create", "rolebinding", "kubectl-catalog-viewer-bob", "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.BobUser, "-n", e.teamA},
+	}
+	if aliceInTeamB {
+		grants = append(grants, []string{"create", "rolebinding", "kubectl-catalog-user-alice", "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamB})
+	}
+	for _, args := range grants {
+		r := kubectl(t, controlplane.AdminUser, args...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	instWaitFor(t, "the role bindings to take effect", 30*time.Second, func() bool {
+		return kubectl(t, controlplane.BobUser, "auth", "can-i", "list", "configmaps", "-n", e.teamA).ExitCode == 0 &&
+			kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "configmaps", "-n", e.catalogNS).ExitCode == 0 &&
+			(!aliceInTeamB || kubectl(t, controlplane.AliceUser, "auth", "can-i", "create", "secrets", "-n", e.teamB).ExitCode == 0)
+	})
 }
 
 // sharingBobBinds has alice share "shop" with team-b and bob bind it there as "shop",
@@ -191,4 +207,139 @@ func writerStoreFor(t *testing.T, user, catalogNS string) *store.Store {
 	c, err := cp.Client(user)
 	assert.NilError(t, err)
 	return store.New(c, nil, store.WithClusterIdentity(c), store.WithClusterTrustToken(c, catalogNS))
+}
+
+// TestSharing_EveryRoleBrokerScopeAndSpelling_BindsAndUnbinds binds a shared instance
+// from the other namespace, with the trust policy in force, as every role the docs list
+// (docs/security.md "Sharing" and "Roles"): the owner of the instance's namespace who also
+// holds the user role in the consumer's (alice), a consumer holding the documented roles
+// (bob: the user role in team-b, the viewer role in team-a), and the administrator; with
+// an instance of a cluster broker (in the catalog namespace) and of a namespace broker
+// (in the owner's namespace, registered by the owner); and in both spellings of bind
+// (team-a/INSTANCE, and --instance-namespace). Each binding's Secret lands in team-b,
+// and unbind removes it and the broker's binding. A bind whose broker call the user's
+// command may not make is left to reconcile, which makes it.
+func TestSharing_EveryRoleBrokerScopeAndSpelling_BindsAndUnbinds(t *testing.T) {
+	serial(t, clusterTrustPolicy)
+	e := trustSetup(t)
+	sharingRoles(t, e, true)
+	ctx := context.Background()
+
+	// The namespace brokers of team-a, the administrator's and alice's, with their
+	// credentials there; the cluster id, which whoever sets the catalog up first stores
+	// (alice may not write in the catalog namespace).
+	_, err := e.admin.CoreV1().Secrets(e.teamA).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-auth"},
+		StringData: map[string]string{"username": "u", "password": "p"}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = e.admin.CoreV1().ConfigMaps(e.catalogNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterIDConfigMap},
+		Data: map[string]string{kube.ClusterIDKey: "e2e-sharing-matrix"}}, metav1.CreateOptions{})
+	assert.Check(t, err == nil || apierrors.IsAlreadyExists(err), "%v", err)
+
+	// as runs "kubectl catalog -n NS ARGS" as user.
+	as := func(t *testing.T, user, ns string, args ...string) result {
+		t.Helper()
+		return kubectl(t, user, append([]string{"catalog", "-n", ns, "--catalog-namespace", e.catalogNS}, args...)...)
+	}
+	owners := []string{controlplane.AliceUser, controlplane.AdminUser}
+	nsBroker := map[string]string{controlplane.AliceUser: "alice-demo", controlplane.AdminUser: "demo"}
+	classOf := map[string]map[string]string{} // owner -> scope -> the class to provision
+	for _, owner := range owners {
+		r := as(t, owner, e.teamA, "register", nsBroker[owner], "--url", e.brokerURL, "--basic-auth-secret", "demo-auth", "--scope", "namespace")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		classOf[owner] = map[string]string{"cluster": "acme/postgresql", "namespace": nsBroker[owner] + "/postgresql"}
+	}
+
+	// Each owner's instance of each broker scope, provisioned and shared with team-b.
+	// alice's commands may not read the cluster broker's credentials: reconcile
+	// provisions hers.
+	instance := func(owner, scope string) string {
+		if owner == controlplane.AdminUser {
+			return "adm-" + scope
+		}
+		return "alice-" + scope
+	}
+	for _, owner := range owners {
+		for _, scope := range []string{"cluster", "namespace"} {
+			r := as(t, owner, e.teamA, "provision", instance(owner, scope), "--class", classOf[owner][scope], "--plan", "hobby")
+			assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		}
+	}
+	trustReconcile(t, e, e.teamA)
+	for _, owner := range owners {
+		for _, scope := range []string{"cluster", "namespace"} {
+			name := instance(owner, scope)
+			inst, err := e.st.Instances().Get(ctx, e.teamA, name)
+			assert.NilError(t, err)
+			assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady, "%s: %+v", name, inst.Status.Conditions)
+			r := as(t, owner, e.teamA, "share", name, "--to-namespace", e.teamB)
+			assert.Equal(t, r.ExitCode, 0, r.Stderr)
+			assert.Assert(t, is.Contains(r.Stderr, fmt.Sprintf(`bind it there with "kubectl catalog bind %s/%s -n %s"`, e.teamA, name, e.teamB)), r.Stderr)
+		}
+	}
+
+	// settle waits until done holds, running reconcile in team-b for what the users'
+	// commands left to it; one subtest's run does the work of all that wait meanwhile.
+	var reconciling sync.Mutex
+	settle := func(t *testing.T, what string, done func() bool) {
+		t.Helper()
+		reconciling.Lock()
+		defer reconciling.Unlock()
+		instWaitFor(t, what, 60*time.Second, func() bool {
+			if done() {
+				return true
+			}
+			trustReconcile(t, e, e.teamB)
+			return done()
+		})
+	}
+
+	for _, role := range []struct{ name, owner, binder string }{
+		{"owner with the user role in both namespaces", controlplane.AliceUser, controlplane.AliceUser},
+		{"consumer with the documented roles", controlplane.AliceUser, controlplane.BobUser},
+		{"administrator", controlplane.AdminUser, controlplane.AdminUser},
+	} {
+		for _, scope := range []string{"cluster", "namespace"} {
+			for _, spelling := range []struct{ name, key string }{{"spelled NS-A slash INSTANCE", "slash"}, {"spelled with --instance-namespace", "flag"}} {
+				t.Run(role.name+"/"+scope+" broker/"+spelling.name, func(t *testing.T) {
+					t.Parallel()
+					inst := instance(role.owner, scope)
+					name := role.binder + "-" + scope + "-" + spelling.key
+					args := []string{"bind", e.teamA + "/" + inst, "--name", name}
+					if spelling.key == "flag" {
+						args = []string{"bind", inst, "--instance-namespace", e.teamA, "--name", name}
+					}
+					r := as(t, role.binder, e.teamB, args...)
+					assert.Equal(t, r.ExitCode, 0, r.Stderr)
+
+					var b *v1alpha1.ServiceBinding
+					settle(t, "binding "+name+" to be ready", func() bool {
+						var err error
+						b, err = e.st.Bindings().Get(ctx, e.teamB, name)
+						assert.NilError(t, err)
+						return b.Status.Phase == v1alpha1.PhaseReady
+					})
+					assert.Equal(t, b.Spec.InstanceNamespace, e.teamA)
+					assert.Equal(t, b.Spec.InstanceName, inst)
+					assert.Equal(t, store.AuthorOf(b).Username, role.binder, "the binding is its binder's own")
+					s, err := e.admin.CoreV1().Secrets(e.teamB).Get(ctx, name, metav1.GetOptions{})
+					assert.NilError(t, err)
+					assert.Assert(t, len(s.Data) > 0)
+					id := b.CurrentExternalID()
+					_, held := e.b.Binding(id)
+					assert.Assert(t, held, "the broker holds binding %s", id)
+
+					r = as(t, role.binder, e.teamB, "unbind", name, "--yes")
+					assert.Equal(t, r.ExitCode, 0, r.Stderr)
+					settle(t, "binding "+name+" to be gone", func() bool {
+						_, err := e.st.Bindings().Get(ctx, e.teamB, name)
+						return store.IsNotFound(err)
+					})
+					_, err = e.admin.CoreV1().Secrets(e.teamB).Get(ctx, name, metav1.GetOptions{})
+					assert.Assert(t, apierrors.IsNotFound(err), "its Secret is gone: %v", err)
+					_, held = e.b.Binding(id)
+					assert.Assert(t, !held, "the broker no longer holds binding %s", id)
+				})
+			}
+		}
+	}
 }
