@@ -26,6 +26,14 @@ import (
 // is due. Workers are busy only while a step runs, so W workers keep far more than W
 // operations in flight at the brokers.
 //
+// A record whose first step is not due when the run reads it (a poll or a retry an
+// earlier command or run set) is queued the same way, until the second its status
+// names has passed, when the run has a retry horizon and the step is due within it
+// (waitUntilDue); otherwise it is reported waiting and left for a later run. An
+// instance being deleted that waits for its bindings is not queued by time: it is
+// stepped again when one of the run's bindings is gone, and finished as waiting once
+// no binding is left to drive.
+//
 // Claims. An asynchronous operation's poll claims the record and renews the claim in
 // the engine (StepInstance, StepBinding) as it runs low, so the run holds the claim of
 // a record it polls. A record whose next step is due within holdClaimFor keeps that
@@ -85,8 +93,9 @@ type task struct {
 	// was (waitUntilDue); it is not waited for twice.
 	waited bool
 	// blocked: an instance being deleted whose last step found bindings still there.
-	// It is stepped again when a binding of the run finishes, and finished for this run
-	// when no binding of the run is left to drive.
+	// It is stepped again when one of the run's bindings is gone (its own, or one the
+	// run could not read), and finished for this run when no binding of the run is left
+	// to drive.
 	blocked bool
 	// bindingsAtStart: how many bindings the run had found gone when this visit
 	// started.
@@ -599,11 +608,11 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		return
 	}
 	r.follow(ctx, t, o)
-	if waitsForBindings(t.rec) {
-		// Nothing but its bindings' unbinding moves it on: the scheduler steps it again
-		// when one of the run's bindings finishes, not every poll interval.
+	if why, ok := waitsForBindings(t.rec); ok {
+		// Nothing but its bindings' going moves it on: the scheduler steps it again
+		// when one of them is gone, not every poll interval.
 		t.blocked = true
-		t.it.Outcome, t.it.Until, t.it.Detail = Waiting, nil, res.Message
+		t.it.Outcome, t.it.Until, t.it.Detail = Waiting, nil, why
 		r.release(ctx, t)
 		return
 	}
@@ -680,14 +689,17 @@ func notBefore(at time.Time) time.Time {
 
 // waitsForBindings reports whether rec is an instance being deleted whose last step
 // found bindings still there (engine.ReasonDeprovisionBlockedByExistingBindings), with
-// no operation in flight and no retry scheduled.
-func waitsForBindings(rec record) bool {
+// no operation in flight and no retry scheduled, and says what it waits for.
+func waitsForBindings(rec record) (string, bool) {
 	inst, ok := rec.object().(*v1alpha1.ServiceInstance)
 	if !ok || inst == nil || inst.DeletionTimestamp == nil || inst.Status.InFlight != nil || inst.Status.Retry != nil {
-		return false
+		return "", false
 	}
 	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
-	return c != nil && c.Reason == engine.ReasonDeprovisionBlockedByExistingBindings
+	if c == nil || c.Reason != engine.ReasonDeprovisionBlockedByExistingBindings {
+		return "", false
+	}
+	return c.Message, true
 }
 
 // heldBack finishes the item of a record whose retry floor has not passed: it waits,
