@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
@@ -148,6 +150,8 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 	if err := e.cfg.Store.Instances().Delete(ctx, req.Namespace, req.Name); err != nil {
 		return Result{}, err
 	}
+	// stuck are the bindings whose unbind failed: the instance waits for them.
+	var stuck []unbindFailure
 	for _, b := range d.Bindings {
 		if b.DeletionTimestamp == nil {
 			if err := e.cfg.Store.Bindings().Delete(ctx, req.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
@@ -162,6 +166,9 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 		if br.State == StateDeleted {
 			req.Follow.note("Binding %q is gone.", b.Name)
 		}
+		if u, ok := notUnbound(b.Name, br); ok {
+			stuck = append(stuck, u)
+		}
 	}
 	// The instance's broker and class, the list of the check of its OSB id and the lists
 	// of its bindings are read now, after the deletion mark and the bindings, together
@@ -170,5 +177,57 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 		ctx = e.withTargetReadAhead(ctx, d.Instance)
 		ctx = e.withBindingListsAhead(ctx, req.Namespace, req.Name)
 	}
-	return e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
+	res, err := e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
+	if err != nil || len(stuck) == 0 || res.State == StateDeleted {
+		return res, err
+	}
+	return res, notDeprovisionedError(req, stuck)
+}
+
+// unbindFailure is a binding whose unbind, during a deprovision, failed.
+type unbindFailure struct {
+	name string
+	// why is the reason and the broker's error.
+	why string
+	// retried: the unbind is retried (by reconcile); else it needs the user.
+	retried bool
+}
+
+// notUnbound reports the unbind of binding name, followed to r, as failed: it waits
+// for a retry, or failed for good. An unbind under way at the broker is not a failure.
+func notUnbound(name string, r Result) (unbindFailure, bool) {
+	if r.State == StateNeedsUser {
+		return unbindFailure{name: name, why: r.Message}, true
+	}
+	b := r.Binding
+	if b == nil || b.Status.Retry == nil || (b.Status.InFlight != nil && b.Status.InFlight.Async) {
+		return unbindFailure{}, false
+	}
+	rt := b.Status.Retry
+	why := rt.Reason + ": " + cmp.Or(rt.LastError, r.Message)
+	return unbindFailure{name: name, why: why, retried: true}, true
+}
+
+// notDeprovisionedError says why the instance of req is not deprovisioned: the unbind
+// of bindings it waits for failed (stuck), and what finishes it.
+func notDeprovisionedError(req DeprovisionRequest, stuck []unbindFailure) error {
+	describe := fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, stuck[0].name, req.Namespace)
+	for _, u := range stuck {
+		if !u.retried {
+			return fmt.Errorf("instance %q is marked for deletion but not deprovisioned: its binding %q cannot be unbound: %s; see %s",
+				req.Name, u.name, u.why, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, u.name, req.Namespace))
+		}
+	}
+	names := make([]string, len(stuck))
+	for i, u := range stuck {
+		names[i] = strconv.Quote(u.name)
+	}
+	what := fmt.Sprintf("the unbind of its binding %s failed (%s)", names[0], stuck[0].why)
+	it := "it"
+	if len(stuck) > 1 {
+		what = fmt.Sprintf("the unbinds of its bindings %s failed (%s: %s)", strings.Join(names, ", "), names[0], stuck[0].why)
+		it = "them"
+	}
+	return fmt.Errorf("instance %q is marked for deletion but not deprovisioned yet: %s and will be retried: \"kubectl catalog reconcile -n %s\" unbinds %s, then deprovisions the instance; see %s",
+		req.Name, what, req.Namespace, it, describe)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -168,4 +170,46 @@ func TestDeprovision_ConsumersItMayNotList_LeavesTheDeleteToReconcile(t *testing
 	inst, err := f.st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err)
 	assert.Assert(t, inst.DeletionTimestamp != nil)
+}
+
+// The broker answers 500 to the unbind of the instance's binding: the deprovision does
+// not say the broker is working on the instance, it fails naming the binding, why, and
+// the command that finishes both (the instance stays marked for deletion, waiting).
+// An unbind the broker refuses is retried too (a deletion is never given up).
+func TestDeprovision_UnbindFails_SaysSoAndWhatFinishesIt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		want   []string
+	}{
+		{name: "retried", status: 500, want: []string{
+			`instance "db" is marked for deletion but not deprovisioned yet: the unbind of its binding "app" failed (UnbindCallFailed: `,
+			`and will be retried: "kubectl catalog reconcile -n dev" unbinds it, then deprovisions the instance; see "kubectl catalog describe binding app -n dev"`,
+		}},
+		{name: "refused", status: 400, want: []string{
+			`the unbind of its binding "app" failed (UnbindCallFailed: the broker answered 400 Bad Request: no; it is retried until the broker confirms`,
+			`and will be retried: "kubectl catalog reconcile -n dev" unbinds it`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := boundFixture(t)
+			f.broker.UnbindReturns(nil, &osb.HTTPStatusError{Method: "DELETE", Path: "/v2/service_instances/x/service_bindings/y", StatusCode: tc.status, Description: "no"})
+			res, err := f.engine.Deprovision(context.Background(), DeprovisionRequest{
+				Namespace: ns, Name: "db", DryRun: DryRunNone,
+				Confirm: func(Deprovisioning) (bool, error) { return true, nil },
+			})
+			assert.Assert(t, err != nil, "%+v", res.Result)
+			for _, w := range tc.want {
+				assert.Check(t, is.Contains(err.Error(), w))
+			}
+			assert.Check(t, !strings.Contains(err.Error(), "working on"), err.Error())
+			assert.Equal(t, res.Result.State, StateWaiting, res.Result.Message)
+			assert.Check(t, indexOf(f.broker.MethodNames(), fake.MethodDeprovision) < 0, "%v", f.broker.MethodNames())
+			inst, gerr := f.st.Instances().Get(context.Background(), ns, "db")
+			assert.NilError(t, gerr)
+			assert.Assert(t, inst.DeletionTimestamp != nil)
+			b := f.getBinding("app")
+			assert.Assert(t, b.DeletionTimestamp != nil)
+		})
+	}
 }

@@ -38,7 +38,9 @@ const (
 	// InProgress: work was done or is under way (an async operation at the broker), or
 	// the run's time ran out first; a later run goes on.
 	InProgress Outcome = "in progress"
-	// Waiting: the record's next step (retry, poll) is not due within this run.
+	// Waiting: the record's next step (retry, poll) is not due within this run, or
+	// it waits for other records this run could not finish (a broker being deleted for
+	// its instances, an instance being deleted for its bindings).
 	Waiting Outcome = "waiting"
 	// Skipped: someone else (a user's command, another reconcile) holds a live claim.
 	Skipped Outcome = "skipped (claimed)"
@@ -163,10 +165,14 @@ type Options struct {
 	// the summary says Interrupted and how many records were Left. A command closes it
 	// on the first Ctrl-C. It also stops the listing of the work.
 	Interrupt <-chan struct{}
-	// RetryHorizon, when positive, ends the run once nothing can progress soon: a
-	// record whose next step (a retry, a poll) is due later than RetryHorizon after
-	// its last step is not taken up again in this run, but reported as waiting (or in
-	// progress) until then. 0: records are driven as long as MaxDuration allows.
+	// RetryHorizon, when positive, makes the run wait for what is due within it and
+	// end once nothing can progress sooner: a record whose next step (a retry, a poll)
+	// is due within RetryHorizon of the run reading it (when it was set before the run)
+	// or of its last step waits in the run's queue and is taken up then; one due later
+	// is not taken up in this run, but reported as waiting (or in progress) until then.
+	// 0: records are driven as long as MaxDuration allows, but one whose first step is
+	// not due when the run reads it is left for a later run (a loop's next run, which
+	// comes when it is due).
 	RetryHorizon time.Duration
 	// Observer, if not nil, hears what the run does while it does it.
 	Observer Observer

@@ -38,7 +38,7 @@ func (r *Reconciler) leaveSafely(ctx context.Context, t *task, interrupted bool,
 // drops the run's claim on the record.
 func (r *Reconciler) crashed(ctx context.Context, t *task, p any, stack []byte, o Options) {
 	t.it.Outcome, t.it.Detail = Failed, CrashDetail(p)
-	t.done, t.park, t.more = true, false, nil
+	t.done, t.park, t.blocked, t.more = true, false, false, nil
 	r.logf("%s: %s\n%s", t.ref(), t.it.Detail, strings.TrimSpace(string(stack)))
 	if t.held || t.rec != nil {
 		// The claim lapses by itself if this fails too.

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,14 @@ import (
 // record goes into a queue ordered by due time and comes back to a free worker when it
 // is due. Workers are busy only while a step runs, so W workers keep far more than W
 // operations in flight at the brokers.
+//
+// A record whose first step is not due when the run reads it (a poll or a retry an
+// earlier command or run set) is queued the same way, until the second its status
+// names has passed, when the run has a retry horizon and the step is due within it
+// (waitUntilDue); otherwise it is reported waiting and left for a later run. An
+// instance being deleted that waits for its bindings is not queued by time: it is
+// stepped again when one of the run's bindings is gone, and finished as waiting once
+// no binding is left to drive.
 //
 // Claims. An asynchronous operation's poll claims the record and renews the claim in
 // the engine (StepInstance, StepBinding) as it runs low, so the run holds the claim of
@@ -77,6 +86,22 @@ type task struct {
 	// finishedAtStart: how many records of its namespace the run had finished when
 	// this visit started.
 	finishedAtStart int
+	// checked: the checks before a record's first step were made (its claim, whether
+	// it needs the user, whether its step is due, its retry floor).
+	checked bool
+	// waited: its first step was not due when it was read, and it was queued until it
+	// was (waitUntilDue); it is not waited for twice.
+	waited bool
+	// blocked: an instance being deleted whose last step found bindings still there.
+	// It is stepped again when one of the run's bindings is gone (its own, or one the
+	// run could not read), and finished for this run when no binding of the run is left
+	// to drive.
+	blocked bool
+	// bindingsAtStart: how many bindings the run had found gone when this visit
+	// started.
+	bindingsAtStart int
+	// gone: the record was found gone (deleted by its last step, or meanwhile).
+	gone bool
 }
 
 // Fairness. Records of one namespace are written by whoever may write ConfigMaps there,
@@ -216,6 +241,11 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	open := map[string]int{}
 	finished := map[string]int{}
 	var parked []*task
+	// openBindings counts the bindings whose item is not final, goneBindings those the
+	// run found gone (unbound, or deleted meanwhile); blocked are the instances parked
+	// until a binding they wait for is gone, by work key.
+	openBindings, goneBindings := 0, 0
+	blocked := map[string]*task{}
 	for _, it := range pre {
 		known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
 	}
@@ -229,6 +259,9 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 			t.rec = r.recordOf(w)
 			open[w.namespace]++
 		}
+		if w.kind == v1alpha1.KindServiceBinding {
+			openBindings++
+		}
 		tasks = append(tasks, t)
 		obs.RecordQueued(t.ref())
 		return t
@@ -237,6 +270,15 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		if t := add(w); t != nil {
 			q.push(t)
 		}
+	}
+
+	// finish counts a task whose item became final.
+	finish := func(t *task) {
+		if t.rec != nil {
+			open[t.w.namespace]--
+			finished[t.w.namespace]++
+		}
+		obs.RecordFinished(finalItem(t))
 	}
 
 	in := make(chan *task, workers)
@@ -268,6 +310,7 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 				}
 				busy++
 				t.finishedAtStart = finished[t.w.namespace]
+				t.bindingsAtStart = goneBindings
 				in <- t
 			}
 		}
@@ -309,18 +352,52 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
 				default:
 					t.done = true // nothing of its namespace left to drive in this run
-					obs.RecordFinished(finalItem(t))
+				}
+			case t.blocked:
+				t.blocked = false
+				switch {
+				case goneBindings > t.bindingsAtStart:
+					// A binding went while it looked: it looks again at once.
+					t.due, t.seq, seq = clk.Now(), seq, seq+1
+					q.push(t)
+					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
+				case openBindings > 0:
+					blocked[t.w.key()] = t
+					obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
+				default:
+					// No binding is left to drive in this run: nothing can progress on
+					// it until a later run. Its item says what it waits for.
+					t.done = true
 				}
 			case !t.done:
 				t.seq, seq = seq, seq+1
 				q.push(t)
 				obs.StepScheduled(t.ref(), t.due, scheduledWhy(t))
-			default:
-				if t.rec != nil {
-					open[t.w.namespace]--
-					finished[t.w.namespace]++
+			}
+			if t.done {
+				finish(t)
+				if t.w.kind == v1alpha1.KindServiceBinding {
+					openBindings--
+					if t.gone {
+						goneBindings++
+					}
+					// Once a binding is gone, the instance it belonged to (any, when the
+					// run never read it) looks again; once no binding is left to drive,
+					// the instances still waiting can make no progress in this run.
+					for _, b := range sortedTasks(blocked) {
+						switch k := b.w.key(); {
+						case t.gone && (k == bindingInstanceKey(t) || !t.rec.loaded()):
+							delete(blocked, k)
+							b.due, b.seq, seq = clk.Now(), seq, seq+1
+							q.push(b)
+							obs.StepScheduled(b.ref(), b.due, b.it.Detail)
+						case openBindings == 0:
+							delete(blocked, k)
+							b.done = true // its item says what it waits for
+							finish(b)
+						}
+					}
 				}
-				obs.RecordFinished(finalItem(t))
 			}
 			parked = slices.DeleteFunc(parked, func(p *task) bool {
 				if open[p.w.namespace] > 0 {
@@ -341,6 +418,12 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		p.done = true // its item says what it waits for
 		obs.RecordFinished(finalItem(p))
 	}
+	// Instances still waiting for bindings when the time ran out (or the run was
+	// interrupted): their item says what they wait for.
+	for _, b := range sortedTasks(blocked) {
+		b.done = true
+		obs.RecordFinished(finalItem(b))
+	}
 
 	// What is still queued is left for the next run: the time is up, or the run was
 	// interrupted.
@@ -359,6 +442,24 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		items[i] = finalItem(t)
 	}
 	return items, len(left)
+}
+
+// sortedTasks is the tasks of m in the order they were queued.
+func sortedTasks(m map[string]*task) []*task {
+	return slices.SortedFunc(maps.Values(m), func(a, b *task) int { return a.seq - b.seq })
+}
+
+// bindingInstanceKey is the work key of the instance of binding t, "" when the run
+// never read the binding.
+func bindingInstanceKey(t *task) string {
+	if t.rec == nil || !t.rec.loaded() {
+		return ""
+	}
+	b, ok := t.rec.object().(*v1alpha1.ServiceBinding)
+	if !ok {
+		return ""
+	}
+	return work{kind: v1alpha1.KindServiceInstance, namespace: cmp.Or(b.Spec.InstanceNamespace, b.Namespace), name: b.Spec.InstanceName}.key()
 }
 
 // closed reports whether c is closed (false for nil).
@@ -434,8 +535,8 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 			r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 			return
 		}
-		if first {
-			if t.w.rotate && !r.rotate(ctx, t, o.DryRun) {
+		if !t.checked {
+			if first && t.w.rotate && !r.rotate(ctx, t, o.DryRun) {
 				return
 			}
 			next = t.rec.next()
@@ -444,8 +545,11 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 				r.finish(ctx, t, needsUser(t.it, t.rec))
 				return
 			case !next.Due(r.now()):
-				// A run never shortens a backoff or a Retry-After, nor waits for one
-				// that was set before it started: the next run takes it up.
+				// A run never shortens a backoff or a Retry-After. A run by hand waits
+				// for one due within its horizon; otherwise a later run takes it up.
+				if !t.waited && r.waitUntilDue(t, next, o) {
+					return
+				}
 				r.finish(ctx, t, waitingFor(t.it, next, t.rec))
 				return
 			case !o.DryRun && r.heldBack(t):
@@ -455,6 +559,7 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 				t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
 				return
 			}
+			t.checked = true
 		}
 	}
 
@@ -479,7 +584,7 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 			// finalizer, and the API server deleted it): a record that is gone is done.
 			// Anything else not found (its broker, a Secret) is this step's failure.
 			if found, rerr := t.rec.read(ctx); rerr == nil && !found {
-				t.it.Outcome, t.it.Detail, t.done = Done, "gone", true
+				t.it.Outcome, t.it.Detail, t.done, t.gone = Done, "gone", true, true
 				return
 			}
 		}
@@ -491,7 +596,7 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		r.finish(ctx, t, r.settled(t, o))
 		return
 	case engine.StateDeleted:
-		t.it.Outcome, t.it.Detail, t.done = Done, res.Message, true
+		t.it.Outcome, t.it.Detail, t.done, t.gone = Done, res.Message, true, true
 		return
 	case engine.StateNeedsUser:
 		r.finish(ctx, t, needsUser(t.it, t.rec))
@@ -503,6 +608,14 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		return
 	}
 	r.follow(ctx, t, o)
+	if why, ok := waitsForBindings(t.rec); ok {
+		// Nothing but its bindings' going moves it on: the scheduler steps it again
+		// when one of them is gone, not every poll interval.
+		t.blocked = true
+		t.it.Outcome, t.it.Until, t.it.Detail = Waiting, nil, why
+		r.release(ctx, t)
+		return
+	}
 	wait := res.RequeueAfter
 	if op := t.rec.object().OpStatus().InFlight; wait <= 0 && op != nil && op.Async {
 		// The next poll is due at once: records keep times to the second, so a
@@ -539,6 +652,54 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		return
 	}
 	r.release(ctx, t)
+}
+
+// waitUntilDue queues a record whose first step is not due yet until it is, when the
+// run has a retry horizon (a run by hand) and the step is due within it and before the
+// run's time is up; false leaves it to a later run. The time a record gives is stored
+// to the second, and the time the broker or the backoff asked for may lie anywhere in
+// that second: the record is taken up once the second has passed, never sooner.
+func (r *Reconciler) waitUntilDue(t *task, next engine.NextStep, o Options) bool {
+	if o.DryRun || o.RetryHorizon <= 0 || next.At.IsZero() || next.ClaimedBy != "" {
+		return false
+	}
+	now := r.now()
+	if next.At.Sub(now) > o.RetryHorizon {
+		return false
+	}
+	wait := notBefore(next.At).Sub(now)
+	due := r.runClock().Now().Add(wait)
+	if !o.timeUpAt.IsZero() && due.After(o.timeUpAt) {
+		return false
+	}
+	t.due, t.waited = due, true
+	t.last = engine.Result{Message: waitingFor(t.it, next, t.rec).Detail}
+	return true
+}
+
+// notBefore is when a step due at at, a time read from a record, may be taken: a time
+// to the whole second may have been cut to it when it was stored, so the end of that
+// second.
+func notBefore(at time.Time) time.Time {
+	if at.Equal(at.Truncate(time.Second)) {
+		return at.Add(time.Second)
+	}
+	return at
+}
+
+// waitsForBindings reports whether rec is an instance being deleted whose last step
+// found bindings still there (engine.ReasonDeprovisionBlockedByExistingBindings), with
+// no operation in flight and no retry scheduled, and says what it waits for.
+func waitsForBindings(rec record) (string, bool) {
+	inst, ok := rec.object().(*v1alpha1.ServiceInstance)
+	if !ok || inst == nil || inst.DeletionTimestamp == nil || inst.Status.InFlight != nil || inst.Status.Retry != nil {
+		return "", false
+	}
+	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Reason != engine.ReasonDeprovisionBlockedByExistingBindings {
+		return "", false
+	}
+	return c.Message, true
 }
 
 // heldBack finishes the item of a record whose retry floor has not passed: it waits,
@@ -601,7 +762,7 @@ func (r *Reconciler) read(ctx context.Context, t *task) bool {
 	case err != nil:
 		t.it = failed(t.it, err)
 	case !found:
-		t.it.Outcome, t.it.Detail = Done, "gone"
+		t.it.Outcome, t.it.Detail, t.gone = Done, "gone", true
 	default:
 		return true
 	}

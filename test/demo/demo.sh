@@ -126,7 +126,8 @@ printf '\n\033[1m$ %s\033[0m\n' "kubectl catalog provision cache -n demo --class
 kubectl catalog provision cache -n demo --class postgresql --plan standard -p storage_gb=20 --wait > "$work/provision.log" 2>&1 &
 provision_pid=$!
 for _ in $(seq 1 300); do
-	grep -q '^Provisioning' "$work/provision.log" && break
+	# "Provisioning: ..." once the broker has accepted the provision and works on it.
+	grep -q '^Provisioning: ' "$work/provision.log" && break
 	kill -0 "$provision_pid" 2>/dev/null || break
 	sleep 0.1
 done
@@ -140,6 +141,11 @@ step kubectl catalog get instances -n demo
 # "kubectl catalog init" vouches for them).
 step kubectl catalog reconcile -n demo
 step kubectl catalog get instances -n demo
+# The plain reconcile above waited for the operation's next poll and finished it.
+if ! kubectl catalog get instances -n demo | grep -Eq '^cache[[:space:]].*[[:space:]]Ready([[:space:]]|$)'; then
+	echo "error: instance \"cache\" is not Ready after \"kubectl catalog reconcile\"" >&2
+	exit 1
+fi
 step kubectl catalog deprovision cache -n demo --yes --wait
 step kubectl catalog deregister demo
 

@@ -21,7 +21,10 @@ var deprovisionLong = cmdutil.LongDesc(`
 	deprovisioned under a binding. The record is kept (marked for deletion)
 	until the broker confirms, so a broker that is down or refuses is
 	retried by "kubectl catalog reconcile" and the reason is shown by
-	"kubectl catalog describe instance".
+	"kubectl catalog describe instance". When the broker fails the unbind of
+	a binding, the command exits 1 naming the binding and the broker's
+	answer; "kubectl catalog reconcile" retries the unbind, then
+	deprovisions the instance.
 
 	--abandon drops the records without calling the broker at all, for a
 	broker that is gone for good: whatever the broker holds stays there.`)

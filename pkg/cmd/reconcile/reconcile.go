@@ -34,20 +34,25 @@ var reconcileLong = cmdutil.LongDesc(`
 	the same step function the verbs use. --workers bounds the steps taken at
 	once; a record waiting for its next poll or retry waits in a queue, not
 	on a worker, so a few workers keep many operations going. Records another
-	command or reconcile is working on (a live claim) are skipped; records
-	whose next retry or poll is not due when the run starts are left for a
-	later run. An instance being deleted has its bindings unbound first, in
-	the same run. Brokers whose catalog fetch is requested, due to be
-	retried, or due by --relist-interval are synced.
+	command or reconcile is working on (a live claim) are skipped. An
+	instance being deleted has its bindings unbound first, in the same run.
+	Brokers whose catalog fetch is requested, due to be retried, or due by
+	--relist-interval are synced.
 
-	A run by hand ends as soon as nothing can progress soon: a record whose
-	next retry or poll is due more than --retry-horizon (default 10s) after
-	its last step is not waited for, but reported as "waiting until T" with
-	the attempt and the last error (or "in progress" with the next poll), and
-	a later run takes it up. --max-duration bounds the run in any case. The
-	CronJob of "reconcile install" passes --retry-horizon 0, and --serve
-	defaults to it: retries and polls then go on for as long as --max-duration
-	allows.
+	A run by hand waits for what is due soon, and ends as soon as nothing can
+	progress within --retry-horizon (default 10s): a record whose next retry
+	or poll is due within the horizon (also one an earlier command or run
+	set, such as the next poll of a provision stopped with Ctrl-C) waits in
+	the queue and is taken up then, never sooner than the broker or the
+	backoff asked. One due later is not waited for, but reported as "waiting
+	until T" with the attempt and the last error (or "in progress" with the
+	next poll), and a later run takes it up. An instance being deleted is
+	stepped again when one of its bindings is gone, and reported as waiting
+	for them once none can progress in the run. --max-duration bounds the run
+	in any case. The CronJob of "reconcile install" passes --retry-horizon 0,
+	and --serve defaults to it: retries and polls then go on for as long as
+	--max-duration allows, and a record whose next retry or poll is not due
+	when the run starts is left for a later run.
 
 	On a terminal it shows its progress on one line of stderr, redrawn as it
 	goes (records finished, in progress and waiting, the record and the step
@@ -147,8 +152,9 @@ type Options struct {
 	Interval      time.Duration
 	// Output is -o: json or yaml, a table without it.
 	Output *printers.OutputFlags
-	// RetryHorizon: a record whose next retry or poll is due later than this after
-	// its last step is left for a later run (0: none, as long as MaxDuration allows).
+	// RetryHorizon: a record whose next retry or poll is due within this is waited
+	// for, one due later is left for a later run (0: none, as long as MaxDuration
+	// allows; see reconcile.Options.RetryHorizon).
 	RetryHorizon time.Duration
 	Serve        ServeFlags
 	// TrustUnverifiedAuthors acts with the user's own rights on records whose author
@@ -192,7 +198,7 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Reconcile every namespace (the catalog namespace included).")
 	fs.IntVar(&o.Workers, "workers", 8, "How many engine steps (broker calls) are taken at once; records waiting for their next poll or retry do not hold a worker.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
-	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due later than this is not waited for: it is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
+	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due within this is waited for (also one set before the run); one due later is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows, and leave a record not due when the run starts for a later run (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
 	cmd.Flags().Lookup("dry-run").Usage = `Must be "none" or "client". client: print what would be done, contacting no broker and writing nothing. "server" is not offered: reconcile writes only status, which a server-side dry run cannot show. A bare --dry-run means client.`
