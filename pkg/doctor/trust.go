@@ -55,7 +55,7 @@ func unverified(ctx context.Context, c *Config, token string) []Finding {
 	var fs []Finding
 	for _, ns := range spaces {
 		fs = append(fs, Finding{Object: "namespace " + ns, Severity: Warn,
-			Detail: fmt.Sprintf("%s written before the trust policy now in force: no one vouches for their author, so reconcile refuses what needs their author's authority",
+			Detail: fmt.Sprintf("%s written before the trust policy now in force (or under a token since created anew): no one vouches for their author, so reconcile refuses what needs their author's authority, and a user's own verbs that need it are refused",
 				plural(counts[ns], "record", "records")),
 			Fix: "kubectl catalog adopt -n " + ns + " (by their owner, or an administrator; each record is checked against the rights of whoever runs it)"})
 	}

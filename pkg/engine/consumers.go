@@ -52,7 +52,8 @@ func (e *Engine) checkConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, 
 		if !ok {
 			return err
 		}
-		return refused(ReasonRefusedNotShared, "the grant of instance %q in namespace %q to namespace %q does not count: %s", inst.Name, inst.Namespace, b.Namespace, r.Message)
+		return &RefusedError{Reason: ReasonRefusedNotShared, Transient: r.Transient,
+			Message: fmt.Sprintf("the grant of instance %q in namespace %q to namespace %q does not count: %s", inst.Name, inst.Namespace, b.Namespace, r.Message)}
 	}
 	// The binding is its author's: they must be able to write records in its namespace.
 	if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "create", Resource: "configmaps"}); err != nil {

@@ -27,7 +27,8 @@ type DriveOptions struct {
 }
 
 // DriveInstance calls StepInstance until the instance settles, needs the user, is gone,
-// or ctx ends (its deadline is --timeout). While it waits for an async operation it
+// is refused in a way only a person can lift (Result.NeedsPerson), or ctx ends (its
+// deadline is --timeout). While it waits for an async operation it
 // renews its claim, so reconcile leaves the record to it.
 func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
 	if inst, ok := o.Created.(*v1alpha1.ServiceInstance); ok && inst != nil {
@@ -95,6 +96,12 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 		}
 		if err != nil || res.Done() {
 			return res, err
+		}
+		if res.NeedsPerson {
+			// Refused in a way only a person can lift (the record's author to adopt, a
+			// grant, a role, a spec): retrying meets the same refusal, so the wait ends
+			// here with it, and reconcile looks at the record again after its backoff.
+			return res, nil
 		}
 		if res.RequeueAfter <= 0 {
 			// Immediate work (a conflict re-read, orphan mitigation right after a failed

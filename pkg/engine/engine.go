@@ -218,6 +218,9 @@ type Result struct {
 	// Refused: the step refused to act on the record (its Refused condition says why);
 	// nothing was sent to a broker.
 	Refused bool
+	// NeedsPerson: the refusal is one only a person can lift (RefusedError.NeedsPerson):
+	// a verb's --wait ends at it instead of retrying it for as long as it may wait.
+	NeedsPerson bool
 	// noPlace: a binding gone whose instance, read in the step after the binding's
 	// deletion mark, held no place for it under a limit (none to give back).
 	noPlace bool

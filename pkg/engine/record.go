@@ -220,6 +220,7 @@ func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason st
 		res.RequeueAfter = st.Retry.NextRetryAt.Sub(now)
 	}
 	res.Refused = isRefusal
+	res.NeedsPerson = isRefusal && r.NeedsPerson()
 	return res, err
 }
 

@@ -47,6 +47,8 @@ type TrustState struct {
 	Token string
 	// Reason says why the policy is not in force (or how it was checked).
 	Reason string
+	// unreadable: the state could not be read; reading it again may find it in force.
+	unreadable bool
 }
 
 // TrustSource reads the state of the trust policy (pkg/trust reads it from the cluster).
@@ -99,9 +101,19 @@ const (
 type RefusedError struct {
 	Reason  string
 	Message string
+	// Transient: the refusal comes of a request that failed (the trust policy, or the
+	// API server's answer about the author, could not be read) and may go through when
+	// tried again. Any other refusal stays until a person changes something: a spec, a
+	// grant, a role, the trust policy, or the records' author ("adopt").
+	Transient bool
 }
 
 func (e *RefusedError) Error() string { return e.Message }
+
+// NeedsPerson reports whether only a person can lift the refusal: trying again, after
+// any backoff, meets it again until someone changes what its message names. A verb's
+// --wait ends at it (see Result.NeedsPerson).
+func (e *RefusedError) NeedsPerson() bool { return !e.Transient }
 
 // RefusalReason is the refusal's reason, for packages that record it without importing
 // this one.
@@ -150,6 +162,8 @@ type authority struct {
 	// notRunners: the user running the engine may not lend the record their own rights
 	// (WithRunnersRights) where the author's cannot be checked: see runnersRightsBarred.
 	notRunners bool
+	// transient: unverified only because the trust policy could not be read.
+	transient bool
 }
 
 // trustCache keeps the trust state and answers of the Authorizer for a short while:
@@ -187,7 +201,7 @@ func (e *Engine) trustState(ctx context.Context) TrustState {
 	if e.cfg.Trust != nil {
 		var err error
 		if s, err = e.cfg.Trust.TrustState(ctx); err != nil {
-			s = TrustState{Reason: "the trust policy could not be read: " + err.Error()}
+			s = TrustState{Reason: "the trust policy could not be read: " + err.Error(), unreadable: true}
 		}
 	}
 	c.mu.Lock()
@@ -214,7 +228,8 @@ func (e *Engine) authorityOf(ctx context.Context, rec v1alpha1.Record) authority
 	case au.Username == "":
 		return authority{unverified: fmt.Sprintf("%s %q names no author (it was not written by kubectl catalog with the trust policy in force)", kind, rec.GetName()), notRunners: barred}
 	case state.Token == "":
-		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred}
+		return authority{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred,
+			transient: state.unreadable}
 	case au.Token != state.Token:
 		return authority{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner makes the namespace's records hers with \"kubectl catalog adopt -n %s\", which checks each against her rights", kind, rec.GetName(), rec.GetNamespace()), notRunners: barred}
 	}
@@ -500,11 +515,15 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 		if runners {
 			return nil
 		}
+		var err error
 		if a.notRunners {
-			return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (another person may have written it, so your own rights are not lent to it)", what, a.unverified)
+			err = refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (another person may have written it, so your own rights are not lent to it)", what, a.unverified)
+		} else {
+			err = refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (%s %q)",
+				what, a.unverified, NoVoucher, rec.GetNamespace())
 		}
-		return refused(ReasonRefusedAuthorUnverified, "refused to %s on the record's behalf: %s (%s %q)",
-			what, a.unverified, NoVoucher, rec.GetNamespace())
+		err.(*RefusedError).Transient = a.transient
+		return err
 	}
 	if e.cfg.Authorizer == nil {
 		if runners {
@@ -529,7 +548,9 @@ func (e *Engine) authorize(ctx context.Context, rec v1alpha1.Record, attrs autho
 				a.author.Username, rec.GetNamespace(), rec.GetName(), what), Err: err}
 		}
 		if err != nil {
-			return refused(ReasonRefusedAuthorUnverified, "refused to %s on behalf of %q: %v", what, a.author.Username, err)
+			r := refused(ReasonRefusedAuthorUnverified, "refused to %s on behalf of %q: %v", what, a.author.Username, err)
+			r.(*RefusedError).Transient = true
+			return r
 		}
 		ans = cachedAnswer{allowed: allowed, reason: reason, at: time.Now()}
 		c.mu.Lock()
@@ -610,7 +631,7 @@ func (e *Engine) checkBroker(ctx context.Context, b *v1alpha1.Broker) error {
 		if !ok {
 			return err
 		}
-		return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("broker %q: %s", b.Name, r.Message)}
+		return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("broker %q: %s", b.Name, r.Message), Transient: r.Transient}
 	}
 	return nil
 }
@@ -836,7 +857,7 @@ func (e *Engine) checkParametersTo(ctx context.Context, b *v1alpha1.Broker, name
 			if !ok {
 				return err
 			}
-			return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("parameters from Secret %q are not sent to broker %q, whose record another author wrote: %s", pf.SecretKeyRef.Name, b.Name, r.Message)}
+			return &RefusedError{Reason: r.Reason, Message: fmt.Sprintf("parameters from Secret %q are not sent to broker %q, whose record another author wrote: %s", pf.SecretKeyRef.Name, b.Name, r.Message), Transient: r.Transient}
 		}
 	}
 	return nil

@@ -2,10 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -77,4 +81,53 @@ func TestTrust_NoPolicyInForce_AUsersOwnVerbsOnHerRecordsWork(t *testing.T) {
 	noFlag("deprovision", err, d.Result.Message)
 	assert.Equal(t, d.Result.State, StateDeleted, d.Result.Message)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+}
+
+type failingAuthorizer struct{}
+
+func (failingAuthorizer) Allowed(context.Context, string, []string, authorizationv1.ResourceAttributes) (bool, string, error) {
+	return false, "", errors.New("connection refused")
+}
+
+// A verb's --wait ends at a refusal only a person can lift (a record written under a
+// token since created anew: its owner adopts it), with the refusal naming the fix,
+// rather than retrying it with backoff for as long as it may wait.
+func TestFollow_ARefusalOnlyAPersonCanLift_EndsTheWaitAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "new"}}
+	f.engine.cfg.Authorizer = &rbac{}
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	// Written by the user running the engine, under the token in force before.
+	_, err = writerStore(f, testUser.Username, "old").Instances().Create(store.WithIntent(context.Background()), forgedInstance("db2", ns, "id-2", withSecretParameters))
+	assert.NilError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := f.engine.FollowInstance(ctx, ns, "db2", "update", nil, Follow{Wait: true, Timeout: 3 * time.Second})
+	took := time.Since(start)
+
+	assert.NilError(t, err)
+	assert.Assert(t, res.Refused && res.NeedsPerson, "%+v", res)
+	assert.Assert(t, took < time.Second, "the wait ends at once, not after %s", took)
+	assert.Assert(t, is.Contains(res.Message, `"kubectl catalog adopt -n `+ns+`"`), res.Message)
+	assert.Equal(t, len(f.broker.Calls()), 0)
+}
+
+// A refusal that comes of a request that failed (the API server could not be asked what
+// the author may do) may go away by itself: it does not end a wait.
+func TestTrust_ARefusalForAFailedRequest_IsNotOneOnlyAPersonCanLift(t *testing.T) {
+	f := newFixture(t)
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	f.engine.cfg.Authorizer = failingAuthorizer{}
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(context.Background(), secret("root", map[string]string{"password": "hunter2"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = writerStore(f, "bob", "tok").Instances().Create(store.WithIntent(context.Background()), forgedInstance("db2", ns, "id-2", withSecretParameters))
+	assert.NilError(t, err)
+
+	res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db2"}})
+
+	assertRefused(t, f, res, ns, "db2", ReasonRefusedAuthorUnverified)
+	assert.Assert(t, !res.NeedsPerson, "%+v", res)
 }

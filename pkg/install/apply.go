@@ -252,6 +252,7 @@ func applyToken(ctx context.Context, core kubernetes.Interface, token *corev1.Co
 		res.Action, res.Object = Unchanged, cur
 		return res, nil
 	}
+	res.Replaced = strings.TrimSpace(cur.Data[store.TrustTokenKey])
 	if len(dry) > 0 {
 		res.Action, res.Object = Renewed, token
 		return res, nil

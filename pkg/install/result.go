@@ -41,6 +41,9 @@ type Result struct {
 	// Object is the object as the API server returned it (nil after a
 	// delete).
 	Object runtime.Object
+	// Replaced is, for the token ConfigMap created anew (Renewed), the token it
+	// replaced: the records stamped with it lose their verified author.
+	Replaced string
 }
 
 // String is the kubectl-style line: "serviceaccount/catalog-reconcile created".

@@ -80,3 +80,65 @@ func TestMissingForSetup_NamesWhatIsDeniedAndWhy(t *testing.T) {
 		"patch validatingadmissionpolicybindings.admissionregistration.k8s.io (to put the trust policy in force)",
 	})
 }
+
+// Uninstalling reconcile leaves the catalog's set-up alone: installed again, or set up
+// again with init, the token in place is kept, and records keep their verified author.
+// Only a policy or binding that had to be created anew renews it, saying which token it
+// replaced.
+func TestReinstall_KeepsTheTokenInPlace_RenewsOnlyAfterThePolicyWasMissing(t *testing.T) {
+	ctx := context.Background()
+	core := fake.NewClientset()
+	o := Defaults()
+	o.Image = "example.invalid/kubectl-catalog:test"
+	token := func() string {
+		t.Helper()
+		tok, err := CurrentToken(ctx, core, o.TrustNamespace())
+		assert.NilError(t, err)
+		return tok
+	}
+	_, err := Apply(ctx, core, Build(o), ApplyOptions{SkipEnforcementCheck: true})
+	assert.NilError(t, err)
+	first := token()
+	assert.Assert(t, first != "")
+
+	_, err = Uninstall(ctx, core, o.Namespace, o.Name)
+	assert.NilError(t, err)
+	assert.Equal(t, token(), first, "uninstalling reconcile keeps the token")
+	for _, again := range []func() ([]Result, error){
+		func() ([]Result, error) { return Apply(ctx, core, Build(o), ApplyOptions{SkipEnforcementCheck: true}) },
+		func() ([]Result, error) {
+			return Setup(ctx, core, BuildSetup(o.TrustNamespace()), ApplyOptions{SkipEnforcementCheck: true})
+		},
+	} {
+		res, err := again()
+		assert.NilError(t, err)
+		assert.Equal(t, res[len(res)-1].String(), "configmap/catalog-trust unchanged")
+		assert.Equal(t, Replaced(res), "")
+		assert.Equal(t, token(), first)
+	}
+
+	// The binding deleted behind the token's back: the token may be on forged records.
+	assert.NilError(t, core.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "kubectl-catalog-record-author", metav1.DeleteOptions{}))
+	res, err := Setup(ctx, core, BuildSetup(o.TrustNamespace()), ApplyOptions{SkipEnforcementCheck: true})
+	assert.NilError(t, err)
+	assert.Equal(t, res[len(res)-1].String(), "configmap/catalog-trust created anew (new token)")
+	assert.Equal(t, Replaced(res), first)
+	assert.Assert(t, token() != first)
+}
+
+type stampCounts map[string]int
+
+func (c stampCounts) StampedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	return c, nil
+}
+
+func TestStranded_NamesEachNamespaceWithItsAdoptCommand(t *testing.T) {
+	lines, err := Stranded(context.Background(), stampCounts{"team-b": 3, "team-a": 1}, "tok")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines, []string{
+		"namespace team-a: 1 record: kubectl catalog adopt -n team-a",
+		"namespace team-b: 3 records: kubectl catalog adopt -n team-b",
+	})
+	_, err = Stranded(context.Background(), nil, "tok")
+	assert.ErrorContains(t, err, "cannot be listed")
+}

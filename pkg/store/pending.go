@@ -129,6 +129,24 @@ func (s *Store) UnverifiedCounts(ctx context.Context, namespace, token string) (
 	return counts, err
 }
 
+// StampedCounts counts, per namespace, the records of namespace ("" for all) whose
+// author stamp carries token: those that lose their verified author when that token
+// is no longer the one in force (the trust policy removed, or its token created anew).
+// One metadata-only list.
+func (s *Store) StampedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	counts := map[string]int{}
+	if token == "" {
+		return counts, nil
+	}
+	err := s.eachRecordMeta(ctx, namespace, func() { clear(counts) }, func(m *metav1.ObjectMeta) {
+		if configMapPrefix(m.Labels[LabelKind]) != "" && strings.HasPrefix(m.Name, configMapPrefix(m.Labels[LabelKind])) &&
+			m.Annotations[AnnotationAuthor] != "" && m.Annotations[AnnotationTrustToken] == token {
+			counts[m.Namespace]++
+		}
+	})
+	return counts, err
+}
+
 // workItem is the WorkItem of a record's metadata, if it has work to do.
 func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 	kind := m.Labels[LabelKind]

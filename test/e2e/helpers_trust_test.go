@@ -206,7 +206,8 @@ func trustSetup(t *testing.T) *trustEnv {
 // tests would meet the policy.
 func trustTakeDown(t *testing.T, admin kubernetes.Interface, catalogNS string) {
 	t.Helper()
-	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", catalogNS, "--catalog-namespace", catalogNS, "--yes")
+	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", catalogNS, "--catalog-namespace", catalogNS,
+		"--remove-trust-policy", "--yes")
 	assert.Check(t, r.ExitCode == 0, r.Stderr)
 	instWaitFor(t, "the trust policy to be no longer enforced", 60*time.Second, func() bool {
 		_, err := admin.CoreV1().ConfigMaps(catalogNS).Create(context.Background(), &corev1.ConfigMap{

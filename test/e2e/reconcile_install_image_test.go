@@ -49,7 +49,7 @@ func TestReconcileInstallImage_VersionedBuildUsesItsOwnImage(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, "mirror.test.invalid/kubectl-catalog:"+version)
 
-	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--keep-trust-policy", "--yes")
+	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 }
 
@@ -114,7 +114,7 @@ func TestReconcileInstallImage_ServeWithReplicasAndShards(t *testing.T) {
 	_, err = admin.AppsV1().Deployments(ns).Get(ctx, install.DefaultName, metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsNotFound(err), "deployment: %v", err)
 
-	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--keep-trust-policy", "--yes")
+	r = kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "uninstall", "--namespace", ns, "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile-0 deleted\n"))
 	assert.Assert(t, is.Contains(r.Stdout, "cronjob.batch/catalog-reconcile-1 deleted\n"))

@@ -28,7 +28,8 @@ import (
 // policy with "reconcile install" on the real API server and writes record ConfigMaps as
 // two ordinary users: only a write stamped with the writer's own name and groups may
 // create a record or change its spec or author; status, labels, other annotations and
-// deletions stay free. doctor reports the policy; "reconcile uninstall" removes it.
+// deletions stay free. doctor reports the policy; "reconcile uninstall
+// --remove-trust-policy" removes it.
 func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T) {
 	serial(t, clusterTrustPolicy)
 	ctx := context.Background()
@@ -324,8 +325,8 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 		assert.Equal(t, saKubectl(t, kubeconfig, append([]string{"auth", "can-i"}, args...)...), "no", "%v", args)
 	}
 
-	// Uninstalled: the token goes first, then the binding and the policy.
-	r = kubectl(t, controlplane.AdminUser, withNS("catalog", "reconcile", "uninstall", "--yes")...)
+	// Uninstalled with the policy: the token goes first, then the binding and the policy.
+	r = kubectl(t, controlplane.AdminUser, withNS("catalog", "reconcile", "uninstall", "--remove-trust-policy", "--yes")...)
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stderr, "unverified author"))
 	assert.Assert(t, is.Contains(r.Stdout, "configmap/"+store.TrustConfigMap+" deleted\n"+

@@ -55,8 +55,11 @@ var installLong = cmdutil.LongDesc(`
 	    changes its spec or its author annotations unless they name the user
 	    making it; once the API server enforces it, the ConfigMap
 	    "catalog-trust" in the catalog namespace (--catalog-namespace) with a
-	    random token, created anew whenever the policy or its binding had to
-	    be created or changed. reconcile acts in a record's author's name
+	    random token. A token in place is kept; it is created anew only when
+	    the policy or its binding had to be created or changed (a token that
+	    existed meanwhile may be on forged records), and the namespaces whose
+	    records that strands are then listed, each with its adopt command.
+	    reconcile acts in a record's author's name
 	    (reads the Secrets it names, updates the workloads it projects into)
 	    only when the record carries the current token. The ClusterRole
 	    therefore also allows creating SubjectAccessReviews (whether the
@@ -81,7 +84,9 @@ var installLong = cmdutil.LongDesc(`
 	replica) are deleted ("pruned").
 	--dry-run=client prints the objects (-o yaml|json) without contacting the
 	cluster; --dry-run=server has the API server validate them and store
-	nothing. "kubectl catalog reconcile uninstall" removes them again.`)
+	nothing. "kubectl catalog reconcile uninstall" removes them again, all but
+	the trust policy and its token: the catalog's set-up, which its
+	--remove-trust-policy also removes.`)
 
 var installExample = cmdutil.Examples(`
 	# Reconcile every five minutes in catalog-system, with this release's image
@@ -114,7 +119,9 @@ type InstallOptions struct {
 	// Output is -o: json or yaml, a line per object without it.
 	Output *printers.OutputFlags
 
-	Core    kubernetes.Interface
+	Core kubernetes.Interface
+	// Records counts the records a token created anew strands; nil: not told.
+	Records install.StampCounter
 	Streams cmdutil.IOStreams
 }
 
@@ -220,6 +227,13 @@ func (o *InstallOptions) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Core = core
+	if !o.NoTrustPolicy && o.Records == nil {
+		st, err := f.Store()
+		if err != nil {
+			return err
+		}
+		o.Records = st
+	}
 	return nil
 }
 
@@ -248,6 +262,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(o.Streams.Out, r.String()+suffix)
 		}
 	}
+	if old := install.Replaced(results); old != "" {
+		install.WarnRenewed(ctx, o.Streams.ErrOut, o.Records, old, o.DryRun.Enabled())
+	}
 	if err != nil {
 		return err
 	}
@@ -263,7 +280,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 				o.Schedule, o.Namespace, o.Image, o.Namespace, install.LabelComponent)
 		}
 		if !o.NoTrustPolicy {
-			fmt.Fprintf(o.Streams.ErrOut, "the records' trust policy is in force; records written before it have an unverified author until their author writes them again with kubectl catalog\n")
+			fmt.Fprintf(o.Streams.ErrOut, "the records' trust policy is in force; records written before it have an unverified author until their owner adopts them (\"kubectl catalog adopt -n NAMESPACE\"; \"kubectl catalog doctor\" lists the namespaces)\n")
 		}
 	}
 	return nil
@@ -275,14 +292,24 @@ var uninstallLong = cmdutil.LongDesc(`
 	PodDisruptionBudgets, the ClusterRoleBinding, the ClusterRole and the
 	ServiceAccount.
 
-	It also removes the records' trust policy: the token ConfigMap
-	"catalog-trust" in the catalog namespace first, then the
-	ValidatingAdmissionPolicyBinding and ValidatingAdmissionPolicy
-	"kubectl-catalog-record-author". Every record then has an unverified
-	author, and reconcile (by hand or installed anew) refuses what needs its
-	author's authority until the policy is installed again: the safe
-	direction. The policy is cluster-wide; keep it with --keep-trust-policy
-	when removing one of several installations.
+	The records' trust policy and its token are kept: they are the
+	catalog's set-up ("kubectl catalog init"), not the reconcile runner's,
+	and cluster-wide. Records keep their verified author, and
+	"reconcile install" run again (or "kubectl catalog init") finds the
+	token in place and keeps it.
+
+	--remove-trust-policy also removes the catalog's set-up of the trust
+	policy: the token ConfigMap "catalog-trust" in the catalog namespace
+	first, then the ValidatingAdmissionPolicyBinding and
+	ValidatingAdmissionPolicy "kubectl-catalog-record-author". Every record
+	then has an unverified author, and reconcile refuses what needs its
+	author's authority. Installing the policy again makes a new token, so
+	the records written until then stay unverified until each namespace's
+	owner adopts them ("kubectl catalog adopt -n NAMESPACE"): before it
+	deletes anything, it lists those namespaces, with their adopt command.
+
+	--keep-trust-policy, what uninstall does anyway, is accepted and
+	changes nothing (deprecated).
 
 	The namespace is kept: it holds the catalog's records. Objects already
 	gone are skipped. Records with pending work stay pending until
@@ -290,26 +317,33 @@ var uninstallLong = cmdutil.LongDesc(`
 	terminal it asks for confirmation; otherwise --yes is needed.`)
 
 var uninstallExample = cmdutil.Examples(`
-	# Stop reconciling from the cluster
+	# Stop reconciling from the cluster (the trust policy and its token stay)
 	kubectl catalog reconcile uninstall
 
 	# The same in a script
 	kubectl catalog reconcile uninstall --yes
 
-	# One of several installations: keep the cluster-wide trust policy
-	kubectl catalog reconcile uninstall --namespace ops --name reconcile-shard-0 --keep-trust-policy --yes`)
+	# One of several installations
+	kubectl catalog reconcile uninstall --namespace ops --name reconcile-shard-0 --yes
+
+	# Also undo the catalog's trust policy set-up (lists the namespaces whose records it strands)
+	kubectl catalog reconcile uninstall --remove-trust-policy`)
 
 // UninstallOptions are the options of "reconcile uninstall".
 type UninstallOptions struct {
 	Namespace string
 	Name      string
 	Yes       bool
-	// KeepTrustPolicy leaves the records' trust policy in place.
+	// RemoveTrustPolicy also removes the records' trust policy and its token.
+	RemoveTrustPolicy bool
+	// KeepTrustPolicy is the deprecated --keep-trust-policy: what uninstall does anyway.
 	KeepTrustPolicy bool
 	// CatalogNamespace holds the trust token.
 	CatalogNamespace string
 
-	Core     kubernetes.Interface
+	Core kubernetes.Interface
+	// Records counts the records a removal of the trust policy strands; nil: not told.
+	Records  install.StampCounter
 	Prompter prompt.Prompter
 	Streams  cmdutil.IOStreams
 }
@@ -337,7 +371,9 @@ func NewCmdUninstall(f *cmdutil.Factory) *cobra.Command {
 	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the installation.")
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the installation (its ServiceAccount; its CronJobs and Deployments are found by it).")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (needed when not in a terminal).")
-	fs.BoolVar(&o.KeepTrustPolicy, "keep-trust-policy", false, "Keep the records' trust policy and its token (they are cluster-wide: other installations rely on them).")
+	fs.BoolVar(&o.RemoveTrustPolicy, "remove-trust-policy", false, "Also remove the records' trust policy and its token (cluster-wide, set up by \"kubectl catalog init\"): every record loses its verified author until its namespace's owner adopts it under a new policy.")
+	fs.BoolVar(&o.KeepTrustPolicy, "keep-trust-policy", false, "Keep the records' trust policy and its token (the default now).")
+	_ = fs.MarkDeprecated("keep-trust-policy", "the trust policy and its token are kept by default; --remove-trust-policy removes them")
 	return cmd
 }
 
@@ -348,16 +384,26 @@ func (o *UninstallOptions) Validate() error {
 	if err := opts.Validate(); err != nil {
 		return &cmdutil.UsageError{Err: err}
 	}
+	if o.RemoveTrustPolicy && o.KeepTrustPolicy {
+		return cmdutil.UsageErrorf("--remove-trust-policy and --keep-trust-policy contradict each other: the trust policy is kept by default, so drop --keep-trust-policy")
+	}
 	return nil
 }
 
-// Complete builds the client and, in a terminal, the prompter.
+// Complete builds the clients and, in a terminal, the prompter.
 func (o *UninstallOptions) Complete(f *cmdutil.Factory) error {
 	core, err := f.KubernetesClient()
 	if err != nil {
 		return err
 	}
 	o.Core, o.CatalogNamespace = core, f.CatalogNamespace
+	if o.RemoveTrustPolicy && o.Records == nil {
+		st, err := f.Store()
+		if err != nil {
+			return err
+		}
+		o.Records = st
+	}
 	if o.Prompter == nil && o.Streams.CanPrompt() {
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
 	}
@@ -373,17 +419,18 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if catalogNS == "" {
 		catalogNS = install.DefaultNamespace
 	}
-	if !o.KeepTrustPolicy {
-		fmt.Fprintf(o.Streams.ErrOut, "It also deletes the records' trust policy %q and its token ConfigMap %s/%s: every record then has an unverified author,\n"+
-			"and reconcile refuses what needs its author's authority until \"kubectl catalog init\" (or \"reconcile install\") installs the policy again.\n",
+	if !o.RemoveTrustPolicy {
+		fmt.Fprintf(o.Streams.ErrOut, "The records' trust policy %q and its token ConfigMap %s/%s are kept (the catalog's set-up): records keep their verified author; --remove-trust-policy removes them.\n",
 			trust.PolicyName, catalogNS, trust.ConfigMapName)
+	} else if err := o.warnStranded(ctx, catalogNS); err != nil {
+		return err
 	}
 	if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("reconcile uninstall")); !ok {
 		return err
 	}
 	var results []install.Result
 	var err error
-	if !o.KeepTrustPolicy {
+	if o.RemoveTrustPolicy {
 		results, err = install.UninstallTrust(ctx, o.Core, catalogNS)
 	}
 	if err == nil {
@@ -398,5 +445,27 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Namespace %q is kept: it holds the catalog's records. Pending work waits for the next \"kubectl catalog reconcile\".\n", o.Namespace)
+	return nil
+}
+
+// warnStranded says, before --remove-trust-policy removes the policy and its token,
+// what that strands: the namespaces holding records stamped with the token now in
+// force, each with the command that adopts them once a policy is installed again.
+func (o *UninstallOptions) warnStranded(ctx context.Context, catalogNS string) error {
+	fmt.Fprintf(o.Streams.ErrOut, "With --remove-trust-policy it also deletes the records' trust policy %q and its token ConfigMap %s/%s: every record then has an unverified author,\n"+
+		"and reconcile refuses what needs its author's authority. \"kubectl catalog init\" installs the policy again with a new token: the records written until now\n"+
+		"stay unverified until each namespace's owner adopts them.\n",
+		trust.PolicyName, catalogNS, trust.ConfigMapName)
+	token, err := install.CurrentToken(ctx, o.Core, catalogNS)
+	if err != nil {
+		return err
+	}
+	if token == "" {
+		fmt.Fprintf(o.Streams.ErrOut, "There is no token in force: no record loses a verified author.\n")
+		return nil
+	}
+	lines, err := install.Stranded(ctx, o.Records, token)
+	install.WriteStranded(o.Streams.ErrOut, "It strands the records of these namespaces (each one's owner adopts them once the policy is installed again)",
+		"No record carries the token in force: it strands none.", lines, err)
 	return nil
 }

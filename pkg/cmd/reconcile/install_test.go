@@ -127,6 +127,54 @@ func TestUninstall_UsageErrors(t *testing.T) {
 	err := cmdtest.RunOffline(t, "reconcile", "uninstall", "--name", "Bad_Name", "--yes")
 	assert.ErrorContains(t, err, "--name")
 	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+	err = cmdtest.RunOffline(t, "reconcile", "uninstall", "--remove-trust-policy", "--keep-trust-policy", "--yes")
+	assert.ErrorContains(t, err, "drop --keep-trust-policy")
+	assert.Equal(t, cmdutil.ExitCode(err), cmdutil.ExitUsage)
+	// Alone, the deprecated flag is still accepted: the run goes on to the cluster, which
+	// cmdtest's kubeconfig does not name.
+	err = cmdtest.RunOffline(t, "reconcile", "uninstall", "--keep-trust-policy", "--yes")
+	assert.Assert(t, err != nil && cmdutil.ExitCode(err) != cmdutil.ExitUsage, "%v", err)
+}
+
+type stampCounts map[string]int
+
+func (c stampCounts) StampedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	return c, nil
+}
+
+// The trust policy is the catalog's set-up: uninstalling reconcile keeps it and its
+// token; --remove-trust-policy removes them, first saying whose records that strands.
+func TestUninstall_KeepsTheTrustPolicy_RemovesItOnlyWhenAskedSayingWhatItStrands(t *testing.T) {
+	ctx := context.Background()
+	core := fake.NewClientset()
+	inst := install.Defaults()
+	inst.Image = testImage
+	_, err := install.Apply(ctx, core, install.Build(inst), install.ApplyOptions{SkipEnforcementCheck: true})
+	assert.NilError(t, err)
+	token, err := install.CurrentToken(ctx, core, inst.TrustNamespace())
+	assert.NilError(t, err)
+
+	var out, errOut bytes.Buffer
+	o := &reconcile.UninstallOptions{Namespace: inst.Namespace, Name: inst.Name, Core: core, Yes: true,
+		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &out, &errOut)}
+	assert.NilError(t, o.Run(ctx))
+	assert.Assert(t, !strings.Contains(out.String(), "catalog-trust"), out.String())
+	assert.Assert(t, is.Contains(errOut.String(), "are kept"))
+	kept, err := install.CurrentToken(ctx, core, inst.TrustNamespace())
+	assert.NilError(t, err)
+	assert.Equal(t, kept, token)
+
+	out.Reset()
+	errOut.Reset()
+	o.RemoveTrustPolicy, o.Records = true, stampCounts{"team-b": 2}
+	assert.NilError(t, o.Run(ctx))
+	assert.Assert(t, is.Contains(errOut.String(), "It strands the records of these namespaces"))
+	assert.Assert(t, is.Contains(errOut.String(), "namespace team-b: 2 records: kubectl catalog adopt -n team-b\n"))
+	assert.Assert(t, is.Contains(out.String(), "configmap/catalog-trust deleted\n"))
+	assert.Assert(t, is.Contains(out.String(), "validatingadmissionpolicy.admissionregistration.k8s.io/kubectl-catalog-record-author deleted\n"))
+	gone, err := install.CurrentToken(ctx, core, inst.TrustNamespace())
+	assert.NilError(t, err)
+	assert.Equal(t, gone, "")
 }
 
 func TestInstall_ServeAndShardsInTheManifests(t *testing.T) {

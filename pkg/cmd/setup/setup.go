@@ -38,7 +38,11 @@ var initLong = cmdutil.LongDesc(`
 	It installs no workload ("kubectl catalog reconcile install" does, and
 	applies the same trust policy). It prints one line per object: what was
 	created or found already in place, and why it is there. Running it again
-	changes nothing that is in place.
+	changes nothing that is in place: a trust token in place is kept, so
+	records keep their verified author. (It is created anew only when the
+	policy or its binding was missing or not as installed, since a token
+	that existed meanwhile may be on forged records; it then lists the
+	namespaces whose records that strands, each with its adopt command.)
 
 	Without the rights to do so it changes nothing, and says which
 	permissions are missing: an administrator runs "kubectl catalog init".
@@ -73,7 +77,9 @@ type Options struct {
 
 	CatalogNamespace string
 	Core             kubernetes.Interface
-	Streams          cmdutil.IOStreams
+	// Records counts the records a token created anew strands; nil: not told.
+	Records install.StampCounter
+	Streams cmdutil.IOStreams
 }
 
 // NewOptions returns the options of a plain "kubectl catalog init" on core, for a
@@ -137,6 +143,13 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Core = core
+	if o.Records == nil {
+		st, err := f.Store()
+		if err != nil {
+			return err
+		}
+		o.Records = st
+	}
 	return nil
 }
 
@@ -163,6 +176,9 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, r := range results {
 			fmt.Fprintf(o.Streams.Out, "%s%s: %s\n", r.String(), suffix, install.Why(r))
 		}
+	}
+	if old := install.Replaced(results); old != "" {
+		install.WarnRenewed(ctx, o.Streams.ErrOut, o.Records, old, o.DryRun.Enabled())
 	}
 	if err != nil {
 		return err
