@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -285,7 +286,7 @@ var docRules = []docRule{
 		"writes the here-document into the file, in the directory the commands run in",
 		(*docSession).writeFile},
 	{regexp.MustCompile(`^kubectl( |$)`),
-		"runs through the real kubectl (plugin discovery and all); it must exit 0, and its outcome is checked (docChecks)",
+		"run through the real kubectl (plugin discovery and all): exit 0, its outcome checked (docChecks)",
 		(*docSession).kubectl},
 	{regexp.MustCompile(`^make cluster-down$`),
 		"nothing: what the test made is removed when it ends (docCleanup)",
@@ -332,10 +333,11 @@ func docPlan(path, name string) ([]docPlanned, error) {
 
 // docSession runs one document's commands.
 type docSession struct {
-	t   *testing.T
-	dir string // where the commands run
-	env []string
-	st  *store.Store
+	t     *testing.T
+	dir   string // where the commands run
+	env   []string
+	admin kubernetes.Interface
+	st    *store.Store
 	// asyncDelay is how long the test broker's async operations take.
 	asyncDelay time.Duration
 	broker     *broker.Broker
@@ -348,7 +350,11 @@ func docRun(t *testing.T, path, name string, asyncDelay time.Duration) {
 	t.Helper()
 	plan, err := docPlan(path, name)
 	assert.NilError(t, err)
-	s := &docSession{t: t, dir: t.TempDir(), env: environ(t, controlplane.AdminUser), st: recStore(t), asyncDelay: asyncDelay}
+	admin, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	meta, err := metadata.NewForConfig(cp.RESTConfig(controlplane.AdminUser))
+	assert.NilError(t, err)
+	s := &docSession{t: t, dir: t.TempDir(), env: environ(t, controlplane.AdminUser), admin: admin, st: store.New(admin, meta), asyncDelay: asyncDelay}
 	for _, p := range plan {
 		t.Logf("%s: %s (%s)", p.cmd.at, p.cmd, p.rule.does)
 		if p.rule.run != nil {
@@ -373,9 +379,10 @@ func (s *docSession) writeFile(c docCommand) {
 // code N, "TEXT"`, N its exit code and TEXT in what it prints.
 var docInterrupt = regexp.MustCompile(`^\^C: exit code (\d+), "(.*)"$`)
 
-// docInterruptOn is what a command interrupted by the reader prints first: the
-// walkthrough says to press Ctrl-C "as soon as it says Provisioning".
-const docInterruptOn = "Provisioning"
+// docInterruptOn is the start of the line after which the reader presses Ctrl-C: the
+// walkthrough says to press it as soon as the provision says "Provisioning:" (the
+// broker has accepted it and works on it).
+const docInterruptOn = "Provisioning:"
 
 // docStatusNote is the note under "get instances" of the status a row shows: "NAME:
 // STATUS".
@@ -589,7 +596,7 @@ var docChecks = map[string]func(s *docSession, c docCommand, call catalogCall) f
 		return func(string) {
 			b, err := s.st.Bindings().Get(context.Background(), call.ns, name)
 			assert.NilError(s.t, err, "%s: %s", c.at, c)
-			_, err = s.kube().CoreV1().Secrets(call.ns).Get(context.Background(), b.Spec.SecretName, metav1.GetOptions{})
+			_, err = s.admin.CoreV1().Secrets(call.ns).Get(context.Background(), b.Spec.SecretName, metav1.GetOptions{})
 			assert.Check(s.t, err, "%s: %s: the Secret %s/%s of binding %s", c.at, c, call.ns, b.Spec.SecretName, name)
 		}
 	},
@@ -660,14 +667,8 @@ var docChecks = map[string]func(s *docSession, c docCommand, call catalogCall) f
 // failed".
 var reconcileCounts = regexp.MustCompile(`(?m)^\d+ records: (.*?)(;.*)?$`)
 
-func (s *docSession) kube() kubernetes.Interface {
-	c, err := cp.Client(controlplane.AdminUser)
-	assert.NilError(s.t, err)
-	return c
-}
-
 func (s *docSession) assertSecretGone(c docCommand, ns, name string) {
-	_, err := s.kube().CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	_, err := s.admin.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
 	assert.Check(s.t, apierrors.IsNotFound(err), "%s: %s: the Secret %s/%s is still there: %v", c.at, c, ns, name, err)
 }
 
