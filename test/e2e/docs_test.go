@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -43,16 +44,33 @@ func TestDocs_WalkthroughAsWritten(t *testing.T) {
 }
 
 // TestDocs_EveryCommandLineIsRunOrMapped reads the documents the tests run, without a
-// cluster: every ```sh block of the walkthrough is marked to run, and every line of the
-// marked blocks is one docRules knows. A reader that does not know a line fails loudly,
-// naming it.
+// cluster: every ```sh block of the walkthrough is marked to run, every line of the
+// marked blocks is one docRules knows, and the Makefile has what the mapped make lines
+// assume. A line the reader does not know fails loudly, naming it.
 func TestDocs_EveryCommandLineIsRunOrMapped(t *testing.T) {
 	t.Parallel()
+	// Every line is one a rule knows; the make targets the documents name exist, and
+	// "make broker" serves what the rule that maps it assumes: the demo catalog on
+	// 127.0.0.1:8080, user and password demo.
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	assert.NilError(t, err)
 	for _, doc := range []struct{ path, name string }{{docReadme, "quickstart"}, {docWalkthrough, "walkthrough"}} {
 		plan, err := docPlan(doc.path, doc.name)
 		assert.NilError(t, err)
 		assert.Check(t, len(plan) > 5, "%s: %d commands", doc.path, len(plan))
+		for _, p := range plan {
+			if p.cmd.words[0] == "make" {
+				target := p.cmd.words[1]
+				assert.Check(t, is.Regexp(`(?m)^`+regexp.QuoteMeta(target)+`:`, string(makefile)), "%s: the Makefile has no target %q", p.cmd.at, target)
+			}
+		}
 	}
+	broker := regexp.MustCompile(`(?m)^broker:.*\n\t(.*)$`).FindStringSubmatch(string(makefile))
+	assert.Assert(t, broker != nil, "the Makefile's broker target")
+	for _, want := range []string{"./test/broker/cmd/osb-test-broker ", "--listen 127.0.0.1:8080 ", "--username $${BROKER_USERNAME:-demo} ", "--password $${BROKER_PASSWORD:-demo} "} {
+		assert.Check(t, is.Contains(broker[1], want), "make broker, which docRules maps onto the test broker")
+	}
+
 	blocks, err := docBlocks(docWalkthrough)
 	assert.NilError(t, err)
 	for _, b := range blocks {
