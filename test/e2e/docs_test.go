@@ -85,6 +85,8 @@ func TestDocs_EveryCommandLineIsRunOrMapped(t *testing.T) {
 		{"make broker elsewhere", "make broker BROKER_ASYNC_DELAY=1s\n", `no rule of docRules`},
 		{"a pipe", "kubectl catalog get instances | grep db\n", `x.md:5: the tests run no "|"`},
 		{"a variable", "kubectl catalog provision $NAME --class c\n", `the tests expand no variables`},
+		{"kubectl in the background", "kubectl catalog reconcile -A &\n", `x.md:5: the tests run "kubectl catalog reconcile -A &" only as a command of its own`},
+		{"kubectl redirected", "kubectl catalog get instances > out.txt\n", `only as a command of its own`},
 		{"an unclosed quote", "kubectl get pod -o jsonpath='{.x}\n", `unterminated single quote`},
 		{"no marked block", "", `no ` + "```sh" + ` block is marked`},
 	} {

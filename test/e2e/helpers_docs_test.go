@@ -265,32 +265,31 @@ type docRule struct {
 	// does says what the test does for such a line, and why.
 	does string
 	run  func(s *docSession, c docCommand)
+	// runs: the rule runs the command itself, which then may not be put in the
+	// background, redirect its output or read a here-document.
+	runs bool
 }
 
 // docRules is every kind of line the documents' blocks may hold. The lines that set the
 // local environment up map onto the harness's equivalents; kubectl commands run.
 var docRules = []docRule{
-	{regexp.MustCompile(`^make cluster-up$`),
-		"nothing: the test's control plane is already up (TestMain)",
-		nil},
-	{regexp.MustCompile(`^export PATH=`),
-		"nothing: commands run with the plugin under test first on PATH, then the control plane's kubectl (environ)",
-		nil},
-	{regexp.MustCompile(`^export KUBECONFIG=\S*/kubeconfig-admin$`),
-		"nothing: commands run with the control plane's kubeconfig of the administrator (environ)",
-		nil},
-	{regexp.MustCompile(`^make broker( &)?$`),
-		"starts the project's test broker with its demo catalog on a free port, user and password demo; " + docBrokerURL + " in the commands becomes its URL",
-		(*docSession).startBroker},
-	{regexp.MustCompile(`^cat > [\w.-]+ <<\S+$`),
-		"writes the here-document into the file, in the directory the commands run in",
-		(*docSession).writeFile},
-	{regexp.MustCompile(`^kubectl( |$)`),
-		"run through the real kubectl (plugin discovery and all): exit 0, its outcome checked (docChecks)",
-		(*docSession).kubectl},
-	{regexp.MustCompile(`^make cluster-down$`),
-		"nothing: what the test made is removed when it ends (docCleanup)",
-		nil},
+	{match: regexp.MustCompile(`^make cluster-up$`),
+		does: "nothing: the test's control plane is already up (TestMain)"},
+	{match: regexp.MustCompile(`^export PATH=`),
+		does: "nothing: commands run with the plugin under test first on PATH, then the control plane's kubectl (environ)"},
+	{match: regexp.MustCompile(`^export KUBECONFIG=\S*/kubeconfig-admin$`),
+		does: "nothing: commands run with the control plane's kubeconfig of the administrator (environ)"},
+	{match: regexp.MustCompile(`^make broker( &)?$`),
+		does: "starts the project's test broker with its demo catalog on a free port, user and password demo; " + docBrokerURL + " in the commands becomes its URL",
+		run:  (*docSession).startBroker},
+	{match: regexp.MustCompile(`^cat > [\w.-]+ <<\S+$`),
+		does: "writes the here-document into the file, in the directory the commands run in",
+		run:  (*docSession).writeFile},
+	{match: regexp.MustCompile(`^kubectl( |$)`),
+		does: "run through the real kubectl (plugin discovery and all): exit 0, its outcome checked (docChecks)",
+		run:  (*docSession).kubectl, runs: true},
+	{match: regexp.MustCompile(`^make cluster-down$`),
+		does: "nothing: what the test made is removed when it ends (docCleanup)"},
 }
 
 // docPlanned is a command and the rule it runs by.
@@ -321,6 +320,9 @@ func docPlan(path, name string) ([]docPlanned, error) {
 			i := slices.IndexFunc(docRules, func(r docRule) bool { return r.match.MatchString(c.String()) })
 			if i < 0 {
 				return nil, fmt.Errorf("%s: no rule of docRules (test/e2e/helpers_docs_test.go) knows the line %q: run it (a kubectl command) or map it onto the harness there", c.at, c.String())
+			}
+			if docRules[i].runs && (c.background || c.heredoc != "" || slices.Contains(c.words, ">")) {
+				return nil, fmt.Errorf("%s: the tests run %q only as a command of its own, not in the background, redirected or reading a here-document", c.at, c.String())
 			}
 			plan = append(plan, docPlanned{cmd: c, rule: docRules[i]})
 		}
@@ -402,9 +404,6 @@ func (s *docSession) kubectl(c docCommand) {
 		if strings.Contains(args[i], "127.0.0.1:8080") {
 			t.Fatalf("%s: only %s is mapped onto the test broker: %q", c.at, docBrokerURL, a)
 		}
-	}
-	if c.background {
-		t.Fatalf("%s: a kubectl command in the background: %s", c.at, c)
 	}
 	call := parseCatalogCall(args)
 	var after func(out string)
