@@ -64,10 +64,10 @@ func TestInstance_Update_PairedParameters_SendsTheBodyItChecks(t *testing.T) {
 				says string
 				held map[string]any
 			}{
-				{args: []string{"-p", "foo=f2"}, sent: `{"bar":"b1","foo":"f2"}`,
-					says: "The update also sends bar, unchanged: the plan's update schema asks for it with the parameters that change.",
+				{args: []string{"-p", "foo=f2", "-p", "bar=b1"}, sent: `{"bar":"b1","foo":"f2"}`,
 					held: map[string]any{"foo": "f2", "bar": "b1"}},
-				{args: []string{"-p", "foo=f3", "-p", "bar=b1"}, sent: `{"bar":"b1","foo":"f3"}`,
+				{args: []string{"-p", "foo=f3"}, sent: `{"bar":"b1","foo":"f3"}`,
+					says: "The update also sends bar, unchanged: the plan's update schema asks for it with the parameters that change.",
 					held: map[string]any{"foo": "f3", "bar": "b1"}},
 				{args: []string{"-p", "note=n1"}, sent: `{"bar":"b1","foo":"f3","note":"n1"}`,
 					says: "The update also sends bar, foo, unchanged",
