@@ -185,3 +185,48 @@ func TestUpdate_OnlyUnchangedValues_SendsNothing(t *testing.T) {
 	assert.Assert(t, is.Len(f.broker.Calls(), 0), "the broker holds these values: there is nothing to send")
 	assert.DeepEqual(t, f.get("db").Status.Provisioned.ParameterHashes, mustHashes(t, f.get("db").Spec.Parameters))
 }
+
+func TestTouch_ChecksEveryParameterItSends(t *testing.T) {
+	f := newFixture(t)
+	withUpdateSchema(t, f, pairSchema)
+	f.provisioned("db", planSmall, `{"foo":"f1","bar":"b1","size":11}`)
+	before := f.snapshot()
+
+	_, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db"})
+
+	assert.ErrorContains(t, err, `instance "db" not touched: touch sends every parameter, and the plan's update schema refuses them: invalid parameters: parameter size: maximum: got 11, want 10; change them with "kubectl catalog update db -p KEY=VALUE"`)
+	f.assertUnchanged(before)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+
+	f2 := newFixture(t)
+	withUpdateSchema(t, f2, pairSchema)
+	f2.provisioned("db", planSmall, `{"foo":"f1","bar":"b1"}`)
+	res, err := f2.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, string(f2.broker.CallsTo(fake.MethodUpdate)[0].Request.(osb.UpdateRequest).Parameters), `{"bar":"b1","foo":"f1"}`)
+}
+
+// An update refused after it dropped the hashes of the unchanged keys it sent again:
+// --revert finds the broker holds the reverted spec, and settles without a call.
+func TestRevert_AfterARefusedUpdateThatSentUnchangedKeys_SettlesWithoutABrokerCall(t *testing.T) {
+	f := newFixture(t)
+	withUpdateSchema(t, f, pairSchema)
+	f.provisioned("db", planSmall, `{"foo":"f1","bar":"b1"}`)
+	f.broker.UpdateReturns(nil, fake.HTTPError("PATCH", 400, "", "foo f2 is sold out"))
+	_, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
+		Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"foo=f2"}}},
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, condition(f.get("db"), v1alpha1.ConditionUpdateFailed).Reason, ReasonUpdateRejected)
+	assert.Equal(t, string(f.broker.CallsTo(fake.MethodUpdate)[0].Request.(osb.UpdateRequest).Parameters), `{"bar":"b1","foo":"f2"}`)
+	f.broker.ResetCalls()
+
+	res, err := f.engine.Revert(context.Background(), RevertRequest{Namespace: ns, Name: "db"})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.DeepEqual(t, res.Changes, []string{`parameters {"foo":"f1","bar":"b1"}`})
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+	assert.Equal(t, f.get("db").Status.Phase, v1alpha1.PhaseReady)
+}
