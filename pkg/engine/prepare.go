@@ -344,7 +344,13 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 				}
 			}
 		}
-		given, err := req.Parameters.inline(update)
+		// -p values are typed by the schema of the call that sends them: the provision's
+		// for an instance the broker does not hold yet.
+		typing := update
+		if inst.Status.Provisioned == nil {
+			typing = create
+		}
+		given, err := req.Parameters.inline(typing)
 		if err != nil {
 			return nil, err
 		}
@@ -389,11 +395,11 @@ func (e *Engine) planUpdateParameters(ctx context.Context, inst *v1alpha1.Servic
 	if err != nil {
 		return nil, err
 	}
-	params = params.salted(&inst.Status.OperationStatus)
 	prov := inst.Status.Provisioned
 	if prov == nil {
 		return nil, ValidateParameters(create, params.JSON())
 	}
+	params = params.salted(&inst.Status.OperationStatus)
 	if params.SameChecksum(prov.ParametersChecksum) {
 		return nil, nil
 	}

@@ -230,3 +230,38 @@ func TestRevert_AfterARefusedUpdateThatSentUnchangedKeys_SettlesWithoutABrokerCa
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
 	assert.Equal(t, f.get("db").Status.Phase, v1alpha1.PhaseReady)
 }
+
+// An instance the broker does not hold yet is provisioned next, with every parameter:
+// those are checked, against the create schema.
+func TestPrepareUpdate_NotProvisioned_ChecksWhatTheProvisionSends(t *testing.T) {
+	for _, tc := range []struct {
+		name, params string
+		pairs        []string
+		want         string
+	}{
+		{name: "a value the create schema refuses", params: `{"storage_gb":2}`, pairs: []string{"storage_gb=11"}, want: "parameter storage_gb: maximum: got 11, want 10"},
+		{name: "the spec's other parameters complete it", params: `{"storage_gb":2}`, pairs: []string{"ha=true"}},
+		{name: "a parameter the create schema requires and nobody gave", pairs: []string{"ha=true"}, want: "parameters: missing property 'storage_gb'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withSchemas(t)
+			inst := &v1alpha1.ServiceInstance{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+				Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db", ClassID: classID,
+					PlanID: planSmall, PlanExternalName: "small"},
+			}
+			if tc.params != "" {
+				inst.Spec.Parameters = &runtime.RawExtension{Raw: []byte(tc.params)}
+			}
+
+			got, err := f.engine.PrepareUpdate(context.Background(), inst, UpdateRequest{Parameters: &ParametersInput{Pairs: tc.pairs}})
+
+			if tc.want != "" {
+				assert.ErrorContains(t, err, tc.want)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, got.Instance.Status.ParametersSalt, "", "nothing but the spec changes")
+		})
+	}
+}
