@@ -191,6 +191,14 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 	if err != nil {
 		return nil, nil, err
 	}
+	// What the broker holds sends nothing, unless a parameters Secret changed since: then
+	// the update that sends it is checked as any update is (planUpdateParameters).
+	held := inst.DeepCopy()
+	held.Spec.PlanID = prov.PlanID
+	update, err := e.updateSchema(ctx, held)
+	if err != nil {
+		return nil, nil, err
+	}
 	var changes []string
 	stored, err := e.cfg.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(x *v1alpha1.ServiceInstance) error {
 		if err := CheckChangeable(x, e.now()); err != nil {
@@ -218,6 +226,9 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 		}
 		if len(changes) == 0 {
 			return errNothingToRevert
+		}
+		if _, err := e.planUpdateParameters(ctx, x, nil, update, nil); err != nil {
+			return fmt.Errorf("instance %q not reverted: %w", name, err)
 		}
 		return nil
 	})

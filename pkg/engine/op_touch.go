@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -21,6 +22,9 @@ type TouchRequest struct {
 // sends the update. A dry run writes nothing (the server one sends the mark as a dry
 // run) and calls no broker.
 func (e *Engine) Touch(ctx context.Context, req TouchRequest) (InstanceResult, error) {
+	if err := e.checkTouch(ctx, req.Namespace, req.Name); err != nil {
+		return InstanceResult{}, err
+	}
 	if req.DryRun.Enabled() {
 		return e.dryRunTouch(ctx, req)
 	}
@@ -50,4 +54,44 @@ func (e *Engine) dryRunTouch(ctx context.Context, req TouchRequest) (InstanceRes
 		return InstanceResult{}, err
 	}
 	return InstanceResult{DryRun: inst, Summary: fmt.Sprintf("the parameters of instance %q in namespace %q would be re-sent to its broker", req.Name, req.Namespace)}, nil
+}
+
+// checkTouch checks what touch makes the next update send, every parameter, against the
+// update schema of the instance's plan, as update checks what it sends (see
+// planUpdateBody). An instance that touch refuses for another reason, or that is not
+// found, is left to markTouched to report.
+func (e *Engine) checkTouch(ctx context.Context, namespace, name string) error {
+	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+	if err != nil || inst.IsUserProvided() || inst.Status.Provisioned == nil {
+		return nil
+	}
+	update, err := e.updateSchema(ctx, inst)
+	if err != nil {
+		return err
+	}
+	params, err := e.resolved(ctx, namespace, rawOf(inst.Spec.Parameters), inst.Spec.ParametersFrom)
+	if err == nil {
+		_, _, err = planUpdateBody(update, params, nil, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("instance %q not touched: touch sends every parameter, and the plan's update schema refuses them: %w; change them with \"kubectl catalog update %s -p KEY=VALUE\" (see the schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
+			name, err, name, inst.Spec.ClassExternalName, inst.Spec.PlanExternalName)
+	}
+	return nil
+}
+
+// updateSchema is the update schema of the instance's plan (the spec's); nil when it has
+// none.
+func (e *Engine) updateSchema(ctx context.Context, inst *v1alpha1.ServiceInstance) (json.RawMessage, error) {
+	s, err := e.cfg.Store.PlanSchemas().Get(ctx, e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
+	if store.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the parameter schemas of instance %q's plan: %w", inst.Name, err)
+	}
+	if ps := s.ForPlan(inst.Spec.PlanID); ps != nil && ps.InstanceUpdate != nil {
+		return ps.InstanceUpdate.Raw, nil
+	}
+	return nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -360,12 +361,9 @@ func typedValue(key, v, typ string) (any, error) {
 // its $schema) before anything is recorded or sent. Errors name the parameter:
 // "parameter storage_gb: maximum: got 11, want 10". A nil schema accepts everything.
 func ValidateParameters(schema json.RawMessage, params json.RawMessage) error {
-	if len(bytes.TrimSpace(schema)) == 0 || string(bytes.TrimSpace(schema)) == "null" {
-		return nil
-	}
-	sch, err := jsonschema.Compile(schema)
-	if err != nil {
-		return fmt.Errorf("the plan's parameter schema is invalid: %w", err)
+	sch, err := compileSchema(schema)
+	if sch == nil || err != nil {
+		return err
 	}
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
@@ -374,13 +372,37 @@ func ValidateParameters(schema json.RawMessage, params json.RawMessage) error {
 	if err != nil || len(problems) == 0 {
 		return err
 	}
+	return invalidParameters(problems, nil)
+}
+
+// compileSchema compiles a plan's parameters schema; nil for none.
+func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(schema)) == 0 || string(bytes.TrimSpace(schema)) == "null" {
+		return nil, nil
+	}
+	sch, err := jsonschema.Compile(schema)
+	if err != nil {
+		return nil, fmt.Errorf("the plan's parameter schema is invalid: %w", err)
+	}
+	return sch, nil
+}
+
+// invalidParameters is the error listing problems, one line per parameter, sorted; fix,
+// when not nil, says how to mend a problem (empty: nothing to add).
+func invalidParameters(problems []jsonschema.Problem, fix func(jsonschema.Problem) string) error {
 	msgs := make([]string, 0, len(problems))
 	for _, pr := range problems {
 		name := "parameters"
 		if len(pr.Path) > 0 {
 			name = "parameter " + strings.Join(pr.Path, ".")
 		}
-		msgs = append(msgs, name+": "+pr.Message)
+		m := name + ": " + pr.Message
+		if fix != nil {
+			if f := fix(pr); f != "" {
+				m += " (" + f + ")"
+			}
+		}
+		msgs = append(msgs, m)
 	}
 	sort.Strings(msgs)
 	uniq := msgs[:0]
@@ -400,15 +422,82 @@ func (e *InvalidParametersError) Error() string {
 	return "invalid parameters: " + strings.Join(e.Problems, "; ")
 }
 
-// ValidateUpdateParameters checks the parameters an update sends against the plan's
-// update schema. Only the properties given are checked: "required" is about a complete
-// object, and an update sends only what changed.
-func ValidateUpdateParameters(schema, params json.RawMessage) error {
-	var s map[string]json.RawMessage
-	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
-		return ValidateParameters(schema, params)
+// planUpdateBody decides which parameters an update sends, and checks exactly those
+// against the plan's update schema. The engine sends p.changed(held) (see update in
+// instance.go): every parameter whose value the broker does not hold, and every
+// secret-sourced one. To that come the keys the user named (named), even when their
+// value is unchanged, and the keys the update schema asks every update for, wherever it
+// does (required, dependentRequired, inside allOf, anyOf, oneOf, then, else), that the
+// instance holds unchanged: an OSB broker keeps what an update does not send, so
+// sending them again changes nothing but lets the update through. Those keys lose their
+// hash in held, the record's status.provisioned.parameterHashes, so that p.changed of
+// the held returned is the body checked here, to the key.
+//
+// held nil means every parameter is sent (after "touch", or when what the broker holds
+// is unknown). It returns the new held and the keys added because the schema asks for
+// them; the error names what the body lacks and how to give it.
+func planUpdateBody(schema json.RawMessage, p Parameters, held map[string]string, named []string) (map[string]string, []string, error) {
+	if held != nil {
+		held = maps.Clone(held)
+		for _, k := range named {
+			delete(held, k)
+		}
 	}
-	delete(s, "required")
-	b, _ := json.Marshal(s)
-	return ValidateParameters(b, params)
+	sch, err := compileSchema(schema)
+	if sch == nil || err != nil {
+		return held, nil, err
+	}
+	var added []string
+	for {
+		body := p.changed(held)
+		v, err := decodeJSON(body.body())
+		if err != nil {
+			return nil, nil, err
+		}
+		supply := func(k string) bool {
+			_, ok := p.All[k]
+			_, sent := body.All[k]
+			return ok && !sent
+		}
+		supplied, problems, err := sch.ValidateSupplied(v, supply)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(supplied) > 0 {
+			for _, k := range supplied {
+				delete(held, k)
+			}
+			added = append(added, supplied...)
+			continue // the body changed: what the schema says of it may have too
+		}
+		if len(problems) > 0 {
+			return nil, nil, invalidParameters(problems, missingFix)
+		}
+		sort.Strings(added)
+		return held, added, nil
+	}
+}
+
+// missingFix says how to give the parameters an update must send and the instance has
+// no value for.
+func missingFix(pr jsonschema.Problem) string {
+	if len(pr.Path) > 0 || len(pr.Missing) == 0 {
+		return ""
+	}
+	flags := make([]string, len(pr.Missing))
+	for i, k := range pr.Missing {
+		flags[i] = "-p " + k + "=VALUE"
+	}
+	return "the plan's update schema asks for it in the update and the instance has no value to send: give it with " + strings.Join(flags, " ")
+}
+
+// decodeJSON decodes a JSON value, numbers kept as json.Number.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }

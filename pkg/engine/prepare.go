@@ -279,9 +279,8 @@ type PreparedUpdate struct {
 
 // PrepareUpdate applies req to a copy of inst: the plan, if the current plan may
 // change (plan_updateable); the maintenance version; the parameters, merged into the
-// instance's and checked against the target plan's update schema. Only the
-// parameters given are checked: "required" is about a complete object, and an update
-// sends only what changed.
+// instance's. The parameters the update will send are checked against the target plan's
+// update schema, exactly those (see planUpdateParameters).
 func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstance, req UpdateRequest) (*PreparedUpdate, error) {
 	inst = inst.DeepCopy()
 	out := &PreparedUpdate{Instance: inst}
@@ -334,20 +333,26 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 		}
 	}
 	if req.Parameters != nil {
-		var schema json.RawMessage
+		var update, create json.RawMessage
 		if s, err := schemas.Wait(); err == nil && target != nil {
-			if ps := s.ForPlan(target.ID); ps != nil && ps.InstanceUpdate != nil {
-				schema = ps.InstanceUpdate.Raw
+			if ps := s.ForPlan(target.ID); ps != nil {
+				if ps.InstanceUpdate != nil {
+					update = ps.InstanceUpdate.Raw
+				}
+				if ps.InstanceCreate != nil {
+					create = ps.InstanceCreate.Raw
+				}
 			}
 		}
-		given, err := req.Parameters.inline(schema)
+		// -p values are typed by the schema of the call that sends them: the provision's
+		// for an instance the broker does not hold yet.
+		typing := update
+		if inst.Status.Provisioned == nil {
+			typing = create
+		}
+		given, err := req.Parameters.inline(typing)
 		if err != nil {
 			return nil, err
-		}
-		if b, _ := json.Marshal(given); len(given) > 0 {
-			if err := ValidateUpdateParameters(schema, b); err != nil {
-				return nil, fmt.Errorf("instance %q not updated: %w", inst.Name, err)
-			}
 		}
 		merged := map[string]json.RawMessage{}
 		if inst.Spec.Parameters != nil && len(inst.Spec.Parameters.Raw) > 0 {
@@ -362,9 +367,48 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 			inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
 		}
 		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, req.Parameters.FromSecret...)
+		added, err := e.planUpdateParameters(ctx, inst, sortedKeys(given), update, create)
+		if err != nil {
+			return nil, fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
+				inst.Name, err, class.Spec.ExternalName, inst.Spec.PlanExternalName)
+		}
+		if len(added) > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("The update also sends %s, unchanged: the plan's update schema asks for %s with the parameters that change.",
+				strings.Join(added, ", "), map[bool]string{true: "it", false: "them"}[len(added) == 1]))
+		}
 		out.Changes = append(out.Changes, "parameters")
 	}
 	return out, nil
+}
+
+// planUpdateParameters checks the parameters the next call for inst, the record as the
+// update writes it, sends: for a provisioned instance the update's body (see
+// planUpdateBody: the parameters that change, the keys named, and the unchanged ones
+// the update schema asks for), checked against the update schema, and the record's held
+// hashes changed so that the engine sends that body; for one not provisioned yet, the
+// provision's, every parameter, checked against the create schema. Parameters that
+// all have the values the broker holds send nothing and are not checked. It returns the
+// keys the update sends again because the schema asks for them.
+func (e *Engine) planUpdateParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, named []string, update, create json.RawMessage) ([]string, error) {
+	// The Secrets are read with the user's rights: it is the user who asks.
+	params, err := e.resolved(ctx, inst.Namespace, rawOf(inst.Spec.Parameters), inst.Spec.ParametersFrom)
+	if err != nil {
+		return nil, err
+	}
+	prov := inst.Status.Provisioned
+	if prov == nil {
+		return nil, ValidateParameters(create, params.JSON())
+	}
+	params = params.salted(&inst.Status.OperationStatus)
+	if params.SameChecksum(prov.ParametersChecksum) {
+		return nil, nil
+	}
+	held, added, err := planUpdateBody(update, params, prov.ParameterHashes, named)
+	if err != nil {
+		return nil, err
+	}
+	prov.ParameterHashes = held
+	return added, nil
 }
 
 // BindingRequest is what bind is asked for, once the instance is known to be bindable.

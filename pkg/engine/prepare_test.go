@@ -167,8 +167,9 @@ func TestPrepareUpdate(t *testing.T) {
 				assert.Equal(t, string(inst.Spec.Parameters.Raw), `{"keep":true,"storage_gb":3}`)
 				assert.DeepEqual(t, inst.Spec.ParametersFrom, fromSecret)
 			}},
-		{name: "only the parameters given are checked", inst: instance(planSmall, "", ""),
-			req: UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"other=x"}}}, changes: []string{"parameters"}},
+		{name: "a parameter the update schema asks for and the instance lacks", inst: instance(planSmall, "", ""),
+			req:  UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"other=x"}}},
+			want: `instance "db" not updated: invalid parameters: parameters: missing property 'storage_gb' (the plan's update schema asks for it in the update and the instance has no value to send: give it with -p storage_gb=VALUE)`},
 		{name: "bad JSON", inst: instance(planSmall, "", ""), req: UpdateRequest{Parameters: &ParametersInput{Object: []byte(`{"a":`)}}, want: "JSON object", input: true},
 		{name: "schema violation", inst: instance(planSmall, "", ""), req: UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"storage_gb=11"}}},
 			want: `instance "db" not updated: invalid parameters: parameter storage_gb: maximum: got 11, want 10`},

@@ -27,6 +27,10 @@ type Problem struct {
 	Path []string
 	// Message says what is wrong, for example "maximum: got 11, want 10".
 	Message string
+	// Missing names the properties of the object at Path that "required",
+	// "dependentRequired" or "dependencies" ask for and the object lacks; nil for
+	// every other problem.
+	Missing []string
 }
 
 func (p Problem) String() string {
@@ -97,6 +101,29 @@ func (s *Schema) ValidateValue(instance any) ([]Problem, error) {
 		return nil, vs.err
 	}
 	return vs.problems, nil
+}
+
+// ValidateSupplied is ValidateValue for an object that more properties of the root
+// can be added to: a property of the root object that a "required",
+// "dependentRequired" or "dependencies" asks for, that the instance lacks and that
+// supply offers, counts as present, at any depth of allOf, anyOf, oneOf, then, else,
+// dependentSchemas and $ref. It returns those properties (sorted), to be added to the
+// instance: only those of the subschemas the outcome rests on (the first alternative of
+// an anyOf that passes, the one of a oneOf), and an anyOf or oneOf that the instance
+// satisfies as it is takes nothing. A "not" and the condition of an "if" judge the
+// instance as it is. Adding the properties can change what other keywords say of the
+// object, so the caller adds them and validates again, until nothing more is supplied:
+// a validation that supplies nothing is the plain one.
+func (s *Schema) ValidateSupplied(instance any, supply func(name string) bool) ([]string, []Problem, error) {
+	vs := &validation{supply: supply}
+	vs.validate(s.root, instance, nil, nil)
+	if vs.err != nil {
+		return nil, nil, vs.err
+	}
+	if len(vs.supplied) == 0 {
+		return nil, vs.problems, nil
+	}
+	return sortedKeys(vs.supplied), vs.problems, nil
 }
 
 // decode parses one JSON value, keeping numbers as json.Number, and rejects

@@ -14,6 +14,12 @@ import (
 type validation struct {
 	problems []Problem
 	err      error
+
+	// supply offers properties of the root object that the instance lacks (see
+	// Schema.ValidateSupplied); nil for a plain validation. supplied are those it
+	// offered that a required-ness check counted as present.
+	supply   func(string) bool
+	supplied map[string]bool
 }
 
 func (vs *validation) add(path []string, format string, args ...any) {
@@ -23,14 +29,93 @@ func (vs *validation) add(path []string, format string, args ...any) {
 	})
 }
 
-// passes reports whether v is valid against n, without keeping its problems.
+// addMissing adds the problem of an object at path that lacks the properties missing.
+func (vs *validation) addMissing(path, missing []string, format string, args ...any) {
+	vs.add(path, format, args...)
+	vs.problems[len(vs.problems)-1].Missing = missing
+}
+
+// passes reports whether v is valid against n, without keeping its problems. It judges
+// v as it is: nothing is supplied.
 func (vs *validation) passes(n *node, v any, path []string, inPlace []*node) bool {
+	ok, _ := vs.trial(n, v, path, inPlace, false)
+	return ok
+}
+
+// trial validates v against n apart from vs, with vs's supply when withSupply, and
+// reports whether v passes and which properties were supplied for it to pass: they are
+// vs's only if the caller takes them (take).
+func (vs *validation) trial(n *node, v any, path []string, inPlace []*node, withSupply bool) (bool, map[string]bool) {
 	sub := &validation{}
+	if withSupply {
+		sub.supply = vs.supply
+	}
 	sub.validate(n, v, path, inPlace)
 	if sub.err != nil && vs.err == nil {
 		vs.err = sub.err
 	}
-	return len(sub.problems) == 0
+	return len(sub.problems) == 0, sub.supplied
+}
+
+// take counts the properties supplied for a subschema the outcome rests on as supplied.
+func (vs *validation) take(supplied map[string]bool) {
+	for k := range supplied {
+		if vs.supplied == nil {
+			vs.supplied = map[string]bool{}
+		}
+		vs.supplied[k] = true
+	}
+}
+
+// lacking lists the names of want that obj, found at path, lacks: at the root, without
+// those the supply offers, which count as supplied.
+func (vs *validation) lacking(obj map[string]any, want []string, path []string) []string {
+	missing := missingOf(obj, want)
+	if vs.supply == nil || len(path) > 0 || len(missing) == 0 {
+		return missing
+	}
+	var out []string
+	for _, k := range missing {
+		if vs.supply(k) {
+			vs.take(map[string]bool{k: true})
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// alternatives checks v against the subschemas of an anyOf (one: false) or a oneOf
+// (one: true): how many v passes as it is and, when it passes none, the properties to
+// supply for it to pass the first alternative that can (anyOf) or the only one
+// (oneOf); nil when there is no such alternative.
+func (vs *validation) alternatives(list []*node, v any, path []string, inPlace []*node, one bool) (int, map[string]bool) {
+	matched := 0
+	for _, s := range list {
+		if vs.passes(s, v, path, inPlace) {
+			matched++
+			if !one {
+				return matched, nil
+			}
+		}
+	}
+	if matched > 0 || vs.supply == nil {
+		return matched, nil
+	}
+	var found map[string]bool
+	for _, s := range list {
+		ok, supplied := vs.trial(s, v, path, inPlace, true)
+		switch {
+		case !ok:
+		case found != nil:
+			return 0, nil // a oneOf whose alternatives two supplies would satisfy: neither
+		case !one:
+			return 0, supplied
+		default:
+			found = supplied
+		}
+	}
+	return 0, found
 }
 
 // validate checks v, found at path, against n. inPlace lists the references
@@ -88,25 +173,19 @@ func (vs *validation) validate(n *node, v any, path []string, inPlace []*node) {
 		vs.validate(s, v, path, inPlace)
 	}
 	if len(n.anyOf) > 0 {
-		ok := false
-		for _, s := range n.anyOf {
-			if vs.passes(s, v, path, inPlace) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		matched, supplied := vs.alternatives(n.anyOf, v, path, inPlace, false)
+		switch {
+		case supplied != nil:
+			vs.take(supplied)
+		case matched == 0:
 			vs.add(path, "anyOf failed: the value matches none of the alternatives")
 		}
 	}
 	if len(n.oneOf) > 0 {
-		matched := 0
-		for _, s := range n.oneOf {
-			if vs.passes(s, v, path, inPlace) {
-				matched++
-			}
-		}
+		matched, supplied := vs.alternatives(n.oneOf, v, path, inPlace, true)
 		switch {
+		case supplied != nil:
+			vs.take(supplied)
 		case matched == 0:
 			vs.add(path, "oneOf failed: the value matches none of the alternatives")
 		case matched > 1:
@@ -181,16 +260,16 @@ func (vs *validation) validateObject(n *node, obj map[string]any, path []string,
 	if n.maxProps >= 0 && len(obj) > n.maxProps {
 		vs.add(path, "maxProperties: got %d, want %d", len(obj), n.maxProps)
 	}
-	if missing := missingOf(obj, n.required); len(missing) == 1 {
-		vs.add(path, "missing property %s", quote(missing[0]))
+	if missing := vs.lacking(obj, n.required, path); len(missing) == 1 {
+		vs.addMissing(path, missing, "missing property %s", quote(missing[0]))
 	} else if len(missing) > 1 {
-		vs.add(path, "missing properties %s", joinQuoted(missing))
+		vs.addMissing(path, missing, "missing properties %s", joinQuoted(missing))
 	}
 	keys := sortedKeys(obj)
 	for _, k := range keys {
 		if list, ok := n.dependentRequired[k]; ok {
-			if missing := missingOf(obj, list); len(missing) > 0 {
-				vs.add(path, "properties %s required, if %s exists", joinQuoted(missing), quote(k))
+			if missing := vs.lacking(obj, list, path); len(missing) > 0 {
+				vs.addMissing(path, missing, "properties %s required, if %s exists", joinQuoted(missing), quote(k))
 			}
 		}
 		if s, ok := n.dependentSchemas[k]; ok {

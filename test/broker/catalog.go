@@ -23,6 +23,9 @@ import (
 //go:embed catalog.yaml
 var defaultCatalogYAML []byte
 
+//go:embed catalog-paired.yaml
+var pairedCatalogYAML []byte
+
 // BehaviourKey is the plan field, in catalog files, that holds the broker's
 // PlanBehaviour. It is stripped from what GET /v2/catalog serves.
 const BehaviourKey = "x-test-broker"
@@ -120,6 +123,17 @@ func DefaultCatalog() Catalog {
 	if err != nil {
 		// The file is embedded and covered by tests, so this is a build defect.
 		panic(fmt.Sprintf("embedded demo catalog is invalid: %v", err))
+	}
+	return c
+}
+
+// PairedCatalog returns the second catalog embedded in the package
+// (catalog-paired.yaml): service "svc", whose plans' update schemas ask every
+// update for parameters foo and bar together, which the broker enforces.
+func PairedCatalog() Catalog {
+	c, err := ParseCatalog(pairedCatalogYAML)
+	if err != nil {
+		panic(fmt.Sprintf("embedded paired catalog is invalid: %v", err))
 	}
 	return c
 }

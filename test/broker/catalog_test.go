@@ -220,3 +220,31 @@ func TestDashboard_ShowsTheInstance(t *testing.T) {
 	defer resp.Body.Close()
 	assert.Check(t, is.Equal(resp.StatusCode, http.StatusOK))
 }
+
+func TestPairedCatalog_AnUpdateMustSendFooAndBarTogether(t *testing.T) {
+	for _, plan := range []string{PairedBothPlanID, PairedBothAsyncPlanID} {
+		t.Run(plan, func(t *testing.T) {
+			cat := PairedCatalog()
+			_, c := startBroker(t, func(o *Options) { o.Catalog = &cat })
+			path := instancePath("i1") + "?accepts_incomplete=true"
+			r := c.do(http.MethodPut, path, provisionBody(PairedServiceID, plan, map[string]any{"foo": "f1"}))
+			r.expect(t, http.StatusBadRequest)
+			assert.Check(t, strings.Contains(r.errBody(t).Description, "bar"), "%s", r.body)
+			r = c.do(http.MethodPut, path, provisionBody(PairedServiceID, plan, map[string]any{"foo": "f1", "bar": "b1"}))
+			assert.Assert(t, r.status == http.StatusCreated || r.status == http.StatusAccepted, "%s", r.body)
+			if r.status == http.StatusAccepted {
+				var resp osb.ProvisionResponse
+				r.decode(t, &resp)
+				c.pollUntilDone(lastOpPath(instancePath("i1"), PairedServiceID, plan, resp.Operation))
+			}
+
+			r = c.do(http.MethodPatch, path, map[string]any{"service_id": PairedServiceID, "parameters": map[string]any{"foo": "f2"}})
+			r.expect(t, http.StatusBadRequest)
+			assert.Check(t, strings.Contains(r.errBody(t).Description, "bar"), "%s", r.body)
+			r = c.do(http.MethodPatch, path, map[string]any{"service_id": PairedServiceID})
+			assert.Check(t, r.status == http.StatusOK, "an update without parameters keeps them: %s", r.body)
+			r = c.do(http.MethodPatch, path, map[string]any{"service_id": PairedServiceID, "parameters": map[string]any{"foo": "f2", "bar": "b1"}})
+			assert.Assert(t, r.status == http.StatusOK || r.status == http.StatusAccepted, "%s", r.body)
+		})
+	}
+}

@@ -33,3 +33,14 @@ const (
 	// carry a syslog_drain_url.
 	DemoLogDrainPlanID = "cffc6b14-00e4-4594-9392-2a190f584ad2"
 )
+
+// Ids of the paired catalog (catalog-paired.yaml): every update of its plans
+// must send parameters foo and bar together.
+const (
+	PairedServiceID = "4cc7af10-964d-4035-9c01-a48eae5a3166"
+	// PairedBothPlanID: synchronous, draft-07 schemas.
+	PairedBothPlanID = "323d884c-7a4b-4157-ba58-91ffb4eccce4"
+	// PairedBothAsyncPlanID: async provision, update and deprovision, draft
+	// 2020-12 schemas.
+	PairedBothAsyncPlanID = "2ba03e5f-246d-41da-9e3c-b105aef095f5"
+)

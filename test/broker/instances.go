@@ -269,8 +269,12 @@ func (b *Broker) update(c *call) reply {
 	if rep := maintenanceConflict(req.MaintenanceInfo, info); rep != nil {
 		return *rep
 	}
-	if err := info.update.validate(params); err != nil {
-		return invalidParams(err)
+	// An update without parameters keeps the instance's: the update schema, which
+	// may ask for parameters together, judges the parameters an update sends.
+	if params != nil {
+		if err := info.update.validate(params); err != nil {
+			return invalidParams(err)
+		}
 	}
 	pending := &PendingUpdate{PlanID: target, Parameters: mergeParams(inst.Parameters, params), MaintenanceInfo: inst.MaintenanceInfo, Context: raw.context()}
 	switch {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,13 +80,14 @@ spec:
 `
 
 // declParamsSecret creates Secret db-params, which declOwnInstance's parametersFrom
-// names, in ns; it returns the admin's client.
+// names, in ns; it returns the admin's client. Its parameter is one the plan's update
+// schema accepts too: an update sends every parameter read from a Secret.
 func declParamsSecret(t *testing.T, ns string) kubernetes.Interface {
 	t.Helper()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	_, err = admin.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-params"}, StringData: map[string]string{"extra": `{"version":"15"}`},
+		ObjectMeta: metav1.ObjectMeta{Name: "db-params"}, StringData: map[string]string{"extra": `{"extensions":["pgcrypto"]}`},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	return admin
@@ -138,7 +140,7 @@ func TestDeclarative_ApplyReapplyChangeDiffAndBrokenSet(t *testing.T) {
 	cm, err := admin.CoreV1().ConfigMaps(ns).Get(context.Background(), "catalog-instance.db", metav1.GetOptions{})
 	assert.NilError(t, err)
 	for k, v := range cm.Data {
-		assert.Assert(t, !strings.Contains(v, `"15"`), "a Secret's parameter copied into the record's %s: %s", k, v)
+		assert.Assert(t, !strings.Contains(v, "pgcrypto"), "a Secret's parameter copied into the record's %s: %s", k, v)
 	}
 
 	// Re-applied: no broker call, no write.
@@ -172,6 +174,7 @@ func TestDeclarative_ApplyReapplyChangeDiffAndBrokenSet(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "serviceinstance.catalog.kubectl-catalog.io/db configured\n"))
 	assert.Equal(t, len(b.RequestsFor(broker.OpUpdate)), 1)
+	assert.Equal(t, b.RequestsFor(broker.OpUpdate)[0].Status, http.StatusOK, "the broker took the update")
 	assert.Equal(t, len(b.RequestsFor(broker.OpProvision))+len(b.RequestsFor(broker.OpBind)), 0)
 
 	// A chart's whole output on standard input: the other kinds are skipped.

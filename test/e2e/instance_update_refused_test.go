@@ -19,7 +19,13 @@ import (
 // needs no verified author, so the test runs without the trust policy installed.
 func openBrokerSetup(t *testing.T) (string, *broker.Broker, *store.Store) {
 	t.Helper()
-	b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+	return openBrokerSetupWith(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+}
+
+// openBrokerSetupWith is openBrokerSetup with a test broker started with opts.
+func openBrokerSetupWith(t *testing.T, opts broker.Options) (string, *broker.Broker, *store.Store) {
+	t.Helper()
+	b := broker.NewTestBroker(t, opts)
 	ns := cp.NewNamespace(t)
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -302,15 +303,21 @@ func notApplied(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass) [][3]
 	if err != nil || prov.ParameterHashes == nil && prov.Parameters == nil {
 		return rows
 	}
-	held := prov.ParameterHashes
-	if held == nil {
-		// "touch" dropped the hashes; the recorded values tell.
-		var a *runtime.RawExtension
-		if prov.Parameters != nil {
-			a = prov.Parameters.Inline
-		}
-		if held, err = engine.InlineParameterHashes(a); err != nil {
+	// "touch" drops the hashes, and an update those of the unchanged parameters it sends
+	// again: the recorded values tell what the broker holds.
+	held := maps.Clone(prov.ParameterHashes)
+	if prov.Parameters != nil {
+		applied, err := engine.InlineParameterHashes(prov.Parameters.Inline)
+		if err != nil {
 			return rows
+		}
+		if held == nil {
+			held = map[string]string{}
+		}
+		for k, h := range applied {
+			if _, ok := held[k]; !ok {
+				held[k] = h
+			}
 		}
 	}
 	requested := jsonObject(i.Spec.Parameters)

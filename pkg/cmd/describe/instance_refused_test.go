@@ -65,6 +65,17 @@ func TestDescribeInstance_RefusedUpdate_ShowsRequestedAndApplied(t *testing.T) {
 	golden.Assert(t, out, "instance-refused.golden")
 }
 
+// An update that sends an unchanged key again drops its hash; refused, the recorded
+// values still say the broker holds it.
+func TestDescribeInstance_RefusedUpdateThatSentUnchangedKeys_ListsOnlyWhatDiffers(t *testing.T) {
+	i := refusedInstance(t)
+	delete(i.Status.Provisioned.ParameterHashes, "tags")
+
+	out := InstanceView(i, storetest.SampleClass(), []string{"db-app"}, storetest.SampleTime().Add(time.Hour))
+
+	golden.Assert(t, out, "instance-refused.golden")
+}
+
 func TestDescribeInstance_ValuesNotRecorded_SaysSo(t *testing.T) {
 	i := refusedInstance(t)
 	i.Status.Provisioned.Parameters = nil

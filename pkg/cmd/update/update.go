@@ -16,9 +16,16 @@ var updateLong = cmdutil.LongDesc(`
 	Change a service instance: its plan, its parameters, or its maintenance
 	version.
 
-	Only what you give is changed and sent to the broker: new or changed
-	parameters are merged into the instance's parameters, and the broker
-	gets only those (with the previous plan as previous_values). A plan
+	Only what you give is changed: the parameters given are merged into the
+	instance's. The broker gets, with the previous plan as previous_values,
+	the parameters whose values change, every one you name even with the
+	value it holds, those read from Secrets, and those the plan's update
+	schema asks every update for (required, at any depth of allOf, anyOf,
+	oneOf or if/then) that the instance holds: those are sent again
+	unchanged, and the command says so. That body, exactly, is checked
+	against the update schema before anything is written; a parameter the
+	schema asks for and the instance has no value for is named, with the -p
+	that gives it. Naming only values the broker holds sends nothing. A plan
 	change is only possible when the broker says the plan is updateable.
 	--upgrade moves the instance to its plan's newest maintenance_info.
 

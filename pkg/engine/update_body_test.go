@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
+)
+
+// pairSchema is an update schema that asks every update for foo and bar together, as
+// the issue's third-party broker does.
+const pairSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+"properties":{"foo":{"type":"string"},"bar":{"type":"string"},"baz":{"type":"string"},"size":{"type":"integer","maximum":10}},
+"allOf":[{"required":["foo","bar"]}]}`
+
+func TestPlanUpdateBody_ChecksExactlyWhatTheEngineSends(t *testing.T) {
+	heldParams := Parameters{All: map[string]json.RawMessage{"foo": json.RawMessage(`"f1"`), "bar": json.RawMessage(`"b1"`), "baz": json.RawMessage(`"z1"`)}}
+	held := heldParams.InlineHashes()
+	anyOfSchema := `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+"anyOf":[{"required":["nope"]},{"allOf":[{"required":["foo","baz"]}]}]}`
+	ifSchema := `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+"if":{"required":["foo"]},"then":{"dependencies":{"foo":["baz"]}}}`
+	for _, tc := range []struct {
+		name   string
+		schema string
+		params string // the spec's inline parameters, as the update writes them
+		secret string // a secret-sourced parameter's key, if any
+		held   map[string]string
+		named  []string
+		body   string   // what is sent
+		added  []string // sent again because the schema asks for them
+		err    string
+	}{
+		{name: "the unchanged partner of a changed key is sent again", schema: pairSchema,
+			params: `{"foo":"f2","bar":"b1","baz":"z1"}`, held: held, named: []string{"foo"},
+			body: `{"bar":"b1","foo":"f2"}`, added: []string{"bar"}},
+		{name: "a key named with its held value is sent", schema: pairSchema,
+			params: `{"foo":"f2","bar":"b1","baz":"z1"}`, held: held, named: []string{"bar", "foo"},
+			body: `{"bar":"b1","foo":"f2"}`},
+		{name: "a key named is sent with no schema", schema: "",
+			params: `{"foo":"f2","bar":"b1","baz":"z1"}`, held: held, named: []string{"baz", "foo"},
+			body: `{"baz":"z1","foo":"f2"}`},
+		{name: "a new key brings the pair", schema: pairSchema,
+			params: `{"foo":"f1","bar":"b1","baz":"z1","size":3}`, held: held, named: []string{"size"},
+			body: `{"bar":"b1","foo":"f1","size":3}`, added: []string{"bar", "foo"}},
+		{name: "a key the instance lacks is the user's to give", schema: pairSchema,
+			params: `{"foo":"f2","baz":"z1"}`, held: held, named: []string{"foo"},
+			err: `parameters: missing property 'bar' (the plan's update schema asks for it in the update and the instance has no value to send: give it with -p bar=VALUE)`},
+		{name: "a bad value of a key sent again is still refused", schema: pairSchema,
+			params: `{"foo":"f2","bar":"b1","size":11}`, held: Parameters{All: map[string]json.RawMessage{"foo": json.RawMessage(`"f1"`), "bar": json.RawMessage(`"b1"`), "size": json.RawMessage(`11`)}}.InlineHashes(),
+			named: []string{"foo", "size"}, err: "parameter size: maximum: got 11, want 10"},
+		{name: "anyOf: the alternative the held keys satisfy", schema: anyOfSchema,
+			params: `{"foo":"f2","bar":"b1","baz":"z1"}`, held: held, named: []string{"foo"},
+			body: `{"baz":"z1","foo":"f2"}`, added: []string{"baz"}},
+		{name: "then of an if the body satisfies", schema: ifSchema,
+			params: `{"foo":"f2","bar":"b1","baz":"z1"}`, held: held, named: []string{"foo"},
+			body: `{"baz":"z1","foo":"f2"}`, added: []string{"baz"}},
+		{name: "everything is sent when what the broker holds is unknown", schema: pairSchema,
+			params: `{"foo":"f2","bar":"b1","baz":"z1"}`, held: nil, named: []string{"foo"},
+			body: `{"bar":"b1","baz":"z1","foo":"f2"}`},
+		{name: "a secret-sourced key is always sent, and checked", schema: pairSchema,
+			params: `{"foo":"f2","bar":"b1"}`, secret: "size", held: held, named: []string{"foo"},
+			err: "parameter size: maximum: got 12, want 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ResolveParameters(context.Background(), ns, &runtime.RawExtension{Raw: []byte(tc.params)}, nil, nil)
+			assert.NilError(t, err)
+			if tc.secret != "" {
+				p.All[tc.secret], p.FromSecret[tc.secret] = json.RawMessage(`12`), true
+			}
+			before := maps.Clone(tc.held)
+
+			out, added, err := planUpdateBody(json.RawMessage(tc.schema), p, tc.held, tc.named)
+
+			assert.DeepEqual(t, tc.held, before) // the record's hashes are not changed in place
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			assert.NilError(t, err)
+			assert.DeepEqual(t, added, tc.added)
+			sent := p.changed(out).JSON() // what the engine's update sends
+			assert.Equal(t, string(sent), tc.body)
+			assert.NilError(t, ValidateParameters(json.RawMessage(tc.schema), sent), "what is sent passes the schema as it is")
+		})
+	}
+}
+
+// withUpdateSchema gives plan "small" an update schema.
+func withUpdateSchema(t *testing.T, f *fixture, update string) {
+	t.Helper()
+	_, err := f.st.PlanSchemas().Create(context.Background(), &v1alpha1.ServicePlanSchemas{
+		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: v1alpha1.ClassRecordName(brokerName, classID)},
+		Spec: v1alpha1.ServicePlanSchemasSpec{BrokerName: brokerName, Scope: v1alpha1.ScopeCluster, ClassID: classID, Plans: []v1alpha1.PlanSchemas{{
+			PlanID: planSmall, InstanceUpdate: &runtime.RawExtension{Raw: []byte(update)},
+		}}},
+	})
+	assert.NilError(t, err)
+}
+
+// TestUpdate_SendsTheBodyItChecked drives updates of an instance whose plan's update
+// schema asks for foo and bar together, and checks the PATCH the broker gets.
+func TestUpdate_SendsTheBodyItChecked(t *testing.T) {
+	lastPatch := func(f *fixture) string {
+		calls := f.broker.CallsTo(fake.MethodUpdate)
+		assert.Assert(t, len(calls) > 0)
+		return string(calls[len(calls)-1].Request.(osb.UpdateRequest).Parameters)
+	}
+	for _, tc := range []struct {
+		name  string
+		pairs []string
+		patch string
+		notes []string
+	}{
+		{name: "a changed key alone brings its partner", pairs: []string{"foo=f2"}, patch: `{"bar":"b1","foo":"f2"}`,
+			notes: []string{`The update also sends bar, unchanged: the plan's update schema asks for it with the parameters that change.`}},
+		{name: "both named, one unchanged: both sent", pairs: []string{"foo=f2", "bar=b1"}, patch: `{"bar":"b1","foo":"f2"}`},
+		{name: "an unrelated key named with its value is sent", pairs: []string{"foo=f2", "bar=b2", "baz=z1"}, patch: `{"bar":"b2","baz":"z1","foo":"f2"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			withUpdateSchema(t, f, pairSchema)
+			f.provisioned("db", planSmall, `{"foo":"f1","bar":"b1","baz":"z1"}`)
+			var said notes
+
+			res, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
+				Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Parameters: &ParametersInput{Pairs: tc.pairs}}, Follow: said.follow(false),
+			})
+
+			assert.NilError(t, err)
+			assert.Equal(t, res.State, StateSettled, res.Message)
+			assert.Equal(t, lastPatch(f), tc.patch)
+			assert.DeepEqual(t, []string(said), append(tc.notes, `Updating instance "db" in namespace "dev" (parameters)...`))
+			inst := f.get("db")
+			assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+			// The broker's success records every key as held.
+			assert.DeepEqual(t, inst.Status.Provisioned.ParameterHashes, mustHashes(t, inst.Spec.Parameters))
+		})
+	}
+}
+
+func mustHashes(t *testing.T, p *runtime.RawExtension) map[string]string {
+	t.Helper()
+	h, err := InlineParameterHashes(p)
+	assert.NilError(t, err)
+	return h
+}
+
+func TestUpdate_AKeyTheUpdateMustSendAndNobodyHas_ChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	withUpdateSchema(t, f, pairSchema)
+	f.provisioned("db", planSmall, `{"foo":"f1"}`)
+	before := f.snapshot()
+
+	_, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
+		Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"foo=f2"}}},
+	})
+
+	assert.ErrorContains(t, err, `instance "db" not updated: invalid parameters: parameters: missing property 'bar' (the plan's update schema asks for it in the update and the instance has no value to send: give it with -p bar=VALUE)`)
+	f.assertUnchanged(before)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+}
+
+func TestUpdate_OnlyUnchangedValues_SendsNothing(t *testing.T) {
+	f := newFixture(t)
+	withUpdateSchema(t, f, pairSchema)
+	f.provisioned("db", planSmall, `{"foo":"f1","bar":"b1"}`)
+
+	res, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
+		Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"bar=b1"}}},
+	})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0), "the broker holds these values: there is nothing to send")
+	assert.DeepEqual(t, f.get("db").Status.Provisioned.ParameterHashes, mustHashes(t, f.get("db").Spec.Parameters))
+}
+
+func TestTouch_ChecksEveryParameterItSends(t *testing.T) {
+	f := newFixture(t)
+	withUpdateSchema(t, f, pairSchema)
+	f.provisioned("db", planSmall, `{"foo":"f1","bar":"b1","size":11}`)
+	before := f.snapshot()
+
+	_, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db"})
+
+	assert.ErrorContains(t, err, `instance "db" not touched: touch sends every parameter, and the plan's update schema refuses them: invalid parameters: parameter size: maximum: got 11, want 10; change them with "kubectl catalog update db -p KEY=VALUE"`)
+	f.assertUnchanged(before)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+
+	f2 := newFixture(t)
+	withUpdateSchema(t, f2, pairSchema)
+	f2.provisioned("db", planSmall, `{"foo":"f1","bar":"b1"}`)
+	res, err := f2.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.Equal(t, string(f2.broker.CallsTo(fake.MethodUpdate)[0].Request.(osb.UpdateRequest).Parameters), `{"bar":"b1","foo":"f1"}`)
+}
+
+// An update refused after it dropped the hashes of the unchanged keys it sent again:
+// --revert finds the broker holds the reverted spec, and settles without a call.
+func TestRevert_AfterARefusedUpdateThatSentUnchangedKeys_SettlesWithoutABrokerCall(t *testing.T) {
+	f := newFixture(t)
+	withUpdateSchema(t, f, pairSchema)
+	f.provisioned("db", planSmall, `{"foo":"f1","bar":"b1"}`)
+	f.broker.UpdateReturns(nil, fake.HTTPError("PATCH", 400, "", "foo f2 is sold out"))
+	_, err := f.engine.Update(context.Background(), InstanceUpdateRequest{
+		Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Parameters: &ParametersInput{Pairs: []string{"foo=f2"}}},
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, condition(f.get("db"), v1alpha1.ConditionUpdateFailed).Reason, ReasonUpdateRejected)
+	assert.Equal(t, string(f.broker.CallsTo(fake.MethodUpdate)[0].Request.(osb.UpdateRequest).Parameters), `{"bar":"b1","foo":"f2"}`)
+	f.broker.ResetCalls()
+
+	res, err := f.engine.Revert(context.Background(), RevertRequest{Namespace: ns, Name: "db"})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	assert.DeepEqual(t, res.Changes, []string{`parameters {"foo":"f1","bar":"b1"}`})
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+	assert.Equal(t, f.get("db").Status.Phase, v1alpha1.PhaseReady)
+}
+
+// An instance the broker does not hold yet is provisioned next, with every parameter:
+// those are checked, against the create schema.
+func TestPrepareUpdate_NotProvisioned_ChecksWhatTheProvisionSends(t *testing.T) {
+	for _, tc := range []struct {
+		name, params string
+		pairs        []string
+		want         string
+	}{
+		{name: "a value the create schema refuses", params: `{"storage_gb":2}`, pairs: []string{"storage_gb=11"}, want: "parameter storage_gb: maximum: got 11, want 10"},
+		{name: "the spec's other parameters complete it", params: `{"storage_gb":2}`, pairs: []string{"ha=true"}},
+		{name: "a parameter the create schema requires and nobody gave", pairs: []string{"ha=true"}, want: "parameters: missing property 'storage_gb'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withSchemas(t)
+			inst := &v1alpha1.ServiceInstance{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+				Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db", ClassID: classID,
+					PlanID: planSmall, PlanExternalName: "small"},
+			}
+			if tc.params != "" {
+				inst.Spec.Parameters = &runtime.RawExtension{Raw: []byte(tc.params)}
+			}
+
+			got, err := f.engine.PrepareUpdate(context.Background(), inst, UpdateRequest{Parameters: &ParametersInput{Pairs: tc.pairs}})
+
+			if tc.want != "" {
+				assert.ErrorContains(t, err, tc.want)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, got.Instance.Status.ParametersSalt, "", "nothing but the spec changes")
+		})
+	}
+}
