@@ -44,6 +44,21 @@ func TestRoles_EachGrantsWhatItsAudienceNeedsAndNoMore(t *testing.T) {
 		{rbac.ViewerRole, "watch configmaps.", true},
 		{rbac.ViewerRole, "create configmaps.", false},
 		{rbac.ViewerRole, "get secrets.", false},
+		{rbac.ViewerRole, "list secrets.", false},
+		// graph and describe: the workloads, Pods and Events beside the records.
+		{rbac.ViewerRole, "list deployments.apps", true},
+		{rbac.ViewerRole, "list cronjobs.batch", true},
+		{rbac.ViewerRole, "list pods.", true},
+		{rbac.ViewerRole, "list events.events.k8s.io", true},
+		{rbac.ViewerRole, "update deployments.apps", false},
+		{rbac.UserRole, "list deployments.apps", true},
+		{rbac.UserRole, "list statefulsets.apps", true},
+		{rbac.UserRole, "list daemonsets.apps", true},
+		{rbac.UserRole, "list jobs.batch", true},
+		{rbac.UserRole, "list cronjobs.batch", true},
+		{rbac.UserRole, "list pods.", true},
+		{rbac.UserRole, "list events.events.k8s.io", true},
+		{rbac.UserRole, "list events.", true},
 		{rbac.UserRole, "create configmaps.", true},
 		{rbac.UserRole, "get secrets.", true},
 		{rbac.UserRole, "create secrets.", true},
@@ -74,7 +89,9 @@ func TestRBAC_PrintsYAMLWithHowToBindThem(t *testing.T) {
 	out, err := cmdtest.RunOfflineOutput(t, "rbac")
 	assert.NilError(t, err)
 	assert.Assert(t, strings.HasPrefix(out, "# ClusterRoles of kubectl catalog"), out)
-	assert.Assert(t, is.Contains(out, "kubectl create rolebinding kubectl-catalog-user --clusterrole kubectl-catalog-user --user NAME -n NS\n"))
+	// One RoleBinding per user: a second user's binding in the same namespace does not
+	// collide with the first's.
+	assert.Assert(t, is.Contains(out, "kubectl create rolebinding kubectl-catalog-user-NAME --clusterrole kubectl-catalog-user --user NAME -n NS\n"))
 	assert.Assert(t, is.Contains(out, "--clusterrole kubectl-catalog-admin --user NAME -n catalog-system\n"))
 	var names []string
 	for _, doc := range strings.Split(out, "---\n") {

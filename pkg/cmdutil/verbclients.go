@@ -1,9 +1,11 @@
 package cmdutil
 
 import (
+	"context"
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
@@ -44,11 +46,34 @@ type Clients struct {
 	Engine    *engine.Engine
 	Prompter  prompt.Prompter
 	Streams   IOStreams
+	// ReconcileRuns says when the installed reconcile takes up a call left to it
+	// (install.WhenReconcileRuns); nil when not built.
+	ReconcileRuns func(context.Context) string
 }
 
 // Build builds the namespace, the engine and, when the streams can prompt, the
 // prompter (see VerbClients).
 func (c *Clients) Build(f *Factory, pollInterval time.Duration) (err error) {
 	c.Namespace, c.Engine, c.Prompter, err = f.VerbClients(c.Streams, pollInterval, c.Prompter)
+	if c.ReconcileRuns == nil {
+		c.ReconcileRuns = f.WhenReconcileRuns
+	}
 	return err
+}
+
+// WhenReconcileRuns says when the reconcile installed in the catalog namespace (or the
+// default one) takes up a call left to it, as far as the user may read its workloads
+// (install.WhenReconcileRuns); "" when no client can be built.
+func (f *Factory) WhenReconcileRuns(ctx context.Context) string {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	if f.Now != nil {
+		now = f.Now()
+	}
+	return install.WhenReconcileRuns(ctx, core, now, f.CatalogNamespace, install.DefaultNamespace)
 }

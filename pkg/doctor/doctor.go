@@ -26,6 +26,9 @@ const (
 	OK   Severity = "OK"
 	Warn Severity = "WARN"
 	Fail Severity = "FAIL"
+	// Info says what is as it should be but worth knowing: what the user's role leaves
+	// to reconcile.
+	Info Severity = "INFO"
 )
 
 // Finding is what a check found about one object.
@@ -63,6 +66,9 @@ type Config struct {
 	// Namespace is the user's namespace; CatalogNamespace holds the cluster-scoped
 	// brokers. The rbac and broker checks look at both.
 	Namespace, CatalogNamespace string
+	// User is who the API server says the user is (the cluster check sets it); the
+	// rbac check's fixes name it.
+	User string
 	// Server is the API server's address, shown with its version.
 	Server string
 	// ReconcileNamespace holds the workloads of "reconcile install"; ReconcileName, when

@@ -19,6 +19,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,7 +52,10 @@ type fixture struct {
 	st      *store.Store
 	eng     *engine.Engine
 	denied  map[string]bool
-	now     time.Time
+	// grants, when set, are all the user may do, by namespace: the rules of the roles
+	// bound there (and "" for cluster-scoped requests, which every user may make).
+	grants map[string][]rbacv1.PolicyRule
+	now    time.Time
 }
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
@@ -65,6 +69,11 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		attrs := sar.Spec.ResourceAttributes
 		key := attrs.Verb + " " + attrs.Resource
 		sar.Status.Allowed = !fx.denied[key+" "+attrs.Namespace] && !fx.denied[key+" *"]
+		if fx.grants != nil {
+			sar.Status.Allowed = attrs.Namespace == "" && attrs.Resource == "selfsubjectreviews" || slices.ContainsFunc(fx.grants[attrs.Namespace], func(r rbacv1.PolicyRule) bool {
+				return slices.Contains(r.APIGroups, attrs.Group) && slices.Contains(r.Resources, attrs.Resource) && slices.Contains(r.Verbs, attrs.Verb)
+			})
+		}
 		return true, sar, nil
 	})
 	fx.cluster.Core.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -173,6 +182,75 @@ func TestRun_AllWell(t *testing.T) {
 	assert.Assert(t, !Failed(fs))
 }
 
+// Each person is judged against the role docs/security.md gives them; what only reconcile
+// may do is reconcile's, an INFO line, not a failure of theirs.
+func TestRBAC_JudgesEachPersonByTheirDocumentedRole(t *testing.T) {
+	user, viewer, admin := install.CatalogRoles()[1].Rules, install.CatalogRoles()[0].Rules, install.CatalogRoles()[2].Rules
+	without := func(rules []rbacv1.PolicyRule, resource string) []rbacv1.PolicyRule {
+		return slices.DeleteFunc(slices.Clone(rules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, resource) })
+	}
+	for _, tc := range []struct {
+		name                  string
+		grants                map[string][]rbacv1.PolicyRule
+		inUser, inCatalog     Severity
+		userDetail, userFix   string
+		catalogDetail, broker string
+		failed, reconcileInfo bool
+	}{
+		{name: "a user set up as documented", grants: map[string][]rbacv1.PolicyRule{userNS: user, catalogNS: viewer},
+			inUser: OK, userDetail: "you hold kubectl-catalog-user here", inCatalog: OK, catalogDetail: "you hold kubectl-catalog-viewer here",
+			broker: "not checked with your rights", reconcileInfo: true},
+		{name: "a reader", grants: map[string][]rbacv1.PolicyRule{userNS: viewer, catalogNS: viewer},
+			inUser: Warn, userDetail: "you hold kubectl-catalog-viewer here", userFix: "kubectl create rolebinding kubectl-catalog-user-alice",
+			inCatalog: OK, broker: "not checked with your rights", reconcileInfo: true},
+		{name: "a user without the user role here", grants: map[string][]rbacv1.PolicyRule{catalogNS: viewer},
+			inUser: Fail, userDetail: "denied get configmaps", userFix: "kubectl create rolebinding kubectl-catalog-user-alice --clusterrole kubectl-catalog-user --user alice -n dev",
+			inCatalog: OK, broker: "not checked with your rights", failed: true, reconcileInfo: true},
+		{name: "a user missing one rule of the role", grants: map[string][]rbacv1.PolicyRule{userNS: without(user, "pods"), catalogNS: viewer},
+			inUser: Fail, userDetail: "denied get pods, list pods, watch pods", userFix: "kubectl-catalog-user-alice",
+			inCatalog: OK, broker: "not checked with your rights", failed: true, reconcileInfo: true},
+		{name: "a user without the marketplace", grants: map[string][]rbacv1.PolicyRule{userNS: user},
+			inUser: OK, inCatalog: Fail, catalogDetail: "denied get configmaps", failed: true, reconcileInfo: true},
+		{name: "an administrator", grants: map[string][]rbacv1.PolicyRule{userNS: user, catalogNS: admin},
+			inUser: OK, inCatalog: OK, catalogDetail: "you hold kubectl-catalog-admin here", broker: "answers", reconcileInfo: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+			fx := newFixture(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}})
+			fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
+			fx.grants = tc.grants
+			fx.cluster.Core.PrependReactor("get", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if !slices.ContainsFunc(tc.grants[a.GetNamespace()], func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "secrets") }) {
+					return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "auth", errors.New("denied"))
+				}
+				return false, nil, nil
+			})
+			fs := RBAC(context.Background(), &Config{Namespace: userNS, CatalogNamespace: catalogNS, User: "alice", Core: fx.cluster.Core})
+			u, _ := find(fs, "rbac "+userNS)
+			assert.Equal(t, u.Severity, tc.inUser, "%+v", u)
+			assert.Assert(t, is.Contains(u.Detail, tc.userDetail))
+			assert.Assert(t, is.Contains(u.Fix, tc.userFix))
+			c, _ := find(fs, "rbac "+catalogNS)
+			assert.Equal(t, c.Severity, tc.inCatalog, "%+v", c)
+			assert.Assert(t, is.Contains(c.Detail, tc.catalogDetail))
+			info, ok := find(fs, "rbac reconcile")
+			assert.Equal(t, ok, tc.reconcileInfo, "%+v", fs)
+			if ok {
+				assert.Equal(t, info.Severity, Info)
+				assert.Assert(t, is.Contains(info.Detail, "reconcile (the installed ServiceAccount"))
+			}
+			assert.Equal(t, Failed(fs), tc.failed, "%+v", fs)
+			if tc.broker != "" {
+				cfg := fx.config()
+				bs := Brokers(context.Background(), cfg)
+				bf, _ := find(bs, "broker "+catalogNS+"/acme")
+				assert.Assert(t, is.Contains(bf.Detail, tc.broker), "%+v", bf)
+				assert.Assert(t, bf.Severity != Fail, "%+v", bf)
+			}
+		})
+	}
+}
+
 func TestRun_FindsProblems(t *testing.T) {
 	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
 	fx := newFixture(t,
@@ -212,8 +290,10 @@ func TestRun_FindsProblems(t *testing.T) {
 		detail   []string
 		fix      string
 	}{
-		{object: "rbac dev", severity: Fail, detail: []string{"list configmaps", "create secrets", "records are ConfigMaps"}, fix: `namespace "dev"`},
-		{object: "rbac catalog-system", severity: Warn, detail: []string{"denied: create secrets;"}},
+		{object: "rbac dev", severity: Fail, detail: []string{"list configmaps", "create secrets", "kubectl-catalog-user"},
+			fix: "kubectl create rolebinding kubectl-catalog-user-alice --clusterrole kubectl-catalog-user --user alice -n dev"},
+		// An administrator: kubectl-catalog-admin needs no create on Secrets.
+		{object: "rbac catalog-system", severity: OK, detail: []string{"you hold kubectl-catalog-admin here"}},
 		{object: "broker catalog-system/down", severity: Fail, detail: []string{"http://127.0.0.1:1"}, fix: "kubectl catalog sync broker down"},
 		{object: "broker dev/locked", severity: Fail, detail: []string{"401"}, fix: "sync broker locked --scope namespace -n dev"},
 		{object: "record dev/instance/retried", severity: Warn, detail: []string{"4 failed attempts", "503 Service Unavailable", "next retry at"}, fix: "describe instance retried -n dev"},

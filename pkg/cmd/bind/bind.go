@@ -205,7 +205,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Rotate {
 		return o.rotate(ctx, fol)
 	}
-	req, err := o.Request(fol.Follow(o.Wait))
+	req, err := o.Request(o.AnnounceReconcile(fol.Follow(o.Wait)))
 	if err != nil {
 		return err
 	}

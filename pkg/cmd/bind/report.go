@@ -75,6 +75,7 @@ func (o *Options) report(res engine.BindResult) error {
 		}
 	case engine.WaitingForReconcile(b):
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is recorded: %s; it writes Secret %q. Follow it with %s.\n", res.Name, r.Message, res.SecretName, describe)
+		o.SayWhenReconcileRuns()
 	case !o.Wait.Wait:
 		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on binding %q (%s). Follow it with %s; \"kubectl catalog reconcile\" finishes it and writes Secret %q.\n",
 			res.Name, r.Message, describe, res.SecretName)

@@ -81,7 +81,7 @@ func (o *Options) Run(ctx context.Context) error {
 	follow := o.Wait.Follow(nil)
 	follow.Progress, follow.Note = p.show, p.note
 	res, err := o.Engine.Deprovision(ctx, engine.DeprovisionRequest{
-		Namespace: o.Namespace, Name: o.Name, Abandon: o.Abandon, DryRun: o.DryRun.Engine(), Follow: follow, Confirm: o.confirm,
+		Namespace: o.Namespace, Name: o.Name, Abandon: o.Abandon, DryRun: o.DryRun.Engine(), Follow: o.AnnounceReconcile(follow), Confirm: o.confirm,
 	})
 	p.done()
 	if err != nil || res.Declined {
@@ -98,7 +98,13 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Streams.ErrOut, "Instance %q abandoned: its records are gone; the broker was not told.\n", o.Name)
 		return nil
 	}
-	return lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "deprovision", o.Wait.Wait)
+	if err := lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "deprovision", o.Wait.Wait); err != nil {
+		return err
+	}
+	if engine.WaitingForReconcile(res.Instance) {
+		o.SayWhenReconcileRuns()
+	}
+	return nil
 }
 
 // confirm says what is about to be deleted and asks whether to go on. A dry run, which

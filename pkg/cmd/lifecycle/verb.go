@@ -1,6 +1,9 @@
 package lifecycle
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -71,7 +74,7 @@ func (v *VerbOptions) Complete(f *cmdutil.Factory) error { return v.Build(f, v.W
 // after the verb ("provision"), as Report says it.
 func (v *VerbOptions) RunOnInstance(name, operation, verb string, op func(engine.Follow) (engine.InstanceResult, error)) error {
 	follow, done := NewFollow(v.Streams, v.Wait)
-	res, err := op(follow)
+	res, err := op(v.AnnounceReconcile(follow))
 	done()
 	switch {
 	case err != nil:
@@ -81,7 +84,56 @@ func (v *VerbOptions) RunOnInstance(name, operation, verb string, op func(engine
 	case res.DryRun != nil:
 		return printers.PrintDryRun(v.Streams, v.Output, v.DryRun, res.DryRun, operation, res.Summary)
 	}
-	return Report(v.Streams, v.Output, res.Result, name, v.Namespace, verb, v.Wait.Wait)
+	if err := Report(v.Streams, v.Output, res.Result, name, v.Namespace, verb, v.Wait.Wait); err != nil {
+		return err
+	}
+	if engine.WaitingForReconcile(res.Instance) {
+		v.SayWhenReconcileRuns()
+	}
+	return nil
+}
+
+// SayWhenReconcileRuns follows the line saying that a call is recorded and left to
+// reconcile: when the installed reconcile will take it up.
+func (v *VerbOptions) SayWhenReconcileRuns() {
+	if when := v.whenReconcileRuns(); when != "" {
+		fmt.Fprintf(v.Streams.ErrOut, "When it is sent: %s.\n", when)
+	}
+}
+
+func (v *VerbOptions) whenReconcileRuns() string {
+	if v.ReconcileRuns == nil {
+		return ""
+	}
+	return v.ReconcileRuns(context.Background())
+}
+
+// AnnounceReconcile is f, which says once, when a wait comes to a call left to
+// reconcile (the user may not make it: a cluster broker's credentials), that the wait is
+// now for reconcile, and when it will likely run: such a wait otherwise sits silently
+// until --timeout.
+func (v *VerbOptions) AnnounceReconcile(f engine.Follow) engine.Follow {
+	if !f.Wait || f.Progress == nil {
+		return f
+	}
+	progress, said := f.Progress, false
+	f.Progress = func(r engine.Result) {
+		if !said && (engine.WaitingForReconcile(r.Instance) || engine.WaitingForReconcile(r.Binding)) {
+			said = true
+			line := "Waiting for reconcile, which sends the request (" + r.Message + ")"
+			if when := v.whenReconcileRuns(); when != "" {
+				line += ": " + when
+			}
+			if f.Timeout > 0 {
+				line += fmt.Sprintf("; --timeout %s ends this wait, not the request", f.Timeout)
+			}
+			if f.Note != nil {
+				f.Note(line + ".")
+			}
+		}
+		progress(r)
+	}
+	return f
 }
 
 // OnInstance makes cmd a command on one instance, named by its only argument (see

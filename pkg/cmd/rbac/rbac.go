@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -17,26 +18,32 @@ import (
 var rbacLong = cmdutil.LongDesc(`
 	Print, or apply, ClusterRoles for the people who use the catalog.
 
-	  - kubectl-catalog-viewer: read records (get, describe, marketplace).
-	    Aggregated into the built-in "view" role; it holds no Secret.
+	  - kubectl-catalog-viewer: read records (get, describe, graph,
+	    marketplace), and the workloads, Pods and Events that graph and
+	    describe show beside them. Aggregated into the built-in "view" role;
+	    it holds no Secret.
 	  - kubectl-catalog-user: work with instances and bindings in a
 	    namespace: records; the namespace's Secrets (parameters from Secrets
 	    and namespaced broker credentials are read, binding credentials are
-	    written; none is listed); get and update of the workloads a binding
-	    is projected into; SelfSubjectReviews. Aggregated into the built-in
-	    "edit" role (and so "admin").
+	    written; none is listed); the workloads a binding is projected into
+	    (read, and updated by the projection), Pods and Events (read, and
+	    Events written about the records); SelfSubjectReviews. Aggregated
+	    into the built-in "edit" role (and so "admin").
 	  - kubectl-catalog-admin: register cluster brokers, curate access rules
 	    and sync catalogs, in the catalog namespace: records, and reading the
 	    brokers' credentials Secrets.
 
-	Bind kubectl-catalog-user with a RoleBinding in each namespace, plus
+	Bind kubectl-catalog-user with a RoleBinding in each namespace, named
+	after the user (kubectl-catalog-user-NAME: one per user), plus
 	kubectl-catalog-viewer with a RoleBinding in the catalog namespace (the
 	marketplace of cluster brokers). Bind kubectl-catalog-admin with a
 	RoleBinding in the catalog namespace, plus kubectl-catalog-viewer with a
 	ClusterRoleBinding (deregister and sync look for a broker's instances in
 	every namespace). Users get no Secret of the catalog namespace: the
-	broker calls they cannot make are left to reconcile. The printed YAML
-	opens with these commands.
+	broker calls they cannot make are recorded and left to reconcile, which
+	sends them when it next runs (the schedule of its CronJob, or at once
+	with "reconcile install --serve"). The printed YAML opens with these
+	commands.
 
 	By default the roles are printed as YAML (-o json for a List). --apply
 	creates or updates them with server-side apply (field manager
@@ -50,7 +57,7 @@ var rbacExample = cmdutil.Examples(`
 	kubectl catalog rbac --apply
 
 	# Let alice provision and bind in namespace dev
-	kubectl create rolebinding kubectl-catalog-user --clusterrole kubectl-catalog-user --user alice -n dev
+	kubectl create rolebinding kubectl-catalog-user-alice --clusterrole kubectl-catalog-user --user alice -n dev
 	kubectl create rolebinding kubectl-catalog-viewer-alice --clusterrole kubectl-catalog-viewer --user alice -n catalog-system`)
 
 // Options are the options of rbac.
@@ -110,6 +117,20 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	o.Core = core
 	return nil
 }
+
+// Names of the ClusterRoles.
+const (
+	ViewerRole = install.ViewerRole
+	UserRole   = install.UserRole
+	AdminRole  = install.AdminRole
+)
+
+// Roles are the ClusterRoles of "kubectl catalog rbac", in order: viewer, user, admin.
+func Roles() []*rbacv1.ClusterRole { return install.CatalogRoles() }
+
+// Header is the comment that opens the printed roles: how to bind them, with
+// catalogNamespace in the commands.
+func Header(catalogNamespace string) string { return install.RolesHeader(catalogNamespace) }
 
 // Run prints or applies the roles.
 func (o *Options) Run(ctx context.Context) error {
