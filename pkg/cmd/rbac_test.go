@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 )
 
 func TestRoles_EachGrantsWhatItsAudienceNeedsAndNoMore(t *testing.T) {
@@ -77,8 +78,8 @@ func TestRoles_EachGrantsWhatItsAudienceNeedsAndNoMore(t *testing.T) {
 	}
 	// The built-in view must never gain Secrets; the admin role is for the catalog
 	// namespace only.
-	assert.Equal(t, labels[rbac.ViewerRole][rbac.AggregateToView], "true")
-	assert.Equal(t, labels[rbac.UserRole][rbac.AggregateToEdit], "true")
+	assert.Equal(t, labels[rbac.ViewerRole][install.AggregateToView], "true")
+	assert.Equal(t, labels[rbac.UserRole][install.AggregateToEdit], "true")
 	for k := range labels[rbac.AdminRole] {
 		assert.Assert(t, !strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to"), k)
 	}

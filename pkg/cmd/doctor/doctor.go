@@ -28,12 +28,20 @@ var doctorLong = cmdutil.LongDesc(`
 	  - kubeconfig (shown only when it fails): the kubeconfig, --context and
 	    the other connection flags can be loaded;
 	  - cluster: the API server answers, and who you are to it;
-	  - rbac: whether you may do what "kubectl catalog reconcile" does, in the
-	    current namespace and in the catalog namespace, and what each denied
-	    permission breaks;
+	  - rbac: you, judged against the role docs/security.md gives you
+	    ("kubectl catalog rbac"): kubectl-catalog-user in the current
+	    namespace (kubectl-catalog-viewer for a reader, a warning), and
+	    kubectl-catalog-admin or kubectl-catalog-viewer in the catalog
+	    namespace; a permission of the role you lack fails, naming it and the
+	    RoleBinding that grants the role. What your role leaves to reconcile
+	    (a cluster broker's credentials, the calls your commands record for
+	    it) is an INFO line, reconcile's, not yours; someone who may do
+	    everything reconcile does is OK;
 	  - broker: every broker registered in the catalog namespace and in the
 	    current namespace answers its catalog within --broker-timeout, with the
-	    credentials it is registered with; brokers are checked eight at a
+	    credentials it is registered with (a cluster broker whose credentials
+	    you may not read, as a user, is INFO: reconcile calls it); brokers
+	    are checked eight at a
 	    time, and all within three times --broker-timeout (a broker not
 	    checked by then is a warning that says so);
 	  - record: records with pending work that are stuck: failed three times
@@ -59,7 +67,7 @@ var doctorLong = cmdutil.LongDesc(`
 	    hold records written before it, with how many, and the command that
 	    makes them verified: "kubectl catalog adopt -n NAMESPACE".
 
-	Each check is OK, WARN or FAIL; the ones that are not OK say how to fix
+	Each check is OK, INFO, WARN or FAIL; WARN and FAIL say how to fix
 	them. doctor changes nothing. It exits 1 when a check failed, 0 otherwise
 	(warnings included).`)
 
@@ -79,6 +87,7 @@ type Status = doctor.Severity
 // Statuses of checks.
 const (
 	OK   = doctor.OK
+	Info = doctor.Info
 	Warn = doctor.Warn
 	Fail = doctor.Fail
 )
