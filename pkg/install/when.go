@@ -46,7 +46,17 @@ func WhenReconcileRuns(ctx context.Context, core kubernetes.Interface, now time.
 			if t := cj.Status.LastScheduleTime; t != nil {
 				last = "it last ran " + now.Sub(t.Time).Round(time.Second).String() + " ago"
 			}
-			runs = append(runs, fmt.Sprintf("the installed reconcile (CronJob %s/%s) takes it up at its next run, on schedule %q; %s", cj.Namespace, cj.Name, cj.Spec.Schedule, last))
+			next := ""
+			loc := time.UTC
+			if cj.Spec.TimeZone != nil {
+				if l, err := time.LoadLocation(*cj.Spec.TimeZone); err == nil {
+					loc = l
+				}
+			}
+			if t, ok := NextRun(cj.Spec.Schedule, now.In(loc)); ok {
+				next = fmt.Sprintf(", next at %s (in %s)", t.Format("15:04 MST"), t.Sub(now).Round(time.Second))
+			}
+			runs = append(runs, fmt.Sprintf("the installed reconcile (CronJob %s/%s) takes it up at its next run, on schedule %q%s; %s", cj.Namespace, cj.Name, cj.Spec.Schedule, next, last))
 		}
 	}
 	if len(runs) > 0 {

@@ -173,7 +173,7 @@ func trustSetup(t *testing.T) *trustEnv {
 	r = kubectl(t, controlplane.AdminUser, "catalog", "rbac", "--apply")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	for _, args := range [][]string{
-		{"create", "rolebinding", "kubectl-catalog-user", "--clusterrole", "kubectl-catalog-user", "--user", controlplane.BobUser, "-n", e.teamB},
+		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.BobUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.BobUser, "-n", e.teamB},
 		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.BobUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.BobUser, "-n", e.catalogNS},
 	} {
 		r := kubectl(t, controlplane.AdminUser, args...)

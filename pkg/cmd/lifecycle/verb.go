@@ -120,7 +120,7 @@ func (v *VerbOptions) AnnounceReconcile(f engine.Follow) engine.Follow {
 	f.Progress = func(r engine.Result) {
 		if !said && (engine.WaitingForReconcile(r.Instance) || engine.WaitingForReconcile(r.Binding)) {
 			said = true
-			line := "Waiting for reconcile, which sends the request (" + r.Message + ")"
+			line := "Waiting for reconcile to send the request"
 			if when := v.whenReconcileRuns(); when != "" {
 				line += ": " + when
 			}

@@ -101,6 +101,10 @@ func (o *Options) report(namespace string, u engine.UnbindOutcome) error {
 		return nil
 	case r.State == engine.StateDeleted:
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is gone: %s.\n", b.Name, whatWent(b))
+	case engine.WaitingForReconcile(r.Binding):
+		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion: %s. Follow it with %s.\n",
+			b.Name, r.Message, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, namespace))
+		o.SayWhenReconcileRuns()
 	case !o.Wait.Wait:
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion; the broker is working on it (%s). \"kubectl catalog reconcile\" finishes it; follow it with %s.\n",
 			b.Name, r.Message, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, namespace))

@@ -163,7 +163,7 @@ func (o *Options) Run(ctx context.Context) error {
 	fol := lifecycle.NewFollowing(o.Streams)
 	defer fol.Done()
 	req := o.request()
-	req.Follow, req.Confirm = fol.Follow(o.Wait), o.confirm
+	req.Follow, req.Confirm = o.AnnounceReconcile(fol.Follow(o.Wait)), o.confirm
 	req.Unbound = func(u engine.UnbindOutcome) error {
 		fol.Done()
 		return o.report(req.Namespace, u)
