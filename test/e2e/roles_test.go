@@ -146,6 +146,13 @@ func TestTrust_DocumentedRoles_TwoUsersDoctorGraphAndCallsLeftToReconcile(t *tes
 		first := strings.Index(r.Stderr, "Waiting for reconcile")
 		assert.Check(t, first < strings.Index(r.Stderr, "waiting for binding"), "the wait says what it waits for before it times out: %s", r.Stderr)
 
+		// The administrator, who may read the broker's credentials, binds at once:
+		// nothing is left to reconcile, and nothing says so.
+		r = instCatalog(t, e.teamA, "bind", "shop", "--name", "shop-admin", "--catalog-namespace", e.catalogNS)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		assert.Check(t, !strings.Contains(r.Stderr, "When it is sent"), r.Stderr)
+		assert.Check(t, is.Contains(r.Stderr, `binding "shop-admin" created`))
+
 		trustReconcile(t, e, e.teamA)
 		b, err := e.st.Bindings().Get(ctx, e.teamA, "shop-web")
 		assert.NilError(t, err)
