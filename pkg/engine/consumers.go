@@ -107,13 +107,16 @@ func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *
 		x := inst.DeepCopy()
 		limit := *x.Spec.MaxBindings
 		places := placesTaken(x, listed, unseen, b, false)
-		if int32(len(places)) >= limit {
+		// A rotation's bind is that of a binding that exists, made before the limit:
+		// it keeps the place it holds, even above a lowered limit.
+		rotation := b.Status.Bound != nil && b.RotatedFrom() != nil
+		if int32(len(places)) >= limit && !rotation {
 			places = e.liveConsumers(ctx, places)
 		}
-		if int32(len(places)) >= limit {
+		if int32(len(places)) >= limit && !rotation {
 			return limitReached(x, places)
 		}
-		if blind := Uncounted(x, unseen); len(blind) > 0 {
+		if blind := Uncounted(x, unseen); len(blind) > 0 && !rotation {
 			return &LeftToReconcileError{What: fmt.Sprintf("you may not list the bindings of namespace(s) %s, which count against the limit of %d bindings of instance %q in namespace %q, so reconcile, which sees every namespace, takes the binding's place and sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", strings.Join(blind, ", "), limit, name, ns)}
 		}
 		x.Status.Consumers = append(places, v1alpha1.ConsumerReservation{

@@ -604,3 +604,20 @@ func TestConsumers_ABindWhoseDriverMayNotListASharedNamespace_IsLeftToReconcile(
 	assert.Assert(t, res.Refused, "%+v", res)
 	assert.Assert(t, is.Contains(res.Message, "dev/one, dev/two, team-b/three, dev/four"), res.Message)
 }
+
+// The bindings a lowered limit keeps keep working: rotating one takes no new place, so
+// it is not refused above the limit.
+func TestConsumers_ARotationAboveALoweredLimit_KeepsItsPlace(t *testing.T) {
+	f := threeBoundThenLimitedToTwo(t)
+	binds := len(f.broker.CallsTo(fake.MethodBind))
+	_, err := f.engine.startRotation(store.WithIntent(context.Background()), consumerNS, "three")
+	assert.NilError(t, err)
+	res := f.stepBindingIn(consumerNS, "three")
+	assert.Assert(t, !res.Refused, "%+v", res)
+	b, err := f.bindingIn(consumerNS, "three")
+	assert.NilError(t, err)
+	assert.Equal(t, b.Status.Bound.BindingID, b.CurrentExternalID(), "rotated")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), binds+1)
+	f.createBinding("four", func(in *BindingIntent) { in.ExternalID = "bind-four" })
+	assert.Assert(t, f.stepBinding("four").Refused, "a new bind is still refused")
+}
