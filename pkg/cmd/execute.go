@@ -19,7 +19,9 @@ func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		fmt.Fprintln(f.ErrOut, "error:", err)
 	}
 	code := cmdutil.ExitCode(err)
-	if code == cmdutil.ExitUsage {
+	// The hint follows a usage error, not a failure already reported with the same
+	// code (diff's).
+	if code == cmdutil.ExitUsage && cmdutil.ShouldPrint(err) {
 		c, _, findErr := root.Find(args)
 		if findErr != nil || c == nil {
 			c = root

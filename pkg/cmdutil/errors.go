@@ -20,6 +20,10 @@ const (
 	ExitTimeout = 124
 	// ExitInterrupted is returned when the user interrupts a command (Ctrl-C).
 	ExitInterrupted = 130
+	// ExitDiffError is diff's failure (bad manifests, a cluster it cannot read), as
+	// kubectl diff's: more than 1, which says there are differences. No usage hint
+	// follows it.
+	ExitDiffError = 2
 )
 
 // UsageError is a mistake in how the command was invoked: an unknown flag, a

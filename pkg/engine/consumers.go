@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -76,14 +77,19 @@ func reserved(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 // reserve takes a place for b among the bindings of an instance with maxBindings,
 // before b's first bind call: a write of the instance's status guarded by its
 // resourceVersion, retried on conflicts, so that concurrent binds never take more places
-// than the limit. A place whose binding record is gone is given back first. A user who
-// may not write the instance's record leaves the bind to reconcile. read is the
-// instance as this step read it: an instance without a limit is not read again.
+// than the limit. Every binding of the instance that exists counts (placesTaken): those
+// bound before the limit was set take their places in the same write. A place whose
+// binding record is gone is given back first. A user who may not write the instance's
+// record, or may not list the bindings of a namespace that counts, leaves the bind to
+// reconcile. read is the instance as this step read it: an instance without a limit is
+// not read again.
 func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance) error {
 	if read != nil && read.Spec.MaxBindings == nil {
 		return nil
 	}
 	ns, name := b.InstanceRef()
+	var listed []*v1alpha1.ServiceBinding
+	var unseen []string
 	for attempt := 0; ; attempt++ {
 		inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
 		if err != nil {
@@ -92,15 +98,28 @@ func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *
 		if inst.Spec.MaxBindings == nil || reserved(inst, b) {
 			return nil
 		}
+		if attempt == 0 {
+			// Listed once: a binding bound since holds a place the re-read shows.
+			if listed, unseen, err = listBindingsOf(ctx, e.cfg.Store, inst); err != nil {
+				return err
+			}
+		}
 		x := inst.DeepCopy()
-		if int32(len(x.Status.Consumers)) >= *x.Spec.MaxBindings {
-			x.Status.Consumers = e.liveConsumers(ctx, x.Status.Consumers)
+		limit := *x.Spec.MaxBindings
+		places := placesTaken(x, listed, unseen, b, false)
+		// A rotation's bind is that of a binding that exists, made before the limit:
+		// it keeps the place it holds, even above a lowered limit.
+		rotation := b.Status.Bound != nil && b.RotatedFrom() != nil
+		if int32(len(places)) >= limit && !rotation {
+			places = e.liveConsumers(ctx, places)
 		}
-		if n := int32(len(x.Status.Consumers)); n >= *x.Spec.MaxBindings {
-			return refused(ReasonRefusedLimitReached, "instance %q in namespace %q has reached its limit of %d bindings (%s): unbind one of them, or its owner raises the limit with \"kubectl catalog update %s --max-bindings N -n %s\"",
-				name, ns, *x.Spec.MaxBindings, consumerNames(x.Status.Consumers), name, ns)
+		if int32(len(places)) >= limit && !rotation {
+			return limitReached(x, places)
 		}
-		x.Status.Consumers = append(x.Status.Consumers, v1alpha1.ConsumerReservation{
+		if blind := Uncounted(x, unseen); len(blind) > 0 && !rotation {
+			return &LeftToReconcileError{What: fmt.Sprintf("you may not list the bindings of namespace(s) %s, which count against the limit of %d bindings of instance %q in namespace %q, so reconcile, which sees every namespace, takes the binding's place and sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", strings.Join(blind, ", "), limit, name, ns)}
+		}
+		x.Status.Consumers = append(places, v1alpha1.ConsumerReservation{
 			Namespace: b.Namespace, Name: b.Name, UID: string(b.UID), ReservedAt: metav1.NewTime(e.now()),
 		})
 		_, err = e.cfg.Store.Instances().Update(ctx, x)
@@ -110,11 +129,134 @@ func (e *Engine) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *
 		case store.IsConflict(err) && attempt < 100:
 			continue
 		case store.IsForbidden(err):
-			return &LeftToReconcileError{What: fmt.Sprintf("you may not write instance %q in namespace %q, where the place of the binding under the instance's limit of %d bindings is kept, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", name, ns, *x.Spec.MaxBindings), Err: err}
+			return &LeftToReconcileError{What: fmt.Sprintf("you may not write instance %q in namespace %q, where the place of the binding under the instance's limit of %d bindings is kept, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", name, ns, limit), Err: err}
 		default:
 			return err
 		}
 	}
+}
+
+// limitReached is the refusal of a bind to inst, whose places are all taken by places:
+// it names the bindings that hold them.
+func limitReached(inst *v1alpha1.ServiceInstance, places []v1alpha1.ConsumerReservation) error {
+	limit := *inst.Spec.MaxBindings
+	held := fmt.Sprintf("its limit of %d bindings (%s)", limit, consumerNames(places))
+	if n := int32(len(places)); n > limit {
+		held = fmt.Sprintf("its limit of %d bindings: %d bindings hold places (%s), more than the limit, which was lowered after they were made; they stay, and new binds are refused until fewer than %d remain", limit, n, consumerNames(places), limit)
+	}
+	return refused(ReasonRefusedLimitReached, "instance %q in namespace %q has reached %s: unbind one of them, or its owner raises the limit with \"kubectl catalog update %s --max-bindings N -n %s\"",
+		inst.Name, inst.Namespace, held, inst.Name, inst.Namespace)
+}
+
+// CheckBindingLimit refuses a bind to inst while every place under its maxBindings is
+// taken by the bindings this user can list (PlacesTaken), naming them; the bind's own
+// step takes the place itself, atomically, before the broker call (reserve).
+func (e *Engine) CheckBindingLimit(ctx context.Context, inst *v1alpha1.ServiceInstance) error {
+	if inst.Spec.MaxBindings == nil {
+		return nil
+	}
+	listed, unseen, err := listBindingsOf(ctx, e.cfg.Store, inst)
+	if err != nil {
+		return err
+	}
+	if places := PlacesTaken(inst, listed, unseen); int32(len(places)) >= *inst.Spec.MaxBindings {
+		return limitReached(inst, places)
+	}
+	return nil
+}
+
+// listBindingsOf lists the bindings of inst in its own namespace and in the others (see
+// listConsumers), and the namespaces whose bindings this user may not list.
+func listBindingsOf(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
+	others := ahead.Start(ctx, func() (consumersListed, error) {
+		bs, unseen, _, err := listConsumers(ctx, st, inst)
+		return consumersListed{bs, unseen}, err
+	})
+	var bad []*store.Error
+	own, err := readableBindings(ctx, st, inst.Namespace, store.Filter{Instance: inst.Name}, &bad)
+	switch {
+	case store.IsForbidden(err):
+		unseen = append(unseen, inst.Namespace)
+	case err != nil:
+		return nil, nil, err
+	}
+	o, err := others.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(own, o.bs...), append(unseen, o.unseen...), nil
+}
+
+type consumersListed struct {
+	bs     []*v1alpha1.ServiceBinding
+	unseen []string
+}
+
+// PlacesTaken are the places under inst's maxBindings that count now, given listed, the
+// bindings of inst that could be listed (in its own namespace and in the others), and
+// unseen, the namespaces whose bindings could not be: the places of status.consumers,
+// less those whose binding is gone (its namespace listed, the binding not among listed),
+// and every binding listed that the broker may hold and that holds no place (one bound
+// before the limit was set, or while there was none). Only the namespaces inst lets bind
+// now count: a namespace no longer granted affects the instance no more, and its
+// bindings are being removed.
+func PlacesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBinding, unseen []string) []v1alpha1.ConsumerReservation {
+	return placesTaken(inst, listed, unseen, nil, true)
+}
+
+// placesTaken is PlacesTaken, leaving out self (the binding asking for a place) and,
+// unless prune, keeping the places whose binding was not listed (a bind that took its
+// place after the list; reserve reads them one by one instead, see liveConsumers).
+func placesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBinding, unseen []string, self *v1alpha1.ServiceBinding, prune bool) []v1alpha1.ConsumerReservation {
+	byUID := map[string]bool{}
+	for _, b := range listed {
+		byUID[string(b.UID)] = true
+	}
+	var places []v1alpha1.ConsumerReservation
+	held := map[string]bool{}
+	for _, c := range inst.Status.Consumers {
+		if !lets(inst, c.Namespace) || held[c.UID] || (self != nil && c.UID == string(self.UID)) {
+			continue
+		}
+		if prune && !byUID[c.UID] && !slices.Contains(unseen, c.Namespace) {
+			continue
+		}
+		held[c.UID] = true
+		places = append(places, c)
+	}
+	var adopted []v1alpha1.ConsumerReservation
+	for _, b := range listed {
+		uid := string(b.UID)
+		if held[uid] || (self != nil && uid == string(self.UID)) || !lets(inst, b.Namespace) || !bindingHeldAtBroker(b) {
+			continue
+		}
+		held[uid] = true
+		adopted = append(adopted, v1alpha1.ConsumerReservation{Namespace: b.Namespace, Name: b.Name, UID: uid, ReservedAt: b.CreationTimestamp})
+	}
+	slices.SortFunc(adopted, func(a, b v1alpha1.ConsumerReservation) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return append(places, adopted...)
+}
+
+// Uncounted are the namespaces of unseen whose bindings count against inst's limit.
+func Uncounted(inst *v1alpha1.ServiceInstance, unseen []string) []string {
+	var out []string
+	for _, ns := range unseen {
+		if lets(inst, ns) && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// lets reports whether inst, as its spec now stands, lets the bindings of namespace ns
+// use it: its own, or one it is shared with, within its allowed namespaces.
+func lets(inst *v1alpha1.ServiceInstance, ns string) bool {
+	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, ns) {
+		return false
+	}
+	return ns == inst.Namespace || slices.Contains(inst.Spec.SharedWith, ns)
 }
 
 // liveConsumers are the places whose binding record still exists (or cannot be read).

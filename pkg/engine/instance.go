@@ -1016,6 +1016,10 @@ func (e *Engine) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
 	}
 }
 
+// NoBrokerCallMessage is the Ready condition of an instance whose spec changed in what
+// needs no broker call (its limits, its grants, a revert to what the broker holds).
+const NoBrokerCallMessage = "the change needs no broker call: nothing was sent to the broker, which holds the instance as specified"
+
 // settle marks an instance with nothing left to do as Ready.
 func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
 	if inst.Generation != inst.Status.ObservedGeneration && inst.Status.RevokedGeneration != inst.Generation {
@@ -1030,6 +1034,10 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	refused := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionUpdateFailed) != nil
 	if c := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || refused {
 		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProvisioned, "the broker holds the instance as specified", now)
+	} else if inst.Generation != inst.Status.ObservedGeneration {
+		// A change of the spec that needs no broker call (its limits, its grants): the
+		// condition says so, not what the last call did.
+		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProvisioned, NoBrokerCallMessage, now)
 	} else {
 		c.ObservedGeneration = x.Generation
 	}

@@ -211,7 +211,7 @@ func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.Serv
 			return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 		}
 	}
-	if err := checkBindingLimit(inst); err != nil {
+	if err := e.CheckBindingLimit(ctx, inst); err != nil {
 		return nil, nil, nil, fmt.Errorf("binding %q not created: %w", req.Name, err)
 	}
 	if err := CheckBindable(inst, class); err != nil {
@@ -279,16 +279,6 @@ func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.
 		return nil, nil, nil, fmt.Errorf("cannot read the class of instance %q: %w", req.Instance, err)
 	}
 	return inst, class, schemas, nil
-}
-
-// checkBindingLimit refuses a bind while every place under the instance's maxBindings
-// is taken (the engine takes the place itself, atomically, before the broker call).
-func checkBindingLimit(inst *v1alpha1.ServiceInstance) error {
-	if m := inst.Spec.MaxBindings; m != nil && int32(len(inst.Status.Consumers)) >= *m {
-		return fmt.Errorf("instance %q in namespace %q has reached its limit of %d bindings: unbind one of them, or its owner raises the limit with \"kubectl catalog update %s --max-bindings N -n %s\"",
-			inst.Name, inst.Namespace, *m, inst.Name, inst.Namespace)
-	}
-	return nil
 }
 
 // bindNames are the reads checkBindNames looks at: the binding of the name, its Secret

@@ -99,14 +99,17 @@ func TestBind_BadInput_LeavesEveryRecordAndSecretAsItWas(t *testing.T) {
 			want: `binding "db" not created: binding "db" names instance "db" of namespace "` + ns + `", which is not shared with namespace "team-b"`},
 		{name: "limit reached", req: BindRequest{Instance: "db"},
 			setup: func(t *testing.T, f *fixture) {
-				_, err := f.st.Instances().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+				f.createBinding("other", func(in *BindingIntent) { in.SecretName = "other" })
+				other, err := f.bindingIn(ns, "other")
+				assert.NilError(t, err)
+				_, err = f.st.Instances().UpdateWithRetry(store.WithIntent(context.Background()), ns, "db", func(i *v1alpha1.ServiceInstance) error {
 					i.Spec.MaxBindings = ptr.To[int32](1)
-					i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "other", UID: "u-other"}}
+					i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "other", UID: string(other.UID)}}
 					return nil
 				})
 				assert.NilError(t, err)
 			},
-			want: `has reached its limit of 1 bindings`},
+			want: `has reached its limit of 1 bindings (` + ns + `/other)`},
 		{name: "name taken", req: BindRequest{Instance: "db", SecretName: "free"},
 			setup: func(t *testing.T, f *fixture) {
 				f.createBinding("db", func(in *BindingIntent) { in.SecretName = "taken" })

@@ -67,6 +67,7 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	}
 	inst, changes := prepared.Instance, prepared.Changes
 	changes = append(changes, req.Limits.apply(&inst.Spec)...)
+	e.noteOverLimit(ctx, inst, req.Limits, req.Follow)
 	if len(changes) == 0 {
 		req.Follow.note("Nothing to update for instance %q.", req.Name)
 		return InstanceResult{Unchanged: true}, nil
@@ -106,6 +107,7 @@ func (e *Engine) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceI
 		return InstanceResult{}, inputErrorf("instance %q is user-provided: it has no plan or parameters; change its credentials with --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys", req.Name)
 	}
 	changes := req.Limits.apply(&inst.Spec)
+	e.noteOverLimit(ctx, inst, req.Limits, req.Follow)
 	var data map[string][]byte
 	if req.Credentials.given() {
 		var err error
@@ -149,6 +151,28 @@ func (e *Engine) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceI
 	}
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
 	return InstanceResult{Result: r, Changes: changes}, err
+}
+
+// noteOverLimit says, when l sets a limit inst's bindings already exceed, which
+// bindings hold the places: they stay, and new binds are refused (PlacesTaken counts
+// every binding of the instance that exists, from every namespace it lets bind).
+func (e *Engine) noteOverLimit(ctx context.Context, inst *v1alpha1.ServiceInstance, l Limits, f Follow) {
+	if l.MaxBindings == nil || inst.Spec.MaxBindings == nil {
+		return
+	}
+	listed, unseen, err := listBindingsOf(ctx, e.cfg.Store, inst)
+	if err != nil {
+		return
+	}
+	limit := *inst.Spec.MaxBindings
+	places := PlacesTaken(inst, listed, unseen)
+	if int32(len(places)) > limit {
+		f.note("Instance %q has %d bindings (%s), more than the limit of %d: they stay, and new binds are refused until fewer than %d remain.",
+			inst.Name, len(places), consumerNames(places), limit, limit)
+	}
+	if blind := Uncounted(inst, unseen); len(blind) > 0 {
+		f.note("Bindings of namespace(s) %s, which you may not list, count against the limit too.", strings.Join(blind, ", "))
+	}
 }
 
 // updateError is the error of an instance record's update: a conflict says to run the

@@ -139,7 +139,8 @@ func phase(p v1alpha1.Phase, deleting *metav1.Time) string {
 // bindings and workloads of the namespaces its instances are shared with
 // (listConsumers). A LIST the user may not make is not
 // an error: it becomes a warning and the graph shows what the rest revealed; so does a
-// record that cannot be read. Any other failure is returned. Secrets are never read.
+// record that cannot be read. When neither the instances nor the bindings may be listed,
+// there is nothing to show: that is the error (forbidden), as "get" gives it. Any other failure is returned. Secrets are never read.
 func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Options) (*Graph, error) {
 	ns := o.Namespace
 	if o.AllNamespaces {
@@ -148,10 +149,10 @@ func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Op
 	in := Input{}
 	// The two lists go out together; the bindings' is looked at after the instances'.
 	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) { return st.Bindings().List(ctx, ns, store.Filter{}) })
-	instances, err := st.Instances().List(ctx, ns, store.Filter{})
-	if in.Instances, err = readable(&in, instances, err); err != nil {
-		if !store.IsForbidden(err) {
-			return nil, err
+	instances, instErr := st.Instances().List(ctx, ns, store.Filter{})
+	if in.Instances, instErr = readable(&in, instances, instErr); instErr != nil {
+		if !store.IsForbidden(instErr) {
+			return nil, instErr
 		}
 		in.Warnings = append(in.Warnings, forbidden("instances", ns))
 	} else {
@@ -161,6 +162,11 @@ func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Op
 	if in.Bindings, err = readable(&in, bindings, err); err != nil {
 		if !store.IsForbidden(err) {
 			return nil, err
+		}
+		if instErr != nil {
+			// Nothing of the namespace may be read: that is no empty graph, but the
+			// error "get" gives.
+			return nil, instErr
 		}
 		in.Warnings = append(in.Warnings, forbidden("bindings", ns))
 	}

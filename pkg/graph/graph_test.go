@@ -346,17 +346,31 @@ func TestBuild_ForbiddenListBecomesAWarning(t *testing.T) {
 	assert.Equal(t, len(edgesFrom(g, EdgeBinds)), 6, "the records are all there")
 }
 
-func TestBuild_ForbiddenRecords(t *testing.T) {
+// A graph of a namespace (or of every namespace) whose records the user may not list is
+// no empty graph: it is the forbidden error "get" gives, not a success.
+func TestBuild_NoRecordMayBeListed_IsTheForbiddenError(t *testing.T) {
+	for _, o := range []Options{{AllNamespaces: true}, {Namespace: "team-a"}} {
+		cl := buildCluster(t)
+		seen := lists(cl, "configmaps")
+		_, err := Build(context.Background(), cl.Core, cl.Store(), o)
+		assert.Assert(t, store.IsForbidden(err), "%+v: %v", o, err)
+		assert.Equal(t, len(seen["deployments"]), 0, "without bindings no workload is listed")
+	}
+}
+
+// When only the instances may not be listed, the bindings still show, with a warning.
+func TestBuild_InstancesForbidden_BindingsListed_IsAWarning(t *testing.T) {
 	cl := buildCluster(t)
-	seen := lists(cl, "configmaps")
-	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{AllNamespaces: true})
-	assert.NilError(t, err)
-	assert.DeepEqual(t, g.Warnings, []string{
-		"could not list bindings in any namespace: forbidden",
-		"could not list instances in any namespace: forbidden",
+	cl.Core.PrependReactor("list", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if strings.Contains(a.(clienttesting.ListActionImpl).ListOptions.LabelSelector, "=ServiceInstance") {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", nil)
+		}
+		return false, nil, nil
 	})
-	assert.Equal(t, len(g.Nodes), 0)
-	assert.Equal(t, len(seen["deployments"]), 0, "without bindings no workload is listed")
+	g, err := Build(context.Background(), cl.Core, cl.Store(), Options{Namespace: "team-a"})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, g.Warnings, []string{"could not list instances in team-a: forbidden"})
+	assert.Assert(t, len(edgesFrom(g, EdgeBinds)) > 0, "the bindings are shown")
 }
 
 func TestBuild_OtherFailuresFail(t *testing.T) {

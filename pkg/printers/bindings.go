@@ -17,7 +17,7 @@ func BindingTable(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, w
 	return recordTable(w, items, withNamespace, wide,
 		[]string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}, []string{"BINDING-ID", "EXPIRES"},
 		func(b *v1alpha1.ServiceBinding) (string, []string) {
-			return b.Namespace, []string{b.Name, b.Spec.InstanceName, BindingSecretName(b), BindingStatus(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
+			return b.Namespace, []string{b.Name, BindingInstance(b), BindingSecretName(b), BindingStatus(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}
 		},
 		func(b *v1alpha1.ServiceBinding) []string {
 			expires := "<none>"
@@ -50,6 +50,15 @@ func BindingStatus(b *v1alpha1.ServiceBinding, now time.Time) string {
 		phase += ", rotation due"
 	}
 	return phase
+}
+
+// BindingInstance names a binding's instance as the binding's namespace sees it: its
+// name, prefixed by its namespace when that is another ("team-a/db").
+func BindingInstance(b *v1alpha1.ServiceBinding) string {
+	if b.CrossNamespace() {
+		return b.Spec.InstanceNamespace + "/" + b.Spec.InstanceName
+	}
+	return b.Spec.InstanceName
 }
 
 // BindingSecretName is the Secret a binding's credentials are (or are to be) in.

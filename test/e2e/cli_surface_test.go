@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
 // cliCandidates are the names a "__complete" run printed (descriptions and the
@@ -149,4 +151,41 @@ func TestCLISurface_ExitCodes(t *testing.T) {
 			assert.Assert(t, is.Contains(s.stderr.String(), "interrupted: "+tc.kind))
 		})
 	}
+}
+
+// TestCLISurface_GraphForbidden_AndDiffManifestErrors: "graph" of a namespace whose
+// records the user may not list fails as "get" does (exit 1, forbidden), not as an empty
+// graph; "diff" of a manifest in error names its file and document, exits 2 (as kubectl
+// diff: never 1, which says there are differences) and prints no usage hint, as "apply"
+// reports the same error (exit 1, nothing applied).
+func TestCLISurface_GraphForbidden_AndDiffManifestErrors(t *testing.T) {
+	t.Parallel()
+	ns, b, _ := instSetup(t)
+	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+
+	// bob holds no role in ns.
+	for _, args := range [][]string{{"get", "instances"}, {"graph"}} {
+		r := kubectl(t, controlplane.BobUser, append([]string{"catalog", "-n", ns}, args...)...)
+		assert.Equal(t, r.ExitCode, 1, "%v: %s%s", args, r.Stdout, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stderr, "403 Forbidden"), "%v: %s", args, r.Stderr)
+		assert.Assert(t, !strings.Contains(r.Stderr, "No instances or bindings found"), r.Stderr)
+	}
+
+	dir := t.TempDir()
+	declWrite(t, dir, "zz-broken.yaml", "apiVersion: catalog.kubectl-catalog.io/v1alpha1\nkind: ServiceInstance\nmetadata:\n  name: broken\nspec:\n  classExternalName: postgresql\n  planExternalName: no-such-plan\n")
+	before := snapshotRecords(t, ns)
+	b.ClearRequests()
+	for _, tc := range []struct {
+		verb, says string
+		exit       int
+	}{{"diff", "nothing was compared", 2}, {"apply", "nothing was applied", 1}} {
+		r := instCatalog(t, ns, tc.verb, "-f", dir)
+		assert.Equal(t, r.ExitCode, tc.exit, "%s: %s", tc.verb, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stderr, "zz-broken.yaml, document 1"), "%s: %s", tc.verb, r.Stderr)
+		assert.Assert(t, is.Contains(r.Stderr, tc.says), "%s: %s", tc.verb, r.Stderr)
+		assert.Assert(t, !strings.Contains(r.Stderr, "--help"), "%s: no usage hint: %s", tc.verb, r.Stderr)
+	}
+	assert.DeepEqual(t, snapshotRecords(t, ns), before)
+	assert.Equal(t, len(b.Requests()), 0)
 }

@@ -20,7 +20,9 @@ var diffLong = cmdutil.LongDesc(`
 	apply checks them; nothing is written and no broker is called.
 
 	Exit status, as kubectl diff's: 0 when there is nothing to change, 1 when
-	there are differences, more than 1 on an error.`)
+	there are differences, 2 on an error (in the manifests, each named by its
+	file and document, or reading the cluster), so that an error is never
+	taken for drift.`)
 
 var diffExample = cmdutil.Examples(`
 	# What would applying the directory change?
@@ -65,11 +67,15 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 			return o.print(actions)
 		}
 	}
-	if errors.Is(err, context.Canceled) {
+	var usage *cmdutil.UsageError
+	if errors.Is(err, context.Canceled) || errors.As(err, &usage) {
 		return err
 	}
-	fmt.Fprintf(o.Streams.ErrOut, "error: %v\n", err)
-	return &cmdutil.SilentError{Code: 2}
+	// An error in the manifests (named by file and document) or in reading the
+	// cluster: no usage hint, and more than 1, as kubectl diff, so that it is never
+	// taken for differences.
+	fmt.Fprintf(o.Streams.ErrOut, "error: nothing was compared:\n%v\n", err)
+	return &cmdutil.SilentError{Code: cmdutil.ExitDiffError}
 }
 
 func (o *DiffOptions) print(actions []*action) error {

@@ -86,6 +86,11 @@ func (o *Options) report(res engine.BindResult) error {
 // reportRotation says where a rotation stands.
 func (o *Options) reportRotation(res engine.RotateResult) error {
 	cur := res.Binding
+	if !res.Rotated && engine.WaitingForReconcile(cur) {
+		fmt.Fprintf(o.Streams.ErrOut, "The rotation of binding %q is recorded and waits for reconcile: %s. The old credentials stay in Secret %q until reconcile writes the new ones. Follow it with %s.\n",
+			res.Name, res.Followed.Message, res.SecretName, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, res.Name, res.Namespace))
+		return nil
+	}
 	if !res.Rotated {
 		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on the new credentials of binding %q (%s); the old ones stay in Secret %q until they are ready. Follow it with %s, or run the command with --wait.\n",
 			res.Name, res.Followed.Message, res.SecretName, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, res.Name, res.Namespace))

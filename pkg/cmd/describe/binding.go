@@ -120,7 +120,7 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	kv("Name", b.Name)
 	kv("Namespace", b.Namespace)
 	kv("Status", printers.BindingStatus(b, now))
-	kv("Instance", b.Spec.InstanceName)
+	kv("Instance", printers.BindingInstance(b))
 	kv("Binding ID", bindingID(b))
 	if p := b.RotatedFrom(); p != nil {
 		kv("Rotated from", p.ExternalID)

@@ -101,7 +101,7 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 	}
 	c, _ := consumers.Wait()
 	others := c.bindings
-	fmt.Fprint(out, DescribeConsumers(inst, names, others, c.unseen))
+	fmt.Fprint(out, DescribeConsumers(inst, bindings, others, c.unseen))
 	if all := slices.Concat(bindings, others); len(all) > 0 {
 		if err := o.usedBy(ctx, inst, all); err != nil {
 			return err

@@ -31,7 +31,9 @@ var graphLong = cmdutil.LongDesc(`
 
 	The graph is read with one paginated LIST per kind and only what you may
 	list: what you may not (say, Deployments) is left out and named in a
-	warning on stderr; the command still succeeds. Secrets are never read:
+	warning on stderr; the command still succeeds. When you may list
+	neither the instances nor the bindings, there is nothing to show: it
+	fails (exit 1), as "get" does. Secrets are never read:
 	they appear by name, as the binding records and Pod templates name them.
 
 	Output formats: tree (the default), dot (Graphviz), mermaid and json.`)

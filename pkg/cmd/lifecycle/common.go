@@ -71,6 +71,10 @@ func NewProgress(streams cmdutil.IOStreams) *Progress {
 func (p *Progress) Show(r engine.Result) {
 	msg := r.Message
 	switch {
+	case engine.WaitingForReconcile(r.Instance), engine.WaitingForReconcile(r.Binding):
+		// The phase is where the record stood (a binding being rotated is still
+		// Ready with its old credentials): what is to come waits for reconcile.
+		msg = "Waiting for reconcile: " + msg
 	case r.Instance != nil && r.Instance.Status.Phase != "":
 		msg = string(r.Instance.Status.Phase) + ": " + msg
 	case r.Binding != nil && r.Binding.Status.Phase != "":
