@@ -167,6 +167,15 @@ func TestComplete_Names(t *testing.T) {
 		{[]string{"unbind", "db", "--name", "db-app,"}, []string{"db-app,db-ro"}},
 		{[]string{"unbind", "--instance", "cache", "--name", ""}, []string{"cache-app"}},
 		{[]string{"bind", "--rotate", ""}, []string{"cache-app", "db-app", "db-ro"}},
+		// wait: TYPE/ first, then the names of the type; or TYPE then names
+		{[]string{"wait", ""}, []string{"instance/", "binding/"}},
+		{[]string{"wait", "b"}, []string{"binding/"}},
+		{[]string{"wait", "instance/"}, []string{"instance/cache", "instance/db"}},
+		{[]string{"wait", "instance/db", "binding/db-"}, []string{"binding/db-app", "binding/db-ro"}},
+		{[]string{"wait", "instance/db", "instance/"}, []string{"instance/cache"}},
+		{[]string{"wait", "pod/"}, nil},
+		{[]string{"wait", "binding", "db-app", ""}, []string{"cache-app", "db-ro"}},
+		{[]string{"wait", "instance/db", "--for", ""}, []string{"condition=Ready", "delete"}},
 		// brokers
 		{[]string{"get", "brokers", ""}, []string{"team", "acme"}},
 		{[]string{"describe", "broker", "a"}, []string{"acme"}},
@@ -403,7 +412,7 @@ func TestComplete_EveryNameArgumentIsCompleted(t *testing.T) {
 		{"describe", "instance"}, {"get", "instances"}, {"deprovision"}, {"update"}, {"touch", "instance"}, {"share"}, {"unshare"},
 		{"bind"}, {"describe", "binding"}, {"get", "bindings"}, {"unbind"}, {"get", "brokers"}, {"describe", "broker"},
 		{"deregister"}, {"sync", "broker"}, {"get", "classes"}, {"describe", "class"}, {"access", "enable"},
-		{"access", "disable"}, {"get", "plans"}, {"describe", "plan"},
+		{"access", "disable"}, {"get", "plans"}, {"describe", "plan"}, {"wait"},
 	} {
 		tested["kubectl catalog "+strings.Join(args, " ")] = true
 	}

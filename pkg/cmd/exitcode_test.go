@@ -56,6 +56,8 @@ var usageCases = []struct {
 	{"deprovision-two-names", []string{"deprovision", "a", "b"}},
 	{"touch-unknown-noun", []string{"touch", "instanse", "db"}},
 	{"touch-instance-no-name", []string{"touch", "instance"}},
+	{"wait-nothing-to-wait-for", []string{"wait"}},
+	{"wait-bad-for", []string{"wait", "instance/db", "--for=jsonpath={.status}"}},
 	{"bind-kind-not-projectable", []string{"bind", "db", "--to", "pod/x"}},
 	{"bind-job", []string{"bind", "db", "--to", "job/migrate"}},
 	{"unbind-no-name", []string{"unbind"}},

@@ -148,7 +148,7 @@ func TestProvision_NameTaken_SaysSoAndChangesNothing(t *testing.T) {
 
 	_, stderr, code = runProvision(t, c, "provision", "db", "--class", "postgres", "--plan", "small", "-p", "storage=5")
 	assert.Equal(t, code, 1)
-	assert.Assert(t, strings.Contains(stderr, `instance "db" already exists in namespace "dev": see it with "kubectl catalog describe instance db", or pick another name`), stderr)
+	assert.Assert(t, strings.Contains(stderr, `instance "db" already exists in namespace "dev": see it with "kubectl catalog describe instance db -n dev", wait for what is under way on it with "kubectl catalog wait instance/db --for=condition=Ready -n dev", or pick another name`), stderr)
 	after, err := c.Store().Instances().Get(context.Background(), storetest.UserNamespace, "db")
 	assert.NilError(t, err)
 	assert.Equal(t, after.ResourceVersion, before.ResourceVersion)

@@ -30,6 +30,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/version"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/wait"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 )
@@ -103,6 +104,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		update.NewCmdUpdate(f, nil),
 		deprovision.NewCmdDeprovision(f, nil),
 		touch.NewCmdTouch(f, nil),
+		wait.NewCmdWait(f, nil),
 		bind.NewCmdBind(f, nil),
 		unbind.NewCmdUnbind(f, nil),
 		share.NewCmdShare(f, nil),

@@ -67,8 +67,8 @@ func CheckBindable(inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass)
 		}
 		return nil
 	case inst.Status.Provisioned == nil:
-		return fmt.Errorf("instance %q is not ready (%s) and cannot be bound yet: wait for it with \"kubectl catalog provision %s --wait\" or %s",
-			inst.Name, phaseOf(inst), inst.Name, describe)
+		return fmt.Errorf("instance %q is not ready (%s) and cannot be bound yet: wait for it with \"%s\", then bind again; or %s",
+			inst.Name, phaseOf(inst), WaitCommand(v1alpha1.KindServiceInstance, inst.Namespace, inst.Name, WaitForReady), describe)
 	case inst.Status.Usable != nil && !*inst.Status.Usable:
 		return fmt.Errorf("instance %q was marked unusable by its broker after a failed operation and cannot be bound: update it (\"kubectl catalog update %s\") or %s",
 			inst.Name, inst.Name, describe)
@@ -102,8 +102,8 @@ func CheckBindingChangeable(b *v1alpha1.ServiceBinding) error {
 		return fmt.Errorf("binding %q is being unbound and cannot be changed: run \"kubectl catalog describe binding %s\"", b.Name, b.Name)
 	}
 	if op := b.Status.InFlight; op != nil {
-		return fmt.Errorf("binding %q has a %s in flight (since %s) and cannot be changed now: wait for it with \"kubectl catalog bind %s --wait\" or run \"kubectl catalog describe binding %s\"",
-			b.Name, op.Type, op.StartedAt.UTC().Format(time.RFC3339), b.Spec.InstanceName, b.Name)
+		return fmt.Errorf("binding %q has a %s in flight (since %s) and cannot be changed now: wait for it with \"%s\", then try again; or run \"kubectl catalog describe binding %s -n %s\"",
+			b.Name, op.Type, op.StartedAt.UTC().Format(time.RFC3339), WaitCommand(v1alpha1.KindServiceBinding, b.Namespace, b.Name, WaitForReady), b.Name, b.Namespace)
 	}
 	return nil
 }

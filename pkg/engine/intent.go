@@ -62,8 +62,13 @@ func (e *BusyError) Error() string {
 	if id == "" {
 		id = op.RequestID
 	}
-	return fmt.Sprintf(`instance %q is %s (operation %s, %s): run "kubectl catalog describe instance %s" or wait with --wait`,
-		e.Instance.Name, what, id, e.Now.Sub(op.StartedAt.Time).Round(time.Second), e.Instance.Name)
+	waitFor, then := WaitForReady, ", then try again"
+	if op.Type == v1alpha1.OperationDeprovision {
+		waitFor, then = WaitForDelete, ""
+	}
+	return fmt.Sprintf(`instance %q is %s (operation %s, %s): wait for it with "%s"%s; see "kubectl catalog describe instance %s -n %s"`,
+		e.Instance.Name, what, id, e.Now.Sub(op.StartedAt.Time).Round(time.Second),
+		WaitCommand(v1alpha1.KindServiceInstance, e.Instance.Namespace, e.Instance.Name, waitFor), then, e.Instance.Name, e.Instance.Namespace)
 }
 
 // CheckChangeable refuses to change an instance that has an operation in flight or is

@@ -150,7 +150,8 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 }
 
 func bindingNameTaken(req BindRequest) error {
-	return fmt.Errorf(`binding %q already exists in namespace %q: see it with "kubectl catalog describe binding %s", or choose another name with --name`, req.Name, req.Namespace, req.Name)
+	return fmt.Errorf(`binding %q already exists in namespace %q: see it with "kubectl catalog describe binding %s -n %s", wait for what is under way on it with "%s", or choose another name with --name`,
+		req.Name, req.Namespace, req.Name, req.Namespace, WaitCommand(v1alpha1.KindServiceBinding, req.Namespace, req.Name, WaitForReady))
 }
 
 // askInstance asks for the instance to bind among those of req.Namespace that can be
@@ -468,9 +469,9 @@ func boundError(req BindRequest, r Result) error {
 	}
 	if b != nil && b.Status.Retry != nil && (b.Status.InFlight == nil || !b.Status.InFlight.Async) {
 		// Not "bind --wait" again: the binding's name is taken now, so that would fail
-		// or, with another --name, make a second binding.
-		return fmt.Errorf("binding %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\"",
-			req.Name, r.Message, describe)
+		// or, with another --name, make a second binding. The wait command drives it.
+		return fmt.Errorf("binding %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"%s\"",
+			req.Name, r.Message, describe, WaitCommand(v1alpha1.KindServiceBinding, req.Namespace, req.Name, WaitForReady))
 	}
 	return nil
 }

@@ -206,7 +206,8 @@ func (e *Engine) checkNameFree(ctx context.Context, namespace, name string) erro
 
 // nameTaken says that an instance of the name exists already.
 func nameTaken(namespace, name string) error {
-	return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s", or pick another name`, name, namespace, name)
+	return fmt.Errorf(`instance %q already exists in namespace %q: see it with "kubectl catalog describe instance %s -n %s", wait for what is under way on it with "%s", or pick another name`,
+		name, namespace, name, namespace, WaitCommand(v1alpha1.KindServiceInstance, namespace, name, WaitForReady))
 }
 
 // createError is the error of an instance record's create: a taken name is said as

@@ -83,7 +83,7 @@ func TestProvision_NameTaken_SaysSoAndChangesNothing(t *testing.T) {
 
 			_, err := f.engine.Provision(context.Background(), req)
 
-			assert.Error(t, err, `instance "db" already exists in namespace "dev": see it with "kubectl catalog describe instance db", or pick another name`)
+			assert.Error(t, err, `instance "db" already exists in namespace "dev": see it with "kubectl catalog describe instance db -n dev", wait for what is under way on it with "kubectl catalog wait instance/db --for=condition=Ready -n dev", or pick another name`)
 			f.assertUnchanged(before)
 		})
 	}

@@ -248,8 +248,8 @@ func unboundError(namespace string, b *v1alpha1.ServiceBinding, r Result) error 
 		if cur.Status.Retry.LastError != "" {
 			reason = cur.Status.Retry.LastError
 		}
-		return fmt.Errorf("binding %q is marked for deletion but not unbound yet (%s): %s; \"kubectl catalog reconcile\" (or \"kubectl catalog unbind %s --wait\") finishes it; see %s",
-			b.Name, cur.Status.Retry.Reason, reason, b.Name, describe)
+		return fmt.Errorf("binding %q is marked for deletion but not unbound yet (%s): %s; \"kubectl catalog reconcile\" (or \"%s\") finishes it; see %s",
+			b.Name, cur.Status.Retry.Reason, reason, WaitCommand(v1alpha1.KindServiceBinding, namespace, b.Name, WaitForDelete), describe)
 	}
 	return nil
 }

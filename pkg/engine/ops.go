@@ -90,13 +90,14 @@ type followed struct {
 	drive func(ctx context.Context, namespace, name string, o DriveOptions) (Result, error)
 	// release drops the operation's claim on the record a result carries.
 	release func(ctx context.Context, r Result)
-	// again is appended to a timeout's hint: how to wait again, if a verb can.
+	// again is appended to a timeout's hint: how to wait again; by default the wait
+	// command for the record (see WaitCommand).
 	again string
 	// created is the record the operation has just created (DriveOptions.Created).
 	created v1alpha1.Record
 }
 
-func (e *Engine) instanceFollowed(verb string, created *v1alpha1.ServiceInstance) followed {
+func (e *Engine) instanceFollowed(created *v1alpha1.ServiceInstance) followed {
 	f := followed{
 		kind:  "instance",
 		drive: e.DriveInstance,
@@ -105,7 +106,6 @@ func (e *Engine) instanceFollowed(verb string, created *v1alpha1.ServiceInstance
 				_ = e.Release(ctx, r.Instance)
 			}
 		},
-		again: `, or wait again with "kubectl catalog ` + verb + ` ... --wait"`,
 	}
 	if created != nil {
 		f.created = created
@@ -113,7 +113,7 @@ func (e *Engine) instanceFollowed(verb string, created *v1alpha1.ServiceInstance
 	return f
 }
 
-func (e *Engine) bindingFollowed(verb, name string, created *v1alpha1.ServiceBinding) followed {
+func (e *Engine) bindingFollowed(created *v1alpha1.ServiceBinding) followed {
 	f := followed{
 		kind:  "binding",
 		drive: e.DriveBinding,
@@ -122,11 +122,6 @@ func (e *Engine) bindingFollowed(verb, name string, created *v1alpha1.ServiceBin
 				_ = e.ReleaseBinding(ctx, r.Binding)
 			}
 		},
-	}
-	// An unbind can be repeated, a bind cannot (the name is taken): it is left to
-	// reconcile.
-	if verb == "unbind" {
-		f.again = fmt.Sprintf(`, or wait again with "kubectl catalog unbind %s --wait"`, name)
 	}
 	if created != nil {
 		f.created = created
@@ -139,12 +134,12 @@ func (e *Engine) bindingFollowed(verb, name string, created *v1alpha1.ServiceBin
 // and turns a timeout into a *TimeoutError and an interruption into an error saying how
 // to resume.
 func (e *Engine) FollowInstance(ctx context.Context, namespace, name, verb string, created *v1alpha1.ServiceInstance, f Follow) (Result, error) {
-	return e.follow(ctx, e.instanceFollowed(verb, created), namespace, name, verb, f)
+	return e.follow(ctx, e.instanceFollowed(created), namespace, name, verb, f)
 }
 
 // FollowBinding is FollowInstance for a binding.
 func (e *Engine) FollowBinding(ctx context.Context, namespace, name, verb string, created *v1alpha1.ServiceBinding, f Follow) (Result, error) {
-	return e.follow(ctx, e.bindingFollowed(verb, name, created), namespace, name, verb, f)
+	return e.follow(ctx, e.bindingFollowed(created), namespace, name, verb, f)
 }
 
 func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb string, f Follow) (Result, error) {
@@ -164,14 +159,39 @@ func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb s
 	case err == nil:
 		return res, nil
 	case ctx.Err() == nil && waitRanOut(dctx, err):
+		again := d.again
+		if again == "" {
+			again = fmt.Sprintf(`, or wait again with "%s"`, WaitCommand(d.recordKind(), namespace, name, followedFor(verb, res)))
+		}
 		return res, &TimeoutError{
 			What: fmt.Sprintf("waiting for %s %q to %s (%s)", d.kind, name, verb, res.Message),
-			Hint: "the operation goes on: " + hint + d.again,
+			Hint: "the operation goes on: " + hint + again,
 		}
 	case ctx.Err() != nil:
 		return res, &InterruptedError{Message: fmt.Sprintf("interrupted: %s %q is left pending: %s", d.kind, name, hint), Cause: ctx.Err()}
 	}
 	return res, err
+}
+
+// recordKind is the kind of the followed records, as v1alpha1 names it.
+func (d followed) recordKind() string {
+	if d.kind == "binding" {
+		return v1alpha1.KindServiceBinding
+	}
+	return v1alpha1.KindServiceInstance
+}
+
+// followedFor is what waiting again for a record a verb followed waits for: its
+// deletion after a deprovision or an unbind, or a record being deleted; else Ready.
+func followedFor(verb string, res Result) WaitFor {
+	deleting := verb == "deprovision" || verb == "unbind"
+	if res.Instance != nil && res.Instance.DeletionTimestamp != nil || res.Binding != nil && res.Binding.DeletionTimestamp != nil {
+		deleting = true
+	}
+	if deleting {
+		return WaitForDelete
+	}
+	return WaitForReady
 }
 
 // InterruptedError says that a command was interrupted (Ctrl-C) and where it left the

@@ -258,7 +258,7 @@ func TestBind_Run_RefusesBeforeRecordingAnything(t *testing.T) {
 				_, err := f.cluster.Store().Bindings().Create(context.Background(), engine.NewBinding(engine.BindingIntent{Namespace: ns, Name: "db", Instance: "db", SecretName: "other"}))
 				assert.NilError(t, err)
 			},
-			want: `binding "db" already exists in namespace "dev": see it with "kubectl catalog describe binding db"`},
+			want: `binding "db" already exists in namespace "dev": see it with "kubectl catalog describe binding db -n dev", wait for what is under way on it with "kubectl catalog wait binding/db --for=condition=Ready -n dev"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)

@@ -77,8 +77,8 @@ func (o *Options) report(res engine.BindResult) error {
 		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is recorded: %s; it writes Secret %q. Follow it with %s.\n", res.Name, r.Message, res.SecretName, describe)
 		o.SayWhenReconcileRuns()
 	case !o.Wait.Wait:
-		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on binding %q (%s). Follow it with %s; \"kubectl catalog reconcile\" finishes it and writes Secret %q.\n",
-			res.Name, r.Message, describe, res.SecretName)
+		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on binding %q (%s). Follow it with %s, or wait for it with \"%s\"; that, or \"kubectl catalog reconcile\", finishes it and writes Secret %q.\n",
+			res.Name, r.Message, describe, engine.WaitCommand(v1alpha1.KindServiceBinding, res.Namespace, res.Name, engine.WaitForReady), res.SecretName)
 	}
 	return nil
 }
@@ -92,8 +92,9 @@ func (o *Options) reportRotation(res engine.RotateResult) error {
 		return nil
 	}
 	if !res.Rotated {
-		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on the new credentials of binding %q (%s); the old ones stay in Secret %q until they are ready. Follow it with %s, or run the command with --wait.\n",
-			res.Name, res.Followed.Message, res.SecretName, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, res.Name, res.Namespace))
+		fmt.Fprintf(o.Streams.ErrOut, "The broker is working on the new credentials of binding %q (%s); the old ones stay in Secret %q until they are ready. Follow it with %s, or wait for it with \"%s\".\n",
+			res.Name, res.Followed.Message, res.SecretName, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, res.Name, res.Namespace),
+			engine.WaitCommand(v1alpha1.KindServiceBinding, res.Namespace, res.Name, engine.WaitForReady))
 		return nil
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "binding %q rotated: new binding id %s; credentials replaced in Secret %q (keys: %s)\n", res.Name, res.NewID, printers.BindingSecretName(cur), keysOf(cur))

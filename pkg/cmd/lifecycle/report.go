@@ -43,13 +43,23 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r engine.Resul
 		return nil
 	}
 	if inst != nil && inst.Status.Retry != nil && (inst.Status.InFlight == nil || !inst.Status.InFlight.Async) {
-		return fmt.Errorf("instance %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"--wait\"", name, r.Message, describe)
+		return fmt.Errorf("instance %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"%s\"", name, r.Message, describe, waitCommand(r, name, namespace))
 	}
 	if waited {
 		return nil
 	}
-	fmt.Fprintf(streams.ErrOut, "The broker is working on instance %q (%s). Follow it with %s, or run the command with --wait.\n", name, r.Message, describe)
+	fmt.Fprintf(streams.ErrOut, "The broker is working on instance %q (%s). Follow it with %s, or wait for it with \"%s\".\n", name, r.Message, describe, waitCommand(r, name, namespace))
 	return nil
+}
+
+// waitCommand is the command that waits for instance name as the verb left it (r): its
+// deprovision, or the operation that makes it Ready.
+func waitCommand(r engine.Result, name, namespace string) string {
+	f := engine.WaitForReady
+	if r.Instance != nil && r.Instance.DeletionTimestamp != nil {
+		f = engine.WaitForDelete
+	}
+	return engine.WaitCommand(v1alpha1.KindServiceInstance, namespace, name, f)
 }
 
 // NewFollow is how a verb that makes one engine call follows the record it writes, for

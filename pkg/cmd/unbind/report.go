@@ -106,8 +106,8 @@ func (o *Options) report(namespace string, u engine.UnbindOutcome) error {
 			b.Name, r.Message, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, namespace))
 		o.SayWhenReconcileRuns()
 	case !o.Wait.Wait:
-		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion; the broker is working on it (%s). \"kubectl catalog reconcile\" finishes it; follow it with %s.\n",
-			b.Name, r.Message, fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, namespace))
+		fmt.Fprintf(o.Streams.ErrOut, "Binding %q is marked for deletion; the broker is working on it (%s). \"kubectl catalog reconcile\" finishes it, or wait for it with \"%s\"; follow it with %s.\n",
+			b.Name, r.Message, engine.WaitCommand(v1alpha1.KindServiceBinding, namespace, b.Name, engine.WaitForDelete), fmt.Sprintf(`"kubectl catalog describe binding %s -n %s"`, b.Name, namespace))
 	}
 	if out := o.output(); !out.IsTable() {
 		last := b

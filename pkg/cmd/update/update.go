@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
@@ -38,6 +39,10 @@ var updateLong = cmdutil.LongDesc(`
 	without a call to the broker, unless a parameters Secret changed since,
 	which an update sends.
 
+	--wait alone changes nothing: it waits for the operation under way on the
+	instance (an update started without --wait, say) until it is Ready, as
+	"kubectl catalog wait instance/NAME" does.
+
 	--max-bindings and --allowed-namespaces limit the instance's consumers
 	(its bindings, from every namespace it is shared with); they need no
 	broker call. Bindings beyond a lowered limit stay; new ones are refused.
@@ -47,6 +52,9 @@ var updateLong = cmdutil.LongDesc(`
 var updateExample = cmdutil.Examples(`
 	# Move an instance to another plan
 	kubectl catalog update db --plan standard --wait
+
+	# Wait for the update under way (started without --wait)
+	kubectl catalog update db --wait
 
 	# Change one parameter
 	kubectl catalog update db -p storage_gb=8
@@ -73,6 +81,9 @@ type Options struct {
 	Limits  lifecycle.LimitFlags
 
 	Credentials lifecycle.CredentialFlags
+
+	// attach: --wait alone, which waits for the operation under way (Validate sets it).
+	attach bool
 
 	lifecycle.VerbOptions
 }
@@ -120,8 +131,12 @@ func (o *Options) Validate() error {
 	if o.Revert && changes {
 		return cmdutil.UsageErrorf("--revert sets the spec back to what the broker holds: give it alone, without --plan, parameters or --upgrade")
 	}
+	if !o.Revert && !changes && o.Wait.Wait && !o.DryRun.Enabled() {
+		o.attach = true
+		return o.ValidateFlags("records nothing")
+	}
 	if !o.Revert && !changes {
-		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces, --revert, or for a user-provided instance --credentials-json, --credentials-file, --credentials-from-secret, --credentials-keys, --syslog-drain-url or --route-service-url")
+		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces, --revert, or for a user-provided instance --credentials-json, --credentials-file, --credentials-from-secret, --credentials-keys, --syslog-drain-url or --route-service-url; --wait alone waits for the update under way")
 	}
 	if err := o.Params.Validate(); err != nil {
 		return err
@@ -135,6 +150,10 @@ func (o *Options) Validate() error {
 // Run updates the instance (engine.Engine.Update, or Revert) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
 	return o.RunOnInstance(o.Name, "updated", "update", func(follow engine.Follow) (engine.InstanceResult, error) {
+		if o.attach {
+			r, err := o.Engine.Wait(ctx, engine.WaitRequest{Kind: v1alpha1.KindServiceInstance, Namespace: o.Namespace, Name: o.Name, For: engine.WaitForReady, Follow: follow})
+			return engine.InstanceResult{Result: r}, err
+		}
 		if o.Revert {
 			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
 		}

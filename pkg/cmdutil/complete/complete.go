@@ -186,6 +186,47 @@ func Bindings(f *cmdutil.Factory, instanceArg bool) cobra.CompletionFunc {
 	})
 }
 
+// Records completes the arguments of "wait": TYPE/NAME of the instances and bindings
+// in the command's namespace (instance/ and binding/ first), or the names of the TYPE
+// given as the first argument without a slash.
+func Records(f *cmdutil.Factory) cobra.CompletionFunc {
+	instances, bindings := Instances(f), Bindings(f, false)
+	names := func(kind string) cobra.CompletionFunc {
+		switch strings.ToLower(kind) {
+		case "instance", "instances", "inst", "serviceinstance", "serviceinstances":
+			return instances
+		case "binding", "bindings", "bnd", "servicebinding", "servicebindings":
+			return bindings
+		}
+		return nil
+	}
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 && !strings.Contains(args[0], "/") {
+			fn := names(args[0])
+			if fn == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return Each(fn)(cmd, args[1:], toComplete)
+		}
+		kind, name, ok := strings.Cut(toComplete, "/")
+		if !ok {
+			return matching([]string{"instance/", "binding/"}, toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		}
+		fn := names(kind)
+		if fn == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		candidates, directive := fn(cmd, nil, name)
+		var out []string
+		for _, c := range candidates {
+			if !slices.Contains(args, kind+"/"+strings.SplitN(c, "\t", 2)[0]) {
+				out = append(out, kind+"/"+c)
+			}
+		}
+		return out, directive
+	}
+}
+
 // Brokers completes the names of the brokers the command's namespace sees: its own and
 // the cluster-scoped ones.
 func Brokers(f *cmdutil.Factory) cobra.CompletionFunc {

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// asyncUpdateUnderWay leaves instance db with an asynchronous update in flight, as an
+// update without --wait does, and makes the engine's waits move its clock on.
+func asyncUpdateUnderWay(t *testing.T, f *fixture) {
+	t.Helper()
+	f.provisioned("db", planSmall, `{"a":1}`)
+	setSpec(t, f, "db", func(i *v1alpha1.ServiceInstance) { i.Spec.PlanID, i.Spec.PlanExternalName = planLarge, "large" })
+	f.broker.UpdateReturns(&osb.UpdateResponse{StatusCode: 202, Async: true, Operation: "up"}, nil)
+	f.step("db")
+	assert.Assert(t, f.get("db").Status.InFlight != nil)
+	f.engine.cfg.Sleep = func(_ context.Context, d time.Duration) error { f.advance(max(d, time.Second)); return nil }
+}
+
+func TestWaitOp_DrivesTheUpdateUnderWayToReady(t *testing.T) {
+	f := newFixture(t)
+	asyncUpdateUnderWay(t, f)
+	f.broker.SetPollSequence("up", fake.InProgress("halfway"), fake.Succeeded())
+	var seen []string
+
+	res, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceInstance, Namespace: ns, Name: "db", For: WaitForReady,
+		Follow: Follow{Progress: func(r Result) { seen = append(seen, r.Message) }}})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	inst := f.get("db")
+	assert.Assert(t, inst.Status.InFlight == nil)
+	assert.Equal(t, inst.Status.Provisioned.PlanID, planLarge)
+	assert.Assert(t, len(f.broker.CallsTo(fake.MethodLastOperation)) >= 2, "the wait polled the broker itself")
+	assert.Assert(t, len(seen) > 0, "progress is reported")
+	l, held := store.LeaseOf(inst)
+	assert.Assert(t, !held || l.Holder == "", "the claim is released: %+v", l)
+}
+
+func TestWaitOp_Timeout_NamesTheWaitAgain(t *testing.T) {
+	f := newFixture(t)
+	asyncUpdateUnderWay(t, f)
+	f.engine.cfg.Sleep = nil // real waits, cut by the timeout
+	f.broker.SetPollSequence("up", fake.InProgress("slow"))
+
+	_, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceInstance, Namespace: ns, Name: "db", For: WaitForReady,
+		Follow: Follow{Timeout: 50 * time.Millisecond}})
+
+	var timeout *TimeoutError
+	assert.Assert(t, errors.As(err, &timeout), "%v", err)
+	assert.ErrorContains(t, err, `waiting for instance "db" to be ready`)
+	assert.ErrorContains(t, err, `wait again with "kubectl catalog wait instance/db --for=condition=Ready -n dev"`)
+}
+
+func TestWaitOp_WhatThereIsNothingToDriveFor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		record bool
+		kind   string
+		For    WaitFor
+		state  State
+		want   string
+	}{
+		{name: "a ready instance: Ready at once", record: true, kind: v1alpha1.KindServiceInstance, For: WaitForReady, state: StateSettled},
+		{name: "an instance gone, for delete: done", kind: v1alpha1.KindServiceInstance, For: WaitForDelete, state: StateDeleted},
+		{name: "a binding gone, for delete: done", kind: v1alpha1.KindServiceBinding, For: WaitForDelete, state: StateDeleted},
+		{name: "an instance not found, for Ready", kind: v1alpha1.KindServiceInstance, For: WaitForReady,
+			want: `instance "db" not found in namespace "dev": list them with "kubectl catalog get instances -n dev"`},
+		{name: "a binding not found, for Ready", kind: v1alpha1.KindServiceBinding, For: WaitForReady,
+			want: `binding "db" not found in namespace "dev": list them with "kubectl catalog get bindings -n dev"`},
+		{name: "an instance not being deprovisioned, for delete", record: true, kind: v1alpha1.KindServiceInstance, For: WaitForDelete,
+			want: `instance "db" in namespace "dev" is not being deprovisioned, so it will not go: deprovision it with "kubectl catalog deprovision db -n dev"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tc.record {
+				f.provisioned("db", planSmall, "")
+			}
+			before := f.snapshot()
+
+			res, err := f.engine.Wait(context.Background(), WaitRequest{Kind: tc.kind, Namespace: ns, Name: "db", For: tc.For})
+
+			if tc.want != "" {
+				assert.Error(t, err, tc.want)
+			} else {
+				assert.NilError(t, err)
+				assert.Equal(t, res.State, tc.state)
+			}
+			f.assertUnchanged(before)
+			assert.Equal(t, len(f.broker.Calls()), 0)
+		})
+	}
+}
