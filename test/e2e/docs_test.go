@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,10 @@ var (
 	docReadme      = filepath.Join("..", "..", "README.md")
 	docWalkthrough = filepath.Join("..", "..", "docs", "walkthrough.md")
 )
+
+// docBrokerSecret is the Secret of the demo broker's credentials that README.md and the
+// walkthrough create, name in "kubectl catalog register" and delete again.
+const docBrokerSecret = "demo-broker-auth"
 
 // TestDocs_QuickStartAsWritten runs README.md's "A local control plane to try things by
 // hand" (the ```sh block marked <!-- e2e: quickstart -->) line by line, as a newcomer
@@ -65,10 +70,44 @@ func TestDocs_EveryCommandLineIsRunOrMapped(t *testing.T) {
 			}
 		}
 	}
-	broker := regexp.MustCompile(`(?m)^broker:.*\n\t(.*)$`).FindStringSubmatch(string(makefile))
+	broker := regexp.MustCompile(`(?m)^broker:(.*)\n\t(.*)$`).FindStringSubmatch(string(makefile))
 	assert.Assert(t, broker != nil, "the Makefile's broker target")
-	for _, want := range []string{"./test/broker/cmd/osb-test-broker ", "--listen 127.0.0.1:8080 ", "--username $${BROKER_USERNAME:-demo} ", "--password $${BROKER_PASSWORD:-demo} "} {
-		assert.Check(t, is.Contains(broker[1], want), "make broker, which docRules maps onto the test broker")
+	for _, want := range []string{"./test/broker/cmd/osb-test-broker ", "--listen $(BROKER_LISTEN) ", "--username $${BROKER_USERNAME:-demo} ", "--password $${BROKER_PASSWORD:-demo} "} {
+		assert.Check(t, is.Contains(broker[2], want), "make broker, which docRules maps onto the test broker")
+	}
+	// It listens on 127.0.0.1:8080 unless told otherwise, which make help says.
+	assert.Check(t, is.Regexp(`(?m)^BROKER_LISTEN \?= 127\.0\.0\.1:8080$`, string(makefile)))
+	assert.Check(t, is.Contains(broker[1], "$(BROKER_LISTEN) (BROKER_LISTEN=HOST:PORT for another)"), "make help's line of make broker")
+	for _, doc := range []string{docReadme, docWalkthrough, filepath.Join("..", "..", "docs", "test-broker.md")} {
+		text, err := os.ReadFile(doc)
+		assert.NilError(t, err)
+		words := strings.Join(strings.Fields(string(text)), " ")
+		assert.Check(t, strings.Contains(words, "make broker BROKER_LISTEN=127.0.0.1:9090"), "%s says how make broker takes another port", doc)
+	}
+
+	// README and the walkthrough register the demo broker with the same Secret, and
+	// delete it when they clean up.
+	for _, doc := range []struct{ path, name string }{{docReadme, "quickstart"}, {docWalkthrough, "walkthrough"}} {
+		plan, err := docPlan(doc.path, doc.name)
+		assert.NilError(t, err)
+		var secrets, created, deleted []string
+		for _, p := range plan {
+			call := parseCatalogCall(p.cmd.words[1:])
+			if v, ok := call.value("--basic-auth-secret"); ok && call.verb == "register" {
+				secrets = append(secrets, v)
+			}
+			if w := p.cmd.words; len(w) > 4 && w[0] == "kubectl" && w[2] == "secret" {
+				switch w[1] {
+				case "create":
+					created = append(created, w[4])
+				case "delete":
+					deleted = append(deleted, w[3])
+				}
+			}
+		}
+		assert.Check(t, is.DeepEqual(secrets, []string{docBrokerSecret}), "%s: the broker's Secret", doc.path)
+		assert.Check(t, is.DeepEqual(created, []string{docBrokerSecret}), "%s: the Secrets it creates", doc.path)
+		assert.Check(t, is.DeepEqual(deleted, created), "%s: the Secrets its clean-up deletes", doc.path)
 	}
 
 	blocks, err := docBlocks(docWalkthrough)
