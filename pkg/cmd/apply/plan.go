@@ -71,6 +71,10 @@ type planner struct {
 	// created are the instances this apply creates ("NAMESPACE/NAME"): a binding of one
 	// of them is checked once it exists.
 	created map[string]bool
+	// refused are the new instances the files name whose documents are refused
+	// ("NAMESPACE/NAME" to where the document is): a binding of one of them is refused
+	// for that, not reported as a binding of an instance that does not exist.
+	refused map[string]string
 	// newBrokers says that this apply registers brokers: a new instance whose class is
 	// not found may be of one of them, and is checked by its provision once their
 	// catalogs are fetched.
@@ -80,13 +84,18 @@ type planner struct {
 // plan works out every action, each checked with a client dry run of its engine call;
 // the errors name the document. Nothing is written.
 func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
-	p.created = map[string]bool{}
+	p.created, p.refused = map[string]bool{}, map[string]string{}
 	var actions []*action
 	var errs []error
 	for _, o := range objs {
 		a, err := p.planOne(ctx, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", o.doc.where(), err))
+			if o.kind == v1alpha1.KindServiceInstance {
+				if _, gerr := p.reader.Instances().Get(ctx, o.namespace, o.name); engine.IsNotFound(gerr) {
+					p.refused[o.namespace+"/"+o.name] = o.doc.where()
+				}
+			}
 			continue
 		}
 		if a.op == opCreate && o.kind == v1alpha1.KindServiceInstance {
@@ -302,6 +311,9 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 		if p.created[instNS+"/"+want.instance] {
 			a.deferred = "its instance is provisioned by this apply: it is checked when it is bound"
 			return a, nil
+		}
+		if where, ok := p.refused[instNS+"/"+want.instance]; ok {
+			return nil, fmt.Errorf("binding %q: its instance %q is new and refused (%s): fix that document and apply again; the binding is checked once its instance can be provisioned", o.name, want.instance, where)
 		}
 		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
 			return nil, err
