@@ -194,7 +194,7 @@ func TestTouch_ChecksEveryParameterItSends(t *testing.T) {
 
 	_, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db"})
 
-	assert.ErrorContains(t, err, `instance "db" not touched: touch sends every parameter, and the plan's update schema refuses them: invalid parameters: parameter size: maximum: got 11, want 10; change them with "kubectl catalog update db -p KEY=VALUE"`)
+	assert.ErrorContains(t, err, `instance "db" not touched: touch sends every parameter, and the plan's update schema refuses them: invalid parameters: parameter size: maximum: got 11, want 10; change them with "kubectl catalog update db -p KEY=VALUE -n dev"`)
 	f.assertUnchanged(before)
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
 

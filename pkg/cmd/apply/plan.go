@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 )
 
 // What apply does to an object.
@@ -134,7 +135,7 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	switch {
 	case engine.IsNotFound(err):
 		if want.userProvided {
-			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with \"kubectl catalog provision %s --user-provided\"", o.name, o.name)
+			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with %s", o.name, hint.Quoted(o.namespace, "provision", o.name, "--user-provided"))
 		}
 		if err := p.planSharing(ctx, a, nil, false); err != nil {
 			return nil, err
@@ -269,11 +270,11 @@ func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error
 func unshareUnused(o *object, ns string, u engine.Unsharing) (bool, error) {
 	switch {
 	case len(u.Bindings) > 0:
-		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", which asks before removing them, or put the namespace back",
-			o.name, ns, strings.Join(u.Bindings, ", "), o.name, ns)
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with %s, which asks before removing them, or put the namespace back",
+			o.name, ns, strings.Join(u.Bindings, ", "), hint.Quoted(o.namespace, "unshare", o.name, "--from-namespace", ns))
 	case u.Unseen:
-		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", or put the namespace back",
-			o.name, ns, o.name, ns)
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with %s, or put the namespace back",
+			o.name, ns, hint.Quoted(o.namespace, "unshare", o.name, "--from-namespace", ns))
 	}
 	return true, nil
 }
@@ -328,7 +329,7 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	a.before = bindingView(recordBindingSpec(cur))
 	a.after = bindingView(want.over(o, cur))
 	if diff := changedFields(a.before, a.after); len(diff) > 0 {
-		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or \"unbind %s\") and apply again", o.name, strings.Join(diff, ", "), o.name)
+		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or %s) and apply again", o.name, strings.Join(diff, ", "), hint.Quoted(o.namespace, "unbind", o.name))
 	}
 	p.planRelabel(a, cur.Labels, cur.Annotations)
 	a.op = opUnchanged

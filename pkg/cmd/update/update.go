@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 )
 
 var updateLong = cmdutil.LongDesc(`
@@ -127,7 +128,7 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if o.DryRun.Enabled() && o.Revert {
-		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with \"kubectl catalog describe instance %s\"", o.Name)
+		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with %s", hint.Quoted(o.Namespace, "describe", "instance", o.Name))
 	}
 	return o.ValidateFlags("records nothing")
 }
