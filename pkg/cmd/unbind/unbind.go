@@ -87,6 +87,7 @@ func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Args = args
+			o.Namespace = f.FlagNamespace() // for the hints of Validate; Complete sets it
 			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}

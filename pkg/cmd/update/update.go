@@ -87,7 +87,10 @@ func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Short:   "Change a service instance's plan or parameters",
 		Long:    updateLong,
 		Example: updateExample,
-		PreRun:  func(cmd *cobra.Command, _ []string) { o.Limits.SetGiven(cmd.Flags()) },
+		PreRun: func(cmd *cobra.Command, _ []string) {
+			o.Limits.SetGiven(cmd.Flags())
+			o.Namespace = f.FlagNamespace() // for the hints of Validate; Complete sets it
+		},
 	}, &o.Name, o, runF)
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "The plan to move to.")
 	complete.Register(cmd, "plan", complete.PlansOfInstance(f))
