@@ -273,9 +273,13 @@ cluster-down: ## Stop the local control plane
 		while kill -0 $$pid 2>/dev/null; do sleep 0.2; done; rm -f $(CLUSTER_DIR)/pid; echo "stopped"; \
 	else echo "not running"; fi
 
+# Where make broker listens: BROKER_LISTEN=127.0.0.1:9090 when 8080 is taken (the broker's
+# URL in "kubectl catalog register" changes with it).
+BROKER_LISTEN ?= 127.0.0.1:8080
+
 .PHONY: broker
-broker: ## Run the OSB test broker with its demo catalog on 127.0.0.1:8080, operations taking 3s (see docs/test-broker.md)
-	$(GO) run ./test/broker/cmd/osb-test-broker --listen 127.0.0.1:8080 --username $${BROKER_USERNAME:-demo} --password $${BROKER_PASSWORD:-demo} \
+broker: ## Run the OSB test broker with its demo catalog on $(BROKER_LISTEN) (BROKER_LISTEN=HOST:PORT for another), operations taking 3s (see docs/test-broker.md)
+	$(GO) run ./test/broker/cmd/osb-test-broker --listen $(BROKER_LISTEN) --username $${BROKER_USERNAME:-demo} --password $${BROKER_PASSWORD:-demo} \
 		--async-delay $${BROKER_ASYNC_DELAY:-3s}
 
 .PHONY: demo

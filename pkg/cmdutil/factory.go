@@ -328,6 +328,16 @@ func (f *Factory) Namespace() (string, bool, error) {
 	return ns, explicit, nil
 }
 
+// FlagNamespace is the namespace --namespace gives, "" without it (the kubeconfig's
+// current one), read without I/O: for the hints of the checks that run before
+// Complete.
+func (f *Factory) FlagNamespace() string {
+	if f.ConfigFlags.Namespace == nil {
+		return ""
+	}
+	return *f.ConfigFlags.Namespace
+}
+
 // ReaderIn is what the Complete of a command that shows records builds: the Reader and
 // the user's namespace.
 func (f *Factory) ReaderIn() (*engine.Reader, string, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -114,8 +115,8 @@ func (e *Engine) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBindi
 // error).
 func (e *Engine) bindTargetOf(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, err error) (bindTarget, error) {
 	if store.IsNotFound(err) {
-		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with \"kubectl catalog unbind %s --abandon\"",
-			b.Spec.InstanceName, b.Name, b.Name)
+		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with %s",
+			b.Spec.InstanceName, b.Name, hint.Quoted(b.Namespace, "unbind", b.Name, "--abandon"))
 	}
 	if err != nil {
 		return bindTarget{}, err
@@ -665,7 +666,7 @@ func (e *Engine) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, msg st
 		reason = ReasonUnbindFailed
 	}
 	if x.DeletionTimestamp != nil {
-		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: "kubectl catalog unbind %s --abandon")`, x.Name)
+		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: %s)`, hint.Quoted(x.Namespace, "unbind", x.Name, "--abandon"))
 	}
 	e.retryLater(x, reason, msg, false, now)
 	if x.Status.OrphanMitigation != nil {

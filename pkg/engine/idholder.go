@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -56,8 +57,8 @@ func checkOwnID(kind string, rec idOwner, id string) error {
 		return nil
 	}
 	what := kindWord(kind)
-	how := fmt.Sprintf("if the broker holds it for this %s, take it over in a record of its own (\"kubectl catalog %s --external-id %s\"); otherwise remove it from the status (status.externalID, status.externalIDs, status.inFlight), or drop the record without calling the broker (\"kubectl catalog %s --abandon %s\")",
-		what, map[string]string{"instance": "provision", "binding": "bind"}[what], id, map[string]string{"instance": "deprovision", "binding": "unbind"}[what], rec.GetName())
+	how := fmt.Sprintf("if the broker holds it for this %s, take it over in a record of its own (\"kubectl catalog %s --external-id %s\"); otherwise remove it from the status (status.externalID, status.externalIDs, status.inFlight), or drop the record without calling the broker (%s)",
+		what, map[string]string{"instance": "provision", "binding": "bind"}[what], id, hint.Quoted(rec.GetNamespace(), map[string]string{"instance": "deprovision", "binding": "unbind"}[what], "--abandon", rec.GetName()))
 	why := "its spec does not name it"
 	if v1alpha1.IsBoundID(id) {
 		why = "it was generated for another record or namespace"
@@ -142,8 +143,8 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 		what := kindWord(kind)
 		undo := map[string]string{"instance": "deprovision", "binding": "unbind"}[what]
 		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s for %s %q in namespace %q: %s %q in namespace %q adopted it first, %s; this record's id claim %s. "+
-			"The id is that record's at the broker: if this record's spec was changed to name it, change spec.externalID back, or drop this record without calling the broker (\"kubectl catalog %s --abandon %s\")",
-			id, what, rec.GetName(), rec.GetNamespace(), what, u.Name, u.Namespace, first, since, undo, rec.GetName())
+			"The id is that record's at the broker: if this record's spec was changed to name it, change spec.externalID back, or drop this record without calling the broker (%s)",
+			id, what, rec.GetName(), rec.GetNamespace(), what, u.Name, u.Namespace, first, since, hint.Quoted(rec.GetNamespace(), undo, "--abandon", rec.GetName()))
 	}
 	if !self.Adopted.IsZero() {
 		e.noteOwnID(kind, rec, id)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -625,7 +626,7 @@ func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb
 // the broker said it is not usable. The UpdateFailed condition says what was refused;
 // nothing is sent again until the spec changes ("update --revert" sets it back).
 func (e *Engine) updateRefused(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
-	msg += fmt.Sprintf(`: the instance still runs with its previous plan and parameters; go back to them with "kubectl catalog update %s --revert", or change the spec to try another update`, x.Name)
+	msg += fmt.Sprintf(`: the instance still runs with its previous plan and parameters; go back to them with %s, or change the spec to try another update`, hint.Quoted(x.Namespace, "update", x.Name, "--revert"))
 	setCondition(x, v1alpha1.ConditionUpdateFailed, metav1.ConditionTrue, reason, msg, now)
 	if x.Status.Usable != nil && !*x.Status.Usable {
 		e.terminalFailure(x, reason, msg, now)
@@ -750,7 +751,7 @@ func (e *Engine) deleteFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb
 		reason = ReasonDeprovisionFailed
 	}
 	if x.DeletionTimestamp != nil {
-		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: "kubectl catalog deprovision %s --abandon")`, x.Name)
+		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: %s)`, hint.Quoted(x.Namespace, "deprovision", x.Name, "--abandon"))
 	}
 	e.retryLater(x, reason, msg, false, now)
 	if x.Status.OrphanMitigation != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -112,7 +113,7 @@ func (e *Engine) touch(inst *v1alpha1.ServiceInstance) error {
 		return err
 	}
 	if inst.Status.Provisioned == nil {
-		return fmt.Errorf("instance %q is not provisioned yet; nothing to re-send: run \"kubectl catalog describe instance %s\"", inst.Name, inst.Name)
+		return fmt.Errorf("instance %q is not provisioned yet; nothing to re-send: run %s", inst.Name, hint.Quoted(inst.Namespace, "describe", "instance", inst.Name))
 	}
 	inst.Status.Provisioned.ParametersChecksum = touchedChecksum
 	inst.Status.Provisioned.ParameterHashes = nil
@@ -175,7 +176,7 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 	}
 	prov := inst.Status.Provisioned
 	if prov == nil {
-		return nil, nil, fmt.Errorf("instance %q is not provisioned, so the broker holds nothing to go back to: change its spec (\"kubectl catalog update %s\") or deprovision it", name, name)
+		return nil, nil, fmt.Errorf("instance %q is not provisioned, so the broker holds nothing to go back to: change its spec (%s) or deprovision it", name, hint.Quoted(namespace, "update", name))
 	}
 	planName := inst.Spec.PlanExternalName
 	if prov.PlanID != inst.Spec.PlanID {
@@ -289,8 +290,8 @@ func revertedParameters(inst *v1alpha1.ServiceInstance) (*runtime.RawExtension, 
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, nil, fmt.Errorf("the values instance %q has at the broker for parameters %s are not recorded (an earlier release did not keep them): set them with \"kubectl catalog update %s -p KEY=VALUE\"",
-			inst.Name, strings.Join(unknown, ", "), inst.Name)
+		return nil, nil, fmt.Errorf("the values instance %q has at the broker for parameters %s are not recorded (an earlier release did not keep them): set them with %s",
+			inst.Name, strings.Join(unknown, ", "), hint.Quoted(inst.Namespace, "update", inst.Name, "-p", "KEY=VALUE"))
 	}
 	from := append([]v1alpha1.ParametersFromSource(nil), inst.Spec.ParametersFrom...)
 	if len(keep) == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -158,7 +159,7 @@ func bindingNameTaken(req BindRequest) error {
 // bound.
 func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, error) {
 	if req.Ask == nil {
-		return "", inputErrorf(`bind needs the INSTANCE to bind: list the instances with "kubectl catalog get instances"`)
+		return "", inputErrorf(`bind needs the INSTANCE to bind: list the instances with %s`, hint.Quoted(req.Namespace, "get", "instances"))
 	}
 	items, err := e.cfg.Store.Instances().List(ctx, req.Namespace, store.Filter{})
 	if err != nil && len(items) == 0 {
@@ -171,7 +172,7 @@ func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, erro
 		}
 	}
 	if len(names) == 0 {
-		return "", fmt.Errorf(`no instance in namespace %q is ready to be bound: provision one with "kubectl catalog provision"`, req.Namespace)
+		return "", fmt.Errorf(`no instance in namespace %q is ready to be bound: provision one with %s`, req.Namespace, hint.Quoted(req.Namespace, "provision", "NAME", "--class", "CLASS", "--plan", "PLAN"))
 	}
 	sort.Strings(names)
 	return req.Ask.Select("Instance to bind:", names, "")
@@ -254,10 +255,8 @@ func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.
 	ins := req.instanceNamespace()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ins, req.Instance)
 	switch {
-	case store.IsNotFound(err) && req.InstanceNamespace == "":
-		return nil, nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, req.Instance, ins)
 	case store.IsNotFound(err):
-		return nil, nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances -n %s"`, req.Instance, ins, ins)
+		return nil, nil, nil, fmt.Errorf(`instance %q not found in namespace %q: list the instances with %s`, req.Instance, ins, hint.Quoted(ins, "get", "instances"))
 	case store.IsForbidden(err) && req.InstanceNamespace != "":
 		return nil, nil, nil, fmt.Errorf("you may not read instance %q of namespace %q: binding an instance another namespace shares needs its record read (the kubectl-catalog-viewer role in namespace %q, which its owners grant); binding %q not created", req.Instance, ins, ins, req.Name)
 	case err != nil:
@@ -395,7 +394,7 @@ func (e *Engine) dropRefusedBinding(ctx context.Context, r Result) error {
 	if err := e.dropUnsentBinding(ctx, b); errors.Is(err, errSentMeanwhile) {
 		return fmt.Errorf("binding %q was refused (%s), but a bind was sent for it meanwhile: its record is marked for deletion, and reconcile unbinds it at the broker; follow it with \"kubectl catalog describe binding %s -n %s\"", b.Name, c.Message, b.Name, b.Namespace)
 	} else if err != nil {
-		return fmt.Errorf("binding %q was refused (%s), and removing its record failed: %w; remove it with \"kubectl catalog unbind %s --abandon\"", b.Name, c.Message, err, b.Name)
+		return fmt.Errorf("binding %q was refused (%s), and removing its record failed: %w; remove it with %s", b.Name, c.Message, err, hint.Quoted(b.Namespace, "unbind", b.Name, "--abandon"))
 	}
 	return fmt.Errorf("binding %q not created: %s", b.Name, strings.TrimSuffix(c.Message, "; nothing is sent to the broker for this record until that changes"))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -100,8 +101,8 @@ func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (De
 		return Deprovisioning{}, err
 	}
 	if shared := inst.Spec.SharedWith; len(shared) > 0 {
-		return Deprovisioning{}, fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (\"kubectl catalog unshare %s --from-namespace %s --yes\"), which removes their bindings; nothing was changed",
-			name, strings.Join(shared, ", "), name, shared[0])
+		return Deprovisioning{}, fmt.Errorf("instance %q is shared with namespace(s) %s, whose bindings depend on it: unshare it from each first (%s), which removes their bindings; nothing was changed",
+			name, strings.Join(shared, ", "), hint.Quoted(namespace, "unshare", name, "--from-namespace", shared[0], "--yes"))
 	}
 	l, err := pending.Wait()
 	bindings := l.bindings

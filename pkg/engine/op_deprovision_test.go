@@ -78,7 +78,7 @@ func TestDeprovision_RefusedOrDeclined_ChangesNothing(t *testing.T) {
 		confirm func(Deprovisioning) (bool, error)
 		want    string
 	}{
-		{name: "shared", inst: "db", shared: true, want: `instance "db" is shared with namespace(s) team-b, whose bindings depend on it: unshare it from each first ("kubectl catalog unshare db --from-namespace team-b --yes")`},
+		{name: "shared", inst: "db", shared: true, want: `instance "db" is shared with namespace(s) team-b, whose bindings depend on it: unshare it from each first ("kubectl catalog unshare db --from-namespace team-b --yes -n dev")`},
 		{name: "not found", inst: "nope", want: `"nope"`},
 		{name: "declined", inst: "db", confirm: func(Deprovisioning) (bool, error) { return false, nil }},
 		{name: "cannot ask", inst: "db", confirm: func(Deprovisioning) (bool, error) { return false, errors.New("needs --yes") }, want: "needs --yes"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -359,7 +360,7 @@ func (e *Engine) ProvisionUserProvided(ctx context.Context, req UserProvidedRequ
 	}
 	if err := e.WriteUserProvidedCredentials(ctx, created, data); err != nil {
 		if aerr := e.AbandonInstance(ctx, created); aerr != nil {
-			return InstanceResult{}, fmt.Errorf("instance %q not provisioned: its credentials could not be written (%w), and its record could not be removed (%v): remove it with \"kubectl catalog deprovision %s --abandon\"", req.Name, err, aerr, req.Name)
+			return InstanceResult{}, fmt.Errorf("instance %q not provisioned: its credentials could not be written (%w), and its record could not be removed (%v): remove it with %s", req.Name, err, aerr, hint.Quoted(req.Namespace, "deprovision", req.Name, "--abandon"))
 		}
 		return InstanceResult{}, fmt.Errorf("instance %q not provisioned: its credentials could not be written to Secret %q: %w", req.Name, secret, err)
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -51,8 +52,8 @@ func (e *Engine) Share(ctx context.Context, req ShareRequest) (ShareResult, erro
 		return ShareResult{Instance: inst, AlreadyShared: true}, nil
 	}
 	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, req.To) {
-		return ShareResult{}, fmt.Errorf("instance %q allows bindings only from namespaces %s, so sharing it with %q would let nobody there bind: add it first with \"kubectl catalog update %s --allowed-namespaces %s,%s\"",
-			req.Name, strings.Join(allowed, ", "), req.To, req.Name, strings.Join(allowed, ","), req.To)
+		return ShareResult{}, fmt.Errorf("instance %q allows bindings only from namespaces %s, so sharing it with %q would let nobody there bind: add it first with %s",
+			req.Name, strings.Join(allowed, ", "), req.To, hint.Quoted(req.Namespace, "update", req.Name, "--allowed-namespaces", strings.Join(allowed, ",")+","+req.To))
 	}
 	var res ShareResult
 	switch _, err := e.cfg.Store.GetNamespace(ctx, req.To); {

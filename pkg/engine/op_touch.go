@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -48,7 +49,7 @@ func (e *Engine) dryRunTouch(ctx context.Context, req TouchRequest) (InstanceRes
 		inst, err = e.touchPreview(ctx, req.Namespace, req.Name)
 	}
 	if store.IsNotFound(err) {
-		return InstanceResult{}, fmt.Errorf(`instance %q not found in namespace %q: list the instances with "kubectl catalog get instances"`, req.Name, req.Namespace)
+		return InstanceResult{}, fmt.Errorf(`instance %q not found in namespace %q: list the instances with %s`, req.Name, req.Namespace, hint.Quoted(req.Namespace, "get", "instances"))
 	}
 	if err != nil {
 		return InstanceResult{}, err
@@ -74,8 +75,8 @@ func (e *Engine) checkTouch(ctx context.Context, namespace, name string) error {
 		_, _, err = planUpdateBody(update, params, nil, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("instance %q not touched: touch sends every parameter, and the plan's update schema refuses them: %w; change them with \"kubectl catalog update %s -p KEY=VALUE\" (see the schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
-			name, err, name, inst.Spec.ClassExternalName, inst.Spec.PlanExternalName)
+		return fmt.Errorf("instance %q not touched: touch sends every parameter, and the plan's update schema refuses them: %w; change them with %s (see the schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
+			name, err, hint.Quoted(inst.Namespace, "update", name, "-p", "KEY=VALUE"), inst.Spec.ClassExternalName, inst.Spec.PlanExternalName)
 	}
 	return nil
 }

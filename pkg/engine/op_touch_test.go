@@ -54,7 +54,7 @@ func TestTouchOp_Refusals_ChangeNothing(t *testing.T) {
 		dry    DryRun
 		want   string
 	}{
-		{name: "not found, dry run", dry: DryRunClient, want: `instance "db" not found in namespace "dev": list the instances with "kubectl catalog get instances"`},
+		{name: "not found, dry run", dry: DryRunClient, want: `instance "db" not found in namespace "dev": list the instances with "kubectl catalog get instances -n dev"`},
 		{name: "not provisioned", record: func(f *fixture) { f.create("db", planSmall, "") }, want: "is not provisioned yet; nothing to re-send"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -219,7 +220,7 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (InstanceResult,
 	}
 	if len(changes) == 0 {
 		if meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
-			return InstanceResult{}, fmt.Errorf(`instance %q already asks for the plan and parameters the broker holds: the refused update came from the values of a parameters Secret or from "touch": put the Secret's values back and run "kubectl catalog touch instance %s", or change the spec`, req.Name, req.Name)
+			return InstanceResult{}, fmt.Errorf(`instance %q already asks for the plan and parameters the broker holds: the refused update came from the values of a parameters Secret or from "touch": put the Secret's values back and run %s, or change the spec`, req.Name, hint.Quoted(req.Namespace, "touch", "instance", req.Name))
 		}
 		req.Follow.note("Nothing to revert: instance %q asks for what the broker holds.", req.Name)
 		return InstanceResult{Unchanged: true}, nil

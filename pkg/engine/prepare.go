@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/jsonschema"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -280,14 +283,15 @@ type PreparedUpdate struct {
 // PrepareUpdate applies req to a copy of inst: the plan, if the current plan may
 // change (plan_updateable); the maintenance version; the parameters, merged into the
 // instance's. The parameters the update will send are checked against the target plan's
-// update schema, exactly those (see planUpdateParameters).
+// update schema, exactly those (see planUpdateParameters); on a plan change, the values
+// of every parameter that stands after it too (see checkStandingParameters).
 func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstance, req UpdateRequest) (*PreparedUpdate, error) {
 	inst = inst.DeepCopy()
 	out := &PreparedUpdate{Instance: inst}
 	// The schemas are kept under the class record's name: they are read with the class.
 	bns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
 	var schemas *ahead.Read[*v1alpha1.ServicePlanSchemas]
-	if req.Parameters != nil {
+	if req.Parameters != nil || req.Plan != "" {
 		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
 	}
 	class, err := e.cfg.Store.Classes().Get(ctx, bns, name)
@@ -297,6 +301,7 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 	out.Class = class
 	cur := class.PlanByID(inst.Spec.PlanID)
 	target := cur
+	planChanged := false
 	if req.Plan != "" && (cur == nil || (req.Plan != cur.ExternalName && req.Plan != cur.ID)) {
 		target = class.PlanByName(req.Plan)
 		if target == nil {
@@ -320,6 +325,7 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 		}
 		inst.Spec.PlanID, inst.Spec.PlanExternalName = target.ID, target.ExternalName
 		out.Changes = append(out.Changes, "plan "+target.ExternalName)
+		planChanged = true
 	}
 	if req.Upgrade {
 		switch {
@@ -378,7 +384,98 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 		}
 		out.Changes = append(out.Changes, "parameters")
 	}
+	if planChanged {
+		if err := e.checkStandingParameters(ctx, inst, schemas, target); err != nil {
+			return nil, fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
+				inst.Name, err, class.Spec.ExternalName, target.ExternalName)
+		}
+	}
 	return out, nil
+}
+
+// checkStandingParameters checks, when an update moves inst (the record as the update
+// writes it) to plan target, the parameters that stand after it: every parameter the
+// instance keeps (the held ones merged with those given, its Secrets' included) against
+// the values the new plan's schema accepts, its update schema's or else its create
+// schema's. An OSB broker keeps what an update does not send, so a value the old plan
+// allowed and the new one does not (storage_gb 8 from hobby, where standard wants at
+// least 20) would otherwise stay, unchecked by anyone. Only the values are judged: which
+// keys an update sends is planUpdateBody's, and the body it checks is unchanged by this
+// one, which sends nothing. For an instance the broker does not hold yet, the provision
+// that follows sends every parameter: all are checked against the new plan's create
+// schema, as that provision's are.
+func (e *Engine) checkStandingParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], target *v1alpha1.ServicePlan) error {
+	if inst.Spec.Parameters == nil && len(inst.Spec.ParametersFrom) == 0 {
+		return nil
+	}
+	s, err := schemas.Wait()
+	if err != nil {
+		return nil // no schemas recorded: the plan asks for nothing the engine can check
+	}
+	ps := s.ForPlan(target.ID)
+	if ps == nil {
+		return nil
+	}
+	var schema json.RawMessage
+	switch {
+	case inst.Status.Provisioned == nil:
+		// The provision that follows sends every parameter, all checked.
+		if ps.InstanceCreate == nil {
+			return nil
+		}
+		params, err := e.resolved(ctx, inst.Namespace, rawOf(inst.Spec.Parameters), inst.Spec.ParametersFrom)
+		if err != nil {
+			return err
+		}
+		return ValidateParameters(ps.InstanceCreate.Raw, params.JSON())
+	case ps.InstanceUpdate != nil:
+		schema = ps.InstanceUpdate.Raw
+	case ps.InstanceCreate != nil:
+		schema = ps.InstanceCreate.Raw
+	}
+	sch, err := compileSchema(schema)
+	if sch == nil || err != nil {
+		return err
+	}
+	params, err := e.resolved(ctx, inst.Namespace, rawOf(inst.Spec.Parameters), inst.Spec.ParametersFrom)
+	if err != nil {
+		return err
+	}
+	if len(params.All) == 0 {
+		return nil
+	}
+	v, err := decodeJSON(params.body())
+	if err != nil {
+		return err
+	}
+	problems, err := sch.ValidateValue(v)
+	if err != nil {
+		return err
+	}
+	problems = slices.DeleteFunc(problems, func(pr jsonschema.Problem) bool { return len(pr.Path) == 0 })
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("plan %q does not accept a value the instance keeps: %w", target.ExternalName,
+		invalidParameters(problems, func(pr jsonschema.Problem) string { return standingFix(pr, params) }))
+}
+
+// planBound is a problem with a number's bound: "minimum: got 8, want 20".
+var planBound = regexp.MustCompile(`^(?:minimum|maximum): got \S+, want (\S+)$`)
+
+// standingFix says how to give a parameter the instance keeps a value the new plan
+// accepts: in the same update, with -p, the bound itself when the value is beyond one.
+func standingFix(pr jsonschema.Problem, p Parameters) string {
+	key := pr.Path[0]
+	value := "VALUE"
+	if m := planBound.FindStringSubmatch(pr.Message); m != nil && len(pr.Path) == 1 {
+		value = m[1]
+	}
+	how := "-p " + key + "=" + value
+	if p.FromSecret[key] {
+		how = "a value in the parameters Secret, or " + how
+	}
+	return "the instance keeps it from its current plan, and an update does not change what it does not send: give it a value the plan accepts in the same update, " + how
 }
 
 // planUpdateParameters checks the parameters the next call for inst, the record as the

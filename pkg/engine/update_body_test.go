@@ -194,7 +194,7 @@ func TestTouch_ChecksEveryParameterItSends(t *testing.T) {
 
 	_, err := f.engine.Touch(context.Background(), TouchRequest{Namespace: ns, Name: "db"})
 
-	assert.ErrorContains(t, err, `instance "db" not touched: touch sends every parameter, and the plan's update schema refuses them: invalid parameters: parameter size: maximum: got 11, want 10; change them with "kubectl catalog update db -p KEY=VALUE"`)
+	assert.ErrorContains(t, err, `instance "db" not touched: touch sends every parameter, and the plan's update schema refuses them: invalid parameters: parameter size: maximum: got 11, want 10; change them with "kubectl catalog update db -p KEY=VALUE -n dev"`)
 	f.assertUnchanged(before)
 	assert.Assert(t, is.Len(f.broker.Calls(), 0))
 
@@ -262,6 +262,68 @@ func TestPrepareUpdate_NotProvisioned_ChecksWhatTheProvisionSends(t *testing.T) 
 			}
 			assert.NilError(t, err)
 			assert.Equal(t, got.Instance.Status.ParametersSalt, "", "nothing but the spec changes")
+		})
+	}
+}
+
+// A plan change judges the parameters that stand after it, the held ones merged with
+// those given, against the new plan's schema: a value the old plan allowed and the new
+// one does not is refused before anything is written or sent, naming the parameter,
+// the limit and the -p that fixes it. Only values are judged: a key the new plan does
+// not name is not (an update cannot remove it), and what is sent is unchanged.
+func TestPrepareUpdate_PlanChange_ChecksTheParametersThatStand(t *testing.T) {
+	const largeSchema = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,
+"properties":{"storage_gb":{"type":"integer","minimum":20,"maximum":500}}}`
+	for _, tc := range []struct {
+		name        string
+		params      string // held, inline
+		provisioned bool
+		pairs       []string
+		update      bool // the large plan has an update schema (else only a create schema)
+		want        string
+	}{
+		{name: "a held value below the new plan's minimum", params: `{"storage_gb":8}`, provisioned: true, update: true,
+			want: `instance "db" not updated: plan "large" does not accept a value the instance keeps: invalid parameters: parameter storage_gb: minimum: got 8, want 20 (the instance keeps it from its current plan, and an update does not change what it does not send: give it a value the plan accepts in the same update, -p storage_gb=20)`},
+		{name: "judged by the create schema when the plan has no update schema", params: `{"storage_gb":8}`, provisioned: true,
+			want: `parameter storage_gb: minimum: got 8, want 20`},
+		{name: "given in the same update", params: `{"storage_gb":8}`, provisioned: true, update: true, pairs: []string{"storage_gb=20"}},
+		{name: "a key the new plan does not name is not judged", params: `{"storage_gb":8,"ha":true}`, provisioned: true, update: true, pairs: []string{"storage_gb=30"}},
+		{name: "no parameters held", provisioned: true, update: true},
+		{name: "not provisioned: the provision that follows sends them all", params: `{"storage_gb":8}`,
+			want: `parameter storage_gb: minimum: got 8, want 20`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withSchemas(t)
+			ctx := context.Background()
+			s, err := f.st.PlanSchemas().Get(ctx, storetest.CatalogNamespace, v1alpha1.ClassRecordName(brokerName, classID))
+			assert.NilError(t, err)
+			large := v1alpha1.PlanSchemas{PlanID: planLarge, InstanceCreate: &runtime.RawExtension{Raw: []byte(largeSchema)}}
+			if tc.update {
+				large.InstanceUpdate = &runtime.RawExtension{Raw: []byte(largeSchema)}
+			}
+			s.Spec.Plans = append(s.Spec.Plans, large)
+			_, err = f.st.PlanSchemas().Update(ctx, s)
+			assert.NilError(t, err)
+			var inst *v1alpha1.ServiceInstance
+			if tc.provisioned {
+				inst = f.provisioned("db", planSmall, tc.params)
+			} else {
+				inst = f.create("db", planSmall, tc.params)
+			}
+			req := UpdateRequest{Plan: "large"}
+			if tc.pairs != nil {
+				req.Parameters = &ParametersInput{Pairs: tc.pairs}
+			}
+
+			got, err := f.engine.PrepareUpdate(ctx, inst, req)
+
+			assert.Assert(t, is.Len(f.broker.Calls(), 0))
+			if tc.want != "" {
+				assert.ErrorContains(t, err, tc.want)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, got.Instance.Spec.PlanID, planLarge)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -72,11 +73,11 @@ func (e *Engine) userProvidedCredentials(ctx context.Context, inst *v1alpha1.Ser
 	s, err := e.cfg.Store.ReadOwnedSecret(ctx, inst, name)
 	switch {
 	case store.IsNotOwned(err):
-		return nil, refused(ReasonRefusedUntrustedReference, "Secret %q in namespace %q does not belong to user-provided instance %q (it has no owner reference to the instance's record), so it is not read: give the instance its credentials with \"kubectl catalog update %s --credentials-file FILE -n %s\"",
-			name, inst.Namespace, inst.Name, inst.Name, inst.Namespace)
+		return nil, refused(ReasonRefusedUntrustedReference, "Secret %q in namespace %q does not belong to user-provided instance %q (it has no owner reference to the instance's record), so it is not read: give the instance its credentials with %s",
+			name, inst.Namespace, inst.Name, hint.Quoted(inst.Namespace, "update", inst.Name, "--credentials-file", "FILE"))
 	case store.IsNotFound(err):
-		return nil, fmt.Errorf("the credentials Secret %q of user-provided instance %q is missing: set them again with \"kubectl catalog update %s --credentials-file FILE -n %s\"",
-			name, inst.Name, inst.Name, inst.Namespace)
+		return nil, fmt.Errorf("the credentials Secret %q of user-provided instance %q is missing: set them again with %s",
+			name, inst.Name, hint.Quoted(inst.Namespace, "update", inst.Name, "--credentials-file", "FILE"))
 	case store.IsForbidden(err):
 		return nil, &LeftToReconcileError{What: fmt.Sprintf("you may not read the credentials Secret %q of user-provided instance %q in namespace %q, so reconcile copies them (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", name, inst.Name, inst.Namespace), Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -96,7 +97,7 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 		return skipped(true, "a %s was in progress when svcat stopped, and its outcome is unknown: ask the broker's operator about binding id %s, then remove this object", strings.ToLower(cur), id)
 	}
 	if s, _, _ := condition(u, "Ready"); s != "True" && !deleting {
-		return skipped(false, "it was never bound%s: the broker holds nothing of it; bind again with \"kubectl catalog bind %s\" if it is still wanted", failure(u), instName)
+		return skipped(false, "it was never bound%s: the broker holds nothing of it; bind again with %s if it is still wanted", failure(u), hint.Quoted(u.GetNamespace(), "bind", instName))
 	}
 	// svcat gave up unbinding it (unbindStatus Failed): the broker may still hold it,
 	// whatever its Ready condition says.

@@ -148,6 +148,8 @@ if ! kubectl catalog get instances -n demo | grep -Eq '^cache[[:space:]].*[[:spa
 fi
 step kubectl catalog deprovision cache -n demo --yes --wait
 step kubectl catalog deregister demo
+step kubectl delete secret demo-broker-auth -n catalog-system
+step kubectl delete namespace demo
 
 echo
 echo "Demo finished; stopping the broker and the control plane."

@@ -461,3 +461,52 @@ func TestDeclarative_SharedWith_SharesAndKeepsAGrantInUse(t *testing.T) {
 	assert.Equal(t, len(b.Requests()), 0)
 	assert.DeepEqual(t, snapshotRecords(t, ns, other), before)
 }
+
+// declInstanceAndBinding is an instance whose parameters come from Secret db-params and
+// a binding of it, in one file, as docs/declarative.md shows them.
+const declInstanceAndBinding = declOwnInstance + `---
+apiVersion: catalog.kubectl-catalog.io/v1alpha1
+kind: ServiceBinding
+metadata:
+  name: db
+spec:
+  instanceName: db
+  secretName: db-credentials
+`
+
+// A file whose first document, a new instance, is refused (the Secret its
+// parametersFrom names does not exist) says so of the binding of the second document
+// too, naming the first, rather than that the instance does not exist; nothing is
+// written and no broker is called. Once the Secret exists, the same file provisions the
+// instance and binds it.
+func TestDeclarative_BindingOfARefusedNewInstance_NamesItsDocument(t *testing.T) {
+	t.Parallel()
+	ns, b, st := instSetup(t)
+	dir := t.TempDir()
+	declWrite(t, dir, "db.yaml", strings.Replace(declInstanceAndBinding, "STORAGE", "2", 1))
+	file := filepath.Join(dir, "db.yaml")
+	b.ClearRequests()
+
+	for _, args := range [][]string{{"apply", "-f", file}, {"apply", "-f", file, "--dry-run=client"}, {"diff", "-f", file}} {
+		r := instCatalog(t, ns, args...)
+
+		assert.Check(t, r.ExitCode > 0, "%v", args)
+		assert.Check(t, is.Contains(r.Stderr, file+`, document 1: `), args)
+		assert.Check(t, is.Contains(r.Stderr, `"db-params"`), args)
+		assert.Check(t, is.Contains(r.Stderr, file+`, document 2: binding "db": its instance "db" is new and refused (`+file+`, document 1): fix that document and apply again`), args)
+		assert.Check(t, !strings.Contains(r.Stderr, `instance "db" not found`), "%v: %s", args, r.Stderr)
+	}
+	assert.Check(t, is.Len(b.Requests(), 0))
+	_, err := st.Instances().Get(context.Background(), ns, "db")
+	assert.Check(t, err != nil, "no instance was written")
+
+	declParamsSecret(t, ns)
+	r := instCatalog(t, ns, "apply", "-f", file, "--wait")
+
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	assert.Check(t, is.Contains(r.Stdout, "serviceinstance.catalog.kubectl-catalog.io/db created"))
+	assert.Check(t, is.Contains(r.Stdout, "servicebinding.catalog.kubectl-catalog.io/db created"))
+	bnd, err := st.Bindings().Get(context.Background(), ns, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, bnd.Status.Phase, v1alpha1.PhaseReady)
+}

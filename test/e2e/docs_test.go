@@ -1,21 +1,32 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
 // The documents whose command lines the tests run (helpers_docs_test.go).
 var (
 	docReadme      = filepath.Join("..", "..", "README.md")
 	docWalkthrough = filepath.Join("..", "..", "docs", "walkthrough.md")
+	docDeclarative = filepath.Join("..", "..", "docs", "declarative.md")
 )
+
+// docBrokerSecret is the Secret of the demo broker's credentials that README.md and the
+// walkthrough create, name in "kubectl catalog register" and delete again.
+const docBrokerSecret = "demo-broker-auth"
 
 // TestDocs_QuickStartAsWritten runs README.md's "A local control plane to try things by
 // hand" (the ```sh block marked <!-- e2e: quickstart -->) line by line, as a newcomer
@@ -43,6 +54,22 @@ func TestDocs_WalkthroughAsWritten(t *testing.T) {
 	docRun(t, docWalkthrough, "walkthrough", slow(1500*time.Millisecond))
 }
 
+// TestDocs_DeclarativeAsWritten runs docs/declarative.md's blocks (each marked
+// <!-- e2e: declarative -->) line by line: the demo broker registered, a parameters
+// Secret, a file of an instance and a binding of it written from a here-document,
+// apply --wait (both Ready, the binding's Secret written), diff (nothing to change), the
+// round trip through get -o yaml, delete -f --wait (both gone), and the clean-up.
+func TestDocs_DeclarativeAsWritten(t *testing.T) {
+	serial(t, docsAsWritten)
+	docCleanup(t, []string{"catalog-system"}, []string{"default"})
+	t.Cleanup(func() {
+		admin, err := cp.Client(controlplane.AdminUser)
+		assert.NilError(t, err)
+		_ = admin.CoreV1().Secrets("default").Delete(context.Background(), "db-params", metav1.DeleteOptions{})
+	})
+	docRun(t, docDeclarative, "declarative", 500*time.Millisecond)
+}
+
 // TestDocs_EveryCommandLineIsRunOrMapped reads the documents the tests run, without a
 // cluster: every ```sh block of the walkthrough is marked to run, every line of the
 // marked blocks is one docRules knows, and the Makefile has what the mapped make lines
@@ -54,7 +81,7 @@ func TestDocs_EveryCommandLineIsRunOrMapped(t *testing.T) {
 	// 127.0.0.1:8080, user and password demo.
 	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	assert.NilError(t, err)
-	for _, doc := range []struct{ path, name string }{{docReadme, "quickstart"}, {docWalkthrough, "walkthrough"}} {
+	for _, doc := range []struct{ path, name string }{{docReadme, "quickstart"}, {docWalkthrough, "walkthrough"}, {docDeclarative, "declarative"}} {
 		plan, err := docPlan(doc.path, doc.name)
 		assert.NilError(t, err)
 		assert.Check(t, len(plan) > 5, "%s: %d commands", doc.path, len(plan))
@@ -65,16 +92,54 @@ func TestDocs_EveryCommandLineIsRunOrMapped(t *testing.T) {
 			}
 		}
 	}
-	broker := regexp.MustCompile(`(?m)^broker:.*\n\t(.*)$`).FindStringSubmatch(string(makefile))
+	broker := regexp.MustCompile(`(?m)^broker:(.*)\n\t(.*)$`).FindStringSubmatch(string(makefile))
 	assert.Assert(t, broker != nil, "the Makefile's broker target")
-	for _, want := range []string{"./test/broker/cmd/osb-test-broker ", "--listen 127.0.0.1:8080 ", "--username $${BROKER_USERNAME:-demo} ", "--password $${BROKER_PASSWORD:-demo} "} {
-		assert.Check(t, is.Contains(broker[1], want), "make broker, which docRules maps onto the test broker")
+	for _, want := range []string{"./test/broker/cmd/osb-test-broker ", "--listen $(BROKER_LISTEN) ", "--username $${BROKER_USERNAME:-demo} ", "--password $${BROKER_PASSWORD:-demo} "} {
+		assert.Check(t, is.Contains(broker[2], want), "make broker, which docRules maps onto the test broker")
+	}
+	// It listens on 127.0.0.1:8080 unless told otherwise, which make help says.
+	assert.Check(t, is.Regexp(`(?m)^BROKER_LISTEN \?= 127\.0\.0\.1:8080$`, string(makefile)))
+	assert.Check(t, is.Contains(broker[1], "$(BROKER_LISTEN) (BROKER_LISTEN=HOST:PORT for another)"), "make help's line of make broker")
+	for _, doc := range []string{docReadme, docWalkthrough, filepath.Join("..", "..", "docs", "test-broker.md")} {
+		text, err := os.ReadFile(doc)
+		assert.NilError(t, err)
+		words := strings.Join(strings.Fields(string(text)), " ")
+		assert.Check(t, strings.Contains(words, "make broker BROKER_LISTEN=127.0.0.1:9090"), "%s says how make broker takes another port", doc)
 	}
 
-	blocks, err := docBlocks(docWalkthrough)
-	assert.NilError(t, err)
-	for _, b := range blocks {
-		assert.Check(t, b.marker == "walkthrough", "%s: every ```sh block of the walkthrough is its plain path: mark it <!-- e2e: walkthrough -->", b.at)
+	// README, the walkthrough and docs/declarative.md register the demo broker with the
+	// same Secret, and delete it when they clean up.
+	for _, doc := range []struct{ path, name string }{{docReadme, "quickstart"}, {docWalkthrough, "walkthrough"}, {docDeclarative, "declarative"}} {
+		plan, err := docPlan(doc.path, doc.name)
+		assert.NilError(t, err)
+		var secrets, created, deleted []string
+		for _, p := range plan {
+			call := parseCatalogCall(p.cmd.words[1:])
+			if v, ok := call.value("--basic-auth-secret"); ok && call.verb == "register" {
+				secrets = append(secrets, v)
+			}
+			if w := p.cmd.words; len(w) > 3 && w[0] == "kubectl" && w[2] == "secret" {
+				switch {
+				case w[1] == "create" && len(w) > 4:
+					created = append(created, w[4])
+				case w[1] == "delete":
+					deleted = append(deleted, w[3])
+				}
+			}
+		}
+		assert.Check(t, is.DeepEqual(secrets, []string{docBrokerSecret}), "%s: the broker's Secret", doc.path)
+		assert.Check(t, is.Contains(created, docBrokerSecret), "%s: the Secrets it creates", doc.path)
+		slices.Sort(created)
+		slices.Sort(deleted)
+		assert.Check(t, is.DeepEqual(deleted, created), "%s: the Secrets its clean-up deletes", doc.path)
+	}
+
+	for _, doc := range []struct{ path, name string }{{docWalkthrough, "walkthrough"}, {docDeclarative, "declarative"}} {
+		blocks, err := docBlocks(doc.path)
+		assert.NilError(t, err)
+		for _, b := range blocks {
+			assert.Check(t, b.marker == doc.name, "%s: every ```sh block of %s is run: mark it <!-- e2e: %s -->", b.at, doc.path, doc.name)
+		}
 	}
 
 	dir := t.TempDir()

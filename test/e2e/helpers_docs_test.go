@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -635,6 +636,62 @@ var docChecks = map[string]func(s *docSession, c docCommand, call catalogCall) f
 			}
 		}
 	},
+	// apply -f FILE --wait: every instance and binding the file names is Ready, and each
+	// binding's Secret exists.
+	"apply": func(s *docSession, c docCommand, call catalogCall) func(string) {
+		file, ok := call.value("-f")
+		if !ok || !call.has("--wait") || call.has("--dry-run") {
+			return nil
+		}
+		return func(string) {
+			for _, o := range s.manifestObjects(c, file, call.ns) {
+				switch o.kind {
+				case v1alpha1.KindServiceInstance:
+					inst, err := s.st.Instances().Get(context.Background(), o.ns, o.name)
+					assert.NilError(s.t, err, "%s: %s", c.at, c)
+					assert.Check(s.t, inst.Status.Phase == v1alpha1.PhaseReady, "%s: %s: instance %s/%s is %s", c.at, c, o.ns, o.name, inst.Status.Phase)
+				case v1alpha1.KindServiceBinding:
+					b, err := s.st.Bindings().Get(context.Background(), o.ns, o.name)
+					assert.NilError(s.t, err, "%s: %s", c.at, c)
+					assert.Check(s.t, b.Status.Phase == v1alpha1.PhaseReady, "%s: %s: binding %s/%s is %s", c.at, c, o.ns, o.name, b.Status.Phase)
+					_, err = s.admin.CoreV1().Secrets(o.ns).Get(context.Background(), b.Spec.SecretName, metav1.GetOptions{})
+					assert.Check(s.t, err, "%s: %s: the Secret %s/%s of binding %s", c.at, c, o.ns, b.Spec.SecretName, o.name)
+				}
+			}
+		}
+	},
+	// delete -f FILE --wait: every instance and binding the file names is gone, and each
+	// binding's Secret.
+	"delete": func(s *docSession, c docCommand, call catalogCall) func(string) {
+		file, ok := call.value("-f")
+		if !ok || !call.has("--wait") || call.has("--dry-run") {
+			return nil
+		}
+		secrets := map[string]string{}
+		objs := s.manifestObjects(c, file, call.ns)
+		for _, o := range objs {
+			if o.kind == v1alpha1.KindServiceBinding {
+				b, err := s.st.Bindings().Get(context.Background(), o.ns, o.name)
+				assert.NilError(s.t, err, "%s: %s", c.at, c)
+				secrets[o.name] = b.Spec.SecretName
+			}
+		}
+		return func(string) {
+			for _, o := range objs {
+				var err error
+				switch o.kind {
+				case v1alpha1.KindServiceInstance:
+					_, err = s.st.Instances().Get(context.Background(), o.ns, o.name)
+				case v1alpha1.KindServiceBinding:
+					_, err = s.st.Bindings().Get(context.Background(), o.ns, o.name)
+					s.assertSecretGone(c, o.ns, secrets[o.name])
+				default:
+					continue
+				}
+				assert.Check(s.t, store.IsNotFound(err), "%s: %s: %s %s/%s is still there: %v", c.at, c, o.kind, o.ns, o.name, err)
+			}
+		}
+	},
 	// reconcile (a run, not install or uninstall): it ends with nothing pending, in its
 	// output and in the records of its namespaces.
 	"reconcile": func(s *docSession, c docCommand, call catalogCall) func(string) {
@@ -660,6 +717,37 @@ var docChecks = map[string]func(s *docSession, c docCommand, call catalogCall) f
 			assert.Check(s.t, len(pending) == 0, "%s: %s: records still have work: %+v", c.at, c, pending)
 		}
 	},
+}
+
+// docObject is a document of a manifest file: its kind, namespace and name.
+type docObject struct{ kind, ns, name string }
+
+// manifestObjects reads the documents of the manifest file the command names (in the
+// directory the commands run in), namespace ns where a document names none.
+func (s *docSession) manifestObjects(c docCommand, file, ns string) []docObject {
+	data, err := os.ReadFile(filepath.Join(s.dir, file))
+	assert.NilError(s.t, err, "%s: %s", c.at, c)
+	var objs []docObject
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		var m struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		assert.NilError(s.t, yaml.Unmarshal([]byte(doc), &m), "%s: %s", c.at, file)
+		if m.Kind == "" {
+			continue
+		}
+		o := docObject{kind: m.Kind, ns: m.Metadata.Namespace, name: m.Metadata.Name}
+		if o.ns == "" {
+			o.ns = ns
+		}
+		objs = append(objs, o)
+	}
+	assert.Assert(s.t, len(objs) > 0, "%s: %s names no object", c.at, file)
+	return objs
 }
 
 // reconcileCounts is the line a reconcile run by hand ends with: "3 records: 2 done, 1

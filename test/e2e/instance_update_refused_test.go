@@ -48,7 +48,7 @@ func TestInstance_RefusedUpdate_StaysReadyBindableAndRevertSettlesIt(t *testing.
 	assert.Equal(t, r.ExitCode, 1, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stderr, "storage above 6 GB needs plan standard"))
 	assert.Assert(t, is.Contains(r.Stderr, "still runs with its previous plan and parameters"))
-	assert.Assert(t, is.Contains(r.Stderr, `"kubectl catalog update db --revert"`))
+	assert.Assert(t, is.Contains(r.Stderr, `"kubectl catalog update db --revert -n `+ns+`"`))
 	inst, err := st.Instances().Get(ctx, ns, "db")
 	assert.NilError(t, err)
 	held, ok := b.Instance(inst.Spec.ExternalID)

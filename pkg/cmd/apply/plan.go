@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 )
 
 // What apply does to an object.
@@ -71,6 +72,10 @@ type planner struct {
 	// created are the instances this apply creates ("NAMESPACE/NAME"): a binding of one
 	// of them is checked once it exists.
 	created map[string]bool
+	// refused are the new instances the files name whose documents are refused
+	// ("NAMESPACE/NAME" to where the document is): a binding of one of them is refused
+	// for that, not reported as a binding of an instance that does not exist.
+	refused map[string]string
 	// newBrokers says that this apply registers brokers: a new instance whose class is
 	// not found may be of one of them, and is checked by its provision once their
 	// catalogs are fetched.
@@ -80,13 +85,18 @@ type planner struct {
 // plan works out every action, each checked with a client dry run of its engine call;
 // the errors name the document. Nothing is written.
 func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
-	p.created = map[string]bool{}
+	p.created, p.refused = map[string]bool{}, map[string]string{}
 	var actions []*action
 	var errs []error
 	for _, o := range objs {
 		a, err := p.planOne(ctx, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", o.doc.where(), err))
+			if o.kind == v1alpha1.KindServiceInstance {
+				if _, gerr := p.reader.Instances().Get(ctx, o.namespace, o.name); engine.IsNotFound(gerr) {
+					p.refused[o.namespace+"/"+o.name] = o.doc.where()
+				}
+			}
 			continue
 		}
 		if a.op == opCreate && o.kind == v1alpha1.KindServiceInstance {
@@ -125,7 +135,7 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	switch {
 	case engine.IsNotFound(err):
 		if want.userProvided {
-			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with \"kubectl catalog provision %s --user-provided\"", o.name, o.name)
+			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with %s", o.name, hint.Quoted(o.namespace, "provision", o.name, "--user-provided"))
 		}
 		if err := p.planSharing(ctx, a, nil, false); err != nil {
 			return nil, err
@@ -260,11 +270,11 @@ func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error
 func unshareUnused(o *object, ns string, u engine.Unsharing) (bool, error) {
 	switch {
 	case len(u.Bindings) > 0:
-		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", which asks before removing them, or put the namespace back",
-			o.name, ns, strings.Join(u.Bindings, ", "), o.name, ns)
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with %s, which asks before removing them, or put the namespace back",
+			o.name, ns, strings.Join(u.Bindings, ", "), hint.Quoted(o.namespace, "unshare", o.name, "--from-namespace", ns))
 	case u.Unseen:
-		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with \"kubectl catalog unshare %s --from-namespace %s\", or put the namespace back",
-			o.name, ns, o.name, ns)
+		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with %s, or put the namespace back",
+			o.name, ns, hint.Quoted(o.namespace, "unshare", o.name, "--from-namespace", ns))
 	}
 	return true, nil
 }
@@ -303,6 +313,9 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 			a.deferred = "its instance is provisioned by this apply: it is checked when it is bound"
 			return a, nil
 		}
+		if where, ok := p.refused[instNS+"/"+want.instance]; ok {
+			return nil, fmt.Errorf("binding %q: its instance %q is new and refused (%s): fix that document and apply again; the binding is checked once its instance can be provisioned", o.name, want.instance, where)
+		}
 		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
 			return nil, err
 		}
@@ -316,7 +329,7 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	a.before = bindingView(recordBindingSpec(cur))
 	a.after = bindingView(want.over(o, cur))
 	if diff := changedFields(a.before, a.after); len(diff) > 0 {
-		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or \"unbind %s\") and apply again", o.name, strings.Join(diff, ", "), o.name)
+		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or %s) and apply again", o.name, strings.Join(diff, ", "), hint.Quoted(o.namespace, "unbind", o.name))
 	}
 	p.planRelabel(a, cur.Labels, cur.Annotations)
 	a.op = opUnchanged

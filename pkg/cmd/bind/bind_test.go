@@ -243,7 +243,7 @@ func TestBind_Run_RefusesBeforeRecordingAnything(t *testing.T) {
 		setup  func(t *testing.T, f *fixture)
 		want   string
 	}{
-		{name: "missing instance", inst: "nosuch", want: `instance "nosuch" not found in namespace "dev": list the instances with "kubectl catalog get instances"`},
+		{name: "missing instance", inst: "nosuch", want: `instance "nosuch" not found in namespace "dev": list the instances with "kubectl catalog get instances -n dev"`},
 		{name: "not bindable", inst: "cold", want: `plan "cold" of class "postgresql" is not bindable`},
 		{name: "schema", inst: "db", change: func(o *bind.Options) { o.Params.Params = []string{"role=admin"} }, want: "role"},
 		{name: "foreign Secret", inst: "db", change: func(o *bind.Options) { o.SecretName = "mine" },

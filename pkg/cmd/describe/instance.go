@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -215,7 +216,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	if rows := notApplied(i, class); len(rows) > 0 {
 		title := "Not applied yet (the broker holds the applied values):"
 		if meta.IsStatusConditionTrue(i.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
-			title = fmt.Sprintf(`Not applied (the update was refused; "kubectl catalog update %s --revert" goes back to the applied values):`, i.Name)
+			title = fmt.Sprintf(`Not applied (the update was refused; %s goes back to the applied values):`, hint.Quoted(i.Namespace, "update", i.Name, "--revert"))
 		}
 		b.WriteString(title + "\n")
 		t := printers.NewTable(&b, "  FIELD", "REQUESTED", "APPLIED")

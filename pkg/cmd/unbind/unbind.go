@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -86,6 +87,7 @@ func NewCmdUnbind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Args = args
+			o.Namespace = f.FlagNamespace() // for the hints of Validate; Complete sets it
 			return cmdutil.RunCommand(cmd.Context(), f, o, runF)
 		},
 	}
@@ -131,7 +133,7 @@ func (o *Options) Validate() error {
 			return cmdutil.UsageErrorf("--instance selects the bindings of an instance: add --all for every one, or --name B1,B2 for some")
 		}
 	} else if len(o.Args) == 0 {
-		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with "kubectl catalog get bindings"`)
+		return cmdutil.UsageErrorf(`unbind needs the BINDING to unbind (or an instance with --all): list the bindings with %s`, hint.Quoted(o.Namespace, "get", "bindings"))
 	}
 	return o.ValidateFlags("records nothing")
 }

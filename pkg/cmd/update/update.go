@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 )
 
 var updateLong = cmdutil.LongDesc(`
@@ -97,7 +98,10 @@ func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Short:   "Change a service instance's plan or parameters",
 		Long:    updateLong,
 		Example: updateExample,
-		PreRun:  func(cmd *cobra.Command, _ []string) { o.Limits.SetGiven(cmd.Flags()) },
+		PreRun: func(cmd *cobra.Command, _ []string) {
+			o.Limits.SetGiven(cmd.Flags())
+			o.Namespace = f.FlagNamespace() // for the hints of Validate; Complete sets it
+		},
 	}, &o.Name, o, runF)
 	cmd.Flags().StringVar(&o.Plan, "plan", "", "The plan to move to.")
 	complete.Register(cmd, "plan", complete.PlansOfInstance(f))
@@ -142,7 +146,7 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if o.DryRun.Enabled() && o.Revert {
-		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with \"kubectl catalog describe instance %s\"", o.Name)
+		return cmdutil.UsageErrorf("--revert cannot be combined with --dry-run: see what it would set back with %s", hint.Quoted(o.Namespace, "describe", "instance", o.Name))
 	}
 	return o.ValidateFlags("records nothing")
 }
