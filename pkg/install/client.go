@@ -25,27 +25,33 @@ type client struct {
 	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// typed adapts a typed client's methods to client.
-func typed[T interface {
+// typedClient is the part of a typed client of T that client needs.
+type typedClient[T interface {
 	runtime.Object
 	metav1.Object
-}](
-	get func(context.Context, string, metav1.GetOptions) (T, error),
-	patch func(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (T, error),
-	del func(context.Context, string, metav1.DeleteOptions) error,
-) client {
+}] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// of adapts a typed client to client.
+func of[T interface {
+	runtime.Object
+	metav1.Object
+}](c typedClient[T]) client {
 	return client{
 		get: func(ctx context.Context, name string) (metav1.Object, error) {
-			obj, err := get(ctx, name, metav1.GetOptions{})
+			obj, err := c.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return nil, err
 			}
 			return obj, nil
 		},
 		apply: func(ctx context.Context, name string, data []byte, opts metav1.PatchOptions) (runtime.Object, error) {
-			return patch(ctx, name, types.ApplyPatchType, data, opts)
+			return c.Patch(ctx, name, types.ApplyPatchType, data, opts)
 		},
-		delete: del,
+		delete: c.Delete,
 	}
 }
 
@@ -54,41 +60,29 @@ func resourceClient(core kubernetes.Interface, obj runtime.Object) client {
 	ns := m.GetNamespace()
 	switch obj.(type) {
 	case *corev1.ServiceAccount:
-		c := core.CoreV1().ServiceAccounts(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.CoreV1().ServiceAccounts(ns))
 	case *rbacv1.ClusterRole:
-		c := core.RbacV1().ClusterRoles()
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.RbacV1().ClusterRoles())
 	case *rbacv1.ClusterRoleBinding:
-		c := core.RbacV1().ClusterRoleBindings()
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.RbacV1().ClusterRoleBindings())
 	case *rbacv1.Role:
-		c := core.RbacV1().Roles(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.RbacV1().Roles(ns))
 	case *rbacv1.RoleBinding:
-		c := core.RbacV1().RoleBindings(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.RbacV1().RoleBindings(ns))
 	case *batchv1.CronJob:
-		c := core.BatchV1().CronJobs(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.BatchV1().CronJobs(ns))
 	case *appsv1.Deployment:
-		c := core.AppsV1().Deployments(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.AppsV1().Deployments(ns))
 	case *networkingv1.NetworkPolicy:
-		c := core.NetworkingV1().NetworkPolicies(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.NetworkingV1().NetworkPolicies(ns))
 	case *policyv1.PodDisruptionBudget:
-		c := core.PolicyV1().PodDisruptionBudgets(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.PolicyV1().PodDisruptionBudgets(ns))
 	case *admissionv1.ValidatingAdmissionPolicy:
-		c := core.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.AdmissionregistrationV1().ValidatingAdmissionPolicies())
 	case *admissionv1.ValidatingAdmissionPolicyBinding:
-		c := core.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings())
 	case *corev1.ConfigMap:
-		c := core.CoreV1().ConfigMaps(ns)
-		return typed(c.Get, c.Patch, c.Delete)
+		return of(core.CoreV1().ConfigMaps(ns))
 	}
 	panic(fmt.Sprintf("install: no client for %T", obj))
 }
