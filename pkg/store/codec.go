@@ -25,159 +25,6 @@ import (
 // keys and values together).
 const maxDataBytes = 1 << 20
 
-// kind describes how one record kind is stored.
-type kind[T v1alpha1.Record] struct {
-	name string
-	// finalize says whether Create adds Finalizer to the record; nil for never.
-	finalize  func(T) bool
-	newRecord func() T
-	// parts returns pointers into the record: its metadata, spec and status (nil when the
-	// kind has no status).
-	parts func(T) (meta *metav1.ObjectMeta, spec, status any)
-	// labels are the filter labels derived from the record; empty values are left out.
-	labels func(T) map[string]string
-	// ids are the OSB ids a record uses or may hold at the broker, each labelled
-	// (IDLabel); nil for kinds without.
-	ids func(T) []string
-	// remember: the store remembers the spec of every record of the kind it reads, so
-	// that a write leaving the spec unchanged leaves DataKey byte for byte as it was
-	// (records whose spec has an author: brokers, instances, bindings).
-	remember bool
-	// maxSpecBytes bounds the spec of a record of the kind stored compressed (format
-	// 3), as decompressed JSON; 0: records of the kind are never compressed, and a
-	// ConfigMap's own limit bounds them. A reader never decodes more, whatever a
-	// ConfigMap's writer put in it.
-	maxSpecBytes int
-}
-
-func brokerKind() kind[*v1alpha1.Broker] {
-	return kind[*v1alpha1.Broker]{
-		name:      v1alpha1.KindBroker,
-		remember:  true,
-		finalize:  HoldsInstances,
-		newRecord: func() *v1alpha1.Broker { return &v1alpha1.Broker{} },
-		parts: func(o *v1alpha1.Broker) (*metav1.ObjectMeta, any, any) {
-			return &o.ObjectMeta, &o.Spec, &o.Status
-		},
-		labels: func(o *v1alpha1.Broker) map[string]string {
-			return map[string]string{LabelBroker: o.Name, LabelScope: string(o.Spec.Scope)}
-		},
-	}
-}
-
-// HoldsInstances reports whether broker b carries Finalizer: a namespace-scoped broker
-// does, so that deleting its namespace cannot delete it (and its credentials Secret,
-// which carries BrokerSecretFinalizer) before its instances are deprovisioned. A
-// cluster-scoped broker does not: its instances live in other namespaces.
-func HoldsInstances(b *v1alpha1.Broker) bool { return b.Spec.Scope == v1alpha1.ScopeNamespace }
-
-func classKind() kind[*v1alpha1.ServiceClass] {
-	return kind[*v1alpha1.ServiceClass]{
-		name:         v1alpha1.KindServiceClass,
-		maxSpecBytes: maxCompressedSpecBytes,
-		newRecord:    func() *v1alpha1.ServiceClass { return &v1alpha1.ServiceClass{} },
-		parts: func(o *v1alpha1.ServiceClass) (*metav1.ObjectMeta, any, any) {
-			return &o.ObjectMeta, &o.Spec, &o.Status
-		},
-		labels: func(o *v1alpha1.ServiceClass) map[string]string {
-			return map[string]string{
-				LabelBroker: o.Spec.BrokerName, LabelClass: o.Spec.ExternalName, LabelScope: string(o.Spec.Scope),
-			}
-		},
-	}
-}
-
-func schemasKind() kind[*v1alpha1.ServicePlanSchemas] {
-	return kind[*v1alpha1.ServicePlanSchemas]{
-		name:         v1alpha1.KindServicePlanSchemas,
-		maxSpecBytes: maxCompressedSpecBytes,
-		newRecord:    func() *v1alpha1.ServicePlanSchemas { return &v1alpha1.ServicePlanSchemas{} },
-		parts: func(o *v1alpha1.ServicePlanSchemas) (*metav1.ObjectMeta, any, any) {
-			return &o.ObjectMeta, &o.Spec, nil
-		},
-		labels: func(o *v1alpha1.ServicePlanSchemas) map[string]string {
-			return map[string]string{LabelBroker: o.Spec.BrokerName, LabelScope: string(o.Spec.Scope)}
-		},
-	}
-}
-
-func accessKind() kind[*v1alpha1.CatalogAccess] {
-	return kind[*v1alpha1.CatalogAccess]{
-		name:      v1alpha1.KindCatalogAccess,
-		newRecord: func() *v1alpha1.CatalogAccess { return &v1alpha1.CatalogAccess{} },
-		parts: func(o *v1alpha1.CatalogAccess) (*metav1.ObjectMeta, any, any) {
-			return &o.ObjectMeta, &o.Spec, nil
-		},
-		labels: func(*v1alpha1.CatalogAccess) map[string]string { return nil },
-	}
-}
-
-func instanceKind() kind[*v1alpha1.ServiceInstance] {
-	return kind[*v1alpha1.ServiceInstance]{
-		name:      v1alpha1.KindServiceInstance,
-		remember:  true,
-		finalize:  func(*v1alpha1.ServiceInstance) bool { return true },
-		newRecord: func() *v1alpha1.ServiceInstance { return &v1alpha1.ServiceInstance{} },
-		parts: func(o *v1alpha1.ServiceInstance) (*metav1.ObjectMeta, any, any) {
-			return &o.ObjectMeta, &o.Spec, &o.Status
-		},
-		labels: func(o *v1alpha1.ServiceInstance) map[string]string {
-			return map[string]string{
-				LabelBroker: o.Spec.BrokerName, LabelClass: o.Spec.ClassExternalName,
-				LabelPlan: o.Spec.PlanExternalName, LabelScope: string(o.Spec.Scope),
-			}
-		},
-		ids: func(o *v1alpha1.ServiceInstance) []string {
-			ids := append([]string{o.Spec.ExternalID, o.Status.ExternalID}, o.Status.ExternalIDs...)
-			if op := o.Status.InFlight; op != nil {
-				ids = append(ids, op.InstanceID)
-			}
-			return ids
-		},
-	}
-}
-
-func bindingKind() kind[*v1alpha1.ServiceBinding] {
-	return kind[*v1alpha1.ServiceBinding]{
-		name:      v1alpha1.KindServiceBinding,
-		remember:  true,
-		finalize:  func(*v1alpha1.ServiceBinding) bool { return true },
-		newRecord: func() *v1alpha1.ServiceBinding { return &v1alpha1.ServiceBinding{} },
-		parts: func(o *v1alpha1.ServiceBinding) (*metav1.ObjectMeta, any, any) {
-			return &o.ObjectMeta, &o.Spec, &o.Status
-		},
-		labels: func(o *v1alpha1.ServiceBinding) map[string]string {
-			l := map[string]string{LabelInstance: o.Spec.InstanceName}
-			if o.CrossNamespace() {
-				l[LabelInstanceNamespace] = o.Spec.InstanceNamespace
-			}
-			return l
-		},
-		ids: func(o *v1alpha1.ServiceBinding) []string {
-			ids := append([]string{o.Spec.ExternalID, o.Status.ExternalID}, o.Status.ExternalIDs...)
-			ids = append(ids, o.Status.Retired...)
-			if op := o.Status.InFlight; op != nil {
-				ids = append(ids, op.BindingID)
-			}
-			if b := o.Status.Bound; b != nil {
-				ids = append(ids, b.BindingID)
-			}
-			for _, p := range []*v1alpha1.BindingReference{o.Spec.Predecessor, o.Status.Predecessor} {
-				if p != nil {
-					ids = append(ids, p.ExternalID)
-				}
-			}
-			return ids
-		},
-	}
-}
-
-// derivedLabels are the labels the store owns; whatever a record carries under these
-// keys is replaced on every write.
-func derivedLabels() []string {
-	return []string{LabelKind, LabelBroker, LabelClass, LabelPlan, LabelInstance, LabelInstanceNamespace, LabelScope, LabelPending, LabelManagedBy}
-}
-
 // body is the record as stored under DataKey. Format 1 kept the status in it too;
 // format 2 keeps it under StatusDataKey.
 type body struct {
@@ -285,7 +132,45 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 	if err != nil {
 		return nil, fmt.Errorf("encoding the spec of %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
 	}
+	annotations := recordAnnotations(meta, specHash, create)
+	labels := k.recordLabels(obj, meta.Labels)
 
+	finalizers := slices.Clone(meta.Finalizers)
+	if create && k.finalize != nil && k.finalize(obj) && !slices.Contains(finalizers, Finalizer) {
+		finalizers = append(finalizers, Finalizer)
+	}
+
+	data, compressed, err := encodeData(k.name, k.maxSpecBytes, meta, spec, status)
+	if err != nil {
+		return nil, err
+	}
+	if compressed {
+		annotations[AnnotationFormat] = strconv.Itoa(formatCompressed)
+	}
+
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       ConfigMapName(k.name, meta.Name),
+			Namespace:                  meta.Namespace,
+			UID:                        meta.UID,
+			ResourceVersion:            meta.ResourceVersion,
+			CreationTimestamp:          meta.CreationTimestamp,
+			DeletionTimestamp:          meta.DeletionTimestamp,
+			DeletionGracePeriodSeconds: meta.DeletionGracePeriodSeconds,
+			Labels:                     labels,
+			Annotations:                annotations,
+			OwnerReferences:            meta.OwnerReferences,
+			Finalizers:                 finalizers,
+		},
+		Data: data,
+	}, nil
+}
+
+// recordAnnotations are the record's annotations with the store's own: the plain
+// format, the generation (one more when the spec changed) and the spec's hash. It sets
+// meta.Generation.
+func recordAnnotations(meta *metav1.ObjectMeta, specHash string, create bool) map[string]string {
 	annotations := maps.Clone(meta.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -299,8 +184,13 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 	annotations[AnnotationFormat] = strconv.Itoa(formatPlain)
 	annotations[AnnotationGeneration] = strconv.FormatInt(meta.Generation, 10)
 	annotations[AnnotationSpecHash] = specHash
+	return annotations
+}
 
-	labels := maps.Clone(meta.Labels)
+// recordLabels are the labels given, without the store's own, and the labels the store
+// derives from obj.
+func (k kind[T]) recordLabels(obj T, given map[string]string) map[string]string {
+	labels := maps.Clone(given)
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -329,55 +219,40 @@ func encode[T v1alpha1.Record](k kind[T], obj T, create bool) (*corev1.ConfigMap
 	if obj.HasPendingWork() {
 		labels[LabelPending] = "true"
 	}
+	return labels
+}
 
-	finalizers := slices.Clone(meta.Finalizers)
-	if create && k.finalize != nil && k.finalize(obj) && !slices.Contains(finalizers, Finalizer) {
-		finalizers = append(finalizers, Finalizer)
-	}
-
-	data, err := marshalData(body{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: k.name, Spec: spec}, status)
+// encodeData is the ConfigMap data of a record of kind k: plain JSON, or with the spec
+// compressed (compressed) when plain JSON does not fit and the kind allows it
+// (maxSpecBytes > 0).
+func encodeData(k string, maxSpecBytes int, meta *metav1.ObjectMeta, spec, status any) (data map[string]string, compressed bool, err error) {
+	data, err = marshalData(body{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: k, Spec: spec}, status)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
+		return nil, false, fmt.Errorf("encoding %s %s/%s: %w", k, meta.Namespace, meta.Name, err)
+	}
+	plain := dataSize(data)
+	if plain <= maxDataBytes {
+		return data, false, nil
+	}
+	tooLarge := func(detail string, args ...any) error {
+		return &Error{Reason: ReasonTooLarge, Op: "write", Kind: k, Namespace: meta.Namespace, Name: meta.Name,
+			Detail: fmt.Sprintf(detail, args...)}
+	}
+	if maxSpecBytes == 0 {
+		return nil, false, tooLarge("%d bytes of JSON; records of this kind are never compressed", plain)
+	}
+	// Too large as JSON: compress the spec (format 3).
+	if data, err = marshalCompressed(k, spec, status, maxSpecBytes); err != nil {
+		var specTooLarge *specTooLargeError
+		if errors.As(err, &specTooLarge) {
+			return nil, false, tooLarge("%d bytes of JSON in its spec, more than the %d a reader decompresses", specTooLarge.size, maxSpecBytes)
+		}
+		return nil, false, fmt.Errorf("encoding %s %s/%s: %w", k, meta.Namespace, meta.Name, err)
 	}
 	if n := dataSize(data); n > maxDataBytes {
-		plain := n
-		if k.maxSpecBytes == 0 {
-			return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
-				Detail: fmt.Sprintf("%d bytes of JSON; records of this kind are never compressed", plain)}
-		}
-		// Too large as JSON: compress the spec (format 3).
-		if data, err = marshalCompressed(k.name, spec, status, k.maxSpecBytes); err != nil {
-			var tooLarge *specTooLargeError
-			if errors.As(err, &tooLarge) {
-				return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
-					Detail: fmt.Sprintf("%d bytes of JSON in its spec, more than the %d a reader decompresses", tooLarge.size, k.maxSpecBytes)}
-			}
-			return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, meta.Namespace, meta.Name, err)
-		}
-		if n := dataSize(data); n > maxDataBytes {
-			return nil, &Error{Reason: ReasonTooLarge, Op: "write", Kind: k.name, Namespace: meta.Namespace, Name: meta.Name,
-				Detail: fmt.Sprintf("%d bytes of JSON, %d bytes compressed", plain, n)}
-		}
-		annotations[AnnotationFormat] = strconv.Itoa(formatCompressed)
+		return nil, false, tooLarge("%d bytes of JSON, %d bytes compressed", plain, n)
 	}
-
-	return &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:                       ConfigMapName(k.name, meta.Name),
-			Namespace:                  meta.Namespace,
-			UID:                        meta.UID,
-			ResourceVersion:            meta.ResourceVersion,
-			CreationTimestamp:          meta.CreationTimestamp,
-			DeletionTimestamp:          meta.DeletionTimestamp,
-			DeletionGracePeriodSeconds: meta.DeletionGracePeriodSeconds,
-			Labels:                     labels,
-			Annotations:                annotations,
-			OwnerReferences:            meta.OwnerReferences,
-			Finalizers:                 finalizers,
-		},
-		Data: data,
-	}, nil
+	return data, true, nil
 }
 
 // hashSpec identifies a spec by the SHA-256 of its JSON encoding (the first 8 bytes, in
@@ -518,94 +393,20 @@ func dataSize(data map[string]string) int {
 func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 	var zero T
 	name, hasPrefix := strings.CutPrefix(cm.Name, configMapPrefix(k.name))
-	corrupt := func(format string, args ...any) (T, error) {
-		n := name
-		if !hasPrefix {
-			n = cm.Name
-		}
-		return zero, &Error{Reason: ReasonCorrupt, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: n,
-			Detail: fmt.Sprintf(format, args...), configMap: cm.Name}
+	r := reading{kind: k.name, cm: cm, name: name}
+	version, err := r.format(hasPrefix, k.maxSpecBytes > 0)
+	if err != nil {
+		return zero, err
 	}
-	if got := cm.Labels[LabelKind]; got != k.name {
-		return corrupt("it is labelled %s=%q, not %q", LabelKind, got, k.name)
-	}
-	if !hasPrefix || name == "" {
-		return corrupt("its name does not start with %q", configMapPrefix(k.name))
-	}
-	if cm.Immutable != nil && *cm.Immutable {
-		// The API server refuses every later write of its data: the record's progress
-		// could never be stored, and a driver would try it again and again.
-		return corrupt("it is marked immutable: true, so its progress can never be written to it; "+
-			"delete the ConfigMap and create the record again (%s records are never immutable)", k.name)
-	}
-	format, ok := cm.Annotations[AnnotationFormat]
-	if !ok {
-		return corrupt("annotation %s is missing", AnnotationFormat)
-	}
-	version, err := strconv.Atoi(format)
-	if err != nil || version < 1 {
-		return corrupt("annotation %s=%q is not a format version", AnnotationFormat, format)
-	}
-	if version > FormatVersion {
-		return zero, &Error{Reason: ReasonUnsupportedFormat, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: name,
-			Detail: fmt.Sprintf("record format %d; this release reads formats up to %d", version, FormatVersion)}
-	}
-	if version >= formatCompressed && k.maxSpecBytes == 0 {
-		// Checked before anything is decompressed: such a record is never written.
-		return corrupt("annotation %s=%d says its spec is compressed, and %s records are never compressed", AnnotationFormat, version, k.name)
-	}
-	data, ok := cm.Data[DataKey]
-	if !ok {
-		return corrupt("data key %q is missing", DataKey)
-	}
-	// Compacting first makes embedded raw JSON (parameters, schemas) come back exactly as
-	// it was given to Encode, which compacts it, whatever the indentation of the record.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, []byte(data)); err != nil {
-		return corrupt("data key %q is not a JSON record: %v", DataKey, err)
-	}
-	var raw rawBody
-	if err := json.Unmarshal(compact.Bytes(), &raw); err != nil {
-		return corrupt("data key %q is not a JSON record: %v", DataKey, err)
-	}
-	if raw.APIVersion != v1alpha1.SchemeGroupVersion.String() {
-		return zero, &Error{Reason: ReasonUnsupportedFormat, Op: "decode", Kind: k.name, Namespace: cm.Namespace, Name: name,
-			Detail: fmt.Sprintf("apiVersion %q; this release reads %q", raw.APIVersion, v1alpha1.SchemeGroupVersion.String())}
-	}
-	if raw.Kind != k.name {
-		return corrupt("the record's kind is %q, not %q", raw.Kind, k.name)
-	}
-
-	if version >= formatCompressed {
-		if len(raw.SpecGzip) == 0 {
-			return corrupt("data key %q has no compressed spec (specGzip), which format %d records have", DataKey, version)
-		}
-		specJSON, err := gunzipSpec(raw.SpecGzip, k.maxSpecBytes)
-		if err != nil {
-			return corrupt("data key %q: the compressed spec does not decompress: %v", DataKey, err)
-		}
-		raw.Spec = specJSON
+	raw, err := r.body(version, k.maxSpecBytes)
+	if err != nil {
+		return zero, err
 	}
 
 	obj := k.newRecord()
 	meta, spec, status := k.parts(obj)
-	if len(raw.Spec) > 0 {
-		if err := json.Unmarshal(raw.Spec, spec); err != nil {
-			return corrupt("reading the spec: %v", err)
-		}
-	}
-	rawStatus := raw.Status
-	if st, ok := cm.Data[StatusDataKey]; ok && version >= 2 {
-		var c bytes.Buffer
-		if err := json.Compact(&c, []byte(st)); err != nil {
-			return corrupt("data key %q is not a JSON status: %v", StatusDataKey, err)
-		}
-		rawStatus = c.Bytes()
-	}
-	if status != nil && len(bytes.TrimSpace(rawStatus)) > 0 {
-		if err := json.Unmarshal(rawStatus, status); err != nil {
-			return corrupt("reading the status: %v", err)
-		}
+	if err := r.parts(raw, version, spec, status); err != nil {
+		return zero, err
 	}
 	cm.ObjectMeta.DeepCopyInto(meta)
 	meta.Name = name
@@ -613,9 +414,124 @@ func decode[T v1alpha1.Record](k kind[T], cm *corev1.ConfigMap) (T, error) {
 	meta.Generation = 0
 	if g, ok := cm.Annotations[AnnotationGeneration]; ok {
 		if meta.Generation, err = strconv.ParseInt(g, 10, 64); err != nil {
-			return corrupt("annotation %s=%q is not a number", AnnotationGeneration, g)
+			return zero, r.corrupt("annotation %s=%q is not a number", AnnotationGeneration, g)
 		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(k.name))
 	return obj, nil
+}
+
+// reading is the decoding of one ConfigMap as a record of one kind.
+type reading struct {
+	kind string
+	cm   *corev1.ConfigMap
+	name string // the record's name: the ConfigMap's without the kind's prefix
+}
+
+// corrupt is the error of a ConfigMap that holds no readable record.
+func (r reading) corrupt(format string, args ...any) error {
+	return &Error{Reason: ReasonCorrupt, Op: "decode", Kind: r.kind, Namespace: r.cm.Namespace, Name: r.name,
+		Detail: fmt.Sprintf(format, args...), configMap: r.cm.Name}
+}
+
+// unsupported is the error of a record in a format this release does not read.
+func (r reading) unsupported(format string, args ...any) error {
+	return &Error{Reason: ReasonUnsupportedFormat, Op: "decode", Kind: r.kind, Namespace: r.cm.Namespace, Name: r.name,
+		Detail: fmt.Sprintf(format, args...)}
+}
+
+// format checks the ConfigMap's kind label, name and mutability, and returns the record
+// format its annotation gives. mayCompress says whether records of the kind may be
+// compressed.
+func (r reading) format(hasPrefix, mayCompress bool) (int, error) {
+	cm := r.cm
+	if got := cm.Labels[LabelKind]; got != r.kind {
+		return 0, r.corrupt("it is labelled %s=%q, not %q", LabelKind, got, r.kind)
+	}
+	if !hasPrefix || r.name == "" {
+		return 0, r.corrupt("its name does not start with %q", configMapPrefix(r.kind))
+	}
+	if cm.Immutable != nil && *cm.Immutable {
+		// The API server refuses every later write of its data: the record's progress
+		// could never be stored, and a driver would try it again and again.
+		return 0, r.corrupt("it is marked immutable: true, so its progress can never be written to it; "+
+			"delete the ConfigMap and create the record again (%s records are never immutable)", r.kind)
+	}
+	format, ok := cm.Annotations[AnnotationFormat]
+	if !ok {
+		return 0, r.corrupt("annotation %s is missing", AnnotationFormat)
+	}
+	version, err := strconv.Atoi(format)
+	if err != nil || version < 1 {
+		return 0, r.corrupt("annotation %s=%q is not a format version", AnnotationFormat, format)
+	}
+	if version > FormatVersion {
+		return 0, r.unsupported("record format %d; this release reads formats up to %d", version, FormatVersion)
+	}
+	if version >= formatCompressed && !mayCompress {
+		// Checked before anything is decompressed: such a record is never written.
+		return 0, r.corrupt("annotation %s=%d says its spec is compressed, and %s records are never compressed", AnnotationFormat, version, r.kind)
+	}
+	return version, nil
+}
+
+// body reads the record under DataKey, its spec decompressed (at most maxSpecBytes of
+// it) in format 3.
+func (r reading) body(version, maxSpecBytes int) (rawBody, error) {
+	var raw rawBody
+	data, ok := r.cm.Data[DataKey]
+	if !ok {
+		return raw, r.corrupt("data key %q is missing", DataKey)
+	}
+	// Compacting first makes embedded raw JSON (parameters, schemas) come back exactly as
+	// it was given to Encode, which compacts it, whatever the indentation of the record.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(data)); err != nil {
+		return raw, r.corrupt("data key %q is not a JSON record: %v", DataKey, err)
+	}
+	if err := json.Unmarshal(compact.Bytes(), &raw); err != nil {
+		return raw, r.corrupt("data key %q is not a JSON record: %v", DataKey, err)
+	}
+	if raw.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return raw, r.unsupported("apiVersion %q; this release reads %q", raw.APIVersion, v1alpha1.SchemeGroupVersion.String())
+	}
+	if raw.Kind != r.kind {
+		return raw, r.corrupt("the record's kind is %q, not %q", raw.Kind, r.kind)
+	}
+
+	if version >= formatCompressed {
+		if len(raw.SpecGzip) == 0 {
+			return raw, r.corrupt("data key %q has no compressed spec (specGzip), which format %d records have", DataKey, version)
+		}
+		specJSON, err := gunzipSpec(raw.SpecGzip, maxSpecBytes)
+		if err != nil {
+			return raw, r.corrupt("data key %q: the compressed spec does not decompress: %v", DataKey, err)
+		}
+		raw.Spec = specJSON
+	}
+	return raw, nil
+}
+
+// parts decodes the spec and the status (under StatusDataKey from format 2 on) into
+// the record's.
+func (r reading) parts(raw rawBody, version int, spec, status any) error {
+	if len(raw.Spec) > 0 {
+		if err := json.Unmarshal(raw.Spec, spec); err != nil {
+			return r.corrupt("reading the spec: %v", err)
+		}
+	}
+	rawStatus := raw.Status
+	if st, ok := r.cm.Data[StatusDataKey]; ok && version >= 2 {
+		var c bytes.Buffer
+		if err := json.Compact(&c, []byte(st)); err != nil {
+			return r.corrupt("data key %q is not a JSON status: %v", StatusDataKey, err)
+		}
+		rawStatus = c.Bytes()
+	}
+	if status != nil && len(bytes.TrimSpace(rawStatus)) > 0 {
+		if err := json.Unmarshal(rawStatus, status); err != nil {
+			return r.corrupt("reading the status: %v", err)
+		}
+	}
+	return nil
 }
