@@ -41,91 +41,23 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 	if secretName == "" {
 		secretName = u.GetName()
 	}
-	existing, err := m.cfg.Store.Bindings().Get(ctx, ns, u.GetName())
-	switch {
-	case err == nil:
-		if existing.Annotations[store.AnnotationMigratedFrom] != from {
-			return skipped(true, "a binding record %q exists already in namespace %q that was not migrated from this object: rename or remove one of them, then run this again", u.GetName(), ns)
-		}
-		result := ResultAlreadyMigrated
-		secret, err := m.cfg.Store.GetSecret(ctx, ns, existing.Spec.SecretName)
-		if err != nil && !store.IsNotFound(err) {
-			return skipped(true, "%v", err)
-		}
-		if err == nil && (!store.OwnedBy(secret, existing) || ownedByUID(secret, u.GetUID())) {
-			if o.DryRun {
-				return Outcome{Result: ResultWouldMigrate, Reason: fmt.Sprintf("Secret %q is still to be adopted", secretName)}
-			}
-			if _, err := m.cfg.Store.AdoptBindingSecret(ctx, existing, u.GetUID()); err != nil {
-				return skipped(true, "%v", err)
-			}
-			m.wrote()
-			result = ResultMigrated
-		}
-		if deleting && existing.DeletionTimestamp == nil {
-			if o.DryRun {
-				return Outcome{Result: ResultWouldMigrate, Reason: "its unbind is still to be recorded"}
-			}
-			if err := m.cfg.Store.Bindings().Delete(ctx, ns, existing.Name); err != nil {
-				return skipped(true, "%v", err)
-			}
-			m.wrote()
-			result = ResultMigrated
-		}
-		return Outcome{Result: result, clean: true}
-	case !store.IsNotFound(err):
-		return skipped(true, "%v", err)
+	if oc, done := m.existingBinding(ctx, o, u, from, secretName, deleting); done {
+		return oc
 	}
 	id := str(u, "spec", "externalID")
 	if id == "" {
 		return skipped(true, "it has no spec.externalID, so the broker's binding cannot be named")
 	}
 	instName := str(u, "spec", "instanceRef", "name")
-	if why, ok := m.instances[ns+"/"+instName]; !ok || why != "" {
-		if !ok {
-			why = "there is no such ServiceInstance"
-		}
-		return skipped(true, "its instance %q is not migrated: %s", instName, why)
+	if stop := m.unmigratableBinding(u, id, instName, deleting); stop != nil {
+		return *stop
 	}
-	if deleting && str(u, "status", "unbindStatus") == "Succeeded" {
-		return skipped(false, "it is unbound already: the broker holds nothing of it")
+	if stop := m.credentialsSecret(ctx, u, id, secretName, deleting); stop != nil {
+		return *stop
 	}
-	if b, _, _ := unstructured.NestedBool(u.Object, "status", "orphanMitigationInProgress"); b {
-		return skipped(true, "svcat was deleting at the broker what a failed bind left (orphan mitigation) under id %s: check with the broker's operator that it is gone, then remove this object", id)
-	}
-	if cur := str(u, "status", "currentOperation"); cur != "" {
-		return skipped(true, "a %s was in progress when svcat stopped, and its outcome is unknown: ask the broker's operator about binding id %s, then remove this object", strings.ToLower(cur), id)
-	}
-	if s, _, _ := condition(u, "Ready"); s != "True" && !deleting {
-		return skipped(false, "it was never bound%s: the broker holds nothing of it; bind again with %s if it is still wanted", failure(u), hint.Quoted(u.GetNamespace(), "bind", instName))
-	}
-	// svcat gave up unbinding it (unbindStatus Failed): the broker may still hold it,
-	// whatever its Ready condition says.
-	gaveUp := deleting && str(u, "status", "unbindStatus") == "Failed"
-	if s, _, _ := condition(u, "Ready"); s != "True" && deleting && str(u, "status", "unbindStatus") != "Required" && !gaveUp {
-		return skipped(false, "it is being deleted and was never bound: the broker holds nothing of it")
-	}
-	secret, err := m.cfg.Core.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) && gaveUp {
-		return skipped(true, "svcat gave up unbinding it (status.unbindStatus Failed), so the broker may still hold binding id %s, and its credentials Secret %q is gone, so it cannot be recorded: unbind it at the broker by hand, then remove this object", id, secretName)
-	}
-	if apierrors.IsNotFound(err) {
-		return skipped(true, "its credentials Secret %q is missing, so they cannot be carried over: unbind it at the broker by hand (binding id %s), or restore the Secret and run this again", secretName, id)
-	}
-	if err != nil {
-		return skipped(true, "cannot read its credentials Secret %q: %v", secretName, err)
-	}
-	_ = secret
-	params, err := rawParameters(u)
-	if err != nil {
-		return skipped(true, "%v", err)
-	}
-	pf, err := parametersFrom(u)
-	if err != nil {
-		return skipped(true, "%v", err)
-	}
-	if why := m.authorOfSecrets(ctx, u, pf); why != "" {
-		return skipped(true, "%s", why)
+	params, pf, stop := m.parameters(ctx, u)
+	if stop != nil {
+		return *stop
 	}
 	tr, err := secretTransforms(u)
 	if err != nil {
@@ -158,6 +90,106 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 		reason += "; unbind pending: reconcile unbinds it"
 	}
 	return Outcome{Result: ResultMigrated, Reason: reason, clean: true}
+}
+
+// existingBinding is the outcome for an object whose binding record exists already
+// (done): migrated from it before, its Secret or its unbind perhaps still to be
+// carried over, or another record of the same name.
+func (m *Migrator) existingBinding(ctx context.Context, o Options, u *unstructured.Unstructured, from, secretName string, deleting bool) (oc Outcome, done bool) {
+	ns := u.GetNamespace()
+	existing, err := m.cfg.Store.Bindings().Get(ctx, ns, u.GetName())
+	switch {
+	case err == nil:
+		if existing.Annotations[store.AnnotationMigratedFrom] != from {
+			return skipped(true, "a binding record %q exists already in namespace %q that was not migrated from this object: rename or remove one of them, then run this again", u.GetName(), ns), true
+		}
+		result := ResultAlreadyMigrated
+		secret, err := m.cfg.Store.GetSecret(ctx, ns, existing.Spec.SecretName)
+		if err != nil && !store.IsNotFound(err) {
+			return skipped(true, "%v", err), true
+		}
+		if err == nil && (!store.OwnedBy(secret, existing) || ownedByUID(secret, u.GetUID())) {
+			if o.DryRun {
+				return Outcome{Result: ResultWouldMigrate, Reason: fmt.Sprintf("Secret %q is still to be adopted", secretName)}, true
+			}
+			if _, err := m.cfg.Store.AdoptBindingSecret(ctx, existing, u.GetUID()); err != nil {
+				return skipped(true, "%v", err), true
+			}
+			m.wrote()
+			result = ResultMigrated
+		}
+		if deleting && existing.DeletionTimestamp == nil {
+			if o.DryRun {
+				return Outcome{Result: ResultWouldMigrate, Reason: "its unbind is still to be recorded"}, true
+			}
+			if err := m.cfg.Store.Bindings().Delete(ctx, ns, existing.Name); err != nil {
+				return skipped(true, "%v", err), true
+			}
+			m.wrote()
+			result = ResultMigrated
+		}
+		return Outcome{Result: result, clean: true}, true
+	case !store.IsNotFound(err):
+		return skipped(true, "%v", err), true
+	}
+	return Outcome{}, false
+}
+
+// unmigratableBinding is the outcome for a binding that cannot, or need not, be
+// migrated in the state svcat left it in; nil for one that can.
+func (m *Migrator) unmigratableBinding(u *unstructured.Unstructured, id, instName string, deleting bool) *Outcome {
+	stop := func(needsPerson bool, format string, args ...any) *Outcome {
+		oc := skipped(needsPerson, format, args...)
+		return &oc
+	}
+	if why, ok := m.instances[u.GetNamespace()+"/"+instName]; !ok || why != "" {
+		if !ok {
+			why = "there is no such ServiceInstance"
+		}
+		return stop(true, "its instance %q is not migrated: %s", instName, why)
+	}
+	if deleting && str(u, "status", "unbindStatus") == "Succeeded" {
+		return stop(false, "it is unbound already: the broker holds nothing of it")
+	}
+	if b, _, _ := unstructured.NestedBool(u.Object, "status", "orphanMitigationInProgress"); b {
+		return stop(true, "svcat was deleting at the broker what a failed bind left (orphan mitigation) under id %s: check with the broker's operator that it is gone, then remove this object", id)
+	}
+	if cur := str(u, "status", "currentOperation"); cur != "" {
+		return stop(true, "a %s was in progress when svcat stopped, and its outcome is unknown: ask the broker's operator about binding id %s, then remove this object", strings.ToLower(cur), id)
+	}
+	if s, _, _ := condition(u, "Ready"); s != "True" && !deleting {
+		return stop(false, "it was never bound%s: the broker holds nothing of it; bind again with %s if it is still wanted", failure(u), hint.Quoted(u.GetNamespace(), "bind", instName))
+	}
+	// svcat gave up unbinding it (unbindStatus Failed): the broker may still hold it,
+	// whatever its Ready condition says.
+	if s, _, _ := condition(u, "Ready"); s != "True" && deleting && str(u, "status", "unbindStatus") != "Required" && !gaveUpUnbinding(u, deleting) {
+		return stop(false, "it is being deleted and was never bound: the broker holds nothing of it")
+	}
+	return nil
+}
+
+// gaveUpUnbinding says whether svcat gave up unbinding the object (unbindStatus
+// Failed).
+func gaveUpUnbinding(u *unstructured.Unstructured, deleting bool) bool {
+	return deleting && str(u, "status", "unbindStatus") == "Failed"
+}
+
+// credentialsSecret checks that the binding's credentials Secret is there to be
+// adopted; otherwise it is the outcome.
+func (m *Migrator) credentialsSecret(ctx context.Context, u *unstructured.Unstructured, id, secretName string, deleting bool) *Outcome {
+	_, err := m.cfg.Core.CoreV1().Secrets(u.GetNamespace()).Get(ctx, secretName, metav1.GetOptions{})
+	var oc Outcome
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err) && gaveUpUnbinding(u, deleting):
+		oc = skipped(true, "svcat gave up unbinding it (status.unbindStatus Failed), so the broker may still hold binding id %s, and its credentials Secret %q is gone, so it cannot be recorded: unbind it at the broker by hand, then remove this object", id, secretName)
+	case apierrors.IsNotFound(err):
+		oc = skipped(true, "its credentials Secret %q is missing, so they cannot be carried over: unbind it at the broker by hand (binding id %s), or restore the Secret and run this again", secretName, id)
+	default:
+		oc = skipped(true, "cannot read its credentials Secret %q: %v", secretName, err)
+	}
+	return &oc
 }
 
 func ownedByUID(obj metav1.Object, uid types.UID) bool {

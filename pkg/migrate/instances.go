@@ -268,36 +268,15 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 	// and a broker that holds nothing answers 410 Gone, which finishes it.
 	mitigating := orphanMitigation(u)
 	deleting := u.GetDeletionTimestamp() != nil || mitigating
-	existing, err := m.cfg.Store.Instances().Get(ctx, u.GetNamespace(), u.GetName())
-	switch {
-	case err == nil:
-		if existing.Annotations[store.AnnotationMigratedFrom] != from {
-			return skipped(true, "an instance record %q exists already in namespace %q that was not migrated from this object: rename or remove one of them, then run this again", u.GetName(), u.GetNamespace())
-		}
-		if deleting && existing.DeletionTimestamp == nil {
-			if o.DryRun {
-				return Outcome{Result: ResultWouldMigrate, Reason: "its deprovision is still to be recorded"}
-			}
-			if err := m.cfg.Store.Instances().Delete(ctx, existing.Namespace, existing.Name); err != nil {
-				return skipped(true, "%v", err)
-			}
-			m.wrote()
-			return Outcome{Result: ResultMigrated, Reason: "deprovision pending", clean: true}
-		}
-		return Outcome{Result: ResultAlreadyMigrated, clean: true}
-	case !store.IsNotFound(err):
-		return skipped(true, "%v", err)
+	if oc, done := m.existingInstance(ctx, o, u, from, deleting); done {
+		return oc
 	}
 
 	id := str(u, "spec", "externalID")
 	if id == "" {
 		return skipped(true, "it has no spec.externalID, so the broker's instance cannot be named")
 	}
-	provisioned := str(u, "status", "provisionStatus") == "Provisioned"
-	if str(u, "status", "provisionStatus") == "" {
-		s, _, _ := condition(u, "Ready")
-		provisioned = s == "True"
-	}
+	provisioned := wasProvisioned(u)
 	if deleting && str(u, "status", "deprovisionStatus") == "Succeeded" {
 		return skipped(false, "it is deprovisioned already: the broker holds nothing of it")
 	}
@@ -305,29 +284,9 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		// The broker may hold the instance: what svcat was deleting is deleted.
 		provisioned = true
 	}
-	var inFlight *engine.AdoptedOperation
-	if cur := str(u, "status", "currentOperation"); cur != "" {
-		async, _, _ := unstructured.NestedBool(u.Object, "status", "asyncOpInProgress")
-		if !async {
-			return skipped(true, "a %s request was in progress when svcat stopped and its outcome was never recorded: ask the broker's operator about instance id %s", strings.ToLower(cur), id)
-		}
-		var t v1alpha1.OperationType
-		switch cur {
-		case "Provision":
-			t = v1alpha1.OperationProvision
-		case "Update":
-			t = v1alpha1.OperationUpdate
-		case "Deprovision":
-			t = v1alpha1.OperationDeprovision
-		default:
-			return skipped(true, "its status.currentOperation %q is not one svcat knew", cur)
-		}
-		inFlight = &engine.AdoptedOperation{Type: t, OperationKey: str(u, "status", "lastOperation")}
-		if ts := str(u, "status", "operationStartTime"); ts != "" {
-			if st, err := time.Parse(time.RFC3339, ts); err == nil {
-				inFlight.StartedAt = st
-			}
-		}
+	inFlight, stop := inFlightOperation(u, id)
+	if stop != nil {
+		return *stop
 	}
 	if !provisioned && (inFlight == nil || inFlight.Type != v1alpha1.OperationProvision) {
 		if deleting {
@@ -335,48 +294,9 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 		}
 		return skipped(false, "it was never provisioned%s: the broker holds nothing of it; provision it again with \"kubectl catalog provision\" if it is still wanted", failure(u))
 	}
-	r, why := m.resolve(ctx, u)
-	if why != "" {
-		if o.DryRun && strings.Contains(why, "is not offered by") {
-			return Outcome{Result: ResultWouldMigrate, Reason: "its class and plan are checked once its broker's catalog is fetched"}
-		}
-		return skipped(true, "%s", why)
-	}
-	params, err := rawParameters(u)
-	if err != nil {
-		return skipped(true, "%v", err)
-	}
-	from2, err := parametersFrom(u)
-	if err != nil {
-		return skipped(true, "%v", err)
-	}
-	if why := m.authorOfSecrets(ctx, u, from2); why != "" {
-		return skipped(true, "%s", why)
-	}
-	rec := &v1alpha1.ServiceInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), Annotations: map[string]string{store.AnnotationMigratedFrom: from}},
-		Spec: v1alpha1.ServiceInstanceSpec{
-			Scope: r.scope, BrokerName: r.brokerName,
-			ClassExternalName: r.class.Spec.ExternalName, ClassID: r.class.Spec.ID,
-			PlanExternalName: r.plan.ExternalName, PlanID: r.plan.ID,
-			Parameters: params, ParametersFrom: from2, ExternalID: id,
-		},
-	}
-	a := engine.InstanceAdoption{Record: rec, Class: r.class, InFlight: inFlight, DashboardURL: str(u, "status", "dashboardURL")}
-	if provisioned {
-		a.HeldPlanID = heldPlanID(u)
-		if a.HeldPlanID == "" {
-			a.HeldPlanID = r.plan.ID
-		}
-		if a.HeldPlanID != r.plan.ID && r.class.PlanByID(a.HeldPlanID) == nil {
-			return skipped(true, "the plan the broker holds it on (id %s) no longer exists at broker %q: check its catalog (\"kubectl catalog get plans %s\")", a.HeldPlanID, r.brokerName, r.class.Spec.ExternalName)
-		}
-		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "reconciledGeneration")
-		// A deletion raises an object's generation too, and needs no parameters.
-		a.ParametersHeld = inFlight == nil && (gen == u.GetGeneration() || deleting)
-	}
-	if inFlight != nil && inFlight.Type == v1alpha1.OperationUpdate {
-		inFlight.PlanID = inProgressPlanID(u)
+	a, stop := m.instanceAdoption(ctx, o, u, from, id, inFlight, provisioned, deleting)
+	if stop != nil {
+		return *stop
 	}
 	if o.DryRun {
 		return Outcome{Result: ResultWouldMigrate, Reason: describeInstance(a, deleting, mitigating)}
@@ -386,12 +306,145 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 	}
 	m.wrote()
 	if deleting {
-		if err := m.cfg.Store.Instances().Delete(ctx, rec.Namespace, rec.Name); err != nil {
+		if err := m.cfg.Store.Instances().Delete(ctx, a.Record.Namespace, a.Record.Name); err != nil {
 			return skipped(true, "recorded, but its deprovision could not be: %v; run this again", err)
 		}
 		m.wrote()
 	}
 	return Outcome{Result: ResultMigrated, Reason: describeInstance(a, deleting, mitigating), clean: true}
+}
+
+// existingInstance is the outcome for an object whose instance record exists already
+// (done): migrated from it before, or another record of the same name.
+func (m *Migrator) existingInstance(ctx context.Context, o Options, u *unstructured.Unstructured, from string, deleting bool) (oc Outcome, done bool) {
+	existing, err := m.cfg.Store.Instances().Get(ctx, u.GetNamespace(), u.GetName())
+	switch {
+	case err == nil:
+		if existing.Annotations[store.AnnotationMigratedFrom] != from {
+			return skipped(true, "an instance record %q exists already in namespace %q that was not migrated from this object: rename or remove one of them, then run this again", u.GetName(), u.GetNamespace()), true
+		}
+		if deleting && existing.DeletionTimestamp == nil {
+			if o.DryRun {
+				return Outcome{Result: ResultWouldMigrate, Reason: "its deprovision is still to be recorded"}, true
+			}
+			if err := m.cfg.Store.Instances().Delete(ctx, existing.Namespace, existing.Name); err != nil {
+				return skipped(true, "%v", err), true
+			}
+			m.wrote()
+			return Outcome{Result: ResultMigrated, Reason: "deprovision pending", clean: true}, true
+		}
+		return Outcome{Result: ResultAlreadyMigrated, clean: true}, true
+	case !store.IsNotFound(err):
+		return skipped(true, "%v", err), true
+	}
+	return Outcome{}, false
+}
+
+// wasProvisioned says whether svcat saw the instance provisioned.
+func wasProvisioned(u *unstructured.Unstructured) bool {
+	if status := str(u, "status", "provisionStatus"); status != "" {
+		return status == "Provisioned"
+	}
+	s, _, _ := condition(u, "Ready")
+	return s == "True"
+}
+
+// inFlightOperation is the asynchronous operation svcat was polling, if any; stop is
+// the outcome when the object cannot be migrated because of it.
+func inFlightOperation(u *unstructured.Unstructured, id string) (op *engine.AdoptedOperation, stop *Outcome) {
+	cur := str(u, "status", "currentOperation")
+	if cur == "" {
+		return nil, nil
+	}
+	async, _, _ := unstructured.NestedBool(u.Object, "status", "asyncOpInProgress")
+	if !async {
+		oc := skipped(true, "a %s request was in progress when svcat stopped and its outcome was never recorded: ask the broker's operator about instance id %s", strings.ToLower(cur), id)
+		return nil, &oc
+	}
+	var t v1alpha1.OperationType
+	switch cur {
+	case "Provision":
+		t = v1alpha1.OperationProvision
+	case "Update":
+		t = v1alpha1.OperationUpdate
+	case "Deprovision":
+		t = v1alpha1.OperationDeprovision
+	default:
+		oc := skipped(true, "its status.currentOperation %q is not one svcat knew", cur)
+		return nil, &oc
+	}
+	op = &engine.AdoptedOperation{Type: t, OperationKey: str(u, "status", "lastOperation")}
+	if ts := str(u, "status", "operationStartTime"); ts != "" {
+		if st, err := time.Parse(time.RFC3339, ts); err == nil {
+			op.StartedAt = st
+		}
+	}
+	return op, nil
+}
+
+// instanceAdoption is what the engine adopts for the object: its record, its class and
+// what the broker holds; stop is the outcome when it cannot be adopted.
+func (m *Migrator) instanceAdoption(ctx context.Context, o Options, u *unstructured.Unstructured, from, id string,
+	inFlight *engine.AdoptedOperation, provisioned, deleting bool) (a engine.InstanceAdoption, stop *Outcome) {
+	r, why := m.resolve(ctx, u)
+	if why != "" {
+		if o.DryRun && strings.Contains(why, "is not offered by") {
+			return a, &Outcome{Result: ResultWouldMigrate, Reason: "its class and plan are checked once its broker's catalog is fetched"}
+		}
+		oc := skipped(true, "%s", why)
+		return a, &oc
+	}
+	params, paramsFrom, stop := m.parameters(ctx, u)
+	if stop != nil {
+		return a, stop
+	}
+	rec := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), Annotations: map[string]string{store.AnnotationMigratedFrom: from}},
+		Spec: v1alpha1.ServiceInstanceSpec{
+			Scope: r.scope, BrokerName: r.brokerName,
+			ClassExternalName: r.class.Spec.ExternalName, ClassID: r.class.Spec.ID,
+			PlanExternalName: r.plan.ExternalName, PlanID: r.plan.ID,
+			Parameters: params, ParametersFrom: paramsFrom, ExternalID: id,
+		},
+	}
+	a = engine.InstanceAdoption{Record: rec, Class: r.class, InFlight: inFlight, DashboardURL: str(u, "status", "dashboardURL")}
+	if provisioned {
+		a.HeldPlanID = heldPlanID(u)
+		if a.HeldPlanID == "" {
+			a.HeldPlanID = r.plan.ID
+		}
+		if a.HeldPlanID != r.plan.ID && r.class.PlanByID(a.HeldPlanID) == nil {
+			oc := skipped(true, "the plan the broker holds it on (id %s) no longer exists at broker %q: check its catalog (\"kubectl catalog get plans %s\")", a.HeldPlanID, r.brokerName, r.class.Spec.ExternalName)
+			return a, &oc
+		}
+		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "reconciledGeneration")
+		// A deletion raises an object's generation too, and needs no parameters.
+		a.ParametersHeld = inFlight == nil && (gen == u.GetGeneration() || deleting)
+	}
+	if inFlight != nil && inFlight.Type == v1alpha1.OperationUpdate {
+		inFlight.PlanID = inProgressPlanID(u)
+	}
+	return a, nil
+}
+
+// parameters are the object's parameters and the Secrets they come from; stop is the
+// outcome when they cannot be carried over.
+func (m *Migrator) parameters(ctx context.Context, u *unstructured.Unstructured) (*runtime.RawExtension, []v1alpha1.ParametersFromSource, *Outcome) {
+	params, err := rawParameters(u)
+	if err != nil {
+		oc := skipped(true, "%v", err)
+		return nil, nil, &oc
+	}
+	from, err := parametersFrom(u)
+	if err != nil {
+		oc := skipped(true, "%v", err)
+		return nil, nil, &oc
+	}
+	if why := m.authorOfSecrets(ctx, u, from); why != "" {
+		oc := skipped(true, "%s", why)
+		return nil, nil, &oc
+	}
+	return params, from, nil
 }
 
 // orphanMitigation reports whether svcat was deleting, at the broker, what a failed
