@@ -144,75 +144,8 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
 	}
 	refusal(&out, "binding", b.Namespace, &b.Status.OperationStatus)
-	if op := b.Status.InFlight; op != nil {
-		out.WriteString("Operation in flight:\n")
-		fmt.Fprintf(&out, "  %s of binding id %s since %s (%s)\n", op.Type, op.BindingID, ts(op.StartedAt.Time), ago(op.StartedAt.Time))
-		if op.Async {
-			fmt.Fprintf(&out, "  asynchronous, operation %q\n", op.OperationKey)
-		} else {
-			out.WriteString("  request sent or about to be; it is re-sent identically if interrupted\n")
-		}
-		if op.LastDescription != "" {
-			fmt.Fprintf(&out, "  progress: %s\n", op.LastDescription)
-		}
-		if op.NextPollAt != nil {
-			fmt.Fprintf(&out, "  next poll: %s\n", ts(op.NextPollAt.Time))
-		}
-		if op.PollDeadline != nil {
-			fmt.Fprintf(&out, "  gives up at: %s\n", ts(op.PollDeadline.Time))
-		}
-	}
-	if r := b.Status.Retry; r != nil {
-		out.WriteString("Retry:\n")
-		fmt.Fprintf(&out, "  attempts: %d\n  reason: %s\n", r.Attempts, r.Reason)
-		if r.LastError != "" {
-			fmt.Fprintf(&out, "  last error: %s\n", r.LastError)
-		}
-		if r.NextRetryAt != nil {
-			fmt.Fprintf(&out, "  next retry: %s\n", ts(r.NextRetryAt.Time))
-		}
-	}
-	if om := b.Status.OrphanMitigation; om != nil {
-		fmt.Fprintf(&out, "Orphan mitigation:\n  %s: %s (since %s)\n", om.Reason, om.Message, ts(om.StartedAt.Time))
-	}
-	if len(b.Status.Conditions) > 0 {
-		out.WriteString("Conditions:\n")
-		t := printers.NewTable(&out, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
-		for _, c := range b.Status.Conditions {
-			t.Append("  "+c.Type, string(c.Status), c.Reason, duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), c.Message)
-		}
-		_ = t.Render()
-	}
-	if bs := b.Status.Bound; bs != nil {
-		out.WriteString("Bound:\n")
-		fmt.Fprintf(&out, "  binding id: %s\n", bs.BindingID)
-		for _, ep := range bs.Endpoints {
-			proto := ep.Protocol
-			if proto == "" {
-				proto = "tcp"
-			}
-			fmt.Fprintf(&out, "  endpoint: %s ports %s (%s)\n", ep.Host, strings.Join(ep.Ports, ","), proto)
-		}
-		if bs.SyslogDrain {
-			out.WriteString("  syslog drain: URL in Secret key syslog_drain_url\n")
-		}
-		if bs.RouteService {
-			out.WriteString("  route service: URL in Secret key route_service_url\n")
-		}
-		for _, vm := range bs.VolumeMounts {
-			fmt.Fprintf(&out, "  volume mount: %s (%s, %s, driver %s, volume %s)\n", vm.ContainerDir, vm.Mode, vm.DeviceType, vm.Driver, vm.Device.VolumeID)
-		}
-		if bs.ExpiresAt != nil {
-			fmt.Fprintf(&out, "  expires at: %s\n", ts(bs.ExpiresAt.Time))
-		}
-		if bs.RenewBefore != nil {
-			due := ""
-			if engine.RotationDue(b, now) {
-				due = fmt.Sprintf(` (rotation due: run "kubectl catalog bind --rotate %s")`, b.Name)
-			}
-			fmt.Fprintf(&out, "  renew before: %s%s\n", ts(bs.RenewBefore.Time), due)
-		}
-	}
+	describeWork(&out, &b.Status.OperationStatus, true, ts, now)
+	describeBound(&out, b, ts, now)
 	describeSecret(&out, b, sv, ts)
 	describeProjections(&out, b)
 	if b.Spec.Parameters != nil && len(b.Spec.Parameters.Raw) > 0 {

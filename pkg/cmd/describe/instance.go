@@ -174,45 +174,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
 	refusal(&b, "instance", i.Namespace, &i.Status.OperationStatus)
-	if op := i.Status.InFlight; op != nil {
-		b.WriteString("Operation in flight:\n")
-		fmt.Fprintf(&b, "  %s since %s (%s)\n", op.Type, op.StartedAt.Format(time.RFC3339), ago(op.StartedAt.Time))
-		if op.Async {
-			fmt.Fprintf(&b, "  asynchronous, operation %q\n", op.OperationKey)
-		} else {
-			b.WriteString("  request sent or about to be; it is re-sent identically if interrupted\n")
-		}
-		if op.LastDescription != "" {
-			fmt.Fprintf(&b, "  progress: %s\n", op.LastDescription)
-		}
-		if op.NextPollAt != nil {
-			fmt.Fprintf(&b, "  next poll: %s\n", op.NextPollAt.Format(time.RFC3339))
-		}
-		if op.PollDeadline != nil {
-			fmt.Fprintf(&b, "  gives up at: %s\n", op.PollDeadline.Format(time.RFC3339))
-		}
-	}
-	if r := i.Status.Retry; r != nil {
-		b.WriteString("Retry:\n")
-		fmt.Fprintf(&b, "  attempts: %d\n  reason: %s\n", r.Attempts, r.Reason)
-		if r.LastError != "" {
-			fmt.Fprintf(&b, "  last error: %s\n", r.LastError)
-		}
-		if r.NextRetryAt != nil {
-			fmt.Fprintf(&b, "  next retry: %s\n", r.NextRetryAt.Format(time.RFC3339))
-		}
-	}
-	if om := i.Status.OrphanMitigation; om != nil {
-		fmt.Fprintf(&b, "Orphan mitigation:\n  %s: %s (since %s)\n", om.Reason, om.Message, om.StartedAt.Format(time.RFC3339))
-	}
-	if len(i.Status.Conditions) > 0 {
-		b.WriteString("Conditions:\n")
-		t := printers.NewTable(&b, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
-		for _, c := range i.Status.Conditions {
-			t.Append("  "+c.Type, string(c.Status), c.Reason, duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), c.Message)
-		}
-		_ = t.Render()
-	}
+	describeWork(&b, &i.Status.OperationStatus, false, func(t time.Time) string { return t.Format(time.RFC3339) }, now)
 	if rows := notApplied(i, class); len(rows) > 0 {
 		title := "Not applied yet (the broker holds the applied values):"
 		if meta.IsStatusConditionTrue(i.Status.Conditions, v1alpha1.ConditionUpdateFailed) {

@@ -1,0 +1,100 @@
+package describe
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+)
+
+// describeWork writes the work under way on a record: the call in flight, the retry,
+// the orphan mitigation, then the conditions. withBindingID names the binding id the
+// call is for; ts prints a point in time.
+func describeWork(b *strings.Builder, st *v1alpha1.OperationStatus, withBindingID bool, ts func(time.Time) string, now time.Time) {
+	ago := func(t time.Time) string { return duration.HumanDuration(now.Sub(t)) + " ago" }
+	if op := st.InFlight; op != nil {
+		b.WriteString("Operation in flight:\n")
+		if withBindingID {
+			fmt.Fprintf(b, "  %s of binding id %s since %s (%s)\n", op.Type, op.BindingID, ts(op.StartedAt.Time), ago(op.StartedAt.Time))
+		} else {
+			fmt.Fprintf(b, "  %s since %s (%s)\n", op.Type, ts(op.StartedAt.Time), ago(op.StartedAt.Time))
+		}
+		if op.Async {
+			fmt.Fprintf(b, "  asynchronous, operation %q\n", op.OperationKey)
+		} else {
+			b.WriteString("  request sent or about to be; it is re-sent identically if interrupted\n")
+		}
+		if op.LastDescription != "" {
+			fmt.Fprintf(b, "  progress: %s\n", op.LastDescription)
+		}
+		if op.NextPollAt != nil {
+			fmt.Fprintf(b, "  next poll: %s\n", ts(op.NextPollAt.Time))
+		}
+		if op.PollDeadline != nil {
+			fmt.Fprintf(b, "  gives up at: %s\n", ts(op.PollDeadline.Time))
+		}
+	}
+	if r := st.Retry; r != nil {
+		b.WriteString("Retry:\n")
+		fmt.Fprintf(b, "  attempts: %d\n  reason: %s\n", r.Attempts, r.Reason)
+		if r.LastError != "" {
+			fmt.Fprintf(b, "  last error: %s\n", r.LastError)
+		}
+		if r.NextRetryAt != nil {
+			fmt.Fprintf(b, "  next retry: %s\n", ts(r.NextRetryAt.Time))
+		}
+	}
+	if om := st.OrphanMitigation; om != nil {
+		fmt.Fprintf(b, "Orphan mitigation:\n  %s: %s (since %s)\n", om.Reason, om.Message, ts(om.StartedAt.Time))
+	}
+	if len(st.Conditions) > 0 {
+		b.WriteString("Conditions:\n")
+		t := printers.NewTable(b, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
+		for _, c := range st.Conditions {
+			t.Append("  "+c.Type, string(c.Status), c.Reason, duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), c.Message)
+		}
+		_ = t.Render()
+	}
+}
+
+// describeBound writes what the broker answered a binding's bind with, besides the
+// credentials.
+func describeBound(out *strings.Builder, b *v1alpha1.ServiceBinding, ts func(time.Time) string, now time.Time) {
+	bs := b.Status.Bound
+	if bs == nil {
+		return
+	}
+	out.WriteString("Bound:\n")
+	fmt.Fprintf(out, "  binding id: %s\n", bs.BindingID)
+	for _, ep := range bs.Endpoints {
+		proto := ep.Protocol
+		if proto == "" {
+			proto = "tcp"
+		}
+		fmt.Fprintf(out, "  endpoint: %s ports %s (%s)\n", ep.Host, strings.Join(ep.Ports, ","), proto)
+	}
+	if bs.SyslogDrain {
+		out.WriteString("  syslog drain: URL in Secret key syslog_drain_url\n")
+	}
+	if bs.RouteService {
+		out.WriteString("  route service: URL in Secret key route_service_url\n")
+	}
+	for _, vm := range bs.VolumeMounts {
+		fmt.Fprintf(out, "  volume mount: %s (%s, %s, driver %s, volume %s)\n", vm.ContainerDir, vm.Mode, vm.DeviceType, vm.Driver, vm.Device.VolumeID)
+	}
+	if bs.ExpiresAt != nil {
+		fmt.Fprintf(out, "  expires at: %s\n", ts(bs.ExpiresAt.Time))
+	}
+	if bs.RenewBefore != nil {
+		due := ""
+		if engine.RotationDue(b, now) {
+			due = fmt.Sprintf(` (rotation due: run "kubectl catalog bind --rotate %s")`, b.Name)
+		}
+		fmt.Fprintf(out, "  renew before: %s%s\n", ts(bs.RenewBefore.Time), due)
+	}
+}
