@@ -65,41 +65,14 @@ func (b *Broker) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/admin"), "/")
 	switch {
 	case path == "/requests" && r.Method == http.MethodGet:
-		since, _ := strconv.Atoi(r.URL.Query().Get("since"))
-		var out []RecordedRequest
-		for _, rec := range b.Requests() {
-			if rec.Seq > since {
-				out = append(out, rec)
-			}
-		}
-		if out == nil {
-			out = []RecordedRequest{}
-		}
-		adminJSON(w, http.StatusOK, out)
+		b.adminRequests(w, r)
 	case path == "/requests" && r.Method == http.MethodDelete:
 		b.ClearRequests()
 		adminJSON(w, http.StatusOK, struct{}{})
 	case path == "/faults" && r.Method == http.MethodGet:
 		adminJSON(w, http.StatusOK, b.Faults())
 	case path == "/faults" && r.Method == http.MethodPost:
-		faults, err := decodeFaults(body)
-		if err != nil {
-			adminError(w, http.StatusBadRequest, "%v", err)
-			return
-		}
-		var ids []string
-		for i, f := range faults {
-			id, err := b.InjectFault(f)
-			if err != nil {
-				for _, done := range ids {
-					b.RemoveFault(done)
-				}
-				adminError(w, http.StatusBadRequest, "fault %d: %v", i, err)
-				return
-			}
-			ids = append(ids, id)
-		}
-		adminJSON(w, http.StatusCreated, map[string][]string{"ids": ids})
+		b.adminInjectFaults(w, body)
 	case path == "/faults" && r.Method == http.MethodDelete:
 		b.ClearFaults()
 		adminJSON(w, http.StatusOK, struct{}{})
@@ -117,46 +90,97 @@ func (b *Broker) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case path == "/catalog" && r.Method == http.MethodGet:
 		adminJSON(w, http.StatusOK, b.Catalog())
 	case path == "/catalog" && r.Method == http.MethodPut:
-		c, err := ParseCatalog(body)
-		if err == nil {
-			err = b.ReplaceCatalog(c)
-		}
-		if err != nil {
-			adminError(w, http.StatusBadRequest, "%v", err)
-			return
-		}
-		adminJSON(w, http.StatusOK, struct{}{})
+		b.adminReplaceCatalog(w, body)
 	case path == "/async-delay" && r.Method == http.MethodPut:
-		var req struct {
-			Delay Duration `json:"delay"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			adminError(w, http.StatusBadRequest, "body must be {\"delay\": \"100ms\"}: %v", err)
-			return
-		}
-		b.SetAsyncDelay(time.Duration(req.Delay))
-		adminJSON(w, http.StatusOK, struct{}{})
+		b.adminAsyncDelay(w, body)
 	case path == "/forget" && r.Method == http.MethodPost:
-		var req struct {
-			InstanceID string `json:"instance_id"`
-			BindingID  string `json:"binding_id"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil || (req.InstanceID == "" && req.BindingID == "") {
-			adminError(w, http.StatusBadRequest, "body must be {\"instance_id\": \"...\"} or {\"binding_id\": \"...\"}")
-			return
-		}
-		b.mu.Lock()
-		dropped := b.forgetLocked(req.InstanceID, req.BindingID)
-		err := b.flushLocked()
-		b.mu.Unlock()
-		if err != nil {
-			adminError(w, http.StatusInternalServerError, "saving state: %v", err)
-			return
-		}
-		adminJSON(w, http.StatusOK, map[string]bool{"dropped": dropped})
+		b.adminForget(w, body)
 	default:
 		adminError(w, http.StatusNotFound, "no admin endpoint %s %s (see docs/test-broker.md)", r.Method, r.URL.Path)
 	}
+}
+
+// adminRequests answers the requests recorded after the sequence number "since".
+func (b *Broker) adminRequests(w http.ResponseWriter, r *http.Request) {
+	since, _ := strconv.Atoi(r.URL.Query().Get("since"))
+	var out []RecordedRequest
+	for _, rec := range b.Requests() {
+		if rec.Seq > since {
+			out = append(out, rec)
+		}
+	}
+	if out == nil {
+		out = []RecordedRequest{}
+	}
+	adminJSON(w, http.StatusOK, out)
+}
+
+// adminInjectFaults injects every fault of the body, or none of them.
+func (b *Broker) adminInjectFaults(w http.ResponseWriter, body []byte) {
+	faults, err := decodeFaults(body)
+	if err != nil {
+		adminError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	var ids []string
+	for i, f := range faults {
+		id, err := b.InjectFault(f)
+		if err != nil {
+			for _, done := range ids {
+				b.RemoveFault(done)
+			}
+			adminError(w, http.StatusBadRequest, "fault %d: %v", i, err)
+			return
+		}
+		ids = append(ids, id)
+	}
+	adminJSON(w, http.StatusCreated, map[string][]string{"ids": ids})
+}
+
+func (b *Broker) adminReplaceCatalog(w http.ResponseWriter, body []byte) {
+	c, err := ParseCatalog(body)
+	if err == nil {
+		err = b.ReplaceCatalog(c)
+	}
+	if err != nil {
+		adminError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	adminJSON(w, http.StatusOK, struct{}{})
+}
+
+func (b *Broker) adminAsyncDelay(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Delay Duration `json:"delay"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		adminError(w, http.StatusBadRequest, "body must be {\"delay\": \"100ms\"}: %v", err)
+		return
+	}
+	b.SetAsyncDelay(time.Duration(req.Delay))
+	adminJSON(w, http.StatusOK, struct{}{})
+}
+
+// adminForget drops an instance or a binding from the broker's state, as if it had
+// never been created.
+func (b *Broker) adminForget(w http.ResponseWriter, body []byte) {
+	var req struct {
+		InstanceID string `json:"instance_id"`
+		BindingID  string `json:"binding_id"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || (req.InstanceID == "" && req.BindingID == "") {
+		adminError(w, http.StatusBadRequest, "body must be {\"instance_id\": \"...\"} or {\"binding_id\": \"...\"}")
+		return
+	}
+	b.mu.Lock()
+	dropped := b.forgetLocked(req.InstanceID, req.BindingID)
+	err := b.flushLocked()
+	b.mu.Unlock()
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, "saving state: %v", err)
+		return
+	}
+	adminJSON(w, http.StatusOK, map[string]bool{"dropped": dropped})
 }
 
 // decodeFaults accepts one fault object or an array of them, strictly, so a

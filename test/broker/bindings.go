@@ -60,22 +60,8 @@ func (b *Broker) bind(c *call) reply {
 		bindResource = raw.BindResource
 	}
 	reqDigest := digest([]any{req.ServiceID, req.PlanID, appGUID, bindResource, params, req.PredecessorBindingID})
-	if bd := b.state.Bindings[c.bindingID]; bd != nil {
-		switch {
-		case bd.InstanceID != inst.ID:
-			return errorReply(http.StatusConflict, "", "binding %s already exists on another instance", bd.ID)
-		case bd.BindDigest != reqDigest:
-			return errorReply(http.StatusConflict, "", "binding %s already exists with different attributes", bd.ID)
-		case bd.State == BindingCreating:
-			return jsonReply(http.StatusAccepted, osb.BindResponse{Operation: bd.LastOperation.Key})
-		case bd.State == BindingDeleting:
-			return concurrencyError("binding "+bd.ID, bd.LastOperation)
-		case bd.State == BindingFailed:
-			// Retrying a failed bind runs it again from scratch.
-			delete(b.state.Bindings, bd.ID)
-		default:
-			return jsonReply(http.StatusOK, bindResponse(bd))
-		}
+	if rep, done := b.existingBindingLocked(c.bindingID, inst, reqDigest); done {
+		return rep
 	}
 	if op, what := b.state.busyOperation(inst.ID); op != nil {
 		return concurrencyError(what, op)
@@ -84,15 +70,9 @@ func (b *Broker) bind(c *call) reply {
 		return errorReply(http.StatusUnprocessableEntity, "", "instance %s is not usable (%s); update or deprovision it", inst.ID, inst.State)
 	}
 	b.checkPlatformLocked(c, raw.context())
-	var predecessor *Binding
-	if req.PredecessorBindingID != "" {
-		if !info.plan.BindingRotatable {
-			return errorReply(http.StatusBadRequest, "", "predecessor_binding_id is only allowed for binding_rotatable plans, and plan %q is not", info.plan.Name)
-		}
-		predecessor = b.state.Bindings[req.PredecessorBindingID]
-		if predecessor == nil || predecessor.InstanceID != inst.ID || predecessor.State != BindingReady {
-			return errorReply(http.StatusBadRequest, "", "predecessor_binding_id %q is not a ready binding of instance %s", req.PredecessorBindingID, inst.ID)
-		}
+	predecessor, rep := b.predecessorLocked(req.PredecessorBindingID, info, inst)
+	if rep != nil {
+		return *rep
 	}
 	if info.behaviour.RequiresApp && appGUID == "" {
 		return errorReply(http.StatusUnprocessableEntity, osb.ErrorCodeRequiresApp, "plan %q needs bind_resource.app_guid", info.plan.Name)
@@ -123,16 +103,7 @@ func (b *Broker) bind(c *call) reply {
 		BindDigest:           reqDigest,
 		CreatedAt:            now,
 	}
-	for _, r := range info.service.Requires {
-		switch r {
-		case osb.RequiresSyslogDrain:
-			bd.SyslogDrainURL = "syslog-tls://" + creds["host"].(string) + ":6514"
-		case osb.RequiresRouteForwarding:
-			bd.RouteServiceURL = "https://" + creds["host"].(string) + "/route"
-		case osb.RequiresVolumeMount:
-			bd.VolumeMounts = []osb.VolumeMount{volumeMount(inst.ID)}
-		}
-	}
+	bd.addRequired(info.service, creds, inst.ID)
 	bd.LastOperation = b.startOperationLocked(c, OpBind, async, info, req.PlanID, reqDigest, now)
 	delete(b.state.DeletedBindings, bd.ID)
 	b.state.Bindings[bd.ID] = bd
@@ -144,6 +115,63 @@ func (b *Broker) bind(c *call) reply {
 	}
 	bd.LastOperation.Description = "binding is ready"
 	return jsonReply(http.StatusCreated, bindResponse(bd))
+}
+
+// existingBindingLocked is the answer to a bind of a binding id the broker knows
+// (done), unless the binding failed: a retry then runs it again from scratch.
+func (b *Broker) existingBindingLocked(bindingID string, inst *Instance, reqDigest string) (rep reply, done bool) {
+	bd := b.state.Bindings[bindingID]
+	if bd == nil {
+		return reply{}, false
+	}
+	switch {
+	case bd.InstanceID != inst.ID:
+		return errorReply(http.StatusConflict, "", "binding %s already exists on another instance", bd.ID), true
+	case bd.BindDigest != reqDigest:
+		return errorReply(http.StatusConflict, "", "binding %s already exists with different attributes", bd.ID), true
+	case bd.State == BindingCreating:
+		return jsonReply(http.StatusAccepted, osb.BindResponse{Operation: bd.LastOperation.Key}), true
+	case bd.State == BindingDeleting:
+		return concurrencyError("binding "+bd.ID, bd.LastOperation), true
+	case bd.State == BindingFailed:
+		// Retrying a failed bind runs it again from scratch.
+		delete(b.state.Bindings, bd.ID)
+		return reply{}, false
+	default:
+		return jsonReply(http.StatusOK, bindResponse(bd)), true
+	}
+}
+
+// predecessorLocked is the binding a rotating bind replaces, if it names one.
+func (b *Broker) predecessorLocked(id string, info *planInfo, inst *Instance) (*Binding, *reply) {
+	if id == "" {
+		return nil, nil
+	}
+	if !info.plan.BindingRotatable {
+		rep := errorReply(http.StatusBadRequest, "", "predecessor_binding_id is only allowed for binding_rotatable plans, and plan %q is not", info.plan.Name)
+		return nil, &rep
+	}
+	predecessor := b.state.Bindings[id]
+	if predecessor == nil || predecessor.InstanceID != inst.ID || predecessor.State != BindingReady {
+		rep := errorReply(http.StatusBadRequest, "", "predecessor_binding_id %q is not a ready binding of instance %s", id, inst.ID)
+		return nil, &rep
+	}
+	return predecessor, nil
+}
+
+// addRequired gives the binding what its service requires: a syslog drain, a route
+// service, a volume mount.
+func (bd *Binding) addRequired(svc *osb.Service, creds map[string]any, instanceID string) {
+	for _, r := range svc.Requires {
+		switch r {
+		case osb.RequiresSyslogDrain:
+			bd.SyslogDrainURL = "syslog-tls://" + creds["host"].(string) + ":6514"
+		case osb.RequiresRouteForwarding:
+			bd.RouteServiceURL = "https://" + creds["host"].(string) + "/route"
+		case osb.RequiresVolumeMount:
+			bd.VolumeMounts = []osb.VolumeMount{volumeMount(instanceID)}
+		}
+	}
 }
 
 func (b *Broker) unbind(c *call) reply {
