@@ -36,23 +36,32 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
 	e, ns := p.eng, p.ns
 	if p.ns == "team-b" {
-		// Bob binds to what dev shares with him (mostly to an instance shared with him
-		// now), and unbinds.
-		shared := w.sharedWith(p.ns)
-		if len(shared) > 0 && w.rng.IntN(4) > 0 {
-			inst = shared[w.rng.IntN(len(shared))]
-		}
-		if len(shared) > 0 && w.rng.IntN(4) > 0 || w.rng.IntN(2) == 0 {
-			return "bind " + bind + " to dev/" + inst, func(ctx context.Context) error {
-				_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow})
-				return err
-			}
-		}
-		return "unbind " + bind, func(ctx context.Context) error {
-			_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{bind}, Follow: follow})
+		return w.bobTask(e, ns, inst, bind, follow)
+	}
+	return w.userTask(e, ns, inst, bind, follow)
+}
+
+// bobTask is a task of the user of team-b, who binds to what dev shares with him.
+func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.Follow) (string, func(context.Context) error) {
+	// Mostly to an instance shared with him now.
+	shared := w.sharedWith(ns)
+	if len(shared) > 0 && w.rng.IntN(4) > 0 {
+		inst = shared[w.rng.IntN(len(shared))]
+	}
+	if len(shared) > 0 && w.rng.IntN(4) > 0 || w.rng.IntN(2) == 0 {
+		return "bind " + bind + " to dev/" + inst, func(ctx context.Context) error {
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow})
 			return err
 		}
 	}
+	return "unbind " + bind, func(ctx context.Context) error {
+		_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{bind}, Follow: follow})
+		return err
+	}
+}
+
+// userTask is a task of a user of the instances of her own namespace.
+func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.Follow) (string, func(context.Context) error) {
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
 	// An OSB id bound to nothing, as one taken over from another platform is
 	// (--external-id): the spec's id is the record's on the claim of who adopted it first.
@@ -241,25 +250,9 @@ func (p *proc) forge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Ids of other namespaces she may have seen somewhere (describe, a Secret shared, a
-	// log), unless -sim.foreign=false.
-	var foreign, foreignInstances, foreignBindings []string
-	for _, h := range w.ledger.Instances() {
-		if !*foreignIDs {
-			break
-		}
-		if h.Namespace != p.ns {
-			foreign, foreignInstances = append(foreign, h.ID), append(foreignInstances, h.ID)
-		}
-	}
-	for _, h := range w.ledger.Bindings() {
-		if !*foreignIDs {
-			break
-		}
-		if h.Namespace != p.ns {
-			foreign, foreignBindings = append(foreign, h.ID), append(foreignBindings, h.ID)
-		}
-	}
+	f := forger{w: w}
+	var foreignInstances, foreignBindings []string
+	f.foreign, foreignInstances, foreignBindings = w.foreignIDs(p.ns)
 	// She rewrites the spec of a record of her own (as its author), maybe created long
 	// before the other namespace's record, to name the other's id.
 	if len(foreignInstances) > 0 && len(insts) > 0 && w.rng.IntN(3) == 0 {
@@ -278,48 +271,9 @@ func (p *proc) forge(ctx context.Context) error {
 		_, err := p.st.Bindings().Update(ctx, x)
 		return err
 	}
-	someID := func() string {
-		if len(foreign) > 0 && w.rng.IntN(2) == 0 {
-			return foreign[w.rng.IntN(len(foreign))]
-		}
-		return fmt.Sprintf("forged-%d", w.rng.IntN(100))
-	}
-	forgeOp := func(st *v1alpha1.OperationStatus, types []v1alpha1.OperationType) {
-		switch w.rng.IntN(8) {
-		case 0:
-			st.InFlight = &v1alpha1.Operation{Type: types[w.rng.IntN(len(types))], InstanceID: someID(), BindingID: someID(), RequestID: "forged"}
-		case 1:
-			st.InFlight = &v1alpha1.Operation{Type: types[w.rng.IntN(len(types))], Async: true, OperationKey: "op-1", InstanceID: someID(), BindingID: someID()}
-		case 2:
-			st.InFlight = &v1alpha1.Operation{Type: "Explode"}
-		case 3:
-			st.ExternalIDs = append(st.ExternalIDs, someID())
-		case 4:
-			st.ExternalID = someID()
-		case 5:
-			st.OrphanMitigation = &v1alpha1.OrphanMitigationState{Reason: "forged"}
-		case 6:
-			st.Retry = &v1alpha1.RetryState{Attempts: int32(w.rng.IntN(1 << 30)), Reason: "Forged"}
-		default:
-			st.Conditions = nil
-			st.Phase = "Exploded"
-		}
-	}
 	if len(insts) > 0 && (len(binds) == 0 || w.rng.IntN(2) == 0) {
 		x := insts[w.rng.IntN(len(insts))].DeepCopy()
-		switch w.rng.IntN(4) {
-		case 0:
-			// The status of issue 27's defect 2: an update in flight, nothing provisioned.
-			x.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationUpdate, InstanceID: x.CurrentExternalID(), RequestID: "forged"}
-			x.Status.Provisioned = nil
-		case 1:
-			x.Status.Provisioned = nil
-			forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision})
-		case 2:
-			forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision})
-		default:
-			x.Labels = forgeLabels(w, x.Labels)
-		}
+		f.instance(x)
 		p.record = x.Namespace + "/" + x.Name
 		w.logf("%-14s forges instance %s", p.name, x.Name)
 		_, err := p.st.Instances().Update(ctx, x)
@@ -329,20 +283,102 @@ func (p *proc) forge(ctx context.Context) error {
 		return nil
 	}
 	x := binds[w.rng.IntN(len(binds))].DeepCopy()
-	switch w.rng.IntN(4) {
-	case 0:
-		x.Status.Bound = nil
-		forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind})
-	case 1:
-		x.Status.Retired = append(x.Status.Retired, someID())
-	case 2:
-		forgeOp(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind})
-	default:
-		x.Labels = forgeLabels(w, x.Labels)
-	}
+	f.binding(x)
 	w.logf("%-14s forges binding %s", p.name, x.Name)
 	_, err = p.st.Bindings().Update(ctx, x)
 	return err
+}
+
+// foreignIDs are the ids of other namespaces than ns that a tenant may have seen
+// somewhere (describe, a Secret shared, a log), unless -sim.foreign=false: all of them,
+// the instances', the bindings'.
+func (w *world) foreignIDs(ns string) (foreign, instances, bindings []string) {
+	for _, h := range w.ledger.Instances() {
+		if !*foreignIDs {
+			break
+		}
+		if h.Namespace != ns {
+			foreign, instances = append(foreign, h.ID), append(instances, h.ID)
+		}
+	}
+	for _, h := range w.ledger.Bindings() {
+		if !*foreignIDs {
+			break
+		}
+		if h.Namespace != ns {
+			foreign, bindings = append(foreign, h.ID), append(bindings, h.ID)
+		}
+	}
+	return foreign, instances, bindings
+}
+
+// forger forges the status of a tenant's records.
+type forger struct {
+	w       *world
+	foreign []string // ids of other namespaces
+}
+
+// someID is an id of another namespace, or a made-up one.
+func (f forger) someID() string {
+	w := f.w
+	if len(f.foreign) > 0 && w.rng.IntN(2) == 0 {
+		return f.foreign[w.rng.IntN(len(f.foreign))]
+	}
+	return fmt.Sprintf("forged-%d", w.rng.IntN(100))
+}
+
+// op forges the operation status of a record whose operations are of types.
+func (f forger) op(st *v1alpha1.OperationStatus, types []v1alpha1.OperationType) {
+	w := f.w
+	switch w.rng.IntN(8) {
+	case 0:
+		st.InFlight = &v1alpha1.Operation{Type: types[w.rng.IntN(len(types))], InstanceID: f.someID(), BindingID: f.someID(), RequestID: "forged"}
+	case 1:
+		st.InFlight = &v1alpha1.Operation{Type: types[w.rng.IntN(len(types))], Async: true, OperationKey: "op-1", InstanceID: f.someID(), BindingID: f.someID()}
+	case 2:
+		st.InFlight = &v1alpha1.Operation{Type: "Explode"}
+	case 3:
+		st.ExternalIDs = append(st.ExternalIDs, f.someID())
+	case 4:
+		st.ExternalID = f.someID()
+	case 5:
+		st.OrphanMitigation = &v1alpha1.OrphanMitigationState{Reason: "forged"}
+	case 6:
+		st.Retry = &v1alpha1.RetryState{Attempts: int32(w.rng.IntN(1 << 30)), Reason: "Forged"}
+	default:
+		st.Conditions = nil
+		st.Phase = "Exploded"
+	}
+}
+
+func (f forger) instance(x *v1alpha1.ServiceInstance) {
+	switch f.w.rng.IntN(4) {
+	case 0:
+		// The status of issue 27's defect 2: an update in flight, nothing provisioned.
+		x.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationUpdate, InstanceID: x.CurrentExternalID(), RequestID: "forged"}
+		x.Status.Provisioned = nil
+	case 1:
+		x.Status.Provisioned = nil
+		f.op(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision})
+	case 2:
+		f.op(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationProvision, v1alpha1.OperationUpdate, v1alpha1.OperationDeprovision})
+	default:
+		x.Labels = forgeLabels(f.w, x.Labels)
+	}
+}
+
+func (f forger) binding(x *v1alpha1.ServiceBinding) {
+	switch f.w.rng.IntN(4) {
+	case 0:
+		x.Status.Bound = nil
+		f.op(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind})
+	case 1:
+		x.Status.Retired = append(x.Status.Retired, f.someID())
+	case 2:
+		f.op(&x.Status.OperationStatus, []v1alpha1.OperationType{v1alpha1.OperationBind, v1alpha1.OperationUnbind})
+	default:
+		x.Labels = forgeLabels(f.w, x.Labels)
+	}
 }
 
 func forgeLabels(w *world, l map[string]string) map[string]string {

@@ -249,7 +249,18 @@ func (w *world) maybe(apply func()) (func(), string) {
 
 func (w *world) setupBroker() {
 	f, l := w.broker, w.ledger
-	f.OnProvision(func(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+	f.OnProvision(w.provisionHandler(l))
+	f.OnUpdate(w.updateHandler(l))
+	f.OnDeprovision(w.deprovisionHandler(l))
+	f.OnLastOperation(w.lastOperationHandler(l))
+	w.setupBindingReads()
+	f.OnBind(w.bindHandler(l))
+	f.OnUnbind(w.unbindHandler(l))
+}
+
+// provisionHandler is how the broker provisions, keeping what it holds in l.
+func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+	return func(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
 		ns := ""
 		if r.Context != nil {
 			ns = r.Context.Namespace
@@ -301,8 +312,12 @@ func (w *world) setupBroker() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.ProvisionResponse, error) { return c.Provision(ctx, r) })
 		}
 		return answer(w, fake.MethodProvision, r.InstanceID, resp, err)
-	})
-	f.OnUpdate(func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
+	}
+}
+
+// updateHandler is how the broker updates, keeping what it holds in l.
+func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
+	return func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
 		change := func() {
 			if h, ok := l.Instance(r.InstanceID); ok && r.PlanID != "" {
 				h.PlanID = r.PlanID
@@ -343,8 +358,12 @@ func (w *world) setupBroker() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.UpdateResponse, error) { return c.Update(ctx, r) })
 		}
 		return answer(w, fake.MethodUpdate, r.InstanceID, resp, err)
-	})
-	f.OnDeprovision(func(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
+	}
+}
+
+// deprovisionHandler is how the broker deprovisions, keeping what it holds in l.
+func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
+	return func(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
 		drop := func() { l.DropInstance(r.InstanceID) }
 		o := w.call(ctx, fake.MethodDeprovision, r.InstanceID, func() outcome {
 			if o, ok := w.rogue(rogueDeprovision, r.InstanceID, drop, nil, nil); ok {
@@ -389,8 +408,12 @@ func (w *world) setupBroker() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.DeprovisionResponse, error) { return c.Deprovision(ctx, r) })
 		}
 		return answer(w, fake.MethodDeprovision, r.InstanceID, resp, err)
-	})
-	f.OnLastOperation(func(ctx context.Context, r *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+	}
+}
+
+// lastOperationHandler is how the broker answers an instance's last operation, keeping what it holds in l.
+func (w *world) lastOperationHandler(l *fake.Ledger) func(ctx context.Context, r *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+	return func(ctx context.Context, r *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
 		var resp *osb.LastOperationResponse
 		o := w.call(ctx, fake.MethodLastOperation, r.InstanceID, func() outcome {
 			if o, ok := w.rogue(roguePoll, r.InstanceID, nil, nil, nil); ok {
@@ -430,9 +453,12 @@ func (w *world) setupBroker() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.LastOperationResponse, error) { return c.LastOperation(ctx, r) })
 		}
 		return answerPoll(w, fake.MethodLastOperation, r.InstanceID, resp, err)
-	})
-	w.setupBindingReads()
-	f.OnBind(func(ctx context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
+	}
+}
+
+// bindHandler is how the broker binds, keeping what it holds in l.
+func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
+	return func(ctx context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
 		ns := ""
 		if r.Context != nil {
 			ns = w.bindingNamespace(r)
@@ -492,8 +518,12 @@ func (w *world) setupBroker() {
 			w.handedOut(r.BindingID, resp.Credentials)
 		}
 		return answer(w, fake.MethodBind, r.BindingID, resp, err)
-	})
-	f.OnUnbind(func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
+	}
+}
+
+// unbindHandler is how the broker unbinds, keeping what it holds in l.
+func (w *world) unbindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
+	return func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
 		drop := func() { l.DropBinding(r.BindingID) }
 		o := w.call(ctx, fake.MethodUnbind, r.BindingID, func() outcome {
 			if o, ok := w.rogue(rogueUnbind, r.BindingID, drop, nil, nil); ok {
@@ -524,7 +554,7 @@ func (w *world) setupBroker() {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.UnbindResponse, error) { return c.Unbind(ctx, r) })
 		}
 		return answer(w, fake.MethodUnbind, r.BindingID, resp, err)
-	})
+	}
 }
 
 // bindingNamespace is the namespace of the binding a bind request is made for: the
