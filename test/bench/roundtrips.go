@@ -78,28 +78,25 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 			return nil, nil, err
 		}
 	}
-	cat := func(args ...string) func(string) []string {
-		return func(sfx string) []string {
-			out := append([]string{plugin}, args...)
-			for i, a := range out {
-				out[i] = strings.ReplaceAll(a, "SFX", sfx)
-			}
-			return append(out, "-n", ns)
-		}
+	commands := rtCommands(bins.Kubectl, plugin, ns)
+	samples, err := e.rtSamples(commands, runs)
+	if err != nil {
+		return nil, nil, err
 	}
-	kubectl := func(args ...string) func(string) []string {
-		return func(sfx string) []string {
-			out := append([]string{bins.Kubectl}, args...)
-			for i, a := range out {
-				out[i] = strings.ReplaceAll(a, "SFX", sfx)
-			}
-			return append(out, "-n", ns)
-		}
-	}
-	const floorName = "kubectl get configmaps"
-	commands := []rtCommand{
+	figures, notes := rtReport(commands, samples, runs)
+	return append(figures, recFigures...), append(notes, recNotes...), nil
+}
+
+// rtFloorName is the command whose round trips are the floor.
+const rtFloorName = "kubectl get configmaps"
+
+// rtCommands are the commands of the round-trip figures, in namespace ns.
+func rtCommands(kubectlBin, plugin, ns string) []rtCommand {
+	cat := func(args ...string) func(string) []string { return rtArgv(plugin, ns, args) }
+	kubectl := func(args ...string) func(string) []string { return rtArgv(kubectlBin, ns, args) }
+	return []rtCommand{
 		{name: "kubectl create configmap", argv: kubectl("create", "configmap", "rt-SFX", "--from-literal=k=v")},
-		{name: floorName, argv: kubectl("get", "configmaps")},
+		{name: rtFloorName, argv: kubectl("get", "configmaps")},
 		{name: "get instances", argv: cat("get", "instances"), target: 1.5},
 		{name: "marketplace", argv: cat("marketplace"), target: 1.5},
 		{name: "describe instance", argv: cat("describe", "instance", "db"), target: 1.5},
@@ -108,6 +105,23 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 		{name: "unbind (synchronous broker)", argv: cat("unbind", "app-SFX"), target: 6},
 		{name: "deprovision (synchronous broker)", argv: cat("deprovision", "db-SFX", "--yes"), target: 6},
 	}
+}
+
+// rtArgv is the command line of bin with args, "SFX" in them replaced by a run's
+// suffix, in namespace ns.
+func rtArgv(bin, ns string, args []string) func(string) []string {
+	return func(sfx string) []string {
+		out := append([]string{bin}, args...)
+		for i, a := range out {
+			out[i] = strings.ReplaceAll(a, "SFX", sfx)
+		}
+		return append(out, "-n", ns)
+	}
+}
+
+// rtSamples runs each command runs times without the delay, then runs times with
+// roundTrip added to every API request: the samples by delay and command.
+func (e *scaleEnv) rtSamples(commands []rtCommand, runs int) (map[time.Duration]map[string][]rtSample, error) {
 	samples := map[time.Duration]map[string][]rtSample{}
 	for _, delay := range []time.Duration{0, roundTrip} {
 		e.proxy.SetDelay(delay)
@@ -125,7 +139,7 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 					fmt.Fprintf(os.Stderr, "the API requests of %s:\n  %s\n", c.name, strings.Join(log, "\n  "))
 				}
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 				samples[delay][c.name] = append(samples[delay][c.name], rtSample{
 					took: took, requests: e.proxy.Counts().Sub(before).Total(), chain: apicount.CriticalPath(spans),
@@ -134,14 +148,18 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 		}
 	}
 	e.proxy.SetDelay(0)
+	return samples, nil
+}
 
-	// The figure is the chain: exact, whatever the machine's load. The wall-time estimate,
-	// (slow - fast) / roundTrip, is noted beside it.
+// rtReport turns the samples into figures, one per command with a target, and notes.
+// The figure is the chain: exact, whatever the machine's load. The wall-time estimate,
+// (slow - fast) / roundTrip, is noted beside it.
+func rtReport(commands []rtCommand, samples map[time.Duration]map[string][]rtSample, runs int) ([]figure, []string) {
 	chain := func(name string) time.Duration {
 		// In thousandths, as figure.Count wants.
 		return time.Duration(1000 * median(rtOf(samples[roundTrip][name], rtChain)))
 	}
-	floor := chain(floorName)
+	floor := chain(rtFloorName)
 	var figures []figure
 	notes := []string{fmt.Sprintf("round trips on the critical path: the longest chain of API requests each waiting for the one before, "+
 		"with %s added to every request (median of %d runs); wall: (wall time with the delay - without) / %s", roundTrip, runs, roundTrip)}
@@ -154,10 +172,10 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 			continue
 		}
 		figures = append(figures, figure{
-			Name: "round trips: " + c.name, Value: chain(c.name), Floor: floor, What: floorName, Target: c.target, Count: true,
+			Name: "round trips: " + c.name, Value: chain(c.name), Floor: floor, What: rtFloorName, Target: c.target, Count: true,
 		})
 	}
-	return append(figures, recFigures...), append(notes, recNotes...), nil
+	return figures, notes
 }
 
 // rtReconcileWorkers is reconcile's --workers in the round-trip figures, and
