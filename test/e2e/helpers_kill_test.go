@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -137,8 +138,28 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 	bnds, err := e.st.Bindings().List(ctx, e.ns, store.Filter{})
 	assert.NilError(t, err)
 
-	// An async delete confirmed by a 410 while polling may still be finishing at the
-	// broker: give it the few hundred milliseconds it needs.
+	brokerInsts, brokerBnds := ccBrokerSettled(e, insts, bnds)
+	instIDs := ccAssertInstances(t, insts, brokerInsts)
+	bySecret := ccAssertBindings(t, e, admin, bnds, brokerBnds, instIDs)
+
+	secrets, err := admin.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	for _, s := range secrets.Items {
+		if s.Name == "broker-auth" || s.Type == corev1.SecretTypeServiceAccountToken {
+			continue
+		}
+		b, ok := bySecret[s.Name]
+		assert.Assert(t, ok && store.OwnedBy(&s, b), "Secret %s has no ready binding owning it", s.Name)
+	}
+
+	ccAssertNames(t, insts, bnds, want)
+	assert.Assert(t, is.Len(e.b.Violations(), 0))
+}
+
+// ccBrokerSettled is what the broker holds once it holds as many instances and bindings
+// as the records say are provisioned and bound, or after a few seconds: an async delete
+// confirmed by a 410 while polling may still be finishing at the broker.
+func ccBrokerSettled(e *instEnv, insts []*v1alpha1.ServiceInstance, bnds []*v1alpha1.ServiceBinding) ([]broker.Instance, []broker.Binding) {
 	var brokerInsts []broker.Instance
 	var brokerBnds []broker.Binding
 	expected := 0
@@ -161,7 +182,13 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return brokerInsts, brokerBnds
+}
 
+// ccAssertInstances checks that every instance record is settled and that the broker
+// holds exactly the provisioned ones; it returns their ids by name.
+func ccAssertInstances(t *testing.T, insts []*v1alpha1.ServiceInstance, brokerInsts []broker.Instance) map[string]string {
+	t.Helper()
 	gotInst, wantInst := map[string]string{}, map[string]string{}
 	for _, x := range brokerInsts {
 		gotInst[x.ID] = string(x.State)
@@ -179,7 +206,15 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 		}
 	}
 	assert.DeepEqual(t, gotInst, wantInst)
+	return instIDs
+}
 
+// ccAssertBindings checks that every binding record is settled, that the broker holds
+// exactly the bound ones, and that each ready one's Secret holds the broker's
+// credentials; it returns the ready bindings by Secret name.
+func ccAssertBindings(t *testing.T, e *instEnv, admin kubernetes.Interface, bnds []*v1alpha1.ServiceBinding, brokerBnds []broker.Binding, instIDs map[string]string) map[string]*v1alpha1.ServiceBinding {
+	t.Helper()
+	ctx := context.Background()
 	gotBnd, wantBnd := map[string]string{}, map[string]string{}
 	for _, x := range brokerBnds {
 		gotBnd[x.ID] = string(x.State) + " of " + x.InstanceID
@@ -208,17 +243,13 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 		}
 	}
 	assert.DeepEqual(t, gotBnd, wantBnd)
+	return bySecret
+}
 
-	secrets, err := admin.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{})
-	assert.NilError(t, err)
-	for _, s := range secrets.Items {
-		if s.Name == "broker-auth" || s.Type == corev1.SecretTypeServiceAccountToken {
-			continue
-		}
-		b, ok := bySecret[s.Name]
-		assert.Assert(t, ok && store.OwnedBy(&s, b), "Secret %s has no ready binding owning it", s.Name)
-	}
-
+// ccAssertNames checks that the records left are those want expects, and the instances
+// it expects ready are.
+func ccAssertNames(t *testing.T, insts []*v1alpha1.ServiceInstance, bnds []*v1alpha1.ServiceBinding, want ccWant) {
+	t.Helper()
 	names := func(m map[string]string) []string {
 		out := []string{}
 		for n, st := range m {
@@ -245,7 +276,6 @@ func ccAssertConverged(t *testing.T, e *instEnv, want ccWant) {
 			assert.Equal(t, i.Status.Phase, v1alpha1.PhaseReady, "instance %s", i.Name)
 		}
 	}
-	assert.Assert(t, is.Len(e.b.Violations(), 0))
 }
 
 // ccAwaitLine reads stderr lines until one contains want.

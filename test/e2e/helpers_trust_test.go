@@ -95,8 +95,51 @@ func trustSetup(t *testing.T) *trustEnv {
 	e.catalogNS = cp.NewNamespace(t)
 	e.teamA, e.teamB, e.victim = cp.NewNamespace(t), cp.NewNamespace(t), cp.NewNamespace(t)
 
-	// The test broker behind a tap that keeps what it received unredacted, and the
-	// attacker's server.
+	trustServers(t, e)
+	trustCleanups(t, admin, e)
+
+	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", "example.invalid/kubectl-catalog:test",
+		"--namespace", e.catalogNS, "--catalog-namespace", e.catalogNS)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	tokenCM, err := admin.CoreV1().ConfigMaps(e.catalogNS).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
+	assert.NilError(t, err)
+	e.token = tokenCM.Data[store.TrustTokenKey]
+	assert.Assert(t, e.token != "")
+
+	trustSecrets(t, admin, e)
+
+	r = instCatalog(t, e.catalogNS, "register", "acme", "--url", e.brokerURL, "--basic-auth-secret", "broker-auth",
+		"--scope", "cluster", "--catalog-namespace", e.catalogNS)
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	e.class, err = e.st.Classes().Get(ctx, e.catalogNS, v1alpha1.ClassRecordName("acme", "80422806-2600-4046-aa50-c8749da7ea8b"))
+	assert.NilError(t, err)
+
+	trustRoles(t, admin, e)
+
+	// reconcile's ServiceAccount, with a token as the CronJob's pod would get it.
+	tok, err := admin.CoreV1().ServiceAccounts(e.catalogNS).CreateToken(ctx, install.DefaultName, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	e.saKubeconfig = writeTokenKubeconfig(t, tok.Status.Token)
+
+	// The authorizer sees new bindings through informers: wait for all of them.
+	instWaitFor(t, "the role bindings to take effect", 30*time.Second, func() bool {
+		_, errA := alice.CoreV1().ConfigMaps(e.teamA).List(ctx, metav1.ListOptions{Limit: 1})
+		_, errB := bob.CoreV1().Secrets(e.teamB).Get(ctx, "bob-params", metav1.GetOptions{})
+		_, errC := bob.CoreV1().ConfigMaps(e.catalogNS).List(ctx, metav1.ListOptions{Limit: 1})
+		return errA == nil && errB == nil && errC == nil &&
+			saKubectl(t, e.saKubeconfig, "auth", "can-i", "create", "subjectaccessreviews.authorization.k8s.io") == "yes"
+	})
+	_, err = alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
+	assert.Assert(t, apierrors.IsForbidden(err), "alice may not read the hidden Secret: %v", err)
+	return e
+}
+
+// trustServers starts the test broker behind a tap that keeps what it received
+// unredacted, and the attacker's server.
+func trustServers(t *testing.T, e *trustEnv) {
+	t.Helper()
 	b, err := broker.New(broker.Options{Username: "u", Password: "p", RetryAfter: -1})
 	assert.NilError(t, err)
 	e.b = b
@@ -108,7 +151,12 @@ func trustSetup(t *testing.T) *trustEnv {
 	attackerSrv := httptest.NewServer(e.attacker)
 	t.Cleanup(attackerSrv.Close)
 	e.attackerURL = attackerSrv.URL
+}
 
+// trustCleanups takes the cluster-wide trust policy and the roles away when the test
+// ends, and lets the namespaces go.
+func trustCleanups(t *testing.T, admin kubernetes.Interface, e *trustEnv) {
+	ctx := context.Background()
 	t.Cleanup(func() {
 		trustTakeDown(t, admin, e.catalogNS)
 		for _, role := range []string{"kubectl-catalog-viewer", "kubectl-catalog-user", "kubectl-catalog-admin"} {
@@ -131,15 +179,12 @@ func trustSetup(t *testing.T) *trustEnv {
 			}
 		}
 	})
+}
 
-	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", "example.invalid/kubectl-catalog:test",
-		"--namespace", e.catalogNS, "--catalog-namespace", e.catalogNS)
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	tokenCM, err := admin.CoreV1().ConfigMaps(e.catalogNS).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
-	assert.NilError(t, err)
-	e.token = tokenCM.Data[store.TrustTokenKey]
-	assert.Assert(t, e.token != "")
-
+// trustSecrets creates the Secrets the test reads or tries to steal.
+func trustSecrets(t *testing.T, admin kubernetes.Interface, e *trustEnv) {
+	t.Helper()
+	ctx := context.Background()
 	secret := func(ns, name string, data map[string]string) {
 		_, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
 		assert.NilError(t, err)
@@ -149,15 +194,15 @@ func trustSetup(t *testing.T) *trustEnv {
 	secret(e.teamA, "hidden", map[string]string{"token": trustTeamAHidden, "params": `{"leak":"` + trustTeamAHidden + `"}`})
 	secret(e.teamA, "admin-params", map[string]string{"params": `{"owner":"` + trustAdminParam + `"}`})
 	secret(e.teamB, "bob-params", map[string]string{"params": `{"label":"` + trustBobParam + `"}`})
+}
 
-	r = instCatalog(t, e.catalogNS, "register", "acme", "--url", brokerSrv.URL, "--basic-auth-secret", "broker-auth",
-		"--scope", "cluster", "--catalog-namespace", e.catalogNS)
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	e.class, err = e.st.Classes().Get(ctx, e.catalogNS, v1alpha1.ClassRecordName("acme", "80422806-2600-4046-aa50-c8749da7ea8b"))
-	assert.NilError(t, err)
-
+// trustRoles gives alice every verb on ConfigMaps in team-a and bob the documented
+// roles.
+func trustRoles(t *testing.T, admin kubernetes.Interface, e *trustEnv) {
+	t.Helper()
+	ctx := context.Background()
 	// alice: every verb on ConfigMaps in team-a, nothing else.
-	_, err = admin.RbacV1().Roles(e.teamA).Create(ctx, &rbacv1.Role{
+	_, err := admin.RbacV1().Roles(e.teamA).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "configmaps"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
 	}, metav1.CreateOptions{})
@@ -170,7 +215,7 @@ func trustSetup(t *testing.T) *trustEnv {
 	assert.NilError(t, err)
 
 	// bob: the documented roles, bound as docs/security.md says.
-	r = kubectl(t, controlplane.AdminUser, "catalog", "rbac", "--apply")
+	r := kubectl(t, controlplane.AdminUser, "catalog", "rbac", "--apply")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	for _, args := range [][]string{
 		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.BobUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.BobUser, "-n", e.teamB},
@@ -179,25 +224,6 @@ func trustSetup(t *testing.T) *trustEnv {
 		r := kubectl(t, controlplane.AdminUser, args...)
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	}
-
-	// reconcile's ServiceAccount, with a token as the CronJob's pod would get it.
-	tok, err := admin.CoreV1().ServiceAccounts(e.catalogNS).CreateToken(ctx, install.DefaultName, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	e.saKubeconfig = writeTokenKubeconfig(t, tok.Status.Token)
-
-	// The authorizer sees new bindings through informers: wait for all of them.
-	instWaitFor(t, "the role bindings to take effect", 30*time.Second, func() bool {
-		_, errA := alice.CoreV1().ConfigMaps(e.teamA).List(ctx, metav1.ListOptions{Limit: 1})
-		_, errB := bob.CoreV1().Secrets(e.teamB).Get(ctx, "bob-params", metav1.GetOptions{})
-		_, errC := bob.CoreV1().ConfigMaps(e.catalogNS).List(ctx, metav1.ListOptions{Limit: 1})
-		return errA == nil && errB == nil && errC == nil &&
-			saKubectl(t, e.saKubeconfig, "auth", "can-i", "create", "subjectaccessreviews.authorization.k8s.io") == "yes"
-	})
-	_, err = alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
-	assert.Assert(t, apierrors.IsForbidden(err), "alice may not read the hidden Secret: %v", err)
-	return e
 }
 
 // trustTakeDown removes what "reconcile install" (or "init") put in place with catalogNS

@@ -53,17 +53,24 @@ func instFault(op broker.Op, when broker.When, action broker.Action, status int)
 var instTrue, instFalse = true, false
 
 func instOMCases() []instOMCase {
+	cases := instOMProvisionCases()
+	cases = append(cases, instOMUpdateCases()...)
+	return append(cases, instOMDeprovisionCases()...)
+}
+
+// instRespond is a fault that answers op with status and error code.
+func instRespond(op broker.Op, when broker.When, status int, code string) []broker.Fault {
+	f := instFault(op, when, broker.ActionRespond, status)
+	f.Error, f.Description = code, "injected by the e2e test"
+	return []broker.Fault{f}
+}
+
+func instOMProvisionCases() []instOMCase {
 	const (
-		p, d, lo = broker.OpProvision, broker.OpDeprovision, broker.OpLastOperation
-		u        = broker.OpUpdate
-		before   = broker.Before
-		after    = broker.After
+		p, lo  = broker.OpProvision, broker.OpLastOperation
+		before = broker.Before
+		after  = broker.After
 	)
-	respond := func(op broker.Op, when broker.When, status int, code string) []broker.Fault {
-		f := instFault(op, when, broker.ActionRespond, status)
-		f.Error, f.Description = code, "injected by the e2e test"
-		return []broker.Fault{f}
-	}
 	omDone := "False/" + engine.ReasonOrphanMitigationSucceeded
 	retryProvision := "False/" + engine.ReasonProvisionCallFailed
 	return []instOMCase{
@@ -74,31 +81,31 @@ func instOMCases() []instOMCase {
 		{name: "provision 200 malformed body: failure without mitigation", plan: "hobby", faults: []broker.Fault{instFault(p, before, broker.ActionMalformed, 200)},
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
 			final: engine.StateSettled},
-		{name: "provision other 2xx (204): mitigate", plan: "hobby", faults: respond(p, after, 204, ""),
+		{name: "provision other 2xx (204): mitigate", plan: "hobby", faults: instRespond(p, after, 204, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
 			mitigation: true, final: engine.StateSettled},
-		{name: "provision 408: retry without mitigation", plan: "hobby", faults: respond(p, before, 408, ""),
+		{name: "provision 408: retry without mitigation", plan: "hobby", faults: instRespond(p, before, 408, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
 			final: engine.StateSettled},
-		{name: "provision 403: retry without mitigation", plan: "hobby", faults: respond(p, before, 403, ""),
+		{name: "provision 403: retry without mitigation", plan: "hobby", faults: instRespond(p, before, 403, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
 			final: engine.StateSettled},
-		{name: "provision 422 ConcurrencyError: retry without mitigation", plan: "hobby", faults: respond(p, before, 422, "ConcurrencyError"),
+		{name: "provision 422 ConcurrencyError: retry without mitigation", plan: "hobby", faults: instRespond(p, before, 422, "ConcurrencyError"),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonProvisionBlockedByConcurrentOperation,
 			retryReason: engine.ReasonProvisionBlockedByConcurrentOperation, final: engine.StateSettled},
-		{name: "provision 422 AsyncRequired: retry without mitigation", plan: "hobby", faults: respond(p, before, 422, "AsyncRequired"),
+		{name: "provision 422 AsyncRequired: retry without mitigation", plan: "hobby", faults: instRespond(p, before, 422, "AsyncRequired"),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
 			final: engine.StateSettled},
-		{name: "provision 400: rejected, nothing to mitigate", plan: "hobby", faults: respond(p, before, 400, ""),
+		{name: "provision 400: rejected, nothing to mitigate", plan: "hobby", faults: instRespond(p, before, 400, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonProvisionRejected,
 			final: engine.StateNeedsUser},
-		{name: "provision 409: rejected, nothing to mitigate", plan: "hobby", faults: respond(p, before, 409, ""),
+		{name: "provision 409: rejected, nothing to mitigate", plan: "hobby", faults: instRespond(p, before, 409, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonProvisionRejected,
 			final: engine.StateNeedsUser},
-		{name: "provision 500 before acting: mitigate", plan: "hobby", faults: respond(p, before, 500, ""),
+		{name: "provision 500 before acting: mitigate", plan: "hobby", faults: instRespond(p, before, 500, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
 			mitigation: true, final: engine.StateSettled},
-		{name: "provision 503 after acting: mitigate", plan: "hobby", faults: respond(p, after, 503, ""),
+		{name: "provision 503 after acting: mitigate", plan: "hobby", faults: instRespond(p, after, 503, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
 			mitigation: true, final: engine.StateSettled},
 		{name: "provision client timeout (hang): mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
@@ -127,26 +134,46 @@ func instOMCases() []instOMCase {
 			faults: []broker.Fault{{Op: lo, Action: broker.ActionGone, Times: 2}},
 			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned,
 			final: engine.StateSettled},
+	}
+}
+
+func instOMUpdateCases() []instOMCase {
+	const (
+		u      = broker.OpUpdate
+		before = broker.Before
+		after  = broker.After
+	)
+	return []instOMCase{
 		// Update: a failed update never triggers orphan mitigation and never loses what
 		// the broker holds.
-		{name: "update 500: retried without mitigation", plan: "hobby", update: true, faults: respond(u, before, 500, ""),
+		{name: "update 500: retried without mitigation", plan: "hobby", update: true, faults: instRespond(u, before, 500, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
 			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
-		{name: "update other 2xx (204): retried without mitigation", plan: "hobby", update: true, faults: respond(u, after, 204, ""),
+		{name: "update other 2xx (204): retried without mitigation", plan: "hobby", update: true, faults: instRespond(u, after, 204, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
 			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
 		{name: "update client timeout (hang): retried without mitigation", plan: "hobby", update: true,
 			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
 			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
-		{name: "update 422 ConcurrencyError: retried", plan: "hobby", update: true, faults: respond(u, before, 422, "ConcurrencyError"),
+		{name: "update 422 ConcurrencyError: retried", plan: "hobby", update: true, faults: instRespond(u, before, 422, "ConcurrencyError"),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateBlockedByConcurrentOperation,
 			retryReason: engine.ReasonUpdateBlockedByConcurrentOperation, final: engine.StateSettled},
-		{name: "update 400: rejected until the spec changes, the instance stays Ready as the broker holds it", plan: "hobby", update: true, faults: respond(u, before, 400, ""),
+		{name: "update 400: rejected until the spec changes, the instance stays Ready as the broker holds it", plan: "hobby", update: true, faults: instRespond(u, before, 400, ""),
 			exit: 1, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned, final: engine.StateSettled},
 		{name: "update last_operation failed: retried, what the broker holds is kept", plan: "standard", update: true,
 			faults: []broker.Fault{{Op: u, Action: broker.ActionFailOperation, Description: "resize refused", InstanceUsable: &instTrue}},
 			wait:   true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonUpdated, final: engine.StateSettled},
+	}
+}
+
+func instOMDeprovisionCases() []instOMCase {
+	const (
+		d, lo  = broker.OpDeprovision, broker.OpLastOperation
+		before = broker.Before
+		after  = broker.After
+	)
+	return []instOMCase{
 		// Deprovision.
 		{name: "deprovision 410: done", plan: "hobby", deprovision: true,
 			faults: []broker.Fault{instFault(d, before, broker.ActionDropState, 0)},
@@ -156,11 +183,11 @@ func instOMCases() []instOMCase {
 			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonDeprovisionCallFailed,
 			retryReason: engine.ReasonDeprovisionCallFailed, minDeletes: 3, final: engine.StateDeleted},
 		{name: "deprovision other 2xx (204) after acting: retried, then 410", plan: "hobby", deprovision: true,
-			faults: respond(d, after, 204, ""),
+			faults: instRespond(d, after, 204, ""),
 			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonDeprovisionCallFailed,
 			retryReason: engine.ReasonDeprovisionCallFailed, minDeletes: 2, final: engine.StateDeleted},
 		{name: "deprovision 422 ConcurrencyError: retried", plan: "hobby", deprovision: true,
-			faults: respond(d, before, 422, "ConcurrencyError"),
+			faults: instRespond(d, before, 422, "ConcurrencyError"),
 			exit:   1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonDeprovisionBlockedByConcurrentOperation,
 			retryReason: engine.ReasonDeprovisionBlockedByConcurrentOperation, minDeletes: 2, final: engine.StateDeleted},
 		{name: "410 while polling a deprovision: done", plan: "standard", deprovision: true,
