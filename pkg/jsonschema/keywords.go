@@ -122,53 +122,34 @@ func (s *schemaObject) count(name string) (int, error) {
 	return 0, s.bad(name, "a non-negative integer")
 }
 
-// numbers reads numeric keywords in the order given.
-func (s *schemaObject) numbers(kws ...numberKeyword) error {
+// keyword is a keyword and where its value goes.
+type keyword[T any] struct {
+	name string
+	into *T
+}
+
+type (
+	numberKeyword = keyword[*number]
+	countKeyword  = keyword[int]
+	subKeyword    = keyword[*node]
+)
+
+// readKeywords reads keywords in the order given, each with read.
+func readKeywords[T any](read func(name string) (T, error), kws ...keyword[T]) error {
 	var err error
 	for _, k := range kws {
-		if *k.into, err = s.num(k.name); err != nil {
+		if *k.into, err = read(k.name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-type numberKeyword struct {
-	name string
-	into **number
-}
+func (s *schemaObject) numbers(kws ...numberKeyword) error { return readKeywords(s.num, kws...) }
 
-// counts reads non-negative integer keywords in the order given.
-func (s *schemaObject) counts(kws ...countKeyword) error {
-	var err error
-	for _, k := range kws {
-		if *k.into, err = s.count(k.name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (s *schemaObject) counts(kws ...countKeyword) error { return readKeywords(s.count, kws...) }
 
-type countKeyword struct {
-	name string
-	into *int
-}
-
-// subs compiles single-schema keywords in the order given.
-func (s *schemaObject) subs(kws ...subKeyword) error {
-	var err error
-	for _, k := range kws {
-		if *k.into, err = s.sub(k.name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type subKeyword struct {
-	name string
-	into **node
-}
+func (s *schemaObject) subs(kws ...subKeyword) error { return readKeywords(s.sub, kws...) }
 
 // compileRef reads "$ref"; replaced reports that the reference stands for the
 // whole schema object, as it does before 2019-09.
@@ -368,14 +349,9 @@ func (s *schemaObject) compileArray() error {
 
 func (s *schemaObject) compileCombinators() error {
 	n := s.n
-	for _, k := range []struct {
-		name string
-		into *[]*node
-	}{{"allOf", &n.allOf}, {"anyOf", &n.anyOf}, {"oneOf", &n.oneOf}} {
-		var err error
-		if *k.into, err = s.subList(k.name); err != nil {
-			return err
-		}
+	if err := readKeywords(s.subList, keyword[[]*node]{"allOf", &n.allOf}, keyword[[]*node]{"anyOf", &n.anyOf},
+		keyword[[]*node]{"oneOf", &n.oneOf}); err != nil {
+		return err
 	}
 	if err := s.subs(subKeyword{"not", &n.not}); err != nil {
 		return err
