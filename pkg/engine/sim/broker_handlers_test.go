@@ -35,15 +35,13 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 			if w.faulty() {
 				switch w.faultOf(7, 2) {
 				case 0:
-					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+					return badRequest()
 				case 1:
-					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+					return concurrencyError()
 				case 2:
-					apply, what := w.maybe(put)
-					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+					return w.internalError(put)
 				case 3:
-					apply, what := w.maybe(put)
-					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+					return w.timedOut(put)
 				case 4:
 					return outcome{what: "202, to fail", apply: put, status: 202, key: w.newOp(r.InstanceID, true, nil)}
 				case 5:
@@ -88,15 +86,13 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			if w.faulty() {
 				switch w.faultOf(4, 2) {
 				case 0:
-					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+					return badRequest()
 				case 1:
-					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+					return concurrencyError()
 				case 2:
-					apply, what := w.maybe(change)
-					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+					return w.internalError(change)
 				default:
-					apply, what := w.maybe(change)
-					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+					return w.timedOut(change)
 				}
 			}
 			if w.rng.IntN(4) == 0 {
@@ -138,15 +134,13 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 			if w.faulty() {
 				switch w.faultOf(4, 1) {
 				case 0:
-					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+					return concurrencyError()
 				case 1:
-					apply, what := w.maybe(drop)
-					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+					return w.internalError(drop)
 				case 2:
 					return outcome{what: "202, to fail", status: 202, key: w.newOp(r.InstanceID, true, drop)}
 				default:
-					apply, what := w.maybe(drop)
-					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+					return w.timedOut(drop)
 				}
 			}
 			if w.rng.IntN(4) == 0 {
@@ -245,18 +239,16 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 			if w.faulty() {
 				switch w.faultOf(5, 2) {
 				case 0:
-					return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+					return badRequest()
 				case 1:
-					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+					return concurrencyError()
 				case 2:
-					apply, what := w.maybe(put)
-					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+					return w.internalError(put)
 				case 3:
 					w.oversized[r.BindingID] = true
 					return outcome{what: "201 with 5,000 endpoints", apply: put, status: 201, creds: creds, endpoints: manyEndpoints}
 				default:
-					apply, what := w.maybe(put)
-					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+					return w.timedOut(put)
 				}
 			}
 			return outcome{what: "201", apply: put, status: 201, creds: creds}
@@ -289,13 +281,11 @@ func (w *world) unbindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			if w.faulty() {
 				switch w.faultOf(3, 1) {
 				case 0:
-					return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+					return concurrencyError()
 				case 1:
-					apply, what := w.maybe(drop)
-					return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+					return w.internalError(drop)
 				default:
-					apply, what := w.maybe(drop)
-					return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+					return w.timedOut(drop)
 				}
 			}
 			return outcome{what: "200", apply: drop, status: 200}
@@ -306,4 +296,24 @@ func (w *world) unbindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 		}
 		return answer(w, fake.MethodUnbind, r.BindingID, resp, err)
 	}
+}
+
+// internalError is a 500 answer to a request the broker carried out or not (apply).
+func (w *world) internalError(apply func()) outcome {
+	apply, what := w.maybe(apply)
+	return outcome{what: "500" + what, apply: apply, err: httpErr(500, "", "internal error")}
+}
+
+// timedOut is a request the broker did not answer in time, carried out or not (apply).
+func (w *world) timedOut(apply func()) outcome {
+	apply, what := w.maybe(apply)
+	return outcome{what: "timeout" + what, apply: apply, err: fake.Timeout()}
+}
+
+func concurrencyError() outcome {
+	return outcome{what: "422 ConcurrencyError", err: httpErr(422, "ConcurrencyError", "busy")}
+}
+
+func badRequest() outcome {
+	return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
 }
