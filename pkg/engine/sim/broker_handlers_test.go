@@ -56,11 +56,9 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 			}
 			return outcome{what: "201", apply: put, status: 201}
 		})
-		resp, err := &osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, DashboardURL: o.dashboard}, o.err
-		if o.wire != nil {
-			resp, err = wire(w, o, func(c osb.Client) (*osb.ProvisionResponse, error) { return c.Provision(ctx, r) })
-		}
-		return answer(w, fake.MethodProvision, r.InstanceID, resp, err)
+		return respond(w, o, fake.MethodProvision, r.InstanceID,
+			&osb.ProvisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, DashboardURL: o.dashboard},
+			func(c osb.Client) (*osb.ProvisionResponse, error) { return c.Provision(ctx, r) })
 	}
 }
 
@@ -100,11 +98,9 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			}
 			return outcome{what: "200", apply: change, status: 200}
 		})
-		resp, err := &osb.UpdateResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, o.err
-		if o.wire != nil {
-			resp, err = wire(w, o, func(c osb.Client) (*osb.UpdateResponse, error) { return c.Update(ctx, r) })
-		}
-		return answer(w, fake.MethodUpdate, r.InstanceID, resp, err)
+		return respond(w, o, fake.MethodUpdate, r.InstanceID,
+			&osb.UpdateResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key},
+			func(c osb.Client) (*osb.UpdateResponse, error) { return c.Update(ctx, r) })
 	}
 }
 
@@ -148,11 +144,9 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 			}
 			return outcome{what: "200", apply: drop, status: 200}
 		})
-		resp, err := &osb.DeprovisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, o.err
-		if o.wire != nil {
-			resp, err = wire(w, o, func(c osb.Client) (*osb.DeprovisionResponse, error) { return c.Deprovision(ctx, r) })
-		}
-		return answer(w, fake.MethodDeprovision, r.InstanceID, resp, err)
+		return respond(w, o, fake.MethodDeprovision, r.InstanceID,
+			&osb.DeprovisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key},
+			func(c osb.Client) (*osb.DeprovisionResponse, error) { return c.Deprovision(ctx, r) })
 	}
 }
 
@@ -290,11 +284,9 @@ func (w *world) unbindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			}
 			return outcome{what: "200", apply: drop, status: 200}
 		})
-		resp, err := &osb.UnbindResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key}, o.err
-		if o.wire != nil {
-			resp, err = wire(w, o, func(c osb.Client) (*osb.UnbindResponse, error) { return c.Unbind(ctx, r) })
-		}
-		return answer(w, fake.MethodUnbind, r.BindingID, resp, err)
+		return respond(w, o, fake.MethodUnbind, r.BindingID,
+			&osb.UnbindResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key},
+			func(c osb.Client) (*osb.UnbindResponse, error) { return c.Unbind(ctx, r) })
 	}
 }
 
@@ -316,4 +308,13 @@ func concurrencyError() outcome {
 
 func badRequest() outcome {
 	return outcome{what: "400 bad request", err: httpErr(400, "", "bad parameters")}
+}
+
+// respond is a handler's answer: resp, made of o, or what the wire makes of o.
+func respond[R statuser](w *world, o outcome, method, id string, resp R, send func(osb.Client) (R, error)) (R, error) {
+	err := o.err
+	if o.wire != nil {
+		resp, err = wire(w, o, send)
+	}
+	return answer(w, method, id, resp, err)
 }
