@@ -6,7 +6,7 @@
 // group); and the records' trust policy (package trust): a
 // ValidatingAdmissionPolicy, its binding and the token ConfigMap.
 //
-// Build makes the objects (install.go, schedule.go); Apply applies them with
+// Build makes the objects (build.go, install.go, schedule.go); Apply applies them with
 // server-side apply and prunes the workloads an installation no longer has
 // (apply.go); Uninstall and UninstallTrust delete them (uninstall.go). Result
 // is what is reported of each object (result.go), Clean, CleanServed and
