@@ -11,100 +11,108 @@ import (
 	"gotest.tools/v3/assert"
 )
 
+// omForAll is om for every operation that sends a request.
+func omForAll(om bool) map[Operation]bool {
+	return map[Operation]bool{OpProvision: om, OpUpdate: om, OpDeprovision: om, OpBind: om, OpUnbind: om}
+}
+
+// omRow is a row of the orphan mitigation table: outcomes and, per operation, whether
+// they call for orphan mitigation.
+type omRow struct {
+	row      string
+	outcomes []Outcome
+	om       map[Operation]bool
+}
+
+var omRows = []omRow{
+	{
+		row:      "200 (any request): no",
+		outcomes: []Outcome{{StatusCode: 200}},
+		om:       omForAll(false),
+	},
+	{
+		row:      "200 with a malformed body: no (treat as failure)",
+		outcomes: []Outcome{{StatusCode: 200, Malformed: true}},
+		om:       omForAll(false),
+	},
+	{
+		row:      "201 / 202: no",
+		outcomes: []Outcome{{StatusCode: 202}},
+		om:       omForAll(false),
+	},
+	{
+		row:      "201 / 202: no (201 where the spec allows it)",
+		outcomes: []Outcome{{StatusCode: 201}},
+		om:       map[Operation]bool{OpProvision: false, OpBind: false},
+	},
+	{
+		row:      "201 or 202 with a malformed body: yes for provision and bind",
+		outcomes: []Outcome{{StatusCode: 201, Malformed: true}, {StatusCode: 202, Malformed: true}},
+		om:       map[Operation]bool{OpProvision: true, OpBind: true},
+	},
+	{
+		row:      "201 or 202 with a malformed body: 202 on update, deprovision, unbind needs none",
+		outcomes: []Outcome{{StatusCode: 202, Malformed: true}},
+		om:       map[Operation]bool{OpUpdate: false, OpDeprovision: false, OpUnbind: false},
+	},
+	{
+		row:      "Any other 2xx: yes for provision, deprovision, bind, unbind (update: no)",
+		outcomes: []Outcome{{StatusCode: 203}, {StatusCode: 204}, {StatusCode: 206}, {StatusCode: 299}},
+		om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: true, OpBind: true, OpUnbind: true},
+	},
+	{
+		row:      "Any other 2xx: 201 on update, deprovision, unbind",
+		outcomes: []Outcome{{StatusCode: 201}},
+		om:       map[Operation]bool{OpUpdate: false, OpDeprovision: true, OpUnbind: true},
+	},
+	{
+		row:      "408: no",
+		outcomes: []Outcome{{StatusCode: 408}},
+		om:       omForAll(false),
+	},
+	{
+		row: "Other 4xx, including 422 ConcurrencyError: no",
+		outcomes: []Outcome{
+			{StatusCode: 400}, {StatusCode: 401}, {StatusCode: 403}, {StatusCode: 404}, {StatusCode: 409},
+			{StatusCode: 412}, {StatusCode: 422, ErrorCode: ErrorCodeConcurrencyError},
+			{StatusCode: 422, ErrorCode: ErrorCodeAsyncRequired}, {StatusCode: 422, ErrorCode: ErrorCodeRequiresApp},
+			{StatusCode: 422, ErrorCode: ErrorCodeMaintenanceInfoConflict}, {StatusCode: 422}, {StatusCode: 429},
+		},
+		om: omForAll(false),
+	},
+	{
+		row:      "5xx: yes for provision, deprovision, bind, unbind (update: no)",
+		outcomes: []Outcome{{StatusCode: 500}, {StatusCode: 502}, {StatusCode: 503}, {StatusCode: 504}},
+		om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: true, OpBind: true, OpUnbind: true},
+	},
+	{
+		row:      "3xx, never followed on these calls: as 5xx, yes for provision, deprovision, bind, unbind (update: no)",
+		outcomes: []Outcome{{StatusCode: 300}, {StatusCode: 301}, {StatusCode: 302}, {StatusCode: 303}, {StatusCode: 307}, {StatusCode: 308}},
+		om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: true, OpBind: true, OpUnbind: true},
+	},
+	{
+		row:      "Client timeout: yes for provision and bind only",
+		outcomes: []Outcome{{NoAnswer: true}},
+		om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: false, OpBind: true, OpUnbind: false},
+	},
+	{
+		row:      "last_operation failed: yes for async provision, deprovision, bind, unbind",
+		outcomes: []Outcome{{StatusCode: 200, State: StateFailed}},
+		om:       map[Operation]bool{OpPollProvision: true, OpPollUpdate: false, OpPollDeprovision: true, OpPollBind: true, OpPollUnbind: true},
+	},
+	{
+		row:      "Platform-internal error while creating: yes",
+		outcomes: []Outcome{{StatusCode: 201, PlatformError: true}, {StatusCode: 202, PlatformError: true}},
+		om:       map[Operation]bool{OpProvision: true, OpBind: true},
+	},
+}
+
 // TestDecide_OrphanMitigationTable has one case per row of the table in
 // checklist section 4; each row lists, per operation, whether orphan
 // mitigation is required (instance column: provision, update, deprovision;
 // binding column: bind, unbind).
 func TestDecide_OrphanMitigationTable(t *testing.T) {
-	all := func(om bool) map[Operation]bool {
-		return map[Operation]bool{OpProvision: om, OpUpdate: om, OpDeprovision: om, OpBind: om, OpUnbind: om}
-	}
-	rows := []struct {
-		row      string
-		outcomes []Outcome
-		om       map[Operation]bool
-	}{
-		{
-			row:      "200 (any request): no",
-			outcomes: []Outcome{{StatusCode: 200}},
-			om:       all(false),
-		},
-		{
-			row:      "200 with a malformed body: no (treat as failure)",
-			outcomes: []Outcome{{StatusCode: 200, Malformed: true}},
-			om:       all(false),
-		},
-		{
-			row:      "201 / 202: no",
-			outcomes: []Outcome{{StatusCode: 202}},
-			om:       all(false),
-		},
-		{
-			row:      "201 / 202: no (201 where the spec allows it)",
-			outcomes: []Outcome{{StatusCode: 201}},
-			om:       map[Operation]bool{OpProvision: false, OpBind: false},
-		},
-		{
-			row:      "201 or 202 with a malformed body: yes for provision and bind",
-			outcomes: []Outcome{{StatusCode: 201, Malformed: true}, {StatusCode: 202, Malformed: true}},
-			om:       map[Operation]bool{OpProvision: true, OpBind: true},
-		},
-		{
-			row:      "201 or 202 with a malformed body: 202 on update, deprovision, unbind needs none",
-			outcomes: []Outcome{{StatusCode: 202, Malformed: true}},
-			om:       map[Operation]bool{OpUpdate: false, OpDeprovision: false, OpUnbind: false},
-		},
-		{
-			row:      "Any other 2xx: yes for provision, deprovision, bind, unbind (update: no)",
-			outcomes: []Outcome{{StatusCode: 203}, {StatusCode: 204}, {StatusCode: 206}, {StatusCode: 299}},
-			om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: true, OpBind: true, OpUnbind: true},
-		},
-		{
-			row:      "Any other 2xx: 201 on update, deprovision, unbind",
-			outcomes: []Outcome{{StatusCode: 201}},
-			om:       map[Operation]bool{OpUpdate: false, OpDeprovision: true, OpUnbind: true},
-		},
-		{
-			row:      "408: no",
-			outcomes: []Outcome{{StatusCode: 408}},
-			om:       all(false),
-		},
-		{
-			row: "Other 4xx, including 422 ConcurrencyError: no",
-			outcomes: []Outcome{
-				{StatusCode: 400}, {StatusCode: 401}, {StatusCode: 403}, {StatusCode: 404}, {StatusCode: 409},
-				{StatusCode: 412}, {StatusCode: 422, ErrorCode: ErrorCodeConcurrencyError},
-				{StatusCode: 422, ErrorCode: ErrorCodeAsyncRequired}, {StatusCode: 422, ErrorCode: ErrorCodeRequiresApp},
-				{StatusCode: 422, ErrorCode: ErrorCodeMaintenanceInfoConflict}, {StatusCode: 422}, {StatusCode: 429},
-			},
-			om: all(false),
-		},
-		{
-			row:      "5xx: yes for provision, deprovision, bind, unbind (update: no)",
-			outcomes: []Outcome{{StatusCode: 500}, {StatusCode: 502}, {StatusCode: 503}, {StatusCode: 504}},
-			om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: true, OpBind: true, OpUnbind: true},
-		},
-		{
-			row:      "3xx, never followed on these calls: as 5xx, yes for provision, deprovision, bind, unbind (update: no)",
-			outcomes: []Outcome{{StatusCode: 300}, {StatusCode: 301}, {StatusCode: 302}, {StatusCode: 303}, {StatusCode: 307}, {StatusCode: 308}},
-			om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: true, OpBind: true, OpUnbind: true},
-		},
-		{
-			row:      "Client timeout: yes for provision and bind only",
-			outcomes: []Outcome{{NoAnswer: true}},
-			om:       map[Operation]bool{OpProvision: true, OpUpdate: false, OpDeprovision: false, OpBind: true, OpUnbind: false},
-		},
-		{
-			row:      "last_operation failed: yes for async provision, deprovision, bind, unbind",
-			outcomes: []Outcome{{StatusCode: 200, State: StateFailed}},
-			om:       map[Operation]bool{OpPollProvision: true, OpPollUpdate: false, OpPollDeprovision: true, OpPollBind: true, OpPollUnbind: true},
-		},
-		{
-			row:      "Platform-internal error while creating: yes",
-			outcomes: []Outcome{{StatusCode: 201, PlatformError: true}, {StatusCode: 202, PlatformError: true}},
-			om:       map[Operation]bool{OpProvision: true, OpBind: true},
-		},
-	}
+	rows := omRows
 	for _, r := range rows {
 		t.Run(r.row, func(t *testing.T) {
 			for op, wantOM := range r.om {

@@ -86,116 +86,126 @@ func errBody(code string) string {
 	return fmt.Sprintf(`{"error":%q,"description":"broker specific words"}`, code)
 }
 
+// The checks an error answer passes or fails.
+var (
+	httpErr      = errCheck{"HTTPStatusError", func(err error) bool { _, ok := AsHTTPStatusError(err); return ok }}
+	goneErr      = errCheck{"IsGoneError", IsGoneError}
+	conflictErr  = errCheck{"IsConflictError", IsConflictError}
+	notFoundErr  = errCheck{"IsNotFoundError", IsNotFoundError}
+	badReqErr    = errCheck{"IsBadRequestError", IsBadRequestError}
+	asyncReqErr  = errCheck{"IsAsyncRequiredError", IsAsyncRequiredError}
+	concErr      = errCheck{"IsConcurrencyError", IsConcurrencyError}
+	reqAppErr    = errCheck{"IsRequiresAppError", IsRequiresAppError}
+	maintErr     = errCheck{"IsMaintenanceInfoConflictError", IsMaintenanceInfoConflictError}
+	malformedErr = errCheck{"IsMalformedResponseError", IsMalformedResponseError}
+)
+
+// statusCase is an answer of an endpoint and the checks its error passes (none: a
+// success).
+type statusCase struct {
+	endpoint string
+	status   int
+	body     string
+	async    bool       // for successes
+	want     []errCheck // empty: success expected
+}
+
+var statusCases = []statusCase{
+	// 1.1 catalog
+	{endpoint: "catalog", status: 200, body: `{"services":[]}`},
+	{endpoint: "catalog", status: 401, want: []errCheck{httpErr}},
+	{endpoint: "catalog", status: 412, body: `{"description":"unsupported version"}`, want: []errCheck{httpErr}},
+	{endpoint: "catalog", status: 400, want: []errCheck{httpErr, badReqErr}},
+
+	// 1.2 provision
+	{endpoint: "provision", status: 200, body: `{}`},
+	{endpoint: "provision", status: 201, body: `{"dashboard_url":"https://d"}`},
+	{endpoint: "provision", status: 202, body: `{"operation":"op"}`, async: true},
+	{endpoint: "provision", status: 400, body: errBody("BadParams"), want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "provision", status: 409, body: `{}`, want: []errCheck{httpErr, conflictErr}},
+	{endpoint: "provision", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
+	{endpoint: "provision", status: 422, body: errBody(ErrorCodeMaintenanceInfoConflict), want: []errCheck{httpErr, maintErr}},
+	{endpoint: "provision", status: 500, body: "<html>oops</html>", want: []errCheck{httpErr}},
+	{endpoint: "provision", status: 204, want: []errCheck{httpErr}},
+	{endpoint: "provision", status: 401, want: []errCheck{httpErr}},
+	{endpoint: "provision", status: 412, want: []errCheck{httpErr}},
+
+	// 1.3 update
+	{endpoint: "update", status: 200, body: `{}`},
+	{endpoint: "update", status: 200, body: `{"dashboard_url":"https://d","metadata":{"labels":{"a":"b"}}}`},
+	{endpoint: "update", status: 202, body: `{"operation":"op"}`, async: true},
+	{endpoint: "update", status: 400, want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "update", status: 422, body: `{"error":"PlanChangeNotSupported","instance_usable":true,"update_repeatable":false}`, want: []errCheck{httpErr}},
+	{endpoint: "update", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
+	{endpoint: "update", status: 422, body: errBody(ErrorCodeMaintenanceInfoConflict), want: []errCheck{httpErr, maintErr}},
+	{endpoint: "update", status: 201, body: `{}`, want: []errCheck{httpErr}},
+	{endpoint: "update", status: 500, want: []errCheck{httpErr}},
+
+	// 1.4 deprovision
+	{endpoint: "deprovision", status: 200, body: `{}`},
+	{endpoint: "deprovision", status: 200, body: ``},
+	{endpoint: "deprovision", status: 202, body: `{"operation":"op"}`, async: true},
+	{endpoint: "deprovision", status: 400, want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "deprovision", status: 410, body: `{}`, want: []errCheck{httpErr, goneErr}},
+	{endpoint: "deprovision", status: 410, body: ``, want: []errCheck{httpErr, goneErr}},
+	{endpoint: "deprovision", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
+	{endpoint: "deprovision", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
+	{endpoint: "deprovision", status: 500, want: []errCheck{httpErr}},
+
+	// 1.5 instance last operation
+	{endpoint: "last operation", status: 200, body: `{"state":"in progress","description":"50%"}`},
+	{endpoint: "last operation", status: 200, body: `{"state":"succeeded"}`},
+	{endpoint: "last operation", status: 200, body: `{"state":"failed","instance_usable":false,"update_repeatable":true}`},
+	{endpoint: "last operation", status: 400, want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "last operation", status: 404, want: []errCheck{httpErr, notFoundErr}},
+	{endpoint: "last operation", status: 410, want: []errCheck{httpErr, goneErr}},
+	{endpoint: "last operation", status: 500, want: []errCheck{httpErr}},
+
+	// 1.6 get instance
+	{endpoint: "get instance", status: 200, body: `{"service_id":"s","plan_id":"p"}`},
+	{endpoint: "get instance", status: 404, want: []errCheck{httpErr, notFoundErr}},
+	{endpoint: "get instance", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
+	{endpoint: "get instance", status: 500, want: []errCheck{httpErr}},
+
+	// 1.7 bind
+	{endpoint: "bind", status: 200, body: `{"credentials":{"a":"b"}}`},
+	{endpoint: "bind", status: 201, body: `{"credentials":{"a":"b"}}`},
+	{endpoint: "bind", status: 201, body: ``},
+	{endpoint: "bind", status: 202, body: `{"operation":"op"}`, async: true},
+	{endpoint: "bind", status: 400, want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "bind", status: 409, want: []errCheck{httpErr, conflictErr}},
+	{endpoint: "bind", status: 422, body: errBody(ErrorCodeRequiresApp), want: []errCheck{httpErr, reqAppErr}},
+	{endpoint: "bind", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
+	{endpoint: "bind", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
+	{endpoint: "bind", status: 500, want: []errCheck{httpErr}},
+
+	// 1.8 unbind
+	{endpoint: "unbind", status: 200, body: `{}`},
+	{endpoint: "unbind", status: 200, body: ``},
+	{endpoint: "unbind", status: 202, body: `{"operation":"op"}`, async: true},
+	{endpoint: "unbind", status: 400, want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "unbind", status: 410, want: []errCheck{httpErr, goneErr}},
+	{endpoint: "unbind", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
+	{endpoint: "unbind", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
+	{endpoint: "unbind", status: 500, want: []errCheck{httpErr}},
+
+	// 1.9 binding last operation
+	{endpoint: "binding last operation", status: 200, body: `{"state":"succeeded","description":"done"}`},
+	{endpoint: "binding last operation", status: 400, want: []errCheck{httpErr, badReqErr}},
+	{endpoint: "binding last operation", status: 404, want: []errCheck{httpErr, notFoundErr}},
+	{endpoint: "binding last operation", status: 410, want: []errCheck{httpErr, goneErr}},
+	{endpoint: "binding last operation", status: 500, want: []errCheck{httpErr}},
+
+	// 1.10 get binding
+	{endpoint: "get binding", status: 200, body: `{"credentials":{"a":"b"},"parameters":{"x":1}}`},
+	{endpoint: "get binding", status: 404, want: []errCheck{httpErr, notFoundErr}},
+	{endpoint: "get binding", status: 500, want: []errCheck{httpErr}},
+}
+
 // TestStatusCodes_EveryCodeTheSpecListsPerEndpoint walks the status tables
 // of checklist section 1, endpoint by endpoint.
 func TestStatusCodes_EveryCodeTheSpecListsPerEndpoint(t *testing.T) {
-	httpErr := errCheck{"HTTPStatusError", func(err error) bool { _, ok := AsHTTPStatusError(err); return ok }}
-	goneErr := errCheck{"IsGoneError", IsGoneError}
-	conflictErr := errCheck{"IsConflictError", IsConflictError}
-	notFoundErr := errCheck{"IsNotFoundError", IsNotFoundError}
-	badReqErr := errCheck{"IsBadRequestError", IsBadRequestError}
-	asyncReqErr := errCheck{"IsAsyncRequiredError", IsAsyncRequiredError}
-	concErr := errCheck{"IsConcurrencyError", IsConcurrencyError}
-	reqAppErr := errCheck{"IsRequiresAppError", IsRequiresAppError}
-	maintErr := errCheck{"IsMaintenanceInfoConflictError", IsMaintenanceInfoConflictError}
-	malformedErr := errCheck{"IsMalformedResponseError", IsMalformedResponseError}
-	tests := []struct {
-		endpoint string
-		status   int
-		body     string
-		async    bool       // for successes
-		want     []errCheck // empty: success expected
-	}{
-		// 1.1 catalog
-		{endpoint: "catalog", status: 200, body: `{"services":[]}`},
-		{endpoint: "catalog", status: 401, want: []errCheck{httpErr}},
-		{endpoint: "catalog", status: 412, body: `{"description":"unsupported version"}`, want: []errCheck{httpErr}},
-		{endpoint: "catalog", status: 400, want: []errCheck{httpErr, badReqErr}},
-
-		// 1.2 provision
-		{endpoint: "provision", status: 200, body: `{}`},
-		{endpoint: "provision", status: 201, body: `{"dashboard_url":"https://d"}`},
-		{endpoint: "provision", status: 202, body: `{"operation":"op"}`, async: true},
-		{endpoint: "provision", status: 400, body: errBody("BadParams"), want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "provision", status: 409, body: `{}`, want: []errCheck{httpErr, conflictErr}},
-		{endpoint: "provision", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
-		{endpoint: "provision", status: 422, body: errBody(ErrorCodeMaintenanceInfoConflict), want: []errCheck{httpErr, maintErr}},
-		{endpoint: "provision", status: 500, body: "<html>oops</html>", want: []errCheck{httpErr}},
-		{endpoint: "provision", status: 204, want: []errCheck{httpErr}},
-		{endpoint: "provision", status: 401, want: []errCheck{httpErr}},
-		{endpoint: "provision", status: 412, want: []errCheck{httpErr}},
-
-		// 1.3 update
-		{endpoint: "update", status: 200, body: `{}`},
-		{endpoint: "update", status: 200, body: `{"dashboard_url":"https://d","metadata":{"labels":{"a":"b"}}}`},
-		{endpoint: "update", status: 202, body: `{"operation":"op"}`, async: true},
-		{endpoint: "update", status: 400, want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "update", status: 422, body: `{"error":"PlanChangeNotSupported","instance_usable":true,"update_repeatable":false}`, want: []errCheck{httpErr}},
-		{endpoint: "update", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
-		{endpoint: "update", status: 422, body: errBody(ErrorCodeMaintenanceInfoConflict), want: []errCheck{httpErr, maintErr}},
-		{endpoint: "update", status: 201, body: `{}`, want: []errCheck{httpErr}},
-		{endpoint: "update", status: 500, want: []errCheck{httpErr}},
-
-		// 1.4 deprovision
-		{endpoint: "deprovision", status: 200, body: `{}`},
-		{endpoint: "deprovision", status: 200, body: ``},
-		{endpoint: "deprovision", status: 202, body: `{"operation":"op"}`, async: true},
-		{endpoint: "deprovision", status: 400, want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "deprovision", status: 410, body: `{}`, want: []errCheck{httpErr, goneErr}},
-		{endpoint: "deprovision", status: 410, body: ``, want: []errCheck{httpErr, goneErr}},
-		{endpoint: "deprovision", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
-		{endpoint: "deprovision", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
-		{endpoint: "deprovision", status: 500, want: []errCheck{httpErr}},
-
-		// 1.5 instance last operation
-		{endpoint: "last operation", status: 200, body: `{"state":"in progress","description":"50%"}`},
-		{endpoint: "last operation", status: 200, body: `{"state":"succeeded"}`},
-		{endpoint: "last operation", status: 200, body: `{"state":"failed","instance_usable":false,"update_repeatable":true}`},
-		{endpoint: "last operation", status: 400, want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "last operation", status: 404, want: []errCheck{httpErr, notFoundErr}},
-		{endpoint: "last operation", status: 410, want: []errCheck{httpErr, goneErr}},
-		{endpoint: "last operation", status: 500, want: []errCheck{httpErr}},
-
-		// 1.6 get instance
-		{endpoint: "get instance", status: 200, body: `{"service_id":"s","plan_id":"p"}`},
-		{endpoint: "get instance", status: 404, want: []errCheck{httpErr, notFoundErr}},
-		{endpoint: "get instance", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
-		{endpoint: "get instance", status: 500, want: []errCheck{httpErr}},
-
-		// 1.7 bind
-		{endpoint: "bind", status: 200, body: `{"credentials":{"a":"b"}}`},
-		{endpoint: "bind", status: 201, body: `{"credentials":{"a":"b"}}`},
-		{endpoint: "bind", status: 201, body: ``},
-		{endpoint: "bind", status: 202, body: `{"operation":"op"}`, async: true},
-		{endpoint: "bind", status: 400, want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "bind", status: 409, want: []errCheck{httpErr, conflictErr}},
-		{endpoint: "bind", status: 422, body: errBody(ErrorCodeRequiresApp), want: []errCheck{httpErr, reqAppErr}},
-		{endpoint: "bind", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
-		{endpoint: "bind", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
-		{endpoint: "bind", status: 500, want: []errCheck{httpErr}},
-
-		// 1.8 unbind
-		{endpoint: "unbind", status: 200, body: `{}`},
-		{endpoint: "unbind", status: 200, body: ``},
-		{endpoint: "unbind", status: 202, body: `{"operation":"op"}`, async: true},
-		{endpoint: "unbind", status: 400, want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "unbind", status: 410, want: []errCheck{httpErr, goneErr}},
-		{endpoint: "unbind", status: 422, body: errBody(ErrorCodeAsyncRequired), want: []errCheck{httpErr, asyncReqErr}},
-		{endpoint: "unbind", status: 422, body: errBody(ErrorCodeConcurrencyError), want: []errCheck{httpErr, concErr}},
-		{endpoint: "unbind", status: 500, want: []errCheck{httpErr}},
-
-		// 1.9 binding last operation
-		{endpoint: "binding last operation", status: 200, body: `{"state":"succeeded","description":"done"}`},
-		{endpoint: "binding last operation", status: 400, want: []errCheck{httpErr, badReqErr}},
-		{endpoint: "binding last operation", status: 404, want: []errCheck{httpErr, notFoundErr}},
-		{endpoint: "binding last operation", status: 410, want: []errCheck{httpErr, goneErr}},
-		{endpoint: "binding last operation", status: 500, want: []errCheck{httpErr}},
-
-		// 1.10 get binding
-		{endpoint: "get binding", status: 200, body: `{"credentials":{"a":"b"},"parameters":{"x":1}}`},
-		{endpoint: "get binding", status: 404, want: []errCheck{httpErr, notFoundErr}},
-		{endpoint: "get binding", status: 500, want: []errCheck{httpErr}},
-	}
+	tests := statusCases
 	calls := endpointCalls()
 	all := []errCheck{httpErr, goneErr, conflictErr, notFoundErr, badReqErr, asyncReqErr, concErr, reqAppErr, maintErr, malformedErr}
 	for _, tc := range tests {

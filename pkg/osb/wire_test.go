@@ -31,160 +31,165 @@ func k8sContext() *KubernetesContext {
 	}
 }
 
+// wireCase is a call of the client and the request the spec says it sends.
+type wireCase struct {
+	name      string
+	call      func(ctx context.Context, c Client) error
+	method    string
+	path      string
+	query     string
+	body      string // "" means no body
+	answerFor string // body the broker answers with
+}
+
+var wireCases = []wireCase{
+	{
+		name:   "catalog",
+		call:   func(ctx context.Context, c Client) error { _, err := c.GetCatalog(ctx, nil); return err },
+		method: http.MethodGet, path: "/v2/catalog",
+		answerFor: `{"services":[]}`,
+	},
+	{
+		name: "provision with every field",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Provision(ctx, &ProvisionRequest{
+				InstanceID: oddInstanceID, AcceptsIncomplete: true,
+				ServiceID: "svc", PlanID: "plan", Context: k8sContext(),
+				OrganizationGUID: "org", SpaceGUID: "space",
+				Parameters:      json.RawMessage(`{"size":10,"big":12345678901234567890}`),
+				MaintenanceInfo: &MaintenanceInfo{Version: "1.2.3", Description: "not read by brokers"},
+			})
+			return err
+		},
+		method: http.MethodPut, path: "/v2/service_instances/" + oddInstancePath, query: "accepts_incomplete=true",
+		body: `{"service_id":"svc","plan_id":"plan","organization_guid":"org","space_guid":"space",
+			"context":{"platform":"kubernetes","namespace":"ns1","clusterid":"cluster-1","instance_name":"db",
+				"namespace_annotations":{"team":"a"},"instance_annotations":{"x":"y"}},
+			"parameters":{"size":10,"big":12345678901234567890},
+			"maintenance_info":{"version":"1.2.3","description":"not read by brokers"}}`,
+	},
+	{
+		name: "provision without accepts_incomplete omits the query",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Provision(ctx, &ProvisionRequest{InstanceID: "i", ServiceID: "svc", PlanID: "plan", OrganizationGUID: "org", SpaceGUID: "space"})
+			return err
+		},
+		method: http.MethodPut, path: "/v2/service_instances/i",
+		body: `{"service_id":"svc","plan_id":"plan","organization_guid":"org","space_guid":"space"}`,
+	},
+	{
+		name: "update sends only what is set",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Update(ctx, &UpdateRequest{
+				InstanceID: oddInstanceID, AcceptsIncomplete: true, ServiceID: "svc",
+				Parameters: json.RawMessage(`{}`),
+			})
+			return err
+		},
+		method: http.MethodPatch, path: "/v2/service_instances/" + oddInstancePath, query: "accepts_incomplete=true",
+		body: `{"service_id":"svc","parameters":{}}`,
+	},
+	{
+		name: "update with plan change and previous values",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Update(ctx, &UpdateRequest{
+				InstanceID: "i", ServiceID: "svc", PlanID: "new", Context: k8sContext(),
+				PreviousValues:  &PreviousValues{PlanID: "old", ServiceID: "svc", OrganizationID: "org", SpaceID: "space", MaintenanceInfo: &MaintenanceInfo{Version: "1.0.0"}},
+				MaintenanceInfo: &MaintenanceInfo{Version: "2.0.0"},
+			})
+			return err
+		},
+		method: http.MethodPatch, path: "/v2/service_instances/i",
+		body: `{"service_id":"svc","plan_id":"new",
+			"context":{"platform":"kubernetes","namespace":"ns1","clusterid":"cluster-1","instance_name":"db",
+				"namespace_annotations":{"team":"a"},"instance_annotations":{"x":"y"}},
+			"previous_values":{"plan_id":"old","service_id":"svc","organization_id":"org","space_id":"space","maintenance_info":{"version":"1.0.0"}},
+			"maintenance_info":{"version":"2.0.0"}}`,
+	},
+	{
+		name: "deprovision",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Deprovision(ctx, &DeprovisionRequest{InstanceID: oddInstanceID, ServiceID: "svc id", PlanID: "plan&id", AcceptsIncomplete: true})
+			return err
+		},
+		method: http.MethodDelete, path: "/v2/service_instances/" + oddInstancePath,
+		query: "service_id=svc%20id&plan_id=plan%26id&accepts_incomplete=true",
+	},
+	{
+		name: "instance last operation with operation percent-encoded",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.LastOperation(ctx, &LastOperationRequest{InstanceID: oddInstanceID, ServiceID: "svc", PlanID: "old-plan", OperationKey: oddOperation})
+			return err
+		},
+		method: http.MethodGet, path: "/v2/service_instances/" + oddInstancePath + "/last_operation",
+		query:     "service_id=svc&plan_id=old-plan&operation=" + oddOperationWire,
+		answerFor: `{"state":"in progress"}`,
+	},
+	{
+		name: "instance last operation without optional parameters",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.LastOperation(ctx, &LastOperationRequest{InstanceID: "i"})
+			return err
+		},
+		method: http.MethodGet, path: "/v2/service_instances/i/last_operation",
+		answerFor: `{"state":"succeeded"}`,
+	},
+	{
+		name: "get instance",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.GetInstance(ctx, &GetInstanceRequest{InstanceID: oddInstanceID, ServiceID: "svc", PlanID: "plan"})
+			return err
+		},
+		method: http.MethodGet, path: "/v2/service_instances/" + oddInstancePath, query: "service_id=svc&plan_id=plan",
+	},
+	{
+		name: "bind with every field",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Bind(ctx, &BindRequest{
+				InstanceID: oddInstanceID, BindingID: oddBindingID, AcceptsIncomplete: true,
+				ServiceID: "svc", PlanID: "plan", Context: &KubernetesContext{Platform: PlatformKubernetes, Namespace: "ns1", ClusterID: "c"},
+				BindResource: &BindResource{AppGUID: "ns-uid", Route: "r"}, AppGUID: "ns-uid",
+				Parameters: json.RawMessage(`{"role":"ro"}`), PredecessorBindingID: "old-binding",
+			})
+			return err
+		},
+		method: http.MethodPut, path: "/v2/service_instances/" + oddInstancePath + "/service_bindings/" + oddBindingPath,
+		query: "accepts_incomplete=true",
+		body: `{"service_id":"svc","plan_id":"plan","context":{"platform":"kubernetes","namespace":"ns1","clusterid":"c"},
+			"bind_resource":{"app_guid":"ns-uid","route":"r"},"app_guid":"ns-uid","parameters":{"role":"ro"},
+			"predecessor_binding_id":"old-binding"}`,
+	},
+	{
+		name: "unbind",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.Unbind(ctx, &UnbindRequest{InstanceID: oddInstanceID, BindingID: oddBindingID, ServiceID: "svc", PlanID: "plan"})
+			return err
+		},
+		method: http.MethodDelete, path: "/v2/service_instances/" + oddInstancePath + "/service_bindings/" + oddBindingPath,
+		query: "service_id=svc&plan_id=plan",
+	},
+	{
+		name: "binding last operation",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.BindingLastOperation(ctx, &BindingLastOperationRequest{InstanceID: "i", BindingID: "b", ServiceID: "svc", PlanID: "plan", OperationKey: oddOperation})
+			return err
+		},
+		method: http.MethodGet, path: "/v2/service_instances/i/service_bindings/b/last_operation",
+		query:     "service_id=svc&plan_id=plan&operation=" + oddOperationWire,
+		answerFor: `{"state":"succeeded"}`,
+	},
+	{
+		name: "get binding",
+		call: func(ctx context.Context, c Client) error {
+			_, err := c.GetBinding(ctx, &GetBindingRequest{InstanceID: "i", BindingID: oddBindingID, ServiceID: "svc", PlanID: "plan"})
+			return err
+		},
+		method: http.MethodGet, path: "/v2/service_instances/i/service_bindings/" + oddBindingPath, query: "service_id=svc&plan_id=plan",
+	},
+}
+
 func TestWireFormat_EachEndpointSendsSpecRequest(t *testing.T) {
-	tests := []struct {
-		name      string
-		call      func(ctx context.Context, c Client) error
-		method    string
-		path      string
-		query     string
-		body      string // "" means no body
-		answerFor string // body the broker answers with
-	}{
-		{
-			name:   "catalog",
-			call:   func(ctx context.Context, c Client) error { _, err := c.GetCatalog(ctx, nil); return err },
-			method: http.MethodGet, path: "/v2/catalog",
-			answerFor: `{"services":[]}`,
-		},
-		{
-			name: "provision with every field",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Provision(ctx, &ProvisionRequest{
-					InstanceID: oddInstanceID, AcceptsIncomplete: true,
-					ServiceID: "svc", PlanID: "plan", Context: k8sContext(),
-					OrganizationGUID: "org", SpaceGUID: "space",
-					Parameters:      json.RawMessage(`{"size":10,"big":12345678901234567890}`),
-					MaintenanceInfo: &MaintenanceInfo{Version: "1.2.3", Description: "not read by brokers"},
-				})
-				return err
-			},
-			method: http.MethodPut, path: "/v2/service_instances/" + oddInstancePath, query: "accepts_incomplete=true",
-			body: `{"service_id":"svc","plan_id":"plan","organization_guid":"org","space_guid":"space",
-				"context":{"platform":"kubernetes","namespace":"ns1","clusterid":"cluster-1","instance_name":"db",
-					"namespace_annotations":{"team":"a"},"instance_annotations":{"x":"y"}},
-				"parameters":{"size":10,"big":12345678901234567890},
-				"maintenance_info":{"version":"1.2.3","description":"not read by brokers"}}`,
-		},
-		{
-			name: "provision without accepts_incomplete omits the query",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Provision(ctx, &ProvisionRequest{InstanceID: "i", ServiceID: "svc", PlanID: "plan", OrganizationGUID: "org", SpaceGUID: "space"})
-				return err
-			},
-			method: http.MethodPut, path: "/v2/service_instances/i",
-			body: `{"service_id":"svc","plan_id":"plan","organization_guid":"org","space_guid":"space"}`,
-		},
-		{
-			name: "update sends only what is set",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Update(ctx, &UpdateRequest{
-					InstanceID: oddInstanceID, AcceptsIncomplete: true, ServiceID: "svc",
-					Parameters: json.RawMessage(`{}`),
-				})
-				return err
-			},
-			method: http.MethodPatch, path: "/v2/service_instances/" + oddInstancePath, query: "accepts_incomplete=true",
-			body: `{"service_id":"svc","parameters":{}}`,
-		},
-		{
-			name: "update with plan change and previous values",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Update(ctx, &UpdateRequest{
-					InstanceID: "i", ServiceID: "svc", PlanID: "new", Context: k8sContext(),
-					PreviousValues:  &PreviousValues{PlanID: "old", ServiceID: "svc", OrganizationID: "org", SpaceID: "space", MaintenanceInfo: &MaintenanceInfo{Version: "1.0.0"}},
-					MaintenanceInfo: &MaintenanceInfo{Version: "2.0.0"},
-				})
-				return err
-			},
-			method: http.MethodPatch, path: "/v2/service_instances/i",
-			body: `{"service_id":"svc","plan_id":"new",
-				"context":{"platform":"kubernetes","namespace":"ns1","clusterid":"cluster-1","instance_name":"db",
-					"namespace_annotations":{"team":"a"},"instance_annotations":{"x":"y"}},
-				"previous_values":{"plan_id":"old","service_id":"svc","organization_id":"org","space_id":"space","maintenance_info":{"version":"1.0.0"}},
-				"maintenance_info":{"version":"2.0.0"}}`,
-		},
-		{
-			name: "deprovision",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Deprovision(ctx, &DeprovisionRequest{InstanceID: oddInstanceID, ServiceID: "svc id", PlanID: "plan&id", AcceptsIncomplete: true})
-				return err
-			},
-			method: http.MethodDelete, path: "/v2/service_instances/" + oddInstancePath,
-			query: "service_id=svc%20id&plan_id=plan%26id&accepts_incomplete=true",
-		},
-		{
-			name: "instance last operation with operation percent-encoded",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.LastOperation(ctx, &LastOperationRequest{InstanceID: oddInstanceID, ServiceID: "svc", PlanID: "old-plan", OperationKey: oddOperation})
-				return err
-			},
-			method: http.MethodGet, path: "/v2/service_instances/" + oddInstancePath + "/last_operation",
-			query:     "service_id=svc&plan_id=old-plan&operation=" + oddOperationWire,
-			answerFor: `{"state":"in progress"}`,
-		},
-		{
-			name: "instance last operation without optional parameters",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.LastOperation(ctx, &LastOperationRequest{InstanceID: "i"})
-				return err
-			},
-			method: http.MethodGet, path: "/v2/service_instances/i/last_operation",
-			answerFor: `{"state":"succeeded"}`,
-		},
-		{
-			name: "get instance",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.GetInstance(ctx, &GetInstanceRequest{InstanceID: oddInstanceID, ServiceID: "svc", PlanID: "plan"})
-				return err
-			},
-			method: http.MethodGet, path: "/v2/service_instances/" + oddInstancePath, query: "service_id=svc&plan_id=plan",
-		},
-		{
-			name: "bind with every field",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Bind(ctx, &BindRequest{
-					InstanceID: oddInstanceID, BindingID: oddBindingID, AcceptsIncomplete: true,
-					ServiceID: "svc", PlanID: "plan", Context: &KubernetesContext{Platform: PlatformKubernetes, Namespace: "ns1", ClusterID: "c"},
-					BindResource: &BindResource{AppGUID: "ns-uid", Route: "r"}, AppGUID: "ns-uid",
-					Parameters: json.RawMessage(`{"role":"ro"}`), PredecessorBindingID: "old-binding",
-				})
-				return err
-			},
-			method: http.MethodPut, path: "/v2/service_instances/" + oddInstancePath + "/service_bindings/" + oddBindingPath,
-			query: "accepts_incomplete=true",
-			body: `{"service_id":"svc","plan_id":"plan","context":{"platform":"kubernetes","namespace":"ns1","clusterid":"c"},
-				"bind_resource":{"app_guid":"ns-uid","route":"r"},"app_guid":"ns-uid","parameters":{"role":"ro"},
-				"predecessor_binding_id":"old-binding"}`,
-		},
-		{
-			name: "unbind",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.Unbind(ctx, &UnbindRequest{InstanceID: oddInstanceID, BindingID: oddBindingID, ServiceID: "svc", PlanID: "plan"})
-				return err
-			},
-			method: http.MethodDelete, path: "/v2/service_instances/" + oddInstancePath + "/service_bindings/" + oddBindingPath,
-			query: "service_id=svc&plan_id=plan",
-		},
-		{
-			name: "binding last operation",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.BindingLastOperation(ctx, &BindingLastOperationRequest{InstanceID: "i", BindingID: "b", ServiceID: "svc", PlanID: "plan", OperationKey: oddOperation})
-				return err
-			},
-			method: http.MethodGet, path: "/v2/service_instances/i/service_bindings/b/last_operation",
-			query:     "service_id=svc&plan_id=plan&operation=" + oddOperationWire,
-			answerFor: `{"state":"succeeded"}`,
-		},
-		{
-			name: "get binding",
-			call: func(ctx context.Context, c Client) error {
-				_, err := c.GetBinding(ctx, &GetBindingRequest{InstanceID: "i", BindingID: oddBindingID, ServiceID: "svc", PlanID: "plan"})
-				return err
-			},
-			method: http.MethodGet, path: "/v2/service_instances/i/service_bindings/" + oddBindingPath, query: "service_id=svc&plan_id=plan",
-		},
-	}
+	tests := wireCases
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			answer := tc.answerFor
