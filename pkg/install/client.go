@@ -25,21 +25,21 @@ type client struct {
 	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// typedClient is the part of a typed client of T that client needs.
-type typedClient[T interface {
+// object is what a typed client reads and writes.
+type object interface {
 	runtime.Object
 	metav1.Object
-}] interface {
+}
+
+// typedClient is the part of a typed client of T that client needs.
+type typedClient[T object] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // of adapts a typed client to client.
-func of[T interface {
-	runtime.Object
-	metav1.Object
-}](c typedClient[T]) client {
+func of[T object](c typedClient[T]) client {
 	return client{
 		get: func(ctx context.Context, name string) (metav1.Object, error) {
 			obj, err := c.Get(ctx, name, metav1.GetOptions{})
