@@ -93,10 +93,7 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 					return w.timedOut(change)
 				}
 			}
-			if w.rng.IntN(4) == 0 {
-				return outcome{what: "202", status: 202, key: w.newOp(r.InstanceID, false, change)}
-			}
-			return outcome{what: "200", apply: change, status: 200}
+			return w.succeeded(r.InstanceID, change)
 		})
 		return respond(w, o, fake.MethodUpdate, r.InstanceID,
 			&osb.UpdateResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key},
@@ -139,10 +136,7 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 					return w.timedOut(drop)
 				}
 			}
-			if w.rng.IntN(4) == 0 {
-				return outcome{what: "202", status: 202, key: w.newOp(r.InstanceID, false, drop)}
-			}
-			return outcome{what: "200", apply: drop, status: 200}
+			return w.succeeded(r.InstanceID, drop)
 		})
 		return respond(w, o, fake.MethodDeprovision, r.InstanceID,
 			&osb.DeprovisionResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key},
@@ -317,4 +311,13 @@ func respond[R statuser](w *world, o outcome, method, id string, resp R, send fu
 		resp, err = wire(w, o, send)
 	}
 	return answer(w, method, id, resp, err)
+}
+
+// succeeded is a request the broker carries out (apply): at once (200) or, one time in
+// four, in an operation to poll (202).
+func (w *world) succeeded(id string, apply func()) outcome {
+	if w.rng.IntN(4) == 0 {
+		return outcome{what: "202", status: 202, key: w.newOp(id, false, apply)}
+	}
+	return outcome{what: "200", apply: apply, status: 200}
 }
