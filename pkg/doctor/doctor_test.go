@@ -3,14 +3,16 @@ package doctor
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,8 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -318,150 +318,194 @@ func TestKubeconfig(t *testing.T) {
 	assert.Assert(t, Failed([]Finding{f}))
 }
 
-func TestRun_WithoutTheTrustPolicyItsFixComesFirst(t *testing.T) {
-	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
-	fx := newFixture(t,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}},
-	)
-	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
-	fs := fx.run()
-	objs := objects(fs)
-	assert.Equal(t, objs[2], "trust", "right after the cluster answered: %v", objs)
-	assert.Assert(t, strings.HasPrefix(fs[2].Fix, "kubectl catalog init "), fs[2].Fix)
-	assert.Equal(t, slices.Index(objs[3:], "trust"), -1, "once: %v", objs)
+// tarpitProber is a broker that answers no catalog: each probe waits until its time
+// is up, unless every one of want probes is under way at once (they were made in
+// parallel), which it counts.
+type tarpitProber struct {
+	want    int
+	started atomic.Int32
+	all     chan struct{}
 }
 
-func TestTrust_MissingOrStale_WarnsWithWhatToRun(t *testing.T) {
+func (p *tarpitProber) ProbeBroker(ctx context.Context, b *v1alpha1.Broker) engine.BrokerProbe {
+	if int(p.started.Add(1)) == p.want {
+		close(p.all)
+	}
+	select {
+	case <-p.all:
+		return engine.BrokerProbe{Services: 1}
+	case <-ctx.Done():
+		return engine.BrokerProbe{Err: ctx.Err()}
+	}
+}
+
+func TestBrokers_TarpitsAreCheckedAtOnce_WithinTheBudget(t *testing.T) {
+	fx := newFixture(t)
+	const tarpits = 6
+	for i := range tarpits {
+		_, err := fx.st.Brokers().Create(context.Background(), &v1alpha1.Broker{
+			ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "tarpit-" + string(rune('a'+i))},
+			Spec:       v1alpha1.BrokerSpec{URL: "https://tarpit.example", Scope: v1alpha1.ScopeNamespace},
+		})
+		assert.NilError(t, err)
+	}
+	c := fx.config()
+	p := &tarpitProber{want: tarpits, all: make(chan struct{})}
+	c.Brokers = p
+
+	fs := Brokers(context.Background(), c)
+
+	assert.Equal(t, len(fs), tarpits)
+	for _, f := range fs {
+		assert.Equal(t, f.Severity, OK, "%+v: the brokers were checked one after another", f)
+	}
+}
+
+func TestBrokers_NotCheckedWithinTheBudget_SaysSo(t *testing.T) {
+	fx := newFixture(t)
+	for i := range brokerChecksAtOnce + 1 {
+		_, err := fx.st.Brokers().Create(context.Background(), &v1alpha1.Broker{
+			ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "tarpit-" + string(rune('a'+i))},
+			Spec:       v1alpha1.BrokerSpec{URL: "https://tarpit.example", Scope: v1alpha1.ScopeNamespace},
+		})
+		assert.NilError(t, err)
+	}
+	c := fx.config()
+	c.BrokerTimeout = time.Millisecond
+	c.Brokers = &tarpitProber{want: -1, all: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the budget is gone before any check starts
+
+	fs := Brokers(ctx, c)
+
+	for _, f := range fs {
+		assert.Equal(t, f.Severity, Warn, "%+v", f)
+		assert.Assert(t, is.Contains(f.Detail, "ran out of time"))
+		assert.Assert(t, is.Contains(f.Fix, "kubectl catalog sync broker tarpit-"))
+	}
+}
+
+// refusingProber refuses every broker, noting which it was asked about.
+type refusingProber struct {
+	err     error
+	checked []string
+}
+
+func (p *refusingProber) ProbeBroker(_ context.Context, b *v1alpha1.Broker) engine.BrokerProbe {
+	p.checked = append(p.checked, b.Namespace+"/"+b.Name)
+	return engine.BrokerProbe{NotCalled: p.err}
+}
+
+// A broker record the engine refuses (written by someone who may not read the Secret it
+// names, or pointing out of its namespace) is reported as not called, with what its owner
+// does about it.
+func TestBroker_TheEngineRefuses(t *testing.T) {
+	b := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "forged"},
+		Spec: v1alpha1.BrokerSpec{URL: "https://evil.example", Scope: v1alpha1.ScopeNamespace}}
 	for _, tc := range []struct {
-		name         string
-		objs         []runtime.Object
-		wantSeverity Severity
-		wantDetail   string
+		name     string
+		err      error
+		severity Severity
+		detail   string
+		fix      string
 	}{
-		{name: "in force", objs: []runtime.Object{trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t")},
-			wantSeverity: OK, wantDetail: "in force"},
-		{name: "not installed", wantSeverity: Warn, wantDetail: "is not installed"},
-		{name: "token missing", objs: []runtime.Object{trust.Policy(), trust.Binding()},
-			wantSeverity: Warn, wantDetail: "token ConfigMap catalog-system/catalog-trust is missing"},
-		{name: "stale token", objs: []runtime.Object{trust.Policy(), newer(trust.Binding()), trust.TokenConfigMap(catalogNS, "t")},
-			wantSeverity: Warn, wantDetail: "older than the policy or its binding"},
+		{name: "not authorized", err: &engine.RefusedError{Reason: engine.ReasonRefusedNotAuthorized,
+			Message: `broker "forged": refused to get Secret "hidden": the record's author "alice" may not`},
+			severity: Fail, detail: `refused: RefusedNotAuthorized: broker "forged": refused to get Secret "hidden": the record's author "alice" may not`,
+			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
+		{name: "author unverified", err: &engine.RefusedError{Reason: engine.ReasonRefusedAuthorUnverified, Message: "no author\n  known"},
+			severity: Warn, detail: "refused: RefusedAuthorUnverified: no author known",
+			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog init"), or check it yourself with "kubectl catalog sync broker forged -n dev"`},
+		{name: "cannot check", err: errors.New("the API server is gone"), severity: Fail, detail: "not called: the API server is gone",
+			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := Trust(context.Background(), newFixture(t, tc.objs...).config())
-			assert.Equal(t, len(fs), 1, "%+v", fs)
-			f := fs[0]
-			assert.Equal(t, f.Object, "trust")
-			assert.Equal(t, f.Severity, tc.wantSeverity, "%+v", f)
-			assert.Assert(t, is.Contains(f.Detail, tc.wantDetail))
-			if tc.wantSeverity != OK {
-				assert.Assert(t, is.Contains(f.Fix, "kubectl catalog init"))
-			}
+			p := &refusingProber{err: tc.err}
+			c := &Config{CatalogNamespace: catalogNS, BrokerTimeout: time.Second, Brokers: p}
+			f := Broker(context.Background(), c, b)
+			assert.DeepEqual(t, f, Finding{Object: "broker dev/forged", Severity: tc.severity, Detail: tc.detail, Fix: tc.fix})
+			assert.DeepEqual(t, p.checked, []string{"dev/forged"})
 		})
 	}
 }
 
-func newer(b *admissionv1.ValidatingAdmissionPolicyBinding) *admissionv1.ValidatingAdmissionPolicyBinding {
-	b.CreationTimestamp = metav1.Now()
-	return b
-}
-
-// With the trust policy in force, the namespaces holding records written before it are
-// listed, each with its count and the command that adopts them.
-func TestTrust_InForce_ListsTheNamespacesHoldingUnverifiedRecords(t *testing.T) {
-	fx := newFixture(t, trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t"))
-	ctx := store.WithIntent(context.Background())
-	for _, in := range []struct{ ns, name, token string }{
-		{userNS, "old-1", ""}, {userNS, "old-2", "before"}, {userNS, "new", "t"}, {"team-b", "old", ""}, {"team-c", "new", "t"},
-	} {
-		_, err := fx.stampedStore(in.token).Instances().Create(ctx, instance(in.ns, in.name))
-		assert.NilError(t, err)
-	}
-	fs := Trust(context.Background(), fx.config())
-	assert.DeepEqual(t, objects(fs), []string{"trust", "namespace " + userNS, "namespace team-b"})
-	dev, _ := find(fs, "namespace "+userNS)
-	assert.Equal(t, dev.Severity, Warn)
-	assert.Assert(t, is.Contains(dev.Detail, "2 records written before the trust policy now in force"))
-	assert.Assert(t, strings.HasPrefix(dev.Fix, "kubectl catalog adopt -n "+userNS+" "), dev.Fix)
-	b, _ := find(fs, "namespace team-b")
-	assert.Assert(t, is.Contains(b.Detail, "1 record written before"))
-}
-
-// forbidAllNamespaces is a metadata client that may not list across namespaces.
-type forbidAllNamespaces struct{ metadata.Interface }
-
-func (m forbidAllNamespaces) Resource(gvr schema.GroupVersionResource) metadata.Getter {
-	return forbidAllNamespacesGetter{m.Interface.Resource(gvr)}
-}
-
-type forbidAllNamespacesGetter struct{ metadata.Getter }
-
-func (g forbidAllNamespacesGetter) Namespace(ns string) metadata.ResourceInterface {
-	if ns == "" {
-		return forbiddenList{g.Getter.Namespace(ns)}
-	}
-	return g.Getter.Namespace(ns)
-}
-
-type forbiddenList struct{ metadata.ResourceInterface }
-
-func (forbiddenList) List(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no"))
-}
-
-// A namespace-scoped broker in a namespace being deleted is kept until its instances
-// are deprovisioned: doctor says which instances it waits for.
-func TestRecords_TerminatingNamespace_SaysTheBrokerWaitsForItsInstances(t *testing.T) {
-	fx := newFixture(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
-	ctx := context.Background()
-	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
-	st := fx.st
-	inst := instance("leaving", "db")
-	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
-	_, err := st.Instances().Create(ctx, inst)
+// doctor never calls a broker the engine would not call in its author's name: a broker
+// record someone else wrote, naming credentials, is not called, whoever runs doctor.
+func TestBrokers_ARecordTheEngineRefusesIsNotCalled(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = w.Write([]byte(`{"services":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	fx := newFixture(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "hidden"}, Data: map[string][]byte{"token": []byte("s3cret")}})
+	_, err := fx.st.Brokers().Create(context.Background(), &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "forged"},
+		Spec: v1alpha1.BrokerSpec{URL: srv.URL, Scope: v1alpha1.ScopeNamespace,
+			Auth: &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "hidden"}}},
+	})
 	assert.NilError(t, err)
-	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-20 * time.Minute) })
-	assert.NilError(t, st.Brokers().Delete(ctx, "leaving", "team"))
-	assert.NilError(t, st.Instances().Delete(ctx, "leaving", "db"))
-
-	fs := Records(ctx, fx.config())
-
-	f, ok := find(fs, "namespace leaving")
-	assert.Assert(t, ok, "%+v", fs)
-	assert.Equal(t, f.Severity, Warn)
-	assert.Assert(t, is.Contains(f.Detail, `held by 2 catalog records`))
-	assert.Assert(t, is.Contains(f.Detail, `broker "team" is kept until its instance db is deprovisioned`))
-	f, ok = find(fs, "record leaving/broker/team")
-	assert.Assert(t, ok, "%+v", fs)
-	assert.Assert(t, is.Contains(f.Detail, "deleted 20m0s ago and still waiting for its instances: kept until its instance db is deprovisioned"))
+	fs := Brokers(context.Background(), fx.config())
+	assert.Equal(t, len(fs), 1, "%+v", fs)
+	assert.Equal(t, fs[0].Object, "broker dev/forged")
+	assert.Equal(t, fs[0].Severity, Warn, "%+v", fs[0])
+	assert.Assert(t, is.Contains(fs[0].Detail, "refused: RefusedAuthorUnverified: "))
+	assert.Assert(t, is.Contains(fs[0].Fix, "not called, since its author cannot be verified"))
+	assert.Equal(t, calls.Load(), int32(0), "the broker was called")
 }
 
-// A namespace being deleted for a minute is reported as held by its records, with the
-// brokers kept for their instances, before any record is stuck.
-func TestRecords_TerminatingNamespace_NamesTheKeptBrokerAtOnce(t *testing.T) {
-	fx := newFixture(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
-	ctx := context.Background()
-	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
-	inst := instance("leaving", "db")
-	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
-	_, err := fx.st.Instances().Create(ctx, inst)
-	assert.NilError(t, err)
-	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-time.Minute) })
-	assert.NilError(t, fx.st.Brokers().Delete(ctx, "leaving", "team"))
-	assert.NilError(t, fx.st.Instances().Delete(ctx, "leaving", "db"))
-
-	fs := Records(ctx, fx.config())
-
-	assert.DeepEqual(t, objects(fs), []string{"namespace leaving", "records"})
-	assert.Assert(t, is.Contains(fs[0].Detail, `broker "team" is kept until its instance db is deprovisioned`))
-	assert.Equal(t, fs[1].Detail, "none stuck in all namespaces (2 with pending work)")
-}
-
-func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
+// A broker ConfigMap that does not hold a readable record is a finding of its own; the
+// other brokers of its namespace are checked all the same.
+func TestBrokers_AnUnreadableRecordIsAFindingOfItsOwn(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{})
 	fx := newFixture(t)
-	c := fx.config()
-	c.Records = engine.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
-	fs := Records(context.Background(), c)
-	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
+	fx.addBroker(t, userNS, "good", b.URL(), nil)
+	fx.addBroker(t, userNS, "bad", b.URL(), nil)
+	ctx := context.Background()
+	cms, err := fx.cluster.Core.CoreV1().ConfigMaps(userNS).List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	for _, cm := range cms.Items {
+		if strings.HasSuffix(cm.Name, "bad") {
+			for k := range cm.Data {
+				cm.Data[k] = "{not json"
+			}
+			for k := range cm.BinaryData {
+				cm.BinaryData[k] = []byte("{not json")
+			}
+			_, err := fx.cluster.Core.CoreV1().ConfigMaps(userNS).Update(ctx, &cm, metav1.UpdateOptions{})
+			assert.NilError(t, err)
+		}
+	}
+
+	fs := Brokers(ctx, fx.config())
+
+	assert.DeepEqual(t, objects(fs), []string{"record dev/broker/bad", "broker dev/good"})
+	assert.Equal(t, fs[0].Severity, Warn)
+	assert.Assert(t, is.Contains(fs[0].Detail, "cannot read it: "))
+	assert.Assert(t, is.Contains(fs[0].Detail, "does not hold a readable broker"))
+	assert.Assert(t, is.Contains(fs[0].Fix, "fix or delete the ConfigMap"))
+	assert.Equal(t, fs[1].Severity, OK, "%+v", fs[1])
+}
+
+func TestBrokers_ARecordOfANewerFormatIsAFindingOfItsOwn(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{})
+	fx := newFixture(t)
+	fx.addBroker(t, userNS, "good", b.URL(), nil)
+	_, err := fx.cluster.Core.CoreV1().ConfigMaps(userNS).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: store.ConfigMapName(v1alpha1.KindBroker, "newer"),
+			Labels: map[string]string{store.LabelKind: v1alpha1.KindBroker}, Annotations: map[string]string{store.AnnotationFormat: "99"}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	fs := Brokers(context.Background(), fx.config())
+
+	assert.DeepEqual(t, objects(fs), []string{"record dev/broker/newer", "broker dev/good"})
+	assert.Assert(t, is.Contains(fs[0].Detail, "cannot read it: "))
+	assert.Equal(t, fs[1].Severity, OK, "%+v", fs[1])
+}
+
+func TestBrokers_NoneRegistered(t *testing.T) {
+	fs := Brokers(context.Background(), newFixture(t).config())
+	assert.DeepEqual(t, fs, []Finding{{Object: "brokers", Severity: Warn, Detail: "no broker registered in namespace dev or catalog-system",
+		Fix: "register one: kubectl catalog register NAME --url URL"}})
 }

@@ -3,21 +3,32 @@ package doctor
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
 
 func shardLease(group, id string, renew time.Time, secs int32) *coordinationv1.Lease {
@@ -187,4 +198,152 @@ func TestReconcile_CannotListSaysSo(t *testing.T) {
 	assert.Equal(t, fs[0].Severity, Warn)
 	assert.Assert(t, is.Contains(fs[0].Detail, "cannot list the CronJobs in namespace catalog-system"))
 	assert.Assert(t, is.Contains(fs[0].Fix, "ask an administrator"))
+}
+
+func TestRun_WithoutTheTrustPolicyItsFixComesFirst(t *testing.T) {
+	b := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	fx := newFixture(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: catalogNS, Name: "auth"}, Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}},
+	)
+	fx.addBroker(t, catalogNS, "acme", b.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "auth"}})
+	fs := fx.run()
+	objs := objects(fs)
+	assert.Equal(t, objs[2], "trust", "right after the cluster answered: %v", objs)
+	assert.Assert(t, strings.HasPrefix(fs[2].Fix, "kubectl catalog init "), fs[2].Fix)
+	assert.Equal(t, slices.Index(objs[3:], "trust"), -1, "once: %v", objs)
+}
+
+func TestTrust_MissingOrStale_WarnsWithWhatToRun(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		objs         []runtime.Object
+		wantSeverity Severity
+		wantDetail   string
+	}{
+		{name: "in force", objs: []runtime.Object{trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t")},
+			wantSeverity: OK, wantDetail: "in force"},
+		{name: "not installed", wantSeverity: Warn, wantDetail: "is not installed"},
+		{name: "token missing", objs: []runtime.Object{trust.Policy(), trust.Binding()},
+			wantSeverity: Warn, wantDetail: "token ConfigMap catalog-system/catalog-trust is missing"},
+		{name: "stale token", objs: []runtime.Object{trust.Policy(), newer(trust.Binding()), trust.TokenConfigMap(catalogNS, "t")},
+			wantSeverity: Warn, wantDetail: "older than the policy or its binding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := Trust(context.Background(), newFixture(t, tc.objs...).config())
+			assert.Equal(t, len(fs), 1, "%+v", fs)
+			f := fs[0]
+			assert.Equal(t, f.Object, "trust")
+			assert.Equal(t, f.Severity, tc.wantSeverity, "%+v", f)
+			assert.Assert(t, is.Contains(f.Detail, tc.wantDetail))
+			if tc.wantSeverity != OK {
+				assert.Assert(t, is.Contains(f.Fix, "kubectl catalog init"))
+			}
+		})
+	}
+}
+
+func newer(b *admissionv1.ValidatingAdmissionPolicyBinding) *admissionv1.ValidatingAdmissionPolicyBinding {
+	b.CreationTimestamp = metav1.Now()
+	return b
+}
+
+// With the trust policy in force, the namespaces holding records written before it are
+// listed, each with its count and the command that adopts them.
+func TestTrust_InForce_ListsTheNamespacesHoldingUnverifiedRecords(t *testing.T) {
+	fx := newFixture(t, trust.Policy(), trust.Binding(), trust.TokenConfigMap(catalogNS, "t"))
+	ctx := store.WithIntent(context.Background())
+	for _, in := range []struct{ ns, name, token string }{
+		{userNS, "old-1", ""}, {userNS, "old-2", "before"}, {userNS, "new", "t"}, {"team-b", "old", ""}, {"team-c", "new", "t"},
+	} {
+		_, err := fx.stampedStore(in.token).Instances().Create(ctx, instance(in.ns, in.name))
+		assert.NilError(t, err)
+	}
+	fs := Trust(context.Background(), fx.config())
+	assert.DeepEqual(t, objects(fs), []string{"trust", "namespace " + userNS, "namespace team-b"})
+	dev, _ := find(fs, "namespace "+userNS)
+	assert.Equal(t, dev.Severity, Warn)
+	assert.Assert(t, is.Contains(dev.Detail, "2 records written before the trust policy now in force"))
+	assert.Assert(t, strings.HasPrefix(dev.Fix, "kubectl catalog adopt -n "+userNS+" "), dev.Fix)
+	b, _ := find(fs, "namespace team-b")
+	assert.Assert(t, is.Contains(b.Detail, "1 record written before"))
+}
+
+// forbidAllNamespaces is a metadata client that may not list across namespaces.
+type forbidAllNamespaces struct{ metadata.Interface }
+
+func (m forbidAllNamespaces) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return forbidAllNamespacesGetter{m.Interface.Resource(gvr)}
+}
+
+type forbidAllNamespacesGetter struct{ metadata.Getter }
+
+func (g forbidAllNamespacesGetter) Namespace(ns string) metadata.ResourceInterface {
+	if ns == "" {
+		return forbiddenList{g.Getter.Namespace(ns)}
+	}
+	return g.Getter.Namespace(ns)
+}
+
+type forbiddenList struct{ metadata.ResourceInterface }
+
+func (forbiddenList) List(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no"))
+}
+
+// A namespace-scoped broker in a namespace being deleted is kept until its instances
+// are deprovisioned: doctor says which instances it waits for.
+func TestRecords_TerminatingNamespace_SaysTheBrokerWaitsForItsInstances(t *testing.T) {
+	fx := newFixture(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+	ctx := context.Background()
+	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
+	st := fx.st
+	inst := instance("leaving", "db")
+	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
+	_, err := st.Instances().Create(ctx, inst)
+	assert.NilError(t, err)
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-20 * time.Minute) })
+	assert.NilError(t, st.Brokers().Delete(ctx, "leaving", "team"))
+	assert.NilError(t, st.Instances().Delete(ctx, "leaving", "db"))
+
+	fs := Records(ctx, fx.config())
+
+	f, ok := find(fs, "namespace leaving")
+	assert.Assert(t, ok, "%+v", fs)
+	assert.Equal(t, f.Severity, Warn)
+	assert.Assert(t, is.Contains(f.Detail, `held by 2 catalog records`))
+	assert.Assert(t, is.Contains(f.Detail, `broker "team" is kept until its instance db is deprovisioned`))
+	f, ok = find(fs, "record leaving/broker/team")
+	assert.Assert(t, ok, "%+v", fs)
+	assert.Assert(t, is.Contains(f.Detail, "deleted 20m0s ago and still waiting for its instances: kept until its instance db is deprovisioned"))
+}
+
+// A namespace being deleted for a minute is reported as held by its records, with the
+// brokers kept for their instances, before any record is stuck.
+func TestRecords_TerminatingNamespace_NamesTheKeptBrokerAtOnce(t *testing.T) {
+	fx := newFixture(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+	ctx := context.Background()
+	fx.addBroker(t, "leaving", "team", "http://127.0.0.1:1", nil)
+	inst := instance("leaving", "db")
+	inst.Spec.BrokerName, inst.Spec.Scope = "team", v1alpha1.ScopeNamespace
+	_, err := fx.st.Instances().Create(ctx, inst)
+	assert.NilError(t, err)
+	fx.cluster.SetClock(func() time.Time { return fx.now.Add(-time.Minute) })
+	assert.NilError(t, fx.st.Brokers().Delete(ctx, "leaving", "team"))
+	assert.NilError(t, fx.st.Instances().Delete(ctx, "leaving", "db"))
+
+	fs := Records(ctx, fx.config())
+
+	assert.DeepEqual(t, objects(fs), []string{"namespace leaving", "records"})
+	assert.Assert(t, is.Contains(fs[0].Detail, `broker "team" is kept until its instance db is deprovisioned`))
+	assert.Equal(t, fs[1].Detail, "none stuck in all namespaces (2 with pending work)")
+}
+
+func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
+	fx := newFixture(t)
+	c := fx.config()
+	c.Records = engine.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
+	fs := Records(context.Background(), c)
+	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
 }
