@@ -171,23 +171,21 @@ func (vs *validation) validate(n *node, v any, path []string, inPlace []*node) {
 	for _, s := range n.allOf {
 		vs.validate(s, v, path, inPlace)
 	}
-	if len(n.anyOf) > 0 {
-		matched, supplied := vs.alternatives(n.anyOf, v, path, inPlace, false)
-		switch {
-		case supplied != nil:
-			vs.take(supplied)
-		case matched == 0:
-			vs.add(path, "anyOf failed: the value matches none of the alternatives")
+	for _, alt := range []struct {
+		keyword string
+		list    []*node
+		one     bool
+	}{{"anyOf", n.anyOf, false}, {"oneOf", n.oneOf, true}} {
+		if len(alt.list) == 0 {
+			continue
 		}
-	}
-	if len(n.oneOf) > 0 {
-		matched, supplied := vs.alternatives(n.oneOf, v, path, inPlace, true)
+		matched, supplied := vs.alternatives(alt.list, v, path, inPlace, alt.one)
 		switch {
 		case supplied != nil:
 			vs.take(supplied)
 		case matched == 0:
-			vs.add(path, "oneOf failed: the value matches none of the alternatives")
-		case matched > 1:
+			vs.add(path, "%s failed: the value matches none of the alternatives", alt.keyword)
+		case alt.one && matched > 1:
 			vs.add(path, "oneOf: matched %d subschemas, want exactly 1", matched)
 		}
 	}
