@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -286,12 +287,12 @@ func (f *Factory) storeClients() (kubernetes.Interface, metadata.Interface, erro
 
 // Reader reads the catalog's records on the cluster of the current context; it cannot
 // write them (a command changes a record through one of the engine's operations).
-func (f *Factory) Reader() (*engine.Reader, error) {
+func (f *Factory) Reader() (*records.Reader, error) {
 	st, err := f.Store()
 	if err != nil {
 		return nil, err
 	}
-	return engine.NewReader(st), nil
+	return records.NewReader(st), nil
 }
 
 // StoreOptions are the options of every store the commands use: records are written as
@@ -340,7 +341,7 @@ func (f *Factory) FlagNamespace() string {
 
 // ReaderIn is what the Complete of a command that shows records builds: the Reader and
 // the user's namespace.
-func (f *Factory) ReaderIn() (*engine.Reader, string, error) {
+func (f *Factory) ReaderIn() (*records.Reader, string, error) {
 	r, err := f.Reader()
 	if err != nil {
 		return nil, "", err

@@ -33,6 +33,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -87,7 +88,7 @@ func (fx *fixture) config() *Config {
 	return &Config{
 		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,
 		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
-		Core: fx.cluster.Core, Records: engine.NewReader(fx.st), Brokers: fx.eng,
+		Core: fx.cluster.Core, Records: records.NewReader(fx.st), Brokers: fx.eng,
 		Now: func() time.Time { return fx.now },
 	}
 }
@@ -693,7 +694,7 @@ func TestRecords_TerminatingNamespace_NamesTheKeptBrokerAtOnce(t *testing.T) {
 func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
 	fx := newFixture(t)
 	c := fx.config()
-	c.Records = engine.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
+	c.Records = records.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
 	fs := Records(context.Background(), c)
 	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
 }

@@ -14,9 +14,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // NewCmdGet returns the get command with the brokers, classes and plans subcommands.
@@ -46,7 +46,7 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *engine.Reader
+	Reader           *records.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
@@ -175,5 +175,5 @@ func notFound(kind, name string, known []string) error {
 	if s := marketplace.Suggest(name, known); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", s[0])
 	}
-	return &engine.NotFoundError{Msg: msg}
+	return &records.NotFoundError{Msg: msg}
 }

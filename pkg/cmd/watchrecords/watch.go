@@ -25,8 +25,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // Source is one set of records' ConfigMaps to watch.
@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 
 // decode returns the record cm holds when it is one to print.
 func (o *Options) decode(cm *corev1.ConfigMap) (v1alpha1.Record, bool) {
-	rec, err := engine.DecodeRecord(cm)
+	rec, err := records.DecodeRecord(cm)
 	if err != nil {
 		return nil, false // a ConfigMap that holds no readable record is not shown
 	}
