@@ -34,3 +34,10 @@ func (r *Reader) InstancesOf(ctx context.Context, b *v1alpha1.Broker) ([]*v1alph
 func (r *Reader) UnverifiedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
 	return r.st.UnverifiedCounts(ctx, namespace, token)
 }
+
+// StampedCounts counts, per namespace, the records of namespace ("" for all) stamped with
+// token: those that lose their verified author when that token is no longer the one in
+// force (see store.Store.StampedCounts).
+func (r *Reader) StampedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	return r.st.StampedCounts(ctx, namespace, token)
+}
