@@ -295,6 +295,16 @@ func (f *Factory) Reader() (*records.Reader, error) {
 	return records.NewReader(st), nil
 }
 
+// Watcher lists and watches the ConfigMaps that keep the records, for a watch of them
+// (get -w).
+func (f *Factory) Watcher() (*records.Watcher, error) {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, err
+	}
+	return records.NewWatcher(core), nil
+}
+
 // StoreOptions are the options of every store the commands use: records are written as
 // the user the API server knows (ClusterUser), stamped with the catalog's trust token.
 func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {

@@ -64,7 +64,7 @@ func (o *Options) brokerVisible(b *v1alpha1.Broker) bool {
 
 // watchBrokers lists the brokers get would list, then prints each change.
 func (o *Options) watchBrokers(ctx context.Context) error {
-	if o.core == nil {
+	if o.watcher == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
 	sel, err := records.Selector(v1alpha1.KindBroker, records.Filter{Selector: o.List.LabelSelector()})
@@ -75,7 +75,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 	for _, ns := range o.namespaces() {
 		sources = append(sources, watchrecords.Source{Namespace: ns, Selector: sel, Optional: ns == o.CatalogNamespace && !o.AllNamespaces})
 	}
-	return watchrecords.Watch(ctx, o.core, sources, watchrecords.Printing[*v1alpha1.Broker]{
+	return watchrecords.Watch(ctx, o.watcher, sources, watchrecords.Printing[*v1alpha1.Broker]{
 		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(b *v1alpha1.Broker) bool { return o.brokerVisible(b) && matchName(o.Names, b.Name) },
 		Table: func(w io.Writer, items []*v1alpha1.Broker) error {

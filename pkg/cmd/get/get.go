@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -50,7 +49,7 @@ type Options struct {
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
-	core kubernetes.Interface // to watch with
+	watcher *records.Watcher // to watch with
 }
 
 func newOptions(f *cmdutil.Factory) *Options {
@@ -85,7 +84,7 @@ func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 	}
 	o.Namespace, o.CatalogNamespace, o.Reader = ns, f.CatalogNamespace, r
 	if o.Watch.On() {
-		if o.core, err = f.KubernetesClient(); err != nil {
+		if o.watcher, err = f.Watcher(); err != nil {
 			return err
 		}
 	}

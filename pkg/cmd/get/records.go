@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
@@ -31,7 +30,7 @@ type RecordListOptions struct {
 	Streams   cmdutil.IOStreams
 	Now       func() time.Time
 
-	core kubernetes.Interface // to watch with
+	watcher *records.Watcher // to watch with
 }
 
 func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
@@ -80,7 +79,7 @@ func (o *RecordListOptions) Complete(f *cmdutil.Factory, args []string) error {
 	}
 	o.Namespace, o.Reader = ns, r
 	if o.Watch.On() {
-		if o.core, err = f.KubernetesClient(); err != nil {
+		if o.watcher, err = f.Watcher(); err != nil {
 			return err
 		}
 	}
@@ -185,7 +184,7 @@ func printRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptio
 
 // watchRecords lists the records get would list, then prints each change.
 func watchRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter records.Filter) error {
-	if o.core == nil {
+	if o.watcher == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
 	sel, err := records.Selector(k.record, filter)
@@ -193,7 +192,7 @@ func watchRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptio
 		return err
 	}
 	keep := o.keep()
-	return watchrecords.Watch(ctx, o.core, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[P]{
+	return watchrecords.Watch(ctx, o.watcher, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[P]{
 		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(x P) bool { return keep(x.GetName()) },
 		Table: func(w io.Writer, items []P) error {
