@@ -215,7 +215,10 @@ lint: ## gofmt, go vet (also for Windows and macOS), go.mod tidy, the committed 
 # The layers of docs/architecture.md, as "PACKAGES: FORBIDDEN IMPORTS" (regular
 # expressions on import paths below the module).
 LAYER_RULES := \
-	'pkg/cmd/: pkg/(store|osb)$$' \
+	'pkg/(cmd/|printers$$): pkg/(store|osb)$$' \
+	'pkg/printers(/|$$): pkg/(engine|cmd|cmdutil)(/|$$)' \
+	'pkg/iostreams(/|$$): pkg/' \
+	'pkg/records(/|$$): pkg/((engine|doctor|reconcile|install|migrate|trust)$$|engine/(brokerclient|catalogsync|credentials|enginetest|kube|sim)(/|$$)|(cmd|cmdutil|printers|prompt|iostreams)(/|$$))' \
 	'pkg/(engine|doctor|reconcile|install|migrate|trust|store|osb|apis|graph|projection|jsonschema)(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)' \
 	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)'
 

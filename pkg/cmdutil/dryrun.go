@@ -53,6 +53,12 @@ func (d *DryRunStrategy) Type() string { return "string" }
 // Enabled reports whether the command is a dry run (client or server).
 func (d DryRunStrategy) Enabled() bool { return d == DryRunClient || d == DryRunServer }
 
+// Server reports whether the strategy is DryRunServer (printers.DryRun).
+func (d DryRunStrategy) Server() bool { return d == DryRunServer }
+
+// Note is DryRunNote of d (printers.DryRun).
+func (d DryRunStrategy) Note(what string) string { return DryRunNote(d, what) }
+
 // Engine is the strategy as the engine's operations take it.
 func (d DryRunStrategy) Engine() engine.DryRun {
 	if d == "" {

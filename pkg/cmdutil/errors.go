@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
 
 // Exit codes of kubectl-catalog. They are part of the command-line contract:
@@ -28,15 +29,10 @@ const (
 
 // UsageError is a mistake in how the command was invoked: an unknown flag, a
 // missing argument, flags that cannot go together. It exits with ExitUsage.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+type UsageError = iostreams.UsageError
 
 // UsageErrorf returns a UsageError with a formatted message.
-func UsageErrorf(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
+func UsageErrorf(format string, args ...any) error { return iostreams.UsageErrorf(format, args...) }
 
 // TimeoutError reports that --wait ran out of time. The operation itself goes
 // on; Hint tells the user how to pick it up again. It exits with ExitTimeout. It is the

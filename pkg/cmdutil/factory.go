@@ -1,6 +1,6 @@
 // Package cmdutil holds what every kubectl-catalog command shares: the
-// factory that builds clients lazily, IO streams that know whether they are a
-// terminal, output flags, and the mapping of errors to exit codes.
+// factory that builds clients lazily (the engine, the records' reader, the
+// prompter), the dry-run and output flags, and the mapping of errors to exit codes.
 package cmdutil
 
 import (
@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -22,6 +20,8 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -41,35 +41,17 @@ const DefaultCatalogNamespace = "catalog-system"
 // CatalogNamespaceEnv overrides DefaultCatalogNamespace.
 const CatalogNamespaceEnv = "KUBECTL_CATALOG_NAMESPACE"
 
-// IOStreams are the command's standard streams plus what it needs to know
-// about them: progress lines and prompts only make sense on a terminal.
-type IOStreams struct {
-	genericiooptions.IOStreams
-	// InTerminal and OutTerminal report whether In and Out are terminals.
-	InTerminal, OutTerminal bool
-	// ErrTerminal reports whether ErrOut is a terminal (live progress lines).
-	ErrTerminal bool
-}
+// IOStreams are the command's standard streams and whether they are terminals (see
+// iostreams.IOStreams).
+type IOStreams = iostreams.IOStreams
 
 // NewStdIOStreams returns streams on the process's stdin, stdout and stderr.
-func NewStdIOStreams() IOStreams {
-	return IOStreams{
-		IOStreams:   genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
-		InTerminal:  isTerminal(os.Stdin),
-		OutTerminal: isTerminal(os.Stdout),
-		ErrTerminal: isTerminal(os.Stderr),
-	}
-}
+func NewStdIOStreams() IOStreams { return iostreams.NewStd() }
 
 // NewTestIOStreams returns streams on the given buffers; neither is a terminal.
 func NewTestIOStreams(in io.Reader, out, errOut io.Writer) IOStreams {
-	return IOStreams{IOStreams: genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}}
+	return iostreams.NewTest(in, out, errOut)
 }
-
-// CanPrompt reports whether the command may ask the user questions.
-func (s IOStreams) CanPrompt() bool { return s.InTerminal && s.OutTerminal }
-
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // Factory builds the clients commands need, lazily: nothing touches the
 // kubeconfig or the network until a command asks for it, which keeps
@@ -286,12 +268,22 @@ func (f *Factory) storeClients() (kubernetes.Interface, metadata.Interface, erro
 
 // Reader reads the catalog's records on the cluster of the current context; it cannot
 // write them (a command changes a record through one of the engine's operations).
-func (f *Factory) Reader() (*engine.Reader, error) {
+func (f *Factory) Reader() (*records.Reader, error) {
 	st, err := f.Store()
 	if err != nil {
 		return nil, err
 	}
-	return engine.NewReader(st), nil
+	return records.NewReader(st), nil
+}
+
+// Watcher lists and watches the ConfigMaps that keep the records, for a watch of them
+// (get -w).
+func (f *Factory) Watcher() (*records.Watcher, error) {
+	core, err := f.KubernetesClient()
+	if err != nil {
+		return nil, err
+	}
+	return records.NewWatcher(core), nil
 }
 
 // StoreOptions are the options of every store the commands use: records are written as
@@ -340,7 +332,7 @@ func (f *Factory) FlagNamespace() string {
 
 // ReaderIn is what the Complete of a command that shows records builds: the Reader and
 // the user's namespace.
-func (f *Factory) ReaderIn() (*engine.Reader, string, error) {
+func (f *Factory) ReaderIn() (*records.Reader, string, error) {
 	r, err := f.Reader()
 	if err != nil {
 		return nil, "", err

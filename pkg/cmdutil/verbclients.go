@@ -18,10 +18,17 @@ func (f *Factory) VerbClients(streams IOStreams, pollInterval time.Duration, p p
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if p == nil && streams.CanPrompt() {
-		p = prompt.NewSurvey(streams.In, streams.Out, streams.ErrOut)
+	return namespace, eng, f.Prompter(streams, p), nil
+}
+
+// Prompter is the prompter of a command on streams: given when there is one (a test's),
+// else one asking on the terminal when streams can prompt, else nil. It is the only
+// place a prompter is built.
+func (f *Factory) Prompter(streams IOStreams, given prompt.Prompter) prompt.Prompter {
+	if given != nil || !streams.CanPrompt() {
+		return given
 	}
-	return namespace, eng, p, nil
+	return prompt.NewSurvey(streams.In, streams.Out, streams.ErrOut)
 }
 
 // EngineIn is what the Complete of a command that calls the engine builds: the engine

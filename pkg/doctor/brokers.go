@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
@@ -27,7 +29,7 @@ func Brokers(ctx context.Context, c *Config) []Finding {
 	var brokers []*v1alpha1.Broker
 	unreadable := 0
 	for _, ns := range c.namespaces() {
-		list, err := c.Records.Brokers().List(ctx, ns, engine.Filter{})
+		list, err := c.Records.Brokers().List(ctx, ns, records.Filter{})
 		if err != nil {
 			bad, ok := unreadableRecords(err)
 			if !ok {

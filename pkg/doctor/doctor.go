@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // Severity says how bad a finding is.
@@ -80,7 +81,7 @@ type Config struct {
 	// reconcile workloads and Leases, the namespaces, the trust policy.
 	Core kubernetes.Interface
 	// Records reads the catalog's records.
-	Records *engine.Reader
+	Records *records.Reader
 	// Brokers probes the brokers: the engine.
 	Brokers Prober
 	// Unreachable says why the API server could not be reached, for the cluster

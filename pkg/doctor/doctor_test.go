@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -81,7 +82,7 @@ func (fx *fixture) config() *Config {
 	return &Config{
 		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,
 		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
-		Core: fx.cluster.Core, Records: engine.NewReader(fx.st), Brokers: fx.eng,
+		Core: fx.cluster.Core, Records: records.NewReader(fx.st), Brokers: fx.eng,
 		Now: func() time.Time { return fx.now },
 	}
 }

@@ -23,9 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -343,7 +343,7 @@ func TestRecords_TerminatingNamespace_NamesTheKeptBrokerAtOnce(t *testing.T) {
 func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
 	fx := newFixture(t)
 	c := fx.config()
-	c.Records = engine.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
+	c.Records = records.NewReader(store.New(fx.cluster.Core, forbidAllNamespaces{fx.cluster.Metadata}))
 	fs := Records(context.Background(), c)
 	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
 }

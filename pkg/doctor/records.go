@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -27,7 +27,7 @@ type record struct {
 	broker     *v1alpha1.Broker
 }
 
-func readRecord(ctx context.Context, c *Config, it engine.PendingRecord) (record, error) {
+func readRecord(ctx context.Context, c *Config, it records.PendingRecord) (record, error) {
 	var rec record
 	switch it.Kind {
 	case v1alpha1.KindServiceInstance:
@@ -83,7 +83,7 @@ type pendingWork struct {
 func Records(ctx context.Context, c *Config) []Finding {
 	scope := "all namespaces"
 	items, err := c.Records.ListPending(ctx, "")
-	if engine.IsForbidden(err) || apierrors.IsForbidden(err) {
+	if records.IsForbidden(err) || apierrors.IsForbidden(err) {
 		scope = "namespace " + c.Namespace
 		items, err = c.Records.ListPending(ctx, c.Namespace)
 	}
@@ -112,9 +112,9 @@ func Records(ctx context.Context, c *Config) []Finding {
 
 // pendingRecord is the finding of record it, if it is stuck (ok); it notes in w why a
 // broker being deleted is kept.
-func pendingRecord(ctx context.Context, c *Config, it engine.PendingRecord, now time.Time, w *pendingWork) (f Finding, ok bool) {
+func pendingRecord(ctx context.Context, c *Config, it records.PendingRecord, now time.Time, w *pendingWork) (f Finding, ok bool) {
 	rec, err := readRecord(ctx, c, it)
-	if engine.IsNotFound(err) {
+	if records.IsNotFound(err) {
 		return f, false
 	}
 	name := "record " + it.Namespace + "/" + noun(it.Kind) + "/" + it.Name
@@ -163,7 +163,7 @@ func pendingRecord(ctx context.Context, c *Config, it engine.PendingRecord, now 
 // waitsFor says what record it, being deleted, waits for: a namespace-scoped broker is
 // kept until its instances are deprovisioned (noted in w.kept), the rest wait for the
 // broker.
-func waitsFor(ctx context.Context, c *Config, it engine.PendingRecord, rec record, w *pendingWork) string {
+func waitsFor(ctx context.Context, c *Config, it records.PendingRecord, rec record, w *pendingWork) string {
 	if rec.broker == nil || !slices.Contains(rec.broker.Finalizers, store.Finalizer) {
 		return "the broker"
 	}

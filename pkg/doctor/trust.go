@@ -8,8 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
@@ -44,7 +43,7 @@ func unverified(ctx context.Context, c *Config, token string) []Finding {
 		return nil
 	}
 	counts, err := c.Records.UnverifiedCounts(ctx, "", token)
-	if engine.IsForbidden(err) || apierrors.IsForbidden(err) {
+	if records.IsForbidden(err) || apierrors.IsForbidden(err) {
 		counts, err = c.Records.UnverifiedCounts(ctx, c.Namespace, token)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -109,11 +110,8 @@ func CheckBindingChangeable(b *v1alpha1.ServiceBinding) error {
 }
 
 // RotationDue reports whether the broker's renew_before for the binding's credentials
-// has passed.
-func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
-	bs := b.Status.Bound
-	return bs != nil && bs.RenewBefore != nil && !now.Before(bs.RenewBefore.Time)
-}
+// has passed (see records.RotationDue).
+var RotationDue = records.RotationDue
 
 // RotateScheduled asks for new credentials for a ready binding whose rotation is due,
 // on no one's command but the schedule's (reconcile --rotate-due): see startRotation.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -313,58 +314,16 @@ func (e *Engine) reportUnreadable(ctx context.Context, inst *v1alpha1.ServiceIns
 	}
 }
 
-// readableBindings lists the bindings of namespace ns ("": every namespace) that f
-// selects, adding to bad the ConfigMaps it selects that hold no readable record
-// (store.Unreadable) instead of failing: anyone who may write a ConfigMap can write one,
-// so it stops no listing.
-func readableBindings(ctx context.Context, st *store.Store, ns string, f store.Filter, bad *[]*store.Error) ([]*v1alpha1.ServiceBinding, error) {
-	items, err := st.Bindings().List(ctx, ns, f)
-	if b, ok := store.Unreadable(err); ok {
-		*bad = append(*bad, b...)
-		return items, nil
-	}
-	return items, err
-}
-
 // ReasonUnreadableRecord is the reason of the Warning Event about a ConfigMap labelled as
 // a record that holds no readable record.
 const ReasonUnreadableRecord = "UnreadableRecord"
 
-// ListConsumers is Engine.Consumers on st (it reports no unreadable ConfigMap).
-func ListConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
-	bs, unseen, _, err = listConsumers(ctx, st, inst, extra...)
-	return bs, unseen, err
-}
-
-// listConsumers is ListConsumers, also returning the ConfigMaps it found labelled as
-// bindings of inst that hold no readable record (store.Unreadable): anyone who may write
-// a ConfigMap can write one, so it stops no listing and counts as a consumer of nothing.
-func listConsumers(ctx context.Context, st *store.Store, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, bad []*store.Error, err error) {
-	f := store.Filter{Instance: inst.Name, InstanceNamespace: inst.Namespace}
-	bs, err = readableBindings(ctx, st, "", f, &bad)
-	if err == nil || !store.IsForbidden(err) {
-		return bs, nil, bad, err
-	}
-	bs = nil
-	namespaces := slices.Clone(inst.Spec.SharedWith)
-	for _, ns := range extra {
-		if !slices.Contains(namespaces, ns) {
-			namespaces = append(namespaces, ns)
-		}
-	}
-	for _, ns := range namespaces {
-		items, err := readableBindings(ctx, st, ns, f, &bad)
-		if store.IsForbidden(err) {
-			unseen = append(unseen, ns)
-			continue
-		}
-		if err != nil {
-			return nil, nil, bad, err
-		}
-		bs = append(bs, items...)
-	}
-	return bs, unseen, bad, nil
-}
+// readableBindings and listConsumers list bindings leaving out those that cannot be read
+// (see records.ReadableBindings and records.ListConsumersUnreadable).
+var (
+	readableBindings = records.ReadableBindings
+	listConsumers    = records.ListConsumersUnreadable
+)
 
 // granted reports whether inst (as its spec now stands) lets b's namespace bind to it.
 func granted(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {

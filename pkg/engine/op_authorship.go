@@ -278,10 +278,3 @@ func (e *Engine) restamp(ctx context.Context, rec v1alpha1.Record) error {
 	}
 	return err
 }
-
-// UnverifiedCounts counts, per namespace, the records of namespace ("" for all) not
-// stamped with token, the trust policy's token now in force: those AdoptAuthorship is
-// for (see store.Store.UnverifiedCounts).
-func (r *Reader) UnverifiedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
-	return r.st.UnverifiedCounts(ctx, namespace, token)
-}

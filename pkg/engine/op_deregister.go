@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -51,7 +52,7 @@ func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*Deregi
 	if err != nil {
 		return nil, err
 	}
-	b, err := e.Reader().FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
+	b, err := records.NewReader(e.cfg.Store).FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
 	if err != nil {
 		return nil, err
 	}

@@ -111,28 +111,3 @@ func TestProbeBroker(t *testing.T) {
 		})
 	}
 }
-
-func TestReader_ListPendingAndInstancesOf(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	f.create("db", planSmall, "")
-	r := f.engine.Reader()
-
-	items, err := r.ListPending(ctx, ns)
-	assert.NilError(t, err)
-	assert.Equal(t, len(items), 1, "%+v", items)
-	assert.Equal(t, items[0].Kind, v1alpha1.KindServiceInstance)
-	assert.Equal(t, items[0].Name, "db")
-
-	b, err := r.Brokers().Get(ctx, storetest.CatalogNamespace, brokerName)
-	assert.NilError(t, err)
-	insts, err := r.InstancesOf(ctx, b)
-	assert.NilError(t, err)
-	assert.Equal(t, len(insts), 1)
-	assert.Equal(t, insts[0].Name, "db")
-
-	other := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: brokerName}, Spec: v1alpha1.BrokerSpec{Scope: v1alpha1.ScopeNamespace}}
-	insts, err = r.InstancesOf(ctx, other)
-	assert.NilError(t, err)
-	assert.Equal(t, len(insts), 0, "a namespace-scoped broker of that name has no instance")
-}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -41,7 +42,7 @@ func (e *Engine) SyncBroker(ctx context.Context, req SyncBrokerRequest) (*SyncBr
 	if err != nil {
 		return nil, err
 	}
-	b, err := e.Reader().FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
+	b, err := records.NewReader(e.cfg.Store).FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -41,7 +42,7 @@ func TestSyncBroker_UnknownBroker_ChangesNothing(t *testing.T) {
 		{Name: brokerName, Namespace: ns, Scope: v1alpha1.ScopeNamespace},
 	} {
 		_, err := f.engine.SyncBroker(context.Background(), req)
-		var nf *NotFoundError
+		var nf *records.NotFoundError
 		assert.Assert(t, errors.As(err, &nf), "%v", err)
 	}
 	assert.DeepEqual(t, f.snapshot(), before)

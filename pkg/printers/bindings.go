@@ -5,10 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // BindingTable prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
@@ -46,7 +47,7 @@ func BindingStatus(b *v1alpha1.ServiceBinding, now time.Time) string {
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != "True" && c.Reason != "" {
 		phase += " (" + c.Reason + ")"
 	}
-	if engine.RotationDue(b, now) && b.DeletionTimestamp == nil {
+	if records.RotationDue(b, now) && b.DeletionTimestamp == nil {
 		phase += ", rotation due"
 	}
 	return phase

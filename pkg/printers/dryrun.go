@@ -7,22 +7,31 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
+
+// DryRun is a command's --dry-run as a report of it needs: whether the API server saw
+// the writes, and the line that follows the report.
+type DryRun interface {
+	// Server reports a server dry run (the writes sent with DryRun=All).
+	Server() bool
+	// Note is the line printed to stderr after a dry run: what would have happened.
+	Note(what string) string
+}
 
 // PrintDryRun reports a dry run of a write of obj (a record): with -o json,
 // yaml, name, ... the record as it would be written (for --dry-run=server, as
 // the API server returned it); otherwise one line "KIND/NAME OPERATION (dry run)"
 // on stdout, as kubectl prints. note, when set, goes to stderr: what the dry run
 // did not do.
-func PrintDryRun(streams cmdutil.IOStreams, out *OutputFlags, d cmdutil.DryRunStrategy, obj runtime.Object, operation, note string) error {
+func PrintDryRun(streams iostreams.IOStreams, out *OutputFlags, d DryRun, obj runtime.Object, operation, note string) error {
 	if out != nil && !out.IsTable() {
 		if err := out.PrintObject(obj, streams.Out); err != nil {
 			return err
 		}
 	} else {
 		mode := "dry run"
-		if d == cmdutil.DryRunServer {
+		if d.Server() {
 			mode = "server dry run"
 		}
 		p := printers.NewTypeSetter(v1alpha1.NewScheme()).ToPrinter(NamePrinterFor(fmt.Sprintf("%s (%s)", operation, mode)))
@@ -31,7 +40,7 @@ func PrintDryRun(streams cmdutil.IOStreams, out *OutputFlags, d cmdutil.DryRunSt
 		}
 	}
 	if note != "" {
-		fmt.Fprintln(streams.ErrOut, cmdutil.DryRunNote(d, note))
+		fmt.Fprintln(streams.ErrOut, d.Note(note))
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/jsonpath"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
 
 // ListFlags are the flags the list commands share with kubectl get: -l/--selector,
@@ -52,18 +52,18 @@ func (l *ListFlags) Validate() error {
 	if l.Selector != "" {
 		sel, err := labels.Parse(l.Selector)
 		if err != nil {
-			return cmdutil.UsageErrorf("--selector %q: %v", l.Selector, err)
+			return iostreams.UsageErrorf("--selector %q: %v", l.Selector, err)
 		}
 		l.selector = sel
 	}
 	if l.SortBy != "" {
 		expr, err := relaxedJSONPath(l.SortBy)
 		if err != nil {
-			return cmdutil.UsageErrorf("--sort-by %q: %v", l.SortBy, err)
+			return iostreams.UsageErrorf("--sort-by %q: %v", l.SortBy, err)
 		}
 		p := jsonpath.New("sort-by").AllowMissingKeys(true)
 		if err := p.Parse(expr); err != nil {
-			return cmdutil.UsageErrorf("--sort-by %q: %v", l.SortBy, err)
+			return iostreams.UsageErrorf("--sort-by %q: %v", l.SortBy, err)
 		}
 		l.sortBy = p
 	}
@@ -120,14 +120,14 @@ func SortItems[T any](l *ListFlags, items []T, object func(*T) runtime.Object) e
 		}
 		results, err := l.sortBy.FindResults(u)
 		if err != nil {
-			return cmdutil.UsageErrorf("--sort-by %q: %v", l.SortBy, err)
+			return iostreams.UsageErrorf("--sort-by %q: %v", l.SortBy, err)
 		}
 		if len(results) > 0 && len(results[0]) > 0 {
 			keys[i], found = results[0][0], true
 		}
 	}
 	if !found {
-		return cmdutil.UsageErrorf("--sort-by %q: no record has this field", l.SortBy)
+		return iostreams.UsageErrorf("--sort-by %q: no record has this field", l.SortBy)
 	}
 	order := make([]int, len(items))
 	for i := range order {

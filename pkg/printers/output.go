@@ -15,7 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
 
 // OutputFlags is the -o flag of every command that prints records: a table
@@ -105,7 +105,7 @@ func (o *OutputFlags) Validate() error {
 		return nil
 	}
 	if _, err := o.print.ToPrinter(); err != nil {
-		return cmdutil.UsageErrorf("--output %q: %v", o.value(), shorten(err))
+		return iostreams.UsageErrorf("--output %q: %v", o.value(), shorten(err))
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func (o *OutputFlags) PrintObject(obj runtime.Object, w io.Writer) error {
 	}
 	p, err := o.print.ToPrinter()
 	if err != nil {
-		return cmdutil.UsageErrorf("--output %q: %v", o.value(), shorten(err))
+		return iostreams.UsageErrorf("--output %q: %v", o.value(), shorten(err))
 	}
 	// -o name prints one line per item; the others print the list whole.
 	if o.value() == "name" {

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // NewCmdAccess returns the access command with enable, disable and list.
@@ -187,7 +188,7 @@ func (o *Options) Run(ctx context.Context) error {
 type ListOptions struct {
 	Output           *printers.OutputFlags
 	CatalogNamespace string
-	Reader           *engine.Reader
+	Reader           *records.Reader
 	Streams          cmdutil.IOStreams
 }
 
@@ -228,7 +229,7 @@ func (o *ListOptions) Complete(f *cmdutil.Factory) error {
 // Run lists the rules.
 func (o *ListOptions) Run(ctx context.Context) error {
 	a, err := o.Reader.Access().Get(ctx, o.CatalogNamespace, v1alpha1.CatalogAccessName)
-	if engine.IsNotFound(err) {
+	if records.IsNotFound(err) {
 		a, err = &v1alpha1.CatalogAccess{}, nil
 		a.Namespace, a.Name = o.CatalogNamespace, v1alpha1.CatalogAccessName
 	}

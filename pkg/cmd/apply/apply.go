@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 var applyLong = cmdutil.LongDesc(`
@@ -81,7 +82,7 @@ type Options struct {
 	// explicitNamespace says that -n was given: a manifest of another namespace is an
 	// error.
 	explicitNamespace bool
-	reader            *engine.Reader
+	reader            *records.Reader
 }
 
 // NewCmdApply returns the apply command. runF, when not nil, is called with the
@@ -132,8 +133,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.explicitNamespace, o.CatalogNamespace, o.reader = explicit, f.CatalogNamespace, o.Engine.Reader()
-	return nil
+	o.explicitNamespace, o.CatalogNamespace = explicit, f.CatalogNamespace
+	o.reader, err = f.Reader()
+	return err
 }
 
 // load reads the manifests and decodes the catalog's objects, in the order apply acts

@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 var deleteLong = cmdutil.LongDesc(`
@@ -118,13 +118,13 @@ func (o *DeleteOptions) deleteOne(ctx context.Context, obj *object) error {
 	verb := o.VerbOptions
 	verb.Namespace = obj.namespace
 	if obj.kind == v1alpha1.KindServiceBinding {
-		if _, err := o.reader.Bindings().Get(ctx, obj.namespace, obj.name); engine.IsNotFound(err) {
+		if _, err := o.reader.Bindings().Get(ctx, obj.namespace, obj.name); records.IsNotFound(err) {
 			fmt.Fprintf(o.Streams.ErrOut, "binding %q not found in namespace %q: nothing to unbind\n", obj.name, obj.namespace)
 			return nil
 		}
 		return (&unbind.Options{Args: []string{obj.name}, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
 	}
-	if _, err := o.reader.Instances().Get(ctx, obj.namespace, obj.name); engine.IsNotFound(err) {
+	if _, err := o.reader.Instances().Get(ctx, obj.namespace, obj.name); records.IsNotFound(err) {
 		fmt.Fprintf(o.Streams.ErrOut, "instance %q not found in namespace %q: nothing to deprovision\n", obj.name, obj.namespace)
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/migrate"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // object is a document as what it asks of the catalog: an instance, a binding or a
@@ -88,7 +89,7 @@ func decode(d document) (obj *object, skip string, err error) {
 	if obj.name == "" {
 		return nil, "", fmt.Errorf("%s has no metadata.name", kind)
 	}
-	if p := engine.NameProblem(obj.kind, obj.name); p != "" {
+	if p := records.NameProblem(obj.kind, obj.name); p != "" {
 		return nil, "", fmt.Errorf("%q is not a valid %s name: %s", obj.name, kind, p)
 	}
 	obj.doc = d

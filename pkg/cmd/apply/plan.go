@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // What apply does to an object.
@@ -66,7 +67,7 @@ type action struct {
 type planner struct {
 	clients cmdutil.Clients
 	wait    lifecycle.WaitFlags
-	reader  *engine.Reader
+	reader  *records.Reader
 	// catalogNS holds the cluster brokers.
 	catalogNS string
 	// created are the instances this apply creates ("NAMESPACE/NAME"): a binding of one
@@ -93,7 +94,7 @@ func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", o.doc.where(), err))
 			if o.kind == v1alpha1.KindServiceInstance {
-				if _, gerr := p.reader.Instances().Get(ctx, o.namespace, o.name); engine.IsNotFound(gerr) {
+				if _, gerr := p.reader.Instances().Get(ctx, o.namespace, o.name); records.IsNotFound(gerr) {
 					p.refused[o.namespace+"/"+o.name] = o.doc.where()
 				}
 			}
@@ -133,7 +134,7 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 	a := &action{obj: o, after: instanceView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
 	cur, err := p.reader.Instances().Get(ctx, o.namespace, o.name)
 	switch {
-	case engine.IsNotFound(err):
+	case records.IsNotFound(err):
 		if want.userProvided {
 			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with %s", o.name, hint.Quoted(o.namespace, "provision", o.name, "--user-provided"))
 		}
@@ -297,7 +298,7 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 	a := &action{obj: o, after: bindingView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
 	cur, err := p.reader.Bindings().Get(ctx, o.namespace, o.name)
 	switch {
-	case engine.IsNotFound(err):
+	case records.IsNotFound(err):
 		params, err := parameterMap(want.params)
 		if err != nil {
 			return nil, fmt.Errorf("binding %q: %w", o.name, err)
@@ -392,7 +393,7 @@ func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
 
 // brokerNotFound reports whether err is FindBroker's: no broker of that name.
 func brokerNotFound(err error) bool {
-	return engine.IsNotFound(err) || errors.As(err, new(*engine.NotFoundError))
+	return records.IsNotFound(err) || errors.As(err, new(*records.NotFoundError))
 }
 
 // over is want with what it leaves out (the broker, plan and OSB id) taken from cur,

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // PruneFlags are --prune, -l and --yes of apply.
@@ -65,7 +65,7 @@ func (o *Options) prunable(ctx context.Context, objs []*object) ([]*object, erro
 		nss = append(nss, ns)
 	}
 	sort.Strings(nss)
-	filter := engine.Filter{Selector: o.Prune.selector}
+	filter := records.Filter{Selector: o.Prune.selector}
 	var out []*object
 	add := func(kind, ns, name string) {
 		if !named[kind+"/"+ns+"/"+name] {

@@ -18,8 +18,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // BindingOptions are the options of "describe binding".
@@ -64,7 +64,7 @@ func (o *BindingOptions) Run(ctx context.Context) error {
 	// The Events go out with the binding's read.
 	var events *recordevents.Pending
 	if o.factory != nil {
-		events = recordevents.Ahead(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceBinding, o.Name))
+		events = recordevents.Ahead(ctx, o.factory, o.Namespace, records.ConfigMapName(v1alpha1.KindServiceBinding, o.Name))
 	}
 	b, err := o.Reader.Bindings().Get(ctx, o.Namespace, o.Name)
 	if err != nil {
@@ -74,7 +74,7 @@ func (o *BindingOptions) Run(ctx context.Context) error {
 	var secretErr error
 	if name := printers.BindingSecretName(b); name != "" && b.Status.Secret != nil {
 		secret, secretErr = o.Reader.Secret(ctx, o.Namespace, name)
-		if secretErr == nil && !engine.OwnedBy(secret, b) {
+		if secretErr == nil && !records.OwnedBy(secret, b) {
 			secret, secretErr = nil, fmt.Errorf("Secret %q is not owned by this binding", name)
 		}
 	}
@@ -140,7 +140,7 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	if b.DeletionTimestamp != nil {
 		kv("Deletion", "requested "+ago(b.DeletionTimestamp.Time))
 	}
-	if l, ok := engine.LeaseOf(b); ok && l.Live(now) {
+	if l, ok := records.LeaseOf(b); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
 	}
 	refusal(&out, "binding", b.Namespace, &b.Status.OperationStatus)

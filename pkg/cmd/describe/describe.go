@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/recordevents"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -48,7 +48,7 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *engine.Reader
+	Reader           *records.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
@@ -138,7 +138,7 @@ func (o *Options) RunBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	classes, err := o.Reader.Classes().List(ctx, b.Namespace, engine.Filter{Broker: b.Name})
+	classes, err := o.Reader.Classes().List(ctx, b.Namespace, records.Filter{Broker: b.Name})
 	if err != nil && len(classes) == 0 {
 		return err
 	}
@@ -146,7 +146,7 @@ func (o *Options) RunBroker(ctx context.Context) error {
 		return err
 	}
 	if o.factory != nil {
-		recordevents.Section(ctx, o.factory, b.Namespace, engine.ConfigMapName(v1alpha1.KindBroker, b.Name), b.UID)
+		recordevents.Section(ctx, o.factory, b.Namespace, records.ConfigMapName(v1alpha1.KindBroker, b.Name), b.UID)
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ func (o *Options) findClass(ctx context.Context, name string) (*v1alpha1.Service
 	if b, _, ok := strings.Cut(name, "/"); ok {
 		brokerName = b
 	}
-	all, err := o.Reader.MarketClasses(ctx, o.Namespace, engine.Filter{Broker: brokerName}, marketplace.InCatalogNamespace(o.CatalogNamespace))
+	all, err := o.Reader.MarketClasses(ctx, o.Namespace, records.Filter{Broker: brokerName}, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	if err != nil && len(all) == 0 {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // InstanceOptions are the options of "describe instance".
@@ -68,10 +69,10 @@ func (o *InstanceOptions) Run(ctx context.Context) error {
 	// broker holds is not the spec's) right after it.
 	var events *recordevents.Pending
 	if o.factory != nil {
-		events = recordevents.Ahead(ctx, o.factory, o.Namespace, engine.ConfigMapName(v1alpha1.KindServiceInstance, o.Name))
+		events = recordevents.Ahead(ctx, o.factory, o.Namespace, records.ConfigMapName(v1alpha1.KindServiceInstance, o.Name))
 	}
 	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) {
-		return o.Reader.Bindings().List(ctx, o.Namespace, engine.Filter{Instance: o.Name})
+		return o.Reader.Bindings().List(ctx, o.Namespace, records.Filter{Instance: o.Name})
 	})
 	consumersOfRecord := o.Reader.ConsumersAhead(ctx, o.Namespace, o.Name)
 	inst, err := o.Reader.Instances().Get(ctx, o.Namespace, o.Name)
@@ -170,7 +171,7 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	if i.Status.Usable != nil && !*i.Status.Usable {
 		kv("Usable", "no (the broker says so after a failed operation)")
 	}
-	if l, ok := engine.LeaseOf(i); ok && l.Live(now) {
+	if l, ok := records.LeaseOf(i); ok && l.Live(now) {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
 	refusal(&b, "instance", i.Namespace, &i.Status.OperationStatus)
@@ -376,7 +377,7 @@ func none(s string) string {
 
 // describeCredentials names the keys of a user-provided instance's credentials, never
 // their values, or says why they cannot be shown.
-func describeCredentials(ctx context.Context, r *engine.Reader, inst *v1alpha1.ServiceInstance) string {
+func describeCredentials(ctx context.Context, r *records.Reader, inst *v1alpha1.ServiceInstance) string {
 	name := inst.Spec.UserProvided.CredentialsSecret
 	s, err := r.OwnedSecret(ctx, inst, name)
 	switch {
@@ -387,9 +388,9 @@ func describeCredentials(ctx context.Context, r *engine.Reader, inst *v1alpha1.S
 		}
 		sort.Strings(keys)
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", strings.Join(keys, ", "))
-	case engine.IsNotOwned(err):
+	case records.IsNotOwned(err):
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is not the instance's: it is not read)")
-	case engine.IsNotFound(err):
+	case records.IsNotFound(err):
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(Secret "+name+" is missing)")
 	default:
 		return fmt.Sprintf("%-18s%s\n", "Credential keys:", "(cannot be read: "+err.Error()+")")

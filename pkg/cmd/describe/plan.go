@@ -13,9 +13,9 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 func newPlanTable(w io.Writer) *printers.Table {
@@ -62,7 +62,7 @@ func (o *Options) RunPlan(ctx context.Context) error {
 		return err
 	}
 	schemas, err := o.Reader.PlanSchemas().Get(ctx, c.Namespace, c.Name)
-	if err != nil && !engine.IsNotFound(err) {
+	if err != nil && !records.IsNotFound(err) {
 		return fmt.Errorf("cannot read the schemas of plan %q: %w", p.ExternalName, err)
 	}
 	var ps *v1alpha1.PlanSchemas

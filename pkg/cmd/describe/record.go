@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // record is what describe instance and describe binding share: the name given, and
@@ -20,7 +21,7 @@ type record struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *engine.Reader
+	Reader           *records.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 

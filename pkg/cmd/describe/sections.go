@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // describeWork writes the work under way on a record: the call in flight, the retry,
@@ -92,7 +92,7 @@ func describeBound(out *strings.Builder, b *v1alpha1.ServiceBinding, ts func(tim
 	}
 	if bs.RenewBefore != nil {
 		due := ""
-		if engine.RotationDue(b, now) {
+		if records.RotationDue(b, now) {
 			due = fmt.Sprintf(` (rotation due: run "kubectl catalog bind --rotate %s")`, b.Name)
 		}
 		fmt.Fprintf(out, "  renew before: %s%s\n", ts(bs.RenewBefore.Time), due)

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/doctor"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 var doctorLong = cmdutil.LongDesc(`
@@ -139,7 +139,7 @@ type Options struct {
 	Explain func(error) error
 	Core    kubernetes.Interface
 	// Records reads the catalog's records.
-	Records *engine.Reader
+	Records *records.Reader
 	// Brokers probes the brokers: the engine, which calls no broker record it would not
 	// call in its author's name (docs/security.md). doctor, run by someone with more
 	// rights than whoever wrote the record, must not send credentials the author may not
@@ -218,7 +218,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.Server, o.Core, o.Records, o.Brokers = ns, cfg.Host, core, eng.Reader(), eng
+	records, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	o.Namespace, o.Server, o.Core, o.Records, o.Brokers = ns, cfg.Host, core, records, eng
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -58,7 +59,7 @@ func options(t *testing.T, objs ...runtime.Object) (*Options, *store.Store) {
 	return &Options{
 		BrokerTimeout: 5 * time.Second, ReconcileNamespace: install.DefaultNamespace,
 		Namespace: userNS, CatalogNamespace: catalogNS, Server: "https://127.0.0.1:6443",
-		Core: c.Core, Records: eng.Reader(), Brokers: eng, Now: time.Now,
+		Core: c.Core, Records: records.NewReader(st), Brokers: eng, Now: time.Now,
 		Streams: cmdutil.NewTestIOStreams(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}),
 	}, st
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // BindingsOptions are the options of "get bindings".
@@ -53,8 +53,8 @@ func NewCmdGetBindings(f *cmdutil.Factory, runF func(*BindingsOptions) error) *c
 	return cmd
 }
 
-func (o *BindingsOptions) filter() engine.Filter {
-	return engine.Filter{Instance: o.Instance, Selector: o.List.LabelSelector()}
+func (o *BindingsOptions) filter() records.Filter {
+	return records.Filter{Instance: o.Instance, Selector: o.List.LabelSelector()}
 }
 
 // Run lists the bindings, or watches them with -w.

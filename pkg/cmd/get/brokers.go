@@ -12,8 +12,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // NewCmdGetBrokers returns "get brokers". runF, when not nil, is called with the
@@ -64,10 +64,10 @@ func (o *Options) brokerVisible(b *v1alpha1.Broker) bool {
 
 // watchBrokers lists the brokers get would list, then prints each change.
 func (o *Options) watchBrokers(ctx context.Context) error {
-	if o.core == nil {
+	if o.watcher == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := engine.Selector(v1alpha1.KindBroker, engine.Filter{Selector: o.List.LabelSelector()})
+	sel, err := records.Selector(v1alpha1.KindBroker, records.Filter{Selector: o.List.LabelSelector()})
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 	for _, ns := range o.namespaces() {
 		sources = append(sources, watchrecords.Source{Namespace: ns, Selector: sel, Optional: ns == o.CatalogNamespace && !o.AllNamespaces})
 	}
-	return watchrecords.Watch(ctx, o.core, sources, watchrecords.Printing[*v1alpha1.Broker]{
+	return watchrecords.Watch(ctx, o.watcher, sources, watchrecords.Printing[*v1alpha1.Broker]{
 		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(b *v1alpha1.Broker) bool { return o.brokerVisible(b) && matchName(o.Names, b.Name) },
 		Table: func(w io.Writer, items []*v1alpha1.Broker) error {
@@ -99,9 +99,9 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 	found := map[string]bool{}
 	var known []string
 	for _, ns := range o.namespaces() {
-		bs, err := o.Reader.Brokers().List(ctx, ns, engine.Filter{Selector: o.List.LabelSelector()})
+		bs, err := o.Reader.Brokers().List(ctx, ns, records.Filter{Selector: o.List.LabelSelector()})
 		if err != nil && len(bs) == 0 {
-			if engine.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
+			if records.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
 				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
 				continue
 			}

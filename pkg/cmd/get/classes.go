@@ -10,9 +10,9 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // NewCmdGetClasses returns "get classes". runF, when not nil, is called with the
@@ -49,7 +49,7 @@ func NewCmdGetClasses(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comm
 }
 
 func (o *Options) classes(ctx context.Context, class string) ([]*v1alpha1.ServiceClass, error) {
-	filter := engine.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
+	filter := records.Filter{Broker: o.Broker, Class: class, Selector: o.List.LabelSelector()}
 	var out []*v1alpha1.ServiceClass
 	var err error
 	if o.AllNamespaces {

@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // NewCmdGet returns the get command with the brokers, classes and plans subcommands.
@@ -46,11 +45,11 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *engine.Reader
+	Reader           *records.Reader
 	Streams          cmdutil.IOStreams
 	Now              func() time.Time
 
-	core kubernetes.Interface // to watch with
+	watcher *records.Watcher // to watch with
 }
 
 func newOptions(f *cmdutil.Factory) *Options {
@@ -85,7 +84,7 @@ func (o *Options) Complete(f *cmdutil.Factory, args []string) error {
 	}
 	o.Namespace, o.CatalogNamespace, o.Reader = ns, f.CatalogNamespace, r
 	if o.Watch.On() {
-		if o.core, err = f.KubernetesClient(); err != nil {
+		if o.watcher, err = f.Watcher(); err != nil {
 			return err
 		}
 	}
@@ -175,5 +174,5 @@ func notFound(kind, name string, known []string) error {
 	if s := marketplace.Suggest(name, known); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", s[0])
 	}
-	return &engine.NotFoundError{Msg: msg}
+	return &records.NotFoundError{Msg: msg}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // InstancesOptions are the options of "get instances".
@@ -49,8 +49,8 @@ func NewCmdGetInstances(f *cmdutil.Factory, runF func(*InstancesOptions) error) 
 	return cmd
 }
 
-func (o *InstancesOptions) filter() engine.Filter {
-	return engine.Filter{Class: o.Class, Plan: o.Plan, Selector: o.List.LabelSelector()}
+func (o *InstancesOptions) filter() records.Filter {
+	return records.Filter{Class: o.Class, Plan: o.Plan, Selector: o.List.LabelSelector()}
 }
 
 // Run lists the instances, or watches them with -w.

@@ -8,13 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // RecordListOptions are the options "get instances" and "get bindings" share.
@@ -27,11 +26,11 @@ type RecordListOptions struct {
 
 	// Namespace is the namespace listed, "" with -A.
 	Namespace string
-	Reader    *engine.Reader
+	Reader    *records.Reader
 	Streams   cmdutil.IOStreams
 	Now       func() time.Time
 
-	core kubernetes.Interface // to watch with
+	watcher *records.Watcher // to watch with
 }
 
 func newRecordListOptions(f *cmdutil.Factory) RecordListOptions {
@@ -80,7 +79,7 @@ func (o *RecordListOptions) Complete(f *cmdutil.Factory, args []string) error {
 	}
 	o.Namespace, o.Reader = ns, r
 	if o.Watch.On() {
-		if o.core, err = f.KubernetesClient(); err != nil {
+		if o.watcher, err = f.Watcher(); err != nil {
 			return err
 		}
 	}
@@ -109,14 +108,14 @@ type recordKind[T any, P recordPtr[T]] struct {
 	name   string // "instance"
 	record string // its Kind, for the watch's selector
 	// list lists the records of the filter; it may return some with an error.
-	list func(ctx context.Context, namespace string, f engine.Filter) ([]P, error)
+	list func(ctx context.Context, namespace string, f records.Filter) ([]P, error)
 	// table prints the items as a table.
 	table func(w io.Writer, items []T, withNamespace, wide bool, now time.Time) error
 }
 
 // runRecords lists the records of k that filter selects, or watches them with -w;
 // none is the message of an empty list.
-func runRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, filter engine.Filter, k recordKind[T, P], none func() string) error {
+func runRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, filter records.Filter, k recordKind[T, P], none func() string) error {
 	if o.Watch.On() {
 		return watchRecords(ctx, o, k, filter)
 	}
@@ -135,7 +134,7 @@ type recordPtr[T any] interface {
 
 // listRecords lists the records of k that get prints: all, or those o names; missing
 // names the names that matched none (nil when all did).
-func listRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter engine.Filter) (items []T, missing, err error) {
+func listRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter records.Filter) (items []T, missing, err error) {
 	list, err := k.list(ctx, o.Namespace, filter)
 	if err != nil && len(list) == 0 {
 		return nil, nil, err
@@ -156,7 +155,7 @@ func listRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOption
 // printRecords lists the records of k and prints them, sorted: as one list object with
 // -o json|yaml, else as a table, or none says on standard error that there are none.
 // It fails, after printing, for the names that matched nothing.
-func printRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter engine.Filter, none func() string) error {
+func printRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter records.Filter, none func() string) error {
 	items, missing, err := listRecords(ctx, o, k, filter)
 	if err != nil {
 		return err
@@ -184,16 +183,16 @@ func printRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptio
 }
 
 // watchRecords lists the records get would list, then prints each change.
-func watchRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter engine.Filter) error {
-	if o.core == nil {
+func watchRecords[T any, P recordPtr[T]](ctx context.Context, o *RecordListOptions, k recordKind[T, P], filter records.Filter) error {
+	if o.watcher == nil {
 		return fmt.Errorf("internal error: no client to watch with")
 	}
-	sel, err := engine.Selector(k.record, filter)
+	sel, err := records.Selector(k.record, filter)
 	if err != nil {
 		return err
 	}
 	keep := o.keep()
-	return watchrecords.Watch(ctx, o.core, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[P]{
+	return watchrecords.Watch(ctx, o.watcher, []watchrecords.Source{{Namespace: o.Namespace, Selector: sel}}, watchrecords.Printing[P]{
 		Out: o.List.Out(o.Streams.Out), Output: o.Output, List: &o.List, WatchOnly: o.Watch.WatchOnly,
 		Keep: func(x P) bool { return keep(x.GetName()) },
 		Table: func(w io.Writer, items []P) error {

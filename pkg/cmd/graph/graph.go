@@ -10,9 +10,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 var graphLong = cmdutil.LongDesc(`
@@ -55,7 +55,7 @@ type Options struct {
 	Output *printers.OutputFlags
 
 	Namespace string
-	Reader    *engine.Reader
+	Reader    *records.Reader
 	Core      kubernetes.Interface // to list the workloads with
 	Streams   cmdutil.IOStreams
 }

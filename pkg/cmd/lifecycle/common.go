@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // WaitFlags are --wait, --timeout and --interval.
@@ -136,7 +137,7 @@ func ExactlyOneName(cmd *cobra.Command, args []string) error {
 		if args[0] == "" {
 			return cmdutil.UsageErrorf("the instance name must not be empty: see %q", cmd.CommandPath()+" --help")
 		}
-		if p := engine.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
+		if p := records.NameProblem(v1alpha1.KindServiceInstance, args[0]); p != "" {
 			return cmdutil.UsageErrorf("%q is not a valid instance name: %s", args[0], p)
 		}
 		return nil

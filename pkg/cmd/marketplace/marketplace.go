@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
@@ -57,7 +57,7 @@ type Options struct {
 
 	Namespace        string
 	CatalogNamespace string
-	Reader           *engine.Reader
+	Reader           *records.Reader
 	Streams          cmdutil.IOStreams
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -155,35 +154,14 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		}
 		o.Namespace = ns
 	}
-	eng, err := f.Engine(cmdutil.EngineOptions{CatalogTimeout: o.BrokerTimeout})
+	mc, err := f.MigrateConfig(o.BrokerTimeout)
 	if err != nil {
 		return err
 	}
-	core, err := f.KubernetesClient()
-	if err != nil {
-		return err
-	}
-	cfg, err := f.RESTConfig()
-	if err != nil {
-		return err
-	}
-	// The old API is JSON only.
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	disco, err := f.DiscoveryClient()
-	if err != nil {
-		return err
-	}
+	mc.ErrOut = o.Streams.ErrOut
 	knobs, err := f.TestKnobs()
 	if err != nil {
 		return err
-	}
-	mc := migrate.Config{
-		Dynamic: dyn, Discovery: disco, Core: core, Store: eng.Store, Syncer: eng.Syncer, Engine: eng.Engine,
-		CatalogNamespace: f.CatalogNamespace, ErrOut: o.Streams.ErrOut,
 	}
 	if n := knobs.MigrateKillAfter; n > 0 {
 		writes := 0

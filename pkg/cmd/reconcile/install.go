@@ -404,9 +404,7 @@ func (o *UninstallOptions) Complete(f *cmdutil.Factory) error {
 		}
 		o.Records = st
 	}
-	if o.Prompter == nil && o.Streams.CanPrompt() {
-		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
-	}
+	o.Prompter = f.Prompter(o.Streams, o.Prompter)
 	return nil
 }
 

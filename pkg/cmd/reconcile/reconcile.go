@@ -290,11 +290,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	o.Verbose = f.Verbosity > 0
 	o.showProgress = true
-	if o.Prompter == nil && o.Streams.InTerminal && o.Streams.ErrTerminal {
-		// The question goes to the error output, like the progress line: the output
-		// may be -o json.
-		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.ErrOut, o.Streams.ErrOut)
-	}
+	// The question goes to the error output, like the progress line: the output may be
+	// -o json.
+	o.Prompter = f.Prompter(o.Streams.OnErrOut(), o.Prompter)
 	o.Reconciler = &reconcile.Reconciler{
 		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
 		SyncBroker: func(ctx context.Context, b *v1alpha1.Broker) error {

@@ -285,9 +285,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.Setup = setup.NewOptions(f.IOStreams, f.CatalogNamespace, o.Core)
-	if o.Prompter == nil && o.Streams.CanPrompt() {
-		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.Out, o.Streams.ErrOut)
-	}
+	o.Prompter = f.Prompter(o.Streams, o.Prompter)
 	return nil
 }
 

@@ -144,11 +144,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	o.Core = core
 	if o.Records == nil {
-		st, err := f.Store()
+		r, err := f.Reader()
 		if err != nil {
 			return err
 		}
-		o.Records = st
+		o.Records = r
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 var waitLong = cmdutil.LongDesc(`
@@ -160,7 +161,7 @@ func ParseTargets(args []string) ([]Target, error) {
 		if name == "" {
 			return cmdutil.UsageErrorf("%q names no %s: give %s/NAME", arg, kindArg(kind), kindArg(kind))
 		}
-		if p := engine.NameProblem(kind, name); p != "" {
+		if p := records.NameProblem(kind, name); p != "" {
 			return cmdutil.UsageErrorf("%q is not a valid %s name: %s", name, kindArg(kind), p)
 		}
 		t := Target{Kind: kind, Name: name}

@@ -20,13 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // Source is one set of records' ConfigMaps to watch.
@@ -42,7 +41,7 @@ type Source struct {
 
 // Options say what to watch and how to print.
 type Options struct {
-	Client  kubernetes.Interface
+	Watcher *records.Watcher
 	Sources []Source
 	// Keep selects the records to print (all when nil).
 	Keep func(v1alpha1.Record) bool
@@ -127,7 +126,7 @@ func Run(ctx context.Context, o Options) error {
 
 // decode returns the record cm holds when it is one to print.
 func (o *Options) decode(cm *corev1.ConfigMap) (v1alpha1.Record, bool) {
-	rec, err := engine.DecodeRecord(cm)
+	rec, err := records.DecodeRecord(cm)
 	if err != nil {
 		return nil, false // a ConfigMap that holds no readable record is not shown
 	}
@@ -147,7 +146,7 @@ type stream struct {
 
 // list lists the source's ConfigMaps, remembering them and the list's resourceVersion.
 func (s *stream) list(ctx context.Context) ([]*corev1.ConfigMap, error) {
-	list, err := s.o.Client.CoreV1().ConfigMaps(s.src.Namespace).List(ctx, metav1.ListOptions{LabelSelector: s.src.Selector})
+	list, err := s.o.Watcher.List(ctx, s.src.Namespace, s.src.Selector)
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +166,7 @@ func (s *stream) list(ctx context.Context) ([]*corev1.ConfigMap, error) {
 // watches on.
 func (s *stream) run(ctx context.Context, emit func(*corev1.ConfigMap, bool) error) error {
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		opts.LabelSelector = s.src.Selector
-		return s.o.Client.CoreV1().ConfigMaps(s.src.Namespace).Watch(ctx, opts)
+		return s.o.Watcher.Watch(ctx, s.src.Namespace, s.src.Selector, opts)
 	}}
 	for {
 		if s.rv != "" && s.rv != "0" {
@@ -321,7 +319,7 @@ type Printing[T v1alpha1.Record] struct {
 // Watch runs a watch of sources printing records of type T as a get command does: a
 // table (or one object per record with -o), then a row (or object) per change; the
 // header comes with the first row printed.
-func Watch[T v1alpha1.Record](ctx context.Context, client kubernetes.Interface, sources []Source, p Printing[T], warn func(Source, error)) error {
+func Watch[T v1alpha1.Record](ctx context.Context, w *records.Watcher, sources []Source, p Printing[T], warn func(Source, error)) error {
 	header := false
 	print := func(items []T) error {
 		if len(items) == 0 {
@@ -342,7 +340,7 @@ func Watch[T v1alpha1.Record](ctx context.Context, client kubernetes.Interface, 
 		return p.Table(p.Out, items)
 	}
 	o := Options{
-		Client:  client,
+		Watcher: w,
 		Sources: sources,
 		Keep: func(r v1alpha1.Record) bool {
 			x, ok := r.(T)

@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
@@ -131,7 +132,7 @@ func startSorted(t *testing.T, f *fixture, out *testio.Buffer, o *printers.Outpu
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- watchrecords.Watch(ctx, f.cs, []watchrecords.Source{{Namespace: "dev", Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
+		done <- watchrecords.Watch(ctx, records.NewWatcher(f.cs), []watchrecords.Source{{Namespace: "dev", Selector: sel}}, watchrecords.Printing[*v1alpha1.ServiceInstance]{
 			Out: out, Output: o, List: l, Table: table, WatchOnly: only,
 			Keep: func(i *v1alpha1.ServiceInstance) bool { return i.Name != "hidden" },
 		}, nil)

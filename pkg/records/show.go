@@ -1,7 +1,8 @@
-package engine
+package records
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +74,7 @@ func (r *Reader) AccessRules(ctx context.Context, opts ...marketplace.Option) (m
 	return marketplace.LoadRules(ctx, r.st, opts...)
 }
 
-// Consumers lists the bindings other namespaces hold of inst (see Engine.Consumers);
+// Consumers lists the bindings other namespaces hold of inst (see ListConsumers);
 // unseen names the namespaces that could not be read.
 func (r *Reader) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
 	return ListConsumers(ctx, r.st, inst, extra...)
@@ -88,7 +89,7 @@ func (r *Reader) ConsumersAhead(ctx context.Context, namespace, name string) fun
 	f := store.Filter{Instance: name, InstanceNamespace: namespace}
 	all := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) {
 		var bad []*store.Error
-		return readableBindings(ctx, r.st, "", f, &bad)
+		return ReadableBindings(ctx, r.st, "", f, &bad)
 	})
 	return func(inst *v1alpha1.ServiceInstance) ([]*v1alpha1.ServiceBinding, []string, error) {
 		bs, err := all.Wait()
@@ -103,4 +104,11 @@ func (r *Reader) ConsumersAhead(ctx context.Context, namespace, name string) fun
 // Secrets) that o selects, and assembles what uses what (see graph.Build).
 func (r *Reader) Graph(ctx context.Context, core kubernetes.Interface, o graph.Options) (*graph.Graph, error) {
 	return graph.Build(ctx, core, r.st, o)
+}
+
+// RotationDue reports whether the broker's renew_before for the binding's credentials
+// has passed.
+func RotationDue(b *v1alpha1.ServiceBinding, now time.Time) bool {
+	bs := b.Status.Bound
+	return bs != nil && bs.RenewBefore != nil && !now.Before(bs.RenewBefore.Time)
 }

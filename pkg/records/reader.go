@@ -1,4 +1,9 @@
-package engine
+// Package records reads the catalog's records for the commands that show them: the
+// readers of each kind, the filters, the selectors and decoding of a watch, the
+// marketplace's view, the graph of what uses what, and the predicates of the errors of
+// reading. It has nothing that writes: a command changes a record only through one of the
+// engine's operations.
+package records
 
 import (
 	"context"
@@ -18,9 +23,6 @@ type Reader struct{ st *store.Store }
 
 // NewReader reads the records of st.
 func NewReader(st *store.Store) *Reader { return &Reader{st: st} }
-
-// Reader reads the records the engine drives.
-func (e *Engine) Reader() *Reader { return NewReader(e.cfg.Store) }
 
 // Filter selects records in a list: by broker, class, plan, instance, scope, pending
 // label, and a label selector (see store.Filter).
@@ -126,8 +128,8 @@ func (r *Reader) FindBroker(ctx context.Context, catalogNS, userNS, name string,
 		return found[0], nil
 	case 0:
 	default:
-		return nil, inputErrorf("broker %q exists in namespace %q (namespace scope) and in %q (cluster scope): say which with --scope namespace or --scope cluster",
-			name, userNS, catalogNS)
+		return nil, &InputError{fmt.Errorf("broker %q exists in namespace %q (namespace scope) and in %q (cluster scope): say which with --scope namespace or --scope cluster",
+			name, userNS, catalogNS)}
 	}
 	var names []string
 	for _, p := range places {
@@ -149,6 +151,16 @@ func (r *Reader) FindBroker(ctx context.Context, catalogNS, userNS, name string,
 	}
 	return nil, &NotFoundError{msg}
 }
+
+// InputError is a mistake in what the user named (a broker name found in two scopes,
+// say): the command exits as for a usage error.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// UsageMistake marks the error as a mistake in how the command was invoked.
+func (e *InputError) UsageMistake() bool { return true }
 
 // NotFoundError is an object the user named that does not exist; its message says what
 // to do.

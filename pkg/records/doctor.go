@@ -1,4 +1,4 @@
-package engine
+package records
 
 import (
 	"context"
@@ -26,4 +26,18 @@ func (r *Reader) InstancesOf(ctx context.Context, b *v1alpha1.Broker) ([]*v1alph
 		ns = ""
 	}
 	return r.st.Instances().List(ctx, ns, store.Filter{Broker: b.Name, Scope: b.Spec.Scope})
+}
+
+// UnverifiedCounts counts, per namespace, the records of namespace ("" for all) not
+// stamped with token, the trust policy's token now in force: those AdoptAuthorship is
+// for (see store.Store.UnverifiedCounts).
+func (r *Reader) UnverifiedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	return r.st.UnverifiedCounts(ctx, namespace, token)
+}
+
+// StampedCounts counts, per namespace, the records of namespace ("" for all) stamped with
+// token: those that lose their verified author when that token is no longer the one in
+// force (see store.Store.StampedCounts).
+func (r *Reader) StampedCounts(ctx context.Context, namespace, token string) (map[string]int, error) {
+	return r.st.StampedCounts(ctx, namespace, token)
 }
