@@ -32,7 +32,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -700,7 +700,7 @@ func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
 
 func shardLease(group, id string, renew time.Time, secs int32) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: reconcile.LeaseName(group, id), Namespace: catalogNS, Labels: map[string]string{reconcile.LabelShardGroup: group}},
+		ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName(group, id), Namespace: catalogNS, Labels: map[string]string{shard.LabelShardGroup: group}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(id), RenewTime: &metav1.MicroTime{Time: renew}, LeaseDurationSeconds: ptr.To(secs)},
 	}
 }

@@ -1,4 +1,4 @@
-package reconcile
+package serve
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -58,7 +61,7 @@ func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
 		c.Holder, c.Jitter = "serve-test", func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval = time.Millisecond, time.Millisecond
 	})
-	rec := &Reconciler{Store: f.st, Engine: eng, SyncBroker: func(ctx context.Context, _ *v1alpha1.Broker) error {
+	rec := &reconcile.Reconciler{Store: f.st, Engine: eng, SyncBroker: func(ctx context.Context, _ *v1alpha1.Broker) error {
 		f.syncs.Add(1)
 		if f.sync != nil {
 			return f.sync(ctx)
@@ -269,7 +272,7 @@ func TestServe_RunsRepeatedlyAndDrivesPendingRecords(t *testing.T) {
 
 	first := f.nextReport(5 * time.Second)
 	assert.NilError(t, first.Err)
-	assert.Equal(t, first.Summary.Counts[Done], 1, "%+v", first.Summary.Items)
+	assert.Equal(t, first.Summary.Counts[reconcile.Done], 1, "%+v", first.Summary.Items)
 	for range 3 {
 		r := f.nextReport(5 * time.Second)
 		assert.NilError(t, r.Err)
@@ -419,7 +422,7 @@ func TestServe_MetricsScrape(t *testing.T) {
 	f.instance("db")
 	base, stop := f.start()
 	r := f.nextReport(5 * time.Second)
-	assert.Equal(t, r.Summary.Counts[Done], 1)
+	assert.Equal(t, r.Summary.Counts[reconcile.Done], 1)
 	f.srv.Metrics.ObserveBrokerRequest(types.NamespacedName{Namespace: storetest.CatalogNamespace, Name: serveBroker}, 201, 30*time.Millisecond)
 	f.srv.Metrics.ObserveBrokerRequest(types.NamespacedName{Namespace: storetest.CatalogNamespace, Name: serveBroker}, 0, time.Second)
 
@@ -492,7 +495,7 @@ func TestServe_ShutdownLetsTheRunFinishWithinTheGracePeriod(t *testing.T) {
 	assert.Assert(t, took < 5*time.Second, "Serve returned %s after the shutdown; the run needed 300ms", took)
 	r := f.nextReport(time.Second)
 	assert.NilError(t, r.Err, "the run finished its step")
-	assert.Equal(t, r.Summary.Counts[Done], 1, "%+v", r.Summary.Items)
+	assert.Equal(t, r.Summary.Counts[reconcile.Done], 1, "%+v", r.Summary.Items)
 	f.noReport(100 * time.Millisecond)
 }
 
@@ -536,12 +539,12 @@ func TestServe_NextRunComesWhenARecordIsDue(t *testing.T) {
 		want time.Duration
 	}{
 		{name: "nothing pending", want: time.Minute},
-		{name: "a retry due sooner", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Waiting, Until: at(10 * time.Second)}}}}, want: 10 * time.Second},
-		{name: "a claim expiring sooner", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Skipped, Until: at(20 * time.Second)}}}}, want: 20 * time.Second},
-		{name: "due later than the interval", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Waiting, Until: at(time.Hour)}}}}, want: time.Minute},
-		{name: "due already: not sooner than the debounce", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: InProgress, Until: at(-time.Second)}}}}, want: time.Second},
-		{name: "done records do not count", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Done, Until: at(time.Second)}}}}, want: time.Minute},
-		{name: "time ran out", rep: RunReport{Summary: Summary{TimeUp: true}}, want: time.Second},
+		{name: "a retry due sooner", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Waiting, Until: at(10 * time.Second)}}}}, want: 10 * time.Second},
+		{name: "a claim expiring sooner", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Skipped, Until: at(20 * time.Second)}}}}, want: 20 * time.Second},
+		{name: "due later than the interval", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Waiting, Until: at(time.Hour)}}}}, want: time.Minute},
+		{name: "due already: not sooner than the debounce", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.InProgress, Until: at(-time.Second)}}}}, want: time.Second},
+		{name: "done records do not count", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Done, Until: at(time.Second)}}}}, want: time.Minute},
+		{name: "time ran out", rep: RunReport{Summary: reconcile.Summary{TimeUp: true}}, want: time.Second},
 		{name: "the list failed", rep: RunReport{Err: errRefused}, want: 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -567,4 +570,61 @@ func TestServe_HandlerServesOnlyGet(t *testing.T) {
 	assert.NilError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, resp.StatusCode, http.StatusNotFound)
+}
+
+// panicsOn is an Observer that panics when a step of the instance named name starts,
+// as a step of a record with a forged status may.
+type panicsOn struct{ name string }
+
+func (p panicsOn) RecordQueued(reconcile.Ref) {}
+func (p panicsOn) StepStarted(ref reconcile.Ref, _ string) {
+	if ref.Name == p.name {
+		var op *v1alpha1.ProvisionedState
+		_ = op.PlanID // a nil dereference
+	}
+}
+func (p panicsOn) StepScheduled(reconcile.Ref, time.Time, string) {}
+func (p panicsOn) RecordFinished(reconcile.Item)                  {}
+
+func TestServe_AStepThatPanicsDoesNotStopTheServer(t *testing.T) {
+	f := newServeFixture(t, ServeOptions{Interval: 20 * time.Millisecond, Run: reconcile.Options{Observer: panicsOn{name: "bad"}}})
+	f.instance("bad")
+	f.instance("db")
+	_, stop := f.start()
+	for range 3 {
+		r := f.nextReport(5 * time.Second)
+		assert.NilError(t, r.Err)
+		assert.Equal(t, r.Summary.Counts[reconcile.Failed], 1, "%+v", r.Summary.Items)
+	}
+	err, _ := stop()
+	assert.NilError(t, err)
+	inst, err := f.st.Instances().Get(context.Background(), serveNS, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+}
+func TestServe_AMemberLooksAgainSoonAtRecordsClaimedByAnother(t *testing.T) {
+	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	claimedUntil := end.Add(2 * time.Minute)
+	rep := RunReport{End: end, Summary: reconcile.Summary{Counts: map[reconcile.Outcome]int{reconcile.Skipped: 1},
+		Items: []reconcile.Item{{Outcome: reconcile.Skipped, Until: &claimedUntil}}}}
+	s := &Server{Options: ServeOptions{Interval: 30 * time.Second}.withDefaults()}
+	assert.Equal(t, s.nextRun(rep), end.Add(30*time.Second), "alone: at the interval")
+	s.Group = &shard.Group{Name: "g", ID: "a", LeaseDuration: 15 * time.Second}
+	assert.Equal(t, s.nextRun(rep), end.Add(5*time.Second), "in a group: within a third of the lease")
+}
+func TestMetrics_ShardGauges(t *testing.T) {
+	m := NewMetrics()
+	m.ObserveRun(reconcile.Summary{Counts: map[reconcile.Outcome]int{}, Group: &reconcile.GroupSummary{Name: "g", Members: []string{"a", "b", "c"}, Listed: 300, Owned: 97, TakenOver: 2}},
+		nil, false, time.Second, time.Now())
+	rr := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	body := rr.Body.String()
+	for _, want := range []string{
+		"kubectl_catalog_shard_members 3\n",
+		"kubectl_catalog_shard_records_listed 300\n",
+		"kubectl_catalog_shard_records_owned 97\n",
+		"kubectl_catalog_shard_records_taken_over_total 2\n",
+	} {
+		assert.Assert(t, strings.Contains(body, want), "%s not in\n%s", want, body)
+	}
 }

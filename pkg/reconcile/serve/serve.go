@@ -1,4 +1,8 @@
-package reconcile
+// Package serve runs reconcile over and over, as "kubectl catalog reconcile --serve"
+// does: the loop and its timing, the watch that triggers a run when a record starts to
+// have work, the shard group's Lease kept while serving, /healthz and Prometheus
+// /metrics.
+package serve
 
 import (
 	"cmp"
@@ -12,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -20,7 +26,7 @@ type ServeOptions struct {
 	// Run are the options of every run. Its MaxDuration bounds each run (0: no bound);
 	// "reconcile --serve" sets it to Interval unless told otherwise, so that a run
 	// never outlasts the wait between two runs.
-	Run Options
+	Run reconcile.Options
 	// Interval is the longest wait between the end of a run and the start of the next;
 	// default 30 seconds. A run starts sooner when a record's next retry or poll is due
 	// sooner, or when the watch sees a record that starts to have work.
@@ -55,7 +61,7 @@ func (o ServeOptions) withDefaults() ServeOptions {
 // RunReport is what one run of a Server did.
 type RunReport struct {
 	Start, End time.Time
-	Summary    Summary
+	Summary    reconcile.Summary
 	// Err is the run's error: the work could not be listed, or the run was
 	// interrupted at the end of the shutdown grace period.
 	Err error
@@ -76,7 +82,7 @@ type BrokerProblem struct {
 // probes, /metrics for Prometheus. It is what "kubectl catalog reconcile --serve"
 // runs.
 type Server struct {
-	Reconciler *Reconciler
+	Reconciler *reconcile.Reconciler
 	// Records, when set, is watched so that a record that starts to have work is
 	// driven within about Debounce, not at the next interval. Without it (or while the
 	// watch fails, e.g. for lack of the watch permission) runs come at the interval.
@@ -90,7 +96,7 @@ type Server struct {
 	// Lease while it serves (deleting it when it stops), drives only its share of the
 	// records, and starts a run as soon as the live members change (ending the run
 	// under way early, as a shutdown does, so that the new share is taken up).
-	Group *Group
+	Group *shard.Group
 	// Report is called after every run, e.g. to log it.
 	Report func(RunReport)
 	// Logf reports what is not a run: the watch failing and recovering, shutdown.
@@ -324,17 +330,17 @@ func (s *Server) nextRun(rep RunReport) time.Time {
 			continue
 		}
 		switch it.Outcome {
-		case Waiting, InProgress, Skipped:
+		case reconcile.Waiting, reconcile.InProgress, reconcile.Skipped:
 			if it.Until.Before(next) {
 				next = *it.Until
 			}
 		}
 	}
-	if s.Group != nil && rep.Summary.Counts[Skipped] > 0 {
+	if s.Group != nil && rep.Summary.Counts[reconcile.Skipped] > 0 {
 		// Records of this member's share claimed by another member, which releases
 		// them when it learns that the members changed: looked at again soon, not only
 		// when the claims would lapse.
-		next = minTime(next, rep.End.Add(s.Group.duration()/3))
+		next = minTime(next, rep.End.Add(s.Group.Duration()/3))
 	}
 	return maxTime(next, rep.End.Add(o.Debounce))
 }
@@ -422,11 +428,11 @@ type HealthAPI struct {
 // HealthLastRun is the last run.
 type HealthLastRun struct {
 	// Time is when it ended.
-	Time   time.Time       `json:"time"`
-	Took   string          `json:"took"`
-	Counts map[Outcome]int `json:"counts"`
-	TimeUp bool            `json:"timeUp,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Time   time.Time                 `json:"time"`
+	Took   string                    `json:"took"`
+	Counts map[reconcile.Outcome]int `json:"counts"`
+	TimeUp bool                      `json:"timeUp,omitempty"`
+	Error  string                    `json:"error,omitempty"`
 	// Next is when the next run is due at the latest.
 	Next time.Time `json:"next"`
 }
@@ -459,7 +465,7 @@ func (s *Server) Health(ctx context.Context) Health {
 			Counts: last.Summary.Counts, TimeUp: last.Summary.TimeUp, Next: last.Next.UTC(),
 		}
 		if h.LastRun.Counts == nil {
-			h.LastRun.Counts = map[Outcome]int{}
+			h.LastRun.Counts = map[reconcile.Outcome]int{}
 		}
 		if last.Err != nil {
 			h.LastRun.Error = last.Err.Error()

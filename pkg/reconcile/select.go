@@ -1,0 +1,206 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Select lists the work of a run: brokers, instances and bindings labelled pending or
+// being deleted (one metadata-only list), brokers whose relist is due and, with
+// RotateDue, bindings whose credentials are due for rotation, in the shard (and, in a
+// shard group, in this member's share). Records another driver holds a live claim on
+// are not read: they come back as Skipped items.
+func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, error) {
+	todo, pre, _, _, err := r.selectWork(ctx, o)
+	return todo, pre, err
+}
+
+// selectWork is Select, with the shard group's summary and the run's share.
+func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, err error) {
+	owns = o.Shard.Owns
+	// A record of another member's share taken up because it starved.
+	starved := func(string, string, string, string, *store.Lease, *time.Time) bool { return false }
+	if g := o.Group; g != nil {
+		a, gerr := g.Assignment(ctx)
+		gs = &GroupSummary{Name: g.Name, Members: a.Members}
+		if gerr != nil {
+			gs.Error = gerr.Error()
+		}
+		owns = func(namespace, name string) bool { return o.Shard.Owns(namespace, name) && a.Owns(namespace, name) }
+		bound := cmp.Or(o.StarvationBound, g.StarvationBound(0))
+		keep := map[string]bool{}
+		defer func() {
+			if err == nil {
+				g.Forget(keep)
+			}
+		}()
+		starved = func(kind, namespace, name, rv string, l *store.Lease, dueAt *time.Time) bool {
+			if !o.Shard.Owns(namespace, name) {
+				return false
+			}
+			key := work{kind: kind, namespace: namespace, name: name}.key()
+			keep[key] = true
+			now := r.now()
+			if !g.Starved(key, rv, l != nil && l.Live(now), bound, now) {
+				return false
+			}
+			if dueAt != nil && now.Before(dueAt.Add(bound)) {
+				return false
+			}
+			if dueAt == nil && !r.safeBool(KindWord(kind)+" "+namespace+"/"+name, func() bool { return r.overdue(ctx, kind, namespace, name, bound, now) }) {
+				return false
+			}
+			gs.TakenOver++
+			return true
+		}
+	}
+	defer func() {
+		if gs != nil && err == nil {
+			gs.Owned = len(todo) + len(pre)
+		}
+	}()
+	pending, ids, err := r.Store.ListPendingWithIDs(ctx, o.Namespace)
+	if err != nil {
+		return nil, nil, gs, owns, err
+	}
+	if gs != nil {
+		gs.Listed = len(pending)
+	}
+	// The same list tells which records use which OSB ids: the engine's check that no
+	// older record uses a record's id needs no list per record (the check is
+	// cluster-wide: only the index of a list of every namespace answers it).
+	r.Engine.UseIDIndex(ids)
+	now := r.now()
+	holder := r.Engine.Holder()
+	index := map[string]int{} // work key -> position in todo, -1 when skipped
+	skip := func(kind, namespace, name string, l *store.Lease) bool {
+		// A claim whose process has ended is looked at in full: it may be taken over.
+		if l == nil || l.Holder == holder || !l.Live(now) || l.Abandoned() {
+			return false
+		}
+		until := l.ExpiresAt
+		pre = append(pre, Item{Namespace: namespace, Kind: kind, Name: name, Outcome: Skipped, Until: &until,
+			Detail: fmt.Sprintf("%s holds it until %s", l.Holder, until.UTC().Format(time.RFC3339))})
+		return true
+	}
+	for _, p := range pending {
+		switch p.Kind {
+		case v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding, v1alpha1.KindBroker:
+		default:
+			continue
+		}
+		if !owns(p.Namespace, p.Name) && !starved(p.Kind, p.Namespace, p.Name, p.ResourceVersion, p.Lease, nil) {
+			continue
+		}
+		w := work{kind: p.Kind, namespace: p.Namespace, name: p.Name}
+		if skip(p.Kind, p.Namespace, p.Name, p.Lease) {
+			index[w.key()] = -1
+			continue
+		}
+		index[w.key()] = len(todo)
+		todo = append(todo, w)
+	}
+	if r.SyncBroker != nil {
+		// A relist that is merely due is not pending work: brokers being few, they are
+		// listed in full to find it.
+		brokers, err := r.Store.Brokers().List(ctx, o.Namespace, store.Filter{})
+		if err != nil {
+			bad, ok := store.Unreadable(err)
+			if !ok {
+				return nil, nil, gs, owns, err
+			}
+			// A ConfigMap that does not hold a readable broker fails on its own and
+			// hides no other record.
+			for _, e := range bad {
+				w := work{kind: v1alpha1.KindBroker, namespace: e.Namespace, name: e.Name}
+				if _, seen := index[w.key()]; seen || !owns(e.Namespace, e.Name) {
+					continue
+				}
+				index[w.key()] = -1
+				pre = append(pre, failed(Item{Namespace: e.Namespace, Kind: w.kind, Name: e.Name}, unreadable(e)))
+			}
+		}
+		for _, b := range brokers {
+			w := work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b}
+			// A namespace-scoped broker recorded by an older release holds none of its
+			// instances yet: this run gives it the finalizer.
+			w.adopt = store.HoldsInstances(b) && !slices.Contains(b.Finalizers, store.Finalizer) && b.DeletionTimestamp == nil
+			mine := owns(b.Namespace, b.Name)
+			if at := b.Status.NextRelistAt; !mine && at != nil && b.DeletionTimestamp == nil && !w.adopt {
+				if _, seen := index[w.key()]; !seen {
+					var l *store.Lease
+					if x, ok := store.LeaseOf(b); ok {
+						l = &x
+					}
+					mine = !now.Before(at.Time) && starved(w.kind, b.Namespace, b.Name, b.ResourceVersion, l, &at.Time)
+				}
+			}
+			if i, seen := index[w.key()]; seen || !mine {
+				if seen && i >= 0 {
+					todo[i].adopt = w.adopt
+				}
+				continue
+			}
+			if at := b.Status.NextRelistAt; w.adopt || at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
+				todo = append(todo, w)
+			}
+		}
+	}
+	if o.RotateDue {
+		// A rotation that is merely due is not pending work either: the bindings are
+		// listed in full (page by page) to find it.
+		bindings, err := r.Store.Bindings().List(ctx, o.Namespace, store.Filter{})
+		if _, ok := store.Unreadable(err); err != nil && !ok {
+			return nil, nil, gs, owns, err
+		}
+		// An unreadable binding ConfigMap does not hide the others; if it has work, the
+		// pending list above shows it, and reading it fails visibly.
+		for _, b := range bindings {
+			if b.DeletionTimestamp != nil || !engine.RotationDue(b, now) || !owns(b.Namespace, b.Name) {
+				continue
+			}
+			w := work{kind: v1alpha1.KindServiceBinding, namespace: b.Namespace, name: b.Name, rotate: true}
+			i, seen := index[w.key()]
+			switch {
+			case seen && i >= 0:
+				todo[i].rotate = true
+			case seen:
+				// Skipped already: someone else holds it.
+			default:
+				var lease *store.Lease
+				if l, ok := store.LeaseOf(b); ok {
+					lease = &l
+				}
+				if !skip(w.kind, w.namespace, w.name, lease) {
+					todo = append(todo, w)
+				}
+			}
+		}
+	}
+	return todo, pre, gs, owns, nil
+}
+
+// overdue reads an instance or binding of another member's share and reports whether
+// its next step was due at least bound ago, with no live claim on it: its owner is not
+// taking it up. A broker is taken up as it is (its run checks what is due).
+func (r *Reconciler) overdue(ctx context.Context, kind, namespace, name string, bound time.Duration, now time.Time) bool {
+	if kind == v1alpha1.KindBroker {
+		return true
+	}
+	rec := r.recordOf(work{kind: kind, namespace: namespace, name: name})
+	if found, err := rec.read(ctx); err != nil || !found {
+		return false
+	}
+	next := rec.next()
+	if next.ClaimedBy != "" || next.NeedsUser {
+		return false
+	}
+	return next.At.IsZero() || !now.Before(next.At.Add(bound))
+}
