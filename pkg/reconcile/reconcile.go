@@ -1,7 +1,7 @@
 // Package reconcile finishes pending work: it finds records with work to do without
 // reading every record (store.ListPending), reads only those, and drives each with the
 // engine's own step (engine.Engine.StepInstance for instances, StepBinding for
-// bindings, catalogsync for brokers' catalogs) on a bounded pool of workers, within a
+// bindings, StepBroker for brokers) on a bounded pool of workers, within a
 // time budget. A record whose next step is due later (an asynchronous operation's next
 // poll, a retry) waits in a time-ordered queue, not on a worker. It is what "kubectl
 // catalog reconcile" runs; it holds no cobra and prints nothing.
@@ -104,13 +104,8 @@ const TargetCacheTTL = 5 * time.Second
 type Reconciler struct {
 	Store  *store.Store
 	Engine *engine.Engine
-	// SyncBroker fetches a broker's catalog (catalogsync.Syncer.Sync); nil leaves
-	// brokers alone.
-	SyncBroker func(ctx context.Context, b *v1alpha1.Broker) error
 	// Now is the clock the engine uses; default time.Now.
 	Now func() time.Time
-	// ClaimTTL is how long a broker claim lasts; default 2 minutes.
-	ClaimTTL time.Duration
 	// Logf, if not nil, logs what a run's summary cannot hold: the stack of a step
 	// that failed hard (see visitSafely).
 	Logf func(format string, args ...any)

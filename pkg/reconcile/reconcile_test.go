@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -39,6 +40,8 @@ type fixture struct {
 	now     time.Time
 	rec     *Reconciler
 	syncs   atomic.Int32
+	// sync, when set, replaces the counting of catalog fetches in syncs.
+	sync func(context.Context, *v1alpha1.Broker) error
 	// clock is what the fake broker's calls take their time on: the run's clock.
 	clock k8sclock.Clock
 }
@@ -79,11 +82,15 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	eng := enginetest.New(f.st, f.broker, func(c *engine.Config) {
 		c.Holder, c.Now, c.Jitter = "reconcile-test", clock, func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval, c.RetryBase = poll, poll, o.retryBase
+		c.Catalogs = catalogsync.New(f.st, nil, catalogsync.WithSync(func(ctx context.Context, b *v1alpha1.Broker) error {
+			if f.sync != nil {
+				return f.sync(ctx, b)
+			}
+			f.syncs.Add(1)
+			return nil
+		}))
 	})
-	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock, SyncBroker: func(context.Context, *v1alpha1.Broker) error {
-		f.syncs.Add(1)
-		return nil
-	}}
+	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock}
 	if vc != nil {
 		f.rec.clock = vc
 	}

@@ -107,7 +107,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 		index[w.key()] = len(todo)
 		todo = append(todo, w)
 	}
-	if r.SyncBroker != nil {
+	if r.Engine.FetchesCatalogs() {
 		// A relist that is merely due is not pending work: brokers being few, they are
 		// listed in full to find it.
 		brokers, err := r.Store.Brokers().List(ctx, o.Namespace, store.Filter{})

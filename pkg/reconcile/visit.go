@@ -20,12 +20,7 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	t.started = true
 	obs := o.observer()
 	if t.rec == nil {
-		obs.StepStarted(t.ref(), ActionBroker)
-		it, waits := r.driveBroker(ctx, t.w, t.it, o.DryRun)
-		t.it, t.done = it, true
-		if waits && !t.parked {
-			t.park, t.parked, t.done = true, true, false
-		}
+		r.visitBroker(ctx, t, o)
 		return
 	}
 	if !t.held {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
@@ -297,10 +296,6 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	o.Reconciler = &reconcile.Reconciler{
 		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
-		SyncBroker: func(ctx context.Context, b *v1alpha1.Broker) error {
-			_, err := eng.Syncer.Sync(ctx, b)
-			return err
-		},
 		Logf: func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) },
 	}
 	return o.completeServe(f)

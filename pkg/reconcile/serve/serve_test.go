@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -60,14 +61,15 @@ func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
 	eng := enginetest.New(f.st, fake.New(), func(c *engine.Config) {
 		c.Holder, c.Jitter = "serve-test", func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval = time.Millisecond, time.Millisecond
+		c.Catalogs = catalogsync.New(f.st, nil, catalogsync.WithSync(func(ctx context.Context, _ *v1alpha1.Broker) error {
+			f.syncs.Add(1)
+			if f.sync != nil {
+				return f.sync(ctx)
+			}
+			return nil
+		}))
 	})
-	rec := &reconcile.Reconciler{Store: f.st, Engine: eng, SyncBroker: func(ctx context.Context, _ *v1alpha1.Broker) error {
-		f.syncs.Add(1)
-		if f.sync != nil {
-			return f.sync(ctx)
-		}
-		return nil
-	}}
+	rec := &reconcile.Reconciler{Store: f.st, Engine: eng}
 	ctx := context.Background()
 	_, err := f.st.Brokers().Create(ctx, &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: serveBroker},
