@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
@@ -104,182 +106,136 @@ type task struct {
 // already and are not taken up. interrupted says whether runCtx ended by
 // Options.Interrupt.
 func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []Item, o Options, interrupted func() bool) ([]Item, int) {
-	workers := max(o.Workers, 1)
-	obs := o.observer()
-	var tasks []*task
-	q := newFairQueue()
-	known := map[string]bool{}
+	s := newScheduler(r, o, pre)
+	for _, w := range todo {
+		if t := s.add(w); t != nil {
+			s.q.push(t)
+		}
+	}
+	s.seq = len(s.tasks)
+	s.run(ctx, runCtx)
+	left := s.leaveAll(ctx, interrupted)
+	items := make([]Item, len(s.tasks))
+	for i, t := range s.tasks {
+		items[i] = finalItem(t)
+	}
+	return items, left
+}
+
+// scheduler is the state of one run's schedule.
+type scheduler struct {
+	r       *Reconciler
+	o       Options
+	obs     Observer
+	clk     clock.WithDelayedExecution
+	workers int
+	tasks   []*task
+	q       *fairQueue
+	known   map[string]bool
+	// seq numbers the tasks queued again, first in, first out.
+	seq int
 	// open counts, per namespace, the instances and bindings whose item is not final;
 	// finished, those whose item became final.
-	open := map[string]int{}
-	finished := map[string]int{}
-	var parked []*task
+	open, finished map[string]int
+	// parked are the brokers being deleted that wait for their namespace's records.
+	parked []*task
 	// openBindings counts the bindings whose item is not final, goneBindings those the
 	// run found gone (unbound, or deleted meanwhile); blocked are the instances parked
 	// until a binding they wait for is gone, by work key.
-	openBindings, goneBindings := 0, 0
-	blocked := map[string]*task{}
+	openBindings, goneBindings int
+	blocked                    map[string]*task
+}
+
+func newScheduler(r *Reconciler, o Options, pre []Item) *scheduler {
+	s := &scheduler{r: r, o: o, obs: o.observer(), clk: r.runClock(), workers: max(o.Workers, 1), q: newFairQueue(),
+		known: map[string]bool{}, open: map[string]int{}, finished: map[string]int{}, blocked: map[string]*task{}}
 	for _, it := range pre {
-		known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
+		s.known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
 	}
-	add := func(w work) *task {
-		if known[w.key()] {
-			return nil
-		}
-		known[w.key()] = true
-		t := &task{w: w, seq: len(tasks), it: Item{Namespace: w.namespace, Kind: w.kind, Name: w.name}}
-		if w.kind != v1alpha1.KindBroker {
-			t.rec = r.recordOf(w)
-			open[w.namespace]++
-		}
-		if w.kind == v1alpha1.KindServiceBinding {
-			openBindings++
-		}
-		tasks = append(tasks, t)
-		obs.RecordQueued(t.ref())
-		return t
-	}
-	for _, w := range todo {
-		if t := add(w); t != nil {
-			q.push(t)
-		}
-	}
+	return s
+}
 
-	// finish counts a task whose item became final.
-	finish := func(t *task) {
-		if t.rec != nil {
-			open[t.w.namespace]--
-			finished[t.w.namespace]++
-		}
-		obs.RecordFinished(finalItem(t))
+// add makes w a task of the run; nil when the run has it already.
+func (s *scheduler) add(w work) *task {
+	if s.known[w.key()] {
+		return nil
 	}
+	s.known[w.key()] = true
+	t := &task{w: w, seq: len(s.tasks), it: Item{Namespace: w.namespace, Kind: w.kind, Name: w.name}}
+	if w.kind != v1alpha1.KindBroker {
+		t.rec = s.r.recordOf(w)
+		s.open[w.namespace]++
+	}
+	if w.kind == v1alpha1.KindServiceBinding {
+		s.openBindings++
+	}
+	s.tasks = append(s.tasks, t)
+	s.obs.RecordQueued(t.ref())
+	return t
+}
 
-	in := make(chan *task, workers)
-	out := make(chan *task, workers)
+// nextSeq is the sequence number of a task queued again.
+func (s *scheduler) nextSeq() int {
+	n := s.seq
+	s.seq++
+	return n
+}
+
+// requeueNow queues t again, due at once.
+func (s *scheduler) requeueNow(t *task) {
+	t.due, t.seq = s.clk.Now(), s.nextSeq()
+	s.q.push(t)
+}
+
+// finish counts a task whose item became final.
+func (s *scheduler) finish(t *task) {
+	if t.rec != nil {
+		s.open[t.w.namespace]--
+		s.finished[t.w.namespace]++
+	}
+	s.obs.RecordFinished(finalItem(t))
+}
+
+// run hands the due tasks to the workers, and takes them back when their visit is over,
+// until no task is left or runCtx is done.
+func (s *scheduler) run(ctx, runCtx context.Context) {
+	in := make(chan *task, s.workers)
+	out := make(chan *task, s.workers)
 	var wg sync.WaitGroup
-	for range min(workers, len(tasks)) {
+	for range min(s.workers, len(s.tasks)) {
 		wg.Go(func() {
 			for t := range in {
-				r.visitSafely(ctx, t, o)
+				s.r.visitSafely(ctx, t, s.o)
 				out <- t
 			}
 		})
 	}
-	clk := r.runClock()
-	timer := clk.NewTimer(time.Hour)
+	timer := s.clk.NewTimer(time.Hour)
 	timer.Stop()
-	seq, busy := len(tasks), 0
+	busy := 0
 	for {
 		// Drain and Interrupt end runCtx; looking at them too starts no step once
 		// they are closed, even before runCtx says so.
-		running := runCtx.Err() == nil && !closed(o.Drain) && !closed(o.Interrupt)
+		running := runCtx.Err() == nil && !closed(s.o.Drain) && !closed(s.o.Interrupt)
 		if running {
-			now := clk.Now()
-			share := q.share(workers)
-			for busy < workers {
-				t := q.pop(now, share)
-				if t == nil {
-					break
-				}
-				busy++
-				t.finishedAtStart = finished[t.w.namespace]
-				t.bindingsAtStart = goneBindings
-				in <- t
-			}
+			busy = s.start(in, busy)
 		}
-		if busy == 0 && (q.len() == 0 || !running) {
+		if busy == 0 && (s.q.len() == 0 || !running) {
 			break
 		}
 		var wake <-chan time.Time
 		var stop <-chan struct{}
 		if running {
 			stop = runCtx.Done()
-			if at, ok := q.earliest(q.share(workers)); busy < workers && ok {
-				timer.Reset(at.Sub(clk.Now()))
+			if at, ok := s.q.earliest(s.q.share(s.workers)); busy < s.workers && ok {
+				timer.Reset(at.Sub(s.clk.Now()))
 				wake = timer.C()
 			}
 		}
 		select {
 		case t := <-out:
 			busy--
-			q.done(t)
-			for _, w := range t.more {
-				if n := add(w); n != nil {
-					n.seq, seq = seq, seq+1
-					q.push(n)
-				}
-			}
-			t.more = nil
-			switch {
-			case t.park:
-				t.park = false
-				switch {
-				case open[t.w.namespace] > 0:
-					parked = append(parked, t)
-					obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
-				case finished[t.w.namespace] > t.finishedAtStart:
-					// The last of its namespace's records finished while it looked (a
-					// worker deprovisioned the instance it found): it looks again.
-					t.due, t.seq, seq = clk.Now(), seq, seq+1
-					q.push(t)
-					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
-				default:
-					t.done = true // nothing of its namespace left to drive in this run
-				}
-			case t.blocked:
-				t.blocked = false
-				switch {
-				case goneBindings > t.bindingsAtStart:
-					// A binding went while it looked: it looks again at once.
-					t.due, t.seq, seq = clk.Now(), seq, seq+1
-					q.push(t)
-					obs.StepScheduled(t.ref(), t.due, t.it.Detail)
-				case openBindings > 0:
-					blocked[t.w.key()] = t
-					obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
-				default:
-					// No binding is left to drive in this run: nothing can progress on
-					// it until a later run. Its item says what it waits for.
-					t.done = true
-				}
-			case !t.done:
-				t.seq, seq = seq, seq+1
-				q.push(t)
-				obs.StepScheduled(t.ref(), t.due, scheduledWhy(t))
-			}
-			if t.done {
-				finish(t)
-				if t.w.kind == v1alpha1.KindServiceBinding {
-					openBindings--
-					if t.gone {
-						goneBindings++
-					}
-					// Once a binding is gone, the instance it belonged to (any, when the
-					// run never read it) looks again; once no binding is left to drive,
-					// the instances still waiting can make no progress in this run.
-					for _, b := range sortedTasks(blocked) {
-						switch k := b.w.key(); {
-						case t.gone && (k == bindingInstanceKey(t) || !t.rec.loaded()):
-							delete(blocked, k)
-							b.due, b.seq, seq = clk.Now(), seq, seq+1
-							q.push(b)
-							obs.StepScheduled(b.ref(), b.due, b.it.Detail)
-						case openBindings == 0:
-							delete(blocked, k)
-							b.done = true // its item says what it waits for
-							finish(b)
-						}
-					}
-				}
-			}
-			parked = slices.DeleteFunc(parked, func(p *task) bool {
-				if open[p.w.namespace] > 0 {
-					return false
-				}
-				p.due, p.seq, seq = clk.Now(), seq, seq+1
-				q.push(p)
-				return true
-			})
+			s.visited(t)
 		case <-wake:
 		case <-stop:
 		}
@@ -287,34 +243,146 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 	}
 	close(in)
 	wg.Wait()
-	for _, p := range parked {
+}
+
+// start hands the due tasks to free workers, of which busy are busy, and returns how
+// many are busy then.
+func (s *scheduler) start(in chan<- *task, busy int) int {
+	now := s.clk.Now()
+	share := s.q.share(s.workers)
+	for busy < s.workers {
+		t := s.q.pop(now, share)
+		if t == nil {
+			break
+		}
+		busy++
+		t.finishedAtStart = s.finished[t.w.namespace]
+		t.bindingsAtStart = s.goneBindings
+		in <- t
+	}
+	return busy
+}
+
+// visited takes back task t from its worker: it queues the records its visit found,
+// queues t again, parks it or finishes it, and takes up what waited for it.
+func (s *scheduler) visited(t *task) {
+	s.q.done(t)
+	for _, w := range t.more {
+		if n := s.add(w); n != nil {
+			n.seq = s.nextSeq()
+			s.q.push(n)
+		}
+	}
+	t.more = nil
+	switch {
+	case t.park:
+		s.park(t)
+	case t.blocked:
+		s.block(t)
+	case !t.done:
+		t.seq = s.nextSeq()
+		s.q.push(t)
+		s.obs.StepScheduled(t.ref(), t.due, scheduledWhy(t))
+	}
+	if t.done {
+		s.finish(t)
+		if t.w.kind == v1alpha1.KindServiceBinding {
+			s.bindingFinished(t)
+		}
+	}
+	s.parked = slices.DeleteFunc(s.parked, func(p *task) bool {
+		if s.open[p.w.namespace] > 0 {
+			return false
+		}
+		s.requeueNow(p)
+		return true
+	})
+}
+
+// park parks broker t, being deleted, while records of its namespace are left to drive.
+func (s *scheduler) park(t *task) {
+	t.park = false
+	switch {
+	case s.open[t.w.namespace] > 0:
+		s.parked = append(s.parked, t)
+		s.obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
+	case s.finished[t.w.namespace] > t.finishedAtStart:
+		// The last of its namespace's records finished while it looked (a worker
+		// deprovisioned the instance it found): it looks again.
+		s.requeueNow(t)
+		s.obs.StepScheduled(t.ref(), t.due, t.it.Detail)
+	default:
+		t.done = true // nothing of its namespace left to drive in this run
+	}
+}
+
+// block keeps instance t, being deleted, until one of the run's bindings is gone.
+func (s *scheduler) block(t *task) {
+	t.blocked = false
+	switch {
+	case s.goneBindings > t.bindingsAtStart:
+		// A binding went while it looked: it looks again at once.
+		s.requeueNow(t)
+		s.obs.StepScheduled(t.ref(), t.due, t.it.Detail)
+	case s.openBindings > 0:
+		s.blocked[t.w.key()] = t
+		s.obs.StepScheduled(t.ref(), time.Time{}, t.it.Detail)
+	default:
+		// No binding is left to drive in this run: nothing can progress on it until
+		// a later run. Its item says what it waits for.
+		t.done = true
+	}
+}
+
+// bindingFinished counts binding t, whose item became final. Once a binding is gone,
+// the instance it belonged to (any, when the run never read it) looks again; once no
+// binding is left to drive, the instances still waiting can make no progress in this
+// run.
+func (s *scheduler) bindingFinished(t *task) {
+	s.openBindings--
+	if t.gone {
+		s.goneBindings++
+	}
+	for _, b := range sortedTasks(s.blocked) {
+		switch k := b.w.key(); {
+		case t.gone && (k == bindingInstanceKey(t) || !t.rec.loaded()):
+			delete(s.blocked, k)
+			s.requeueNow(b)
+			s.obs.StepScheduled(b.ref(), b.due, b.it.Detail)
+		case s.openBindings == 0:
+			delete(s.blocked, k)
+			b.done = true // its item says what it waits for
+			s.finish(b)
+		}
+	}
+}
+
+// leaveAll finishes the items of the tasks the run ends with, and returns how many
+// were left with a step still to take. interrupted says whether Options.Interrupt ended
+// the run.
+func (s *scheduler) leaveAll(ctx context.Context, interrupted func() bool) int {
+	for _, p := range s.parked {
 		p.done = true // its item says what it waits for
-		obs.RecordFinished(finalItem(p))
+		s.obs.RecordFinished(finalItem(p))
 	}
 	// Instances still waiting for bindings when the time ran out (or the run was
 	// interrupted): their item says what they wait for.
-	for _, b := range sortedTasks(blocked) {
+	for _, b := range sortedTasks(s.blocked) {
 		b.done = true
-		obs.RecordFinished(finalItem(b))
+		s.obs.RecordFinished(finalItem(b))
 	}
-
 	// What is still queued is left for the next run: the time is up, or the run was
 	// interrupted.
-	left := q.all()
+	left := s.q.all()
 	stopped := interrupted()
-	Pool(context.WithoutCancel(ctx), workers, len(left), func(i int) Item {
-		r.leaveSafely(ctx, left[i], stopped, o)
+	Pool(context.WithoutCancel(ctx), s.workers, len(left), func(i int) Item {
+		s.r.leaveSafely(ctx, left[i], stopped, s.o)
 		return Item{}
 	}, func(int) Item { return Item{} })
 	for _, t := range left {
-		obs.RecordFinished(finalItem(t))
+		s.obs.RecordFinished(finalItem(t))
 	}
-
-	items := make([]Item, len(tasks))
-	for i, t := range tasks {
-		items[i] = finalItem(t)
-	}
-	return items, len(left)
+	return len(left)
 }
 
 // sortedTasks is the tasks of m in the order they were queued.
