@@ -18,103 +18,19 @@ import (
 func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 	first := !t.started
 	t.started = true
-	obs := o.observer()
 	if t.rec == nil {
 		r.visitBroker(ctx, t, o)
 		return
 	}
-	if !t.held {
-		if !r.read(ctx, t) {
-			return
-		}
-		next := t.rec.next()
-		if next.ClaimedBy != "" && !o.DryRun {
-			// A claim its process (of this host) can no longer renew: a killed
-			// "--wait", say. Taken over at once where no call may be under way.
-			took, err := t.rec.takeOver(ctx)
-			if err != nil {
-				r.finish(ctx, t, failed(t.it, err))
-				return
-			}
-			if took {
-				r.logf("%s: took over the claim of %s, whose process has ended", t.ref(), next.ClaimedBy)
-				next = t.rec.next()
-			}
-		}
-		if next.ClaimedBy != "" {
-			r.finish(ctx, t, waitingFor(t.it, next, t.rec))
-			return
-		}
-		if !t.checked {
-			if first && t.w.rotate && !r.rotate(ctx, t, o.DryRun) {
-				return
-			}
-			next = t.rec.next()
-			switch {
-			case next.NeedsUser:
-				r.finish(ctx, t, needsUser(t.it, t.rec))
-				return
-			case !next.Due(r.now()):
-				// A run never shortens a backoff or a Retry-After. A run by hand waits
-				// for one due within its horizon; otherwise a later run takes it up.
-				if !t.waited && r.waitUntilDue(t, next, o) {
-					return
-				}
-				r.finish(ctx, t, waitingFor(t.it, next, t.rec))
-				return
-			case !o.DryRun && r.heldBack(t):
-				r.release(ctx, t)
-				return
-			case o.DryRun:
-				t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
-				return
-			}
-			t.checked = true
-		}
+	if !t.held && !r.ready(ctx, t, o, first) {
+		return
 	}
-
-	obs.StepStarted(t.ref(), t.rec.next().Action)
+	o.observer().StepStarted(t.ref(), t.rec.next().Action)
 	res, err := t.rec.step(ctx)
 	t.it.Steps++
 	t.last, t.held = res, false
 	r.countFloor(ctx, t, res, err)
-	if err == nil && res.Refused {
-		t.it.Outcome, t.it.Detail = Refused, res.Message
-		r.finish(ctx, t, t.it)
-		return
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
-			r.finish(ctx, t, t.it)
-			return
-		}
-		if store.IsNotFound(err) {
-			// Another driver may have finished the record meanwhile (removed its
-			// finalizer, and the API server deleted it): a record that is gone is done.
-			// Anything else not found (its broker, a Secret) is this step's failure.
-			if found, rerr := t.rec.read(ctx); rerr == nil && !found {
-				t.it.Outcome, t.it.Detail, t.done, t.gone = Done, "gone", true, true
-				return
-			}
-		}
-		r.finish(ctx, t, failed(t.it, err))
-		return
-	}
-	switch res.State {
-	case engine.StateSettled:
-		r.finish(ctx, t, r.settled(t, o))
-		return
-	case engine.StateDeleted:
-		t.it.Outcome, t.it.Detail, t.done, t.gone = Done, res.Message, true, true
-		return
-	case engine.StateNeedsUser:
-		r.finish(ctx, t, needsUser(t.it, t.rec))
-		return
-	}
-	next := t.rec.next()
-	if next.ClaimedBy != "" {
-		r.finish(ctx, t, waitingFor(t.it, next, t.rec))
+	if !r.stepped(ctx, t, o, res, err) {
 		return
 	}
 	r.follow(ctx, t, o)
@@ -126,6 +42,113 @@ func (r *Reconciler) visit(ctx context.Context, t *task, o Options) {
 		r.release(ctx, t)
 		return
 	}
+	r.requeue(ctx, t, o, res)
+}
+
+// ready reads a record the run does not hold and checks it before its step: another
+// driver's claim (taken over when its process has ended), and, before its first step,
+// a rotation due (--rotate-due), whether it needs the user, whether its step is due and
+// its retry floor has passed. False when its visit is over.
+func (r *Reconciler) ready(ctx context.Context, t *task, o Options, first bool) bool {
+	if !r.read(ctx, t) {
+		return false
+	}
+	next := t.rec.next()
+	if next.ClaimedBy != "" && !o.DryRun {
+		// A claim its process (of this host) can no longer renew: a killed
+		// "--wait", say. Taken over at once where no call may be under way.
+		took, err := t.rec.takeOver(ctx)
+		if err != nil {
+			r.finish(ctx, t, failed(t.it, err))
+			return false
+		}
+		if took {
+			r.logf("%s: took over the claim of %s, whose process has ended", t.ref(), next.ClaimedBy)
+			next = t.rec.next()
+		}
+	}
+	if next.ClaimedBy != "" {
+		r.finish(ctx, t, waitingFor(t.it, next, t.rec))
+		return false
+	}
+	if t.checked {
+		return true
+	}
+	if first && t.w.rotate && !r.rotate(ctx, t, o.DryRun) {
+		return false
+	}
+	next = t.rec.next()
+	switch {
+	case next.NeedsUser:
+		r.finish(ctx, t, needsUser(t.it, t.rec))
+		return false
+	case !next.Due(r.now()):
+		// A run never shortens a backoff or a Retry-After. A run by hand waits
+		// for one due within its horizon; otherwise a later run takes it up.
+		if !t.waited && r.waitUntilDue(t, next, o) {
+			return false
+		}
+		r.finish(ctx, t, waitingFor(t.it, next, t.rec))
+		return false
+	case !o.DryRun && r.heldBack(t):
+		r.release(ctx, t)
+		return false
+	case o.DryRun:
+		t.it.Outcome, t.it.Detail, t.done = WouldDrive, next.Action, true
+		return false
+	}
+	t.checked = true
+	return true
+}
+
+// stepped finishes the item of a record whose step ended it for this run: refused,
+// failed, interrupted, settled, gone, needing the user, or claimed by another driver.
+// True when the record has a step still to take.
+func (r *Reconciler) stepped(ctx context.Context, t *task, o Options, res engine.Result, err error) bool {
+	if err == nil && res.Refused {
+		t.it.Outcome, t.it.Detail = Refused, res.Message
+		r.finish(ctx, t, t.it)
+		return false
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			t.it.Outcome, t.it.Detail = InProgress, "interrupted; left pending"
+			r.finish(ctx, t, t.it)
+			return false
+		}
+		if store.IsNotFound(err) {
+			// Another driver may have finished the record meanwhile (removed its
+			// finalizer, and the API server deleted it): a record that is gone is done.
+			// Anything else not found (its broker, a Secret) is this step's failure.
+			if found, rerr := t.rec.read(ctx); rerr == nil && !found {
+				t.it.Outcome, t.it.Detail, t.done, t.gone = Done, "gone", true, true
+				return false
+			}
+		}
+		r.finish(ctx, t, failed(t.it, err))
+		return false
+	}
+	switch res.State {
+	case engine.StateSettled:
+		r.finish(ctx, t, r.settled(t, o))
+		return false
+	case engine.StateDeleted:
+		t.it.Outcome, t.it.Detail, t.done, t.gone = Done, res.Message, true, true
+		return false
+	case engine.StateNeedsUser:
+		r.finish(ctx, t, needsUser(t.it, t.rec))
+		return false
+	}
+	if next := t.rec.next(); next.ClaimedBy != "" {
+		r.finish(ctx, t, waitingFor(t.it, next, t.rec))
+		return false
+	}
+	return true
+}
+
+// requeue sets when the next step of a record is due after a step that asked to be
+// called again (res), or finishes its item when the run cannot wait that long.
+func (r *Reconciler) requeue(ctx context.Context, t *task, o Options, res engine.Result) {
 	wait := res.RequeueAfter
 	if op := t.rec.object().OpStatus().InFlight; wait <= 0 && op != nil && op.Async {
 		// The next poll is due at once: records keep times to the second, so a
