@@ -280,10 +280,10 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	f.UseBrokerOptions(brokerclient.WithNamespaceBrokerEgress(f.CatalogNamespace, rule))
 	host, _ := os.Hostname()
-	eng, err := f.Engine(cmdutil.EngineOptions{
+	rec, err := f.Reconciler(cmdutil.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
 		TargetCacheTTL: reconcile.TargetCacheTTL, Unattended: true, EventWriters: o.Workers,
-	})
+	}, func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) })
 	if err != nil {
 		return err
 	}
@@ -294,10 +294,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		// may be -o json.
 		o.Prompter = prompt.NewSurvey(o.Streams.In, o.Streams.ErrOut, o.Streams.ErrOut)
 	}
-	o.Reconciler = &reconcile.Reconciler{
-		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
-		Logf: func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) },
-	}
+	o.Reconciler = rec
 	return o.completeServe(f)
 }
 
