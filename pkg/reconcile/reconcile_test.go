@@ -164,29 +164,20 @@ func (f *fixture) item(sum Summary, name string) Item {
 	return Item{}
 }
 
-func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
-	cases := []struct {
-		name    string
-		setup   func(f *fixture)
-		opts    Options
-		outcome Outcome
-		calls   []string // broker methods called
-		gone    bool     // the record is deleted at the end
-		failed  bool
-	}{
-		{
-			name:    "new instance is provisioned",
-			setup:   func(f *fixture) { f.instance("db") },
-			outcome: Done, calls: []string{"Provision"},
-		},
-		{
-			name: "plain delete of a provisioned instance deprovisions it",
-			setup: func(f *fixture) {
-				f.provisioned("db")
-				assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
-			},
-			outcome: Done, calls: []string{"Deprovision"}, gone: true,
-		},
+// driveCase is a record set up for a run, and what the run does with it.
+type driveCase struct {
+	name    string
+	setup   func(f *fixture)
+	opts    Options
+	outcome Outcome
+	calls   []string // broker methods called
+	gone    bool     // the record is deleted at the end
+	failed  bool
+}
+
+// claimCases are records claimed by someone else, live or not.
+func claimCases(t *testing.T) []driveCase {
+	return []driveCase{
 		{
 			name: "a live claim of someone else is skipped without reading or calling",
 			setup: func(f *fixture) {
@@ -234,6 +225,25 @@ func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
 			},
 			outcome: Skipped,
 		},
+	}
+}
+
+// driveCases are records with work of each kind.
+func driveCases(t *testing.T) []driveCase {
+	return []driveCase{
+		{
+			name:    "new instance is provisioned",
+			setup:   func(f *fixture) { f.instance("db") },
+			outcome: Done, calls: []string{"Provision"},
+		},
+		{
+			name: "plain delete of a provisioned instance deprovisions it",
+			setup: func(f *fixture) {
+				f.provisioned("db")
+				assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+			},
+			outcome: Done, calls: []string{"Deprovision"}, gone: true,
+		},
 		{
 			name: "a retry not due is reported as waiting, not driven",
 			setup: func(f *fixture) {
@@ -271,7 +281,10 @@ func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
 			outcome: Waiting, calls: []string{"Provision"},
 		},
 	}
-	for _, tc := range cases {
+}
+
+func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
+	for _, tc := range append(driveCases(t), claimCases(t)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)
