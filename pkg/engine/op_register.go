@@ -72,7 +72,7 @@ func (e *Engine) RegisterBroker(ctx context.Context, req RegisterBrokerRequest) 
 	if err != nil {
 		return nil, err
 	}
-	b := e.brokerToRegister(req)
+	b := brokerToRegister(req, e.cfg.CatalogNamespace)
 	note := Follow{Note: req.Note}.note
 	note("Registering broker %q at %s (%s scope, namespace %q)...", b.Name, b.Spec.URL, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
 	if _, err := e.cfg.Store.Brokers().Get(ctx, b.Namespace, b.Name); err == nil {
@@ -82,7 +82,7 @@ func (e *Engine) RegisterBroker(ctx context.Context, req RegisterBrokerRequest) 
 		return nil, err
 	}
 	if req.DryRun.Enabled() {
-		return e.registerDryRun(ctx, sync, req.DryRun, b)
+		return registerDryRun(ctx, e.cfg.Store, sync, req.DryRun, b)
 	}
 	res, err := sync.Record(ctx, b, req.Note)
 	if err != nil {
@@ -120,10 +120,10 @@ func (req RegisterBrokerRequest) restrictions() *v1alpha1.CatalogRestrictions {
 }
 
 // brokerToRegister is the record req describes, in the namespace of its scope.
-func (e *Engine) brokerToRegister(req RegisterBrokerRequest) *v1alpha1.Broker {
+func brokerToRegister(req RegisterBrokerRequest, catalogNamespace string) *v1alpha1.Broker {
 	ns := req.Namespace
 	if req.Scope == v1alpha1.ScopeCluster {
-		ns = e.cfg.CatalogNamespace
+		ns = catalogNamespace
 	}
 	b := &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: req.Name},
@@ -150,7 +150,7 @@ func (e *Engine) brokerToRegister(req RegisterBrokerRequest) *v1alpha1.Broker {
 // registerDryRun makes the checks register makes before it records anything (the
 // credentials Secret) and, for a server dry run, has the API server check the record's
 // create without storing it. The broker is not called.
-func (e *Engine) registerDryRun(ctx context.Context, sync *catalogsync.Syncer, d DryRun, b *v1alpha1.Broker) (*RegisterBrokerResult, error) {
+func registerDryRun(ctx context.Context, st *store.Store, sync *catalogsync.Syncer, d DryRun, b *v1alpha1.Broker) (*RegisterBrokerResult, error) {
 	if err := sync.CheckSecret(ctx, b); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (e *Engine) registerDryRun(ctx context.Context, sync *catalogsync.Syncer, d
 		res.NamespaceMissing = true
 		return res, nil
 	}
-	created, err := e.cfg.Store.Brokers().Create(d.writes(ctx), b)
+	created, err := st.Brokers().Create(d.writes(ctx), b)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q would not be registered: %w", b.Name, err)
 	}

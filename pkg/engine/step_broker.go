@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -19,7 +21,8 @@ import (
 // StepBinding are for instances and bindings. A broker being deleted is released (its
 // finalizer and its credentials Secret's removed) once no instance of it is left. A
 // namespace-scoped broker recorded by an older release, without the finalizer that keeps
-// it until its instances are gone, is given it (AdoptBroker). A broker whose catalog
+// it until its instances are gone, is given it, and its credentials Secret one in the
+// broker author's name. A broker whose catalog
 // fetch is due (its spec changed, a retry is due, a relist is due) has its catalog
 // fetched with the engine's catalog syncer (Config.Catalogs), under a claim, so that two
 // drivers never fetch one catalog at once. A failed fetch is recorded in the broker's
@@ -99,7 +102,8 @@ func (e *Engine) NextBrokerStep(b *v1alpha1.Broker) NextStep {
 }
 
 // adoptable reports whether b is a namespace-scoped broker recorded without the
-// finalizer that keeps it until its instances are gone (AdoptBroker gives it).
+// finalizer that keeps it until its instances are gone (brokerStep.giveFinalizers gives
+// it).
 func adoptable(b *v1alpha1.Broker) bool {
 	return store.HoldsInstances(b) && !slices.Contains(b.Finalizers, store.Finalizer) && b.DeletionTimestamp == nil
 }
@@ -159,7 +163,7 @@ func (s *brokerStep) adopt(ctx context.Context, b *v1alpha1.Broker, due bool, un
 	case s.dryRun:
 		return s.sync(ctx, b, due, until)
 	}
-	adopted, err := s.e.AdoptBroker(ctx, b)
+	adopted, err := s.giveFinalizers(ctx, b)
 	if rf, ok := AsRefused(err); ok {
 		// The catalog fetch that may be due is checked on its own: its refusal, if
 		// any, goes into the broker's status.
@@ -187,6 +191,38 @@ func (s *brokerStep) adopt(ctx context.Context, b *v1alpha1.Broker, due bool, un
 		return BrokerResult{Outcome: BrokerDone, Message: "finalizer added: it is kept until its instances are gone", Steps: s.res.Steps}, nil
 	}
 	return s.sync(ctx, adopted, due, until)
+}
+
+// giveFinalizers gives a namespace-scoped broker recorded before such brokers held their
+// instances what "register" gives a new one: store.Finalizer on its record and
+// store.BrokerSecretFinalizer on its credentials Secret. The record's finalizer is
+// metadata the engine may write; the Secret is changed only in the name of the
+// broker's author (who must be allowed to update it), and a refusal is returned after
+// the record got its finalizer. A broker being deleted can get no new finalizer and is
+// returned as it is.
+func (s *brokerStep) giveFinalizers(ctx context.Context, b *v1alpha1.Broker) (*v1alpha1.Broker, error) {
+	e := s.e
+	if !store.HoldsInstances(b) || b.DeletionTimestamp != nil {
+		return b, nil
+	}
+	if !slices.Contains(b.Finalizers, store.Finalizer) {
+		adopted, err := e.cfg.Store.Brokers().AddFinalizer(ctx, b)
+		if err != nil {
+			return b, err
+		}
+		b = adopted
+	}
+	a := b.Spec.Auth
+	if a == nil || (a.SecretRef.Namespace != "" && a.SecretRef.Namespace != b.Namespace) {
+		return b, nil
+	}
+	if b.Namespace != e.cfg.CatalogNamespace { // administrators write the catalog namespace
+		attrs := authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "update", Resource: "secrets", Name: a.SecretRef.Name}
+		if err := e.authorize(ctx, b, attrs); err != nil {
+			return b, err
+		}
+	}
+	return b, e.cfg.Store.ProtectBrokerSecret(ctx, b)
 }
 
 // release removes the finalizer of broker b, being deleted, and of its credentials
