@@ -126,9 +126,6 @@ type Reconciler struct {
 type work struct {
 	kind, namespace, name string
 	broker                *v1alpha1.Broker // read already (brokers are listed in full)
-	// adopt: a namespace-scoped broker recorded without store.Finalizer, to be given it
-	// (engine.Engine.StepBroker).
-	adopt bool
 	// rotate: a binding whose renew_before has passed, to be rotated (--rotate-due).
 	rotate bool
 }

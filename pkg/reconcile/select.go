@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -186,9 +185,9 @@ func (s *selection) addBroker(b *v1alpha1.Broker) {
 	w := work{kind: v1alpha1.KindBroker, namespace: b.Namespace, name: b.Name, broker: b}
 	// A namespace-scoped broker recorded by an older release holds none of its
 	// instances yet: this run gives it the finalizer.
-	w.adopt = store.HoldsInstances(b) && !slices.Contains(b.Finalizers, store.Finalizer) && b.DeletionTimestamp == nil
+	adopt := s.r.Engine.NextBrokerStep(b).Action == engine.NextAdoptBroker
 	mine := s.owns(b.Namespace, b.Name)
-	if at := b.Status.NextRelistAt; !mine && at != nil && b.DeletionTimestamp == nil && !w.adopt {
+	if at := b.Status.NextRelistAt; !mine && at != nil && b.DeletionTimestamp == nil && !adopt {
 		if _, seen := s.index[w.key()]; !seen {
 			var l *store.Lease
 			if x, ok := store.LeaseOf(b); ok {
@@ -197,13 +196,10 @@ func (s *selection) addBroker(b *v1alpha1.Broker) {
 			mine = !now.Before(at.Time) && s.starved(w.kind, b.Namespace, b.Name, b.ResourceVersion, l, &at.Time)
 		}
 	}
-	if i, seen := s.index[w.key()]; seen || !mine {
-		if seen && i >= 0 {
-			s.todo[i].adopt = w.adopt
-		}
+	if _, seen := s.index[w.key()]; seen || !mine {
 		return
 	}
-	if at := b.Status.NextRelistAt; w.adopt || at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
+	if at := b.Status.NextRelistAt; adopt || at != nil && !now.Before(at.Time) && b.DeletionTimestamp == nil {
 		s.todo = append(s.todo, w)
 	}
 }
