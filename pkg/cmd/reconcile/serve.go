@@ -178,7 +178,7 @@ func (o *Options) runServe(ctx context.Context) error {
 		Metrics:    metrics,
 		Logf:       logf,
 		Report:     func(rep serve.RunReport) { fmt.Fprintln(errOut, RunLine(rep)) },
-		Options: serve.ServeOptions{
+		Options: serve.Options{
 			Run: reconcile.Options{
 				Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard,
 				RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon,

@@ -18,7 +18,7 @@ import (
 
 func TestServe_MetricsScrape(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour})
+	f := newServeFixture(t, Options{Interval: time.Hour})
 	f.instance("db")
 	base, stop := f.start()
 	r := f.nextReport(5 * time.Second)

@@ -16,8 +16,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 )
 
-// ServeOptions configure a Server.
-type ServeOptions struct {
+// Options configure a Server.
+type Options struct {
 	// Run are the options of every run. Its MaxDuration bounds each run (0: no bound);
 	// "reconcile --serve" sets it to Interval unless told otherwise, so that a run
 	// never outlasts the wait between two runs.
@@ -39,7 +39,7 @@ type ServeOptions struct {
 	APICheckEvery, APICheckTimeout time.Duration
 }
 
-func (o ServeOptions) withDefaults() ServeOptions {
+func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -89,7 +89,7 @@ type Server struct {
 	Logf func(format string, args ...any)
 	// Now is the wall clock of the loop and the health checks; default time.Now.
 	Now     func() time.Time
-	Options ServeOptions
+	Options Options
 
 	init     sync.Once
 	mu       sync.Mutex

@@ -51,7 +51,7 @@ type serveFixture struct {
 	reports chan RunReport
 }
 
-func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
+func newServeFixture(t *testing.T, o Options) *serveFixture {
 	t.Helper()
 	f := &serveFixture{t: t, reports: make(chan RunReport, 100)}
 	cluster := storetest.NewCluster()
@@ -267,7 +267,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServe_RunsRepeatedlyAndDrivesPendingRecords(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: 50 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: 50 * time.Millisecond})
 	f.instance("db")
 	_, stop := f.start()
 
@@ -289,7 +289,7 @@ func TestServe_RunsRepeatedlyAndDrivesPendingRecords(t *testing.T) {
 
 func TestServe_WatchEventTriggersAnEarlyRun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, Debounce: 20 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: time.Hour, Debounce: 20 * time.Millisecond})
 	recs := newFakeRecords()
 	f.srv.Records = recs
 	_, stop := f.start()
@@ -334,7 +334,7 @@ func TestServe_WatchEventTriggersAnEarlyRun(t *testing.T) {
 
 func TestServe_ShutdownLetsTheRunFinishWithinTheGracePeriod(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, ShutdownGrace: 10 * time.Second})
+	f := newServeFixture(t, Options{Interval: time.Hour, ShutdownGrace: 10 * time.Second})
 	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
 		b.Status.ObservedGeneration = 0
 		return nil
@@ -364,7 +364,7 @@ func TestServe_ShutdownLetsTheRunFinishWithinTheGracePeriod(t *testing.T) {
 func TestServe_ShutdownInterruptsARunThatOutlastsTheGracePeriod(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	grace := 200 * time.Millisecond
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, ShutdownGrace: grace})
+	f := newServeFixture(t, Options{Interval: time.Hour, ShutdownGrace: grace})
 	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
 		b.Status.ObservedGeneration = 0
 		return nil
@@ -391,7 +391,7 @@ func TestServe_ShutdownInterruptsARunThatOutlastsTheGracePeriod(t *testing.T) {
 }
 
 func TestServe_NextRunComesWhenARecordIsDue(t *testing.T) {
-	s := &Server{Options: ServeOptions{Interval: time.Minute, Debounce: time.Second}}
+	s := &Server{Options: Options{Interval: time.Minute, Debounce: time.Second}}
 	s.setup()
 	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(d time.Duration) *time.Time { t := end.Add(d); return &t }
@@ -449,7 +449,7 @@ func (p panicsOn) StepScheduled(reconcile.Ref, time.Time, string) {}
 func (p panicsOn) RecordFinished(reconcile.Item)                  {}
 
 func TestServe_AStepThatPanicsDoesNotStopTheServer(t *testing.T) {
-	f := newServeFixture(t, ServeOptions{Interval: 20 * time.Millisecond, Run: reconcile.Options{Observer: panicsOn{name: "bad"}}})
+	f := newServeFixture(t, Options{Interval: 20 * time.Millisecond, Run: reconcile.Options{Observer: panicsOn{name: "bad"}}})
 	f.instance("bad")
 	f.instance("db")
 	_, stop := f.start()
@@ -469,7 +469,7 @@ func TestServe_AMemberLooksAgainSoonAtRecordsClaimedByAnother(t *testing.T) {
 	claimedUntil := end.Add(2 * time.Minute)
 	rep := RunReport{End: end, Summary: reconcile.Summary{Counts: map[reconcile.Outcome]int{reconcile.Skipped: 1},
 		Items: []reconcile.Item{{Outcome: reconcile.Skipped, Until: &claimedUntil}}}}
-	s := &Server{Options: ServeOptions{Interval: 30 * time.Second}.withDefaults()}
+	s := &Server{Options: Options{Interval: 30 * time.Second}.withDefaults()}
 	assert.Equal(t, s.nextRun(rep), end.Add(30*time.Second), "alone: at the interval")
 	s.Group = &shard.Group{Name: "g", ID: "a", LeaseDuration: 15 * time.Second}
 	assert.Equal(t, s.nextRun(rep), end.Add(5*time.Second), "in a group: within a third of the lease")
@@ -477,7 +477,7 @@ func TestServe_AMemberLooksAgainSoonAtRecordsClaimedByAnother(t *testing.T) {
 
 func TestServe_HealthzFollowsTheAPIServerAndTheLastRun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: 100 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: 100 * time.Millisecond})
 	base, stop := f.start()
 	f.nextReport(5 * time.Second)
 
@@ -520,7 +520,7 @@ func TestServe_HealthzFollowsTheAPIServerAndTheLastRun(t *testing.T) {
 
 func TestServe_HealthzCachesTheAPICheck(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, APICheckEvery: time.Hour})
+	f := newServeFixture(t, Options{Interval: time.Hour, APICheckEvery: time.Hour})
 	var checks atomic.Int32
 	check := f.srv.CheckAPI
 	f.srv.CheckAPI = func(ctx context.Context) error {
@@ -540,7 +540,7 @@ func TestServe_HealthzCachesTheAPICheck(t *testing.T) {
 
 func TestServe_HealthzIsUnhealthyWhenNoRunEndsInThreeIntervals(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: 50 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: 50 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond})
 	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
 		b.Status.ObservedGeneration = 0 // a fetch is due: the broker is synced
 		return nil
@@ -562,7 +562,7 @@ func TestServe_HealthzIsUnhealthyWhenNoRunEndsInThreeIntervals(t *testing.T) {
 
 func TestServe_HealthzReportsUnreachableBrokers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour})
+	f := newServeFixture(t, Options{Interval: time.Hour})
 	next := metav1.NewTime(time.Now().Add(time.Minute).Truncate(time.Second))
 	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
 		b.Status.Retry = &v1alpha1.RetryState{Attempts: 3, LastError: "no answer from broker", NextRetryAt: &next}
