@@ -110,7 +110,7 @@ type Reconciler struct {
 	// that failed hard (see visitSafely).
 	Logf func(format string, args ...any)
 
-	// floors is the run's own retry floor of the records that failed (floor.go).
+	// floors is the run's own retry floor of the records that failed (retryfloor.go).
 	floors retryFloors
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
