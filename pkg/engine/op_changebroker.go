@@ -34,7 +34,7 @@ func (e *Engine) ChangeBroker(ctx context.Context, req RegisterBrokerRequest) (*
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	sync, err := e.catalogs()
+	sync, err := catalogs(&e.cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -47,11 +47,7 @@ const maxInstancesNamed = 10
 // while instances of the broker's classes exist, unless Force, which leaves them behind.
 // Nothing is sent to the broker.
 func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*DeregisterResult, error) {
-	sync, err := e.catalogs()
-	if err != nil {
-		return nil, err
-	}
-	b, err := e.Reader().FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
+	sync, b, err := e.registered(ctx, req.Namespace, req.Name, req.Scope)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +92,7 @@ func brokerInUse(ctx context.Context, st *store.Store, b *v1alpha1.Broker, force
 	for _, in := range insts {
 		names = append(names, in.Namespace+"/"+in.Name)
 	}
-	list := strings.Join(names[:min(len(names), maxInstancesNamed)], ", ")
-	if len(names) > maxInstancesNamed {
-		list += fmt.Sprintf(" and %d more", len(names)-maxInstancesNamed)
-	}
+	list := listNames(names, maxInstancesNamed)
 	if !force {
 		return fmt.Errorf("broker %q still has %s: %s; deprovision them first (kubectl catalog deprovision NAME -n NAMESPACE), or deregister anyway with --force",
 			b.Name, countNoun(len(insts), "instance", "instances"), list)
@@ -134,4 +127,13 @@ func countNoun(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// listNames joins names, at most most of them, and says how many more there are.
+func listNames(names []string, most int) string {
+	list := strings.Join(names[:min(len(names), most)], ", ")
+	if len(names) > most {
+		list += fmt.Sprintf(" and %d more", len(names)-most)
+	}
+	return list
 }

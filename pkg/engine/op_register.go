@@ -68,7 +68,7 @@ func (e *Engine) RegisterBroker(ctx context.Context, req RegisterBrokerRequest) 
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	sync, err := e.catalogs()
+	sync, err := catalogs(&e.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +172,24 @@ func registerDryRun(ctx context.Context, st *store.Store, sync *catalogsync.Sync
 	return res, nil
 }
 
-// catalogs is the engine's catalog syncer (Config.Catalogs).
-func (e *Engine) catalogs() (*catalogsync.Syncer, error) {
-	if e.cfg.Catalogs == nil {
+// catalogs is the catalog syncer of an engine configured with cfg (Config.Catalogs).
+func catalogs(cfg *Config) (*catalogsync.Syncer, error) {
+	if cfg.Catalogs == nil {
 		return nil, errors.New("this engine has no catalog syncer (engine.Config.Catalogs): it cannot register, sync or deregister brokers")
 	}
-	return e.cfg.Catalogs, nil
+	return cfg.Catalogs, nil
+}
+
+// registered is the catalog syncer and the broker a request to sync or deregister
+// names (FindBroker).
+func (e *Engine) registered(ctx context.Context, namespace, name string, scope v1alpha1.Scope) (*catalogsync.Syncer, *v1alpha1.Broker, error) {
+	sync, err := catalogs(&e.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := e.Reader().FindBroker(ctx, e.cfg.CatalogNamespace, namespace, name, scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sync, b, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -256,10 +255,7 @@ func KeptForInstances(insts []*v1alpha1.ServiceInstance) string {
 		names = append(names, in.Name)
 	}
 	slices.Sort(names)
-	list := strings.Join(names[:min(len(names), 5)], ", ")
-	if len(names) > 5 {
-		list += fmt.Sprintf(" and %d more", len(names)-5)
-	}
+	list := listNames(names, 5)
 	if len(names) == 1 {
 		return fmt.Sprintf("kept until its instance %s is deprovisioned", list)
 	}
