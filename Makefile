@@ -220,7 +220,9 @@ LAYER_RULES := \
 	'pkg/iostreams(/|$$): pkg/' \
 	'pkg/records(/|$$): pkg/((engine|doctor|reconcile|install|migrate|trust)$$|engine/(brokerclient|catalogsync|credentials|enginetest|kube|sim)(/|$$)|(cmd|cmdutil|printers|prompt|iostreams)(/|$$))' \
 	'pkg/(engine|doctor|reconcile|install|migrate|trust|store|osb|apis|graph|projection|jsonschema)(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)' \
-	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)'
+	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)' \
+	'pkg/reconcile/shard(/|$$): pkg/(engine|reconcile)(/|$$)' \
+	'pkg/reconcile$$: pkg/reconcile/serve(/|$$)'
 
 .PHONY: check-layers
 check-layers: ## The import rules between layers (docs/architecture.md)

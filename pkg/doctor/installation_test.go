@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -33,7 +33,7 @@ import (
 
 func shardLease(group, id string, renew time.Time, secs int32) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: reconcile.LeaseName(group, id), Namespace: catalogNS, Labels: map[string]string{reconcile.LabelShardGroup: group}},
+		ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName(group, id), Namespace: catalogNS, Labels: map[string]string{shard.LabelShardGroup: group}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(id), RenewTime: &metav1.MicroTime{Time: renew}, LeaseDurationSeconds: ptr.To(secs)},
 	}
 }

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 )
 
 // Reconcile reports each workload "reconcile install" made in the reconcile namespace
@@ -125,13 +125,13 @@ func Deployment(d *appsv1.Deployment) Finding {
 // malformed Leases, or a single live member while its Deployment asks for more replicas.
 // Without Leases, nor a Deployment of a group, it finds nothing.
 func ShardGroups(ctx context.Context, c *Config) []Finding {
-	list, err := c.Core.CoordinationV1().Leases(c.CatalogNamespace).List(ctx, metav1.ListOptions{LabelSelector: reconcile.LabelShardGroup})
+	list, err := c.Core.CoordinationV1().Leases(c.CatalogNamespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LabelShardGroup})
 	if err != nil {
 		return nil // not ours to see: the rbac check says what the user may do
 	}
 	byGroup := map[string][]coordinationv1.Lease{}
 	for _, l := range list.Items {
-		g := l.Labels[reconcile.LabelShardGroup]
+		g := l.Labels[shard.LabelShardGroup]
 		byGroup[g] = append(byGroup[g], l)
 	}
 	want, wantRef := groupReplicas(ctx, c)
@@ -148,7 +148,7 @@ func ShardGroups(ctx context.Context, c *Config) []Finding {
 	now := c.now()
 	fs := make([]Finding, 0, len(names))
 	for _, g := range names {
-		f := shardGroup(c, g, reconcile.MembersOf(g, byGroup[g], now), now)
+		f := shardGroup(c, g, shard.MembersOf(g, byGroup[g], now), now)
 		if n, ok := want[g]; ok && n > 1 && f.live <= 1 {
 			f.Severity = Warn
 			f.Detail += fmt.Sprintf("; %s asks for %d replicas", wantRef[g], n)
@@ -187,7 +187,7 @@ type groupFinding struct {
 }
 
 // shardGroup is the finding of shard group g with members at time now.
-func shardGroup(c *Config, g string, members []reconcile.Member, now time.Time) groupFinding {
+func shardGroup(c *Config, g string, members []shard.Member, now time.Time) groupFinding {
 	var lines []string
 	live, expired, malformed := 0, 0, 0
 	for _, m := range members {
@@ -214,7 +214,7 @@ func shardGroup(c *Config, g string, members []reconcile.Member, now time.Time) 
 	if expired > 0 || malformed > 0 {
 		f.Severity = Warn
 		f.fixes = append(f.fixes, fmt.Sprintf("expired Leases are members that stopped without deleting theirs (a killed pod); the live members took over their records and delete them %s after they expired (or: kubectl delete lease -n %s NAME). Malformed ones are ignored: find out who wrote them",
-			reconcile.StaleLeaseAfter(reconcile.DefaultLeaseDuration), c.CatalogNamespace))
+			shard.StaleLeaseAfter(shard.DefaultLeaseDuration), c.CatalogNamespace))
 	}
 	return f
 }

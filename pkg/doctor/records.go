@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -172,8 +172,8 @@ func waitsFor(ctx context.Context, c *Config, it records.PendingRecord, rec reco
 	case err != nil:
 		return fmt.Sprintf("its instances (which cannot be listed: %v)", err)
 	case len(insts) > 0:
-		w.kept[it.Namespace] = append(w.kept[it.Namespace], fmt.Sprintf("broker %q is %s", it.Name, reconcile.KeptForInstances(insts)))
-		return "its instances: " + reconcile.KeptForInstances(insts)
+		w.kept[it.Namespace] = append(w.kept[it.Namespace], fmt.Sprintf("broker %q is %s", it.Name, engine.KeptForInstances(insts)))
+		return "its instances: " + engine.KeptForInstances(insts)
 	}
 	return "reconcile to remove its finalizer"
 }

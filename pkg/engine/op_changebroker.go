@@ -34,11 +34,11 @@ func (e *Engine) ChangeBroker(ctx context.Context, req RegisterBrokerRequest) (*
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	sync, err := e.catalogs()
+	sync, err := catalogs(&e.cfg)
 	if err != nil {
 		return nil, err
 	}
-	want := e.brokerToRegister(req)
+	want := brokerToRegister(req, e.cfg.CatalogNamespace)
 	cur, err := e.cfg.Store.Brokers().Get(ctx, want.Namespace, want.Name)
 	if store.IsNotFound(err) {
 		return nil, fmt.Errorf("broker %q is not registered in namespace %q: register it first", want.Name, want.Namespace)

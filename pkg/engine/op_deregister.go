@@ -7,7 +7,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -48,11 +47,7 @@ const maxInstancesNamed = 10
 // while instances of the broker's classes exist, unless Force, which leaves them behind.
 // Nothing is sent to the broker.
 func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*DeregisterResult, error) {
-	sync, err := e.catalogs()
-	if err != nil {
-		return nil, err
-	}
-	b, err := records.NewReader(e.cfg.Store).FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
+	sync, b, err := e.registered(ctx, req.Namespace, req.Name, req.Scope)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +55,12 @@ func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*Deregi
 	if !req.DryRun.Enabled() {
 		note("Deregistering broker %q (%s scope, namespace %q)...", b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
 	}
-	if err := e.brokerInUse(ctx, b, req.Force, note); err != nil {
+	if err := brokerInUse(ctx, e.cfg.Store, b, req.Force, note); err != nil {
 		// A dry run says the same: the real command would be refused.
 		return nil, err
 	}
 	if req.DryRun.Enabled() {
-		return e.deregisterDryRun(ctx, sync, req.DryRun, b)
+		return deregisterDryRun(ctx, e.cfg.Store, sync, req.DryRun, b)
 	}
 	n, err := sync.DeleteCatalog(ctx, b)
 	if err != nil {
@@ -85,8 +80,8 @@ func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*Deregi
 // brokerInUse refuses to deregister broker b while instances of its classes exist, or
 // when they cannot be listed, unless force; with force it notes the instances left
 // behind.
-func (e *Engine) brokerInUse(ctx context.Context, b *v1alpha1.Broker, force bool, note func(string, ...any)) error {
-	insts, err := catalogsync.InstancesOf(ctx, e.cfg.Store, b)
+func brokerInUse(ctx context.Context, st *store.Store, b *v1alpha1.Broker, force bool, note func(string, ...any)) error {
+	insts, err := catalogsync.InstancesOf(ctx, st, b)
 	if err != nil && !force {
 		return fmt.Errorf("cannot check whether instances of broker %q exist: %w (use --force to deregister without checking)", b.Name, err)
 	}
@@ -97,10 +92,7 @@ func (e *Engine) brokerInUse(ctx context.Context, b *v1alpha1.Broker, force bool
 	for _, in := range insts {
 		names = append(names, in.Namespace+"/"+in.Name)
 	}
-	list := strings.Join(names[:min(len(names), maxInstancesNamed)], ", ")
-	if len(names) > maxInstancesNamed {
-		list += fmt.Sprintf(" and %d more", len(names)-maxInstancesNamed)
-	}
+	list := listNames(names, maxInstancesNamed)
 	if !force {
 		return fmt.Errorf("broker %q still has %s: %s; deprovision them first (kubectl catalog deprovision NAME -n NAMESPACE), or deregister anyway with --force",
 			b.Name, countNoun(len(insts), "instance", "instances"), list)
@@ -112,8 +104,8 @@ func (e *Engine) brokerInUse(ctx context.Context, b *v1alpha1.Broker, force bool
 // deregisterDryRun counts the classes that would go with broker b and, for a server dry
 // run, sends the deletions of its classes, plans and record to the API server as a dry
 // run: nothing is stored.
-func (e *Engine) deregisterDryRun(ctx context.Context, sync *catalogsync.Syncer, d DryRun, b *v1alpha1.Broker) (*DeregisterResult, error) {
-	classes, err := e.cfg.Store.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
+func deregisterDryRun(ctx context.Context, st *store.Store, sync *catalogsync.Syncer, d DryRun, b *v1alpha1.Broker) (*DeregisterResult, error) {
+	classes, err := st.Classes().List(ctx, b.Namespace, store.Filter{Broker: b.Name})
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the classes of broker %q: %w", b.Name, err)
 	}
@@ -122,7 +114,7 @@ func (e *Engine) deregisterDryRun(ctx context.Context, sync *catalogsync.Syncer,
 		if _, err := sync.DeleteCatalog(dry, b); err != nil {
 			return nil, fmt.Errorf("the classes of broker %q would not be deleted: %w", b.Name, err)
 		}
-		if err := e.cfg.Store.Brokers().Delete(dry, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
+		if err := st.Brokers().Delete(dry, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
 			return nil, fmt.Errorf("broker %q would not be deregistered: %w", b.Name, err)
 		}
 	}
@@ -135,4 +127,13 @@ func countNoun(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// listNames joins names, at most most of them, and says how many more there are.
+func listNames(names []string, most int) string {
+	list := strings.Join(names[:min(len(names), most)], ", ")
+	if len(names) > most {
+		list += fmt.Sprintf(" and %d more", len(names)-most)
+	}
+	return list
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -68,11 +69,11 @@ func (e *Engine) RegisterBroker(ctx context.Context, req RegisterBrokerRequest) 
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	sync, err := e.catalogs()
+	sync, err := catalogs(&e.cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := e.brokerToRegister(req)
+	b := brokerToRegister(req, e.cfg.CatalogNamespace)
 	note := Follow{Note: req.Note}.note
 	note("Registering broker %q at %s (%s scope, namespace %q)...", b.Name, b.Spec.URL, strings.ToLower(string(b.Spec.Scope)), b.Namespace)
 	if _, err := e.cfg.Store.Brokers().Get(ctx, b.Namespace, b.Name); err == nil {
@@ -82,7 +83,7 @@ func (e *Engine) RegisterBroker(ctx context.Context, req RegisterBrokerRequest) 
 		return nil, err
 	}
 	if req.DryRun.Enabled() {
-		return e.registerDryRun(ctx, sync, req.DryRun, b)
+		return registerDryRun(ctx, e.cfg.Store, sync, req.DryRun, b)
 	}
 	res, err := sync.Record(ctx, b, req.Note)
 	if err != nil {
@@ -120,10 +121,10 @@ func (req RegisterBrokerRequest) restrictions() *v1alpha1.CatalogRestrictions {
 }
 
 // brokerToRegister is the record req describes, in the namespace of its scope.
-func (e *Engine) brokerToRegister(req RegisterBrokerRequest) *v1alpha1.Broker {
+func brokerToRegister(req RegisterBrokerRequest, catalogNamespace string) *v1alpha1.Broker {
 	ns := req.Namespace
 	if req.Scope == v1alpha1.ScopeCluster {
-		ns = e.cfg.CatalogNamespace
+		ns = catalogNamespace
 	}
 	b := &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: req.Name},
@@ -150,7 +151,7 @@ func (e *Engine) brokerToRegister(req RegisterBrokerRequest) *v1alpha1.Broker {
 // registerDryRun makes the checks register makes before it records anything (the
 // credentials Secret) and, for a server dry run, has the API server check the record's
 // create without storing it. The broker is not called.
-func (e *Engine) registerDryRun(ctx context.Context, sync *catalogsync.Syncer, d DryRun, b *v1alpha1.Broker) (*RegisterBrokerResult, error) {
+func registerDryRun(ctx context.Context, st *store.Store, sync *catalogsync.Syncer, d DryRun, b *v1alpha1.Broker) (*RegisterBrokerResult, error) {
 	if err := sync.CheckSecret(ctx, b); err != nil {
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func (e *Engine) registerDryRun(ctx context.Context, sync *catalogsync.Syncer, d
 		res.NamespaceMissing = true
 		return res, nil
 	}
-	created, err := e.cfg.Store.Brokers().Create(d.writes(ctx), b)
+	created, err := st.Brokers().Create(d.writes(ctx), b)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q would not be registered: %w", b.Name, err)
 	}
@@ -172,10 +173,24 @@ func (e *Engine) registerDryRun(ctx context.Context, sync *catalogsync.Syncer, d
 	return res, nil
 }
 
-// catalogs is the engine's catalog syncer (Config.Catalogs).
-func (e *Engine) catalogs() (*catalogsync.Syncer, error) {
-	if e.cfg.Catalogs == nil {
+// catalogs is the catalog syncer of an engine configured with cfg (Config.Catalogs).
+func catalogs(cfg *Config) (*catalogsync.Syncer, error) {
+	if cfg.Catalogs == nil {
 		return nil, errors.New("this engine has no catalog syncer (engine.Config.Catalogs): it cannot register, sync or deregister brokers")
 	}
-	return e.cfg.Catalogs, nil
+	return cfg.Catalogs, nil
+}
+
+// registered is the catalog syncer and the broker a request to sync or deregister
+// names (FindBroker).
+func (e *Engine) registered(ctx context.Context, namespace, name string, scope v1alpha1.Scope) (*catalogsync.Syncer, *v1alpha1.Broker, error) {
+	sync, err := catalogs(&e.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := records.NewReader(e.cfg.Store).FindBroker(ctx, e.cfg.CatalogNamespace, namespace, name, scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sync, b, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -38,11 +37,7 @@ type SyncBrokerResult struct {
 // not trust (CheckBroker) is not called: the refusal is recorded in its status and
 // returned, as a failed fetch is.
 func (e *Engine) SyncBroker(ctx context.Context, req SyncBrokerRequest) (*SyncBrokerResult, error) {
-	sync, err := e.catalogs()
-	if err != nil {
-		return nil, err
-	}
-	b, err := records.NewReader(e.cfg.Store).FindBroker(ctx, e.cfg.CatalogNamespace, req.Namespace, req.Name, req.Scope)
+	sync, b, err := e.registered(ctx, req.Namespace, req.Name, req.Scope)
 	if err != nil {
 		return nil, err
 	}

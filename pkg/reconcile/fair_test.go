@@ -19,7 +19,7 @@ import (
 func (f *fixture) tarpits(tns string, n int, slow time.Duration) *atomic.Int32 {
 	f.t.Helper()
 	var fetched atomic.Int32
-	f.rec.SyncBroker = func(_ context.Context, b *v1alpha1.Broker) error {
+	f.sync = func(_ context.Context, b *v1alpha1.Broker) error {
 		if b.Namespace == tns {
 			f.clock.Sleep(slow)
 			fetched.Add(1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -39,6 +40,8 @@ type fixture struct {
 	now     time.Time
 	rec     *Reconciler
 	syncs   atomic.Int32
+	// sync, when set, replaces the counting of catalog fetches in syncs.
+	sync func(context.Context, *v1alpha1.Broker) error
 	// clock is what the fake broker's calls take their time on: the run's clock.
 	clock k8sclock.Clock
 }
@@ -79,11 +82,15 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	eng := enginetest.New(f.st, f.broker, func(c *engine.Config) {
 		c.Holder, c.Now, c.Jitter = "reconcile-test", clock, func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval, c.RetryBase = poll, poll, o.retryBase
+		c.Catalogs = catalogsync.New(f.st, nil, catalogsync.WithSync(func(ctx context.Context, b *v1alpha1.Broker) error {
+			if f.sync != nil {
+				return f.sync(ctx, b)
+			}
+			f.syncs.Add(1)
+			return nil
+		}))
 	})
-	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock, SyncBroker: func(context.Context, *v1alpha1.Broker) error {
-		f.syncs.Add(1)
-		return nil
-	}}
+	f.rec = &Reconciler{Store: f.st, Engine: eng, Now: clock}
 	if vc != nil {
 		f.rec.clock = vc
 	}
@@ -157,29 +164,20 @@ func (f *fixture) item(sum Summary, name string) Item {
 	return Item{}
 }
 
-func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
-	cases := []struct {
-		name    string
-		setup   func(f *fixture)
-		opts    Options
-		outcome Outcome
-		calls   []string // broker methods called
-		gone    bool     // the record is deleted at the end
-		failed  bool
-	}{
-		{
-			name:    "new instance is provisioned",
-			setup:   func(f *fixture) { f.instance("db") },
-			outcome: Done, calls: []string{"Provision"},
-		},
-		{
-			name: "plain delete of a provisioned instance deprovisions it",
-			setup: func(f *fixture) {
-				f.provisioned("db")
-				assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
-			},
-			outcome: Done, calls: []string{"Deprovision"}, gone: true,
-		},
+// driveCase is a record set up for a run, and what the run does with it.
+type driveCase struct {
+	name    string
+	setup   func(f *fixture)
+	opts    Options
+	outcome Outcome
+	calls   []string // broker methods called
+	gone    bool     // the record is deleted at the end
+	failed  bool
+}
+
+// claimCases are records claimed by someone else, live or not.
+func claimCases(t *testing.T) []driveCase {
+	return []driveCase{
 		{
 			name: "a live claim of someone else is skipped without reading or calling",
 			setup: func(f *fixture) {
@@ -227,6 +225,25 @@ func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
 			},
 			outcome: Skipped,
 		},
+	}
+}
+
+// driveCases are records with work of each kind.
+func driveCases(t *testing.T) []driveCase {
+	return []driveCase{
+		{
+			name:    "new instance is provisioned",
+			setup:   func(f *fixture) { f.instance("db") },
+			outcome: Done, calls: []string{"Provision"},
+		},
+		{
+			name: "plain delete of a provisioned instance deprovisions it",
+			setup: func(f *fixture) {
+				f.provisioned("db")
+				assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
+			},
+			outcome: Done, calls: []string{"Deprovision"}, gone: true,
+		},
 		{
 			name: "a retry not due is reported as waiting, not driven",
 			setup: func(f *fixture) {
@@ -264,7 +281,10 @@ func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
 			outcome: Waiting, calls: []string{"Provision"},
 		},
 	}
-	for _, tc := range cases {
+}
+
+func TestRun_DrivesEachKindOfPendingWork(t *testing.T) {
+	for _, tc := range append(driveCases(t), claimCases(t)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -78,24 +77,6 @@ func TestRun_AStepThatPanicsFailsItsRecordOnly(t *testing.T) {
 	_, claimed := inst.Annotations[store.AnnotationClaim]
 	assert.Assert(t, !claimed, "no claim is left behind")
 	assert.Equal(t, inst.Status.Phase, v1alpha1.Phase(""), "the record is left as it was")
-}
-
-func TestServe_AStepThatPanicsDoesNotStopTheServer(t *testing.T) {
-	f := newServeFixture(t, ServeOptions{Interval: 20 * time.Millisecond})
-	f.instance("bad")
-	f.instance("db")
-	panicsOn(f.srv.Reconciler, "bad")
-	_, stop := f.start()
-	for range 3 {
-		r := f.nextReport(5 * time.Second)
-		assert.NilError(t, r.Err)
-		assert.Equal(t, r.Summary.Counts[Failed], 1, "%+v", r.Summary.Items)
-	}
-	err, _ := stop()
-	assert.NilError(t, err)
-	inst, err := f.st.Instances().Get(context.Background(), serveNS, "db")
-	assert.NilError(t, err)
-	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
 }
 
 // Two reconcile runs at once: the other run finishes a record (removes its finalizer, and

@@ -15,7 +15,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/serve"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 	"github.com/kubectl-catalog/kubectl-catalog/test/testio"
@@ -84,7 +84,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 
 	body, took := serveWaitStatus(t, base+"/healthz", http.StatusOK, 20*time.Second)
 	t.Logf("/healthz 200 after %s: %s", took, body)
-	var h reconcile.Health
+	var h serve.Health
 	assert.NilError(t, json.Unmarshal([]byte(body), &h))
 	assert.Equal(t, h.Status, "ok")
 	assert.Assert(t, h.APIServer.Reachable)
@@ -92,7 +92,7 @@ func TestReconcileServe_HealthFollowsTheAPIServerAndSIGTERMExitsZero(t *testing.
 	for deadline := time.Now().Add(slow(15 * time.Second)); h.LastRun == nil && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 		_, body = serveGet(base + "/healthz")
-		h = reconcile.Health{}
+		h = serve.Health{}
 		assert.NilError(t, json.Unmarshal([]byte(body), &h), body)
 	}
 	assert.Assert(t, h.LastRun != nil, "no run reported: %s", body)

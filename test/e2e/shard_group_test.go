@@ -19,7 +19,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
@@ -221,7 +221,7 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 	victim, survivors := replicas[0], replicas[1:]
 	more := sgCreate(t, st, class, ns, "more", sgMore)
 	ids := []string{victim.id, survivors[0].id, survivors[1].id}
-	asg := reconcile.NewAssignment(victim.id, ids)
+	asg := shard.NewAssignment(victim.id, ids)
 	var share []string
 	for _, n := range more {
 		if asg.Owner(ns, n) == victim.id {
@@ -274,11 +274,11 @@ func TestShardGroup_ThreeReplicasSplitTheWorkAndTakeOverAKilledOnesShare(t *test
 			t.Fatalf("replica %s still running 30s after SIGTERM", rep.id)
 		}
 	}
-	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: reconcile.LabelShardGroup + "=" + sgGroup})
+	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: shard.LabelShardGroup + "=" + sgGroup})
 	assert.NilError(t, err)
 	var left []string
 	for _, l := range list.Items {
 		left = append(left, l.Name)
 	}
-	assert.DeepEqual(t, left, []string{reconcile.LeaseName(sgGroup, victim.id)})
+	assert.DeepEqual(t, left, []string{shard.LeaseName(sgGroup, victim.id)})
 }

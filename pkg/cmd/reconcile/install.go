@@ -228,11 +228,11 @@ func (o *InstallOptions) Complete(f *cmdutil.Factory) error {
 	}
 	o.Core = core
 	if !o.NoTrustPolicy && o.Records == nil {
-		st, err := f.Store()
+		records, err := f.StampCounter()
 		if err != nil {
 			return err
 		}
-		o.Records = st
+		o.Records = records
 	}
 	return nil
 }
@@ -398,11 +398,11 @@ func (o *UninstallOptions) Complete(f *cmdutil.Factory) error {
 	}
 	o.Core, o.CatalogNamespace = core, f.CatalogNamespace
 	if o.RemoveTrustPolicy && o.Records == nil {
-		st, err := f.Store()
+		records, err := f.StampCounter()
 		if err != nil {
 			return err
 		}
-		o.Records = st
+		o.Records = records
 	}
 	o.Prompter = f.Prompter(o.Streams, o.Prompter)
 	return nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
@@ -23,105 +22,31 @@ import (
 )
 
 var reconcileLong = cmdutil.LongDesc(`
-	Finish pending work on instances and bindings: operations still running
-	at a broker, commands that were interrupted, calls that failed while a
-	broker was down, and deletions (by "deprovision" or "unbind", a plain
-	"kubectl delete configmap", or a namespace being deleted, which stays
-	Terminating until this has unbound and deprovisioned what it held).
+	Finish pending work on brokers, instances and bindings: operations still
+	running at a broker, commands that were interrupted, calls that failed
+	while a broker was down, and deletions (by "deprovision" or "unbind", a
+	plain "kubectl delete configmap", or a namespace being deleted).
 
-	reconcile finds its work in one metadata-only list of the records
-	labelled pending or being deleted, reads just those, and drives each with
-	the same step function the verbs use. --workers bounds the steps taken at
-	once; a record waiting for its next poll or retry waits in a queue, not
-	on a worker, so a few workers keep many operations going. Records another
-	command or reconcile is working on (a live claim) are skipped. An
-	instance being deleted has its bindings unbound first, in the same run.
-	Brokers whose catalog fetch is requested, due to be retried, or due by
-	--relist-interval are synced.
+	reconcile lists the records labelled pending or being deleted and drives
+	each with the step function the verbs use, --workers steps at once.
+	Records another command or reconcile holds a claim on are skipped. A run
+	by hand waits for the retries and polls due within --retry-horizon,
+	shows its progress on stderr and stops at the first Ctrl-C (exit 130);
+	--max-duration bounds every run. It acts on a record only with authority
+	its author had; --trust-namespace-writers lends your own rights where no
+	author can be verified. It prints a summary (-o json|yaml) and exits 1
+	only when a person must look.
 
-	A run by hand waits for what is due soon, and ends as soon as nothing can
-	progress within --retry-horizon (default 10s): a record whose next retry
-	or poll is due within the horizon (also one an earlier command or run
-	set, such as the next poll of a provision stopped with Ctrl-C) waits in
-	the queue and is taken up then, never sooner than the broker or the
-	backoff asked. One due later is not waited for, but reported as "waiting
-	until T" with the attempt and the last error (or "in progress" with the
-	next poll), and a later run takes it up. An instance being deleted is
-	stepped again when one of its bindings is gone, and reported as waiting
-	for them once none can progress in the run. --max-duration bounds the run
-	in any case. The CronJob of "reconcile install" passes --retry-horizon 0,
-	and --serve defaults to it: retries and polls then go on for as long as
-	--max-duration allows, and a record whose next retry or poll is not due
-	when the run starts is left for a later run.
-
-	On a terminal it shows its progress on one line of stderr, redrawn as it
-	goes (records finished, in progress and waiting, the record and the step
-	under way, the time elapsed) and cleared before the summary; otherwise it
-	logs a timestamped line on stderr per record as it is finished. -v (1 or
-	more) also shows each step and each wait. The first Ctrl-C (or SIGTERM)
-	starts nothing new, lets the broker calls under way finish and their
-	outcome be recorded, prints the summary and how many records were left,
-	and exits 130; a second one exits at once.
-
-	With --rotate-due it also lists the bindings in full to find those whose
-	credentials the broker asked to renew (renew_before has passed), and
-	rotates them: new credentials are bound and written to the same Secret,
-	then the old ones are unbound. Without it, a binding it meets anyway
-	whose rotation is due is reported as waiting, and left as it is.
-
-	It acts on a record only with authority its author had: a Secret a record
-	names is read, and a workload changed, only when the API server says the
-	record's author may (see docs/security.md). Where no author can be
-	verified (the trust policy that "kubectl catalog init" installs is not in
-	force), what needs one is refused, visibly; --trust-namespace-writers acts
-	with your own rights instead, trusting everyone who may write ConfigMaps
-	in the namespaces of the run (--serve and the CronJob never do). At a
-	terminal, without the flag, reconcile first lists the records of the run
-	it could act on only with your rights, with what they would do for each
-	(which Secret goes to which broker URL, which workload is changed), and
-	asks once whether to (default no): a yes acts with your rights on those
-	records only, for this run.
-
-	It prints a summary (-o json|yaml for monitoring) and exits 1 only when a
-	person must look (a terminal failure, or errors talking to the API
-	server); work merely still in progress exits 0. "reconcile install"
-	runs it in the cluster from a CronJob.
-
-	With --serve it runs in a loop instead, as a Deployment: a run at least
-	every --serve-interval, sooner when a retry or poll is due or when a watch
-	sees a record become pending or deleted. It serves /healthz (200 while the
-	API server answers and the last run ended recently and could list its
-	work, 503 otherwise) and Prometheus /metrics on --listen, logs one line per
-	run (time, duration, counts) to stderr, and on SIGTERM lets the run under
-	way finish within --shutdown-grace and exits 0.
-
-	With --serve --shard-group NAME, replicas of one group split the records
-	among themselves: each keeps a Lease in the catalog namespace, renewed
-	every third of --lease-duration, and takes up only its share of the
-	records (a stable hash of namespace/name over the live members). A
-	replica that stops deletes its Lease; one that dies is noticed within
-	--lease-duration; either way the others take up its share at once. A
-	record's claim still keeps two processes from calling a broker about it
-	at the same time (see docs/reconcile.md).`)
+	"reconcile install" runs it in the cluster. With --serve it runs in a
+	loop, serving /healthz and /metrics; with --shard-group, replicas split
+	the records among themselves. See docs/reconcile.md.`)
 
 var reconcileExample = cmdutil.Examples(`
 	# Finish what is pending in the current namespace
 	kubectl catalog reconcile
 
-	# The same, showing each step and each wait
-	kubectl catalog reconcile -v 1
-
-	# Keep retrying within the run for up to 2 minutes, as a CronJob's run does
-	kubectl catalog reconcile --retry-horizon 0 --max-duration 2m
-
-	# Everything, in every namespace
-	kubectl catalog reconcile -A
-
-	# Show what would be done, without calling brokers or writing
+	# Show what would be done in every namespace, without calling brokers or writing
 	kubectl catalog reconcile -A --dry-run
-
-	# Your own namespace, on a cluster without the trust policy, with your own rights
-	kubectl catalog reconcile -n team-a --trust-namespace-writers
 
 	# Also rotate the credentials of bindings due for renewal
 	kubectl catalog reconcile -A --rotate-due
@@ -129,17 +54,8 @@ var reconcileExample = cmdutil.Examples(`
 	# As a CronJob does it: bounded in time, one of three shards, a JSON summary
 	kubectl catalog reconcile -A --max-duration 4m --retry-horizon 0 --shard 0/3 --workers 16 -o json
 
-	# As a Deployment does it: in a loop, with /healthz and /metrics on port 8080
-	kubectl catalog reconcile -A --serve
-
-	# One of several replicas splitting the records among themselves
-	kubectl catalog reconcile -A --serve --shard-group catalog-reconcile
-
-	# The same, noticing a replica that died within 30 seconds
-	kubectl catalog reconcile -A --serve --shard-group catalog-reconcile --lease-duration 30s
-
-	# A run at least every minute, metrics on localhost only
-	kubectl catalog reconcile -A --serve --serve-interval 1m --listen 127.0.0.1:9090`)
+	# As a Deployment does it, one of several replicas splitting the records
+	kubectl catalog reconcile -A --serve --shard-group catalog-reconcile`)
 
 // Options are the options of reconcile.
 type Options struct {
@@ -281,10 +197,10 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	}
 	f.UseBrokerOptions(brokerclient.WithNamespaceBrokerEgress(f.CatalogNamespace, rule))
 	host, _ := os.Hostname()
-	eng, err := f.Engine(cmdutil.EngineOptions{
+	rec, err := f.Reconciler(cmdutil.EngineOptions{
 		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
 		TargetCacheTTL: reconcile.TargetCacheTTL, Unattended: true, EventWriters: o.Workers,
-	})
+	}, func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) })
 	if err != nil {
 		return err
 	}
@@ -293,14 +209,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	// The question goes to the error output, like the progress line: the output may be
 	// -o json.
 	o.Prompter = f.Prompter(o.Streams.OnErrOut(), o.Prompter)
-	o.Reconciler = &reconcile.Reconciler{
-		Store: eng.Store, Engine: eng.Engine, Now: eng.Now,
-		SyncBroker: func(ctx context.Context, b *v1alpha1.Broker) error {
-			_, err := eng.Syncer.Sync(ctx, b)
-			return err
-		},
-		Logf: func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) },
-	}
+	o.Reconciler = rec
 	return o.completeServe(f)
 }
 

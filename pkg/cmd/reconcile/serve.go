@@ -16,6 +16,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/serve"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 )
 
 // ServeFlags are the flags of "reconcile --serve", which runs reconcile in a loop and
@@ -33,8 +35,8 @@ type ServeFlags struct {
 	LeaseDuration time.Duration
 
 	flags    *pflag.FlagSet
-	group    *reconcile.Group
-	records  reconcile.MetadataWatcher
+	group    *shard.Group
+	records  serve.MetadataWatcher
 	checkAPI func(context.Context) error
 }
 
@@ -50,7 +52,7 @@ func (s *ServeFlags) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&s.Listen, "listen", ":8080", "With --serve: address to serve /healthz and /metrics on.")
 	fs.DurationVar(&s.ShutdownGrace, "shutdown-grace", 20*time.Second, "With --serve: how long the run under way may go on after SIGTERM before its broker calls are interrupted.")
 	fs.StringVar(&s.ShardGroup, "shard-group", "", "With --serve: be a member of this shard group; replicas of one group split the records among the live members (one Lease each in the catalog namespace), and take over a member's share when it stops or dies.")
-	fs.DurationVar(&s.LeaseDuration, "lease-duration", reconcile.DefaultLeaseDuration, "With --shard-group: how long this member's Lease lasts unrenewed (renewed every third of it); a member that dies is noticed within it.")
+	fs.DurationVar(&s.LeaseDuration, "lease-duration", shard.DefaultLeaseDuration, "With --shard-group: how long this member's Lease lasts unrenewed (renewed every third of it); a member that dies is noticed within it.")
 	_ = cmd.RegisterFlagCompletionFunc("shard-group", cobra.FixedCompletions([]string{"catalog-reconcile"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("lease-duration", cobra.FixedCompletions([]string{"15s", "30s", "1m"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("serve-interval", cobra.FixedCompletions([]string{"30s", "1m", "5m"}, cobra.ShellCompDirectiveNoFileComp))
@@ -92,7 +94,7 @@ func (o *Options) validateServe() error {
 		return cmdutil.UsageErrorf("--lease-duration needs --shard-group")
 	}
 	if s.ShardGroup != "" {
-		if err := reconcile.ValidateGroupName(s.ShardGroup); err != nil {
+		if err := shard.ValidateGroupName(s.ShardGroup); err != nil {
 			return cmdutil.UsageErrorf("%v", err)
 		}
 		if o.ShardFlag != "" {
@@ -146,8 +148,8 @@ func (o *Options) completeServe(f *cmdutil.Factory) error {
 		if err != nil {
 			return err
 		}
-		o.Serve.group = &reconcile.Group{
-			Name: o.Serve.ShardGroup, ID: reconcile.NewMemberID(), LeaseDuration: o.Serve.LeaseDuration,
+		o.Serve.group = &shard.Group{
+			Name: o.Serve.ShardGroup, ID: shard.NewMemberID(), LeaseDuration: o.Serve.LeaseDuration,
 			Leases: core.CoordinationV1().Leases(f.CatalogNamespace),
 		}
 	}
@@ -166,17 +168,17 @@ func (o *Options) runServe(ctx context.Context) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(errOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
-	metrics := reconcile.NewMetrics()
+	metrics := serve.NewMetrics()
 	o.Reconciler.Logf = logf
-	srv := &reconcile.Server{
+	srv := &serve.Server{
 		Reconciler: o.Reconciler,
 		Records:    s.records,
 		Group:      s.group,
 		CheckAPI:   s.checkAPI,
 		Metrics:    metrics,
 		Logf:       logf,
-		Report:     func(rep reconcile.RunReport) { fmt.Fprintln(errOut, RunLine(rep)) },
-		Options: reconcile.ServeOptions{
+		Report:     func(rep serve.RunReport) { fmt.Fprintln(errOut, RunLine(rep)) },
+		Options: serve.Options{
 			Run: reconcile.Options{
 				Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard,
 				RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon,
@@ -192,7 +194,7 @@ func (o *Options) runServe(ctx context.Context) error {
 	logf("reconciling %s at least every %s; serving /healthz and /metrics on %s", where, s.Interval, ln.Addr())
 	if g := s.group; g != nil {
 		g.Logf = logf
-		logf("member %s of shard group %s (Lease %s, lasting %s): taking up its share of the records", g.ID, g.Name, reconcile.LeaseName(g.Name, g.ID), g.LeaseDuration)
+		logf("member %s of shard group %s (Lease %s, lasting %s): taking up its share of the records", g.ID, g.Name, shard.LeaseName(g.Name, g.ID), g.LeaseDuration)
 	}
 	// Broker requests of the engine and the catalog syncer are timed into
 	// kubectl_catalog_broker_request_duration_seconds.
@@ -215,7 +217,7 @@ func (o *Options) runServe(ctx context.Context) error {
 
 // RunLine is the log line of one run of --serve: when it ended, how long it took, and
 // its counts.
-func RunLine(rep reconcile.RunReport) string {
+func RunLine(rep serve.RunReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s reconcile run took %s: ", rep.End.UTC().Format(time.RFC3339), rep.End.Sub(rep.Start).Round(time.Millisecond))
 	interrupted := errors.Is(rep.Err, context.Canceled)

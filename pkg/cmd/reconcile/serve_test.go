@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/serve"
 )
 
 // serveOptions parses args into Options as the command does, with the flags Validate
@@ -100,16 +101,16 @@ func TestRunLine(t *testing.T) {
 	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
-		rep  reconcile.RunReport
+		rep  serve.RunReport
 		want []string
 	}{
-		{name: "nothing", rep: reconcile.RunReport{}, want: []string{"2026-01-02T03:04:05Z reconcile run took 1.5s: nothing to do; next run by 2026-01-02T03:04:35Z"}},
-		{name: "counts", rep: reconcile.RunReport{Summary: reconcile.Summary{
+		{name: "nothing", rep: serve.RunReport{}, want: []string{"2026-01-02T03:04:05Z reconcile run took 1.5s: nothing to do; next run by 2026-01-02T03:04:35Z"}},
+		{name: "counts", rep: serve.RunReport{Summary: reconcile.Summary{
 			Counts: map[reconcile.Outcome]int{reconcile.Done: 1, reconcile.Failed: 1},
 			Items:  []reconcile.Item{{Outcome: reconcile.Done}, {Outcome: reconcile.Failed}},
 		}}, want: []string{"took 1.5s: 2 records: 1 done, 1 failed; next run by"}},
-		{name: "list failed", rep: reconcile.RunReport{Err: errors.New("connection refused")}, want: []string{"cannot list the pending records: connection refused"}},
-		{name: "interrupted", rep: reconcile.RunReport{Err: context.Canceled}, want: []string{"nothing to do; interrupted: the shutdown grace period ran out"}},
+		{name: "list failed", rep: serve.RunReport{Err: errors.New("connection refused")}, want: []string{"cannot list the pending records: connection refused"}},
+		{name: "interrupted", rep: serve.RunReport{Err: context.Canceled}, want: []string{"nothing to do; interrupted: the shutdown grace period ran out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.rep.Start, tc.rep.End, tc.rep.Next = end.Add(-1500*time.Millisecond), end, end.Add(30*time.Second)

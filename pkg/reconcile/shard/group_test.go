@@ -1,10 +1,9 @@
-package reconcile
+package shard
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -206,101 +203,6 @@ func TestGroup_MaintainNoticesAnExpiryAtOnceAndDeletesItsLeaseOnStop(t *testing.
 	assert.Assert(t, err != nil, "the Lease of a member that stopped is deleted")
 }
 
-func TestRun_ShardGroupSplitsWithoutOverlap(t *testing.T) {
-	f := newFixture(t)
-	for i := range 30 {
-		f.instance(fmt.Sprintf("db-%d", i))
-	}
-	clock := func() time.Time { return f.now }
-	var groups []*Group
-	for _, id := range []string{"a", "b", "c"} {
-		g := newGroup(f.cluster.Core, "g", id, clock)
-		assert.NilError(t, g.Renew(context.Background()))
-		groups = append(groups, g)
-	}
-	seen := map[string]int{}
-	for _, g := range groups {
-		sum := f.run(Options{Group: g, DryRun: true})
-		assert.Assert(t, sum.Group != nil)
-		assert.DeepEqual(t, sum.Group.Members, []string{"a", "b", "c"})
-		assert.Equal(t, sum.Group.Listed, 30)
-		assert.Equal(t, sum.Group.Owned, len(sum.Items))
-		assert.Assert(t, len(sum.Items) > 0 && len(sum.Items) < 30, "%s took %d", g.ID, len(sum.Items))
-		for _, it := range sum.Items {
-			seen[it.Name]++
-		}
-	}
-	assert.Equal(t, len(seen), 30)
-	for name, n := range seen {
-		assert.Equal(t, n, 1, name)
-	}
-}
-
-func TestRun_AStarvedRecordOfAnotherMemberIsTakenUpPastTheBound(t *testing.T) {
-	f := newFixture(t)
-	clock := func() time.Time { return f.now }
-	a := newGroup(f.cluster.Core, "g", "a", clock)
-	forged := newGroup(f.cluster.Core, "g", "forged", clock)
-	forged.LeaseDuration = time.Hour // renewed "forever" by someone who never works
-	assert.NilError(t, a.Renew(context.Background()))
-	assert.NilError(t, forged.Renew(context.Background()))
-	asg := NewAssignment("a", []string{"a", "forged"})
-	name := ""
-	for i := 0; name == ""; i++ {
-		if n := fmt.Sprintf("db-%d", i); asg.Owner(ns, n) == "forged" {
-			name = n
-		}
-	}
-	f.instance(name)
-	bound := a.StarvationBound(0)
-	assert.Equal(t, bound, 45*time.Second)
-	runA := func() Summary {
-		assert.NilError(t, a.Renew(context.Background()))
-		return f.run(Options{Group: a, StarvationBound: bound})
-	}
-	sum := runA()
-	assert.Equal(t, len(sum.Items), 0, "another member's record is not taken at first")
-	f.now = f.now.Add(bound - time.Second)
-	sum = runA()
-	assert.Equal(t, len(sum.Items), 0, "nor before the bound")
-	assert.Equal(t, sum.Group.Listed, 1)
-
-	// A live claim by someone else holds it off, and starts the count over.
-	_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, name, func(x *v1alpha1.ServiceInstance) error {
-		return store.SetClaim(x, "someone", time.Minute, f.now)
-	})
-	assert.NilError(t, err)
-	f.now = f.now.Add(2 * time.Second)
-	sum = runA()
-	assert.Equal(t, len(sum.Items), 0, "a claimed record is left to its claim")
-	f.now = f.now.Add(time.Minute)
-	sum = runA()
-	assert.Equal(t, len(sum.Items), 0, "the count starts over once the claim lapses")
-	f.now = f.now.Add(bound)
-	sum = runA()
-	assert.Equal(t, len(sum.Items), 1, "%+v", sum)
-	assert.Equal(t, sum.Items[0].Outcome, Done)
-	assert.Equal(t, sum.Group.TakenOver, 1)
-	assert.Equal(t, sum.Group.Owned, 1)
-}
-
-func TestMetrics_ShardGauges(t *testing.T) {
-	m := NewMetrics()
-	m.ObserveRun(Summary{Counts: map[Outcome]int{}, Group: &GroupSummary{Name: "g", Members: []string{"a", "b", "c"}, Listed: 300, Owned: 97, TakenOver: 2}},
-		nil, false, time.Second, time.Now())
-	rr := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
-	body := rr.Body.String()
-	for _, want := range []string{
-		"kubectl_catalog_shard_members 3\n",
-		"kubectl_catalog_shard_records_listed 300\n",
-		"kubectl_catalog_shard_records_owned 97\n",
-		"kubectl_catalog_shard_records_taken_over_total 2\n",
-	} {
-		assert.Assert(t, strings.Contains(body, want), "%s not in\n%s", want, body)
-	}
-}
-
 func TestValidateGroupName(t *testing.T) {
 	assert.NilError(t, ValidateGroupName("catalog-reconcile"))
 	for _, bad := range []string{"", "Upper", "a_b", "-a", strings.Repeat("a", MaxGroupName+1)} {
@@ -339,15 +241,4 @@ func TestGroup_CollectDeletesOnlyLongExpiredWellFormedLeases(t *testing.T) {
 		left = append(left, l.Name)
 	}
 	assert.DeepEqual(t, left, []string{"g-bad", "g-live", "g-recent"})
-}
-
-func TestServe_AMemberLooksAgainSoonAtRecordsClaimedByAnother(t *testing.T) {
-	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	claimedUntil := end.Add(2 * time.Minute)
-	rep := RunReport{End: end, Summary: Summary{Counts: map[Outcome]int{Skipped: 1},
-		Items: []Item{{Outcome: Skipped, Until: &claimedUntil}}}}
-	s := &Server{Options: ServeOptions{Interval: 30 * time.Second}.withDefaults()}
-	assert.Equal(t, s.nextRun(rep), end.Add(30*time.Second), "alone: at the interval")
-	s.Group = &Group{Name: "g", ID: "a", LeaseDuration: 15 * time.Second}
-	assert.Equal(t, s.nextRun(rep), end.Add(5*time.Second), "in a group: within a third of the lease")
 }

@@ -1,4 +1,4 @@
-package reconcile
+package serve
 
 import (
 	"context"
@@ -24,8 +24,11 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -48,7 +51,7 @@ type serveFixture struct {
 	reports chan RunReport
 }
 
-func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
+func newServeFixture(t *testing.T, o Options) *serveFixture {
 	t.Helper()
 	f := &serveFixture{t: t, reports: make(chan RunReport, 100)}
 	cluster := storetest.NewCluster()
@@ -57,14 +60,15 @@ func newServeFixture(t *testing.T, o ServeOptions) *serveFixture {
 	eng := enginetest.New(f.st, fake.New(), func(c *engine.Config) {
 		c.Holder, c.Jitter = "serve-test", func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval = time.Millisecond, time.Millisecond
+		c.Catalogs = catalogsync.New(f.st, nil, catalogsync.WithSync(func(ctx context.Context, _ *v1alpha1.Broker) error {
+			f.syncs.Add(1)
+			if f.sync != nil {
+				return f.sync(ctx)
+			}
+			return nil
+		}))
 	})
-	rec := &Reconciler{Store: f.st, Engine: eng, SyncBroker: func(ctx context.Context, _ *v1alpha1.Broker) error {
-		f.syncs.Add(1)
-		if f.sync != nil {
-			return f.sync(ctx)
-		}
-		return nil
-	}}
+	rec := &reconcile.Reconciler{Store: f.st, Engine: eng}
 	ctx := context.Background()
 	_, err := f.st.Brokers().Create(ctx, &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: serveBroker},
@@ -263,13 +267,13 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServe_RunsRepeatedlyAndDrivesPendingRecords(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: 50 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: 50 * time.Millisecond})
 	f.instance("db")
 	_, stop := f.start()
 
 	first := f.nextReport(5 * time.Second)
 	assert.NilError(t, first.Err)
-	assert.Equal(t, first.Summary.Counts[Done], 1, "%+v", first.Summary.Items)
+	assert.Equal(t, first.Summary.Counts[reconcile.Done], 1, "%+v", first.Summary.Items)
 	for range 3 {
 		r := f.nextReport(5 * time.Second)
 		assert.NilError(t, r.Err)
@@ -285,7 +289,7 @@ func TestServe_RunsRepeatedlyAndDrivesPendingRecords(t *testing.T) {
 
 func TestServe_WatchEventTriggersAnEarlyRun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, Debounce: 20 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: time.Hour, Debounce: 20 * time.Millisecond})
 	recs := newFakeRecords()
 	f.srv.Records = recs
 	_, stop := f.start()
@@ -328,9 +332,152 @@ func TestServe_WatchEventTriggersAnEarlyRun(t *testing.T) {
 	assert.NilError(t, err)
 }
 
+func TestServe_ShutdownLetsTheRunFinishWithinTheGracePeriod(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	f := newServeFixture(t, Options{Interval: time.Hour, ShutdownGrace: 10 * time.Second})
+	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
+		b.Status.ObservedGeneration = 0
+		return nil
+	})
+	assert.NilError(t, err)
+	syncing := make(chan struct{})
+	f.sync = func(ctx context.Context) error {
+		close(syncing)
+		select {
+		case <-time.After(300 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	_, stop := f.start()
+	<-syncing
+	err, took := stop()
+	assert.NilError(t, err)
+	assert.Assert(t, took < 5*time.Second, "Serve returned %s after the shutdown; the run needed 300ms", took)
+	r := f.nextReport(time.Second)
+	assert.NilError(t, r.Err, "the run finished its step")
+	assert.Equal(t, r.Summary.Counts[reconcile.Done], 1, "%+v", r.Summary.Items)
+	f.noReport(100 * time.Millisecond)
+}
+
+func TestServe_ShutdownInterruptsARunThatOutlastsTheGracePeriod(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	grace := 200 * time.Millisecond
+	f := newServeFixture(t, Options{Interval: time.Hour, ShutdownGrace: grace})
+	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
+		b.Status.ObservedGeneration = 0
+		return nil
+	})
+	assert.NilError(t, err)
+	syncing := make(chan struct{})
+	f.sync = func(ctx context.Context) error {
+		close(syncing)
+		<-ctx.Done() // a broker that never answers
+		return ctx.Err()
+	}
+	_, stop := f.start()
+	<-syncing
+	err, took := stop()
+	assert.NilError(t, err)
+	assert.Assert(t, took >= grace && took < grace+2*time.Second, "Serve returned %s after the shutdown; grace %s", took, grace)
+	r := f.nextReport(time.Second)
+	assert.Assert(t, errors.Is(r.Err, context.Canceled), "%v", r.Err)
+	// The claim taken for the fetch was released.
+	b, err := f.st.Brokers().Get(context.Background(), storetest.CatalogNamespace, serveBroker)
+	assert.NilError(t, err)
+	_, claimed := store.LeaseOf(&b.ObjectMeta)
+	assert.Assert(t, !claimed, "the broker is still claimed: %v", b.Annotations)
+}
+
+func TestServe_NextRunComesWhenARecordIsDue(t *testing.T) {
+	s := &Server{Options: Options{Interval: time.Minute, Debounce: time.Second}}
+	s.setup()
+	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { t := end.Add(d); return &t }
+	for _, tc := range []struct {
+		name string
+		rep  RunReport
+		want time.Duration
+	}{
+		{name: "nothing pending", want: time.Minute},
+		{name: "a retry due sooner", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Waiting, Until: at(10 * time.Second)}}}}, want: 10 * time.Second},
+		{name: "a claim expiring sooner", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Skipped, Until: at(20 * time.Second)}}}}, want: 20 * time.Second},
+		{name: "due later than the interval", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Waiting, Until: at(time.Hour)}}}}, want: time.Minute},
+		{name: "due already: not sooner than the debounce", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.InProgress, Until: at(-time.Second)}}}}, want: time.Second},
+		{name: "done records do not count", rep: RunReport{Summary: reconcile.Summary{Items: []reconcile.Item{{Outcome: reconcile.Done, Until: at(time.Second)}}}}, want: time.Minute},
+		{name: "time ran out", rep: RunReport{Summary: reconcile.Summary{TimeUp: true}}, want: time.Second},
+		{name: "the list failed", rep: RunReport{Err: errRefused}, want: 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.rep.End = end
+			assert.Equal(t, s.nextRun(tc.rep).Sub(end), tc.want)
+		})
+	}
+}
+
+func TestServe_HandlerServesOnlyGet(t *testing.T) {
+	s := &Server{CheckAPI: func(context.Context) error { return nil }}
+	ts := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	assert.NilError(t, err)
+	go func() { _ = ts.Serve(ln) }()
+	defer ts.Close()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Post("http://"+ln.Addr().String()+"/healthz", "text/plain", strings.NewReader(""))
+	assert.NilError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, resp.StatusCode, http.StatusMethodNotAllowed)
+	resp, err = c.Get("http://" + ln.Addr().String() + "/nope")
+	assert.NilError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, resp.StatusCode, http.StatusNotFound)
+}
+
+// panicsOn is an Observer that panics when a step of the instance named name starts,
+// as a step of a record with a forged status may.
+type panicsOn struct{ name string }
+
+func (p panicsOn) RecordQueued(reconcile.Ref) {}
+func (p panicsOn) StepStarted(ref reconcile.Ref, _ string) {
+	if ref.Name == p.name {
+		var op *v1alpha1.ProvisionedState
+		_ = op.PlanID // a nil dereference
+	}
+}
+func (p panicsOn) StepScheduled(reconcile.Ref, time.Time, string) {}
+func (p panicsOn) RecordFinished(reconcile.Item)                  {}
+
+func TestServe_AStepThatPanicsDoesNotStopTheServer(t *testing.T) {
+	f := newServeFixture(t, Options{Interval: 20 * time.Millisecond, Run: reconcile.Options{Observer: panicsOn{name: "bad"}}})
+	f.instance("bad")
+	f.instance("db")
+	_, stop := f.start()
+	for range 3 {
+		r := f.nextReport(5 * time.Second)
+		assert.NilError(t, r.Err)
+		assert.Equal(t, r.Summary.Counts[reconcile.Failed], 1, "%+v", r.Summary.Items)
+	}
+	err, _ := stop()
+	assert.NilError(t, err)
+	inst, err := f.st.Instances().Get(context.Background(), serveNS, "db")
+	assert.NilError(t, err)
+	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
+}
+func TestServe_AMemberLooksAgainSoonAtRecordsClaimedByAnother(t *testing.T) {
+	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	claimedUntil := end.Add(2 * time.Minute)
+	rep := RunReport{End: end, Summary: reconcile.Summary{Counts: map[reconcile.Outcome]int{reconcile.Skipped: 1},
+		Items: []reconcile.Item{{Outcome: reconcile.Skipped, Until: &claimedUntil}}}}
+	s := &Server{Options: Options{Interval: 30 * time.Second}.withDefaults()}
+	assert.Equal(t, s.nextRun(rep), end.Add(30*time.Second), "alone: at the interval")
+	s.Group = &shard.Group{Name: "g", ID: "a", LeaseDuration: 15 * time.Second}
+	assert.Equal(t, s.nextRun(rep), end.Add(5*time.Second), "in a group: within a third of the lease")
+}
+
 func TestServe_HealthzFollowsTheAPIServerAndTheLastRun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: 100 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: 100 * time.Millisecond})
 	base, stop := f.start()
 	f.nextReport(5 * time.Second)
 
@@ -373,7 +520,7 @@ func TestServe_HealthzFollowsTheAPIServerAndTheLastRun(t *testing.T) {
 
 func TestServe_HealthzCachesTheAPICheck(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, APICheckEvery: time.Hour})
+	f := newServeFixture(t, Options{Interval: time.Hour, APICheckEvery: time.Hour})
 	var checks atomic.Int32
 	check := f.srv.CheckAPI
 	f.srv.CheckAPI = func(ctx context.Context) error {
@@ -393,7 +540,7 @@ func TestServe_HealthzCachesTheAPICheck(t *testing.T) {
 
 func TestServe_HealthzIsUnhealthyWhenNoRunEndsInThreeIntervals(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: 50 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond})
+	f := newServeFixture(t, Options{Interval: 50 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond})
 	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
 		b.Status.ObservedGeneration = 0 // a fetch is due: the broker is synced
 		return nil
@@ -413,38 +560,9 @@ func TestServe_HealthzIsUnhealthyWhenNoRunEndsInThreeIntervals(t *testing.T) {
 	assert.NilError(t, err)
 }
 
-func TestServe_MetricsScrape(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour})
-	f.instance("db")
-	base, stop := f.start()
-	r := f.nextReport(5 * time.Second)
-	assert.Equal(t, r.Summary.Counts[Done], 1)
-	f.srv.Metrics.ObserveBrokerRequest(types.NamespacedName{Namespace: storetest.CatalogNamespace, Name: serveBroker}, 201, 30*time.Millisecond)
-	f.srv.Metrics.ObserveBrokerRequest(types.NamespacedName{Namespace: storetest.CatalogNamespace, Name: serveBroker}, 0, time.Second)
-
-	code, body := get(t, base+"/metrics")
-	assert.Equal(t, code, http.StatusOK)
-	for _, want := range []string{
-		`kubectl_catalog_reconcile_runs_total{result="ok"} 1`,
-		`kubectl_catalog_reconcile_runs_total{result="error"} 0`,
-		`kubectl_catalog_reconcile_records_total{kind="ServiceInstance",outcome="done"} 1`,
-		`kubectl_catalog_reconcile_queue_depth 1`,
-		`kubectl_catalog_reconcile_last_run_timestamp_seconds `,
-		`kubectl_catalog_reconcile_run_duration_seconds_count 1`,
-		`kubectl_catalog_broker_request_duration_seconds_count{broker="catalog-system/acme",code="201"} 1`,
-		`kubectl_catalog_broker_request_duration_seconds_count{broker="catalog-system/acme",code="error"} 1`,
-		`go_goroutines `,
-	} {
-		assert.Assert(t, is.Contains(body, want))
-	}
-	err, _ := stop()
-	assert.NilError(t, err)
-}
-
 func TestServe_HealthzReportsUnreachableBrokers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour})
+	f := newServeFixture(t, Options{Interval: time.Hour})
 	next := metav1.NewTime(time.Now().Add(time.Minute).Truncate(time.Second))
 	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
 		b.Status.Retry = &v1alpha1.RetryState{Attempts: 3, LastError: "no answer from broker", NextRetryAt: &next}
@@ -465,106 +583,4 @@ func TestServe_HealthzReportsUnreachableBrokers(t *testing.T) {
 	assert.Assert(t, b.NextRetryAt != nil && b.NextRetryAt.Equal(next.Time))
 	err, _ = stop()
 	assert.NilError(t, err)
-}
-
-func TestServe_ShutdownLetsTheRunFinishWithinTheGracePeriod(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, ShutdownGrace: 10 * time.Second})
-	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
-		b.Status.ObservedGeneration = 0
-		return nil
-	})
-	assert.NilError(t, err)
-	syncing := make(chan struct{})
-	f.sync = func(ctx context.Context) error {
-		close(syncing)
-		select {
-		case <-time.After(300 * time.Millisecond):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	_, stop := f.start()
-	<-syncing
-	err, took := stop()
-	assert.NilError(t, err)
-	assert.Assert(t, took < 5*time.Second, "Serve returned %s after the shutdown; the run needed 300ms", took)
-	r := f.nextReport(time.Second)
-	assert.NilError(t, r.Err, "the run finished its step")
-	assert.Equal(t, r.Summary.Counts[Done], 1, "%+v", r.Summary.Items)
-	f.noReport(100 * time.Millisecond)
-}
-
-func TestServe_ShutdownInterruptsARunThatOutlastsTheGracePeriod(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	grace := 200 * time.Millisecond
-	f := newServeFixture(t, ServeOptions{Interval: time.Hour, ShutdownGrace: grace})
-	_, err := f.st.Brokers().UpdateWithRetry(context.Background(), storetest.CatalogNamespace, serveBroker, func(b *v1alpha1.Broker) error {
-		b.Status.ObservedGeneration = 0
-		return nil
-	})
-	assert.NilError(t, err)
-	syncing := make(chan struct{})
-	f.sync = func(ctx context.Context) error {
-		close(syncing)
-		<-ctx.Done() // a broker that never answers
-		return ctx.Err()
-	}
-	_, stop := f.start()
-	<-syncing
-	err, took := stop()
-	assert.NilError(t, err)
-	assert.Assert(t, took >= grace && took < grace+2*time.Second, "Serve returned %s after the shutdown; grace %s", took, grace)
-	r := f.nextReport(time.Second)
-	assert.Assert(t, errors.Is(r.Err, context.Canceled), "%v", r.Err)
-	// The claim taken for the fetch was released.
-	b, err := f.st.Brokers().Get(context.Background(), storetest.CatalogNamespace, serveBroker)
-	assert.NilError(t, err)
-	_, claimed := store.LeaseOf(&b.ObjectMeta)
-	assert.Assert(t, !claimed, "the broker is still claimed: %v", b.Annotations)
-}
-
-func TestServe_NextRunComesWhenARecordIsDue(t *testing.T) {
-	s := &Server{Options: ServeOptions{Interval: time.Minute, Debounce: time.Second}}
-	s.setup()
-	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	at := func(d time.Duration) *time.Time { t := end.Add(d); return &t }
-	for _, tc := range []struct {
-		name string
-		rep  RunReport
-		want time.Duration
-	}{
-		{name: "nothing pending", want: time.Minute},
-		{name: "a retry due sooner", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Waiting, Until: at(10 * time.Second)}}}}, want: 10 * time.Second},
-		{name: "a claim expiring sooner", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Skipped, Until: at(20 * time.Second)}}}}, want: 20 * time.Second},
-		{name: "due later than the interval", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Waiting, Until: at(time.Hour)}}}}, want: time.Minute},
-		{name: "due already: not sooner than the debounce", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: InProgress, Until: at(-time.Second)}}}}, want: time.Second},
-		{name: "done records do not count", rep: RunReport{Summary: Summary{Items: []Item{{Outcome: Done, Until: at(time.Second)}}}}, want: time.Minute},
-		{name: "time ran out", rep: RunReport{Summary: Summary{TimeUp: true}}, want: time.Second},
-		{name: "the list failed", rep: RunReport{Err: errRefused}, want: 5 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.rep.End = end
-			assert.Equal(t, s.nextRun(tc.rep).Sub(end), tc.want)
-		})
-	}
-}
-
-func TestServe_HandlerServesOnlyGet(t *testing.T) {
-	s := &Server{CheckAPI: func(context.Context) error { return nil }}
-	ts := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: time.Second}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	assert.NilError(t, err)
-	go func() { _ = ts.Serve(ln) }()
-	defer ts.Close()
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Post("http://"+ln.Addr().String()+"/healthz", "text/plain", strings.NewReader(""))
-	assert.NilError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, resp.StatusCode, http.StatusMethodNotAllowed)
-	resp, err = c.Get("http://" + ln.Addr().String() + "/nope")
-	assert.NilError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, resp.StatusCode, http.StatusNotFound)
 }

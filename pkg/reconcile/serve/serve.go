@@ -1,26 +1,27 @@
-package reconcile
+// Package serve runs reconcile over and over, as "kubectl catalog reconcile --serve"
+// does: the loop and its timing, the watch that triggers a run when a record starts to
+// have work, the shard group's Lease kept while serving, /healthz and Prometheus
+// /metrics.
+package serve
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 )
 
-// ServeOptions configure a Server.
-type ServeOptions struct {
+// Options configure a Server.
+type Options struct {
 	// Run are the options of every run. Its MaxDuration bounds each run (0: no bound);
 	// "reconcile --serve" sets it to Interval unless told otherwise, so that a run
 	// never outlasts the wait between two runs.
-	Run Options
+	Run reconcile.Options
 	// Interval is the longest wait between the end of a run and the start of the next;
 	// default 30 seconds. A run starts sooner when a record's next retry or poll is due
 	// sooner, or when the watch sees a record that starts to have work.
@@ -38,7 +39,7 @@ type ServeOptions struct {
 	APICheckEvery, APICheckTimeout time.Duration
 }
 
-func (o ServeOptions) withDefaults() ServeOptions {
+func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -55,7 +56,7 @@ func (o ServeOptions) withDefaults() ServeOptions {
 // RunReport is what one run of a Server did.
 type RunReport struct {
 	Start, End time.Time
-	Summary    Summary
+	Summary    reconcile.Summary
 	// Err is the run's error: the work could not be listed, or the run was
 	// interrupted at the end of the shutdown grace period.
 	Err error
@@ -63,20 +64,11 @@ type RunReport struct {
 	Next time.Time
 }
 
-// BrokerProblem is a broker whose last catalog fetch failed and is to be retried.
-type BrokerProblem struct {
-	Namespace   string     `json:"namespace"`
-	Name        string     `json:"name"`
-	Attempts    int32      `json:"attempts"`
-	LastError   string     `json:"lastError,omitempty"`
-	NextRetryAt *time.Time `json:"nextRetryAt,omitempty"`
-}
-
 // Server runs reconcile over and over and reports on it over HTTP: /healthz for
 // probes, /metrics for Prometheus. It is what "kubectl catalog reconcile --serve"
 // runs.
 type Server struct {
-	Reconciler *Reconciler
+	Reconciler *reconcile.Reconciler
 	// Records, when set, is watched so that a record that starts to have work is
 	// driven within about Debounce, not at the next interval. Without it (or while the
 	// watch fails, e.g. for lack of the watch permission) runs come at the interval.
@@ -90,14 +82,14 @@ type Server struct {
 	// Lease while it serves (deleting it when it stops), drives only its share of the
 	// records, and starts a run as soon as the live members change (ending the run
 	// under way early, as a shutdown does, so that the new share is taken up).
-	Group *Group
+	Group *shard.Group
 	// Report is called after every run, e.g. to log it.
 	Report func(RunReport)
 	// Logf reports what is not a run: the watch failing and recovering, shutdown.
 	Logf func(format string, args ...any)
 	// Now is the wall clock of the loop and the health checks; default time.Now.
 	Now     func() time.Time
-	Options ServeOptions
+	Options Options
 
 	init     sync.Once
 	mu       sync.Mutex
@@ -324,17 +316,17 @@ func (s *Server) nextRun(rep RunReport) time.Time {
 			continue
 		}
 		switch it.Outcome {
-		case Waiting, InProgress, Skipped:
+		case reconcile.Waiting, reconcile.InProgress, reconcile.Skipped:
 			if it.Until.Before(next) {
 				next = *it.Until
 			}
 		}
 	}
-	if s.Group != nil && rep.Summary.Counts[Skipped] > 0 {
+	if s.Group != nil && rep.Summary.Counts[reconcile.Skipped] > 0 {
 		// Records of this member's share claimed by another member, which releases
 		// them when it learns that the members changed: looked at again soon, not only
 		// when the claims would lapse.
-		next = minTime(next, rep.End.Add(s.Group.duration()/3))
+		next = minTime(next, rep.End.Add(s.Group.Duration()/3))
 	}
 	return maxTime(next, rep.End.Add(o.Debounce))
 }
@@ -351,146 +343,4 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// brokerProblems lists the brokers whose last catalog fetch failed. Brokers are few,
-// and the run lists them anyway for their relists.
-func (s *Server) brokerProblems(ctx context.Context) ([]BrokerProblem, bool) {
-	brokers, err := s.Reconciler.Store.Brokers().List(ctx, s.Options.Run.Namespace, store.Filter{})
-	if err != nil {
-		return nil, false
-	}
-	var out []BrokerProblem
-	for _, b := range brokers {
-		rt := b.Status.Retry
-		if rt == nil || b.DeletionTimestamp != nil || !s.Options.Run.Shard.Owns(b.Namespace, b.Name) {
-			continue
-		}
-		p := BrokerProblem{Namespace: b.Namespace, Name: b.Name, Attempts: rt.Attempts, LastError: cmp.Or(rt.LastError, b.Status.LastCatalogError)}
-		if rt.NextRetryAt != nil {
-			t := rt.NextRetryAt.UTC()
-			p.NextRetryAt = &t
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b BrokerProblem) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	return out, true
-}
-
-// checkAPI returns the result of the API server check, at most APICheckEvery old.
-// Concurrent probes share one check.
-func (s *Server) checkAPI(ctx context.Context) apiCheck {
-	s.apiMu.Lock()
-	defer s.apiMu.Unlock()
-	now := s.Now()
-	if !s.api.at.IsZero() && now.Sub(s.api.at) < s.Options.APICheckEvery {
-		return s.api
-	}
-	var err error
-	if s.CheckAPI != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Options.APICheckTimeout)
-		err = s.CheckAPI(cctx)
-		cancel()
-	}
-	s.api = apiCheck{at: s.Now(), err: err}
-	return s.api
-}
-
-// Health is the body of /healthz.
-type Health struct {
-	// Status is "ok" (200) or "unhealthy" (503).
-	Status string `json:"status"`
-	// Problems say why it is unhealthy.
-	Problems  []string       `json:"problems,omitempty"`
-	APIServer HealthAPI      `json:"apiServer"`
-	LastRun   *HealthLastRun `json:"lastRun,omitempty"`
-	// BrokersUnreachable are the brokers whose last catalog fetch failed, as of the
-	// last run. They do not make the reconciler unhealthy: restarting it would not
-	// bring a broker back.
-	BrokersUnreachable []BrokerProblem `json:"brokersUnreachable"`
-}
-
-// HealthAPI is the API server check.
-type HealthAPI struct {
-	Reachable bool      `json:"reachable"`
-	CheckedAt time.Time `json:"checkedAt"`
-	Error     string    `json:"error,omitempty"`
-}
-
-// HealthLastRun is the last run.
-type HealthLastRun struct {
-	// Time is when it ended.
-	Time   time.Time       `json:"time"`
-	Took   string          `json:"took"`
-	Counts map[Outcome]int `json:"counts"`
-	TimeUp bool            `json:"timeUp,omitempty"`
-	Error  string          `json:"error,omitempty"`
-	// Next is when the next run is due at the latest.
-	Next time.Time `json:"next"`
-}
-
-// Health reports whether the reconciler is healthy: the API server can be reached, the
-// last run ended within 3 intervals (counted from the start while there was none),
-// and it could list its work.
-func (s *Server) Health(ctx context.Context) Health {
-	s.setup()
-	api := s.checkAPI(ctx)
-	now := s.Now()
-	s.mu.Lock()
-	last, brokers, started, stopping := s.last, s.brokers, s.started, s.stopping
-	s.mu.Unlock()
-
-	h := Health{APIServer: HealthAPI{Reachable: api.err == nil, CheckedAt: api.at.UTC()}, BrokersUnreachable: brokers}
-	if h.BrokersUnreachable == nil {
-		h.BrokersUnreachable = []BrokerProblem{}
-	}
-	if api.err != nil {
-		h.APIServer.Error = api.err.Error()
-		h.Problems = append(h.Problems, "the API server cannot be reached: "+api.err.Error())
-	}
-	stale := 3 * s.Options.Interval
-	since := started
-	if last != nil {
-		since = last.End
-		h.LastRun = &HealthLastRun{
-			Time: last.End.UTC(), Took: last.End.Sub(last.Start).Round(time.Millisecond).String(),
-			Counts: last.Summary.Counts, TimeUp: last.Summary.TimeUp, Next: last.Next.UTC(),
-		}
-		if h.LastRun.Counts == nil {
-			h.LastRun.Counts = map[Outcome]int{}
-		}
-		if last.Err != nil {
-			h.LastRun.Error = last.Err.Error()
-			h.Problems = append(h.Problems, "the last run could not list its work: "+last.Err.Error())
-		}
-	}
-	if age := now.Sub(since); age > stale {
-		what := "no run has ended since the start"
-		if last != nil {
-			what = "the last run ended"
-		}
-		h.Problems = append(h.Problems, fmt.Sprintf("%s %s ago, more than 3 intervals (%s)", what, age.Round(time.Second), stale))
-	}
-	if stopping {
-		h.Problems = append(h.Problems, "shutting down")
-	}
-	h.Status = "ok"
-	if len(h.Problems) > 0 {
-		h.Status = "unhealthy"
-	}
-	return h
-}
-
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	h := s.Health(r.Context())
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if h.Status != "ok" {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(h)
 }

@@ -1,4 +1,7 @@
-package reconcile
+// Package shard is the membership of a shard group of "reconcile --serve" replicas:
+// each member's coordination.k8s.io Lease, the live members read from them, and the
+// assignment of records to members by rendezvous hashing. It knows nothing of runs.
+package shard
 
 import (
 	"cmp"
@@ -256,21 +259,22 @@ func (g *Group) logf(format string, args ...any) {
 	}
 }
 
-func (g *Group) duration() time.Duration { return cmp.Or(g.LeaseDuration, DefaultLeaseDuration) }
+// Duration is how long the Lease lasts unrenewed: LeaseDuration, or its default.
+func (g *Group) Duration() time.Duration { return cmp.Or(g.LeaseDuration, DefaultLeaseDuration) }
 
 // StarvationBound is how long after its due time a record of another member's share
 // that has work, no live claim and no change is taken by this member: three lease
 // durations, and never less than two serve intervals (interval), the longest a live
 // owner may take to start a run that takes it up.
 func (g *Group) StarvationBound(interval time.Duration) time.Duration {
-	return max(3*g.duration(), 2*interval)
+	return max(3*g.Duration(), 2*interval)
 }
 
 // Renew creates or renews this member's Lease.
 func (g *Group) Renew(ctx context.Context) error {
 	name := LeaseName(g.Name, g.ID)
 	now := metav1.NewMicroTime(g.now())
-	secs := int32(max(g.duration()/time.Second, 1))
+	secs := int32(max(g.Duration()/time.Second, 1))
 	cur, err := g.Leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = g.Leases.Create(ctx, &coordinationv1.Lease{
@@ -366,7 +370,7 @@ func (g *Group) Assignment(ctx context.Context) (Assignment, error) {
 // is due to expire, and calls changed when the live members change. Errors are
 // logged, not returned: the Lease is retried at the next tick.
 func (g *Group) Maintain(ctx context.Context, changed func()) {
-	every := g.duration() / 3
+	every := g.Duration() / 3
 	var nextRenew time.Time
 	failing := false
 	for ctx.Err() == nil {
@@ -441,11 +445,11 @@ func (g *Group) collect(ctx context.Context, members []Member) {
 	}
 }
 
-// starved reports whether a record of another member's share, listed with work and
+// Starved reports whether a record of another member's share, listed with work and
 // resourceVersion rv and no live claim, has been so, unchanged, for bound: it is then
 // taken up (its due time is checked when it is read). A record seen claimed, or
 // changed, starts over.
-func (g *Group) starved(key, rv string, claimed bool, bound time.Duration, now time.Time) bool {
+func (g *Group) Starved(key, rv string, claimed bool, bound time.Duration, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.seen == nil {
@@ -463,9 +467,9 @@ func (g *Group) starved(key, rv string, claimed bool, bound time.Duration, now t
 	return now.Sub(s.since) >= bound
 }
 
-// forget drops the records not seen in the last listing (keys), so that the map does
+// Forget drops the records not seen in the last listing (keys), so that the map does
 // not grow with records that are gone or were taken up.
-func (g *Group) forget(keep map[string]bool) {
+func (g *Group) Forget(keep map[string]bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for k := range g.seen {
@@ -473,20 +477,4 @@ func (g *Group) forget(keep map[string]bool) {
 			delete(g.seen, k)
 		}
 	}
-}
-
-// GroupSummary is what a run of a shard group's member took on.
-type GroupSummary struct {
-	Name string `json:"name"`
-	// Members are the live members' ids at the start of the run.
-	Members []string `json:"members"`
-	// Listed is how many records with work the run listed (every member's);
-	// Owned, how many of them are this member's share.
-	Listed int `json:"listed"`
-	Owned  int `json:"owned"`
-	// TakenOver is how many records of another member's share the run took up,
-	// pending unclaimed past the starvation bound.
-	TakenOver int `json:"takenOver,omitempty"`
-	// Error: the Leases could not be listed; the last members seen were used.
-	Error string `json:"error,omitempty"`
 }

@@ -1,4 +1,4 @@
-package reconcile
+package serve
 
 import (
 	"net/http"
@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 )
 
 // Results of a run, the result label of kubectl_catalog_reconcile_runs_total.
@@ -108,7 +110,7 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // ObserveRun records a finished run.
-func (m *Metrics) ObserveRun(sum Summary, err error, interrupted bool, took time.Duration, end time.Time) {
+func (m *Metrics) ObserveRun(sum reconcile.Summary, err error, interrupted bool, took time.Duration, end time.Time) {
 	result := RunOK
 	switch {
 	case interrupted:
