@@ -1,0 +1,351 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The bind step: credentials asked of the broker, written to the binding's Secret, and how the
+// answer is recorded.
+
+func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+	return e.bindKnowing(ctx, b, prev, nil)
+}
+
+// bindKnowing is bind with the binding's instance as this step read it already (nil:
+// not read yet), so that a bind reads the instance once.
+func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, known *v1alpha1.ServiceInstance) (Result, error) {
+	if prev == nil {
+		if terminallyFailed(b) {
+			return resultOf(e, b), nil
+		}
+		if d := e.retryWait(b, actionBind); d > 0 {
+			return resultOf(e, b), nil
+		}
+	}
+	t, err := e.bindTargetKnowing(ctx, b, known)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+	}
+	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
+	// who may update the binding's ConfigMap, so a "re-send" may be forged.
+	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+		return e.refusedConsumer(ctx, b, t.inst, err)
+	}
+	if prev == nil {
+		if err := CheckBindable(t.inst, t.class); err != nil {
+			if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
+				if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
+					return persistTerminal(e, ctx, b, ReasonBindRejected, err.Error())
+				}
+			}
+			return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+		}
+	}
+	// A re-send is the request first sent, kept at its write-ahead; an interrupted bind of
+	// an earlier release, which kept nothing, is built from the spec again.
+	resend := prev != nil && prev.Sent != nil
+	var params Parameters
+	var kctx *osb.KubernetesContext
+	var cluster, space string
+	if resend {
+		sent, err := e.sentParameters(ctx, b, prev.Sent)
+		if isSentLost(err) {
+			return e.bindLost(ctx, b, prev, err)
+		}
+		if err != nil {
+			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+		}
+		if sent != nil {
+			params = *sent
+		}
+		if kctx, cluster, space, err = e.sentContext(ctx, t.inst, prev.Sent); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
+	} else {
+		if params, err = e.bindingParameters(ctx, b); err != nil {
+			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+		}
+		if kctx, cluster, space, err = e.osbContext(ctx, t.inst); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationBind, InstanceID: t.inst.CurrentExternalID(), BindingID: b.CurrentExternalID(),
+		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, ParametersChecksum: params.Checksum(),
+		RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if prev != nil {
+		// A re-send must be the identical request.
+		op.InstanceID, op.BindingID, op.ServiceID, op.PlanID = prev.InstanceID, prev.BindingID, prev.ServiceID, prev.PlanID
+		op.RequestID, op.StartedAt = prev.RequestID, prev.StartedAt
+	}
+	if resend {
+		op.ParametersChecksum, op.Sent = prev.ParametersChecksum, prev.Sent
+	}
+	// A refusal of the first request that names the id leaves nothing at the broker; one
+	// of a re-send does not tell whether the first send created the binding.
+	first := prev == nil && !slices.Contains(b.Status.ExternalIDs, op.BindingID)
+	opts, err := e.requestOptions(ctx, b, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	req := &osb.BindRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
+		// OSB: an asynchronous bind needs GET binding afterwards, so accept one only
+		// from services whose bindings are retrievable.
+		AcceptsIncomplete: t.retrievable(),
+		ServiceID:         op.ServiceID, PlanID: op.PlanID, Context: kctx,
+		// The namespace's uid is unique within the platform: what app_guid asks for.
+		BindResource: &osb.BindResource{AppGUID: space},
+		Parameters:   params.JSON(),
+	}
+	if resend {
+		req.PredecessorBindingID = prev.Sent.PredecessorBindingID
+	} else if p := b.RotatedFrom(); p != nil && p.ExternalID != op.BindingID {
+		if plan := t.plan(op.PlanID); plan != nil && plan.BindingRotatable {
+			req.PredecessorBindingID = p.ExternalID
+		}
+	}
+	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
+		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	if p := req.PredecessorBindingID; p != "" {
+		// A broker may hand the predecessor's credentials to the new binding.
+		if err := checkOwnID(v1alpha1.KindServiceBinding, b, p); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
+	}
+	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
+			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		}
+	}
+	// A re-send holds its place already (reserve finds it); a forged one
+	// must take one like any bind.
+	if err := e.reserve(ctx, b, t.inst); err != nil {
+		return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
+	}
+	if !resend {
+		sent := v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space, PredecessorBindingID: req.PredecessorBindingID}
+		if err := e.keepRequest(ctx, b, op, sent, nonEmpty(params)); err != nil {
+			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+		}
+	}
+	stored, ok, err := writeAhead(e, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
+		fmt.Sprintf("sending the bind request to broker %q", t.broker.Name))
+	if !ok || err != nil {
+		if !ok && err == nil && !resend {
+			dropSent(e, ctx, op, b) // not sent: someone else drives the record
+		}
+		return reread(e, ctx, b, err)
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	var resp *osb.BindResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Bind(ctx, req) })
+	callErr = bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
+	if err != nil {
+		return interrupted(stored, err)
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpBind, osb.OutcomeOf(resp.Status(), callErr))
+	if act.Result == osb.ResultSucceeded {
+		answer := bindAnswer{Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
+			RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}.withCredentials(resp.Credentials)
+		if prev != nil && answer.empty() && t.retrievable() {
+			// A re-sent bind answered 200 without credentials: the broker may hand
+			// them out only once. GET the binding for them.
+			if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
+				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
+				answer = answerOf(got)
+			}
+		}
+		if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK {
+			// The credentials went to a command that died before writing them, and the
+			// broker will not give them again: unbind that id and bind under a new one.
+			return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+				e.startBindMitigation(x, ReasonBindCredentialsLost,
+					"the broker answered the re-sent bind without credentials (it hands them out once, and the command that received them was interrupted)", true, now)
+			})
+		}
+		return e.bound(ctx, stored, t, answer)
+	}
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		msg := describe(callErr, resp.Status())
+		switch {
+		case act.Poll:
+			e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)
+		case act.OrphanMitigation:
+			e.startBindMitigation(x, act.Reason, msg, act.Retry, now)
+		case act.Terminal:
+			e.terminalFailure(x, ReasonBindRejected, msg+": change the binding's parameters (unbind and bind again)", now)
+		case act.WaitForOtherOperation:
+			e.retryLater(x, ReasonBindBlockedByConcurrentOperation, msg, false, now)
+		default:
+			e.retryLater(x, ReasonBindCallFailed, msg, false, now)
+		}
+		if first && !act.Poll && !act.OrphanMitigation && leftNothing(callErr) {
+			forgetExternalID(&x.Status.OperationStatus, op.BindingID)
+		}
+	})
+}
+
+// bindLost handles an interrupted bind whose kept request cannot be read back: the broker
+// may hold a binding made from a request that cannot be repeated, so it is unbound first
+// (orphan mitigation), then bound again under a new id.
+func (e *Engine) bindLost(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e, ctx, b, prev.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		e.startBindMitigation(x, osb.ReasonPlatformError, cause.Error(), true, now)
+	})
+}
+
+// bindAnswer is a bind's 200/201 answer or a GET binding's.
+type bindAnswer struct {
+	// Credentials is what goes to the Secret: the answer's credentials and its other
+	// fields that may hold secrets (see withCredentials).
+	Credentials     map[string]any
+	Metadata        *osb.BindingMetadata
+	SyslogDrainURL  string
+	RouteServiceURL string
+	VolumeMounts    []osb.VolumeMount
+	Endpoints       []osb.Endpoint
+}
+
+// empty reports an answer that carries nothing for the application.
+func (a bindAnswer) empty() bool {
+	return len(a.Credentials) == 0 && a.SyslogDrainURL == "" && a.RouteServiceURL == "" && len(a.VolumeMounts) == 0 && len(a.Endpoints) == 0
+}
+
+func answerOf(r *osb.GetBindingResponse) bindAnswer {
+	return bindAnswer{Metadata: r.Metadata, SyslogDrainURL: r.SyslogDrainURL,
+		RouteServiceURL: r.RouteServiceURL, VolumeMounts: r.VolumeMounts, Endpoints: r.Endpoints}.withCredentials(r.Credentials)
+}
+
+// withCredentials sets what the Secret gets: creds, plus the syslog drain and route
+// service URLs and the volume mounts (mount_config included) under their own keys, since
+// any of them may hold a secret (credentials.Answer).
+func (a bindAnswer) withCredentials(creds map[string]any) bindAnswer {
+	a.Credentials = credentials.Answer{Credentials: creds, SyslogDrainURL: a.SyslogDrainURL,
+		RouteServiceURL: a.RouteServiceURL, VolumeMounts: a.VolumeMounts}.Values()
+	return a
+}
+
+// boundState is the non-secret part of an answer: that a syslog drain or a route service
+// exists, not its URL; a volume mount without its mount_config.
+func (a bindAnswer) boundState(op *v1alpha1.Operation) *v1alpha1.BoundState {
+	bs := &v1alpha1.BoundState{
+		BindingID: op.BindingID, ParametersChecksum: op.ParametersChecksum,
+		SyslogDrain: a.SyslogDrainURL != "", RouteService: a.RouteServiceURL != "",
+	}
+	for _, ep := range a.Endpoints {
+		bs.Endpoints = append(bs.Endpoints, v1alpha1.Endpoint{Host: ep.Host, Ports: ep.Ports, Protocol: ep.Protocol})
+	}
+	for _, vm := range a.VolumeMounts {
+		bs.VolumeMounts = append(bs.VolumeMounts, v1alpha1.VolumeMount{Driver: vm.Driver, ContainerDir: vm.ContainerDir,
+			Mode: vm.Mode, DeviceType: vm.DeviceType, Device: v1alpha1.VolumeDevice{VolumeID: vm.Device.VolumeID}})
+	}
+	if md := a.Metadata; md != nil {
+		if t, err := md.ExpiresAtTime(); err == nil && !t.IsZero() {
+			bs.ExpiresAt = mtime(t)
+		}
+		if t, err := md.RenewBeforeTime(); err == nil && !t.IsZero() {
+			bs.RenewBefore = mtime(t)
+		}
+	}
+	return bs
+}
+
+// bound writes the credentials of a successful bind to the Secret, then marks the
+// binding bound. A Secret that cannot be written makes the bind's outcome one the
+// platform cannot rely on: the binding is unbound at the broker (orphan mitigation),
+// and bound again afterwards unless the cause is one retrying cannot fix.
+func (e *Engine) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, a bindAnswer) (Result, error) {
+	op := b.Status.InFlight
+	data, err := credentials.Encode(a.Credentials)
+	if err == nil {
+		data, err = credentials.Apply(ctx, data, a.Credentials, b.Spec.SecretTransforms, func(ctx context.Context, name string) (map[string][]byte, error) {
+			return e.secretsFor(b)(ctx, b.Namespace, name)
+		})
+	}
+	retriable := err == nil
+	if err == nil {
+		data = credentials.WithServiceBindingKeys(data, serviceBindingType(t), t.inst.Spec.BrokerName)
+		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
+		retriable = err != nil && !store.IsNotOwned(err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted(b, ctx.Err())
+		}
+		msg := fmt.Sprintf("the credentials could not be written to Secret %q: %v", b.Spec.SecretName, err)
+		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			e.startBindMitigation(x, osb.ReasonPlatformError, msg, retriable, now)
+			x.Status.Retry.Reason = ReasonBindSecretFailed
+		})
+	}
+	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		if old := x.Status.Bound; old != nil && old.BindingID != "" && old.BindingID != op.BindingID && !slices.Contains(x.Status.Retired, old.BindingID) {
+			x.Status.Retired = append(x.Status.Retired, old.BindingID)
+		}
+		x.Status.Bound = a.boundState(op)
+		x.Status.Secret = &v1alpha1.CredentialsSecret{Name: x.Spec.SecretName, Keys: credentials.Keys(data), WrittenAt: metav1.NewTime(now)}
+		x.Status.InFlight, x.Status.Retry, x.Status.OrphanMitigation = nil, nil, nil
+		x.Status.ObservedGeneration = x.Generation
+		x.Status.Phase = v1alpha1.PhaseReady
+		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
+			fmt.Sprintf("the broker bound it; the credentials are in Secret %q", x.Spec.SecretName), now)
+		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
+	})
+}
+
+// serviceBindingType is the servicebinding.io "type" of a binding: the class's first
+// tag when it has tags, else its name.
+func serviceBindingType(t bindTarget) string {
+	if t.class != nil && len(t.class.Spec.Tags) > 0 {
+		return t.class.Spec.Tags[0]
+	}
+	return t.inst.Spec.ClassExternalName
+}
+
+// bindingAccepted records a 202: poll from now on, with a deadline from the plan's
+// maximum_polling_duration.
+func (e *Engine) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, reason, msg string, now time.Time) {
+	op := x.Status.InFlight
+	op.Async, op.OperationKey = true, key
+	limit := e.cfg.MaxPollingDuration
+	if p := t.plan(op.PlanID); p != nil && p.MaximumPollingDuration != nil && p.MaximumPollingDuration.Duration > 0 {
+		limit = p.MaximumPollingDuration.Duration
+	}
+	op.PollDeadline = mtime(now.Add(limit))
+	op.NextPollAt = mtime(now.Add(e.cfg.PollInterval))
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+}
+
+// startBindMitigation records that the broker may hold a binding nobody can trust:
+// unbind it first, then bind again if retry is set.
+func (e *Engine) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
+	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
+		Reason: reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: retry,
+	}
+	r := ReasonBindCallFailed
+	if x.Status.InFlight != nil && x.Status.InFlight.Async {
+		r = ReasonBindFailed
+	}
+	e.retryLater(x, r, msg, true, now)
+	x.Status.Phase = v1alpha1.PhaseOrphanMitigation
+	setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, ReasonOrphanMitigationInProgress,
+		"the outcome of the bind is uncertain ("+msg+"); unbinding what the broker may hold", now)
+}

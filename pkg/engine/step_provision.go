@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+)
+
+// The provision step: the first broker call of an instance, its re-send, and a lost answer.
+
+func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil {
+		if terminallyFailed(inst) {
+			return resultOf(e, inst), nil
+		}
+		if d := e.retryWait(inst, actionProvision); d > 0 {
+			return resultOf(e, inst), nil
+		}
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	if prev == nil && t.broker.DeletionTimestamp != nil {
+		// The broker waits for its instances to go; a new one would keep it forever.
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, fmt.Errorf(
+			"broker %q is being deleted (it is kept until its instances are deprovisioned): no new instance is provisioned through it", t.broker.Name))
+	}
+	// A re-send is the request first sent, kept at its write-ahead; an interrupted call
+	// of an earlier release, which kept nothing, is built from the spec again.
+	resend := prev != nil && prev.Sent != nil
+	var params Parameters
+	var kctx *osb.KubernetesContext
+	var org, space string
+	if resend {
+		sent, err := e.sentParameters(ctx, inst, prev.Sent)
+		if isSentLost(err) {
+			return e.provisionLost(ctx, inst, prev, err)
+		}
+		if err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+		if sent != nil {
+			params = *sent
+		}
+		if kctx, org, space, err = e.sentContext(ctx, inst, prev.Sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
+	} else {
+		if params, err = e.parameters(ctx, inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+		if kctx, org, space, err = e.osbContext(ctx, inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationProvision, InstanceID: inst.CurrentExternalID(),
+		ServiceID: inst.Spec.ClassID, PlanID: inst.Spec.PlanID,
+		MaintenanceInfoVersion: inst.Spec.MaintenanceInfoVersion,
+		RequestID:              e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if op.MaintenanceInfoVersion == "" {
+		if p := t.plan(op.PlanID); p != nil && p.MaintenanceInfo != nil {
+			op.MaintenanceInfoVersion = p.MaintenanceInfo.Version
+		}
+	}
+	if prev != nil {
+		// A re-send must be the identical request: same ids, plan and request id.
+		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID
+		op.MaintenanceInfoVersion, op.RequestID, op.StartedAt = prev.MaintenanceInfoVersion, prev.RequestID, prev.StartedAt
+	}
+	op.ParametersChecksum, op.ParameterHashes = params.Checksum(), params.InlineHashes()
+	if resend {
+		op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
+	}
+	// A refusal of the first request that names the id leaves nothing at the broker; one
+	// of a re-send does not tell whether the first send created the instance.
+	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, &params); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
+	}
+	if !resend {
+		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: org, NamespaceUID: space}, nonEmpty(params)); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	}
+	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
+		fmt.Sprintf("sending the provision request to broker %q", t.broker.Name))
+	if !ok || err != nil {
+		if !ok && err == nil && !resend {
+			dropSent(e, ctx, op, inst) // not sent: someone else drives the record
+		}
+		return reread(e, ctx, inst, err)
+	}
+	req := &osb.ProvisionRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
+		ServiceID: op.ServiceID, PlanID: op.PlanID, Context: kctx,
+		OrganizationGUID: org, SpaceGUID: space, Parameters: params.JSON(),
+	}
+	if op.MaintenanceInfoVersion != "" {
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	var resp *osb.ProvisionResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Provision(ctx, req) })
+	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
+	if err != nil {
+		return interrupted(stored, err)
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpProvision, osb.OutcomeOf(resp.Status(), callErr))
+	if act.RefetchCatalog {
+		e.refreshCatalog(ctx, t.broker)
+	}
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		switch {
+		case act.Result == osb.ResultSucceeded:
+			e.succeeded(x, resp.DashboardURL, now)
+		case act.Poll:
+			e.accepted(x, t, resp.Operation, resp.DashboardURL, ReasonProvisionInProgress, "the broker is provisioning", now)
+		case act.OrphanMitigation:
+			e.startMitigation(x, act, describe(callErr, resp.Status()), now)
+		case act.Terminal:
+			e.terminalFailure(x, ReasonProvisionRejected, describe(callErr, resp.Status())+": change the instance's spec (plan or parameters) or deprovision it", now)
+			if first && leftNothing(callErr) {
+				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
+			}
+		default:
+			e.retryLater(x, provisionRetryReason(act), describe(callErr, resp.Status()), act.RefetchCatalog && x.Status.Retry == nil, now)
+			if first && leftNothing(callErr) {
+				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
+			}
+		}
+	})
+}
+
+// nonEmpty is &p when p holds parameters: the parameters a provision or bind sends.
+func nonEmpty(p Parameters) *Parameters {
+	if len(p.All) == 0 {
+		return nil
+	}
+	return &p
+}
+
+// provisionLost handles an interrupted provision whose kept request cannot be read back:
+// the broker may hold an instance made from a request that cannot be repeated, so it is
+// deleted first (orphan mitigation), then provisioned again under a new id.
+func (e *Engine) provisionLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		e.startMitigation(x, osb.Action{Reason: osb.ReasonPlatformError, OrphanMitigation: true, Retry: true}, cause.Error(), now)
+	})
+}
+
+func provisionRetryReason(act osb.Action) string {
+	switch {
+	case act.WaitForOtherOperation:
+		return ReasonProvisionBlockedByConcurrentOperation
+	case act.RefetchCatalog:
+		return ReasonProvisionMaintenanceInfoConflict
+	}
+	return ReasonProvisionCallFailed
+}

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The update step: a changed spec sent to the broker, its re-send, and how a failure or refusal is recorded.
+
+func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil {
+		if d := e.retryWait(inst, actionUpdate); d > 0 {
+			return resultOf(e, inst), nil
+		}
+	}
+	prov := inst.Status.Provisioned
+	// A re-send is the update first sent, kept at its write-ahead: its plan, maintenance
+	// version and parameters, whatever the spec or its Secrets say now, and it is sent
+	// even if the spec now matches what was provisioned (the broker may have applied it).
+	// Its success records what it sent; a spec that moved on meanwhile is a later update.
+	// An interrupted update of an earlier release, which kept nothing, is built from the
+	// spec again.
+	resend := prev != nil && prev.Sent != nil
+	var params Parameters
+	var sent *Parameters
+	planID, targetMI := inst.Spec.PlanID, prov.MaintenanceInfoVersion
+	if inst.Spec.MaintenanceInfoVersion != "" {
+		targetMI = inst.Spec.MaintenanceInfoVersion
+	}
+	if resend {
+		planID, targetMI = prev.PlanID, prev.MaintenanceInfoVersion
+		var err error
+		if sent, err = e.sentParameters(ctx, inst, prev.Sent); isSentLost(err) {
+			return e.updateLost(ctx, inst, prev, err)
+		} else if err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	} else {
+		var err error
+		if params, err = e.parameters(ctx, inst); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	}
+	planChange := planID != prov.PlanID
+	miChange := targetMI != prov.MaintenanceInfoVersion
+	paramsChange := sent != nil || (!resend && !params.SameChecksum(prov.ParametersChecksum))
+	if !resend && !planChange && !miChange && !paramsChange {
+		return e.settle(ctx, inst)
+	}
+	if prev == nil && terminallyFailed(inst) {
+		return resultOf(e, inst), nil
+	}
+	t, err := e.target(ctx, inst)
+	if err != nil {
+		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+	}
+	if planChange && t.class != nil && !resend {
+		if cur := t.plan(prov.PlanID); cur != nil && !t.class.EffectivePlanUpdateable(cur) {
+			x := inst.DeepCopy()
+			e.updateRefused(x, ReasonUpdateRejected, fmt.Sprintf(
+				"plan %q of class %q cannot be changed (the broker says plan_updateable: false); to move to another plan, deprovision and provision again",
+				cur.ExternalName, t.class.Spec.ExternalName), e.now())
+			store.ClearClaim(x, e.cfg.Holder)
+			return storeStatus(e, ctx, inst, x)
+		}
+	}
+	var kctx *osb.KubernetesContext
+	var cluster, space string
+	if resend {
+		kctx, cluster, space, err = e.sentContext(ctx, inst, prev.Sent)
+	} else {
+		kctx, cluster, space, err = e.osbContext(ctx, inst)
+	}
+	if err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationUpdate, InstanceID: inst.CurrentExternalID(), ServiceID: inst.Spec.ClassID,
+		PlanID: planID, MaintenanceInfoVersion: targetMI,
+		ParametersChecksum: params.Checksum(), ParameterHashes: params.InlineHashes(),
+		RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+	}
+	if prev != nil {
+		op.InstanceID, op.RequestID, op.StartedAt = prev.InstanceID, prev.RequestID, prev.StartedAt
+	}
+	if resend {
+		op.ServiceID, op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ServiceID, prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
+	}
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	req := &osb.UpdateRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
+		ServiceID: op.ServiceID, Context: kctx,
+		PreviousValues: &osb.PreviousValues{PlanID: prov.PlanID},
+	}
+	if prov.MaintenanceInfoVersion != "" {
+		req.PreviousValues.MaintenanceInfo = &osb.MaintenanceInfo{Version: prov.MaintenanceInfoVersion}
+	}
+	var changes []string
+	if planChange {
+		req.PlanID = op.PlanID
+		name := inst.Spec.PlanExternalName
+		if p := t.plan(op.PlanID); p != nil {
+			name = p.ExternalName
+		}
+		changes = append(changes, "plan "+name)
+	}
+	if paramsChange {
+		if !resend {
+			changed := params.changed(prov.ParameterHashes)
+			sent = &changed
+		}
+		req.Parameters = sent.body()
+		changes = append(changes, "parameters")
+	}
+	if miChange {
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: targetMI}
+		changes = append(changes, "maintenance version "+targetMI)
+	}
+	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
+		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	if !resend {
+		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		}
+	}
+	if !resend {
+		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space}, sent); err != nil {
+			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+		}
+	}
+	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
+		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
+	if !ok || err != nil {
+		if !ok && err == nil && !resend {
+			dropSent(e, ctx, op, inst) // not sent: someone else drives the record
+		}
+		return reread(e, ctx, inst, err)
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	var resp *osb.UpdateResponse
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Update(ctx, req) })
+	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
+	if err != nil {
+		return interrupted(stored, err)
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	act := osb.Decide(osb.OpUpdate, osb.OutcomeOf(resp.Status(), callErr))
+	if act.RefetchCatalog {
+		e.refreshCatalog(ctx, t.broker)
+	}
+	var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
+	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		switch {
+		case act.Result == osb.ResultSucceeded:
+			e.succeeded(x, resp.DashboardURL, now)
+		case act.Poll:
+			e.accepted(x, t, resp.Operation, "", ReasonUpdateInProgress, "the broker is updating", now)
+		default:
+			e.updateFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+		}
+	})
+}
+
+// updateLost handles an interrupted update whose kept request cannot be read back: the
+// broker may or may not have applied it, so the next update sends every parameter again
+// (as "touch" does) rather than only those that differ from what was provisioned.
+func (e *Engine) updateLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		if p := x.Status.Provisioned; p != nil {
+			p.ParametersChecksum, p.ParameterHashes = unknownChecksum, nil
+		}
+		e.retryLater(x, ReasonUpdateCallFailed, cause.Error()+"; a new update sends every parameter again", true, now)
+	})
+}
+
+// unknownChecksum stands for parameters the broker may hold that nobody knows: it
+// matches no parameters, so the next update sends them all.
+const unknownChecksum = "unknown"
+
+// updateFailed records a failed update: what the broker holds is unchanged, and its
+// instance_usable and update_repeatable are kept for the user to see.
+func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
+	x.Status.Usable = o.InstanceUsable
+	x.Status.UpdateRepeatable = o.UpdateRepeatable
+	if act.InstanceUnusable {
+		msg += " (the broker says the instance is not usable until an update succeeds)"
+	}
+	switch {
+	case act.Terminal && o.UpdateRepeatable != nil && !*o.UpdateRepeatable:
+		e.updateRefused(x, ReasonUpdateNotRepeatable, msg+"; the broker says this update cannot be repeated", now)
+	case act.Terminal:
+		e.updateRefused(x, ReasonUpdateRejected, msg, now)
+	case act.WaitForOtherOperation:
+		e.retryLater(x, ReasonUpdateBlockedByConcurrentOperation, msg, false, now)
+	case act.RefetchCatalog:
+		e.retryLater(x, ReasonUpdateMaintenanceInfoConflict, msg, x.Status.Retry == nil, now)
+	case async:
+		e.retryLater(x, ReasonUpdateFailed, msg, false, now)
+	default:
+		e.retryLater(x, ReasonUpdateCallFailed, msg, false, now)
+	}
+}
+
+// updateRefused records an update refused for good: by the broker (400, 409, or
+// update_repeatable: false), or before the call for a plan that is not plan_updateable.
+// The broker still holds the instance as status.provisioned says, so, as a Deployment
+// whose rollout failed stays Available, the instance stays Ready (and bindable) unless
+// the broker said it is not usable. The UpdateFailed condition says what was refused;
+// nothing is sent again until the spec changes ("update --revert" sets it back).
+func (e *Engine) updateRefused(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
+	msg += fmt.Sprintf(`: the instance still runs with its previous plan and parameters; go back to them with %s, or change the spec to try another update`, hint.Quoted(x.Namespace, "update", x.Name, "--revert"))
+	setCondition(x, v1alpha1.ConditionUpdateFailed, metav1.ConditionTrue, reason, msg, now)
+	if x.Status.Usable != nil && !*x.Status.Usable {
+		e.terminalFailure(x, reason, msg, now)
+		return
+	}
+	x.Status.InFlight, x.Status.Retry = nil, nil
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = v1alpha1.PhaseReady
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProvisioned,
+		"the broker holds the instance with its previous plan and parameters; the last update was refused (see the UpdateFailed condition)", now)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+}
