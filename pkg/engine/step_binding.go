@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -31,39 +30,44 @@ func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 }
 
 func (e *Engine) stepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (Result, error) {
-	b := in.DeepCopy()
-	now := e.now()
-	if l, ok := store.LeaseOf(b); ok && l.Holder != e.cfg.Holder && l.Live(now) {
-		return Result{Binding: b, State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
-			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
+	return step(e, bindingSteps{e}, ctx, in)
+}
+
+// bindingSteps are the steps of service bindings: the binding's kind of the step
+// protocol (step.go), and its operations (step_bind.go, step_unbind.go,
+// step_binding_poll.go).
+type bindingSteps struct{ *Engine }
+
+func (bindingSteps) admit(context.Context, *v1alpha1.ServiceBinding) (Result, bool, error) {
+	return Result{}, false, nil
+}
+
+// checkStatus: as for an instance, an operation in flight the engine could not have
+// written is refused, never acted on.
+func (bindingSteps) checkStatus(b *v1alpha1.ServiceBinding) error { return checkBindingStatus(b) }
+
+func (bindingSteps) finishing() v1alpha1.OperationType { return v1alpha1.OperationUnbind }
+
+func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+	return e.pollBinding(ctx, b)
+}
+
+func (e bindingSteps) resend(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
+	switch op.Type {
+	case v1alpha1.OperationBind:
+		return e.bind(ctx, b, op)
+	case v1alpha1.OperationUnbind:
+		return e.unbind(ctx, b, op)
+	default:
+		return Result{}, unknownOperation("binding", b, op)
 	}
-	deleting := b.DeletionTimestamp != nil
-	if op := b.Status.InFlight; op != nil && (op.Async || !deleting || op.Type == v1alpha1.OperationUnbind) {
-		// As for an instance: an operation in flight the engine could not have written
-		// is refused, never acted on.
-		if err := checkBindingStatus(b); err != nil {
-			return preCallFailure(e, ctx, b, ReasonRefusedInconsistentStatus, err)
-		}
-	}
-	if op := b.Status.InFlight; op != nil {
-		if op.Async {
-			return e.pollBinding(ctx, b)
-		}
-		if !deleting || op.Type == v1alpha1.OperationUnbind {
-			if d := e.retryWait(b, string(op.Type)); d > 0 {
-				return resultOf(e, b), nil
-			}
-			switch op.Type {
-			case v1alpha1.OperationBind:
-				return e.bind(ctx, b, op)
-			case v1alpha1.OperationUnbind:
-				return e.unbind(ctx, b, op)
-			default:
-				return Result{}, fmt.Errorf("binding %s/%s has an in-flight operation of unknown type %q", b.Namespace, b.Name, op.Type)
-			}
-		}
-	}
-	if deleting || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
+}
+
+// fresh unbinds (for a deletion, orphan mitigation, or the ids a rotation retired),
+// binds, or projects the Secret into workloads and settles, in that order; a binding
+// of a user-provided instance copies its credentials instead.
+func (e bindingSteps) fresh(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+	if b.DeletionTimestamp != nil || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
 		return e.unbind(ctx, b, nil)
 	}
 	inst, userProvided := e.userProvidedBinding(ctx, b)

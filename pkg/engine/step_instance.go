@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -21,57 +20,63 @@ import (
 // in the Result, not as errors; an error means the record could not be read or written
 // (or ctx ended, in which case the record is left pending for the next step).
 func (e *Engine) StepInstance(ctx context.Context, in *v1alpha1.ServiceInstance) (Result, error) {
-	ctx = stepBindingLists(ctx, in)
-	inst := in.DeepCopy()
-	now := e.now()
-	if l, ok := store.LeaseOf(inst); ok && l.Holder != e.cfg.Holder && l.Live(now) {
-		return Result{Instance: inst, State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
-			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, nil
-	}
+	return step(e, instanceSteps{e}, stepBindingLists(ctx, in), in)
+}
+
+// instanceSteps are the steps of service instances: the instance's kind of the step
+// protocol (step.go), and its operations (step_provision.go, step_update.go,
+// step_deprovision.go, step_instance_poll.go).
+type instanceSteps struct{ *Engine }
+
+// admit refuses a change of spec.userProvided, and steps a user-provided instance,
+// which no broker holds.
+func (e instanceSteps) admit(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
 	deleting := inst.DeletionTimestamp != nil
+	var r Result
+	var err error
 	switch brokered := heldAtBroker(inst); {
 	case inst.IsUserProvided() && !brokered:
-		return e.stepUserProvided(ctx, inst)
+		r, err = e.stepUserProvided(ctx, inst)
 	case inst.IsUserProvided() && !deleting:
 		// What the broker holds is deleted whatever the spec says now; until then the
 		// instance is not user-provided.
-		return preCallFailure(e, ctx, inst, ReasonRefusedUserProvidedChange, refused(ReasonRefusedUserProvidedChange,
+		r, err = preCallFailure(e.Engine, ctx, inst, ReasonRefusedUserProvidedChange, refused(ReasonRefusedUserProvidedChange,
 			"spec.userProvided cannot be added to instance %q, which a broker holds (instance id %s): remove spec.userProvided again, or deprovision the instance and create a user-provided one",
 			inst.Name, inst.CurrentExternalID()))
 	case !inst.IsUserProvided() && !deleting && wasUserProvided(inst):
-		return preCallFailure(e, ctx, inst, ReasonRefusedUserProvidedChange, refused(ReasonRefusedUserProvidedChange,
+		r, err = preCallFailure(e.Engine, ctx, inst, ReasonRefusedUserProvidedChange, refused(ReasonRefusedUserProvidedChange,
 			"spec.userProvided cannot be removed from instance %q: put it back, or delete the instance and provision one from a broker", inst.Name))
+	default:
+		return Result{}, false, nil
 	}
-	if op := inst.Status.InFlight; op != nil && (op.Async || !deleting || op.Type == v1alpha1.OperationDeprovision) {
-		// The operation in flight is acted on: it must be one the engine could have
-		// written (a status is anyone's to edit who may update the ConfigMap).
-		if err := checkInstanceStatus(inst); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonRefusedInconsistentStatus, err)
-		}
+	return r, true, err
+}
+
+func (instanceSteps) checkStatus(inst *v1alpha1.ServiceInstance) error {
+	return checkInstanceStatus(inst)
+}
+
+// finishing: a deletion needs no provision or update: whatever an interrupted one did
+// is removed by the deprovision, which also answers 410 if the broker never saw it.
+func (instanceSteps) finishing() v1alpha1.OperationType { return v1alpha1.OperationDeprovision }
+
+func (e instanceSteps) resend(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation) (Result, error) {
+	switch op.Type {
+	case v1alpha1.OperationProvision:
+		return e.provision(ctx, inst, op)
+	case v1alpha1.OperationUpdate:
+		return e.update(ctx, inst, op)
+	case v1alpha1.OperationDeprovision:
+		return e.deprovision(ctx, inst, op)
+	default:
+		return Result{}, unknownOperation("instance", inst, op)
 	}
-	if op := inst.Status.InFlight; op != nil {
-		if op.Async {
-			return e.poll(ctx, inst)
-		}
-		// A deletion needs no provision or update: whatever an interrupted one did is
-		// removed by the deprovision, which also answers 410 if the broker never saw it.
-		if !deleting || op.Type == v1alpha1.OperationDeprovision {
-			if d := e.retryWait(inst, string(op.Type)); d > 0 {
-				return resultOf(e, inst), nil
-			}
-			switch op.Type {
-			case v1alpha1.OperationProvision:
-				return e.provision(ctx, inst, op)
-			case v1alpha1.OperationUpdate:
-				return e.update(ctx, inst, op)
-			case v1alpha1.OperationDeprovision:
-				return e.deprovision(ctx, inst, op)
-			default:
-				return Result{}, fmt.Errorf("instance %s/%s has an in-flight operation of unknown type %q", inst.Namespace, inst.Name, op.Type)
-			}
-		}
-	}
-	if deleting || inst.Status.OrphanMitigation != nil {
+}
+
+// fresh deprovisions (for a deletion or orphan mitigation), provisions, or updates, in
+// that order; an update first revokes the grants the spec withdrew.
+func (e instanceSteps) fresh(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+	if inst.DeletionTimestamp != nil || inst.Status.OrphanMitigation != nil {
 		return e.deprovision(ctx, inst, nil)
 	}
 	if inst.Status.Provisioned == nil {
