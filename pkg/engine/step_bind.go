@@ -19,24 +19,24 @@ import (
 // The bind step: credentials asked of the broker, written to the binding's Secret, and how the
 // answer is recorded.
 
-func (e *Engine) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+func (e bindingSteps) bind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
 	return e.bindKnowing(ctx, b, prev, nil)
 }
 
 // bindKnowing is bind with the binding's instance as this step read it already (nil:
 // not read yet), so that a bind reads the instance once.
-func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, known *v1alpha1.ServiceInstance) (Result, error) {
+func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, known *v1alpha1.ServiceInstance) (Result, error) {
 	if prev == nil {
 		if terminallyFailed(b) {
-			return resultOf(e, b), nil
+			return resultOf(e.Engine, b), nil
 		}
 		if d := e.retryWait(b, actionBind); d > 0 {
-			return resultOf(e, b), nil
+			return resultOf(e.Engine, b), nil
 		}
 	}
 	t, err := e.bindTargetKnowing(ctx, b, known)
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonBindWaitingForInstance, err)
 	}
 	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
 	// who may update the binding's ConfigMap, so a "re-send" may be forged.
@@ -47,10 +47,10 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		if err := CheckBindable(t.inst, t.class); err != nil {
 			if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
 				if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
-					return persistTerminal(e, ctx, b, ReasonBindRejected, err.Error())
+					return persistTerminal(e.Engine, ctx, b, ReasonBindRejected, err.Error())
 				}
 			}
-			return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonBindWaitingForInstance, err)
 		}
 	}
 	// A re-send is the request first sent, kept at its write-ahead; an interrupted bind of
@@ -65,20 +65,20 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 			return e.bindLost(ctx, b, prev, err)
 		}
 		if err != nil {
-			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonParametersUnavailable, err)
 		}
 		if sent != nil {
 			params = *sent
 		}
 		if kctx, cluster, space, err = e.sentContext(ctx, t.inst, prev.Sent); err != nil {
-			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 		}
 	} else {
 		if params, err = e.bindingParameters(ctx, b); err != nil {
-			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonParametersUnavailable, err)
 		}
 		if kctx, cluster, space, err = e.osbContext(ctx, t.inst); err != nil {
-			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 		}
 	}
 	op := &v1alpha1.Operation{
@@ -99,7 +99,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	first := prev == nil && !slices.Contains(b.Status.ExternalIDs, op.BindingID)
 	opts, err := e.requestOptions(ctx, b, op.RequestID, false)
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	req := &osb.BindRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
@@ -119,42 +119,42 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		}
 	}
 	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	if p := req.PredecessorBindingID; p != "" {
 		// A broker may hand the predecessor's credentials to the new binding.
 		if err := checkOwnID(v1alpha1.KindServiceBinding, b, p); err != nil {
-			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 		}
 	}
 	if !resend {
 		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
-			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 		}
 	}
 	// A re-send holds its place already (reserve finds it); a forged one
 	// must take one like any bind.
 	if err := e.reserve(ctx, b, t.inst); err != nil {
-		return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	if !resend {
 		sent := v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space, PredecessorBindingID: req.PredecessorBindingID}
 		if err := e.keepRequest(ctx, b, op, sent, nonEmpty(params)); err != nil {
-			return preCallFailure(e, ctx, b, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonParametersUnavailable, err)
 		}
 	}
-	stored, ok, err := writeAhead(e, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
+	stored, ok, err := writeAhead(e.Engine, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
 		fmt.Sprintf("sending the bind request to broker %q", t.broker.Name))
 	if !ok || err != nil {
 		if !ok && err == nil && !resend {
-			dropSent(e, ctx, op, b) // not sent: someone else drives the record
+			dropSent(e.Engine, ctx, op, b) // not sent: someone else drives the record
 		}
-		return reread(e, ctx, b, err)
+		return reread(e.Engine, ctx, b, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var resp *osb.BindResponse
 	var callErr error
-	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Bind(ctx, req) })
+	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Bind(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
 	if err != nil {
 		return interrupted(stored, err)
@@ -175,14 +175,14 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK {
 			// The credentials went to a command that died before writing them, and the
 			// broker will not give them again: unbind that id and bind under a new one.
-			return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 				e.startBindMitigation(x, ReasonBindCredentialsLost,
 					"the broker answered the re-sent bind without credentials (it hands them out once, and the command that received them was interrupted)", true, now)
 			})
 		}
 		return e.bound(ctx, stored, t, answer)
 	}
-	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		msg := describe(callErr, resp.Status())
 		switch {
 		case act.Poll:
@@ -205,8 +205,8 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 // bindLost handles an interrupted bind whose kept request cannot be read back: the broker
 // may hold a binding made from a request that cannot be repeated, so it is unbound first
 // (orphan mitigation), then bound again under a new id.
-func (e *Engine) bindLost(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, cause error) (Result, error) {
-	return finish(e, ctx, b, prev.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+func (e bindingSteps) bindLost(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e.Engine, ctx, b, prev.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		e.startBindMitigation(x, osb.ReasonPlatformError, cause.Error(), true, now)
 	})
 }
@@ -271,7 +271,7 @@ func (a bindAnswer) boundState(op *v1alpha1.Operation) *v1alpha1.BoundState {
 // binding bound. A Secret that cannot be written makes the bind's outcome one the
 // platform cannot rely on: the binding is unbound at the broker (orphan mitigation),
 // and bound again afterwards unless the cause is one retrying cannot fix.
-func (e *Engine) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, a bindAnswer) (Result, error) {
+func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, a bindAnswer) (Result, error) {
 	op := b.Status.InFlight
 	data, err := credentials.Encode(a.Credentials)
 	if err == nil {
@@ -290,12 +290,12 @@ func (e *Engine) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTa
 			return interrupted(b, ctx.Err())
 		}
 		msg := fmt.Sprintf("the credentials could not be written to Secret %q: %v", b.Spec.SecretName, err)
-		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			e.startBindMitigation(x, osb.ReasonPlatformError, msg, retriable, now)
 			x.Status.Retry.Reason = ReasonBindSecretFailed
 		})
 	}
-	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		if old := x.Status.Bound; old != nil && old.BindingID != "" && old.BindingID != op.BindingID && !slices.Contains(x.Status.Retired, old.BindingID) {
 			x.Status.Retired = append(x.Status.Retired, old.BindingID)
 		}
@@ -322,7 +322,7 @@ func serviceBindingType(t bindTarget) string {
 
 // bindingAccepted records a 202: poll from now on, with a deadline from the plan's
 // maximum_polling_duration.
-func (e *Engine) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, reason, msg string, now time.Time) {
+func (e bindingSteps) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, reason, msg string, now time.Time) {
 	op := x.Status.InFlight
 	op.Async, op.OperationKey = true, key
 	limit := e.cfg.MaxPollingDuration
@@ -336,7 +336,7 @@ func (e *Engine) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, key, 
 
 // startBindMitigation records that the broker may hold a binding nobody can trust:
 // unbind it first, then bind again if retry is set.
-func (e *Engine) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
+func (e bindingSteps) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
 	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
 		Reason: reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: retry,
 	}

@@ -48,10 +48,6 @@ func (bindingSteps) checkStatus(b *v1alpha1.ServiceBinding) error { return check
 
 func (bindingSteps) finishing() v1alpha1.OperationType { return v1alpha1.OperationUnbind }
 
-func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
-	return e.pollBinding(ctx, b)
-}
-
 func (e bindingSteps) resend(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
 	switch op.Type {
 	case v1alpha1.OperationBind:
@@ -88,12 +84,12 @@ type bindTarget struct {
 }
 
 func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bindTarget, error) {
-	return e.bindTargetKnowing(ctx, b, nil)
+	return bindingSteps{e}.bindTargetKnowing(ctx, b, nil)
 }
 
 // bindTargetKnowing is bindTarget on the instance read in this step already, when known
 // is not nil.
-func (e *Engine) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, known *v1alpha1.ServiceInstance) (bindTarget, error) {
+func (e bindingSteps) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, known *v1alpha1.ServiceInstance) (bindTarget, error) {
 	if known != nil {
 		t, err := e.target(ctx, known)
 		if err != nil {
@@ -108,7 +104,7 @@ func (e *Engine) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBindi
 
 // bindTargetOf is bindTarget on inst, the binding's instance as read (err: the read's
 // error).
-func (e *Engine) bindTargetOf(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, err error) (bindTarget, error) {
+func (e bindingSteps) bindTargetOf(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, err error) (bindTarget, error) {
 	if store.IsNotFound(err) {
 		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with %s",
 			b.Spec.InstanceName, b.Name, hint.Quoted(b.Namespace, "unbind", b.Name, "--abandon"))
@@ -134,7 +130,7 @@ type instanceRead struct {
 // the lists of the checks of the OSB ids (the instance's, and bindingID), for
 // bindTargetOf: a step calls it only after the write its reads must see (b as read
 // after its deletion mark), to overlap them with its own writes that they need not see.
-func (e *Engine) readBoundInstance(ctx context.Context, b *v1alpha1.ServiceBinding, bindingID string) *ahead.Read[instanceRead] {
+func (e bindingSteps) readBoundInstance(ctx context.Context, b *v1alpha1.ServiceBinding, bindingID string) *ahead.Read[instanceRead] {
 	return ahead.Start(ctx, func() (instanceRead, error) {
 		ns, name := b.InstanceRef()
 		if e.cfg.TargetCacheTTL == 0 {

@@ -19,28 +19,28 @@ import (
 // Polling a binding's asynchronous operation, and settling a bound binding: its Secret projected
 // into workloads.
 
-func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
 	op := b.Status.InFlight
 	now := e.now()
 	if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
-		return resultOf(e, b), nil
+		return resultOf(e.Engine, b), nil
 	}
 	t, err := e.bindTarget(ctx, b)
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonBrokerUnavailable, err)
 	}
 	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil && !slices.Contains(b.Status.Retired, op.BindingID)
 	opts, err := e.requestOptions(ctx, b, "", mitigating)
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	if l, ok := store.LeaseOf(b); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
 		claimed, err := e.cfg.Store.Bindings().Claim(ctx, b, e.cfg.Holder, e.cfg.ClaimTTL)
 		if store.IsClaimed(err) || store.IsConflict(err) {
-			return reread(e, ctx, b, nil)
+			return reread(e.Engine, ctx, b, nil)
 		}
 		if err != nil {
 			return Result{}, err
@@ -88,7 +88,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 			if b.DeletionTimestamp == nil {
 				return e.refusedConsumer(ctx, b, t.inst, err)
 			}
-			return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 				e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)
 			})
 		}
@@ -104,13 +104,13 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		// The binding may not be retrievable yet (404 while being created): poll again;
 		// the broker remembers the operation's final state.
 		msg = "the bind succeeded but the binding could not be fetched: " + describe(err, 0)
-		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			f := x.Status.InFlight
 			f.LastDescription = storedText(msg)
 			f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
 		})
 	}
-	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
@@ -136,17 +136,17 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 // those it no longer names), then marks the binding Ready. Before any workload is
 // changed, the workloads about to be changed are recorded (status.projecting), so that
 // a projection interrupted or failed halfway is still taken back by an unbind.
-func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+func (e bindingSteps) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
 	if !v1alpha1.SameProjections(b.Spec.Projections, b.Status.Projected) || len(b.Status.Projecting) > 0 {
 		if d := e.retryWait(b, actionBind); d > 0 {
-			return resultOf(e, b), nil
+			return resultOf(e.Engine, b), nil
 		}
 		if err := e.authorizeProjections(ctx, b); err != nil {
-			return preCallFailure(e, ctx, b, ReasonBindProjectionFailed, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonBindProjectionFailed, err)
 		}
 		stored, err := e.projectionAhead(ctx, b)
 		if store.IsConflict(err) {
-			return reread(e, ctx, b, nil)
+			return reread(e.Engine, ctx, b, nil)
 		}
 		if err != nil {
 			return Result{}, err
@@ -156,7 +156,7 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 			if ctx.Err() != nil {
 				return interrupted(b, ctx.Err())
 			}
-			return preCallFailure(e, ctx, b, ReasonBindProjectionFailed, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonBindProjectionFailed, err)
 		}
 	}
 	x := b.DeepCopy()
@@ -177,15 +177,15 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 	store.ClearClaim(x, e.cfg.Holder)
 	if equalStatus(x, b) && v1alpha1.SameProjections(x.Status.Projected, b.Status.Projected) && len(x.Status.Projected) == len(b.Status.Projected) &&
 		len(b.Status.Projecting) == 0 {
-		return resultOf(e, b), nil
+		return resultOf(e.Engine, b), nil
 	}
-	return storeStatus(e, ctx, b, x)
+	return storeStatus(e.Engine, ctx, b, x)
 }
 
 // projectionAhead records in status.projecting every workload the projection is about
 // to change (the spec's), in one write guarded by resourceVersion, unless they are
 // recorded already.
-func (e *Engine) projectionAhead(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceBinding, error) {
+func (e bindingSteps) projectionAhead(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceBinding, error) {
 	ahead := unionProjections(b.Status.Projecting, b.Spec.Projections)
 	if len(ahead) == len(b.Status.Projecting) {
 		return b, nil
@@ -197,7 +197,7 @@ func (e *Engine) projectionAhead(ctx context.Context, b *v1alpha1.ServiceBinding
 
 // project makes the workloads hold the projections of the spec and no other: those no
 // longer named (made, or possibly begun) are taken back, those named are made.
-func (e *Engine) project(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+func (e bindingSteps) project(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	if e.cfg.Projector == nil {
 		return errors.New("the binding is to be projected into workloads, and this engine has no projector")
 	}

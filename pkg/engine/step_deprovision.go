@@ -20,7 +20,7 @@ import (
 // The deprovision step: a deletion or orphan mitigation, which waits for the instance's bindings,
 // and the end of an instance the broker no longer holds.
 
-func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
 	deleting := inst.DeletionTimestamp != nil
 	mitigating := !deleting
 	if deleting {
@@ -31,7 +31,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		// confirmed it gone or refused the first request naming it: with none, there
 		// is nothing to delete.
 		if len(instanceIDsAtBroker(inst)) == 0 {
-			return release(e, ctx, inst, "deprovisioned", false)
+			return release(e.Engine, ctx, inst, "deprovisioned", false)
 		}
 	}
 	action := actionDeprovision
@@ -40,12 +40,12 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	if prev == nil {
 		if d := e.retryWait(inst, action); d > 0 {
-			return resultOf(e, inst), nil
+			return resultOf(e.Engine, inst), nil
 		}
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	// Orphan mitigation deletes the id of the failed provision, the one in use; a
 	// deletion deletes every id the broker may hold, the one in use first.
@@ -64,7 +64,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	}
 	opts, err := e.requestOptions(ctx, inst, op.RequestID, mitigating)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	phase, reason, msg := v1alpha1.PhaseDeprovisioning, ReasonDeprovisionRequestInFlight, fmt.Sprintf("sending the deprovision request to broker %q", t.broker.Name)
 	if len(held) > 1 {
@@ -75,11 +75,11 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
 	}
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
-	stored, ok, err := writeAhead(e, ctx, inst, op, phase, reason, msg)
+	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, phase, reason, msg)
 	if !ok || err != nil {
-		return reread(e, ctx, inst, err)
+		return reread(e.Engine, ctx, inst, err)
 	}
 	req := &osb.DeprovisionRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
@@ -87,7 +87,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var resp *osb.DeprovisionResponse
 	var callErr error
-	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Deprovision(ctx, req) })
+	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Deprovision(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
 	if err != nil {
 		return interrupted(stored, err)
@@ -98,7 +98,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 	if act.Result == osb.ResultSucceeded {
 		return e.gone(ctx, stored, op)
 	}
-	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		if act.Poll {
 			r := ReasonDeprovisionInProgress
 			if mitigating {
@@ -114,7 +114,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 // deleteFailed records a failed deprovision (or orphan mitigation): the broker may still
 // hold the instance, so it is retried with backoff, visibly, until it succeeds or the
 // user abandons the instance.
-func (e *Engine) deleteFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
+func (e instanceSteps) deleteFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
 	if act.InstanceUnusable {
 		f := false
 		x.Status.Usable = &f
@@ -153,7 +153,7 @@ func brokerPlanID(inst *v1alpha1.ServiceInstance) string {
 
 // waitForBindings marks the instance's bindings for deletion and reports whether any is
 // left: an instance is never deprovisioned under a binding.
-func (e *Engine) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
+func (e instanceSteps) waitForBindings(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, bool, error) {
 	// Bindings of namespaces the instance is shared with go first too, as far as this
 	// user may see them (reconcile's ServiceAccount sees every namespace), and so do those
 	// of the namespaces it was shared with before and of those that hold a place among its
@@ -263,13 +263,13 @@ func rememberGrants(x *v1alpha1.ServiceInstance) {
 // blockedByUnseenBindings leaves the deletion of inst waiting because bindings in the
 // namespaces unseen, which this process may not list, may still depend on it: a reconcile
 // that sees every namespace finishes it.
-func (e *Engine) blockedByUnseenBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, unseen []string) (Result, bool, error) {
+func (e instanceSteps) blockedByUnseenBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, unseen []string) (Result, bool, error) {
 	msg := fmt.Sprintf(`bindings in namespace(s) %s may still use it, and this command may not list them: "kubectl catalog reconcile" (which sees every namespace) unbinds them, then deprovisions it`, strings.Join(unseen, ", "))
 	return e.blockedByBindings(ctx, inst, msg)
 }
 
 // blockedByBindings records that the deletion of inst waits for bindings, as msg says.
-func (e *Engine) blockedByBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, msg string) (Result, bool, error) {
+func (e instanceSteps) blockedByBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, msg string) (Result, bool, error) {
 	x := inst.DeepCopy()
 	now := e.now()
 	x.Status.Phase = v1alpha1.PhaseDeprovisioning
@@ -277,7 +277,7 @@ func (e *Engine) blockedByBindings(ctx context.Context, inst *v1alpha1.ServiceIn
 	store.ClearClaim(x, e.cfg.Holder)
 	stored, err := e.cfg.Store.Instances().Update(ctx, x)
 	if store.IsConflict(err) {
-		res, err := reread(e, ctx, inst, nil)
+		res, err := reread(e.Engine, ctx, inst, nil)
 		return res, true, err
 	}
 	if err != nil {
@@ -290,14 +290,14 @@ func (e *Engine) blockedByBindings(ctx context.Context, inst *v1alpha1.ServiceIn
 // id: a deletion releases the record once no other id may be held at the broker;
 // orphan mitigation forgets what the broker held and schedules the provision again,
 // under a new id (OSB ids are not reused: a broker may refuse a deleted id with 409).
-func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation) (Result, error) {
+func (e instanceSteps) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation) (Result, error) {
 	id := op.InstanceID
 	if inst.DeletionTimestamp != nil {
 		rest := slices.DeleteFunc(instanceIDsAtBroker(inst), func(x string) bool { return x == id })
 		if len(rest) == 0 {
-			return release(e, ctx, inst, "deprovisioned", true)
+			return release(e.Engine, ctx, inst, "deprovisioned", true)
 		}
-		return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+		return finish(e.Engine, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 			forgetExternalID(&x.Status.OperationStatus, id)
 			x.Status.InFlight = nil
 			if id == x.CurrentExternalID() {
@@ -312,7 +312,7 @@ func (e *Engine) gone(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v
 		})
 	}
 	om := inst.Status.OrphanMitigation
-	return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e.Engine, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		forgetExternalID(&x.Status.OperationStatus, id)
 		x.Status.Provisioned, x.Status.OrphanMitigation, x.Status.InFlight = nil, nil, nil
 		if id == x.CurrentExternalID() {

@@ -98,7 +98,7 @@ func (e instanceSteps) fresh(ctx context.Context, inst *v1alpha1.ServiceInstance
 // which revokes only a spec new to it: an update's success records the generation too,
 // and an update refused for good never settles, so a grant withdrawn by someone who could
 // not see its bindings would otherwise never be revoked.
-func (e *Engine) revokeWithdrawn(ctx context.Context, inst *v1alpha1.ServiceInstance) (*v1alpha1.ServiceInstance, error) {
+func (e instanceSteps) revokeWithdrawn(ctx context.Context, inst *v1alpha1.ServiceInstance) (*v1alpha1.ServiceInstance, error) {
 	if !inst.RevokePending() {
 		return inst, nil
 	}

@@ -17,30 +17,30 @@ import (
 // Polling an instance's asynchronous operation, settling a spec the broker holds, and the
 // outcomes an instance's calls record.
 
-func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
 	op := inst.Status.InFlight
 	now := e.now()
 	if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
-		return resultOf(e, inst), nil
+		return resultOf(e.Engine, inst), nil
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil
 	opts, err := e.requestOptions(ctx, inst, "", mitigating)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	// Polling is a broker call too: hold the claim while doing it, renewing it only
 	// when it runs low so a long --wait costs one write per poll at most.
 	if l, ok := store.LeaseOf(inst); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
 		claimed, err := e.cfg.Store.Instances().Claim(ctx, inst, e.cfg.Holder, e.cfg.ClaimTTL)
 		if store.IsClaimed(err) || store.IsConflict(err) {
-			return reread(e, ctx, inst, nil)
+			return reread(e.Engine, ctx, inst, nil)
 		}
 		if err != nil {
 			return Result{}, err
@@ -85,7 +85,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 	if act.Result == osb.ResultSucceeded && op.Type == v1alpha1.OperationDeprovision {
 		return e.gone(ctx, inst, op)
 	}
-	return finish(e, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e.Engine, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:
 			f := x.Status.InFlight
@@ -133,7 +133,7 @@ func (e *Engine) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
 const NoBrokerCallMessage = "the change needs no broker call: nothing was sent to the broker, which holds the instance as specified"
 
 // settle marks an instance with nothing left to do as Ready.
-func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+func (e instanceSteps) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
 	if inst.Generation != inst.Status.ObservedGeneration && inst.Status.RevokedGeneration != inst.Generation {
 		// The spec changed: bindings of namespaces it no longer lets bind go.
 		_, _, _ = e.RevokeConsumers(ctx, inst)
@@ -163,20 +163,20 @@ func (e *Engine) settle(ctx context.Context, inst *v1alpha1.ServiceInstance) (Re
 	rememberGrants(x)
 	store.ClearClaim(x, e.cfg.Holder)
 	if equalStatus(x, inst) && slices.Equal(x.Status.SharedBefore, inst.Status.SharedBefore) {
-		return resultOf(e, inst), nil
+		return resultOf(e.Engine, inst), nil
 	}
 	stored, err := e.cfg.Store.Instances().Update(ctx, x)
 	if store.IsConflict(err) {
-		return reread(e, ctx, inst, nil)
+		return reread(e.Engine, ctx, inst, nil)
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	return resultOf(e, stored), nil
+	return resultOf(e.Engine, stored), nil
 }
 
 // succeeded copies the operation in flight into what the broker holds.
-func (e *Engine) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now time.Time) {
+func (e instanceSteps) succeeded(x *v1alpha1.ServiceInstance, dashboardURL string, now time.Time) {
 	op := x.Status.InFlight
 	prev := x.Status.Provisioned
 	p := &v1alpha1.ProvisionedState{
@@ -227,7 +227,7 @@ func appliedParameters(s *v1alpha1.ServiceInstanceSpec) *v1alpha1.AppliedParamet
 
 // accepted records a 202: poll from now on with the operation key, the dashboard URL
 // (sent only now) and a poll deadline from the plan's maximum_polling_duration.
-func (e *Engine) accepted(x *v1alpha1.ServiceInstance, t target, key, dashboardURL, reason, msg string, now time.Time) {
+func (e instanceSteps) accepted(x *v1alpha1.ServiceInstance, t target, key, dashboardURL, reason, msg string, now time.Time) {
 	op := x.Status.InFlight
 	op.Async, op.OperationKey, op.DashboardURL = true, key, dashboardURL
 	limit := e.cfg.MaxPollingDuration
@@ -246,7 +246,7 @@ func (e *Engine) accepted(x *v1alpha1.ServiceInstance, t target, key, dashboardU
 
 // startMitigation records that the broker may hold an instance nobody can trust: delete
 // it first (right away), then provision again if the failure was retriable.
-func (e *Engine) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
+func (e instanceSteps) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
 	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
 		Reason: act.Reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
 	}

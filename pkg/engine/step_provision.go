@@ -14,22 +14,22 @@ import (
 
 // The provision step: the first broker call of an instance, its re-send, and a lost answer.
 
-func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
 	if prev == nil {
 		if terminallyFailed(inst) {
-			return resultOf(e, inst), nil
+			return resultOf(e.Engine, inst), nil
 		}
 		if d := e.retryWait(inst, actionProvision); d > 0 {
-			return resultOf(e, inst), nil
+			return resultOf(e.Engine, inst), nil
 		}
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	if prev == nil && t.broker.DeletionTimestamp != nil {
 		// The broker waits for its instances to go; a new one would keep it forever.
-		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, fmt.Errorf(
+		return preCallFailure(e.Engine, ctx, inst, ReasonBrokerUnavailable, fmt.Errorf(
 			"broker %q is being deleted (it is kept until its instances are deprovisioned): no new instance is provisioned through it", t.broker.Name))
 	}
 	// A re-send is the request first sent, kept at its write-ahead; an interrupted call
@@ -44,20 +44,20 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 			return e.provisionLost(ctx, inst, prev, err)
 		}
 		if err != nil {
-			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
 		}
 		if sent != nil {
 			params = *sent
 		}
 		if kctx, org, space, err = e.sentContext(ctx, inst, prev.Sent); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 		}
 	} else {
 		if params, err = e.parameters(ctx, inst); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
 		}
 		if kctx, org, space, err = e.osbContext(ctx, inst); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 		}
 	}
 	op := &v1alpha1.Operation{
@@ -85,28 +85,28 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
 	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	if !resend {
 		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, &params); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 		}
 	}
 	if !resend {
 		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: org, NamespaceUID: space}, nonEmpty(params)); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
 		}
 	}
-	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
+	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
 		fmt.Sprintf("sending the provision request to broker %q", t.broker.Name))
 	if !ok || err != nil {
 		if !ok && err == nil && !resend {
-			dropSent(e, ctx, op, inst) // not sent: someone else drives the record
+			dropSent(e.Engine, ctx, op, inst) // not sent: someone else drives the record
 		}
-		return reread(e, ctx, inst, err)
+		return reread(e.Engine, ctx, inst, err)
 	}
 	req := &osb.ProvisionRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
@@ -119,7 +119,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var resp *osb.ProvisionResponse
 	var callErr error
-	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Provision(ctx, req) })
+	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Provision(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
 	if err != nil {
 		return interrupted(stored, err)
@@ -129,7 +129,7 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	if act.RefetchCatalog {
 		e.refreshCatalog(ctx, t.broker)
 	}
-	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultSucceeded:
 			e.succeeded(x, resp.DashboardURL, now)
@@ -162,8 +162,8 @@ func nonEmpty(p Parameters) *Parameters {
 // provisionLost handles an interrupted provision whose kept request cannot be read back:
 // the broker may hold an instance made from a request that cannot be repeated, so it is
 // deleted first (orphan mitigation), then provisioned again under a new id.
-func (e *Engine) provisionLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
-	return finish(e, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+func (e instanceSteps) provisionLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e.Engine, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		e.startMitigation(x, osb.Action{Reason: osb.ReasonPlatformError, OrphanMitigation: true, Retry: true}, cause.Error(), now)
 	})
 }

@@ -41,7 +41,7 @@ func unbindTarget(b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) string {
 	return b.CurrentExternalID()
 }
 
-func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
 	deleting := b.DeletionTimestamp != nil
 	id := unbindTarget(b, prev)
 	retiring := slices.Contains(b.Status.Retired, id)
@@ -54,7 +54,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	// retry: nothing is sent.
 	if prev == nil && (!deleting || len(bindingIDsAtBroker(b)) > 0) {
 		if d := e.retryWait(b, action); d > 0 {
-			return resultOf(e, b), nil
+			return resultOf(e.Engine, b), nil
 		}
 	}
 	// The instance, its broker and class are read while the credentials are removed (b
@@ -66,7 +66,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	if deleting {
 		// Workloads stop receiving the credentials before the broker revokes them.
 		if err := e.cleanUpBinding(ctx, b); err != nil {
-			return preCallFailure(e, ctx, b, ReasonUnbindCleanupFailed, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonUnbindCleanupFailed, err)
 		}
 		b.Status.Projected, b.Status.Secret = nil, nil
 	}
@@ -74,7 +74,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		// Every id a bind was written ahead for stays listed until the broker confirmed
 		// it gone or refused the first request naming it: with none, the broker never
 		// held the binding.
-		return release(e, ctx, b, "unbound", false)
+		return release(e.Engine, ctx, b, "unbound", false)
 	}
 	var t bindTarget
 	var err error
@@ -89,7 +89,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		t, err = e.bindTarget(ctx, b)
 	}
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonBrokerUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUnbind, InstanceID: t.inst.CurrentExternalID(), BindingID: id,
@@ -101,7 +101,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	}
 	opts, err := e.requestOptions(ctx, b, op.RequestID, mitigating)
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	phase, reason, msg := v1alpha1.PhaseUnbinding, ReasonUnbindRequestInFlight, fmt.Sprintf("sending the unbind request to broker %q", t.broker.Name)
 	switch {
@@ -113,11 +113,11 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		msg = fmt.Sprintf("unbinding the credentials the rotation replaced (binding id %s) at broker %q", id, t.broker.Name)
 	}
 	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
-		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
-	stored, ok, err := writeAhead(e, ctx, b, op, phase, reason, msg)
+	stored, ok, err := writeAhead(e.Engine, ctx, b, op, phase, reason, msg)
 	if !ok || err != nil {
-		return reread(e, ctx, b, err)
+		return reread(e.Engine, ctx, b, err)
 	}
 	req := &osb.UnbindRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
@@ -126,7 +126,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var resp *osb.UnbindResponse
 	var callErr error
-	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Unbind(ctx, req) })
+	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Unbind(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "DELETE", bindingPath(op))
 	if err != nil {
 		return interrupted(stored, err)
@@ -140,7 +140,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		res.noPlace = !reserved(t.inst, b)
 		return res, err
 	}
-	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		if act.Poll {
 			r := ReasonUnbindInProgress
 			if mitigating {
@@ -155,7 +155,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 
 // cleanUpBinding removes the binding's projections from workloads (those made, and
 // those recorded as possibly begun), then its Secret, and forgets the projections begun.
-func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+func (e bindingSteps) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	ps := unionProjections(b.Status.Projected, b.Status.Projecting)
 	if len(ps) > 0 && e.cfg.Projector == nil {
 		return errors.New("the binding is projected into workloads, and this engine has no projector to remove it")
@@ -174,7 +174,7 @@ func (e *Engine) cleanUpBinding(ctx context.Context, b *v1alpha1.ServiceBinding)
 
 // unbindFailed records a failed unbind: the broker may still hold the binding, so it
 // is retried with backoff, visibly.
-func (e *Engine) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, msg string, async bool, now time.Time) {
+func (e bindingSteps) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, msg string, async bool, now time.Time) {
 	op := x.Status.InFlight
 	reason := ReasonUnbindCallFailed
 	switch {
@@ -205,15 +205,15 @@ func (e *Engine) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, msg st
 // rotation holds two); a retired id is dropped; orphan mitigation forgets what was bound
 // and binds again under a new id (OSB ids are not reused: a broker may refuse a deleted
 // id with 409).
-func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
+func (e bindingSteps) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
 	id := op.BindingID
 	retired := slices.Contains(b.Status.Retired, id)
 	if b.DeletionTimestamp != nil {
 		rest := slices.DeleteFunc(bindingIDsAtBroker(b), func(x string) bool { return x == id })
 		if len(rest) == 0 {
-			return release(e, ctx, b, "unbound", true)
+			return release(e.Engine, ctx, b, "unbound", true)
 		}
-		return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			forget(x, id)
 			x.Status.InFlight = nil
 			if id == x.CurrentExternalID() {
@@ -228,7 +228,7 @@ func (e *Engine) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1
 		})
 	}
 	om := b.Status.OrphanMitigation
-	return finish(e, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		forget(x, id)
 		x.Status.InFlight = nil
 		if retired {

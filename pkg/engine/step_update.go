@@ -17,10 +17,10 @@ import (
 
 // The update step: a changed spec sent to the broker, its re-send, and how a failure or refusal is recorded.
 
-func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
 	if prev == nil {
 		if d := e.retryWait(inst, actionUpdate); d > 0 {
-			return resultOf(e, inst), nil
+			return resultOf(e.Engine, inst), nil
 		}
 	}
 	prov := inst.Status.Provisioned
@@ -43,12 +43,12 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		if sent, err = e.sentParameters(ctx, inst, prev.Sent); isSentLost(err) {
 			return e.updateLost(ctx, inst, prev, err)
 		} else if err != nil {
-			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
 		}
 	} else {
 		var err error
 		if params, err = e.parameters(ctx, inst); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
 		}
 	}
 	planChange := planID != prov.PlanID
@@ -58,11 +58,11 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		return e.settle(ctx, inst)
 	}
 	if prev == nil && terminallyFailed(inst) {
-		return resultOf(e, inst), nil
+		return resultOf(e.Engine, inst), nil
 	}
 	t, err := e.target(ctx, inst)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonBrokerUnavailable, err)
 	}
 	if planChange && t.class != nil && !resend {
 		if cur := t.plan(prov.PlanID); cur != nil && !t.class.EffectivePlanUpdateable(cur) {
@@ -71,7 +71,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 				"plan %q of class %q cannot be changed (the broker says plan_updateable: false); to move to another plan, deprovision and provision again",
 				cur.ExternalName, t.class.Spec.ExternalName), e.now())
 			store.ClearClaim(x, e.cfg.Holder)
-			return storeStatus(e, ctx, inst, x)
+			return storeStatus(e.Engine, ctx, inst, x)
 		}
 	}
 	var kctx *osb.KubernetesContext
@@ -82,7 +82,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		kctx, cluster, space, err = e.osbContext(ctx, inst)
 	}
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUpdate, InstanceID: inst.CurrentExternalID(), ServiceID: inst.Spec.ClassID,
@@ -98,7 +98,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 	}
 	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
 	if err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	req := &osb.UpdateRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
@@ -130,30 +130,30 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		changes = append(changes, "maintenance version "+targetMI)
 	}
 	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
-		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	if !resend {
 		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, sent); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 		}
 	}
 	if !resend {
 		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space}, sent); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonParametersUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
 		}
 	}
-	stored, ok, err := writeAhead(e, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
+	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
 		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
 	if !ok || err != nil {
 		if !ok && err == nil && !resend {
-			dropSent(e, ctx, op, inst) // not sent: someone else drives the record
+			dropSent(e.Engine, ctx, op, inst) // not sent: someone else drives the record
 		}
-		return reread(e, ctx, inst, err)
+		return reread(e.Engine, ctx, inst, err)
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var resp *osb.UpdateResponse
 	var callErr error
-	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Update(ctx, req) })
+	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Update(ctx, req) })
 	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
 	if err != nil {
 		return interrupted(stored, err)
@@ -164,7 +164,7 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		e.refreshCatalog(ctx, t.broker)
 	}
 	var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
-	return finish(e, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultSucceeded:
 			e.succeeded(x, resp.DashboardURL, now)
@@ -179,8 +179,8 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 // updateLost handles an interrupted update whose kept request cannot be read back: the
 // broker may or may not have applied it, so the next update sends every parameter again
 // (as "touch" does) rather than only those that differ from what was provisioned.
-func (e *Engine) updateLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
-	return finish(e, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+func (e instanceSteps) updateLost(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, cause error) (Result, error) {
+	return finish(e.Engine, ctx, inst, prev.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		if p := x.Status.Provisioned; p != nil {
 			p.ParametersChecksum, p.ParameterHashes = unknownChecksum, nil
 		}
@@ -194,7 +194,7 @@ const unknownChecksum = "unknown"
 
 // updateFailed records a failed update: what the broker holds is unchanged, and its
 // instance_usable and update_repeatable are kept for the user to see.
-func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
+func (e instanceSteps) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb.Outcome, msg string, async bool, now time.Time) {
 	x.Status.Usable = o.InstanceUsable
 	x.Status.UpdateRepeatable = o.UpdateRepeatable
 	if act.InstanceUnusable {
@@ -222,7 +222,7 @@ func (e *Engine) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action, o osb
 // whose rollout failed stays Available, the instance stays Ready (and bindable) unless
 // the broker said it is not usable. The UpdateFailed condition says what was refused;
 // nothing is sent again until the spec changes ("update --revert" sets it back).
-func (e *Engine) updateRefused(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
+func (e instanceSteps) updateRefused(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
 	msg += fmt.Sprintf(`: the instance still runs with its previous plan and parameters; go back to them with %s, or change the spec to try another update`, hint.Quoted(x.Namespace, "update", x.Name, "--revert"))
 	setCondition(x, v1alpha1.ConditionUpdateFailed, metav1.ConditionTrue, reason, msg, now)
 	if x.Status.Usable != nil && !*x.Status.Usable {

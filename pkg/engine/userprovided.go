@@ -94,7 +94,7 @@ func sourceVersion(s *corev1.Secret) string { return string(s.UID) + "/" + s.Res
 // instance is Ready again.
 func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
 	if inst.DeletionTimestamp != nil {
-		res, waiting, err := e.waitForBindings(ctx, inst)
+		res, waiting, err := instanceSteps{e}.waitForBindings(ctx, inst)
 		if err != nil || waiting {
 			return res, err
 		}
@@ -118,7 +118,7 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 		}
 		return preCallFailure(e, ctx, inst, reason, err)
 	}
-	inst, err = e.revokeWithdrawn(ctx, inst)
+	inst, err = instanceSteps{e}.revokeWithdrawn(ctx, inst)
 	if err != nil {
 		return Result{}, err
 	}
@@ -287,5 +287,5 @@ func (e *Engine) stepUserProvidedBinding(ctx context.Context, b *v1alpha1.Servic
 	if s, err := e.cfg.Store.ReadOwnedSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret); err == nil && sourceVersion(s) != bd.SourceVersion {
 		return e.copyCredentials(ctx, b, inst)
 	}
-	return e.settleBinding(ctx, b)
+	return bindingSteps{e}.settleBinding(ctx, b)
 }
