@@ -35,36 +35,73 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 	// A re-send is the request first sent, kept at its write-ahead; an interrupted call
 	// of an earlier release, which kept nothing, is built from the spec again.
 	resend := prev != nil && prev.Sent != nil
-	var params Parameters
-	var kctx *osb.KubernetesContext
-	var org, space string
-	if resend {
-		sent, err := e.sentParameters(ctx, inst, prev.Sent)
-		if isSentLost(err) {
-			return e.provisionLost(ctx, inst, prev, err)
-		}
-		if err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
-		}
-		if sent != nil {
-			params = *sent
-		}
-		if kctx, org, space, err = e.sentContext(ctx, inst, prev.Sent); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-		}
-	} else {
-		if params, err = e.parameters(ctx, inst); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
-		}
-		if kctx, org, space, err = e.osbContext(ctx, inst); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-		}
+	in, reason, err := e.callInputs(ctx, inst, prev, resend)
+	if isSentLost(err) {
+		return e.provisionLost(ctx, inst, prev, err)
 	}
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, inst, reason, err)
+	}
+	op := provisionOperation(inst, t, prev, in.params, resend, e.newRequestID(), e.now())
+	// A refusal of the first request that names the id leaves nothing at the broker; one
+	// of a re-send does not tell whether the first send created the instance.
+	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	req := &osb.ProvisionRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
+		ServiceID: op.ServiceID, PlanID: op.PlanID, Context: in.kctx,
+		OrganizationGUID: in.org, SpaceGUID: in.space, Parameters: in.params.JSON(),
+	}
+	if op.MaintenanceInfoVersion != "" {
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
+	}
+	var resp *osb.ProvisionResponse
+	call := instanceCall{
+		t: t, op: op, resend: resend, planID: op.PlanID, params: nonEmpty(in.params), osbOp: osb.OpProvision,
+		sent:  v1alpha1.SentRequest{ClusterID: in.org, NamespaceUID: in.space},
+		phase: v1alpha1.PhaseProvisioning, reason: ReasonProvisionRequestInFlight,
+		msg: fmt.Sprintf("sending the provision request to broker %q", t.broker.Name),
+		call: func(ctx context.Context) (int, error) {
+			var callErr error
+			resp, callErr = t.client.Provision(ctx, req)
+			return resp.Status(), bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
+		},
+	}
+	return e.send(ctx, inst, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+			switch {
+			case act.Result == osb.ResultSucceeded:
+				e.succeeded(x, resp.DashboardURL, now)
+			case act.Poll:
+				e.accepted(x, t, resp.Operation, resp.DashboardURL, ReasonProvisionInProgress, "the broker is provisioning", now)
+			case act.OrphanMitigation:
+				e.startMitigation(x, act, describe(callErr, resp.Status()), now)
+			case act.Terminal:
+				e.terminalFailure(x, ReasonProvisionRejected, describe(callErr, resp.Status())+": change the instance's spec (plan or parameters) or deprovision it", now)
+				if first && leftNothing(callErr) {
+					forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
+				}
+			default:
+				e.retryLater(x, provisionRetryReason(act), describe(callErr, resp.Status()), act.RefetchCatalog && x.Status.Retry == nil, now)
+				if first && leftNothing(callErr) {
+					forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
+				}
+			}
+		})
+	})
+}
+
+// provisionOperation is the provision call to make: a new one from the spec, or the
+// identical request of prev (same ids, plan and request id) when it is re-sent.
+func provisionOperation(inst *v1alpha1.ServiceInstance, t target, prev *v1alpha1.Operation, params Parameters, resend bool, requestID string, now time.Time) *v1alpha1.Operation {
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationProvision, InstanceID: inst.CurrentExternalID(),
 		ServiceID: inst.Spec.ClassID, PlanID: inst.Spec.PlanID,
 		MaintenanceInfoVersion: inst.Spec.MaintenanceInfoVersion,
-		RequestID:              e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		RequestID:              requestID, StartedAt: metav1.NewTime(now),
 	}
 	if op.MaintenanceInfoVersion == "" {
 		if p := t.plan(op.PlanID); p != nil && p.MaintenanceInfo != nil {
@@ -80,75 +117,7 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 	if resend {
 		op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
 	}
-	// A refusal of the first request that names the id leaves nothing at the broker; one
-	// of a re-send does not tell whether the first send created the instance.
-	first := prev == nil && !slices.Contains(inst.Status.ExternalIDs, op.InstanceID)
-	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
-	if err != nil {
-		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
-		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-	}
-	if !resend {
-		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, &params); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-		}
-	}
-	if !resend {
-		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: org, NamespaceUID: space}, nonEmpty(params)); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
-		}
-	}
-	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, v1alpha1.PhaseProvisioning, ReasonProvisionRequestInFlight,
-		fmt.Sprintf("sending the provision request to broker %q", t.broker.Name))
-	if !ok || err != nil {
-		if !ok && err == nil && !resend {
-			dropSent(e.Engine, ctx, op, inst) // not sent: someone else drives the record
-		}
-		return reread(e.Engine, ctx, inst, err)
-	}
-	req := &osb.ProvisionRequest{
-		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
-		ServiceID: op.ServiceID, PlanID: op.PlanID, Context: kctx,
-		OrganizationGUID: org, SpaceGUID: space, Parameters: params.JSON(),
-	}
-	if op.MaintenanceInfoVersion != "" {
-		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
-	}
-	e.hook(ctx, HookBeforeBrokerCall, op)
-	var resp *osb.ProvisionResponse
-	var callErr error
-	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Provision(ctx, req) })
-	callErr = bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
-	if err != nil {
-		return interrupted(stored, err)
-	}
-	e.hook(ctx, HookAfterBrokerCall, op)
-	act := osb.Decide(osb.OpProvision, osb.OutcomeOf(resp.Status(), callErr))
-	if act.RefetchCatalog {
-		e.refreshCatalog(ctx, t.broker)
-	}
-	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
-		switch {
-		case act.Result == osb.ResultSucceeded:
-			e.succeeded(x, resp.DashboardURL, now)
-		case act.Poll:
-			e.accepted(x, t, resp.Operation, resp.DashboardURL, ReasonProvisionInProgress, "the broker is provisioning", now)
-		case act.OrphanMitigation:
-			e.startMitigation(x, act, describe(callErr, resp.Status()), now)
-		case act.Terminal:
-			e.terminalFailure(x, ReasonProvisionRejected, describe(callErr, resp.Status())+": change the instance's spec (plan or parameters) or deprovision it", now)
-			if first && leftNothing(callErr) {
-				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
-			}
-		default:
-			e.retryLater(x, provisionRetryReason(act), describe(callErr, resp.Status()), act.RefetchCatalog && x.Status.Retry == nil, now)
-			if first && leftNothing(callErr) {
-				forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
-			}
-		}
-	})
+	return op
 }
 
 // nonEmpty is &p when p holds parameters: the parameters a provision or bind sends.

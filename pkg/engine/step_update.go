@@ -74,21 +74,55 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 			return storeStatus(e.Engine, ctx, inst, x)
 		}
 	}
-	var kctx *osb.KubernetesContext
-	var cluster, space string
-	if resend {
-		kctx, cluster, space, err = e.sentContext(ctx, inst, prev.Sent)
-	} else {
-		kctx, cluster, space, err = e.osbContext(ctx, inst)
-	}
+	kctx, cluster, space, err := e.callContext(ctx, inst, prev, resend)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
+	op := updateOperation(inst, prev, planID, targetMI, params, resend, e.newRequestID(), e.now())
+	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
+	}
+	if paramsChange && !resend {
+		changed := params.changed(prov.ParameterHashes)
+		sent = &changed
+	}
+	req, changes := updateRequest(inst, t, op, opts, kctx, planChange, miChange, sent)
+	var resp *osb.UpdateResponse
+	call := instanceCall{
+		t: t, op: op, resend: resend, planID: req.PlanID, params: sent, osbOp: osb.OpUpdate,
+		sent:  v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space},
+		phase: v1alpha1.PhaseUpdating, reason: ReasonUpdateRequestInFlight,
+		msg: fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name),
+		call: func(ctx context.Context) (int, error) {
+			var callErr error
+			resp, callErr = t.client.Update(ctx, req)
+			return resp.Status(), bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
+		},
+	}
+	return e.send(ctx, inst, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+		var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
+		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+			switch {
+			case act.Result == osb.ResultSucceeded:
+				e.succeeded(x, resp.DashboardURL, now)
+			case act.Poll:
+				e.accepted(x, t, resp.Operation, "", ReasonUpdateInProgress, "the broker is updating", now)
+			default:
+				e.updateFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+			}
+		})
+	})
+}
+
+// updateOperation is the update call to make to planID, targetMI and params: a new one,
+// or the identical request of prev when it is re-sent.
+func updateOperation(inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, planID, targetMI string, params Parameters, resend bool, requestID string, now time.Time) *v1alpha1.Operation {
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUpdate, InstanceID: inst.CurrentExternalID(), ServiceID: inst.Spec.ClassID,
 		PlanID: planID, MaintenanceInfoVersion: targetMI,
 		ParametersChecksum: params.Checksum(), ParameterHashes: params.InlineHashes(),
-		RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		RequestID: requestID, StartedAt: metav1.NewTime(now),
 	}
 	if prev != nil {
 		op.InstanceID, op.RequestID, op.StartedAt = prev.InstanceID, prev.RequestID, prev.StartedAt
@@ -96,10 +130,14 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	if resend {
 		op.ServiceID, op.ParametersChecksum, op.ParameterHashes, op.Sent = prev.ServiceID, prev.ParametersChecksum, prev.ParameterHashes, prev.Sent
 	}
-	opts, err := e.requestOptions(ctx, inst, op.RequestID, false)
-	if err != nil {
-		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-	}
+	return op
+}
+
+// updateRequest is the update request of op, which names only what changes: the plan
+// (planChange), the maintenance version (miChange) and the parameters sent (nil for
+// none); changes names them for the user.
+func updateRequest(inst *v1alpha1.ServiceInstance, t target, op *v1alpha1.Operation, opts osb.RequestOptions, kctx *osb.KubernetesContext, planChange, miChange bool, sent *Parameters) (*osb.UpdateRequest, []string) {
+	prov := inst.Status.Provisioned
 	req := &osb.UpdateRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, AcceptsIncomplete: true,
 		ServiceID: op.ServiceID, Context: kctx,
@@ -117,63 +155,15 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 		}
 		changes = append(changes, "plan "+name)
 	}
-	if paramsChange {
-		if !resend {
-			changed := params.changed(prov.ParameterHashes)
-			sent = &changed
-		}
+	if sent != nil {
 		req.Parameters = sent.body()
 		changes = append(changes, "parameters")
 	}
 	if miChange {
-		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: targetMI}
-		changes = append(changes, "maintenance version "+targetMI)
+		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
+		changes = append(changes, "maintenance version "+op.MaintenanceInfoVersion)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
-		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-	}
-	if !resend {
-		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, sent); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-		}
-	}
-	if !resend {
-		if err := e.keepRequest(ctx, inst, op, v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space}, sent); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
-		}
-	}
-	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, v1alpha1.PhaseUpdating, ReasonUpdateRequestInFlight,
-		fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name))
-	if !ok || err != nil {
-		if !ok && err == nil && !resend {
-			dropSent(e.Engine, ctx, op, inst) // not sent: someone else drives the record
-		}
-		return reread(e.Engine, ctx, inst, err)
-	}
-	e.hook(ctx, HookBeforeBrokerCall, op)
-	var resp *osb.UpdateResponse
-	var callErr error
-	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Update(ctx, req) })
-	callErr = bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
-	if err != nil {
-		return interrupted(stored, err)
-	}
-	e.hook(ctx, HookAfterBrokerCall, op)
-	act := osb.Decide(osb.OpUpdate, osb.OutcomeOf(resp.Status(), callErr))
-	if act.RefetchCatalog {
-		e.refreshCatalog(ctx, t.broker)
-	}
-	var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
-	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
-		switch {
-		case act.Result == osb.ResultSucceeded:
-			e.succeeded(x, resp.DashboardURL, now)
-		case act.Poll:
-			e.accepted(x, t, resp.Operation, "", ReasonUpdateInProgress, "the broker is updating", now)
-		default:
-			e.updateFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
-		}
-	})
+	return req, changes
 }
 
 // updateLost handles an interrupted update whose kept request cannot be read back: the
