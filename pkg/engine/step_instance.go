@@ -254,104 +254,16 @@ func (e *Engine) requestOptions(ctx context.Context, rec v1alpha1.Record, reques
 	return o, nil
 }
 
-// callInputs is what a call about an instance sends besides its ids and plan.
-type callInputs struct {
-	params     Parameters
-	kctx       *osb.KubernetesContext
-	org, space string
-}
-
-// callInputs reads the parameters and the platform context of a call about inst: those
-// prev first sent for a re-send, else those of the spec now. A failure comes with the
-// reason to record it under; a re-send whose kept parameters are lost fails with an
-// error isSentLost reports.
-func (e instanceSteps) callInputs(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, resend bool) (callInputs, string, error) {
-	var in callInputs
-	var err error
-	if resend {
-		sent, err := e.sentParameters(ctx, inst, prev.Sent)
-		if err != nil {
-			return in, ReasonParametersUnavailable, err
+// send makes c, a call about inst, by sendCall: the call is vetted against the
+// instance's authority first, and an answer that asks for it refetches the broker's
+// catalog before outcome stores it.
+func (e instanceSteps) send(ctx context.Context, inst *v1alpha1.ServiceInstance, t target, c brokerCall, outcome func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error)) (Result, error) {
+	c.broker, c.paramsFrom = t.broker, inst.Spec.ParametersFrom
+	c.vet = func(ctx context.Context) error { return e.vetInstanceCall(ctx, inst, t, c.op.InstanceID, c.planID) }
+	return sendCall(e.Engine, ctx, inst, c, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+		if act.RefetchCatalog {
+			e.refreshCatalog(ctx, t.broker)
 		}
-		if sent != nil {
-			in.params = *sent
-		}
-	} else if in.params, err = e.parameters(ctx, inst); err != nil {
-		return in, ReasonParametersUnavailable, err
-	}
-	if in.kctx, in.org, in.space, err = e.callContext(ctx, inst, prev, resend); err != nil {
-		return in, ReasonPlatformUnavailable, err
-	}
-	return in, "", nil
-}
-
-// callContext is the platform context of a call about inst: the one prev first sent for
-// a re-send, else the one of now.
-func (e instanceSteps) callContext(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, resend bool) (*osb.KubernetesContext, string, string, error) {
-	if resend {
-		return e.sentContext(ctx, inst, prev.Sent)
-	}
-	return e.osbContext(ctx, inst)
-}
-
-// instanceCall is a broker call about an instance, decided: what send vets, keeps,
-// writes ahead and makes.
-type instanceCall struct {
-	t      target
-	op     *v1alpha1.Operation
-	resend bool
-	// planID is the plan the request names ("" for none).
-	planID string
-	// params are the parameters sent (nil for none): checked against the broker and kept
-	// for a re-send, unless this is one.
-	params *Parameters
-	// sent is the platform context kept for a re-send.
-	sent  v1alpha1.SentRequest
-	osbOp osb.Operation
-	// phase, reason and msg are what the write-ahead records.
-	phase       v1alpha1.Phase
-	reason, msg string
-	// call makes the request, returning the answer's status and the bounded failure.
-	call func(ctx context.Context) (int, error)
-}
-
-// send makes call about inst: it vets the call, keeps the request of a first send,
-// writes the call ahead, and makes it under the claim, then hands the record as stored
-// and the action the answer asks for to outcome, which stores it. A call not made (the
-// write-ahead conflicted or failed) or interrupted stores nothing.
-func (e instanceSteps) send(ctx context.Context, inst *v1alpha1.ServiceInstance, c instanceCall, outcome func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error)) (Result, error) {
-	t, op := c.t, c.op
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, c.planID); err != nil {
-		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-	}
-	if !c.resend {
-		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, c.params); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-		}
-	}
-	if !c.resend {
-		if err := e.keepRequest(ctx, inst, op, c.sent, c.params); err != nil {
-			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
-		}
-	}
-	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, c.phase, c.reason, c.msg)
-	if !ok || err != nil {
-		if !ok && err == nil && !c.resend {
-			dropSent(e.Engine, ctx, op, inst) // not sent: someone else drives the record
-		}
-		return reread(e.Engine, ctx, inst, err)
-	}
-	e.hook(ctx, HookBeforeBrokerCall, op)
-	var status int
-	var callErr error
-	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { status, callErr = c.call(ctx) })
-	if err != nil {
-		return interrupted(stored, err)
-	}
-	e.hook(ctx, HookAfterBrokerCall, op)
-	act := osb.Decide(c.osbOp, osb.OutcomeOf(status, callErr))
-	if act.RefetchCatalog {
-		e.refreshCatalog(ctx, t.broker)
-	}
-	return outcome(stored, act, callErr)
+		return outcome(stored, act, callErr)
+	})
 }

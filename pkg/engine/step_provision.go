@@ -35,7 +35,7 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 	// A re-send is the request first sent, kept at its write-ahead; an interrupted call
 	// of an earlier release, which kept nothing, is built from the spec again.
 	resend := prev != nil && prev.Sent != nil
-	in, reason, err := e.callInputs(ctx, inst, prev, resend)
+	in, reason, err := readCallInputs(e.Engine, ctx, inst, inst, prev, resend, func(ctx context.Context) (Parameters, error) { return e.parameters(ctx, inst) })
 	if isSentLost(err) {
 		return e.provisionLost(ctx, inst, prev, err)
 	}
@@ -59,8 +59,8 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: op.MaintenanceInfoVersion}
 	}
 	var resp *osb.ProvisionResponse
-	call := instanceCall{
-		t: t, op: op, resend: resend, planID: op.PlanID, params: nonEmpty(in.params), osbOp: osb.OpProvision,
+	call := brokerCall{
+		op: op, resend: resend, planID: op.PlanID, params: nonEmpty(in.params), osbOp: osb.OpProvision,
 		sent:  v1alpha1.SentRequest{ClusterID: in.org, NamespaceUID: in.space},
 		phase: v1alpha1.PhaseProvisioning, reason: ReasonProvisionRequestInFlight,
 		msg: fmt.Sprintf("sending the provision request to broker %q", t.broker.Name),
@@ -70,7 +70,7 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 			return resp.Status(), bounded(callErr, resp, resp.Status(), "PUT", "/v2/service_instances/"+op.InstanceID)
 		},
 	}
-	return e.send(ctx, inst, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+	return e.send(ctx, inst, t, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 			switch {
 			case act.Result == osb.ResultSucceeded:

@@ -74,7 +74,7 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 			return storeStatus(e.Engine, ctx, inst, x)
 		}
 	}
-	kctx, cluster, space, err := e.callContext(ctx, inst, prev, resend)
+	kctx, cluster, space, err := callContext(e.Engine, ctx, inst, prev, resend)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
@@ -89,8 +89,8 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	}
 	req, changes := updateRequest(inst, t, op, opts, kctx, planChange, miChange, sent)
 	var resp *osb.UpdateResponse
-	call := instanceCall{
-		t: t, op: op, resend: resend, planID: req.PlanID, params: sent, osbOp: osb.OpUpdate,
+	call := brokerCall{
+		op: op, resend: resend, planID: req.PlanID, params: sent, osbOp: osb.OpUpdate,
 		sent:  v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space},
 		phase: v1alpha1.PhaseUpdating, reason: ReasonUpdateRequestInFlight,
 		msg: fmt.Sprintf("sending the update (%s) to broker %q", strings.Join(changes, ", "), t.broker.Name),
@@ -100,7 +100,7 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 			return resp.Status(), bounded(callErr, resp, resp.Status(), "PATCH", "/v2/service_instances/"+op.InstanceID)
 		},
 	}
-	return e.send(ctx, inst, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+	return e.send(ctx, inst, t, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
 		var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 			switch {
