@@ -38,53 +38,111 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBindWaitingForInstance, err)
 	}
-	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
-	// who may update the binding's ConfigMap, so a "re-send" may be forged.
-	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
-		return e.refusedConsumer(ctx, b, t.inst, err)
-	}
-	if prev == nil {
-		if err := CheckBindable(t.inst, t.class); err != nil {
-			if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
-				if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
-					return persistTerminal(e.Engine, ctx, b, ReasonBindRejected, err.Error())
-				}
-			}
-			return preCallFailure(e.Engine, ctx, b, ReasonBindWaitingForInstance, err)
-		}
+	if r, refused, err := e.refuseBind(ctx, b, t, prev); refused {
+		return r, err
 	}
 	// A re-send is the request first sent, kept at its write-ahead; an interrupted bind of
 	// an earlier release, which kept nothing, is built from the spec again.
 	resend := prev != nil && prev.Sent != nil
-	var params Parameters
-	var kctx *osb.KubernetesContext
-	var cluster, space string
-	if resend {
-		sent, err := e.sentParameters(ctx, b, prev.Sent)
-		if isSentLost(err) {
-			return e.bindLost(ctx, b, prev, err)
-		}
-		if err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonParametersUnavailable, err)
-		}
-		if sent != nil {
-			params = *sent
-		}
-		if kctx, cluster, space, err = e.sentContext(ctx, t.inst, prev.Sent); err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
-		}
-	} else {
-		if params, err = e.bindingParameters(ctx, b); err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonParametersUnavailable, err)
-		}
-		if kctx, cluster, space, err = e.osbContext(ctx, t.inst); err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
-		}
+	in, reason, err := readCallInputs(e.Engine, ctx, b, t.inst, prev, resend, func(ctx context.Context) (Parameters, error) { return e.bindingParameters(ctx, b) })
+	if isSentLost(err) {
+		return e.bindLost(ctx, b, prev, err)
 	}
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, b, reason, err)
+	}
+	op := bindOperation(b, t, prev, in.params, resend, e.newRequestID(), e.now())
+	// A refusal of the first request that names the id leaves nothing at the broker; one
+	// of a re-send does not tell whether the first send created the binding.
+	first := prev == nil && !slices.Contains(b.Status.ExternalIDs, op.BindingID)
+	opts, err := e.requestOptions(ctx, b, op.RequestID, false)
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	req := bindRequest(b, t, op, prev, opts, in, resend)
+	var resp *osb.BindResponse
+	call := brokerCall{
+		op: op, resend: resend, broker: t.broker, params: nonEmpty(in.params), paramsFrom: b.Spec.ParametersFrom, osbOp: osb.OpBind,
+		sent: v1alpha1.SentRequest{ClusterID: in.org, NamespaceUID: in.space, PredecessorBindingID: req.PredecessorBindingID},
+		vet: func(ctx context.Context) error {
+			if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
+				return err
+			}
+			if p := req.PredecessorBindingID; p != "" {
+				// A broker may hand the predecessor's credentials to the new binding.
+				return checkOwnID(v1alpha1.KindServiceBinding, b, p)
+			}
+			return nil
+		},
+		// A re-send holds its place already (reserve finds it); a forged one
+		// must take one like any bind.
+		hold:  func(ctx context.Context) error { return e.reserve(ctx, b, t.inst) },
+		phase: v1alpha1.PhaseBinding, reason: ReasonBindRequestInFlight,
+		msg: fmt.Sprintf("sending the bind request to broker %q", t.broker.Name),
+		call: func(ctx context.Context) (int, error) {
+			var callErr error
+			resp, callErr = t.client.Bind(ctx, req)
+			return resp.Status(), bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
+		},
+	}
+	return sendCall(e.Engine, ctx, b, call, func(stored *v1alpha1.ServiceBinding, act osb.Action, callErr error) (Result, error) {
+		if act.Result == osb.ResultSucceeded {
+			return e.bindSucceeded(ctx, stored, t, op, prev, resp)
+		}
+		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			msg := describe(callErr, resp.Status())
+			switch {
+			case act.Poll:
+				e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)
+			case act.OrphanMitigation:
+				e.startBindMitigation(x, act.Reason, msg, act.Retry, now)
+			case act.Terminal:
+				e.terminalFailure(x, ReasonBindRejected, msg+": change the binding's parameters (unbind and bind again)", now)
+			case act.WaitForOtherOperation:
+				e.retryLater(x, ReasonBindBlockedByConcurrentOperation, msg, false, now)
+			default:
+				e.retryLater(x, ReasonBindCallFailed, msg, false, now)
+			}
+			if first && !act.Poll && !act.OrphanMitigation && leftNothing(callErr) {
+				forgetExternalID(&x.Status.OperationStatus, op.BindingID)
+			}
+		})
+	})
+}
+
+// refuseBind refuses a bind the binding may not make: to an instance it may not bind,
+// or one not bindable (for good when its plan is not bindable). refused reports
+// whether r, err is the step's result.
+func (e bindingSteps) refuseBind(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, prev *v1alpha1.Operation) (r Result, refused bool, err error) {
+	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
+	// who may update the binding's ConfigMap, so a "re-send" may be forged.
+	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+		r, err := e.refusedConsumer(ctx, b, t.inst, err)
+		return r, true, err
+	}
+	if prev != nil {
+		return Result{}, false, nil
+	}
+	if err := CheckBindable(t.inst, t.class); err != nil {
+		if t.class != nil && t.inst.Status.Provisioned != nil && t.inst.DeletionTimestamp == nil {
+			if p := t.class.PlanByID(t.planID); p != nil && !t.class.EffectiveBindable(p) {
+				r, err := persistTerminal(e.Engine, ctx, b, ReasonBindRejected, err.Error())
+				return r, true, err
+			}
+		}
+		r, err := preCallFailure(e.Engine, ctx, b, ReasonBindWaitingForInstance, err)
+		return r, true, err
+	}
+	return Result{}, false, nil
+}
+
+// bindOperation is the bind call to make: a new one from the spec, or the identical
+// request of prev when it is re-sent.
+func bindOperation(b *v1alpha1.ServiceBinding, t bindTarget, prev *v1alpha1.Operation, params Parameters, resend bool, requestID string, now time.Time) *v1alpha1.Operation {
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationBind, InstanceID: t.inst.CurrentExternalID(), BindingID: b.CurrentExternalID(),
 		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, ParametersChecksum: params.Checksum(),
-		RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		RequestID: requestID, StartedAt: metav1.NewTime(now),
 	}
 	if prev != nil {
 		// A re-send must be the identical request.
@@ -94,22 +152,21 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 	if resend {
 		op.ParametersChecksum, op.Sent = prev.ParametersChecksum, prev.Sent
 	}
-	// A refusal of the first request that names the id leaves nothing at the broker; one
-	// of a re-send does not tell whether the first send created the binding.
-	first := prev == nil && !slices.Contains(b.Status.ExternalIDs, op.BindingID)
-	opts, err := e.requestOptions(ctx, b, op.RequestID, false)
-	if err != nil {
-		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
-	}
+	return op
+}
+
+// bindRequest is the bind request of op. It names the binding a rotation replaces as
+// its predecessor when the plan lets bindings rotate (a re-send names the one first sent).
+func bindRequest(b *v1alpha1.ServiceBinding, t bindTarget, op, prev *v1alpha1.Operation, opts osb.RequestOptions, in callInputs, resend bool) *osb.BindRequest {
 	req := &osb.BindRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
 		// OSB: an asynchronous bind needs GET binding afterwards, so accept one only
 		// from services whose bindings are retrievable.
 		AcceptsIncomplete: t.retrievable(),
-		ServiceID:         op.ServiceID, PlanID: op.PlanID, Context: kctx,
+		ServiceID:         op.ServiceID, PlanID: op.PlanID, Context: in.kctx,
 		// The namespace's uid is unique within the platform: what app_guid asks for.
-		BindResource: &osb.BindResource{AppGUID: space},
-		Parameters:   params.JSON(),
+		BindResource: &osb.BindResource{AppGUID: in.space},
+		Parameters:   in.params.JSON(),
 	}
 	if resend {
 		req.PredecessorBindingID = prev.Sent.PredecessorBindingID
@@ -118,88 +175,33 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 			req.PredecessorBindingID = p.ExternalID
 		}
 	}
-	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
-		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
-	}
-	if p := req.PredecessorBindingID; p != "" {
-		// A broker may hand the predecessor's credentials to the new binding.
-		if err := checkOwnID(v1alpha1.KindServiceBinding, b, p); err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
+	return req
+}
+
+// bindSucceeded stores the credentials of a bind the broker answered with success. A
+// re-sent bind answered without them is asked for them with GET binding when its
+// bindings are retrievable; credentials the broker will not give again were lost with
+// the command that received them, and that id is unbound for a bind under a new one.
+func (e bindingSteps) bindSucceeded(ctx context.Context, stored *v1alpha1.ServiceBinding, t bindTarget, op, prev *v1alpha1.Operation, resp *osb.BindResponse) (Result, error) {
+	answer := bindAnswer{Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
+		RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}.withCredentials(resp.Credentials)
+	if prev != nil && answer.empty() && t.retrievable() {
+		// A re-sent bind answered 200 without credentials: the broker may hand
+		// them out only once. GET the binding for them.
+		if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
+			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
+			answer = answerOf(got)
 		}
 	}
-	if !resend {
-		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
-		}
+	if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK {
+		// The credentials went to a command that died before writing them, and the
+		// broker will not give them again: unbind that id and bind under a new one.
+		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			e.startBindMitigation(x, ReasonBindCredentialsLost,
+				"the broker answered the re-sent bind without credentials (it hands them out once, and the command that received them was interrupted)", true, now)
+		})
 	}
-	// A re-send holds its place already (reserve finds it); a forged one
-	// must take one like any bind.
-	if err := e.reserve(ctx, b, t.inst); err != nil {
-		return preCallFailure(e.Engine, ctx, b, ReasonRefusedLimitReached, err)
-	}
-	if !resend {
-		sent := v1alpha1.SentRequest{ClusterID: cluster, NamespaceUID: space, PredecessorBindingID: req.PredecessorBindingID}
-		if err := e.keepRequest(ctx, b, op, sent, nonEmpty(params)); err != nil {
-			return preCallFailure(e.Engine, ctx, b, ReasonParametersUnavailable, err)
-		}
-	}
-	stored, ok, err := writeAhead(e.Engine, ctx, b, op, v1alpha1.PhaseBinding, ReasonBindRequestInFlight,
-		fmt.Sprintf("sending the bind request to broker %q", t.broker.Name))
-	if !ok || err != nil {
-		if !ok && err == nil && !resend {
-			dropSent(e.Engine, ctx, op, b) // not sent: someone else drives the record
-		}
-		return reread(e.Engine, ctx, b, err)
-	}
-	e.hook(ctx, HookBeforeBrokerCall, op)
-	var resp *osb.BindResponse
-	var callErr error
-	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Bind(ctx, req) })
-	callErr = bounded(callErr, resp, resp.Status(), "PUT", bindingPath(op))
-	if err != nil {
-		return interrupted(stored, err)
-	}
-	e.hook(ctx, HookAfterBrokerCall, op)
-	act := osb.Decide(osb.OpBind, osb.OutcomeOf(resp.Status(), callErr))
-	if act.Result == osb.ResultSucceeded {
-		answer := bindAnswer{Metadata: resp.Metadata, SyslogDrainURL: resp.SyslogDrainURL,
-			RouteServiceURL: resp.RouteServiceURL, VolumeMounts: resp.VolumeMounts, Endpoints: resp.Endpoints}.withCredentials(resp.Credentials)
-		if prev != nil && answer.empty() && t.retrievable() {
-			// A re-sent bind answered 200 without credentials: the broker may hand
-			// them out only once. GET the binding for them.
-			if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
-				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
-				answer = answerOf(got)
-			}
-		}
-		if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK {
-			// The credentials went to a command that died before writing them, and the
-			// broker will not give them again: unbind that id and bind under a new one.
-			return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-				e.startBindMitigation(x, ReasonBindCredentialsLost,
-					"the broker answered the re-sent bind without credentials (it hands them out once, and the command that received them was interrupted)", true, now)
-			})
-		}
-		return e.bound(ctx, stored, t, answer)
-	}
-	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-		msg := describe(callErr, resp.Status())
-		switch {
-		case act.Poll:
-			e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)
-		case act.OrphanMitigation:
-			e.startBindMitigation(x, act.Reason, msg, act.Retry, now)
-		case act.Terminal:
-			e.terminalFailure(x, ReasonBindRejected, msg+": change the binding's parameters (unbind and bind again)", now)
-		case act.WaitForOtherOperation:
-			e.retryLater(x, ReasonBindBlockedByConcurrentOperation, msg, false, now)
-		default:
-			e.retryLater(x, ReasonBindCallFailed, msg, false, now)
-		}
-		if first && !act.Poll && !act.OrphanMitigation && leftNothing(callErr) {
-			forgetExternalID(&x.Status.OperationStatus, op.BindingID)
-		}
-	})
+	return e.bound(ctx, stored, t, answer)
 }
 
 // bindLost handles an interrupted bind whose kept request cannot be read back: the broker
