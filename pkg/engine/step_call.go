@@ -56,6 +56,9 @@ func callContext(e *Engine, ctx context.Context, inst *v1alpha1.ServiceInstance,
 type brokerCall struct {
 	op     *v1alpha1.Operation
 	resend bool
+	// keepsNothing: the call sends no parameters and keeps no request for a re-send
+	// (a deprovision or unbind is re-sent from its operation alone).
+	keepsNothing bool
 	// planID is the plan the request names ("" for none).
 	planID string
 	// broker is the broker called.
@@ -97,7 +100,7 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 			return preCallFailure(e, ctx, x, ReasonRefusedLimitReached, err)
 		}
 	}
-	if !c.resend {
+	if !c.resend && !c.keepsNothing {
 		if err := e.keepRequest(ctx, x, op, c.sent, c.params); err != nil {
 			return preCallFailure(e, ctx, x, ReasonParametersUnavailable, err)
 		}

@@ -76,18 +76,7 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		// held the binding.
 		return release(e.Engine, ctx, b, "unbound", false)
 	}
-	var t bindTarget
-	var err error
-	if pending != nil {
-		r, rerr := pending.Wait()
-		if r.ctx != nil {
-			// It carries the lists of the id checks started with the reads.
-			ctx = r.ctx
-		}
-		t, err = e.bindTargetOf(ctx, b, r.inst, rerr)
-	} else {
-		t, err = e.bindTarget(ctx, b)
-	}
+	t, ctx, err := e.unbindTargetOf(ctx, b, pending)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBrokerUnavailable, err)
 	}
@@ -103,54 +92,72 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
+	req := &osb.UnbindRequest{
+		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
+		ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
+	}
+	var resp *osb.UnbindResponse
+	call := brokerCall{
+		op: op, keepsNothing: true, broker: t.broker, osbOp: osb.OpUnbind,
+		vet: func(ctx context.Context) error { return e.vetBindingCall(ctx, b, t, op, false) },
+		call: func(ctx context.Context) (int, error) {
+			var callErr error
+			resp, callErr = t.client.Unbind(ctx, req)
+			return resp.Status(), bounded(callErr, resp, resp.Status(), "DELETE", bindingPath(op))
+		},
+	}
+	call.phase, call.reason, call.msg = unbindWriteAhead(t, id, mitigating, retiring && !deleting)
+	return sendCall(e.Engine, ctx, b, call, func(stored *v1alpha1.ServiceBinding, act osb.Action, callErr error) (Result, error) {
+		if act.Result == osb.ResultSucceeded {
+			res, err := e.unbound(ctx, stored, op)
+			// The instance, read after the deletion mark, holds no place for the binding:
+			// none is to be given back once it is gone.
+			res.noPlace = !reserved(t.inst, b)
+			return res, err
+		}
+		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			if act.Poll {
+				r := ReasonUnbindInProgress
+				if mitigating {
+					r = ReasonOrphanMitigationInProgress
+				}
+				e.bindingAccepted(x, t, resp.Operation, r, "the broker is unbinding", now)
+				return
+			}
+			e.unbindFailed(x, act, describe(callErr, resp.Status()), false, now)
+		})
+	})
+}
+
+// unbindTargetOf is what the unbind of b calls: from the reads pending started, with
+// the context they carry, else read now.
+func (e bindingSteps) unbindTargetOf(ctx context.Context, b *v1alpha1.ServiceBinding, pending *ahead.Read[instanceRead]) (bindTarget, context.Context, error) {
+	if pending == nil {
+		t, err := e.bindTarget(ctx, b)
+		return t, ctx, err
+	}
+	r, rerr := pending.Wait()
+	if r.ctx != nil {
+		// It carries the lists of the id checks started with the reads.
+		ctx = r.ctx
+	}
+	t, err := e.bindTargetOf(ctx, b, r.inst, rerr)
+	return t, ctx, err
+}
+
+// unbindWriteAhead is what the write-ahead of an unbind of id records: an orphan
+// mitigation's, a rotation's retiring the credentials it replaced, or a deletion's.
+func unbindWriteAhead(t bindTarget, id string, mitigating, retiring bool) (v1alpha1.Phase, string, string) {
 	phase, reason, msg := v1alpha1.PhaseUnbinding, ReasonUnbindRequestInFlight, fmt.Sprintf("sending the unbind request to broker %q", t.broker.Name)
 	switch {
 	case mitigating:
 		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
 		msg = fmt.Sprintf("unbinding at broker %q what the failed bind may have created (orphan mitigation)", t.broker.Name)
-	case retiring && !deleting:
+	case retiring:
 		phase = v1alpha1.PhaseReady
 		msg = fmt.Sprintf("unbinding the credentials the rotation replaced (binding id %s) at broker %q", id, t.broker.Name)
 	}
-	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
-		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
-	}
-	stored, ok, err := writeAhead(e.Engine, ctx, b, op, phase, reason, msg)
-	if !ok || err != nil {
-		return reread(e.Engine, ctx, b, err)
-	}
-	req := &osb.UnbindRequest{
-		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
-		ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
-	}
-	e.hook(ctx, HookBeforeBrokerCall, op)
-	var resp *osb.UnbindResponse
-	var callErr error
-	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Unbind(ctx, req) })
-	callErr = bounded(callErr, resp, resp.Status(), "DELETE", bindingPath(op))
-	if err != nil {
-		return interrupted(stored, err)
-	}
-	e.hook(ctx, HookAfterBrokerCall, op)
-	act := osb.Decide(osb.OpUnbind, osb.OutcomeOf(resp.Status(), callErr))
-	if act.Result == osb.ResultSucceeded {
-		res, err := e.unbound(ctx, stored, op)
-		// The instance, read after the deletion mark, holds no place for the binding:
-		// none is to be given back once it is gone.
-		res.noPlace = !reserved(t.inst, b)
-		return res, err
-	}
-	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-		if act.Poll {
-			r := ReasonUnbindInProgress
-			if mitigating {
-				r = ReasonOrphanMitigationInProgress
-			}
-			e.bindingAccepted(x, t, resp.Operation, r, "the broker is unbinding", now)
-			return
-		}
-		e.unbindFailed(x, act, describe(callErr, resp.Status()), false, now)
-	})
+	return phase, reason, msg
 }
 
 // cleanUpBinding removes the binding's projections from workloads (those made, and
