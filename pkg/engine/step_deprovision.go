@@ -74,40 +74,36 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
 		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
-		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
-	}
-	stored, ok, err := writeAhead(e.Engine, ctx, inst, op, phase, reason, msg)
-	if !ok || err != nil {
-		return reread(e.Engine, ctx, inst, err)
-	}
 	req := &osb.DeprovisionRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: op.PlanID, AcceptsIncomplete: true,
 	}
-	e.hook(ctx, HookBeforeBrokerCall, op)
 	var resp *osb.DeprovisionResponse
-	var callErr error
-	stored, err = callUnderClaim(e.Engine, ctx, stored, func(ctx context.Context) { resp, callErr = t.client.Deprovision(ctx, req) })
-	callErr = bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
-	if err != nil {
-		return interrupted(stored, err)
+	call := brokerCall{
+		op: op, keepsNothing: true, broker: t.broker, osbOp: osb.OpDeprovision,
+		phase: phase, reason: reason, msg: msg,
+		vet: func(ctx context.Context) error { return e.vetInstanceCall(ctx, inst, t, op.InstanceID, "") },
+		call: func(ctx context.Context) (int, error) {
+			var callErr error
+			resp, callErr = t.client.Deprovision(ctx, req)
+			return resp.Status(), bounded(callErr, resp, resp.Status(), "DELETE", "/v2/service_instances/"+op.InstanceID)
+		},
 	}
-	e.hook(ctx, HookAfterBrokerCall, op)
-	outcome := osb.OutcomeOf(resp.Status(), callErr)
-	act := osb.Decide(osb.OpDeprovision, outcome)
-	if act.Result == osb.ResultSucceeded {
-		return e.gone(ctx, stored, op)
-	}
-	return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
-		if act.Poll {
-			r := ReasonDeprovisionInProgress
-			if mitigating {
-				r = ReasonOrphanMitigationInProgress
-			}
-			e.accepted(x, t, resp.Operation, "", r, "the broker is deprovisioning", now)
-			return
+	return sendCall(e.Engine, ctx, inst, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+		if act.Result == osb.ResultSucceeded {
+			return e.gone(ctx, stored, op)
 		}
-		e.deleteFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+		outcome := osb.OutcomeOf(resp.Status(), callErr)
+		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
+			if act.Poll {
+				r := ReasonDeprovisionInProgress
+				if mitigating {
+					r = ReasonOrphanMitigationInProgress
+				}
+				e.accepted(x, t, resp.Operation, "", r, "the broker is deprovisioning", now)
+				return
+			}
+			e.deleteFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+		})
 	})
 }
 
