@@ -37,15 +37,8 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
-	if l, ok := store.LeaseOf(b); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
-		claimed, err := e.cfg.Store.Bindings().Claim(ctx, b, e.cfg.Holder, e.cfg.ClaimTTL)
-		if store.IsClaimed(err) || store.IsConflict(err) {
-			return reread(e.Engine, ctx, b, nil)
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		b = claimed
+	if b, err = claimToPoll(e.Engine, ctx, b, now); err != nil {
+		return pollNotClaimed(e.Engine, ctx, b, err)
 	}
 	pollOp := osb.OpPollBind
 	if op.Type == v1alpha1.OperationUnbind {
@@ -58,72 +51,18 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if ctx.Err() != nil {
 		return interrupted(b, ctx.Err())
 	}
-	outcome := osb.PollOutcomeOf(resp, callErr)
-	if !e.now().Before(e.pollDeadline(op)) {
-		outcome.PollingExpired = true
-	}
-	act := osb.Decide(pollOp, outcome)
-	desc := ""
-	if resp != nil {
-		desc = resp.Description
-	}
-	msg := desc
-	switch {
-	case act.Reason == osb.ReasonPollingExpired:
-		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", e.pollDeadline(op).Format(time.RFC3339))
-	case callErr != nil:
-		msg = describe(callErr, 0)
-	case msg == "":
-		msg = "the broker reported " + string(outcome.State)
-	}
+	p := judgePoll(e.Engine, op, pollOp, resp, callErr)
+	act, msg := p.act, p.msg
 	if act.Result == osb.ResultSucceeded {
 		if op.Type == v1alpha1.OperationUnbind {
 			return e.unbound(ctx, b, op)
 		}
-		// The grant is checked before the credentials are fetched: the bind in flight
-		// may be forged (a status is free to write), or the grant revoked meanwhile.
-		// Nothing is fetched then: the operation stays to be polled again after a
-		// backoff (the refusal shows), and a binding being deleted unbinds instead.
-		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
-			if b.DeletionTimestamp == nil {
-				return e.refusedConsumer(ctx, b, t.inst, err)
-			}
-			return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-				e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)
-			})
-		}
-		got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
-			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
-		err = bounded(err, got, http.StatusOK, "GET", bindingPath(op))
-		if ctx.Err() != nil {
-			return interrupted(b, ctx.Err())
-		}
-		if err == nil {
-			return e.bound(ctx, b, t, answerOf(got))
-		}
-		// The binding may not be retrievable yet (404 while being created): poll again;
-		// the broker remembers the operation's final state.
-		msg = "the bind succeeded but the binding could not be fetched: " + describe(err, 0)
-		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-			f := x.Status.InFlight
-			f.LastDescription = storedText(msg)
-			f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
-		})
+		return e.fetchBound(ctx, b, t, op, opts)
 	}
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:
-			f := x.Status.InFlight
-			if desc != "" {
-				f.LastDescription = storedText(desc)
-			} else if callErr != nil {
-				f.LastDescription = storedText("last poll failed: " + msg)
-			}
-			var retryAfter time.Duration
-			if resp != nil {
-				retryAfter = resp.RetryAfter
-			}
-			f.NextPollAt = mtime(now.Add(e.pollDelay(f, retryAfter, now)))
+			p.inProgress(e.Engine, x.Status.InFlight, now)
 		case op.Type == v1alpha1.OperationBind:
 			e.startBindMitigation(x, act.Reason, "the asynchronous bind failed: "+msg, act.Retry || act.Reason == osb.ReasonPollingExpired, now)
 		default:
@@ -214,4 +153,37 @@ func (e bindingSteps) project(ctx context.Context, b *v1alpha1.ServiceBinding) e
 		}
 	}
 	return nil
+}
+
+// fetchBound fetches the credentials of a bind the broker finished and stores them. The
+// grant is checked before the credentials are fetched: the bind in flight may be forged
+// (a status is free to write), or the grant revoked meanwhile. Nothing is fetched then:
+// the operation stays to be polled again after a backoff (the refusal shows), and a
+// binding being deleted unbinds instead.
+func (e bindingSteps) fetchBound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, op *v1alpha1.Operation, opts osb.RequestOptions) (Result, error) {
+	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+		if b.DeletionTimestamp == nil {
+			return e.refusedConsumer(ctx, b, t.inst, err)
+		}
+		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+			e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)
+		})
+	}
+	got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
+		InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+	err = bounded(err, got, http.StatusOK, "GET", bindingPath(op))
+	if ctx.Err() != nil {
+		return interrupted(b, ctx.Err())
+	}
+	if err == nil {
+		return e.bound(ctx, b, t, answerOf(got))
+	}
+	// The binding may not be retrievable yet (404 while being created): poll again;
+	// the broker remembers the operation's final state.
+	msg := "the bind succeeded but the binding could not be fetched: " + describe(err, 0)
+	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
+		f := x.Status.InFlight
+		f.LastDescription = storedText(msg)
+		f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
+	})
 }

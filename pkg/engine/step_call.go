@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // The broker call of a step, the same for every kind: what it sends is read (callInputs),
@@ -121,4 +124,75 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 	}
 	e.hook(ctx, HookAfterBrokerCall, op)
 	return outcome(stored, osb.Decide(c.osbOp, osb.OutcomeOf(status, callErr)), callErr)
+}
+
+// claimToPoll holds the claim on x for a poll, which is a broker call too: it renews
+// the claim only when it runs low, so a long --wait costs one write per poll at most.
+// An error from it goes to pollNotClaimed.
+func claimToPoll[T driven[T]](e *Engine, ctx context.Context, x T, now time.Time) (T, error) {
+	if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(now) >= e.cfg.ClaimTTL/2 {
+		return x, nil
+	}
+	claimed, err := recordsOf[T](e.cfg.Store).Claim(ctx, x, e.cfg.Holder, e.cfg.ClaimTTL)
+	if err != nil {
+		return x, err
+	}
+	return claimed, nil
+}
+
+// pollNotClaimed is the step's result when claimToPoll failed with err: someone else
+// drives the record (it is read again), or the record could not be written.
+func pollNotClaimed[T driven[T]](e *Engine, ctx context.Context, x T, err error) (Result, error) {
+	if store.IsClaimed(err) || store.IsConflict(err) {
+		return reread(e, ctx, x, nil)
+	}
+	return Result{}, err
+}
+
+// polled is the broker's answer to a poll of an operation in flight, judged.
+type polled struct {
+	resp    *osb.LastOperationResponse
+	callErr error
+	outcome osb.Outcome
+	act     osb.Action
+	// desc is the broker's description; msg the message for the record.
+	desc, msg string
+}
+
+// judgePoll judges the answer to a poll of op (pollOp): a poll past op's deadline has
+// expired whatever the broker says.
+func judgePoll(e *Engine, op *v1alpha1.Operation, pollOp osb.Operation, resp *osb.LastOperationResponse, callErr error) polled {
+	p := polled{resp: resp, callErr: callErr, outcome: osb.PollOutcomeOf(resp, callErr)}
+	if !e.now().Before(e.pollDeadline(op)) {
+		p.outcome.PollingExpired = true
+	}
+	p.act = osb.Decide(pollOp, p.outcome)
+	if resp != nil {
+		p.desc = resp.Description
+	}
+	p.msg = p.desc
+	switch {
+	case p.act.Reason == osb.ReasonPollingExpired:
+		p.msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", e.pollDeadline(op).Format(time.RFC3339))
+	case callErr != nil:
+		p.msg = describe(callErr, 0)
+	case p.msg == "":
+		p.msg = "the broker reported " + string(p.outcome.State)
+	}
+	return p
+}
+
+// inProgress records in f, the operation in flight, that it is still in progress: the
+// broker's description (or the poll's failure) and when to poll next.
+func (p polled) inProgress(e *Engine, f *v1alpha1.Operation, now time.Time) {
+	if p.desc != "" {
+		f.LastDescription = storedText(p.desc)
+	} else if p.callErr != nil {
+		f.LastDescription = storedText("last poll failed: " + p.msg)
+	}
+	var retryAfter time.Duration
+	if p.resp != nil {
+		retryAfter = p.resp.RetryAfter
+	}
+	f.NextPollAt = mtime(now.Add(e.pollDelay(f, retryAfter, now)))
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -37,15 +36,8 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	}
 	// Polling is a broker call too: hold the claim while doing it, renewing it only
 	// when it runs low so a long --wait costs one write per poll at most.
-	if l, ok := store.LeaseOf(inst); !ok || l.Holder != e.cfg.Holder || l.ExpiresAt.Sub(now) < e.cfg.ClaimTTL/2 {
-		claimed, err := e.cfg.Store.Instances().Claim(ctx, inst, e.cfg.Holder, e.cfg.ClaimTTL)
-		if store.IsClaimed(err) || store.IsConflict(err) {
-			return reread(e.Engine, ctx, inst, nil)
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		inst = claimed
+	if inst, err = claimToPoll(e.Engine, ctx, inst, now); err != nil {
+		return pollNotClaimed(e.Engine, ctx, inst, err)
 	}
 	pollOp, planID := osb.OpPollProvision, op.PlanID
 	switch op.Type {
@@ -64,41 +56,15 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if ctx.Err() != nil {
 		return interrupted(inst, ctx.Err())
 	}
-	outcome := osb.PollOutcomeOf(resp, callErr)
-	if !e.now().Before(e.pollDeadline(op)) {
-		outcome.PollingExpired = true
-	}
-	act := osb.Decide(pollOp, outcome)
-	desc := ""
-	if resp != nil {
-		desc = resp.Description
-	}
-	msg := desc
-	switch {
-	case act.Reason == osb.ReasonPollingExpired:
-		msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", e.pollDeadline(op).Format(time.RFC3339))
-	case callErr != nil:
-		msg = describe(callErr, 0)
-	case msg == "":
-		msg = "the broker reported " + string(outcome.State)
-	}
+	p := judgePoll(e.Engine, op, pollOp, resp, callErr)
+	act, outcome, msg := p.act, p.outcome, p.msg
 	if act.Result == osb.ResultSucceeded && op.Type == v1alpha1.OperationDeprovision {
 		return e.gone(ctx, inst, op)
 	}
 	return finish(e.Engine, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:
-			f := x.Status.InFlight
-			if desc != "" {
-				f.LastDescription = storedText(desc)
-			} else if callErr != nil {
-				f.LastDescription = storedText("last poll failed: " + msg)
-			}
-			var retryAfter time.Duration
-			if resp != nil {
-				retryAfter = resp.RetryAfter
-			}
-			f.NextPollAt = mtime(now.Add(e.pollDelay(f, retryAfter, now)))
+			p.inProgress(e.Engine, x.Status.InFlight, now)
 		case act.Result == osb.ResultSucceeded:
 			e.succeeded(x, "", now)
 		case op.Type == v1alpha1.OperationProvision:
