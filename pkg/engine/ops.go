@@ -217,3 +217,10 @@ func waitRanOut(dctx context.Context, err error) bool {
 	_, bounded := dctx.Deadline()
 	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
 }
+
+// instanceVerbs hold the helpers of the instance verbs (op_provision.go, op_update.go,
+// op_deprovision.go, op_touch.go); the verbs themselves are the Engine's API.
+type instanceVerbs struct{ *Engine }
+
+// bindingVerbs hold the helpers of the binding verbs (op_bind.go, op_unbind.go).
+type bindingVerbs struct{ *Engine }
