@@ -233,7 +233,7 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 		if len(changes) == 0 {
 			return errNothingToRevert
 		}
-		if _, err := e.planUpdateParameters(ctx, x, nil, update, nil); err != nil {
+		if _, err := (instanceVerbs{e}).planUpdateParameters(ctx, x, nil, update, nil); err != nil {
 			return fmt.Errorf("instance %q not reverted: %w", name, err)
 		}
 		return nil

@@ -134,7 +134,7 @@ type InstanceRequest struct {
 // them, with those of Secrets, against the plan's create schema. It returns the record
 // to create.
 func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1alpha1.ServiceInstance, error) {
-	res, err := e.resolvePlan(ctx, &req)
+	res, err := instanceVerbs{e}.resolvePlan(ctx, &req)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 }
 
 // resolvePlan finds the class and plan, asking for what is missing when it can.
-func (e *Engine) resolvePlan(ctx context.Context, req *InstanceRequest) (*marketplace.Resolution, error) {
+func (e instanceVerbs) resolvePlan(ctx context.Context, req *InstanceRequest) (*marketplace.Resolution, error) {
 	opt := marketplace.InCatalogNamespace(e.cfg.CatalogNamespace)
 	if req.Class == "" {
 		if req.Ask == nil {
@@ -324,7 +324,7 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 		}
 	}
 	if planChanged {
-		if err := e.checkStandingParameters(ctx, inst, schemas, target); err != nil {
+		if err := (instanceVerbs{e}).checkStandingParameters(ctx, inst, schemas, target); err != nil {
 			return nil, fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
 				inst.Name, err, class.Spec.ExternalName, target.ExternalName)
 		}
@@ -403,7 +403,7 @@ func prepareUpdateParameters(e *Engine, ctx context.Context, out *PreparedUpdate
 		inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
 	}
 	inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, params.FromSecret...)
-	added, err := e.planUpdateParameters(ctx, inst, sortedKeys(given), update, create)
+	added, err := instanceVerbs{e}.planUpdateParameters(ctx, inst, sortedKeys(given), update, create)
 	if err != nil {
 		return fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
 			inst.Name, err, class.Spec.ExternalName, inst.Spec.PlanExternalName)
@@ -427,7 +427,7 @@ func prepareUpdateParameters(e *Engine, ctx context.Context, out *PreparedUpdate
 // one, which sends nothing. For an instance the broker does not hold yet, the provision
 // that follows sends every parameter: all are checked against the new plan's create
 // schema, as that provision's are.
-func (e *Engine) checkStandingParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], target *v1alpha1.ServicePlan) error {
+func (e instanceVerbs) checkStandingParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], target *v1alpha1.ServicePlan) error {
 	if inst.Spec.Parameters == nil && len(inst.Spec.ParametersFrom) == 0 {
 		return nil
 	}
@@ -509,7 +509,7 @@ func standingFix(pr jsonschema.Problem, p Parameters) string {
 // provision's, every parameter, checked against the create schema. Parameters that
 // all have the values the broker holds send nothing and are not checked. It returns the
 // keys the update sends again because the schema asks for them.
-func (e *Engine) planUpdateParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, named []string, update, create json.RawMessage) ([]string, error) {
+func (e instanceVerbs) planUpdateParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, named []string, update, create json.RawMessage) ([]string, error) {
 	// The Secrets are read with the user's rights: it is the user who asks.
 	params, err := e.resolved(ctx, inst.Namespace, rawOf(inst.Spec.Parameters), inst.Spec.ParametersFrom)
 	if err != nil {
@@ -544,12 +544,12 @@ type BindingRequest struct {
 // is inst's class record, nil when it is gone. A user-provided instance takes no
 // parameters: its bindings get a copy of its credentials.
 func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, req BindingRequest) (*v1alpha1.ServiceBinding, error) {
-	return e.prepareBinding(ctx, inst, class, nil, req)
+	return bindingVerbs{e}.prepareBinding(ctx, inst, class, nil, req)
 }
 
 // prepareBinding is PrepareBinding with the class's plan schemas being read already
 // (schemas; nil: read them here).
-func (e *Engine) prepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], req BindingRequest) (*v1alpha1.ServiceBinding, error) {
+func (e bindingVerbs) prepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], req BindingRequest) (*v1alpha1.ServiceBinding, error) {
 	in := req.BindingIntent
 	if in.ExternalID == "" {
 		in.ExternalID = e.namespaceBoundID(in.Namespace)

@@ -87,7 +87,7 @@ func (e *Engine) pollDelay(op *v1alpha1.Operation, retryAfter time.Duration, now
 	return min(max(d, e.cfg.PollInterval), e.cfg.MaxPollInterval)
 }
 
-func (e *Engine) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
+func (e instanceSteps) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
 	if e.cfg.RefreshCatalog != nil {
 		// A failed refresh shows up as the conflict again on the retry.
 		_ = e.cfg.RefreshCatalog(ctx, b)
