@@ -32,7 +32,10 @@ import (
 //
 // A kind implements stepKind on a small type holding the engine (instanceSteps,
 // bindingSteps); the methods of its operations (provision, bind, ...) live on that type
-// too, in step_<operation>.go.
+// too, in step_<operation>.go, and make their broker call through sendCall and poll
+// through claimToPoll and judgePoll (step_call.go). Another kind of record is driven by
+// adding such a type (its driven constraint, recordsOf and withRecord in record.go name
+// the kinds) and entry points that call step and nextStep with it.
 
 // stepKind is what the step protocol needs of one kind of record, T.
 type stepKind[T driven[T]] interface {
