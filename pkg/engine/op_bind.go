@@ -133,7 +133,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 	// the check that no older record uses the binding's OSB id or the instance's (the
 	// one it used when checked; the step lists again for another).
 	if !inst.IsUserProvided() {
-		ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()},
+		ctx = withIDListsAhead(e, ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()},
 			idKey{v1alpha1.KindServiceBinding, created.CurrentExternalID()})
 		ctx = withBrokerReadAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 			return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)

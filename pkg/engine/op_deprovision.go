@@ -175,8 +175,8 @@ func (e instanceVerbs) deprovisionBindingsFirst(ctx context.Context, req Deprovi
 	// of its bindings are read now, after the deletion mark and the bindings, together
 	// with the drive's first read of the instance.
 	if !d.Instance.IsUserProvided() {
-		ctx = e.withTargetReadAhead(ctx, d.Instance)
-		ctx = e.withBindingListsAhead(ctx, req.Namespace, req.Name)
+		ctx = withTargetReadAhead(e.Engine, ctx, d.Instance)
+		ctx = withBindingListsAhead(e.Engine, ctx, req.Namespace, req.Name)
 	}
 	res, err := e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
 	if err != nil || len(stuck) == 0 || res.State == StateDeleted {

@@ -199,7 +199,7 @@ func (e bindingVerbs) driveUnbinds(ctx context.Context, req UnbindRequest, bindi
 		req.Follow.note("Unbinding %q...", b.Name)
 		// Its instance and Secrets are read now, after its deletion mark, together with
 		// the drive's first read of it.
-		r, err := e.FollowBinding(e.withUnbindReadsAhead(ctx, b), req.Namespace, b.Name, "unbind", nil, req.Follow)
+		r, err := e.FollowBinding(withUnbindReadsAhead(e.Engine, ctx, b), req.Namespace, b.Name, "unbind", nil, req.Follow)
 		if err == nil {
 			err = unboundError(req.Namespace, b, r)
 		}

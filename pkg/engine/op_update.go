@@ -91,7 +91,7 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	// conflict and the record is read again), and takes the broker read now, after the
 	// write, so that a deregistration marked meanwhile is seen; the list of the check
 	// that no older record uses the instance's OSB id goes out with it.
-	ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, updated.CurrentExternalID()})
+	ctx = withIDListsAhead(e, ctx, idKey{v1alpha1.KindServiceInstance, updated.CurrentExternalID()})
 	ctx = withBrokerReadAhead(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 		return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName)
 	})

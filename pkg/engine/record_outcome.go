@@ -27,7 +27,7 @@ func storeStatus[T driven[T]](e *Engine, ctx context.Context, in, x T) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	e.statusEvents(ctx, in, stored)
+	statusEvents(e, ctx, in, stored)
 	return resultOf(e, stored), nil
 }
 
@@ -111,7 +111,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	if err != nil {
 		return none, false, err
 	}
-	e.statusEvents(ctx, in, stored)
+	statusEvents(e, ctx, in, stored)
 	dropSent(e, ctx, replaced, stored)
 	stored, ok, err := freshClaim(e, ctx, stored)
 	return stored, ok, err
@@ -159,7 +159,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 	var sent []string
 	notRecorded := func(cause error, then string) {
 		if len(sent) > 0 {
-			e.outcomeNotRecordedEvent(ctx, in, cause, then)
+			outcomeNotRecordedEvent(e, ctx, in, cause, then)
 		}
 	}
 	again := "the record keeps the call in flight: " + askedAgain(op) + " and its answer recorded then"
@@ -179,11 +179,11 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 			store.ClearClaim(x, e.cfg.Holder)
 		}
 		if i == 0 {
-			sent = e.answerEvents(ctx, cur, x)
+			sent = answerEvents(e, ctx, cur, x)
 		}
 		stored, err := records.Update(ctx, x)
 		if err == nil {
-			e.statusEvents(ctx, cur, stored, sent...)
+			statusEvents(e, ctx, cur, stored, sent...)
 			dropSent(e, ctx, op, stored)
 			return resultOf(e, stored), nil
 		}
@@ -268,17 +268,17 @@ func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in T, cause e
 // without a broker call has its Event once the removal is made.
 func release[T driven[T]](e *Engine, ctx context.Context, in T, done string, confirmed bool) (Result, error) {
 	if confirmed {
-		e.releaseEvent(ctx, in, true)
+		releaseEvent(e, ctx, in, true)
 	}
 	_, err := recordsOf[T](e.cfg.Store).RemoveFinalizer(ctx, in)
 	if err != nil && !store.IsNotFound(err) {
 		if confirmed {
-			e.outcomeNotRecordedEvent(ctx, in, err, "the record is not released yet: it keeps the call in flight; "+askedAgain(in.OpStatus().InFlight)+" and the record released then")
+			outcomeNotRecordedEvent(e, ctx, in, err, "the record is not released yet: it keeps the call in flight; "+askedAgain(in.OpStatus().InFlight)+" and the record released then")
 		}
 		return withRecord(Result{State: StateWaiting, Message: "the broker confirmed the deletion but the record could not be released"}, in), err
 	}
 	if err == nil && !confirmed {
-		e.releaseEvent(ctx, in, false)
+		releaseEvent(e, ctx, in, false)
 	}
 	return Result{State: StateDeleted, Message: done}, nil
 }

@@ -134,7 +134,7 @@ func (e bindingSteps) readBoundInstance(ctx context.Context, b *v1alpha1.Service
 	return ahead.Start(ctx, func() (instanceRead, error) {
 		ns, name := b.InstanceRef()
 		if e.cfg.TargetCacheTTL == 0 {
-			ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceBinding, bindingID})
+			ctx = withIDListsAhead(e.Engine, ctx, idKey{v1alpha1.KindServiceBinding, bindingID})
 		}
 		read := takeInstanceRead(ctx, b)
 		if read == nil {
@@ -144,7 +144,7 @@ func (e bindingSteps) readBoundInstance(ctx context.Context, b *v1alpha1.Service
 		if err != nil || inst.IsUserProvided() || e.cfg.TargetCacheTTL > 0 {
 			return instanceRead{inst: inst, ctx: ctx}, err
 		}
-		return instanceRead{inst: inst, ctx: e.withTargetReadAhead(ctx, inst)}, nil
+		return instanceRead{inst: inst, ctx: withTargetReadAhead(e.Engine, ctx, inst)}, nil
 	})
 }
 

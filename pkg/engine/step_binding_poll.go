@@ -184,6 +184,6 @@ func (e bindingSteps) fetchBound(ctx context.Context, b *v1alpha1.ServiceBinding
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		f := x.Status.InFlight
 		f.LastDescription = storedText(msg)
-		f.NextPollAt = mtime(now.Add(e.pollDelay(f, 0, now)))
+		f.NextPollAt = mtime(now.Add(pollDelay(e.Engine, f, 0, now)))
 	})
 }

@@ -29,7 +29,7 @@ func readCallInputs(e *Engine, ctx context.Context, rec v1alpha1.Record, inst *v
 	var in callInputs
 	var err error
 	if resend {
-		sent, err := e.sentParameters(ctx, rec, prev.Sent)
+		sent, err := sentParameters(e, ctx, rec, prev.Sent)
 		if err != nil {
 			return in, ReasonParametersUnavailable, err
 		}
@@ -49,7 +49,7 @@ func readCallInputs(e *Engine, ctx context.Context, rec v1alpha1.Record, inst *v
 // first sent for a re-send, else the one of now.
 func callContext(e *Engine, ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, resend bool) (*osb.KubernetesContext, string, string, error) {
 	if resend {
-		return e.sentContext(ctx, inst, prev.Sent)
+		return sentContext(e, ctx, inst, prev.Sent)
 	}
 	return e.osbContext(ctx, inst)
 }
@@ -104,7 +104,7 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 		}
 	}
 	if !c.resend && !c.keepsNothing {
-		if err := e.keepRequest(ctx, x, op, c.sent, c.params); err != nil {
+		if err := keepRequest(e, ctx, x, op, c.sent, c.params); err != nil {
 			return preCallFailure(e, ctx, x, ReasonParametersUnavailable, err)
 		}
 	}
@@ -194,5 +194,5 @@ func (p polled) inProgress(e *Engine, f *v1alpha1.Operation, now time.Time) {
 	if p.resp != nil {
 		retryAfter = p.resp.RetryAfter
 	}
-	f.NextPollAt = mtime(now.Add(e.pollDelay(f, retryAfter, now)))
+	f.NextPollAt = mtime(now.Add(pollDelay(e, f, retryAfter, now)))
 }

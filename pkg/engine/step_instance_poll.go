@@ -79,7 +79,7 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 
 // pollDelay honours Retry-After; without it, polls slow down as the operation ages (a
 // tenth of its age), between PollInterval and MaxPollInterval.
-func (e *Engine) pollDelay(op *v1alpha1.Operation, retryAfter time.Duration, now time.Time) time.Duration {
+func pollDelay(e *Engine, op *v1alpha1.Operation, retryAfter time.Duration, now time.Time) time.Duration {
 	if retryAfter > 0 {
 		return retryAfter
 	}

@@ -40,7 +40,7 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	if resend {
 		planID, targetMI = prev.PlanID, prev.MaintenanceInfoVersion
 		var err error
-		if sent, err = e.sentParameters(ctx, inst, prev.Sent); isSentLost(err) {
+		if sent, err = sentParameters(e.Engine, ctx, inst, prev.Sent); isSentLost(err) {
 			return e.updateLost(ctx, inst, prev, err)
 		} else if err != nil {
 			return preCallFailure(e.Engine, ctx, inst, ReasonParametersUnavailable, err)
