@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -166,4 +167,31 @@ func (e *Engine) pollDeadline(op *v1alpha1.Operation) time.Time {
 		return op.PollDeadline.Time
 	}
 	return op.StartedAt.Add(e.cfg.MaxPollingDuration)
+}
+
+// startOrphanMitigation records in x that the outcome of its create call (provision,
+// bind) is uncertain, for reason: what the broker may hold is removed right away, and
+// the call is made again afterwards when retry is set. retryReason is the retry's
+// reason, cond the message of the OrphanMitigation condition.
+func startOrphanMitigation(e *Engine, x opRecord, reason, msg string, retry bool, retryReason, cond string, now time.Time) {
+	st := x.OpStatus()
+	st.OrphanMitigation = &v1alpha1.OrphanMitigationState{
+		Reason: reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: retry,
+	}
+	e.retryLater(x, retryReason, msg, true, now)
+	st.Phase = v1alpha1.PhaseOrphanMitigation
+	setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, ReasonOrphanMitigationInProgress, cond, now)
+}
+
+// removalFailed records that a call removing what the broker holds of x (a deletion's,
+// or orphan mitigation's) failed, for reason: it is retried with backoff, and a
+// deletion's message says how to drop the record without the broker (verb --abandon).
+func removalFailed(e *Engine, x opRecord, reason, msg, verb string, now time.Time) {
+	if x.GetDeletionTimestamp() != nil {
+		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: %s)`, hint.Quoted(x.GetNamespace(), verb, x.GetName(), "--abandon"))
+	}
+	e.retryLater(x, reason, msg, false, now)
+	if x.OpStatus().OrphanMitigation != nil {
+		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, reason, msg, now)
+	}
 }

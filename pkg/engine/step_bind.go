@@ -339,15 +339,10 @@ func (e bindingSteps) bindingAccepted(x *v1alpha1.ServiceBinding, t bindTarget, 
 // startBindMitigation records that the broker may hold a binding nobody can trust:
 // unbind it first, then bind again if retry is set.
 func (e bindingSteps) startBindMitigation(x *v1alpha1.ServiceBinding, reason, msg string, retry bool, now time.Time) {
-	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
-		Reason: reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: retry,
-	}
 	r := ReasonBindCallFailed
 	if x.Status.InFlight != nil && x.Status.InFlight.Async {
 		r = ReasonBindFailed
 	}
-	e.retryLater(x, r, msg, true, now)
-	x.Status.Phase = v1alpha1.PhaseOrphanMitigation
-	setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, ReasonOrphanMitigationInProgress,
+	startOrphanMitigation(e.Engine, x, reason, msg, retry, r,
 		"the outcome of the bind is uncertain ("+msg+"); unbinding what the broker may hold", now)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -126,13 +125,7 @@ func (e instanceSteps) deleteFailed(x *v1alpha1.ServiceInstance, act osb.Action,
 	case async:
 		reason = ReasonDeprovisionFailed
 	}
-	if x.DeletionTimestamp != nil {
-		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: %s)`, hint.Quoted(x.Namespace, "deprovision", x.Name, "--abandon"))
-	}
-	e.retryLater(x, reason, msg, false, now)
-	if x.Status.OrphanMitigation != nil {
-		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, reason, msg, now)
-	}
+	removalFailed(e.Engine, x, reason, msg, "deprovision", now)
 }
 
 // brokerPlanID is the plan the broker has the instance on: the one provisioned, else the

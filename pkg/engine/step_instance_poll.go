@@ -213,15 +213,10 @@ func (e instanceSteps) accepted(x *v1alpha1.ServiceInstance, t target, key, dash
 // startMitigation records that the broker may hold an instance nobody can trust: delete
 // it first (right away), then provision again if the failure was retriable.
 func (e instanceSteps) startMitigation(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
-	x.Status.OrphanMitigation = &v1alpha1.OrphanMitigationState{
-		Reason: act.Reason, Message: storedText(msg), StartedAt: metav1.NewTime(now), RetryAfter: act.Retry,
-	}
 	reason := ReasonProvisionCallFailed
 	if x.Status.InFlight != nil && x.Status.InFlight.Async {
 		reason = ReasonProvisionFailed
 	}
-	e.retryLater(x, reason, msg, true, now)
-	x.Status.Phase = v1alpha1.PhaseOrphanMitigation
-	setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, ReasonOrphanMitigationInProgress,
+	startOrphanMitigation(e.Engine, x, act.Reason, msg, act.Retry, reason,
 		"the outcome of the provision is uncertain ("+msg+"); deleting what the broker may hold before trying again", now)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 )
 
@@ -194,13 +193,7 @@ func (e bindingSteps) unbindFailed(x *v1alpha1.ServiceBinding, act osb.Action, m
 	case async:
 		reason = ReasonUnbindFailed
 	}
-	if x.DeletionTimestamp != nil {
-		msg += fmt.Sprintf(`; it is retried until the broker confirms (to drop the record without the broker: %s)`, hint.Quoted(x.Namespace, "unbind", x.Name, "--abandon"))
-	}
-	e.retryLater(x, reason, msg, false, now)
-	if x.Status.OrphanMitigation != nil {
-		setCondition(x, v1alpha1.ConditionOrphanMitigation, metav1.ConditionTrue, reason, msg, now)
-	}
+	removalFailed(e.Engine, x, reason, msg, "unbind", now)
 	if x.Status.Bound != nil && x.Status.Bound.BindingID == x.CurrentExternalID() && x.DeletionTimestamp == nil && x.Status.OrphanMitigation == nil {
 		// Retiring an old id failed; the new credentials are in place and usable.
 		x.Status.Phase = v1alpha1.PhaseReady
