@@ -18,7 +18,7 @@ import (
 //  3. the status check: an operation in flight that is acted on must be one the engine
 //     could have written (stepKind.checkStatus), else the record is refused;
 //  4. the in-flight dispatch: an asynchronous operation is polled (stepKind.poll), an
-//     interrupted synchronous call is re-sent (stepKind.resend) once its retry is due;
+//     interrupted synchronous call is re-sent by its own call (stepKind.calls) once its retry is due;
 //     a deletion drops any interrupted call but the one that finishes it
 //     (stepKind.finishing), since that call removes whatever the other did;
 //  5. otherwise the kind decides what to call for (stepKind.fresh).
@@ -49,8 +49,11 @@ type stepKind[T driven[T]] interface {
 	finishing() v1alpha1.OperationType
 	// poll drives the asynchronous operation in flight.
 	poll(ctx context.Context, x T) (Result, error)
-	// resend re-sends op, an interrupted synchronous call whose retry is due.
-	resend(ctx context.Context, x T, op *v1alpha1.Operation) (Result, error)
+	// calls are the kind's calls by the operation they make: an interrupted synchronous
+	// call in flight is re-sent by its own once its retry is due.
+	calls() map[v1alpha1.OperationType]func(ctx context.Context, x T, prev *v1alpha1.Operation) (Result, error)
+	// kind names the kind in messages ("instance", "binding").
+	kind() string
 	// fresh takes the step of a record with no operation in flight to act on.
 	fresh(ctx context.Context, x T) (Result, error)
 	// nextFresh says what fresh would do, like NextStep; at is when a retry of the
@@ -84,7 +87,11 @@ func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Res
 	if d := e.retryWait(x, string(op.Type)); d > 0 {
 		return resultOf(e, x), nil
 	}
-	return k.resend(ctx, x, op)
+	call, ok := k.calls()[op.Type]
+	if !ok {
+		return Result{}, fmt.Errorf("%s %s/%s has an in-flight operation of unknown type %q", k.kind(), x.GetNamespace(), x.GetName(), op.Type)
+	}
+	return call(ctx, x, op)
 }
 
 // nextStep says what step would do with x now, in step's order.
@@ -113,10 +120,4 @@ func nextStep[T driven[T]](e *Engine, k stepKind[T], x T) NextStep {
 		}
 	}
 	return k.nextFresh(x, deleting, at)
-}
-
-// unknownOperation is the error of a step that finds an operation in flight of a type
-// its kind has no call for.
-func unknownOperation(kind string, x v1alpha1.Record, op *v1alpha1.Operation) error {
-	return fmt.Errorf("%s %s/%s has an in-flight operation of unknown type %q", kind, x.GetNamespace(), x.GetName(), op.Type)
 }

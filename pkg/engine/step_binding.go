@@ -48,16 +48,14 @@ func (bindingSteps) checkStatus(b *v1alpha1.ServiceBinding) error { return check
 
 func (bindingSteps) finishing() v1alpha1.OperationType { return v1alpha1.OperationUnbind }
 
-func (e bindingSteps) resend(ctx context.Context, b *v1alpha1.ServiceBinding, op *v1alpha1.Operation) (Result, error) {
-	switch op.Type {
-	case v1alpha1.OperationBind:
-		return e.bind(ctx, b, op)
-	case v1alpha1.OperationUnbind:
-		return e.unbind(ctx, b, op)
-	default:
-		return Result{}, unknownOperation("binding", b, op)
+func (e bindingSteps) calls() map[v1alpha1.OperationType]func(context.Context, *v1alpha1.ServiceBinding, *v1alpha1.Operation) (Result, error) {
+	return map[v1alpha1.OperationType]func(context.Context, *v1alpha1.ServiceBinding, *v1alpha1.Operation) (Result, error){
+		v1alpha1.OperationBind:   e.bind,
+		v1alpha1.OperationUnbind: e.unbind,
 	}
 }
+
+func (bindingSteps) kind() string { return "binding" }
 
 // fresh unbinds (for a deletion, orphan mitigation, or the ids a rotation retired),
 // binds, or projects the Secret into workloads and settles, in that order; a binding

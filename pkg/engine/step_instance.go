@@ -60,18 +60,15 @@ func (instanceSteps) checkStatus(inst *v1alpha1.ServiceInstance) error {
 // is removed by the deprovision, which also answers 410 if the broker never saw it.
 func (instanceSteps) finishing() v1alpha1.OperationType { return v1alpha1.OperationDeprovision }
 
-func (e instanceSteps) resend(ctx context.Context, inst *v1alpha1.ServiceInstance, op *v1alpha1.Operation) (Result, error) {
-	switch op.Type {
-	case v1alpha1.OperationProvision:
-		return e.provision(ctx, inst, op)
-	case v1alpha1.OperationUpdate:
-		return e.update(ctx, inst, op)
-	case v1alpha1.OperationDeprovision:
-		return e.deprovision(ctx, inst, op)
-	default:
-		return Result{}, unknownOperation("instance", inst, op)
+func (e instanceSteps) calls() map[v1alpha1.OperationType]func(context.Context, *v1alpha1.ServiceInstance, *v1alpha1.Operation) (Result, error) {
+	return map[v1alpha1.OperationType]func(context.Context, *v1alpha1.ServiceInstance, *v1alpha1.Operation) (Result, error){
+		v1alpha1.OperationProvision:   e.provision,
+		v1alpha1.OperationUpdate:      e.update,
+		v1alpha1.OperationDeprovision: e.deprovision,
 	}
 }
+
+func (instanceSteps) kind() string { return "instance" }
 
 // fresh deprovisions (for a deletion or orphan mitigation), provisions, or updates, in
 // that order; an update first revokes the grants the spec withdrew.
