@@ -18,14 +18,15 @@ import (
 //  3. the status check: an operation in flight that is acted on must be one the engine
 //     could have written (stepKind.checkStatus), else the record is refused;
 //  4. the in-flight dispatch: an asynchronous operation is polled (stepKind.poll), an
-//     interrupted synchronous call is re-sent by its own call (stepKind.calls) once its retry is due;
-//     a deletion drops any interrupted call but the one that finishes it
+//     interrupted synchronous call is re-sent by its own call (stepKind.calls) once its
+//     retry is due; a deletion drops any interrupted call but the one that finishes it
 //     (stepKind.finishing), since that call removes whatever the other did;
 //  5. otherwise the kind decides what to call for (stepKind.fresh).
 //
-// The retry schedule (retryWait, retryLater, terminalFailure in record.go) and the
-// outcome writes (writeAhead before a call, finish, preCallFailure, release and the rest
-// in record_outcome.go) are generic over the kind too; the hooks use them.
+// The retry schedule (retryWait, retryLater, terminalFailure, startOrphanMitigation,
+// removalFailed in record.go) and the outcome writes (writeAhead before a call, finish,
+// preCallFailure, release and the rest in record_outcome.go) are generic over the kind
+// too; the hooks use them.
 //
 // nextStep says what a step would do, found the same way without calling a broker or
 // writing anything; stepKind.nextFresh names the action of step 5.
