@@ -32,7 +32,7 @@ type DriveOptions struct {
 // renews its claim, so reconcile leaves the record to it.
 func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
 	if inst, ok := o.Created.(*v1alpha1.ServiceInstance); ok && inst != nil {
-		e.ownCreated(inst)
+		ownCreated(e, inst)
 	}
 	return drive(e, ctx, namespace, name, o, e.StepInstance, "deprovisioned")
 }

@@ -119,7 +119,7 @@ type Engine struct {
 	targets targetCache
 	trust   trustCache
 	// prepared holds what PrepareInstance read, for the engine's checks of the record
-	// it prepared moments later (recent.go).
+	// it prepared moments later (readahead.go).
 	prepared preparedReads
 }
 

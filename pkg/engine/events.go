@@ -212,7 +212,7 @@ func (a *Aggregator) fail(err error) {
 // written status keeps the engine's functions free of event calls and records only
 // what was stored. Events whose reason is in sent were recorded already (answerEvents)
 // and are left out.
-func (e *Engine) statusEvents(ctx context.Context, before, after opRecord, sent ...string) {
+func statusEvents(e *Engine, ctx context.Context, before, after opRecord, sent ...string) {
 	for _, c := range e.changes(before, after) {
 		if !slices.Contains(sent, c.Reason) {
 			e.event(ctx, c.Event)
@@ -227,7 +227,7 @@ func (e *Engine) statusEvents(ctx context.Context, before, after opRecord, sent 
 // (a failure, a retry scheduled, orphan mitigation started, a refusal) is recorded once it is
 // stored (statusEvents); an outcome whose write then fails is followed by
 // outcomeNotRecordedEvent.
-func (e *Engine) answerEvents(ctx context.Context, before, after opRecord) []string {
+func answerEvents(e *Engine, ctx context.Context, before, after opRecord) []string {
 	var sent []string
 	for _, c := range e.changes(before, after) {
 		if c.answer {
@@ -244,7 +244,7 @@ const ReasonOutcomeNotRecorded = "OutcomeNotRecorded"
 
 // outcomeNotRecordedEvent records that the broker's answer to x's call in flight, which
 // an Event already reported, could not be recorded, and what happens then (then).
-func (e *Engine) outcomeNotRecordedEvent(ctx context.Context, x opRecord, cause error, then string) {
+func outcomeNotRecordedEvent(e *Engine, ctx context.Context, x opRecord, cause error, then string) {
 	ns, name, ok := eventTarget(x)
 	op := x.OpStatus().InFlight
 	if !ok || op == nil || e.cfg.Events == nil {
@@ -312,7 +312,7 @@ func eventTarget(x metav1.Object) (ns, name string, ok bool) {
 // releaseEvent records that the broker confirmed the deletion of a record being deleted
 // (confirmed: recorded as its release is written), or that the record was released
 // because the broker held nothing of it.
-func (e *Engine) releaseEvent(ctx context.Context, x metav1.Object, confirmed bool) {
+func releaseEvent(e *Engine, ctx context.Context, x metav1.Object, confirmed bool) {
 	ns, name, ok := eventTarget(x)
 	if !ok || e.cfg.Events == nil {
 		return

@@ -90,12 +90,12 @@ func CheckChangeable(inst *v1alpha1.ServiceInstance, now time.Time) error {
 // broker must see. It only marks the record, written with ctx (DryRun.writes: the user's
 // intent); the next step sends the update.
 func (e *Engine) markTouched(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
-	return e.cfg.Store.Instances().UpdateWithRetry(ctx, namespace, name, e.touch)
+	return e.cfg.Store.Instances().UpdateWithRetry(ctx, namespace, name, instanceVerbs{e}.touch)
 }
 
 // touchPreview is the instance record as markTouched would leave it, read and changed
 // in memory only (a client-side dry run): nothing is written.
-func (e *Engine) touchPreview(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
+func (e instanceVerbs) touchPreview(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, error) {
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (e *Engine) touchPreview(ctx context.Context, namespace, name string) (*v1a
 }
 
 // touch marks the instance's parameters to be sent again, all of them.
-func (e *Engine) touch(inst *v1alpha1.ServiceInstance) error {
+func (e instanceVerbs) touch(inst *v1alpha1.ServiceInstance) error {
 	if err := CheckChangeable(inst, e.now()); err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 	// the update that sends it is checked as any update is (planUpdateParameters).
 	held := inst.DeepCopy()
 	held.Spec.PlanID = prov.PlanID
-	update, err := e.updateSchema(ctx, held)
+	update, err := instanceVerbs{e}.updateSchema(ctx, held)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,7 +233,7 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 		if len(changes) == 0 {
 			return errNothingToRevert
 		}
-		if _, err := e.planUpdateParameters(ctx, x, nil, update, nil); err != nil {
+		if _, err := (instanceVerbs{e}).planUpdateParameters(ctx, x, nil, update, nil); err != nil {
 			return fmt.Errorf("instance %q not reverted: %w", name, err)
 		}
 		return nil

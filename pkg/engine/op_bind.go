@@ -94,7 +94,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 		req.InstanceNamespace = ""
 	}
 	if req.Instance == "" {
-		name, err := e.askInstance(ctx, req)
+		name, err := bindingVerbs{e}.askInstance(ctx, req)
 		if err != nil {
 			return BindResult{}, err
 		}
@@ -110,12 +110,12 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 	if !req.DryRun.Enabled() {
 		e.readAhead(ctx, req.instanceNamespace(), true)
 	}
-	b, changes, inst, err := e.checkBind(ctx, req)
+	b, changes, inst, err := bindingVerbs{e}.checkBind(ctx, req)
 	if err != nil {
 		return res, err
 	}
 	if req.DryRun.Enabled() {
-		return e.bindDryRun(ctx, req, res, b, changes)
+		return bindingVerbs{e}.bindDryRun(ctx, req, res, b, changes)
 	}
 	req.Follow.note("Binding instance %q as %q in namespace %q...", req.Instance, req.Name, req.Namespace)
 	created, err := e.cfg.Store.Bindings().Create(req.DryRun.writes(ctx), b)
@@ -133,7 +133,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 	// the check that no older record uses the binding's OSB id or the instance's (the
 	// one it used when checked; the step lists again for another).
 	if !inst.IsUserProvided() {
-		ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()},
+		ctx = withIDListsAhead(e, ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()},
 			idKey{v1alpha1.KindServiceBinding, created.CurrentExternalID()})
 		ctx = withBrokerReadAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 			return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
@@ -157,7 +157,7 @@ func bindingNameTaken(req BindRequest) error {
 
 // askInstance asks for the instance to bind among those of req.Namespace that can be
 // bound.
-func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, error) {
+func (e bindingVerbs) askInstance(ctx context.Context, req BindRequest) (string, error) {
 	if req.Ask == nil {
 		return "", inputErrorf(`bind needs the INSTANCE to bind: list the instances with %s`, hint.Quoted(req.Namespace, "get", "instances"))
 	}
@@ -181,7 +181,7 @@ func (e *Engine) askInstance(ctx context.Context, req BindRequest) (string, erro
 // checkBind checks req against the cluster, and returns the binding to record, the
 // changes its projections would make to the workloads (worked out, not made) and the
 // instance as read.
-func (e *Engine) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, *v1alpha1.ServiceInstance, error) {
+func (e bindingVerbs) checkBind(ctx context.Context, req BindRequest) (*v1alpha1.ServiceBinding, []WorkloadChange, *v1alpha1.ServiceInstance, error) {
 	// The names are checked after the instance, but read with it; so are the access
 	// rules the engine checks the plan against.
 	names := e.readBindNames(ctx, req)
@@ -251,7 +251,7 @@ func (req BindRequest) instanceNamespace() string {
 // boundInstance reads the instance req binds and its class (nil when it is gone, or for a
 // user-provided instance), and starts reading the class's plan schemas together with
 // the class (nil when there are none to read: see prepareBinding).
-func (e *Engine) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.ServiceInstance, *v1alpha1.ServiceClass, *ahead.Read[*v1alpha1.ServicePlanSchemas], error) {
+func (e bindingVerbs) boundInstance(ctx context.Context, req BindRequest) (*v1alpha1.ServiceInstance, *v1alpha1.ServiceClass, *ahead.Read[*v1alpha1.ServicePlanSchemas], error) {
 	ins := req.instanceNamespace()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ins, req.Instance)
 	switch {
@@ -290,7 +290,7 @@ type bindNames struct {
 }
 
 // readBindNames starts the reads of checkBindNames, all at once.
-func (e *Engine) readBindNames(ctx context.Context, req BindRequest) bindNames {
+func (e bindingVerbs) readBindNames(ctx context.Context, req BindRequest) bindNames {
 	secret := func(name string) *ahead.Read[*corev1.Secret] {
 		return ahead.Start(ctx, func() (*corev1.Secret, error) { return e.cfg.Store.GetSecret(ctx, req.Namespace, name) })
 	}
@@ -340,7 +340,7 @@ func checkBindNames(req BindRequest, n bindNames) error {
 // previewProjections works out the change each projection of req makes to its
 // workload, which checks that the workloads exist and can receive the Secret. For
 // DryRunServer the changes are sent to the API server as dry runs.
-func (e *Engine) previewProjections(ctx context.Context, req BindRequest) ([]WorkloadChange, error) {
+func (e bindingVerbs) previewProjections(ctx context.Context, req BindRequest) ([]WorkloadChange, error) {
 	if len(req.Projections) == 0 {
 		return nil, nil
 	}
@@ -362,7 +362,7 @@ func (e *Engine) previewProjections(ctx context.Context, req BindRequest) ([]Wor
 
 // bindDryRun finishes a dry run: for DryRunServer the binding is sent to the API server
 // as a dry run (validation and admission, the trust policy included, see it).
-func (e *Engine) bindDryRun(ctx context.Context, req BindRequest, res BindResult, b *v1alpha1.ServiceBinding, changes []WorkloadChange) (BindResult, error) {
+func (e bindingVerbs) bindDryRun(ctx context.Context, req BindRequest, res BindResult, b *v1alpha1.ServiceBinding, changes []WorkloadChange) (BindResult, error) {
 	if req.DryRun == DryRunServer {
 		created, err := e.cfg.Store.Bindings().Create(req.DryRun.writes(ctx), b)
 		if err != nil {
@@ -391,7 +391,7 @@ func (e *Engine) dropRefusedBinding(ctx context.Context, r Result) error {
 	default:
 		return nil
 	}
-	if err := e.dropUnsentBinding(ctx, b); errors.Is(err, errSentMeanwhile) {
+	if err := (bindingVerbs{e}).dropUnsentBinding(ctx, b); errors.Is(err, errSentMeanwhile) {
 		return fmt.Errorf("binding %q was refused (%s), but a bind was sent for it meanwhile: its record is marked for deletion, and reconcile unbinds it at the broker; follow it with \"kubectl catalog describe binding %s -n %s\"", b.Name, c.Message, b.Name, b.Namespace)
 	} else if err != nil {
 		return fmt.Errorf("binding %q was refused (%s), and removing its record failed: %w; remove it with %s", b.Name, c.Message, err, hint.Quoted(b.Namespace, "unbind", b.Name, "--abandon"))
@@ -408,7 +408,7 @@ var errSentMeanwhile = errors.New("a bind was sent for the binding meanwhile")
 // shared again, say): the finalizer comes off only while the record, as it is now,
 // lists no OSB id the broker may hold; otherwise the record stays marked for deletion,
 // for reconcile to unbind, and the answer is errSentMeanwhile.
-func (e *Engine) dropUnsentBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+func (e bindingVerbs) dropUnsentBinding(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil {
 		if store.IsNotFound(err) {
 			return nil

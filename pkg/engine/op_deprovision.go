@@ -60,7 +60,7 @@ func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (Depro
 	if !req.DryRun.Enabled() && !req.Abandon {
 		e.readAhead(ctx, "", false)
 	}
-	d, err := e.deprovisioning(ctx, req.Namespace, req.Name)
+	d, err := instanceVerbs{e}.deprovisioning(ctx, req.Namespace, req.Name)
 	if err != nil {
 		return DeprovisionResult{}, err
 	}
@@ -74,17 +74,17 @@ func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (Depro
 	}
 	switch {
 	case req.DryRun.Enabled():
-		return res, e.dryRunDeprovision(ctx, req, d)
+		return res, instanceVerbs{e}.dryRunDeprovision(ctx, req, d)
 	case req.Abandon:
 		res.Abandoned = true
 		return res, e.AbandonInstance(ctx, d.Instance)
 	}
-	res.Result, err = e.deprovisionBindingsFirst(ctx, req, d)
+	res.Result, err = instanceVerbs{e}.deprovisionBindingsFirst(ctx, req, d)
 	return res, err
 }
 
 // deprovisioning reads the instance and its bindings, refusing a shared instance.
-func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (Deprovisioning, error) {
+func (e instanceVerbs) deprovisioning(ctx context.Context, namespace, name string) (Deprovisioning, error) {
 	// The bindings are listed together with the instance's read, and looked at after it.
 	type listed struct {
 		bindings []*v1alpha1.ServiceBinding
@@ -127,7 +127,7 @@ func (e *Engine) deprovisioning(ctx context.Context, namespace, name string) (De
 
 // dryRunDeprovision sends the deletions of the bindings and of the instance to the API
 // server as a dry run, for DryRunServer; a client dry run sends nothing.
-func (e *Engine) dryRunDeprovision(ctx context.Context, req DeprovisionRequest, d Deprovisioning) error {
+func (e instanceVerbs) dryRunDeprovision(ctx context.Context, req DeprovisionRequest, d Deprovisioning) error {
 	if req.DryRun != DryRunServer {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (e *Engine) dryRunDeprovision(ctx context.Context, req DeprovisionRequest, 
 // deprovisionBindingsFirst marks the instance for deletion, then unbinds its bindings
 // one at a time, here rather than leaving them to a later reconcile, and drives the
 // instance: it waits for its bindings.
-func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRequest, d Deprovisioning) (Result, error) {
+func (e instanceVerbs) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRequest, d Deprovisioning) (Result, error) {
 	req.Follow.note("Deprovisioning instance %q in namespace %q...", req.Name, req.Namespace)
 	if err := e.cfg.Store.Instances().Delete(ctx, req.Namespace, req.Name); err != nil {
 		return Result{}, err
@@ -175,8 +175,8 @@ func (e *Engine) deprovisionBindingsFirst(ctx context.Context, req DeprovisionRe
 	// of its bindings are read now, after the deletion mark and the bindings, together
 	// with the drive's first read of the instance.
 	if !d.Instance.IsUserProvided() {
-		ctx = e.withTargetReadAhead(ctx, d.Instance)
-		ctx = e.withBindingListsAhead(ctx, req.Namespace, req.Name)
+		ctx = withTargetReadAhead(e.Engine, ctx, d.Instance)
+		ctx = withBindingListsAhead(e.Engine, ctx, req.Namespace, req.Name)
 	}
 	res, err := e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
 	if err != nil || len(stuck) == 0 || res.State == StateDeleted {

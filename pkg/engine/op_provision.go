@@ -132,7 +132,7 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	// A provision that asks the user questions or only shows the record checks the name
 	// first; any other finds a taken name in its create.
 	if req.Ask != nil || req.DryRun == DryRunClient {
-		if err := e.checkNameFree(ctx, req.Namespace, req.Name); err != nil {
+		if err := (instanceVerbs{e}).checkNameFree(ctx, req.Namespace, req.Name); err != nil {
 			return InstanceResult{}, err
 		}
 	}
@@ -147,7 +147,7 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	req.Limits.apply(&inst.Spec)
 	req.Metadata.apply(&inst.ObjectMeta)
 	if req.DryRun.Enabled() {
-		return e.dryRunCreate(ctx, req.DryRun, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", req.Name, class, plan, req.Namespace))
+		return instanceVerbs{e}.dryRunCreate(ctx, req.DryRun, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", req.Name, class, plan, req.Namespace))
 	}
 	req.Follow.note("Provisioning instance %q of %s/%s in namespace %q...", req.Name, class, plan, req.Namespace)
 	created, err := e.cfg.Store.Instances().Create(req.DryRun.writes(ctx), inst)
@@ -194,7 +194,7 @@ func IsCatalogKey(k string) bool {
 }
 
 // checkNameFree fails when an instance of the name exists already.
-func (e *Engine) checkNameFree(ctx context.Context, namespace, name string) error {
+func (e instanceVerbs) checkNameFree(ctx context.Context, namespace, name string) error {
 	_, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err == nil {
 		return nameTaken(namespace, name)
@@ -223,7 +223,7 @@ func createError(err error, namespace, name string) error {
 // dryRunCreate is the result of a dry run of inst's create: for DryRunServer, the
 // record as the API server (validation and admission, the trust policy included)
 // accepted it without storing it. No broker is called.
-func (e *Engine) dryRunCreate(ctx context.Context, d DryRun, inst *v1alpha1.ServiceInstance, summary string) (InstanceResult, error) {
+func (e instanceVerbs) dryRunCreate(ctx context.Context, d DryRun, inst *v1alpha1.ServiceInstance, summary string) (InstanceResult, error) {
 	out := inst
 	if d == DryRunServer {
 		created, err := e.cfg.Store.Instances().Create(d.writes(ctx), inst)
@@ -271,7 +271,7 @@ func (c CredentialsInput) given() bool {
 // readCredentials returns the credentials c gives, as Secret data; nil when no source
 // was given (only the URLs, for an update). A Secret of FromSecret is read in
 // namespace.
-func (e *Engine) readCredentials(ctx context.Context, namespace string, c CredentialsInput) (map[string][]byte, error) {
+func (e instanceVerbs) readCredentials(ctx context.Context, namespace string, c CredentialsInput) (map[string][]byte, error) {
 	switch {
 	case c.Read != nil:
 		return c.Read()
@@ -330,10 +330,10 @@ func (e *Engine) ProvisionUserProvided(ctx context.Context, req UserProvidedRequ
 	if req.Credentials.sources() == 0 {
 		return InstanceResult{}, inputErrorf("--user-provided needs its credentials: give --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys")
 	}
-	if err := e.checkNameFree(ctx, req.Namespace, req.Name); err != nil {
+	if err := (instanceVerbs{e}).checkNameFree(ctx, req.Namespace, req.Name); err != nil {
 		return InstanceResult{}, err
 	}
-	data, err := e.readCredentials(ctx, req.Namespace, req.Credentials)
+	data, err := instanceVerbs{e}.readCredentials(ctx, req.Namespace, req.Credentials)
 	if err != nil {
 		return InstanceResult{}, err
 	}
@@ -351,7 +351,7 @@ func (e *Engine) ProvisionUserProvided(ctx context.Context, req UserProvidedRequ
 	req.Limits.apply(&inst.Spec)
 	keys := strings.Join(credentials.Keys(data), ", ")
 	if req.DryRun.Enabled() {
-		return e.dryRunCreate(ctx, req.DryRun, inst, fmt.Sprintf("user-provided instance %q would be recorded in namespace %q, its credentials (%s) in Secret %q", req.Name, req.Namespace, keys, secret))
+		return instanceVerbs{e}.dryRunCreate(ctx, req.DryRun, inst, fmt.Sprintf("user-provided instance %q would be recorded in namespace %q, its credentials (%s) in Secret %q", req.Name, req.Namespace, keys, secret))
 	}
 	req.Follow.note("Recording user-provided instance %q in namespace %q (credentials: %s)...", req.Name, req.Namespace, keys)
 	created, err := e.cfg.Store.Instances().Create(req.DryRun.writes(ctx), inst)

@@ -23,11 +23,11 @@ type TouchRequest struct {
 // sends the update. A dry run writes nothing (the server one sends the mark as a dry
 // run) and calls no broker.
 func (e *Engine) Touch(ctx context.Context, req TouchRequest) (InstanceResult, error) {
-	if err := e.checkTouch(ctx, req.Namespace, req.Name); err != nil {
+	if err := (instanceVerbs{e}).checkTouch(ctx, req.Namespace, req.Name); err != nil {
 		return InstanceResult{}, err
 	}
 	if req.DryRun.Enabled() {
-		return e.dryRunTouch(ctx, req)
+		return instanceVerbs{e}.dryRunTouch(ctx, req)
 	}
 	req.Follow.note("Re-sending the parameters of instance %q in namespace %q...", req.Name, req.Namespace)
 	if _, err := e.markTouched(req.DryRun.writes(ctx), req.Namespace, req.Name); err != nil {
@@ -40,7 +40,7 @@ func (e *Engine) Touch(ctx context.Context, req TouchRequest) (InstanceResult, e
 // dryRunTouch is the instance record as touch would leave it: for DryRunServer, as the
 // API server (validation and admission, the trust policy included) accepted the change
 // without storing it.
-func (e *Engine) dryRunTouch(ctx context.Context, req TouchRequest) (InstanceResult, error) {
+func (e instanceVerbs) dryRunTouch(ctx context.Context, req TouchRequest) (InstanceResult, error) {
 	var inst *v1alpha1.ServiceInstance
 	var err error
 	if req.DryRun == DryRunServer {
@@ -61,7 +61,7 @@ func (e *Engine) dryRunTouch(ctx context.Context, req TouchRequest) (InstanceRes
 // update schema of the instance's plan, as update checks what it sends (see
 // planUpdateBody). An instance that touch refuses for another reason, or that is not
 // found, is left to markTouched to report.
-func (e *Engine) checkTouch(ctx context.Context, namespace, name string) error {
+func (e instanceVerbs) checkTouch(ctx context.Context, namespace, name string) error {
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil || inst.IsUserProvided() || inst.Status.Provisioned == nil {
 		return nil
@@ -83,7 +83,7 @@ func (e *Engine) checkTouch(ctx context.Context, namespace, name string) error {
 
 // updateSchema is the update schema of the instance's plan (the spec's); nil when it has
 // none.
-func (e *Engine) updateSchema(ctx context.Context, inst *v1alpha1.ServiceInstance) (json.RawMessage, error) {
+func (e instanceVerbs) updateSchema(ctx context.Context, inst *v1alpha1.ServiceInstance) (json.RawMessage, error) {
 	s, err := e.cfg.Store.PlanSchemas().Get(ctx, e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID))
 	if store.IsNotFound(err) {
 		return nil, nil

@@ -61,7 +61,7 @@ func (e *Engine) Unbind(ctx context.Context, req UnbindRequest) (UnbindResult, e
 	if !req.DryRun.Enabled() && !req.Abandon {
 		e.readAhead(ctx, "", false)
 	}
-	bindings, err := e.unbindSelected(ctx, req)
+	bindings, err := bindingVerbs{e}.unbindSelected(ctx, req)
 	if err != nil {
 		return UnbindResult{}, err
 	}
@@ -70,7 +70,7 @@ func (e *Engine) Unbind(ctx context.Context, req UnbindRequest) (UnbindResult, e
 		return res, nil
 	}
 	if req.DryRun.Enabled() {
-		return res, e.unbindDryRun(ctx, req, bindings)
+		return res, bindingVerbs{e}.unbindDryRun(ctx, req, bindings)
 	}
 	if req.Confirm != nil {
 		if ok, err := req.Confirm(bindings); !ok {
@@ -79,7 +79,7 @@ func (e *Engine) Unbind(ctx context.Context, req UnbindRequest) (UnbindResult, e
 	}
 	res.Confirmed = true
 	if req.Abandon {
-		return res, e.abandonBindings(ctx, req, bindings)
+		return res, bindingVerbs{e}.abandonBindings(ctx, req, bindings)
 	}
 	for _, b := range bindings {
 		if b.DeletionTimestamp != nil {
@@ -89,11 +89,11 @@ func (e *Engine) Unbind(ctx context.Context, req UnbindRequest) (UnbindResult, e
 			return res, fmt.Errorf("marking binding %q for deletion: %w", b.Name, err)
 		}
 	}
-	return res, e.driveUnbinds(ctx, req, bindings)
+	return res, bindingVerbs{e}.driveUnbinds(ctx, req, bindings)
 }
 
 // unbindSelected reads the bindings req names.
-func (e *Engine) unbindSelected(ctx context.Context, req UnbindRequest) ([]*v1alpha1.ServiceBinding, error) {
+func (e bindingVerbs) unbindSelected(ctx context.Context, req UnbindRequest) ([]*v1alpha1.ServiceBinding, error) {
 	if req.Instance == "" {
 		return e.bindingsNamed(ctx, req.Namespace, req.Bindings)
 	}
@@ -129,7 +129,7 @@ func (e *Engine) unbindSelected(ctx context.Context, req UnbindRequest) ([]*v1al
 }
 
 // bindingsNamed reads the bindings of namespace named in names, each once.
-func (e *Engine) bindingsNamed(ctx context.Context, namespace string, names []string) ([]*v1alpha1.ServiceBinding, error) {
+func (e bindingVerbs) bindingsNamed(ctx context.Context, namespace string, names []string) ([]*v1alpha1.ServiceBinding, error) {
 	var out []*v1alpha1.ServiceBinding
 	for _, name := range names {
 		b, err := e.cfg.Store.Bindings().Get(ctx, namespace, name)
@@ -161,7 +161,7 @@ func containsBinding(list []*v1alpha1.ServiceBinding, name string) bool {
 
 // unbindDryRun sends, for DryRunServer, the deletions of the bindings to the API server
 // as dry runs, so that validation and admission (the trust policy included) see them.
-func (e *Engine) unbindDryRun(ctx context.Context, req UnbindRequest, bindings []*v1alpha1.ServiceBinding) error {
+func (e bindingVerbs) unbindDryRun(ctx context.Context, req UnbindRequest, bindings []*v1alpha1.ServiceBinding) error {
 	if req.DryRun != DryRunServer {
 		return nil
 	}
@@ -179,7 +179,7 @@ func (e *Engine) unbindDryRun(ctx context.Context, req UnbindRequest, bindings [
 
 // abandonBindings drops the bindings' records, Secrets and projections without calling
 // the broker.
-func (e *Engine) abandonBindings(ctx context.Context, req UnbindRequest, bindings []*v1alpha1.ServiceBinding) error {
+func (e bindingVerbs) abandonBindings(ctx context.Context, req UnbindRequest, bindings []*v1alpha1.ServiceBinding) error {
 	for _, b := range bindings {
 		if err := e.AbandonBinding(ctx, b); err != nil {
 			return fmt.Errorf("abandoning binding %q: %w", b.Name, err)
@@ -192,14 +192,14 @@ func (e *Engine) abandonBindings(ctx context.Context, req UnbindRequest, binding
 }
 
 // driveUnbinds drives the bindings marked for deletion, one after the other.
-func (e *Engine) driveUnbinds(ctx context.Context, req UnbindRequest, bindings []*v1alpha1.ServiceBinding) error {
+func (e bindingVerbs) driveUnbinds(ctx context.Context, req UnbindRequest, bindings []*v1alpha1.ServiceBinding) error {
 	var failed []string
 	var first error
 	for _, b := range bindings {
 		req.Follow.note("Unbinding %q...", b.Name)
 		// Its instance and Secrets are read now, after its deletion mark, together with
 		// the drive's first read of it.
-		r, err := e.FollowBinding(e.withUnbindReadsAhead(ctx, b), req.Namespace, b.Name, "unbind", nil, req.Follow)
+		r, err := e.FollowBinding(withUnbindReadsAhead(e.Engine, ctx, b), req.Namespace, b.Name, "unbind", nil, req.Follow)
 		if err == nil {
 			err = unboundError(req.Namespace, b, r)
 		}

@@ -54,7 +54,7 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 		return InstanceResult{}, err
 	}
 	if inst.IsUserProvided() {
-		return e.updateUserProvided(ctx, inst, req)
+		return instanceVerbs{e}.updateUserProvided(ctx, inst, req)
 	}
 	if req.Credentials.given() {
 		return InstanceResult{}, inputErrorf("instance %q is not user-provided: its credentials come from its broker (rotate a binding's with \"kubectl catalog bind --rotate\")", req.Name)
@@ -68,13 +68,13 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	}
 	inst, changes := prepared.Instance, prepared.Changes
 	changes = append(changes, req.Limits.apply(&inst.Spec)...)
-	e.noteOverLimit(ctx, inst, req.Limits, req.Follow)
+	instanceVerbs{e}.noteOverLimit(ctx, inst, req.Limits, req.Follow)
 	if len(changes) == 0 {
 		req.Follow.note("Nothing to update for instance %q.", req.Name)
 		return InstanceResult{Unchanged: true}, nil
 	}
 	if req.DryRun.Enabled() {
-		return e.dryRunUpdate(ctx, req.DryRun, inst, changes, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", ")))
+		return instanceVerbs{e}.dryRunUpdate(ctx, req.DryRun, inst, changes, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", ")))
 	}
 	req.Follow.note("Updating instance %q in namespace %q (%s)...", req.Name, req.Namespace, strings.Join(changes, ", "))
 	// The instance's first step, moments later, takes the class as read here
@@ -91,7 +91,7 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	// conflict and the record is read again), and takes the broker read now, after the
 	// write, so that a deregistration marked meanwhile is seen; the list of the check
 	// that no older record uses the instance's OSB id goes out with it.
-	ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, updated.CurrentExternalID()})
+	ctx = withIDListsAhead(e, ctx, idKey{v1alpha1.KindServiceInstance, updated.CurrentExternalID()})
 	ctx = withBrokerReadAhead(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 		return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName)
 	})
@@ -103,7 +103,7 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 // the spec's revision first, so the change is the user's and the instance stays pending
 // until every binding has the new credentials; then the credentials Secret; then the
 // instance is driven, which copies them to every binding it can (reconcile does the rest).
-func (e *Engine) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance, req InstanceUpdateRequest) (InstanceResult, error) {
+func (e instanceVerbs) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance, req InstanceUpdateRequest) (InstanceResult, error) {
 	if req.brokered() {
 		return InstanceResult{}, inputErrorf("instance %q is user-provided: it has no plan or parameters; change its credentials with --credentials-json, --credentials-file, --credentials-from-secret or --credentials-keys", req.Name)
 	}
@@ -157,7 +157,7 @@ func (e *Engine) updateUserProvided(ctx context.Context, inst *v1alpha1.ServiceI
 // noteOverLimit says, when l sets a limit inst's bindings already exceed, which
 // bindings hold the places: they stay, and new binds are refused (PlacesTaken counts
 // every binding of the instance that exists, from every namespace it lets bind).
-func (e *Engine) noteOverLimit(ctx context.Context, inst *v1alpha1.ServiceInstance, l Limits, f Follow) {
+func (e instanceVerbs) noteOverLimit(ctx context.Context, inst *v1alpha1.ServiceInstance, l Limits, f Follow) {
 	if l.MaxBindings == nil || inst.Spec.MaxBindings == nil {
 		return
 	}
@@ -188,7 +188,7 @@ func updateError(err error, name string) error {
 // dryRunUpdate is the result of a dry run of inst's update: for DryRunServer, the record
 // as the API server (validation and admission, the trust policy included) accepted it
 // without storing it. No broker is called and no Secret is written.
-func (e *Engine) dryRunUpdate(ctx context.Context, d DryRun, inst *v1alpha1.ServiceInstance, changes []string, summary string) (InstanceResult, error) {
+func (e instanceVerbs) dryRunUpdate(ctx context.Context, d DryRun, inst *v1alpha1.ServiceInstance, changes []string, summary string) (InstanceResult, error) {
 	out := inst
 	if d == DryRunServer {
 		updated, err := e.cfg.Store.Instances().Update(d.writes(ctx), inst)

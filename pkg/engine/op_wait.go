@@ -74,9 +74,9 @@ func (e *Engine) Wait(ctx context.Context, req WaitRequest) (Result, error) {
 		return Result{}, fmt.Errorf(`%s %q in namespace %q is not being %s, so it will not go: %s it with "kubectl catalog %s %s -n %s"`,
 			kind, req.Name, req.Namespace, noun, gone, gone, req.Name, req.Namespace)
 	}
-	d := e.instanceFollowed(nil)
+	d := instanceFollowed(e, nil)
 	if kind == "binding" {
-		d = e.bindingFollowed(nil)
+		d = bindingFollowed(e, nil)
 	}
 	d.again = fmt.Sprintf(`, or wait again with "%s"`, WaitCommand(req.Kind, req.Namespace, req.Name, req.For))
 	verb := "be ready"

@@ -97,7 +97,7 @@ type followed struct {
 	created v1alpha1.Record
 }
 
-func (e *Engine) instanceFollowed(created *v1alpha1.ServiceInstance) followed {
+func instanceFollowed(e *Engine, created *v1alpha1.ServiceInstance) followed {
 	f := followed{
 		kind:  "instance",
 		drive: e.DriveInstance,
@@ -113,7 +113,7 @@ func (e *Engine) instanceFollowed(created *v1alpha1.ServiceInstance) followed {
 	return f
 }
 
-func (e *Engine) bindingFollowed(created *v1alpha1.ServiceBinding) followed {
+func bindingFollowed(e *Engine, created *v1alpha1.ServiceBinding) followed {
 	f := followed{
 		kind:  "binding",
 		drive: e.DriveBinding,
@@ -134,12 +134,12 @@ func (e *Engine) bindingFollowed(created *v1alpha1.ServiceBinding) followed {
 // and turns a timeout into a *TimeoutError and an interruption into an error saying how
 // to resume.
 func (e *Engine) FollowInstance(ctx context.Context, namespace, name, verb string, created *v1alpha1.ServiceInstance, f Follow) (Result, error) {
-	return e.follow(ctx, e.instanceFollowed(created), namespace, name, verb, f)
+	return e.follow(ctx, instanceFollowed(e, created), namespace, name, verb, f)
 }
 
 // FollowBinding is FollowInstance for a binding.
 func (e *Engine) FollowBinding(ctx context.Context, namespace, name, verb string, created *v1alpha1.ServiceBinding, f Follow) (Result, error) {
-	return e.follow(ctx, e.bindingFollowed(created), namespace, name, verb, f)
+	return e.follow(ctx, bindingFollowed(e, created), namespace, name, verb, f)
 }
 
 func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb string, f Follow) (Result, error) {
@@ -217,3 +217,10 @@ func waitRanOut(dctx context.Context, err error) bool {
 	_, bounded := dctx.Deadline()
 	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
 }
+
+// instanceVerbs hold the helpers of the instance verbs (op_provision.go, op_update.go,
+// op_deprovision.go, op_touch.go); the verbs themselves are the Engine's API.
+type instanceVerbs struct{ *Engine }
+
+// bindingVerbs hold the helpers of the binding verbs (op_bind.go, op_unbind.go).
+type bindingVerbs struct{ *Engine }

@@ -43,7 +43,7 @@ type SecretReader func(ctx context.Context, namespace, name string) (map[string]
 // ResolveParameters merges inline parameters with those of parametersFrom, reading the
 // Secrets now: they are read again for every new call and never copied into a record (a
 // re-send of an interrupted call sends what was kept of the first send instead, see
-// sent.go). A top-level key given twice is an error, so the user's intent is never
+// sentrequest.go). A top-level key given twice is an error, so the user's intent is never
 // ambiguous.
 func ResolveParameters(ctx context.Context, namespace string, inline *runtime.RawExtension, from []v1alpha1.ParametersFromSource, read SecretReader) (Parameters, error) {
 	p := Parameters{All: map[string]json.RawMessage{}, FromSecret: map[string]bool{}}
@@ -424,7 +424,7 @@ func (e *InvalidParametersError) Error() string {
 
 // planUpdateBody decides which parameters an update sends, and checks exactly those
 // against the plan's update schema. The engine sends p.changed(held) (see update in
-// instance.go): every parameter whose value the broker does not hold, and every
+// step_update.go): every parameter whose value the broker does not hold, and every
 // secret-sourced one. To that come the keys the user named (named), even when their
 // value is unchanged, and the keys the update schema asks every update for, wherever it
 // does (required, dependentRequired, inside allOf, anyOf, oneOf, then, else), that the

@@ -134,7 +134,7 @@ type InstanceRequest struct {
 // them, with those of Secrets, against the plan's create schema. It returns the record
 // to create.
 func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1alpha1.ServiceInstance, error) {
-	res, err := e.resolvePlan(ctx, &req)
+	res, err := instanceVerbs{e}.resolvePlan(ctx, &req)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 }
 
 // resolvePlan finds the class and plan, asking for what is missing when it can.
-func (e *Engine) resolvePlan(ctx context.Context, req *InstanceRequest) (*marketplace.Resolution, error) {
+func (e instanceVerbs) resolvePlan(ctx context.Context, req *InstanceRequest) (*marketplace.Resolution, error) {
 	opt := marketplace.InCatalogNamespace(e.cfg.CatalogNamespace)
 	if req.Class == "" {
 		if req.Ask == nil {
@@ -299,33 +299,13 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 		return nil, fmt.Errorf("cannot read the class of instance %q: %w", inst.Name, err)
 	}
 	out.Class = class
-	cur := class.PlanByID(inst.Spec.PlanID)
-	target := cur
-	planChanged := false
-	if req.Plan != "" && (cur == nil || (req.Plan != cur.ExternalName && req.Plan != cur.ID)) {
-		target = class.PlanByName(req.Plan)
-		if target == nil {
-			target = class.PlanByID(req.Plan)
-		}
-		if target == nil {
-			var names []string
-			for _, p := range class.Spec.Plans {
-				if !class.PlanRemoved(p.ID) {
-					names = append(names, p.ExternalName)
-				}
-			}
-			return nil, fmt.Errorf("class %q has no plan %q: choose one of %s", class.Spec.ExternalName, req.Plan, strings.Join(names, ", "))
-		}
-		if class.PlanRemoved(target.ID) {
-			return nil, fmt.Errorf("plan %q of class %q is no longer offered by the broker: choose another plan", target.ExternalName, class.Spec.ExternalName)
-		}
-		if cur != nil && !class.EffectivePlanUpdateable(cur) {
-			return nil, fmt.Errorf("instance %q cannot change plan: plan %q of class %q is not updateable (plan_updateable: false); deprovision it and provision a new instance instead",
-				inst.Name, cur.ExternalName, class.Spec.ExternalName)
-		}
+	target, planChanged, err := updatePlan(inst, class, req.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if planChanged {
 		inst.Spec.PlanID, inst.Spec.PlanExternalName = target.ID, target.ExternalName
 		out.Changes = append(out.Changes, "plan "+target.ExternalName)
-		planChanged = true
 	}
 	if req.Upgrade {
 		switch {
@@ -339,58 +319,101 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 		}
 	}
 	if req.Parameters != nil {
-		var update, create json.RawMessage
-		if s, err := schemas.Wait(); err == nil && target != nil {
-			if ps := s.ForPlan(target.ID); ps != nil {
-				if ps.InstanceUpdate != nil {
-					update = ps.InstanceUpdate.Raw
-				}
-				if ps.InstanceCreate != nil {
-					create = ps.InstanceCreate.Raw
-				}
-			}
-		}
-		// -p values are typed by the schema of the call that sends them: the provision's
-		// for an instance the broker does not hold yet.
-		typing := update
-		if inst.Status.Provisioned == nil {
-			typing = create
-		}
-		given, err := req.Parameters.inline(typing)
-		if err != nil {
+		if err := prepareUpdateParameters(e, ctx, out, schemas, target, *req.Parameters); err != nil {
 			return nil, err
 		}
-		merged := map[string]json.RawMessage{}
-		if inst.Spec.Parameters != nil && len(inst.Spec.Parameters.Raw) > 0 {
-			_ = json.Unmarshal(inst.Spec.Parameters.Raw, &merged)
-		}
-		for k, v := range given {
-			b, _ := json.Marshal(v)
-			merged[k] = b
-		}
-		if len(merged) > 0 {
-			b, _ := json.Marshal(merged)
-			inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
-		}
-		inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, req.Parameters.FromSecret...)
-		added, err := e.planUpdateParameters(ctx, inst, sortedKeys(given), update, create)
-		if err != nil {
-			return nil, fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
-				inst.Name, err, class.Spec.ExternalName, inst.Spec.PlanExternalName)
-		}
-		if len(added) > 0 {
-			out.Notes = append(out.Notes, fmt.Sprintf("The update also sends %s, unchanged: the plan's update schema asks for %s with the parameters that change.",
-				strings.Join(added, ", "), map[bool]string{true: "it", false: "them"}[len(added) == 1]))
-		}
-		out.Changes = append(out.Changes, "parameters")
 	}
 	if planChanged {
-		if err := e.checkStandingParameters(ctx, inst, schemas, target); err != nil {
+		if err := (instanceVerbs{e}).checkStandingParameters(ctx, inst, schemas, target); err != nil {
 			return nil, fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
 				inst.Name, err, class.Spec.ExternalName, target.ExternalName)
 		}
 	}
 	return out, nil
+}
+
+// updatePlan is the plan an update moves inst to: plan, named by name or id, when it is
+// not inst's plan already (changed), else inst's own plan. A plan the class does not
+// offer, or a change from a plan that may not change, is refused.
+func updatePlan(inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, plan string) (target *v1alpha1.ServicePlan, planChanged bool, err error) {
+	cur := class.PlanByID(inst.Spec.PlanID)
+	target = cur
+	if plan != "" && (cur == nil || (plan != cur.ExternalName && plan != cur.ID)) {
+		target = class.PlanByName(plan)
+		if target == nil {
+			target = class.PlanByID(plan)
+		}
+		if target == nil {
+			var names []string
+			for _, p := range class.Spec.Plans {
+				if !class.PlanRemoved(p.ID) {
+					names = append(names, p.ExternalName)
+				}
+			}
+			return nil, false, fmt.Errorf("class %q has no plan %q: choose one of %s", class.Spec.ExternalName, plan, strings.Join(names, ", "))
+		}
+		if class.PlanRemoved(target.ID) {
+			return nil, false, fmt.Errorf("plan %q of class %q is no longer offered by the broker: choose another plan", target.ExternalName, class.Spec.ExternalName)
+		}
+		if cur != nil && !class.EffectivePlanUpdateable(cur) {
+			return nil, false, fmt.Errorf("instance %q cannot change plan: plan %q of class %q is not updateable (plan_updateable: false); deprovision it and provision a new instance instead",
+				inst.Name, cur.ExternalName, class.Spec.ExternalName)
+		}
+		planChanged = true
+	}
+	return target, planChanged, nil
+}
+
+// prepareUpdateParameters merges params into the spec of out.Instance, typed by the
+// schema of the call that sends them, and notes the parameters the update sends with
+// them (see planUpdateParameters).
+func prepareUpdateParameters(e *Engine, ctx context.Context, out *PreparedUpdate, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], target *v1alpha1.ServicePlan, params ParametersInput) error {
+	inst, class := out.Instance, out.Class
+	var update, create json.RawMessage
+	if s, err := schemas.Wait(); err == nil && target != nil {
+		if ps := s.ForPlan(target.ID); ps != nil {
+			if ps.InstanceUpdate != nil {
+				update = ps.InstanceUpdate.Raw
+			}
+			if ps.InstanceCreate != nil {
+				create = ps.InstanceCreate.Raw
+			}
+		}
+	}
+	// -p values are typed by the schema of the call that sends them: the provision's
+	// for an instance the broker does not hold yet.
+	typing := update
+	if inst.Status.Provisioned == nil {
+		typing = create
+	}
+	given, err := params.inline(typing)
+	if err != nil {
+		return err
+	}
+	merged := map[string]json.RawMessage{}
+	if inst.Spec.Parameters != nil && len(inst.Spec.Parameters.Raw) > 0 {
+		_ = json.Unmarshal(inst.Spec.Parameters.Raw, &merged)
+	}
+	for k, v := range given {
+		b, _ := json.Marshal(v)
+		merged[k] = b
+	}
+	if len(merged) > 0 {
+		b, _ := json.Marshal(merged)
+		inst.Spec.Parameters = &runtime.RawExtension{Raw: b}
+	}
+	inst.Spec.ParametersFrom = append(inst.Spec.ParametersFrom, params.FromSecret...)
+	added, err := instanceVerbs{e}.planUpdateParameters(ctx, inst, sortedKeys(given), update, create)
+	if err != nil {
+		return fmt.Errorf("instance %q not updated: %w (see the plan's schemas with \"kubectl catalog describe plan %s/%s --show-schemas\")",
+			inst.Name, err, class.Spec.ExternalName, inst.Spec.PlanExternalName)
+	}
+	if len(added) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("The update also sends %s, unchanged: the plan's update schema asks for %s with the parameters that change.",
+			strings.Join(added, ", "), map[bool]string{true: "it", false: "them"}[len(added) == 1]))
+	}
+	out.Changes = append(out.Changes, "parameters")
+	return nil
 }
 
 // checkStandingParameters checks, when an update moves inst (the record as the update
@@ -404,7 +427,7 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 // one, which sends nothing. For an instance the broker does not hold yet, the provision
 // that follows sends every parameter: all are checked against the new plan's create
 // schema, as that provision's are.
-func (e *Engine) checkStandingParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], target *v1alpha1.ServicePlan) error {
+func (e instanceVerbs) checkStandingParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], target *v1alpha1.ServicePlan) error {
 	if inst.Spec.Parameters == nil && len(inst.Spec.ParametersFrom) == 0 {
 		return nil
 	}
@@ -486,7 +509,7 @@ func standingFix(pr jsonschema.Problem, p Parameters) string {
 // provision's, every parameter, checked against the create schema. Parameters that
 // all have the values the broker holds send nothing and are not checked. It returns the
 // keys the update sends again because the schema asks for them.
-func (e *Engine) planUpdateParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, named []string, update, create json.RawMessage) ([]string, error) {
+func (e instanceVerbs) planUpdateParameters(ctx context.Context, inst *v1alpha1.ServiceInstance, named []string, update, create json.RawMessage) ([]string, error) {
 	// The Secrets are read with the user's rights: it is the user who asks.
 	params, err := e.resolved(ctx, inst.Namespace, rawOf(inst.Spec.Parameters), inst.Spec.ParametersFrom)
 	if err != nil {
@@ -521,12 +544,12 @@ type BindingRequest struct {
 // is inst's class record, nil when it is gone. A user-provided instance takes no
 // parameters: its bindings get a copy of its credentials.
 func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, req BindingRequest) (*v1alpha1.ServiceBinding, error) {
-	return e.prepareBinding(ctx, inst, class, nil, req)
+	return bindingVerbs{e}.prepareBinding(ctx, inst, class, nil, req)
 }
 
 // prepareBinding is PrepareBinding with the class's plan schemas being read already
 // (schemas; nil: read them here).
-func (e *Engine) prepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], req BindingRequest) (*v1alpha1.ServiceBinding, error) {
+func (e bindingVerbs) prepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], req BindingRequest) (*v1alpha1.ServiceBinding, error) {
 	in := req.BindingIntent
 	if in.ExternalID == "" {
 		in.ExternalID = e.namespaceBoundID(in.Namespace)

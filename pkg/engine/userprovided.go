@@ -65,7 +65,7 @@ func (e *Engine) WriteUserProvidedCredentials(ctx context.Context, inst *v1alpha
 
 // userProvidedCredentials reads the credentials Secret of inst: only one its record owns
 // (a record naming any other Secret is refused), and only if inst's author may read it.
-func (e *Engine) userProvidedCredentials(ctx context.Context, inst *v1alpha1.ServiceInstance) (*corev1.Secret, error) {
+func (e instanceSteps) userProvidedCredentials(ctx context.Context, inst *v1alpha1.ServiceInstance) (*corev1.Secret, error) {
 	name := inst.Spec.UserProvided.CredentialsSecret
 	if err := e.authorize(ctx, inst, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "get", Resource: "secrets", Name: name}); err != nil {
 		return nil, err
@@ -92,23 +92,23 @@ func sourceVersion(s *corev1.Secret) string { return string(s.UID) + "/" + s.Res
 // record; otherwise the credentials Secret must be in place, and after a change of the
 // spec (new credentials, say) every binding's copy is brought up to date before the
 // instance is Ready again.
-func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+func (e instanceSteps) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
 	if inst.DeletionTimestamp != nil {
 		res, waiting, err := e.waitForBindings(ctx, inst)
 		if err != nil || waiting {
 			return res, err
 		}
 		if err := e.cfg.Store.DeleteRecordSecret(ctx, inst, inst.Spec.UserProvided.CredentialsSecret); err != nil {
-			return preCallFailure(e, ctx, inst, ReasonProvisionCredentialsUnavailable, err)
+			return preCallFailure(e.Engine, ctx, inst, ReasonProvisionCredentialsUnavailable, err)
 		}
-		return release(e, ctx, inst, "deleted", false)
+		return release(e.Engine, ctx, inst, "deleted", false)
 	}
 	action := actionProvision
 	if inst.Status.ObservedGeneration > 0 {
 		action = actionUpdate
 	}
 	if d := e.retryWait(inst, action); d > 0 {
-		return resultOf(e, inst), nil
+		return resultOf(e.Engine, inst), nil
 	}
 	secret, err := e.userProvidedCredentials(ctx, inst)
 	if err != nil {
@@ -116,7 +116,7 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 		if action == actionUpdate {
 			reason = ReasonUpdateCredentialsNotCopied
 		}
-		return preCallFailure(e, ctx, inst, reason, err)
+		return preCallFailure(e.Engine, ctx, inst, reason, err)
 	}
 	inst, err = e.revokeWithdrawn(ctx, inst)
 	if err != nil {
@@ -128,7 +128,7 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 		}
 		if inst.Status.ObservedGeneration > 0 {
 			if err := e.copyToBindings(ctx, inst, secret); err != nil {
-				return preCallFailure(e, ctx, inst, ReasonUpdateCredentialsNotCopied, err)
+				return preCallFailure(e.Engine, ctx, inst, ReasonUpdateCredentialsNotCopied, err)
 			}
 		}
 	}
@@ -143,15 +143,15 @@ func (e *Engine) stepUserProvided(ctx context.Context, inst *v1alpha1.ServiceIns
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
 	store.ClearClaim(x, e.cfg.Holder)
 	if equalStatus(x, inst) {
-		return resultOf(e, inst), nil
+		return resultOf(e.Engine, inst), nil
 	}
-	return storeStatus(e, ctx, inst, x)
+	return storeStatus(e.Engine, ctx, inst, x)
 }
 
 // copyToBindings brings the copy of every binding of inst (in its namespace and in those
 // it is shared with) up to date with secret. A binding that cannot be brought up to date
 // now makes an error naming it; the instance then stays pending, and reconcile goes on.
-func (e *Engine) copyToBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, secret *corev1.Secret) error {
+func (e instanceSteps) copyToBindings(ctx context.Context, inst *v1alpha1.ServiceInstance, secret *corev1.Secret) error {
 	bs, err := e.cfg.Store.Bindings().List(ctx, inst.Namespace, store.Filter{Instance: inst.Name})
 	if err != nil {
 		return err
@@ -188,14 +188,14 @@ func (e *Engine) copyToBindings(ctx context.Context, inst *v1alpha1.ServiceInsta
 // instance inst, with b's transforms applied, and marks b bound (to no broker). Every
 // copy checks, as a bind does, that inst lets b's namespace bind to it, and takes a place
 // under its limit (a place already held is kept). Projections follow on the next step, as after a bind.
-func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) (Result, error) {
+func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) (Result, error) {
 	first := b.Status.Bound == nil
 	if d := e.retryWait(b, actionBind); d > 0 {
-		return resultOf(e, b), nil
+		return resultOf(e.Engine, b), nil
 	}
 	if first {
 		if err := CheckBindable(inst, nil); err != nil {
-			return preCallFailure(e, ctx, b, ReasonBindWaitingForInstance, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonBindWaitingForInstance, err)
 		}
 	}
 	// Every copy checks the grant, and holds a place under the limit: status.bound is
@@ -208,15 +208,15 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 		// In its own namespace the binding copies only what its author may read.
 		name := inst.Spec.UserProvided.CredentialsSecret
 		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "get", Resource: "secrets", Name: name}); err != nil {
-			return preCallFailure(e, ctx, b, ReasonBindCredentialsNotCopied, err)
+			return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
 		}
 	}
-	secret, err := e.userProvidedCredentials(ctx, inst)
+	secret, err := instanceSteps{e.Engine}.userProvidedCredentials(ctx, inst)
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonBindCredentialsNotCopied, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
 	}
 	if err := e.reserve(ctx, b, inst); err != nil {
-		return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
+		return preCallFailure(e.Engine, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	creds := make(map[string]any, len(secret.Data))
 	for k, v := range secret.Data {
@@ -233,7 +233,7 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
 	}
 	if err != nil {
-		return preCallFailure(e, ctx, b, ReasonBindCredentialsNotCopied, fmt.Errorf("the credentials of user-provided instance %q could not be written to Secret %q: %w", inst.Name, b.Spec.SecretName, err))
+		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, fmt.Errorf("the credentials of user-provided instance %q could not be written to Secret %q: %w", inst.Name, b.Spec.SecretName, err))
 	}
 	x := b.DeepCopy()
 	now := e.now()
@@ -252,7 +252,7 @@ func (e *Engine) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBinding
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
 	store.ClearClaim(x, e.cfg.Holder)
-	return storeStatus(e, ctx, b, x)
+	return storeStatus(e.Engine, ctx, b, x)
 }
 
 // projectionsDone reports whether b's projections are made as its spec asks.
@@ -264,7 +264,7 @@ func projectionsDone(b *v1alpha1.ServiceBinding) bool {
 // and reports whether it is user-provided. The instance read (nil when not read, or when
 // it cannot be: the brokered path reports why) is passed on to a bind, so that the step
 // reads it once.
-func (e *Engine) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, bool) {
+func (e bindingSteps) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, bool) {
 	if bd := b.Status.Bound; bd != nil && !bd.UserProvided {
 		return nil, false
 	}
@@ -279,7 +279,7 @@ func (e *Engine) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBin
 // stepUserProvidedBinding copies the credentials of inst when b has no copy, a copy made
 // under another binding id (a rotation), or a copy of an older version of the Secret;
 // otherwise it settles b (projections) as any bound binding.
-func (e *Engine) stepUserProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) (Result, error) {
+func (e bindingSteps) stepUserProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) (Result, error) {
 	bd := b.Status.Bound
 	if bd == nil || bd.BindingID != b.CurrentExternalID() {
 		return e.copyCredentials(ctx, b, inst)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // Actions a NextStep names.
@@ -38,29 +37,11 @@ func (n NextStep) Due(now time.Time) bool { return !n.NeedsUser && !now.Before(n
 
 // NextStep says what StepInstance would do with inst, in StepInstance's order.
 func (e *Engine) NextStep(inst *v1alpha1.ServiceInstance) NextStep {
-	now := e.now()
-	if l, ok := store.LeaseOf(inst); ok && l.Holder != e.cfg.Holder && l.Live(now) {
-		return NextStep{Action: NextPoll, At: l.ExpiresAt, ClaimedBy: l.Holder}
-	}
-	at := func(action string) time.Time {
-		if d := e.retryWait(inst, action); d > 0 {
-			return now.Add(d)
-		}
-		return time.Time{}
-	}
-	deleting := inst.DeletionTimestamp != nil
-	if op := inst.Status.InFlight; op != nil {
-		if op.Async {
-			n := NextStep{Action: NextPoll}
-			if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
-				n.At = op.NextPollAt.Time
-			}
-			return n
-		}
-		if !deleting || op.Type == v1alpha1.OperationDeprovision {
-			return NextStep{Action: NextResend, At: at(string(op.Type))}
-		}
-	}
+	return nextStep(e, instanceSteps{e}, inst)
+}
+
+// nextFresh says what instanceSteps.fresh would do with inst.
+func (instanceSteps) nextFresh(inst *v1alpha1.ServiceInstance, deleting bool, at func(string) time.Time) NextStep {
 	if deleting {
 		if len(instanceIDsAtBroker(inst)) == 0 {
 			return NextStep{Action: NextRemoveFinalizer}
@@ -91,30 +72,12 @@ const (
 // NextBindingStep says what StepBinding would do with b, in StepBinding's order, like
 // NextStep.
 func (e *Engine) NextBindingStep(b *v1alpha1.ServiceBinding) NextStep {
-	now := e.now()
-	if l, ok := store.LeaseOf(b); ok && l.Holder != e.cfg.Holder && l.Live(now) {
-		return NextStep{Action: NextPoll, At: l.ExpiresAt, ClaimedBy: l.Holder}
-	}
-	at := func(action string) time.Time {
-		if d := e.retryWait(b, action); d > 0 {
-			return now.Add(d)
-		}
-		return time.Time{}
-	}
-	deleting := b.DeletionTimestamp != nil
+	return nextStep(e, bindingSteps{e}, b)
+}
+
+// nextFresh says what bindingSteps.fresh would do with b.
+func (bindingSteps) nextFresh(b *v1alpha1.ServiceBinding, deleting bool, at func(string) time.Time) NextStep {
 	st := b.Status
-	if op := st.InFlight; op != nil {
-		if op.Async {
-			n := NextStep{Action: NextPoll}
-			if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
-				n.At = op.NextPollAt.Time
-			}
-			return n
-		}
-		if !deleting || op.Type == v1alpha1.OperationUnbind {
-			return NextStep{Action: NextResend, At: at(string(op.Type))}
-		}
-	}
 	switch {
 	case deleting && len(bindingIDsAtBroker(b)) == 0:
 		return NextStep{Action: NextRelease}

@@ -108,7 +108,7 @@ func (p *preparedReads) takeGenerated(id string) bool {
 // before the id existed can use it, so the check that no older record does (checkID)
 // needs no list. Only the engine's memory says so, never the record; an id the user gave
 // is checked as ever.
-func (e *Engine) ownCreated(inst *v1alpha1.ServiceInstance) {
+func ownCreated(e *Engine, inst *v1alpha1.ServiceInstance) {
 	id := inst.Spec.ExternalID
 	if inst.UID == "" || inst.Status.ExternalID != "" || id == "" || !e.prepared.takeGenerated(id) {
 		return
@@ -179,7 +179,7 @@ type idKey struct{ kind, id string }
 // withIDListsAhead starts the lists checkID makes of ids, and returns a context that
 // carries them (with those ctx carries already) for the drive that follows. A verb calls
 // it right after the write that marks its intent: the lists go out after it.
-func (e *Engine) withIDListsAhead(ctx context.Context, ids ...idKey) context.Context {
+func withIDListsAhead(e *Engine, ctx context.Context, ids ...idKey) context.Context {
 	r := &idListsAhead{lists: map[string]*ahead.Read[[]store.IDUser]{}}
 	if prev, _ := ctx.Value(idListsAheadKey{}).(*idListsAhead); prev != nil {
 		prev.mu.Lock()
@@ -217,8 +217,8 @@ func takeIDList(ctx context.Context, kind, id string) (*ahead.Read[[]store.IDUse
 // of the check of the OSB id it uses, and returns a context that carries them for the
 // drive that follows (see withBrokerReadAhead and withIDListsAhead). A verb calls it
 // right after the write that marks its intent: the reads go out after it.
-func (e *Engine) withTargetReadAhead(ctx context.Context, inst *v1alpha1.ServiceInstance) context.Context {
-	ctx = e.withIDListsAhead(ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()})
+func withTargetReadAhead(e *Engine, ctx context.Context, inst *v1alpha1.ServiceInstance) context.Context {
+	ctx = withIDListsAhead(e, ctx, idKey{v1alpha1.KindServiceInstance, inst.CurrentExternalID()})
 	ns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
 	ctx = withBrokerReadAhead(ctx, ns, inst.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 		return e.cfg.Store.Brokers().Get(ctx, ns, inst.Spec.BrokerName)
@@ -267,7 +267,7 @@ type stepBindingListsKey struct{}
 
 // withBindingListsAhead starts the lists of the bindings of instance namespace/name and
 // returns a context that carries them for the drive that follows.
-func (e *Engine) withBindingListsAhead(ctx context.Context, namespace, name string) context.Context {
+func withBindingListsAhead(e *Engine, ctx context.Context, namespace, name string) context.Context {
 	list := func(ns string, f store.Filter) *ahead.Read[listedBindings] {
 		return ahead.Start(ctx, func() (listedBindings, error) {
 			var l listedBindings
@@ -333,7 +333,7 @@ type stepUnbindReadsKey struct{}
 // withUnbindReadsAhead starts the reads of b's instance (when the broker may hold b) and
 // of its Secrets, and returns a context that carries them for the drive that follows.
 // The unbind calls it after b's deletion mark.
-func (e *Engine) withUnbindReadsAhead(ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
+func withUnbindReadsAhead(e *Engine, ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
 	r := &unbindReadsAhead{namespace: b.Namespace, name: b.Name, secrets: e.cfg.Store.StartBindingSecretReads(ctx, b)}
 	if len(bindingIDsAtBroker(b)) > 0 {
 		r.instNamespace, r.instName = b.InstanceRef()

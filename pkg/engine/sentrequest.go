@@ -24,7 +24,7 @@ import (
 // the request carries parameters (nil when it carries none). The parameters from Secrets
 // are written to a Secret owned by rec now, before the write-ahead, so that a re-send
 // after a crash finds them.
-func (e *Engine) keepRequest(ctx context.Context, rec v1alpha1.Record, op *v1alpha1.Operation, sent v1alpha1.SentRequest, params *Parameters) error {
+func keepRequest(e *Engine, ctx context.Context, rec v1alpha1.Record, op *v1alpha1.Operation, sent v1alpha1.SentRequest, params *Parameters) error {
 	op.Sent = &sent
 	if params == nil {
 		return nil
@@ -58,7 +58,7 @@ func isSentLost(err error) bool {
 // sentParameters reads back the parameters a call sent (nil when it sent none): those of
 // the spec from sent, those from Secrets from the Secret rec owns, never from the Secrets
 // the spec names, which may have changed since.
-func (e *Engine) sentParameters(ctx context.Context, rec v1alpha1.Record, sent *v1alpha1.SentRequest) (*Parameters, error) {
+func sentParameters(e *Engine, ctx context.Context, rec v1alpha1.Record, sent *v1alpha1.SentRequest) (*Parameters, error) {
 	if sent.Parameters == "" {
 		return nil, nil
 	}
@@ -93,7 +93,7 @@ func (e *Engine) sentParameters(ctx context.Context, rec v1alpha1.Record, sent *
 // is the namespace's uid; the kept one is sent instead only when it is the namespace's
 // name, which the first send carried when its user could not read the namespace, so
 // that the re-send stays the identical request.
-func (e *Engine) sentContext(ctx context.Context, inst *v1alpha1.ServiceInstance, sent *v1alpha1.SentRequest) (*osb.KubernetesContext, string, string, error) {
+func sentContext(e *Engine, ctx context.Context, inst *v1alpha1.ServiceInstance, sent *v1alpha1.SentRequest) (*osb.KubernetesContext, string, string, error) {
 	kctx, cluster, space, err := e.osbContext(ctx, inst)
 	if err != nil {
 		return nil, "", "", err

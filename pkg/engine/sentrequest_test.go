@@ -285,7 +285,7 @@ func TestSentParameters_AForgedKeptSecretNamingTheBindingsCredentials_IsNeverRea
 	assert.NilError(t, err)
 
 	// status.inFlight.sent is the record's author's to write: it names the Secret.
-	p, err := f.engine.sentParameters(context.Background(), f.getBinding("app"),
+	p, err := sentParameters(f.engine, context.Background(), f.getBinding("app"),
 		&v1alpha1.SentRequest{Parameters: `{}`, ParametersSecret: b.Spec.SecretName})
 
 	assert.Assert(t, isSentLost(err), "got %v, parameters %v", err, p)
@@ -296,7 +296,7 @@ func TestSentParameters_AForgedKeptSecretNamingUserProvidedCredentials_IsNeverRe
 	f := newFixture(t)
 	f.userProvided(map[string]string{store.RequestParametersKey: `{"password":"` + secretValue + `"}`})
 
-	p, err := f.engine.sentParameters(context.Background(), f.get("db"),
+	p, err := sentParameters(f.engine, context.Background(), f.get("db"),
 		&v1alpha1.SentRequest{Parameters: `{}`, ParametersSecret: CredentialsSecretName("db")})
 
 	assert.Assert(t, isSentLost(err), "got %v, parameters %v", err, p)

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// The broker call of a step, the same for every kind: what it sends is read (callInputs),
+// the call decided by the kind's operation is vetted and kept, written ahead, and made
+// under the claim (sendCall); the kind's outcome hook stores the answer.
+
+// callInputs is what a call sends besides its ids and plan.
+type callInputs struct {
+	params     Parameters
+	kctx       *osb.KubernetesContext
+	org, space string
+}
+
+// readCallInputs reads the parameters and the platform context of a call about rec,
+// made in inst's namespace: those prev first sent for a re-send, else those of the
+// spec now (fromSpec). A failure comes with the reason to record it under; a re-send
+// whose kept parameters are lost fails with an error isSentLost reports.
+func readCallInputs(e *Engine, ctx context.Context, rec v1alpha1.Record, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, resend bool, fromSpec func(context.Context) (Parameters, error)) (callInputs, string, error) {
+	var in callInputs
+	var err error
+	if resend {
+		sent, err := sentParameters(e, ctx, rec, prev.Sent)
+		if err != nil {
+			return in, ReasonParametersUnavailable, err
+		}
+		if sent != nil {
+			in.params = *sent
+		}
+	} else if in.params, err = fromSpec(ctx); err != nil {
+		return in, ReasonParametersUnavailable, err
+	}
+	if in.kctx, in.org, in.space, err = callContext(e, ctx, inst, prev, resend); err != nil {
+		return in, ReasonPlatformUnavailable, err
+	}
+	return in, "", nil
+}
+
+// callContext is the platform context of a call made in inst's namespace: the one prev
+// first sent for a re-send, else the one of now.
+func callContext(e *Engine, ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation, resend bool) (*osb.KubernetesContext, string, string, error) {
+	if resend {
+		return sentContext(e, ctx, inst, prev.Sent)
+	}
+	return e.osbContext(ctx, inst)
+}
+
+// brokerCall is a broker call a step decided to make: what sendCall vets, keeps, writes
+// ahead and makes.
+type brokerCall struct {
+	op     *v1alpha1.Operation
+	resend bool
+	// keepsNothing: the call sends no parameters and keeps no request for a re-send
+	// (a deprovision or unbind is re-sent from its operation alone).
+	keepsNothing bool
+	// planID is the plan the request names ("" for none).
+	planID string
+	// broker is the broker called.
+	broker *v1alpha1.Broker
+	// params are the parameters sent (nil for none), which paramsFrom of the record's
+	// spec sourced: checked against the broker and kept for a re-send, unless this is one.
+	params     *Parameters
+	paramsFrom []v1alpha1.ParametersFromSource
+	// sent is the platform context kept for a re-send.
+	sent  v1alpha1.SentRequest
+	osbOp osb.Operation
+	// vet checks that the record may make the call; hold, when set, takes what the
+	// call needs held for it (a binding's place under its instance's limit).
+	vet, hold func(ctx context.Context) error
+	// phase, reason and msg are what the write-ahead records.
+	phase       v1alpha1.Phase
+	reason, msg string
+	// call makes the request, returning the answer's status and the bounded failure.
+	call func(ctx context.Context) (int, error)
+}
+
+// sendCall makes c, a call about x: it vets the call, checks where its parameters go,
+// holds what it needs, keeps the request of a first send, writes the call ahead, and
+// makes it under the claim, then hands the record as stored and the action the answer
+// asks for to outcome, which stores it. A call not made (the write-ahead conflicted or
+// failed) or interrupted stores nothing.
+func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, outcome func(stored T, act osb.Action, callErr error) (Result, error)) (Result, error) {
+	op := c.op
+	if err := c.vet(ctx); err != nil {
+		return preCallFailure(e, ctx, x, ReasonPlatformUnavailable, err)
+	}
+	if !c.resend {
+		if err := e.checkParametersTo(ctx, c.broker, x.GetNamespace(), c.paramsFrom, c.params); err != nil {
+			return preCallFailure(e, ctx, x, ReasonPlatformUnavailable, err)
+		}
+	}
+	if c.hold != nil {
+		if err := c.hold(ctx); err != nil {
+			return preCallFailure(e, ctx, x, ReasonRefusedLimitReached, err)
+		}
+	}
+	if !c.resend && !c.keepsNothing {
+		if err := keepRequest(e, ctx, x, op, c.sent, c.params); err != nil {
+			return preCallFailure(e, ctx, x, ReasonParametersUnavailable, err)
+		}
+	}
+	stored, ok, err := writeAhead(e, ctx, x, op, c.phase, c.reason, c.msg)
+	if !ok || err != nil {
+		if !ok && err == nil && !c.resend {
+			dropSent(e, ctx, op, x) // not sent: someone else drives the record
+		}
+		return reread(e, ctx, x, err)
+	}
+	e.hook(ctx, HookBeforeBrokerCall, op)
+	var status int
+	var callErr error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { status, callErr = c.call(ctx) })
+	if err != nil {
+		return interrupted(stored, err)
+	}
+	e.hook(ctx, HookAfterBrokerCall, op)
+	return outcome(stored, osb.Decide(c.osbOp, osb.OutcomeOf(status, callErr)), callErr)
+}
+
+// claimToPoll holds the claim on x for a poll, which is a broker call too: it renews
+// the claim only when it runs low, so a long --wait costs one write per poll at most.
+// An error from it goes to pollNotClaimed.
+func claimToPoll[T driven[T]](e *Engine, ctx context.Context, x T, now time.Time) (T, error) {
+	if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(now) >= e.cfg.ClaimTTL/2 {
+		return x, nil
+	}
+	claimed, err := recordsOf[T](e.cfg.Store).Claim(ctx, x, e.cfg.Holder, e.cfg.ClaimTTL)
+	if err != nil {
+		return x, err
+	}
+	return claimed, nil
+}
+
+// pollNotClaimed is the step's result when claimToPoll failed with err: someone else
+// drives the record (it is read again), or the record could not be written.
+func pollNotClaimed[T driven[T]](e *Engine, ctx context.Context, x T, err error) (Result, error) {
+	if store.IsClaimed(err) || store.IsConflict(err) {
+		return reread(e, ctx, x, nil)
+	}
+	return Result{}, err
+}
+
+// polled is the broker's answer to a poll of an operation in flight, judged.
+type polled struct {
+	resp    *osb.LastOperationResponse
+	callErr error
+	outcome osb.Outcome
+	act     osb.Action
+	// desc is the broker's description; msg the message for the record.
+	desc, msg string
+}
+
+// judgePoll judges the answer to a poll of op (pollOp): a poll past op's deadline has
+// expired whatever the broker says.
+func judgePoll(e *Engine, op *v1alpha1.Operation, pollOp osb.Operation, resp *osb.LastOperationResponse, callErr error) polled {
+	p := polled{resp: resp, callErr: callErr, outcome: osb.PollOutcomeOf(resp, callErr)}
+	if !e.now().Before(e.pollDeadline(op)) {
+		p.outcome.PollingExpired = true
+	}
+	p.act = osb.Decide(pollOp, p.outcome)
+	if resp != nil {
+		p.desc = resp.Description
+	}
+	p.msg = p.desc
+	switch {
+	case p.act.Reason == osb.ReasonPollingExpired:
+		p.msg = fmt.Sprintf("the broker did not finish the operation within its maximum polling duration (until %s)", e.pollDeadline(op).Format(time.RFC3339))
+	case callErr != nil:
+		p.msg = describe(callErr, 0)
+	case p.msg == "":
+		p.msg = "the broker reported " + string(p.outcome.State)
+	}
+	return p
+}
+
+// inProgress records in f, the operation in flight, that it is still in progress: the
+// broker's description (or the poll's failure) and when to poll next.
+func (p polled) inProgress(e *Engine, f *v1alpha1.Operation, now time.Time) {
+	if p.desc != "" {
+		f.LastDescription = storedText(p.desc)
+	} else if p.callErr != nil {
+		f.LastDescription = storedText("last poll failed: " + p.msg)
+	}
+	var retryAfter time.Duration
+	if p.resp != nil {
+		retryAfter = p.resp.RetryAfter
+	}
+	f.NextPollAt = mtime(now.Add(pollDelay(e, f, retryAfter, now)))
+}
