@@ -34,7 +34,7 @@ func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 	ctx = stepUnbindReads(ctx, in)
 	r, err := e.stepBinding(ctx, in)
 	if err == nil && r.State == StateDeleted && !r.noPlace {
-		e.releaseConsumer(ctx, in)
+		e.auth.ReleaseConsumer(ctx, in)
 	}
 	return r, err
 }
@@ -162,7 +162,7 @@ func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.B
 // bindingParameters resolves the binding's parameters, keyed with its salt (created in
 // b's status when it has none yet).
 func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
-	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretsFor(b))
+	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.auth.SecretsFor(b))
 	return p.salted(&b.Status.OperationStatus), err
 }
 
@@ -187,7 +187,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	}
 	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
 	// who may update the binding's ConfigMap, so a "re-send" may be forged.
-	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+	if err := e.auth.CheckConsumer(ctx, b, t.inst); err != nil {
 		return e.refusedConsumer(ctx, b, t.inst, err)
 	}
 	if prev == nil {
@@ -265,7 +265,7 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 			req.PredecessorBindingID = p.ExternalID
 		}
 	}
-	if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
+	if err := e.auth.VetBindingCall(ctx, b, t, op, true); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	if p := req.PredecessorBindingID; p != "" {
@@ -275,13 +275,13 @@ func (e *Engine) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 		}
 	}
 	if !resend {
-		if err := e.checkParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
+		if err := e.auth.CheckParametersTo(ctx, t.broker, b.Namespace, b.Spec.ParametersFrom, &params); err != nil {
 			return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 		}
 	}
 	// A re-send holds its place already (reserve finds it); a forged one
 	// must take one like any bind.
-	if err := e.reserve(ctx, b, t.inst); err != nil {
+	if err := e.auth.Reserve(ctx, b, t.inst); err != nil {
 		return preCallFailure(e, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	if !resend {
@@ -423,7 +423,7 @@ func (e *Engine) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTa
 	data, err := credentials.Encode(a.Credentials)
 	if err == nil {
 		data, err = credentials.Apply(ctx, data, a.Credentials, b.Spec.SecretTransforms, func(ctx context.Context, name string) (map[string][]byte, error) {
-			return e.secretsFor(b)(ctx, b.Namespace, name)
+			return e.auth.SecretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
 	retriable := err == nil
@@ -590,7 +590,7 @@ func (e *Engine) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v
 		phase = v1alpha1.PhaseReady
 		msg = fmt.Sprintf("unbinding the credentials the rotation replaced (binding id %s) at broker %q", id, t.broker.Name)
 	}
-	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
+	if err := e.auth.VetBindingCall(ctx, b, t, op, false); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	stored, ok, err := writeAhead(e, ctx, b, op, phase, reason, msg)
@@ -768,7 +768,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 	if err != nil {
 		return preCallFailure(e, ctx, b, ReasonBrokerUnavailable, err)
 	}
-	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
+	if err := e.auth.VetBindingCall(ctx, b, t, op, false); err != nil {
 		return preCallFailure(e, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil && !slices.Contains(b.Status.Retired, op.BindingID)
@@ -823,7 +823,7 @@ func (e *Engine) pollBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (R
 		// may be forged (a status is free to write), or the grant revoked meanwhile.
 		// Nothing is fetched then: the operation stays to be polled again after a
 		// backoff (the refusal shows), and a binding being deleted unbinds instead.
-		if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+		if err := e.auth.CheckConsumer(ctx, b, t.inst); err != nil {
 			if b.DeletionTimestamp == nil {
 				return e.refusedConsumer(ctx, b, t.inst, err)
 			}
@@ -880,7 +880,7 @@ func (e *Engine) settleBinding(ctx context.Context, b *v1alpha1.ServiceBinding) 
 		if d := e.retryWait(b, actionBind); d > 0 {
 			return resultOf(e, b), nil
 		}
-		if err := e.authorizeProjections(ctx, b); err != nil {
+		if err := e.auth.AuthorizeProjections(ctx, b); err != nil {
 			return preCallFailure(e, ctx, b, ReasonBindProjectionFailed, err)
 		}
 		stored, err := e.projectionAhead(ctx, b)

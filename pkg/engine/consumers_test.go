@@ -443,7 +443,7 @@ func TestConsumers_AGrantTheUserMayNotCheck_IsLeftToReconcile(t *testing.T) {
 	// Reconcile, which may ask, finds that mallory may write the instance: it binds.
 	f.engine.cfg.Authorizer = &rbac{allow: map[string][]authorizationv1.ResourceAttributes{"mallory": {{Namespace: ns, Verb: "update",
 		Resource: "configmaps", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "db")}}}}
-	f.engine.trust.answers = nil
+	f.engine.auth = newAuthority(f.engine) // forget the answers
 	res = f.stepBindingIn(consumerNS, "app")
 	assert.Equal(t, res.State, StateSettled, res.Message)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1)

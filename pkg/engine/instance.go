@@ -173,7 +173,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return target{}, fmt.Errorf("broker %q of instance %q: %w", inst.Spec.BrokerName, inst.Name, err)
 	}
-	if err := e.checkBroker(ctx, b); err != nil {
+	if err := e.auth.CheckBroker(ctx, b); err != nil {
 		return target{}, err
 	}
 	c, err := e.cfg.Brokers.ClientFor(ctx, b)
@@ -210,7 +210,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 // parameters resolves the instance's parameters, keyed with its salt (created in inst's
 // status when it has none yet).
 func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance) (Parameters, error) {
-	p, err := ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.secretsFor(inst))
+	p, err := ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.auth.SecretsFor(inst))
 	return p.salted(&inst.Status.OperationStatus), err
 }
 
@@ -245,7 +245,7 @@ func (e *Engine) requestOptions(ctx context.Context, rec v1alpha1.Record, reques
 		o.OmitOriginatingIdentity = true
 		return o, nil
 	}
-	id, err := e.originatingIdentity(ctx, rec)
+	id, err := e.auth.OriginatingIdentity(ctx, rec)
 	if err != nil {
 		return o, err
 	}
@@ -329,11 +329,11 @@ func (e *Engine) provision(ctx context.Context, inst *v1alpha1.ServiceInstance, 
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
+	if err := e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, op.PlanID); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	if !resend {
-		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, &params); err != nil {
+		if err := e.auth.CheckParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, &params); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 		}
 	}
@@ -532,11 +532,11 @@ func (e *Engine) update(ctx context.Context, inst *v1alpha1.ServiceInstance, pre
 		req.MaintenanceInfo = &osb.MaintenanceInfo{Version: targetMI}
 		changes = append(changes, "maintenance version "+targetMI)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
+	if err := e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, req.PlanID); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	if !resend {
-		if err := e.checkParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, sent); err != nil {
+		if err := e.auth.CheckParametersTo(ctx, t.broker, inst.Namespace, inst.Spec.ParametersFrom, sent); err != nil {
 			return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 		}
 	}
@@ -694,7 +694,7 @@ func (e *Engine) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance
 		phase, reason = v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress
 		msg = fmt.Sprintf("deleting at broker %q what the failed provision may have created (orphan mitigation)", t.broker.Name)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
+	if err := e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	stored, ok, err := writeAhead(e, ctx, inst, op, phase, reason, msg)
@@ -916,7 +916,7 @@ func (e *Engine) poll(ctx context.Context, inst *v1alpha1.ServiceInstance) (Resu
 	if err != nil {
 		return preCallFailure(e, ctx, inst, ReasonBrokerUnavailable, err)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
+	if err := e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
 		return preCallFailure(e, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil

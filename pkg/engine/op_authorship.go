@@ -6,29 +6,12 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
-
-// SelfAuthorizer answers whether the user running the engine may make an API request (a
-// SelfSubjectAccessReview, which every user may ask).
-type SelfAuthorizer interface {
-	SelfAllowed(ctx context.Context, attrs authorizationv1.ResourceAttributes) (bool, string, error)
-}
-
-// SelfAllowed asks the API server with a SelfSubjectAccessReview.
-func (a KubeAuthorizer) SelfAllowed(ctx context.Context, attrs authorizationv1.ResourceAttributes) (bool, string, error) {
-	r, err := a.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return false, "", fmt.Errorf("cannot ask the API server what you may do (SelfSubjectAccessReview): %w", err)
-	}
-	return r.Status.Allowed, r.Status.Reason, nil
-}
 
 // AdoptAuthorshipRequest asks to re-stamp the records of a namespace whose author cannot
 // be verified (written before the trust policy now in force) as the runner's own.
@@ -77,38 +60,6 @@ func (r AdoptAuthorshipResult) Refused() int {
 	return n
 }
 
-type adoptingKey struct{}
-
-// adopting marks ctx as checking whether the runner could have written the records of
-// uids (the one checked, and those adopted before it in the same run): what needs their
-// author's authority is asked of the runner's own rights (a SelfSubjectAccessReview),
-// exactly as if the runner wrote their spec with a verb; every other record keeps its own
-// authority (an instance's grant to share stays its author's).
-func adopting(ctx context.Context, uids map[types.UID]bool) context.Context {
-	return context.WithValue(ctx, adoptingKey{}, uids)
-}
-
-func adoptingUID(ctx context.Context, uid types.UID) bool {
-	v, _ := ctx.Value(adoptingKey{}).(map[types.UID]bool)
-	return uid != "" && v[uid]
-}
-
-// runnerMay refuses a request the user running the engine may not make.
-func (e *Engine) runnerMay(ctx context.Context, attrs authorizationv1.ResourceAttributes) error {
-	sa, ok := e.cfg.Authorizer.(SelfAuthorizer)
-	if !ok {
-		return refused(ReasonRefusedAuthorUnverified, "cannot ask the API server whether you may %s", describeRequest(attrs))
-	}
-	allowed, reason, err := sa.SelfAllowed(ctx, attrs)
-	if err != nil {
-		return refused(ReasonRefusedAuthorUnverified, "%v", err)
-	}
-	if !allowed {
-		return refused(ReasonRefusedNotAuthorized, "you may not %s (%s)", describeRequest(attrs), authzReason(reason))
-	}
-	return nil
-}
-
 // AdoptAuthorship re-stamps, as the runner's own, the records of a namespace whose
 // author cannot be verified: written before the trust policy now in force, by anyone who
 // could write ConfigMaps there. Only a record whose spec the runner could have written is
@@ -123,7 +74,7 @@ func (e *Engine) runnerMay(ctx context.Context, attrs authorizationv1.ResourceAt
 // taken their RoleBindings, and with them the rights reconcile checks the record against.
 func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest) (AdoptAuthorshipResult, error) {
 	var res AdoptAuthorshipResult
-	state := e.trustState(ctx)
+	state := e.auth.State(ctx)
 	if state.Token == "" {
 		return res, fmt.Errorf("the catalog's trust policy is not in force (%s): records can be adopted only under it; an administrator runs \"kubectl catalog init\" first", state.Reason)
 	}
@@ -165,13 +116,13 @@ func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest
 		out := AdoptedRecord{Kind: strings.ToLower(kr.kind), Name: rec.GetName(), Was: store.AuthorOf(rec).Username}
 		au := store.AuthorOf(rec)
 		switch {
-		case tampered(rec) != "":
-			out.Outcome, out.Detail = AuthorshipRefused, tampered(rec)
+		case authority.Tampered(rec) != "":
+			out.Outcome, out.Detail = AuthorshipRefused, authority.Tampered(rec)
 		case au.Username != "" && au.Token == state.Token && (rec.GetDeletionTimestamp() == nil || au.Username == id.Username):
 			out.Outcome, out.Detail = AuthorshipVerified, fmt.Sprintf("written by %s under the trust policy in force", au.Username)
 		default:
 			adopted[rec.GetUID()] = true
-			if err := e.checkAuthorship(adopting(ctx, adopted), rec); err != nil {
+			if err := e.checkAuthorship(authority.Adopting(ctx, adopted), rec); err != nil {
 				delete(adopted, rec.GetUID())
 				out.Outcome, out.Detail = AuthorshipRefused, err.Error()
 				break
@@ -180,7 +131,7 @@ func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest
 			if req.DryRun == DryRunClient {
 				break
 			}
-			if err := e.restamp(req.DryRun.writes(store.WithIntent(ctx)), rec); err != nil {
+			if err := e.auth.Restamp(req.DryRun.writes(store.WithIntent(ctx)), rec); err != nil {
 				delete(adopted, rec.GetUID())
 				out.Outcome, out.Detail = AuthorshipRefused, "cannot write it: "+err.Error()
 			}
@@ -191,9 +142,9 @@ func (e *Engine) AdoptAuthorship(ctx context.Context, req AdoptAuthorshipRequest
 }
 
 // checkAuthorship refuses rec when the runner could not have written its spec: ctx is
-// marked adopting(rec), so every check asks the runner's own rights for it.
+// marked authority.Adopting(rec), so every check asks the runner's own rights for it.
 func (e *Engine) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error {
-	secrets := e.secretsFor(rec)
+	secrets := e.auth.SecretsFor(rec)
 	readAll := func(ns string, from []v1alpha1.ParametersFromSource) error {
 		for _, pf := range from {
 			if pf.SecretKeyRef != nil {
@@ -206,13 +157,13 @@ func (e *Engine) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error
 	}
 	switch r := rec.(type) {
 	case *v1alpha1.Broker:
-		return e.checkBroker(ctx, r)
+		return e.auth.CheckBroker(ctx, r)
 	case *v1alpha1.ServiceInstance:
 		if err := readAll(r.Namespace, r.Spec.ParametersFrom); err != nil {
 			return err
 		}
 		if len(r.Spec.SharedWith) > 0 {
-			if err := e.runnerMay(ctx, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "update", Resource: "configmaps",
+			if err := e.auth.RunnerMay(ctx, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "update", Resource: "configmaps",
 				Name: store.ConfigMapName(v1alpha1.KindServiceInstance, r.Name)}); err != nil {
 				return err
 			}
@@ -224,7 +175,7 @@ func (e *Engine) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error
 		if err != nil {
 			return err
 		}
-		return e.checkPlan(ctx, r.Namespace, t, brokerPlanID(r))
+		return e.auth.CheckPlan(ctx, r.Namespace, t, brokerPlanID(r))
 	case *v1alpha1.ServiceBinding:
 		if err := readAll(r.Namespace, r.Spec.ParametersFrom); err != nil {
 			return err
@@ -236,7 +187,7 @@ func (e *Engine) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error
 				}
 			}
 		}
-		if err := e.authorizeProjections(ctx, r); err != nil {
+		if err := e.auth.AuthorizeProjections(ctx, r); err != nil {
 			return err
 		}
 		if r.DeletionTimestamp != nil {
@@ -246,37 +197,12 @@ func (e *Engine) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error
 		if err != nil {
 			return err
 		}
-		if err := e.checkConsumer(ctx, r, t.inst); err != nil {
+		if err := e.auth.CheckConsumer(ctx, r, t.inst); err != nil {
 			return err
 		}
-		return e.checkPlan(ctx, r.Namespace, t.target, t.planID)
+		return e.auth.CheckPlan(ctx, r.Namespace, t.target, t.planID)
 	}
 	return nil
-}
-
-// restamp writes rec again as the runner's intent: the store stamps the runner as its
-// author with the current token; the spec is written as it was read. A refusal's backoff
-// is cut short: the next reconcile looks at the record again at once, now that its
-// author can be verified.
-func (e *Engine) restamp(ctx context.Context, rec v1alpha1.Record) error {
-	now := metav1.NewTime(e.now())
-	due := func(s *v1alpha1.OperationStatus) {
-		if s.Retry != nil && s.Retry.NextRetryAt != nil && s.Retry.NextRetryAt.After(now.Time) {
-			s.Retry.NextRetryAt = &now
-		}
-	}
-	var err error
-	switch r := rec.(type) {
-	case *v1alpha1.Broker:
-		_, err = e.cfg.Store.Brokers().Update(ctx, r)
-	case *v1alpha1.ServiceInstance:
-		due(&r.Status.OperationStatus)
-		_, err = e.cfg.Store.Instances().Update(ctx, r)
-	case *v1alpha1.ServiceBinding:
-		due(&r.Status.OperationStatus)
-		_, err = e.cfg.Store.Bindings().Update(ctx, r)
-	}
-	return err
 }
 
 // UnverifiedCounts counts, per namespace, the records of namespace ("" for all) not
