@@ -9,8 +9,9 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
-// CheckConsumer is checkConsumer for the verbs, before they record b: b is the user's own
-// (this process records it as their intent), not a record of unknown authorship.
+// CheckConsumer is the check of a bind of b to inst (authority.Authority.CheckConsumer)
+// for the verbs, before they record b: b is the user's own (this process records it as
+// their intent), not a record of unknown authorship.
 func (e *Engine) CheckConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) error {
 	return e.auth.CheckConsumer(asDraft(ctx, b), b, inst)
 }
@@ -96,7 +97,7 @@ func (e *Engine) RevokeConsumers(ctx context.Context, inst *v1alpha1.ServiceInst
 // deletion because its instance no longer lets its namespace bind.
 const ReasonRevoked = "Revoked"
 
-// refusedConsumer is a binding step's answer when checkConsumer refused b for inst
+// refusedConsumer is a binding step's answer when CheckConsumer refused b for inst
 // (cause). A binding the broker may hold something of, whose namespace inst's spec no
 // longer lets bind (an unshare, or a narrower allowed-namespaces list), is revoked here:
 // marked for deletion, as RevokeConsumers marks it when it sees it, so that its Secret and

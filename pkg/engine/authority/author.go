@@ -69,7 +69,7 @@ func AsDraft(ctx context.Context, rec v1alpha1.Record) context.Context {
 	return context.WithValue(ctx, draftKey{}, rec)
 }
 
-// isDraft reports whether rec is the record ctx checks before it is recorded (asDraft):
+// isDraft reports whether rec is the record ctx checks before it is recorded (AsDraft):
 // that very object, never stored (a record read from the cluster has a uid).
 func isDraft(ctx context.Context, rec v1alpha1.Record) bool {
 	d, _ := ctx.Value(draftKey{}).(v1alpha1.Record)

@@ -18,7 +18,7 @@ import (
 )
 
 // CheckID refuses to send OSB id for rec (of kind, an instance or a binding) when the id
-// is not rec's (checkOwnID), or when another record, in any namespace, already uses it:
+// is not rec's (CheckOwnID), or when another record, in any namespace, already uses it:
 // an older record for an id bound to rec's namespace, the record that claimed it first
 // for an id bound to nothing (checkAdoptedID). Ids show up in describe output,
 // dashboards and logs, and copying one into a record must not make the engine act on
@@ -160,7 +160,7 @@ func CheckOwnID(kind string, rec IDOwner, id string) error {
 }
 
 // checkAdoptedID refuses to send OSB id, bound to nothing and named by rec's spec (so
-// rec's own: checkOwnID), when another record whose spec names it adopted it first. A
+// rec's own: CheckOwnID), when another record whose spec names it adopted it first. A
 // spec is free to rewrite on a record of any age, so the time a record was created says
 // nothing about when it took the id; the creationTimestamp of its id claim
 // (store.ClaimExternalID), which the API server sets and nobody can change, does. A
