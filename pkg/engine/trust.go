@@ -17,11 +17,22 @@ import (
 // newAuthority is the Authority of e: it reads e's configuration as it stands at each
 // call.
 func newAuthority(e *Engine) *authority.Authority {
+	// instanceTarget and bindingTarget are the targets of a record's broker calls and
+	// the plan they name.
+	instanceTarget := func(ctx context.Context, inst *v1alpha1.ServiceInstance) (authority.Target, string, error) {
+		t, err := e.target(ctx, inst)
+		return t, brokerPlanID(inst), err
+	}
+	bindingTarget := func(ctx context.Context, b *v1alpha1.ServiceBinding) (authority.BindTarget, string, error) {
+		t, err := e.bindTarget(ctx, b)
+		return t, t.planID, err
+	}
 	return authority.New(func() authority.Env {
 		return authority.Env{
 			Store: e.cfg.Store, Platform: e.cfg.Platform, Trust: e.cfg.Trust, Authorizer: e.cfg.Authorizer,
 			CatalogNamespace: e.cfg.CatalogNamespace, Unattended: e.cfg.Unattended, Now: e.cfg.Now,
 			AccessRules: e.prepared.accessRules, TakeIDList: takeIDList, LeftToReconcile: leftToReconcile,
+			InstanceTarget: instanceTarget, BindingTarget: bindingTarget,
 		}
 	})
 }
@@ -46,6 +57,10 @@ type (
 	KubeAuthorizer = authority.KubeAuthorizer
 	// RefusedError says why the engine will not act on a record.
 	RefusedError = authority.RefusedError
+	// AdoptedRecord is what became of one record (AdoptAuthorship).
+	AdoptedRecord = authority.AdoptedRecord
+	// AdoptAuthorshipResult lists the records of the namespace and what became of each.
+	AdoptAuthorshipResult = authority.AdoptAuthorshipResult
 	// Unvouched is a record reconcile can act on only by lending it the rights of the
 	// user running it (see Engine.UnvouchedRecord).
 	Unvouched = authority.Unvouched
@@ -62,6 +77,13 @@ const (
 	ReasonRefusedNotShared           = authority.ReasonRefusedNotShared
 	ReasonRefusedNamespaceNotAllowed = authority.ReasonRefusedNamespaceNotAllowed
 	ReasonRefusedLimitReached        = authority.ReasonRefusedLimitReached
+)
+
+// Authorship outcomes of one record (authority.AuthorshipAdopted, ...).
+const (
+	AuthorshipAdopted  = authority.AuthorshipAdopted
+	AuthorshipVerified = authority.AuthorshipVerified
+	AuthorshipRefused  = authority.AuthorshipRefused
 )
 
 // NoVoucher ends the message of a refusal for want of a verified author where the user

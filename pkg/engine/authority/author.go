@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -193,29 +192,4 @@ func (auth *Authority) OriginatingIdentity(ctx context.Context, rec v1alpha1.Rec
 		return nil, nil
 	}
 	return &osb.OriginatingIdentity{Username: a.author.Username, Groups: slices.Clone(a.author.Groups), Extra: map[string][]string{}}, nil
-}
-
-// Restamp writes rec again as the runner's intent: the store stamps the runner as its
-// author with the current token; the spec is written as it was read. A refusal's backoff
-// is cut short: the next reconcile looks at the record again at once, now that its
-// author can be verified.
-func (auth *Authority) Restamp(ctx context.Context, rec v1alpha1.Record) error {
-	now := metav1.NewTime(auth.env().Now())
-	due := func(s *v1alpha1.OperationStatus) {
-		if s.Retry != nil && s.Retry.NextRetryAt != nil && s.Retry.NextRetryAt.After(now.Time) {
-			s.Retry.NextRetryAt = &now
-		}
-	}
-	var err error
-	switch r := rec.(type) {
-	case *v1alpha1.Broker:
-		_, err = auth.env().Store.Brokers().Update(ctx, r)
-	case *v1alpha1.ServiceInstance:
-		due(&r.Status.OperationStatus)
-		_, err = auth.env().Store.Instances().Update(ctx, r)
-	case *v1alpha1.ServiceBinding:
-		due(&r.Status.OperationStatus)
-		_, err = auth.env().Store.Bindings().Update(ctx, r)
-	}
-	return err
 }

@@ -69,6 +69,12 @@ type Env struct {
 	// TakeIDList takes the list of the records of kind labelled with OSB id id that ctx
 	// carries, once, if any (false: the id's records are listed).
 	TakeIDList func(ctx context.Context, kind, id string) (*ahead.Read[[]store.IDUser], bool)
+	// InstanceTarget reads what the broker calls of inst go through, and the plan id
+	// they name (AdoptAuthorship's checks).
+	InstanceTarget func(ctx context.Context, inst *v1alpha1.ServiceInstance) (Target, string, error)
+	// BindingTarget reads what the broker calls of b go through, and the plan id they
+	// name (AdoptAuthorship's checks).
+	BindingTarget func(ctx context.Context, b *v1alpha1.ServiceBinding) (BindTarget, string, error)
 	// LeftToReconcile is the error of what the user running a verb may not do and
 	// reconcile does: what says it, err is the cause (nil for none).
 	LeftToReconcile func(what string, err error) error

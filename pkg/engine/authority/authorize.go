@@ -18,7 +18,7 @@ import (
 func (auth *Authority) Authorize(ctx context.Context, rec v1alpha1.Record, attrs authorizationv1.ResourceAttributes) error {
 	if adoptingUID(ctx, rec.GetUID()) {
 		// The runner adopts rec: the spec counts as theirs only if they could write it.
-		return auth.RunnerMay(ctx, attrs)
+		return auth.runnerMay(ctx, attrs)
 	}
 	a := auth.of(ctx, rec)
 	if a.self {
@@ -87,8 +87,8 @@ func (auth *Authority) Authorize(ctx context.Context, rec v1alpha1.Record, attrs
 	return nil
 }
 
-// RunnerMay refuses a request the user running the engine may not make.
-func (auth *Authority) RunnerMay(ctx context.Context, attrs authorizationv1.ResourceAttributes) error {
+// runnerMay refuses a request the user running the engine may not make.
+func (auth *Authority) runnerMay(ctx context.Context, attrs authorizationv1.ResourceAttributes) error {
 	sa, ok := auth.env().Authorizer.(SelfAuthorizer)
 	if !ok {
 		return Refused(ReasonRefusedAuthorUnverified, "cannot ask the API server whether you may %s", describeRequest(attrs))
