@@ -84,7 +84,7 @@ func (auth *Authority) NoteOwnID(kind string, rec metav1.Object, id string) {
 }
 
 // idUsers lists the records of kind, in every namespace, that use OSB id id (the list
-// ctx carries, if any: see withIDListsAhead); for a user who may not list records of
+// ctx carries, if any: Env.TakeIDList); for a user who may not list records of
 // every namespace, those of namespace, which they may see.
 func (auth *Authority) idUsers(ctx context.Context, kind, namespace, id string) ([]store.IDUser, error) {
 	list, ok := auth.env().TakeIDList(ctx, kind, id)
