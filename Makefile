@@ -222,7 +222,8 @@ LAYER_RULES := \
 	'pkg/(engine|doctor|reconcile|install|migrate|trust|store|osb|apis|graph|projection|jsonschema)(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)' \
 	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)' \
 	'pkg/reconcile/shard(/|$$): pkg/(engine|reconcile)(/|$$)' \
-	'pkg/reconcile$$: pkg/reconcile/serve(/|$$)'
+	'pkg/reconcile$$: pkg/reconcile/serve(/|$$)' \
+	'pkg/engine/authority(/|$$): pkg/(engine$$|engine/(kube|catalogsync|brokerclient|credentials|enginetest|sim)(/|$$)|(doctor|reconcile|install|migrate|trust)(/|$$))'
 
 .PHONY: check-layers
 check-layers: ## The import rules between layers (docs/architecture.md)

@@ -69,7 +69,7 @@ func (e *Engine) AdoptInstance(ctx context.Context, a InstanceAdoption) (*v1alph
 	if a.HeldPlanID == "" && (a.InFlight == nil || a.InFlight.Type != v1alpha1.OperationProvision) {
 		return nil, fmt.Errorf("instance %q: the broker holds no plan and provisions nothing, so there is nothing to adopt", inst.Name)
 	}
-	if err := e.idFree(ctx, v1alpha1.KindServiceInstance, inst.Namespace, inst.Name, id); err != nil {
+	if err := e.auth.IDFree(ctx, v1alpha1.KindServiceInstance, inst.Namespace, inst.Name, id); err != nil {
 		return nil, err
 	}
 	now := e.now()
@@ -164,7 +164,7 @@ func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1
 	if err != nil {
 		return nil, fmt.Errorf("binding %q: its credentials Secret: %w", b.Name, err)
 	}
-	if err := e.idFree(ctx, v1alpha1.KindServiceBinding, b.Namespace, b.Name, id); err != nil {
+	if err := e.auth.IDFree(ctx, v1alpha1.KindServiceBinding, b.Namespace, b.Name, id); err != nil {
 		return nil, err
 	}
 	now := e.now()
@@ -204,36 +204,4 @@ func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1
 		return created, fmt.Errorf("binding %q is recorded, but its Secret %q could not be adopted: %w", b.Name, secret.Name, err)
 	}
 	return created, nil
-}
-
-// idFree refuses an OSB id that a record other than namespace/name uses.
-func (e *Engine) idFree(ctx context.Context, kind, namespace, name, id string) error {
-	users, err := e.cfg.Store.WithExternalID(ctx, kind, "", id)
-	if store.IsForbidden(err) {
-		users, err = e.cfg.Store.WithExternalID(ctx, kind, namespace, id)
-	}
-	if err != nil {
-		return err
-	}
-	for _, u := range users {
-		if u.Namespace == namespace && u.Name == name {
-			continue
-		}
-		// Only a real record that uses the id counts (see olderHolder).
-		holds, err := e.cfg.Store.HoldsExternalID(ctx, kind, u, id)
-		if err != nil && !store.IsForbidden(err) {
-			return err
-		}
-		if holds || err != nil {
-			return refused(ReasonRefusedIDInUse, "OSB id %s is already used by %s %q in namespace %q", id, kindWord(kind), u.Name, u.Namespace)
-		}
-	}
-	return nil
-}
-
-func kindWord(kind string) string {
-	if kind == v1alpha1.KindServiceBinding {
-		return "binding"
-	}
-	return "instance"
 }

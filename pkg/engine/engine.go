@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -117,7 +118,8 @@ type Projector interface {
 type Engine struct {
 	cfg     Config
 	targets targetCache
-	trust   trustCache
+	// auth decides on whose authority the engine acts for a record (trust.go).
+	auth *authority.Authority
 	// prepared holds what PrepareInstance read, for the engine's checks of the record
 	// it prepared moments later (readahead.go).
 	prepared preparedReads
@@ -151,7 +153,9 @@ func New(cfg Config) *Engine {
 	if cfg.CatalogNamespace == "" {
 		cfg.CatalogNamespace = "catalog-system"
 	}
-	return &Engine{cfg: cfg, targets: targetCache{m: map[string]cachedTarget{}}}
+	e := &Engine{cfg: cfg, targets: targetCache{m: map[string]cachedTarget{}}}
+	e.auth = newAuthority(e)
+	return e
 }
 
 // targetCache holds recently read targets by broker namespace, name and class id; its

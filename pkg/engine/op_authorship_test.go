@@ -128,7 +128,7 @@ func TestAdoptAuthorship_RecordsBeingDeletedWhoseAuthorLostHisRights(t *testing.
 	assert.Equal(t, f.stepRecord(f.get("db2")).State, StateSettled)
 	// The namespace is deleted: bob's RoleBinding first, then the records.
 	authz.allow = nil
-	f.engine.trust = trustCache{}
+	f.engine.auth = newAuthority(f.engine)
 	for _, cm := range []string{store.ConfigMapName(v1alpha1.KindBroker, "nb"), store.ConfigMapName(v1alpha1.KindServiceInstance, "db2")} {
 		assert.NilError(t, f.cluster.Core.CoreV1().ConfigMaps(ns).Delete(ctx, cm, metav1.DeleteOptions{}))
 	}

@@ -24,7 +24,7 @@ type BrokerProbe struct {
 // refuses (CheckBroker) is not called, whoever asks: its credentials would go to a URL
 // of its author's choosing. ctx bounds the check and the call.
 func (e *Engine) ProbeBroker(ctx context.Context, b *v1alpha1.Broker) BrokerProbe {
-	if err := e.checkBroker(ctx, b); err != nil {
+	if err := e.auth.CheckBroker(ctx, b); err != nil {
 		return BrokerProbe{NotCalled: err}
 	}
 	client, err := e.cfg.Brokers.ClientFor(ctx, b)

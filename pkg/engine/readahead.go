@@ -113,13 +113,7 @@ func ownCreated(e *Engine, inst *v1alpha1.ServiceInstance) {
 	if inst.UID == "" || inst.Status.ExternalID != "" || id == "" || !e.prepared.takeGenerated(id) {
 		return
 	}
-	c := &e.trust
-	c.mu.Lock()
-	if c.owned == nil || len(c.owned) > 100000 {
-		c.owned = map[string]string{}
-	}
-	c.owned[v1alpha1.KindServiceInstance+"/"+id] = string(inst.UID)
-	c.mu.Unlock()
+	e.auth.NoteOwnID(v1alpha1.KindServiceInstance, inst, id)
 }
 
 // brokerReadAhead is a read of one broker record that a verb started right after

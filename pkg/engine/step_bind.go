@@ -65,7 +65,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 		op: op, resend: resend, broker: t.broker, params: nonEmpty(in.params), paramsFrom: b.Spec.ParametersFrom, osbOp: osb.OpBind,
 		sent: v1alpha1.SentRequest{ClusterID: in.org, NamespaceUID: in.space, PredecessorBindingID: req.PredecessorBindingID},
 		vet: func(ctx context.Context) error {
-			if err := e.vetBindingCall(ctx, b, t, op, true); err != nil {
+			if err := e.auth.VetBindingCall(ctx, b, t, op, true); err != nil {
 				return err
 			}
 			if p := req.PredecessorBindingID; p != "" {
@@ -76,7 +76,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 		},
 		// A re-send holds its place already (reserve finds it); a forged one
 		// must take one like any bind.
-		hold:  func(ctx context.Context) error { return e.reserve(ctx, b, t.inst) },
+		hold:  func(ctx context.Context) error { return e.auth.Reserve(ctx, b, t.inst) },
 		phase: v1alpha1.PhaseBinding, reason: ReasonBindRequestInFlight,
 		msg: fmt.Sprintf("sending the bind request to broker %q", t.broker.Name),
 		call: func(ctx context.Context) (int, error) {
@@ -116,7 +116,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 func (e bindingSteps) refuseBind(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, prev *v1alpha1.Operation) (r Result, refused bool, err error) {
 	// The grant is checked for a re-send too: status.inFlight is free to write for anyone
 	// who may update the binding's ConfigMap, so a "re-send" may be forged.
-	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+	if err := e.auth.CheckConsumer(ctx, b, t.inst); err != nil {
 		r, err := e.refusedConsumer(ctx, b, t.inst, err)
 		return r, true, err
 	}
@@ -278,7 +278,7 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 	data, err := credentials.Encode(a.Credentials)
 	if err == nil {
 		data, err = credentials.Apply(ctx, data, a.Credentials, b.Spec.SecretTransforms, func(ctx context.Context, name string) (map[string][]byte, error) {
-			return e.secretsFor(b)(ctx, b.Namespace, name)
+			return e.auth.SecretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
 	retriable := err == nil

@@ -24,7 +24,7 @@ func (e *Engine) StepBinding(ctx context.Context, in *v1alpha1.ServiceBinding) (
 	ctx = stepUnbindReads(ctx, in)
 	r, err := e.stepBinding(ctx, in)
 	if err == nil && r.State == StateDeleted && !r.noPlace {
-		e.releaseConsumer(ctx, in)
+		e.auth.ReleaseConsumer(ctx, in)
 	}
 	return r, err
 }
@@ -151,6 +151,6 @@ func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.B
 // bindingParameters resolves the binding's parameters, keyed with its salt (created in
 // b's status when it has none yet).
 func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
-	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.secretsFor(b))
+	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.auth.SecretsFor(b))
 	return p.salted(&b.Status.OperationStatus), err
 }

@@ -29,7 +29,7 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBrokerUnavailable, err)
 	}
-	if err := e.vetBindingCall(ctx, b, t, op, false); err != nil {
+	if err := e.auth.VetBindingCall(ctx, b, t, op, false); err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationUnbind && b.DeletionTimestamp == nil && !slices.Contains(b.Status.Retired, op.BindingID)
@@ -80,7 +80,7 @@ func (e bindingSteps) settleBinding(ctx context.Context, b *v1alpha1.ServiceBind
 		if d := e.retryWait(b, actionBind); d > 0 {
 			return resultOf(e.Engine, b), nil
 		}
-		if err := e.authorizeProjections(ctx, b); err != nil {
+		if err := e.auth.AuthorizeProjections(ctx, b); err != nil {
 			return preCallFailure(e.Engine, ctx, b, ReasonBindProjectionFailed, err)
 		}
 		stored, err := e.projectionAhead(ctx, b)
@@ -161,7 +161,7 @@ func (e bindingSteps) project(ctx context.Context, b *v1alpha1.ServiceBinding) e
 // the operation stays to be polled again after a backoff (the refusal shows), and a
 // binding being deleted unbinds instead.
 func (e bindingSteps) fetchBound(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, op *v1alpha1.Operation, opts osb.RequestOptions) (Result, error) {
-	if err := e.checkConsumer(ctx, b, t.inst); err != nil {
+	if err := e.auth.CheckConsumer(ctx, b, t.inst); err != nil {
 		if b.DeletionTimestamp == nil {
 			return e.refusedConsumer(ctx, b, t.inst, err)
 		}

@@ -217,7 +217,7 @@ func (s *brokerStep) giveFinalizers(ctx context.Context, b *v1alpha1.Broker) (*v
 	}
 	if b.Namespace != e.cfg.CatalogNamespace { // administrators write the catalog namespace
 		attrs := authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "update", Resource: "secrets", Name: a.SecretRef.Name}
-		if err := e.authorize(ctx, b, attrs); err != nil {
+		if err := e.auth.Authorize(ctx, b, attrs); err != nil {
 			return b, err
 		}
 	}

@@ -94,7 +94,7 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 		return preCallFailure(e, ctx, x, ReasonPlatformUnavailable, err)
 	}
 	if !c.resend {
-		if err := e.checkParametersTo(ctx, c.broker, x.GetNamespace(), c.paramsFrom, c.params); err != nil {
+		if err := e.auth.CheckParametersTo(ctx, c.broker, x.GetNamespace(), c.paramsFrom, c.params); err != nil {
 			return preCallFailure(e, ctx, x, ReasonPlatformUnavailable, err)
 		}
 	}

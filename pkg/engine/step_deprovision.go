@@ -80,7 +80,7 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 	call := brokerCall{
 		op: op, keepsNothing: true, broker: t.broker, osbOp: osb.OpDeprovision,
 		phase: phase, reason: reason, msg: msg,
-		vet: func(ctx context.Context) error { return e.vetInstanceCall(ctx, inst, t, op.InstanceID, "") },
+		vet: func(ctx context.Context) error { return e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, "") },
 		call: func(ctx context.Context) (int, error) {
 			var callErr error
 			resp, callErr = t.client.Deprovision(ctx, req)

@@ -168,7 +168,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return target{}, fmt.Errorf("broker %q of instance %q: %w", inst.Spec.BrokerName, inst.Name, err)
 	}
-	if err := e.checkBroker(ctx, b); err != nil {
+	if err := e.auth.CheckBroker(ctx, b); err != nil {
 		return target{}, err
 	}
 	c, err := e.cfg.Brokers.ClientFor(ctx, b)
@@ -205,7 +205,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 // parameters resolves the instance's parameters, keyed with its salt (created in inst's
 // status when it has none yet).
 func (e *Engine) parameters(ctx context.Context, inst *v1alpha1.ServiceInstance) (Parameters, error) {
-	p, err := ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.secretsFor(inst))
+	p, err := ResolveParameters(ctx, inst.Namespace, inst.Spec.Parameters, inst.Spec.ParametersFrom, e.auth.SecretsFor(inst))
 	return p.salted(&inst.Status.OperationStatus), err
 }
 
@@ -240,7 +240,7 @@ func (e *Engine) requestOptions(ctx context.Context, rec v1alpha1.Record, reques
 		o.OmitOriginatingIdentity = true
 		return o, nil
 	}
-	id, err := e.originatingIdentity(ctx, rec)
+	id, err := e.auth.OriginatingIdentity(ctx, rec)
 	if err != nil {
 		return o, err
 	}
@@ -256,7 +256,7 @@ func (e *Engine) requestOptions(ctx context.Context, rec v1alpha1.Record, reques
 // catalog before outcome stores it.
 func (e instanceSteps) send(ctx context.Context, inst *v1alpha1.ServiceInstance, t target, c brokerCall, outcome func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error)) (Result, error) {
 	c.broker, c.paramsFrom = t.broker, inst.Spec.ParametersFrom
-	c.vet = func(ctx context.Context) error { return e.vetInstanceCall(ctx, inst, t, c.op.InstanceID, c.planID) }
+	c.vet = func(ctx context.Context) error { return e.auth.VetInstanceCall(ctx, inst, t, c.op.InstanceID, c.planID) }
 	return sendCall(e.Engine, ctx, inst, c, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
 		if act.RefetchCatalog {
 			e.refreshCatalog(ctx, t.broker)

@@ -26,7 +26,7 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, inst, ReasonBrokerUnavailable, err)
 	}
-	if err := e.vetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
+	if err := e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, ""); err != nil {
 		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
 	mitigating := op.Type == v1alpha1.OperationDeprovision && inst.DeletionTimestamp == nil

@@ -98,7 +98,7 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	var resp *osb.UnbindResponse
 	call := brokerCall{
 		op: op, keepsNothing: true, broker: t.broker, osbOp: osb.OpUnbind,
-		vet: func(ctx context.Context) error { return e.vetBindingCall(ctx, b, t, op, false) },
+		vet: func(ctx context.Context) error { return e.auth.VetBindingCall(ctx, b, t, op, false) },
 		call: func(ctx context.Context) (int, error) {
 			var callErr error
 			resp, callErr = t.client.Unbind(ctx, req)

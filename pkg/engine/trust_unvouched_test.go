@@ -84,7 +84,7 @@ func TestTrust_Unvouched_SaysWhichSecretGoesWhere(t *testing.T) {
 	assert.Assert(t, f.unvouched(f.get("plain")) == nil, "the cluster broker's credentials are the administrators': nothing is lent")
 
 	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
-	f.engine.trust = trustCache{}
+	f.engine.auth = newAuthority(f.engine)
 	assert.Assert(t, f.unvouched(f.get("db2")) == nil, "under the trust policy the runner's rights are never lent")
 }
 

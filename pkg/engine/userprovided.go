@@ -67,7 +67,7 @@ func (e *Engine) WriteUserProvidedCredentials(ctx context.Context, inst *v1alpha
 // (a record naming any other Secret is refused), and only if inst's author may read it.
 func (e instanceSteps) userProvidedCredentials(ctx context.Context, inst *v1alpha1.ServiceInstance) (*corev1.Secret, error) {
 	name := inst.Spec.UserProvided.CredentialsSecret
-	if err := e.authorize(ctx, inst, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "get", Resource: "secrets", Name: name}); err != nil {
+	if err := e.auth.Authorize(ctx, inst, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "get", Resource: "secrets", Name: name}); err != nil {
 		return nil, err
 	}
 	s, err := e.cfg.Store.ReadOwnedSecret(ctx, inst, name)
@@ -201,13 +201,13 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 	// Every copy checks the grant, and holds a place under the limit: status.bound is
 	// free to write for anyone who may update the binding's ConfigMap, so a copy the
 	// status claims made before may be forged.
-	if err := e.checkConsumer(ctx, b, inst); err != nil {
+	if err := e.auth.CheckConsumer(ctx, b, inst); err != nil {
 		return e.refusedConsumer(ctx, b, inst, err)
 	}
 	if !b.CrossNamespace() {
 		// In its own namespace the binding copies only what its author may read.
 		name := inst.Spec.UserProvided.CredentialsSecret
-		if err := e.authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "get", Resource: "secrets", Name: name}); err != nil {
+		if err := e.auth.Authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "get", Resource: "secrets", Name: name}); err != nil {
 			return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
 		}
 	}
@@ -215,7 +215,7 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
 	}
-	if err := e.reserve(ctx, b, inst); err != nil {
+	if err := e.auth.Reserve(ctx, b, inst); err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	creds := make(map[string]any, len(secret.Data))
@@ -225,7 +225,7 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 	data, err := credentials.Encode(creds)
 	if err == nil {
 		data, err = credentials.Apply(ctx, data, creds, b.Spec.SecretTransforms, func(ctx context.Context, name string) (map[string][]byte, error) {
-			return e.secretsFor(b)(ctx, b.Namespace, name)
+			return e.auth.SecretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
 	if err == nil {

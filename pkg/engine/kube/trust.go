@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
@@ -15,13 +15,13 @@ type ClusterTrust struct {
 	CatalogNamespace string
 }
 
-// TrustState implements engine.TrustSource.
-func (c ClusterTrust) TrustState(ctx context.Context) (engine.TrustState, error) {
+// TrustState implements authority.TrustSource (engine.Config.Trust).
+func (c ClusterTrust) TrustState(ctx context.Context) (authority.TrustState, error) {
 	st, err := trust.CheckPolicy(ctx, c.Core, c.CatalogNamespace)
 	if err != nil {
-		return engine.TrustState{}, err
+		return authority.TrustState{}, err
 	}
-	return engine.TrustState{Token: st.Token, Reason: st.Reason}, nil
+	return authority.TrustState{Token: st.Token, Reason: st.Reason}, nil
 }
 
-var _ engine.TrustSource = ClusterTrust{}
+var _ authority.TrustSource = ClusterTrust{}

@@ -1,4 +1,4 @@
-package engine
+package authority
 
 import (
 	"cmp"
@@ -11,23 +11,115 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
+
+// CheckID refuses to send OSB id for rec (of kind, an instance or a binding) when the id
+// is not rec's (CheckOwnID), or when another record, in any namespace, already uses it:
+// an older record for an id bound to rec's namespace, the record that claimed it first
+// for an id bound to nothing (checkAdoptedID). Ids show up in describe output,
+// dashboards and logs, and copying one into a record must not make the engine act on
+// someone else's instance or binding with the broker's credentials.
+func (auth *Authority) CheckID(ctx context.Context, kind string, rec IDOwner, id string) error {
+	if err := CheckOwnID(kind, rec, id); err != nil {
+		return err
+	}
+	key := kind + "/" + id
+	c := &auth.cache
+	c.mu.Lock()
+	owner, ok := c.owned[key]
+	c.mu.Unlock()
+	if ok && owner == string(rec.GetUID()) {
+		return nil
+	}
+	if !v1alpha1.IsBoundID(id) {
+		return auth.checkAdoptedID(ctx, kind, rec, id)
+	}
+	created := rec.GetCreationTimestamp()
+	older := func(users []store.IDUser) *store.IDUser {
+		for _, u := range users {
+			if u.UID != rec.GetUID() && !created.Time.Before(u.Created.Time) {
+				return &u
+			}
+		}
+		return nil
+	}
+	c.mu.Lock()
+	ids := c.ids
+	c.mu.Unlock()
+	// The index of reconcile's list answers without a list of its own (one per record,
+	// each filtering every ConfigMap of the cluster at the API server) when it can; a
+	// refusal is never made on it alone, since the older record may be gone by now.
+	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
+	if !ok || older(users) != nil {
+		var err error
+		if users, err = auth.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
+			return err
+		}
+	}
+	u, err := auth.olderHolder(ctx, kind, rec, id, users)
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		return Refused(ReasonRefusedIDInUse, "refused to send OSB id %s: %s %q in namespace %q, created before this record, already uses it", id, strings.ToLower(kind), u.Name, u.Namespace)
+	}
+	auth.NoteOwnID(kind, rec, id)
+	return nil
+}
+
+// NoteOwnID remembers that the check of OSB id found it rec's, so that the checks of
+// rec's later calls in this process need no list.
+func (auth *Authority) NoteOwnID(kind string, rec metav1.Object, id string) {
+	c := &auth.cache
+	c.mu.Lock()
+	if c.owned == nil || len(c.owned) > 100000 {
+		c.owned = map[string]string{}
+	}
+	c.owned[kind+"/"+id] = string(rec.GetUID())
+	c.mu.Unlock()
+}
+
+// idUsers lists the records of kind, in every namespace, that use OSB id id (the list
+// ctx carries, if any: Env.TakeIDList); for a user who may not list records of
+// every namespace, those of namespace, which they may see.
+func (auth *Authority) idUsers(ctx context.Context, kind, namespace, id string) ([]store.IDUser, error) {
+	list, ok := auth.env().TakeIDList(ctx, kind, id)
+	if !ok {
+		list = ahead.Done(auth.env().Store.WithExternalID(ctx, kind, "", id))
+	}
+	users, err := list.Wait()
+	if store.IsForbidden(err) {
+		users, err = auth.env().Store.WithExternalID(ctx, kind, namespace, id)
+	}
+	return users, err
+}
+
+// UseIDIndex makes the check that no older record uses an OSB id answer from idx, the id
+// labels of the records reconcile has just listed (store.ListPendingWithIDs), where idx
+// can answer: for records it listed, created before the newest record it listed. It
+// replaces the index given before; nil stops using one.
+func (auth *Authority) UseIDIndex(idx *store.IDIndex) {
+	auth.cache.mu.Lock()
+	auth.cache.ids = idx
+	auth.cache.mu.Unlock()
+}
 
 // olderHolder is the first of users (records WithExternalID found labelled with OSB id
 // id) other than rec, created no later than rec, that is a real record using id
 // (store.HoldsExternalID); nil when there is none. A ConfigMap with the id's label that
 // holds no readable record naming the id, as anyone who may write ConfigMaps can create,
 // keeps no record from its calls. One the reader may not read counts: nobody can tell.
-func (e *Engine) olderHolder(ctx context.Context, kind string, rec metav1.Object, id string, users []store.IDUser) (*store.IDUser, error) {
+func (auth *Authority) olderHolder(ctx context.Context, kind string, rec metav1.Object, id string, users []store.IDUser) (*store.IDUser, error) {
 	created := rec.GetCreationTimestamp()
 	for _, u := range users {
 		if u.UID == rec.GetUID() || created.Time.Before(u.Created.Time) {
 			continue
 		}
-		holds, err := e.cfg.Store.HoldsExternalID(ctx, kind, u, id)
+		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
 		if store.IsForbidden(err) {
 			holds, err = true, nil
 		}
@@ -41,18 +133,18 @@ func (e *Engine) olderHolder(ctx context.Context, kind string, rec metav1.Object
 	return nil, nil
 }
 
-// idOwner is a record that says which OSB ids are its own.
-type idOwner interface {
+// IDOwner is a record that says which OSB ids are its own.
+type IDOwner interface {
 	metav1.Object
 	OwnsExternalID(id string) bool
 }
 
-// checkOwnID refuses to send OSB id for rec (of kind) unless the id is rec's own: bound
+// CheckOwnID refuses to send OSB id for rec (of kind) unless the id is rec's own: bound
 // to its uid or namespace, or named by its spec (v1alpha1.ServiceInstance.OwnsExternalID).
 // Ownership is never read from a status, labels or the time a record was created: a
 // status is free to write for anyone who may update the ConfigMap, so an id copied into
 // an older record's status would otherwise make it the id's first user.
-func checkOwnID(kind string, rec idOwner, id string) error {
+func CheckOwnID(kind string, rec IDOwner, id string) error {
 	if rec.OwnsExternalID(id) {
 		return nil
 	}
@@ -63,12 +155,12 @@ func checkOwnID(kind string, rec idOwner, id string) error {
 	if v1alpha1.IsBoundID(id) {
 		why = "it was generated for another record or namespace"
 	}
-	return refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s for %s %q in namespace %q: %s, and a status proves nothing (whoever may update the ConfigMap writes it): %s",
+	return Refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s for %s %q in namespace %q: %s, and a status proves nothing (whoever may update the ConfigMap writes it): %s",
 		id, what, rec.GetName(), rec.GetNamespace(), why, how)
 }
 
 // checkAdoptedID refuses to send OSB id, bound to nothing and named by rec's spec (so
-// rec's own: checkOwnID), when another record whose spec names it adopted it first. A
+// rec's own: CheckOwnID), when another record whose spec names it adopted it first. A
 // spec is free to rewrite on a record of any age, so the time a record was created says
 // nothing about when it took the id; the creationTimestamp of its id claim
 // (store.ClaimExternalID), which the API server sets and nobody can change, does. A
@@ -76,7 +168,7 @@ func checkOwnID(kind string, rec idOwner, id string) error {
 // with one wins over any without. Among records without one (records of earlier
 // releases, or a user who may not create ConfigMaps in rec's namespace), the older
 // record keeps the id.
-func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, id string) error {
+func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string) error {
 	self := store.IDUser{Namespace: rec.GetNamespace(), Name: rec.GetName(), UID: rec.GetUID(), Created: rec.GetCreationTimestamp()}
 	find := func(users []store.IDUser) (store.IDUser, bool) {
 		if i := slices.IndexFunc(users, func(u store.IDUser) bool { return u.UID == self.UID }); i >= 0 {
@@ -84,31 +176,31 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 		}
 		return store.IDUser{}, false
 	}
-	e.trust.mu.Lock()
-	idx := e.trust.ids
-	e.trust.mu.Unlock()
+	auth.cache.mu.Lock()
+	idx := auth.cache.ids
+	auth.cache.mu.Unlock()
 	// The index of reconcile's list answers when it shows this record's claim and no
 	// other record with the id: a claim made since is younger than this one.
 	if users, ok := idx.Lookup(kind, "", id, rec.GetUID()); ok && len(users) == 1 {
 		if _, claimed := find(users); claimed {
-			e.noteOwnID(kind, rec, id)
+			auth.NoteOwnID(kind, rec, id)
 			return nil
 		}
 	}
-	users, err := e.idUsers(ctx, kind, rec.GetNamespace(), id)
+	users, err := auth.idUsers(ctx, kind, rec.GetNamespace(), id)
 	if err != nil {
 		return err
 	}
 	if u, claimed := find(users); claimed {
 		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
 	} else {
-		if self.Adopted, self.AdoptedVersion, err = e.claimID(ctx, kind, rec, id); err != nil {
+		if self.Adopted, self.AdoptedVersion, err = auth.claimID(ctx, kind, rec, id); err != nil {
 			return err
 		}
 		if !self.Adopted.IsZero() {
 			// A claim another record made while this one was made is in a list read
 			// after it; which of the two is older, both checks agree.
-			if users, err = e.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
+			if users, err = auth.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
 				return err
 			}
 		}
@@ -119,7 +211,7 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 		if u.UID == self.UID || c > 0 && known {
 			continue
 		}
-		holds, err := e.cfg.Store.HoldsExternalID(ctx, kind, u, id)
+		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
 		if store.IsForbidden(err) {
 			holds, err = true, nil // nobody can tell: it counts
 		}
@@ -142,12 +234,12 @@ func (e *Engine) checkAdoptedID(ctx context.Context, kind string, rec idOwner, i
 		}
 		what := kindWord(kind)
 		undo := map[string]string{"instance": "deprovision", "binding": "unbind"}[what]
-		return refused(ReasonRefusedIDInUse, "refused to send OSB id %s for %s %q in namespace %q: %s %q in namespace %q adopted it first, %s; this record's id claim %s. "+
+		return Refused(ReasonRefusedIDInUse, "refused to send OSB id %s for %s %q in namespace %q: %s %q in namespace %q adopted it first, %s; this record's id claim %s. "+
 			"The id is that record's at the broker: if this record's spec was changed to name it, change spec.externalID back, or drop this record without calling the broker (%s)",
 			id, what, rec.GetName(), rec.GetNamespace(), what, u.Name, u.Namespace, first, since, hint.Quoted(rec.GetNamespace(), undo, "--abandon", rec.GetName()))
 	}
 	if !self.Adopted.IsZero() {
-		e.noteOwnID(kind, rec, id)
+		auth.NoteOwnID(kind, rec, id)
 	}
 	return nil
 }
@@ -187,12 +279,12 @@ func compareAdoption(a, b store.IDUser) (c int, known bool) {
 // and resourceVersion; zero, and no error, when the user may not create ConfigMaps in
 // rec's namespace (a user binding an instance shared with theirs): the claim is then
 // made by the next step of the record's own namespace.
-func (e *Engine) claimID(ctx context.Context, kind string, rec metav1.Object, id string) (metav1.Time, string, error) {
+func (auth *Authority) claimID(ctx context.Context, kind string, rec metav1.Object, id string) (metav1.Time, string, error) {
 	r, ok := rec.(v1alpha1.Record)
 	if !ok || rec.GetUID() == "" {
 		return metav1.Time{}, "", nil
 	}
-	t, version, err := e.cfg.Store.ClaimExternalID(ctx, kind, r, id)
+	t, version, err := auth.env().Store.ClaimExternalID(ctx, kind, r, id)
 	if store.IsForbidden(err) {
 		return metav1.Time{}, "", nil
 	}
@@ -203,7 +295,7 @@ func (e *Engine) claimID(ctx context.Context, kind string, rec metav1.Object, id
 // bound to nothing (adopted with --external-id, migrated, applied), so that the time
 // it adopted them is set now (see checkAdoptedID). A claim that cannot be made now is
 // made before the record's first call under the id.
-func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
+func (auth *Authority) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
 	kind, ids := v1alpha1.KindServiceInstance, []string{}
 	switch r := rec.(type) {
 	case *v1alpha1.ServiceInstance:
@@ -216,7 +308,39 @@ func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
 	}
 	for _, id := range ids {
 		if id != "" && !v1alpha1.IsBoundID(id) {
-			_, _, _ = e.claimID(ctx, kind, rec, id)
+			_, _, _ = auth.claimID(ctx, kind, rec, id)
 		}
 	}
+}
+
+// IDFree refuses an OSB id that a record other than namespace/name uses.
+func (auth *Authority) IDFree(ctx context.Context, kind, namespace, name, id string) error {
+	users, err := auth.env().Store.WithExternalID(ctx, kind, "", id)
+	if store.IsForbidden(err) {
+		users, err = auth.env().Store.WithExternalID(ctx, kind, namespace, id)
+	}
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		if u.Namespace == namespace && u.Name == name {
+			continue
+		}
+		// Only a real record that uses the id counts (see olderHolder).
+		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
+		if err != nil && !store.IsForbidden(err) {
+			return err
+		}
+		if holds || err != nil {
+			return Refused(ReasonRefusedIDInUse, "OSB id %s is already used by %s %q in namespace %q", id, kindWord(kind), u.Name, u.Namespace)
+		}
+	}
+	return nil
+}
+
+func kindWord(kind string) string {
+	if kind == v1alpha1.KindServiceBinding {
+		return "binding"
+	}
+	return "instance"
 }

@@ -1,0 +1,237 @@
+package authority
+
+import (
+	"context"
+	"fmt"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Authorship outcomes of one record.
+const (
+	// AuthorshipAdopted: the record now names the runner as its author, under the
+	// current trust token (with a dry run: it would).
+	AuthorshipAdopted = "adopted"
+	// AuthorshipVerified: the record's author is verified already; it is left alone.
+	AuthorshipVerified = "verified"
+	// AuthorshipRefused: the runner could not have written the record's spec; it is
+	// left unchanged.
+	AuthorshipRefused = "refused"
+)
+
+// AdoptedRecord is what became of one record.
+type AdoptedRecord struct {
+	Kind, Name string
+	// Was is the author the record named before ("" when none).
+	Was     string
+	Outcome string
+	// Detail says why a record was refused, or what changed.
+	Detail string
+}
+
+// AdoptAuthorshipResult lists the records of the namespace and what became of each.
+type AdoptAuthorshipResult struct {
+	Records []AdoptedRecord
+	// Runner is the user the records were (or would be) stamped with.
+	Runner string
+}
+
+// Refused reports whether a record was refused.
+func (r AdoptAuthorshipResult) Refused() int {
+	n := 0
+	for _, rec := range r.Records {
+		if rec.Outcome == AuthorshipRefused {
+			n++
+		}
+	}
+	return n
+}
+
+// AdoptAuthorship re-stamps, as the runner's own, the records of a namespace whose
+// author cannot be verified: written before the trust policy now in force, by anyone who
+// could write ConfigMaps there. Only a record whose spec the runner could have written is
+// adopted, each checked against the runner's rights as a verb writing that spec would
+// be: the Secrets it names readable, its plan allowed, its broker usable, the workloads
+// it projects into changeable, its sharing grants and a cross-namespace binding's grant.
+// A record failing a check is reported with the reason and left unchanged, and so is a
+// record whose labels were tampered with. Only the author stamp changes (the author
+// annotations and the trust token), never the spec. A record being deleted (a namespace
+// Terminating) is adopted all the same, so that reconcile can finish it, and so is one
+// being deleted whose verified author is someone else: the namespace's deletion may have
+// taken their RoleBindings, and with them the rights reconcile checks the record against.
+// With dryClient nothing is written; otherwise writes marks the context of each write (a
+// server dry run).
+func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient bool, writes func(context.Context) context.Context) (AdoptAuthorshipResult, error) {
+	var res AdoptAuthorshipResult
+	state := auth.State(ctx)
+	if state.Token == "" {
+		return res, fmt.Errorf("the catalog's trust policy is not in force (%s): records can be adopted only under it; an administrator runs \"kubectl catalog init\" first", state.Reason)
+	}
+	id, err := auth.env().Platform.Identity(ctx)
+	if err != nil || id == nil {
+		return res, fmt.Errorf("cannot tell who you are to the API server (SelfSubjectReview), whom the records would name as their author: %v", err)
+	}
+	res.Runner = id.Username
+	recs, err := auth.recordsOf(ctx, ns)
+	if err != nil {
+		return res, err
+	}
+	adopted := map[types.UID]bool{}
+	for _, kr := range recs {
+		rec := kr.rec
+		out := AdoptedRecord{Kind: strings.ToLower(kr.kind), Name: rec.GetName(), Was: store.AuthorOf(rec).Username}
+		au := store.AuthorOf(rec)
+		switch {
+		case Tampered(rec) != "":
+			out.Outcome, out.Detail = AuthorshipRefused, Tampered(rec)
+		case au.Username != "" && au.Token == state.Token && (rec.GetDeletionTimestamp() == nil || au.Username == id.Username):
+			out.Outcome, out.Detail = AuthorshipVerified, fmt.Sprintf("written by %s under the trust policy in force", au.Username)
+		default:
+			adopted[rec.GetUID()] = true
+			if err := auth.checkAuthorship(Adopting(ctx, adopted), rec); err != nil {
+				delete(adopted, rec.GetUID())
+				out.Outcome, out.Detail = AuthorshipRefused, err.Error()
+				break
+			}
+			out.Outcome, out.Detail = AuthorshipAdopted, fmt.Sprintf("author %s, under the trust policy in force", id.Username)
+			if dryClient {
+				break
+			}
+			if err := auth.restamp(writes(store.WithIntent(ctx)), rec); err != nil {
+				delete(adopted, rec.GetUID())
+				out.Outcome, out.Detail = AuthorshipRefused, "cannot write it: "+err.Error()
+			}
+		}
+		res.Records = append(res.Records, out)
+	}
+	return res, nil
+}
+
+// kindRecord is a record and its kind.
+type kindRecord struct {
+	kind string
+	rec  v1alpha1.Record
+}
+
+// recordsOf lists the records of namespace ns: its brokers, instances and bindings.
+func (auth *Authority) recordsOf(ctx context.Context, ns string) ([]kindRecord, error) {
+	st := auth.env().Store
+	var recs []kindRecord
+	brokers, err := st.Brokers().List(ctx, ns, store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range brokers {
+		recs = append(recs, kindRecord{v1alpha1.KindBroker, b})
+	}
+	insts, err := st.Instances().List(ctx, ns, store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range insts {
+		recs = append(recs, kindRecord{v1alpha1.KindServiceInstance, i})
+	}
+	bindings, err := st.Bindings().List(ctx, ns, store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bindings {
+		recs = append(recs, kindRecord{v1alpha1.KindServiceBinding, b})
+	}
+	return recs, nil
+}
+
+// checkAuthorship refuses rec when the runner could not have written its spec: ctx is
+// marked Adopting(rec), so every check asks the runner's own rights for it.
+func (auth *Authority) checkAuthorship(ctx context.Context, rec v1alpha1.Record) error {
+	secrets := auth.SecretsFor(rec)
+	readAll := func(ns string, from []v1alpha1.ParametersFromSource) error {
+		for _, pf := range from {
+			if pf.SecretKeyRef != nil {
+				if _, err := secrets(ctx, ns, pf.SecretKeyRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	switch r := rec.(type) {
+	case *v1alpha1.Broker:
+		return auth.CheckBroker(ctx, r)
+	case *v1alpha1.ServiceInstance:
+		if err := readAll(r.Namespace, r.Spec.ParametersFrom); err != nil {
+			return err
+		}
+		if len(r.Spec.SharedWith) > 0 {
+			if err := auth.runnerMay(ctx, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "update", Resource: "configmaps",
+				Name: store.ConfigMapName(v1alpha1.KindServiceInstance, r.Name)}); err != nil {
+				return err
+			}
+		}
+		if r.DeletionTimestamp != nil {
+			return nil
+		}
+		t, planID, err := auth.env().InstanceTarget(ctx, r)
+		if err != nil {
+			return err
+		}
+		return auth.CheckPlan(ctx, r.Namespace, t, planID)
+	case *v1alpha1.ServiceBinding:
+		if err := readAll(r.Namespace, r.Spec.ParametersFrom); err != nil {
+			return err
+		}
+		for _, tr := range r.Spec.SecretTransforms {
+			if a := tr.AddKeysFrom; a != nil {
+				if _, err := secrets(ctx, r.Namespace, a.SecretRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		if err := auth.AuthorizeProjections(ctx, r); err != nil {
+			return err
+		}
+		if r.DeletionTimestamp != nil {
+			return nil
+		}
+		t, planID, err := auth.env().BindingTarget(ctx, r)
+		if err != nil {
+			return err
+		}
+		if err := auth.CheckConsumer(ctx, r, t.TargetInstance()); err != nil {
+			return err
+		}
+		return auth.CheckPlan(ctx, r.Namespace, t, planID)
+	}
+	return nil
+}
+
+// restamp writes rec again as the runner's intent: the store stamps the runner as its
+// author with the current token; the spec is written as it was read. A refusal's backoff
+// is cut short: the next reconcile looks at the record again at once, now that its
+// author can be verified.
+func (auth *Authority) restamp(ctx context.Context, rec v1alpha1.Record) error {
+	now := metav1.NewTime(auth.env().Now())
+	due := func(s *v1alpha1.OperationStatus) {
+		if s.Retry != nil && s.Retry.NextRetryAt != nil && s.Retry.NextRetryAt.After(now.Time) {
+			s.Retry.NextRetryAt = &now
+		}
+	}
+	var err error
+	switch r := rec.(type) {
+	case *v1alpha1.Broker:
+		_, err = auth.env().Store.Brokers().Update(ctx, r)
+	case *v1alpha1.ServiceInstance:
+		due(&r.Status.OperationStatus)
+		_, err = auth.env().Store.Instances().Update(ctx, r)
+	case *v1alpha1.ServiceBinding:
+		due(&r.Status.OperationStatus)
+		_, err = auth.env().Store.Bindings().Update(ctx, r)
+	}
+	return err
+}
