@@ -217,7 +217,8 @@ lint: ## gofmt, go vet (also for Windows and macOS), go.mod tidy, the committed 
 LAYER_RULES := \
 	'pkg/cmd/: pkg/(store|osb)$$' \
 	'pkg/(engine|doctor|reconcile|install|migrate|trust|store|osb|apis|graph|projection|jsonschema)(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)' \
-	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)'
+	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)' \
+	'pkg/declarative(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)'
 
 .PHONY: check-layers
 check-layers: ## The import rules between layers (docs/architecture.md)
