@@ -223,7 +223,8 @@ LAYER_RULES := \
 	'pkg/(store|osb|apis|jsonschema|projection|graph|trust)(/|$$): pkg/(engine|doctor|reconcile|install|migrate)(/|$$)' \
 	'pkg/reconcile/shard(/|$$): pkg/(engine|reconcile)(/|$$)' \
 	'pkg/reconcile$$: pkg/reconcile/serve(/|$$)' \
-	'pkg/engine/authority(/|$$): pkg/(engine$$|engine/(kube|catalogsync|brokerclient|credentials|enginetest|sim)(/|$$)|(doctor|reconcile|install|migrate|trust)(/|$$))'
+	'pkg/engine/authority(/|$$): pkg/(engine$$|engine/(kube|catalogsync|brokerclient|credentials|enginetest|sim)(/|$$)|(doctor|reconcile|install|migrate|trust)(/|$$))' \
+	'pkg/declarative(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)'
 
 .PHONY: check-layers
 check-layers: ## The import rules between layers (docs/architecture.md)

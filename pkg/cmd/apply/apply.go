@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
@@ -140,35 +141,35 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // load reads the manifests and decodes the catalog's objects, in the order apply acts
 // on them; the skipped kinds are noted on standard error.
-func (o *Options) load() ([]*object, error) {
+func (o *Options) load() ([]*declarative.Object, error) {
 	docs, err := o.Files.read(o.Streams.In)
 	if err != nil {
 		return nil, err
 	}
-	var objs []*object
+	var objs []*declarative.Object
 	var errs []error
 	for _, d := range docs {
-		obj, skip, err := decode(d)
+		obj, skip, err := declarative.Decode(d)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
+			errs = append(errs, fmt.Errorf("%s: %w", d.Where(), err))
 			continue
 		case obj == nil:
-			fmt.Fprintf(o.Streams.ErrOut, "%s: %s\n", d.where(), skip)
+			fmt.Fprintf(o.Streams.ErrOut, "%s: %s\n", d.Where(), skip)
 			continue
 		}
 		if err := o.placeIn(obj); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
+			errs = append(errs, fmt.Errorf("%s: %w", d.Where(), err))
 			continue
 		}
-		if obj.svcatBroker != nil {
-			if err := brokerFromSvcat(obj, o.CatalogNamespace); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", d.where(), err))
+		if obj.SvcatBroker != nil {
+			if err := declarative.BrokerFromSvcat(obj, o.CatalogNamespace); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.Where(), err))
 				continue
 			}
 		}
-		for _, n := range obj.notes {
-			fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q: %s\n", d.where(), d.Obj.GetKind(), obj.name, n)
+		for _, n := range obj.Notes {
+			fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q: %s\n", d.Where(), d.Obj.GetKind(), obj.Name, n)
 		}
 		objs = append(objs, obj)
 	}
@@ -177,28 +178,28 @@ func (o *Options) load() ([]*object, error) {
 	}
 	seen := map[string]string{}
 	for _, obj := range objs {
-		key := obj.kind + "/" + obj.namespace + "/" + obj.name
+		key := obj.Kind + "/" + obj.Namespace + "/" + obj.Name
 		if first, ok := seen[key]; ok {
-			errs = append(errs, fmt.Errorf("%s: %s %q in namespace %q is named again (first in %s)", obj.doc.where(), obj.kind, obj.name, obj.namespace, first))
+			errs = append(errs, fmt.Errorf("%s: %s %q in namespace %q is named again (first in %s)", obj.Doc.Where(), obj.Kind, obj.Name, obj.Namespace, first))
 		}
-		seen[key] = obj.doc.where()
+		seen[key] = obj.Doc.Where()
 	}
-	sort.SliceStable(objs, func(i, j int) bool { return objs[i].order() < objs[j].order() })
+	sort.SliceStable(objs, func(i, j int) bool { return objs[i].Order() < objs[j].Order() })
 	return objs, errors.Join(errs...)
 }
 
 // placeIn sets the namespace of obj: the manifest's, else the command's; a manifest of
 // another namespace than an explicit -n is an error, as with kubectl.
-func (o *Options) placeIn(obj *object) error {
-	if obj.kind == v1alpha1.KindBroker && obj.broker.Scope != v1alpha1.ScopeNamespace {
-		obj.namespace = o.Namespace
+func (o *Options) placeIn(obj *declarative.Object) error {
+	if obj.Kind == v1alpha1.KindBroker && obj.Broker.Scope != v1alpha1.ScopeNamespace {
+		obj.Namespace = o.Namespace
 		return nil
 	}
 	switch {
-	case obj.namespace == "":
-		obj.namespace = o.Namespace
-	case o.explicitNamespace && obj.namespace != o.Namespace:
-		return fmt.Errorf("the namespace of %s %q (%s) does not match the namespace of the command (%s): drop -n or the manifest's metadata.namespace", obj.kind, obj.name, obj.namespace, o.Namespace)
+	case obj.Namespace == "":
+		obj.Namespace = o.Namespace
+	case o.explicitNamespace && obj.Namespace != o.Namespace:
+		return fmt.Errorf("the namespace of %s %q (%s) does not match the namespace of the command (%s): drop -n or the manifest's metadata.namespace", obj.Kind, obj.Name, obj.Namespace, o.Namespace)
 	}
 	return nil
 }
@@ -241,7 +242,7 @@ func (o *Options) act(ctx context.Context, p *planner, actions []*action) error 
 	for _, kind := range []string{v1alpha1.KindBroker, v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding} {
 		var acted []*action
 		for _, a := range actions {
-			if a.obj.kind != kind {
+			if a.obj.Kind != kind {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
@@ -249,7 +250,7 @@ func (o *Options) act(ctx context.Context, p *planner, actions []*action) error 
 			}
 			if a.op != opUnchanged {
 				if err := o.actOne(ctx, p, a, fol.Follow(lifecycle.WaitFlags{Interval: o.Wait.Interval})); err != nil {
-					errs = append(errs, fmt.Errorf("%s %q: %w", a.obj.kind, a.obj.name, err))
+					errs = append(errs, fmt.Errorf("%s %q: %w", a.obj.Kind, a.obj.Name, err))
 					continue
 				}
 				acted = append(acted, a)
@@ -289,7 +290,7 @@ func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engi
 func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
 	switch {
 	case a.deferred != "" && o.DryRun.Enabled():
-		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.doc.where(), a.obj.kind, a.obj.name, a.deferred)
+		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.Doc.Where(), a.obj.Kind, a.obj.Name, a.deferred)
 		return nil
 	case a.provision != nil:
 		a.provision.DryRun = o.DryRun
@@ -301,7 +302,7 @@ func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine
 		return err
 	case a.bind != nil:
 		a.bind.DryRun = o.DryRun
-		_, err := p.bindNow(ctx, a.bind, a.obj.bind, follow)
+		_, err := p.bindNow(ctx, a.bind, a.obj.Bind, follow)
 		return err
 	case a.register != nil:
 		a.register.DryRun = o.DryRun
@@ -326,16 +327,16 @@ func (o *Options) waitAll(ctx context.Context, actions []*action, fol *lifecycle
 		follow := fol.Follow(o.Wait)
 		var r engine.Result
 		var err error
-		if a.obj.kind == v1alpha1.KindServiceInstance {
-			r, err = o.Engine.FollowInstance(ctx, a.obj.namespace, a.obj.name, "apply", nil, follow)
+		if a.obj.Kind == v1alpha1.KindServiceInstance {
+			r, err = o.Engine.FollowInstance(ctx, a.obj.Namespace, a.obj.Name, "apply", nil, follow)
 		} else {
-			r, err = o.Engine.FollowBinding(ctx, a.obj.namespace, a.obj.name, "apply", nil, follow)
+			r, err = o.Engine.FollowBinding(ctx, a.obj.Namespace, a.obj.Name, "apply", nil, follow)
 		}
 		if err == nil && r.State != engine.StateSettled {
 			err = fmt.Errorf("%s", r.Message)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", a.obj.kind, a.obj.name, err))
+			errs = append(errs, fmt.Errorf("%s %q: %w", a.obj.Kind, a.obj.Name, err))
 		}
 	}
 	return errs
@@ -362,7 +363,7 @@ func dryRunSuffix(d cmdutil.DryRunStrategy) string {
 var usageErrorf = cmdutil.UsageErrorf
 
 // printName prints "kind.group/name op", or the name alone (-o name).
-func printName(w io.Writer, obj *object, op string, short bool) {
+func printName(w io.Writer, obj *declarative.Object, op string, short bool) {
 	p := printers.NamePrinterFor(op)
 	if short {
 		p = printers.NamePrinterFor("")
@@ -371,10 +372,10 @@ func printName(w io.Writer, obj *object, op string, short bool) {
 }
 
 // nameOnly is a record of obj's kind and name, for the name printer.
-func nameOnly(obj *object) runtime.Object {
+func nameOnly(obj *declarative.Object) runtime.Object {
 	u := &metav1.PartialObjectMetadata{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: v1alpha1.GroupName, Version: v1alpha1.Version, Kind: obj.kind})
-	u.SetName(obj.name)
-	u.SetNamespace(obj.namespace)
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: v1alpha1.GroupName, Version: v1alpha1.Version, Kind: obj.Kind})
+	u.SetName(obj.Name)
+	u.SetNamespace(obj.Namespace)
 	return u
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
@@ -74,18 +75,18 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	// The first failure stops: what follows may depend on it (an instance's bindings).
 	for _, kind := range []string{v1alpha1.KindServiceBinding, v1alpha1.KindServiceInstance} {
 		for _, obj := range objs {
-			if obj.kind != kind {
+			if obj.Kind != kind {
 				continue
 			}
 			if err := o.deleteOne(ctx, obj); err != nil {
-				return fmt.Errorf("%s: %w", obj.doc.where(), err)
+				return fmt.Errorf("%s: %w", obj.Doc.Where(), err)
 			}
 		}
 	}
 	for _, obj := range objs {
-		if obj.kind == v1alpha1.KindBroker {
+		if obj.Kind == v1alpha1.KindBroker {
 			if err := o.deregister(ctx, obj); err != nil {
-				return fmt.Errorf("%s: %w", obj.doc.where(), err)
+				return fmt.Errorf("%s: %w", obj.Doc.Where(), err)
 			}
 		}
 	}
@@ -94,39 +95,39 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 
 // deregister deregisters the broker obj names, as "kubectl catalog deregister" does:
 // refused, with the reason, while instances of its classes exist.
-func (o *DeleteOptions) deregister(ctx context.Context, obj *object) error {
-	scope := strings.ToLower(string(obj.broker.Scope))
-	if _, err := o.reader.FindBroker(ctx, o.CatalogNamespace, obj.namespace, obj.name, obj.broker.Scope); err != nil {
+func (o *DeleteOptions) deregister(ctx context.Context, obj *declarative.Object) error {
+	scope := strings.ToLower(string(obj.Broker.Scope))
+	if _, err := o.reader.FindBroker(ctx, o.CatalogNamespace, obj.Namespace, obj.Name, obj.Broker.Scope); err != nil {
 		if brokerNotFound(err) {
-			fmt.Fprintf(o.Streams.ErrOut, "broker %q (%s scope) not registered: nothing to deregister\n", obj.name, scope)
+			fmt.Fprintf(o.Streams.ErrOut, "broker %q (%s scope) not registered: nothing to deregister\n", obj.Name, scope)
 			return nil
 		}
 		return err
 	}
 	if !o.DryRun.Enabled() {
-		fmt.Fprintf(o.Streams.ErrOut, "This deregisters broker %q (%s scope) and removes its classes.\n", obj.name, scope)
+		fmt.Fprintf(o.Streams.ErrOut, "This deregisters broker %q (%s scope) and removes its classes.\n", obj.Name, scope)
 		if ok, err := cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("delete -f")); !ok || err != nil {
 			return err
 		}
 	}
-	d := &deregister.Options{Name: obj.name, Scope: scope, DryRun: o.DryRun, Namespace: obj.namespace, Engine: o.Engine, Streams: o.Streams}
+	d := &deregister.Options{Name: obj.Name, Scope: scope, DryRun: o.DryRun, Namespace: obj.Namespace, Engine: o.Engine, Streams: o.Streams}
 	return d.Run(ctx)
 }
 
 // deleteOne unbinds or deprovisions obj, as the verb does.
-func (o *DeleteOptions) deleteOne(ctx context.Context, obj *object) error {
+func (o *DeleteOptions) deleteOne(ctx context.Context, obj *declarative.Object) error {
 	verb := o.VerbOptions
-	verb.Namespace = obj.namespace
-	if obj.kind == v1alpha1.KindServiceBinding {
-		if _, err := o.reader.Bindings().Get(ctx, obj.namespace, obj.name); records.IsNotFound(err) {
-			fmt.Fprintf(o.Streams.ErrOut, "binding %q not found in namespace %q: nothing to unbind\n", obj.name, obj.namespace)
+	verb.Namespace = obj.Namespace
+	if obj.Kind == v1alpha1.KindServiceBinding {
+		if _, err := o.reader.Bindings().Get(ctx, obj.Namespace, obj.Name); records.IsNotFound(err) {
+			fmt.Fprintf(o.Streams.ErrOut, "binding %q not found in namespace %q: nothing to unbind\n", obj.Name, obj.Namespace)
 			return nil
 		}
-		return (&unbind.Options{Args: []string{obj.name}, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
+		return (&unbind.Options{Args: []string{obj.Name}, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
 	}
-	if _, err := o.reader.Instances().Get(ctx, obj.namespace, obj.name); records.IsNotFound(err) {
-		fmt.Fprintf(o.Streams.ErrOut, "instance %q not found in namespace %q: nothing to deprovision\n", obj.name, obj.namespace)
+	if _, err := o.reader.Instances().Get(ctx, obj.Namespace, obj.Name); records.IsNotFound(err) {
+		fmt.Fprintf(o.Streams.ErrOut, "instance %q not found in namespace %q: nothing to deprovision\n", obj.Name, obj.Namespace)
 		return nil
 	}
-	return (&deprovision.Options{Name: obj.name, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
+	return (&deprovision.Options{Name: obj.Name, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
 }

@@ -87,7 +87,7 @@ func (o *DiffOptions) print(actions []*action) error {
 		differ = true
 		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 			A: difflib.SplitLines(viewYAML(a.obj, a.before, a.beforeMeta)), B: difflib.SplitLines(viewYAML(a.obj, a.after, a.afterMeta)),
-			FromFile: "live/" + a.obj.resource(), ToFile: "manifest/" + a.obj.resource(), Context: 3,
+			FromFile: "live/" + a.obj.Resource(), ToFile: "manifest/" + a.obj.Resource(), Context: 3,
 		})
 		if err != nil {
 			return err

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
@@ -19,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
@@ -35,7 +33,7 @@ const (
 // action is what apply does to one object, worked out (and checked with the engine's
 // own dry run) before anything is written.
 type action struct {
-	obj *object
+	obj *declarative.Object
 	op  string
 	// changes say what changes, for the user.
 	changes []string
@@ -85,25 +83,25 @@ type planner struct {
 
 // plan works out every action, each checked with a client dry run of its engine call;
 // the errors name the document. Nothing is written.
-func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
+func (p *planner) plan(ctx context.Context, objs []*declarative.Object) ([]*action, error) {
 	p.created, p.refused = map[string]bool{}, map[string]string{}
 	var actions []*action
 	var errs []error
 	for _, o := range objs {
 		a, err := p.planOne(ctx, o)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", o.doc.where(), err))
-			if o.kind == v1alpha1.KindServiceInstance {
-				if _, gerr := p.reader.Instances().Get(ctx, o.namespace, o.name); records.IsNotFound(gerr) {
-					p.refused[o.namespace+"/"+o.name] = o.doc.where()
+			errs = append(errs, fmt.Errorf("%s: %w", o.Doc.Where(), err))
+			if o.Kind == v1alpha1.KindServiceInstance {
+				if _, gerr := p.reader.Instances().Get(ctx, o.Namespace, o.Name); records.IsNotFound(gerr) {
+					p.refused[o.Namespace+"/"+o.Name] = o.Doc.Where()
 				}
 			}
 			continue
 		}
-		if a.op == opCreate && o.kind == v1alpha1.KindServiceInstance {
-			p.created[o.namespace+"/"+o.name] = true
+		if a.op == opCreate && o.Kind == v1alpha1.KindServiceInstance {
+			p.created[o.Namespace+"/"+o.Name] = true
 		}
-		if a.op == opCreate && o.kind == v1alpha1.KindBroker {
+		if a.op == opCreate && o.Kind == v1alpha1.KindBroker {
 			p.newBrokers = true
 		}
 		actions = append(actions, a)
@@ -111,8 +109,8 @@ func (p *planner) plan(ctx context.Context, objs []*object) ([]*action, error) {
 	return actions, errors.Join(errs...)
 }
 
-func (p *planner) planOne(ctx context.Context, o *object) (*action, error) {
-	switch o.kind {
+func (p *planner) planOne(ctx context.Context, o *declarative.Object) (*action, error) {
+	switch o.Kind {
 	case v1alpha1.KindServiceInstance:
 		return p.planInstance(ctx, o)
 	case v1alpha1.KindServiceBinding:
@@ -122,31 +120,31 @@ func (p *planner) planOne(ctx context.Context, o *object) (*action, error) {
 }
 
 // verbClients are the clients of a verb acting on o's namespace.
-func (p *planner) verbClients(o *object) lifecycle.VerbOptions {
+func (p *planner) verbClients(o *declarative.Object) lifecycle.VerbOptions {
 	c := p.clients
-	c.Namespace = o.namespace
+	c.Namespace = o.Namespace
 	c.Prompter = nil // a manifest is complete: nothing is asked
 	return lifecycle.VerbOptions{Clients: c, Wait: p.wait, DryRun: cmdutil.DryRunClient}
 }
 
-func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) {
-	want := o.inst
-	a := &action{obj: o, after: instanceView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
-	cur, err := p.reader.Instances().Get(ctx, o.namespace, o.name)
+func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*action, error) {
+	want := o.Inst
+	a := &action{obj: o, after: instanceView(want), afterMeta: engine.UserMetadata(o.Metadata.Labels, o.Metadata.Annotations)}
+	cur, err := p.reader.Instances().Get(ctx, o.Namespace, o.Name)
 	switch {
 	case records.IsNotFound(err):
-		if want.userProvided {
-			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with %s", o.name, hint.Quoted(o.namespace, "provision", o.name, "--user-provided"))
+		if want.UserProvided {
+			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with %s", o.Name, hint.Quoted(o.Namespace, "provision", o.Name, "--user-provided"))
 		}
 		if err := p.planSharing(ctx, a, nil, false); err != nil {
 			return nil, err
 		}
-		params, err := parameterMap(want.params)
+		params, err := declarative.ParameterMap(want.Params)
 		if err != nil {
-			return nil, fmt.Errorf("instance %q: %w", o.name, err)
+			return nil, fmt.Errorf("instance %q: %w", o.Name, err)
 		}
-		po := &provision.Options{Name: o.name, Class: want.classRef(), Plan: want.plan, ExternalID: want.externalID, Metadata: o.metadata, VerbOptions: p.verbClients(o)}
-		po.Params = paramFlags(params, want.from)
+		po := &provision.Options{Name: o.Name, Class: want.ClassRef(), Plan: want.Plan, ExternalID: want.ExternalID, Metadata: o.Metadata, VerbOptions: p.verbClients(o)}
+		po.Params = paramFlags(params, want.From)
 		po.Limits = limitFlags(want, nil)
 		if _, err := po.Provision(ctx, engine.Follow{}); err != nil {
 			if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
@@ -161,25 +159,25 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 		return nil, err
 	}
 	if cur.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("instance %q is being deprovisioned: apply it again once it is gone", o.name)
+		return nil, fmt.Errorf("instance %q is being deprovisioned: apply it again once it is gone", o.Name)
 	}
-	if err := immutableInstance(cur, want); err != nil {
+	if err := declarative.ImmutableInstance(cur, want); err != nil {
 		return nil, err
 	}
-	a.before = instanceView(recordInstanceSpec(cur))
-	a.after = instanceView(want.over(cur))
-	uo := &update.Options{Name: o.name, VerbOptions: p.verbClients(o)}
-	if want.plan != "" && want.plan != cur.Spec.PlanExternalName && want.plan != cur.Spec.PlanID {
-		uo.Plan = want.plan
-		a.changes = append(a.changes, "plan "+want.plan)
+	a.before = instanceView(declarative.RecordInstanceSpec(cur))
+	a.after = instanceView(want.Over(cur))
+	uo := &update.Options{Name: o.Name, VerbOptions: p.verbClients(o)}
+	if want.Plan != "" && want.Plan != cur.Spec.PlanExternalName && want.Plan != cur.Spec.PlanID {
+		uo.Plan = want.Plan
+		a.changes = append(a.changes, "plan "+want.Plan)
 	}
-	params, err := changedParameters(cur.Spec.Parameters, want.params)
+	params, err := declarative.ChangedParameters(cur.Spec.Parameters, want.Params)
 	if err != nil {
-		return nil, fmt.Errorf("instance %q: %w", o.name, err)
+		return nil, fmt.Errorf("instance %q: %w", o.Name, err)
 	}
-	from, err := addedSecrets(cur.Spec.ParametersFrom, want.from)
+	from, err := declarative.AddedSecrets(cur.Spec.ParametersFrom, want.From)
 	if err != nil {
-		return nil, fmt.Errorf("instance %q: %w", o.name, err)
+		return nil, fmt.Errorf("instance %q: %w", o.Name, err)
 	}
 	if params != nil || len(from) > 0 {
 		uo.Params = paramFlags(params, from)
@@ -215,13 +213,13 @@ func (p *planner) planInstance(ctx context.Context, o *object) (*action, error) 
 // namespaces are then checked by the share, once the instance is provisioned).
 func (p *planner) planSharing(ctx context.Context, a *action, cur []string, exists bool) error {
 	o := a.obj
-	for _, ns := range o.inst.sharedWith {
+	for _, ns := range o.Inst.SharedWith {
 		if !slices.Contains(cur, ns) {
 			a.share = append(a.share, ns)
 		}
 	}
 	for _, ns := range cur {
-		if !slices.Contains(o.inst.sharedWith, ns) {
+		if !slices.Contains(o.Inst.SharedWith, ns) {
 			a.unshare = append(a.unshare, ns)
 		}
 	}
@@ -231,11 +229,11 @@ func (p *planner) planSharing(ctx context.Context, a *action, cur []string, exis
 	a.changes = append(a.changes, "sharedWith")
 	if !exists {
 		for _, ns := range a.share {
-			if ns == o.namespace {
-				return fmt.Errorf("instance %q: spec.sharedWith names its own namespace %q: bindings of its own namespace need no grant", o.name, ns)
+			if ns == o.Namespace {
+				return fmt.Errorf("instance %q: spec.sharedWith names its own namespace %q: bindings of its own namespace need no grant", o.Name, ns)
 			}
-			if len(o.inst.allowed) > 0 && !slices.Contains(o.inst.allowed, ns) {
-				return fmt.Errorf("instance %q: spec.sharedWith names namespace %q, which spec.allowedNamespaces leaves out: nobody there could bind", o.name, ns)
+			if len(o.Inst.Allowed) > 0 && !slices.Contains(o.Inst.Allowed, ns) {
+				return fmt.Errorf("instance %q: spec.sharedWith names namespace %q, which spec.allowedNamespaces leaves out: nobody there could bind", o.Name, ns)
 			}
 		}
 		return nil
@@ -249,7 +247,7 @@ func (p *planner) planSharing(ctx context.Context, a *action, cur []string, exis
 func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error {
 	o := a.obj
 	for _, ns := range a.share {
-		res, err := p.clients.Engine.Share(ctx, engine.ShareRequest{Namespace: o.namespace, Name: o.name, To: ns, DryRun: dry})
+		res, err := p.clients.Engine.Share(ctx, engine.ShareRequest{Namespace: o.Namespace, Name: o.Name, To: ns, DryRun: dry})
 		if err != nil {
 			return err
 		}
@@ -259,7 +257,7 @@ func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error
 	}
 	for _, ns := range a.unshare {
 		confirm := func(u engine.Unsharing) (bool, error) { return unshareUnused(o, ns, u) }
-		if _, err := p.clients.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.namespace, Name: o.name, From: ns, DryRun: dry, Confirm: confirm}); err != nil {
+		if _, err := p.clients.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.Namespace, Name: o.Name, From: ns, DryRun: dry, Confirm: confirm}); err != nil {
 			return err
 		}
 	}
@@ -268,14 +266,14 @@ func (p *planner) share(ctx context.Context, a *action, dry engine.DryRun) error
 
 // unshareUnused lets apply withdraw a grant only when the namespace holds no binding of
 // the instance: removing bindings is for "kubectl catalog unshare", which asks first.
-func unshareUnused(o *object, ns string, u engine.Unsharing) (bool, error) {
+func unshareUnused(o *declarative.Object, ns string, u engine.Unsharing) (bool, error) {
 	switch {
 	case len(u.Bindings) > 0:
 		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, holds bindings of it (%s): withdraw the grant with %s, which asks before removing them, or put the namespace back",
-			o.name, ns, strings.Join(u.Bindings, ", "), hint.Quoted(o.namespace, "unshare", o.name, "--from-namespace", ns))
+			o.Name, ns, strings.Join(u.Bindings, ", "), hint.Quoted(o.Namespace, "unshare", o.Name, "--from-namespace", ns))
 	case u.Unseen:
 		return false, fmt.Errorf("instance %q: namespace %q, which spec.sharedWith no longer names, may hold bindings of it that you may not list: withdraw the grant with %s, or put the namespace back",
-			o.name, ns, hint.Quoted(o.namespace, "unshare", o.name, "--from-namespace", ns))
+			o.Name, ns, hint.Quoted(o.Namespace, "unshare", o.Name, "--from-namespace", ns))
 	}
 	return true, nil
 }
@@ -285,37 +283,37 @@ func unshareUnused(o *object, ns string, u engine.Unsharing) (bool, error) {
 func (p *planner) planRelabel(a *action, labels, annotations map[string]string) {
 	o := a.obj
 	a.beforeMeta = engine.UserMetadata(labels, annotations)
-	a.afterMeta = engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)
+	a.afterMeta = engine.UserMetadata(o.Metadata.Labels, o.Metadata.Annotations)
 	if a.beforeMeta.Equal(a.afterMeta) {
 		return
 	}
-	a.relabel = &engine.RelabelRequest{Kind: o.kind, Namespace: o.namespace, Name: o.name, Metadata: a.afterMeta}
+	a.relabel = &engine.RelabelRequest{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Metadata: a.afterMeta}
 	a.changes = append(a.changes, "labels and annotations")
 }
 
-func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
-	want := o.bind
-	a := &action{obj: o, after: bindingView(want), afterMeta: engine.UserMetadata(o.metadata.Labels, o.metadata.Annotations)}
-	cur, err := p.reader.Bindings().Get(ctx, o.namespace, o.name)
+func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*action, error) {
+	want := o.Bind
+	a := &action{obj: o, after: bindingView(want), afterMeta: engine.UserMetadata(o.Metadata.Labels, o.Metadata.Annotations)}
+	cur, err := p.reader.Bindings().Get(ctx, o.Namespace, o.Name)
 	switch {
 	case records.IsNotFound(err):
-		params, err := parameterMap(want.params)
+		params, err := declarative.ParameterMap(want.Params)
 		if err != nil {
-			return nil, fmt.Errorf("binding %q: %w", o.name, err)
+			return nil, fmt.Errorf("binding %q: %w", o.Name, err)
 		}
-		bo := &bind.Options{Instance: want.instance, InstanceNamespace: want.instanceNamespace, Name: o.name, SecretName: want.secretName,
-			ExternalID: want.externalID, Params: paramFlags(params, want.from), Metadata: o.metadata, VerbOptions: p.verbClients(o)}
+		bo := &bind.Options{Instance: want.Instance, InstanceNamespace: want.InstanceNamespace, Name: o.Name, SecretName: want.SecretName,
+			ExternalID: want.ExternalID, Params: paramFlags(params, want.From), Metadata: o.Metadata, VerbOptions: p.verbClients(o)}
 		a.op, a.bind, a.changes = opCreate, bo, []string{"bind"}
-		instNS := want.instanceNamespace
+		instNS := want.InstanceNamespace
 		if instNS == "" {
-			instNS = o.namespace
+			instNS = o.Namespace
 		}
-		if p.created[instNS+"/"+want.instance] {
+		if p.created[instNS+"/"+want.Instance] {
 			a.deferred = "its instance is provisioned by this apply: it is checked when it is bound"
 			return a, nil
 		}
-		if where, ok := p.refused[instNS+"/"+want.instance]; ok {
-			return nil, fmt.Errorf("binding %q: its instance %q is new and refused (%s): fix that document and apply again; the binding is checked once its instance can be provisioned", o.name, want.instance, where)
+		if where, ok := p.refused[instNS+"/"+want.Instance]; ok {
+			return nil, fmt.Errorf("binding %q: its instance %q is new and refused (%s): fix that document and apply again; the binding is checked once its instance can be provisioned", o.Name, want.Instance, where)
 		}
 		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
 			return nil, err
@@ -325,12 +323,12 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 		return nil, err
 	}
 	if cur.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("binding %q is being unbound: apply it again once it is gone", o.name)
+		return nil, fmt.Errorf("binding %q is being unbound: apply it again once it is gone", o.Name)
 	}
-	a.before = bindingView(recordBindingSpec(cur))
-	a.after = bindingView(want.over(o, cur))
+	a.before = bindingView(declarative.RecordBindingSpec(cur))
+	a.after = bindingView(want.Over(o, cur))
 	if diff := changedFields(a.before, a.after); len(diff) > 0 {
-		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or %s) and apply again", o.name, strings.Join(diff, ", "), hint.Quoted(o.namespace, "unbind", o.name))
+		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or %s) and apply again", o.Name, strings.Join(diff, ", "), hint.Quoted(o.Namespace, "unbind", o.Name))
 	}
 	p.planRelabel(a, cur.Labels, cur.Annotations)
 	a.op = opUnchanged
@@ -342,33 +340,33 @@ func (p *planner) planBinding(ctx context.Context, o *object) (*action, error) {
 
 // bindNow makes bind's engine call for bo, with the manifest's transforms and
 // projections (which bind's flags spell differently).
-func (p *planner) bindNow(ctx context.Context, bo *bind.Options, want *bindingSpec, follow engine.Follow) (engine.BindResult, error) {
+func (p *planner) bindNow(ctx context.Context, bo *bind.Options, want *declarative.BindingSpec, follow engine.Follow) (engine.BindResult, error) {
 	req, err := bo.Request(follow)
 	if err != nil {
 		return engine.BindResult{}, err
 	}
-	req.Transforms, req.Projections = want.transforms, want.projections
+	req.Transforms, req.Projections = want.Transforms, want.Projections
 	return bo.Engine.Bind(ctx, req)
 }
 
-func (p *planner) planBroker(ctx context.Context, o *object) (*action, error) {
-	want := o.broker
-	brokerNS := o.namespace
+func (p *planner) planBroker(ctx context.Context, o *declarative.Object) (*action, error) {
+	want := o.Broker
+	brokerNS := o.Namespace
 	if want.Scope == v1alpha1.ScopeCluster {
 		brokerNS = p.catalogNS
 	}
 	if a := want.Auth; a != nil && a.SecretRef.Namespace != "" && a.SecretRef.Namespace != brokerNS {
-		return nil, fmt.Errorf("broker %q: spec.auth.secretRef names namespace %q, but a broker's credentials are read from its own namespace %q only: leave secretRef.namespace out", o.name, a.SecretRef.Namespace, brokerNS)
+		return nil, fmt.Errorf("broker %q: spec.auth.secretRef names namespace %q, but a broker's credentials are read from its own namespace %q only: leave secretRef.namespace out", o.Name, a.SecretRef.Namespace, brokerNS)
 	}
-	ro, err := register.ForSpec(o.name, o.namespace, *want, p.clients.Engine, p.clients.Streams)
+	ro, err := register.ForSpec(o.Name, o.Namespace, *want, p.clients.Engine, p.clients.Streams)
 	if err != nil {
-		return nil, fmt.Errorf("broker %q: %w", o.name, err)
+		return nil, fmt.Errorf("broker %q: %w", o.Name, err)
 	}
 	ro.DryRun = cmdutil.DryRunClient
 	a := &action{obj: o, after: brokerView(want), register: ro}
 	req := ro.Request()
 	req.Note = nil
-	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.namespace, o.name, want.Scope)
+	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.Namespace, o.Name, want.Scope)
 	switch {
 	case brokerNotFound(err):
 		if _, err := p.clients.Engine.RegisterBroker(ctx, req); err != nil {
@@ -396,145 +394,6 @@ func brokerNotFound(err error) bool {
 	return records.IsNotFound(err) || errors.As(err, new(*records.NotFoundError))
 }
 
-// over is want with what it leaves out (the broker, plan and OSB id) taken from cur,
-// and the class said as cur says it when want gives its id.
-func (s *instanceSpec) over(cur *v1alpha1.ServiceInstance) *instanceSpec {
-	out := *s
-	if out.class == cur.Spec.ClassID {
-		out.class = cur.Spec.ClassExternalName
-	}
-	if out.plan == "" || out.plan == cur.Spec.PlanID {
-		out.plan = cur.Spec.PlanExternalName
-	}
-	if out.broker == "" {
-		out.broker = cur.Spec.BrokerName
-	}
-	if out.externalID == "" {
-		out.externalID = cur.Spec.ExternalID
-	}
-	return &out
-}
-
-// over is want with bind's defaults (the Secret named after the binding) and the OSB id
-// of cur when want gives none.
-func (s *bindingSpec) over(o *object, cur *v1alpha1.ServiceBinding) *bindingSpec {
-	out := *s
-	if out.secretName == "" {
-		out.secretName = o.name
-	}
-	if out.instanceNamespace == o.namespace {
-		out.instanceNamespace = ""
-	}
-	if out.externalID == "" {
-		out.externalID = cur.Spec.ExternalID
-	}
-	return &out
-}
-
-// classRef is the class as provision takes it: BROKER/CLASS when the broker is named.
-func (s *instanceSpec) classRef() string {
-	if s.broker != "" {
-		return s.broker + "/" + s.class
-	}
-	return s.class
-}
-
-// immutableInstance refuses a change of what an instance cannot change.
-func immutableInstance(cur *v1alpha1.ServiceInstance, want *instanceSpec) error {
-	refuse := func(field, from, to string) error {
-		return fmt.Errorf("instance %q: %s cannot change (%s to %s): deprovision it and provision a new instance, or put the manifest back", cur.Name, field, from, to)
-	}
-	switch {
-	case want.userProvided != cur.IsUserProvided():
-		return refuse("spec.userProvided", fmt.Sprint(cur.IsUserProvided()), fmt.Sprint(want.userProvided))
-	case want.userProvided:
-		return nil
-	case want.class != cur.Spec.ClassExternalName && want.class != cur.Spec.ClassID:
-		return refuse("the class", cur.Spec.ClassExternalName, want.class)
-	case want.broker != "" && want.broker != cur.Spec.BrokerName:
-		return refuse("spec.brokerName", cur.Spec.BrokerName, want.broker)
-	case want.externalID != "" && want.externalID != cur.Spec.ExternalID:
-		return refuse("spec.externalID", cur.Spec.ExternalID, want.externalID)
-	}
-	return nil
-}
-
-// changedParameters returns the parameters of want that differ from cur's (nil when
-// none do). A parameter left out of want is refused: an update only adds or changes
-// parameters.
-func changedParameters(cur, want *runtime.RawExtension) (map[string]any, error) {
-	c, err := parameterMap(cur)
-	if err != nil {
-		return nil, err
-	}
-	w, err := parameterMap(want)
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	for k := range c {
-		if _, ok := w[k]; !ok {
-			removed = append(removed, k)
-		}
-	}
-	if len(removed) > 0 {
-		sort.Strings(removed)
-		return nil, fmt.Errorf("parameters %s are not in the manifest: an update changes or adds parameters, it cannot remove one; put them back (a broker keeps them anyway)", strings.Join(removed, ", "))
-	}
-	var out map[string]any
-	for k, v := range w {
-		if !reflect.DeepEqual(c[k], v) {
-			if out == nil {
-				out = map[string]any{}
-			}
-			out[k] = v
-		}
-	}
-	return out, nil
-}
-
-// parameterMap decodes parameters into a map; nil for none.
-func parameterMap(x *runtime.RawExtension) (map[string]any, error) {
-	if x == nil || len(x.Raw) == 0 || string(x.Raw) == "null" {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(x.Raw, &m); err != nil {
-		return nil, fmt.Errorf("spec.parameters must be a JSON object: %w", err)
-	}
-	return m, nil
-}
-
-// addedSecrets returns the Secret references of want that cur lacks; one cur has and
-// want lacks is refused, as a removed parameter is.
-func addedSecrets(cur, want []v1alpha1.ParametersFromSource) ([]v1alpha1.ParametersFromSource, error) {
-	key := func(s v1alpha1.ParametersFromSource) string {
-		if s.SecretKeyRef == nil {
-			return ""
-		}
-		return s.SecretKeyRef.Name + "/" + s.SecretKeyRef.Key
-	}
-	var curKeys, wantKeys []string
-	for _, s := range cur {
-		curKeys = append(curKeys, key(s))
-	}
-	for _, s := range want {
-		wantKeys = append(wantKeys, key(s))
-	}
-	for _, k := range curKeys {
-		if !slices.Contains(wantKeys, k) {
-			return nil, fmt.Errorf("spec.parametersFrom no longer names Secret %s: an update cannot remove parameters; put it back", strings.TrimSuffix(k, "/"))
-		}
-	}
-	var out []v1alpha1.ParametersFromSource
-	for i, k := range wantKeys {
-		if !slices.Contains(curKeys, k) {
-			out = append(out, want[i])
-		}
-	}
-	return out, nil
-}
-
 // paramFlags are the parameter flags that give params and the Secrets of from, as a
 // user of provision, update or bind would give them.
 func paramFlags(m map[string]any, from []v1alpha1.ParametersFromSource) lifecycle.ParamFlags {
@@ -558,42 +417,21 @@ func paramFlags(m map[string]any, from []v1alpha1.ParametersFromSource) lifecycl
 
 // limitFlags are the limit flags that give want's limits: all of them for a new
 // instance (cur nil), those that differ from cur's otherwise.
-func limitFlags(want *instanceSpec, cur *v1alpha1.ServiceInstance) lifecycle.LimitFlags {
+func limitFlags(want *declarative.InstanceSpec, cur *v1alpha1.ServiceInstance) lifecycle.LimitFlags {
 	var l lifecycle.LimitFlags
 	var curMax *int32
 	var curAllowed []string
 	if cur != nil {
 		curMax, curAllowed = cur.Spec.MaxBindings, cur.Spec.AllowedNamespaces
 	}
-	if !reflect.DeepEqual(curMax, want.maxBindings) {
+	if !reflect.DeepEqual(curMax, want.MaxBindings) {
 		l.MaxBindingsGiven = true
-		if want.maxBindings != nil {
-			l.MaxBindings = *want.maxBindings
+		if want.MaxBindings != nil {
+			l.MaxBindings = *want.MaxBindings
 		}
 	}
-	if !sameStrings(curAllowed, want.allowed) {
-		l.AllowedNamespaces, l.AllowedNamespacesGiven = want.allowed, true
+	if !declarative.SameStrings(curAllowed, want.Allowed) {
+		l.AllowedNamespaces, l.AllowedNamespacesGiven = want.Allowed, true
 	}
 	return l
-}
-
-func sameStrings(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
-}
-
-// recordInstanceSpec is an instance record's spec as a manifest says it.
-func recordInstanceSpec(r *v1alpha1.ServiceInstance) *instanceSpec {
-	s := r.Spec
-	return &instanceSpec{class: s.ClassExternalName, broker: s.BrokerName, plan: s.PlanExternalName, params: s.Parameters, from: s.ParametersFrom,
-		externalID: s.ExternalID, maxBindings: s.MaxBindings, allowed: s.AllowedNamespaces, sharedWith: s.SharedWith, userProvided: s.UserProvided != nil}
-}
-
-// recordBindingSpec is a binding record's spec as a manifest says it.
-func recordBindingSpec(r *v1alpha1.ServiceBinding) *bindingSpec {
-	s := r.Spec
-	return &bindingSpec{instance: s.InstanceName, instanceNamespace: s.InstanceNamespace, secretName: s.SecretName, params: s.Parameters,
-		from: s.ParametersFrom, transforms: s.SecretTransforms, projections: s.Projections, externalID: s.ExternalID}
 }

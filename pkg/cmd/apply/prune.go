@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
@@ -51,13 +52,13 @@ func (p *PruneFlags) validate() error {
 
 // prunable lists the bindings, then the instances, of the namespaces of objs that match
 // the selector and that objs do not name.
-func (o *Options) prunable(ctx context.Context, objs []*object) ([]*object, error) {
+func (o *Options) prunable(ctx context.Context, objs []*declarative.Object) ([]*declarative.Object, error) {
 	named := map[string]bool{}
 	namespaces := map[string]bool{}
 	for _, obj := range objs {
-		named[obj.kind+"/"+obj.namespace+"/"+obj.name] = true
-		if obj.kind != v1alpha1.KindBroker {
-			namespaces[obj.namespace] = true
+		named[obj.Kind+"/"+obj.Namespace+"/"+obj.Name] = true
+		if obj.Kind != v1alpha1.KindBroker {
+			namespaces[obj.Namespace] = true
 		}
 	}
 	var nss []string
@@ -66,10 +67,10 @@ func (o *Options) prunable(ctx context.Context, objs []*object) ([]*object, erro
 	}
 	sort.Strings(nss)
 	filter := records.Filter{Selector: o.Prune.selector}
-	var out []*object
+	var out []*declarative.Object
 	add := func(kind, ns, name string) {
 		if !named[kind+"/"+ns+"/"+name] {
-			out = append(out, &object{kind: kind, namespace: ns, name: name, doc: document{File: "--prune"}})
+			out = append(out, &declarative.Object{Kind: kind, Namespace: ns, Name: name, Doc: declarative.Document{File: "--prune"}})
 		}
 	}
 	for _, ns := range nss {
@@ -98,7 +99,7 @@ func (o *Options) prunable(ctx context.Context, objs []*object) ([]*object, erro
 }
 
 // prune unbinds and deprovisions what prunable lists, as delete -f does.
-func (o *Options) prune(ctx context.Context, objs []*object) error {
+func (o *Options) prune(ctx context.Context, objs []*declarative.Object) error {
 	gone, err := o.prunable(ctx, objs)
 	if err != nil || len(gone) == 0 {
 		return err
@@ -110,7 +111,7 @@ func (o *Options) prune(ctx context.Context, objs []*object) error {
 			continue
 		}
 		if err := d.deleteOne(ctx, obj); err != nil {
-			return fmt.Errorf("--prune: %s %q: %w", obj.kind, obj.name, err)
+			return fmt.Errorf("--prune: %s %q: %w", obj.Kind, obj.Name, err)
 		}
 		printName(o.Streams.Out, obj, "pruned", o.Output.Format() == "name")
 	}

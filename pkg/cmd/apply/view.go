@@ -10,23 +10,24 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 )
 
 // The fields apply manages, as "diff" shows them: a record's spec as a manifest says it.
 
-func instanceView(s *instanceSpec) map[string]any {
+func instanceView(s *declarative.InstanceSpec) map[string]any {
 	return compact(map[string]any{
-		"class": s.class, "broker": s.broker, "plan": s.plan, "parameters": rawValue(s.params), "parametersFrom": s.from,
-		"externalID": s.externalID, "maxBindings": s.maxBindings, "allowedNamespaces": s.allowed, "sharedWith": s.sharedWith,
-		"userProvided": s.userProvided,
+		"class": s.Class, "broker": s.Broker, "plan": s.Plan, "parameters": rawValue(s.Params), "parametersFrom": s.From,
+		"externalID": s.ExternalID, "maxBindings": s.MaxBindings, "allowedNamespaces": s.Allowed, "sharedWith": s.SharedWith,
+		"userProvided": s.UserProvided,
 	})
 }
 
-func bindingView(s *bindingSpec) map[string]any {
+func bindingView(s *declarative.BindingSpec) map[string]any {
 	return compact(map[string]any{
-		"instanceName": s.instance, "instanceNamespace": s.instanceNamespace, "secretName": s.secretName, "parameters": rawValue(s.params),
-		"parametersFrom": s.from, "secretTransforms": s.transforms, "projections": s.projections, "externalID": s.externalID,
+		"instanceName": s.Instance, "instanceNamespace": s.InstanceNamespace, "secretName": s.SecretName, "parameters": rawValue(s.Params),
+		"parametersFrom": s.From, "secretTransforms": s.Transforms, "projections": s.Projections, "externalID": s.ExternalID,
 	})
 }
 
@@ -45,7 +46,7 @@ func brokerView(s *v1alpha1.BrokerSpec) map[string]any {
 
 // rawValue decodes parameters for a view; nil for none.
 func rawValue(r *runtime.RawExtension) any {
-	m, _ := parameterMap(r)
+	m, _ := declarative.ParameterMap(r)
 	if m == nil {
 		return nil
 	}
@@ -99,12 +100,12 @@ func keys(ms ...map[string]any) map[string]bool {
 
 // viewYAML is a view as diff shows it: the object's kind, namespace, name, labels and
 // annotations (those that are not the catalog's own), then the fields; "" for none.
-func viewYAML(o *object, v map[string]any, meta engine.RecordMetadata) string {
+func viewYAML(o *declarative.Object, v map[string]any, meta engine.RecordMetadata) string {
 	if v == nil {
 		return ""
 	}
-	md := compact(map[string]any{"namespace": o.namespace, "name": o.name, "labels": meta.Labels, "annotations": meta.Annotations})
-	b, err := yaml.Marshal(map[string]any{"kind": o.kind, "metadata": md, "spec": v})
+	md := compact(map[string]any{"namespace": o.Namespace, "name": o.Name, "labels": meta.Labels, "annotations": meta.Annotations})
+	b, err := yaml.Marshal(map[string]any{"kind": o.Kind, "metadata": md, "spec": v})
 	if err != nil {
 		return fmt.Sprintf("# %v\n", err)
 	}
