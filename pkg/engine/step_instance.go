@@ -256,7 +256,9 @@ func (e *Engine) requestOptions(ctx context.Context, rec v1alpha1.Record, reques
 // catalog before outcome stores it.
 func (e instanceSteps) send(ctx context.Context, inst *v1alpha1.ServiceInstance, t target, c brokerCall, outcome func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error)) (Result, error) {
 	c.broker, c.paramsFrom = t.broker, inst.Spec.ParametersFrom
-	c.vet = func(ctx context.Context) error { return e.auth.VetInstanceCall(ctx, inst, t, c.op.InstanceID, c.planID) }
+	c.vet = func(ctx context.Context) error {
+		return e.auth.VetInstanceCall(ctx, inst, t, c.op.InstanceID, c.planID)
+	}
 	return sendCall(e.Engine, ctx, inst, c, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
 		if act.RefetchCatalog {
 			e.refreshCatalog(ctx, t.broker)
