@@ -23,16 +23,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
-func TestAccess_BadInvocations_AreUsageErrors(t *testing.T) {
-	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
-		{Name: "disable without namespace", Args: []string{"access", "disable", "redis"}, Want: "pass -n NS for one namespace, or -A"},
-		{Name: "enable without namespace", Args: []string{"access", "enable", "redis"}, Want: "pass -n NS for one namespace, or -A"},
-		{Name: "namespace and all", Args: []string{"access", "disable", "redis", "-n", "a", "-A"}, Want: "cannot be used together"},
-		{Name: "bad dry run", Args: []string{"access", "disable", "redis", "-A", "--dry-run=yes"}, Want: "must be one of", PflagWording: true},
-		{Name: "bad output", Args: []string{"access", "disable", "redis", "-A", "-o", "table"}, Want: "table"},
-	})
-}
-
 func newStore(t *testing.T) (*storetest.Cluster, *store.Store) {
 	t.Helper()
 	c := storetest.NewCluster()

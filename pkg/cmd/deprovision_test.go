@@ -11,17 +11,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 )
 
-func TestDeprovision_BadInvocations_AreUsageErrors(t *testing.T) {
-	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
-		{Name: "missing name", Args: []string{"deprovision", "--yes"}, Want: "needs the instance's NAME"},
-		{Name: "two names", Args: []string{"deprovision", "a", "b", "--yes"}, Want: "takes one NAME"},
-		{Name: "unknown flag", Args: []string{"deprovision", "db", "--force"}, Want: "unknown flag"},
-		{Name: "abandon and wait", Args: []string{"deprovision", "db", "--abandon", "--wait", "--yes"}, Want: "cannot be used together"},
-		{Name: "zero interval", Args: []string{"deprovision", "db", "--yes", "--interval", "0"}, Want: "--interval"},
-		{Name: "bad bool", Args: []string{"deprovision", "db", "--yes=perhaps"}, Want: "invalid argument", PflagWording: true},
-	})
-}
-
 func TestDeprovisionOptions_Validate(t *testing.T) {
 	for _, tc := range []struct {
 		name string

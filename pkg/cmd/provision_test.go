@@ -28,22 +28,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
-func TestProvision_BadInvocations_AreUsageErrors(t *testing.T) {
-	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
-		{Name: "missing name", Args: []string{"provision", "--class", "postgresql"}, Want: "needs the instance's NAME"},
-		{Name: "two names", Args: []string{"provision", "a", "b"}, Want: "takes one NAME"},
-		{Name: "empty name", Args: []string{"provision", ""}, Want: "must not be empty"},
-		{Name: "unknown flag", Args: []string{"provision", "db", "--no-such"}, Want: "unknown flag"},
-		{Name: "flag without value", Args: []string{"provision", "db", "--class"}, Want: "needs an argument"},
-		{Name: "bad duration", Args: []string{"provision", "db", "--timeout", "soon"}, Want: "invalid argument", PflagWording: true},
-		{Name: "bad bool", Args: []string{"provision", "db", "--wait=maybe"}, Want: "invalid argument", PflagWording: true},
-		{Name: "json and file", Args: []string{"provision", "db", "--params-json", "{}", "--params-file", "p.json"}, Want: "cannot be used together"},
-		{Name: "empty secret name", Args: []string{"provision", "db", "--params-from-secret", "/key"}, Want: "SECRET or SECRET/KEY"},
-		{Name: "zero interval", Args: []string{"provision", "db", "--interval", "0s"}, Want: "--interval must be positive"},
-		{Name: "bad output", Args: []string{"provision", "db", "-o", "nosuch"}, Want: "--output"},
-	})
-}
-
 func TestProvisionOptions_Validate(t *testing.T) {
 	valid := func() *provision.Options {
 		return &provision.Options{

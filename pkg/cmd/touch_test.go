@@ -21,17 +21,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
-func TestTouch_BadInvocations_AreUsageErrors(t *testing.T) {
-	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
-		{Name: "missing name", Args: []string{"touch", "instance"}, Want: "needs the instance's NAME"},
-		{Name: "alias, missing name", Args: []string{"touch", "inst"}, Want: "needs the instance's NAME"},
-		{Name: "two names", Args: []string{"touch", "instance", "a", "b"}, Want: "takes one NAME"},
-		{Name: "unknown flag", Args: []string{"touch", "instance", "db", "-p", "a=1"}, Want: "unknown shorthand flag"},
-		{Name: "zero interval", Args: []string{"touch", "instance", "db", "--interval", "0s"}, Want: "--interval"},
-		{Name: "unknown kind", Args: []string{"touch", "binding", "b"}, Want: "unknown command"},
-	})
-}
-
 func TestTouch_WithoutKind_ShowsHelp(t *testing.T) {
 	out, err := cmdtest.RunOfflineOutput(t, "touch")
 	assert.NilError(t, err)

@@ -23,26 +23,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
-func TestUpdate_BadInvocations_AreUsageErrors(t *testing.T) {
-	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
-		{Name: "missing name", Args: []string{"update", "--plan", "standard"}, Want: "needs the instance's NAME"},
-		{Name: "two names", Args: []string{"update", "a", "b", "--plan", "x"}, Want: "takes one NAME"},
-		{Name: "nothing to update", Args: []string{"update", "db"}, Want: "nothing to update"},
-		{Name: "only a timeout", Args: []string{"update", "db", "--timeout", "1m"}, Want: "--wait alone waits for the update under way"},
-		{Name: "wait alone with a bad interval", Args: []string{"update", "db", "--wait", "--interval", "0s"}, Want: "--interval"},
-		{Name: "wait alone with a dry run", Args: []string{"update", "db", "--wait", "--dry-run=client"}, Want: "nothing to update"},
-		{Name: "unknown flag", Args: []string{"update", "db", "--class", "x"}, Want: "unknown flag"},
-		{Name: "json and file", Args: []string{"update", "db", "--params-json", "{}", "--params-file", "-"}, Want: "cannot be used together"},
-		{Name: "bad secret ref", Args: []string{"update", "db", "--params-from-secret", "/k"}, Want: "SECRET or SECRET/KEY"},
-		{Name: "negative interval", Args: []string{"update", "db", "--plan", "x", "--interval", "-1s"}, Want: "--interval"},
-		{Name: "bad output", Args: []string{"update", "db", "--plan", "x", "-o", "nosuch"}, Want: "--output"},
-		{Name: "revert with a change", Args: []string{"update", "db", "--revert", "-p", "a=1"}, Want: "give it alone"},
-		{Name: "bad dry run", Args: []string{"update", "db", "--plan", "x", "--dry-run=maybe"}, Want: "must be one of none, client, server", PflagWording: true},
-		{Name: "dry run and wait", Args: []string{"update", "db", "--plan", "x", "--dry-run", "--wait"}, Want: "cannot be used together"},
-		{Name: "dry run and revert", Args: []string{"update", "db", "--revert", "--dry-run=server"}, Want: "--revert cannot be combined with --dry-run"},
-	})
-}
-
 func TestUpdateOptions_Validate(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -148,6 +148,14 @@ func waitChange[T driven[T]](e *Engine, ctx context.Context, res Result, o Drive
 	if e.cfg.Sleep != nil {
 		return e.cfg.Sleep(ctx, min(res.RequeueAfter, pollEvery))
 	}
+	return tickUntil(e, ctx, res, o, changed, pollEvery, nil)
+}
+
+// tickUntil waits res.RequeueAfter, waking every o.Tick to let woke (when not nil) update
+// res and to report progress. A value on changed ends the wait (true) or, false, says the
+// watch broke: the wait then ends at the latest pollEvery from then, and changed is no
+// longer read. A nil changed is never read.
+func tickUntil(e *Engine, ctx context.Context, res Result, o DriveOptions, changed <-chan bool, pollEvery time.Duration, woke func(Result) Result) error {
 	deadline := e.now().Add(res.RequeueAfter)
 	for {
 		left := deadline.Sub(e.now())
@@ -169,6 +177,9 @@ func waitChange[T driven[T]](e *Engine, ctx context.Context, res Result, o Drive
 			continue
 		case <-t.C:
 		}
+		if woke != nil {
+			res = woke(res)
+		}
 		if o.Progress != nil && deadline.Sub(e.now()) > 0 {
 			o.Progress(res)
 		}
@@ -188,19 +199,7 @@ func wait[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOption
 	if e.cfg.Sleep != nil {
 		return e.cfg.Sleep(ctx, res.RequeueAfter)
 	}
-	deadline := e.now().Add(res.RequeueAfter)
-	for {
-		left := deadline.Sub(e.now())
-		if left <= 0 {
-			return nil
-		}
-		t := time.NewTimer(min(left, o.Tick))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+	return tickUntil(e, ctx, res, o, nil, 0, func(res Result) Result {
 		x := recordOf[T](res)
 		if any(x) != any(T(nil)) {
 			if op := x.OpStatus().InFlight; op != nil && op.Async {
@@ -211,10 +210,8 @@ func wait[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOption
 				}
 			}
 		}
-		if o.Progress != nil && deadline.Sub(e.now()) > 0 {
-			o.Progress(res)
-		}
-	}
+		return res
+	})
 }
 
 // Release drops this engine's claim on the instance, so reconcile may drive it at once.

@@ -42,6 +42,15 @@ func (f *fixture) assertUnchanged(before map[string]string) {
 	assert.Assert(f.t, is.Len(f.broker.Calls(), 0))
 }
 
+// assertRefused checks that err says want, is an input error when input is, and that
+// nothing changed since before.
+func (f *fixture) assertRefused(err error, want string, input bool, before map[string]string) {
+	f.t.Helper()
+	assert.ErrorContains(f.t, err, want)
+	assert.Equal(f.t, isInputError(err), input, "%v", err)
+	f.assertUnchanged(before)
+}
+
 func int32p(v int32) *int32 { return &v }
 
 func TestProvision_RecordsWithLimitsAndDrives(t *testing.T) {
@@ -109,9 +118,7 @@ func TestProvision_BadInput_ChangesNothing(t *testing.T) {
 
 			_, err := f.engine.Provision(context.Background(), req)
 
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, isInputError(err), tc.input, "%v", err)
-			f.assertUnchanged(before)
+			f.assertRefused(err, tc.want, tc.input, before)
 		})
 	}
 }
@@ -223,9 +230,7 @@ func TestProvisionUserProvided_BadInput_ChangesNothing(t *testing.T) {
 
 			_, err := f.engine.ProvisionUserProvided(context.Background(), req)
 
-			assert.ErrorContains(t, err, tc.want)
-			assert.Equal(t, isInputError(err), tc.input, "%v", err)
-			f.assertUnchanged(before)
+			f.assertRefused(err, tc.want, tc.input, before)
 		})
 	}
 }

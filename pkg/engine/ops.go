@@ -98,32 +98,26 @@ type followed struct {
 }
 
 func instanceFollowed(e *Engine, created *v1alpha1.ServiceInstance) followed {
-	f := followed{
-		kind:  "instance",
-		drive: e.DriveInstance,
-		release: func(ctx context.Context, r Result) {
-			if r.Instance != nil {
-				_ = e.Release(ctx, r.Instance)
-			}
-		},
-	}
-	if created != nil {
-		f.created = created
-	}
-	return f
+	return followedOf(e, "instance", e.DriveInstance, created)
 }
 
 func bindingFollowed(e *Engine, created *v1alpha1.ServiceBinding) followed {
+	return followedOf(e, "binding", e.DriveBinding, created)
+}
+
+// followedOf follows records of T's kind with drive, releasing this engine's claim on the
+// record a result carries; created is the record just created, or nil.
+func followedOf[T driven[T]](e *Engine, kind string, drive func(ctx context.Context, namespace, name string, o DriveOptions) (Result, error), created T) followed {
 	f := followed{
-		kind:  "binding",
-		drive: e.DriveBinding,
+		kind:  kind,
+		drive: drive,
 		release: func(ctx context.Context, r Result) {
-			if r.Binding != nil {
-				_ = e.ReleaseBinding(ctx, r.Binding)
+			if x := recordOf[T](r); any(x) != any(T(nil)) {
+				_ = releaseClaim(e, ctx, x)
 			}
 		},
 	}
-	if created != nil {
+	if any(created) != any(T(nil)) {
 		f.created = created
 	}
 	return f

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,4 +86,47 @@ func resourceClient(core kubernetes.Interface, obj runtime.Object) client {
 		return of(core.CoreV1().ConfigMaps(ns))
 	}
 	panic(fmt.Sprintf("install: no client for %T", obj))
+}
+
+// Ref is the object's "resource/name" as kubectl prints it, such as
+// "cronjob.batch/catalog-reconcile".
+func Ref(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return resourceOf(obj)
+	}
+	return resourceOf(obj) + "/" + m.GetName()
+}
+
+// resourceOf is the resource name kubectl prints for an object.
+func resourceOf(obj runtime.Object) string {
+	switch obj.(type) {
+	case *corev1.Namespace:
+		return "namespace"
+	case *corev1.ServiceAccount:
+		return "serviceaccount"
+	case *rbacv1.ClusterRole:
+		return "clusterrole.rbac.authorization.k8s.io"
+	case *rbacv1.ClusterRoleBinding:
+		return "clusterrolebinding.rbac.authorization.k8s.io"
+	case *rbacv1.Role:
+		return "role.rbac.authorization.k8s.io"
+	case *rbacv1.RoleBinding:
+		return "rolebinding.rbac.authorization.k8s.io"
+	case *batchv1.CronJob:
+		return "cronjob.batch"
+	case *appsv1.Deployment:
+		return "deployment.apps"
+	case *policyv1.PodDisruptionBudget:
+		return "poddisruptionbudget.policy"
+	case *networkingv1.NetworkPolicy:
+		return "networkpolicy.networking.k8s.io"
+	case *admissionv1.ValidatingAdmissionPolicy:
+		return "validatingadmissionpolicy.admissionregistration.k8s.io"
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		return "validatingadmissionpolicybinding.admissionregistration.k8s.io"
+	case *corev1.ConfigMap:
+		return "configmap"
+	}
+	return strings.ToLower(fmt.Sprintf("%T", obj))
 }

@@ -1,19 +1,6 @@
 package install
 
-import (
-	"fmt"
-	"strings"
-
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-)
+import "k8s.io/apimachinery/pkg/runtime"
 
 // Actions reported for an object, as kubectl words them.
 const (
@@ -48,46 +35,3 @@ type Result struct {
 
 // String is the kubectl-style line: "serviceaccount/catalog-reconcile created".
 func (r Result) String() string { return r.Resource + "/" + r.Name + " " + r.Action }
-
-// Ref is the object's "resource/name" as kubectl prints it, such as
-// "cronjob.batch/catalog-reconcile".
-func Ref(obj runtime.Object) string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return resourceOf(obj)
-	}
-	return resourceOf(obj) + "/" + m.GetName()
-}
-
-// resourceOf is the resource name kubectl prints for an object.
-func resourceOf(obj runtime.Object) string {
-	switch obj.(type) {
-	case *corev1.Namespace:
-		return "namespace"
-	case *corev1.ServiceAccount:
-		return "serviceaccount"
-	case *rbacv1.ClusterRole:
-		return "clusterrole.rbac.authorization.k8s.io"
-	case *rbacv1.ClusterRoleBinding:
-		return "clusterrolebinding.rbac.authorization.k8s.io"
-	case *rbacv1.Role:
-		return "role.rbac.authorization.k8s.io"
-	case *rbacv1.RoleBinding:
-		return "rolebinding.rbac.authorization.k8s.io"
-	case *batchv1.CronJob:
-		return "cronjob.batch"
-	case *appsv1.Deployment:
-		return "deployment.apps"
-	case *policyv1.PodDisruptionBudget:
-		return "poddisruptionbudget.policy"
-	case *networkingv1.NetworkPolicy:
-		return "networkpolicy.networking.k8s.io"
-	case *admissionv1.ValidatingAdmissionPolicy:
-		return "validatingadmissionpolicy.admissionregistration.k8s.io"
-	case *admissionv1.ValidatingAdmissionPolicyBinding:
-		return "validatingadmissionpolicybinding.admissionregistration.k8s.io"
-	case *corev1.ConfigMap:
-		return "configmap"
-	}
-	return strings.ToLower(fmt.Sprintf("%T", obj))
-}

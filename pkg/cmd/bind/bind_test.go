@@ -24,7 +24,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/cmdtest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -34,36 +33,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
-
-func TestBind_BadInvocations_AreUsageErrors(t *testing.T) {
-	cmdtest.UsageErrors(t, []cmdtest.BadInvocation{
-		{Name: "missing instance", Args: []string{"bind"}, Want: "needs the INSTANCE to bind"},
-		{Name: "two names", Args: []string{"bind", "a", "b"}, Want: "takes one INSTANCE"},
-		{Name: "empty name", Args: []string{"bind", ""}, Want: "must not be empty"},
-		{Name: "rotate without binding", Args: []string{"bind", "--rotate"}, Want: "--rotate needs the BINDING"},
-		{Name: "rotate with params", Args: []string{"bind", "--rotate", "db", "-p", "a=b"}, Want: "cannot be combined with --param"},
-		{Name: "rotate with dry run", Args: []string{"bind", "--rotate", "db", "--dry-run"}, Want: "--dry-run"},
-		{Name: "unknown flag", Args: []string{"bind", "db", "--no-such"}, Want: "unknown flag"},
-		{Name: "bad dry run", Args: []string{"bind", "db", "--dry-run=maybe"}, Want: `invalid value "maybe": must be one of none, client, server`, PflagWording: true},
-		{Name: "dry run and wait", Args: []string{"bind", "db", "--dry-run=client", "--wait"}, Want: "cannot be used together"},
-		{Name: "env without to", Args: []string{"bind", "db", "--env"}, Want: "give --to"},
-		{Name: "bad env prefix", Args: []string{"bind", "db", "--to", "deploy/web", "--env-prefix", "1-"}, Want: "--env-prefix"},
-		{Name: "bad workload", Args: []string{"bind", "db", "--to", "pod/web"}, Want: "cannot be projected into"},
-		{Name: "job", Args: []string{"bind", "db", "--to", "job/migrate"}, Want: "Job's pod template"},
-		{Name: "two instance namespaces", Args: []string{"bind", "team-a/db", "--instance-namespace", "team-c"}, Want: "give one of them"},
-		{Name: "bad instance namespace", Args: []string{"bind", "Team_A/db"}, Want: `instance namespace "Team_A" is not a valid namespace name`},
-		{Name: "no instance after the namespace", Args: []string{"bind", "team-a/"}, Want: "give NAMESPACE/INSTANCE"},
-		{Name: "rotate with instance namespace", Args: []string{"bind", "--rotate", "db", "--instance-namespace", "team-a"}, Want: "--instance-namespace"},
-		{Name: "workload twice", Args: []string{"bind", "db", "--to", "deploy/web", "--to", "deployment/web"}, Want: "given twice"},
-		{Name: "bad secret name", Args: []string{"bind", "db", "--secret-name", "Not_Valid"}, Want: "--secret-name"},
-		{Name: "bad rename", Args: []string{"bind", "db", "--rename-key", "uri"}, Want: `--rename-key "uri": expected FROM=TO`},
-		{Name: "bad add key", Args: []string{"bind", "db", "--add-key", "=x"}, Want: `--add-key "=x"`},
-		{Name: "bad remove key", Args: []string{"bind", "db", "--remove-key", "a/b"}, Want: `--remove-key "a/b"`},
-		{Name: "json and file", Args: []string{"bind", "db", "--params-json", "{}", "--params-file", "p.json"}, Want: "cannot be used together"},
-		{Name: "zero interval", Args: []string{"bind", "db", "--interval", "0s"}, Want: "--interval must be positive"},
-		{Name: "bad output", Args: []string{"bind", "db", "-o", "nosuch"}, Want: "--output"},
-	})
-}
 
 // Records of the fixture.
 const (

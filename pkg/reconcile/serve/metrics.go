@@ -42,27 +42,31 @@ type Metrics struct {
 	shardTaken     prometheus.Counter
 }
 
+// newGauge returns a gauge of the given name and help.
+func newGauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+// newCounterVec returns a counter of the given name and help, by labels.
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
 // NewMetrics returns the metrics, registered with a new registry together with the Go
 // runtime and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubectl_catalog_reconcile_runs_total",
-			Help: "Reconcile runs, by result: ok, failed (a record needs a person), error (the work could not be listed), interrupted.",
-		}, []string{"result"}),
-		records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubectl_catalog_reconcile_records_total",
-			Help: "Records handled by reconcile runs, by record kind and outcome.",
-		}, []string{"kind", "outcome"}),
-		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubectl_catalog_reconcile_queue_depth",
-			Help: "Records the last run found with work to do (pending, being deleted, or a broker whose catalog was due).",
-		}),
-		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubectl_catalog_reconcile_last_run_timestamp_seconds",
-			Help: "When the last run ended, in seconds since the Unix epoch.",
-		}),
+		runs: newCounterVec("kubectl_catalog_reconcile_runs_total",
+			"Reconcile runs, by result: ok, failed (a record needs a person), error (the work could not be listed), interrupted.",
+			"result"),
+		records: newCounterVec("kubectl_catalog_reconcile_records_total",
+			"Records handled by reconcile runs, by record kind and outcome.",
+			"kind", "outcome"),
+		queueDepth: newGauge("kubectl_catalog_reconcile_queue_depth",
+			"Records the last run found with work to do (pending, being deleted, or a broker whose catalog was due)."),
+		lastRun: newGauge("kubectl_catalog_reconcile_last_run_timestamp_seconds",
+			"When the last run ended, in seconds since the Unix epoch."),
 		runDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kubectl_catalog_reconcile_run_duration_seconds",
 			Help:    "How long reconcile runs took.",
@@ -73,18 +77,12 @@ func NewMetrics() *Metrics {
 			Help:    "How long brokers took to answer requests (up to the response headers), by broker (namespace/name) and HTTP status code (\"error\" when no answer came).",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"broker", "code"}),
-		shardMembers: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubectl_catalog_shard_members",
-			Help: "Live members of this replica's shard group (itself included) at the start of the last run; 0 outside a group.",
-		}),
-		shardListed: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubectl_catalog_shard_records_listed",
-			Help: "Records with work the last run listed, every member's share included; 0 outside a group.",
-		}),
-		shardOwned: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubectl_catalog_shard_records_owned",
-			Help: "Records with work the last run took as this replica's share of its shard group (taken-over ones included); 0 outside a group.",
-		}),
+		shardMembers: newGauge("kubectl_catalog_shard_members",
+			"Live members of this replica's shard group (itself included) at the start of the last run; 0 outside a group."),
+		shardListed: newGauge("kubectl_catalog_shard_records_listed",
+			"Records with work the last run listed, every member's share included; 0 outside a group."),
+		shardOwned: newGauge("kubectl_catalog_shard_records_owned",
+			"Records with work the last run took as this replica's share of its shard group (taken-over ones included); 0 outside a group."),
 		shardTaken: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kubectl_catalog_shard_records_taken_over_total",
 			Help: "Records of another member's share taken up because they stayed pending, unclaimed and unchanged past the starvation bound.",
