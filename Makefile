@@ -224,7 +224,8 @@ LAYER_RULES := \
 	'pkg/reconcile/shard(/|$$): pkg/(engine|reconcile)(/|$$)' \
 	'pkg/reconcile$$: pkg/reconcile/serve(/|$$)' \
 	'pkg/engine/authority(/|$$): pkg/(engine$$|engine/(kube|catalogsync|brokerclient|credentials|enginetest|sim)(/|$$)|(doctor|reconcile|install|migrate|trust)(/|$$))' \
-	'pkg/declarative(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)'
+	'pkg/declarative(/|$$): pkg/(cmd|cmdutil|printers|prompt)(/|$$)' \
+	'pkg/cmd/apply(/|$$): pkg/cmd/(provision|update|bind|unbind|deprovision|register|deregister|share|touch)(/|$$)'
 
 .PHONY: check-layers
 check-layers: ## The import rules between layers (docs/architecture.md)

@@ -293,26 +293,41 @@ func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine
 		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.Doc.Where(), a.obj.Kind, a.obj.Name, a.deferred)
 		return nil
 	case a.provision != nil:
-		a.provision.DryRun = o.DryRun
-		_, err := a.provision.Provision(ctx, follow)
+		req := *a.provision
+		req.DryRun, req.Follow = o.DryRun.Engine(), follow
+		_, err := o.Engine.Provision(ctx, req)
 		return err
 	case a.update != nil:
-		a.update.DryRun = o.DryRun
-		_, err := a.update.Update(ctx, follow)
+		req := *a.update
+		req.DryRun, req.Follow = o.DryRun.Engine(), follow
+		_, err := o.Engine.Update(ctx, req)
 		return err
-	case a.bind != nil:
-		a.bind.DryRun = o.DryRun
-		_, err := p.bindNow(ctx, a.bind, a.obj.Bind, follow)
+	case a.bind:
+		_, err := p.bindNow(ctx, a.obj, o.DryRun.Engine(), follow)
 		return err
 	case a.register != nil:
-		a.register.DryRun = o.DryRun
-		if a.op == opCreate {
-			_, err := a.register.Register(ctx)
+		return o.register(ctx, a, o.DryRun.Engine())
+	}
+	return nil
+}
+
+// register registers (opCreate) or changes the broker of a, as register does, printing
+// its catalog's warnings.
+func (o *Options) register(ctx context.Context, a *action, dry engine.DryRun) error {
+	req := a.register.Request(dry, o.Streams.ErrOut)
+	if a.op == opCreate {
+		res, err := o.Engine.RegisterBroker(ctx, req)
+		if err != nil {
 			return err
 		}
-		_, err := a.register.Change(ctx)
+		lifecycle.WarnCatalog(o.Streams.ErrOut, res.Catalog)
+		return nil
+	}
+	res, err := o.Engine.ChangeBroker(ctx, req)
+	if err != nil {
 		return err
 	}
+	lifecycle.WarnCatalog(o.Streams.ErrOut, res.Catalog)
 	return nil
 }
 

@@ -8,12 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deprovision"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/deregister"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/unbind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
@@ -110,8 +108,8 @@ func (o *DeleteOptions) deregister(ctx context.Context, obj *declarative.Object)
 			return err
 		}
 	}
-	d := &deregister.Options{Name: obj.Name, Scope: scope, DryRun: o.DryRun, Namespace: obj.Namespace, Engine: o.Engine, Streams: o.Streams}
-	return d.Run(ctx)
+	req := lifecycle.DeregisterRequest(obj.Name, scope, obj.Namespace, false, o.DryRun.Engine(), o.Streams.ErrOut)
+	return lifecycle.Deregister(ctx, o.Engine, o.Streams, nil, o.DryRun, req)
 }
 
 // deleteOne unbinds or deprovisions obj, as the verb does.
@@ -123,11 +121,12 @@ func (o *DeleteOptions) deleteOne(ctx context.Context, obj *declarative.Object) 
 			fmt.Fprintf(o.Streams.ErrOut, "binding %q not found in namespace %q: nothing to unbind\n", obj.Name, obj.Namespace)
 			return nil
 		}
-		return (&unbind.Options{Args: []string{obj.Name}, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
+		req := engine.UnbindRequest{Namespace: obj.Namespace, Bindings: []string{obj.Name}, DryRun: o.DryRun.Engine()}
+		return (&lifecycle.Unbinding{Yes: o.Yes, VerbOptions: verb}).Run(ctx, req)
 	}
 	if _, err := o.reader.Instances().Get(ctx, obj.Namespace, obj.Name); records.IsNotFound(err) {
 		fmt.Fprintf(o.Streams.ErrOut, "instance %q not found in namespace %q: nothing to deprovision\n", obj.Name, obj.Namespace)
 		return nil
 	}
-	return (&deprovision.Options{Name: obj.Name, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
+	return (&lifecycle.Deprovisioning{Name: obj.Name, Yes: o.Yes, VerbOptions: verb}).Run(ctx)
 }

@@ -10,11 +10,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/bind"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/provision"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/update"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -41,11 +37,13 @@ type action struct {
 	// for, both as the fields apply manages (see view).
 	before, after map[string]any
 
-	provision *provision.Options
-	update    *update.Options
-	bind      *bind.Options
+	// provision and update are the requests of a new instance's provision and of an
+	// instance's update; bind says that a new binding is bound (bindRequest).
+	provision *engine.ProvisionRequest
+	update    *engine.InstanceUpdateRequest
+	bind      bool
 	// register registers (opCreate) or changes (opConfigure) a broker.
-	register *register.Options
+	register *lifecycle.Broker
 	// relabel changes the labels and annotations of an existing record to the
 	// manifest's; beforeMeta and afterMeta are the labels and annotations that are not
 	// the catalog's own, as they are and as the manifest says them.
@@ -119,12 +117,21 @@ func (p *planner) planOne(ctx context.Context, o *declarative.Object) (*action, 
 	return p.planBroker(ctx, o)
 }
 
-// verbClients are the clients of a verb acting on o's namespace.
-func (p *planner) verbClients(o *declarative.Object) lifecycle.VerbOptions {
-	c := p.clients
-	c.Namespace = o.Namespace
-	c.Prompter = nil // a manifest is complete: nothing is asked
-	return lifecycle.VerbOptions{Clients: c, Wait: p.wait, DryRun: cmdutil.DryRunClient}
+// provisionRequest is the request of provisioning the new instance o, as provision
+// makes it of its flags (a manifest is complete: nothing is asked), checked with a
+// client dry run.
+func (p *planner) provisionRequest(o *declarative.Object, params map[string]any) (engine.ProvisionRequest, error) {
+	want := o.Inst
+	pf := paramFlags(params, want.From)
+	in, err := pf.Input(p.clients.Streams.In)
+	if err != nil {
+		return engine.ProvisionRequest{}, err
+	}
+	lf := limitFlags(want, nil)
+	return engine.ProvisionRequest{
+		Namespace: o.Namespace, Name: o.Name, Class: want.ClassRef(), Plan: want.Plan, ExternalID: want.ExternalID,
+		Parameters: in, Limits: lf.Limits(), Metadata: o.Metadata, DryRun: engine.DryRunClient,
+	}, nil
 }
 
 func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*action, error) {
@@ -143,16 +150,17 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 		if err != nil {
 			return nil, fmt.Errorf("instance %q: %w", o.Name, err)
 		}
-		po := &provision.Options{Name: o.Name, Class: want.ClassRef(), Plan: want.Plan, ExternalID: want.ExternalID, Metadata: o.Metadata, VerbOptions: p.verbClients(o)}
-		po.Params = paramFlags(params, want.From)
-		po.Limits = limitFlags(want, nil)
-		if _, err := po.Provision(ctx, engine.Follow{}); err != nil {
+		req, err := p.provisionRequest(o, params)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.clients.Engine.Provision(ctx, req); err != nil {
 			if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
 				return nil, err
 			}
 			a.deferred = "its class is of a broker this apply registers: it is checked once the broker's catalog is fetched"
 		}
-		a.op, a.provision = opCreate, po
+		a.op, a.provision = opCreate, &req
 		a.changes = []string{"provision"}
 		return a, nil
 	case err != nil:
@@ -166,9 +174,9 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 	}
 	a.before = instanceView(declarative.RecordInstanceSpec(cur))
 	a.after = instanceView(want.Over(cur))
-	uo := &update.Options{Name: o.Name, VerbOptions: p.verbClients(o)}
+	req := engine.InstanceUpdateRequest{Namespace: o.Namespace, Name: o.Name, DryRun: engine.DryRunClient}
 	if want.Plan != "" && want.Plan != cur.Spec.PlanExternalName && want.Plan != cur.Spec.PlanID {
-		uo.Plan = want.Plan
+		req.Plan = want.Plan
 		a.changes = append(a.changes, "plan "+want.Plan)
 	}
 	params, err := declarative.ChangedParameters(cur.Spec.Parameters, want.Params)
@@ -179,12 +187,14 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 	if err != nil {
 		return nil, fmt.Errorf("instance %q: %w", o.Name, err)
 	}
+	var pf lifecycle.ParamFlags
 	if params != nil || len(from) > 0 {
-		uo.Params = paramFlags(params, from)
+		pf = paramFlags(params, from)
 		a.changes = append(a.changes, "parameters")
 	}
-	uo.Limits = limitFlags(want, cur)
-	if uo.Limits.Given() {
+	lf := limitFlags(want, cur)
+	req.Limits = lf.Limits()
+	if lf.Given() {
 		a.changes = append(a.changes, "limits")
 	}
 	specChanged := len(a.changes) > 0
@@ -200,10 +210,13 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 	if !specChanged {
 		return a, nil // the labels only: no update, no broker call
 	}
-	if _, err := uo.Update(ctx, engine.Follow{}); err != nil {
+	if req.Parameters, err = pf.Changes(p.clients.Streams.In); err != nil {
 		return nil, err
 	}
-	a.update = uo
+	if _, err := p.clients.Engine.Update(ctx, req); err != nil {
+		return nil, err
+	}
+	a.update = &req
 	return a, nil
 }
 
@@ -297,13 +310,10 @@ func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*acti
 	cur, err := p.reader.Bindings().Get(ctx, o.Namespace, o.Name)
 	switch {
 	case records.IsNotFound(err):
-		params, err := declarative.ParameterMap(want.Params)
-		if err != nil {
+		if _, err := declarative.ParameterMap(want.Params); err != nil {
 			return nil, fmt.Errorf("binding %q: %w", o.Name, err)
 		}
-		bo := &bind.Options{Instance: want.Instance, InstanceNamespace: want.InstanceNamespace, Name: o.Name, SecretName: want.SecretName,
-			ExternalID: want.ExternalID, Params: paramFlags(params, want.From), Metadata: o.Metadata, VerbOptions: p.verbClients(o)}
-		a.op, a.bind, a.changes = opCreate, bo, []string{"bind"}
+		a.op, a.bind, a.changes = opCreate, true, []string{"bind"}
 		instNS := want.InstanceNamespace
 		if instNS == "" {
 			instNS = o.Namespace
@@ -315,7 +325,7 @@ func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*acti
 		if where, ok := p.refused[instNS+"/"+want.Instance]; ok {
 			return nil, fmt.Errorf("binding %q: its instance %q is new and refused (%s): fix that document and apply again; the binding is checked once its instance can be provisioned", o.Name, want.Instance, where)
 		}
-		if _, err := p.bindNow(ctx, bo, want, engine.Follow{}); err != nil {
+		if _, err := p.bindNow(ctx, o, engine.DryRunClient, engine.Follow{}); err != nil {
 			return nil, err
 		}
 		return a, nil
@@ -338,15 +348,29 @@ func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*acti
 	return a, nil
 }
 
-// bindNow makes bind's engine call for bo, with the manifest's transforms and
-// projections (which bind's flags spell differently).
-func (p *planner) bindNow(ctx context.Context, bo *bind.Options, want *declarative.BindingSpec, follow engine.Follow) (engine.BindResult, error) {
-	req, err := bo.Request(follow)
+// bindNow makes bind's engine call for the new binding o, as bind makes it of its flags
+// (a manifest is complete: nothing is asked), with the manifest's transforms and
+// projections.
+func (p *planner) bindNow(ctx context.Context, o *declarative.Object, dry engine.DryRun, follow engine.Follow) (engine.BindResult, error) {
+	want := o.Bind
+	params, err := declarative.ParameterMap(want.Params)
+	if err != nil {
+		return engine.BindResult{}, fmt.Errorf("binding %q: %w", o.Name, err)
+	}
+	inst, instNS, err := lifecycle.BindInstance(want.Instance, want.InstanceNamespace, false)
 	if err != nil {
 		return engine.BindResult{}, err
 	}
-	req.Transforms, req.Projections = want.Transforms, want.Projections
-	return bo.Engine.Bind(ctx, req)
+	pf := paramFlags(params, want.From)
+	in, err := pf.Input(p.clients.Streams.In)
+	if err != nil {
+		return engine.BindResult{}, err
+	}
+	return p.clients.Engine.Bind(ctx, engine.BindRequest{
+		Namespace: o.Namespace, Instance: inst, InstanceNamespace: instNS, Name: o.Name, SecretName: want.SecretName, ExternalID: want.ExternalID,
+		Parameters: in, Transforms: want.Transforms, Projections: want.Projections, Metadata: o.Metadata,
+		DryRun: dry, Follow: follow,
+	})
 }
 
 func (p *planner) planBroker(ctx context.Context, o *declarative.Object) (*action, error) {
@@ -358,13 +382,12 @@ func (p *planner) planBroker(ctx context.Context, o *declarative.Object) (*actio
 	if a := want.Auth; a != nil && a.SecretRef.Namespace != "" && a.SecretRef.Namespace != brokerNS {
 		return nil, fmt.Errorf("broker %q: spec.auth.secretRef names namespace %q, but a broker's credentials are read from its own namespace %q only: leave secretRef.namespace out", o.Name, a.SecretRef.Namespace, brokerNS)
 	}
-	ro, err := register.ForSpec(o.Name, o.Namespace, *want, p.clients.Engine, p.clients.Streams)
+	b, err := lifecycle.BrokerForSpec(o.Name, o.Namespace, *want)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q: %w", o.Name, err)
 	}
-	ro.DryRun = cmdutil.DryRunClient
-	a := &action{obj: o, after: brokerView(want), register: ro}
-	req := ro.Request()
+	a := &action{obj: o, after: brokerView(want), register: &b}
+	req := b.Request(engine.DryRunClient, p.clients.Streams.ErrOut)
 	req.Note = nil
 	cur, err := p.reader.FindBroker(ctx, p.catalogNS, o.Namespace, o.Name, want.Scope)
 	switch {

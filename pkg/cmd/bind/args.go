@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 )
@@ -60,25 +60,7 @@ func rotateAlone(changed *pflag.FlagSet, dryRun cmdutil.DryRunStrategy) error {
 // instance is the instance to bind and its namespace ("" for the binding's), from
 // NAMESPACE/INSTANCE or --instance-namespace.
 func (o *Options) instance() (name, namespace string, err error) {
-	name, namespace = o.Instance, o.InstanceNamespace
-	if ns, n, ok := strings.Cut(o.Instance, "/"); ok && !o.Rotate {
-		if namespace != "" && namespace != ns {
-			return "", "", cmdutil.UsageErrorf("%q names namespace %q, and --instance-namespace says %q: give one of them", o.Instance, ns, namespace)
-		}
-		name, namespace = n, ns
-	}
-	if o.Rotate && namespace != "" {
-		return "", "", cmdutil.UsageErrorf("--rotate keeps the binding as it is and cannot be combined with --instance-namespace")
-	}
-	if namespace != "" {
-		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-			return "", "", cmdutil.UsageErrorf("instance namespace %q is not a valid namespace name: %s", namespace, strings.Join(errs, "; "))
-		}
-		if name == "" {
-			return "", "", cmdutil.UsageErrorf("the instance name must not be empty: give NAMESPACE/INSTANCE")
-		}
-	}
-	return name, namespace, nil
+	return lifecycle.BindInstance(o.Instance, o.InstanceNamespace, o.Rotate)
 }
 
 // projections are the workloads of --to, projected as --env and --env-prefix say.

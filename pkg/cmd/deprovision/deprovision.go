@@ -3,14 +3,11 @@ package deprovision
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var deprovisionLong = cmdutil.LongDesc(`
@@ -77,46 +74,5 @@ func (o *Options) Validate() error {
 
 // Run deprovisions the instance (engine.Engine.Deprovision) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
-	p := newProgress(o.Streams)
-	follow := o.Wait.Follow(nil)
-	follow.Progress, follow.Note = p.show, p.note
-	res, err := o.Engine.Deprovision(ctx, engine.DeprovisionRequest{
-		Namespace: o.Namespace, Name: o.Name, Abandon: o.Abandon, DryRun: o.DryRun.Engine(), Follow: o.AnnounceReconcile(follow), Confirm: o.confirm,
-	})
-	p.done()
-	if err != nil || res.Declined {
-		return err
-	}
-	switch {
-	case o.DryRun.Enabled():
-		verb := "deprovisioned at the broker"
-		if o.Abandon {
-			verb = "abandoned (the broker not told)"
-		}
-		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, res.Instance, "deleted", fmt.Sprintf("%s in namespace %q would be %s", res.What, o.Namespace, verb))
-	case res.Abandoned:
-		fmt.Fprintf(o.Streams.ErrOut, "Instance %q abandoned: its records are gone; the broker was not told.\n", o.Name)
-		return nil
-	}
-	if err := lifecycle.Report(o.Streams, o.Output, res.Result, o.Name, o.Namespace, "deprovision", o.Wait.Wait); err != nil {
-		return err
-	}
-	if engine.WaitingForReconcile(res.Instance) {
-		o.SayWhenReconcileRuns()
-	}
-	return nil
-}
-
-// confirm says what is about to be deleted and asks whether to go on. A dry run, which
-// deletes nothing, asks nothing.
-func (o *Options) confirm(d engine.Deprovisioning) (bool, error) {
-	if o.DryRun.Enabled() {
-		return true, nil
-	}
-	if o.Abandon {
-		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning %s in namespace %q.\nWARNING: the broker is NOT called: whatever it holds for this instance stays there (and may still be billed).\n", d.What, o.Namespace)
-	} else {
-		fmt.Fprintf(o.Streams.ErrOut, "This deletes %s in namespace %q at the broker.\n", d.What, o.Namespace)
-	}
-	return cmdutil.Confirm(o.Prompter, o.Streams.ErrOut, o.Yes, cmdutil.NeedsYes("deprovision"))
+	return (&lifecycle.Deprovisioning{Name: o.Name, Yes: o.Yes, Abandon: o.Abandon, VerbOptions: o.VerbOptions}).Run(ctx)
 }

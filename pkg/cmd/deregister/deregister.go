@@ -3,12 +3,12 @@ package deregister
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -98,25 +98,10 @@ func (o *Options) Complete(f *cmdutil.Factory) (err error) {
 
 // Request is what the options ask the engine for.
 func (o *Options) Request() engine.DeregisterRequest {
-	scope, _ := cmdutil.ParseScope(o.Scope)
-	return engine.DeregisterRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace, Force: o.Force,
-		DryRun: o.DryRun.Engine(), Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
+	return lifecycle.DeregisterRequest(o.Name, o.Scope, o.Namespace, o.Force, o.DryRun.Engine(), o.Streams.ErrOut)
 }
 
 // Run deregisters the broker.
 func (o *Options) Run(ctx context.Context) error {
-	res, err := o.Engine.Deregister(ctx, o.Request())
-	if err != nil {
-		return err
-	}
-	b := res.Broker
-	if o.DryRun.Enabled() {
-		// The broker that would be deregistered and how many classes would go with it;
-		// with --dry-run=server the API server has checked the deletions.
-		return printers.PrintDryRun(o.Streams, o.Output, o.DryRun, b, "deleted",
-			fmt.Sprintf("broker %q (%s scope, namespace %q) would be deregistered: %s removed",
-				b.Name, strings.ToLower(string(b.Spec.Scope)), b.Namespace, printers.Plural(res.Classes, "class", "classes")))
-	}
-	fmt.Fprintf(o.Streams.Out, "broker %q deregistered: %s removed\n", b.Name, printers.Plural(res.Classes, "class", "classes"))
-	return nil
+	return lifecycle.Deregister(ctx, o.Engine, o.Streams, o.Output, o.DryRun, o.Request())
 }

@@ -2,9 +2,11 @@ package lifecycle
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Following shows what an engine operation says while it follows the records it wrote,
@@ -39,4 +41,29 @@ func (f *Following) Say(format string, args ...any) {
 func (f *Following) Done() {
 	f.p.Done()
 	f.p = NewProgress(f.streams)
+}
+
+// BindInstance is the instance a binding binds and its namespace ("" for the
+// binding's), from instance (INSTANCE or NAMESPACE/INSTANCE) and instanceNamespace
+// (--instance-namespace); rotate: instance names the binding to rotate.
+func BindInstance(instance, instanceNamespace string, rotate bool) (name, namespace string, err error) {
+	name, namespace = instance, instanceNamespace
+	if ns, n, ok := strings.Cut(instance, "/"); ok && !rotate {
+		if namespace != "" && namespace != ns {
+			return "", "", cmdutil.UsageErrorf("%q names namespace %q, and --instance-namespace says %q: give one of them", instance, ns, namespace)
+		}
+		name, namespace = n, ns
+	}
+	if rotate && namespace != "" {
+		return "", "", cmdutil.UsageErrorf("--rotate keeps the binding as it is and cannot be combined with --instance-namespace")
+	}
+	if namespace != "" {
+		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+			return "", "", cmdutil.UsageErrorf("instance namespace %q is not a valid namespace name: %s", namespace, strings.Join(errs, "; "))
+		}
+		if name == "" {
+			return "", "", cmdutil.UsageErrorf("the instance name must not be empty: give NAMESPACE/INSTANCE")
+		}
+	}
+	return name, namespace, nil
 }

@@ -1,7 +1,9 @@
 // Package lifecycle holds what the lifecycle verbs (provision, update, deprovision,
-// touch, share, bind, unbind) share: their options (VerbOptions: wait, --dry-run, -o
-// and the clients; parameters, limits, credentials), the instance argument, and showing
-// what an engine operation does (its progress and notes) and its outcome.
+// touch, share, bind, unbind, register, deregister) share with each other and with
+// "apply -f": their options (VerbOptions: wait, --dry-run, -o and the clients;
+// parameters, limits, credentials, a broker's registration), the instance argument, the
+// runs of unbind, deprovision and deregister (confirmation, progress, outcome), and
+// showing what an engine operation does (its progress and notes) and its outcome.
 package lifecycle
 
 import (

@@ -95,3 +95,16 @@ func (p *ParamFlags) Input(stdin io.Reader) (engine.ParametersInput, error) {
 	in.FromSecret = from
 	return in, nil
 }
+
+// Changes reads the parameters the flags give as a change of an instance's (see
+// Input): nil when none is given, so that the parameters stay as they are.
+func (p *ParamFlags) Changes(stdin io.Reader) (*engine.ParametersInput, error) {
+	if !p.Given() && len(p.FromSecret) == 0 {
+		return nil, nil
+	}
+	params, err := p.Input(stdin)
+	if err != nil {
+		return nil, err
+	}
+	return &params, nil
+}

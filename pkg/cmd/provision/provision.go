@@ -137,16 +137,20 @@ func (o *Options) Run(ctx context.Context) error {
 				Limits: o.Limits.Limits(), DryRun: o.DryRun.Engine(), Follow: follow,
 			})
 		}
-		return o.Provision(ctx, follow)
+		req, err := o.Request(follow)
+		if err != nil {
+			return engine.InstanceResult{}, err
+		}
+		return o.Engine.Provision(ctx, req)
 	})
 }
 
-// Provision provisions a brokered instance: the engine call of the command, which
-// "apply -f" makes too.
-func (o *Options) Provision(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
+// Request is the request of provisioning the brokered instance the flags give, the
+// parameters read.
+func (o *Options) Request(follow engine.Follow) (engine.ProvisionRequest, error) {
 	params, err := o.Params.Input(o.Streams.In)
 	if err != nil {
-		return engine.InstanceResult{}, err
+		return engine.ProvisionRequest{}, err
 	}
 	req := engine.ProvisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID,
@@ -155,5 +159,5 @@ func (o *Options) Provision(ctx context.Context, follow engine.Follow) (engine.I
 	if o.Prompter != nil {
 		req.Ask = o.Prompter
 	}
-	return o.Engine.Provision(ctx, req)
+	return req, nil
 }

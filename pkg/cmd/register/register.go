@@ -3,22 +3,20 @@ package register
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -140,94 +138,11 @@ func NewCmdRegister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	return cmd
 }
 
-// ForSpec is the registration of broker name with spec, as "kubectl catalog get broker
-// NAME -o yaml" prints it: what "kubectl catalog apply -f" registers or changes, with
-// register's checks. namespace is the user's (a namespace-scoped broker's); the engine
-// and the streams are the caller's. The credentials are only ever a Secret reference, of
-// a Secret in the broker's namespace (the namespace the reference may name is the
-// caller's to check).
-func ForSpec(name, namespace string, spec v1alpha1.BrokerSpec, eng *engine.Engine, streams cmdutil.IOStreams) (*Options, error) {
-	o := &Options{
-		Name: name, URL: spec.URL, Scope: strings.ToLower(string(spec.Scope)), CABundle: spec.CABundle,
-		InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, BrokerTimeout: brokerclient.DefaultTimeout,
-		Namespace: namespace, Engine: eng, Streams: streams,
-	}
-	if o.Scope == "" {
-		o.Scope = "cluster"
-	}
-	if a := spec.Auth; a != nil {
-		switch a.Type {
-		case v1alpha1.AuthBasic:
-			o.BasicAuthSecret = a.SecretRef.Name
-		case v1alpha1.AuthBearer:
-			o.BearerTokenSecret = a.SecretRef.Name
-		default:
-			return nil, fmt.Errorf("spec.auth.type %q is not %s or %s", a.Type, v1alpha1.AuthBasic, v1alpha1.AuthBearer)
-		}
-		if a.SecretRef.Name == "" {
-			return nil, errors.New("spec.auth.secretRef.name is empty: name the Secret that holds the broker's credentials")
-		}
-	}
-	if spec.RelistInterval != nil {
-		o.RelistInterval = spec.RelistInterval.Duration
-	}
-	if r := spec.CatalogRestrictions; r != nil {
-		o.ClassRestrictions, o.PlanRestrictions = r.ServiceClass, r.ServicePlan
-	}
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	if o.CABundle != "" && !strings.Contains(o.CABundle, "-----BEGIN CERTIFICATE-----") {
-		return nil, errors.New("spec.caBundle holds no PEM certificate")
-	}
-	return o, nil
-}
-
-// Change makes the registered broker what the options say (ForSpec), as register would
-// have registered it; a broker already so is left alone.
-func (o *Options) Change(ctx context.Context) (*engine.ChangeBrokerResult, error) {
-	res, err := o.Engine.ChangeBroker(ctx, o.Request())
-	if err != nil {
-		return nil, err
-	}
-	o.warn(res.Catalog)
-	return res, nil
-}
-
 // Validate checks the arguments and flags without any I/O.
 func (o *Options) Validate() error {
-	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
-		return cmdutil.UsageErrorf("%q is not a valid broker name: %s (use lowercase letters, digits and '-', at most 63 characters)",
-			o.Name, strings.Join(errs, "; "))
-	}
-	if err := ValidateURL(o.URL); err != nil {
+	b := o.broker()
+	if err := b.Validate(); err != nil {
 		return err
-	}
-	if o.BasicAuthSecret != "" && o.BearerTokenSecret != "" {
-		return cmdutil.UsageErrorf("--basic-auth-secret and --bearer-token-secret cannot be used together: a broker has one kind of credentials")
-	}
-	for flag, name := range map[string]string{"--basic-auth-secret": o.BasicAuthSecret, "--bearer-token-secret": o.BearerTokenSecret} {
-		if name != "" && len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return cmdutil.UsageErrorf("%s %q is not a valid Secret name", flag, name)
-		}
-	}
-	if o.CAFile != "" && o.InsecureSkipTLSVerify {
-		return cmdutil.UsageErrorf("--ca-file and --broker-insecure-skip-tls-verify cannot be used together: either verify with the CA or do not verify")
-	}
-	if (o.CAFile != "" || o.InsecureSkipTLSVerify) && strings.HasPrefix(strings.ToLower(o.URL), "http://") {
-		return cmdutil.UsageErrorf("--ca-file and --broker-insecure-skip-tls-verify only apply to an https URL, and %q is http", o.URL)
-	}
-	if _, err := cmdutil.ParseScope(o.Scope); err != nil || o.Scope == "" {
-		return cmdutil.UsageErrorf("--scope must be cluster or namespace, not %q", o.Scope)
-	}
-	if o.BrokerTimeout <= 0 {
-		return cmdutil.UsageErrorf("--broker-timeout must be positive")
-	}
-	if o.RelistInterval < 0 {
-		return cmdutil.UsageErrorf("--relist-interval must not be negative")
-	}
-	if _, err := catalogsync.ParseRestrictions(o.restrictions()); err != nil {
-		return &cmdutil.UsageError{Err: err}
 	}
 	if o.Output != nil {
 		return o.Output.Validate()
@@ -235,22 +150,14 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// ValidateURL checks --url: given, and a usable broker URL (catalogsync.CheckURL).
-func ValidateURL(raw string) error {
-	if raw == "" {
-		return cmdutil.UsageErrorf("--url is required: the broker's base URL, such as https://broker.example.com")
+// broker is the registration the options give.
+func (o *Options) broker() lifecycle.Broker {
+	return lifecycle.Broker{
+		Name: o.Name, URL: o.URL, BasicAuthSecret: o.BasicAuthSecret, BearerTokenSecret: o.BearerTokenSecret,
+		CAFile: o.CAFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, Scope: o.Scope,
+		RelistInterval: o.RelistInterval, ClassRestrictions: o.ClassRestrictions, PlanRestrictions: o.PlanRestrictions,
+		BrokerTimeout: o.BrokerTimeout, Namespace: o.Namespace, CABundle: o.CABundle,
 	}
-	if err := catalogsync.CheckURL(raw); err != nil {
-		return cmdutil.UsageErrorf("--url %v", err)
-	}
-	return nil
-}
-
-func (o *Options) restrictions() *v1alpha1.CatalogRestrictions {
-	if len(o.ClassRestrictions) == 0 && len(o.PlanRestrictions) == 0 {
-		return nil
-	}
-	return &v1alpha1.CatalogRestrictions{ServiceClass: o.ClassRestrictions, ServicePlan: o.PlanRestrictions}
 }
 
 // Complete reads the CA file and builds the engine.
@@ -291,16 +198,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Request is what the options ask the engine for.
 func (o *Options) Request() engine.RegisterBrokerRequest {
-	scope, _ := cmdutil.ParseScope(o.Scope)
-	return engine.RegisterBrokerRequest{
-		Name: o.Name, URL: o.URL, Scope: scope, Namespace: o.Namespace,
-		BasicAuthSecret: o.BasicAuthSecret, BearerTokenSecret: o.BearerTokenSecret,
-		CABundle: o.CABundle, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify,
-		RelistInterval:    o.RelistInterval,
-		ClassRestrictions: o.ClassRestrictions, PlanRestrictions: o.PlanRestrictions,
-		DryRun: o.DryRun.Engine(),
-		Note:   func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) },
-	}
+	b := o.broker()
+	return b.Request(o.DryRun.Engine(), o.Streams.ErrOut)
 }
 
 // Register records the broker and fetches its catalog, printing the catalog's warnings.
@@ -309,18 +208,8 @@ func (o *Options) Register(ctx context.Context) (*engine.RegisterBrokerResult, e
 	if err != nil {
 		return nil, err
 	}
-	o.warn(res.Catalog)
+	lifecycle.WarnCatalog(o.Streams.ErrOut, res.Catalog)
 	return res, nil
-}
-
-// warn prints the warnings of a catalog fetch (nil: none was made).
-func (o *Options) warn(cat *catalogsync.Result) {
-	if cat == nil {
-		return
-	}
-	for _, w := range cat.Warnings {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
-	}
 }
 
 // Run records the broker and fetches its catalog.

@@ -3,7 +3,6 @@ package unbind
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
 var unbindLong = cmdutil.LongDesc(`
@@ -138,14 +136,6 @@ func (o *Options) Validate() error {
 	return o.ValidateFlags("records nothing")
 }
 
-// output is -o, the default when the options were built without it.
-func (o *Options) output() *printers.OutputFlags {
-	if o.Output == nil {
-		return printers.NewOutputFlags(false)
-	}
-	return o.Output
-}
-
 // request is what the user asked for: the bindings named, or an instance's.
 func (o *Options) request() engine.UnbindRequest {
 	req := engine.UnbindRequest{Namespace: o.Namespace, Abandon: o.Abandon, DryRun: o.DryRun.Engine()}
@@ -162,23 +152,5 @@ func (o *Options) request() engine.UnbindRequest {
 
 // Run unbinds the bindings: they are marked for deletion, then driven.
 func (o *Options) Run(ctx context.Context) error {
-	fol := lifecycle.NewFollowing(o.Streams)
-	defer fol.Done()
-	req := o.request()
-	req.Follow, req.Confirm = o.AnnounceReconcile(fol.Follow(o.Wait)), o.confirm
-	req.Unbound = func(u engine.UnbindOutcome) error {
-		fol.Done()
-		return o.report(req.Namespace, u)
-	}
-	res, err := o.Engine.Unbind(ctx, req)
-	fol.Done()
-	switch {
-	case err != nil:
-		return err
-	case len(res.Bindings) == 0:
-		fmt.Fprintf(o.Streams.ErrOut, "Instance %q has no bindings in namespace %q; nothing to unbind.\n", req.Instance, req.Namespace)
-	case o.DryRun.Enabled():
-		return o.printDryRun(req.Namespace, res.Bindings)
-	}
-	return nil
+	return (&lifecycle.Unbinding{Yes: o.Yes, Abandon: o.Abandon, VerbOptions: o.VerbOptions}).Run(ctx, o.request())
 }

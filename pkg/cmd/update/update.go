@@ -161,13 +161,16 @@ func (o *Options) Run(ctx context.Context) error {
 		if o.Revert {
 			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
 		}
-		return o.Update(ctx, follow)
+		req, err := o.Request(follow)
+		if err != nil {
+			return engine.InstanceResult{}, err
+		}
+		return o.Engine.Update(ctx, req)
 	})
 }
 
-// Update changes the spec the flags ask for: the engine call of the command, which
-// "apply -f" makes too.
-func (o *Options) Update(ctx context.Context, follow engine.Follow) (engine.InstanceResult, error) {
+// Request is the request of the change the flags ask for, the parameters read.
+func (o *Options) Request(follow engine.Follow) (engine.InstanceUpdateRequest, error) {
 	req := engine.InstanceUpdateRequest{
 		Namespace: o.Namespace, Name: o.Name,
 		UpdateRequest: engine.UpdateRequest{Plan: o.Plan, Upgrade: o.Upgrade},
@@ -178,12 +181,7 @@ func (o *Options) Update(ctx context.Context, follow engine.Follow) (engine.Inst
 	if o.Credentials.Given() {
 		req.Credentials = o.Credentials.Input(o.Streams.In, o.Prompter)
 	}
-	if o.Params.Given() || len(o.Params.FromSecret) > 0 {
-		params, err := o.Params.Input(o.Streams.In)
-		if err != nil {
-			return engine.InstanceResult{}, err
-		}
-		req.Parameters = &params
-	}
-	return o.Engine.Update(ctx, req)
+	params, err := o.Params.Changes(o.Streams.In)
+	req.Parameters = params
+	return req, err
 }

@@ -1,6 +1,7 @@
-package unbind
+package lifecycle
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,9 +12,50 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
+// Unbinding unbinds bindings as "kubectl catalog unbind" does, for the command and for
+// "delete -f": it lists what goes and confirms (Yes: without asking), follows each
+// binding and says where it stands. Abandon drops the records without calling the
+// broker.
+type Unbinding struct {
+	Yes     bool
+	Abandon bool
+
+	VerbOptions
+}
+
+// output is -o, the default when the options were built without it.
+func (o *Unbinding) output() *printers.OutputFlags {
+	if o.Output == nil {
+		return printers.NewOutputFlags(false)
+	}
+	return o.Output
+}
+
+// Run unbinds the bindings: they are marked for deletion, then driven.
+func (o *Unbinding) Run(ctx context.Context, req engine.UnbindRequest) error {
+	fol := NewFollowing(o.Streams)
+	defer fol.Done()
+	req.Follow, req.Confirm = o.AnnounceReconcile(fol.Follow(o.Wait)), o.confirm
+	req.Unbound = func(u engine.UnbindOutcome) error {
+		fol.Done()
+		return o.report(req.Namespace, u)
+	}
+	res, err := o.Engine.Unbind(ctx, req)
+	fol.Done()
+	switch {
+	case err != nil:
+		return err
+	case len(res.Bindings) == 0:
+		fmt.Fprintf(o.Streams.ErrOut, "Instance %q has no bindings in namespace %q; nothing to unbind.\n", req.Instance, req.Namespace)
+	case o.DryRun.Enabled():
+		return o.printDryRun(req.Namespace, res.Bindings)
+	}
+	return nil
+}
+
 // confirm lists what goes and asks whether to go on: in a terminal it asks; elsewhere
 // one binding goes without --yes, while several, or abandoning, need it.
-func (o *Options) confirm(bindings []*v1alpha1.ServiceBinding) (bool, error) {
+func (o *Unbinding) confirm(bindings []*v1alpha1.ServiceBinding) (bool, error) {
 	if o.Abandon {
 		fmt.Fprintf(o.Streams.ErrOut, "WARNING: abandoning in namespace %q:\n", o.Namespace)
 	} else {
@@ -38,7 +80,7 @@ func (o *Options) confirm(bindings []*v1alpha1.ServiceBinding) (bool, error) {
 // printDryRun prints the bindings that would be unbound (or abandoned); the operation
 // wrote nothing, asked nothing and called no broker (with --dry-run=server, it had the
 // API server check the deletions).
-func (o *Options) printDryRun(namespace string, bindings []*v1alpha1.ServiceBinding) error {
+func (o *Unbinding) printDryRun(namespace string, bindings []*v1alpha1.ServiceBinding) error {
 	out := o.output()
 	verb := "unbound at the broker"
 	if o.Abandon {
@@ -93,7 +135,7 @@ func whatGoes(b *v1alpha1.ServiceBinding) string {
 
 // report says where one binding stands once the operation is done with it, and with
 // -o prints the record as it was last seen (gone: as it was marked for deletion).
-func (o *Options) report(namespace string, u engine.UnbindOutcome) error {
+func (o *Unbinding) report(namespace string, u engine.UnbindOutcome) error {
 	b, r := u.Binding, u.Followed
 	switch {
 	case u.Abandoned:
