@@ -139,3 +139,7 @@ func applyTestKnobs(k TestKnobs, now func() time.Time, cfg *engine.Config) func(
 	}
 	return now
 }
+
+// HolderName names this process in claims, unique per process lifetime
+// (store.HolderName).
+func HolderName(prefix string) string { return store.HolderName(prefix) }

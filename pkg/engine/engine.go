@@ -3,11 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"time"
 
@@ -46,7 +44,8 @@ type Config struct {
 	Platform Platform
 	// CatalogNamespace holds cluster-scoped brokers and their classes.
 	CatalogNamespace string
-	// Holder names this driver in claims; default "kubectl-catalog@<host>/<pid>".
+	// Holder names this driver in claims; default store.HolderName("kubectl-catalog"),
+	// unique per process lifetime.
 	Holder string
 	// ClaimTTL is how long a claim lasts without renewal; default 2 minutes, at most
 	// store.MaxClaimTTL.
@@ -128,8 +127,7 @@ type Engine struct {
 // New returns an engine.
 func New(cfg Config) *Engine {
 	if cfg.Holder == "" {
-		host, _ := os.Hostname()
-		cfg.Holder = fmt.Sprintf("kubectl-catalog@%s/%d", host, os.Getpid())
+		cfg.Holder = store.HolderName("kubectl-catalog")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"sync"
 )
@@ -62,3 +65,20 @@ func (p *Process) Gone() bool {
 // Abandoned reports whether the claim's holder is a process of this host that has
 // ended (see Process.Gone): nobody renews the claim, though it has not expired yet.
 func (l Lease) Abandoned() bool { return l.Process.Gone() }
+
+// HolderName names this process in claims: "prefix@host/pid.nonce". The nonce is drawn
+// once per process, so the name is unique per process lifetime: a container restarted in
+// the same Pod (the binary as PID 1, the host name the Pod's) is another holder than the
+// process it replaces, and waits for that process's claim to expire instead of taking
+// it for its own while the call that claim covers may still be under way at the broker.
+func HolderName(prefix string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s/%d.%s", prefix, host, os.Getpid(), nonce())
+}
+
+// nonce is this process's holder nonce (HolderName).
+var nonce = sync.OnceValue(func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+})

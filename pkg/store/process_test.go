@@ -1,8 +1,11 @@
 package store_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,4 +78,35 @@ func TestLeaseAbandoned_AClaimOfAnOlderReleaseNamesNoProcess(t *testing.T) {
 	assert.Assert(t, ok)
 	assert.Assert(t, l.Process == nil)
 	assert.Assert(t, !l.Abandoned())
+}
+
+// A process restarted with the same host name and pid (a container's PID 1 after an OOM
+// kill) is another holder: it must not take its predecessor's live claim for its own.
+func TestHolderName_IsUniquePerProcessLifetime(t *testing.T) {
+	if os.Getenv("STORE_HOLDER_NAME_CHILD") == "1" {
+		fmt.Println(store.HolderName("reconcile"))
+		return
+	}
+	host, _ := os.Hostname()
+	assert.Equal(t, store.HolderName("reconcile"), store.HolderName("reconcile"), "stable within one process")
+	assert.Assert(t, strings.HasPrefix(store.HolderName("reconcile"), fmt.Sprintf("reconcile@%s/%d.", host, os.Getpid())))
+	run := func() string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHolderName_IsUniquePerProcessLifetime$")
+		cmd.Env = append(os.Environ(), "STORE_HOLDER_NAME_CHILD=1")
+		out, err := cmd.Output()
+		assert.NilError(t, err)
+		return strings.SplitN(string(out), "\n", 2)[0]
+	}
+	// What a restarted container shares with its predecessor (the host name and, as PID 1,
+	// the pid) is taken off: what is left must still tell the two lifetimes apart.
+	lifetime := func(name string) string {
+		_, rest, ok := strings.Cut(name, "@"+host+"/")
+		assert.Assert(t, ok, name)
+		_, n, ok := strings.Cut(rest, ".")
+		assert.Assert(t, ok && n != "", "holder %q has no per-process part", name)
+		return n
+	}
+	first, second := lifetime(run()), lifetime(run())
+	assert.Assert(t, first != second, "two process lifetimes share the holder part %q", first)
+	assert.Assert(t, first != lifetime(store.HolderName("reconcile")))
 }

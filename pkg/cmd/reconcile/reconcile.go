@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -196,9 +195,8 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	f.UseBrokerOptions(brokerclient.WithNamespaceBrokerEgress(f.CatalogNamespace, rule))
-	host, _ := os.Hostname()
 	rec, err := f.Reconciler(cmdutil.EngineOptions{
-		PollInterval: o.Interval, Holder: fmt.Sprintf("reconcile@%s/%d", host, os.Getpid()), TestKnobs: true,
+		PollInterval: o.Interval, Holder: cmdutil.HolderName("reconcile"), TestKnobs: true,
 		TargetCacheTTL: reconcile.TargetCacheTTL, Unattended: true, EventWriters: o.Workers,
 	}, func(format string, args ...any) { fmt.Fprintf(o.Streams.ErrOut, format+"\n", args...) })
 	if err != nil {
