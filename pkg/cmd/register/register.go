@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -66,28 +65,18 @@ var registerExample = cmdutil.Examples(`
 
 // Options are the options of "kubectl catalog register".
 type Options struct {
-	Name                  string
-	URL                   string
-	BasicAuthSecret       string
-	BearerTokenSecret     string
-	CAFile                string
-	InsecureSkipTLSVerify bool
-	Scope                 string
-	RelistInterval        time.Duration
-	ClassRestrictions     []string
-	PlanRestrictions      []string
-	BrokerTimeout         time.Duration
-	DryRun                cmdutil.DryRunStrategy
-	Output                *printers.OutputFlags
+	// Broker is the registration the flags give; its Namespace and CABundle are set by
+	// Complete.
+	lifecycle.Broker
+	DryRun cmdutil.DryRunStrategy
+	Output *printers.OutputFlags
 	// Yes sets the catalog up (kubectl catalog init) without asking when the trust
 	// policy is not in force.
 	Yes bool
 
 	// Set by Complete.
-	Namespace string
-	CABundle  string
-	Engine    *engine.Engine
-	Streams   cmdutil.IOStreams
+	Engine  *engine.Engine
+	Streams cmdutil.IOStreams
 	// Setup is "kubectl catalog init", offered when the trust policy is not in force.
 	Setup *setup.Options
 	// Core reads whether the trust policy is in force.
@@ -98,7 +87,7 @@ type Options struct {
 // NewCmdRegister returns the register command. runF, when not nil, is called with the
 // completed options instead of Run (tests check the flags' parsing with it).
 func NewCmdRegister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{Streams: f.IOStreams, Scope: "cluster", Output: printers.NewOutputFlags(false)}
+	o := &Options{Broker: lifecycle.Broker{Scope: "cluster"}, Streams: f.IOStreams, Output: printers.NewOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:     "register NAME --url URL",
 		Short:   "Register a service broker and fetch its catalog",
@@ -140,7 +129,7 @@ func NewCmdRegister(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 
 // Validate checks the arguments and flags without any I/O.
 func (o *Options) Validate() error {
-	b := o.broker()
+	b := o.Broker
 	if err := b.Validate(); err != nil {
 		return err
 	}
@@ -148,16 +137,6 @@ func (o *Options) Validate() error {
 		return o.Output.Validate()
 	}
 	return nil
-}
-
-// broker is the registration the options give.
-func (o *Options) broker() lifecycle.Broker {
-	return lifecycle.Broker{
-		Name: o.Name, URL: o.URL, BasicAuthSecret: o.BasicAuthSecret, BearerTokenSecret: o.BearerTokenSecret,
-		CAFile: o.CAFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, Scope: o.Scope,
-		RelistInterval: o.RelistInterval, ClassRestrictions: o.ClassRestrictions, PlanRestrictions: o.PlanRestrictions,
-		BrokerTimeout: o.BrokerTimeout, Namespace: o.Namespace, CABundle: o.CABundle,
-	}
 }
 
 // Complete reads the CA file and builds the engine.
@@ -198,7 +177,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 
 // Request is what the options ask the engine for.
 func (o *Options) Request() engine.RegisterBrokerRequest {
-	b := o.broker()
+	b := o.Broker
 	return b.Request(o.DryRun.Engine(), o.Streams.ErrOut)
 }
 

@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
@@ -19,7 +20,7 @@ import (
 
 func TestValidate_RefusesBadInputAsUsageErrors(t *testing.T) {
 	valid := func() Options {
-		return Options{Name: "acme", URL: "https://broker.example.com", Scope: "cluster", BrokerTimeout: time.Minute}
+		return Options{Broker: lifecycle.Broker{Name: "acme", URL: "https://broker.example.com", Scope: "cluster", BrokerTimeout: time.Minute}}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -83,7 +84,7 @@ func TestNewCmdRegister_FlagsBecomeTheRequest(t *testing.T) {
 }
 
 func TestValidate_DoesNotChangeTheOptions(t *testing.T) {
-	o := Options{Name: "acme", URL: "https://broker.example.com", Scope: "cluster", BrokerTimeout: time.Minute}
+	o := Options{Broker: lifecycle.Broker{Name: "acme", URL: "https://broker.example.com", Scope: "cluster", BrokerTimeout: time.Minute}}
 	before := o
 	assert.NilError(t, o.Validate())
 	assert.DeepEqual(t, o, before, cmpopts.IgnoreUnexported(Options{}))
