@@ -73,6 +73,14 @@ func (instanceSteps) kind() string { return "instance" }
 // fresh deprovisions (for a deletion or orphan mitigation), provisions, or updates, in
 // that order; an update first revokes the grants the spec withdrew.
 func (e instanceSteps) fresh(ctx context.Context, inst *v1alpha1.ServiceInstance) (Result, error) {
+	if op := uncertainPlanChange(inst); op != nil {
+		// The DELETE names the plan the broker holds, which this update's answer would
+		// have said: it is sent again first.
+		if d := e.retryWait(inst, actionUpdate); d > 0 {
+			return resultOf(e.Engine, inst), nil
+		}
+		return e.update(ctx, inst, op)
+	}
 	if inst.DeletionTimestamp != nil || inst.Status.OrphanMitigation != nil {
 		return e.deprovision(ctx, inst, nil)
 	}
@@ -84,6 +92,21 @@ func (e instanceSteps) fresh(ctx context.Context, inst *v1alpha1.ServiceInstance
 		return Result{}, err
 	}
 	return e.update(ctx, inst, nil)
+}
+
+// uncertainPlanChange is the update in flight of inst, being deleted, when that update
+// changes the plan and its outcome is unknown (its answer was lost, or it was never
+// answered): the broker may hold either plan, and a deprovision must name the one it
+// holds. Nil otherwise, and for an operation the engine could not have written.
+func uncertainPlanChange(inst *v1alpha1.ServiceInstance) *v1alpha1.Operation {
+	op, prov := inst.Status.InFlight, inst.Status.Provisioned
+	if inst.DeletionTimestamp == nil || op == nil || op.Async || op.Type != v1alpha1.OperationUpdate || prov == nil || op.PlanID == prov.PlanID {
+		return nil
+	}
+	if checkInstanceStatus(inst) != nil {
+		return nil
+	}
+	return op
 }
 
 // revokeWithdrawn revokes the grants inst's spec withdrew, when that is pending

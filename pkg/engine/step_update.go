@@ -102,17 +102,124 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	}
 	return e.send(ctx, inst, t, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
 		var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
+		msg := describe(callErr, resp.Status())
+		// A refusal of a re-send says nothing of the first send: where the broker serves
+		// GET instance, it says which plan it holds.
+		refusedResend := resend && act.Result == osb.ResultFailed && (act.Terminal || act.RefetchCatalog)
+		var held heldUpdate
+		if refusedResend && (planChange || miChange) {
+			held = e.heldUpdate(ctx, t, op, prov, planChange)
+		}
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 			switch {
 			case act.Result == osb.ResultSucceeded:
 				e.succeeded(x, resp.DashboardURL, now)
 			case act.Poll:
 				e.accepted(x, t, resp.Operation, "", ReasonUpdateInProgress, "the broker is updating", now)
+			case held.applied:
+				e.succeeded(x, "", now)
+				setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonUpdated,
+					"the broker updated the instance (its answer was lost; it refused the update sent again, and GET instance shows it applied)", now)
+			case refusedResend:
+				e.updateFailed(x, act, outcome, msg+"; "+held.refusal(), false, now)
+				if sent != nil && !held.known {
+					// Whether the first send's parameters were applied is unknown:
+					// the next update sends every parameter.
+					if p := x.Status.Provisioned; p != nil {
+						p.ParametersChecksum, p.ParameterHashes = unknownChecksum, nil
+					}
+				}
+			case updateUnknown(outcome) || resend:
+				e.updateUncertain(x, act, msg, now)
 			default:
-				e.updateFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+				e.updateFailed(x, act, outcome, msg, false, now)
 			}
 		})
 	})
+}
+
+// updateUnknown reports whether o, the outcome of a first update, leaves unknown
+// whether the broker applied it: no answer (a client timeout, a connection reset), a
+// 5xx, a 1xx, 2xx or 3xx that is not a valid answer, or a body that does not decode. A
+// 4xx is a refusal: the broker left the instance as it was.
+func updateUnknown(o osb.Outcome) bool {
+	if o.NotSent || o.PlatformError {
+		return false
+	}
+	return o.NoAnswer || o.Malformed || o.StatusCode < 400 || o.StatusCode >= 500
+}
+
+// updateUncertain records an update whose outcome is unknown: the broker may hold the
+// instance as it was or as the update asked. The update stays in flight (the request
+// kept at its write-ahead with it), so nothing settles on a guess and no later call
+// names a plan or previous_values the broker may not hold: it is sent again, the
+// identical request, once its retry is due, until the broker answers it (its success,
+// a 202 and its poll, or a refusal, which GET instance checks where the broker serves
+// it). A verb may not change the spec meanwhile (BusyError); a spec changed by other
+// means is a later update, sent once this one is settled.
+func (e instanceSteps) updateUncertain(x *v1alpha1.ServiceInstance, act osb.Action, msg string, now time.Time) {
+	op := x.Status.InFlight
+	reason := ReasonUpdateCallFailed
+	if act.WaitForOtherOperation {
+		reason = ReasonUpdateBlockedByConcurrentOperation
+	}
+	e.retryLater(x, reason, msg+"; whether the broker applied the update is unknown, so the same update is sent again until the broker answers it", false, now)
+	x.Status.InFlight = op
+	x.Status.Phase = v1alpha1.PhaseUpdating
+}
+
+// heldUpdate is what GET instance says of an update whose re-send the broker refused.
+type heldUpdate struct {
+	// known: the broker said which plan (or maintenance version) it holds; applied:
+	// it holds the update's.
+	known, applied bool
+	// why says why the broker could not be asked, or what it said.
+	why string
+}
+
+func (h heldUpdate) refusal() string {
+	if h.why == "" {
+		return "the first send of this update got no answer, and the broker refused it when sent again: it is taken to hold the instance as before"
+	}
+	return h.why
+}
+
+// heldUpdate asks the broker which plan and maintenance version it holds the instance
+// with (GET instance, where its service has instances_retrievable), after it refused
+// the re-send of op, an update whose first send's outcome is unknown; prov is what the
+// record says it held before op.
+func (e instanceSteps) heldUpdate(ctx context.Context, t target, op *v1alpha1.Operation, prov *v1alpha1.ProvisionedState, planChange bool) heldUpdate {
+	if t.class == nil || !t.class.Spec.InstancesRetrievable {
+		return heldUpdate{}
+	}
+	resp, err := t.client.GetInstance(ctx, &osb.GetInstanceRequest{
+		RequestOptions: osb.RequestOptions{OmitOriginatingIdentity: true},
+		InstanceID:     op.InstanceID, ServiceID: op.ServiceID,
+	})
+	if err != nil || resp == nil {
+		return heldUpdate{why: "the first send of this update got no answer, the broker refused it when sent again, and GET instance failed (" + describe(err, 0) + "): it is taken to hold the instance as before"}
+	}
+	mi := ""
+	if resp.MaintenanceInfo != nil {
+		mi = resp.MaintenanceInfo.Version
+	}
+	var h heldUpdate
+	switch {
+	case planChange && resp.PlanID == op.PlanID:
+		h.known, h.applied = true, true
+	case planChange && resp.PlanID == prov.PlanID:
+		h.known = true
+	case !planChange && mi != "" && mi == op.MaintenanceInfoVersion:
+		h.known, h.applied = true, true
+	case !planChange && mi != "" && mi == prov.MaintenanceInfoVersion:
+		h.known = true
+	}
+	if h.known && !h.applied {
+		h.why = "GET instance shows the broker holds the instance as before"
+	} else if !h.known {
+		h.why = fmt.Sprintf("GET instance names plan %q, neither the one before nor the one asked for: the instance is taken to be as before", resp.PlanID)
+	}
+	return h
 }
 
 // updateOperation is the update call to make to planID, targetMI and params: a new one,

@@ -254,7 +254,10 @@ func (b *Broker) update(c *call) reply {
 		return errorReply(http.StatusUnprocessableEntity, "", "instance %s failed to provision and cannot be updated; deprovision it", inst.ID)
 	}
 	b.checkPlatformLocked(c, raw.context())
-	if pv := req.PreviousValues; pv != nil && pv.PlanID != "" && pv.PlanID != inst.PlanID {
+	// The identical request of the update last applied names the plan before it: a
+	// platform re-sends an update whose answer it did not get.
+	resent := inst.LastOperation != nil && inst.LastOperation.Kind == OpUpdate && inst.LastOperation.RequestDigest == reqDigest
+	if pv := req.PreviousValues; pv != nil && pv.PlanID != "" && pv.PlanID != inst.PlanID && !(resent && pv.PlanID == inst.LastOperation.PlanID) {
 		b.violateLocked("update of instance %s sends previous_values.plan_id %q; the instance has plan %q", inst.ID, pv.PlanID, inst.PlanID)
 	}
 	if target != inst.PlanID {
