@@ -93,6 +93,9 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 		_, err := syncer.Sync(ctx, b)
 		return err
 	}
+	if knobs.MitigationGrace > 0 {
+		cfg.MitigationGrace = knobs.MitigationGrace
+	}
 	if p := knobs.PauseAt; p != "" {
 		errOut := f.ErrOut
 		cfg.Hook = func(ctx context.Context, point engine.HookPoint, op *v1alpha1.Operation) {

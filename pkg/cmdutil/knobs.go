@@ -36,6 +36,10 @@ const (
 	// TestKillAfterEnv, when set to N, kills migrate (SIGKILL) right after its Nth write,
 	// to test that a second run finishes what a killed one left.
 	TestKillAfterEnv = "KUBECTL_CATALOG_TEST_MIGRATE_KILL_AFTER"
+	// TestMitigationGraceEnv, when set to a Go duration ("5s"), replaces how long a
+	// provision or bind that got no answer may still be under way at the broker
+	// (engine.DefaultMitigationGrace) before orphan mitigation deletes what it may hold.
+	TestMitigationGraceEnv = "KUBECTL_CATALOG_TEST_MITIGATION_GRACE"
 )
 
 // TestKnobs are the test-only knobs; a zero field is a knob not set.
@@ -52,6 +56,8 @@ type TestKnobs struct {
 	ClaimTTL time.Duration
 	// MigrateKillAfter is TestKillAfterEnv.
 	MigrateKillAfter int
+	// MitigationGrace is TestMitigationGraceEnv.
+	MitigationGrace time.Duration
 }
 
 // ReadTestKnobs reads the test knobs with getenv; a malformed one is an error naming it.
@@ -86,6 +92,13 @@ func ReadTestKnobs(getenv func(string) string) (TestKnobs, error) {
 			return TestKnobs{}, fmt.Errorf("%s=%q: want a Go duration of at least 1s such as 10s", TestClaimTTLEnv, v)
 		}
 		k.ClaimTTL = d
+	}
+	if v := getenv(TestMitigationGraceEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return TestKnobs{}, fmt.Errorf("%s=%q: want a positive Go duration such as 5s", TestMitigationGraceEnv, v)
+		}
+		k.MitigationGrace = d
 	}
 	if v := getenv(TestKillAfterEnv); v != "" {
 		n, err := strconv.Atoi(v)

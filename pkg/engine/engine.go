@@ -63,6 +63,11 @@ type Config struct {
 	// MaxPollingDuration is the engine's own bound on polling, for plans without a
 	// maximum_polling_duration; default 24 hours.
 	MaxPollingDuration time.Duration
+	// MitigationGrace is how long, from its first send, a provision or bind that got no
+	// answer (a client timeout, a closed connection, a 504) may still be under way at
+	// the broker: until then the identical request is sent again, and no DELETE is sent
+	// for its id; default 10 minutes.
+	MitigationGrace time.Duration
 	// RefreshCatalog re-fetches a broker's catalog after a MaintenanceInfoConflict;
 	// optional.
 	RefreshCatalog func(ctx context.Context, b *v1alpha1.Broker) error
@@ -142,6 +147,7 @@ func New(cfg Config) *Engine {
 	def(&cfg.PollInterval, 2*time.Second)
 	def(&cfg.MaxPollInterval, 30*time.Second)
 	def(&cfg.MaxPollingDuration, 24*time.Hour)
+	def(&cfg.MitigationGrace, DefaultMitigationGrace)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -89,11 +89,14 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 		if act.Result == osb.ResultSucceeded {
 			return e.bindSucceeded(ctx, stored, t, op, prev, resp)
 		}
+		outcome := osb.OutcomeOf(resp.Status(), callErr)
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			msg := describe(callErr, resp.Status())
 			switch {
 			case act.Poll:
 				e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)
+			case act.OrphanMitigation && mayStillWork(outcome) && now.Before(e.graceEnd(op)):
+				awaitAnswer(e.Engine, x, ReasonBindCallFailed, msg, now)
 			case act.OrphanMitigation:
 				e.startBindMitigation(x, act.Reason, msg, act.Retry, now)
 			case act.Terminal:

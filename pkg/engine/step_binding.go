@@ -61,6 +61,9 @@ func (bindingSteps) kind() string { return "binding" }
 // binds, or projects the Secret into workloads and settles, in that order; a binding
 // of a user-provided instance copies its credentials instead.
 func (e bindingSteps) fresh(ctx context.Context, b *v1alpha1.ServiceBinding) (Result, error) {
+	if until := createMayRun(e.Engine, b); b.DeletionTimestamp != nil && !until.IsZero() {
+		return waitForCreate(e.Engine, ctx, b, ReasonUnbindWaitingForBroker, until)
+	}
 	if b.DeletionTimestamp != nil || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
 		return e.unbind(ctx, b, nil)
 	}

@@ -153,7 +153,7 @@ func TestStepBinding_OrphanMitigationTable(t *testing.T) {
 		{name: "500 unbinds, then binds again", answer: func() (*osb.BindResponse, error) {
 			return nil, fake.HTTPError("PUT", 500, "", "boom")
 		}, mitigation: true},
-		{name: "client timeout unbinds", answer: func() (*osb.BindResponse, error) { return nil, fake.Timeout() }, mitigation: true},
+		{name: "client timeout re-sends the identical bind", answer: func() (*osb.BindResponse, error) { return nil, fake.Timeout() }},
 		{name: "malformed 201 unbinds", answer: func() (*osb.BindResponse, error) { return nil, fake.Malformed(201) }, mitigation: true},
 		{name: "other 2xx unbinds", answer: func() (*osb.BindResponse, error) { return &osb.BindResponse{StatusCode: 204}, nil }, mitigation: true},
 		{name: "408 retries without mitigation", answer: func() (*osb.BindResponse, error) {

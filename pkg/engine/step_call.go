@@ -3,7 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -195,4 +199,85 @@ func (p polled) inProgress(e *Engine, f *v1alpha1.Operation, now time.Time) {
 		retryAfter = p.resp.RetryAfter
 	}
 	f.NextPollAt = mtime(now.Add(pollDelay(e, f, retryAfter, now)))
+}
+
+// DefaultMitigationGrace is Config.MitigationGrace by default: how long a provision or
+// bind that got no answer may still be under way at the broker. Brokers answer within
+// the client's timeout (60 s) as a rule; some keep working on a request long after a
+// proxy or the client gave up on it.
+const DefaultMitigationGrace = 10 * time.Minute
+
+// Reasons of a deletion that waits for a create the broker may still be working on.
+const (
+	ReasonDeprovisionWaitingForBroker = "DeprovisionWaitingForBroker"
+	ReasonUnbindWaitingForBroker      = "UnbindWaitingForBroker"
+)
+
+// mayStillWork reports whether o, the outcome of a create (provision, bind), leaves the
+// broker possibly still at work on it: it gave no answer (a client timeout, a closed
+// connection) or a gateway answered 504 for it.
+func mayStillWork(o osb.Outcome) bool {
+	return o.NoAnswer || o.StatusCode == http.StatusGatewayTimeout
+}
+
+// graceEnd is when the broker is taken to be done with op, a create first sent at
+// op.StartedAt (a re-send keeps it).
+func (e *Engine) graceEnd(op *v1alpha1.Operation) time.Time {
+	return op.StartedAt.Add(e.cfg.MitigationGrace)
+}
+
+// awaitAnswer records in x that its create in flight got no answer (msg) while the
+// broker may still be working on it (before graceEnd): the call stays in flight and the
+// identical request is sent again after the backoff, which OSB makes safe (the broker
+// answers 200, 201 or 202 for what it created, or 422 ConcurrencyError while it still
+// works). Orphan mitigation, whose DELETE a broker still creating the resource would
+// answer 410 before creating it, waits until the grace has passed.
+func awaitAnswer(e *Engine, x opRecord, reason, msg string, now time.Time) {
+	op := x.OpStatus().InFlight
+	e.retryLater(x, reason, fmt.Sprintf("%s; the broker may still be working on it: the identical request is sent again until %s, and only then is what it may hold deleted (orphan mitigation)",
+		msg, e.graceEnd(op).UTC().Format(time.RFC3339)), false, now)
+	x.OpStatus().InFlight = op
+}
+
+// createMayRun is until when the broker may still be working on the create in flight
+// of x, whose outcome is unknown (recorded with a retry: it got no answer): zero when
+// there is none, or its grace has passed.
+func createMayRun(e *Engine, x opRecord) time.Time {
+	st := x.OpStatus()
+	op := st.InFlight
+	if op == nil || op.Async || (op.Type != v1alpha1.OperationProvision && op.Type != v1alpha1.OperationBind) || st.Retry == nil {
+		return time.Time{}
+	}
+	if a := actionOf(st.Retry.Reason); a != actionProvision && a != actionBind {
+		return time.Time{}
+	}
+	if end := e.graceEnd(op); e.now().Before(end) {
+		return end
+	}
+	return time.Time{}
+}
+
+// waitForCreate leaves the deletion of in waiting until until: a DELETE now could reach
+// the broker while it still creates what the unanswered create asked for, be answered
+// 410, and let the record go while the resource appears after it. The condition says
+// so (written once), no call is made.
+func waitForCreate[T driven[T]](e *Engine, ctx context.Context, in T, reason string, until time.Time) (Result, error) {
+	now := e.now()
+	msg := fmt.Sprintf("the create sent at %s got no answer and the broker may still be working on it: the deletion waits until %s (the grace for the broker's work), then deletes what it holds",
+		in.OpStatus().InFlight.StartedAt.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	res := withRecord(Result{State: StateWaiting, RequeueAfter: until.Sub(now), Message: msg}, in)
+	if c := meta.FindStatusCondition(in.OpStatus().Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == reason && c.Message == storedText(msg) {
+		return res, nil
+	}
+	x := in.DeepCopy()
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+	store.ClearClaim(x, e.cfg.Holder)
+	stored, err := recordsOf[T](e.cfg.Store).Update(ctx, x)
+	if store.IsConflict(err) {
+		return reread(e, ctx, in, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return withRecord(res, stored), nil
 }

@@ -81,6 +81,11 @@ func (e instanceSteps) fresh(ctx context.Context, inst *v1alpha1.ServiceInstance
 		}
 		return e.update(ctx, inst, op)
 	}
+	if inst.DeletionTimestamp != nil {
+		if until := createMayRun(e.Engine, inst); !until.IsZero() {
+			return waitForCreate(e.Engine, ctx, inst, ReasonDeprovisionWaitingForBroker, until)
+		}
+	}
 	if inst.DeletionTimestamp != nil || inst.Status.OrphanMitigation != nil {
 		return e.deprovision(ctx, inst, nil)
 	}

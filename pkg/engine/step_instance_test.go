@@ -144,7 +144,8 @@ func TestStepInstance_ProvisionOutcomes_FollowTheOrphanMitigationTable(t *testin
 		{name: "malformed 200", err: fake.Malformed(200), wantState: StateWaiting, wantReason: ReasonProvisionCallFailed, wantRetry: true},
 		{name: "500", err: fake.HTTPError("PUT", 500, "", "db down"), wantState: StateWaiting, wantOM: true, wantReason: ReasonProvisionCallFailed, wantRetry: true},
 		{name: "503", err: fake.HTTPError("PUT", 503, "", ""), wantState: StateWaiting, wantOM: true, wantReason: ReasonProvisionCallFailed, wantRetry: true},
-		{name: "client timeout", err: fake.Timeout(), wantState: StateWaiting, wantOM: true, wantReason: ReasonProvisionCallFailed, wantRetry: true},
+		{name: "client timeout", err: fake.Timeout(), wantState: StateWaiting, wantReason: ReasonProvisionCallFailed, wantRetry: true},
+		{name: "504", err: fake.HTTPError("PUT", 504, "", ""), wantState: StateWaiting, wantReason: ReasonProvisionCallFailed, wantRetry: true},
 		{name: "408", err: fake.HTTPError("PUT", 408, "", ""), wantState: StateWaiting, wantReason: ReasonProvisionCallFailed, wantRetry: true},
 		{name: "401", err: fake.HTTPError("PUT", 401, "", "bad credentials"), wantState: StateWaiting, wantReason: ReasonProvisionCallFailed, wantRetry: true},
 		{name: "422 ConcurrencyError", err: fake.HTTPError("PUT", 422, "ConcurrencyError", ""), wantState: StateWaiting, wantReason: ReasonProvisionBlockedByConcurrentOperation, wantRetry: true},
@@ -214,7 +215,7 @@ func TestStepInstance_OrphanMitigation_DeletesWithoutIdentityThenProvisionsAgain
 func TestStepInstance_OrphanMitigationAnswered410_CountsAsDone(t *testing.T) {
 	f := newFixture(t)
 	f.create("db", planSmall, "")
-	provisionReturns(f, 0, fake.Timeout())
+	provisionReturns(f, 0, fake.HTTPError("PUT", 500, "", ""))
 	f.step("db")
 	f.broker.DeprovisionReturns(nil, fake.Gone())
 

@@ -71,12 +71,15 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 		},
 	}
 	return e.send(ctx, inst, t, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
+		outcome := osb.OutcomeOf(resp.Status(), callErr)
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 			switch {
 			case act.Result == osb.ResultSucceeded:
 				e.succeeded(x, resp.DashboardURL, now)
 			case act.Poll:
 				e.accepted(x, t, resp.Operation, resp.DashboardURL, ReasonProvisionInProgress, "the broker is provisioning", now)
+			case act.OrphanMitigation && mayStillWork(outcome) && now.Before(e.graceEnd(op)):
+				awaitAnswer(e.Engine, x, ReasonProvisionCallFailed, describe(callErr, resp.Status()), now)
 			case act.OrphanMitigation:
 				e.startMitigation(x, act, describe(callErr, resp.Status()), now)
 			case act.Terminal:

@@ -100,13 +100,15 @@ func bomCases() []bomCase {
 			mitigation: true, final: engine.StateSettled},
 		// The bind command builds its broker clients like the instance commands, so the
 		// test-only timeout applies: a minute otherwise.
-		{name: "bind client timeout (hang): mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionHang, 0),
+		// No answer: the broker may still be working, so the identical request is sent
+		// again (within the grace for the broker's work) instead of an unbind.
+		{name: "bind client timeout (hang): sent again, not mitigated", plan: "hobby", faults: fault(bind, after, broker.ActionHang, 0),
 			env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"}, maxTook: 30 * time.Second,
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
-			mitigation: true, final: engine.StateSettled},
-		{name: "bind connection closed: mitigate", plan: "hobby", faults: fault(bind, after, broker.ActionClose, 0),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, om: omDone, retryReason: engine.ReasonBindCallFailed,
-			mitigation: true, final: engine.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
+			final: engine.StateSettled},
+		{name: "bind connection closed: sent again, not mitigated", plan: "hobby", faults: fault(bind, after, broker.ActionClose, 0),
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
+			final: engine.StateSettled},
 		// Bind, asynchronous plan.
 		{name: "bind 202 malformed body: mitigate", plan: "ha", faults: fault(bind, after, broker.ActionMalformed, 0),
 			wait: wait, exit: 0, phase: v1alpha1.PhaseReady, ready: bound, mitigation: true, final: engine.StateSettled},

@@ -108,13 +108,15 @@ func instOMProvisionCases() []instOMCase {
 		{name: "provision 503 after acting: mitigate", plan: "hobby", faults: instRespond(p, after, 503, ""),
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
 			mitigation: true, final: engine.StateSettled},
-		{name: "provision client timeout (hang): mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
+		// No answer: the broker may still be working, so the identical request is sent
+		// again (within the grace for the broker's work) instead of a DELETE.
+		{name: "provision client timeout (hang): sent again, not mitigated", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
 			env:  []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
-			mitigation: true, final: engine.StateSettled},
-		{name: "provision connection closed: mitigate", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionClose, 0)},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
-			mitigation: true, final: engine.StateSettled},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			final: engine.StateSettled},
+		{name: "provision connection closed: sent again, not mitigated", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionClose, 0)},
+			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			final: engine.StateSettled},
 		// Provision, asynchronous plan.
 		{name: "provision 202 malformed body: mitigate", plan: "standard", faults: []broker.Fault{instFault(p, after, broker.ActionMalformed, 0)},
 			wait: true, exit: 0, phase: v1alpha1.PhaseReady, ready: "True/" + engine.ReasonProvisioned,
