@@ -113,6 +113,7 @@ type Broker struct {
 	inflight        map[string]int
 	maxInflight     map[string]int
 	maxInflightSeen int
+	slow            slowWork
 }
 
 // New builds a broker; it does not listen yet (see Start and Handler).

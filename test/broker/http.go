@@ -243,7 +243,9 @@ func (b *Broker) dispatch(w http.ResponseWriter, c *call, leave func()) (reply, 
 			}
 		}
 	}
+	done := b.workSlowly(c)
 	rep := b.handle(c)
+	done()
 	if struck && f.When == After {
 		if !b.wait(c, time.Duration(f.Delay)) {
 			return reply{}, false
