@@ -32,3 +32,16 @@ func TestReadTestKnobs(t *testing.T) {
 		assert.ErrorContains(t, err, name)
 	}
 }
+
+func TestReadTestKnobs_MitigationGrace(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+	k, err := ReadTestKnobs(env(map[string]string{TestMitigationGraceEnv: "5s"}))
+
+	assert.NilError(t, err)
+	assert.Equal(t, k.MitigationGrace, 5*time.Second)
+	for _, bad := range []string{"0s", "-1s", "soon"} {
+		_, err := ReadTestKnobs(env(map[string]string{TestMitigationGraceEnv: bad}))
+		assert.ErrorContains(t, err, TestMitigationGraceEnv)
+	}
+}
