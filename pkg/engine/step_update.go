@@ -129,7 +129,9 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 						p.ParametersChecksum, p.ParameterHashes = unknownChecksum, nil
 					}
 				}
-			case updateUnknown(outcome) || resend:
+			case !act.Terminal && (updateUnknown(outcome) || resend):
+				// (A 5xx carrying update_repeatable: false is the broker's word that
+				// the update failed: refused below.)
 				e.updateUncertain(x, act, msg, now)
 			default:
 				e.updateFailed(x, act, outcome, msg, false, now)

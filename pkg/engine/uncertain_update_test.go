@@ -222,3 +222,19 @@ func TestStepInstance_UncertainParametersUpdate_ResendRefused_SendsEveryParamete
 	assert.Assert(t, is.Len(calls, 1), "a change back is sent, never settled locally")
 	assert.Equal(t, string(calls[0].Request.(osb.UpdateRequest).Parameters), `{"a":1,"b":1}`)
 }
+
+func TestStepInstance_UpdateAnswered5xxNotRepeatable_IsRefusedNotSentAgain(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, `{"a":1}`)
+	no := false
+	f.broker.UpdateReturns(nil, &osb.HTTPStatusError{StatusCode: 500, UpdateRepeatable: &no})
+	setSpec(t, f, "db", func(i *v1alpha1.ServiceInstance) { i.Spec.Parameters.Raw = []byte(`{"a":2}`) })
+
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateNeedsUser, res.Message)
+	assert.Assert(t, f.get("db").Status.InFlight == nil)
+	f.advance(time.Hour)
+	f.step("db")
+	assert.Assert(t, is.Len(f.broker.CallsTo(fake.MethodUpdate), 1), "the same update is not repeated")
+}
