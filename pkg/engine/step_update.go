@@ -167,7 +167,6 @@ func (e instanceSteps) updateUncertain(x *v1alpha1.ServiceInstance, act osb.Acti
 	}
 	e.retryLater(x, reason, msg+"; whether the broker applied the update is unknown, so the same update is sent again until the broker answers it", false, now)
 	x.Status.InFlight = op
-	x.Status.Phase = v1alpha1.PhaseUpdating
 }
 
 // heldUpdate is what GET instance says of an update whose re-send the broker refused.
