@@ -233,3 +233,38 @@ func TestAuthor_AStatusWriteAfterAFailedReRead_FailsAndKeepsTheAuthor(t *testing
 	assert.Equal(t, a[store.AnnotationAuthor], "bob")
 	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
 }
+
+// An LDAP group holds commas ("cn=a,ou=b"): joined with "," it would read back as two
+// groups, neither of them the author's. Such groups are kept as a list; every other set of
+// groups keeps the form of every release, and that form still reads as before.
+func TestAuthor_GroupsWithCommasAreKeptApart(t *testing.T) {
+	for _, groups := range [][]string{
+		nil,
+		{"team", "system:authenticated"},
+		{"cn=admins,ou=groups,dc=example", "system:authenticated"},
+		{`[odd`, `back\slash`, `quo"te`, ""},
+		{"a,b"},
+	} {
+		enc := store.EncodeGroups(groups)
+		got := store.DecodeGroups(enc)
+		if len(groups) == 0 {
+			assert.Assert(t, len(got) == 0, "%q", enc)
+			continue
+		}
+		assert.DeepEqual(t, got, groups)
+	}
+	assert.Equal(t, store.EncodeGroups([]string{"team", "system:authenticated"}), "team,system:authenticated")
+	assert.Equal(t, store.EncodeGroups([]string{"cn=a,ou=b", "dev"}), `["cn=a,ou=b","dev"]`)
+	assert.DeepEqual(t, store.DecodeGroups("a,b"), []string{"a", "b"}) // the form of earlier releases
+	for _, bad := range []string{`["a"`, `["a",]`, `["a""b"]`, `[a]`, `["a\x"]`, `["a"],`} {
+		assert.Assert(t, store.DecodeGroups(bad) == nil, "%q makes up no group", bad)
+	}
+
+	c := storetest.NewCluster()
+	w := c.Store(store.WithIdentity(func(context.Context) (*store.Identity, error) {
+		return &store.Identity{Username: "carol", Groups: []string{"cn=db-admins,ou=groups,dc=example", "system:authenticated"}}, nil
+	}), store.WithTrustToken(func(context.Context) (string, error) { return "tok", nil }))
+	created, err := w.Instances().Create(store.WithIntent(context.Background()), storetest.SampleInstance())
+	assert.NilError(t, err)
+	assert.DeepEqual(t, store.AuthorOf(created).Groups, []string{"cn=db-admins,ou=groups,dc=example", "system:authenticated"})
+}
