@@ -67,7 +67,7 @@ func TestVouch_SyncBrokerAndAdopt_ShowTheSecretAndURLAndAskFirst(t *testing.T) {
 			fix = c.Fix
 		}
 	}
-	assert.Assert(t, is.Contains(fix, "makes you its author: its credentials Secret then goes to its URL on your authority"), "doctor: %q", fix)
+	assert.Check(t, is.Contains(fix, "makes you its author: its credentials Secret then goes to its URL on your authority"), "doctor: %q", fix)
 
 	// No terminal, no --yes: refused, naming the flag, after saying what it would mean.
 	for _, name := range []string{"shared", "legacy"} {
