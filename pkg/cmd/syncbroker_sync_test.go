@@ -21,7 +21,11 @@ func TestNewCmdSync_FlagsBecomeTheRequest(t *testing.T) {
 	assert.Equal(t, got.BrokerTimeout, 5*time.Second)
 	req := got.Request()
 	req.Note = nil
-	assert.DeepEqual(t, req, engine.SyncBrokerRequest{Name: "acme", Scope: v1alpha1.ScopeCluster, Namespace: "team"})
+	assert.DeepEqual(t, req, engine.SyncBrokerRequest{Name: "acme", Scope: v1alpha1.ScopeCluster, Namespace: "team", DryRun: engine.DryRunNone})
+
+	got = cmdtest.Completed(t, f, syncbroker.NewCmdSync, "broker", "acme", "--dry-run", "--yes")
+	assert.Equal(t, got.Request().DryRun, engine.DryRunClient)
+	assert.Assert(t, got.Yes)
 }
 
 func TestSyncBroker_BadInvocations_AreUsageErrors(t *testing.T) {
@@ -29,6 +33,7 @@ func TestSyncBroker_BadInvocations_AreUsageErrors(t *testing.T) {
 		{"sync", "broker", "acme", "--scope", "galaxy"},
 		{"sync", "broker", "acme", "--broker-timeout", "0s"},
 		{"sync", "broker"},
+		{"sync", "broker", "acme", "--dry-run=server"},
 	} {
 		err := cmdtest.RunOffline(t, args...)
 		assert.Assert(t, err != nil, "%v", args)

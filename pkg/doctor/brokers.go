@@ -145,7 +145,7 @@ func notCalled(f Finding, b *v1alpha1.Broker, err error) Finding {
 		if r.Reason == engine.ReasonRefusedAuthorUnverified {
 			// Not a forgery as far as anyone can tell: nobody can tell.
 			f.Severity = Warn
-			f.Fix = fmt.Sprintf(`not called, since its author cannot be verified: install the trust policy ("kubectl catalog init"), or check it yourself with "kubectl catalog sync broker %s -n %s"`, b.Name, b.Namespace)
+			f.Fix = fmt.Sprintf(`not called, since its author cannot be verified: install the trust policy ("kubectl catalog init"), or check it yourself with "kubectl catalog sync broker %s -n %s", which makes you its author: its credentials Secret then goes to its URL on your authority (it shows both and asks first)`, b.Name, b.Namespace)
 			return f
 		}
 	}

@@ -416,7 +416,7 @@ func TestBroker_TheEngineRefuses(t *testing.T) {
 			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
 		{name: "author unverified", err: &engine.RefusedError{Reason: engine.ReasonRefusedAuthorUnverified, Message: "no author\n  known"},
 			severity: Warn, detail: "refused: RefusedAuthorUnverified: no author known",
-			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog init"), or check it yourself with "kubectl catalog sync broker forged -n dev"`},
+			fix: `not called, since its author cannot be verified: install the trust policy ("kubectl catalog init"), or check it yourself with "kubectl catalog sync broker forged -n dev", which makes you its author: its credentials Secret then goes to its URL on your authority (it shows both and asks first)`},
 		{name: "cannot check", err: errors.New("the API server is gone"), severity: Fail, detail: "not called: the API server is gone",
 			fix: "nothing is sent to this broker: its owner fixes what it names or registers it again with kubectl catalog, or it is deleted (kubectl catalog describe broker forged -n dev; docs/security.md)"},
 	} {

@@ -56,7 +56,7 @@ func unverified(ctx context.Context, c *Config, token string) []Finding {
 		fs = append(fs, Finding{Object: "namespace " + ns, Severity: Warn,
 			Detail: fmt.Sprintf("%s written before the trust policy now in force (or under a token since created anew): no one vouches for their author, so reconcile refuses what needs their author's authority, and a user's own verbs that need it are refused",
 				plural(counts[ns], "record", "records")),
-			Fix: "kubectl catalog adopt -n " + ns + " (by their owner, or an administrator; each record is checked against the rights of whoever runs it)"})
+			Fix: "kubectl catalog adopt -n " + ns + " (by their owner, or an administrator; each record is checked against the rights of whoever runs it, who becomes its author: the Secrets it names then go where it says on her authority, which adopt lists and asks about first)"})
 	}
 	return fs
 }

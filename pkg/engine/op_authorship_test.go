@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -23,6 +25,9 @@ type selfRBAC struct {
 func (r selfRBAC) SelfAllowed(ctx context.Context, a authorizationv1.ResourceAttributes) (bool, string, error) {
 	return r.Allowed(ctx, r.user, nil, a)
 }
+
+// yes confirms every adoption (--yes).
+func yes([]Vouch) error { return nil }
 
 func TestAdoptAuthorship_RestampsOnlyWhatTheRunnerCouldHaveWritten(t *testing.T) {
 	f := newFixture(t)
@@ -77,7 +82,28 @@ func TestAdoptAuthorship_RestampsOnlyWhatTheRunnerCouldHaveWritten(t *testing.T)
 	assert.DeepEqual(t, authorOf("plain"), store.Author{Username: "mallory", Groups: []string{"system:authenticated"}})
 
 	specBefore := specOf("own-secret")
-	res, err = f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns})
+	// Without a confirmation (no terminal, no --yes) nothing is adopted.
+	_, err = f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns})
+	assert.ErrorIs(t, err, ErrNotConfirmed)
+	assert.Equal(t, authorOf("plain").Username, "mallory")
+	// A no adopts nothing either.
+	var asked []Vouch
+	_, err = f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, Confirm: func(vs []Vouch) error {
+		asked = vs
+		return errors.New("no")
+	}})
+	assert.ErrorContains(t, err, "no")
+	assert.Equal(t, authorOf("plain").Username, "mallory")
+	assert.Equal(t, authorOf("own-secret").Username, "mallory")
+	shown := map[string]string{}
+	for _, v := range asked {
+		shown[v.Name] = v.Written() + ": " + strings.Join(v.Means, "; ")
+	}
+	assert.Equal(t, len(shown), 2, "%v", shown)
+	assert.Check(t, is.Contains(shown["own-secret"], `names "mallory" as its author, which no one can verify`))
+	assert.Check(t, is.Contains(shown["own-secret"], `parameters from Secret "mine"`))
+
+	res, err = f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, Confirm: yes})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, outcomes(res), want)
 	assert.Equal(t, res.Refused(), 1)
@@ -146,7 +172,7 @@ func TestAdoptAuthorship_RecordsBeingDeletedWhoseAuthorLostHisRights(t *testing.
 		"alice": {{Namespace: ns, Verb: "get", Resource: "secrets", Name: "nb-auth"}},
 	}}, user: "alice"}
 	f.engine.cfg.Store = writerStore(f, "alice", "tok")
-	res2, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns})
+	res2, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, Confirm: yes})
 	assert.NilError(t, err)
 	got := map[string]string{}
 	for _, r := range res2.Records {

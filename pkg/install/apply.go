@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 // ApplyOptions tune Apply.
@@ -208,6 +209,9 @@ func applyOne(ctx context.Context, core kubernetes.Interface, obj runtime.Object
 		return res, fmt.Errorf("cannot apply %s: %w", res.Resource+"/"+res.Name, err)
 	}
 	res.Object = after
+	if before != nil {
+		res.Before = before.(runtime.Object)
+	}
 	switch {
 	case before == nil:
 		res.Action = Created
@@ -242,7 +246,10 @@ func applyToken(ctx context.Context, core kubernetes.Interface, token *corev1.Co
 	case err != nil:
 		return res, fmt.Errorf("cannot read the trust token ConfigMap %s: %w", ref, err)
 	}
-	stale := policy.Action != Unchanged || binding.Action != Unchanged || strings.TrimSpace(cur.Data[store.TrustTokenKey]) == ""
+	// A policy this release changed only where an earlier release's vouched for authors
+	// the same way (trust.UpgradedInPlace) was in force all along: its token stays.
+	policyChanged := policy.Action != Unchanged && !(policy.Action == Configured && trust.UpgradedInPlace(policy.Before))
+	stale := policyChanged || binding.Action != Unchanged || strings.TrimSpace(cur.Data[store.TrustTokenKey]) == ""
 	for _, r := range []Result{policy, binding} {
 		if m, err := meta.Accessor(r.Object); err == nil && cur.CreationTimestamp.Before(ptr.To(m.GetCreationTimestamp())) {
 			stale = true

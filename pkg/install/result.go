@@ -31,6 +31,9 @@ type Result struct {
 	// Replaced is, for the token ConfigMap created anew (Renewed), the token it
 	// replaced: the records stamped with it lose their verified author.
 	Replaced string
+	// Before is the object as it was before an apply changed it (nil when it was
+	// created, or not applied).
+	Before runtime.Object
 }
 
 // String is the kubectl-style line: "serviceaccount/catalog-reconcile created".

@@ -63,6 +63,11 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 	if err != nil {
 		return skipped(true, "%v", err)
 	}
+	if names := transformSecrets(tr); len(names) > 0 {
+		if why := m.authorOfSecrets(ctx, u, names, "its credentials take keys from Secrets (spec.secretTransforms addKeysFrom: "+quotedList(names)+")"); why != "" {
+			return skipped(true, "%s", why)
+		}
+	}
 	if o.DryRun {
 		reason := fmt.Sprintf("Secret %q adopted", secretName)
 		if deleting {
@@ -177,11 +182,21 @@ func gaveUpUnbinding(u *unstructured.Unstructured, deleting bool) bool {
 // credentialsSecret checks that the binding's credentials Secret is there to be
 // adopted; otherwise it is the outcome.
 func (m *Migrator) credentialsSecret(ctx context.Context, u *unstructured.Unstructured, id, secretName string, deleting bool) *Outcome {
-	_, err := m.cfg.Core.CoreV1().Secrets(u.GetNamespace()).Get(ctx, secretName, metav1.GetOptions{})
+	secret, err := m.cfg.Core.CoreV1().Secrets(u.GetNamespace()).Get(ctx, secretName, metav1.GetOptions{})
 	var oc Outcome
 	switch {
-	case err == nil:
+	case err == nil && ownedByUID(secret, u.GetUID()):
+		// svcat's controller made it, owned by the binding: its credentials.
 		return nil
+	case err == nil:
+		// A Secret the spec merely names (any Secret of the namespace): adopting it
+		// gives it to the catalog, which rewrites it, projects it into workloads and
+		// deletes it at the unbind, so it is taken only as the Secrets a spec reads are.
+		why := m.authorOfSecrets(ctx, u, []string{secretName}, fmt.Sprintf("its credentials Secret %q is not owned by it (svcat made its bindings' Secrets owned by them), and adopting it hands that Secret to the catalog", secretName))
+		if why == "" {
+			return nil
+		}
+		oc = skipped(true, "%s", why)
 	case apierrors.IsNotFound(err) && gaveUpUnbinding(u, deleting):
 		oc = skipped(true, "svcat gave up unbinding it (status.unbindStatus Failed), so the broker may still hold binding id %s, and its credentials Secret %q is gone, so it cannot be recorded: unbind it at the broker by hand, then remove this object", id, secretName)
 	case apierrors.IsNotFound(err):

@@ -440,7 +440,7 @@ func (m *Migrator) parameters(ctx context.Context, u *unstructured.Unstructured)
 		oc := skipped(true, "%v", err)
 		return nil, nil, &oc
 	}
-	if why := m.authorOfSecrets(ctx, u, from); why != "" {
+	if why := m.authorOfSecrets(ctx, u, parameterSecrets(from), "its parameters come from Secrets (spec.parametersFrom: "+quotedList(parameterSecrets(from))+")"); why != "" {
 		oc := skipped(true, "%s", why)
 		return nil, nil, &oc
 	}

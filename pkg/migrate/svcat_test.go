@@ -10,13 +10,16 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -40,6 +43,8 @@ type fixture struct {
 	b       *broker.Broker
 	m       *Migrator
 	objects []runtime.Object
+	// unreadable are the Secrets the migrator may not get.
+	unreadable map[string]bool
 }
 
 var listKinds = map[schema.GroupVersionResource]string{
@@ -105,6 +110,14 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	}))
 	eng = engine.New(engine.Config{Store: f.st, Brokers: clients, Platform: engine.StaticPlatform{Cluster: "c"}, CatalogNamespace: catNS, Catalogs: syncer})
 	f.m = New(Config{Dynamic: f.dyn, Discovery: disco, Core: f.cluster.Core, Store: f.st, Syncer: syncer, Engine: eng, CatalogNamespace: catNS})
+	// The migrator's own questions (SelfSubjectAccessReviews): every Secret but those of
+	// f.unreadable.
+	f.cluster.Core.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		r := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		ra := r.Spec.ResourceAttributes
+		r.Status.Allowed = ra != nil && !(ra.Resource == "secrets" && f.unreadable[ra.Name])
+		return true, r, nil
+	})
 	return f
 }
 
@@ -503,8 +516,11 @@ func TestRun_ABindingSvcatGaveUpUnbinding_IsAPendingUnbindOrLeftForAPerson(t *te
 	}
 	f := newFixture(t, objs...)
 	ctx := context.Background()
+	yes := true
 	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}, Data: map[string][]byte{"password": []byte("x")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: GroupVersion, Kind: "ServiceBinding", Name: "kept", UID: "old-kept", Controller: &yes},
+		}}, Data: map[string][]byte{"password": []byte("x")},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 
@@ -554,4 +570,82 @@ func TestRun_AnObjectWhoseParametersComeFromSecrets_IsMigratedOnlyByItsAuthor(t 
 		assert.Assert(t, store.IsNotFound(err), "%s: no record is written in the migrator's name: %v", name, err)
 	}
 	assert.Equal(t, got["ServiceInstance/plain"].Result, ResultMigrated, got["ServiceInstance/plain"].Reason)
+}
+
+// A binding makes the catalog read Secrets through its transforms (addKeysFrom, copied
+// into its credentials Secret) and, by adopting it, hands its credentials Secret to the
+// catalog: both are checked as parametersFrom is. Only the author svcat recorded
+// migrates such a binding, and only when she may read each Secret herself; a Secret the
+// binding does not own (svcat's controller made its own) is no credentials Secret of it.
+func TestRun_ABindingReadingSecrets_IsMigratedOnlyByItsAuthorWhoMayReadThem(t *testing.T) {
+	bound := map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}
+	addKeysFrom := []any{map[string]any{"addKeysFrom": map[string]any{"secretRef": map[string]any{"name": "root"}}}}
+	binding := func(name, author string, transforms []any, secretName string) *unstructured.Unstructured {
+		sp := map[string]any{"instanceRef": map[string]any{"name": "db"}, "externalID": "bid-" + name, "secretName": secretName}
+		if transforms != nil {
+			sp["secretTransforms"] = transforms
+		}
+		if author != "" {
+			sp["userInfo"] = map[string]any{"username": author}
+		}
+		return old("ServiceBinding", ns, name, sp, bound)
+	}
+	cases := []struct {
+		name       string
+		author     string
+		transforms []any
+		owned      bool // the credentials Secret is owned by the svcat binding
+		unreadable bool // the migrator may not get Secret "root" (or the credentials Secret)
+		want       string
+		reason     string
+	}{
+		{name: "plain", owned: true, want: ResultMigrated},
+		{name: "transform-by-another", author: "bob", transforms: addKeysFrom, owned: true, want: ResultSkipped,
+			reason: `its credentials take keys from Secrets (spec.secretTransforms addKeysFrom: "root"), which the catalog reads with the rights of the record's author, and svcat recorded "bob" as its author: bob migrates it`},
+		{name: "transform-by-nobody", transforms: addKeysFrom, owned: true, want: ResultSkipped, reason: "svcat recorded no author for it"},
+		{name: "transform-by-migrator", author: migrator, transforms: addKeysFrom, owned: true, want: ResultMigrated},
+		{name: "transform-unreadable", author: migrator, transforms: addKeysFrom, owned: true, unreadable: true, want: ResultSkipped,
+			reason: `you may not get Secret "root" in namespace "dev"`},
+		{name: "foreign-secret-by-another", author: "bob", want: ResultSkipped,
+			reason: `its credentials Secret "foreign-secret-by-another-creds" is not owned by it`},
+		{name: "foreign-secret-by-migrator", author: migrator, want: ResultMigrated},
+		{name: "foreign-secret-unreadable", author: migrator, unreadable: true, want: ResultSkipped,
+			reason: `you may not get Secret "foreign-secret-unreadable-creds"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, old("ServiceInstance", ns, "db", instanceSpec("hobby", "id-db"), provisioned(broker.DemoPostgresHobbyPlanID)),
+				binding(tc.name, tc.author, tc.transforms, tc.name+"-creds"))
+			ctx := context.Background()
+			yes := true
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name + "-creds"}, Data: map[string][]byte{"k": []byte("v")}}
+			if tc.owned {
+				s.OwnerReferences = []metav1.OwnerReference{{APIVersion: GroupVersion, Kind: "ServiceBinding", Name: tc.name, UID: types.UID("old-" + tc.name), Controller: &yes}}
+			}
+			_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+			assert.NilError(t, err)
+			_, err = f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "root"},
+				Data: map[string][]byte{"token": []byte("hunter2")}}, metav1.CreateOptions{})
+			assert.NilError(t, err)
+			f.unreadable = map[string]bool{}
+			if tc.unreadable {
+				f.unreadable["root"], f.unreadable[tc.name+"-creds"] = true, true
+			}
+
+			got := f.run(Options{Namespace: ns})["ServiceBinding/"+tc.name]
+
+			assert.Equal(t, got.Result, tc.want, got.Reason)
+			_, err = f.st.Bindings().Get(ctx, ns, tc.name)
+			if tc.want == ResultSkipped {
+				assert.Assert(t, got.NeedsPerson)
+				assert.Assert(t, is.Contains(got.Reason, tc.reason))
+				assert.Assert(t, store.IsNotFound(err), "no record is written in the migrator's name: %v", err)
+				s, err := f.cluster.Core.CoreV1().Secrets(ns).Get(ctx, tc.name+"-creds", metav1.GetOptions{})
+				assert.NilError(t, err)
+				assert.Assert(t, len(s.OwnerReferences) == 0 || s.OwnerReferences[0].UID == types.UID("old-"+tc.name), "its Secret is not adopted")
+				return
+			}
+			assert.NilError(t, err)
+		})
+	}
 }

@@ -79,11 +79,91 @@ type Author struct {
 // AuthorOf reads a record's author annotations.
 func AuthorOf(record v1alpha1.Record) Author {
 	a := record.GetAnnotations()
-	au := Author{Username: a[AnnotationAuthor], Token: a[AnnotationTrustToken]}
-	if g := a[AnnotationAuthorGroups]; g != "" {
-		au.Groups = strings.Split(g, ",")
+	return Author{Username: a[AnnotationAuthor], Token: a[AnnotationTrustToken], Groups: DecodeGroups(a[AnnotationAuthorGroups])}
+}
+
+// EncodeGroups is the value of AnnotationAuthorGroups for groups, as the trust policy
+// checks it: the groups joined with "," (the form of every release), unless a group
+// holds a "," (an LDAP group "cn=a,ou=b", say) or starts with "[", which that form cannot
+// keep apart: then a list, each group in double quotes with "\" and `"` escaped by a
+// "\" (`["cn=a,ou=b","dev"]`), which the policy accepts whatever the groups.
+func EncodeGroups(groups []string) string {
+	joinable := true
+	for _, g := range groups {
+		if strings.Contains(g, ",") || strings.HasPrefix(g, "[") {
+			joinable = false
+		}
 	}
-	return au
+	if joinable {
+		return strings.Join(groups, ",")
+	}
+	quoted := make([]string, len(groups))
+	for i, g := range groups {
+		quoted[i] = `"` + strings.ReplaceAll(strings.ReplaceAll(g, `\`, `\\`), `"`, `\"`) + `"`
+	}
+	return "[" + strings.Join(quoted, ",") + "]"
+}
+
+// DecodeGroups reads a value of AnnotationAuthorGroups (EncodeGroups): a list when it
+// starts with "[", else the groups joined with ",". A list that does not read as one
+// gives no groups: a group the author may not have is never made up.
+func DecodeGroups(v string) []string {
+	if v == "" {
+		return nil
+	}
+	if !strings.HasPrefix(v, "[") {
+		return strings.Split(v, ",")
+	}
+	groups, ok := decodeGroupList(v)
+	if !ok {
+		return nil
+	}
+	return groups
+}
+
+// decodeGroupList reads the list form of EncodeGroups, strictly.
+func decodeGroupList(v string) ([]string, bool) {
+	if !strings.HasSuffix(v, "]") || len(v) < 2 {
+		return nil, false
+	}
+	rest := v[1 : len(v)-1]
+	var out []string
+	for rest != "" {
+		if rest[0] != '"' {
+			return nil, false
+		}
+		var b strings.Builder
+		i, closed := 1, false
+		for ; i < len(rest); i++ {
+			c := rest[i]
+			if c == '\\' {
+				if i+1 >= len(rest) || (rest[i+1] != '\\' && rest[i+1] != '"') {
+					return nil, false
+				}
+				b.WriteByte(rest[i+1])
+				i++
+				continue
+			}
+			if c == '"' {
+				closed = true
+				break
+			}
+			b.WriteByte(c)
+		}
+		if !closed {
+			return nil, false
+		}
+		out = append(out, b.String())
+		rest = rest[i+1:]
+		if rest == "" {
+			break
+		}
+		if rest[0] != ',' || len(rest) == 1 {
+			return nil, false
+		}
+		rest = rest[1:]
+	}
+	return out, true
 }
 
 // prepareWrite finishes a ConfigMap about to be written: a spec left as it was read keeps
@@ -119,7 +199,7 @@ func (s *Store) prepareWrite(ctx context.Context, cm *corev1.ConfigMap, create b
 		delete(cm.Annotations, AnnotationAuthorGroups)
 	} else {
 		cm.Annotations[AnnotationAuthor] = id.Username
-		cm.Annotations[AnnotationAuthorGroups] = strings.Join(id.Groups, ",")
+		cm.Annotations[AnnotationAuthorGroups] = EncodeGroups(id.Groups)
 	}
 	if !intent {
 		return "", nil

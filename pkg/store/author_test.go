@@ -7,7 +7,11 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -187,4 +191,80 @@ func TestAuthor_AStatusWriteWithoutMemoryOfTheSpec_KeepsTheAuthorAndToken(t *tes
 	a, _ := instanceCM(t, c)
 	assert.Equal(t, a[store.AnnotationAuthor], "bob")
 	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
+}
+
+// A status write by a store that never read the record (its memory is bounded, and another
+// process may have read it) reads the spec again first; when that read fails, the write
+// must fail too: written blind, it would stamp its writer as the spec's author.
+func TestAuthor_AStatusWriteAfterAFailedReRead_FailsAndKeepsTheAuthor(t *testing.T) {
+	c := storetest.NewCluster()
+	ctx := context.Background()
+	_, err := writer(c, "bob", "tok").Instances().Create(store.WithIntent(ctx), storetest.SampleInstance())
+	assert.NilError(t, err)
+	inst := storetest.SampleInstance()
+	got, err := writer(c, "bob", "tok").Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+
+	failures := 1
+	c.Core.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failures == 0 {
+			return false, nil, nil
+		}
+		failures--
+		return true, nil, apierrors.NewServerTimeout(schema.GroupResource{Resource: "configmaps"}, "get", 1)
+	})
+	reconciler := writer(c, "system:serviceaccount:catalog-system:catalog-reconcile", "tok")
+	got.Status.Phase = v1alpha1.PhaseFailed
+	_, err = reconciler.Instances().Update(ctx, got)
+	assert.Assert(t, err != nil, "a write whose spec could not be read again must not be made")
+
+	a, data := instanceCM(t, c)
+	assert.Equal(t, a[store.AnnotationAuthor], "bob")
+	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
+	assert.Assert(t, !strings.Contains(data[store.StatusDataKey], `"Failed"`), "nothing is written")
+
+	// The next attempt reads the record again and writes the status under bob's name.
+	got, err = reconciler.Instances().Get(ctx, inst.Namespace, inst.Name)
+	assert.NilError(t, err)
+	got.Status.Phase = v1alpha1.PhaseFailed
+	_, err = reconciler.Instances().Update(ctx, got)
+	assert.NilError(t, err)
+	a, _ = instanceCM(t, c)
+	assert.Equal(t, a[store.AnnotationAuthor], "bob")
+	assert.Equal(t, a[store.AnnotationTrustToken], "tok")
+}
+
+// An LDAP group holds commas ("cn=a,ou=b"): joined with "," it would read back as two
+// groups, neither of them the author's. Such groups are kept as a list; every other set of
+// groups keeps the form of every release, and that form still reads as before.
+func TestAuthor_GroupsWithCommasAreKeptApart(t *testing.T) {
+	for _, groups := range [][]string{
+		nil,
+		{"team", "system:authenticated"},
+		{"cn=admins,ou=groups,dc=example", "system:authenticated"},
+		{`[odd`, `back\slash`, `quo"te`, ""},
+		{"a,b"},
+	} {
+		enc := store.EncodeGroups(groups)
+		got := store.DecodeGroups(enc)
+		if len(groups) == 0 {
+			assert.Assert(t, len(got) == 0, "%q", enc)
+			continue
+		}
+		assert.DeepEqual(t, got, groups)
+	}
+	assert.Equal(t, store.EncodeGroups([]string{"team", "system:authenticated"}), "team,system:authenticated")
+	assert.Equal(t, store.EncodeGroups([]string{"cn=a,ou=b", "dev"}), `["cn=a,ou=b","dev"]`)
+	assert.DeepEqual(t, store.DecodeGroups("a,b"), []string{"a", "b"}) // the form of earlier releases
+	for _, bad := range []string{`["a"`, `["a",]`, `["a""b"]`, `[a]`, `["a\x"]`, `["a"],`} {
+		assert.Assert(t, store.DecodeGroups(bad) == nil, "%q makes up no group", bad)
+	}
+
+	c := storetest.NewCluster()
+	w := c.Store(store.WithIdentity(func(context.Context) (*store.Identity, error) {
+		return &store.Identity{Username: "carol", Groups: []string{"cn=db-admins,ou=groups,dc=example", "system:authenticated"}}, nil
+	}), store.WithTrustToken(func(context.Context) (string, error) { return "tok", nil }))
+	created, err := w.Instances().Create(store.WithIntent(context.Background()), storetest.SampleInstance())
+	assert.NilError(t, err)
+	assert.DeepEqual(t, store.AuthorOf(created).Groups, []string{"cn=db-admins,ou=groups,dc=example", "system:authenticated"})
 }

@@ -78,8 +78,8 @@ const (
 	// changes the spec (DataKey) or any of the three author annotations unless
 	// AnnotationAuthor is the requesting user and AnnotationAuthorGroups their groups.
 	AnnotationAuthor = Prefix + "author"
-	// AnnotationAuthorGroups is the author's groups, joined with ",", as the API server
-	// saw them on that write.
+	// AnnotationAuthorGroups is the author's groups as the API server saw them on that
+	// write: joined with ",", or, when a group holds a ",", a list (EncodeGroups).
 	AnnotationAuthorGroups = Prefix + "author-groups"
 	// AnnotationTrustToken is the token of the trust policy in force when the spec was
 	// written (TrustConfigMap); a record without the current token has no verified

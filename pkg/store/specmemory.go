@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,16 +112,30 @@ func decoded[T v1alpha1.Record](s *Store, k kind[T], cm *corev1.ConfigMap) (T, e
 // ConfigMap again when the memory lost it (it is bounded, and another process may have
 // written the record). Without it such a write could not tell an unchanged spec from a
 // changed one, and would stamp its writer as the spec's author without the trust token.
-func (r Records[T]) recall(ctx context.Context, obj T) {
+// So when the spec cannot be recalled (the read fails, or the record does not decode),
+// the write must not be made: recall returns the error to fail it with, and the caller
+// reads the record again. A record changed since obj was read needs nothing: the write,
+// guarded by obj's resourceVersion, conflicts.
+func (r Records[T]) recall(ctx context.Context, obj T) error {
 	if !r.k.remember || obj.GetUID() == "" {
-		return
+		return nil
 	}
 	if _, ok := r.s.specs.lookup(obj.GetUID(), obj.GetResourceVersion()); ok {
-		return
+		return nil
 	}
 	cur, err := r.configMaps(obj.GetNamespace()).Get(ctx, ConfigMapName(r.k.name, obj.GetName()), metav1.GetOptions{})
-	if err != nil || cur.UID != obj.GetUID() || cur.ResourceVersion != obj.GetResourceVersion() {
-		return // the write conflicts, or fails, anyway
+	if err != nil {
+		return apiError("update", r.k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	_, _ = decoded(r.s, r.k, cur)
+	if cur.UID != obj.GetUID() || cur.ResourceVersion != obj.GetResourceVersion() {
+		return nil // the write, guarded by obj's resourceVersion, conflicts and writes nothing
+	}
+	if _, err := decoded(r.s, r.k, cur); err != nil {
+		return err
+	}
+	if _, ok := r.s.specs.lookup(obj.GetUID(), obj.GetResourceVersion()); !ok {
+		return &Error{Reason: ReasonOther, Op: "update", Kind: r.k.name, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+			Err: fmt.Errorf("its spec as stored cannot be told from the one written, so the write could change its author: read it again")}
+	}
+	return nil
 }

@@ -161,7 +161,9 @@ func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
 		delete(cm.Labels, LabelManagedBy)
 	}
 	if !isIntent(ctx) {
-		r.recall(ctx, obj)
+		if err := r.recall(ctx, obj); err != nil {
+			return zero, err
+		}
 	}
 	intended, err := r.s.prepareWrite(ctx, cm, false)
 	if err != nil {

@@ -76,9 +76,14 @@ var (
 		" || " + label("oldObject", store.LabelManagedBy) + " != " + q(store.ManagedBy) +
 		" || " + authorKeysList() + ".exists(k," +
 		" object.metadata.?annotations[?k].orValue('') != oldObject.metadata.?annotations[?k].orValue(''))"
-	// exprStamped: the author annotations name the requesting user.
+	// exprStamped: the author annotations name the requesting user, with her groups in
+	// one of the forms of store.EncodeGroups: joined with ",", when no group holds a ","
+	// or starts with "[" (that form could not keep such groups apart), or the list form,
+	// each group in double quotes with backslash and double quote escaped by a backslash.
 	exprStamped = "variables.author == request.userInfo.username" +
-		" && variables.groups == request.userInfo.?groups.orValue([]).join(',')"
+		" && ((variables.groups == request.userInfo.?groups.orValue([]).join(',')" +
+		" && !request.userInfo.?groups.orValue([]).exists(g, g.contains(',') || g.startsWith('[')))" +
+		" || variables.groups == '[' + request.userInfo.?groups.orValue([]).map(g, '\"' + g.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"') + '\"').join(',') + ']')"
 	// exprLabelled: the record carries the managed-by label and the kind label
 	// its name says: the labels reconcile and the commands find records by.
 	exprLabelled = label("object", store.LabelManagedBy) + " == " + q(store.ManagedBy) +

@@ -219,7 +219,7 @@ func TestPlainPath_RecordsWrittenBeforeThePolicyAreAdoptedByTheirOwner(t *testin
 	assert.NilError(t, err)
 	assert.Equal(t, same.ResourceVersion, inst.ResourceVersion, "a dry run writes nothing")
 
-	r = alice("adopt")
+	r = alice("adopt", "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	for _, kind := range []string{"broker", "serviceinstance"} {
 		assert.Check(t, is.Regexp("(?m)^"+kind+` +\S+ +alice +adopted`, r.Stdout))
@@ -288,7 +288,7 @@ func TestPlainPath_ATerminatingNamespaceOfAUserIsFinishedByAnAdministratorsAdopt
 	assert.Check(t, is.Contains(c.Message, `"kubectl catalog adopt -n `+ns+`"`))
 	assert.Equal(t, len(b.Bindings()), 1, "nothing was unbound")
 
-	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "adopt")
+	r = kubectl(t, controlplane.AdminUser, "catalog", "-n", ns, "--catalog-namespace", catalogNS, "adopt", "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	for _, kind := range []string{"broker", "serviceinstance", "servicebinding"} {
 		assert.Check(t, is.Regexp("(?m)^"+kind+` +\S+ +`+controlplane.AliceUser+` +adopted`, r.Stdout))

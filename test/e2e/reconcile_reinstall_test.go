@@ -113,7 +113,7 @@ func TestReconcileReinstall_KeepsTheTrustToken_AStrandedNamespaceIsNamedAndEndsA
 	c, ok := stranded()
 	assert.Assert(t, ok, "doctor names the stranded namespace")
 	assert.Assert(t, is.Contains(c.Fix, "kubectl catalog adopt -n "+e.teamB))
-	r = trustBob(t, e, "adopt")
+	r = trustBob(t, e, "adopt", "--yes")
 	assert.Equal(t, r.ExitCode, 0, r.Stdout+r.Stderr)
 	_, ok = stranded()
 	assert.Assert(t, !ok, "adopted: doctor no longer names the namespace")

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
 
 var adoptLong = cmdutil.LongDesc(`
@@ -30,6 +31,14 @@ var adoptLong = cmdutil.LongDesc(`
 	namespace shared with this one). The spec is never changed, only the
 	author stamp.
 
+	Adopting a record vouches for it: from then on reconcile acts for it on
+	your authority, so a Secret you may read goes where the record says
+	(a broker's credentials to its URL, parameters from Secrets to the
+	instance's broker, keys copied into a binding's Secret, workloads
+	changed). Before anything is written, adopt lists every record it would
+	adopt with exactly what it sends where, and asks (--yes: without
+	asking; needed outside a terminal). A no changes nothing.
+
 	A record that fails a check is listed with the reason and left as it
 	is, and adopt exits 1; one whose author is verified already is left
 	alone, unless it is being deleted and its author is someone else.
@@ -45,15 +54,20 @@ var adoptExample = cmdutil.Examples(`
 	# See which records of namespace team-a would become yours
 	kubectl catalog adopt -n team-a --dry-run
 
-	# Adopt them, then let reconcile finish their work
+	# Adopt them (after reading what each sends where), then let reconcile finish their work
 	kubectl catalog adopt -n team-a
-	kubectl catalog reconcile -n team-a`)
+	kubectl catalog reconcile -n team-a
+
+	# Adopt them without being asked (a script): check the dry run's list first
+	kubectl catalog adopt -n team-a --yes`)
 
 // Options are the options of adopt.
 type Options struct {
 	DryRun    cmdutil.DryRunStrategy
+	Yes       bool
 	Namespace string
 	Engine    *engine.Engine
+	Prompter  prompt.Prompter
 	Streams   cmdutil.IOStreams
 }
 
@@ -62,7 +76,7 @@ type Options struct {
 func NewCmdAdopt(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{Streams: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:               "adopt [-n NAMESPACE] [--dry-run]",
+		Use:               "adopt [-n NAMESPACE] [--dry-run] [--yes]",
 		Short:             "Make a namespace's records written before the trust policy your own, where you could have written them",
 		Long:              adoptLong,
 		Example:           adoptExample,
@@ -73,6 +87,7 @@ func NewCmdAdopt(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		},
 	}
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "the records")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Adopt without asking, vouching for what the records send where (needed when not in a terminal).")
 	return cmd
 }
 
@@ -82,14 +97,25 @@ func (o *Options) Validate() error { return nil }
 // Complete builds the engine.
 func (o *Options) Complete(f *cmdutil.Factory) (err error) {
 	o.Namespace, o.Engine, _, err = f.VerbClients(cmdutil.IOStreams{}, 0, nil)
+	o.Prompter = f.Prompter(o.Streams, o.Prompter)
 	return err
 }
 
 // Run adopts the records and prints what became of each.
 func (o *Options) Run(ctx context.Context) error {
-	res, err := o.Engine.AdoptAuthorship(ctx, engine.AdoptAuthorshipRequest{Namespace: o.Namespace, DryRun: o.DryRun.Engine()})
+	res, err := o.Engine.AdoptAuthorship(ctx, engine.AdoptAuthorshipRequest{Namespace: o.Namespace, DryRun: o.DryRun.Engine(),
+		Confirm: cmdutil.ConfirmVouches(o.Prompter, o.Streams.ErrOut, o.Yes, "adopt")})
 	if err != nil {
 		return err
+	}
+	if o.DryRun.Enabled() {
+		var vs []engine.Vouch
+		for _, r := range res.Records {
+			if r.Vouch != nil {
+				vs = append(vs, *r.Vouch)
+			}
+		}
+		cmdutil.PrintVouches(o.Streams.ErrOut, vs)
 	}
 	if len(res.Records) == 0 {
 		fmt.Fprintf(o.Streams.ErrOut, "No records in namespace %q.\n", o.Namespace)

@@ -50,7 +50,7 @@ func (auth *Authority) of(ctx context.Context, rec v1alpha1.Record) basis {
 		return basis{unverified: fmt.Sprintf("the catalog's trust policy is not in force (%s), so the author of %s %q cannot be verified: an administrator runs \"kubectl catalog init\"", state.Reason, kind, rec.GetName()), notRunners: barred,
 			transient: state.unreadable}
 	case au.Token != state.Token:
-		return basis{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner makes the namespace's records hers with \"kubectl catalog adopt -n %s\", which checks each against her rights", kind, rec.GetName(), rec.GetNamespace()), notRunners: barred}
+		return basis{unverified: fmt.Sprintf("the spec of %s %q was not written under the trust policy now in force: its owner makes the namespace's records hers with \"kubectl catalog adopt -n %s\", which checks each against her rights and shows what each sends where (which Secret to which URL) before she vouches for it", kind, rec.GetName(), rec.GetNamespace()), notRunners: barred}
 	}
 	if id, err := auth.env().Platform.Identity(ctx); err == nil && id != nil && id.Username == au.Username {
 		return basis{self: true}

@@ -79,7 +79,7 @@ func (auth *Authority) Authorize(ctx context.Context, rec v1alpha1.Record, attrs
 		if rec.GetDeletionTimestamp() != nil {
 			// Typically a namespace being deleted, whose RoleBindings went first: the
 			// author's rights are gone, and only someone who has them finishes it.
-			return Refused(ReasonRefusedNotAuthorized, "refused to %s: the record's author %q may not (%s); it is being deleted: someone who may do it (an administrator) makes it theirs with \"kubectl catalog adopt -n %s\", which checks it against their own rights, then runs \"kubectl catalog reconcile -n %s\"",
+			return Refused(ReasonRefusedNotAuthorized, "refused to %s: the record's author %q may not (%s); it is being deleted: someone who may do it (an administrator) makes it theirs with \"kubectl catalog adopt -n %s\", which checks it against their own rights and shows what it sends where (which Secret to which URL) before they vouch for it, then runs \"kubectl catalog reconcile -n %s\"",
 				what, a.author.Username, authzReason(ans.reason), rec.GetNamespace(), rec.GetNamespace())
 		}
 		return Refused(ReasonRefusedNotAuthorized, "refused to %s: the record's author %q may not (%s)", what, a.author.Username, authzReason(ans.reason))

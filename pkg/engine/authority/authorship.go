@@ -33,6 +33,8 @@ type AdoptedRecord struct {
 	Outcome string
 	// Detail says why a record was refused, or what changed.
 	Detail string
+	// Vouch is what adopting it means, for a record adopted (or to be).
+	Vouch *Vouch
 }
 
 // AdoptAuthorshipResult lists the records of the namespace and what became of each.
@@ -65,9 +67,14 @@ func (r AdoptAuthorshipResult) Refused() int {
 // Terminating) is adopted all the same, so that reconcile can finish it, and so is one
 // being deleted whose verified author is someone else: the namespace's deletion may have
 // taken their RoleBindings, and with them the rights reconcile checks the record against.
-// With dryClient nothing is written; otherwise writes marks the context of each write (a
-// server dry run).
-func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient bool, writes func(context.Context) context.Context) (AdoptAuthorshipResult, error) {
+//
+// Adopting a record vouches for it: from then on its Secrets go where it says on the
+// runner's authority. So every record to adopt carries what that means (Vouch), and
+// before anything is written confirm is given them all; an error from it (or a nil
+// confirm) writes nothing and is returned. With dryClient nothing is written and nothing
+// is asked; otherwise writes marks the context of each write (a server dry run, which
+// changes nothing and is not asked about either when server is set).
+func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient, server bool, writes func(context.Context) context.Context, confirm func([]Vouch) error) (AdoptAuthorshipResult, error) {
 	var res AdoptAuthorshipResult
 	state := auth.State(ctx)
 	if state.Token == "" {
@@ -83,6 +90,7 @@ func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient
 		return res, err
 	}
 	adopted := map[types.UID]bool{}
+	var toWrite []int
 	for _, kr := range recs {
 		rec := kr.rec
 		out := AdoptedRecord{Kind: strings.ToLower(kr.kind), Name: rec.GetName(), Was: store.AuthorOf(rec).Username}
@@ -99,16 +107,33 @@ func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient
 				out.Outcome, out.Detail = AuthorshipRefused, err.Error()
 				break
 			}
+			v := auth.vouch(ctx, rec)
+			out.Vouch = &v
 			out.Outcome, out.Detail = AuthorshipAdopted, fmt.Sprintf("author %s, under the trust policy in force", id.Username)
-			if dryClient {
-				break
-			}
-			if err := auth.restamp(writes(store.WithIntent(ctx)), rec); err != nil {
-				delete(adopted, rec.GetUID())
-				out.Outcome, out.Detail = AuthorshipRefused, "cannot write it: "+err.Error()
-			}
+			toWrite = append(toWrite, len(res.Records))
 		}
 		res.Records = append(res.Records, out)
+	}
+	if dryClient || len(toWrite) == 0 {
+		return res, nil
+	}
+	if !server {
+		vs := make([]Vouch, 0, len(toWrite))
+		for _, i := range toWrite {
+			vs = append(vs, *res.Records[i].Vouch)
+		}
+		if confirm == nil {
+			return res, ErrNotConfirmed
+		}
+		if err := confirm(vs); err != nil {
+			return res, err
+		}
+	}
+	for _, i := range toWrite {
+		out := &res.Records[i]
+		if err := auth.restamp(writes(store.WithIntent(ctx)), recs[i].rec); err != nil {
+			out.Outcome, out.Detail = AuthorshipRefused, "cannot write it: "+err.Error()
+		}
 	}
 	return res, nil
 }

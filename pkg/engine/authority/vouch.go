@@ -1,0 +1,150 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Vouch is what a person vouches for by writing, as her own, a record another person
+// (or nobody anyone can verify) wrote: from then on the engine acts for it on her
+// authority, so a Secret she may read goes where the record says. "sync broker" and
+// "adopt" re-stamp records so; they show it and ask first.
+type Vouch struct {
+	Kind, Namespace, Name string
+	// Was is the author the record names ("" none), Verified whether the trust policy in
+	// force vouches for that name.
+	Was      string
+	Verified bool
+	// Means lists what the engine does on the runner's authority once she is the author:
+	// which Secret goes to which URL, which is copied where, which workload is changed.
+	Means []string
+}
+
+// Written says who wrote the record, as far as anyone can tell.
+func (v Vouch) Written() string {
+	switch {
+	case v.Was == "":
+		return "no author anyone can verify"
+	case v.Verified:
+		return fmt.Sprintf("written by %q", v.Was)
+	}
+	return fmt.Sprintf("names %q as its author, which no one can verify", v.Was)
+}
+
+// ErrNotConfirmed is the error of a command that would make its runner vouch for a
+// record another person wrote, and was not confirmed: nothing was changed.
+var ErrNotConfirmed = errors.New("not confirmed: nothing was changed")
+
+// Vouching says what the runner vouches for by writing rec as her own intent, or nil when
+// she vouches for nothing new: rec is her own already (written by her in this process, or
+// verified as hers; without the trust policy, naming her as its author), or a broker of
+// the catalog namespace, which only administrators write and the engine trusts as it is. It refuses (RefusedError) a record whose spec the
+// runner could not have written herself, checked against her own rights as adopt checks
+// it: a Secret she may not read she cannot vouch for.
+func (auth *Authority) Vouching(ctx context.Context, rec v1alpha1.Record) (*Vouch, error) {
+	if b, ok := rec.(*v1alpha1.Broker); ok && b.Namespace == auth.env().CatalogNamespace {
+		return nil, nil
+	}
+	if auth.of(ctx, rec).self {
+		return nil, nil
+	}
+	if auth.State(ctx).Token == "" && Tampered(rec) == "" {
+		// No trust policy: no author can be verified, and the verbs act with their user's
+		// own rights anyway. A record naming the runner as its author is taken as hers; one
+		// naming another person (or nobody) is not.
+		if id, err := auth.env().Platform.Identity(ctx); err == nil && id != nil && id.Username != "" && store.AuthorOf(rec).Username == id.Username {
+			return nil, nil
+		}
+	}
+	if Tampered(rec) != "" {
+		return nil, Refused(ReasonRefusedAuthorUnverified, "%s %q %s", kindOf(rec), rec.GetName(), Tampered(rec))
+	}
+	if err := auth.checkAuthorship(Adopting(ctx, map[types.UID]bool{rec.GetUID(): true}), rec); err != nil {
+		return nil, err
+	}
+	v := auth.vouch(ctx, rec)
+	return &v, nil
+}
+
+// vouch describes what writing rec as the runner's own means.
+func (auth *Authority) vouch(ctx context.Context, rec v1alpha1.Record) Vouch {
+	au := store.AuthorOf(rec)
+	b := auth.of(ctx, rec)
+	v := Vouch{Kind: kindOf(rec), Namespace: rec.GetNamespace(), Name: rec.GetName(), Was: au.Username,
+		Verified: au.Username != "" && b.unverified == ""}
+	add := func(format string, args ...any) { v.Means = append(v.Means, fmt.Sprintf(format, args...)) }
+	via := func(t Target, err error) string {
+		if err != nil || t == nil || t.TargetBroker() == nil {
+			return "its broker"
+		}
+		br := t.TargetBroker()
+		return fmt.Sprintf("broker %q at %q", br.Name, br.Spec.URL)
+	}
+	params := func(from []v1alpha1.ParametersFromSource, to string) {
+		for _, pf := range from {
+			if r := pf.SecretKeyRef; r != nil && r.Key != "" {
+				add("parameters from Secret %q (key %q) go to %s", r.Name, r.Key, to)
+			} else if r != nil {
+				add("parameters from Secret %q (every key) go to %s", r.Name, to)
+			}
+		}
+	}
+	switch r := rec.(type) {
+	case *v1alpha1.Broker:
+		if a := r.Spec.Auth; a != nil {
+			add("its credentials, Secret %q in namespace %q, go to %q with every call", a.SecretRef.Name, r.Namespace, r.Spec.URL)
+		}
+		add("parameters from Secrets of namespace %q you may read go to %q with the calls of instances and bindings through it", r.Namespace, r.Spec.URL)
+		switch {
+		case r.Spec.InsecureSkipTLSVerify:
+			add("the TLS certificate of %q is not verified (insecureSkipTLSVerify): whoever answers for that address gets them", r.Spec.URL)
+		case r.Spec.CABundle != "":
+			add("the TLS certificate of %q is verified against the record's own CA bundle, not the system's", r.Spec.URL)
+		}
+	case *v1alpha1.ServiceInstance:
+		t, _, err := auth.env().InstanceTarget(ctx, r)
+		to := via(t, err)
+		add("it is provisioned, updated and deprovisioned through %s", to)
+		params(r.Spec.ParametersFrom, to)
+		for _, ns := range r.Spec.SharedWith {
+			add("namespace %q may bind it (its credentials go to bindings there)", ns)
+		}
+	case *v1alpha1.ServiceBinding:
+		t, _, err := auth.env().BindingTarget(ctx, r)
+		to := via(t, err)
+		inst := r.Spec.InstanceName
+		if r.Spec.InstanceNamespace != "" && r.Spec.InstanceNamespace != r.Namespace {
+			inst = r.Spec.InstanceNamespace + "/" + inst
+		}
+		add("it binds instance %q through %s; the credentials go to Secret %q", inst, to, r.Spec.SecretName)
+		params(r.Spec.ParametersFrom, to)
+		for _, tr := range r.Spec.SecretTransforms {
+			if a := tr.AddKeysFrom; a != nil {
+				add("the keys of Secret %q are copied into Secret %q", a.SecretRef.Name, r.Spec.SecretName)
+			}
+		}
+		for _, p := range r.Spec.Projections {
+			add("%s %q is changed to read Secret %q", p.Kind, p.Name, r.Spec.SecretName)
+		}
+	}
+	return v
+}
+
+func kindOf(rec v1alpha1.Record) string {
+	switch rec.(type) {
+	case *v1alpha1.Broker:
+		return "broker"
+	case *v1alpha1.ServiceInstance:
+		return "instance"
+	case *v1alpha1.ServiceBinding:
+		return "binding"
+	}
+	return strings.ToLower(rec.GetObjectKind().GroupVersionKind().Kind)
+}
