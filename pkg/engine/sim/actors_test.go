@@ -24,7 +24,7 @@ var (
 func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	switch p.kind {
 	case reconciler:
-		return "reconcile pass", func(ctx context.Context) error { return p.reconcilePass(ctx, false) }
+		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:
 		if w.faults && w.chance(w.rates.tenant) {
 			return "forge a record", p.forge

@@ -55,6 +55,7 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 	w := p.w
 	write := verb == "create" || verb == "update" || verb == "delete"
 	if err := p.rbac(verb, gr, ns, name); err != nil {
+		p.apiFaults++
 		return err
 	}
 	if write {
@@ -91,6 +92,7 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 		err = apierrors.NewInternalError(errors.New("sim: etcd is unavailable"))
 	}
 	w.logf("%-14s api fault: %v", p.name, err)
+	p.apiFaults++
 	return err
 }
 

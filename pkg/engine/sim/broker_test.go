@@ -124,7 +124,7 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	if until, ok := w.unguarded[id]; ok && !w.t.Before(until) {
 		delete(w.unguarded, id)
 	}
-	if _, ok := w.unguarded[id]; overlap != nil && !w.jumped && !ok {
+	if _, ok := w.unguarded[id]; overlap != nil && !ok {
 		w.fail("two requests in flight at the broker for one id: %v", overlap)
 	}
 	w.checkNamespace(p, method, id)

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -49,10 +50,6 @@ type world struct {
 	streaks  map[string]*streak
 	// oversized are the OSB ids whose answers carry a field over its limit, every time.
 	oversized map[string]bool
-	// jumped: a clock jumped far enough that claims (judged by each reader's clock)
-	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
-	// not.
-	jumped bool
 	// claimTTL is every process's ClaimTTL: the default, or (some seeds) shorter than
 	// the broker client's timeout, as KUBECTL_CATALOG_TEST_CLAIM_TTL may set it.
 	claimTTL time.Duration
@@ -114,6 +111,14 @@ type proc struct {
 	// inCall: the process has a broker call in flight; it is resumed at every step
 	// with tick set, as the timer that renews its claim during the call would fire.
 	inCall, tick bool
+	// rec is a reconcile process's reconciler (reconcile_test.go), kept from run to run
+	// until the process ends; timers are its runs' AfterFunc timers, and waiting is when
+	// its run waits for (the next queued record's step), zero when it does not wait.
+	rec     *reconcile.Reconciler
+	timers  []*runTimer
+	waiting time.Time
+	// apiFaults counts the API server's faults and refusals the process met.
+	apiFaults int
 }
 
 type kind int
@@ -202,6 +207,7 @@ func (w *world) newProc(name string, k kind, ns string, sees ...string) *proc {
 func (p *proc) reset() {
 	p.gen++
 	p.dead = false
+	p.timers = nil
 	// Reads the engine starts ahead run in the process's goroutine, at their start or at
 	// their first wait as the seed decides, so that one seed is still one interleaving.
 	p.ctx, p.stop = context.WithCancel(ahead.WithSchedule(context.Background(), func() bool { return p.w.rng.IntN(2) == 0 }))
@@ -209,7 +215,11 @@ func (p *proc) reset() {
 	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now),
 		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
-		c.Holder = fmt.Sprintf("%s/%d", p.name, p.gen)
+		c.Holder = p.holderName()
+		if p.kind == reconciler {
+			// As "kubectl catalog reconcile" configures its engine.
+			c.Unattended, c.TargetCacheTTL = true, reconcile.TargetCacheTTL
+		}
 		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
@@ -218,6 +228,11 @@ func (p *proc) reset() {
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
 	})
+	if p.kind == reconciler {
+		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
+			p.w.logf("%-14s %s", p.name, firstLine(fmt.Sprintf(format, args...)))
+		}}).WithRunClock(runClock{p})
+	}
 }
 
 func (p *proc) now() time.Time { return p.w.t.Add(p.skew) }
@@ -227,6 +242,7 @@ func (p *proc) pause(where string) {
 	p.w.logf("%-14s %s", p.name, where)
 	p.w.events <- event{p: p}
 	<-p.resume
+	p.fireTimers()
 }
 
 // quietPause hands control back like pause, without a line in the trace: a process
@@ -234,6 +250,7 @@ func (p *proc) pause(where string) {
 func (p *proc) quietPause() {
 	p.w.events <- event{p: p}
 	<-p.resume
+	p.fireTimers()
 }
 
 // sleep is the engine's wait between steps of a drive: other processes move meanwhile.
@@ -316,7 +333,12 @@ func (w *world) await(p *proc) {
 		p.alive = false
 		p.record = ""
 		w.logf("%-14s ends %s", p.name, p.task)
-		p.reset()
+		// A reconcile replica goes on with its next run, the same process, unless it
+		// was killed or stopped: it then restarts.
+		if p.kind != reconciler || p.ctx.Err() != nil {
+			p.reset()
+		}
+		p.timers = nil
 	}
 }
 
@@ -389,13 +411,19 @@ func (w *world) advance() {
 		return
 	}
 	p := w.procs[w.rng.IntN(len(w.procs))]
-	// Clocks differ by up to a sixth of the claim (20 s for the default); now and then
-	// one jumps minutes ahead or behind.
+	// Clocks differ by up to a sixth of the claim (20 s for the default); with
+	// -sim.skew by up to the skew the engine tolerates (store.MaxClockSkew), and now and
+	// then one jumps there. No invariant is relaxed for it.
 	most := int(w.claimTTL / 6 / time.Second)
+	if *wideSkew {
+		most = int(store.MaxClockSkew / time.Second)
+	}
 	p.skew = time.Duration(w.rng.IntN(2*most+1)-most) * time.Second
 	if w.chance(w.rates.jump * 10) {
-		p.skew = time.Duration(w.rng.IntN(7)-3) * time.Minute
-		w.jumped = true
+		p.skew = time.Duration(most) * time.Second
+		if w.rng.IntN(2) == 0 {
+			p.skew = -p.skew
+		}
 	}
 	w.logf("%-14s clock skew now %s", p.name, p.skew)
 }
@@ -408,6 +436,9 @@ func (w *world) quiesce() {
 	for _, p := range w.procs {
 		for p.alive {
 			w.t = w.t.Add(time.Second)
+			if w.t.Before(p.waiting) && !p.inCall {
+				w.t = p.waiting
+			}
 			w.landLateWork(false)
 			w.tick()
 			if p.alive {
@@ -421,8 +452,13 @@ func (w *world) quiesce() {
 	for round := 0; round < 40; round++ {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
-		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcilePass(ctx, true) })
+		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
 		for r.alive {
+			// Nothing else moves: time goes to when the run waits for.
+			if w.t.Before(r.waiting) {
+				w.t = r.waiting
+			}
+			w.landLateWork(false)
 			w.run(r)
 		}
 		if w.settled() {
