@@ -16,7 +16,10 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 		if r.Context != nil {
 			ns = r.Context.Namespace
 		}
-		put := func() { l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID}) }
+		put := func() {
+			l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID})
+			w.provisionedParams(r.InstanceID, r.Parameters)
+		}
 		o := w.call(ctx, fake.MethodProvision, r.InstanceID, func() outcome {
 			if o, ok := w.rogue(rogueProvision, r.InstanceID, put, nil, nil); ok {
 				return o
@@ -69,6 +72,9 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			if h, ok := l.Instance(r.InstanceID); ok && r.PlanID != "" {
 				h.PlanID = r.PlanID
 				l.PutInstance(h)
+			}
+			if _, ok := l.Instance(r.InstanceID); ok {
+				w.updatedParams(r.InstanceID, r.Parameters)
 			}
 		}
 		o := w.call(ctx, fake.MethodUpdate, r.InstanceID, func() outcome {

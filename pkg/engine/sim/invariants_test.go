@@ -261,6 +261,7 @@ func (w *world) checkQuiescence() {
 		}
 		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
+	w.checkHeldPlans(insts)
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied

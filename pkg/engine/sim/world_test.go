@@ -62,6 +62,8 @@ type world struct {
 	// ConfigMaps ("namespace/name") it wrote, the records the check reads again.
 	wrote   bool
 	written map[string]bool
+	// params are the parameters the broker holds for each instance id (heldplan_test.go).
+	params map[string]map[string]any
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -136,7 +138,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{}, written: map[string]bool{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{},
 	}
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
