@@ -70,12 +70,6 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	}
 	p.apiFaults = 0
 	sum, err := p.rec.Run(ctx, o)
-	for _, it := range sum.Items {
-		if it.Outcome == reconcile.Failed {
-			w.logf("%-14s run: %s %s/%s failed: %s", p.name, reconcile.KindWord(it.Kind), it.Namespace, it.Name, firstLine(it.Detail))
-			p.checkFailedItem(it)
-		}
-	}
 	if err != nil {
 		return err
 	}
@@ -148,8 +142,14 @@ func (o simObserver) StepScheduled(ref reconcile.Ref, at time.Time, why string) 
 	o.p.record = ""
 }
 
+// RecordFinished checks a failed item as the run reports it, before anything else
+// moves.
 func (o simObserver) RecordFinished(it reconcile.Item) {
 	o.p.record = ""
+	if it.Outcome == reconcile.Failed {
+		o.p.w.logf("%-14s run: %s %s/%s failed: %s", o.p.name, reconcile.KindWord(it.Kind), it.Namespace, it.Name, firstLine(it.Detail))
+		o.p.checkFailedItem(it)
+	}
 }
 
 // runClock is a reconcile process's run clock: the simulation's time (durations only:
