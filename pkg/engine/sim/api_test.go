@@ -59,6 +59,10 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 		p.apiFaults++
 		return err
 	}
+	if err := w.refuseInTerminating(verb, gr, ns, name); err != nil {
+		p.apiFaults++
+		return err
+	}
 	if write {
 		// Reads do not pause: what others write meanwhile is seen the same way, and
 		// every record is stepped more often per step of the simulation.

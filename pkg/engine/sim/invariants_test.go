@@ -195,7 +195,7 @@ func terminal(x metav1.Object, st *v1alpha1.OperationStatus) bool {
 // settled reports whether quiescence is reached: the broker works on nothing, and every
 // record outside the tenant's namespace is terminal (or gone).
 func (w *world) settled() bool {
-	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 {
+	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 || w.kube.terminating != "" && !w.kube.gone {
 		return false
 	}
 	insts, binds := w.records()
@@ -262,6 +262,7 @@ func (w *world) checkQuiescence() {
 		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
 	w.checkHeldPlans(insts)
+	w.checkNamespaceGone()
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied

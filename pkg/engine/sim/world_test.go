@@ -64,6 +64,8 @@ type world struct {
 	written map[string]bool
 	// params are the parameters the broker holds for each instance id (heldplan_test.go).
 	params map[string]map[string]any
+	// kube is what Kubernetes' controllers keep (kube_test.go).
+	kube kubeState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -159,6 +161,7 @@ func newWorld(seed uint64) *world {
 	w.ledger = fake.NewLedger()
 	w.setupBroker()
 	w.setupCatalog()
+	w.setupKube()
 	w.procs = []*proc{
 		w.newProc("alice", verbs, "dev"),
 		// alice2 and bob may list and write records only in their own namespace.
@@ -350,6 +353,7 @@ func (w *world) step() {
 	w.steps++
 	w.advance()
 	w.landLateWork(false)
+	w.kubeStep(false)
 	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
 	// A claim shorter than the client's timeout cannot keep others away from the request
@@ -454,6 +458,7 @@ func (w *world) quiesce() {
 	for round := 0; round < 40; round++ {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
+		w.kubeStep(true)
 		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
 		for r.alive {
 			// Nothing else moves: time goes to when the run waits for.
@@ -463,6 +468,7 @@ func (w *world) quiesce() {
 			w.landLateWork(false)
 			w.run(r)
 		}
+		w.kubeStep(true)
 		if w.settled() {
 			return
 		}
