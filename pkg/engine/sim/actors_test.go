@@ -26,6 +26,16 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	case reconciler:
 		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:
+		if p.ns == "team-b" {
+			// Team-b's user editing his bindings' status (crossns_test.go).
+			if w.faults && w.chance(w.rates.tenant) {
+				return "edit a binding's status", p.editRetired
+			}
+			return "nothing", func(context.Context) error { return nil }
+		}
+		if *crossNamespace && w.faults && w.chance(w.rates.tenant/2) {
+			return "pin another namespace's instance", p.pin
+		}
 		if w.faults && w.chance(w.rates.tenant) {
 			return "forge a record", p.forge
 		}

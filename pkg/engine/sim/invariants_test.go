@@ -87,6 +87,8 @@ func (w *world) writtenRecords() ([]*v1alpha1.ServiceInstance, []*v1alpha1.Servi
 func (w *world) checkStep() {
 	keys := slices.Sorted(maps.Keys(w.written))
 	insts, binds := w.writtenRecords()
+	w.noteGrants(insts)
+	w.checkWaits(insts)
 	w.checkForgotten(keys, insts, binds)
 	if w.rates.rogue > 0 {
 		w.checkNoSecrets(keys)
@@ -234,6 +236,7 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 // until nothing was pending.
 func (w *world) checkQuiescence() {
 	insts, binds := w.records()
+	w.checkWaits(insts)
 	owned := map[string]string{}
 	for _, x := range insts {
 		for _, id := range instanceIDs(x) {
@@ -263,6 +266,7 @@ func (w *world) checkQuiescence() {
 	}
 	w.checkHeldPlans(insts)
 	w.checkNamespaceGone()
+	w.checkRevoked(insts)
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied
@@ -402,7 +406,7 @@ func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationS
 		return
 	}
 	rogue := slices.ContainsFunc(ids, func(id string) bool { t := w.book.ids[id]; return t != nil && t.rogue })
-	if x.GetNamespace() != "t" && !(rogue && strings.Contains(msg, "the broker answered")) {
+	if x.GetNamespace() != "t" && !w.selfInflicted(x) && !(rogue && strings.Contains(msg, "the broker answered")) {
 		w.fail("%s never settled after the faults stopped: %s", name, msg)
 	}
 }

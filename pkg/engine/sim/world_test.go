@@ -66,6 +66,10 @@ type world struct {
 	params map[string]map[string]any
 	// kube is what Kubernetes' controllers keep (kube_test.go).
 	kube kubeState
+	// grants are the namespaces each instance was ever shared with (crossns_test.go).
+	grants crossGrants
+	// edited are the records ("namespace/name") team-b's user forged.
+	edited map[string]bool
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -140,7 +144,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{},
 	}
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
@@ -171,6 +175,9 @@ func newWorld(seed uint64) *world {
 		w.newProc("mallory-edits", tenant, "t"),
 		w.newProc("reconcile-1", reconciler, ""),
 		w.newProc("reconcile-2", reconciler, ""),
+	}
+	if *crossNamespace {
+		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
 	return w
 }
@@ -454,7 +461,12 @@ func (w *world) quiesce() {
 		p.skew = 0
 	}
 	w.landLateWork(true)
-	r := w.procs[len(w.procs)-1]
+	var r *proc
+	for _, p := range w.procs {
+		if p.kind == reconciler {
+			r = p
+		}
+	}
 	for round := 0; round < 40; round++ {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
