@@ -448,3 +448,25 @@ func (w *world) checkStepError(ctx context.Context, record string, err error) {
 	}
 	w.fail("the step of record %s failed with an error that is not the API server's: %v", record, err)
 }
+
+// unsettled says what the records that are not settled wait for.
+func (w *world) unsettled() string {
+	insts, binds := w.records()
+	var out []string
+	for _, x := range insts {
+		if !terminal(x, &x.Status.OperationStatus) {
+			msg, _ := readyMessage(&x.Status.OperationStatus)
+			if r := x.Status.Retry; r != nil {
+				msg += fmt.Sprintf(" (retry: %s, attempt %d)", r.Reason, r.Attempts)
+			}
+			out = append(out, fmt.Sprintf("instance %s/%s: %s", x.Namespace, x.Name, msg))
+		}
+	}
+	for _, x := range binds {
+		if !terminal(x, &x.Status.OperationStatus) {
+			msg, _ := readyMessage(&x.Status.OperationStatus)
+			out = append(out, fmt.Sprintf("binding %s/%s: %s", x.Namespace, x.Name, msg))
+		}
+	}
+	return "not settled: " + strings.Join(out, "; ")
+}

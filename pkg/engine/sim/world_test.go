@@ -64,6 +64,8 @@ type world struct {
 	written map[string]bool
 	// params are the parameters the broker holds for each instance id (heldplan_test.go).
 	params map[string]map[string]any
+	// stuck: the seed went on for ever (maxTrace); its loops end.
+	stuck bool
 	// kube is what Kubernetes' controllers keep (kube_test.go).
 	kube kubeState
 	// grants are the namespaces each instance was ever shared with (crossns_test.go).
@@ -200,7 +202,16 @@ func (w *world) rngReader() rngReader { return rngReader{w} }
 
 func (w *world) logf(format string, args ...any) {
 	w.trace = append(w.trace, fmt.Sprintf("%5d %s ", w.steps, w.t.Format("15:04:05"))+fmt.Sprintf(format, args...))
+	if len(w.trace) > maxTrace && !w.stuck {
+		// A seed whose processes go on for ever: reconcile never ends a run, say.
+		w.stuck = true
+		w.fail("the simulation made no progress: %d lines of trace; %s", len(w.trace), w.unsettled())
+	}
 }
+
+// maxTrace bounds a seed's trace: a seed of the default steps writes a few thousand
+// lines.
+const maxTrace = 200_000
 
 func (w *world) fail(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -447,7 +458,7 @@ func (w *world) quiesce() {
 	w.faults = false
 	w.logf("faults stop")
 	for _, p := range w.procs {
-		for p.alive {
+		for p.alive && !w.stuck {
 			w.t = w.t.Add(time.Second)
 			if w.t.Before(p.waiting) && !p.inCall {
 				w.t = p.waiting
@@ -472,7 +483,7 @@ func (w *world) quiesce() {
 		w.landLateWork(true)
 		w.kubeStep(true)
 		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
-		for r.alive {
+		for r.alive && !w.stuck {
 			// Nothing else moves: time goes to when the run waits for.
 			if w.t.Before(r.waiting) {
 				w.t = r.waiting
@@ -481,7 +492,7 @@ func (w *world) quiesce() {
 			w.run(r)
 		}
 		w.kubeStep(true)
-		if w.settled() {
+		if w.settled() || w.stuck {
 			return
 		}
 	}
