@@ -197,7 +197,7 @@ func terminal(x metav1.Object, st *v1alpha1.OperationStatus) bool {
 // settled reports whether quiescence is reached: the broker works on nothing, and every
 // record outside the tenant's namespace is terminal (or gone).
 func (w *world) settled() bool {
-	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 || w.kube.terminating != "" && !w.kube.gone {
+	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 || w.kube.terminating != "" && w.kube.terminating != "t" && !w.kube.gone {
 		return false
 	}
 	insts, binds := w.records()
