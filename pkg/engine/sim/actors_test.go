@@ -72,6 +72,9 @@ func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.F
 
 // userTask is a task of a user of the instances of her own namespace.
 func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.Follow) (string, func(context.Context) error) {
+	if name, task, ok := w.abandonTask(e, ns, inst, bind); ok {
+		return name, task
+	}
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
 	// An OSB id bound to nothing, as one taken over from another platform is
 	// (--external-id): the spec's id is the record's on the claim of who adopted it first.

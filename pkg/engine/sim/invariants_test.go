@@ -271,11 +271,14 @@ func (w *world) checkQuiescence() {
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied
 	for _, h := range w.ledger.Instances() {
-		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) {
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) && !w.abandonedID(h.ID, "") {
 			w.fail("the broker holds instance %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
 		}
 	}
 	for _, h := range w.ledger.Bindings() {
+		if w.abandonedID(h.ID, h.InstanceID) {
+			continue
+		}
 		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
 			if !lied(h.ID) {
 				w.fail("the broker holds binding %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
@@ -330,6 +333,14 @@ func (w *world) checkForgotten(keys []string, insts []*v1alpha1.ServiceInstance,
 			continue
 		}
 		ids, before := now[key], w.book.holds[key]
+		if _, there := now[key]; !there && w.abandoning() {
+			// Dropped by an --abandon: what it held stays at the broker.
+			for _, id := range before {
+				w.abandoned[id] = true
+			}
+			delete(w.book.holds, key)
+			continue
+		}
 		for _, id := range before {
 			t := w.book.ids[id]
 			if slices.Contains(ids, id) || t == nil || !t.created || t.gone {
@@ -400,7 +411,9 @@ func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationS
 		return
 	}
 	msg, _ := readyMessage(st)
-	if msg == "" {
+	if msg == "" && x.GetNamespace() != "t" {
+		// (The tenant may strip her record of its conditions and of the label that
+		// makes reconcile list it: nothing steps it again, and nobody else is hurt.)
 		status, _ := json.Marshal(st)
 		w.fail("%s is not settled and no condition says why (deleting: %t, status %s)", name, x.GetDeletionTimestamp() != nil, status)
 		return

@@ -72,6 +72,10 @@ type world struct {
 	grants crossGrants
 	// edited are the records ("namespace/name") team-b's user forged.
 	edited map[string]bool
+	// last is the process that moved last; abandoned, the ids records held when an
+	// --abandon dropped them (abandon_test.go).
+	last      *proc
+	abandoned map[string]bool
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -146,7 +150,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, abandoned: map[string]bool{},
 	}
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
@@ -395,6 +399,7 @@ func (w *world) step() {
 		}
 	}
 	w.run(p)
+	w.last = p
 	if w.wrote {
 		w.wrote = false
 		w.checkStep()
@@ -467,6 +472,12 @@ func (w *world) quiesce() {
 			w.tick()
 			if p.alive {
 				w.run(p)
+				w.last = p
+				if w.wrote && w.abandoning() {
+					// What an --abandon drops is noted (abandon_test.go).
+					w.wrote = false
+					w.checkStep()
+				}
 			}
 		}
 		p.skew = 0
