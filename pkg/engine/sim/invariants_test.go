@@ -472,6 +472,9 @@ func (w *world) unsettled() string {
 			if r := x.Status.Retry; r != nil {
 				msg += fmt.Sprintf(" (retry: %s, attempt %d)", r.Reason, r.Attempts)
 			}
+			if op := x.Status.InFlight; op != nil {
+				msg += fmt.Sprintf(" (in flight: %s, async %t)", op.Type, op.Async)
+			}
 			out = append(out, fmt.Sprintf("instance %s/%s: %s", x.Namespace, x.Name, msg))
 		}
 	}

@@ -140,6 +140,9 @@ func (o simObserver) StepStarted(ref reconcile.Ref, action string) {
 
 func (o simObserver) StepScheduled(ref reconcile.Ref, at time.Time, why string) {
 	o.p.record = ""
+	if !at.IsZero() {
+		o.p.w.logf("%-14s next step of %s at %s: %s", o.p.name, ref, at.Format("15:04:05.000"), firstLine(why))
+	}
 }
 
 // RecordFinished checks a failed item as the run reports it, before anything else
