@@ -167,8 +167,8 @@ test-release: $(BIN_DIR)/goreleaser $(BIN_DIR)/krew ## Quick release checks, thi
 	$(KREW_CHECK)
 
 .PHONY: soak
-soak: ## The engine's simulation over many seeds (SOAK_SEEDS, default 100000); a failure prints its replay command
-	$(GO) test -count=1 -timeout 0 ./pkg/engine/sim/ -run 'TestSim$$' -sim.seeds=$(or $(SOAK_SEEDS),100000)
+soak: ## The engine's simulation over SOAK_SEEDS seeds (default 100000) spread over every world it models, in shards; resumes where it stopped (SOAK_DIR, default bin/soak)
+	SEEDS=$(or $(SOAK_SEEDS),100000) DIR=$(or $(SOAK_DIR),bin/soak) GO=$(GO) sh pkg/engine/sim/soak.sh
 
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for FUZZTIME executions from its seed corpus (default 10000x; FUZZTIME_SLOW for FUZZ_SLOW_TARGETS)

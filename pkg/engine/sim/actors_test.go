@@ -24,8 +24,18 @@ var (
 func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	switch p.kind {
 	case reconciler:
-		return "reconcile pass", func(ctx context.Context) error { return p.reconcilePass(ctx, false) }
+		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:
+		if p.ns == "team-b" {
+			// Team-b's user editing his bindings' status (crossns_test.go).
+			if w.faults && w.chance(w.rates.tenant) {
+				return "edit a binding's status", p.editRetired
+			}
+			return "nothing", func(context.Context) error { return nil }
+		}
+		if *crossNamespace && w.faults && w.chance(w.rates.tenant/2) {
+			return "pin another namespace's instance", p.pin
+		}
 		if w.faults && w.chance(w.rates.tenant) {
 			return "forge a record", p.forge
 		}
@@ -62,6 +72,9 @@ func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.F
 
 // userTask is a task of a user of the instances of her own namespace.
 func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.Follow) (string, func(context.Context) error) {
+	if name, task, ok := w.abandonTask(e, ns, inst, bind); ok {
+		return name, task
+	}
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
 	// An OSB id bound to nothing, as one taken over from another platform is
 	// (--external-id): the spec's id is the record's on the claim of who adopted it first.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 
@@ -55,6 +56,11 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 	w := p.w
 	write := verb == "create" || verb == "update" || verb == "delete"
 	if err := p.rbac(verb, gr, ns, name); err != nil {
+		p.apiFaults++
+		return err
+	}
+	if err := w.refuseInTerminating(verb, gr, ns, name); err != nil {
+		p.apiFaults++
 		return err
 	}
 	if write {
@@ -91,6 +97,7 @@ func (p *proc) request(ctx context.Context, verb string, gr schema.GroupResource
 		err = apierrors.NewInternalError(errors.New("sim: etcd is unavailable"))
 	}
 	w.logf("%-14s api fault: %v", p.name, err)
+	p.apiFaults++
 	return err
 }
 
@@ -102,6 +109,25 @@ func (p *proc) rbac(verb string, gr schema.GroupResource, ns, name string) error
 		return nil
 	}
 	return apierrors.NewForbidden(gr, name, fmt.Errorf("sim: user %s may not %s %s in namespace %q", p.name, verb, gr.Resource, ns))
+}
+
+var lostAnswers = flag.Bool("sim.lostanswer", false, "let API writes land while their answer is lost (the writer gets a timeout or a 500)")
+
+// landed is what the writer of a write that reached the API server gets: its answer,
+// or with -sim.lostanswer now and then a timeout or a 500 although the write landed.
+func landed[T any](p *proc, out T, err error, verb string, gr schema.GroupResource, ns, name string) (T, error) {
+	w := p.w
+	if err != nil || !*lostAnswers || !w.faults || !w.chance(w.rates.apiFault) {
+		return out, err
+	}
+	var none T
+	err = apierrors.NewTimeoutError("sim: the answer was lost", 1)
+	if w.rng.IntN(2) == 0 {
+		err = apierrors.NewInternalError(errors.New("sim: the connection broke before the answer"))
+	}
+	w.logf("%-14s api %s %s %s/%s landed, its answer lost: %v", p.name, verb, gr.Resource, ns, name, err)
+	p.apiFaults++
+	return none, err
 }
 
 type simConfigMaps struct {
@@ -128,21 +154,24 @@ func (c simConfigMaps) Create(ctx context.Context, cm *corev1.ConfigMap, o metav
 	if err := c.p.request(ctx, "create", configMaps, c.ns, cm.Name); err != nil {
 		return nil, err
 	}
-	return c.ConfigMapInterface.Create(ctx, cm, o)
+	out, err := c.ConfigMapInterface.Create(ctx, cm, o)
+	return landed(c.p, out, err, "create", configMaps, c.ns, cm.Name)
 }
 
 func (c simConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, o metav1.UpdateOptions) (*corev1.ConfigMap, error) {
 	if err := c.p.request(ctx, "update", configMaps, c.ns, cm.Name); err != nil {
 		return nil, err
 	}
-	return c.ConfigMapInterface.Update(ctx, cm, o)
+	out, err := c.ConfigMapInterface.Update(ctx, cm, o)
+	return landed(c.p, out, err, "update", configMaps, c.ns, cm.Name)
 }
 
 func (c simConfigMaps) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
 	if err := c.p.request(ctx, "delete", configMaps, c.ns, name); err != nil {
 		return err
 	}
-	return c.ConfigMapInterface.Delete(ctx, name, o)
+	_, err := landed[*corev1.ConfigMap](c.p, nil, c.ConfigMapInterface.Delete(ctx, name, o), "delete", configMaps, c.ns, name)
+	return err
 }
 
 type simSecrets struct {
@@ -169,19 +198,22 @@ func (c simSecrets) Create(ctx context.Context, s *corev1.Secret, o metav1.Creat
 	if err := c.p.request(ctx, "create", secrets, c.ns, s.Name); err != nil {
 		return nil, err
 	}
-	return c.SecretInterface.Create(ctx, s, o)
+	out, err := c.SecretInterface.Create(ctx, s, o)
+	return landed(c.p, out, err, "create", secrets, c.ns, s.Name)
 }
 
 func (c simSecrets) Update(ctx context.Context, s *corev1.Secret, o metav1.UpdateOptions) (*corev1.Secret, error) {
 	if err := c.p.request(ctx, "update", secrets, c.ns, s.Name); err != nil {
 		return nil, err
 	}
-	return c.SecretInterface.Update(ctx, s, o)
+	out, err := c.SecretInterface.Update(ctx, s, o)
+	return landed(c.p, out, err, "update", secrets, c.ns, s.Name)
 }
 
 func (c simSecrets) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
 	if err := c.p.request(ctx, "delete", secrets, c.ns, name); err != nil {
 		return err
 	}
-	return c.SecretInterface.Delete(ctx, name, o)
+	_, err := landed[*corev1.Secret](c.p, nil, c.SecretInterface.Delete(ctx, name, o), "delete", secrets, c.ns, name)
+	return err
 }

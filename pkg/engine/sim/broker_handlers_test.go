@@ -16,7 +16,10 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 		if r.Context != nil {
 			ns = r.Context.Namespace
 		}
-		put := func() { l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID}) }
+		put := func() {
+			l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID})
+			w.provisionedParams(r.InstanceID, r.Parameters)
+		}
 		o := w.call(ctx, fake.MethodProvision, r.InstanceID, func() outcome {
 			if o, ok := w.rogue(rogueProvision, r.InstanceID, put, nil, nil); ok {
 				return o
@@ -70,6 +73,9 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 				h.PlanID = r.PlanID
 				l.PutInstance(h)
 			}
+			if _, ok := l.Instance(r.InstanceID); ok {
+				w.updatedParams(r.InstanceID, r.Parameters)
+			}
 		}
 		o := w.call(ctx, fake.MethodUpdate, r.InstanceID, func() outcome {
 			if o, ok := w.rogue(rogueUpdate, r.InstanceID, change, nil, nil); ok {
@@ -118,7 +124,7 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 			// (The tenant may forge her own records into deleting her instance under her own
 			// binding: only her namespace is hurt. A binding the broker said was gone while
 			// it held it is one the engine cannot know of.)
-			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" || w.book.lied(h.ID) }); len(bs) > 0 {
+			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" || w.book.lied(h.ID) || w.abandonedID(h.ID, "") }); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}
 			if bs := w.bindsUnderWay(r.InstanceID); len(bs) > 0 {

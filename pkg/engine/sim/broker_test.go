@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
+
+var longWork = flag.Bool("sim.longwork", false, "let the broker work on a request for up to five minutes, past the client's 60 s timeout")
 
 const (
 	brokerName = "acme"
@@ -124,7 +127,7 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	if until, ok := w.unguarded[id]; ok && !w.t.Before(until) {
 		delete(w.unguarded, id)
 	}
-	if _, ok := w.unguarded[id]; overlap != nil && !w.jumped && !ok {
+	if _, ok := w.unguarded[id]; overlap != nil && !ok {
 		w.fail("two requests in flight at the broker for one id: %v", overlap)
 	}
 	w.checkNamespace(p, method, id)
@@ -135,6 +138,10 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	if w.faults && w.chance(w.rates.slow) {
 		d := w.claimTTL + time.Duration(w.rng.IntN(int(w.claimTTL/time.Second)))*time.Second
 		work.until = start.Add(min(d, callTimeout-time.Second))
+		if *longWork && w.rng.IntN(2) == 0 {
+			// Work that lasts minutes, past the client's timeout.
+			work.until = start.Add(callTimeout + time.Duration(w.rng.IntN(240))*time.Second)
+		}
 		answerAt = work.until
 		w.logf("%-14s broker %s: slow, answered at %s", p.name, req, answerAt.Format("15:04:05"))
 	}

@@ -87,6 +87,8 @@ func (w *world) writtenRecords() ([]*v1alpha1.ServiceInstance, []*v1alpha1.Servi
 func (w *world) checkStep() {
 	keys := slices.Sorted(maps.Keys(w.written))
 	insts, binds := w.writtenRecords()
+	w.noteGrants(insts)
+	w.checkWaits(insts)
 	w.checkForgotten(keys, insts, binds)
 	if w.rates.rogue > 0 {
 		w.checkNoSecrets(keys)
@@ -195,7 +197,7 @@ func terminal(x metav1.Object, st *v1alpha1.OperationStatus) bool {
 // settled reports whether quiescence is reached: the broker works on nothing, and every
 // record outside the tenant's namespace is terminal (or gone).
 func (w *world) settled() bool {
-	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 {
+	if len(w.late) > 0 || len(w.ledger.InFlight()) > 0 || w.kube.terminating != "" && w.kube.terminating != "t" && !w.kube.gone {
 		return false
 	}
 	insts, binds := w.records()
@@ -234,6 +236,7 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 // until nothing was pending.
 func (w *world) checkQuiescence() {
 	insts, binds := w.records()
+	w.checkWaits(insts)
 	owned := map[string]string{}
 	for _, x := range insts {
 		for _, id := range instanceIDs(x) {
@@ -261,15 +264,21 @@ func (w *world) checkQuiescence() {
 		}
 		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
+	w.checkHeldPlans(insts)
+	w.checkNamespaceGone()
+	w.checkRevoked(insts)
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied
 	for _, h := range w.ledger.Instances() {
-		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) {
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) && !w.abandonedID(h.ID, "") {
 			w.fail("the broker holds instance %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
 		}
 	}
 	for _, h := range w.ledger.Bindings() {
+		if w.abandonedID(h.ID, h.InstanceID) {
+			continue
+		}
 		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
 			if !lied(h.ID) {
 				w.fail("the broker holds binding %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
@@ -324,6 +333,14 @@ func (w *world) checkForgotten(keys []string, insts []*v1alpha1.ServiceInstance,
 			continue
 		}
 		ids, before := now[key], w.book.holds[key]
+		if _, there := now[key]; !there && w.abandoning() {
+			// Dropped by an --abandon: what it held stays at the broker.
+			for _, id := range before {
+				w.abandoned[id] = true
+			}
+			delete(w.book.holds, key)
+			continue
+		}
 		for _, id := range before {
 			t := w.book.ids[id]
 			if slices.Contains(ids, id) || t == nil || !t.created || t.gone {
@@ -394,13 +411,15 @@ func (w *world) checkFinal(kind string, x metav1.Object, st *v1alpha1.OperationS
 		return
 	}
 	msg, _ := readyMessage(st)
-	if msg == "" {
+	if msg == "" && x.GetNamespace() != "t" {
+		// (The tenant may strip her record of its conditions and of the label that
+		// makes reconcile list it: nothing steps it again, and nobody else is hurt.)
 		status, _ := json.Marshal(st)
 		w.fail("%s is not settled and no condition says why (deleting: %t, status %s)", name, x.GetDeletionTimestamp() != nil, status)
 		return
 	}
 	rogue := slices.ContainsFunc(ids, func(id string) bool { t := w.book.ids[id]; return t != nil && t.rogue })
-	if x.GetNamespace() != "t" && !(rogue && strings.Contains(msg, "the broker answered")) {
+	if x.GetNamespace() != "t" && !w.selfInflicted(x) && !(rogue && strings.Contains(msg, "the broker answered")) {
 		w.fail("%s never settled after the faults stopped: %s", name, msg)
 	}
 }
@@ -441,4 +460,29 @@ func (w *world) checkStepError(ctx context.Context, record string, err error) {
 		return
 	}
 	w.fail("the step of record %s failed with an error that is not the API server's: %v", record, err)
+}
+
+// unsettled says what the records that are not settled wait for.
+func (w *world) unsettled() string {
+	insts, binds := w.records()
+	var out []string
+	for _, x := range insts {
+		if !terminal(x, &x.Status.OperationStatus) {
+			msg, _ := readyMessage(&x.Status.OperationStatus)
+			if r := x.Status.Retry; r != nil {
+				msg += fmt.Sprintf(" (retry: %s, attempt %d)", r.Reason, r.Attempts)
+			}
+			if op := x.Status.InFlight; op != nil {
+				msg += fmt.Sprintf(" (in flight: %s, async %t)", op.Type, op.Async)
+			}
+			out = append(out, fmt.Sprintf("instance %s/%s: %s", x.Namespace, x.Name, msg))
+		}
+	}
+	for _, x := range binds {
+		if !terminal(x, &x.Status.OperationStatus) {
+			msg, _ := readyMessage(&x.Status.OperationStatus)
+			out = append(out, fmt.Sprintf("binding %s/%s: %s", x.Namespace, x.Name, msg))
+		}
+	}
+	return "not settled: " + strings.Join(out, "; ")
 }

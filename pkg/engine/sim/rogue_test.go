@@ -323,7 +323,7 @@ func (w *world) sent(method, id string) {
 	// Invariant 8: bounded effort. The engine polls a running operation at its poll
 	// interval (2 s at least) and retries a failure after its backoff; nothing sends
 	// more than this for one id in a minute of simulated time.
-	if n := len(t.requests); n > 40 && !w.jumped {
+	if n := len(t.requests); n > 40 {
 		w.fail("%d requests for OSB id %s within a minute (the last %s): the engine does not back off (answers: %s)",
 			n, id, method, strings.Join(t.answers, ", "))
 	}
@@ -390,7 +390,7 @@ func (w *world) answered(method, id string, status int, err error, state osb.Las
 		t.failed = append(recent(t.failed, w.t), w.t)
 		// Invariant 8: after an answer it cannot take as done, the engine backs off
 		// (2 s, doubling): a dozen failures of one id in a minute is a loop.
-		if n := len(t.failed); n > 12 && !w.jumped {
+		if n := len(t.failed); n > 12 {
 			w.fail("%d failed requests for OSB id %s within a minute: the engine does not back off (answers: %s)",
 				n, id, strings.Join(t.answers, ", "))
 		}

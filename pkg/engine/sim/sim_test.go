@@ -125,6 +125,23 @@ func tail(trace []string, n int) string {
 }
 
 func TestSim_SameSeedSameTrace(t *testing.T) {
+	sameTraces(t)
+	// And in the world with every flag on.
+	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon}
+	was := make([]bool, len(flags))
+	for i, f := range flags {
+		was[i], *f = *f, true
+	}
+	defer func() {
+		for i, f := range flags {
+			*f = was[i]
+		}
+	}()
+	sameTraces(t)
+}
+
+func sameTraces(t *testing.T) {
+	t.Helper()
 	for _, seed := range []uint64{7, 99} {
 		a := strings.Join(runSeed(seed, *steps).trace, "\n")
 		b := strings.Join(runSeed(seed, *steps).trace, "\n")

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -49,10 +50,6 @@ type world struct {
 	streaks  map[string]*streak
 	// oversized are the OSB ids whose answers carry a field over its limit, every time.
 	oversized map[string]bool
-	// jumped: a clock jumped far enough that claims (judged by each reader's clock)
-	// cannot keep two drivers apart; overlapping requests are then allowed, losses are
-	// not.
-	jumped bool
 	// claimTTL is every process's ClaimTTL: the default, or (some seeds) shorter than
 	// the broker client's timeout, as KUBECTL_CATALOG_TEST_CLAIM_TTL may set it.
 	claimTTL time.Duration
@@ -65,6 +62,20 @@ type world struct {
 	// ConfigMaps ("namespace/name") it wrote, the records the check reads again.
 	wrote   bool
 	written map[string]bool
+	// params are the parameters the broker holds for each instance id (heldplan_test.go).
+	params map[string]map[string]any
+	// stuck: the seed went on for ever (maxTrace); its loops end.
+	stuck bool
+	// kube is what Kubernetes' controllers keep (kube_test.go).
+	kube kubeState
+	// grants are the namespaces each instance was ever shared with (crossns_test.go).
+	grants crossGrants
+	// edited are the records ("namespace/name") team-b's user forged.
+	edited map[string]bool
+	// last is the process that moved last; abandoned, the ids records held when an
+	// --abandon dropped them (abandon_test.go).
+	last      *proc
+	abandoned map[string]bool
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -114,6 +125,14 @@ type proc struct {
 	// inCall: the process has a broker call in flight; it is resumed at every step
 	// with tick set, as the timer that renews its claim during the call would fire.
 	inCall, tick bool
+	// rec is a reconcile process's reconciler (reconcile_test.go), kept from run to run
+	// until the process ends; timers are its runs' AfterFunc timers, and waiting is when
+	// its run waits for (the next queued record's step), zero when it does not wait.
+	rec     *reconcile.Reconciler
+	timers  []*runTimer
+	waiting time.Time
+	// apiFaults counts the API server's faults and refusals the process met.
+	apiFaults int
 }
 
 type kind int
@@ -131,7 +150,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{}, written: map[string]bool{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, abandoned: map[string]bool{},
 	}
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
@@ -152,6 +171,7 @@ func newWorld(seed uint64) *world {
 	w.ledger = fake.NewLedger()
 	w.setupBroker()
 	w.setupCatalog()
+	w.setupKube()
 	w.procs = []*proc{
 		w.newProc("alice", verbs, "dev"),
 		// alice2 and bob may list and write records only in their own namespace.
@@ -161,6 +181,9 @@ func newWorld(seed uint64) *world {
 		w.newProc("mallory-edits", tenant, "t"),
 		w.newProc("reconcile-1", reconciler, ""),
 		w.newProc("reconcile-2", reconciler, ""),
+	}
+	if *crossNamespace {
+		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
 	return w
 }
@@ -183,7 +206,16 @@ func (w *world) rngReader() rngReader { return rngReader{w} }
 
 func (w *world) logf(format string, args ...any) {
 	w.trace = append(w.trace, fmt.Sprintf("%5d %s ", w.steps, w.t.Format("15:04:05"))+fmt.Sprintf(format, args...))
+	if len(w.trace) > maxTrace && !w.stuck {
+		// A seed whose processes go on for ever: reconcile never ends a run, say.
+		w.stuck = true
+		w.fail("the simulation made no progress: %d lines of trace; %s", len(w.trace), w.unsettled())
+	}
 }
+
+// maxTrace bounds a seed's trace: a seed of the default steps writes a few thousand
+// lines.
+const maxTrace = 200_000
 
 func (w *world) fail(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -202,6 +234,7 @@ func (w *world) newProc(name string, k kind, ns string, sees ...string) *proc {
 func (p *proc) reset() {
 	p.gen++
 	p.dead = false
+	p.timers = nil
 	// Reads the engine starts ahead run in the process's goroutine, at their start or at
 	// their first wait as the seed decides, so that one seed is still one interleaving.
 	p.ctx, p.stop = context.WithCancel(ahead.WithSchedule(context.Background(), func() bool { return p.w.rng.IntN(2) == 0 }))
@@ -209,7 +242,11 @@ func (p *proc) reset() {
 	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now),
 		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
-		c.Holder = fmt.Sprintf("%s/%d", p.name, p.gen)
+		c.Holder = p.holderName()
+		if p.kind == reconciler {
+			// As "kubectl catalog reconcile" configures its engine.
+			c.Unattended, c.TargetCacheTTL = true, reconcile.TargetCacheTTL
+		}
 		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
@@ -218,6 +255,11 @@ func (p *proc) reset() {
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
 	})
+	if p.kind == reconciler {
+		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
+			p.w.logf("%-14s %s", p.name, firstLine(fmt.Sprintf(format, args...)))
+		}}).WithRunClock(runClock{p})
+	}
 }
 
 func (p *proc) now() time.Time { return p.w.t.Add(p.skew) }
@@ -227,6 +269,7 @@ func (p *proc) pause(where string) {
 	p.w.logf("%-14s %s", p.name, where)
 	p.w.events <- event{p: p}
 	<-p.resume
+	p.fireTimers()
 }
 
 // quietPause hands control back like pause, without a line in the trace: a process
@@ -234,6 +277,7 @@ func (p *proc) pause(where string) {
 func (p *proc) quietPause() {
 	p.w.events <- event{p: p}
 	<-p.resume
+	p.fireTimers()
 }
 
 // sleep is the engine's wait between steps of a drive: other processes move meanwhile.
@@ -316,7 +360,12 @@ func (w *world) await(p *proc) {
 		p.alive = false
 		p.record = ""
 		w.logf("%-14s ends %s", p.name, p.task)
-		p.reset()
+		// A reconcile replica goes on with its next run, the same process, unless it
+		// was killed or stopped: it then restarts.
+		if p.kind != reconciler || p.ctx.Err() != nil {
+			p.reset()
+		}
+		p.timers = nil
 	}
 }
 
@@ -326,6 +375,7 @@ func (w *world) step() {
 	w.steps++
 	w.advance()
 	w.landLateWork(false)
+	w.kubeStep(false)
 	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
 	// A claim shorter than the client's timeout cannot keep others away from the request
@@ -349,6 +399,7 @@ func (w *world) step() {
 		}
 	}
 	w.run(p)
+	w.last = p
 	if w.wrote {
 		w.wrote = false
 		w.checkStep()
@@ -389,13 +440,19 @@ func (w *world) advance() {
 		return
 	}
 	p := w.procs[w.rng.IntN(len(w.procs))]
-	// Clocks differ by up to a sixth of the claim (20 s for the default); now and then
-	// one jumps minutes ahead or behind.
+	// Clocks differ by up to a sixth of the claim (20 s for the default); with
+	// -sim.skew by up to the skew the engine tolerates (store.MaxClockSkew), and now and
+	// then one jumps there. No invariant is relaxed for it.
 	most := int(w.claimTTL / 6 / time.Second)
+	if *wideSkew {
+		most = int(store.MaxClockSkew / time.Second)
+	}
 	p.skew = time.Duration(w.rng.IntN(2*most+1)-most) * time.Second
 	if w.chance(w.rates.jump * 10) {
-		p.skew = time.Duration(w.rng.IntN(7)-3) * time.Minute
-		w.jumped = true
+		p.skew = time.Duration(most) * time.Second
+		if w.rng.IntN(2) == 0 {
+			p.skew = -p.skew
+		}
 	}
 	w.logf("%-14s clock skew now %s", p.name, p.skew)
 }
@@ -406,26 +463,47 @@ func (w *world) quiesce() {
 	w.faults = false
 	w.logf("faults stop")
 	for _, p := range w.procs {
-		for p.alive {
+		for p.alive && !w.stuck {
 			w.t = w.t.Add(time.Second)
+			if w.t.Before(p.waiting) && !p.inCall {
+				w.t = p.waiting
+			}
 			w.landLateWork(false)
 			w.tick()
 			if p.alive {
 				w.run(p)
+				w.last = p
+				if w.wrote && w.abandoning() {
+					// What an --abandon drops is noted (abandon_test.go).
+					w.wrote = false
+					w.checkStep()
+				}
 			}
 		}
 		p.skew = 0
 	}
 	w.landLateWork(true)
-	r := w.procs[len(w.procs)-1]
+	var r *proc
+	for _, p := range w.procs {
+		if p.kind == reconciler {
+			r = p
+		}
+	}
 	for round := 0; round < 40; round++ {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
-		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcilePass(ctx, true) })
-		for r.alive {
+		w.kubeStep(true)
+		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
+		for r.alive && !w.stuck {
+			// Nothing else moves: time goes to when the run waits for.
+			if w.t.Before(r.waiting) {
+				w.t = r.waiting
+			}
+			w.landLateWork(false)
 			w.run(r)
 		}
-		if w.settled() {
+		w.kubeStep(true)
+		if w.settled() || w.stuck {
 			return
 		}
 	}

@@ -1,0 +1,46 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"strings"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+)
+
+// --abandon (-sim.abandon): the users of dev also deprovision and unbind with --abandon,
+// which drops the records (an instance's with its bindings' in its namespace) without
+// calling the broker: what the broker holds stays there, unknown to the catalog, as the
+// user asked. The ids a record held when an abandoning process dropped it are left out of
+// invariants (1), (3) and (10); every other invariant holds as before, the processes
+// that race the abandon included.
+
+var abandon = flag.Bool("sim.abandon", false, "let the users deprovision and unbind with --abandon")
+
+// abandonTask is a task of a user of dev with --abandon, or false.
+func (w *world) abandonTask(e *engine.Engine, ns, inst, bind string) (string, func(context.Context) error, bool) {
+	if !*abandon || w.rng.IntN(12) > 0 {
+		return "", nil, false
+	}
+	if w.rng.IntN(2) == 0 {
+		return "deprovision --abandon " + inst, func(ctx context.Context) error {
+			_, err := e.Deprovision(ctx, engine.DeprovisionRequest{Namespace: ns, Name: inst, Abandon: true})
+			return err
+		}, true
+	}
+	return "unbind --abandon " + bind, func(ctx context.Context) error {
+		_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{bind}, Abandon: true})
+		return err
+	}, true
+}
+
+// abandoning reports whether the process that moved last runs an --abandon.
+func (w *world) abandoning() bool {
+	return w.last != nil && strings.Contains(w.last.task, "--abandon")
+}
+
+// abandonedID reports an id left at the broker by an --abandon: an abandoned record's,
+// or a binding of an abandoned instance's.
+func (w *world) abandonedID(id, instanceID string) bool {
+	return w.abandoned[id] || instanceID != "" && w.abandoned[instanceID]
+}
