@@ -46,7 +46,12 @@ func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason st
 		return interrupted(in, ctx.Err())
 	}
 	if ltr, ok := AsLeftToReconcile(cause); ok {
-		return leaveToReconcile(e, ctx, in, ltr)
+		if !isReconcile(ctx) {
+			return leaveToReconcile(e, ctx, in, ltr)
+		}
+		// Reconcile never hands work to itself: what it may not do is retried with
+		// backoff, as any refusal.
+		cause = reconcileMayNot(ltr)
 	}
 	x := in.DeepCopy()
 	st := x.OpStatus()
