@@ -192,7 +192,11 @@ func (e instanceSteps) copyToBindings(ctx context.Context, inst *v1alpha1.Servic
 		stale = append(stale, fmt.Sprintf("the bindings in namespace %s, which you may not list", ns))
 	}
 	if len(stale) > 0 {
-		return fmt.Errorf("the new credentials of user-provided instance %q are not yet copied to: %s; reconcile copies them", inst.Name, strings.Join(stale, ", "))
+		then := "reconcile copies them"
+		if isReconcile(ctx) {
+			then = "retried with backoff"
+		}
+		return fmt.Errorf("the new credentials of user-provided instance %q are not yet copied to: %s; %s", inst.Name, strings.Join(stale, ", "), then)
 	}
 	return nil
 }
