@@ -99,7 +99,11 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 			if string(point) != p {
 				return
 			}
-			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, op.Type)
+			what := "no operation"
+			if op != nil {
+				what = string(op.Type)
+			}
+			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, what)
 			<-ctx.Done()
 		}
 	}

@@ -90,6 +90,13 @@ type brokerCall struct {
 // failed) or interrupted stores nothing.
 func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, outcome func(stored T, act osb.Action, callErr error) (Result, error)) (Result, error) {
 	op := c.op
+	if opens := c.osbOp == osb.OpProvision || c.osbOp == osb.OpUpdate || c.osbOp == osb.OpBind; opens && !c.resend {
+		// Checked after the record was read, so a deregister that marks the broker and
+		// then finds no instance has no provision left to race (op_deregister.go).
+		if err := brokerClosed(c.broker); err != nil {
+			return preCallFailure(e, ctx, x, ReasonBrokerUnavailable, err)
+		}
+	}
 	if err := c.vet(ctx); err != nil {
 		return preCallFailure(e, ctx, x, ReasonPlatformUnavailable, err)
 	}
