@@ -137,7 +137,7 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 // the claim only when it runs low, so a long --wait costs one write per poll at most.
 // An error from it goes to pollNotClaimed.
 func claimToPoll[T driven[T]](e *Engine, ctx context.Context, x T, now time.Time) (T, error) {
-	if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(now) >= e.cfg.ClaimTTL/2 {
+	if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && e.ownClaimLeft(x, l) >= e.cfg.ClaimTTL/2 {
 		return x, nil
 	}
 	claimed, err := recordsOf[T](e.cfg.Store).Claim(ctx, x, e.cfg.Holder, e.cfg.ClaimTTL)

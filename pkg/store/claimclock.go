@@ -1,0 +1,138 @@
+package store
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Claims judge claims by what this process saw of them, never by comparing a claim's
+// expiry stamp with this host's wall clock (which may be minutes off the writer's): a
+// claim of another holder is live until this process has seen it unchanged (same
+// holder, same renewal stamp) for the claim's duration on its own monotonic clock, as
+// client-go's leader election judges a lease. A process that has just started and never
+// saw the claim before waits the full duration from its first sight of it. A claim this
+// process wrote is timed from the start of the write that stored it, which is no later
+// than anyone else's first sight of it: so this process always counts its own claim as
+// running out no later than any other process does, whatever the clocks say.
+//
+// The expiry stamp (Lease.ExpiresAt) stays in the claim for people to read (describe)
+// and for releases that judge claims by it.
+type Claims struct {
+	// clock is this process's monotonic clock: the time elapsed since some start.
+	clock func() time.Duration
+	// seenEarlier backdates first sights (a test knob: a process whose clock runs ahead
+	// counts claims as seen that much earlier).
+	seenEarlier time.Duration
+
+	mu   sync.Mutex
+	seen map[ClaimRef]sighting
+}
+
+// ClaimRef names the record a claim is on: its ConfigMap's uid, or its namespace and
+// name when the uid is not known.
+type ClaimRef struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
+// RefOf is the ClaimRef of obj.
+func RefOf(obj metav1.Object) ClaimRef {
+	if uid := obj.GetUID(); uid != "" {
+		return ClaimRef{UID: uid}
+	}
+	return ClaimRef{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// ClaimRefOf is the ClaimRef of the record of w.
+func (w WorkItem) ClaimRef() ClaimRef {
+	if w.UID != "" {
+		return ClaimRef{UID: w.UID}
+	}
+	return ClaimRef{Namespace: w.Namespace, Name: w.Name}
+}
+
+type sighting struct {
+	stamp string
+	at    time.Duration
+}
+
+// maxSightings bounds the memory: past it, the sights are forgotten, which only makes
+// other holders' claims last longer (their time starts again).
+const maxSightings = 100000
+
+// newClaims returns the Claims of a store whose monotonic clock is clock.
+func newClaims(clock func() time.Duration, seenEarlier time.Duration) *Claims {
+	return &Claims{clock: clock, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}}
+}
+
+// stamp identifies one writing of a claim: a renewal changes it.
+func (l Lease) stamp() string {
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+// sight returns when this process first saw claim l on ref, recording at as that time
+// if it had not seen this writing of the claim before. own reports whether the sight is
+// this process's own write, which is never backdated.
+func (c *Claims) sight(ref ClaimRef, l Lease, at time.Duration, record bool) (time.Duration, bool) {
+	stamp := l.stamp()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.seen[ref]; ok && s.stamp == stamp {
+		return s.at, true
+	}
+	if !record {
+		return 0, false
+	}
+	if len(c.seen) >= maxSightings {
+		c.seen = map[ClaimRef]sighting{}
+	}
+	c.seen[ref] = sighting{stamp: stamp, at: at}
+	return at, true
+}
+
+// Left is how long claim l on ref, another holder's, stays live for this process: its
+// duration less how long this process has seen it unchanged. Zero means it has expired
+// and may be taken over. The first call for a writing of the claim starts its time.
+func (c *Claims) Left(ref ClaimRef, l Lease) time.Duration {
+	now := c.clock()
+	at, _ := c.sight(ref, l, now-c.seenEarlier, true)
+	return max(l.Duration()-(now-at), 0)
+}
+
+// Live reports whether claim l on ref, another holder's, is live for this process
+// (Left is positive).
+func (c *Claims) Live(ref ClaimRef, l Lease) bool { return c.Left(ref, l) > 0 }
+
+// OwnLeft is how long claim l on ref, which this process wrote, has left, timed from the
+// start of the write that stored it. A claim this process has no record of writing
+// (its memory was bounded) has nothing left: renew it before relying on it.
+func (c *Claims) OwnLeft(ref ClaimRef, l Lease) time.Duration {
+	at, ok := c.sight(ref, l, 0, false)
+	if !ok {
+		return 0
+	}
+	return max(l.Duration()-(c.clock()-at), 0)
+}
+
+// wrote records that obj, as stored by a write that started at start (this process's
+// monotonic clock), carries its claim: a claim this process had not seen is timed from
+// then.
+func (c *Claims) wrote(obj metav1.Object, start time.Duration) {
+	if l, ok := LeaseOf(obj); ok {
+		c.sight(RefOf(obj), l, start, true)
+	}
+}
+
+// Set claims obj in memory for holder until now+ttl, like SetClaim, but judges
+// another holder's claim by what this process saw of it (Live).
+func (c *Claims) Set(obj metav1.Object, holder string, ttl time.Duration, now time.Time) error {
+	return setClaim(obj, holder, ttl, now, func(l Lease) bool { return c.Live(RefOf(obj), l) })
+}
+
+// Now is this process's monotonic clock reading, for timing claims with Left.
+func (c *Claims) Now() time.Duration { return c.clock() }
