@@ -19,11 +19,20 @@ import (
 // than anyone else's first sight of it: so this process always counts its own claim as
 // running out no later than any other process does, whatever the clocks say.
 //
+// One bounded exception lets a process that lives shorter than a claim (a run of the
+// installed CronJob, a command) take over the claim of a holder that died long ago: a
+// claim whose expiry stamp lies more than MaxClockSkew behind this process's wall clock
+// has expired too. That is wrong only if this host's clock is more than MaxClockSkew
+// (plus the eighth of a claim a holder keeps in hand) ahead of the holder's; any smaller
+// difference, either way, changes nothing.
+//
 // The expiry stamp (Lease.ExpiresAt) stays in the claim for people to read (describe)
 // and for releases that judge claims by it.
 type Claims struct {
 	// clock is this process's monotonic clock: the time elapsed since some start.
 	clock func() time.Duration
+	// wall is this process's wall clock, for the bounded exception above.
+	wall func() time.Time
 	// seenEarlier backdates first sights (a test knob: a process whose clock runs ahead
 	// counts claims as seen that much earlier).
 	seenEarlier time.Duration
@@ -64,9 +73,15 @@ type sighting struct {
 // other holders' claims last longer (their time starts again).
 const maxSightings = 100000
 
-// newClaims returns the Claims of a store whose monotonic clock is clock.
-func newClaims(clock func() time.Duration, seenEarlier time.Duration) *Claims {
-	return &Claims{clock: clock, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}}
+// MaxClockSkew is how far this host's wall clock may be ahead of a claim's writer's
+// before a claim it has not watched for the claim's duration may look expired to it
+// (Claims): the only way wall clocks enter the judgement of a claim.
+const MaxClockSkew = 15 * time.Minute
+
+// newClaims returns the Claims of a store whose monotonic clock is clock and wall clock
+// wall.
+func newClaims(clock func() time.Duration, wall func() time.Time, seenEarlier time.Duration) *Claims {
+	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}}
 }
 
 // stamp identifies one writing of a claim: a renewal changes it.
@@ -97,10 +112,15 @@ func (c *Claims) sight(ref ClaimRef, l Lease, at time.Duration, record bool) (ti
 
 // Left is how long claim l on ref, another holder's, stays live for this process: its
 // duration less how long this process has seen it unchanged. Zero means it has expired
-// and may be taken over. The first call for a writing of the claim starts its time.
+// and may be taken over. The first call for a writing of the claim starts its time. A
+// claim whose stamp ran out more than MaxClockSkew ago by this host's wall clock has
+// expired whatever this process saw of it.
 func (c *Claims) Left(ref ClaimRef, l Lease) time.Duration {
 	now := c.clock()
 	at, _ := c.sight(ref, l, now-c.seenEarlier, true)
+	if !l.ExpiresAt.IsZero() && c.wall().After(l.ExpiresAt.Add(MaxClockSkew)) {
+		return 0
+	}
 	return max(l.Duration()-(now-at), 0)
 }
 

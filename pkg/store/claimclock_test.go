@@ -89,3 +89,36 @@ func TestClaims_ClocksTenMinutesApart_NoDoubleTakeOver_ADeadHoldersClaimIsTakenA
 		})
 	}
 }
+
+// A process that lives shorter than a claim (a run of the CronJob) takes over the claim
+// of a holder that died long ago: one whose stamp ran out more than MaxClockSkew ago by
+// its wall clock. A stamp that ran out less long ago is watched for its full duration.
+func TestClaims_AShortLivedProcess_TakesOverAClaimThatRanOutLongAgo(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ranOut time.Duration // how long before the process starts the claim's stamp ran out
+		live   bool
+	}{
+		{store.MaxClockSkew + time.Second, false},
+		{store.MaxClockSkew - time.Second, true},
+		{10 * time.Minute, true},
+	} {
+		t.Run(tc.ranOut.String(), func(t *testing.T) {
+			sim := storetest.SampleTime().Time
+			clk := func() time.Time { return sim }
+			cluster := storetest.NewCluster()
+			cluster.SetClock(clk)
+			dead := cluster.Store(store.WithClock(clk))
+			inst := mustCreateInstance(t, dead, "db")
+			_, err := dead.Instances().Claim(ctx, inst, "dead", 2*time.Minute)
+			assert.NilError(t, err)
+			sim = sim.Add(2*time.Minute + tc.ranOut)
+
+			fresh := cluster.Store(store.WithClock(clk))
+			seen, err := fresh.Instances().Get(ctx, "dev", "db")
+			assert.NilError(t, err)
+			_, err = fresh.Instances().Claim(store.WithDryRun(ctx), seen, "fresh", 2*time.Minute)
+			assert.Equal(t, store.IsClaimed(err), tc.live, "%v", err)
+		})
+	}
+}

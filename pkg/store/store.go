@@ -71,7 +71,7 @@ func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *St
 		o(s)
 	}
 	epoch := s.now()
-	s.claims = newClaims(func() time.Duration { return s.now().Sub(epoch) }, s.claimsSeenEarlier)
+	s.claims = newClaims(func() time.Duration { return s.now().Sub(epoch) }, s.now, s.claimsSeenEarlier)
 	return s
 }
 
