@@ -33,8 +33,10 @@ type Claims struct {
 	clock func() time.Duration
 	// wall is this process's wall clock, for the bounded exception above.
 	wall func() time.Time
-	// seenEarlier backdates first sights (a test knob: a process whose clock runs ahead
-	// counts claims as seen that much earlier).
+	// seenEarlier backdates the first sight of a claim whose stamp this process's wall
+	// clock has passed (a test knob: a process whose clock is set that far ahead counts
+	// such a claim as watched that long already, as a process judging by stamps would;
+	// the claims of processes whose clocks are set alike are judged as any other).
 	seenEarlier time.Duration
 
 	mu   sync.Mutex
@@ -117,7 +119,11 @@ func (c *Claims) sight(ref ClaimRef, l Lease, at time.Duration, record bool) (ti
 // expired whatever this process saw of it.
 func (c *Claims) Left(ref ClaimRef, l Lease) time.Duration {
 	now := c.clock()
-	at, _ := c.sight(ref, l, now-c.seenEarlier, true)
+	first := now
+	if c.seenEarlier > 0 && c.wall().After(l.ExpiresAt) {
+		first -= c.seenEarlier
+	}
+	at, _ := c.sight(ref, l, first, true)
 	if !l.ExpiresAt.IsZero() && c.wall().After(l.ExpiresAt.Add(MaxClockSkew)) {
 		return 0
 	}

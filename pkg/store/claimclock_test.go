@@ -122,3 +122,30 @@ func TestClaims_AShortLivedProcess_TakesOverAClaimThatRanOutLongAgo(t *testing.T
 		})
 	}
 }
+
+// The clock-skew test knob: a process whose clock is set ahead counts a claim whose stamp
+// its clock has passed (one written by a process with a true clock) as watched that
+// long already, and judges the claims of processes whose clocks are set alike as usual.
+func TestClaims_SeenEarlierKnob_OnlyForClaimsWhoseStampTheClockPassed(t *testing.T) {
+	ctx := context.Background()
+	sim := storetest.SampleTime().Time
+	trueClock := func() time.Time { return sim }
+	ahead := func() time.Time { return sim.Add(3 * time.Minute) }
+	cluster := storetest.NewCluster()
+	cluster.SetClock(trueClock)
+	for _, tc := range []struct {
+		writer func() time.Time
+		live   bool
+	}{{trueClock, false}, {ahead, true}} {
+		writer := cluster.Store(store.WithClock(tc.writer))
+		inst := mustCreateInstance(t, writer, fmt.Sprintf("db-%v", tc.live))
+		_, err := writer.Instances().Claim(ctx, inst, "writer", 2*time.Minute)
+		assert.NilError(t, err)
+
+		reader := cluster.Store(store.WithClock(ahead), store.WithClaimsSeenEarlier(3*time.Minute))
+		seen, err := reader.Instances().Get(ctx, "dev", inst.Name)
+		assert.NilError(t, err)
+		_, err = reader.Instances().Claim(store.WithDryRun(ctx), seen, "reader", 2*time.Minute)
+		assert.Equal(t, store.IsClaimed(err), tc.live, "%v", err)
+	}
+}

@@ -47,9 +47,10 @@ type Option func(*Store)
 // WithClock sets the clock used for claims (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithClaimsSeenEarlier makes the store count another holder's claim as seen d earlier
-// than it first saw it (a test knob: a process whose clock is set that far ahead
-// judges claims as if it had been watching them that long).
+// WithClaimsSeenEarlier makes the store count another holder's claim whose stamp its
+// clock has passed as seen d earlier than it first saw it (a test knob: a process whose
+// clock is set that far ahead judges such claims as if it had been watching them that
+// long; claims stamped by processes whose clocks are set alike are judged as usual).
 func WithClaimsSeenEarlier(d time.Duration) Option {
 	return func(s *Store) { s.claimsSeenEarlier = d }
 }
