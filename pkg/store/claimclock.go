@@ -58,7 +58,7 @@ func RefOf(obj metav1.Object) ClaimRef {
 	return ClaimRef{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// ClaimRefOf is the ClaimRef of the record of w.
+// ClaimRef is the ClaimRef of the record of w.
 func (w WorkItem) ClaimRef() ClaimRef {
 	if w.UID != "" {
 		return ClaimRef{UID: w.UID}
@@ -93,8 +93,8 @@ func (l Lease) stamp() string {
 }
 
 // sight returns when this process first saw claim l on ref, recording at as that time
-// if it had not seen this writing of the claim before. own reports whether the sight is
-// this process's own write, which is never backdated.
+// if it had not seen this writing of the claim before and record is set; false when it
+// had not seen it and did not record it.
 func (c *Claims) sight(ref ClaimRef, l Lease, at time.Duration, record bool) (time.Duration, bool) {
 	stamp := l.stamp()
 	c.mu.Lock()
