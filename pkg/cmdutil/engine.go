@@ -80,7 +80,13 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 	if o.TestKnobs {
 		now = applyTestKnobs(knobs, now, &cfg)
 	}
-	st := store.New(core, meta, append(f.StoreOptions(core), store.WithClock(now))...)
+	storeOpts := append(f.StoreOptions(core), store.WithClock(now))
+	if o.TestKnobs && knobs.ClockSkew != 0 {
+		// A clock set ahead also counts claims as watched that much longer (claims are
+		// judged by what the process saw of them, not by their stamps).
+		storeOpts = append(storeOpts, store.WithClaimsSeenEarlier(knobs.ClockSkew))
+	}
+	st := store.New(core, meta, storeOpts...)
 	var eng *engine.Engine
 	syncer, err := f.catalogSyncer(st, core, clients, o.CatalogTimeout, now, func(ctx context.Context, b *v1alpha1.Broker) error {
 		return eng.CheckBroker(ctx, b)
@@ -102,7 +108,11 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 			if string(point) != p {
 				return
 			}
-			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, op.Type)
+			what := "no operation"
+			if op != nil {
+				what = string(op.Type)
+			}
+			fmt.Fprintf(errOut, "test hook: paused at %s (%s)\n", point, what)
 			<-ctx.Done()
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -30,7 +32,7 @@ type claimKeeper[T driven[T]] struct {
 }
 
 // keep renews the claim when a third of its time has passed since it was last written
-// (by this driver's clock). A renewal refused because the record changed is tried again
+// (by this process's monotonic clock, from the start of the write: store.Claims). A renewal refused because the record changed is tried again
 // on the record as it is now, as long as that still carries this call and this driver's
 // claim; when another driver holds the record, or the claim is about to run out without
 // a renewal, the call is given up (its context ends): its outcome would not be stored
@@ -48,7 +50,7 @@ func (k *claimKeeper[T]) keep() {
 		k.giveUp()
 		return
 	}
-	if l.ExpiresAt.Sub(e.now()) > e.cfg.ClaimTTL*2/3 {
+	if e.ownClaimLeft(k.x, l) > e.cfg.ClaimTTL*2/3 {
 		return
 	}
 	records := recordsOf[T](e.cfg.Store)
@@ -75,7 +77,7 @@ func (k *claimKeeper[T]) keep() {
 	}
 	// Not renewed this time (the API server refused or failed): tried again at the next
 	// tick, unless the claim is about to run out, with the margin a call starts with.
-	if l.ExpiresAt.Sub(e.now()) < e.cfg.ClaimTTL/8 {
+	if e.ownClaimLeft(k.x, l) < e.cfg.ClaimTTL/8 {
 		k.giveUp()
 	}
 }
@@ -160,7 +162,7 @@ func (e *Engine) TakeOverBinding(ctx context.Context, b *v1alpha1.ServiceBinding
 // at once. A record changed meanwhile is left as it is (false, no error).
 func takeOver[T driven[T]](e *Engine, ctx context.Context, x T) (T, bool, error) {
 	l, ok := store.LeaseOf(x)
-	if !ok || l.Holder == e.cfg.Holder || !l.Live(e.now()) || !l.Abandoned() {
+	if !ok || l.Holder == e.cfg.Holder || e.claimLeft(x, l) == 0 || !l.Abandoned() {
 		return x, false, nil
 	}
 	if op := x.OpStatus().InFlight; op != nil && !op.Async {
@@ -176,4 +178,19 @@ func takeOver[T driven[T]](e *Engine, ctx context.Context, x T) (T, bool, error)
 		return x, false, err
 	}
 	return stored, true, nil
+}
+
+// claimLeft is how long another holder's claim l on x stays live for this process: until
+// the process has seen it unchanged for the claim's duration on its own monotonic clock,
+// never by comparing the claim's expiry stamp with this host's wall clock
+// (store.Claims). Zero: it has expired and may be taken over.
+func (e *Engine) claimLeft(x metav1.Object, l store.Lease) time.Duration {
+	return e.cfg.Store.Claims().Left(store.RefOf(x), l)
+}
+
+// ownClaimLeft is how long this process's own claim l on x has left, timed from the
+// start of the write that stored it (store.Claims.OwnLeft): no later than any other
+// process sees it run out.
+func (e *Engine) ownClaimLeft(x metav1.Object, l store.Lease) time.Duration {
+	return e.cfg.Store.Claims().OwnLeft(store.RefOf(x), l)
 }

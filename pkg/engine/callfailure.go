@@ -142,6 +142,17 @@ func reconcileMayNotRead(b *v1alpha1.Broker, err error) error {
 		b.Name, secret, b.Namespace, b.Namespace, err)
 }
 
+// reconcileMayNot is the failure of a reconcile run refused what a verb would leave to
+// reconcile: nobody else takes it up, so it is retried with backoff, saying that
+// reconcile's own rights are short.
+func reconcileMayNot(l *LeftToReconcileError) error {
+	why := l.Error()
+	if l.Err != nil {
+		why = l.Err.Error()
+	}
+	return fmt.Errorf("reconcile itself was refused (%s), so nothing more is done for this record until its rights allow it: grant reconcile's ServiceAccount what the refusal names (\"kubectl catalog reconcile install\" grants what reconcile needs); retried with backoff", why)
+}
+
 // AsLeftToReconcile returns the LeftToReconcileError err carries, if any.
 func AsLeftToReconcile(err error) (*LeftToReconcileError, bool) {
 	var l *LeftToReconcileError

@@ -120,7 +120,7 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 			// before the claim expires, so look again as soon as a watch of the record
 			// sees it change, or every poll interval (at least a second) when the watch
 			// cannot be made or breaks, rather than sleeping out the claim.
-			if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && l.Live(e.now()) {
+			if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && e.claimLeft(x, l) > 0 {
 				pollEvery := max(e.cfg.PollInterval, time.Second)
 				wctx, cancel := context.WithCancel(ctx)
 				var changed <-chan bool
@@ -203,7 +203,7 @@ func wait[T driven[T]](e *Engine, ctx context.Context, res Result, o DriveOption
 		x := recordOf[T](res)
 		if any(x) != any(T(nil)) {
 			if op := x.OpStatus().InFlight; op != nil && op.Async {
-				if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(e.now()) < e.cfg.ClaimTTL/2 {
+				if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && e.ownClaimLeft(x, l) < e.cfg.ClaimTTL/2 {
 					if renewed, err := recordsOf[T](e.cfg.Store).Claim(ctx, x, e.cfg.Holder, e.cfg.ClaimTTL); err == nil {
 						res = withRecord(res, renewed)
 					}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -62,6 +64,25 @@ func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*Deregi
 	if req.DryRun.Enabled() {
 		return deregisterDryRun(ctx, e.cfg.Store, sync, req.DryRun, b)
 	}
+	// A provision that started after that look would be made at the broker and then be
+	// an instance nobody can deprovision (its broker gone): the broker is marked first,
+	// which every new provision, update and bind checks before its call, and only then
+	// are its instances looked for again.
+	marked, err := markDeregistering(ctx, e.cfg.Store, b, e.now())
+	if err != nil {
+		return nil, fmt.Errorf("cannot mark broker %q as being deregistered: %w; nothing was deleted, run the command again", b.Name, err)
+	}
+	b = marked
+	e.hook(ctx, HookDeregisterMarked, nil)
+	if !req.Force {
+		if err := brokerInUse(ctx, e.cfg.Store, b, false, note); err != nil {
+			if _, uerr := unmarkDeregistering(ctx, e.cfg.Store, b); uerr != nil {
+				return nil, fmt.Errorf("%w; and the mark that refuses new provisions, updates and bindings through it could not be removed (%v): run the command again once they are deprovisioned, or remove annotation %s from the broker's ConfigMap to keep it", err, uerr, store.AnnotationDeregistering)
+			}
+			return nil, err
+		}
+	}
+	e.hook(ctx, HookDeregisterChecked, nil)
 	n, err := sync.DeleteCatalog(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("cannot delete the classes of broker %q: %w; the broker stays registered, run the command again", b.Name, err)
@@ -75,6 +96,67 @@ func (e *Engine) Deregister(ctx context.Context, req DeregisterRequest) (*Deregi
 		return nil, fmt.Errorf("broker %q is marked deleted, but its finalizer could not be removed: %w; run the command again", b.Name, err)
 	}
 	return &DeregisterResult{Broker: b, Classes: n}, nil
+}
+
+// Hook points of Deregister (Config.Hook is called with no operation).
+const (
+	// HookDeregisterMarked: the broker is marked as being deregistered, its instances are
+	// not looked for again yet.
+	HookDeregisterMarked HookPoint = "deregister-marked"
+	// HookDeregisterChecked: the broker is marked and has no instance (or Force), nothing
+	// is deleted yet.
+	HookDeregisterChecked HookPoint = "deregister-checked"
+)
+
+// markDeregistering marks broker b as being deregistered (store.AnnotationDeregistering,
+// at now), a change right on any version of the record. It returns the record as stored.
+func markDeregistering(ctx context.Context, st *store.Store, b *v1alpha1.Broker, now time.Time) (*v1alpha1.Broker, error) {
+	return st.Brokers().UpdateWithRetry(ctx, b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
+		if cur.UID != b.UID {
+			return fmt.Errorf("broker %q was deleted and created again meanwhile", b.Name)
+		}
+		if _, ok := cur.Annotations[store.AnnotationDeregistering]; ok {
+			return nil
+		}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[store.AnnotationDeregistering] = now.UTC().Format(time.RFC3339)
+		return nil
+	})
+}
+
+// unmarkDeregistering removes the mark of markDeregistering from broker b.
+func unmarkDeregistering(ctx context.Context, st *store.Store, b *v1alpha1.Broker) (*v1alpha1.Broker, error) {
+	return st.Brokers().UpdateWithRetry(ctx, b.Namespace, b.Name, func(cur *v1alpha1.Broker) error {
+		if cur.UID == b.UID {
+			delete(cur.Annotations, store.AnnotationDeregistering)
+		}
+		return nil
+	})
+}
+
+// brokerClosed is why nothing new may be sent to broker b: it is being deregistered
+// (marked by Deregister); nil when it is open. Re-sends, polls, deprovisions and unbinds
+// are not new: they finish what the broker may hold. (A provision through a broker being
+// deleted is refused by the provision step.)
+func brokerClosed(b *v1alpha1.Broker) error {
+	if b == nil {
+		return nil
+	}
+	if at, ok := b.Annotations[store.AnnotationDeregistering]; ok {
+		return fmt.Errorf("broker %q is being deregistered (marked at %s): no new instance, update or binding is sent to it; an interrupted %s leaves the mark: run it again to finish, or remove annotation %s from the broker's ConfigMap in namespace %q to keep the broker",
+			b.Name, at, deregisterCommand(b), store.AnnotationDeregistering, b.Namespace)
+	}
+	return nil
+}
+
+// deregisterCommand is the deregister command line of broker b, quoted.
+func deregisterCommand(b *v1alpha1.Broker) string {
+	if b.Spec.Scope == v1alpha1.ScopeNamespace {
+		return hint.Quoted(b.Namespace, "deregister", b.Name, "--scope", "namespace")
+	}
+	return hint.Quoted("", "deregister", b.Name, "--scope", "cluster")
 }
 
 // brokerInUse refuses to deregister broker b while instances of its classes exist, or

@@ -46,7 +46,12 @@ func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason st
 		return interrupted(in, ctx.Err())
 	}
 	if ltr, ok := AsLeftToReconcile(cause); ok {
-		return leaveToReconcile(e, ctx, in, ltr)
+		if !isReconcile(ctx) {
+			return leaveToReconcile(e, ctx, in, ltr)
+		}
+		// Reconcile never hands work to itself: what it may not do is retried with
+		// backoff, as any refusal.
+		cause = reconcileMayNot(ltr)
 	}
 	x := in.DeepCopy()
 	st := x.OpStatus()
@@ -98,7 +103,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	st.Phase = phase
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
 	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRefused)
-	if err := store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now); err != nil {
+	if err := e.cfg.Store.Claims().Set(x, e.cfg.Holder, e.cfg.ClaimTTL, now); err != nil {
 		if store.IsClaimed(err) {
 			return none, false, nil
 		}
@@ -129,7 +134,7 @@ func freshClaim[T driven[T]](e *Engine, ctx context.Context, stored T) (T, bool,
 		if !ok || l.Holder != e.cfg.Holder {
 			return none, false, nil
 		}
-		if l.ExpiresAt.Sub(e.now()) >= e.cfg.ClaimTTL*7/8 {
+		if e.ownClaimLeft(stored, l) >= e.cfg.ClaimTTL*7/8 {
 			return stored, true, nil
 		}
 		renewed, err := recordsOf[T](e.cfg.Store).Claim(ctx, stored, e.cfg.Holder, e.cfg.ClaimTTL)
@@ -174,7 +179,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 			keepListed(x.OpStatus(), cur.OpStatus().ExternalIDs)
 		}
 		if op := x.OpStatus().InFlight; op != nil && op.Async {
-			_ = store.SetClaim(x, e.cfg.Holder, e.cfg.ClaimTTL, now)
+			_ = e.cfg.Store.Claims().Set(x, e.cfg.Holder, e.cfg.ClaimTTL, now)
 		} else {
 			store.ClearClaim(x, e.cfg.Holder)
 		}

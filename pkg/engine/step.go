@@ -65,10 +65,11 @@ type stepKind[T driven[T]] interface {
 // step takes one step of in (which it does not change) by the protocol above.
 func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Result, error) {
 	x := in.DeepCopy()
-	now := e.now()
-	if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && l.Live(now) {
-		return withRecord(Result{State: StateWaiting, RequeueAfter: l.ExpiresAt.Sub(now),
-			Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, x), nil
+	if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder {
+		if left := e.claimLeft(x, l); left > 0 {
+			return withRecord(Result{State: StateWaiting, RequeueAfter: left,
+				Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, x), nil
+		}
 	}
 	if r, done, err := k.admit(ctx, x); done {
 		return r, err
@@ -98,8 +99,10 @@ func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Res
 // nextStep says what step would do with x now, in step's order.
 func nextStep[T driven[T]](e *Engine, k stepKind[T], x T) NextStep {
 	now := e.now()
-	if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder && l.Live(now) {
-		return NextStep{Action: NextPoll, At: l.ExpiresAt, ClaimedBy: l.Holder}
+	if l, ok := store.LeaseOf(x); ok && l.Holder != e.cfg.Holder {
+		if left := e.claimLeft(x, l); left > 0 {
+			return NextStep{Action: NextPoll, At: now.Add(left), ClaimedBy: l.Holder}
+		}
 	}
 	at := func(action string) time.Time {
 		if d := e.retryWait(x, action); d > 0 {

@@ -94,6 +94,13 @@ type brokerCall struct {
 // failed) or interrupted stores nothing.
 func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, outcome func(stored T, act osb.Action, callErr error) (Result, error)) (Result, error) {
 	op := c.op
+	if opens := c.osbOp == osb.OpProvision || c.osbOp == osb.OpUpdate || c.osbOp == osb.OpBind; opens && !c.resend {
+		// Checked after the record was read, so a deregister that marks the broker and
+		// then finds no instance has no provision left to race (op_deregister.go).
+		if err := brokerClosed(c.broker); err != nil {
+			return preCallFailure(e, ctx, x, ReasonBrokerUnavailable, err)
+		}
+	}
 	if err := c.vet(ctx); err != nil {
 		return preCallFailure(e, ctx, x, ReasonPlatformUnavailable, err)
 	}
@@ -134,7 +141,7 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 // the claim only when it runs low, so a long --wait costs one write per poll at most.
 // An error from it goes to pollNotClaimed.
 func claimToPoll[T driven[T]](e *Engine, ctx context.Context, x T, now time.Time) (T, error) {
-	if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && l.ExpiresAt.Sub(now) >= e.cfg.ClaimTTL/2 {
+	if l, ok := store.LeaseOf(x); ok && l.Holder == e.cfg.Holder && e.ownClaimLeft(x, l) >= e.cfg.ClaimTTL/2 {
 		return x, nil
 	}
 	claimed, err := recordsOf[T](e.cfg.Store).Claim(ctx, x, e.cfg.Holder, e.cfg.ClaimTTL)

@@ -78,10 +78,23 @@ func (e instanceSteps) userProvidedCredentials(ctx context.Context, inst *v1alph
 	case store.IsNotFound(err):
 		return nil, fmt.Errorf("the credentials Secret %q of user-provided instance %q is missing: set them again with %s",
 			name, inst.Name, hint.Quoted(inst.Namespace, "update", inst.Name, "--credentials-file", "FILE"))
+	case store.IsForbidden(err) && isReconcile(ctx):
+		// Nobody takes up what reconcile itself may not do: retried with backoff, saying
+		// who may copy the credentials.
+		return nil, reconcileMayNotReadCredentials(inst, name, err)
 	case store.IsForbidden(err):
 		return nil, &LeftToReconcileError{What: fmt.Sprintf("you may not read the credentials Secret %q of user-provided instance %q in namespace %q, so reconcile copies them (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", name, inst.Name, inst.Namespace), Err: err}
 	}
 	return s, err
+}
+
+// reconcileMayNotReadCredentials is the failure of a reconcile run that may not read the
+// credentials Secret name of the user-provided instance inst: it says what to grant
+// reconcile, and that a user who may read the Secret copies the credentials by driving
+// the instance with a verb.
+func reconcileMayNotReadCredentials(inst *v1alpha1.ServiceInstance, name string, err error) error {
+	return fmt.Errorf("reconcile itself may not read the credentials Secret %q of user-provided instance %q in namespace %q, so it cannot check or copy them: grant reconcile's ServiceAccount \"get\" on that Secret (%s does; \"kubectl auth can-i get secrets/%s -n %s --as system:serviceaccount:NAMESPACE:NAME\" checks it), or have a user who may read it run %s, which copies them with that user's rights; retried with backoff: %w",
+		name, inst.Name, inst.Namespace, `"kubectl catalog reconcile install"`, name, inst.Namespace, hint.Quoted(inst.Namespace, "touch", "instance", inst.Name), err)
 }
 
 // sourceVersion identifies one version of a credentials Secret without a digest of its data.
@@ -179,7 +192,11 @@ func (e instanceSteps) copyToBindings(ctx context.Context, inst *v1alpha1.Servic
 		stale = append(stale, fmt.Sprintf("the bindings in namespace %s, which you may not list", ns))
 	}
 	if len(stale) > 0 {
-		return fmt.Errorf("the new credentials of user-provided instance %q are not yet copied to: %s; reconcile copies them", inst.Name, strings.Join(stale, ", "))
+		then := "reconcile copies them"
+		if isReconcile(ctx) {
+			then = "retried with backoff"
+		}
+		return fmt.Errorf("the new credentials of user-provided instance %q are not yet copied to: %s; %s", inst.Name, strings.Join(stale, ", "), then)
 	}
 	return nil
 }

@@ -194,9 +194,11 @@ func claimCases(t *testing.T) []driveCase {
 			setup: func(f *fixture) {
 				f.instance("db")
 				_, err := f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
-					return store.SetClaim(i, "alice@laptop/1", time.Minute, f.now.Add(-2*time.Minute))
+					return store.SetClaim(i, "alice@laptop/1", time.Minute, f.now)
 				})
 				assert.NilError(t, err)
+				// Expired: seen unchanged for its duration (store.Claims), whatever its stamp.
+				f.now = f.now.Add(time.Minute)
 			},
 			outcome: Done, calls: []string{"Provision"},
 		},

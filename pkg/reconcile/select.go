@@ -25,7 +25,7 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 // selectWork is Select, with the shard group's summary and the run's share.
 func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, err error) {
 	s := &selection{r: r, o: o, owns: o.Shard.Owns, index: map[string]int{},
-		starved: func(string, string, string, string, *store.Lease, *time.Time) bool { return false }}
+		starved: func(string, string, string, string, store.ClaimRef, *store.Lease, *time.Time) bool { return false }}
 	if g := o.Group; g != nil {
 		keep := map[string]bool{}
 		defer func() {
@@ -81,7 +81,7 @@ type selection struct {
 	owns func(namespace, name string) bool
 	// starved says whether a record of another member's share is taken up because it
 	// starved.
-	starved func(kind, namespace, name, rv string, l *store.Lease, dueAt *time.Time) bool
+	starved func(kind, namespace, name, rv string, ref store.ClaimRef, l *store.Lease, dueAt *time.Time) bool
 	gs      *GroupSummary
 }
 
@@ -97,14 +97,14 @@ func (s *selection) inGroup(ctx context.Context, g *shard.Group, keep map[string
 	}
 	s.owns = func(namespace, name string) bool { return o.Shard.Owns(namespace, name) && a.Owns(namespace, name) }
 	bound := cmp.Or(o.StarvationBound, g.StarvationBound(0))
-	s.starved = func(kind, namespace, name, rv string, l *store.Lease, dueAt *time.Time) bool {
+	s.starved = func(kind, namespace, name, rv string, ref store.ClaimRef, l *store.Lease, dueAt *time.Time) bool {
 		if !o.Shard.Owns(namespace, name) {
 			return false
 		}
 		key := work{kind: kind, namespace: namespace, name: name}.key()
 		keep[key] = true
 		now := r.now()
-		if !g.Starved(key, rv, l != nil && l.Live(now), bound, now) {
+		if !g.Starved(key, rv, l != nil && r.Store.Claims().Live(ref, *l), bound, now) {
 			return false
 		}
 		if dueAt != nil && now.Before(dueAt.Add(bound)) {
@@ -120,12 +120,17 @@ func (s *selection) inGroup(ctx context.Context, g *shard.Group, keep map[string
 
 // skip puts a record another driver holds a live claim on into pre, as skipped; false
 // when no one else does.
-func (s *selection) skip(kind, namespace, name string, l *store.Lease) bool {
+func (s *selection) skip(kind, namespace, name string, ref store.ClaimRef, l *store.Lease) bool {
 	// A claim whose process has ended is looked at in full: it may be taken over.
-	if l == nil || l.Holder == s.holder || !l.Live(s.now) || l.Abandoned() {
+	if l == nil || l.Holder == s.holder || l.Abandoned() {
 		return false
 	}
-	until := l.ExpiresAt
+	// Judged by what this process saw of the claim (store.Claims), not by its stamp.
+	left := s.r.Store.Claims().Left(ref, *l)
+	if left == 0 {
+		return false
+	}
+	until := s.now.Add(left)
 	s.pre = append(s.pre, Item{Namespace: namespace, Kind: kind, Name: name, Outcome: Skipped, Until: &until,
 		Detail: fmt.Sprintf("%s holds it until %s", l.Holder, until.UTC().Format(time.RFC3339))})
 	return true
@@ -139,11 +144,11 @@ func (s *selection) addPending(pending []store.WorkItem) {
 		default:
 			continue
 		}
-		if !s.owns(p.Namespace, p.Name) && !s.starved(p.Kind, p.Namespace, p.Name, p.ResourceVersion, p.Lease, nil) {
+		if !s.owns(p.Namespace, p.Name) && !s.starved(p.Kind, p.Namespace, p.Name, p.ResourceVersion, p.ClaimRef(), p.Lease, nil) {
 			continue
 		}
 		w := work{kind: p.Kind, namespace: p.Namespace, name: p.Name}
-		if s.skip(p.Kind, p.Namespace, p.Name, p.Lease) {
+		if s.skip(p.Kind, p.Namespace, p.Name, p.ClaimRef(), p.Lease) {
 			s.index[w.key()] = -1
 			continue
 		}
@@ -193,7 +198,7 @@ func (s *selection) addBroker(b *v1alpha1.Broker) {
 			if x, ok := store.LeaseOf(b); ok {
 				l = &x
 			}
-			mine = !now.Before(at.Time) && s.starved(w.kind, b.Namespace, b.Name, b.ResourceVersion, l, &at.Time)
+			mine = !now.Before(at.Time) && s.starved(w.kind, b.Namespace, b.Name, b.ResourceVersion, store.RefOf(b), l, &at.Time)
 		}
 	}
 	if _, seen := s.index[w.key()]; seen || !mine {
@@ -230,7 +235,7 @@ func (s *selection) addRotations(ctx context.Context) error {
 			if l, ok := store.LeaseOf(b); ok {
 				lease = &l
 			}
-			if !s.skip(w.kind, w.namespace, w.name, lease) {
+			if !s.skip(w.kind, w.namespace, w.name, store.RefOf(b), lease) {
 				s.todo = append(s.todo, w)
 			}
 		}

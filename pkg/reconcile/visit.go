@@ -311,7 +311,7 @@ func (r *Reconciler) keepsClaim(rec record, wait time.Duration) bool {
 		return false
 	}
 	l, ok := store.LeaseOf(rec.object())
-	return ok && l.Holder == r.Engine.Holder() && l.ExpiresAt.After(r.now().Add(wait+hold))
+	return ok && l.Holder == r.Engine.Holder() && r.Store.Claims().OwnLeft(store.RefOf(rec.object()), l) > wait+hold
 }
 
 // finish makes it the task's final item and releases the run's claim on the record.

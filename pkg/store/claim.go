@@ -21,22 +21,41 @@ type Lease struct {
 	// Process is the process that wrote the claim; absent from claims of older
 	// releases.
 	Process *Process `json:"process,omitempty"`
+	// Seconds is how long the claim holds without renewal, as its writer set it: others
+	// time it on their own clocks from when they first saw this writing of it (Claims).
+	// Absent from claims of older releases, which then hold MaxClaimTTL.
+	Seconds int64 `json:"seconds,omitempty"`
+}
+
+// Duration is how long the claim holds without renewal: Seconds, at most MaxClaimTTL
+// (a claim annotation is the record's author's to write, and a claim "for ever" would
+// stop everyone's work on the record), MaxClaimTTL when the claim does not say.
+func (l Lease) Duration() time.Duration {
+	if l.Seconds <= 0 {
+		return MaxClaimTTL
+	}
+	return min(time.Duration(l.Seconds)*time.Second, MaxClaimTTL)
 }
 
 // MaxClaimTTL is the longest a claim may last without renewal: no driver claims a record
 // for longer (the engine's ClaimTTL is at most this).
 const MaxClaimTTL = 10 * time.Minute
 
-// MaxClockSkew is how far the clocks of two drivers of a record may be apart.
-const MaxClockSkew = 5 * time.Minute
+// displaySlack is how far the wall clock of a reader of a claim may be from its
+// writer's for Shown to show a claim that runs until ExpiresAt.
+const displaySlack = 5 * time.Minute
 
-// Live reports whether the lease has not expired at now. A lease that expires later than
-// MaxClaimTTL plus MaxClockSkew from now was not written by a driver (the annotation is
-// the record's author's to write, and a claim "until 9999" would stop everyone's work on
-// the record): it is not live, and may be taken over.
-func (l Lease) Live(now time.Time) bool {
-	return now.Before(l.ExpiresAt) && !l.ExpiresAt.After(now.Add(MaxClaimTTL+MaxClockSkew))
+// Shown reports whether the claim's expiry stamp, read with the wall clock now, still
+// lies ahead (and not further than a claim runs): for showing the claim to people
+// (describe). It decides nothing: drivers judge claims with Claims, by what they saw,
+// since the writer's clock and the reader's may be minutes apart.
+func (l Lease) Shown(now time.Time) bool {
+	return now.Before(l.ExpiresAt) && !l.ExpiresAt.After(now.Add(l.Duration()+displaySlack))
 }
+
+// Live is Shown: a judgement by the wall clock, for claims read where no Claims of a
+// store is at hand (tests, and claims shown to people).
+func (l Lease) Live(now time.Time) bool { return l.Shown(now) }
 
 // LeaseOf returns the claim on obj. An unreadable claim annotation counts as no claim, so
 // it can be taken over.
@@ -57,8 +76,15 @@ func LeaseOf(obj metav1.Object) (Lease, bool) {
 // broker call; the claim names this process (Lease.Process). It fails with a Claimed
 // error, changing nothing, if another holder's claim is live. Claiming again as the same
 // holder renews the claim.
+//
+// SetClaim judges another holder's claim by the wall clock now (Lease.Live); drivers use
+// Claims.Set, which judges it by what their process saw.
 func SetClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time) error {
-	if l, ok := LeaseOf(obj); ok && l.Holder != holder && l.Live(now) {
+	return setClaim(obj, holder, ttl, now, func(l Lease) bool { return l.Live(now) })
+}
+
+func setClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time, live func(Lease) bool) error {
+	if l, ok := LeaseOf(obj); ok && l.Holder != holder && live(l) {
 		return &Error{Reason: ReasonClaimed, Op: "claim", Kind: kindOf(obj), Namespace: obj.GetNamespace(),
 			Name: obj.GetName(), Holder: l.Holder, Expires: l.ExpiresAt}
 	}
@@ -66,7 +92,8 @@ func SetClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time
 	if expires.Nanosecond() != 0 {
 		expires = expires.Truncate(time.Second).Add(time.Second)
 	}
-	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC(), Process: self()})
+	seconds := int64((ttl + time.Second - 1) / time.Second)
+	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC(), Process: self(), Seconds: max(seconds, 1)})
 	if err != nil {
 		return err
 	}
@@ -107,7 +134,7 @@ func kindOf(obj metav1.Object) string {
 func (r Records[T]) Claim(ctx context.Context, obj T, holder string, ttl time.Duration) (T, error) {
 	var zero T
 	obj = obj.DeepCopyObject().(T)
-	if err := SetClaim(obj, holder, ttl, r.s.now()); err != nil {
+	if err := r.s.claims.Set(obj, holder, ttl, r.s.now()); err != nil {
 		return zero, err
 	}
 	claimed, err := r.Update(ctx, obj)

@@ -90,6 +90,10 @@ const (
 	// "<kind>/<namespace>/<name>/<uid>" (no namespace for cluster-scoped objects), so a
 	// second run knows them as its own.
 	AnnotationMigratedFrom = Prefix + "migrated-from"
+	// AnnotationDeregistering is on a broker "kubectl catalog deregister" is deleting:
+	// when it was marked (RFC 3339). No new provision, update or bind is sent to a
+	// broker that carries it.
+	AnnotationDeregistering = Prefix + "deregistering"
 )
 
 // TrustConfigMap is the ConfigMap, in the catalog namespace, whose TrustTokenKey holds a

@@ -34,6 +34,11 @@ type Store struct {
 	identity   func(context.Context) (*Identity, error)
 	trustToken func(context.Context) (string, error)
 	specs      specMemory
+
+	// claims judge claims by what this process saw (claimclock.go); claimsSeenEarlier
+	// is their test knob.
+	claims            *Claims
+	claimsSeenEarlier time.Duration
 }
 
 // Option configures a Store.
@@ -41,6 +46,19 @@ type Option func(*Store)
 
 // WithClock sets the clock used for claims (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithClaimsSeenEarlier makes the store count another holder's claim whose stamp its
+// clock has passed as seen d earlier than it first saw it (a test knob: a process whose
+// clock is set that far ahead judges such claims as if it had been watching them that
+// long; claims stamped by processes whose clocks are set alike are judged as usual).
+func WithClaimsSeenEarlier(d time.Duration) Option {
+	return func(s *Store) { s.claimsSeenEarlier = d }
+}
+
+// Claims is how this store's process judges claims (claimclock.go). Its monotonic clock
+// is the store's clock measured from the store's creation (with time.Now, Go's monotonic
+// reading, which no setting of the wall clock moves).
+func (s *Store) Claims() *Claims { return s.claims }
 
 // WithPageSize sets how many ConfigMaps a list asks for per page (default
 // DefaultPageSize).
@@ -53,6 +71,8 @@ func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *St
 	for _, o := range opts {
 		o(s)
 	}
+	epoch := s.now()
+	s.claims = newClaims(func() time.Duration { return s.now().Sub(epoch) }, s.now, s.claimsSeenEarlier)
 	return s
 }
 
@@ -169,12 +189,17 @@ func (r Records[T]) Update(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	start := r.s.claims.Now()
 	updated, err := r.configMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{DryRun: dryRun(ctx)})
 	if err != nil {
 		return zero, apiError("update", r.k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
 	if intended != "" && !IsDryRun(ctx) {
 		r.s.specs.intend(updated.UID, intended)
+	}
+	if !IsDryRun(ctx) {
+		// A claim written here is timed from the start of the write (claimclock.go).
+		r.s.claims.wrote(updated, start)
 	}
 	return decoded(r.s, r.k, updated)
 }

@@ -23,6 +23,10 @@ var deregisterLong = cmdutil.LongDesc(`
 	of the broker's classes exist, and the command lists them: deprovision them
 	first. --force deregisters anyway; the instances then stay as records that
 	can no longer be managed through the broker until it is registered again.
+	The broker is marked as being deregistered before its instances are looked
+	for, so a provision, update or bind that starts meanwhile is refused rather
+	than sent; an interrupted deregister leaves the mark, and running it again
+	finishes it.
 
 	A namespace-scoped broker carries a finalizer, and so does its credentials
 	Secret, while instances of it exist (so that deleting the namespace keeps
