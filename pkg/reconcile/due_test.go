@@ -279,3 +279,36 @@ func TestRun_AnInstanceWaitingForABindingThatCannotProgressEndsTheRun(t *testing
 		})
 	}
 }
+
+// An instance being deleted that waits for its bindings with a synchronous call still
+// in flight (a DELETE written ahead whose answer was lost, and a binding made before it)
+// is parked as one with nothing in flight: a run by hand steps the binding when it is
+// due and does not step the instance every poll interval meanwhile.
+func TestRun_ByHand_AnInstanceWaitingForItsBindingsWithASyncCallInFlightIsParked(t *testing.T) {
+	f := newFixtureWith(t, fixtureOptions{virtualClock: true, retryBase: 2 * time.Second, pollInterval: time.Second})
+	retryAt := f.deletedWithFailedUnbind()
+	ctx := context.Background()
+	_, err := f.st.Instances().UpdateWithRetry(ctx, ns, "db", func(inst *v1alpha1.ServiceInstance) error {
+		inst.Status.InFlight = &v1alpha1.Operation{Type: v1alpha1.OperationDeprovision, InstanceID: inst.Spec.ExternalID,
+			PlanID: inst.Status.Provisioned.PlanID, StartedAt: metav1.NewTime(f.clock.Now())}
+		return nil
+	})
+	assert.NilError(t, err)
+	inst, err := f.st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	res, err := f.rec.Engine.StepInstance(ctx, inst)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(res.Message, "waiting for its bindings (app)"))
+	f.broker.ResetCalls()
+	start := f.clock.Now()
+
+	sum := f.run(Options{Workers: 1, MaxDuration: 5 * time.Minute, RetryHorizon: 10 * time.Second})
+	took := f.clock.Since(start)
+
+	assert.Equal(t, f.bindingItem(sum, "app").Outcome, Done, "%+v", sum.Items)
+	it := f.item(sum, "db")
+	assert.Equal(t, it.Outcome, Done, "%+v", sum.Items)
+	assert.Assert(t, it.Steps <= 2, "the instance was stepped %d times: it waits for its binding, not for a timer", it.Steps)
+	assert.Assert(t, took >= retryAt.Sub(start) && took < 5*time.Second, "took %s", took)
+	assert.Assert(t, !sum.TimeUp)
+}

@@ -222,10 +222,15 @@ func notBefore(at time.Time) time.Time {
 
 // waitsForBindings reports whether rec is an instance being deleted whose last step
 // found bindings still there (engine.ReasonDeprovisionBlockedByExistingBindings), with
-// no operation in flight and no retry scheduled, and says what it waits for.
+// nothing to poll and no retry scheduled, and says what it waits for. A synchronous
+// call written ahead (a DELETE whose answer was lost) waits as the step said: only its
+// bindings' going moves it on, so it is parked too.
 func waitsForBindings(rec record) (string, bool) {
 	inst, ok := rec.object().(*v1alpha1.ServiceInstance)
-	if !ok || inst == nil || inst.DeletionTimestamp == nil || inst.Status.InFlight != nil || inst.Status.Retry != nil {
+	if !ok || inst == nil || inst.DeletionTimestamp == nil || inst.Status.Retry != nil {
+		return "", false
+	}
+	if op := inst.Status.InFlight; op != nil && (op.Async || op.OperationKey != "") {
 		return "", false
 	}
 	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
