@@ -112,7 +112,7 @@ func TestTerminalText_ATenantsBrokerAndRecords_CannotDriveAnotherUsersTerminal(t
 	} {
 		r := bob(args...)
 		assert.Check(t, r.ExitCode == 0, "%v: %s", args, r.Stderr)
-		termClean(t, strings.Join(args[:2], " "), r.Stdout+r.Stderr)
+		termClean(t, strings.Join(args, " "), r.Stdout+r.Stderr)
 	}
 	r = bob("describe", "instance", "forged")
 	assert.Assert(t, is.Contains(r.Stdout, "Refused:"), r.Stdout)
