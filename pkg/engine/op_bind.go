@@ -222,6 +222,9 @@ func (e bindingVerbs) checkBind(ctx context.Context, req BindRequest) (*v1alpha1
 	if err := checkBindNames(req, names); err != nil {
 		return nil, nil, nil, err
 	}
+	if err := checkEnvSource(req.Namespace, req.Name, req.InstanceNamespace, req.Instance, req.Projections); err != nil {
+		return nil, nil, nil, &InputError{Err: fmt.Errorf("binding %q not created: %w", req.Name, err)}
+	}
 	b, err := e.prepareBinding(ctx, inst, class, schemas, BindingRequest{
 		BindingIntent: BindingIntent{
 			Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, SecretName: req.SecretName,

@@ -285,7 +285,9 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 		})
 	}
 	retriable := err == nil
+	var leftOut []string
 	if err == nil {
+		leftOut = shapeEnvData(b, data)
 		data = credentials.WithServiceBindingKeys(data, serviceBindingType(t), t.inst.Spec.BrokerName)
 		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
 		retriable = err != nil && !store.IsNotOwned(err)
@@ -300,6 +302,7 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 			x.Status.Retry.Reason = ReasonBindSecretFailed
 		})
 	}
+	e.envLeftOutEvent(ctx, b, leftOut)
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		if old := x.Status.Bound; old != nil && old.BindingID != "" && old.BindingID != op.BindingID && !slices.Contains(x.Status.Retired, old.BindingID) {
 			x.Status.Retired = append(x.Status.Retired, old.BindingID)
@@ -310,7 +313,7 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 		x.Status.ObservedGeneration = x.Generation
 		x.Status.Phase = v1alpha1.PhaseReady
 		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
-			fmt.Sprintf("the broker bound it; the credentials are in Secret %q", x.Spec.SecretName), now)
+			fmt.Sprintf("the broker bound it; the credentials are in Secret %q", x.Spec.SecretName)+envLeftOutNote(leftOut), now)
 		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
 	})

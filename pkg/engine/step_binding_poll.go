@@ -83,6 +83,9 @@ func (e bindingSteps) settleBinding(ctx context.Context, b *v1alpha1.ServiceBind
 		if err := e.auth.AuthorizeProjections(ctx, b); err != nil {
 			return preCallFailure(e.Engine, ctx, b, ReasonBindProjectionFailed, err)
 		}
+		if err := checkBindingEnv(b); err != nil {
+			return preCallFailure(e.Engine, ctx, b, ReasonBindProjectionFailed, err)
+		}
 		stored, err := e.projectionAhead(ctx, b)
 		if store.IsConflict(err) {
 			return reread(e.Engine, ctx, b, nil)

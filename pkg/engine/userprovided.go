@@ -245,13 +245,16 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 			return e.auth.SecretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
+	var leftOut []string
 	if err == nil {
+		leftOut = shapeEnvData(b, data)
 		data = credentials.WithServiceBindingKeys(data, UserProvidedType, "")
 		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
 	}
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, fmt.Errorf("the credentials of user-provided instance %q could not be written to Secret %q: %w", inst.Name, b.Spec.SecretName, err))
 	}
+	e.envLeftOutEvent(ctx, b, leftOut)
 	x := b.DeepCopy()
 	now := e.now()
 	_, drain := secret.Data[credentials.KeySyslogDrainURL]
@@ -265,7 +268,7 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 		x.Status.Phase = v1alpha1.PhaseReady
 	}
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonCopied,
-		fmt.Sprintf("the credentials of user-provided instance %q are copied to Secret %q", inst.Name, x.Spec.SecretName), now)
+		fmt.Sprintf("the credentials of user-provided instance %q are copied to Secret %q", inst.Name, x.Spec.SecretName)+envLeftOutNote(leftOut), now)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
 	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionRefused)
 	store.ClearClaim(x, e.cfg.Holder)

@@ -12,6 +12,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
 
 // Table writes rows in kubectl's style: upper-case headers, left-aligned
@@ -77,7 +79,10 @@ func (t *Table) Render() error {
 	}
 	for _, r := range t.rows {
 		row := make([]string, len(t.headers))
-		copy(row, r)
+		for i := range min(len(r), len(row)) {
+			// Cells hold names and messages others wrote: escaped for the terminal.
+			row[i] = iostreams.SafeLine(r[i])
+		}
 		if err := table.Append(row); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/projection"
 )
 
 var bindLong = cmdutil.LongDesc(`
@@ -36,7 +37,12 @@ var bindLong = cmdutil.LongDesc(`
 	--remove-key) change the credentials before they are written, in the order
 	given. --to projects the Secret into a workload once the binding is ready:
 	as files under $SERVICE_BINDING_ROOT/<binding> (the servicebinding.io
-	convention), or with --env as environment variables.
+	convention), or with --env as environment variables. The credentials of
+	another namespace's instance become environment variables only under a
+	prefix of yours (--env-prefix); a key that would become a loader or
+	interpreter variable (LD_PRELOAD, BASH_ENV, NODE_OPTIONS, ...) is left out
+	of the Secret of a binding projected as environment variables, with a
+	warning.
 
 	An instance of another namespace that was shared with this one
 	("kubectl catalog share") is bound as NAMESPACE/INSTANCE, or with
@@ -71,6 +77,9 @@ var bindExample = cmdutil.Examples(`
 
 	# Bind instance db of namespace team-a, shared with this namespace
 	kubectl catalog bind team-a/db -n team-b
+
+	# ... and expose its credentials to deployment web as variables TEAM_A_DB_...
+	kubectl catalog bind team-a/db -n team-b --to deployment/web --env-prefix TEAM_A_DB_
 
 	# Rotate the credentials of binding db
 	kubectl catalog bind --rotate db --wait`)
@@ -143,8 +152,8 @@ func NewCmdBind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o.Params.AddFlags(fs)
 	o.Transforms.AddFlags(fs)
 	fs.StringArrayVar(&o.To, "to", nil, "Project the Secret into this workload once the binding is ready, as KIND/NAME (deployment, statefulset, daemonset or cronjob). Repeatable.")
-	fs.BoolVar(&o.Env, "env", false, "With --to: expose the credentials as environment variables instead of files.")
-	fs.StringVar(&o.EnvPrefix, "env-prefix", "", "With --to: prefix every environment variable's name with this (implies --env).")
+	fs.BoolVar(&o.Env, "env", false, "With --to: expose the credentials as environment variables instead of files (another namespace's instance needs --env-prefix too).")
+	fs.StringVar(&o.EnvPrefix, "env-prefix", "", "With --to: prefix every environment variable's name with this (implies --env); required for the credentials of another namespace's instance.")
 	fs.BoolVar(&o.Rotate, "rotate", false, "Rotate the credentials of the binding named by the argument: new credentials in the same Secret, then the old ones unbound.")
 	o.AddFlags(cmd, "bind", "the binding record and the changes to the --to workloads")
 	complete.Register(cmd, "to", complete.Workloads(f))
@@ -182,6 +191,9 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 	if o.EnvPrefix != "" {
 		if errs := validation.IsEnvVarName(o.EnvPrefix + "X"); len(errs) > 0 {
 			return cmdutil.UsageErrorf("--env-prefix %q does not make valid environment variable names: %s", o.EnvPrefix, strings.Join(errs, "; "))
+		}
+		if err := projection.CheckEnvPrefix(o.EnvPrefix); err != nil {
+			return cmdutil.UsageErrorf("%v", err)
 		}
 	}
 	if _, err := o.projections(); err != nil {

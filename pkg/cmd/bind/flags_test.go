@@ -44,3 +44,12 @@ func TestNewCmdBind_Rotate(t *testing.T) {
 	assert.Equal(t, o.Namespace, "dev")
 	assert.Assert(t, o.Wait.Wait)
 }
+
+func TestBind_EnvPrefixOfALoaderVariable_UsageError(t *testing.T) {
+	var bad []cmdtest.BadInvocation
+	for prefix, family := range map[string]string{"LD_": "LD_", "DYLD_X": "DYLD_", "BASH_FUNC_": "BASH_FUNC_"} {
+		bad = append(bad, cmdtest.BadInvocation{Args: []string{"bind", "db", "--to", "deployment/web", "--env-prefix", prefix},
+			Want: "makes every key a loader variable (" + family + "*), which is never projected: choose another prefix"})
+	}
+	cmdtest.UsageErrors(t, bad)
+}

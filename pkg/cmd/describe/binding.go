@@ -31,7 +31,7 @@ type BindingOptions struct {
 // NewCmdDescribeBinding returns "describe binding". runF, when not nil, is called with
 // the completed options instead of Run.
 func NewCmdDescribeBinding(f *cmdutil.Factory, runF func(*BindingOptions) error) *cobra.Command {
-	o := &BindingOptions{record: record{Streams: f.IOStreams}}
+	o := &BindingOptions{record: record{Streams: safeStreams(f.IOStreams)}}
 	cmd := &cobra.Command{
 		Use:     "binding NAME",
 		Aliases: []string{"bindings", "bnd"},

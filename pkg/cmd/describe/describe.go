@@ -81,7 +81,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // newCmd builds a describe subcommand that validates and completes its options, then
 // calls runF with them when not nil (tests check the parsed flags that way), else run.
 func newCmd(f *cmdutil.Factory, use, short, long, example string, aliases []string, runF func(*Options) error, run func(*Options, context.Context) error) (*cobra.Command, *Options) {
-	o := &Options{Streams: f.IOStreams}
+	o := &Options{Streams: safeStreams(f.IOStreams)}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: cmdutil.LongDesc(long), Example: cmdutil.Examples(example), Aliases: aliases,
 		Args: cobra.ExactArgs(1),

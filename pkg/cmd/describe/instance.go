@@ -37,7 +37,7 @@ type InstanceOptions struct {
 // NewCmdDescribeInstance returns "describe instance". runF, when not nil, is called
 // with the completed options instead of Run.
 func NewCmdDescribeInstance(f *cmdutil.Factory, runF func(*InstanceOptions) error) *cobra.Command {
-	o := &InstanceOptions{record: record{Streams: f.IOStreams}}
+	o := &InstanceOptions{record: record{Streams: safeStreams(f.IOStreams)}}
 	return &cobra.Command{
 		Use:     "instance NAME",
 		Aliases: []string{"instances", "inst"},

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
@@ -26,6 +27,15 @@ type record struct {
 	Now              func() time.Time
 
 	factory *cmdutil.Factory // for the workloads using an instance's bindings, and the Events
+}
+
+// safeStreams are s with what is written to Out and ErrOut escaped for a terminal
+// (iostreams.SafeText): describe shows text others wrote (brokers' names and
+// descriptions, status messages, Events).
+func safeStreams(s cmdutil.IOStreams) cmdutil.IOStreams {
+	s.Out = iostreams.SafeWriter{W: s.Out}
+	s.ErrOut = iostreams.SafeWriter{W: s.ErrOut}
+	return s
 }
 
 // Validate checks the options without any I/O; it changes nothing.

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/doctor"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -282,7 +283,7 @@ func Print(streams cmdutil.IOStreams, format string, r Report) error {
 	var fixes []string
 	for _, c := range r.Checks {
 		if c.Status != OK && c.Fix != "" {
-			fixes = append(fixes, fmt.Sprintf("  %s: %s", c.Name, c.Fix))
+			fixes = append(fixes, iostreams.SafeText(fmt.Sprintf("  %s: %s", c.Name, c.Fix)))
 		}
 	}
 	if len(fixes) > 0 {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -103,7 +104,7 @@ func Write(w io.Writer, evs []eventsv1.Event, err error, namespace string, now t
 		fmt.Fprintf(w, "Events:            <not shown: you may not list events in namespace %q>\n", namespace)
 		return
 	case err != nil:
-		fmt.Fprintf(w, "Events:            <not shown: %s>\n", oneLine(err.Error()))
+		fmt.Fprintf(w, "Events:            <not shown: %s>\n", iostreams.SafeLine(oneLine(err.Error())))
 		return
 	case len(evs) == 0:
 		fmt.Fprintln(w, "Events:            <none>")

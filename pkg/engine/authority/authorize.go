@@ -205,8 +205,8 @@ func (auth *Authority) CheckPlan(ctx context.Context, ns string, t Target, planI
 		}
 	}
 	if !rules.PlanVisible(ns, class, planID) {
-		return Refused(ReasonRefusedPlanNotAllowed, "plan %q of class %q is not available in namespace %q (catalog access rules): an administrator enables it with \"kubectl catalog access enable %s/%s -n %s\"",
-			p.ExternalName, class.Spec.ExternalName, ns, class.Spec.ExternalName, p.ExternalName, ns)
+		return Refused(ReasonRefusedPlanNotAllowed, "plan %q of class %q is not available in namespace %q (catalog access rules): an administrator enables it with %s",
+			p.ExternalName, class.Spec.ExternalName, ns, FixCommand(ns, "access", "enable", class.Spec.ExternalName+"/"+p.ExternalName))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Reasons of refusals. They name no action: a refusal holds back whatever is due.
@@ -54,24 +55,102 @@ func Refused(reason, format string, args ...any) error {
 	return &RefusedError{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// commandIn finds the commands a message names, in double quotes.
-var commandIn = regexp.MustCompile(`"(kubectl catalog [^"]+)"`)
+// commandIn finds the commands a message names, in double quotes that are not escaped:
+// a name quoted into a message (%q) escapes every double quote it holds.
+// The engine ends a sentence with the command it names: the closing quote ends the
+// message or is followed by punctuation, where a name quoted into a sentence is followed
+// by more of it.
+var commandIn = regexp.MustCompile(`(?:^|[^\\])"(kubectl catalog [^"\\]+)"(?:$|[).;,])`)
+
+// fixVerbs are the verbs of the commands the engine names as the fix of a refusal, by
+// reason: a refusal's message also quotes names others chose (a broker's class and plan
+// names, an author's name), and one of those may read as a command.
+var fixVerbs = map[string][]string{
+	ReasonRefusedAuthorUnverified:    {"init", "adopt"},
+	ReasonRefusedNotAuthorized:       {"adopt"},
+	ReasonRefusedUntrustedReference:  {"update"},
+	ReasonRefusedPlanNotAllowed:      {"access"},
+	ReasonRefusedIDInUse:             {"deprovision", "unbind"},
+	ReasonRefusedNamespaceNotAllowed: {"update"},
+	ReasonRefusedNotShared:           {"share"},
+	ReasonRefusedLimitReached:        {"update"},
+	// The engine's own refusals of a status it never writes, and of a Secret written
+	// before its binding asked for environment variables.
+	"RefusedInconsistentStatus": {"deprovision", "unbind"},
+	"RefusedForbiddenEnv":       {"bind"},
+}
+
+// plainWord is a word of a command the engine builds: a flag, or a value made of the
+// characters of Kubernetes names, OSB names and placeholders, with no quote, space,
+// shell metacharacter or control character.
+var plainWord = regexp.MustCompile(`^(?:--?[a-z][a-z-]*(?:=[A-Za-z0-9._/:=-]+)?|[A-Za-z0-9][A-Za-z0-9._/:=-]*|\.\.\.)$`)
+
+// FixCommand is the command a refusal's message names as its fix, in double quotes, for a
+// record of namespace ns: "kubectl catalog ARGS -n NS" when every argument is a plain
+// word (names others chose, a broker's class and plan names, go into commands only
+// then), and otherwise the same in words with the names left out, which names no
+// command.
+func FixCommand(ns string, args ...string) string {
+	for _, a := range append([]string{ns}, args...) {
+		if !plainWord.MatchString(a) || strings.HasPrefix(a, "-") {
+			return "kubectl catalog " + args[0] + " (the names hold characters a command line does not take as they are)"
+		}
+	}
+	return `"kubectl catalog ` + strings.Join(args, " ") + " -n " + ns + `"`
+}
 
 // RefusalFix is the one command that resolves a refusal with reason and message (a
-// record's Refused condition), for a record of namespace: the first command the message
-// names, else the one of its reason (an unverified author, or one who may not: someone
-// who may makes the namespace's records theirs with "kubectl catalog adopt", which checks
-// each against their own rights). It is "" when the message says in words what to change
-// (the spec, a grant).
+// record's Refused condition), for a record of namespace. It is taken only from what the
+// engine wrote, never from a name others chose that the message quotes: for an
+// unverified author, or one who may not, the command of the reason (someone who may
+// makes the namespace's records theirs with "kubectl catalog adopt", which checks each
+// against their own rights) unless the message names "init" or "adopt" as below;
+// otherwise the last command the message names (the engine
+// ends a refusal with its fix), when it is the verb of the reason's fix and made of plain
+// words only. It is "" when the message says in words what to change (the spec, a grant),
+// or names no command that passes.
 func RefusalFix(reason, message, namespace string) string {
-	if m := commandIn.FindStringSubmatch(message); m != nil {
-		return m[1]
+	if cmd := fixIn(reason, message); cmd != "" {
+		return cmd
 	}
 	switch reason {
 	case ReasonRefusedAuthorUnverified, ReasonRefusedNotAuthorized:
-		return "kubectl catalog adopt -n " + namespace
+		if plainWord.MatchString(namespace) {
+			return "kubectl catalog adopt -n " + namespace
+		}
 	}
 	return ""
+}
+
+// fixIn is the last command message names when it is one of the fixes of reason, made of
+// plain words; "" otherwise.
+func fixIn(reason, message string) string {
+	verbs, ok := fixVerbs[reason]
+	if !ok {
+		return ""
+	}
+	ms := commandIn.FindAllStringSubmatch(message, -1)
+	if len(ms) == 0 {
+		return ""
+	}
+	cmd := ms[len(ms)-1][1]
+	words := strings.Fields(cmd)
+	if len(words) < 3 || strings.Join(words, " ") != cmd {
+		return ""
+	}
+	found := false
+	for _, v := range verbs {
+		found = found || words[2] == v
+	}
+	if !found {
+		return ""
+	}
+	for _, w := range words[2:] {
+		if !plainWord.MatchString(w) {
+			return ""
+		}
+	}
+	return cmd
 }
 
 // AsRefused returns the refusal err carries, if any.
