@@ -123,7 +123,8 @@ func (e *Engine) SettleIDClaims(ctx context.Context, namespace string, idx *stor
 }
 
 // namespaceKey is the key of namespace ns (v1alpha1.NamespaceKey) as p reads it: the
-// cluster id and the namespace's uid; not Valid when p cannot tell (an error, or a
+// cluster id (none when it cannot be read) and the namespace's uid; not Valid when p
+// cannot tell the uid (an error, or a
 // platform that answers the namespace's name for a uid it may not read): the new
 // record's id is then bound to the namespace's name, as in earlier releases.
 func namespaceKey(ctx context.Context, p Platform, ns string) v1alpha1.NamespaceKey {
@@ -132,7 +133,7 @@ func namespaceKey(ctx context.Context, p Platform, ns string) v1alpha1.Namespace
 	}
 	cluster, err := p.ClusterID(ctx)
 	if err != nil {
-		return v1alpha1.NamespaceKey{}
+		cluster = "" // bound to the namespace's uid alone
 	}
 	uid, err := p.NamespaceUID(ctx, ns)
 	if err != nil || uid == ns {

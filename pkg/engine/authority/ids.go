@@ -173,7 +173,7 @@ func (auth *Authority) NamespaceKey(ctx context.Context, namespace string) (v1al
 	}
 	cluster, err := p.ClusterID(ctx)
 	if err != nil {
-		return v1alpha1.NamespaceKey{}, err
+		cluster = "" // ids bound to the uid alone are checked all the same
 	}
 	uid, err := p.NamespaceUID(ctx, namespace)
 	if err != nil || uid == namespace {

@@ -37,8 +37,11 @@ type NamespaceKey struct {
 	UID       types.UID
 }
 
-// Valid reports whether k names a namespace: both its parts are known.
-func (k NamespaceKey) Valid() bool { return k.ClusterID != "" && k.UID != "" }
+// Valid reports whether k names a namespace: its uid is known. An id made where the
+// cluster id could not be read (a cluster set up without "kubectl catalog init", read
+// by a user who may not create it) is bound to the uid alone, which the API server
+// chose at random for that namespace.
+func (k NamespaceKey) Valid() bool { return k.UID != "" }
 
 func (k NamespaceKey) owner() string { return k.ClusterID + "\x00" + string(k.UID) }
 
@@ -56,14 +59,17 @@ func NewKeyedNamespaceBoundIDFrom(r io.Reader, ns string, key NamespaceKey) stri
 	return newBoundID(r, scopeNamespaceKey, key.owner())
 }
 
-// IDBoundToNamespace reports whether id is an id bound to the namespace key names (a
-// key that is not Valid matches no id).
+// IDBoundToNamespace reports whether id is an id bound to the namespace key names, or
+// to its uid alone (a key that is not Valid matches no id).
 func IDBoundToNamespace(id string, key NamespaceKey) bool {
 	if !key.Valid() || !IsBoundID(id) {
 		return false
 	}
 	u := uuid.MustParse(id)
-	return string(boundIDTag(scopeNamespaceKey, key.owner(), u[:8])) == string(u[8:])
+	match := func(k NamespaceKey) bool {
+		return string(boundIDTag(scopeNamespaceKey, k.owner(), u[:8])) == string(u[8:])
+	}
+	return match(key) || key.ClusterID != "" && match(NamespaceKey{UID: key.UID})
 }
 
 // NewNamespaceBoundID is a fresh OSB id that only records of namespace ns may use,

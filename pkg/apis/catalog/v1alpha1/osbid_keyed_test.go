@@ -22,7 +22,7 @@ func TestKeyedNamespaceID_IsOnlyTheKeysNamespaces(t *testing.T) {
 		{"the namespace created again under its name", NamespaceKey{ClusterID: "cluster-1", UID: "uid-2"}},
 		{"the namespace of that name in another cluster", NamespaceKey{ClusterID: "cluster-2", UID: "uid-1"}},
 		{"a key that is not known", NamespaceKey{}},
-		{"a key without its cluster", NamespaceKey{UID: "uid-1"}},
+		{"a key of the same uid in another cluster", NamespaceKey{ClusterID: "cluster-2", UID: "uid-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Assert(t, !IDBoundToNamespace(id, tc.other))
@@ -50,4 +50,11 @@ func TestKeyedNamespaceID_TheNameBoundFormStaysReadable(t *testing.T) {
 
 	fallback := NewKeyedNamespaceBoundIDFrom(nil, "team-a", NamespaceKey{ClusterID: "cluster-1"})
 	assert.Assert(t, IDBoundTo(fallback, "team-a", ""))
+
+	// Made where the cluster id could not be read: bound to the namespace's uid alone,
+	// which the cluster's id does not change.
+	uidOnly := NewKeyedNamespaceBoundIDFrom(nil, "team-a", NamespaceKey{UID: "uid-1"})
+	assert.Assert(t, IDBoundToNamespace(uidOnly, NamespaceKey{ClusterID: "cluster-1", UID: "uid-1"}))
+	assert.Assert(t, !IDBoundToNamespace(uidOnly, NamespaceKey{ClusterID: "cluster-1", UID: "uid-2"}))
+	assert.Assert(t, !IDBoundTo(uidOnly, "team-a", ""))
 }
