@@ -269,9 +269,10 @@ func (e *Engine) newRequestID() string {
 	return uuid.NewString()
 }
 
-// namespaceBoundID is a fresh OSB id for a new record of namespace ns, from e's source.
-func (e *Engine) namespaceBoundID(ns string) string {
-	return v1alpha1.NewNamespaceBoundIDFrom(e.cfg.IDs, ns)
+// namespaceBoundID is a fresh OSB id for a new record of namespace ns, from e's source,
+// bound to the namespace's key (namespaceKey).
+func (e *Engine) namespaceBoundID(ctx context.Context, ns string) string {
+	return v1alpha1.NewKeyedNamespaceBoundIDFrom(e.cfg.IDs, ns, namespaceKey(ctx, e.cfg.Platform, ns))
 }
 
 // recordBoundID is a fresh OSB id for the record with uid uid, from e's source.

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // This file keeps the OSB ids a record may have at its broker. Whether a request reached
@@ -105,4 +109,35 @@ func idsAtBroker(st *v1alpha1.OperationStatus, current string, currentHeld bool,
 		add(id)
 	}
 	return ids
+}
+
+// SettleIDClaims is reconcile's first pass over OSB ids, with idx the index of its list
+// of namespace ("" for all): once a process, the id claims of every record whose spec
+// names an id bound to nothing and that has none yet (authority.ClaimSpecIDs), before
+// any record is stepped; and, every run, the release of id claims whose record is gone.
+func (e *Engine) SettleIDClaims(ctx context.Context, namespace string, idx *store.IDIndex) error {
+	if store.IsDryRun(ctx) {
+		return nil
+	}
+	return e.auth.ClaimSpecIDs(ctx, namespace, idx)
+}
+
+// namespaceKey is the key of namespace ns (v1alpha1.NamespaceKey) as p reads it: the
+// cluster id (none when it cannot be read) and the namespace's uid; not Valid when p
+// cannot tell the uid (an error, or a
+// platform that answers the namespace's name for a uid it may not read): the new
+// record's id is then bound to the namespace's name, as in earlier releases.
+func namespaceKey(ctx context.Context, p Platform, ns string) v1alpha1.NamespaceKey {
+	if p == nil {
+		return v1alpha1.NamespaceKey{}
+	}
+	cluster, err := p.ClusterID(ctx)
+	if err != nil {
+		cluster = "" // bound to the namespace's uid alone
+	}
+	uid, err := p.NamespaceUID(ctx, ns)
+	if err != nil || uid == ns {
+		return v1alpha1.NamespaceKey{}
+	}
+	return v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}
 }

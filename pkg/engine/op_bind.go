@@ -201,7 +201,7 @@ func (e bindingVerbs) checkBind(ctx context.Context, req BindRequest) (*v1alpha1
 			e.prepared.keep(class, e.cfg.CatalogNamespace, r)
 		}
 	}
-	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, ExternalID: e.namespaceBoundID(req.Namespace)})
+	draft := NewBinding(BindingIntent{Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, ExternalID: e.namespaceBoundID(ctx, req.Namespace)})
 	// The user's own command: where the instance's author cannot be verified, the
 	// user's rights decide, as they would by hand. The binding is the user's own: this
 	// process records it as their intent (its create is checked by the API server), so

@@ -347,7 +347,7 @@ func (e *Engine) ProvisionUserProvided(ctx context.Context, req UserProvidedRequ
 		return InstanceResult{}, err
 	}
 	inst := NewUserProvidedInstance(req.Namespace, req.Name, v1alpha1.UserProvidedService{CredentialsSecret: secret})
-	inst.Spec.ExternalID = e.namespaceBoundID(req.Namespace)
+	inst.Spec.ExternalID = e.namespaceBoundID(ctx, req.Namespace)
 	req.Limits.apply(&inst.Spec)
 	keys := strings.Join(credentials.Keys(data), ", ")
 	if req.DryRun.Enabled() {

@@ -165,7 +165,7 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 	}
 	id := req.ExternalID
 	if id == "" {
-		id = e.namespaceBoundID(req.Namespace)
+		id = e.namespaceBoundID(ctx, req.Namespace)
 	}
 	inst := NewInstance(req.Namespace, req.Name, res.Class, res.Plan, raw, req.Parameters.FromSecret, id)
 	if req.ExternalID == "" {
@@ -552,7 +552,7 @@ func (e *Engine) PrepareBinding(ctx context.Context, inst *v1alpha1.ServiceInsta
 func (e bindingVerbs) prepareBinding(ctx context.Context, inst *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, schemas *ahead.Read[*v1alpha1.ServicePlanSchemas], req BindingRequest) (*v1alpha1.ServiceBinding, error) {
 	in := req.BindingIntent
 	if in.ExternalID == "" {
-		in.ExternalID = e.namespaceBoundID(in.Namespace)
+		in.ExternalID = e.namespaceBoundID(ctx, in.Namespace)
 	}
 	if inst.IsUserProvided() {
 		if req.Parameters.given() {

@@ -70,7 +70,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 			}
 			if p := req.PredecessorBindingID; p != "" {
 				// A broker may hand the predecessor's credentials to the new binding.
-				return checkOwnID(v1alpha1.KindServiceBinding, b, p)
+				return e.auth.CheckOwnIDIn(ctx, v1alpha1.KindServiceBinding, b, p)
 			}
 			return nil
 		},

@@ -186,5 +186,5 @@ func (e *Engine) UseIDIndex(idx *store.IDIndex) { e.auth.UseIDIndex(idx) }
 // it adopted them is set now. A claim that cannot be made now is made before the
 // record's first call under the id.
 func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
-	e.auth.ClaimSpecIDs(ctx, rec)
+	e.auth.ClaimRecordSpecIDs(ctx, rec)
 }

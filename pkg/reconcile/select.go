@@ -51,6 +51,9 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 	// older record uses a record's id needs no list per record (the check is
 	// cluster-wide: only the index of a list of every namespace answers it).
 	r.Engine.UseIDIndex(ids)
+	// Before any record is stepped: the id claims of records that have none yet, and
+	// the release of claims whose record is gone. What fails is tried again next run.
+	_ = r.Engine.SettleIDClaims(ctx, o.Namespace, ids)
 	s.now, s.holder = r.now(), r.Engine.Holder()
 	s.addPending(pending)
 	if r.Engine.FetchesCatalogs() {

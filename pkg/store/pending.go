@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -199,8 +201,8 @@ func newIDIndex(namespace string) *IDIndex {
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	kind := m.Labels[LabelKind]
-	if strings.HasPrefix(m.Name, idClaimPrefix) {
-		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = idClaim{m.CreationTimestamp, m.ResourceVersion}
+	if c, ok := idClaimOf(m); ok {
+		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = c
 		return
 	}
 	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
@@ -261,4 +263,86 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 		users = append(users, user)
 	}
 	return users, true
+}
+
+// Stray is the id claims the list held whose record it did not hold (by the uid the
+// claim's name says): a record released without its claims (a finalizer removed by
+// hand, a process ended between the two writes), or one deleted since. Only claims
+// that hold IDClaimFinalizer are stray: the garbage collector deletes the others with
+// their record. ReleaseStrayIDClaim checks each against its record before it releases
+// it.
+func (x *IDIndex) Stray() []StrayIDClaim {
+	if x == nil {
+		return nil
+	}
+	var out []StrayIDClaim
+	for key, c := range x.claims {
+		if _, listed := x.listed[c.owner]; listed || !c.held || c.ownerName == "" {
+			continue
+		}
+		out = append(out, StrayIDClaim{Kind: c.kind, Namespace: key.Namespace, Name: key.Name, OwnerName: c.ownerName, OwnerUID: c.owner})
+	}
+	return out
+}
+
+// Claimed reports whether the list held the id claim of the record of kind with uid uid
+// in namespace for OSB id id, and whether that claim holds IDClaimFinalizer; ok is false
+// when the index cannot tell (it does not cover namespace, or did not list the record).
+func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (claimed, held, ok bool) {
+	if x == nil || (x.namespace != "" && x.namespace != namespace) {
+		return false, false, false
+	}
+	if _, listed := x.listed[uid]; !listed {
+		return false, false, false
+	}
+	c, claimed := x.claims[types.NamespacedName{Namespace: namespace, Name: IDClaimName(kind, uid, id)}]
+	return claimed, c.held, true
+}
+
+// Unclaimed is the instances and bindings the list held that carry an OSB id label and
+// no id claim that holds IDClaimFinalizer: the records whose spec may name an id bound
+// to nothing without a claim (the labels tell no more), oldest first.
+func (x *IDIndex) Unclaimed() []WorkItem {
+	if x == nil {
+		return nil
+	}
+	held := map[types.UID]bool{}
+	for _, c := range x.claims {
+		if c.held {
+			held[c.owner] = true
+		}
+	}
+	seen := map[types.UID]bool{}
+	var out []WorkItem
+	var created []int64
+	add := func(kind string, u idUser) {
+		if held[u.uid] || seen[u.uid] {
+			return
+		}
+		seen[u.uid] = true
+		out = append(out, WorkItem{Kind: kind, Namespace: u.namespace, Name: u.name, UID: u.uid})
+		created = append(created, u.created)
+	}
+	for key, u := range x.first {
+		kind := v1alpha1.KindServiceInstance
+		if key.binding {
+			kind = v1alpha1.KindServiceBinding
+		}
+		add(kind, u)
+		for _, m := range x.more[key] {
+			add(kind, m)
+		}
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(created[a], created[b]), cmp.Compare(out[a].UID, out[b].UID))
+	})
+	sorted := make([]WorkItem, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
 }

@@ -283,6 +283,16 @@ func (r Records[T]) AddFinalizer(ctx context.Context, obj T) (T, error) {
 // left on a record marked for deletion, the API server deletes it. A record already gone
 // (or replaced by a new one of the same name) gives a NotFound error.
 func (r Records[T]) RemoveFinalizer(ctx context.Context, obj T) (T, error) {
+	out, err := r.removeFinalizer(ctx, obj)
+	if err == nil && out.GetDeletionTimestamp() != nil || IsNotFound(err) {
+		// The record is released: its id claims go too (reconcile releases those
+		// this cannot: ReleaseStrayIDClaim).
+		_ = r.s.releaseIDClaims(ctx, r.k.name, obj)
+	}
+	return out, err
+}
+
+func (r Records[T]) removeFinalizer(ctx context.Context, obj T) (T, error) {
 	// A record being deleted whose only finalizer is the engine's, as last read or
 	// written: the write goes out at once, guarded by its resourceVersion, and deletes
 	// it. A change by anyone since makes it conflict, and the record is then read as it

@@ -125,6 +125,9 @@ type cache struct {
 	owned map[string]string
 	// ids is the id labels of the records reconcile listed last (UseIDIndex).
 	ids *store.IDIndex
+	// swept holds the namespaces ("" for all) whose records' spec ids got their id
+	// claims in this process (ClaimSpecIDs).
+	swept map[string]bool
 }
 
 type cachedAnswer struct {

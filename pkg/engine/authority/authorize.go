@@ -234,7 +234,7 @@ func (auth *Authority) VetBindingCall(ctx context.Context, b *v1alpha1.ServiceBi
 	bindingID := ahead.Start(ctx, func() (struct{}, error) {
 		return struct{}{}, auth.CheckID(ctx, v1alpha1.KindServiceBinding, b, op.BindingID)
 	})
-	if err := auth.CheckID(ctx, v1alpha1.KindServiceInstance, t.TargetInstance(), op.InstanceID); err != nil {
+	if err := auth.CheckTargetID(ctx, v1alpha1.KindServiceInstance, t.TargetInstance(), op.InstanceID); err != nil {
 		return err
 	}
 	if _, err := bindingID.Wait(); err != nil {

@@ -3,6 +3,7 @@ package authority
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -24,7 +26,21 @@ import (
 // dashboards and logs, and copying one into a record must not make the engine act on
 // someone else's instance or binding with the broker's credentials.
 func (auth *Authority) CheckID(ctx context.Context, kind string, rec IDOwner, id string) error {
-	if err := CheckOwnID(kind, rec, id); err != nil {
+	return auth.checkID(ctx, kind, rec, id, true)
+}
+
+// CheckTargetID is CheckID for the id of a record that is not the one being driven (a
+// binding's instance): it makes no id claim for that record. An id bound to nothing is
+// sent for another record's call only once that record has its own claim, made by its
+// own step or on its creation, or by reconcile's first pass (ClaimSpecIDs): a status
+// saying the record is provisioned proves nothing, and a claim made for it by the first
+// call that names it would give the id to whoever calls first.
+func (auth *Authority) CheckTargetID(ctx context.Context, kind string, rec IDOwner, id string) error {
+	return auth.checkID(ctx, kind, rec, id, false)
+}
+
+func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id string, mayClaim bool) error {
+	if err := auth.CheckOwnIDIn(ctx, kind, rec, id); err != nil {
 		return err
 	}
 	key := kind + "/" + id
@@ -36,7 +52,7 @@ func (auth *Authority) CheckID(ctx context.Context, kind string, rec IDOwner, id
 		return nil
 	}
 	if !v1alpha1.IsBoundID(id) {
-		return auth.checkAdoptedID(ctx, kind, rec, id)
+		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
 	}
 	created := rec.GetCreationTimestamp()
 	older := func(users []store.IDUser) *store.IDUser {
@@ -119,7 +135,7 @@ func (auth *Authority) olderHolder(ctx context.Context, kind string, rec metav1.
 		if u.UID == rec.GetUID() || created.Time.Before(u.Created.Time) {
 			continue
 		}
-		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
+		holds, err := auth.holds(ctx, kind, u, id)
 		if store.IsForbidden(err) {
 			holds, err = true, nil
 		}
@@ -137,6 +153,61 @@ func (auth *Authority) olderHolder(ctx context.Context, kind string, rec metav1.
 type IDOwner interface {
 	metav1.Object
 	OwnsExternalID(id string) bool
+	OwnsExternalIDIn(id string, key v1alpha1.NamespaceKey) bool
+}
+
+// namespaceKeys reads a namespace's key (the engine's Platform).
+type namespaceKeys interface {
+	ClusterID(ctx context.Context) (string, error)
+	NamespaceUID(ctx context.Context, namespace string) (string, error)
+}
+
+// NamespaceKey is the key of namespace (v1alpha1.NamespaceKey), as the engine's platform
+// reads it: the cluster id and the namespace's uid; not Valid when the platform cannot
+// tell (it answers the namespace's name for a uid it may not read), and then no id bound
+// to a key is the namespace's.
+func (auth *Authority) NamespaceKey(ctx context.Context, namespace string) (v1alpha1.NamespaceKey, error) {
+	p, ok := auth.env().Platform.(namespaceKeys)
+	if !ok || p == nil {
+		return v1alpha1.NamespaceKey{}, nil
+	}
+	cluster, err := p.ClusterID(ctx)
+	if err != nil {
+		cluster = "" // ids bound to the uid alone are checked all the same
+	}
+	uid, err := p.NamespaceUID(ctx, namespace)
+	if err != nil || uid == namespace {
+		return v1alpha1.NamespaceKey{}, err
+	}
+	return v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}, nil
+}
+
+// CheckOwnIDIn is CheckOwnID, an id bound to the key of rec's namespace (NamespaceKey)
+// also rec's own.
+func (auth *Authority) CheckOwnIDIn(ctx context.Context, kind string, rec IDOwner, id string) error {
+	if rec.OwnsExternalID(id) {
+		return nil
+	}
+	key, err := auth.NamespaceKey(ctx, rec.GetNamespace())
+	if err != nil {
+		return err
+	}
+	if rec.OwnsExternalIDIn(id, key) {
+		return nil
+	}
+	return CheckOwnID(kind, rec, id)
+}
+
+// holds is store.HoldsExternalIDIn for u, with the key of u's namespace.
+func (auth *Authority) holds(ctx context.Context, kind string, u store.IDUser, id string) (bool, error) {
+	var key v1alpha1.NamespaceKey
+	if v1alpha1.IsBoundID(id) {
+		var err error
+		if key, err = auth.NamespaceKey(ctx, u.Namespace); err != nil {
+			return false, err
+		}
+	}
+	return auth.env().Store.HoldsExternalIDIn(ctx, kind, u, id, key)
 }
 
 // CheckOwnID refuses to send OSB id for rec (of kind) unless the id is rec's own: bound
@@ -164,11 +235,14 @@ func CheckOwnID(kind string, rec IDOwner, id string) error {
 // spec is free to rewrite on a record of any age, so the time a record was created says
 // nothing about when it took the id; the creationTimestamp of its id claim
 // (store.ClaimExternalID), which the API server sets and nobody can change, does. A
-// record without a claim gets one here, before any call under the id, and a record
-// with one wins over any without. Among records without one (records of earlier
-// releases, or a user who may not create ConfigMaps in rec's namespace), the older
-// record keeps the id.
-func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string) error {
+// record with a claim wins over any without. A record without a claim gets one here,
+// before any call under the id (mayClaim; a check for another record's call makes
+// none, and refuses), but not before every older record that uses the id without one
+// (records of earlier releases, a claim refused by a quota) got its own: a claim made
+// first by whoever calls first would otherwise take the id from them. Among records
+// without one (a user who may not create ConfigMaps in an older record's namespace
+// leaves its claim to reconcile), the older record keeps the id.
+func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string, mayClaim bool) error {
 	self := store.IDUser{Namespace: rec.GetNamespace(), Name: rec.GetName(), UID: rec.GetUID(), Created: rec.GetCreationTimestamp()}
 	find := func(users []store.IDUser) (store.IDUser, bool) {
 		if i := slices.IndexFunc(users, func(u store.IDUser) bool { return u.UID == self.UID }); i >= 0 {
@@ -193,11 +267,24 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 	}
 	if u, claimed := find(users); claimed {
 		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
+	} else if !mayClaim {
+		what := kindWord(kind)
+		return Refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s of %s %q in namespace %q: its spec names the id, bound to nothing, and it has no id claim for it yet, so nothing shows it adopted the id before another record (a status saying it is provisioned proves nothing); the %s's own next step, or reconcile, makes its claim after those of older records that use the id",
+			id, what, rec.GetName(), rec.GetNamespace(), what)
 	} else {
-		if self.Adopted, self.AdoptedVersion, err = auth.claimID(ctx, kind, rec, id); err != nil {
+		claimed, older, err := auth.claimOlderUsers(ctx, kind, self, id, users)
+		if err != nil {
 			return err
 		}
-		if !self.Adopted.IsZero() {
+		if !older {
+			var t metav1.Time
+			if t, self.AdoptedVersion, err = auth.claimID(ctx, kind, rec, id); err != nil {
+				return err
+			}
+			self.Adopted = t
+			claimed = claimed || !t.IsZero()
+		}
+		if claimed {
 			// A claim another record made while this one was made is in a list read
 			// after it; which of the two is older, both checks agree.
 			if users, err = auth.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
@@ -211,7 +298,7 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		if u.UID == self.UID || c > 0 && known {
 			continue
 		}
-		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
+		holds, err := auth.holds(ctx, kind, u, id)
 		if store.IsForbidden(err) {
 			holds, err = true, nil // nobody can tell: it counts
 		}
@@ -275,6 +362,116 @@ func compareAdoption(a, b store.IDUser) (c int, known bool) {
 	return strings.Compare(string(a.UID), string(b.UID)), true
 }
 
+// claimOlderUsers makes the id claims of the records of users that use OSB id (bound to
+// nothing) without one and were created before self, oldest first, before self makes
+// its own: a claim is when a record adopted the id, and an older record that has none
+// yet is there since before self's. claimed says whether a claim was made; older, that
+// an older record without a claim is left (its claim may not be made by this user):
+// self then makes none either, and the older record keeps the id.
+func (auth *Authority) claimOlderUsers(ctx context.Context, kind string, self store.IDUser, id string, users []store.IDUser) (claimed, older bool, err error) {
+	users = slices.Clone(users)
+	slices.SortFunc(users, func(a, b store.IDUser) int { c, _ := compareAdoption(a, b); return c })
+	for _, u := range users {
+		if u.UID == self.UID || !u.Adopted.IsZero() {
+			continue
+		}
+		if c, _ := compareAdoption(u, self); c >= 0 {
+			continue
+		}
+		holds, err := auth.holds(ctx, kind, u, id)
+		if err != nil && !store.IsForbidden(err) {
+			return claimed, older, err
+		}
+		if !holds && err == nil {
+			continue
+		}
+		t, _, err := auth.env().Store.ClaimExternalIDOf(ctx, kind, u, id)
+		switch {
+		case store.IsForbidden(err):
+			older = true
+		case err != nil:
+			return claimed, older, err
+		case !t.IsZero():
+			claimed = true
+		}
+	}
+	return claimed, older, nil
+}
+
+// ClaimSpecIDs makes, once a process for each namespace ("" for all), the id claims of
+// every record of namespace whose spec names an OSB id bound to nothing and that has
+// none yet (records of earlier releases, never stepped again; a claim refused by a
+// quota), oldest record first, and gives claims of earlier releases their finalizer
+// (store.IDClaimFinalizer): reconcile's first pass, before it steps any record, so that
+// no record's first call makes the first claim of an id another record has used all
+// along. idx is the index of the run's list, whose claims need not be made again; nil
+// is none. A claim that may not be made (a namespace being deleted, a user who may not
+// create ConfigMaps there) is left to the record's own step. It also releases the id
+// claims idx holds whose record is gone (store.ReleaseStrayIDClaim): none is left
+// behind for ever.
+func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *store.IDIndex) error {
+	var errs []error
+	for _, c := range idx.Stray() {
+		if _, err := auth.env().Store.ReleaseStrayIDClaim(ctx, c); err != nil && !store.IsForbidden(err) {
+			errs = append(errs, err)
+		}
+	}
+	auth.cache.mu.Lock()
+	done := auth.cache.swept[namespace] || auth.cache.swept[""]
+	auth.cache.mu.Unlock()
+	st, catalogNS := auth.env().Store, auth.env().CatalogNamespace
+	if !done {
+		// Once every record of the cluster has its claims, records get theirs when
+		// they are created: the marker saves each later run the reads.
+		done, _ = st.IDClaimsSwept(ctx, catalogNS)
+	}
+	if done {
+		return errors.Join(errs...)
+	}
+	var uses []store.SpecIDUse
+	for _, w := range idx.Unclaimed() {
+		u, err := st.SpecIDsOf(ctx, w.Kind, w.Namespace, w.Name, w.UID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		uses = append(uses, u...)
+	}
+	slices.SortStableFunc(uses, func(a, b store.SpecIDUse) int { c, _ := compareAdoption(a.IDUser, b.IDUser); return c })
+	for _, u := range uses {
+		// Older records of any namespace that use the id without a claim get theirs
+		// first, as before a record's first call (checkAdoptedID).
+		users, err := auth.idUsers(ctx, u.Kind, u.Namespace, u.ID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, older, err := auth.claimOlderUsers(ctx, u.Kind, u.IDUser, u.ID, users)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if older {
+			continue
+		}
+		if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		auth.cache.mu.Lock()
+		if auth.cache.swept == nil {
+			auth.cache.swept = map[string]bool{}
+		}
+		auth.cache.swept[namespace] = true
+		auth.cache.mu.Unlock()
+		if namespace == "" && idx != nil {
+			_ = st.MarkIDClaimsSwept(ctx, catalogNS)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // claimID makes rec's id claim for OSB id (store.ClaimExternalID) and returns its time
 // and resourceVersion; zero, and no error, when the user may not create ConfigMaps in
 // rec's namespace (a user binding an instance shared with theirs): the claim is then
@@ -291,11 +488,11 @@ func (auth *Authority) claimID(ctx context.Context, kind string, rec metav1.Obje
 	return t, version, err
 }
 
-// ClaimSpecIDs makes the id claims of a record just created whose spec names OSB ids
+// ClaimRecordSpecIDs makes the id claims of a record just created whose spec names OSB ids
 // bound to nothing (adopted with --external-id, migrated, applied), so that the time
 // it adopted them is set now (see checkAdoptedID). A claim that cannot be made now is
 // made before the record's first call under the id.
-func (auth *Authority) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
+func (auth *Authority) ClaimRecordSpecIDs(ctx context.Context, rec v1alpha1.Record) {
 	kind, ids := v1alpha1.KindServiceInstance, []string{}
 	switch r := rec.(type) {
 	case *v1alpha1.ServiceInstance:
@@ -327,7 +524,7 @@ func (auth *Authority) IDFree(ctx context.Context, kind, namespace, name, id str
 			continue
 		}
 		// Only a real record that uses the id counts (see olderHolder).
-		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
+		holds, err := auth.holds(ctx, kind, u, id)
 		if err != nil && !store.IsForbidden(err) {
 			return err
 		}

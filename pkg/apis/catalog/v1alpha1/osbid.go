@@ -26,7 +26,55 @@ const (
 	boundIDDomain  = "kubectl-catalog OSB id\x00"
 )
 
-// NewNamespaceBoundID is a fresh OSB id that only records of namespace ns may use.
+// NamespaceKey is one namespace of one cluster: the cluster's id (the one sent as
+// context.clusterid) and the namespace's uid, which the API server assigns. An id bound
+// to a NamespaceKey cannot be made for a namespace one does not know, stays with the
+// namespace it was made for (a namespace deleted and created again under the same name
+// has another uid), and is no id of a namespace of the same name in another cluster
+// that shares the broker.
+type NamespaceKey struct {
+	ClusterID string
+	UID       types.UID
+}
+
+// Valid reports whether k names a namespace: its uid is known. An id made where the
+// cluster id could not be read (a cluster set up without "kubectl catalog init", read
+// by a user who may not create it) is bound to the uid alone, which the API server
+// chose at random for that namespace.
+func (k NamespaceKey) Valid() bool { return k.UID != "" }
+
+func (k NamespaceKey) owner() string { return k.ClusterID + "\x00" + string(k.UID) }
+
+// scopeNamespaceKey is the scope of ids bound to a NamespaceKey.
+const scopeNamespaceKey = "namespace-key"
+
+// NewKeyedNamespaceBoundIDFrom is a fresh OSB id that only records of the namespace key
+// names may use, its random half read from r (nil: uuid's source). For a key that is
+// not Valid it is an id bound to the namespace's name ns (NewNamespaceBoundIDFrom), as
+// ids were before.
+func NewKeyedNamespaceBoundIDFrom(r io.Reader, ns string, key NamespaceKey) string {
+	if !key.Valid() {
+		return NewNamespaceBoundIDFrom(r, ns)
+	}
+	return newBoundID(r, scopeNamespaceKey, key.owner())
+}
+
+// IDBoundToNamespace reports whether id is an id bound to the namespace key names, or
+// to its uid alone (a key that is not Valid matches no id).
+func IDBoundToNamespace(id string, key NamespaceKey) bool {
+	if !key.Valid() || !IsBoundID(id) {
+		return false
+	}
+	u := uuid.MustParse(id)
+	match := func(k NamespaceKey) bool {
+		return string(boundIDTag(scopeNamespaceKey, k.owner(), u[:8])) == string(u[8:])
+	}
+	return match(key) || key.ClusterID != "" && match(NamespaceKey{UID: key.UID})
+}
+
+// NewNamespaceBoundID is a fresh OSB id that only records of namespace ns may use,
+// bound to its name: the form of earlier releases, which anyone can make for any name.
+// New records get ids bound to their namespace's key (NewKeyedNamespaceBoundIDFrom).
 func NewNamespaceBoundID(ns string) string { return NewNamespaceBoundIDFrom(nil, ns) }
 
 // NewRecordBoundID is a fresh OSB id that only the record with uid uid may use.
@@ -97,9 +145,22 @@ func ownsID(id, ns string, uid types.UID, named ...string) bool {
 
 // OwnsExternalID reports whether the OSB instance id id is this instance's to use at its
 // broker: bound to its uid or namespace, or named by its spec (and bound to nothing
-// else). An id found only in the status is not: see docs/security.md.
+// else). An id found only in the status is not: see docs/security.md. An id bound to
+// the namespace's key is not either: OwnsExternalIDIn tells, with the key.
 func (in *ServiceInstance) OwnsExternalID(id string) bool {
 	return ownsID(id, in.Namespace, in.UID, in.Spec.ExternalID)
+}
+
+// OwnsExternalIDIn is OwnsExternalID, an id bound to key (the key of the instance's
+// namespace) also the instance's own.
+func (in *ServiceInstance) OwnsExternalIDIn(id string, key NamespaceKey) bool {
+	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key)
+}
+
+// OwnsExternalIDIn is OwnsExternalID, an id bound to key (the key of the binding's
+// namespace) also the binding's own.
+func (in *ServiceBinding) OwnsExternalIDIn(id string, key NamespaceKey) bool {
+	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key)
 }
 
 // OwnsExternalID reports whether the OSB binding id id is this binding's to use at its
