@@ -119,6 +119,13 @@ func (auth *Authority) olderHolder(ctx context.Context, kind string, rec metav1.
 		if u.UID == rec.GetUID() || created.Time.Before(u.Created.Time) {
 			continue
 		}
+		// An id bound to a uid or a namespace is owned only by the record or the
+		// namespace it is bound to: a ConfigMap elsewhere labelled with it cannot
+		// hold it, whatever it contains, and is not read (a tenant's labelled junk
+		// would otherwise cost every check one read each).
+		if v1alpha1.IsBoundID(id) && !v1alpha1.IDBoundTo(id, u.Namespace, u.UID) {
+			continue
+		}
 		holds, err := auth.env().Store.HoldsExternalID(ctx, kind, u, id)
 		if store.IsForbidden(err) {
 			holds, err = true, nil
