@@ -59,8 +59,8 @@ func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 
 	// reconcile -A, with its peak memory (the resident set the kernel counted).
-	cmd := exec.Command(filepath.Join(binDir, "kubectl-catalog"), append([]string{"-n", ns, "reconcile", "-o", "json", asRunner, "-A",
-		"--interval", "200ms", "--max-duration", "60s"})...)
+	cmd := exec.Command(filepath.Join(binDir, "kubectl-catalog"), "-n", ns, "reconcile", "-o", "json", asRunner, "-A",
+		"--interval", "200ms", "--max-duration", "60s")
 	cmd.Env = append(instEnviron(t), recEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
