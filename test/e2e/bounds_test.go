@@ -36,8 +36,8 @@ const (
 // ConfigMaps in her namespace creates a hundred and twenty named like instance records,
 // each with about 1.3 MB of labels shaped like OSB id labels (no author: the trust
 // policy lets them through). One "reconcile -A" run reports each once as not read,
-// drives another namespace's instance, and its memory stays far below the 256 MiB of
-// reconcile's Pod.
+// drives another namespace's instance, and its peak memory stays far below the 256 MiB
+// of reconcile's Pod.
 func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -85,5 +85,7 @@ func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T
 		}
 	}
 	assert.Check(t, is.Equal(reported, boundsJunk))
-	assert.Check(t, maxRSS < 128<<20, "reconcile's peak resident set was %d MiB", maxRSS>>20)
+	// Far below the Pod's 256 MiB; the list of every label of these ConfigMaps alone
+	// took more than that.
+	assert.Check(t, maxRSS < 160<<20, "reconcile's peak resident set was %d MiB", maxRSS>>20)
 }

@@ -53,11 +53,14 @@ func TestEgressDetect_TheClustersOwnRangesAndMetadataAddressesAreDeniedWithNoSet
 		Spec: corev1.NodeSpec{PodCIDR: "10.251.7.0/24", PodCIDRs: []string{"10.251.7.0/24"}}}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}) })
-	node, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	assert.NilError(t, err)
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.77"}}
-	_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	assert.NilError(t, err)
+	// The node controller writes the node too: the address goes in on a fresh read.
+	instWaitFor(t, "the node's address to be written", 30*time.Second, func() bool {
+		node, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		assert.NilError(t, err)
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.77"}}
+		_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err == nil
+	})
 
 	svc, err := admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 	assert.NilError(t, err)

@@ -43,7 +43,8 @@ func TestEventsScope_AForbiddenEventInOneNamespaceLeavesTheOthersEvents(t *testi
 	})
 
 	sum, r := recRun(t, other.ns, instReconcileEnv, "-A", "--interval", "200ms", "--max-duration", "60s")
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	// Other tests' records of other namespaces may fail the run: these two may not.
+	assert.Assert(t, r.ExitCode == 0 || r.ExitCode == 1, r.Stderr)
 	for _, ns := range []string{gone, other.ns} {
 		it, ok := recItem(sum, ns, "db")
 		assert.Assert(t, ok, "no line for %s/db: %+v", ns, sum.Items)
