@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	discoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	networkingv1 "k8s.io/client-go/kubernetes/typed/networking/v1"
 	policyv1 "k8s.io/client-go/kubernetes/typed/policy/v1"
@@ -38,6 +39,7 @@ type clientset struct {
 	batchV1                 *batchv1.BatchV1Client
 	coordinationV1          *coordinationv1.CoordinationV1Client
 	coreV1                  *corev1.CoreV1Client
+	discoveryV1             *discoveryv1.DiscoveryV1Client
 	eventsV1                *eventsv1.EventsV1Client
 	networkingV1            *networkingv1.NetworkingV1Client
 	policyV1                *policyv1.PolicyV1Client
@@ -58,6 +60,7 @@ func (c *clientset) AuthorizationV1() authorizationv1.AuthorizationV1Interface {
 func (c *clientset) BatchV1() batchv1.BatchV1Interface                      { return c.batchV1 }
 func (c *clientset) CoordinationV1() coordinationv1.CoordinationV1Interface { return c.coordinationV1 }
 func (c *clientset) CoreV1() corev1.CoreV1Interface                         { return c.coreV1 }
+func (c *clientset) DiscoveryV1() discoveryv1.DiscoveryV1Interface          { return c.discoveryV1 }
 func (c *clientset) EventsV1() eventsv1.EventsV1Interface                   { return c.eventsV1 }
 func (c *clientset) NetworkingV1() networkingv1.NetworkingV1Interface       { return c.networkingV1 }
 func (c *clientset) PolicyV1() policyv1.PolicyV1Interface                   { return c.policyV1 }
@@ -112,6 +115,10 @@ func newClientset(cfg *rest.Config) (kubernetes.Interface, error) {
 		},
 		func(c *rest.Config, hc *http.Client) (err error) {
 			cs.coreV1, err = corev1.NewForConfigAndClient(c, hc)
+			return err
+		},
+		func(c *rest.Config, hc *http.Client) (err error) {
+			cs.discoveryV1, err = discoveryv1.NewForConfigAndClient(c, hc)
 			return err
 		},
 		func(c *rest.Config, hc *http.Client) (err error) {

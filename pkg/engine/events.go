@@ -88,13 +88,43 @@ type Aggregator struct {
 	// Interval is the least time between two writes of one series; default 30 seconds.
 	// Repeats in between are counted and written with the next write.
 	Interval time.Duration
-	// Log, if set, is told of a write that failed. After a write is forbidden (a user
-	// without permission to create events) the Aggregator records no more.
+	// Log, if set, is told of a write that failed. After a write is forbidden in a
+	// namespace (a user without permission to create events there, a namespace being
+	// deleted, an events quota filled) the Aggregator records none there for
+	// EventsPausedFor; other namespaces' Events are still recorded.
 	Log func(err error)
 
 	mu     sync.Mutex
 	series map[eventKey]*eventSeries
-	off    bool // a write was forbidden: the writer may not create events
+	// paused is until when the Events of a namespace are not recorded.
+	paused map[string]time.Time
+}
+
+// EventsPausedFor is how long the Events of a namespace are not recorded after a write
+// there was forbidden.
+const EventsPausedFor = 5 * time.Minute
+
+// pausedLocked reports whether the Events of namespace ns are not recorded at t, and
+// forgets a pause that has ended.
+func (a *Aggregator) pausedLocked(ns string, t time.Time) bool {
+	until, ok := a.paused[ns]
+	if ok && t.Before(until) {
+		return true
+	}
+	delete(a.paused, ns)
+	return false
+}
+
+// pauseLocked stops the Events of namespace ns from t for EventsPausedFor after err, a
+// forbidden write there.
+func (a *Aggregator) pauseLocked(ns string, t time.Time, err error) {
+	if !apierrors.IsForbidden(err) {
+		return
+	}
+	if a.paused == nil {
+		a.paused = map[string]time.Time{}
+	}
+	a.paused[ns] = t.Add(EventsPausedFor)
 }
 
 type eventKey struct{ ns, name, typ, reason, action string }
@@ -129,14 +159,14 @@ func (a *Aggregator) Record(ctx context.Context, ev Event) {
 	if a.series == nil {
 		a.series = map[eventKey]*eventSeries{}
 	}
-	if a.off {
+	if a.pausedLocked(ev.Namespace, t) {
 		return
 	}
 	s := a.series[k]
 	if s == nil || s.id == "" || t.Sub(s.last) > window {
 		id, err := a.Sink.Create(ctx, ev, t)
 		if err != nil {
-			a.off = a.off || apierrors.IsForbidden(err)
+			a.pauseLocked(ev.Namespace, t, err)
 			a.fail(err)
 			return
 		}
@@ -150,6 +180,7 @@ func (a *Aggregator) Record(ctx context.Context, ev Event) {
 		return
 	}
 	if err := a.Sink.Update(ctx, s.id, ev, s.count, t); err != nil {
+		a.pauseLocked(ev.Namespace, t, err)
 		a.fail(err)
 		return
 	}
@@ -175,18 +206,17 @@ func (a *Aggregator) flush(ctx context.Context) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.off {
-		return
-	}
-	for _, s := range a.series {
-		if s.count == s.written {
+	t := now()
+	for k, s := range a.series {
+		if s.count == s.written || a.pausedLocked(k.ns, t) {
 			continue
 		}
 		if err := a.Sink.Update(ctx, s.id, s.latest, s.count, s.last); err != nil {
+			a.pauseLocked(k.ns, t, err)
 			a.fail(err)
 			continue
 		}
-		s.written, s.wrote = s.count, now()
+		s.written, s.wrote = s.count, t
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -479,4 +480,46 @@ func (s *seriesSink) Update(_ context.Context, id string, ev Event, count int, _
 	obj := s.events.objects[id]
 	obj.ev, obj.count = ev, s.base[id]+count
 	return nil
+}
+
+// nsForbiddingSink forbids the writes of namespace forbid, and counts the others' writes.
+type nsForbiddingSink struct {
+	forbid string
+	writes map[string]int
+}
+
+func (s *nsForbiddingSink) Create(_ context.Context, ev Event, _ time.Time) (string, error) {
+	if ev.Namespace == s.forbid {
+		return "", apierrors.NewForbidden(k8sschema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("exceeded quota: events"))
+	}
+	s.writes[ev.Namespace]++
+	return ev.Namespace + "/" + ev.Reason, nil
+}
+
+func (s *nsForbiddingSink) Update(_ context.Context, id string, ev Event, _ int, _ time.Time) error {
+	if ev.Namespace == s.forbid {
+		return apierrors.NewForbidden(k8sschema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("exceeded quota: events"))
+	}
+	s.writes[ev.Namespace]++
+	return nil
+}
+
+// A forbidden write pauses the Events of its namespace only, for EventsPausedFor.
+func TestAggregator_AForbiddenWritePausesOnlyItsNamespace(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sink := &nsForbiddingSink{forbid: "full", writes: map[string]int{}}
+	a := &Aggregator{Sink: sink, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	a.Record(ctx, NewEvent("full", "x", EventNormal, "R0", "A", "n"))
+	for _, reason := range []string{"R1", "R2", "R3"} {
+		a.Record(ctx, NewEvent("other", "x", EventNormal, reason, "A", "n"))
+		a.Record(ctx, NewEvent("full", "x", EventNormal, reason, "A", "n"))
+	}
+	assert.Equal(t, sink.writes["other"], 3)
+	sink.forbid = ""
+	a.Record(ctx, NewEvent("full", "x", EventNormal, "R4", "A", "n"))
+	assert.Equal(t, sink.writes["full"], 0, "written while paused")
+	now = now.Add(EventsPausedFor + time.Second)
+	a.Record(ctx, NewEvent("full", "x", EventNormal, "R5", "A", "n"))
+	assert.Equal(t, sink.writes["full"], 1, "not written after the pause")
 }

@@ -205,6 +205,24 @@ var Permissions = []Permission{
 		Why: "reconcile checks that the records' trust policy is in force (without it, it trusts the token ConfigMap alone)",
 	},
 	{
+		// The egress rule of namespace-scoped brokers denies the cluster's own
+		// ranges with no setting: the Service ranges (ServiceCIDRs), the nodes'
+		// Pod ranges and addresses, the API server's endpoints.
+		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"servicecidrs"},
+			Verbs: []string{"list"}},
+		Why: "reconcile keeps namespace-scoped brokers from the cluster's Service ranges; without it, they are denied only if --namespace-broker-deny-cidr names them",
+	},
+	{
+		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"},
+			Verbs: []string{"list"}},
+		Why: "reconcile keeps namespace-scoped brokers from the nodes' Pod ranges and addresses; without it, they are denied only if --namespace-broker-deny-cidr names them",
+	},
+	{
+		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
+			ResourceNames: []string{"kubernetes"}, Verbs: []string{"get"}},
+		Why: "reconcile keeps namespace-scoped brokers from the API server's endpoints; without it, only from the address it connects to",
+	},
+	{
 		// What reconcile did to a record shows where kubectl users look for it:
 		// Events about the record's ConfigMap; a repeat patches the Event's series.
 		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"},

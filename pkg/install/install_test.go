@@ -63,7 +63,12 @@ func TestRules_HaveNoWildcardAndCoverWhatReconcileDoes(t *testing.T) {
 		{"authorization.k8s.io", "subjectaccessreviews", "create", true},
 		{"admissionregistration.k8s.io", "validatingadmissionpolicies", "get", true},
 		{"admissionregistration.k8s.io", "validatingadmissionpolicybindings", "get", true},
+		{"networking.k8s.io", "servicecidrs", "list", true},
+		{"", "nodes", "list", true},
+		{"discovery.k8s.io", "endpointslices", "get", true},
 		// Not needed, so not granted.
+		{"", "nodes", "update", false},
+		{"discovery.k8s.io", "endpointslices", "list", false},
 		{"", "secrets", "list", false},
 		{"", "secrets", "watch", false},
 		{"", "namespaces", "list", false},
@@ -78,8 +83,12 @@ func TestRules_HaveNoWildcardAndCoverWhatReconcileDoes(t *testing.T) {
 	} {
 		assert.Equal(t, allows(tc.group, tc.resource, tc.verb), tc.want, "%s %s.%s", tc.verb, tc.resource, tc.group)
 	}
-	// The trust policy's objects are readable by name only.
+	// The trust policy's objects, and the API server's EndpointSlice, are readable by
+	// name only.
 	for _, r := range rules {
+		if slices.Contains(r.APIGroups, "discovery.k8s.io") {
+			assert.DeepEqual(t, r.ResourceNames, []string{"kubernetes"})
+		}
 		if slices.Contains(r.APIGroups, "admissionregistration.k8s.io") {
 			assert.DeepEqual(t, r.ResourceNames, []string{store.TrustPolicyName})
 		}
@@ -133,7 +142,18 @@ func TestBuild_NetworkPolicyKeepsReconcileFromTheMetadataService_EgressFlagsGoTo
 			}
 		}
 	}
-	assert.Assert(t, is.Contains(excepted, "169.254.169.254/32"))
+	for _, cidr := range []string{"169.254.169.254/32", "100.100.100.200/32", "fd00:ec2::254/128", "64:ff9b::/96"} {
+		assert.Check(t, is.Contains(excepted, cidr))
+	}
+	for _, r := range np.Spec.Egress {
+		for _, to := range r.To {
+			if b := to.IPBlock; b != nil {
+				for _, e := range b.Except {
+					assert.Check(t, strings.Contains(e, ":") == strings.Contains(b.CIDR, ":"), "%s excepted from %s", e, b.CIDR)
+				}
+			}
+		}
+	}
 	assert.Assert(t, slices.Contains(objs.List(), runtime.Object(np)), "applied")
 	assert.Assert(t, is.Contains(strings.Join(o.Command(0), " "), "--namespace-broker-allow-cidr 10.0.0.5 --namespace-broker-deny-cidr 10.96.0.0/12,10.244.0.0/16"))
 	o.Serve = true

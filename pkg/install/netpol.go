@@ -13,8 +13,21 @@ import (
 )
 
 // MetadataCIDRs are the cloud metadata addresses the NetworkPolicy of reconcile's pods
-// keeps them from: the link-local IPv4 one most clouds serve, and the IPv6 one of AWS.
-var MetadataCIDRs = []string{"169.254.169.254/32", "fd00:ec2::254/128"}
+// keeps them from: the link-local IPv4 one most clouds serve, Alibaba Cloud's, the IPv6
+// one of AWS, and NAT64's well-known prefix, through which an IPv6 address reaches any
+// IPv4 one (64:ff9b::a9fe:a9fe is 169.254.169.254). The IPv4 ones first.
+var MetadataCIDRs = []string{"169.254.169.254/32", "100.100.100.200/32", "fd00:ec2::254/128", "64:ff9b::/96"}
+
+// metadataCIDRs are those of MetadataCIDRs of one family: IPv6 or IPv4.
+func metadataCIDRs(v6 bool) []string {
+	var out []string
+	for _, c := range MetadataCIDRs {
+		if strings.Contains(c, ":") == v6 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // networkPolicy is the NetworkPolicy of the installation's pods: egress to DNS, to the
 // cluster's pods, and to every address but the cloud metadata service. It is the
@@ -39,8 +52,8 @@ func networkPolicy(o Options) *networkingv1.NetworkPolicy {
 				{Ports: []networkingv1.NetworkPolicyPort{dns(corev1.ProtocolUDP), dns(corev1.ProtocolTCP)}},
 				{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}},
 				{To: []networkingv1.NetworkPolicyPeer{
-					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: MetadataCIDRs[:1]}},
-					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: MetadataCIDRs[1:]}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: metadataCIDRs(false)}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: metadataCIDRs(true)}},
 				}},
 			},
 		},

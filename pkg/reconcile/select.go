@@ -55,6 +55,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 	// the release of claims whose record is gone. What fails is tried again next run.
 	_ = r.Engine.SettleIDClaims(ctx, o.Namespace, ids)
 	s.now, s.holder = r.now(), r.Engine.Holder()
+	s.addOversized(ids.Oversized())
 	s.addPending(pending)
 	if r.Engine.FetchesCatalogs() {
 		if err := s.addBrokers(ctx); err != nil {
@@ -157,6 +158,26 @@ func (s *selection) addPending(pending []store.WorkItem) {
 		}
 		s.index[w.key()] = len(s.todo)
 		s.todo = append(s.todo, w)
+	}
+}
+
+// addOversized reports the records of the run's share that the list did not read for
+// the size of their labels and annotations: each a failed item, once a run, naming the
+// fix. They are not driven: whoever may write their ConfigMap made them so, and they
+// cost the run no more than their names.
+func (s *selection) addOversized(recs []store.OversizedRecord) {
+	for _, o := range recs {
+		if !s.owns(o.Namespace, o.Name) {
+			continue
+		}
+		w := work{kind: o.Kind, namespace: o.Namespace, name: o.Name}
+		if _, seen := s.index[w.key()]; seen {
+			continue
+		}
+		s.index[w.key()] = -1
+		s.pre = append(s.pre, failed(Item{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}, fmt.Errorf(
+			"not read: its ConfigMap's labels and annotations hold %d bytes, more than the %d a record may (what kubectl catalog writes is a few hundred); remove the labels and annotations it did not write (\"kubectl label configmap %s -n %s KEY-\"), or delete the ConfigMap if it holds no record",
+			o.Bytes, store.MaxRecordMetadataBytes, store.ConfigMapName(o.Kind, o.Name), o.Namespace)))
 	}
 }
 

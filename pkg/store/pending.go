@@ -69,6 +69,12 @@ func (s *Store) listPending(ctx context.Context, namespace string, withIDs bool)
 	}
 	reset()
 	err := s.eachRecordMeta(ctx, namespace, reset, func(m *metav1.ObjectMeta) {
+		if n := metadataBytes(m); n > MaxRecordMetadataBytes {
+			if withIDs {
+				ids.addOversized(m, n)
+			}
+			return
+		}
 		if item, ok := workItem(m); ok {
 			items = append(items, item)
 		}
@@ -97,6 +103,9 @@ func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func
 		return err
 	}
 	opts := metav1.ListOptions{LabelSelector: labels.NewSelector().Add(*req).String(), Limit: s.pageSize}
+	if opts.Limit > 0 {
+		opts.Limit = min(opts.Limit, firstMetaPage)
+	}
 	for {
 		list, err := s.meta.Resource(configMapsResource()).Namespace(namespace).List(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
@@ -107,14 +116,71 @@ func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func
 		if err != nil {
 			return apiError("list", "", namespace, "", err)
 		}
+		largest := 0
 		for i := range list.Items {
+			largest = max(largest, metadataBytes(&list.Items[i].ObjectMeta))
 			visit(&list.Items[i].ObjectMeta)
 		}
 		if list.Continue == "" {
 			return nil
 		}
 		opts.Continue = list.Continue
+		if opts.Limit > 0 {
+			opts.Limit = nextMetaPage(opts.Limit, s.pageSize, largest)
+		}
 	}
+}
+
+// Bounds on what the metadata of records costs a reader of every namespace (reconcile
+// -A). A record's labels and annotations are free to write for anyone who may write its
+// ConfigMap, and a ConfigMap may hold over a megabyte of them: without bounds, a few
+// hundred such ConfigMaps named like records would make one list, and an index of their
+// labels, outgrow reconcile's memory.
+const (
+	// MaxRecordMetadataBytes is the most a record's labels and annotations (keys and
+	// values) may hold. A record over it is not read by ListPendingWithIDs: it is
+	// reported (IDIndex.Oversized) and its labels are not indexed. What the engine
+	// writes is a few hundred bytes, plus about 75 a label for each OSB id.
+	MaxRecordMetadataBytes = 64 << 10
+	// MaxIndexedIDsPerNamespace is the most OSB id labels an IDIndex keeps of one
+	// namespace's records; beyond it the namespace's own id checks list instead.
+	MaxIndexedIDsPerNamespace = 16384
+	// firstMetaPage is the size of the first page of a metadata list, and
+	// metaPageBudget what a page's metadata may hold: each next page has as many
+	// records as fit the budget at the size of the largest of the page before, at most
+	// twice as many as it, and at most the store's page size.
+	firstMetaPage  = 8
+	metaPageBudget = 8 << 20
+)
+
+// metadataBytes is what m's labels and annotations hold, keys and values.
+func metadataBytes(m *metav1.ObjectMeta) int {
+	n := 0
+	for k, v := range m.Labels {
+		n += len(k) + len(v)
+	}
+	for k, v := range m.Annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// nextMetaPage is the size of the page after one of size limit whose largest record's
+// metadata held largest bytes.
+func nextMetaPage(limit, pageSize int64, largest int) int64 {
+	next := min(2*limit, pageSize)
+	if largest > 0 {
+		next = min(next, int64(metaPageBudget/largest))
+	}
+	return max(next, 1)
+}
+
+// OversizedRecord is a ConfigMap with a record kind's label and name whose labels and
+// annotations hold more than MaxRecordMetadataBytes.
+type OversizedRecord struct {
+	Kind, Namespace, Name string
+	// Bytes is what its labels and annotations hold.
+	Bytes int
 }
 
 // UnverifiedCounts counts, per namespace, the records of namespace ("" for all) whose
@@ -177,10 +243,36 @@ type IDIndex struct {
 	// users: the records labelled with an id, the first in first, any more in more.
 	first map[idKey]idUser
 	more  map[idKey][]idUser
-	// listed: the records the list held.
-	listed map[types.UID]struct{}
+	// listed: the records the list held, with their namespaces.
+	listed map[types.UID]string
 	// claims: when each id claim the list held was made, by namespace and name.
 	claims map[types.NamespacedName]idClaim
+	// indexed counts the id labels kept of each namespace's records; incomplete holds
+	// the namespaces some of whose id labels were not kept (over
+	// MaxIndexedIDsPerNamespace, or an oversized record's).
+	indexed    map[string]int
+	incomplete map[string]bool
+	// oversized are the records not read for their size.
+	oversized []OversizedRecord
+}
+
+// Oversized are the records whose labels and annotations the list found over
+// MaxRecordMetadataBytes: neither work items nor indexed.
+func (x *IDIndex) Oversized() []OversizedRecord {
+	if x == nil {
+		return nil
+	}
+	return x.oversized
+}
+
+// addOversized notes m, a record's ConfigMap whose metadata holds n bytes.
+func (x *IDIndex) addOversized(m *metav1.ObjectMeta, n int) {
+	x.incomplete[m.Namespace] = true
+	kind := m.Labels[LabelKind]
+	name, ok := strings.CutPrefix(m.Name, configMapPrefix(kind))
+	if ok && configMapPrefix(kind) != "" {
+		x.oversized = append(x.oversized, OversizedRecord{Kind: kind, Namespace: m.Namespace, Name: name, Bytes: n})
+	}
 }
 
 // idKey is a record kind and the hash of an id, as IDLabel has it.
@@ -196,7 +288,8 @@ type idUser struct {
 }
 
 func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]struct{}{}, claims: map[types.NamespacedName]idClaim{}}
+	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]string{}, claims: map[types.NamespacedName]idClaim{},
+		indexed: map[string]int{}, incomplete: map[string]bool{}}
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
@@ -212,7 +305,7 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	if !ok {
 		return
 	}
-	x.listed[m.UID] = struct{}{}
+	x.listed[m.UID] = m.Namespace
 	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
 	for k, v := range m.Labels {
 		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
@@ -223,6 +316,11 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 		if _, err := hex.Decode(key.sum[:], []byte(rest)); err != nil {
 			continue
 		}
+		if x.indexed[m.Namespace] >= MaxIndexedIDsPerNamespace {
+			x.incomplete[m.Namespace] = true
+			continue
+		}
+		x.indexed[m.Namespace]++
 		if _, taken := x.first[key]; taken {
 			x.more[key] = append(x.more[key], u)
 		} else {
@@ -242,7 +340,14 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if x == nil || namespace != x.namespace {
 		return nil, false
 	}
-	if _, listed := x.listed[uid]; !listed {
+	ns, listed := x.listed[uid]
+	if !listed || x.incomplete[ns] {
+		return nil, false
+	}
+	// An id bound to a uid or a namespace is a real record's only in the namespace it
+	// is bound to, the record's own: other namespaces' missing labels hide no user of
+	// it. Any other id may be another namespace's.
+	if len(x.incomplete) > 0 && !v1alpha1.IsBoundID(id) {
 		return nil, false
 	}
 	key := idKey{binding: kind == v1alpha1.KindServiceBinding}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 )
 
 // NamespaceBrokerAllowEnv is read when --namespace-broker-allow-cidr is not given: ranges,
@@ -25,16 +26,20 @@ const NamespaceBrokerAllowEnv = "KUBECTL_CATALOG_NAMESPACE_BROKER_ALLOW_CIDR"
 // and reconcile calls from its own network position.
 type EgressFlags struct {
 	Allow, Deny []string
+	// Undetected says, after Rule, which of the cluster's ranges could not be read and
+	// what an administrator gives instead.
+	Undetected []string
 }
 
 // AddFlags adds --namespace-broker-allow-cidr and --namespace-broker-deny-cidr.
 func (e *EgressFlags) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringSliceVar(&e.Allow, "namespace-broker-allow-cidr", nil, "Ranges (CIDRs or addresses) namespace-scoped brokers may be called at although the egress rule denies them (env "+NamespaceBrokerAllowEnv+"). Loopback, link-local (cloud metadata) and unspecified addresses, the API server's and the --namespace-broker-deny-cidr ranges are denied, checked on the address each connection is made to.")
-	fs.StringSliceVar(&e.Deny, "namespace-broker-deny-cidr", nil, "Ranges (CIDRs or addresses) namespace-scoped brokers may not be called at, besides loopback, link-local, unspecified and the API server's addresses: the cluster's Service and Pod ranges. Cluster-scoped brokers are not restricted.")
+	fs.StringSliceVar(&e.Deny, "namespace-broker-deny-cidr", nil, "Ranges (CIDRs or addresses) namespace-scoped brokers may not be called at, besides loopback, link-local, cloud metadata, NAT64, unspecified addresses and the cluster's own ranges reconcile reads (ServiceCIDRs, nodes' podCIDRs and addresses, the API server's endpoints): the ranges it cannot read. Cluster-scoped brokers are not restricted.")
 }
 
-// Rule parses the flags into the rule, with the API server's addresses denied.
+// Rule parses the flags into the rule, with the API server's addresses and the
+// cluster's own ranges (kube.DetectClusterRanges) denied.
 func (e *EgressFlags) Rule(f *cmdutil.Factory) (*brokerclient.Egress, error) {
 	values := e.Allow
 	if len(values) == 0 {
@@ -50,6 +55,13 @@ func (e *EgressFlags) Rule(f *cmdutil.Factory) (*brokerclient.Egress, error) {
 	}
 	if cfg, err := f.RESTConfig(); err == nil {
 		deny = append(deny, apiServerAddresses(cfg.Host)...)
+	}
+	if core, err := f.KubernetesClient(); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		found := kube.DetectClusterRanges(ctx, core)
+		cancel()
+		deny = append(deny, found.Prefixes...)
+		e.Undetected = found.Missing
 	}
 	return &brokerclient.Egress{Allow: allow, Deny: deny}, nil
 }

@@ -195,6 +195,12 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	f.UseBrokerOptions(brokerclient.WithNamespaceBrokerEgress(f.CatalogNamespace, rule))
+	for _, m := range o.Egress.Undetected {
+		if len(o.Egress.Deny) > 0 {
+			break // the administrator gave the ranges
+		}
+		fmt.Fprintf(o.Streams.ErrOut, "Note: the egress rule of namespace-scoped brokers does not deny %s\n", m)
+	}
 	rec, err := f.Reconciler(cmdutil.EngineOptions{
 		PollInterval: o.Interval, Holder: cmdutil.HolderName("reconcile"), TestKnobs: true,
 		TargetCacheTTL: reconcile.TargetCacheTTL, Unattended: true, EventWriters: o.Workers,

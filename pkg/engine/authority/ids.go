@@ -206,6 +206,13 @@ func (auth *Authority) holds(ctx context.Context, kind string, u store.IDUser, i
 		if key, err = auth.NamespaceKey(ctx, u.Namespace); err != nil {
 			return false, err
 		}
+		// An id bound to a uid or a namespace is owned only by the record or the
+		// namespace it is bound to: a ConfigMap elsewhere labelled with it cannot
+		// hold it, whatever it contains, and is not read (a tenant's labelled junk
+		// would otherwise cost every check one read each).
+		if !v1alpha1.IDBoundTo(id, u.Namespace, u.UID) && !v1alpha1.IDBoundToNamespace(id, key) {
+			return false, nil
+		}
 	}
 	return auth.env().Store.HoldsExternalIDIn(ctx, kind, u, id, key)
 }

@@ -15,11 +15,14 @@ import (
 // each connection is made to, after name resolution: a name that resolves to a denied
 // address, or changes what it resolves to between a check and the call, gets nothing.
 //
-// Loopback, link-local (the cloud metadata services) and unspecified addresses are
-// always denied, and so is every range in Deny; a range in Allow is allowed even so.
+// Loopback, link-local (the cloud metadata services), the other cloud metadata
+// addresses (MetadataAddresses), NAT64's well-known prefix (through which an IPv6
+// address reaches any IPv4 one) and unspecified addresses are always denied, and so is
+// every range in Deny; a range in Allow is allowed even so.
 type Egress struct {
 	// Deny are ranges refused besides the built-in ones: the cluster's Service and Pod
-	// ranges, the API server's address.
+	// ranges, its nodes' and the API server's addresses (reconcile detects them where
+	// the cluster says them, and an administrator adds what it cannot read).
 	Deny []netip.Prefix
 	// Allow are ranges allowed although denied: a namespace broker an administrator
 	// runs on the reconcile host, say.
@@ -29,20 +32,36 @@ type Egress struct {
 // thisNetwork is 0.0.0.0/8, which Linux connects to the host itself.
 var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 
+// MetadataAddresses are the cloud metadata services outside link-local: Alibaba Cloud's
+// IPv4 one and the IPv6 one of AWS (169.254.169.254, most clouds' own, is link-local).
+var MetadataAddresses = []netip.Prefix{
+	netip.MustParsePrefix("100.100.100.200/32"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
+// NAT64 is the well-known prefix of NAT64 (RFC 6052): on a network with a NAT64
+// gateway, 64:ff9b::a9fe:a9fe is 169.254.169.254, so every address in it stands for an
+// IPv4 one the rule cannot see.
+var NAT64 = netip.MustParsePrefix("64:ff9b::/96")
+
 // EgressError says that a connection to a namespace-scoped broker was refused by the
 // egress rule. It names the class of the address, not the address: the message ends in
 // the record's status, and a tenant must not learn from it what a cluster-internal name
 // resolves to.
 type EgressError struct {
-	// Class is "loopback", "link-local", "unspecified" or "denied".
+	// Class is "loopback", "link-local", "metadata", "nat64", "unspecified" or "denied".
 	Class string
 }
 
 func (e *EgressError) Error() string {
-	what := "in a range the administrator denies"
+	what := "in a denied range (the cluster's Service, Pod or node ranges, the API server's, or one an administrator denies)"
 	switch e.Class {
 	case "loopback", "link-local", "unspecified":
 		what = "a " + e.Class + " address"
+	case "metadata":
+		what = "a cloud metadata address"
+	case "nat64":
+		what = "a NAT64 address (64:ff9b::/96)"
 	}
 	return "refused by reconcile's egress rule for namespace-scoped brokers: the broker's host resolves to " + what +
 		" (an administrator allows a range with --namespace-broker-allow-cidr)"
@@ -69,6 +88,13 @@ func (e *Egress) Check(addr netip.Addr) error {
 		return &EgressError{Class: "link-local"}
 	case addr.IsUnspecified() || thisNetwork.Contains(addr):
 		return &EgressError{Class: "unspecified"}
+	case NAT64.Contains(addr):
+		return &EgressError{Class: "nat64"}
+	}
+	for _, p := range MetadataAddresses {
+		if p.Contains(addr) {
+			return &EgressError{Class: "metadata"}
+		}
 	}
 	for _, p := range e.Deny {
 		if p.Contains(addr) {

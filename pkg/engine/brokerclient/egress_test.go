@@ -147,3 +147,36 @@ func TestWithNamespaceBrokerEgress_BoundsANamespaceBrokersRequests(t *testing.T)
 	_, err = c.GetCatalog(ctx, nil)
 	assert.NilError(t, err, "a cluster broker keeps the client's timeout")
 }
+
+// The cloud metadata addresses outside link-local (Alibaba's 100.100.100.200, AWS's IPv6
+// fd00:ec2::254) and NAT64's well-known prefix, through which an IPv6 address reaches
+// any IPv4 one (64:ff9b::a9fe:a9fe is 169.254.169.254), are denied with no setting, and
+// an administrator's allow range still lets them through.
+func TestEgress_DeniesMetadataAddressesAndNAT64ByDefault(t *testing.T) {
+	rule := &brokerclient.Egress{}
+	for addr, want := range map[string]string{
+		"100.100.100.200":        "metadata",
+		"::ffff:100.100.100.200": "metadata",
+		"fd00:ec2::254":          "metadata",
+		"64:ff9b::a9fe:a9fe":     "nat64",
+		"64:ff9b::7f00:1":        "nat64",
+		"64:ff9b::cb00:7107":     "nat64",
+		"100.100.100.201":        "",
+		"fd00:ec2::253":          "",
+		"64:ff9c::a9fe:a9fe":     "",
+		"2001:db8::a9fe:a9fe":    "",
+	} {
+		err := rule.Check(netip.MustParseAddr(addr))
+		if want == "" {
+			assert.NilError(t, err, addr)
+			continue
+		}
+		var ee *brokerclient.EgressError
+		assert.Assert(t, errors.As(err, &ee), "%s: %v", addr, err)
+		assert.Equal(t, ee.Class, want, addr)
+		assert.Assert(t, !strings.Contains(err.Error(), addr), "the message names no address: %v", err)
+	}
+	allow, err := brokerclient.ParseCIDRs([]string{"64:ff9b::/96"})
+	assert.NilError(t, err)
+	assert.NilError(t, (&brokerclient.Egress{Allow: allow}).Check(netip.MustParseAddr("64:ff9b::cb00:7107")))
+}

@@ -20,8 +20,11 @@ import (
 // that a reconcile run driving many records at once does not wait for their Events one
 // after another. Create answers at once with the id the Event will have (its name is
 // derived from its series); Drain, which the Aggregator's Flush calls before a process
-// ends, waits for what is queued. After the API server forbids a write (a user who may
-// not create Events), the rest is dropped.
+// ends, waits for what is queued. After the API server forbids a write in a namespace (a
+// user who may not create Events there, a namespace being deleted, an events quota a
+// tenant filled), the Events of that namespace are dropped for EventsPausedFor, those
+// of other namespaces still written: one namespace's refusals must not silence the
+// audit trail of every other.
 type asyncSink struct {
 	sink *APIEventSink
 	log  func(error)
@@ -34,7 +37,9 @@ type asyncSink struct {
 	writing map[string]bool
 	running int
 	idle    *sync.Cond
-	off     bool
+	// now is the clock; paused, until when the Events of a namespace are dropped.
+	now    func() time.Time
+	paused map[string]time.Time
 }
 
 // eventWrite is one queued write of the Event id.
@@ -51,7 +56,8 @@ const eventWriteTimeout = 10 * time.Second
 const DefaultEventWriters = 8
 
 func newAsyncSink(sink *APIEventSink, log func(error), writers int) *asyncSink {
-	s := &asyncSink{sink: sink, log: log, writers: cmp.Or(max(writers, 0), DefaultEventWriters), writing: map[string]bool{}}
+	s := &asyncSink{sink: sink, log: log, writers: cmp.Or(max(writers, 0), DefaultEventWriters), writing: map[string]bool{},
+		now: time.Now, paused: map[string]time.Time{}}
 	s.idle = sync.NewCond(&s.mu)
 	return s
 }
@@ -66,9 +72,16 @@ func (s *asyncSink) Create(ctx context.Context, ev engine.Event, at time.Time) (
 	return id, nil
 }
 
-// Update implements engine.EventSink.
+// Update implements engine.EventSink. An Event not found (its Create was dropped while
+// its namespace was paused, or it was deleted since) is made anew.
 func (s *asyncSink) Update(ctx context.Context, id string, ev engine.Event, count int, last time.Time) error {
-	s.enqueue(ctx, id, func(ctx context.Context) error { return s.sink.Update(ctx, id, ev, count, last) })
+	s.enqueue(ctx, id, func(ctx context.Context) error {
+		err := s.sink.Update(ctx, id, ev, count, last)
+		if apierrors.IsNotFound(err) {
+			_, err = s.sink.Create(ctx, ev, last)
+		}
+		return err
+	})
 	return nil
 }
 
@@ -76,7 +89,7 @@ func (s *asyncSink) enqueue(ctx context.Context, id string, write func(context.C
 	ctx = context.WithoutCancel(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.off {
+	if s.pausedLocked(namespaceOf(id)) {
 		return
 	}
 	s.queue = append(s.queue, eventWrite{id: id, write: func() error {
@@ -111,7 +124,9 @@ func (s *asyncSink) run(w eventWrite) {
 	s.running--
 	if err != nil {
 		if apierrors.IsForbidden(err) {
-			s.off, s.queue = true, nil
+			ns := namespaceOf(w.id)
+			s.paused[ns] = s.now().Add(EventsPausedFor)
+			s.queue = slices.DeleteFunc(s.queue, func(q eventWrite) bool { return namespaceOf(q.id) == ns })
 		}
 		if s.log != nil {
 			s.log(err)
@@ -121,6 +136,23 @@ func (s *asyncSink) run(w eventWrite) {
 	if s.running == 0 {
 		s.idle.Broadcast()
 	}
+}
+
+// pausedLocked reports whether the Events of namespace ns are dropped now, and forgets
+// a pause that has ended.
+func (s *asyncSink) pausedLocked(ns string) bool {
+	until, ok := s.paused[ns]
+	if ok && s.now().Before(until) {
+		return true
+	}
+	delete(s.paused, ns)
+	return false
+}
+
+// namespaceOf is the namespace of the Event id ("namespace/name").
+func namespaceOf(id string) string {
+	ns, _ := splitID(id)
+	return ns
 }
 
 // Drain waits until every queued write is done, or ctx ends.

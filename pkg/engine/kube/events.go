@@ -38,11 +38,20 @@ func EventRecorder(core kubernetes.Interface, holder string, writers int) engine
 	log := func(err error) {
 		klog.V(2).Infof("events not recorded: %v", err)
 	}
-	return &engine.Aggregator{
-		Sink: newAsyncSink(&APIEventSink{Client: core, Instance: instance}, log, writers),
-		Log:  log,
-	}
+	return eventRecorder(core, instance, log, writers, time.Now)
 }
+
+// eventRecorder is EventRecorder with the reporting instance, the log of failed writes
+// and the clock given.
+func eventRecorder(core kubernetes.Interface, instance string, log func(error), writers int, now func() time.Time) engine.EventRecorder {
+	sink := newAsyncSink(&APIEventSink{Client: core, Instance: instance}, log, writers)
+	sink.now = now
+	return &engine.Aggregator{Sink: sink, Log: log, Now: now}
+}
+
+// EventsPausedFor is how long the Events of a namespace are not written after the API
+// server forbade one there.
+const EventsPausedFor = engine.EventsPausedFor
 
 // ReportingController names the catalog in the Events it records.
 const ReportingController = "kubectl-catalog"

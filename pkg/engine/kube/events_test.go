@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,4 +243,64 @@ func TestEventRecorder_WritesTheEventsOfSeveralRecordsTogether(t *testing.T) {
 	r.(interface{ Flush(context.Context) }).Flush(ctx)
 	assert.Assert(t, !timedOut.Load(), "the Events were written one after another")
 	assert.Equal(t, created.Load(), int32(records))
+}
+
+// A write the API server forbids in one namespace (a Terminating namespace, an events
+// quota a tenant filled) stops the Events of that namespace only: the other namespaces'
+// Events are written, and the namespace's own are written again after EventsPausedFor.
+func TestEventRecorder_AForbiddenWriteStopsOnlyItsNamespaceForAWhile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"quota", apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New(`exceeded quota: events, requested: count/events.events.k8s.io=1`))},
+		{"terminating", apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("unable to create new content in namespace full because it is being terminated"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := k8sfake.NewClientset()
+			var refuse atomic.Bool
+			refuse.Store(true)
+			cs.PrependReactor("create", "events", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if a.GetNamespace() == "full" && refuse.Load() {
+					return true, nil, tc.err
+				}
+				return false, nil, nil
+			})
+			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			var mu sync.Mutex
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			r := eventRecorder(cs, "cli", nil, 0, clock)
+			ctx := context.Background()
+			flush := func() { r.(interface{ Flush(context.Context) }).Flush(ctx) }
+			record := func(ns, reason string) {
+				r.Record(ctx, engine.NewEvent(ns, "catalog-instance.db", engine.EventNormal, reason, "Provision", "x"))
+			}
+			count := func(ns string) int {
+				list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+				assert.NilError(t, err)
+				return len(list.Items)
+			}
+			record("full", "ProvisionRequested")
+			flush()
+			for _, reason := range []string{"ProvisionRequested", "ProvisionSucceeded", "RetryScheduled"} {
+				record("other", reason)
+				record("full", reason+"Again")
+			}
+			flush()
+			assert.Equal(t, count("other"), 3, "a refusal in namespace full stopped the Events of namespace other")
+			assert.Equal(t, count("full"), 0)
+			// Later, with room again in namespace full, its Events are written again.
+			refuse.Store(false)
+			mu.Lock()
+			now = now.Add(EventsPausedFor + time.Second)
+			mu.Unlock()
+			record("full", "ProvisionSucceeded")
+			flush()
+			assert.Equal(t, count("full"), 1, "namespace full's Events were not written again after the pause")
+			// A repeat of an Event whose Create was dropped during the pause makes it.
+			record("full", "RetryScheduledAgain")
+			flush()
+			assert.Equal(t, count("full"), 2, "an Event whose Create was dropped was not made on its repeat")
+		})
+	}
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +41,25 @@ type Metrics struct {
 	shardListed    prometheus.Gauge
 	shardOwned     prometheus.Gauge
 	shardTaken     prometheus.Counter
+
+	// now is the clock of the broker series' expiry.
+	now func() time.Time
+	// mu guards brokerSeen: when each broker label last observed a request.
+	mu         sync.Mutex
+	brokerSeen map[string]time.Time
 }
+
+// The broker-request metric's labels are chosen by tenants (a namespace-scoped broker's
+// namespace and name, the status codes its server answers), so its series are bounded:
+// codes are counted by class (2xx, 4xx, ...), at most MaxBrokerSeries brokers have
+// series of their own (those beyond are counted under OtherBrokers until some expire),
+// and the series of a broker not heard from for BrokerSeriesTTL (deleted, or idle) are
+// dropped.
+const (
+	MaxBrokerSeries = 200
+	BrokerSeriesTTL = time.Hour
+	OtherBrokers    = "other"
+)
 
 // newGauge returns a gauge of the given name and help.
 func newGauge(name, help string) prometheus.Gauge {
@@ -74,7 +93,7 @@ func NewMetrics() *Metrics {
 		}),
 		brokerRequests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kubectl_catalog_broker_request_duration_seconds",
-			Help:    "How long brokers took to answer requests (up to the response headers), by broker (namespace/name) and HTTP status code (\"error\" when no answer came).",
+			Help:    "How long brokers took to answer requests (up to the response headers), by broker (namespace/name; \"other\" beyond 200 brokers heard from within an hour) and HTTP status class (2xx, 4xx, ...; \"error\" when no answer came).",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"broker", "code"}),
 		shardMembers: newGauge("kubectl_catalog_shard_members",
@@ -87,6 +106,8 @@ func NewMetrics() *Metrics {
 			Name: "kubectl_catalog_shard_records_taken_over_total",
 			Help: "Records of another member's share taken up because they stayed pending, unclaimed and unchanged past the starvation bound.",
 		}),
+		now:        time.Now,
+		brokerSeen: map[string]time.Time{},
 	}
 	m.registry.MustRegister(m.runs, m.records, m.queueDepth, m.lastRun, m.runDuration, m.brokerRequests,
 		m.shardMembers, m.shardListed, m.shardOwned, m.shardTaken,
@@ -119,6 +140,9 @@ func (m *Metrics) ObserveRun(sum reconcile.Summary, err error, interrupted bool,
 		result = RunFailed
 	}
 	m.runs.WithLabelValues(result).Inc()
+	m.mu.Lock()
+	m.expireLocked()
+	m.mu.Unlock()
 	m.runDuration.Observe(took.Seconds())
 	m.lastRun.Set(float64(end.UnixNano()) / 1e9)
 	if result == RunError {
@@ -142,8 +166,31 @@ func (m *Metrics) ObserveRun(sum reconcile.Summary, err error, interrupted bool,
 // came. It has the signature of brokerclient.Observer.
 func (m *Metrics) ObserveBrokerRequest(broker types.NamespacedName, code int, took time.Duration) {
 	c := "error"
-	if code > 0 {
-		c = strconv.Itoa(code)
+	if code >= 100 && code < 600 {
+		c = strconv.Itoa(code/100) + "xx"
 	}
-	m.brokerRequests.WithLabelValues(broker.String(), c).Observe(took.Seconds())
+	label := broker.String()
+	m.mu.Lock()
+	m.expireLocked()
+	brokers := len(m.brokerSeen)
+	if _, ok := m.brokerSeen[OtherBrokers]; ok {
+		brokers--
+	}
+	if _, seen := m.brokerSeen[label]; !seen && brokers >= MaxBrokerSeries {
+		label = OtherBrokers
+	}
+	m.brokerSeen[label] = m.now()
+	m.mu.Unlock()
+	m.brokerRequests.WithLabelValues(label, c).Observe(took.Seconds())
+}
+
+// expireLocked drops the series of the brokers not heard from for BrokerSeriesTTL.
+func (m *Metrics) expireLocked() {
+	now := m.now()
+	for label, at := range m.brokerSeen {
+		if now.Sub(at) > BrokerSeriesTTL {
+			delete(m.brokerSeen, label)
+			m.brokerRequests.DeletePartialMatch(prometheus.Labels{"broker": label})
+		}
+	}
 }
