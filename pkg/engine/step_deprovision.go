@@ -21,8 +21,9 @@ import (
 // and the end of an instance the broker no longer holds.
 
 func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
-	if prev == nil {
-		// Ids inst does not own are never sent for it: they keep nothing waiting.
+	if prev == nil && inst.DeletionTimestamp != nil && ctx.Value(unownedForgottenKey{}) == nil {
+		// Ids inst does not own are never sent for it: they keep its deletion waiting
+		// no more.
 		if ids := authority.UnownedIDs(inst, instanceIDsAtBroker(inst)); len(ids) > 0 {
 			return e.forgetUnownedIDs(ctx, inst, ids)
 		}
@@ -362,8 +363,10 @@ func (e instanceSteps) gone(ctx context.Context, inst *v1alpha1.ServiceInstance,
 // forgetUnownedIDs forgets ids, OSB ids inst's status lists as held at the broker that
 // inst does not own (authority.UnownedIDs), with a Warning Event and a condition naming
 // inst and the ids, then goes on with the deprovision: they never keep inst's deletion
-// waiting (see the binding's forgetUnownedIDs).
+// waiting (see the binding's forgetUnownedIDs). Only what a status names is forgotten:
+// an id its spec names that it does not own stays, refused (RefusedIDNotOwned).
 func (e instanceSteps) forgetUnownedIDs(ctx context.Context, inst *v1alpha1.ServiceInstance, ids []string) (Result, error) {
+	ctx = context.WithValue(ctx, unownedForgottenKey{}, true)
 	x := inst.DeepCopy()
 	for _, id := range ids {
 		forgetExternalID(&x.Status.OperationStatus, id)
@@ -373,6 +376,11 @@ func (e instanceSteps) forgetUnownedIDs(ctx context.Context, inst *v1alpha1.Serv
 		if x.Status.ExternalID == id {
 			x.Status.ExternalID = ""
 		}
+	}
+	left := authority.UnownedIDs(x, instanceIDsAtBroker(x))
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(left, id) })
+	if len(ids) == 0 {
+		return e.deprovision(ctx, inst, nil)
 	}
 	msg := authority.ForgottenIDsMessage(v1alpha1.KindServiceInstance, inst, ids)
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnownedIDsForgotten, msg, e.now())

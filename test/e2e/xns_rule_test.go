@@ -38,7 +38,7 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 		name, class string
 		async       bool
 	}{
-		{name: "cluster broker, synchronous", class: "object-storage"},
+		{name: "cluster broker, synchronous", class: "acme/object-storage"},
 		{name: "namespace broker, asynchronous", class: "team/object-storage", async: true},
 	} {
 		t.Run("a forged binding pins no instance of another tenant: "+tc.name, func(t *testing.T) {
@@ -48,7 +48,7 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 			db := "pinned-" + strings.Fields(tc.name)[0]
 			r := trustBob(t, e, "provision", db, "--class", tc.class, "--plan", "bucket")
 			assert.Equal(t, r.ExitCode, 0, r.Stderr)
-			xnsReconcileUntil(t, e, e.teamB, db+" to be ready", func() bool {
+			xnsReconcileUntil(t, e, []string{e.teamB}, db+" to be ready", func() bool {
 				inst, err := e.st.Instances().Get(ctx, e.teamB, db)
 				return err == nil && inst.Status.Phase == v1alpha1.PhaseReady
 			})
@@ -63,7 +63,7 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 
 			r = trustBob(t, e, "deprovision", db, "--yes")
 			assert.Equal(t, r.ExitCode, 0, r.Stderr)
-			xnsReconcileUntil(t, e, e.teamB, "bob's deprovision to reach the broker", func() bool {
+			xnsReconcileUntil(t, e, []string{e.teamB}, "bob's deprovision to reach the broker", func() bool {
 				_, err := e.st.Instances().Get(ctx, e.teamB, db)
 				return store.IsNotFound(err)
 			})
@@ -97,7 +97,7 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 
 		r := sharingAlice(t, e, "unshare", "shop", "--from-namespace", e.teamB, "--yes")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-		xnsReconcileUntil(t, e, e.teamB, "bob's binding to be unbound", func() bool {
+		xnsReconcileUntil(t, e, []string{e.teamA, e.teamB}, "bob's binding to be unbound", func() bool {
 			_, err := e.st.Bindings().Get(ctx, e.teamB, "shop")
 			return store.IsNotFound(err)
 		})
@@ -114,7 +114,7 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 		id := inst.CurrentExternalID()
 		r = sharingAlice(t, e, "deprovision", "shop", "--yes")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-		xnsReconcileUntil(t, e, e.teamA, "alice's deprovision to reach the broker", func() bool {
+		xnsReconcileUntil(t, e, []string{e.teamA}, "alice's deprovision to reach the broker", func() bool {
 			_, err := e.st.Instances().Get(ctx, e.teamA, "shop")
 			return store.IsNotFound(err)
 		})
@@ -125,13 +125,13 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 		// bob's instances: one shared with nobody, one shared with the victim's
 		// namespace under an allowed-namespaces list; and a name nothing uses.
 		for _, args := range [][]string{
-			{"provision", "quiet", "--class", "object-storage", "--plan", "bucket"},
-			{"provision", "granted", "--class", "object-storage", "--plan", "bucket", "--allowed-namespaces", e.teamB + "," + e.victim},
+			{"provision", "quiet", "--class", "acme/object-storage", "--plan", "bucket"},
+			{"provision", "granted", "--class", "acme/object-storage", "--plan", "bucket", "--allowed-namespaces", e.teamB + "," + e.victim},
 		} {
 			r := trustBob(t, e, args...)
 			assert.Equal(t, r.ExitCode, 0, r.Stderr)
 		}
-		xnsReconcileUntil(t, e, e.teamB, "bob's instances to be ready", func() bool {
+		xnsReconcileUntil(t, e, []string{e.teamB}, "bob's instances to be ready", func() bool {
 			for _, name := range []string{"quiet", "granted"} {
 				if inst, err := e.st.Instances().Get(ctx, e.teamB, name); err != nil || inst.Status.Phase != v1alpha1.PhaseReady {
 					return false
@@ -187,9 +187,9 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 	})
 
 	t.Run("bob's namespace deletion finishes under alice's forged binding", func(t *testing.T) {
-		r := trustBob(t, e, "provision", "last", "--class", "object-storage", "--plan", "bucket")
+		r := trustBob(t, e, "provision", "last", "--class", "team/object-storage", "--plan", "bucket")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-		xnsReconcileUntil(t, e, e.teamB, "the instance to be ready", func() bool {
+		xnsReconcileUntil(t, e, []string{e.teamB}, "the instance to be ready", func() bool {
 			inst, err := e.st.Instances().Get(ctx, e.teamB, "last")
 			return err == nil && inst.Status.Phase == v1alpha1.PhaseReady
 		})
@@ -200,7 +200,7 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 		// Forged records of the earlier parts would hold the namespace too: they are
 		// alice's own, in her namespace, and hold nothing of bob's.
 		assert.NilError(t, e.admin.CoreV1().Namespaces().Delete(ctx, e.teamB, metav1.DeleteOptions{}))
-		xnsReconcileUntil(t, e, e.teamB, "bob's namespace deletion to finish", func() bool {
+		xnsReconcileUntil(t, e, []string{e.teamB}, "bob's namespace deletion to finish", func() bool {
 			_, err := e.admin.CoreV1().Namespaces().Get(ctx, e.teamB, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
@@ -233,12 +233,12 @@ func xnsNamespaceBroker(t *testing.T, e *trustEnv) {
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 }
 
-// xnsAsync makes the test broker answer plan's provisions, binds and their deletions
+// xnsAsync makes the test broker answer plan's provisions, deprovisions and unbinds
 // asynchronously until the test ends.
 func xnsAsync(t *testing.T, e *trustEnv, plan string) {
 	t.Helper()
 	err := e.b.SetPlanBehaviour(plan, broker.PlanBehaviour{
-		Async:      []broker.Op{broker.OpProvision, broker.OpDeprovision, broker.OpBind, broker.OpUnbind},
+		Async:      []broker.Op{broker.OpProvision, broker.OpDeprovision, broker.OpUnbind},
 		AsyncDelay: broker.Duration(100 * time.Millisecond),
 	})
 	assert.NilError(t, err)
@@ -255,12 +255,14 @@ func xnsForgedBinding(e *trustEnv, name, ns, instance string) *v1alpha1.ServiceB
 	}
 }
 
-// xnsReconcileUntil runs reconcile in ns, as its ServiceAccount, until cond holds (a
-// few runs at most).
-func xnsReconcileUntil(t *testing.T, e *trustEnv, ns, what string, cond func() bool) {
+// xnsReconcileUntil runs reconcile in each of namespaces in turn, as its ServiceAccount,
+// until cond holds (a few rounds at most).
+func xnsReconcileUntil(t *testing.T, e *trustEnv, namespaces []string, what string, cond func() bool) {
 	t.Helper()
 	for range 8 {
-		trustReconcile(t, e, ns)
+		for _, ns := range namespaces {
+			trustReconcile(t, e, ns)
+		}
 		if cond() {
 			return
 		}
