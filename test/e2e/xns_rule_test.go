@@ -186,6 +186,68 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 		}
 	})
 
+	t.Run("a binding record of a newer release blocks its instance's deletion; one of an ungranted namespace does not", func(t *testing.T) {
+		r := trustBob(t, e, "provision", "upgrade", "--class", "acme/object-storage", "--plan", "bucket")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		xnsReconcileUntil(t, e, []string{e.teamB}, "the instance to be ready", func() bool {
+			inst, err := e.st.Instances().Get(ctx, e.teamB, "upgrade")
+			return err == nil && inst.Status.Phase == v1alpha1.PhaseReady
+		})
+		inst, err := e.st.Instances().Get(ctx, e.teamB, "upgrade")
+		assert.NilError(t, err)
+		id := inst.CurrentExternalID()
+		bob, err := cp.Client(controlplane.BobUser)
+		assert.NilError(t, err)
+		newer := func(ns, author string) *corev1.ConfigMap {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: store.ConfigMapName(v1alpha1.KindServiceBinding, "newer"),
+				Labels: map[string]string{store.LabelKind: v1alpha1.KindServiceBinding, store.LabelManagedBy: store.ManagedBy,
+					store.LabelInstance: "upgrade"},
+				Annotations: map[string]string{store.AnnotationFormat: "99", store.AnnotationAuthor: author,
+					store.AnnotationAuthorGroups: authenticatedGroups, store.AnnotationTrustToken: e.token},
+				Finalizers: []string{store.Finalizer}},
+				Data: map[string]string{store.DataKey: `{"apiVersion":"catalog.kubectl-catalog.io/v9","kind":"ServiceBinding"}`}}
+			if ns != e.teamB {
+				cm.Labels[store.LabelInstanceNamespace] = e.teamB
+			}
+			return cm
+		}
+		// bob's own, as a newer release wrote it; and alice's, in her namespace.
+		_, err = bob.CoreV1().ConfigMaps(e.teamB).Create(ctx, newer(e.teamB, controlplane.BobUser), metav1.CreateOptions{})
+		assert.NilError(t, err)
+		tenantCreate(t, e, newer(e.teamA, controlplane.AliceUser))
+
+		r = trustBob(t, e, "deprovision", "upgrade", "--yes")
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		for range 2 {
+			trustReconcile(t, e, e.teamB)
+		}
+		inst, err = e.st.Instances().Get(ctx, e.teamB, "upgrade")
+		assert.NilError(t, err, "the deletion waits")
+		assert.Check(t, !slices.ContainsFunc(e.b.RequestsFor(broker.OpDeprovision), func(r broker.RecordedRequest) bool { return r.InstanceID == id }),
+			"no DELETE under a binding a newer release may hold")
+		ready := ""
+		for _, c := range inst.Status.Conditions {
+			if c.Type == v1alpha1.ConditionReady {
+				ready = c.Message
+			}
+		}
+		assert.Check(t, is.Contains(ready, "newer"), "the wait names the record")
+		assert.Check(t, !strings.Contains(ready, e.teamA), "alice's record is not waited for: %s", ready)
+
+		// The newer release unbinds its binding: the finalizer goes, and so does the instance.
+		cm, err := e.admin.CoreV1().ConfigMaps(e.teamB).Get(ctx, store.ConfigMapName(v1alpha1.KindServiceBinding, "newer"), metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Check(t, cm.DeletionTimestamp != nil, "it is marked for deletion")
+		cm.Finalizers = nil
+		_, err = e.admin.CoreV1().ConfigMaps(e.teamB).Update(ctx, cm, metav1.UpdateOptions{})
+		assert.NilError(t, err)
+		xnsReconcileUntil(t, e, []string{e.teamB}, "the instance's deletion to finish", func() bool {
+			_, err := e.st.Instances().Get(ctx, e.teamB, "upgrade")
+			return store.IsNotFound(err)
+		})
+		assert.Check(t, slices.ContainsFunc(e.b.RequestsFor(broker.OpDeprovision), func(r broker.RecordedRequest) bool { return r.InstanceID == id }))
+	})
+
 	t.Run("bob's namespace deletion finishes under alice's forged binding", func(t *testing.T) {
 		r := trustBob(t, e, "provision", "last", "--class", "team/object-storage", "--plan", "bucket")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
@@ -200,10 +262,18 @@ func TestXNS_TheCrossNamespaceRule(t *testing.T) {
 		// Forged records of the earlier parts would hold the namespace too: they are
 		// alice's own, in her namespace, and hold nothing of bob's.
 		assert.NilError(t, e.admin.CoreV1().Namespaces().Delete(ctx, e.teamB, metav1.DeleteOptions{}))
-		xnsReconcileUntil(t, e, []string{e.teamB}, "bob's namespace deletion to finish", func() bool {
+		instWaitFor(t, "the namespace controller to mark bob's records deleted", 2*time.Minute, func() bool {
+			inst, err := e.st.Instances().Get(ctx, e.teamB, "last")
+			return err == nil && inst.DeletionTimestamp != nil
+		})
+		instWaitFor(t, "bob's namespace deletion to finish", 3*time.Minute, func() bool {
+			trustReconcile(t, e, e.teamB)
 			_, err := e.admin.CoreV1().Namespaces().Get(ctx, e.teamB, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
+		cur, err := e.st.Bindings().Get(ctx, e.teamA, pin.Name)
+		assert.NilError(t, err)
+		assert.Check(t, cur.DeletionTimestamp == nil, "alice's record is not touched")
 	})
 }
 
@@ -233,12 +303,12 @@ func xnsNamespaceBroker(t *testing.T, e *trustEnv) {
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 }
 
-// xnsAsync makes the test broker answer plan's provisions, deprovisions and unbinds
+// xnsAsync makes the test broker answer plan's provisions and deprovisions
 // asynchronously until the test ends.
 func xnsAsync(t *testing.T, e *trustEnv, plan string) {
 	t.Helper()
 	err := e.b.SetPlanBehaviour(plan, broker.PlanBehaviour{
-		Async:      []broker.Op{broker.OpProvision, broker.OpDeprovision, broker.OpUnbind},
+		Async:      []broker.Op{broker.OpProvision, broker.OpDeprovision},
 		AsyncDelay: broker.Duration(100 * time.Millisecond),
 	})
 	assert.NilError(t, err)
