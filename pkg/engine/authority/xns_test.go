@@ -27,13 +27,19 @@ func TestCounts_TheCrossNamespaceRule(t *testing.T) {
 		{name: "never granted, a status saying the broker holds it", ns: "b", status: held},
 		{name: "shared now", ns: "b", inst: func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = []string{"b"} }, want: true},
 		{name: "shared now, outside the allowed list, held", ns: "b", status: held, want: true,
-			inst: func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith, i.Spec.AllowedNamespaces = []string{"b"}, []string{"c"} }},
+			inst: func(i *v1alpha1.ServiceInstance) {
+				i.Spec.SharedWith, i.Spec.AllowedNamespaces = []string{"b"}, []string{"c"}
+			}},
 		{name: "shared now, outside the allowed list, not held", ns: "b",
-			inst: func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith, i.Spec.AllowedNamespaces = []string{"b"}, []string{"c"} }},
+			inst: func(i *v1alpha1.ServiceInstance) {
+				i.Spec.SharedWith, i.Spec.AllowedNamespaces = []string{"b"}, []string{"c"}
+			}},
 		{name: "shared before, held", ns: "b", status: held, want: true, inst: func(i *v1alpha1.ServiceInstance) { i.Status.SharedBefore = []string{"b"} }},
 		{name: "shared before, not held", ns: "b", inst: func(i *v1alpha1.ServiceInstance) { i.Status.SharedBefore = []string{"b"} }},
 		{name: "a place among its consumers, held", ns: "b", status: held, want: true,
-			inst: func(i *v1alpha1.ServiceInstance) { i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: "b", Name: "x"}} }},
+			inst: func(i *v1alpha1.ServiceInstance) {
+				i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: "b", Name: "x"}}
+			}},
 		{name: "another namespace's instance of the same name", ns: "b", names: "c", status: held,
 			inst: func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = []string{"b"} }},
 	} {
