@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
@@ -36,23 +37,36 @@ func Uncounted(inst *v1alpha1.ServiceInstance, unseen []string) []string {
 	return authority.Uncounted(inst, unseen)
 }
 
-// Consumers lists the bindings of inst in other namespaces that the reader may list:
-// from every namespace when allowed, else from each namespace the instance is shared
-// with and in extra. unseen names the namespaces that could not be read. A ConfigMap
-// labelled as a binding of inst that holds no readable record is a binding of nothing:
-// it is reported with a Warning Event in its own namespace, and left out.
+// Consumers lists the bindings of inst in other namespaces that the reader may list and
+// that count as its consumers (authority.Counts, the cross-namespace rule): from every
+// namespace when allowed, else from each namespace the instance is shared with and in
+// extra. unseen names the namespaces that could not be read. A binding of a namespace
+// inst never granted is left out, whatever its status says. A ConfigMap labelled as a
+// binding of inst that holds no readable record is a binding of nothing: in a namespace
+// inst grants or granted it is reported with a Warning Event there, and left out.
 func (e *Engine) Consumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (bs []*v1alpha1.ServiceBinding, unseen []string, err error) {
 	bs, unseen, bad, err := listConsumers(ctx, e.cfg.Store, inst, extra...)
 	e.reportUnreadable(ctx, inst, bad)
+	bs, _ = authority.Counted(inst, bs)
 	return bs, unseen, err
 }
 
 // reportUnreadable reports each ConfigMap of bad, labelled as a binding of inst, with a
-// Warning Event in its own namespace.
+// Warning Event in its own namespace, where inst grants or granted that namespace
+// (authority.GrantedBefore): an Event in a namespace inst never granted would tell its
+// writers that inst exists, so those are left to reconcile's own report of the
+// namespace's unreadable records.
 func (e *Engine) reportUnreadable(ctx context.Context, inst *v1alpha1.ServiceInstance, bad []*store.Error) {
 	for _, se := range bad {
+		if !authority.GrantedBefore(inst, se.Namespace) {
+			continue
+		}
+		what := "it counts as a binding of nothing; fix or delete it"
+		if se.Finalized {
+			what = "it carries the catalog's finalizer, so a release that reads it may hold a binding at the broker: the instance's deletion waits for it; unbind it with the release that wrote it, or, if it is junk, remove its finalizer"
+		}
 		e.event(ctx, NewEvent(se.Namespace, se.ConfigMap(), EventWarning, ReasonUnreadableRecord, "Read",
-			fmt.Sprintf("this ConfigMap is labelled as a binding of instance %s/%s but holds no readable record (%v): it counts as a binding of nothing; fix or delete it", inst.Namespace, inst.Name, se)))
+			fmt.Sprintf("this ConfigMap is labelled as a binding of instance %s/%s but holds no readable record (%v): %s", inst.Namespace, inst.Name, se, what)))
 	}
 }
 
@@ -63,16 +77,28 @@ const ReasonUnreadableRecord = "UnreadableRecord"
 // RevokeConsumers marks for deletion the bindings in other namespaces that inst no longer
 // lets bind to it (after "unshare", or a narrower allowed-namespaces list): each is then
 // unbound like any binding being deleted (its Secret and projections removed, then the
-// broker asked). It looks in every namespace it may, else in those the instance is
+// broker asked). Only bindings of namespaces inst granted are touched
+// (authority.Revocable): one of a namespace inst never granted is no business of inst's. It looks in every namespace it may, else in those the instance is
 // shared with and in extra. It returns the bindings marked, and the namespaces it could
 // not read or change.
+//
+// Every caller names in extra namespaces inst granted (the one an unshare withdrew, or
+// status.sharedBefore), so they count as granted before (authority.GrantedBefore) even
+// where inst's status does not remember them yet.
 func (e *Engine) RevokeConsumers(ctx context.Context, inst *v1alpha1.ServiceInstance, extra ...string) (revoked []string, unseen []string, err error) {
-	bs, unseen, err := e.Consumers(ctx, inst, extra...)
+	bs, unseen, bad, err := listConsumers(ctx, e.cfg.Store, inst, extra...)
+	rule := inst.DeepCopy()
+	for _, ns := range extra {
+		if !slices.Contains(rule.Status.SharedBefore, ns) {
+			rule.Status.SharedBefore = append(rule.Status.SharedBefore, ns)
+		}
+	}
+	e.reportUnreadable(ctx, rule, bad)
 	if err != nil {
 		return nil, unseen, err
 	}
 	for _, b := range bs {
-		if b.DeletionTimestamp != nil || granted(inst, b) {
+		if b.DeletionTimestamp != nil || granted(inst, b) || !authority.Revocable(rule, b) {
 			continue
 		}
 		if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {

@@ -200,7 +200,8 @@ func TestConsumers_AllowedNamespaces_RefuseOthers(t *testing.T) {
 	f.createBinding("own", nil)
 
 	assert.Assert(t, f.stepBindingIn("team-c", "app").Refused)
-	assertBindingRefused(t, f, "team-c", "app", ReasonRefusedNamespaceNotAllowed)
+	// Another namespace's binding gets the refusal that reveals nothing of the grant.
+	assertBindingRefused(t, f, "team-c", "app", ReasonRefusedNotShared)
 	assert.Assert(t, f.stepBinding("own").Refused, "the owner's namespace is not in the list either")
 	assertBindingRefused(t, f, ns, "own", ReasonRefusedNamespaceNotAllowed)
 
@@ -241,20 +242,27 @@ func TestConsumers_ARefusedBindingIsDeletedAtOnce_WithoutABrokerCall(t *testing.
 // A status is free to write: a binding record forged in team-b with a status saying a
 // bind is in flight (an interrupted call to re-send) must not skip the sharing check,
 // nor the place under the instance's limit. Of an instance not shared with team-b, such a
-// binding is revoked (the broker may hold what the call made): marked for deletion with
-// no Bind sent and no Secret written, then unbound. Under a limit it stays refused.
+// binding of a namespace db shared with before is revoked (the broker may hold what the
+// call made): marked for deletion with no Bind sent and no Secret written, then unbound.
+// Of a namespace db never granted it is refused, and nothing at all is sent to db's
+// broker for it (the cross-namespace rule). Under a limit it stays refused.
 func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefusedOrRevoked(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		share  bool
-		reason string // "": revoked
+		name         string
+		share        bool
+		sharedBefore bool
+		reason       string // "": revoked
 	}{
-		{name: "not shared: revoked"},
+		{name: "shared before: revoked", sharedBefore: true},
+		{name: "never shared: refused", reason: ReasonRefusedNotShared},
 		{name: "shared, the limit reached", share: true, reason: ReasonRefusedLimitReached},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := bindingFixture(t, nil)
 			db := f.get("db")
+			if tc.sharedBefore {
+				f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Status.SharedBefore = []string{consumerNS} })
+			}
 			if tc.share {
 				zero := int32(0)
 				f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith, i.Spec.MaxBindings = []string{consumerNS}, &zero })
@@ -287,7 +295,7 @@ func TestConsumers_AForgedBindInFlight_OfAnUnsharedInstance_IsRefusedOrRevoked(t
 			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRefused)
 			assert.Assert(t, c != nil && c.Status == metav1.ConditionTrue, "conditions: %+v", got.Status.Conditions)
 			assert.Equal(t, c.Reason, tc.reason, c.Message)
-			assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "nothing may be sent to the broker")
+			assert.Equal(t, len(f.broker.Calls()), 0, "nothing may be sent to the broker")
 			_, err = f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
 			assert.Assert(t, err != nil, "no Secret was written")
 		})
@@ -311,10 +319,11 @@ func assertRevoked(t *testing.T, f *fixture, ns, name string, res Result) {
 
 // The same with an asynchronous bind: a forged "bind in progress" of an unshared
 // instance, which the broker answers as succeeded, must not fetch the credentials into
-// the forger's namespace. It is revoked, and its deletion unbinds what the broker may
-// hold, still without fetching anything.
+// the forger's namespace. Of a namespace db was shared with before, it is revoked, and
+// its deletion unbinds what the broker may hold, still without fetching anything.
 func TestConsumers_AForgedAsyncBind_OfAnUnsharedInstance_FetchesNoCredentials(t *testing.T) {
 	f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Status.SharedBefore = []string{consumerNS} })
 	f.broker.SetBindingPollSequence("bop-forged", fake.Succeeded(), fake.Succeeded(), fake.Succeeded(), fake.Succeeded())
 	f.broker.GetBindingReturns(&osb.GetBindingResponse{Credentials: map[string]any{"password": secretValue}}, nil)
 	db := f.get("db")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -58,19 +59,34 @@ func TestIDOwner_AnIDCopiedIntoTheStatusOfAnOlderRecord_IsNeverSentForIt(t *test
 		assert.Equal(t, len(f.broker.Calls()), 0, "nothing is sent for a refused record")
 	})
 	t.Run("deleting the copy", func(t *testing.T) {
+		rec := &fakeEvents{}
+		f.engine.cfg.Events = rec
 		assert.NilError(t, f.st.Bindings().Delete(context.Background(), "team-b", "steal"))
 		f.stepBindingIn("team-b", "steal")
 		assert.NilError(t, f.st.Instances().Delete(context.Background(), "team-b", "early"))
-		res := f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "early"}})
-		assert.Assert(t, res.Refused, "%+v", res)
-		for _, c := range f.broker.Calls() {
-			assert.Assert(t, c.Method != "Deprovision", "%+v", c)
+		// The id it does not own is never sent for it, and keeps its deletion from
+		// finishing no more: it is forgotten, visibly.
+		var res Result
+		for range 3 {
+			if res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "early"}}); res.State == StateDeleted {
+				break
+			}
 		}
-		early, err := f.st.Instances().Get(context.Background(), "team-b", "early")
-		assert.NilError(t, err)
-		c := condition(early, v1alpha1.ConditionRefused)
-		assert.Equal(t, c.Reason, ReasonRefusedIDNotOwned)
-		assert.Assert(t, strings.Contains(c.Message, "--abandon"), c.Message)
+		assert.Equal(t, res.State, StateDeleted, "%+v", res)
+		for _, c := range f.broker.Calls() {
+			// Only the id it owns may be deleted at the broker.
+			assert.Assert(t, c.Method != "Deprovision" || c.Request.(osb.DeprovisionRequest).InstanceID != id, "%+v", c)
+		}
+		_, err := f.st.Instances().Get(context.Background(), "team-b", "early")
+		assert.Assert(t, store.IsNotFound(err), "%v", err)
+		var notes []string
+		for _, ev := range rec.evs {
+			if ev.Reason == ReasonUnownedIDsForgotten {
+				notes = append(notes, ev.Namespace+"/"+ev.Name+": "+ev.Note)
+			}
+		}
+		assert.Equal(t, len(notes), 1, "%v", rec.evs)
+		assert.Assert(t, strings.Contains(notes[0], "team-b/catalog-instance.early: instance \"early\" in namespace \"team-b\" lists OSB id(s) ["+id+"]"), notes[0])
 	})
 }
 

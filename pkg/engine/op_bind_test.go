@@ -96,7 +96,7 @@ func TestBind_BadInput_LeavesEveryRecordAndSecretAsItWas(t *testing.T) {
 		{name: "missing shared instance", req: BindRequest{Instance: "nosuch", InstanceNamespace: "team-a"},
 			want: `list the instances with "kubectl catalog get instances -n team-a"`},
 		{name: "not shared", req: BindRequest{Namespace: "team-b", Instance: "db", InstanceNamespace: ns},
-			want: `binding "db" not created: binding "db" names instance "db" of namespace "` + ns + `", which is not shared with namespace "team-b"`},
+			want: `binding "db" not created: binding "db" names instance "db" of namespace "` + ns + `", which does not exist or is not shared with namespace "team-b"`},
 		{name: "limit reached", req: BindRequest{Instance: "db"},
 			setup: func(t *testing.T, f *fixture) {
 				f.createBinding("other", func(in *BindingIntent) { in.SecretName = "other" })

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -67,7 +68,10 @@ func (e bindingSteps) fresh(ctx context.Context, b *v1alpha1.ServiceBinding) (Re
 	if b.DeletionTimestamp != nil || b.Status.OrphanMitigation != nil || len(b.Status.Retired) > 0 {
 		return e.unbind(ctx, b, nil)
 	}
-	inst, userProvided := e.userProvidedBinding(ctx, b)
+	inst, userProvided, err := e.userProvidedBinding(ctx, b)
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, b, ReasonRefusedNotShared, err)
+	}
 	if userProvided {
 		return e.stepUserProvidedBinding(ctx, b, inst)
 	}
@@ -92,6 +96,9 @@ func (e *Engine) bindTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bi
 // is not nil.
 func (e bindingSteps) bindTargetKnowing(ctx context.Context, b *v1alpha1.ServiceBinding, known *v1alpha1.ServiceInstance) (bindTarget, error) {
 	if known != nil {
+		if err := reaches(b, known, nil); err != nil {
+			return bindTarget{}, err
+		}
 		t, err := e.target(ctx, known)
 		if err != nil {
 			return bindTarget{}, err
@@ -106,6 +113,9 @@ func (e bindingSteps) bindTargetKnowing(ctx context.Context, b *v1alpha1.Service
 // bindTargetOf is bindTarget on inst, the binding's instance as read (err: the read's
 // error).
 func (e bindingSteps) bindTargetOf(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, err error) (bindTarget, error) {
+	if err := reaches(b, inst, err); err != nil {
+		return bindTarget{}, err
+	}
 	if store.IsNotFound(err) {
 		return bindTarget{}, fmt.Errorf("instance %q of binding %q is gone, so the broker cannot be asked about the binding: drop the binding with %s",
 			b.Spec.InstanceName, b.Name, hint.Quoted(b.Namespace, "unbind", b.Name, "--abandon"))
@@ -156,4 +166,21 @@ func (t bindTarget) retrievable() bool { return t.class != nil && t.class.Spec.B
 func (e *Engine) bindingParameters(ctx context.Context, b *v1alpha1.ServiceBinding) (Parameters, error) {
 	p, err := ResolveParameters(ctx, b.Namespace, b.Spec.Parameters, b.Spec.ParametersFrom, e.auth.SecretsFor(b))
 	return p.salted(&b.Status.OperationStatus), err
+}
+
+// reaches refuses b, a binding of another namespace than its instance inst (as read,
+// with err), when inst is gone or does not count b among its consumers (the
+// cross-namespace rule, authority.Counts), before anything else of inst is read or
+// acted on: the refusal (authority.NotReached) is the same whether inst exists, and
+// whatever it grants, so that a binding written to probe another namespace learns
+// nothing there. A binding of inst's own namespace, and any read error but "not found",
+// pass.
+func reaches(b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance, err error) error {
+	if !b.CrossNamespace() {
+		return nil
+	}
+	if store.IsNotFound(err) || (err == nil && inst != nil && !authority.Counts(inst, b)) {
+		return authority.NotReached(b)
+	}
+	return nil
 }

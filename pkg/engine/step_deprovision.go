@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -20,6 +21,13 @@ import (
 // and the end of an instance the broker no longer holds.
 
 func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceInstance, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil && inst.DeletionTimestamp != nil && ctx.Value(unownedForgottenKey{}) == nil {
+		// Ids inst does not own are never sent for it: they keep its deletion waiting
+		// no more.
+		if ids := authority.UnownedIDs(inst, instanceIDsAtBroker(inst)); len(ids) > 0 {
+			return e.forgetUnownedIDs(ctx, inst, ids)
+		}
+	}
 	deleting := inst.DeletionTimestamp != nil
 	mitigating := !deleting
 	if deleting {
@@ -191,12 +199,33 @@ func (e instanceSteps) waitForBindings(ctx context.Context, inst *v1alpha1.Servi
 	if err != nil {
 		return Result{}, false, err
 	}
-	bs = append(bs, others...)
-	if len(bs) == 0 && len(unseen) > 0 {
+	// Only the bindings that count as the instance's consumers are waited for (the
+	// cross-namespace rule, authority.Counts): its own namespace's, and those of a
+	// namespace it grants, or granted while the broker may hold them. A record of a
+	// namespace it never granted is neither waited for nor touched. A ConfigMap this
+	// release cannot read (a newer release's format) that carries the catalog's finalizer
+	// counts on the same terms: a release that reads it may hold a binding.
+	bs, _ = authority.Counted(inst, append(bs, others...))
+	var unreadable []string
+	for _, se := range append(bad, l.bad...) {
+		name := se.Namespace + "/" + se.Name
+		if se.Namespace == inst.Namespace {
+			name = se.Name
+		}
+		if !authority.CountsUnreadable(inst, se.Namespace, se.Finalized) || slices.Contains(unreadable, name) {
+			continue
+		}
+		unreadable = append(unreadable, name)
+		// Marked for deletion, so that the release that reads it unbinds it.
+		if err := e.cfg.Store.Bindings().Delete(ctx, se.Namespace, se.Name); err != nil && !store.IsNotFound(err) && !store.IsForbidden(err) {
+			return Result{}, false, err
+		}
+	}
+	if len(bs) == 0 && len(unreadable) == 0 && len(unseen) > 0 {
 		// No DELETE while bindings this process cannot list may depend on the instance.
 		return e.blockedByUnseenBindings(ctx, inst, unseen)
 	}
-	if len(bs) == 0 {
+	if len(bs) == 0 && len(unreadable) == 0 {
 		return Result{}, false, nil
 	}
 	names := make([]string, 0, len(bs))
@@ -213,6 +242,12 @@ func (e instanceSteps) waitForBindings(ctx context.Context, inst *v1alpha1.Servi
 		}
 	}
 	msg := fmt.Sprintf("waiting for its bindings (%s) to be unbound first; they are marked for deletion", strings.Join(names, ", "))
+	if len(names) == 0 {
+		msg = "waiting for its bindings to be unbound first"
+	}
+	if len(unreadable) > 0 {
+		msg += fmt.Sprintf("; binding record(s) %s carry the catalog's finalizer in a format this release cannot read (a newer release's, or an unreadable spec): they are marked for deletion, and the release that wrote them unbinds them (or, if they are junk, their finalizer is removed by hand)", strings.Join(unreadable, ", "))
+	}
 	return e.blockedByBindings(ctx, inst, msg)
 }
 
@@ -323,4 +358,41 @@ func (e instanceSteps) gone(ctx context.Context, inst *v1alpha1.ServiceInstance,
 		}
 		e.terminalFailure(x, ReasonProvisionFailed, msg, now)
 	})
+}
+
+// forgetUnownedIDs forgets ids, OSB ids inst's status lists as held at the broker that
+// inst does not own (authority.UnownedIDs), with a Warning Event and a condition naming
+// inst and the ids, then goes on with the deprovision: they never keep inst's deletion
+// waiting (see the binding's forgetUnownedIDs). Only what a status names is forgotten:
+// an id its spec names that it does not own stays, refused (RefusedIDNotOwned).
+func (e instanceSteps) forgetUnownedIDs(ctx context.Context, inst *v1alpha1.ServiceInstance, ids []string) (Result, error) {
+	ctx = context.WithValue(ctx, unownedForgottenKey{}, true)
+	x := inst.DeepCopy()
+	for _, id := range ids {
+		forgetExternalID(&x.Status.OperationStatus, id)
+		if op := x.Status.InFlight; op != nil && op.InstanceID == id {
+			x.Status.InFlight = nil
+		}
+		if x.Status.ExternalID == id {
+			x.Status.ExternalID = ""
+		}
+	}
+	left := authority.UnownedIDs(x, instanceIDsAtBroker(x))
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(left, id) })
+	if len(ids) == 0 {
+		return e.deprovision(ctx, inst, nil)
+	}
+	msg := authority.ForgottenIDsMessage(v1alpha1.KindServiceInstance, inst, ids)
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnownedIDsForgotten, msg, e.now())
+	stored, err := e.cfg.Store.Instances().Update(ctx, x)
+	if store.IsConflict(err) {
+		return reread(e.Engine, ctx, inst, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	ev := NewEvent(inst.Namespace, store.ConfigMapName(v1alpha1.KindServiceInstance, inst.Name), EventWarning, ReasonUnownedIDsForgotten, "Deprovision", msg)
+	ev.UID = inst.GetUID()
+	e.event(ctx, ev)
+	return e.deprovision(ctx, stored, nil)
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // The unbind step: a deletion, orphan mitigation or the ids a rotation retired; the projections
@@ -41,6 +43,12 @@ func unbindTarget(b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) string {
 }
 
 func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
+	if prev == nil && ctx.Value(unownedForgottenKey{}) == nil {
+		// Ids b does not own are never sent for it: they keep nothing waiting.
+		if ids := authority.UnownedIDs(b, bindingIDsAtBroker(b)); len(ids) > 0 {
+			return e.forgetUnownedIDs(ctx, b, ids)
+		}
+	}
 	deleting := b.DeletionTimestamp != nil
 	id := unbindTarget(b, prev)
 	retiring := slices.Contains(b.Status.Retired, id)
@@ -278,4 +286,54 @@ func forget(x *v1alpha1.ServiceBinding, id string) {
 	if x.Status.Bound != nil && x.Status.Bound.BindingID == id {
 		x.Status.Bound = nil
 	}
+}
+
+// ReasonUnownedIDsForgotten is the reason of the Warning Event (and Ready condition) of
+// a record whose status listed OSB ids it does not own, which its step forgot.
+const ReasonUnownedIDsForgotten = "UnownedIDsForgotten"
+
+// unownedForgottenKey marks a step's context once it forgot unowned ids: a step forgets
+// them once, then goes on.
+type unownedForgottenKey struct{}
+
+// forgetUnownedIDs forgets ids, OSB ids b's status lists as held at the broker that b
+// does not own (authority.UnownedIDs: a status is free to write for anyone who may update
+// the ConfigMap, and the engine never sends such an id for b), with a Warning Event and
+// a condition naming b and the ids, then goes on with b's step: they never keep b's
+// deletion, or the unbind of the ids b does own, waiting. Only what a status names is
+// forgotten: an id its spec names that it does not own stays, refused
+// (RefusedIDNotOwned).
+func (e bindingSteps) forgetUnownedIDs(ctx context.Context, b *v1alpha1.ServiceBinding, ids []string) (Result, error) {
+	ctx = context.WithValue(ctx, unownedForgottenKey{}, true)
+	x := b.DeepCopy()
+	for _, id := range ids {
+		forget(x, id)
+		if op := x.Status.InFlight; op != nil && op.BindingID == id {
+			x.Status.InFlight = nil
+		}
+		if x.Status.ExternalID == id {
+			x.Status.ExternalID = ""
+		}
+		if p := x.Status.Predecessor; p != nil && p.ExternalID == id {
+			x.Status.Predecessor = nil
+		}
+	}
+	left := authority.UnownedIDs(x, bindingIDsAtBroker(x))
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(left, id) })
+	if len(ids) == 0 {
+		return e.fresh(ctx, b)
+	}
+	msg := authority.ForgottenIDsMessage(v1alpha1.KindServiceBinding, b, ids)
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnownedIDsForgotten, msg, e.now())
+	stored, err := e.cfg.Store.Bindings().Update(ctx, x)
+	if store.IsConflict(err) {
+		return reread(e.Engine, ctx, b, nil)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	ev := NewEvent(b.Namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), EventWarning, ReasonUnownedIDsForgotten, "Unbind", msg)
+	ev.UID = b.GetUID()
+	e.event(ctx, ev)
+	return e.fresh(ctx, stored)
 }

@@ -280,20 +280,24 @@ func projectionsDone(b *v1alpha1.ServiceBinding) bool {
 	return v1alpha1.SameProjections(b.Spec.Projections, b.Status.Projected) && len(b.Status.Projecting) == 0
 }
 
-// userProvidedBinding reads the instance of b unless b is bound to a broker already,
-// and reports whether it is user-provided. The instance read (nil when not read, or when
-// it cannot be: the brokered path reports why) is passed on to a bind, so that the step
-// reads it once.
-func (e bindingSteps) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, bool) {
-	if bd := b.Status.Bound; bd != nil && !bd.UserProvided {
-		return nil, false
+// userProvidedBinding reads b's instance when b may be a binding of a user-provided
+// instance (or names an instance of another namespace), and reports whether it is one.
+// A binding of another namespace that may not reach its instance (the cross-namespace
+// rule) gets the refusal its step records (reaches), whatever it is bound to.
+func (e bindingSteps) userProvidedBinding(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, bool, error) {
+	brokered := b.Status.Bound != nil && !b.Status.Bound.UserProvided
+	if brokered && !b.CrossNamespace() {
+		return nil, false, nil
 	}
 	ns, name := b.InstanceRef()
 	inst, err := e.cfg.Store.Instances().Get(ctx, ns, name)
-	if err != nil {
-		return nil, false
+	if rerr := reaches(b, inst, err); rerr != nil {
+		return nil, false, rerr
 	}
-	return inst, inst.IsUserProvided()
+	if err != nil || brokered {
+		return nil, false, nil
+	}
+	return inst, inst.IsUserProvided(), nil
 }
 
 // stepUserProvidedBinding copies the credentials of inst when b has no copy, a copy made

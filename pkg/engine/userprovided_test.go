@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -162,9 +164,18 @@ func TestUserProvided_MissingCredentials_NotReady(t *testing.T) {
 
 // A status is free to write: a binding record forged in another namespace, whose status
 // claims a copy of an older version of the credentials, must not skip the sharing check
-// and get the new ones. It is revoked instead (its status says a copy was made), and its
-// deletion removes the Secret it may have.
+// and get the new ones. Of a namespace the instance was shared with before, it is revoked
+// (its status says a copy was made), and its deletion removes the Secret it may have; of
+// one never granted, it is refused, and its deletion needs nothing of the instance.
 func TestUserProvided_AForgedCopyInAnotherNamespace_OfAnUnsharedInstance_GetsNothing(t *testing.T) {
+	for _, before := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shared before: %v", before), func(t *testing.T) {
+			testForgedUserProvidedCopy(t, before)
+		})
+	}
+}
+
+func testForgedUserProvidedCopy(t *testing.T, sharedBefore bool) {
 	f := newFixture(t)
 	f.userProvided(map[string]string{"password": upsPassword})
 	b := NewBinding(BindingIntent{
@@ -173,8 +184,17 @@ func TestUserProvided_AForgedCopyInAnotherNamespace_OfAnUnsharedInstance_GetsNot
 	b.Status.Bound = &v1alpha1.BoundState{BindingID: "bind-forged", UserProvided: true, SourceVersion: "stale"}
 	_, err := f.st.Bindings().Create(store.WithIntent(context.Background()), b)
 	assert.NilError(t, err)
-
-	assertRevoked(t, f, consumerNS, "forged", f.stepBindingIn(consumerNS, "forged"))
+	if sharedBefore {
+		f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Status.SharedBefore = []string{consumerNS} })
+		assertRevoked(t, f, consumerNS, "forged", f.stepBindingIn(consumerNS, "forged"))
+	} else {
+		res := f.stepBindingIn(consumerNS, "forged")
+		assert.Assert(t, res.Refused, "%+v", res)
+		assertBindingRefused(t, f, consumerNS, "forged", ReasonRefusedNotShared)
+		_, err := f.cluster.Core.CoreV1().Secrets(consumerNS).Get(context.Background(), "forged", metav1.GetOptions{})
+		assert.Assert(t, err != nil, "no Secret was written")
+		assert.NilError(t, f.st.Bindings().Delete(context.Background(), consumerNS, "forged"))
+	}
 	res := f.stepBindingIn(consumerNS, "forged")
 	assert.Equal(t, res.State, StateDeleted, res.Message)
 	assert.Equal(t, len(f.broker.Calls()), 0, "a user-provided instance's binding calls no broker")

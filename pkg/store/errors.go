@@ -61,6 +61,11 @@ type Error struct {
 	// Err is the underlying error (often an API status error), if any.
 	Err error
 
+	// Finalized says the ConfigMap at fault, found by a List, carries the engine's
+	// finalizer (Finalizer): a release that reads it may still hold something of it at
+	// a broker.
+	Finalized bool
+
 	// configMap is the name of the ConfigMap at fault, for ReasonCorrupt.
 	configMap string
 }

@@ -109,6 +109,10 @@ func (r Records[T]) List(ctx context.Context, namespace string, f Filter) ([]T, 
 		for i := range cms {
 			obj, err := decoded(r.s, r.k, &cms[i])
 			if err != nil {
+				var se *Error
+				if errors.As(err, &se) && slices.Contains(cms[i].Finalizers, Finalizer) {
+					se.Finalized = true
+				}
 				bad = append(bad, err)
 				continue
 			}

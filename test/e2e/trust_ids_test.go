@@ -84,17 +84,18 @@ func TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver(t *testing.T) {
 		alice("deprovision", "early", "--yes")
 		trustReconcile(t, e, e.teamA)
 		trustReconcile(t, e, e.teamA)
-		early, err := e.st.Instances().Get(ctx, e.teamA, "early")
-		assert.NilError(t, err, "her record stays, refused")
-		assert.Assert(t, early.DeletionTimestamp != nil, "her deletion was asked for")
+		// bob's id, which her record does not own, is forgotten with a visible reason
+		// and keeps her deletion waiting no more (the cross-namespace rule).
+		_, err := e.st.Instances().Get(ctx, e.teamA, "early")
+		assert.Assert(t, store.IsNotFound(err), "her deletion finishes: %v", err)
 
 		for _, req := range e.b.RequestsFor(broker.OpDeprovision) {
 			assert.Assert(t, req.InstanceID != bobID, "bob's instance was deprovisioned: %+v", req)
 		}
 		_, held := e.b.Instance(bobID)
 		assert.Assert(t, held, "bob's instance is still at the broker")
-		c := meta.FindStatusCondition(trustConditions(t, e, v1alpha1.KindServiceInstance, e.teamA, "early"), v1alpha1.ConditionRefused)
-		assert.Assert(t, c != nil && c.Reason == engine.ReasonRefusedIDNotOwned, "%+v", c)
+		evs := xnsEvents(t, e, e.teamA, store.ConfigMapName(v1alpha1.KindServiceInstance, "early"))
+		assert.Assert(t, strings.Contains(evs, "UnownedIDsForgotten: ") && strings.Contains(evs, bobID), "%s", evs)
 	})
 
 	t.Run("bob's instance is still his", func(t *testing.T) {

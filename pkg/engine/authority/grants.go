@@ -35,17 +35,20 @@ const (
 // "share" needs), so a record written by someone else, or a grant forged by hand without
 // the trust policy, shares nothing. Any other reference out of the binding's namespace
 // stays refused: a binding may name an instance of another namespace, nothing else.
+//
+// A binding of another namespace that inst does not let bind now gets NotReached, the
+// refusal that says the same whether inst exists, whom it is shared with and which
+// namespaces it allows (the cross-namespace rule).
 func (auth *Authority) CheckConsumer(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) error {
+	if b.CrossNamespace() && !Lets(inst, b.Namespace) {
+		return NotReached(b)
+	}
 	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, b.Namespace) {
 		return Refused(ReasonRefusedNamespaceNotAllowed, "instance %q in namespace %q allows bindings only from namespaces %s, not from %q: its owner adds it with \"kubectl catalog update %s --allowed-namespaces ... -n %s\"",
 			inst.Name, inst.Namespace, strings.Join(allowed, ", "), b.Namespace, inst.Name, inst.Namespace)
 	}
 	if !b.CrossNamespace() {
 		return nil
-	}
-	if !slices.Contains(inst.Spec.SharedWith, b.Namespace) {
-		return Refused(ReasonRefusedNotShared, "binding %q names instance %q of namespace %q, which is not shared with namespace %q: its owner runs \"kubectl catalog share %s --to-namespace %s -n %s\"",
-			b.Name, inst.Name, inst.Namespace, b.Namespace, inst.Name, b.Namespace, inst.Namespace)
 	}
 	// The grant is the instance author's: they must be able to write the record.
 	if err := auth.Authorize(ctx, inst, authorizationv1.ResourceAttributes{Namespace: inst.Namespace, Verb: "update", Resource: "configmaps",
@@ -78,7 +81,14 @@ func Reserved(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 // record, or may not list the bindings of a namespace that counts, leaves the bind to
 // reconcile. read is the instance as this step read it: an instance without a limit is
 // not read again.
+//
+// A bind of another namespace's instance first makes sure the instance's status
+// remembers the grant it binds under (status.sharedBefore, rememberGrant): after an
+// unshare, the binding then still counts as a consumer until it is unbound (Counts).
 func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance) error {
+	if err := auth.rememberGrant(ctx, b, read); err != nil {
+		return err
+	}
 	if read != nil && read.Spec.MaxBindings == nil {
 		return nil
 	}
@@ -310,4 +320,28 @@ func Granted(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 func BindingHeldAtBroker(b *v1alpha1.ServiceBinding) bool {
 	st := &b.Status
 	return st.Bound != nil || len(st.ExternalIDs) > 0 || st.InFlight != nil || len(st.Retired) > 0 || st.OrphanMitigation != nil
+}
+
+// rememberGrant adds b's namespace to status.sharedBefore of the instance of another
+// namespace that b binds (read: as this step read it, nil when not read) while the
+// instance lets that namespace bind, unless it is there already ("share" writes it; a
+// grant written otherwise, by apply say, may not be remembered yet when the first bind
+// comes). A user who may not write the instance's record leaves the bind to reconcile.
+func (auth *Authority) rememberGrant(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance) error {
+	if !b.CrossNamespace() || (read != nil && slices.Contains(read.Status.SharedBefore, b.Namespace)) {
+		return nil
+	}
+	ns, name := b.InstanceRef()
+	_, err := auth.env().Store.Instances().UpdateWithRetry(ctx, ns, name, func(inst *v1alpha1.ServiceInstance) error {
+		if slices.Contains(inst.Status.SharedBefore, b.Namespace) || !Lets(inst, b.Namespace) {
+			return nil
+		}
+		inst.Status.SharedBefore = append(inst.Status.SharedBefore, b.Namespace)
+		slices.Sort(inst.Status.SharedBefore)
+		return nil
+	})
+	if store.IsForbidden(err) {
+		return auth.env().LeftToReconcile(fmt.Sprintf("you may not write instance %q in namespace %q, whose status must remember its grant to namespace %q before the first bind under it, so reconcile sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", name, ns, b.Namespace), err)
+	}
+	return err
 }
