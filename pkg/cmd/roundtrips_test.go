@@ -108,7 +108,8 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 	// The Event of what the broker answered goes out with the write of the outcome, not
 	// after it; the other Events are written in the background and are not listed.
 	succeeded := func(action string) string { return "create events " + action + "Succeeded" }
-	// The OSB context: the cluster id and the namespace's uid.
+	// The OSB context, and the key of the namespace an id is bound to: the cluster id
+	// and the namespace's uid.
 	osbContext := []string{"get configmaps " + kube.ClusterIDConfigMap, "get namespaces dev"}
 	for _, tc := range []struct {
 		args   []string
@@ -171,7 +172,7 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			// the binding under a limit: there is none to give back.
 			args: []string{"unbind", "app"},
 			groups: [][]string{
-				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding, "get secrets app", instance},
+				{binding, user}, {"delete configmaps catalog-binding.app"}, {binding, "get secrets app", instance, osbContext[0], osbContext[1]},
 				{"delete secrets app", broker, "get configmaps " + class, idList, idList}, {update}, {update, succeeded("Unbind")},
 			},
 		},
@@ -179,12 +180,13 @@ func TestRoundTrips_EachVerbsRequestGroups(t *testing.T) {
 			// The instance and its bindings (and who the user is); the deletion mark;
 			// the instance again, its broker and class, the list of its OSB id check
 			// and its bindings, in its namespace and in any, all after the mark and
-			// together; the write-ahead; the outcome, which removes the record (from
-			// the write-ahead's answer).
+			// together, with the key of the namespace its id is bound to; the
+			// write-ahead; the outcome, which removes the record (from the
+			// write-ahead's answer).
 			args: []string{"deprovision", "db", "--yes"},
 			groups: [][]string{
 				{instance, "list configmaps", user}, {"delete configmaps catalog-instance.db"},
-				{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps"}, {update}, {update, succeeded("Deprovision")},
+				{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps", osbContext[0], osbContext[1]}, {update}, {update, succeeded("Deprovision")},
 			},
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},

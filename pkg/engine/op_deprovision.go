@@ -177,6 +177,7 @@ func (e instanceVerbs) deprovisionBindingsFirst(ctx context.Context, req Deprovi
 	if !d.Instance.IsUserProvided() {
 		ctx = withTargetReadAhead(e.Engine, ctx, d.Instance)
 		ctx = withBindingListsAhead(e.Engine, ctx, req.Namespace, req.Name)
+		e.auth.ReadNamespaceKeysAhead(ctx, instanceIDsAtBroker(d.Instance), req.Namespace)
 	}
 	res, err := e.FollowInstance(ctx, req.Namespace, req.Name, "deprovision", nil, req.Follow)
 	if err != nil || len(stuck) == 0 || res.State == StateDeleted {

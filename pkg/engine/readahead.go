@@ -334,6 +334,7 @@ func withUnbindReadsAhead(e *Engine, ctx context.Context, b *v1alpha1.ServiceBin
 		r.inst = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
 			return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
 		})
+		e.auth.ReadNamespaceKeysAhead(ctx, bindingIDsAtBroker(b), b.Namespace, r.instNamespace)
 	}
 	return context.WithValue(ctx, unbindReadsAheadKey{}, r)
 }

@@ -24,13 +24,14 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 	if prev == nil && inst.DeletionTimestamp != nil && ctx.Value(unownedForgottenKey{}) == nil {
 		// Ids inst does not own are never sent for it: they keep its deletion waiting
 		// no more.
-		if ids := authority.UnownedIDs(inst, instanceIDsAtBroker(inst)); len(ids) > 0 {
+		if ids := e.auth.UnownedIDs(ctx, inst, instanceIDsAtBroker(inst)); len(ids) > 0 {
 			return e.forgetUnownedIDs(ctx, inst, ids)
 		}
 	}
 	deleting := inst.DeletionTimestamp != nil
 	mitigating := !deleting
 	if deleting {
+		e.auth.ReadNamespaceKeysAhead(ctx, instanceIDsAtBroker(inst), inst.Namespace)
 		if res, blocked, err := e.waitForBindings(ctx, inst); blocked || err != nil {
 			return res, err
 		}
@@ -377,7 +378,7 @@ func (e instanceSteps) forgetUnownedIDs(ctx context.Context, inst *v1alpha1.Serv
 			x.Status.ExternalID = ""
 		}
 	}
-	left := authority.UnownedIDs(x, instanceIDsAtBroker(x))
+	left := e.auth.UnownedIDs(ctx, x, instanceIDsAtBroker(x))
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(left, id) })
 	if len(ids) == 0 {
 		return e.deprovision(ctx, inst, nil)

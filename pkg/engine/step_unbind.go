@@ -45,7 +45,7 @@ func unbindTarget(b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) string {
 func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation) (Result, error) {
 	if prev == nil && ctx.Value(unownedForgottenKey{}) == nil {
 		// Ids b does not own are never sent for it: they keep nothing waiting.
-		if ids := authority.UnownedIDs(b, bindingIDsAtBroker(b)); len(ids) > 0 {
+		if ids := e.auth.UnownedIDs(ctx, b, bindingIDsAtBroker(b)); len(ids) > 0 {
 			return e.forgetUnownedIDs(ctx, b, ids)
 		}
 	}
@@ -69,6 +69,8 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	var pending *ahead.Read[instanceRead]
 	if deleting && len(bindingIDsAtBroker(b)) > 0 {
 		pending = e.readBoundInstance(ctx, b, id)
+		instNS, _ := b.InstanceRef()
+		e.auth.ReadNamespaceKeysAhead(ctx, bindingIDsAtBroker(b), b.Namespace, instNS)
 	}
 	if deleting {
 		// Workloads stop receiving the credentials before the broker revokes them.
@@ -318,7 +320,7 @@ func (e bindingSteps) forgetUnownedIDs(ctx context.Context, b *v1alpha1.ServiceB
 			x.Status.Predecessor = nil
 		}
 	}
-	left := authority.UnownedIDs(x, bindingIDsAtBroker(x))
+	left := e.auth.UnownedIDs(ctx, x, bindingIDsAtBroker(x))
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(left, id) })
 	if len(ids) == 0 {
 		return e.fresh(ctx, b)

@@ -171,15 +171,33 @@ func (auth *Authority) NamespaceKey(ctx context.Context, namespace string) (v1al
 	if !ok || p == nil {
 		return v1alpha1.NamespaceKey{}, nil
 	}
-	cluster, err := p.ClusterID(ctx)
-	if err != nil {
+	// The two reads are independent and go out together.
+	clusterRead := ahead.Start(ctx, func() (string, error) { return p.ClusterID(ctx) })
+	uid, err := p.NamespaceUID(ctx, namespace)
+	cluster, cerr := clusterRead.Wait()
+	if cerr != nil {
 		cluster = "" // ids bound to the uid alone are checked all the same
 	}
-	uid, err := p.NamespaceUID(ctx, namespace)
 	if err != nil || uid == namespace {
 		return v1alpha1.NamespaceKey{}, err
 	}
 	return v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}, nil
+}
+
+// ReadNamespaceKeysAhead starts reading the keys of namespaces (NamespaceKey), which the
+// platform keeps, when one of ids is bound to a namespace's key: the checks of a step
+// that sends them then find the key read, its reads having gone out with the step's
+// first ones. Nothing is read for ids of other forms.
+func (auth *Authority) ReadNamespaceKeysAhead(ctx context.Context, ids []string, namespaces ...string) {
+	nameBound := func(id string) bool {
+		return slices.ContainsFunc(namespaces, func(ns string) bool { return v1alpha1.IDBoundTo(id, ns, "") })
+	}
+	if !slices.ContainsFunc(ids, func(id string) bool { return v1alpha1.IsBoundID(id) && !nameBound(id) }) {
+		return
+	}
+	for _, ns := range namespaces {
+		ahead.Start(ctx, func() (v1alpha1.NamespaceKey, error) { return auth.NamespaceKey(ctx, ns) })
+	}
 }
 
 // CheckOwnIDIn is CheckOwnID, an id bound to the key of rec's namespace (NamespaceKey)

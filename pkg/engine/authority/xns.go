@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -91,15 +92,33 @@ func NotReached(b *v1alpha1.ServiceBinding) error {
 }
 
 // UnownedIDs are the ids of ids (those the broker may hold of rec, as its status lists
-// them) that rec does not own (CheckOwnID): the engine never sends them for rec, so they
-// must never keep rec's deletion, or the ids it does own, waiting. Its step forgets them
-// with a visible reason.
-func UnownedIDs(rec IDOwner, ids []string) []string {
+// them) that rec does not own (CheckOwnIDIn: bound to it or to its namespace's key, or
+// named by its spec): the engine never sends them for rec, so they must never keep rec's
+// deletion, or the ids it does own, waiting. Its step forgets them with a visible
+// reason. An id its spec names is not among them (the call refuses it if rec does not
+// own it, RefusedIDNotOwned), so a record's own id costs no read; an id whose owner
+// cannot be told (the namespace's key unreadable) is kept.
+func (auth *Authority) UnownedIDs(ctx context.Context, rec IDOwner, ids []string) []string {
 	var out []string
+	var key *v1alpha1.NamespaceKey
+	named := specNamedID(rec)
 	for _, id := range ids {
-		if id != "" && !rec.OwnsExternalID(id) && !slices.Contains(out, id) {
-			out = append(out, id)
+		if id == "" || id == named || rec.OwnsExternalID(id) || slices.Contains(out, id) {
+			continue
 		}
+		if v1alpha1.IsBoundID(id) {
+			if key == nil {
+				k, err := auth.NamespaceKey(ctx, rec.GetNamespace())
+				if err != nil {
+					continue
+				}
+				key = &k
+			}
+			if v1alpha1.IDBoundToNamespace(id, *key) {
+				continue
+			}
+		}
+		out = append(out, id)
 	}
 	return out
 }
@@ -109,4 +128,15 @@ func UnownedIDs(rec IDOwner, ids []string) []string {
 func ForgottenIDsMessage(kind string, rec IDOwner, ids []string) string {
 	return fmt.Sprintf("%s %q in namespace %q lists OSB id(s) %v in its status that it does not own (not bound to it, not named by its spec): the engine never sends them for it, so they are forgotten and keep nothing waiting",
 		kindWord(kind), rec.GetName(), rec.GetNamespace(), ids)
+}
+
+// specNamedID is the OSB id rec's spec names, if any.
+func specNamedID(rec IDOwner) string {
+	switch r := rec.(type) {
+	case *v1alpha1.ServiceInstance:
+		return r.Spec.ExternalID
+	case *v1alpha1.ServiceBinding:
+		return r.Spec.ExternalID
+	}
+	return ""
 }

@@ -1,12 +1,15 @@
 package authority
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 )
 
 // The cross-namespace rule, case by case: which bindings count as consumers of instance
@@ -71,6 +74,32 @@ func TestUnownedIDs_AreTheStatusIdsARecordDoesNotOwn(t *testing.T) {
 		Spec: v1alpha1.ServiceBindingSpec{ExternalID: "named-by-spec"}}
 	own := v1alpha1.NewNamespaceBoundID("b")
 	other := v1alpha1.NewNamespaceBoundID("c")
-	assert.DeepEqual(t, UnownedIDs(b, []string{"named-by-spec", own, "", "junk", other, "junk"}), []string{"junk", other})
+	key := v1alpha1.NamespaceKey{ClusterID: "cluster-1", UID: "ns-uid-b"}
+	ownKeyed := v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, "b", key)
+	otherKeyed := v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, "b", v1alpha1.NamespaceKey{ClusterID: "cluster-1", UID: "ns-uid-of-an-earlier-b"})
+	auth := New(func() Env {
+		return Env{Platform: keysOf{cluster: key.ClusterID, uids: map[string]string{"b": string(key.UID)}}}
+	})
+	assert.DeepEqual(t, auth.UnownedIDs(context.Background(), b, []string{"named-by-spec", own, "", "junk", other, ownKeyed, otherKeyed, "junk"}),
+		[]string{"junk", other, otherKeyed})
+	// A namespace whose key cannot be read keeps every bound id it cannot tell apart.
+	unreadable := New(func() Env { return Env{Platform: keysOf{cluster: key.ClusterID, err: errors.New("forbidden")}} })
+	assert.DeepEqual(t, unreadable.UnownedIDs(context.Background(), b, []string{"junk", ownKeyed, otherKeyed}), []string{"junk"})
+	// An id the spec names is the call's to refuse, not the status's to forget.
+	b.Spec.ExternalID = otherKeyed
+	assert.DeepEqual(t, auth.UnownedIDs(context.Background(), b, []string{otherKeyed, "junk"}), []string{"junk"})
 	assert.Assert(t, NotReached(b) != nil)
+}
+
+// keysOf is a platform that tells namespaces' keys.
+type keysOf struct {
+	cluster string
+	uids    map[string]string
+	err     error
+}
+
+func (keysOf) Identity(context.Context) (*osb.OriginatingIdentity, error) { return nil, nil }
+func (k keysOf) ClusterID(context.Context) (string, error)                { return k.cluster, nil }
+func (k keysOf) NamespaceUID(_ context.Context, ns string) (string, error) {
+	return k.uids[ns], k.err
 }
