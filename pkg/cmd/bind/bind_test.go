@@ -92,13 +92,16 @@ func newFixture(t *testing.T) *fixture {
 	})
 	assert.NilError(t, err)
 	for name, plan := range map[string]string{"db": planHob, "cold": planCold} {
-		_, err = st.Instances().Create(ctx, &v1alpha1.ServiceInstance{
+		inst, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: broker, ClassExternalName: "postgresql", ClassID: classID,
 				PlanExternalName: plan, PlanID: plan, ExternalID: "inst-" + name},
 			Status: v1alpha1.ServiceInstanceStatus{OperationStatus: v1alpha1.OperationStatus{Phase: v1alpha1.PhaseReady},
 				Provisioned: &v1alpha1.ProvisionedState{PlanID: plan}},
 		})
+		assert.NilError(t, err)
+		// Provisioned by the engine, the instance holds its id's claim.
+		_, _, err = st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, inst, inst.Spec.ExternalID)
 		assert.NilError(t, err)
 	}
 	f.osb.BindReturns(&osb.BindResponse{StatusCode: 201, Credentials: map[string]any{
