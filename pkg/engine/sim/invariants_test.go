@@ -89,6 +89,7 @@ func (w *world) checkStep() {
 	insts, binds := w.writtenRecords()
 	w.noteGrants(insts)
 	w.checkWaits(insts)
+	w.checkEnv(binds)
 	w.checkForgotten(keys, insts, binds)
 	if w.rates.rogue > 0 {
 		w.checkNoSecrets(keys)
@@ -241,6 +242,9 @@ func (w *world) checkQuiescence() {
 	for _, x := range insts {
 		for _, id := range instanceIDs(x) {
 			owned[id] = "instance " + x.Namespace + "/" + x.Name
+		}
+		if w.waitsForCredentials(x) {
+			continue
 		}
 		w.checkFinal("instance", x, &x.Status.OperationStatus, instanceIDs(x))
 	}
