@@ -48,7 +48,7 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	if *upShare && (p.ns == "team-b" || p.ns == "dev") && w.rng.IntN(2) == 0 {
 		// Shared user-provided instances projected as environment variables (upshare_test.go).
 		if p.ns == "team-b" {
-			return w.upConsumerTask(e, ns, follow)
+			return w.upConsumerTask(p, ns, follow)
 		}
 		return w.upOwnerTask(e, ns, follow)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -114,7 +115,11 @@ func (w *world) upOwnerTask(e *engine.Engine, ns string, follow engine.Follow) (
 }
 
 // upConsumerTask is a task of team-b's user on dev's user-provided instances.
-func (w *world) upConsumerTask(e *engine.Engine, ns string, follow engine.Follow) (string, func(context.Context) error) {
+func (w *world) upConsumerTask(p *proc, ns string, follow engine.Follow) (string, func(context.Context) error) {
+	e := p.eng
+	if w.rng.IntN(8) == 0 {
+		return "write binding " + oldEnvBinding + " of a shared instance as env without a prefix", p.writeOldEnvBinding
+	}
 	if w.rng.IntN(4) == 0 {
 		return w.envUnbindTask(e, ns, consumerEnvBindings, follow)
 	}
@@ -153,6 +158,33 @@ func (w *world) envUnbindTask(e *engine.Engine, ns string, bs []envBinding, foll
 		_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: ns, Bindings: []string{b.name}, Follow: follow})
 		return err
 	}
+}
+
+// oldEnvBinding is the binding team-b's user writes himself, as bind recorded it before
+// it refused environment variables of another namespace's credentials without a prefix:
+// the engine must not project it as such.
+const oldEnvBinding = "env-old"
+
+// writeOldEnvBinding is team-b's user writing (or re-pointing) binding env-old: dev's
+// shared user-provided instance, into Deployment web as environment variables without a
+// prefix. It may stay unsettled (refused), as his own doing.
+func (p *proc) writeOldEnvBinding(ctx context.Context) error {
+	w := p.w
+	inst := upInstanceNames[w.rng.IntN(len(upInstanceNames))]
+	ps := []v1alpha1.WorkloadProjection{{Kind: "Deployment", Name: "web", Env: true}}
+	p.record = p.ns + "/" + oldEnvBinding
+	w.edited[p.record] = true
+	if cur, err := p.st.Bindings().Get(ctx, p.ns, oldEnvBinding); err == nil {
+		cur = cur.DeepCopy()
+		cur.Spec.InstanceName, cur.Spec.InstanceNamespace, cur.Spec.Projections = inst, "dev", ps
+		_, err := p.st.Bindings().Update(ctx, cur)
+		return err
+	}
+	_, err := p.st.Bindings().Create(ctx, &v1alpha1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: oldEnvBinding},
+		Spec:       v1alpha1.ServiceBindingSpec{InstanceName: inst, InstanceNamespace: "dev", SecretName: oldEnvBinding, Projections: ps},
+	})
+	return err
 }
 
 func keyNames(creds map[string][]byte) string {
