@@ -238,6 +238,7 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 func (w *world) checkQuiescence() {
 	insts, binds := w.records()
 	w.checkWaits(insts)
+	w.checkEnv(binds)
 	owned := map[string]string{}
 	for _, x := range insts {
 		for _, id := range instanceIDs(x) {

@@ -225,8 +225,8 @@ func (s simProjector) PreviewProjection(_ context.Context, _, _, _ string, _ v1a
 	return engine.WorkloadChange{Changed: true}, nil
 }
 
-// checkEnv is checked after every step: for the bindings written in it, and for every
-// workload's projections.
+// checkEnv is checked after every step, for the bindings written in it, and at
+// quiescence, for every binding; each time for every workload's projections.
 func (w *world) checkEnv(binds []*v1alpha1.ServiceBinding) {
 	if !*upShare {
 		return
