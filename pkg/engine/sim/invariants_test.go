@@ -89,6 +89,7 @@ func (w *world) checkStep() {
 	insts, binds := w.writtenRecords()
 	w.noteGrants(insts)
 	w.checkWaits(insts)
+	w.checkEnv(binds)
 	w.checkForgotten(keys, insts, binds)
 	if w.rates.rogue > 0 {
 		w.checkNoSecrets(keys)
@@ -237,10 +238,14 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 func (w *world) checkQuiescence() {
 	insts, binds := w.records()
 	w.checkWaits(insts)
+	w.checkEnv(binds)
 	owned := map[string]string{}
 	for _, x := range insts {
 		for _, id := range instanceIDs(x) {
 			owned[id] = "instance " + x.Namespace + "/" + x.Name
+		}
+		if w.waitsForCredentials(x) {
+			continue
 		}
 		w.checkFinal("instance", x, &x.Status.OperationStatus, instanceIDs(x))
 	}

@@ -72,10 +72,13 @@ func (w *world) kubeStep(all bool) {
 	if ns := w.kube.terminating; ns != "" && !w.kube.gone {
 		w.namespaceController(ns)
 	}
-	if *gcLag {
-		if w.faults && w.chance(3) {
-			w.kubectlDelete()
-		}
+	if *gcLag && w.faults && w.chance(3) {
+		w.kubectlDelete()
+	}
+	// With -sim.upshare too: a copy of an instance's changed credentials, listed before
+	// a binding went, writes its Secret after it went, owned by the binding's gone
+	// ConfigMap; the garbage collector deletes it, as in a cluster.
+	if *gcLag || *upShare {
 		w.garbageCollect(all)
 	}
 }

@@ -27,7 +27,8 @@ worlds='-sim.rogue=false
 -sim.heldplan
 -sim.crossns
 -sim.abandon
--sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon'
+-sim.upshare
+-sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
 per=$(( (SEEDS + n - 1) / n ))

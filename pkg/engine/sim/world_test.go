@@ -76,6 +76,8 @@ type world struct {
 	// --abandon dropped them (abandon_test.go).
 	last      *proc
 	abandoned map[string]bool
+	// workloads are the projections the workloads hold (upshare_test.go).
+	workloads workloads
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -151,6 +153,7 @@ func newWorld(seed uint64) *world {
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
 		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, abandoned: map[string]bool{},
+		workloads: workloads{},
 	}
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
@@ -254,6 +257,9 @@ func (p *proc) reset() {
 		// OSB ids and request ids come from the seed too, so a trace names the same ids.
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
+		if *upShare {
+			c.Projector = simProjector{p.w}
+		}
 	})
 	if p.kind == reconciler {
 		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
