@@ -127,6 +127,11 @@ func (c *Claims) Left(ref ClaimRef, l Lease) time.Duration {
 	if !l.ExpiresAt.IsZero() && c.wall().After(l.ExpiresAt.Add(MaxClockSkew)) {
 		return 0
 	}
+	// No holder writes a stamp further ahead than its claim's duration: one further
+	// ahead than that and MaxClockSkew (a forged "until 9999") holds nothing.
+	if !l.ExpiresAt.IsZero() && l.ExpiresAt.After(c.wall().Add(l.Duration()+MaxClockSkew)) {
+		return 0
+	}
 	return max(l.Duration()-(now-at), 0)
 }
 

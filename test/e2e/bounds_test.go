@@ -39,7 +39,7 @@ const (
 // drives another namespace's instance, and its peak memory stays far below the 256 MiB
 // of reconcile's Pod.
 func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T) {
-	t.Parallel()
+	serial(t, reconcileEveryNamespace)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)

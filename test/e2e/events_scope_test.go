@@ -23,7 +23,7 @@ import (
 // quota a tenant filled is refused the same way where a cluster enforces one; the quota
 // system of Kubernetes itself ignores Events.)
 func TestEventsScope_AForbiddenEventInOneNamespaceLeavesTheOthersEvents(t *testing.T) {
-	t.Parallel()
+	serial(t, reconcileEveryNamespace)
 	ctx := context.Background()
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
