@@ -350,7 +350,11 @@ func TestCrashConsistency_InterruptedCall_NotResentAtOnce(t *testing.T) {
 
 	r := instCatalog(t, e.ns, "provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "3s")
 	assert.Assert(t, r.ExitCode != 0, "the command gave up: %s", r.Stderr)
-	instWaitFor(t, "the broker to hold the instance", 30*time.Second, func() bool { return len(e.b.Instances()) == 1 })
+	// The broker records a request when its handler ends (the client's giving up ends
+	// it here), which may come just after the instance is held: wait for both.
+	instWaitFor(t, "the broker to hold the instance and record its PUT", 30*time.Second, func() bool {
+		return len(e.b.Instances()) == 1 && len(e.b.RequestsFor(broker.OpProvision)) == 1
+	})
 	puts := len(e.b.RequestsFor(broker.OpProvision))
 
 	instRun(t, e.ns, nil, "reconcile", asRunner, "--interval", "100ms", "--max-duration", "2s", "-o", "json")
