@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
 
 // Execute runs kubectl catalog with the command-line arguments args and returns the
@@ -16,7 +17,9 @@ func Execute(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	err := f.ExplainClusterError(AsUsageError(root.ExecuteContext(ctx)))
 	f.FlushEvents(ctx)
 	if cmdutil.ShouldPrint(err) {
-		fmt.Fprintln(f.ErrOut, "error:", err)
+		// An error can quote what a broker, a record or the command line holds: its
+		// control characters are shown, never sent to the terminal.
+		fmt.Fprintln(f.ErrOut, "error:", iostreams.SafeText(err.Error()))
 	}
 	code := cmdutil.ExitCode(err)
 	// The hint follows a usage error, not a failure already reported with the same

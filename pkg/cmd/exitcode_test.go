@@ -58,6 +58,7 @@ var usageCases = []struct {
 	{"touch-instance-no-name", []string{"touch", "instance"}},
 	{"wait-nothing-to-wait-for", []string{"wait"}},
 	{"wait-bad-for", []string{"wait", "instance/db", "--for=jsonpath={.status}"}},
+	{"wait-bad-for-control-characters", []string{"wait", "instance/db", "--for=\x1b]0;owned\x07\x1b[2J"}},
 	{"bind-kind-not-projectable", []string{"bind", "db", "--to", "pod/x"}},
 	{"bind-job", []string{"bind", "db", "--to", "job/migrate"}},
 	{"unbind-no-name", []string{"unbind"}},
@@ -107,6 +108,7 @@ func TestExitCode_UsageMistakes(t *testing.T) {
 			assert.Equal(t, out.String(), "")
 			assert.Assert(t, is.Contains(errOut.String(), "--help' for usage."))
 			golden(t, filepath.Join("usage", tc.name+".golden"), errOut.String())
+			assert.Check(t, !strings.ContainsAny(errOut.String(), "\x1b\x07"), "a control character reached the terminal: %q", errOut.String())
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -161,7 +162,7 @@ func (o *Options) Run(ctx context.Context) error {
 	res, err := o.Engine.SetAccess(ctx, engine.AccessRequest{
 		Target: o.Target, Enabled: o.Enabled, Namespace: o.Namespace, ViewNamespace: o.ViewNamespace, DryRun: o.DryRun.Engine(),
 		Record: o.Output != nil && !o.Output.IsTable(),
-		Note:   func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) },
+		Note:   func(line string) { fmt.Fprintln(o.Streams.ErrOut, iostreams.SafeText(line)) },
 	})
 	if err != nil {
 		return err

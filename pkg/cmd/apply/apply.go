@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -155,7 +156,7 @@ func (o *Options) load() ([]*declarative.Object, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", d.Where(), err))
 			continue
 		case obj == nil:
-			fmt.Fprintf(o.Streams.ErrOut, "%s: %s\n", d.Where(), skip)
+			fmt.Fprintf(o.Streams.ErrOut, "%s: %s\n", d.Where(), iostreams.SafeText(fmt.Sprint(skip)))
 			continue
 		}
 		if err := o.placeIn(obj); err != nil {
@@ -169,7 +170,7 @@ func (o *Options) load() ([]*declarative.Object, error) {
 			}
 		}
 		for _, n := range obj.Notes {
-			fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q: %s\n", d.Where(), d.Obj.GetKind(), obj.Name, n)
+			fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q: %s\n", d.Where(), d.Obj.GetKind(), obj.Name, iostreams.SafeText(fmt.Sprint(n)))
 		}
 		objs = append(objs, obj)
 	}
@@ -290,7 +291,7 @@ func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engi
 func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine.Follow) error {
 	switch {
 	case a.deferred != "" && o.DryRun.Enabled():
-		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.Doc.Where(), a.obj.Kind, a.obj.Name, a.deferred)
+		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.Doc.Where(), a.obj.Kind, a.obj.Name, iostreams.SafeText(fmt.Sprint(a.deferred)))
 		return nil
 	case a.provision != nil:
 		req := *a.provision

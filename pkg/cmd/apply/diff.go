@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 )
 
 var diffLong = cmdutil.LongDesc(`
@@ -74,7 +75,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	// An error in the manifests (named by file and document) or in reading the
 	// cluster: no usage hint, and more than 1, as kubectl diff, so that it is never
 	// taken for differences.
-	fmt.Fprintf(o.Streams.ErrOut, "error: nothing was compared:\n%v\n", err)
+	fmt.Fprintf(o.Streams.ErrOut, "error: nothing was compared:\n%s\n", iostreams.SafeText(err.Error()))
 	return &cmdutil.SilentError{Code: cmdutil.ExitDiffError}
 }
 

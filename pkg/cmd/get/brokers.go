@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/watchrecords"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -86,7 +87,7 @@ func (o *Options) watchBrokers(ctx context.Context) error {
 			return printers.BrokerTable(w, vals, o.AllNamespaces, o.Output.IsWide(), o.Now())
 		},
 	}, func(_ watchrecords.Source, err error) {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %s\n", iostreams.SafeText(err.Error()))
 	})
 }
 
@@ -102,7 +103,7 @@ func (o *Options) RunBrokers(ctx context.Context) error {
 		bs, err := o.Reader.Brokers().List(ctx, ns, records.Filter{Selector: o.List.LabelSelector()})
 		if err != nil && len(bs) == 0 {
 			if records.IsForbidden(err) && ns == o.CatalogNamespace && !o.AllNamespaces {
-				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %v\n", err)
+				fmt.Fprintf(o.Streams.ErrOut, "Warning: not allowed to list cluster brokers: %s\n", iostreams.SafeText(err.Error()))
 				continue
 			}
 			return err

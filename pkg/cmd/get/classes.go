@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -58,7 +59,7 @@ func (o *Options) classes(ctx context.Context, class string) ([]*v1alpha1.Servic
 		out, err = o.Reader.MarketClasses(ctx, o.Namespace, filter, marketplace.InCatalogNamespace(o.CatalogNamespace))
 	}
 	if err != nil && len(out) > 0 {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %v\n", err)
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", iostreams.SafeText(err.Error()))
 		err = nil
 	}
 	return out, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/graph"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -117,7 +118,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	for _, w := range g.Warnings {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", iostreams.SafeText(fmt.Sprint(w)))
 	}
 	format := o.Output.Format()
 	if len(g.Nodes) == 0 && format == "tree" {

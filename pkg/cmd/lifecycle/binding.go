@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -27,7 +28,7 @@ func NewFollowing(streams cmdutil.IOStreams) *Following {
 func (f *Following) Follow(w WaitFlags) engine.Follow {
 	follow := w.Follow(nil)
 	follow.Progress = func(r engine.Result) { f.p.Show(r) }
-	follow.Note = func(line string) { f.Say("%s\n", line) }
+	follow.Note = func(line string) { f.Say("%s\n", iostreams.SafeText(line)) }
 	return follow
 }
 

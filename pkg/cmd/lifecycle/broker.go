@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -146,7 +147,7 @@ func (b *Broker) Request(dry engine.DryRun, w io.Writer) engine.RegisterBrokerRe
 		RelistInterval:    b.RelistInterval,
 		ClassRestrictions: b.ClassRestrictions, PlanRestrictions: b.PlanRestrictions,
 		DryRun: dry,
-		Note:   func(line string) { fmt.Fprintln(w, line) },
+		Note:   func(line string) { fmt.Fprintln(w, iostreams.SafeText(line)) },
 	}
 }
 
@@ -156,7 +157,7 @@ func WarnCatalog(w io.Writer, cat *catalogsync.Result) {
 		return
 	}
 	for _, warning := range cat.Warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warning)
+		fmt.Fprintf(w, "Warning: %s\n", iostreams.SafeText(warning))
 	}
 }
 
@@ -184,5 +185,5 @@ func Deregister(ctx context.Context, eng *engine.Engine, streams cmdutil.IOStrea
 func DeregisterRequest(name, scope, namespace string, force bool, dry engine.DryRun, w io.Writer) engine.DeregisterRequest {
 	s, _ := cmdutil.ParseScope(scope)
 	return engine.DeregisterRequest{Name: name, Scope: s, Namespace: namespace, Force: force,
-		DryRun: dry, Note: func(line string) { fmt.Fprintln(w, line) }}
+		DryRun: dry, Note: func(line string) { fmt.Fprintln(w, iostreams.SafeText(line)) }}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
@@ -50,7 +51,7 @@ func (w WaitFlags) Follow(p *Progress) engine.Follow {
 	f := engine.Follow{Wait: w.Wait, Timeout: w.Timeout}
 	if p != nil {
 		f.Progress = p.Show
-		f.Note = func(line string) { fmt.Fprintln(p.w, line) }
+		f.Note = func(line string) { fmt.Fprintln(p.w, iostreams.SafeText(line)) }
 	}
 	return f
 }
@@ -72,7 +73,7 @@ func NewProgress(streams cmdutil.IOStreams) *Progress {
 
 // Show reports one result; it is a engine.DriveOptions.Progress.
 func (p *Progress) Show(r engine.Result) {
-	msg := r.Message
+	msg := iostreams.SafeLine(r.Message)
 	switch {
 	case engine.WaitingForReconcile(r.Instance), engine.WaitingForReconcile(r.Binding):
 		// The phase is where the record stood (a binding being rotated is still

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -97,7 +98,7 @@ func (p *deprovisionProgress) show(r engine.Result) {
 // note prints a line of the deprovision; the next drive's progress starts from it.
 func (p *deprovisionProgress) note(line string) {
 	p.done()
-	fmt.Fprintln(p.streams.ErrOut, line)
+	fmt.Fprintln(p.streams.ErrOut, iostreams.SafeText(line))
 	p.p = NewProgress(p.streams)
 }
 

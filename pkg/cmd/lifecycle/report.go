@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 )
 
@@ -39,16 +40,16 @@ func Report(streams cmdutil.IOStreams, out *printers.OutputFlags, r engine.Resul
 		return fmt.Errorf("instance %q was refused: %s; see %s", name, r.Message, describe)
 	}
 	if engine.WaitingForReconcile(inst) {
-		fmt.Fprintf(streams.ErrOut, "Instance %q is recorded: %s. Follow it with %s.\n", name, r.Message, describe)
+		fmt.Fprintf(streams.ErrOut, "Instance %q is recorded: %s. Follow it with %s.\n", name, iostreams.SafeText(r.Message), describe)
 		return nil
 	}
 	if inst != nil && inst.Status.Retry != nil && (inst.Status.InFlight == nil || !inst.Status.InFlight.Async) {
-		return fmt.Errorf("instance %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"%s\"", name, r.Message, describe, waitCommand(r, name, namespace))
+		return fmt.Errorf("instance %q: %s; it will be retried: follow it with %s, finish it with \"kubectl catalog reconcile\" or \"%s\"", name, iostreams.SafeText(r.Message), describe, waitCommand(r, name, namespace))
 	}
 	if waited {
 		return nil
 	}
-	fmt.Fprintf(streams.ErrOut, "The broker is working on instance %q (%s). Follow it with %s, or wait for it with \"%s\".\n", name, r.Message, describe, waitCommand(r, name, namespace))
+	fmt.Fprintf(streams.ErrOut, "The broker is working on instance %q (%s). Follow it with %s, or wait for it with \"%s\".\n", name, iostreams.SafeText(r.Message), describe, waitCommand(r, name, namespace))
 	return nil
 }
 
@@ -77,7 +78,7 @@ func NewFollow(streams cmdutil.IOStreams, w WaitFlags) (f engine.Follow, done fu
 	}
 	f = w.Follow(nil)
 	f.Progress = func(r engine.Result) { started().Show(r) }
-	f.Note = func(line string) { fmt.Fprintln(started().w, line) }
+	f.Note = func(line string) { fmt.Fprintln(started().w, iostreams.SafeText(line)) }
 	return f, func() {
 		if p != nil {
 			p.Done()

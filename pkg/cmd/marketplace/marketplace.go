@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
@@ -117,7 +118,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if len(offers) == 0 {
 			return err
 		}
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %v\n", err)
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", iostreams.SafeText(err.Error()))
 	}
 	if o.Class != "" && len(offers) == 0 && !o.AllNamespaces && o.List.LabelSelector() == nil {
 		// Say why: a typo, removed, disabled...

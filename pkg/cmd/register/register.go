@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -229,7 +230,7 @@ func (o *Options) offerSetup(ctx context.Context) {
 		return
 	}
 	if err := o.Setup.Run(ctx); err != nil {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: the broker is registered, but the catalog could not be set up: %v\n", err)
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: the broker is registered, but the catalog could not be set up: %s\n", iostreams.SafeText(err.Error()))
 	}
 }
 

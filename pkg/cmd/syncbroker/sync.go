@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/catalogsync"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/prompt"
 )
@@ -123,7 +124,7 @@ func (o *BrokerOptions) Complete(f *cmdutil.Factory) (err error) {
 func (o *BrokerOptions) Request() engine.SyncBrokerRequest {
 	scope, _ := cmdutil.ParseScope(o.Scope)
 	return engine.SyncBrokerRequest{Name: o.Name, Scope: scope, Namespace: o.Namespace, DryRun: o.DryRun.Engine(),
-		Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, line) }}
+		Note: func(line string) { fmt.Fprintln(o.Streams.ErrOut, iostreams.SafeText(line)) }}
 }
 
 // Run syncs the broker, once the user confirmed what that makes her vouch for when
@@ -147,7 +148,7 @@ func (o *BrokerOptions) Run(ctx context.Context) error {
 	}
 	b, res := out.Broker, out.Catalog
 	for _, w := range res.Warnings {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s\n", iostreams.SafeText(fmt.Sprint(w)))
 	}
 	fmt.Fprintf(o.Streams.Out, "broker %q synced: %s and %s offered; %s\n", b.Name,
 		printers.Plural(res.Classes, "class", "classes"), printers.Plural(res.Plans, "plan", "plans"), Summary(res))
