@@ -347,3 +347,25 @@ func TestRecords_ListsTheCurrentNamespaceWhenNotAllowedAll(t *testing.T) {
 	fs := Records(context.Background(), c)
 	assert.DeepEqual(t, fs, []Finding{{Object: "records", Severity: OK, Detail: "none stuck in namespace dev (0 with pending work)"}})
 }
+
+// A record reconcile does not read for the size of its labels and annotations is a
+// finding naming the ConfigMap and how to trim it, not a record silently left out.
+func TestRecords_AnOversizedRecordIsAFinding(t *testing.T) {
+	fx := newFixture(t)
+	ctx := context.Background()
+	annotations := map[string]string{"junk": strings.Repeat("x", store.MaxRecordMetadataBytes+1)}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "dev", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "big"),
+		Labels: map[string]string{store.LabelKind: v1alpha1.KindServiceInstance}, Annotations: annotations}}
+	_, err := fx.cluster.Core.CoreV1().ConfigMaps("dev").Create(ctx, cm, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	fs := Records(ctx, fx.config())
+
+	f, ok := find(fs, "record dev/instance/big")
+	assert.Assert(t, ok, "%+v", fs)
+	assert.Equal(t, f.Severity, Warn)
+	assert.Assert(t, is.Contains(f.Detail, "over the 64 KiB the catalog reads"))
+	assert.Assert(t, is.Contains(f.Fix, "kubectl get configmap "+cm.Name+" -n dev -o yaml"))
+	_, ok = find(fs, "records")
+	assert.Assert(t, !ok, "an oversized record counts as stuck: %+v", fs)
+}

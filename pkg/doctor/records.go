@@ -82,10 +82,10 @@ type pendingWork struct {
 // A record that cannot be read is a finding of its own.
 func Records(ctx context.Context, c *Config) []Finding {
 	scope := "all namespaces"
-	items, err := c.Records.ListPending(ctx, "")
+	items, oversized, err := c.Records.ListPendingAndOversized(ctx, "")
 	if records.IsForbidden(err) || apierrors.IsForbidden(err) {
 		scope = "namespace " + c.Namespace
-		items, err = c.Records.ListPending(ctx, c.Namespace)
+		items, oversized, err = c.Records.ListPendingAndOversized(ctx, c.Namespace)
 	}
 	if err != nil {
 		return []Finding{{Object: "records", Severity: Warn, Detail: fmt.Sprintf("cannot list the pending records: %v", err),
@@ -102,6 +102,10 @@ func Records(ctx context.Context, c *Config) []Finding {
 			w.stuck++
 			fs = append(fs, f)
 		}
+	}
+	for _, o := range oversized {
+		w.stuck++
+		fs = append(fs, oversizedRecord(o))
 	}
 	fs = append(fs, Terminating(ctx, c, w.deleting, w.kept)...)
 	if w.stuck == 0 {
@@ -203,4 +207,18 @@ func Terminating(ctx context.Context, c *Config, deleting map[string]int, kept m
 			Fix: "run kubectl catalog reconcile -n " + ns})
 	}
 	return fs
+}
+
+// oversizedRecord is the finding of a record reconcile does not read because its labels
+// and annotations are over store.MaxRecordMetadataBytes: whatever it waits for never
+// happens until they are trimmed.
+func oversizedRecord(o records.OversizedRecord) Finding {
+	cm := store.ConfigMapName(o.Kind, o.Name)
+	return Finding{
+		Object:   "record " + o.Namespace + "/" + noun(o.Kind) + "/" + o.Name,
+		Severity: Warn,
+		Detail: fmt.Sprintf("its labels and annotations hold %d KiB, over the %d KiB the catalog reads: reconcile neither reads it nor finishes its work, and no verb can change it",
+			o.Bytes>>10, store.MaxRecordMetadataBytes>>10),
+		Fix: fmt.Sprintf("remove the labels or annotations that are not the catalog's: kubectl get configmap %s -n %s -o yaml, then kubectl label (or annotate) configmap %s -n %s KEY-", cm, o.Namespace, cm, o.Namespace),
+	}
 }

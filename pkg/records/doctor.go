@@ -17,6 +17,20 @@ func (r *Reader) ListPending(ctx context.Context, namespace string) ([]PendingRe
 	return r.st.ListPending(ctx, namespace)
 }
 
+// OversizedRecord is a record's ConfigMap whose labels and annotations hold more than
+// store.MaxRecordMetadataBytes: reconcile neither reads nor indexes it.
+type OversizedRecord = store.OversizedRecord
+
+// ListPendingAndOversized is ListPending, and also the records the same list left out
+// for the size of their labels and annotations.
+func (r *Reader) ListPendingAndOversized(ctx context.Context, namespace string) ([]PendingRecord, []OversizedRecord, error) {
+	items, idx, err := r.st.ListPendingWithIDs(ctx, namespace)
+	if err != nil || idx == nil {
+		return items, nil, err
+	}
+	return items, idx.Oversized(), nil
+}
+
 // InstancesOf lists the instances of broker b's classes: in every namespace for a
 // cluster-scoped broker, in b's namespace otherwise. Records that cannot be read are
 // left out and named in the error, with the others returned.
