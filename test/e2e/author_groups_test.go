@@ -15,7 +15,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
-	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
@@ -69,17 +68,7 @@ func TestAuthorGroups_AGroupHoldingCommas_IsTheAuthorsGroupForReconcile(t *testi
 	inst, err = e.st.Instances().Get(ctx, e.teamA, "files")
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
-	var params map[string]any
-	for _, req := range e.b.RequestsFor(broker.OpProvision) {
-		if req.InstanceID == inst.Spec.ExternalID {
-			var body struct {
-				Parameters map[string]any `json:"parameters"`
-			}
-			assert.NilError(t, req.DecodeBody(&body))
-			params = body.Parameters
-		}
-	}
-	assert.DeepEqual(t, params, map[string]any{"label": value})
+	assert.DeepEqual(t, provisionParameters(t, e.b, inst.Spec.ExternalID), map[string]any{"label": value})
 
 	// The policy admits her groups only as they are: the groups her group's name splits
 	// into are refused.

@@ -9,14 +9,11 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	reconcilecmd "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
@@ -33,18 +30,7 @@ func TestEgressDetect_TheClustersOwnRangesAndMetadataAddressesAreDeniedWithNoSet
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	catNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
-	installCleanup(t, admin, catNS)
-	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", "example.invalid/kubectl-catalog:test",
-		"--namespace", catNS, "--catalog-namespace", catNS, "--no-trust-policy")
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	tok, err := admin.CoreV1().ServiceAccounts(catNS).CreateToken(ctx, install.DefaultName, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	saKubeconfig := writeTokenKubeconfig(t, tok.Status.Token)
-	instWaitFor(t, "the ClusterRoleBinding to take effect", 30*time.Second, func() bool {
-		return saKubectl(t, saKubeconfig, "auth", "can-i", "list", "servicecidrs.networking.k8s.io") == "yes"
-	})
+	saKubeconfig := installReconcileWithoutTrustPolicy(t, admin, catNS, "list", "servicecidrs.networking.k8s.io")
 
 	// A node of the cluster, with a Pod range and an address (the test control plane
 	// runs no kubelet: the administrator's client writes it as one would).
@@ -96,7 +82,7 @@ func TestEgressDetect_TheClustersOwnRangesAndMetadataAddressesAreDeniedWithNoSet
 	}
 	// The tests' environment allows loopback for their own brokers: not here.
 	env := []string{"KUBECONFIG=" + saKubeconfig, reconcilecmd.NamespaceBrokerAllowEnv + "="}
-	_, r = recRunStrict(t, ns, env, "--catalog-namespace", catNS, "--max-duration", "20s", "--interval", "200ms")
+	_, r := recRunStrict(t, ns, env, "--catalog-namespace", catNS, "--max-duration", "20s", "--interval", "200ms")
 	assert.Check(t, r.ExitCode == 0 || r.ExitCode == 1, r.Stderr)
 	// What reconcile may read, it reads: no note about the Service ranges, the nodes or
 	// the API server's endpoints.

@@ -6,17 +6,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	reconcilecmd "github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
@@ -38,18 +34,7 @@ func TestEgress_ReconcileCallsNoInternalAddressForANamespaceBroker(t *testing.T)
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	catNS, ns := cp.NewNamespace(t), cp.NewNamespace(t)
-	installCleanup(t, admin, catNS)
-	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", "example.invalid/kubectl-catalog:test",
-		"--namespace", catNS, "--catalog-namespace", catNS, "--no-trust-policy")
-	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	tok, err := admin.CoreV1().ServiceAccounts(catNS).CreateToken(ctx, install.DefaultName, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	saKubeconfig := writeTokenKubeconfig(t, tok.Status.Token)
-	instWaitFor(t, "the ClusterRoleBinding to take effect", 30*time.Second, func() bool {
-		return saKubectl(t, saKubeconfig, "auth", "can-i", "list", "configmaps", "-A") == "yes"
-	})
+	saKubeconfig := installReconcileWithoutTrustPolicy(t, admin, catNS, "list", "configmaps", "-A")
 
 	internal := &trustTap{next: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)

@@ -3,11 +3,17 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	authnv1 "k8s.io/api/authentication/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/install"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
 // installCleanup deletes, when t ends, what "reconcile install" of the installation
@@ -21,4 +27,25 @@ func installCleanup(t *testing.T, admin kubernetes.Interface, ns string) string 
 		_ = admin.RbacV1().ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
 	})
 	return cluster
+}
+
+// installReconcileWithoutTrustPolicy installs reconcile in catNS (its catalog namespace
+// too) with no trust policy, and returns a kubeconfig holding a token of its
+// ServiceAccount once the ServiceAccount may do what canI asks (kubectl auth can-i's
+// arguments).
+func installReconcileWithoutTrustPolicy(t *testing.T, admin kubernetes.Interface, catNS string, canI ...string) string {
+	t.Helper()
+	installCleanup(t, admin, catNS)
+	r := kubectl(t, controlplane.AdminUser, "catalog", "reconcile", "install", "--image", "example.invalid/kubectl-catalog:test",
+		"--namespace", catNS, "--catalog-namespace", catNS, "--no-trust-policy")
+	assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	tok, err := admin.CoreV1().ServiceAccounts(catNS).CreateToken(context.Background(), install.DefaultName, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	kubeconfig := writeTokenKubeconfig(t, tok.Status.Token)
+	instWaitFor(t, "the ClusterRoleBinding to take effect", 30*time.Second, func() bool {
+		return saKubectl(t, kubeconfig, append([]string{"auth", "can-i"}, canI...)...) == "yes"
+	})
+	return kubeconfig
 }

@@ -269,3 +269,43 @@ const (
 	trustAdminParam  = "admin-param-51be44"
 	trustBobParam    = "bob-param-a41c93"
 )
+
+// trustAliceInTeamA gives alice the documented user role in team A and the viewer role
+// in team B and the catalog namespace, waits for them to take effect, and returns how
+// alice runs kubectl catalog in team A.
+func trustAliceInTeamA(t *testing.T, e *trustEnv) func(args ...string) result {
+	t.Helper()
+	for _, args := range [][]string{
+		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
+		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
+	} {
+		r := kubectl(t, controlplane.AdminUser, args...)
+		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+	}
+	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
+		_, err := e.alice.CoreV1().ConfigMaps(e.teamB).List(context.Background(), metav1.ListOptions{Limit: 1})
+		return err == nil
+	})
+	return func(args ...string) result {
+		t.Helper()
+		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
+	}
+}
+
+// provisionParameters are the parameters of the last provision b received for instance
+// id (nil: none).
+func provisionParameters(t *testing.T, b *broker.Broker, id string) map[string]any {
+	t.Helper()
+	var params map[string]any
+	for _, req := range b.RequestsFor(broker.OpProvision) {
+		if req.InstanceID == id {
+			var body struct {
+				Parameters map[string]any `json:"parameters"`
+			}
+			assert.NilError(t, req.DecodeBody(&body))
+			params = body.Parameters
+		}
+	}
+	return params
+}

@@ -30,15 +30,7 @@ func TestIDsWindow_AForgedStatusDoesNotBindAnotherTenantsUnclaimedID(t *testing.
 	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
-	trustAliceUsesTeamAAndReadsTeamB(t, e)
-	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
-		_, err := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
-	alice := func(args ...string) result {
-		t.Helper()
-		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
-	}
+	alice := trustAliceInTeamA(t, e)
 
 	const id = "svcat-ids-window-e2e"
 	r := trustBob(t, e, "provision", "db", "--class", "object-storage", "--plan", "bucket", "--external-id", id)

@@ -28,16 +28,11 @@ func TestTrustIDs_AnIDWrittenIntoAStatusTakesNothingOver(t *testing.T) {
 	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
-	trustAliceUsesTeamAAndReadsTeamB(t, e)
-	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
-		_, errA := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
-		_, errB := e.alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
-		return errA == nil && errB == nil
+	alice := trustAliceInTeamA(t, e)
+	instWaitFor(t, "alice's role binding in her namespace to take effect", 30*time.Second, func() bool {
+		_, err := e.alice.CoreV1().Secrets(e.teamA).Get(ctx, "hidden", metav1.GetOptions{})
+		return err == nil
 	})
-	alice := func(args ...string) result {
-		t.Helper()
-		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
-	}
 
 	// alice's instance is recorded first; bob's is provisioned after it.
 	r := alice("provision", "early", "--class", "object-storage", "--plan", "bucket")
@@ -118,15 +113,7 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 	serial(t, clusterTrustPolicy)
 	e := trustSetup(t)
 	ctx := context.Background()
-	trustAliceUsesTeamAAndReadsTeamB(t, e)
-	instWaitFor(t, "alice's role bindings to take effect", 30*time.Second, func() bool {
-		_, err := e.alice.CoreV1().ConfigMaps(e.teamB).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
-	alice := func(args ...string) result {
-		t.Helper()
-		return kubectl(t, controlplane.AliceUser, append([]string{"catalog", "-n", e.teamA, "--catalog-namespace", e.catalogNS}, args...)...)
-	}
+	alice := trustAliceInTeamA(t, e)
 
 	// alice's instance is recorded and provisioned first, under an id of her own.
 	r := alice("provision", "early", "--class", "object-storage", "--plan", "bucket")
@@ -205,18 +192,4 @@ func TestTrustIDs_ASpecRewrittenToAnAdoptedIDTakesNothingOver(t *testing.T) {
 		_, held := e.b.Instance(adopted)
 		assert.Assert(t, !held, "bob's own deletion deprovisions it")
 	})
-}
-
-// trustAliceUsesTeamAAndReadsTeamB gives alice the documented user role in team A and
-// the viewer role in team B and the catalog namespace.
-func trustAliceUsesTeamAAndReadsTeamB(t *testing.T, e *trustEnv) {
-	t.Helper()
-	for _, args := range [][]string{
-		{"create", "rolebinding", "kubectl-catalog-user-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-user", "--user", controlplane.AliceUser, "-n", e.teamA},
-		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.teamB},
-		{"create", "rolebinding", "kubectl-catalog-viewer-" + controlplane.AliceUser, "--clusterrole", "kubectl-catalog-viewer", "--user", controlplane.AliceUser, "-n", e.catalogNS},
-	} {
-		r := kubectl(t, controlplane.AdminUser, args...)
-		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	}
 }

@@ -66,17 +66,7 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 			assert.NilError(t, err)
 			assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
 		}
-		var params map[string]any
-		for _, req := range e.b.RequestsFor(broker.OpProvision) {
-			if req.InstanceID == bobIDs["files"] {
-				var body struct {
-					Parameters map[string]any `json:"parameters"`
-				}
-				assert.NilError(t, req.DecodeBody(&body))
-				params = body.Parameters
-			}
-		}
-		assert.DeepEqual(t, params, map[string]any{"label": trustBobParam})
+		assert.DeepEqual(t, provisionParameters(t, e.b, bobIDs["files"]), map[string]any{"label": trustBobParam})
 	})
 
 	t.Run("bob binds; reconcile writes the credentials in his namespace", func(t *testing.T) {
@@ -267,17 +257,7 @@ func TestTrust_ForgedRecordsAreRefused_HonestUsersAreServedByReconcile(t *testin
 		inst, err = e.st.Instances().Get(ctx, e.teamA, "control")
 		assert.NilError(t, err)
 		assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
-		var params map[string]any
-		for _, req := range e.b.RequestsFor(broker.OpProvision) {
-			if req.InstanceID == inst.Spec.ExternalID {
-				var body struct {
-					Parameters map[string]any `json:"parameters"`
-				}
-				assert.NilError(t, req.DecodeBody(&body))
-				params = body.Parameters
-			}
-		}
-		assert.DeepEqual(t, params, map[string]any{"owner": trustAdminParam})
+		assert.DeepEqual(t, provisionParameters(t, e.b, inst.Spec.ExternalID), map[string]any{"owner": trustAdminParam})
 	})
 
 	t.Run("nothing reached the attacker, no forged id and no hidden Secret reached the broker", func(t *testing.T) {
