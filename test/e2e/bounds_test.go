@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -28,12 +29,12 @@ import (
 // boundsJunk is how many junk ConfigMaps the tenant writes, each with boundsLabels
 // OSB-id-shaped labels (about 1.3 MB).
 const (
-	boundsJunk   = 120
+	boundsJunk   = 80
 	boundsLabels = 17000
 )
 
 // TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle: a tenant who may write
-// ConfigMaps in her namespace creates a hundred and twenty named like instance records,
+// ConfigMaps in her namespace creates eighty named like instance records,
 // each with about 1.3 MB of labels shaped like OSB id labels (no author: the trust
 // policy lets them through). One "reconcile -A" run reports each once as not read,
 // drives another namespace's instance, and its peak memory stays far below the 256 MiB
@@ -44,16 +45,21 @@ func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
 	junkNS := cp.NewNamespace(t)
+	var g errgroup.Group
+	g.SetLimit(8)
 	for i := range boundsJunk {
-		labels := map[string]string{store.LabelKind: v1alpha1.KindServiceInstance}
-		for j := range boundsLabels {
-			sum := sha256.Sum256(fmt.Appendf(nil, "%d-%d", i, j))
-			labels[store.IDLabelPrefix+hex.EncodeToString(sum[:20])] = "true"
-		}
-		_, err := admin.CoreV1().ConfigMaps(junkNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: store.ConfigMapName(v1alpha1.KindServiceInstance, fmt.Sprintf("junk-%d", i)), Labels: labels}}, metav1.CreateOptions{})
-		assert.NilError(t, err)
+		g.Go(func() error {
+			labels := map[string]string{store.LabelKind: v1alpha1.KindServiceInstance}
+			for j := range boundsLabels {
+				sum := sha256.Sum256(fmt.Appendf(nil, "%d-%d", i, j))
+				labels[store.IDLabelPrefix+hex.EncodeToString(sum[:20])] = "true"
+			}
+			_, err := admin.CoreV1().ConfigMaps(junkNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: store.ConfigMapName(v1alpha1.KindServiceInstance, fmt.Sprintf("junk-%d", i)), Labels: labels}}, metav1.CreateOptions{})
+			return err
+		})
 	}
+	assert.NilError(t, g.Wait())
 	ns, _, _ := instSetup(t)
 	r := instCatalog(t, ns, "provision", "db", "--class", "postgresql", "--plan", "standard")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
