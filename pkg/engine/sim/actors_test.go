@@ -23,6 +23,8 @@ var (
 // taskFor chooses what an idle process does next.
 func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	switch p.kind {
+	case releaseProc:
+		return w.releaseTask(p)
 	case reconciler:
 		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:

@@ -78,6 +78,8 @@ type world struct {
 	abandoned map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
+	// releases is what the processes of other releases hold (release_test.go).
+	releases releaseState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -188,6 +190,7 @@ func newWorld(seed uint64) *world {
 	if *crossNamespace {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
+	w.addReleaseProcs()
 	return w
 }
 
@@ -499,6 +502,7 @@ func (w *world) quiesce() {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
 		w.kubeStep(true)
+		w.releaseQuiesce()
 		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
 		for r.alive && !w.stuck {
 			// Nothing else moves: time goes to when the run waits for.
