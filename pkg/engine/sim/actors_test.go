@@ -23,8 +23,8 @@ var (
 // taskFor chooses what an idle process does next.
 func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	switch p.kind {
-	case releaseProc:
-		return w.releaseTask(p)
+	case modelProc:
+		return w.worldTask(p)
 	case reconciler:
 		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:
@@ -81,6 +81,9 @@ func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.F
 
 // userTask is a task of a user of the instances of her own namespace.
 func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.Follow) (string, func(context.Context) error) {
+	if name, task, ok := w.paramSecretTask(e, ns, inst, follow); ok {
+		return name, task
+	}
 	if name, task, ok := w.abandonTask(e, ns, inst, bind); ok {
 		return name, task
 	}

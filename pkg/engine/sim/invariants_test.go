@@ -93,7 +93,7 @@ func (w *world) checkStep() {
 	w.checkEnv(binds)
 	w.checkForgotten(keys, insts, binds)
 	w.checkReleases()
-	if w.rates.rogue > 0 {
+	if w.rates.rogue > 0 || *paramSecret {
 		w.checkNoSecrets(keys)
 	}
 	for _, x := range insts {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -34,8 +35,10 @@ import (
 
 var otherReleases = flag.Bool("sim.oldrelease", false, "let a process of a newer release bind dev's instances in a record format this release cannot read, and one of an older release write records back in format 1")
 
-// releaseProc is the kind of the processes of other releases.
-const releaseProc kind = 1 << 8
+// modelProc is the kind of the processes of the worlds of release_test.go and
+// paramsecret_test.go (another release's, the editor of parameters Secrets): each does
+// what its name says (worldTask).
+const modelProc kind = 1 << 8
 
 // nextFormat is the record format of the newer release.
 const nextFormat = "99"
@@ -46,17 +49,23 @@ type releaseState struct {
 	bindings map[string]string
 }
 
-// addReleaseProcs adds the processes of other releases to a world of -sim.oldrelease.
-func (w *world) addReleaseProcs() {
-	if !*otherReleases {
-		return
+// addModelProcs adds the processes of -sim.oldrelease and -sim.paramsecret to a world.
+func (w *world) addModelProcs() {
+	if *otherReleases {
+		w.releases.bindings = map[string]string{}
+		w.procs = append(w.procs, w.newProc("release-next", modelProc, "dev"), w.newProc("release-old", modelProc, "dev"))
 	}
-	w.releases.bindings = map[string]string{}
-	w.procs = append(w.procs, w.newProc("release-next", releaseProc, "dev"), w.newProc("release-old", releaseProc, "dev"))
+	if *paramSecret {
+		w.setupParamSecret()
+		w.procs = append(w.procs, w.newProc("secret-editor", modelProc, "dev"))
+	}
 }
 
-// releaseTask is the next task of a process of another release.
-func (w *world) releaseTask(p *proc) (string, func(context.Context) error) {
+// worldTask is the next task of a process of kind modelProc.
+func (w *world) worldTask(p *proc) (string, func(context.Context) error) {
+	if p.name == "secret-editor" {
+		return w.secretEditorTask()
+	}
 	if p.name == "release-old" {
 		if !w.faults || w.rng.IntN(3) > 0 {
 			return "nothing", func(context.Context) error { return nil }
@@ -149,7 +158,7 @@ func (w *world) nextUnbind(key string) {
 		panic(err)
 	}
 	if cm.DeletionTimestamp == nil {
-		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !store.IsNotFound(err) {
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			panic(err)
 		}
 	}
@@ -184,7 +193,7 @@ func (w *world) checkReleases() {
 		ns, name, _ := strings.Cut(key, "/")
 		cm, err := w.cluster.Core.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
 		switch {
-		case store.IsNotFound(err):
+		case apierrors.IsNotFound(err):
 			w.fail("the broker holds binding %s of the newer release, and its ConfigMap %s is gone: orphaned", id, key)
 		case err != nil:
 			panic(err)
@@ -249,10 +258,14 @@ func (w *world) writeFormat1() {
 	w.written[ns+"/"+cm.Name] = true
 }
 
-// releaseQuiesce is what the processes of other releases do in each round of quiescence:
-// the newer release's reconcile unbinds its bindings marked for deletion.
-func (w *world) releaseQuiesce() {
+// modelQuiesce is what the processes of modelProc do in each round of quiescence: the
+// newer release's reconcile unbinds its bindings marked for deletion, and the Secret of
+// parameters holds a good token again.
+func (w *world) modelQuiesce() {
 	if *otherReleases {
 		w.nextReconcile()
+	}
+	if *paramSecret && w.fromSecret.now == 0 {
+		w.writeParamSecret()
 	}
 }

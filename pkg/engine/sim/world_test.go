@@ -80,6 +80,8 @@ type world struct {
 	workloads workloads
 	// releases is what the processes of other releases hold (release_test.go).
 	releases releaseState
+	// fromSecret is what the Secret of parameters held (paramsecret_test.go).
+	fromSecret paramState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -190,7 +192,7 @@ func newWorld(seed uint64) *world {
 	if *crossNamespace {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
-	w.addReleaseProcs()
+	w.addModelProcs()
 	return w
 }
 
@@ -502,7 +504,7 @@ func (w *world) quiesce() {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
 		w.kubeStep(true)
-		w.releaseQuiesce()
+		w.modelQuiesce()
 		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
 		for r.alive && !w.stuck {
 			// Nothing else moves: time goes to when the run waits for.
