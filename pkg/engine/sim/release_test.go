@@ -35,8 +35,9 @@ import (
 
 var otherReleases = flag.Bool("sim.oldrelease", false, "let a process of a newer release bind dev's instances in a record format this release cannot read, and one of an older release write records back in format 1")
 
-// modelProc is the kind of the processes of the worlds of release_test.go and
-// paramsecret_test.go (another release's, the editor of parameters Secrets): each does
+// modelProc is the kind of the processes of the worlds of release_test.go,
+// paramsecret_test.go and dryrun_test.go (another release's, the editor of a parameters
+// Secret, an administrator's dry runs): each does
 // what its name says (worldTask).
 const modelProc kind = 1 << 8
 
@@ -49,7 +50,8 @@ type releaseState struct {
 	bindings map[string]string
 }
 
-// addModelProcs adds the processes of -sim.oldrelease and -sim.paramsecret to a world.
+// addModelProcs adds the processes of -sim.oldrelease, -sim.paramsecret and -sim.dryrun
+// to a world.
 func (w *world) addModelProcs() {
 	if *otherReleases {
 		w.releases.bindings = map[string]string{}
@@ -59,12 +61,16 @@ func (w *world) addModelProcs() {
 		w.setupParamSecret()
 		w.procs = append(w.procs, w.newProc("secret-editor", modelProc, "dev"))
 	}
+	w.addDryRunProc()
 }
 
 // worldTask is the next task of a process of kind modelProc.
 func (w *world) worldTask(p *proc) (string, func(context.Context) error) {
-	if p.name == "secret-editor" {
+	switch p.name {
+	case "secret-editor":
 		return w.secretEditorTask()
+	case "dry-run":
+		return w.dryRunTask(p)
 	}
 	if p.name == "release-old" {
 		if !w.faults || w.rng.IntN(3) > 0 {
