@@ -82,6 +82,8 @@ type world struct {
 	releases releaseState
 	// fromSecret is what the Secret of parameters held (paramsecret_test.go).
 	fromSecret paramState
+	// upSourceVersion is the resourceVersion its user left on Secret up-src (upcreds_test.go).
+	upSourceVersion string
 }
 
 // rates are one seed's chances of each fault, in percent.
