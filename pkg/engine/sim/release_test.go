@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,5 +274,41 @@ func (w *world) modelQuiesce() {
 	}
 	if *paramSecret && w.fromSecret.now == 0 {
 		w.writeParamSecret()
+	}
+}
+
+// TestSim_ModelWorlds runs a few seeds of each world of release_test.go,
+// paramsecret_test.go, dryrun_test.go and upcreds_test.go as part of the default seeds
+// (make soak runs many more); a run naming seeds or flags leaves it out.
+func TestSim_ModelWorlds(t *testing.T) {
+	if *firstSeed != 0 || *seeds != 0 {
+		t.Skip("a run of chosen seeds")
+	}
+	count := 25
+	if testing.Short() {
+		count = 8
+	}
+	for _, world := range []struct {
+		name  string
+		flags []*bool
+	}{
+		{"-sim.oldrelease", []*bool{otherReleases}},
+		{"-sim.paramsecret", []*bool{paramSecret}},
+		{"-sim.dryrun", []*bool{dryRuns}},
+		{"-sim.upshare -sim.upcreds", []*bool{upShare, upCreds}},
+	} {
+		was := make([]bool, len(world.flags))
+		for i, f := range world.flags {
+			was[i], *f = *f, true
+		}
+		for seed, w := range runSeeds(1, count) {
+			if len(w.failures) > 0 {
+				t.Errorf("%s, seed %d: %s\nreplay: go test ./pkg/engine/sim -run 'TestSim$' %s -sim.seed=%d -v\n%s",
+					world.name, seed, w.failures[0], world.name, seed, tail(w.trace, 60))
+			}
+		}
+		for i, f := range world.flags {
+			*f = was[i]
+		}
 	}
 }
