@@ -69,7 +69,8 @@ func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.F
 	}
 	if len(shared) > 0 && w.rng.IntN(4) > 0 || w.rng.IntN(2) == 0 {
 		return "bind " + bind + " to dev/" + inst, func(ctx context.Context) error {
-			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow})
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow,
+				Projections: w.fileProjections()})
 			return err
 		}
 	}
@@ -133,7 +134,8 @@ func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.
 	case n < 67:
 		id, flag := adopted("binding")
 		return "bind " + bind + " to " + inst + flag, func(ctx context.Context) error {
-			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, ExternalID: id, Follow: follow})
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, ExternalID: id, Follow: follow,
+				Projections: w.fileProjections()})
 			return err
 		}
 	case n < 74:

@@ -49,7 +49,7 @@ func (w *world) dryRunTask(p *proc) (string, func(context.Context) error) {
 		c.Holder = p.holderName()
 		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
 		c.Now, c.Jitter, c.Sleep, c.IDs, c.ClaimTTL = p.now, w.rng.Float64, p.sleep, w.rngReader(), w.claimTTL
-		if *upShare {
+		if *upShare || *fileProjections {
 			c.Projector = simProjector{w}
 		}
 	})

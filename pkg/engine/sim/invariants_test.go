@@ -93,6 +93,7 @@ func (w *world) checkStep() {
 	w.checkEnv(binds)
 	w.checkForgotten(keys, insts, binds)
 	w.checkReleases()
+	w.checkFiles(false)
 	w.checkUpSource()
 	if w.rates.rogue > 0 || *paramSecret {
 		w.checkNoSecrets(keys)
@@ -276,6 +277,7 @@ func (w *world) checkQuiescence() {
 	w.checkNamespaceGone()
 	w.checkRevoked(insts)
 	w.checkReleases()
+	w.checkFiles(true)
 	w.checkUpCopies(insts, binds)
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.

@@ -278,7 +278,7 @@ func (w *world) modelQuiesce() {
 }
 
 // TestSim_ModelWorlds runs a few seeds of each world of release_test.go,
-// paramsecret_test.go, dryrun_test.go and upcreds_test.go as part of the default seeds
+// paramsecret_test.go, dryrun_test.go, upcreds_test.go and files_test.go as part of the default seeds
 // (make soak runs many more); a run naming seeds or flags leaves it out.
 func TestSim_ModelWorlds(t *testing.T) {
 	if *firstSeed != 0 || *seeds != 0 {
@@ -296,6 +296,7 @@ func TestSim_ModelWorlds(t *testing.T) {
 		{"-sim.paramsecret", []*bool{paramSecret}},
 		{"-sim.dryrun", []*bool{dryRuns}},
 		{"-sim.upshare -sim.upcreds", []*bool{upShare, upCreds}},
+		{"-sim.files", []*bool{fileProjections}},
 	} {
 		was := make([]bool, len(world.flags))
 		for i, f := range world.flags {

@@ -264,7 +264,7 @@ func (p *proc) reset() {
 		// OSB ids and request ids come from the seed too, so a trace names the same ids.
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
-		if *upShare {
+		if *upShare || *fileProjections {
 			c.Projector = simProjector{p.w}
 		}
 	})
