@@ -96,8 +96,8 @@ func TestUserProvided_CopyRace_AnOlderCopyNeverLandsOverANewerOne(t *testing.T) 
 				Brokers:          fake.Brokers{Client: f.broker},
 				Platform:         StaticPlatform{Cluster: "cluster-1", User: testUser},
 				CatalogNamespace: storetest.CatalogNamespace, Holder: "other",
-				Now:              func() time.Time { return f.now },
-				Jitter:           func() float64 { return 0.5 },
+				Now:    func() time.Time { return f.now },
+				Jitter: func() float64 { return 0.5 },
 			})
 			ores, oerr := other.StepBinding(WithRunnersRights(ctx), f.getBinding("app"))
 			t.Logf("the other process: %+v, %v", ores, oerr)

@@ -64,7 +64,7 @@ func (w *world) writeParamSecret() {
 }
 
 func (w *world) putParamSecret(data string) {
-	if w.terminatingNamespace("dev") {
+	if !w.creatableIn("dev") {
 		return
 	}
 	ctx := context.Background()

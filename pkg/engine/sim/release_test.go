@@ -119,7 +119,7 @@ func (w *world) nextBind() {
 	if slices.Contains(x.Spec.SharedWith, "team-b") && w.rng.IntN(2) == 0 {
 		ns = "team-b"
 	}
-	if w.terminatingNamespace(ns) {
+	if !w.creatableIn(ns) {
 		return
 	}
 	name := store.ConfigMapName(v1alpha1.KindServiceBinding, fmt.Sprintf("next-%d", w.rng.IntN(2)))
@@ -223,7 +223,7 @@ func (w *world) nextReleaseOwns(id string) bool {
 func (w *world) writeFormat1() {
 	ctx := context.Background()
 	ns := []string{"dev", "team-b"}[w.rng.IntN(2)]
-	if w.terminatingNamespace(ns) {
+	if !w.creatableIn(ns) {
 		return
 	}
 	cms := w.cluster.Core.CoreV1().ConfigMaps(ns)
@@ -312,4 +312,11 @@ func TestSim_ModelWorlds(t *testing.T) {
 			*f = was[i]
 		}
 	}
+}
+
+// creatableIn reports whether the world's own processes may create objects in namespace
+// ns: not while it is being deleted (once gone, the model lets records be made there
+// again, as requests sent before the deletion land, so it is as if made anew).
+func (w *world) creatableIn(ns string) bool {
+	return !w.terminatingNamespace(ns) || w.kube.gone
 }

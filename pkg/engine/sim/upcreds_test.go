@@ -107,7 +107,7 @@ func (w *world) upCredsTask(e *engine.Engine, ns, inst string, follow engine.Fol
 // writeUpSource writes Secret up-src of dev as its user does with kubectl, and notes the
 // resourceVersion it left.
 func (w *world) writeUpSource() {
-	if w.terminatingNamespace("dev") {
+	if !w.creatableIn("dev") {
 		return
 	}
 	ctx := context.Background()
