@@ -228,6 +228,15 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 			return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
 		}
 	}
+	// The binding's Secret as it is before the credentials are read: the copy is written
+	// only over that, so that a copy of older credentials never lands over a newer one
+	// another driver wrote meanwhile (the status would then say the newer one is there).
+	over := ""
+	if cur, err := e.cfg.Store.GetSecret(ctx, b.Namespace, b.Spec.SecretName); err == nil {
+		over = cur.ResourceVersion
+	} else if !store.IsNotFound(err) {
+		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
+	}
 	secret, err := instanceSteps{e.Engine}.userProvidedCredentials(ctx, inst)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
@@ -249,7 +258,10 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 	if err == nil {
 		leftOut = shapeEnvData(b, data)
 		data = credentials.WithServiceBindingKeys(data, UserProvidedType, "")
-		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
+		_, err = e.cfg.Store.WriteBindingSecretOver(ctx, b, data, over)
+	}
+	if store.IsConflict(err) {
+		err = fmt.Errorf("Secret %q changed while the credentials were being copied (another process copied them): the copy is made again", b.Spec.SecretName)
 	}
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, fmt.Errorf("the credentials of user-provided instance %q could not be written to Secret %q: %w", inst.Name, b.Spec.SecretName, err))

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -108,6 +109,81 @@ func (s *Store) WriteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBindi
 		return nil, apiError("write", kindSecret, b.Namespace, name, err)
 	}
 	return written, nil
+}
+
+// WriteBindingSecretOver is WriteBindingSecret on the condition that the Secret is still
+// as its writer read it before it read what it writes: resourceVersion is the Secret's
+// then, "" when there was none. Any other write since (another driver's copy of newer
+// credentials, say) makes it fail with IsConflict, writing nothing: a copy made from
+// what was read then never lands over one made later.
+func (s *Store) WriteBindingSecretOver(ctx context.Context, b *v1alpha1.ServiceBinding, data map[string][]byte, resourceVersion string) (*corev1.Secret, error) {
+	if b.UID == "" {
+		return nil, fmt.Errorf("writing the Secret of service binding %q: the binding has no uid; read it from the store first", b.Name)
+	}
+	name := b.Spec.SecretName
+	conflict := func(err error) error {
+		return &Error{Reason: ReasonConflict, Op: "write", Kind: kindSecret, Namespace: b.Namespace, Name: name, Err: err}
+	}
+	if resourceVersion == "" {
+		created, err := s.WriteBindingSecretNew(ctx, b, data)
+		if IsAlreadyExists(err) {
+			return nil, conflict(err)
+		}
+		return created, err
+	}
+	secrets := s.core.CoreV1().Secrets(b.Namespace)
+	existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, conflict(err)
+	}
+	if err != nil {
+		return nil, apiError("get", kindSecret, b.Namespace, name, err)
+	}
+	if !OwnedBy(existing, b) {
+		return nil, &Error{Reason: ReasonNotOwned, Op: "write", Kind: kindSecret, Namespace: b.Namespace, Name: name,
+			Detail: fmt.Sprintf("service binding %q", b.Name)}
+	}
+	if existing.ResourceVersion != resourceVersion {
+		return nil, conflict(nil)
+	}
+	existing.Data, existing.StringData = data, nil
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	maps.Copy(existing.Labels, map[string]string{LabelManagedBy: ManagedBy, LabelBinding: LabelValue(b.Name), LabelInstance: LabelValue(b.Spec.InstanceName)})
+	written, err := secrets.Update(ctx, existing, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil, conflict(err)
+	}
+	if err != nil {
+		return nil, apiError("write", kindSecret, b.Namespace, name, err)
+	}
+	return written, nil
+}
+
+// WriteBindingSecretNew creates the credentials Secret of binding b with data, as
+// WriteBindingSecret does when there is none; IsAlreadyExists when there is one.
+func (s *Store) WriteBindingSecretNew(ctx context.Context, b *v1alpha1.ServiceBinding, data map[string][]byte) (*corev1.Secret, error) {
+	name := b.Spec.SecretName
+	if name == "" {
+		return nil, &Error{Reason: ReasonInvalid, Op: "write", Kind: kindSecret, Namespace: b.Namespace,
+			Detail: fmt.Sprintf("service binding %q has no secret name", b.Name)}
+	}
+	created, err := s.core.CoreV1().Secrets(b.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: b.Namespace,
+			Labels: map[string]string{
+				LabelManagedBy: ManagedBy, LabelBinding: LabelValue(b.Name), LabelInstance: LabelValue(b.Spec.InstanceName),
+			},
+			OwnerReferences: []metav1.OwnerReference{bindingOwnerReference(b)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, apiError("create", kindSecret, b.Namespace, name, err)
+	}
+	return created, nil
 }
 
 // bindingSecretNames are the Secrets DeleteBindingSecret deletes of b: its spec's, and

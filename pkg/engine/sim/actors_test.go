@@ -23,6 +23,8 @@ var (
 // taskFor chooses what an idle process does next.
 func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	switch p.kind {
+	case modelProc:
+		return w.worldTask(p)
 	case reconciler:
 		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:
@@ -67,7 +69,8 @@ func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.F
 	}
 	if len(shared) > 0 && w.rng.IntN(4) > 0 || w.rng.IntN(2) == 0 {
 		return "bind " + bind + " to dev/" + inst, func(ctx context.Context) error {
-			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow})
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, InstanceNamespace: "dev", Name: bind, Follow: follow,
+				Projections: w.fileProjections()})
 			return err
 		}
 	}
@@ -79,6 +82,9 @@ func (w *world) bobTask(e *engine.Engine, ns, inst, bind string, follow engine.F
 
 // userTask is a task of a user of the instances of her own namespace.
 func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.Follow) (string, func(context.Context) error) {
+	if name, task, ok := w.paramSecretTask(e, ns, inst, follow); ok {
+		return name, task
+	}
 	if name, task, ok := w.abandonTask(e, ns, inst, bind); ok {
 		return name, task
 	}
@@ -128,7 +134,8 @@ func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.
 	case n < 67:
 		id, flag := adopted("binding")
 		return "bind " + bind + " to " + inst + flag, func(ctx context.Context) error {
-			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, ExternalID: id, Follow: follow})
+			_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, ExternalID: id, Follow: follow,
+				Projections: w.fileProjections()})
 			return err
 		}
 	case n < 74:

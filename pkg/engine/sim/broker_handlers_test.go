@@ -12,6 +12,7 @@ import (
 // provisionHandler is how the broker provisions, keeping what it holds in l.
 func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
 	return func(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		w.checkSentParams(fake.MethodProvision, r.InstanceID, r.RequestIdentity, r.Parameters)
 		ns := ""
 		if r.Context != nil {
 			ns = r.Context.Namespace
@@ -68,6 +69,7 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 // updateHandler is how the broker updates, keeping what it holds in l.
 func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
 	return func(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
+		w.checkSentParams(fake.MethodUpdate, r.InstanceID, r.RequestIdentity, r.Parameters)
 		change := func() {
 			if h, ok := l.Instance(r.InstanceID); ok && r.PlanID != "" {
 				h.PlanID = r.PlanID

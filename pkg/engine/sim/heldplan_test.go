@@ -77,7 +77,7 @@ func (w *world) checkHeldPlans(insts []*v1alpha1.ServiceInstance) {
 		if x.Spec.Parameters != nil && len(x.Spec.Parameters.Raw) > 0 {
 			_ = json.Unmarshal(x.Spec.Parameters.Raw, &want)
 		}
-		got := w.params[id]
+		got := withoutSecretParams(x, w.params[id])
 		if got == nil {
 			got = map[string]any{}
 		}

@@ -28,7 +28,12 @@ worlds='-sim.rogue=false
 -sim.crossns
 -sim.abandon
 -sim.upshare
--sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare'
+-sim.oldrelease
+-sim.paramsecret
+-sim.dryrun
+-sim.upshare -sim.upcreds
+-sim.files
+-sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
 per=$(( (SEEDS + n - 1) / n ))

@@ -69,6 +69,10 @@ func (w *world) upCredentials() map[string][]byte {
 // upOwnerTask is a task of dev's user on her user-provided instances.
 func (w *world) upOwnerTask(e *engine.Engine, ns string, follow engine.Follow) (string, func(context.Context) error) {
 	inst := upInstanceNames[w.rng.IntN(len(upInstanceNames))]
+	if name, task, ok := w.upCredsTask(e, ns, inst, follow); ok {
+		// Credentials from a Secret, URL credentials, limits (upcreds_test.go).
+		return name, task
+	}
 	// Mostly provision what is not there yet, and share what is not shared yet.
 	x, err := w.checker.Instances().Get(context.Background(), ns, inst)
 	n := w.rng.IntN(100)

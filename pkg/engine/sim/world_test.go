@@ -78,6 +78,12 @@ type world struct {
 	abandoned map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
+	// releases is what the processes of other releases hold (release_test.go).
+	releases releaseState
+	// fromSecret is what the Secret of parameters held (paramsecret_test.go).
+	fromSecret paramState
+	// upSourceVersion is the resourceVersion its user left on Secret up-src (upcreds_test.go).
+	upSourceVersion string
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -188,6 +194,7 @@ func newWorld(seed uint64) *world {
 	if *crossNamespace {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
+	w.addModelProcs()
 	return w
 }
 
@@ -257,7 +264,7 @@ func (p *proc) reset() {
 		// OSB ids and request ids come from the seed too, so a trace names the same ids.
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
-		if *upShare {
+		if *upShare || *fileProjections {
 			c.Projector = simProjector{p.w}
 		}
 	})
@@ -499,6 +506,7 @@ func (w *world) quiesce() {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
 		w.kubeStep(true)
+		w.modelQuiesce()
 		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
 		for r.alive && !w.stuck {
 			// Nothing else moves: time goes to when the run waits for.
