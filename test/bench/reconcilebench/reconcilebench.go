@@ -185,7 +185,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	metaLists := cluster.MetadataLists()
 	counting.Store(true)
-	sum, err := rec.Run(ctx, reconcile.Options{Namespace: namespace, Workers: cfg.Workers, MaxDuration: 10 * time.Minute})
+	// Every namespace, as "reconcile -A" (a CronJob's, the real API server's figure).
+	sum, err := rec.Run(ctx, reconcile.Options{Workers: cfg.Workers, MaxDuration: 10 * time.Minute})
 	counting.Store(false)
 	if err != nil {
 		return res, err
@@ -261,17 +262,23 @@ func replay(ctx context.Context, st *store.Store, cfg Config, gets, updates int)
 }
 
 // seed creates the broker, its class and n instances whose provision the broker
-// accepted asynchronously, as a provision without --wait leaves them.
+// accepted asynchronously, as a provision without --wait leaves them: each with the id
+// claim a record whose spec names its id gets when it is created, in a cluster whose
+// records all have theirs (the marker of reconcile's first pass is there).
 func seed(ctx context.Context, st *store.Store, n int) error {
 	if err := SeedBroker(ctx, st, "https://broker.invalid"); err != nil {
 		return err
 	}
 	for i := range n {
-		if _, err := st.Instances().Create(ctx, Instance(namespace, fmt.Sprintf("db-%04d", i), true)); err != nil {
+		inst, err := st.Instances().Create(ctx, Instance(namespace, fmt.Sprintf("db-%04d", i), true))
+		if err != nil {
+			return err
+		}
+		if _, _, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, inst, inst.Spec.ExternalID); err != nil {
 			return err
 		}
 	}
-	return nil
+	return st.MarkIDClaimsSwept(ctx, catalogNamespace)
 }
 
 // CatalogNamespace and BrokerName are where SeedBroker records the broker.

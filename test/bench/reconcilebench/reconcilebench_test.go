@@ -34,3 +34,20 @@ func BenchmarkReconcile_1000AsyncInstances(b *testing.B) {
 		b.ReportMetric(res.APITime.Seconds(), "fake-api-s")
 	}
 }
+
+// BenchmarkReconcile_1000AsyncInstances64Workers is the same on 64 workers, where what
+// reconcile serializes shows most.
+func BenchmarkReconcile_1000AsyncInstances64Workers(b *testing.B) {
+	cfg := Default
+	cfg.Workers = 64
+	for b.Loop() {
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(res.Took.Seconds(), "run-s")
+		b.ReportMetric(res.Floor.Seconds(), "floor-s")
+		b.ReportMetric(res.Ratio(), "x-floor")
+		b.ReportMetric(res.RequestsPerRecord(), "api-req/record")
+	}
+}
