@@ -262,19 +262,14 @@ func replay(ctx context.Context, st *store.Store, cfg Config, gets, updates int)
 }
 
 // seed creates the broker, its class and n instances whose provision the broker
-// accepted asynchronously, as a provision without --wait leaves them: each with the id
-// claim a record whose spec names its id gets when it is created, in a cluster whose
-// records all have theirs (the marker of reconcile's first pass is there).
+// accepted asynchronously, as a provision without --wait leaves them, in a cluster whose
+// records all have their id claims (the marker of reconcile's first pass is there).
 func seed(ctx context.Context, st *store.Store, n int) error {
 	if err := SeedBroker(ctx, st, "https://broker.invalid"); err != nil {
 		return err
 	}
 	for i := range n {
-		inst, err := st.Instances().Create(ctx, Instance(namespace, fmt.Sprintf("db-%04d", i), true))
-		if err != nil {
-			return err
-		}
-		if _, _, err := st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, inst, inst.Spec.ExternalID); err != nil {
+		if _, err := st.Instances().Create(ctx, Instance(namespace, fmt.Sprintf("db-%04d", i), true)); err != nil {
 			return err
 		}
 	}
@@ -306,11 +301,13 @@ func SeedBroker(ctx context.Context, st *store.Store, url string) error {
 	return err
 }
 
-// Instance is an instance of SeedBroker's plan with OSB id "osb-NAMESPACE-NAME". Pending:
-// its provision was accepted asynchronously and is in flight, as a provision without
-// --wait leaves it (the store labels it pending); otherwise it is ready, with nothing to do.
+// Instance is an instance of SeedBroker's plan with an OSB id bound to its namespace, as
+// a provision generates one (an id bound to nothing, as "--external-id" gives, would
+// need an id claim made with the record). Pending: its provision was accepted
+// asynchronously and is in flight, as a provision without --wait leaves it (the store
+// labels it pending); otherwise it is ready, with nothing to do.
 func Instance(namespace, name string, pending bool) *v1alpha1.ServiceInstance {
-	id := "osb-" + namespace + "-" + name
+	id := v1alpha1.NewNamespaceBoundID(namespace)
 	inst := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db",
