@@ -26,7 +26,7 @@ func TestReconcilePolls_InProgressAnswersLeaveTheRecordUnwritten(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			e := instSetupCatalog(t, nil)
-			e.b.SetAsyncDelay(2 * time.Second)
+			e.b.SetAsyncDelay(5 * time.Second)
 			r := instCatalog(t, e.ns, "provision", "cache", "--class", "postgresql", "--plan", "standard")
 			assert.Equal(t, r.ExitCode, 0, r.Stderr)
 			polled := len(e.b.RequestsFor(broker.OpLastOperation))
@@ -51,7 +51,7 @@ func TestReconcilePolls_InProgressAnswersLeaveTheRecordUnwritten(t *testing.T) {
 			}
 			idleAssertReady(t, e, "cache")
 			polls := len(e.b.RequestsFor(broker.OpLastOperation)) - polled
-			assert.Assert(t, polls >= 4, "the broker was polled %d times", polls)
+			assert.Assert(t, polls >= 3, "the broker was polled %d times", polls)
 
 			final, err := cms.Get(ctx, name, metav1.GetOptions{})
 			assert.NilError(t, err)
