@@ -59,6 +59,9 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 		}
 		return e.fetchBound(ctx, b, t, op, opts)
 	}
+	if res, quiet := quietPoll(e.Engine, b, p); quiet {
+		return res, nil
+	}
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:

@@ -61,6 +61,9 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if act.Result == osb.ResultSucceeded && op.Type == v1alpha1.OperationDeprovision {
 		return e.gone(ctx, inst, op)
 	}
+	if res, quiet := quietPoll(e.Engine, inst, p); quiet {
+		return res, nil
+	}
 	return finish(e.Engine, ctx, inst, op.RequestID, func(x *v1alpha1.ServiceInstance, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/reconcilebench"
 )
@@ -15,7 +17,7 @@ import (
 func reconcileFigures() ([]figure, []string, error) {
 	var figures []figure
 	var notes []string
-	for _, workers := range []int{16, 64} {
+	for _, workers := range []int{16, highWorkers} {
 		cfg := reconcilebench.Default
 		cfg.Workers = workers
 		fmt.Fprintf(os.Stderr, "reconcile: %d async instances, %d polls of %s each, %d workers...\n", cfg.Records, cfg.Polls, cfg.PollTime, cfg.Workers)
@@ -34,4 +36,56 @@ func reconcileFigures() ([]figure, []string, error) {
 			cfg.Workers, res.Steps, res.RequestsPerRecord(), res.RequestsLine(), res.APITime.Round(10_000_000)))
 	}
 	return figures, notes, nil
+}
+
+// highWorkers is the second worker count of the reconcile figures, in-process and on the
+// real API server: where what reconcile serializes shows most.
+const highWorkers = 64
+
+// Targets of reconcile -A on the real API server, in ratios to the broker's floor.
+const (
+	reconcileTarget16 = 1.25
+	reconcileTarget64 = 1.5
+)
+
+// highWorkersRun is a reconcile -A run on the real API server with highWorkers workers,
+// on o.Pending more records waiting on an asynchronous provision, written into
+// namespaces of their own after the earlier runs' records (all settled by then): the
+// figure of the 16-worker run of as many pending records, on 64 workers. It returns the
+// figure, its note and how many records it wrote.
+func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconcilebench.Broker, seeded int) (figure, string, int, error) {
+	namespaces := make([]string, 10)
+	for j := range namespaces {
+		namespaces[j] = fmt.Sprintf("bench-w%d-%02d", highWorkers, j)
+	}
+	if err := e.seed(ctx, namespaces, o.Pending, 0); err != nil {
+		return figure{}, "", 0, err
+	}
+	ho := o
+	ho.Workers = highWorkers
+	fmt.Fprintf(os.Stderr, "seeded %d records (%d pending); reconcile on %d records, %d workers...\n", o.Pending, o.Pending, seeded+o.Pending, ho.Workers)
+	r, err := e.runReconcile(ctx, ho, b, seeded+o.Pending)
+	if err != nil {
+		return figure{}, "", 0, err
+	}
+	fmt.Fprintf(os.Stderr, "reconcile on %d records, %d workers: %s (floor %s)\n", r.Total, ho.Workers, r.Took.Round(time.Millisecond), r.Floor.Round(time.Millisecond))
+	f := figure{Name: fmt.Sprintf("reconcile -A, %d records (%d pending), %d workers: wall time", r.Total, r.Pending, ho.Workers),
+		Value: r.Took, Floor: r.Floor, Target: reconcileTarget(ho.Workers),
+		What: fmt.Sprintf("broker time / workers (%d polls x %s / %d) + kubectl LIST of the pending", r.Polls, o.PollTime, ho.Workers)}
+	note := fmt.Sprintf("reconcile -A on %d records, %d workers: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
+		r.Total, ho.Workers, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
+		float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none"))
+	return f, note, o.Pending, nil
+}
+
+// reconcileTarget is the target of a reconcile -A run on the real API server with
+// workers workers; 0 (reported) for a count without one.
+func reconcileTarget(workers int) float64 {
+	switch workers {
+	case 16:
+		return reconcileTarget16
+	case highWorkers:
+		return reconcileTarget64
+	}
+	return 0
 }

@@ -185,7 +185,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	metaLists := cluster.MetadataLists()
 	counting.Store(true)
-	sum, err := rec.Run(ctx, reconcile.Options{Namespace: namespace, Workers: cfg.Workers, MaxDuration: 10 * time.Minute})
+	// Every namespace, as "reconcile -A" (a CronJob's, the real API server's figure).
+	sum, err := rec.Run(ctx, reconcile.Options{Workers: cfg.Workers, MaxDuration: 10 * time.Minute})
 	counting.Store(false)
 	if err != nil {
 		return res, err
@@ -261,7 +262,8 @@ func replay(ctx context.Context, st *store.Store, cfg Config, gets, updates int)
 }
 
 // seed creates the broker, its class and n instances whose provision the broker
-// accepted asynchronously, as a provision without --wait leaves them.
+// accepted asynchronously, as a provision without --wait leaves them, in a cluster whose
+// records all have their id claims (the marker of reconcile's first pass is there).
 func seed(ctx context.Context, st *store.Store, n int) error {
 	if err := SeedBroker(ctx, st, "https://broker.invalid"); err != nil {
 		return err
@@ -271,7 +273,7 @@ func seed(ctx context.Context, st *store.Store, n int) error {
 			return err
 		}
 	}
-	return nil
+	return st.MarkIDClaimsSwept(ctx, catalogNamespace)
 }
 
 // CatalogNamespace and BrokerName are where SeedBroker records the broker.
@@ -299,11 +301,13 @@ func SeedBroker(ctx context.Context, st *store.Store, url string) error {
 	return err
 }
 
-// Instance is an instance of SeedBroker's plan with OSB id "osb-NAMESPACE-NAME". Pending:
-// its provision was accepted asynchronously and is in flight, as a provision without
-// --wait leaves it (the store labels it pending); otherwise it is ready, with nothing to do.
+// Instance is an instance of SeedBroker's plan with an OSB id bound to its namespace, as
+// a provision generates one (an id bound to nothing, as "--external-id" gives, would
+// need an id claim made with the record). Pending: its provision was accepted
+// asynchronously and is in flight, as a provision without --wait leaves it (the store
+// labels it pending); otherwise it is ready, with nothing to do.
 func Instance(namespace, name string, pending bool) *v1alpha1.ServiceInstance {
-	id := "osb-" + namespace + "-" + name
+	id := v1alpha1.NewNamespaceBoundID(namespace)
 	inst := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: brokerName, ClassExternalName: "db",

@@ -19,6 +19,27 @@ func TestRun_Small(t *testing.T) {
 	}
 }
 
+// The API requests of a polled record, whatever the number of polls: one read, the
+// claim taken for the first poll and the operation's outcome (an answer "in progress"
+// writes nothing); and the run's own, shared by all (its lists, the reads of the broker,
+// its class and the marker of the id claims). A request more per record fails.
+func TestRun_RequestsPerPolledRecord(t *testing.T) {
+	const runReads = 4
+	for _, polls := range []int{2, 4} {
+		for _, workers := range []int{1, 8} {
+			res, err := Run(context.Background(), Config{Records: 24, Workers: workers, PollTime: time.Millisecond, Polls: polls})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d polls, %d workers: %.2f requests per record (%s)", polls, workers, res.RequestsPerRecord(), res.RequestsLine())
+			n := res.Records
+			if r := res.Requests; r["get"] > n+runReads || r["update"] > 2*n || r["create"] > 0 || r["delete"] > 0 || r["list"] > runReads {
+				t.Errorf("%d polls, %d workers: API requests per record: %s; want at most get 1, update 2 (the claim, the outcome) and the run's lists", polls, workers, res.RequestsLine())
+			}
+		}
+	}
+}
+
 // BenchmarkReconcile_1000AsyncInstances is "make bench"'s figure: 1,000 instances
 // waiting on an asynchronous provision, polled twice at 50 ms each, on 16 workers.
 func BenchmarkReconcile_1000AsyncInstances(b *testing.B) {
@@ -32,5 +53,22 @@ func BenchmarkReconcile_1000AsyncInstances(b *testing.B) {
 		b.ReportMetric(res.Ratio(), "x-floor")
 		b.ReportMetric(res.RequestsPerRecord(), "api-req/record")
 		b.ReportMetric(res.APITime.Seconds(), "fake-api-s")
+	}
+}
+
+// BenchmarkReconcile_1000AsyncInstances64Workers is the same on 64 workers, where what
+// reconcile serializes shows most.
+func BenchmarkReconcile_1000AsyncInstances64Workers(b *testing.B) {
+	cfg := Default
+	cfg.Workers = 64
+	for b.Loop() {
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(res.Took.Seconds(), "run-s")
+		b.ReportMetric(res.Floor.Seconds(), "floor-s")
+		b.ReportMetric(res.Ratio(), "x-floor")
+		b.ReportMetric(res.RequestsPerRecord(), "api-req/record")
 	}
 }
