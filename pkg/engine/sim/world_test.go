@@ -78,6 +78,8 @@ type world struct {
 	abandoned map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
+	// brokers is what the brokers' world keeps (brokers_test.go); nil without it.
+	brokers *brokerWorld
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -188,6 +190,10 @@ func newWorld(seed uint64) *world {
 	if *crossNamespace {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
+	if *brokersWorld {
+		w.setupBrokersWorld()
+		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
+	}
 	return w
 }
 
@@ -259,6 +265,9 @@ func (p *proc) reset() {
 		c.ClaimTTL = p.w.claimTTL
 		if *upShare {
 			c.Projector = simProjector{p.w}
+		}
+		if *brokersWorld {
+			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })
 		}
 	})
 	if p.kind == reconciler {
@@ -489,6 +498,7 @@ func (w *world) quiesce() {
 		p.skew = 0
 	}
 	w.landLateWork(true)
+	w.quiesceBrokers()
 	var r *proc
 	for _, p := range w.procs {
 		if p.kind == reconciler {
