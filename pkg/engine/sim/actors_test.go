@@ -45,7 +45,7 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	bind := bindingNames[w.rng.IntN(len(bindingNames))]
 	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
 	e, ns := p.eng, p.ns
-	if *brokersWorld {
+	if w.brokersOn {
 		// Brokers registered, synced and deregistered (brokers_test.go).
 		if name, task, ok := w.brokersTask(p, follow); ok {
 			return name, task

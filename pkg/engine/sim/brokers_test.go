@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,7 +25,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
-// Brokers' lifecycle (-sim.brokers): an administrator registers a second cluster broker,
+// Brokers' lifecycle (one seed in eight, every seed with -sim.brokers; the choice has a
+// random source of its own, so the other seeds keep their traces): an administrator registers a second cluster broker,
 // beta, changes what it offers (plans added, removed and renamed, its class removed
 // while instances use it and offered again), fetches its catalog with "sync broker",
 // and deregisters it (now and then with --force) while dev's users provision, update,
@@ -47,6 +49,12 @@ import (
 // behind), and every record must settle as in every world.
 
 var brokersWorld = flag.Bool("sim.brokers", false, "register, sync and deregister brokers while records use them: a second cluster broker whose catalog changes, and a namespace-scoped broker of the tenant's")
+
+// withBrokers reports whether seed registers, syncs and deregisters brokers.
+func withBrokers(seed uint64) bool {
+	r := rand.New(rand.NewPCG(seed^0xa4093822299f31d0, seed))
+	return r.IntN(8) == 0 || *brokersWorld
+}
 
 const (
 	betaName = "beta"
@@ -239,6 +247,14 @@ func (c viaClient) Unbind(ctx context.Context, r *osb.UnbindRequest) (*osb.Unbin
 	return c.Client.Unbind(ctx, r)
 }
 
+// recordOf names the record p works on: reconcile's step's, or a verb's namespace.
+func recordOf(p *proc) string {
+	if p.record != "" {
+		return p.record
+	}
+	return "in " + p.ns
+}
+
 func brokerKey(b *v1alpha1.Broker) string { return b.Namespace + "/" + b.Name + "/" + string(b.UID) }
 
 // registered reports whether the broker record of key ("namespace/name/uid") is there.
@@ -255,7 +271,7 @@ func (w *world) through(b *v1alpha1.Broker, what, id string, creates bool) {
 	p := w.current()
 	key := brokerKey(b)
 	if b.Namespace != storetest.CatalogNamespace && p.recordNamespace() != b.Namespace {
-		w.fail("%s %s for record %s (%s) went through broker %s/%s, a broker of another namespace", what, id, p.record, p.name, b.Namespace, b.Name)
+		w.fail("%s %s for record %s (%s) went through broker %s/%s, a broker of another namespace", what, id, recordOf(p), p.name, b.Namespace, b.Name)
 	}
 	there := w.registered(key)
 	if _, seen := w.brokers.via[id]; creates && !seen {
@@ -264,11 +280,11 @@ func (w *world) through(b *v1alpha1.Broker, what, id string, creates bool) {
 		// ahead before it may be sent after it: the engine re-sends what it cannot know
 		// was not sent.)
 		if !there && !w.brokers.forced[key] {
-			w.fail("a new %s %s for record %s (%s) went through broker %s/%s after its record was deleted (deregistered)", what, id, p.record, p.name, b.Namespace, b.Name)
+			w.fail("a new %s %s for record %s (%s) went through broker %s/%s after its record was deleted (deregistered)", what, id, recordOf(p), p.name, b.Namespace, b.Name)
 		}
 	}
 	if !there && !w.brokers.forced[key] {
-		w.fail("%s %s for record %s (%s) went through broker %s/%s after it was deregistered", what, id, p.record, p.name, b.Namespace, b.Name)
+		w.fail("%s %s for record %s (%s) went through broker %s/%s after it was deregistered", what, id, recordOf(p), p.name, b.Namespace, b.Name)
 	}
 }
 

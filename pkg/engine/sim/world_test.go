@@ -78,8 +78,10 @@ type world struct {
 	abandoned map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
-	// brokers is what the brokers' world keeps (brokers_test.go); nil without it.
-	brokers *brokerWorld
+	// brokersOn: brokers are registered, synced and deregistered in this seed, and
+	// brokers is what that world keeps (brokers_test.go; nil without it).
+	brokersOn bool
+	brokers   *brokerWorld
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -167,6 +169,7 @@ func newWorld(seed uint64) *world {
 	w.rates.slow = w.pick(0, 10, 30)
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
+	w.brokersOn = withBrokers(seed)
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
@@ -190,7 +193,7 @@ func newWorld(seed uint64) *world {
 	if *crossNamespace {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
-	if *brokersWorld {
+	if w.brokersOn {
 		w.setupBrokersWorld()
 		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
 	}
@@ -266,7 +269,7 @@ func (p *proc) reset() {
 		if *upShare {
 			c.Projector = simProjector{p.w}
 		}
-		if *brokersWorld {
+		if p.w.brokersOn {
 			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })
 		}
 	})
