@@ -82,6 +82,11 @@ type world struct {
 	// brokers is what that world keeps (brokers_test.go; nil without it).
 	brokersOn bool
 	brokers   *brokerWorld
+	// limitsOn: instances' limits change in this seed; limits are what each instance's
+	// specs allowed, bindingInstance the instance of each binding id bound (limits_test.go).
+	limitsOn        bool
+	limits          map[string]*limitHistory
+	bindingInstance map[string]string
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -170,6 +175,7 @@ func newWorld(seed uint64) *world {
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
+	w.limitsOn, w.limits, w.bindingInstance = withLimits(seed), map[string]*limitHistory{}, map[string]string{}
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
