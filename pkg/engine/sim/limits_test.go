@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -19,12 +20,14 @@ import (
 // --allowed-namespaces with dev, team-b, both or neither), while they and team-b's user
 // bind to them.
 //
-// Checked besides, as each bind of a new OSB id reaches the broker: the binding's
-// namespace is one its instance's spec allowed at some time (every namespace, while
-// allowedNamespaces was empty), and the broker holds (or is creating) fewer bindings of
-// the instance than the largest maxBindings its spec ever had (none while it had no
+// Checked besides, as each bind of a new OSB id reaches the broker, against the versions
+// of the instance's spec in force at some time since the binding's record was written
+// (the engine checks the limits after that): the binding's namespace is one of them
+// allowed (every namespace, while allowedNamespaces was empty), and the broker holds (or
+// is creating) fewer other bindings of the instance (but those it lied about or an
+// --abandon left there) than the largest of their maxBindings (none while one had no
 // limit). A limit lowered while binds race may leave more bindings than the new limit
-// (they stay; no new one is made), never more than any limit the instance had.
+// (they stay; no new one is made), never more than a limit in force since.
 
 var limitsWorld = flag.Bool("sim.limits", false, "let dev's users change their instances' maxBindings and allowedNamespaces while bindings are made")
 
@@ -34,17 +37,23 @@ func withLimits(seed uint64) bool {
 	return r.IntN(8) == 0 || *limitsWorld
 }
 
-// limitHistory is what an instance record's specs allowed, every version seen.
-type limitHistory struct {
+// limitVersion is what one version of an instance record's spec allowed, seen at step.
+type limitVersion struct {
+	step         int
 	anyNamespace bool
-	namespaces   map[string]bool
-	// unlimited: some version had no maxBindings; most, the largest it had.
-	unlimited bool
-	most      int32
+	namespaces   []string
+	// most is maxBindings; 0: no limit.
+	most int32
 }
 
-// noteLimits records the limits of the instances' specs as they are now.
-func (w *world) noteLimits(insts []*v1alpha1.ServiceInstance) {
+// limitHistory are the versions of an instance record's limits, in the order seen.
+type limitHistory struct {
+	versions []limitVersion
+}
+
+// noteLimits records the limits of the instances' specs as they are now, and the
+// step each binding record was first seen at.
+func (w *world) noteLimits(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding) {
 	if !w.limitsOn {
 		return
 	}
@@ -52,21 +61,35 @@ func (w *world) noteLimits(insts []*v1alpha1.ServiceInstance) {
 		key := x.Namespace + "/" + x.Name + "/" + string(x.UID)
 		h := w.limits[key]
 		if h == nil {
-			h = &limitHistory{namespaces: map[string]bool{}}
+			h = &limitHistory{}
 			w.limits[key] = h
 		}
-		if len(x.Spec.AllowedNamespaces) == 0 {
-			h.anyNamespace = true
+		v := limitVersion{step: w.steps, anyNamespace: len(x.Spec.AllowedNamespaces) == 0, namespaces: slices.Clone(x.Spec.AllowedNamespaces)}
+		if x.Spec.MaxBindings != nil {
+			v.most = *x.Spec.MaxBindings
 		}
-		for _, ns := range x.Spec.AllowedNamespaces {
-			h.namespaces[ns] = true
+		if n := len(h.versions); n > 0 {
+			last := h.versions[n-1]
+			if last.anyNamespace == v.anyNamespace && slices.Equal(last.namespaces, v.namespaces) && last.most == v.most {
+				continue
+			}
 		}
-		if x.Spec.MaxBindings == nil || *x.Spec.MaxBindings == 0 {
-			h.unlimited = true
-		} else {
-			h.most = max(h.most, *x.Spec.MaxBindings)
+		h.versions = append(h.versions, v)
+	}
+	for _, b := range binds {
+		if _, ok := w.bindingSeen[string(b.UID)]; !ok {
+			w.bindingSeen[string(b.UID)] = w.steps
 		}
 	}
+}
+
+// since are the versions of h in force at some time from step on.
+func (h *limitHistory) since(step int) []limitVersion {
+	i := len(h.versions) - 1
+	for i > 0 && h.versions[i].step > step {
+		i--
+	}
+	return h.versions[max(i, 0):]
 }
 
 // limitsAtBind checks a bind as it reaches the broker, the first of its OSB id, for a
@@ -103,19 +126,32 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 	if inst == nil {
 		return
 	}
-	w.noteLimits([]*v1alpha1.ServiceInstance{inst})
-	h := w.limits[inst.Namespace+"/"+inst.Name+"/"+string(inst.UID)]
-	if !h.anyNamespace && !h.namespaces[ns] {
-		w.fail("a bind %s of instance %s/%s for a binding of namespace %s reached the broker, which the instance's allowedNamespaces never listed (%v)",
-			bindingID, inst.Namespace, inst.Name, ns, slices.Sorted(func(yield func(string) bool) {
-				for n := range h.namespaces {
-					if !yield(n) {
-						return
-					}
-				}
-			}))
+	_, binds := w.records()
+	w.noteLimits([]*v1alpha1.ServiceInstance{inst}, binds)
+	// The binding's record, and the step it was first seen at: the engine checks the
+	// limits after it was written, so one of the versions since bounds the bind.
+	from := w.steps
+	for _, b := range binds {
+		if b.Namespace == ns && slices.Contains(bindingIDs(b), bindingID) {
+			from = w.bindingSeen[string(b.UID)]
+		}
 	}
-	if h.unlimited {
+	versions := w.limits[inst.Namespace+"/"+inst.Name+"/"+string(inst.UID)].since(from)
+	allowed, most, limited := false, int32(0), true
+	var lists []string
+	for _, v := range versions {
+		allowed = allowed || v.anyNamespace || slices.Contains(v.namespaces, ns)
+		lists = append(lists, fmt.Sprint(v.namespaces))
+		if v.most == 0 {
+			limited = false
+		}
+		most = max(most, v.most)
+	}
+	if !allowed {
+		w.fail("a bind %s of instance %s/%s for a binding of namespace %s reached the broker, which none of the instance's allowedNamespaces since the binding was written listed (%s)",
+			bindingID, inst.Namespace, inst.Name, ns, strings.Join(lists, ", "))
+	}
+	if !limited {
 		return
 	}
 	making := map[string]bool{}
@@ -135,27 +171,43 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 		}
 	}
 	held := len(making)
-	if held >= int(h.most) {
-		w.fail("a bind %s of instance %s/%s reached the broker, which holds or is making %d other bindings of it: more than any maxBindings it had (at most %d)",
-			bindingID, inst.Namespace, inst.Name, held, h.most)
+	if held >= int(most) {
+		w.fail("a bind %s of instance %s/%s reached the broker, which holds or is making %d other bindings of it: more than any maxBindings it had since the binding was written (at most %d)",
+			bindingID, inst.Namespace, inst.Name, held, most)
 	}
 }
 
-// limitsTask is a dev user's change of an instance's limits, now and then.
+// limitsTask is, a third of the time, a dev user's task of the limits' world: a
+// provision with limits, a change of the limits, or a bind of one of four bindings.
 func (w *world) limitsTask(e *engine.Engine, ns, inst string, follow engine.Follow) (string, func(context.Context) error, bool) {
-	if !w.limitsOn || ns != "dev" || w.rng.IntN(5) > 0 {
+	if !w.limitsOn || ns != "dev" || w.rng.IntN(3) > 0 {
 		return "", nil, false
 	}
-	if w.rng.IntN(2) == 0 {
+	lists := [][]string{{}, {"dev"}, {"team-b"}, {"dev", "team-b"}}
+	switch w.rng.IntN(4) {
+	case 0:
+		n, list := int32(1+w.rng.IntN(2)), lists[w.rng.IntN(len(lists))]
+		return fmt.Sprintf("provision %s --max-bindings %d --allowed-namespaces %v", inst, n, list), func(ctx context.Context) error {
+			_, err := e.Provision(ctx, engine.ProvisionRequest{Namespace: ns, Name: inst, Class: "db", Plan: "small",
+				Limits: engine.Limits{MaxBindings: &n, AllowedNamespaces: &list}, Follow: follow})
+			return err
+		}, true
+	case 1:
 		n := int32(w.rng.IntN(3))
 		return fmt.Sprintf("update %s --max-bindings %d", inst, n), func(ctx context.Context) error {
 			_, err := e.Update(ctx, engine.InstanceUpdateRequest{Namespace: ns, Name: inst, Limits: engine.Limits{MaxBindings: &n}, Follow: follow})
 			return err
 		}, true
+	case 2:
+		list := lists[w.rng.IntN(len(lists))]
+		return fmt.Sprintf("update %s --allowed-namespaces %v", inst, list), func(ctx context.Context) error {
+			_, err := e.Update(ctx, engine.InstanceUpdateRequest{Namespace: ns, Name: inst, Limits: engine.Limits{AllowedNamespaces: &list}, Follow: follow})
+			return err
+		}, true
 	}
-	list := [][]string{{}, {"dev"}, {"team-b"}, {"dev", "team-b"}}[w.rng.IntN(4)]
-	return fmt.Sprintf("update %s --allowed-namespaces %v", inst, list), func(ctx context.Context) error {
-		_, err := e.Update(ctx, engine.InstanceUpdateRequest{Namespace: ns, Name: inst, Limits: engine.Limits{AllowedNamespaces: &list}, Follow: follow})
+	bind := fmt.Sprintf("app-%d", w.rng.IntN(4))
+	return "bind " + bind + " to " + inst, func(ctx context.Context) error {
+		_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, Follow: follow})
 		return err
 	}, true
 }

@@ -87,6 +87,7 @@ type world struct {
 	limitsOn        bool
 	limits          map[string]*limitHistory
 	bindingInstance map[string]string
+	bindingSeen     map[string]int
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -175,7 +176,7 @@ func newWorld(seed uint64) *world {
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
-	w.limitsOn, w.limits, w.bindingInstance = withLimits(seed), map[string]*limitHistory{}, map[string]string{}
+	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
