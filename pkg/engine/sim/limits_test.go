@@ -130,10 +130,12 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 	w.noteLimits([]*v1alpha1.ServiceInstance{inst}, binds)
 	// The binding's record, and the step it was first seen at: the engine checks the
 	// limits after it was written, so one of the versions since bounds the bind.
-	from := w.steps
+	// The ids of the binding's own record (the credentials a rotation replaces) hold its
+	// place, not others'.
+	from, own := w.steps, []string{bindingID}
 	for _, b := range binds {
 		if b.Namespace == ns && slices.Contains(bindingIDs(b), bindingID) {
-			from = w.bindingSeen[string(b.UID)]
+			from, own = w.bindingSeen[string(b.UID)], bindingIDs(b)
 		}
 	}
 	versions := w.limits[inst.Namespace+"/"+inst.Name+"/"+string(inst.UID)].since(from)
@@ -156,17 +158,17 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 	}
 	making := map[string]bool{}
 	for _, b := range w.ledger.Bindings() {
-		if b.InstanceID == instanceID && b.ID != bindingID && w.counts(b.ID) {
+		if b.InstanceID == instanceID && !slices.Contains(own, b.ID) && w.counts(b.ID) {
 			making[b.ID] = true
 		}
 	}
 	for _, r := range w.ledger.InFlight() {
-		if r.Method == fake.MethodBind && r.ID != bindingID && w.bindingInstance[r.ID] == instanceID && w.counts(r.ID) {
+		if r.Method == fake.MethodBind && !slices.Contains(own, r.ID) && w.bindingInstance[r.ID] == instanceID && w.counts(r.ID) {
 			making[r.ID] = true
 		}
 	}
 	for _, op := range w.ops {
-		if !op.over && !op.unbind && op.instance == instanceID && op.id != bindingID && w.counts(op.id) {
+		if !op.over && !op.unbind && op.instance == instanceID && !slices.Contains(own, op.id) && w.counts(op.id) {
 			making[op.id] = true
 		}
 	}
