@@ -30,7 +30,9 @@ worlds='-sim.rogue=false
 -sim.upshare
 -sim.brokers
 -sim.rogue -sim.asyncbind -sim.brokers
--sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.brokers'
+-sim.limits
+-sim.rogue -sim.asyncbind -sim.limits
+-sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.brokers -sim.limits'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
 per=$(( (SEEDS + n - 1) / n ))
