@@ -82,6 +82,10 @@ type Config struct {
 	// sets up a connection) once rather than on every step. Changes to the broker or
 	// its catalog are seen that much later. reconcile sets it; verbs leave it off.
 	TargetCacheTTL time.Duration
+	// TargetCacheClock is the clock the target cache ages its entries by; nil: the wall
+	// clock (time.Now), whatever Now says. A simulation whose time is not the wall
+	// clock's sets it.
+	TargetCacheClock func() time.Time
 	// Unattended: the engine runs on no user's command (reconcile). A call's originating
 	// identity is then the verified author of its record, not the user running the
 	// engine (see originatingIdentity).
@@ -157,7 +161,7 @@ func New(cfg Config) *Engine {
 	if cfg.CatalogNamespace == "" {
 		cfg.CatalogNamespace = "catalog-system"
 	}
-	e := &Engine{cfg: cfg, targets: targetCache{m: map[string]cachedTarget{}}}
+	e := &Engine{cfg: cfg, targets: targetCache{m: map[string]cachedTarget{}, now: cfg.TargetCacheClock}}
 	e.auth = newAuthority(e)
 	return e
 }
@@ -167,6 +171,15 @@ func New(cfg Config) *Engine {
 type targetCache struct {
 	mu sync.Mutex
 	m  map[string]cachedTarget
+	// now is the clock (Config.TargetCacheClock); nil: time.Now.
+	now func() time.Time
+}
+
+func (c *targetCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 type cachedTarget struct {
@@ -178,7 +191,7 @@ func (c *targetCache) get(key string, ttl time.Duration) (target, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ct, ok := c.m[key]
-	if !ok || time.Since(ct.at) > ttl {
+	if !ok || c.clock().Sub(ct.at) > ttl {
 		return target{}, false
 	}
 	return ct.t, true
@@ -190,7 +203,7 @@ func (c *targetCache) put(key string, t target) {
 	if len(c.m) > 1000 {
 		clear(c.m)
 	}
-	c.m[key] = cachedTarget{t: t, at: time.Now()}
+	c.m[key] = cachedTarget{t: t, at: c.clock()}
 }
 
 // Holder is the name this engine claims records under.

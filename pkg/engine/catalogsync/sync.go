@@ -502,8 +502,17 @@ type pool struct {
 
 func newPool(n int) *pool { return &pool{sem: make(chan struct{}, max(n, 1))} }
 
-// do starts job once fewer than n jobs run.
+// do starts job once fewer than n jobs run. A pool of one runs it in the caller's
+// goroutine, as it would wait for it anyway, so that the caller's API requests stay in
+// one goroutine and in order (the simulation, pkg/engine/sim, interleaves processes
+// request by request).
 func (p *pool) do(job func() error) {
+	if cap(p.sem) == 1 {
+		if err := job(); err != nil {
+			p.fail(err)
+		}
+		return
+	}
 	p.wg.Add(1)
 	p.sem <- struct{}{}
 	go func() {

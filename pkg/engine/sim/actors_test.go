@@ -47,6 +47,12 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	bind := bindingNames[w.rng.IntN(len(bindingNames))]
 	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
 	e, ns := p.eng, p.ns
+	if w.brokersOn {
+		// Brokers registered, synced and deregistered (brokers_test.go).
+		if name, task, ok := w.brokersTask(p, follow); ok {
+			return name, task
+		}
+	}
 	if *upShare && (p.ns == "team-b" || p.ns == "dev") && w.rng.IntN(2) == 0 {
 		// Shared user-provided instances projected as environment variables (upshare_test.go).
 		if p.ns == "team-b" {
@@ -86,6 +92,9 @@ func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.
 		return name, task
 	}
 	if name, task, ok := w.abandonTask(e, ns, inst, bind); ok {
+		return name, task
+	}
+	if name, task, ok := w.limitsTask(e, ns, inst, follow); ok {
 		return name, task
 	}
 	plan := []string{"small", "large"}[w.rng.IntN(2)]

@@ -204,6 +204,7 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 		if r.Context != nil {
 			ns = w.bindingNamespace(r)
 		}
+		w.limitsAtBind(ns, r) // limits_test.go
 		creds := map[string]any{"password": fmt.Sprintf("pw-%d", w.rng.IntN(1_000_000))}
 		putWith := func(creds map[string]any) {
 			l.PutBinding(fake.Held{ID: r.BindingID, InstanceID: r.InstanceID, Namespace: ns, Credentials: creds})

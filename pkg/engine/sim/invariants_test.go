@@ -89,6 +89,7 @@ func (w *world) checkStep() {
 	keys := slices.Sorted(maps.Keys(w.written))
 	insts, binds := w.writtenRecords()
 	w.noteGrants(insts)
+	w.noteLimits(insts, binds)
 	w.checkWaits(insts)
 	w.checkEnv(binds)
 	w.checkForgotten(keys, insts, binds)

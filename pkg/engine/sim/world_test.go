@@ -84,6 +84,16 @@ type world struct {
 	fromSecret paramState
 	// upSourceVersion is the resourceVersion its user left on Secret up-src (upcreds_test.go).
 	upSourceVersion string
+	// brokersOn: brokers are registered, synced and deregistered in this seed, and
+	// brokers is what that world keeps (brokers_test.go; nil without it).
+	brokersOn bool
+	brokers   *brokerWorld
+	// limitsOn: instances' limits change in this seed; limits are what each instance's
+	// specs allowed, bindingInstance the instance of each binding id bound (limits_test.go).
+	limitsOn        bool
+	limits          map[string]*limitHistory
+	bindingInstance map[string]string
+	bindingSeen     map[string]int
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -171,6 +181,8 @@ func newWorld(seed uint64) *world {
 	w.rates.slow = w.pick(0, 10, 30)
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
+	w.brokersOn = withBrokers(seed)
+	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
@@ -195,6 +207,10 @@ func newWorld(seed uint64) *world {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
 	w.addModelProcs()
+	if w.brokersOn {
+		w.setupBrokersWorld()
+		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
+	}
 	return w
 }
 
@@ -266,6 +282,9 @@ func (p *proc) reset() {
 		c.ClaimTTL = p.w.claimTTL
 		if *upShare || *fileProjections {
 			c.Projector = simProjector{p.w}
+		}
+		if p.w.brokersOn {
+			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })
 		}
 	})
 	if p.kind == reconciler {
@@ -496,6 +515,7 @@ func (w *world) quiesce() {
 		p.skew = 0
 	}
 	w.landLateWork(true)
+	w.quiesceBrokers()
 	var r *proc
 	for _, p := range w.procs {
 		if p.kind == reconciler {
