@@ -235,6 +235,11 @@ func placesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBindi
 		if held[uid] || (self != nil && uid == string(self.UID)) || !Lets(inst, b.Namespace) || !BindingHeldAtBroker(b) {
 			continue
 		}
+		if self != nil && firstBindInFlight(self) && firstBindInFlight(b) && madeBefore(self, b) {
+			// Two first binds in flight with no place kept (written before the limit):
+			// the older goes first, or each would refuse the other for ever.
+			continue
+		}
 		held[uid] = true
 		adopted = append(adopted, v1alpha1.ConsumerReservation{Namespace: b.Namespace, Name: b.Name, UID: uid, ReservedAt: b.CreationTimestamp})
 	}
@@ -320,6 +325,21 @@ func Granted(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 func BindingHeldAtBroker(b *v1alpha1.ServiceBinding) bool {
 	st := &b.Status
 	return st.Bound != nil || len(st.ExternalIDs) > 0 || st.InFlight != nil || len(st.Retired) > 0 || st.OrphanMitigation != nil
+}
+
+// firstBindInFlight reports whether b's first bind is in flight: the broker may hold
+// it, and b was never bound.
+func firstBindInFlight(b *v1alpha1.ServiceBinding) bool {
+	return b.Status.Bound == nil && b.Status.InFlight != nil && b.Status.InFlight.Type == v1alpha1.OperationBind
+}
+
+// madeBefore reports whether binding a was created before b (by creation time, then
+// UID): the order in which first binds in flight under a limit set after them go.
+func madeBefore(a, b *v1alpha1.ServiceBinding) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.UID < b.UID
 }
 
 // rememberGrant adds b's namespace to status.sharedBefore of the instance of another

@@ -226,6 +226,14 @@ func (w *world) settled() bool {
 // can settle it; its retries look again now and then.
 func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 	st := &b.Status.OperationStatus
+	if op := st.InFlight; op != nil && op.Type == v1alpha1.OperationBind && b.Status.Bound == nil && b.DeletionTimestamp == nil {
+		// A first bind sent before its instance's limit was set, whose re-send found
+		// every place taken (an older one of them went first): it waits, in flight,
+		// for a place or for its owner to raise the limit.
+		if msg, _ := readyMessage(st); strings.Contains(msg, "has reached its limit of") {
+			return true
+		}
+	}
 	if b.DeletionTimestamp != nil || b.Status.Bound != nil || len(st.ExternalIDs) > 0 || len(b.Status.Retired) > 0 ||
 		st.InFlight != nil || st.OrphanMitigation != nil {
 		return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -29,11 +30,11 @@ import (
 
 var limitsWorld = flag.Bool("sim.limits", false, "let dev's users change their instances' maxBindings and allowedNamespaces while bindings are made")
 
-// withLimits reports whether seed changes instances' limits: with -sim.limits only,
-// while the defect it finds (docs/engine.md, "Still open") is open; then one seed in
-// eight.
-func withLimits(uint64) bool {
-	return *limitsWorld
+// withLimits reports whether seed changes instances' limits: one seed in eight, and
+// every seed with -sim.limits.
+func withLimits(seed uint64) bool {
+	r := rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed))
+	return r.IntN(8) == 0 || *limitsWorld
 }
 
 // limitVersion is what one version of an instance record's spec allowed, seen at step.
