@@ -184,7 +184,7 @@ func (c *ControlPlane) startServers(ctx context.Context, saKey string) error {
 		"--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "default="+peerURL,
+		"--initial-cluster", "default=" + peerURL,
 		"--unsafe-no-fsync", "--log-level", "warn"}
 	if c.etcdQuota > 0 {
 		etcdArgs = append(etcdArgs, "--quota-backend-bytes", fmt.Sprint(c.etcdQuota))
