@@ -2,6 +2,9 @@ package printers
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -123,4 +126,20 @@ func TestTable_RendersAsTablewriterDid(t *testing.T) {
 			assert.Equal(t, got.String(), want)
 		})
 	}
+}
+
+// TestTable_ManyRowsRenderWithoutCopies: a table of every record of a large cluster
+// (get instances -A) is written without building a copy of it per row.
+func TestTable_ManyRowsRenderWithoutCopies(t *testing.T) {
+	const rows = 20000
+	tbl := NewTable(io.Discard, "namespace", "name", "class", "plan", "status", "age")
+	for i := range rows {
+		tbl.Append(fmt.Sprintf("team-%02d", i%10), fmt.Sprintf("db-%06d", i), "postgresql", "hobby", "Ready", "5m")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	assert.NilError(t, tbl.Render())
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	assert.Assert(t, allocated < 1<<20, "rendering %d rows allocated %d bytes, want under 1 MiB", rows, allocated)
 }
