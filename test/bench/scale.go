@@ -116,11 +116,18 @@ const seedWorkers = 64
 // provision writes them: each ConfigMap is encoded here and created straight on the API
 // server (not through the counting proxy), seedWorkers at once.
 func (e *scaleEnv) seed(ctx context.Context, namespaces []string, pending, ready int) error {
+	keys := map[string]v1alpha1.NamespaceKey{}
 	for _, ns := range namespaces {
-		_, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !isAlreadyExists(err) {
+		created, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if isAlreadyExists(err) {
+			created, err = e.core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		}
+		if err != nil {
 			return err
 		}
+		// Bound to the namespace's uid: the id a provision generates (bound to nothing,
+		// each record would first be given an id claim by reconcile's first run).
+		keys[ns] = v1alpha1.NamespaceKey{UID: created.UID}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -136,7 +143,12 @@ func (e *scaleEnv) seed(ctx context.Context, namespaces []string, pending, ready
 				if p {
 					name = fmt.Sprintf("pending-%06d", i)
 				}
-				cm, err := store.Encode(reconcilebench.Instance(ns, name, p))
+				inst := reconcilebench.Instance(ns, name, p)
+				inst.Spec.ExternalID = v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, ns, keys[ns])
+				if inst.Status.InFlight != nil {
+					inst.Status.InFlight.InstanceID = inst.Spec.ExternalID
+				}
+				cm, err := store.Encode(inst)
 				if err == nil {
 					// As the store's create sets it.
 					cm.Finalizers = append(cm.Finalizers, store.Finalizer)
