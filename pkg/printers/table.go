@@ -6,6 +6,7 @@ package printers
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"io"
 	"slices"
 	"strings"
@@ -127,22 +128,93 @@ const columnGap = "   "
 // an item's namespace and cells, wideCells the cells -o wide adds under wideHeaders.
 // withNamespace puts a NAMESPACE column first.
 func recordTable[T any](w io.Writer, items []T, withNamespace, wide bool, headers, wideHeaders []string, cells func(*T) (string, []string), wideCells func(*T) []string) error {
+	r := newRows(w, withNamespace, wide, headers, wideHeaders, cells, wideCells)
+	r.Add(items...)
+	return r.Render()
+}
+
+// Rows is a table of records filled a page of records at a time (InstanceRows,
+// BindingRows): each record's row is made when it is added, and the record need not be
+// kept. Render writes the rows in the order added, or by namespace and name after
+// SortByNamespace.
+type Rows[T any] struct {
+	t               *Table
+	withNamespace   bool
+	wide            bool
+	cells           func(*T) (string, []string)
+	wideCells       func(*T) []string
+	keys            []rowKey
+	sortByNamespace bool
+}
+
+// rowKey is a row's record: its namespace and name.
+type rowKey struct{ namespace, name string }
+
+func newRows[T any](w io.Writer, withNamespace, wide bool, headers, wideHeaders []string, cells func(*T) (string, []string), wideCells func(*T) []string) *Rows[T] {
 	if withNamespace {
 		headers = append([]string{"NAMESPACE"}, headers...)
 	}
 	if wide {
 		headers = append(slices.Clip(headers), wideHeaders...)
 	}
-	t := NewTable(w, headers...)
+	return &Rows[T]{t: NewTable(w, headers...), withNamespace: withNamespace, wide: wide, cells: cells, wideCells: wideCells}
+}
+
+// Add adds a row for each item.
+func (r *Rows[T]) Add(items ...T) {
 	for i := range items {
-		ns, row := cells(&items[i])
-		if withNamespace {
-			row = append([]string{ns}, row...)
-		}
-		if wide {
-			row = append(row, wideCells(&items[i])...)
-		}
-		t.Append(row...)
+		r.add(&items[i])
 	}
-	return t.Render()
+}
+
+// AddPointers adds a row for each item, as Add.
+func (r *Rows[T]) AddPointers(items ...*T) {
+	for _, x := range items {
+		r.add(x)
+	}
+}
+
+func (r *Rows[T]) add(x *T) {
+	ns, row := r.cells(x)
+	if r.sortByNamespace {
+		r.keys = append(r.keys, rowKey{ns, row[0]})
+	}
+	if r.withNamespace {
+		row = append([]string{ns}, row...)
+	}
+	if r.wide {
+		row = append(row, r.wideCells(x)...)
+	}
+	r.t.Append(row...)
+}
+
+// SortByNamespace makes Render write the rows by namespace, then by name (the first
+// cell), whatever the order they were added in. Call it before Add.
+func (r *Rows[T]) SortByNamespace() { r.sortByNamespace = true }
+
+// Len is the number of rows added.
+func (r *Rows[T]) Len() int { return r.t.Len() }
+
+// Reset forgets the rows added.
+func (r *Rows[T]) Reset() { r.t.rows, r.keys = nil, nil }
+
+// Render writes the table (nothing when no row was added).
+func (r *Rows[T]) Render() error {
+	if r.sortByNamespace && !slices.IsSortedFunc(r.keys, compareRowKeys) {
+		order := make([]int, len(r.keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return compareRowKeys(r.keys[a], r.keys[b]) })
+		rows := make([][]string, len(order))
+		for i, j := range order {
+			rows[i] = r.t.rows[j]
+		}
+		r.t.rows = rows
+	}
+	return r.t.Render()
+}
+
+func compareRowKeys(a, b rowKey) int {
+	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
 }

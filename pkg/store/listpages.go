@@ -67,4 +67,3 @@ func (r Records[T]) ListPages(ctx context.Context, namespace string, f Filter, p
 		opts.Continue = list.Continue
 	}
 }
-
