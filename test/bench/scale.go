@@ -53,6 +53,9 @@ type scaleOptions struct {
 // rssTargetKiB is the target for a reconcile run's peak memory.
 const rssTargetKiB = 120 * 1024
 
+// scaleEtcdQuota is the etcd quota of the scale figures' control plane.
+const scaleEtcdQuota = 8 << 30
+
 // scaleEnv is a control plane with a counting proxy in front of its API server.
 type scaleEnv struct {
 	bins   controlplane.Binaries
@@ -72,7 +75,7 @@ func startScaleEnv(bins controlplane.Binaries, plugin, dir string) (*scaleEnv, e
 	fmt.Fprintln(os.Stderr, "starting a control plane for the scale figures...")
 	cp, err := controlplane.Start(context.Background(), controlplane.Options{Dir: dir + "/cp-scale", Log: os.Stderr,
 		// 100,000 records and their writes fit; the API server compacts every 5 minutes.
-		EtcdQuotaBytes: 8 << 30})
+		EtcdQuotaBytes: scaleEtcdQuota})
 	if err != nil {
 		return nil, err
 	}
@@ -431,6 +434,10 @@ func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reco
 		}
 	}
 	var notes []string
+	if fi, err := os.Stat(filepath.Join(e.cp.Dir, "etcd", "member", "snap", "db")); err == nil {
+		notes = append(notes, fmt.Sprintf("etcd's database after the runs: %.0f MiB, for %d records and the catalog (quota %d GiB)",
+			float64(fi.Size())/(1<<20), large.Total, scaleEtcdQuota>>30))
+	}
 	for _, r := range runs {
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
