@@ -215,8 +215,11 @@ type reconcileRun struct {
 	// List is the floor's LIST of the pending records, BrokerShare its broker time over
 	// the workers.
 	List, BrokerShare time.Duration
-	RSSKiB            int64
-	Requests          apicount.Counts
+	// MetaList is reconcile's first list alone (store.ListPendingWithIDs), timed
+	// before the run.
+	MetaList time.Duration
+	RSSKiB   int64
+	Requests apicount.Counts
 	// Failed: the requests answered with an error status, by verb, resource and status.
 	Failed apicount.Counts
 	Polls  int
@@ -297,6 +300,12 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 		"/api/v1/configmaps?labelSelector=" + store.LabelPending + "%3Dtrue"}); err != nil {
 		return r, err
 	}
+	// What reconcile's first list costs alone: the metadata of every record, page by page.
+	listStart := time.Now()
+	if _, _, err := e.st.ListPendingWithIDs(ctx, ""); err != nil {
+		return r, err
+	}
+	r.MetaList = time.Since(listStart)
 	busy, polls := b.Busy(), b.Polls()
 	before, failed := e.proxy.Counts(), e.proxy.Failed()
 	start := time.Now()
@@ -439,6 +448,8 @@ func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reco
 			float64(fi.Size())/(1<<20), large.Total, scaleEtcdQuota>>30))
 	}
 	for _, r := range runs {
+		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: its first list alone (the metadata of every record, pages of %d) took %s",
+			r.Total, store.DefaultPageSize, r.MetaList.Round(time.Millisecond)))
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
 			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none")))
