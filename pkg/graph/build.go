@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -149,7 +151,7 @@ func Build(ctx context.Context, core kubernetes.Interface, st *store.Store, o Op
 	in := Input{}
 	// The two lists go out together; the bindings' is looked at after the instances'.
 	listed := ahead.Start(ctx, func() ([]*v1alpha1.ServiceBinding, error) { return st.Bindings().List(ctx, ns, store.Filter{}) })
-	instances, instErr := st.Instances().List(ctx, ns, store.Filter{})
+	instances, instErr := listInstances(ctx, st, ns)
 	if in.Instances, instErr = readable(&in, instances, instErr); instErr != nil {
 		if !store.IsForbidden(instErr) {
 			return nil, instErr
@@ -225,6 +227,43 @@ func listConsumers(ctx context.Context, core kubernetes.Interface, st *store.Sto
 		}
 	}
 	return nil
+}
+
+// listInstances lists the instances of ns ("" for all) a page at a time and keeps of
+// each only what the graph shows (graphInstance), sorted by namespace and name as List
+// sorts them: a graph of every namespace of a large cluster holds the instances'
+// names, plans and phases, not the records. Records that do not decode are returned as
+// List returns them, joined in the error beside the others.
+func listInstances(ctx context.Context, st *store.Store, ns string) ([]*v1alpha1.ServiceInstance, error) {
+	var items []*v1alpha1.ServiceInstance
+	var bad []error
+	err := st.Instances().ListPages(ctx, ns, store.Filter{}, func(page []*v1alpha1.ServiceInstance, unreadable []error) error {
+		for _, inst := range page {
+			items = append(items, graphInstance(inst))
+		}
+		bad = append(bad, unreadable...)
+		return nil
+	}, func() { items, bad = nil, nil })
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(items, func(a, b *v1alpha1.ServiceInstance) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return items, errors.Join(bad...)
+}
+
+// graphInstance is what Assemble and listConsumers read of an instance: its name,
+// deletion, scope, broker, class and plan, whether it is user-provided, the namespaces
+// it is shared with, and its phase.
+func graphInstance(inst *v1alpha1.ServiceInstance) *v1alpha1.ServiceInstance {
+	g := &v1alpha1.ServiceInstance{}
+	g.Namespace, g.Name, g.DeletionTimestamp = inst.Namespace, inst.Name, inst.DeletionTimestamp
+	s := &inst.Spec
+	g.Spec.Scope, g.Spec.BrokerName, g.Spec.ClassExternalName, g.Spec.PlanExternalName = s.Scope, s.BrokerName, s.ClassExternalName, s.PlanExternalName
+	g.Spec.SharedWith, g.Spec.UserProvided = s.SharedWith, s.UserProvided
+	g.Status.Phase = inst.Status.Phase
+	return g
 }
 
 // readable returns the records a store List returned; a record that could not be read

@@ -15,7 +15,14 @@ import (
 // BindingTable prints bindings as "get bindings" does; withNamespace adds a NAMESPACE column and
 // wide the OSB binding id and the credentials' expiry.
 func BindingTable(w io.Writer, items []v1alpha1.ServiceBinding, withNamespace, wide bool, now time.Time) error {
-	return recordTable(w, items, withNamespace, wide,
+	r := BindingRows(w, withNamespace, wide, now)
+	r.Add(items...)
+	return r.Render()
+}
+
+// BindingRows is BindingTable filled a page of bindings at a time.
+func BindingRows(w io.Writer, withNamespace, wide bool, now time.Time) *Rows[v1alpha1.ServiceBinding] {
+	return newRows(w, withNamespace, wide,
 		[]string{"NAME", "INSTANCE", "SECRET", "STATUS", "AGE"}, []string{"BINDING-ID", "EXPIRES"},
 		func(b *v1alpha1.ServiceBinding) (string, []string) {
 			return b.Namespace, []string{b.Name, BindingInstance(b), BindingSecretName(b), BindingStatus(b, now), duration.HumanDuration(now.Sub(b.CreationTimestamp.Time))}

@@ -14,7 +14,14 @@ import (
 
 // InstanceTable prints instances as "get instances" does, with a NAMESPACE column when withNS.
 func InstanceTable(w io.Writer, items []v1alpha1.ServiceInstance, withNS, wide bool, now time.Time) error {
-	return recordTable(w, items, withNS, wide,
+	r := InstanceRows(w, withNS, wide, now)
+	r.Add(items...)
+	return r.Render()
+}
+
+// InstanceRows is InstanceTable filled a page of instances at a time.
+func InstanceRows(w io.Writer, withNS, wide bool, now time.Time) *Rows[v1alpha1.ServiceInstance] {
+	return newRows(w, withNS, wide,
 		[]string{"NAME", "CLASS", "PLAN", "STATUS", "AGE"}, []string{"BROKER", "EXTERNAL-ID"},
 		func(i *v1alpha1.ServiceInstance) (string, []string) {
 			class := i.Spec.ClassExternalName

@@ -41,6 +41,16 @@ func (r RecordReader[T]) List(ctx context.Context, namespace string, f Filter) (
 	return r.r.List(ctx, namespace, f)
 }
 
+// ListPages lists the records of a namespace ("" for every namespace) that f selects a
+// page at a time: page gets each page's records as they are read (by namespace, then
+// name, in the API server's order) and those that do not decode (bad), and keeps what it
+// needs of them; the reader keeps none. restart is called when the list starts again
+// (its snapshot expired): forget what page was given. An error page returns stops the
+// list and is returned.
+func (r RecordReader[T]) ListPages(ctx context.Context, namespace string, f Filter, page func(items []T, bad []error) error, restart func()) error {
+	return r.r.ListPages(ctx, namespace, f, page, restart)
+}
+
 // WatchChange reports once when the record changes from resourceVersion rv, or is gone.
 func (r RecordReader[T]) WatchChange(ctx context.Context, namespace, name, rv string) <-chan bool {
 	return r.r.WatchChange(ctx, namespace, name, rv)

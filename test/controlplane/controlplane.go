@@ -54,6 +54,10 @@ type Options struct {
 	Log io.Writer
 	// StartTimeout bounds how long Start waits for readiness.
 	StartTimeout time.Duration
+	// EtcdQuotaBytes is etcd's --quota-backend-bytes (its database's size limit);
+	// etcd's own default (2 GiB) when zero. A cluster of 100,000 records and their
+	// updates needs more before the API server compacts the history.
+	EtcdQuotaBytes int64
 }
 
 // ControlPlane is a running control plane.
@@ -75,6 +79,8 @@ type ControlPlane struct {
 	controller *process
 	// apiserverArgs start the API server again after StopAPIServer.
 	apiserverArgs []string
+	// etcdQuota is Options.EtcdQuotaBytes.
+	etcdQuota int64
 }
 
 // Start builds the binaries if needed, starts etcd, the API server and the
@@ -90,7 +96,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ControlPlane{Dir: opts.Dir, Binaries: bins, starter: newStarter()}
+	c := &ControlPlane{Dir: opts.Dir, Binaries: bins, starter: newStarter(), etcdQuota: opts.EtcdQuotaBytes}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "kubectl-catalog-cp-"); err != nil {
 			return nil, err
@@ -174,13 +180,16 @@ func (c *ControlPlane) startServers(ctx context.Context, saKey string) error {
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	c.etcd, err = startProcess(c.starter, "etcd", c.logPath("etcd"), c.Binaries.Etcd,
-		"--name", "default",
+	etcdArgs := []string{"--name", "default",
 		"--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "default="+peerURL,
-		"--unsafe-no-fsync", "--log-level", "warn")
+		"--initial-cluster", "default=" + peerURL,
+		"--unsafe-no-fsync", "--log-level", "warn"}
+	if c.etcdQuota > 0 {
+		etcdArgs = append(etcdArgs, "--quota-backend-bytes", fmt.Sprint(c.etcdQuota))
+	}
+	c.etcd, err = startProcess(c.starter, "etcd", c.logPath("etcd"), c.Binaries.Etcd, etcdArgs...)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,7 @@ func (o *BindingsOptions) filter() records.Filter {
 func (o *BindingsOptions) Run(ctx context.Context) error {
 	return runRecords(ctx, &o.RecordListOptions, o.filter(), recordKind[v1alpha1.ServiceBinding, *v1alpha1.ServiceBinding]{
 		name: "binding", record: v1alpha1.KindServiceBinding, list: o.Reader.Bindings().List, table: printers.BindingTable,
+		pages: o.Reader.Bindings().ListPages, rows: printers.BindingRows,
 	}, func() string {
 		where := o.where()
 		if o.Instance != "" {

@@ -57,5 +57,6 @@ func (o *InstancesOptions) filter() records.Filter {
 func (o *InstancesOptions) Run(ctx context.Context) error {
 	return runRecords(ctx, &o.RecordListOptions, o.filter(), recordKind[v1alpha1.ServiceInstance, *v1alpha1.ServiceInstance]{
 		name: "instance", record: v1alpha1.KindServiceInstance, list: o.Reader.Instances().List, table: printers.InstanceTable,
+		pages: o.Reader.Instances().ListPages, rows: printers.InstanceRows,
 	}, func() string { return "No instances found " + o.where() + "." })
 }
