@@ -23,7 +23,9 @@ func data() Data {
 	}
 }
 
-func tpl(keys map[string]string) *v1alpha1.SecretTemplate { return &v1alpha1.SecretTemplate{Keys: keys} }
+func tpl(keys map[string]string) *v1alpha1.SecretTemplate {
+	return &v1alpha1.SecretTemplate{Keys: keys}
+}
 
 func TestRender(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
