@@ -164,3 +164,6 @@ func templateRotationError(res RotateResult) error {
 	return fmt.Errorf("binding %q not rotated: %s; fix the template and rotate again (%s)", res.Name, c.Message,
 		hint.Quoted(res.Namespace, "bind", "--rotate", res.Name, "--secret-template", "FILE"))
 }
+
+// CheckSecretTemplate checks t without data (parsed, bounded), as the bind step does.
+func CheckSecretTemplate(t *v1alpha1.SecretTemplate) error { return secrettemplate.Check(t) }
