@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -195,4 +196,33 @@ func TestSecretTemplate_EnvShaping_AppliesToRenderedKeys(t *testing.T) {
 	assert.Assert(t, !has)
 	assert.Assert(t, is.Contains(string(data["DATABASE_URL"]), "postgres://"))
 	assert.Assert(t, is.Len(eventsOf(rec, ReasonEnvKeysLeftOut), 1))
+}
+
+// A binding of a user-provided instance renders its copy with the template; new
+// credentials the template cannot render leave the copy as it was.
+func TestSecretTemplate_UserProvided_CopyRenderedAndKeptOnFailure(t *testing.T) {
+	f := newFixture(t)
+	f.engine.cfg.Projector = &recordingProjector{projected: map[string]bool{}}
+	ctx := context.Background()
+	f.userProvided(map[string]string{"host": "db.internal", "password": upsPassword})
+	f.createBinding("app", func(in *BindingIntent) {
+		in.SecretTemplate = secretTemplate(false, "DATABASE_URL", "postgres://{{ .credentials.host }}/{{ .instance.name }}?p={{ .credentials.password }}")
+	})
+	assert.Equal(t, f.driveBinding("app").State, StateSettled)
+	assert.Equal(t, string(f.secretData("app")["DATABASE_URL"]), "postgres://db.internal/db?p="+upsPassword)
+	before := f.secretData("app")
+
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.UserProvided.Revision++ })
+	assert.NilError(t, f.engine.WriteUserProvidedCredentials(ctx, f.get("db"), toBytes(map[string]string{"password": "new-pa55word"})))
+	f.step("db")
+	for range 3 {
+		f.stepBinding("app")
+		f.advance(time.Minute)
+	}
+
+	assert.DeepEqual(t, f.secretData("app"), before)
+	c := meta.FindStatusCondition(f.getBinding("app").Status.Conditions, v1alpha1.ConditionReady)
+	assert.Assert(t, c != nil && strings.Contains(c.Message, `secret template key "DATABASE_URL"`), "%+v", c)
+	f.assertNoValueInRecords("new-pa55word")
+	f.assertNoValueInRecords(upsPassword)
 }
