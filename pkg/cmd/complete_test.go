@@ -341,6 +341,7 @@ var freeText = map[string]string{
 	"param":                       "KEY=VALUE",
 	"params-file":                 "a file name",
 	"params-json":                 "JSON",
+	"secret-template":             "a file name",
 	"plan-restrictions":           "a rule",
 	"proxy-url":                   "a URL",
 	"remove-key":                  "a credentials key",

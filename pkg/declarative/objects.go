@@ -51,6 +51,9 @@ type BindingSpec struct {
 	Transforms                              []v1alpha1.SecretTransform
 	Projections                             []v1alpha1.WorkloadProjection
 	ExternalID                              string
+
+	// SecretTemplate is spec.secretTemplate; nil for none.
+	SecretTemplate *v1alpha1.SecretTemplate
 }
 
 // Order is the Order apply acts in: brokers, then instances, then bindings.
@@ -132,6 +135,7 @@ func decodeOwn(d Document, kind string) (*Object, error) {
 		return &Object{Kind: kind, Namespace: r.Namespace, Name: r.Name, Bind: &BindingSpec{
 			Instance: s.InstanceName, InstanceNamespace: s.InstanceNamespace, SecretName: s.SecretName, Params: s.Parameters,
 			From: s.ParametersFrom, Transforms: s.SecretTransforms, Projections: s.Projections, ExternalID: s.ExternalID,
+			SecretTemplate: s.SecretTemplate,
 		}}, nil
 	case v1alpha1.KindBroker:
 		var r v1alpha1.Broker

@@ -170,5 +170,6 @@ func RecordInstanceSpec(r *v1alpha1.ServiceInstance) *InstanceSpec {
 func RecordBindingSpec(r *v1alpha1.ServiceBinding) *BindingSpec {
 	s := r.Spec
 	return &BindingSpec{Instance: s.InstanceName, InstanceNamespace: s.InstanceNamespace, SecretName: s.SecretName, Params: s.Parameters,
-		From: s.ParametersFrom, Transforms: s.SecretTransforms, Projections: s.Projections, ExternalID: s.ExternalID}
+		From: s.ParametersFrom, Transforms: s.SecretTransforms, Projections: s.Projections, ExternalID: s.ExternalID,
+		SecretTemplate: s.SecretTemplate}
 }

@@ -24,6 +24,8 @@ type BindingIntent struct {
 	Parameters     []byte
 	ParametersFrom []v1alpha1.ParametersFromSource
 	Transforms     []v1alpha1.SecretTransform
+	// SecretTemplate renders Secret keys after the transforms; nil for none.
+	SecretTemplate *v1alpha1.SecretTemplate
 	Projections    []v1alpha1.WorkloadProjection
 	// ExternalID is the OSB binding id; a fresh one when empty.
 	ExternalID string
@@ -42,7 +44,7 @@ func NewBinding(in BindingIntent) *v1alpha1.ServiceBinding {
 		ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: in.Name},
 		Spec: v1alpha1.ServiceBindingSpec{
 			InstanceName: in.Instance, ExternalID: id, ParametersFrom: in.ParametersFrom,
-			SecretName: in.SecretName, SecretTransforms: in.Transforms, Projections: in.Projections,
+			SecretName: in.SecretName, SecretTransforms: in.Transforms, SecretTemplate: in.SecretTemplate.DeepCopy(), Projections: in.Projections,
 		},
 		Status: v1alpha1.ServiceBindingStatus{OperationStatus: v1alpha1.OperationStatus{Phase: v1alpha1.PhasePending}},
 	}
@@ -129,7 +131,13 @@ func (e *Engine) RotateScheduled(ctx context.Context, namespace, name string) (*
 // its Secret and its projections keep their names, so workloads see new files in place.
 // ctx says whose intent the write is (store.WithIntent for the user's own command).
 func (e *Engine) startRotation(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
-	b, err := e.rotate(ctx, namespace, name)
+	return e.startRotationWith(ctx, namespace, name, nil)
+}
+
+// startRotationWith is startRotation that also sets the binding's spec.secretTemplate to
+// tpl, in the same write, when tpl is not nil: the new credentials are rendered with it.
+func (e *Engine) startRotationWith(ctx context.Context, namespace, name string, tpl *v1alpha1.SecretTemplate) (*v1alpha1.ServiceBinding, error) {
+	b, err := e.rotate(ctx, namespace, name, tpl)
 	if err == nil {
 		ev := NewEvent(namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, name), EventNormal, "RotationRequested", "Rotation",
 			"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones")
@@ -139,13 +147,16 @@ func (e *Engine) startRotation(ctx context.Context, namespace, name string) (*v1
 	return b, err
 }
 
-func (e *Engine) rotate(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
+func (e *Engine) rotate(ctx context.Context, namespace, name string, tpl *v1alpha1.SecretTemplate) (*v1alpha1.ServiceBinding, error) {
 	return e.cfg.Store.Bindings().UpdateWithRetry(ctx, namespace, name, func(b *v1alpha1.ServiceBinding) error {
 		if err := CheckBindingChangeable(b); err != nil {
 			return err
 		}
 		if b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 			return fmt.Errorf("binding %q is not bound yet, so there is nothing to rotate: run \"kubectl catalog describe binding %s\"", name, name)
+		}
+		if tpl != nil {
+			b.Spec.SecretTemplate = tpl.DeepCopy()
 		}
 		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID()}
 		b.Status.ExternalID = e.recordBoundID(b.UID)

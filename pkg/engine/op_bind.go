@@ -37,6 +37,10 @@ type BindRequest struct {
 	Parameters  ParametersInput
 	Transforms  []v1alpha1.SecretTransform
 	Projections []v1alpha1.WorkloadProjection
+
+	// SecretTemplate renders Secret keys after the transforms (bind --secret-template,
+	// spec.secretTemplate); nil for none.
+	SecretTemplate *v1alpha1.SecretTemplate
 	// Metadata are labels and annotations the record is created with.
 	Metadata RecordMetadata
 	DryRun   DryRun
@@ -228,11 +232,14 @@ func (e bindingVerbs) checkBind(ctx context.Context, req BindRequest) (*v1alpha1
 	b, err := e.prepareBinding(ctx, inst, class, schemas, BindingRequest{
 		BindingIntent: BindingIntent{
 			Namespace: req.Namespace, Name: req.Name, Instance: req.Instance, InstanceNamespace: req.InstanceNamespace, SecretName: req.SecretName,
-			Transforms: req.Transforms, Projections: req.Projections, ExternalID: req.ExternalID,
+			Transforms: req.Transforms, SecretTemplate: req.SecretTemplate, Projections: req.Projections, ExternalID: req.ExternalID,
 		},
 		Parameters: req.Parameters,
 	})
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkBindTemplate(req, b, inst); err != nil {
 		return nil, nil, nil, err
 	}
 	req.Metadata.apply(&b.ObjectMeta)

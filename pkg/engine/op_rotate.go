@@ -14,6 +14,9 @@ type RotateRequest struct {
 	// Namespace and Name name the binding whose credentials are rotated.
 	Namespace, Name string
 	Follow          Follow
+	// SecretTemplate, when not nil, replaces the binding's spec.secretTemplate: the new
+	// credentials are rendered with it. It is checked before anything is written.
+	SecretTemplate *v1alpha1.SecretTemplate
 }
 
 // RotateResult is what a rotation did, for the verb to print.
@@ -52,7 +55,14 @@ func (e *Engine) Rotate(ctx context.Context, req RotateRequest) (RotateResult, e
 		return res, err
 	}
 	res.SecretName = before.Spec.SecretName
-	b, err := e.startRotation(DryRunNone.writes(ctx), req.Namespace, req.Name)
+	tpl := before.Spec.SecretTemplate
+	if req.SecretTemplate != nil {
+		tpl = req.SecretTemplate
+	}
+	if err := e.checkRotateTemplate(ctx, before, tpl); err != nil {
+		return res, err
+	}
+	b, err := e.startRotationWith(DryRunNone.writes(ctx), req.Namespace, req.Name, req.SecretTemplate)
 	if err != nil {
 		return res, err
 	}
@@ -63,7 +73,10 @@ func (e *Engine) Rotate(ctx context.Context, req RotateRequest) (RotateResult, e
 		return res, err
 	}
 	res.Binding, res.Followed = r.Binding, r
-	return res, rotatedError(&res)
+	if err := rotatedError(&res); err != nil || res.Rotated {
+		return res, err
+	}
+	return res, templateRotationError(res)
 }
 
 // rotatedError says why a rotation that was driven did not succeed, and fills in

@@ -80,6 +80,10 @@ const (
 	// ReasonBindSecretFailed: the credentials could not be written to the Secret (a
 	// transform failed, or the Secret belongs to something else).
 	ReasonBindSecretFailed = "BindSecretFailed"
+	// ReasonSecretTemplateFailed: the binding's secret template failed (which key, and
+	// why, without any value); the Secret is left as it was, and a rotation goes back
+	// to the credentials it had.
+	ReasonSecretTemplateFailed = "BindSecretTemplateFailed"
 	// ReasonBindCredentialsLost: a re-sent bind got no credentials (the broker gives them
 	// once, to the interrupted command): the binding is unbound and bound again under a
 	// new id.

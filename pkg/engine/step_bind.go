@@ -41,6 +41,11 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 	if r, refused, err := e.refuseBind(ctx, b, t, prev); refused {
 		return r, err
 	}
+	if prev == nil {
+		if r, refused, err := e.refuseBrokenTemplate(ctx, b); refused {
+			return r, err
+		}
+	}
 	// A re-send is the request first sent, kept at its write-ahead; an interrupted bind of
 	// an earlier release, which kept nothing, is built from the spec again.
 	resend := prev != nil && prev.Sent != nil
@@ -284,6 +289,9 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 			return e.auth.SecretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
+	if err == nil {
+		data, err = renderSecretTemplate(b, t.inst, a.Credentials, data)
+	}
 	retriable := err == nil
 	var leftOut []string
 	if err == nil {
@@ -297,9 +305,15 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 			return interrupted(b, ctx.Err())
 		}
 		msg := fmt.Sprintf("the credentials could not be written to Secret %q: %v", b.Spec.SecretName, err)
+		if isTemplateError(err) {
+			e.secretTemplateEvent(ctx, b, err)
+		}
 		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			e.startBindMitigation(x, osb.ReasonPlatformError, msg, retriable, now)
 			x.Status.Retry.Reason = ReasonBindSecretFailed
+			if isTemplateError(err) {
+				x.Status.Retry.Reason = ReasonSecretTemplateFailed
+			}
 		})
 	}
 	e.envLeftOutEvent(ctx, b, leftOut)

@@ -238,6 +238,7 @@ func (e bindingSteps) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, o
 		})
 	}
 	om := b.Status.OrphanMitigation
+	templateFailed := b.Status.Retry != nil && b.Status.Retry.Reason == ReasonSecretTemplateFailed
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		forget(x, id)
 		x.Status.InFlight = nil
@@ -272,6 +273,9 @@ func (e bindingSteps) unbound(ctx context.Context, b *v1alpha1.ServiceBinding, o
 				x.Status.Retry.Attempts--
 			}
 			e.retryLater(x, ReasonBindCallFailed, msg+"; orphan mitigation done, binding again under a new binding id", false, now)
+			return
+		}
+		if templateFailed && keepPredecessor(x, msg, now) {
 			return
 		}
 		e.terminalFailure(x, ReasonBindFailed, msg+": fix the cause, then unbind and bind again", now)

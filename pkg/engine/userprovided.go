@@ -254,6 +254,11 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 			return e.auth.SecretsFor(b)(ctx, b.Namespace, name)
 		})
 	}
+	if err == nil {
+		if data, err = renderSecretTemplate(b, inst, creds, data); isTemplateError(err) {
+			e.secretTemplateEvent(ctx, b, err)
+		}
+	}
 	var leftOut []string
 	if err == nil {
 		leftOut = shapeEnvData(b, data)

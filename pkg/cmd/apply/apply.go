@@ -308,6 +308,14 @@ func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine
 		return err
 	case a.register != nil:
 		return o.register(ctx, a, o.DryRun.Engine())
+	case a.rotate != nil && o.DryRun.Enabled():
+		fmt.Fprintf(o.Streams.ErrOut, "%s: binding %q would be rotated, its new credentials rendered with the manifest's secret template\n", a.obj.Doc.Where(), a.obj.Name)
+		return nil
+	case a.rotate != nil:
+		req := *a.rotate
+		req.Follow = follow
+		_, err := o.Engine.Rotate(ctx, req)
+		return err
 	}
 	return nil
 }

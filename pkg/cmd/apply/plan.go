@@ -49,6 +49,9 @@ type action struct {
 	// the catalog's own, as they are and as the manifest says them.
 	relabel               *engine.RelabelRequest
 	beforeMeta, afterMeta engine.RecordMetadata
+	// rotate rotates a binding whose manifest changes its secret template: the new
+	// credentials are rendered with it.
+	rotate *engine.RotateRequest
 	// share and unshare are the namespaces an instance's grant (spec.sharedWith) gains
 	// and loses, changed as "kubectl catalog share" and "unshare" change it.
 	share, unshare []string
@@ -337,6 +340,15 @@ func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*acti
 	}
 	a.before = bindingView(declarative.RecordBindingSpec(cur))
 	a.after = bindingView(want.Over(o, cur))
+	if diff := changedFields(a.before, a.after); len(diff) == 1 && diff[0] == "spec.secretTemplate" && want.SecretTemplate != nil {
+		if err := engine.CheckSecretTemplate(want.SecretTemplate); err != nil {
+			return nil, fmt.Errorf("binding %q: %w: fix spec.secretTemplate", o.Name, err)
+		}
+		a.rotate = &engine.RotateRequest{Namespace: o.Namespace, Name: o.Name, SecretTemplate: want.SecretTemplate}
+		a.op, a.changes = opConfigure, []string{"secret template (the credentials are rotated and rendered with it)"}
+		p.planRelabel(a, cur.Labels, cur.Annotations)
+		return a, nil
+	}
 	if diff := changedFields(a.before, a.after); len(diff) > 0 {
 		return nil, fmt.Errorf("binding %q cannot change (%s): a binding's credentials are made once; unbind it (\"kubectl catalog delete -f\" or %s) and apply again", o.Name, strings.Join(diff, ", "), hint.Quoted(o.Namespace, "unbind", o.Name))
 	}
@@ -369,7 +381,7 @@ func (p *planner) bindNow(ctx context.Context, o *declarative.Object, dry engine
 	return p.clients.Engine.Bind(ctx, engine.BindRequest{
 		Namespace: o.Namespace, Instance: inst, InstanceNamespace: instNS, Name: o.Name, SecretName: want.SecretName, ExternalID: want.ExternalID,
 		Parameters: in, Transforms: want.Transforms, Projections: want.Projections, Metadata: o.Metadata,
-		DryRun: dry, Follow: follow,
+		DryRun: dry, Follow: follow, SecretTemplate: want.SecretTemplate,
 	})
 }
 

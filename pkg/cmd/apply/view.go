@@ -28,6 +28,7 @@ func bindingView(s *declarative.BindingSpec) map[string]any {
 	return compact(map[string]any{
 		"instanceName": s.Instance, "instanceNamespace": s.InstanceNamespace, "secretName": s.SecretName, "parameters": rawValue(s.Params),
 		"parametersFrom": s.From, "secretTransforms": s.Transforms, "projections": s.Projections, "externalID": s.ExternalID,
+		"secretTemplate": s.SecretTemplate,
 	})
 }
 

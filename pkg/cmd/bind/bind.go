@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
@@ -51,9 +52,22 @@ var bindLong = cmdutil.LongDesc(`
 	A binding beyond the instance's --max-bindings, or from a namespace it does
 	not allow, is refused and not recorded.
 
+	--secret-template FILE renders Secret keys with Go templates, after the
+	transforms: FILE is YAML or JSON with keys (each Secret key's template) and,
+	optionally, only: true (the Secret holds the rendered keys alone). A
+	template sees .credentials (the broker's), .instance (name, namespace,
+	class, plan, id) and .binding (name, namespace, secretName, id), and the
+	functions b64enc, b64dec, toJson, default, join, quote, urlquery,
+	pathescape, userinfo, lower, upper and trim; nothing else. It is checked
+	before anything is recorded; --dry-run names the keys it would write,
+	values masked. A template that fails on the broker's answer writes no
+	Secret and names the key.
+
 	--rotate BINDING asks the broker for new credentials for an existing
 	binding: the Secret keeps its name and gets the new credentials in one
-	write, then the old credentials are unbound at the broker.`)
+	write, then the old credentials are unbound at the broker. With
+	--secret-template the new credentials are rendered with that template; if
+	it fails, the binding keeps its old credentials.`)
 
 var bindExample = cmdutil.Examples(`
 	# Bind instance db; the credentials go to Secret "db"
@@ -64,6 +78,11 @@ var bindExample = cmdutil.Examples(`
 
 	# Rename a key and drop another before the Secret is written
 	kubectl catalog bind db --rename-key uri=DATABASE_URL --remove-key tls
+
+	# Render DATABASE_URL from the credentials with a template file, e.g.
+	#   keys:
+	#     DATABASE_URL: 'postgres://{{ userinfo .credentials.username .credentials.password }}@{{ .credentials.host }}:{{ .credentials.port }}/{{ .credentials.database }}?sslmode=require'
+	kubectl catalog bind db --secret-template db-url.yaml
 
 	# Mount the credentials into deployment web (files under $SERVICE_BINDING_ROOT/db)
 	kubectl catalog bind db --to deployment/web --wait
@@ -101,6 +120,10 @@ type Options struct {
 	Env               bool
 	EnvPrefix         string
 	Rotate            bool
+	// SecretTemplateFile is the file of --secret-template; SecretTemplate, when set,
+	// is the template itself (apply -f gives it).
+	SecretTemplateFile string
+	SecretTemplate     *v1alpha1.SecretTemplate
 	// Metadata are the labels and annotations of the record (apply -f gives them).
 	Metadata engine.RecordMetadata
 
@@ -154,6 +177,7 @@ func NewCmdBind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fs.StringArrayVar(&o.To, "to", nil, "Project the Secret into this workload once the binding is ready, as KIND/NAME (deployment, statefulset, daemonset or cronjob). Repeatable.")
 	fs.BoolVar(&o.Env, "env", false, "With --to: expose the credentials as environment variables instead of files (another namespace's instance needs --env-prefix too).")
 	fs.StringVar(&o.EnvPrefix, "env-prefix", "", "With --to: prefix every environment variable's name with this (implies --env); required for the credentials of another namespace's instance.")
+	fs.StringVar(&o.SecretTemplateFile, FlagSecretTemplate, "", "Render Secret keys with Go templates from the credentials, the instance and the binding: a YAML or JSON `FILE` of keys (Secret key to template) and, optionally, only: true (the rendered keys alone). With --rotate, the new credentials are rendered with it.")
 	fs.BoolVar(&o.Rotate, "rotate", false, "Rotate the credentials of the binding named by the argument: new credentials in the same Secret, then the old ones unbound.")
 	o.AddFlags(cmd, "bind", "the binding record and the changes to the --to workloads")
 	complete.Register(cmd, "to", complete.Workloads(f))
@@ -253,10 +277,14 @@ func (o *Options) Request(follow engine.Follow) (engine.BindRequest, error) {
 	if err != nil {
 		return engine.BindRequest{}, err
 	}
+	tpl, err := o.secretTemplate()
+	if err != nil {
+		return engine.BindRequest{}, err
+	}
 	req := engine.BindRequest{
 		Namespace: o.Namespace, Instance: inst, InstanceNamespace: instNS, Name: o.Name, SecretName: o.SecretName, ExternalID: o.ExternalID,
 		Parameters: params, Transforms: o.Transforms.Transforms(), Projections: projections, Metadata: o.Metadata,
-		DryRun: o.DryRun.Engine(), Follow: follow,
+		DryRun: o.DryRun.Engine(), Follow: follow, SecretTemplate: tpl,
 	}
 	if o.Prompter != nil {
 		req.Ask = o.Prompter
@@ -264,9 +292,21 @@ func (o *Options) Request(follow engine.Follow) (engine.BindRequest, error) {
 	return req, nil
 }
 
+// secretTemplate is the template of --secret-template (or the one given), nil for none.
+func (o *Options) secretTemplate() (*v1alpha1.SecretTemplate, error) {
+	if o.SecretTemplate != nil || o.SecretTemplateFile == "" {
+		return o.SecretTemplate, nil
+	}
+	return ReadSecretTemplate(o.SecretTemplateFile)
+}
+
 // rotate asks for new credentials for an existing binding.
 func (o *Options) rotate(ctx context.Context, fol *lifecycle.Following) error {
-	res, err := o.Engine.Rotate(ctx, engine.RotateRequest{Namespace: o.Namespace, Name: o.Instance, Follow: fol.Follow(o.Wait)})
+	tpl, err := o.secretTemplate()
+	if err != nil {
+		return err
+	}
+	res, err := o.Engine.Rotate(ctx, engine.RotateRequest{Namespace: o.Namespace, Name: o.Instance, Follow: fol.Follow(o.Wait), SecretTemplate: tpl})
 	fol.Done()
 	if res.Binding != nil && !o.Output.IsTable() {
 		if err := o.Output.PrintObject(res.Binding, o.Streams.Out); err != nil {

@@ -23,6 +23,9 @@ func (o *Options) printDryRun(res engine.BindResult) error {
 	if err := o.printObject(res.Binding); err != nil {
 		return err
 	}
+	if res.Binding != nil {
+		fmt.Fprint(o.Streams.ErrOut, secretKeysLine(res.Binding))
+	}
 	for _, c := range res.Changes {
 		w := c.Workload
 		if !c.Changed {

@@ -37,6 +37,9 @@ type ServiceBindingSpec struct {
 	SecretName string `json:"secretName"`
 	// SecretTransforms are applied in order to the credentials before they are written.
 	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty"`
+	// SecretTemplate renders Secret keys from the credentials, the instance and the
+	// binding, after the transforms. It holds templates, never credentials.
+	SecretTemplate *SecretTemplate `json:"secretTemplate,omitempty"`
 	// Predecessor is the binding id this one rotates, as records written before
 	// rotations were kept in the status had it; status.predecessor takes precedence.
 	Predecessor *BindingReference `json:"predecessor,omitempty"`
@@ -72,6 +75,16 @@ type SecretTransform struct {
 	AddKey      *AddKeyTransform      `json:"addKey,omitempty"`
 	AddKeysFrom *AddKeysFromTransform `json:"addKeysFrom,omitempty"`
 	RemoveKey   *RemoveKeyTransform   `json:"removeKey,omitempty"`
+}
+
+// SecretTemplate renders keys of a binding's Secret with Go text/template
+// (docs/bindings.md#secret-templates).
+type SecretTemplate struct {
+	// Keys maps each Secret key to the template of its value.
+	Keys map[string]string `json:"keys"`
+	// Only: the Secret holds the rendered keys alone (and the servicebinding.io "type"
+	// and "provider"), not the credentials they were rendered from.
+	Only bool `json:"only,omitempty"`
 }
 
 // RenameKeyTransform renames a credentials key.
