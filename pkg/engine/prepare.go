@@ -139,6 +139,9 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 		return nil, err
 	}
 	e.prepared.keep(res.Class, e.cfg.CatalogNamespace, res.Rules)
+	// The broker's credentials Secret goes out with the schemas' read, ahead of the
+	// provision's call (brokerSecretAhead).
+	e.brokerSecretAhead(ctx, res.Class.Namespace, res.Class.Spec.BrokerName)
 	var schema json.RawMessage
 	if s, err := res.Schemas(ctx); err != nil {
 		return nil, err
