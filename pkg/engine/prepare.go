@@ -297,6 +297,9 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 	if req.Parameters != nil || req.Plan != "" {
 		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
 	}
+	// The broker's credentials Secret goes out with the class's read, ahead of the
+	// update's call (brokerSecretAhead).
+	e.brokerSecretAhead(ctx, bns, inst.Spec.BrokerName)
 	class, err := e.cfg.Store.Classes().Get(ctx, bns, name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the class of instance %q: %w", inst.Name, err)
