@@ -9,9 +9,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ReaderTTL is how long a Reader keeps what it read: as long as the engine keeps the
-// trust state (its authority's cache).
-const ReaderTTL = 10 * time.Second
+// ReaderTTL is how long a Reader keeps what it read: long enough for the asks of one
+// command's reads and first write to share a reading, short enough to add little to
+// what the engine's own cache of the state (10 s) already keeps it.
+const ReaderTTL = 2 * time.Second
 
 // Reader reads the trust policy's objects once for every user of one process: the
 // store's author stamp takes the token from it (Token) and the engine's trust checks
