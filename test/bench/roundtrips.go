@@ -97,7 +97,7 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 	for _, argv := range [][]string{
 		{plugin, "init"},
 		{plugin, "register", "demo", "--url", b.URL()},
-		{plugin, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-n", ns},
+		{plugin, "provision", "db", "--class", "demo/postgresql", "--plan", "hobby", "-n", ns},
 	} {
 		if _, _, err := measure(e.direct, argv); err != nil {
 			return nil, nil, err
@@ -279,7 +279,7 @@ func rtCommands(kubectlBin, plugin, ns string) []rtCommand {
 		{name: "get instances", argv: cat("get", "instances"), target: 1.5},
 		{name: "marketplace", argv: cat("marketplace"), target: 1.5},
 		{name: "describe instance", argv: cat("describe", "instance", "db"), target: 1.5},
-		{name: "provision (synchronous broker)", argv: cat("provision", "db-SFX", "--class", "postgresql", "--plan", "hobby"), target: 6},
+		{name: "provision (synchronous broker)", argv: cat("provision", "db-SFX", "--class", "demo/postgresql", "--plan", "hobby"), target: 6},
 		{name: "bind (synchronous broker)", argv: cat("bind", "db-SFX", "--name", "app-SFX"), target: 7},
 		{name: "unbind (synchronous broker)", argv: cat("unbind", "app-SFX"), target: 6},
 		{name: "deprovision (synchronous broker)", argv: cat("deprovision", "db-SFX", "--yes"), target: 6},
