@@ -87,7 +87,7 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 		}
 		matrix = append(matrix, cmds...)
 	}
-	kubectlFloor := rtCommands(bins.Kubectl, plugin, ns)[:2]
+	kubectlFloor := rtCommands(bins.Kubectl, plugin, ns)[1:2]
 	untrusted, err := e.rtSamples(append(slices.Clone(kubectlFloor), matrix...), runs)
 	if err != nil {
 		return nil, nil, err
