@@ -146,15 +146,18 @@ func TestProvision_Synchronous_SendsOnlyTheNeededAPIRequests(t *testing.T) {
 	c := provisionCluster(t)
 	check := c.ExpectGroups(t,
 		// The class (cluster and namespace scope) and the access rules; read ahead of
-		// where they are needed: who the user is and the trust token (the author
-		// stamp), the cluster id and the namespace (the OSB context).
+		// where they are needed: who the user is and the trust state (the policy, its
+		// binding and the token: the author stamp and the engine's checks), the cluster
+		// id and the namespace (the OSB context).
 		[]string{
 			"list configmaps", "list configmaps", "get configmaps catalog-access.default",
 			"create selfsubjectreviews", "get configmaps catalog-trust",
+			"get validatingadmissionpolicies kubectl-catalog-record-author", "get validatingadmissionpolicybindings kubectl-catalog-record-author",
 			"get configmaps " + kube.ClusterIDConfigMap, "get namespaces dev",
 		},
-		// The plan's schemas, which the class names.
-		[]string{"get configmaps catalog-schemas.acme." + storetest.ClassID},
+		// The plan's schemas, which the class names, and the class's broker (for the
+		// credentials Secret it may name).
+		[]string{"get configmaps catalog-schemas.acme." + storetest.ClassID, "get configmaps catalog-broker.acme"},
 		[]string{"create configmaps"},
 		// The engine, from the record as created and the class and access rules the
 		// verb read: its broker (read after the create, so that a broker being deleted

@@ -74,7 +74,7 @@ func (f *Factory) Engine(o EngineOptions) (*Engine, error) {
 		Unattended: o.Unattended,
 		Projector:  kube.WorkloadProjector{P: &projection.Projector{Client: core}},
 		Authorizer: engine.KubeAuthorizer{Core: core},
-		Trust:      kube.ClusterTrust{Core: core, CatalogNamespace: f.CatalogNamespace},
+		Trust:      kube.ClusterTrust{Core: core, CatalogNamespace: f.CatalogNamespace, Reader: f.TrustReader(core)},
 	}
 	now := f.Now
 	if o.TestKnobs {

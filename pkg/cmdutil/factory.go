@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/iostreams"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 // Default client-side rate limits. client-go's own default (5 QPS, burst 10)
@@ -79,6 +80,10 @@ type Factory struct {
 
 	userOnce sync.Once
 	user     *store.ClusterUser
+	// trustOnce and trust: the trust policy's reader, shared by the store's author
+	// stamp and the engine's trust checks (TrustReader).
+	trustOnce sync.Once
+	trust     *trust.Reader
 
 	once       sync.Once
 	restConfig *rest.Config
@@ -289,7 +294,16 @@ func (f *Factory) Watcher() (*records.Watcher, error) {
 // StoreOptions are the options of every store the commands use: records are written as
 // the user the API server knows (ClusterUser), stamped with the catalog's trust token.
 func (f *Factory) StoreOptions(core kubernetes.Interface) []store.Option {
-	return []store.Option{store.WithClusterUser(f.ClusterUser(core)), store.WithClusterTrustToken(core, f.CatalogNamespace)}
+	return []store.Option{store.WithClusterUser(f.ClusterUser(core)), store.WithTrustToken(f.TrustReader(core).Token)}
+}
+
+// TrustReader reads the trust policy's state, once per process for a short while: the
+// store's author stamp takes the token from it and the engine's trust checks the state,
+// so that a command reads the policy, its binding and the token once, together. core is
+// the client to read with.
+func (f *Factory) TrustReader(core kubernetes.Interface) *trust.Reader {
+	f.trustOnce.Do(func() { f.trust = trust.NewReader(core, f.CatalogNamespace) })
+	return f.trust
 }
 
 // ClusterUser is who the API server says the user is, asked once per process: every

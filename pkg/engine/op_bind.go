@@ -277,6 +277,9 @@ func (e bindingVerbs) boundInstance(ctx context.Context, req BindRequest) (*v1al
 	}
 	// The schemas are kept under the class record's name.
 	bns, name := e.brokerNamespace(inst), v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
+	// The broker's credentials Secret goes out with the class's read, ahead of the
+	// bind's call (brokerSecretAhead).
+	e.brokerSecretAhead(ctx, bns, inst.Spec.BrokerName)
 	var schemas *ahead.Read[*v1alpha1.ServicePlanSchemas]
 	if inst.Status.Provisioned != nil {
 		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })

@@ -65,6 +65,11 @@ func (e *Engine) Deprovision(ctx context.Context, req DeprovisionRequest) (Depro
 		return DeprovisionResult{}, err
 	}
 	res := DeprovisionResult{Deprovisioning: d}
+	if !req.DryRun.Enabled() && !req.Abandon && !d.Instance.IsUserProvided() {
+		// The broker's credentials Secret goes out with the deletion mark, ahead of the
+		// deprovision's call (brokerSecretAhead).
+		e.brokerSecretAhead(ctx, e.brokerNamespace(d.Instance), d.Instance.Spec.BrokerName)
+	}
 	if req.Confirm != nil {
 		ok, err := req.Confirm(d)
 		if !ok {

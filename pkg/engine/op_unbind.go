@@ -81,6 +81,16 @@ func (e *Engine) Unbind(ctx context.Context, req UnbindRequest) (UnbindResult, e
 	if req.Abandon {
 		return res, bindingVerbs{e}.abandonBindings(ctx, req, bindings)
 	}
+	// The instance of the first binding the broker may hold goes out with the deletion
+	// marks, its broker after it and the broker's credentials Secret after that, ahead of
+	// the unbind's call (instanceSecretAhead).
+	for _, b := range bindings {
+		if len(bindingIDsAtBroker(b)) > 0 {
+			ns, name := b.InstanceRef()
+			e.instanceSecretAhead(ctx, ns, name)
+			break
+		}
+	}
 	for _, b := range bindings {
 		if b.DeletionTimestamp != nil {
 			continue

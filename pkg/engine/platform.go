@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 )
 
@@ -52,8 +53,11 @@ type readAheadPlatform interface {
 // readAhead starts, in the background, the reads a verb waits for later and that depend
 // on nothing it reads first: who the user is; for a verb that sends the OSB context of
 // an instance in namespace (not ""), the cluster id and the namespace's uid; for a verb
-// that writes the user's intent (author), the trust token. The calls that need them take the answers kept, or ask again after an error,
-// so that what fails, and how, stays what it was.
+// that writes the user's intent (author), the trust token; for every verb, the trust
+// policy's state, which the checks of the records the verb's broker call rests on take
+// (read once per command, with the token when the source reads both together). The
+// calls that need them take the answers kept, or ask again after an error, so that what
+// fails, and how, stays what it was.
 func (e *Engine) readAhead(ctx context.Context, namespace string, author bool) {
 	if p, ok := e.cfg.Platform.(readAheadPlatform); ok {
 		p.ReadAhead(ctx, namespace)
@@ -61,4 +65,5 @@ func (e *Engine) readAhead(ctx context.Context, namespace string, author bool) {
 	if author {
 		e.cfg.Store.ReadAheadAuthor(ctx)
 	}
+	ahead.Go(ctx, func() { e.auth.State(ctx) })
 }

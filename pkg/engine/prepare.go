@@ -139,6 +139,9 @@ func (e *Engine) PrepareInstance(ctx context.Context, req InstanceRequest) (*v1a
 		return nil, err
 	}
 	e.prepared.keep(res.Class, e.cfg.CatalogNamespace, res.Rules)
+	// The broker's credentials Secret goes out with the schemas' read, ahead of the
+	// provision's call (brokerSecretAhead).
+	e.brokerSecretAhead(ctx, res.Class.Namespace, res.Class.Spec.BrokerName)
 	var schema json.RawMessage
 	if s, err := res.Schemas(ctx); err != nil {
 		return nil, err
@@ -294,6 +297,9 @@ func (e *Engine) PrepareUpdate(ctx context.Context, inst *v1alpha1.ServiceInstan
 	if req.Parameters != nil || req.Plan != "" {
 		schemas = ahead.Start(ctx, func() (*v1alpha1.ServicePlanSchemas, error) { return e.cfg.Store.PlanSchemas().Get(ctx, bns, name) })
 	}
+	// The broker's credentials Secret goes out with the class's read, ahead of the
+	// update's call (brokerSecretAhead).
+	e.brokerSecretAhead(ctx, bns, inst.Spec.BrokerName)
 	class, err := e.cfg.Store.Classes().Get(ctx, bns, name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the class of instance %q: %w", inst.Name, err)

@@ -394,3 +394,43 @@ func secretReads(ctx context.Context, b *v1alpha1.ServiceBinding) *store.SecretR
 	r.secrets = nil
 	return s
 }
+
+// secretReadAhead is a broker client factory that can start reading a broker's
+// credentials Secret before the call that needs it (brokerclient.Factory).
+type secretReadAhead interface {
+	ReadSecretAhead(ctx context.Context, b *v1alpha1.Broker)
+}
+
+// brokerSecretAhead starts, for a verb, the read of broker namespace/name and, once it
+// is read, of the credentials Secret it names (secretReadAhead), so that the Secret is
+// at hand when the verb's call builds the broker's client: the call's own read of the
+// broker, after the verb's write, is what the call rests on (and what the trust checks
+// judge); this read only finds the Secret's name early, and the Secret is used only for
+// a broker read then that names the same one. Nothing is read when the broker clients
+// cannot read ahead.
+func (e *Engine) brokerSecretAhead(ctx context.Context, namespace, name string) {
+	r, ok := e.cfg.Brokers.(secretReadAhead)
+	if !ok || name == "" {
+		return
+	}
+	ahead.Go(ctx, func() {
+		if b, err := e.cfg.Store.Brokers().Get(ctx, namespace, name); err == nil {
+			r.ReadSecretAhead(ctx, b)
+		}
+	})
+}
+
+// instanceSecretAhead is brokerSecretAhead for the broker of instance namespace/name,
+// read first: unbind starts it from a binding, which names only its instance.
+func (e *Engine) instanceSecretAhead(ctx context.Context, namespace, name string) {
+	if _, ok := e.cfg.Brokers.(secretReadAhead); !ok {
+		return
+	}
+	ahead.Go(ctx, func() {
+		inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+		if err != nil || inst.IsUserProvided() {
+			return
+		}
+		e.brokerSecretAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
+	})
+}

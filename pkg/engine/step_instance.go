@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -186,6 +187,13 @@ func (e *Engine) target(ctx context.Context, inst *v1alpha1.ServiceInstance) (ta
 
 func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance) (target, error) {
 	ns := e.brokerNamespace(inst)
+	// The class goes out with the broker, not after its client is built.
+	name := v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
+	prepared, classKept := e.prepared.class(ns, name)
+	classRead, classAhead := takeClassRead(ctx, ns, name)
+	if !classKept && !classAhead {
+		classRead = ahead.Start(ctx, func() (*v1alpha1.ServiceClass, error) { return e.cfg.Store.Classes().Get(ctx, ns, name) })
+	}
 	var b *v1alpha1.Broker
 	var err error
 	if read, ok := takeBrokerRead(ctx, ns, inst.Spec.BrokerName); ok {
@@ -211,16 +219,10 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 		}
 		return target{}, fmt.Errorf("cannot talk to broker %q: %w", b.Name, err)
 	}
-	name := v1alpha1.ClassRecordName(inst.Spec.BrokerName, inst.Spec.ClassID)
-	if class, ok := e.prepared.class(ns, name); ok {
-		return target{broker: b, client: c, class: class}, nil
+	if classKept {
+		return target{broker: b, client: c, class: prepared}, nil
 	}
-	var class *v1alpha1.ServiceClass
-	if read, ok := takeClassRead(ctx, ns, name); ok {
-		class, err = read.Wait()
-	} else {
-		class, err = e.cfg.Store.Classes().Get(ctx, ns, name)
-	}
+	class, err := classRead.Wait()
 	if err != nil && !store.IsNotFound(err) {
 		return target{}, err
 	}

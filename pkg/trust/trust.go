@@ -19,6 +19,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -235,17 +236,64 @@ const fix = `an administrator runs "kubectl catalog init"`
 
 // CheckPolicy reads the trust state of the cluster: the policy and its
 // binding as Policy and Binding build them, and the token ConfigMap in
-// catalogNamespace, created after both. Errors are for requests that failed
+// catalogNamespace, created after both. The three are read together, in one
+// round trip, and judged in that order. Errors are for requests that failed
 // for another reason than the objects' absence or the caller's lack of
 // permission.
 func CheckPolicy(ctx context.Context, kube kubernetes.Interface, catalogNamespace string) (State, error) {
+	return readObjects(ctx, kube, catalogNamespace).state(catalogNamespace)
+}
+
+// objects are the trust policy's objects as read, each with its error.
+type objects struct {
+	pol        *admissionv1.ValidatingAdmissionPolicy
+	polErr     error
+	binding    *admissionv1.ValidatingAdmissionPolicyBinding
+	bindingErr error
+	token      *corev1.ConfigMap
+	tokenErr   error
+}
+
+// readObjects reads the policy, its binding and the token ConfigMap together.
+func readObjects(ctx context.Context, kube kubernetes.Interface, catalogNamespace string) objects {
+	var o objects
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		o.pol, o.polErr = kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+	}()
+	go func() {
+		defer wg.Done()
+		o.binding, o.bindingErr = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+	}()
+	o.token, o.tokenErr = kube.CoreV1().ConfigMaps(catalogNamespace).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
+	wg.Wait()
+	return o
+}
+
+// storedToken is the token the ConfigMap holds as stored, for the author stamp of
+// records: "" when it is missing or may not be read; an error when reading it failed
+// otherwise.
+func (o objects) storedToken(catalogNamespace string) (string, error) {
+	switch err := o.tokenErr; {
+	case err == nil:
+		return o.token.Data[store.TrustTokenKey], nil
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return "", nil
+	default:
+		return "", fmt.Errorf("cannot read the catalog's trust token (ConfigMap %s/%s): %w", catalogNamespace, store.TrustConfigMap, err)
+	}
+}
+
+// state judges the objects read: the policy first, then its binding, then the token.
+func (o objects) state(catalogNamespace string) (State, error) {
 	var st State
 	notInForce := func(format string, args ...any) (State, error) {
 		return State{Reason: fmt.Sprintf(format, args...)}, nil
 	}
 	var newest metav1.Time
-	pol, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
-	switch {
+	switch err := o.polErr; {
 	case apierrors.IsNotFound(err):
 		return notInForce("ValidatingAdmissionPolicy %s is not installed: %s", store.TrustPolicyName, fix)
 	case apierrors.IsForbidden(err):
@@ -253,14 +301,13 @@ func CheckPolicy(ctx context.Context, kube kubernetes.Interface, catalogNamespac
 	case err != nil:
 		return st, fmt.Errorf("cannot read ValidatingAdmissionPolicy %s: %w", store.TrustPolicyName, err)
 	default:
-		if why := policyDiffers(pol); why != "" {
+		if why := policyDiffers(o.pol); why != "" {
 			return notInForce("ValidatingAdmissionPolicy %s %s: %s", store.TrustPolicyName, why, fix)
 		}
-		newest = pol.CreationTimestamp
+		newest = o.pol.CreationTimestamp
 	}
 	if !st.TokenOnly {
-		b, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
-		switch {
+		switch err := o.bindingErr; {
 		case apierrors.IsNotFound(err):
 			return notInForce("ValidatingAdmissionPolicyBinding %s is not installed, so the policy is not enforced: %s", store.TrustPolicyName, fix)
 		case apierrors.IsForbidden(err):
@@ -268,16 +315,15 @@ func CheckPolicy(ctx context.Context, kube kubernetes.Interface, catalogNamespac
 		case err != nil:
 			return st, fmt.Errorf("cannot read ValidatingAdmissionPolicyBinding %s: %w", store.TrustPolicyName, err)
 		default:
-			if why := bindingDiffers(b); why != "" {
+			if why := bindingDiffers(o.binding); why != "" {
 				return notInForce("ValidatingAdmissionPolicyBinding %s %s: %s", store.TrustPolicyName, why, fix)
 			}
-			if newest.Before(&b.CreationTimestamp) {
-				newest = b.CreationTimestamp
+			if newest.Before(&o.binding.CreationTimestamp) {
+				newest = o.binding.CreationTimestamp
 			}
 		}
 	}
-	cm, err := kube.CoreV1().ConfigMaps(catalogNamespace).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
-	switch {
+	switch err := o.tokenErr; {
 	case apierrors.IsNotFound(err):
 		return notInForce("the token ConfigMap %s/%s is missing: %s", catalogNamespace, store.TrustConfigMap, fix)
 	case apierrors.IsForbidden(err):
@@ -285,6 +331,7 @@ func CheckPolicy(ctx context.Context, kube kubernetes.Interface, catalogNamespac
 	case err != nil:
 		return st, fmt.Errorf("cannot read the token ConfigMap %s/%s: %w", catalogNamespace, store.TrustConfigMap, err)
 	}
+	cm := o.token
 	token := strings.TrimSpace(cm.Data[store.TrustTokenKey])
 	if token == "" {
 		return notInForce("the token ConfigMap %s/%s has no %q: %s", catalogNamespace, store.TrustConfigMap, store.TrustTokenKey, fix)

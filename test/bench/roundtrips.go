@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/apicount"
 	"github.com/kubectl-catalog/kubectl-catalog/test/bench/reconcilebench"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
@@ -67,24 +70,200 @@ func roundTripFigures(bins controlplane.Binaries, plugin, dir string, runs int) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The matrix's configurations without the trust policy, before init installs it.
+	brokers, err := startMatrixBrokers()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer brokers.close()
+	var matrix []rtCommand
+	for i, cfg := range rtMatrix() {
+		if cfg.trust {
+			continue
+		}
+		cmds, err := e.setUpMatrix(ctx, plugin, brokers, i, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		matrix = append(matrix, cmds...)
+	}
+	kubectlFloor := rtCommands(bins.Kubectl, plugin, ns)[1:2]
+	untrusted, err := e.rtSamples(append(slices.Clone(kubectlFloor), matrix...), runs)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Set up as a user finds a cluster: the catalog initialised, a cluster broker, and
 	// one instance to read.
 	for _, argv := range [][]string{
 		{plugin, "init"},
 		{plugin, "register", "demo", "--url", b.URL()},
-		{plugin, "provision", "db", "--class", "postgresql", "--plan", "hobby", "-n", ns},
+		{plugin, "provision", "db", "--class", "demo/postgresql", "--plan", "hobby", "-n", ns},
 	} {
 		if _, _, err := measure(e.direct, argv); err != nil {
 			return nil, nil, err
 		}
 	}
 	commands := rtCommands(bins.Kubectl, plugin, ns)
-	samples, err := e.rtSamples(commands, runs)
+	var trusted []rtCommand
+	for i, cfg := range rtMatrix() {
+		if !cfg.trust {
+			continue
+		}
+		cmds, err := e.setUpMatrix(ctx, plugin, brokers, i, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		trusted = append(trusted, cmds...)
+	}
+	samples, err := e.rtSamples(append(slices.Clone(commands), trusted...), runs)
 	if err != nil {
 		return nil, nil, err
 	}
 	figures, notes := rtReport(commands, samples, runs)
+	// Each half of the matrix beside the floor measured with it.
+	for _, half := range []struct {
+		commands []rtCommand
+		samples  map[time.Duration]map[string][]rtSample
+	}{{append(slices.Clone(kubectlFloor), matrix...), untrusted}, {append(slices.Clone(kubectlFloor), trusted...), samples}} {
+		f, n := rtReport(half.commands, half.samples, runs)
+		figures, notes = append(figures, f...), append(notes, n[1:]...)
+	}
 	return append(figures, recFigures...), append(notes, recNotes...), nil
+}
+
+// rtConfig is one configuration of the round-trip matrix (the same as
+// TestRoundTrips_EachVerbsRequestGroups): the broker's scope, its credentials (a Secret
+// with basic credentials or a bearer token, or none), the trust policy in force or
+// not, and a synchronous broker or an asynchronous one waited for with --wait.
+type rtConfig struct {
+	namespaced bool
+	auth       string // "basic", "bearer" or ""
+	trust      bool
+	async      bool
+}
+
+func (c rtConfig) String() string {
+	scope, auth, pol, calls := "cluster", "no credentials", "no policy", "sync"
+	if c.namespaced {
+		scope = "namespace"
+	}
+	if c.auth != "" {
+		auth = c.auth + " Secret"
+	}
+	if c.trust {
+		pol = "policy"
+	}
+	if c.async {
+		calls = "async --wait"
+	}
+	return fmt.Sprintf("%s broker, %s, %s, %s", scope, auth, pol, calls)
+}
+
+// rtMatrix is every configuration of the round-trip matrix.
+func rtMatrix() []rtConfig {
+	var out []rtConfig
+	for _, namespaced := range []bool{false, true} {
+		for _, auth := range []string{"basic", "bearer", ""} {
+			for _, trust := range []bool{false, true} {
+				for _, async := range []bool{false, true} {
+					out = append(out, rtConfig{namespaced: namespaced, auth: auth, trust: trust, async: async})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rtHobby is the plan the matrix provisions (postgresql's "hobby"), asynchronous on
+// the matrix's asynchronous brokers.
+const rtHobby = "d198dfce-cbdd-4e91-943e-c123bd2fb864"
+
+// matrixBrokers are the brokers of the matrix: with credentials or without, answering
+// at once or asynchronously (done at the first poll).
+type matrixBrokers map[[2]bool]*broker.Broker
+
+func startMatrixBrokers() (matrixBrokers, error) {
+	out := matrixBrokers{}
+	for _, auth := range []bool{false, true} {
+		for _, async := range []bool{false, true} {
+			o := broker.Options{RequestLogLimit: 100, AsyncDelay: time.Millisecond, RetryAfter: -1}
+			if auth {
+				o.Username, o.Password, o.BearerToken = "platform", "secret", "token"
+			}
+			b, err := broker.New(o)
+			if err == nil && async {
+				err = b.SetPlanBehaviour(rtHobby, broker.PlanBehaviour{Async: []broker.Op{broker.OpProvision, broker.OpDeprovision, broker.OpBind, broker.OpUnbind}})
+			}
+			if err == nil {
+				err = b.Start()
+			}
+			if err != nil {
+				out.close()
+				return nil, err
+			}
+			out[[2]bool{auth, async}] = b
+		}
+	}
+	return out, nil
+}
+
+func (m matrixBrokers) close() {
+	for _, b := range m {
+		b.Close()
+	}
+}
+
+// setUpMatrix registers configuration i's broker (named mI) as cfg says, in a namespace
+// of its own (rt-mI) or the catalog namespace, with its credentials Secret, and returns
+// its four verbs, each named after the configuration.
+func (e *scaleEnv) setUpMatrix(ctx context.Context, plugin string, brokers matrixBrokers, i int, cfg rtConfig) ([]rtCommand, error) {
+	ns, name := fmt.Sprintf("rt-m%d", i), fmt.Sprintf("m%d", i)
+	if err := e.seed(ctx, []string{ns, "catalog-system"}, 0, 0); err != nil {
+		return nil, err
+	}
+	b := brokers[[2]bool{cfg.auth != "", cfg.async}]
+	argv := []string{plugin, "register", name, "--url", b.URL()}
+	bns := "catalog-system"
+	if cfg.namespaced {
+		argv, bns = append(argv, "--scope", "namespace", "-n", ns), ns
+	}
+	if cfg.auth != "" {
+		data := map[string]string{"username": "platform", "password": "secret"}
+		flag := "--basic-auth-secret"
+		if cfg.auth == "bearer" {
+			data, flag = map[string]string{"token": "token"}, "--bearer-token-secret"
+		}
+		_, err := e.core.CoreV1().Secrets(bns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-auth", Namespace: bns}, StringData: data}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, flag, name+"-auth")
+	}
+	if _, _, err := measure(e.direct, argv); err != nil {
+		return nil, err
+	}
+	cat := func(args ...string) func(string) []string {
+		if cfg.async {
+			args = append(args, "--wait", "--interval", "10ms")
+		}
+		return rtArgv(plugin, ns, args)
+	}
+	// An asynchronous broker adds its polls (one here, done at once): the write of the
+	// operation accepted, and the poll's own reads, the record, the broker and its
+	// Secret.
+	polls := 0.0
+	if cfg.async {
+		polls = 3
+		if cfg.auth != "" {
+			polls++
+		}
+	}
+	return []rtCommand{
+		{name: "provision: " + cfg.String(), argv: cat("provision", "db-SFX", "--class", name+"/postgresql", "--plan", "hobby"), target: 6 + polls},
+		{name: "bind: " + cfg.String(), argv: cat("bind", "db-SFX", "--name", "app-SFX"), target: 7 + polls},
+		{name: "unbind: " + cfg.String(), argv: cat("unbind", "app-SFX"), target: 6 + polls},
+		{name: "deprovision: " + cfg.String(), argv: cat("deprovision", "db-SFX", "--yes"), target: 5 + polls},
+	}, nil
 }
 
 // rtFloorName is the command whose round trips are the floor.
@@ -100,7 +279,7 @@ func rtCommands(kubectlBin, plugin, ns string) []rtCommand {
 		{name: "get instances", argv: cat("get", "instances"), target: 1.5},
 		{name: "marketplace", argv: cat("marketplace"), target: 1.5},
 		{name: "describe instance", argv: cat("describe", "instance", "db"), target: 1.5},
-		{name: "provision (synchronous broker)", argv: cat("provision", "db-SFX", "--class", "postgresql", "--plan", "hobby"), target: 6},
+		{name: "provision (synchronous broker)", argv: cat("provision", "db-SFX", "--class", "demo/postgresql", "--plan", "hobby"), target: 6},
 		{name: "bind (synchronous broker)", argv: cat("bind", "db-SFX", "--name", "app-SFX"), target: 7},
 		{name: "unbind (synchronous broker)", argv: cat("unbind", "app-SFX"), target: 6},
 		{name: "deprovision (synchronous broker)", argv: cat("deprovision", "db-SFX", "--yes"), target: 6},

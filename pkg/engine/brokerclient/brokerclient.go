@@ -55,6 +55,8 @@ type Factory struct {
 	egressExempt string
 	// nsTimeout bounds the requests of the brokers egress applies to.
 	nsTimeout time.Duration
+	// secrets are the reads of credentials Secrets started ahead (ReadSecretAhead).
+	secrets secretsAhead
 }
 
 // Option configures a Factory.
@@ -238,7 +240,7 @@ func (f *Factory) loadAuth(ctx context.Context, b *v1alpha1.Broker, a *v1alpha1.
 		serr.Err = errors.New("no Kubernetes client configured")
 		return serr
 	}
-	s, err := f.core.CoreV1().Secrets(ns).Get(ctx, a.SecretRef.Name, metav1.GetOptions{})
+	s, err := f.secret(ctx, ns, a.SecretRef.Name)
 	if err != nil {
 		serr.Err = err
 		return serr

@@ -13,11 +13,20 @@ import (
 type ClusterTrust struct {
 	Core             kubernetes.Interface
 	CatalogNamespace string
+	// Reader, when set, reads the state instead (shared with the store's author stamp,
+	// so that a process reads it once).
+	Reader *trust.Reader
 }
 
 // TrustState implements authority.TrustSource (engine.Config.Trust).
 func (c ClusterTrust) TrustState(ctx context.Context) (authority.TrustState, error) {
-	st, err := trust.CheckPolicy(ctx, c.Core, c.CatalogNamespace)
+	var st trust.State
+	var err error
+	if c.Reader != nil {
+		st, err = c.Reader.State(ctx)
+	} else {
+		st, err = trust.CheckPolicy(ctx, c.Core, c.CatalogNamespace)
+	}
 	if err != nil {
 		return authority.TrustState{}, err
 	}

@@ -1,0 +1,74 @@
+package brokerclient_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/brokerclient"
+	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+)
+
+// A Secret read ahead is what the next ClientFor of a broker naming it uses, once; a
+// broker naming another Secret, or a later client, reads for itself; a read that failed
+// is read again (and its error is the one ClientFor gives); a Secret of another
+// namespace than the broker's is never read ahead.
+func TestReadSecretAhead_UsedOnceByTheBrokerNamingIt(t *testing.T) {
+	ctx := context.Background()
+	tb := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p", BearerToken: "tok"})
+	core := k8sfake.NewClientset(
+		secret("team", "basic", map[string]string{"username": "u", "password": "p"}),
+		secret("team", "bearer", map[string]string{"token": "tok"}),
+		secret("other", "basic", map[string]string{"username": "u", "password": "p"}),
+	)
+	var gets atomic.Int32
+	var fail atomic.Bool
+	core.PrependReactor("get", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		gets.Add(1)
+		if fail.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f := brokerclient.New(core)
+	basic := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "basic"}})
+	bearer := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "bearer"}})
+	works := func(b *v1alpha1.Broker) {
+		t.Helper()
+		c, err := f.ClientFor(ctx, b)
+		assert.NilError(t, err)
+		_, err = c.GetCatalog(ctx, nil)
+		assert.NilError(t, err)
+	}
+
+	f.ReadSecretAhead(ctx, basic)
+	works(basic)
+	assert.Equal(t, gets.Load(), int32(1), "the client takes the Secret read ahead")
+	works(basic)
+	assert.Equal(t, gets.Load(), int32(2), "a read ahead is taken once")
+
+	f.ReadSecretAhead(ctx, basic)
+	works(bearer)
+	works(basic)
+	assert.Equal(t, gets.Load(), int32(4), "a broker naming another Secret reads its own, and leaves the read ahead to the one naming it")
+
+	fail.Store(true)
+	f.ReadSecretAhead(ctx, bearer)
+	_, err := f.ClientFor(ctx, bearer)
+	assert.ErrorContains(t, err, `broker "b1": cannot read secret "bearer" in namespace "team": connection refused`)
+	assert.Equal(t, gets.Load(), int32(6), "a failed read ahead is read again")
+	fail.Store(false)
+
+	elsewhere := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "basic", Namespace: "other"}})
+	f.ReadSecretAhead(ctx, elsewhere)
+	_, err = f.ClientFor(ctx, elsewhere)
+	assert.ErrorContains(t, err, "a broker's credentials must be in its own namespace")
+	assert.Equal(t, gets.Load(), int32(6), "another namespace's Secret is not read")
+}
