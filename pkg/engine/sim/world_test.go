@@ -451,7 +451,10 @@ func (w *world) advance() {
 	// then one jumps there. No invariant is relaxed for it.
 	most := int(w.claimTTL / 6 / time.Second)
 	if *wideSkew {
-		most = int(store.MaxClockSkew / time.Second)
+		// The skew the engine tolerates is between two clocks (store.MaxClockSkew: how
+		// far a reader's clock may be ahead of a claim's writer's): each clock is at
+		// most half of it off the simulation's time, so two differ by up to all of it.
+		most = int(store.MaxClockSkew / 2 / time.Second)
 	}
 	p.skew = time.Duration(w.rng.IntN(2*most+1)-most) * time.Second
 	if w.chance(w.rates.jump * 10) {
