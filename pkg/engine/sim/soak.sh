@@ -28,7 +28,8 @@ worlds='-sim.rogue=false
 -sim.crossns
 -sim.abandon
 -sim.upshare
--sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare'
+-sim.shards
+-sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.shards'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
 per=$(( (SEEDS + n - 1) / n ))

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -78,6 +79,8 @@ type world struct {
 	abandoned map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
+	// recorded are the Events the processes' engines recorded (events_test.go).
+	recorded []recordedEvent
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -135,6 +138,10 @@ type proc struct {
 	waiting time.Time
 	// apiFaults counts the API server's faults and refusals the process met.
 	apiFaults int
+	// group is a reconcile process's membership of the shard group (shards_test.go),
+	// made for its lifetime groupGen.
+	group    *shard.Group
+	groupGen int
 }
 
 type kind int
@@ -257,6 +264,7 @@ func (p *proc) reset() {
 		// OSB ids and request ids come from the seed too, so a trace names the same ids.
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
+		c.Events = simEvents{p}
 		if *upShare {
 			c.Projector = simProjector{p.w}
 		}
@@ -464,6 +472,14 @@ func (w *world) advance() {
 		}
 	}
 	w.logf("%-14s clock skew now %s", p.name, p.skew)
+	if *wideSkew {
+		// The model stays within the skew the engine says it tolerates.
+		for _, q := range w.procs {
+			if d := p.skew - q.skew; d > store.MaxClockSkew || -d > store.MaxClockSkew {
+				w.fail("the model's clocks of %s and %s differ by %s, more than store.MaxClockSkew (%s)", p.name, q.name, d, store.MaxClockSkew)
+			}
+		}
+	}
 }
 
 // quiesce stops the faults, lets every process finish what it does, and runs reconcile
