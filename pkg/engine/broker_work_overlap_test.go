@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,6 +199,41 @@ func TestStep_UnansweredCall_NoOtherRequestForTheIdWhileTheBrokerMayWork(t *test
 
 			assert.Equal(t, res.State, tc.want, res.Message)
 			assert.Assert(t, is.Len(b.overlaps, 0), "%v", b.overlaps)
+		})
+	}
+}
+
+// A request that never reached the broker (the connection was refused, the name did not
+// resolve) leaves it nothing to work on: it is retried after the backoff, as a broker
+// that is down needs. One that timed out waits for the broker's work.
+func TestStep_CallThatNeverReachedTheBroker_IsRetriedAfterTheBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		waitWork bool
+	}{
+		{name: "connection refused", err: &osb.TransportError{Method: "PUT", Path: "/v2/service_instances/x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}},
+		{name: "name not found", err: &osb.TransportError{Method: "PUT", Path: "/v2/service_instances/x", Err: &net.DNSError{Err: "no such host", Name: "broker.example", IsNotFound: true}}},
+		{name: "client timeout", err: fake.Timeout(), waitWork: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.broker.OnProvision(func(context.Context, *osb.ProvisionRequest) (*osb.ProvisionResponse, error) { return nil, tc.err })
+			f.create("db", planSmall, "")
+
+			f.step("db")
+
+			r := f.get("db").Status.Retry
+			assert.Assert(t, r != nil)
+			if !tc.waitWork {
+				assert.Assert(t, r.BrokerMayWorkUntil == nil)
+				assert.Assert(t, r.NextRetryAt.Sub(f.now) < time.Minute, "retried after the backoff, not the grace: %s", r.NextRetryAt.Sub(f.now))
+				return
+			}
+			assert.Assert(t, r.BrokerMayWorkUntil != nil)
+			want := f.now.Add(DefaultMitigationGrace)
+			assert.Assert(t, r.BrokerMayWorkUntil.Time.Equal(want), "%s", r.BrokerMayWorkUntil)
+			assert.Assert(t, r.NextRetryAt.Time.Equal(want), "%s", r.NextRetryAt)
 		})
 	}
 }

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -253,9 +256,9 @@ func awaitAnswer(e *Engine, x opRecord, reason, msg string, now time.Time) {
 // is sent before the grace has passed from now, which is after the request was sent:
 // not its re-send, not a deletion, not orphan mitigation (status.retry.brokerMayWorkUntil,
 // which the step honours whatever the next action is).
-func brokerMayWork(e *Engine, x opRecord, o osb.Outcome, now time.Time) {
+func brokerMayWork(e *Engine, x opRecord, o osb.Outcome, callErr error, now time.Time) {
 	r := x.OpStatus().Retry
-	if r == nil || !mayStillWork(o) {
+	if r == nil || !mayStillWork(o) || neverReachedBroker(callErr) {
 		return
 	}
 	until := now.Add(e.cfg.MitigationGrace)
@@ -270,6 +273,18 @@ func brokerMayWork(e *Engine, x opRecord, o osb.Outcome, now time.Time) {
 	}
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
 		fmt.Sprintf("%s (attempt %d; the broker may still be working on it: nothing about this record is sent to it before %s)", r.LastError, r.Attempts, until.UTC().Format(time.RFC3339)), now)
+}
+
+// neverReachedBroker reports whether err, a call's failure, says that its request never
+// reached the broker: the connection could not be made (the dial failed, was refused,
+// or the broker's name did not resolve). The broker has nothing to work on then.
+func neverReachedBroker(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // brokerWorkUntil is until when the broker may still be working on a call of x that got
