@@ -63,10 +63,11 @@ type Config struct {
 	// MaxPollingDuration is the engine's own bound on polling, for plans without a
 	// maximum_polling_duration; default 24 hours.
 	MaxPollingDuration time.Duration
-	// MitigationGrace is how long, from its first send, a provision or bind that got no
-	// answer (a client timeout, a closed connection, a 504) may still be under way at
-	// the broker: until then the identical request is sent again, and no DELETE is sent
-	// for its id; default 10 minutes.
+	// MitigationGrace is how long a request that got no answer (a client timeout, a
+	// closed connection, a 504) may still be under way at the broker: nothing about its
+	// record is sent before it has passed (the re-send, a deletion, orphan mitigation);
+	// a provision or bind whose re-send, past the grace from its first send, gets no
+	// answer either is mitigated; default 10 minutes.
 	MitigationGrace time.Duration
 	// RefreshCatalog re-fetches a broker's catalog after a MaintenanceInfoConflict;
 	// optional.

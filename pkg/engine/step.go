@@ -75,6 +75,12 @@ func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Res
 		return r, err
 	}
 	op := x.OpStatus().InFlight
+	if until := brokerWorkUntil(e, x); !until.IsZero() && x.GetDeletionTimestamp() == nil && (op == nil || !op.Async) {
+		// A call got no answer and the broker may still be working on it: nothing about
+		// the record is sent before that work is over (brokerMayWork); a deletion says
+		// so in its own words (fresh).
+		return resultOf(e, x), nil
+	}
 	if op == nil || !op.Async && x.GetDeletionTimestamp() != nil && op.Type != k.finishing() {
 		return k.fresh(ctx, x)
 	}
@@ -111,6 +117,16 @@ func nextStep[T driven[T]](e *Engine, k stepKind[T], x T) NextStep {
 		return time.Time{}
 	}
 	deleting := x.GetDeletionTimestamp() != nil
+	if until := brokerWorkUntil(e, x); !until.IsZero() {
+		// Nothing is sent before the broker's work on an unanswered call is over.
+		inner := at
+		at = func(action string) time.Time {
+			if t := inner(action); t.After(until) {
+				return t
+			}
+			return until
+		}
+	}
 	if op := x.OpStatus().InFlight; op != nil {
 		if op.Async {
 			n := NextStep{Action: NextPoll}

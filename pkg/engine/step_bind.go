@@ -114,6 +114,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 			if first && !act.Poll && !act.OrphanMitigation && leftNothing(callErr) {
 				forgetExternalID(&x.Status.OperationStatus, op.BindingID)
 			}
+			brokerMayWork(e.Engine, x, outcome, callErr, now)
 		})
 	})
 }

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -208,8 +211,8 @@ func (p polled) inProgress(e *Engine, f *v1alpha1.Operation, now time.Time) {
 	f.NextPollAt = mtime(now.Add(pollDelay(e, f, retryAfter, now)))
 }
 
-// DefaultMitigationGrace is Config.MitigationGrace by default: how long a provision or
-// bind that got no answer may still be under way at the broker. Brokers answer within
+// DefaultMitigationGrace is Config.MitigationGrace by default: how long a request that
+// got no answer may still be under way at the broker. Brokers answer within
 // the client's timeout (60 s) as a rule; some keep working on a request long after a
 // proxy or the client gave up on it.
 const DefaultMitigationGrace = 10 * time.Minute
@@ -234,22 +237,73 @@ func (e *Engine) graceEnd(op *v1alpha1.Operation) time.Time {
 }
 
 // awaitAnswer records in x that its create in flight got no answer (msg) while the
-// broker may still be working on it (before graceEnd): the call stays in flight and the
-// identical request is sent again after the backoff, which OSB makes safe (the broker
-// answers 200, 201 or 202 for what it created, or 422 ConcurrencyError while it still
-// works). Orphan mitigation, whose DELETE a broker still creating the resource would
-// answer 410 before creating it, waits until the grace has passed.
+// broker may still be working on it (before graceEnd): the call stays in flight, and the
+// identical request is sent again once the broker's work on the first is over
+// (brokerMayWork), which OSB makes safe: the broker answers 200, 201 or 202 for what it
+// created. Orphan mitigation, whose DELETE a broker still creating the resource would
+// answer 410 before creating it, is left for a re-send that gets no answer either.
 func awaitAnswer(e *Engine, x opRecord, reason, msg string, now time.Time) {
 	op := x.OpStatus().InFlight
-	e.retryLater(x, reason, fmt.Sprintf("%s; the broker may still be working on it: the identical request is sent again until %s, and only then is what it may hold deleted (orphan mitigation)",
-		msg, e.graceEnd(op).UTC().Format(time.RFC3339)), false, now)
+	e.retryLater(x, reason, msg+"; the broker may still be working on it: the identical request is sent again once that work is over, and what it may hold is deleted (orphan mitigation) only if that one gets no answer either", false, now)
 	x.OpStatus().InFlight = op
 }
 
-// createMayRun is until when the broker may still be working on the create in flight
-// of x, whose outcome is unknown (recorded with a retry: it got no answer): zero when
-// there is none, or its grace has passed.
+// brokerMayWork records in x, whose failed call's retry was just stored, that the call
+// got no answer (o: a client timeout, a closed connection, a gateway's 504): the broker
+// may still be working on it for the grace (Config.MitigationGrace), and a second request
+// for the id meanwhile would be two at once at the broker (one a strict broker may answer
+// 409, or a DELETE it answers 410 before the create lands). So nothing about the record
+// is sent before the grace has passed from now, which is after the request was sent:
+// not its re-send, not a deletion, not orphan mitigation (status.retry.brokerMayWorkUntil,
+// which the step honours whatever the next action is).
+func brokerMayWork(e *Engine, x opRecord, o osb.Outcome, callErr error, now time.Time) {
+	r := x.OpStatus().Retry
+	if r == nil || !mayStillWork(o) || neverReachedBroker(callErr) {
+		return
+	}
+	until := now.Add(e.cfg.MitigationGrace)
+	r.BrokerMayWorkUntil = mtime(until)
+	if r.NextRetryAt != nil && !r.NextRetryAt.Before(&metav1.Time{Time: until}) {
+		return
+	}
+	r.NextRetryAt = mtime(until)
+	reason := r.Reason
+	if c := meta.FindStatusCondition(x.OpStatus().Conditions, v1alpha1.ConditionReady); c != nil {
+		reason = c.Reason
+	}
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
+		fmt.Sprintf("%s (attempt %d; the broker may still be working on it: nothing about this record is sent to it before %s)", r.LastError, r.Attempts, until.UTC().Format(time.RFC3339)), now)
+}
+
+// neverReachedBroker reports whether err, a call's failure, says that its request never
+// reached the broker: the connection could not be made (the dial failed, was refused,
+// or the broker's name did not resolve). The broker has nothing to work on then.
+func neverReachedBroker(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// brokerWorkUntil is until when the broker may still be working on a call of x that got
+// no answer (brokerMayWork): zero when none, or that time has passed.
+func brokerWorkUntil(e *Engine, x opRecord) time.Time {
+	if r := x.OpStatus().Retry; r != nil && r.BrokerMayWorkUntil != nil && e.now().Before(r.BrokerMayWorkUntil.Time) {
+		return r.BrokerMayWorkUntil.Time
+	}
+	return time.Time{}
+}
+
+// createMayRun is until when the broker may still be working on a call of x whose
+// outcome is unknown (recorded with a retry: it got no answer): zero when there is none,
+// or its grace has passed. A create in flight recorded without brokerMayWorkUntil (by an
+// earlier release) counts from its first send.
 func createMayRun(e *Engine, x opRecord) time.Time {
+	if until := brokerWorkUntil(e, x); !until.IsZero() {
+		return until
+	}
 	st := x.OpStatus()
 	op := st.InFlight
 	if op == nil || op.Async || (op.Type != v1alpha1.OperationProvision && op.Type != v1alpha1.OperationBind) || st.Retry == nil {
@@ -270,8 +324,12 @@ func createMayRun(e *Engine, x opRecord) time.Time {
 // so (written once), no call is made.
 func waitForCreate[T driven[T]](e *Engine, ctx context.Context, in T, reason string, until time.Time) (Result, error) {
 	now := e.now()
-	msg := fmt.Sprintf("the create sent at %s got no answer and the broker may still be working on it: the deletion waits until %s (the grace for the broker's work), then deletes what it holds",
-		in.OpStatus().InFlight.StartedAt.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("a request to the broker got no answer and the broker may still be working on it: the deletion waits until %s (the grace for the broker's work), then deletes what it holds",
+		until.UTC().Format(time.RFC3339))
+	if op := in.OpStatus().InFlight; op != nil && !op.Async && (op.Type == v1alpha1.OperationProvision || op.Type == v1alpha1.OperationBind) {
+		msg = fmt.Sprintf("the create sent at %s got no answer and the broker may still be working on it: the deletion waits until %s (the grace for the broker's work), then deletes what it holds",
+			op.StartedAt.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	}
 	res := withRecord(Result{State: StateWaiting, RequeueAfter: until.Sub(now), Message: msg}, in)
 	if c := meta.FindStatusCondition(in.OpStatus().Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == reason && c.Message == storedText(msg) {
 		return res, nil

@@ -111,6 +111,7 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 				return
 			}
 			e.deleteFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+			brokerMayWork(e.Engine, x, outcome, callErr, now)
 		})
 	})
 }

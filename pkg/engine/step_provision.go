@@ -93,6 +93,7 @@ func (e instanceSteps) provision(ctx context.Context, inst *v1alpha1.ServiceInst
 					forgetExternalID(&x.Status.OperationStatus, op.InstanceID)
 				}
 			}
+			brokerMayWork(e.Engine, x, outcome, callErr, now)
 		})
 	})
 }

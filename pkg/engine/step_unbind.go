@@ -134,6 +134,7 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 				return
 			}
 			e.unbindFailed(x, act, describe(callErr, resp.Status()), false, now)
+			brokerMayWork(e.Engine, x, osb.OutcomeOf(resp.Status(), callErr), callErr, now)
 		})
 	})
 }

@@ -136,6 +136,7 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 			default:
 				e.updateFailed(x, act, outcome, msg, false, now)
 			}
+			brokerMayWork(e.Engine, x, outcome, callErr, now)
 		})
 	})
 }

@@ -3,8 +3,10 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,7 +64,7 @@ func (r *recorder) of(name string) []string {
 // retry is scheduled, with backoff, each time.
 func (f *fixture) failProvisions() {
 	f.broker.OnProvision(func(context.Context, *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
-		return nil, &osb.TransportError{Method: "PUT", Path: "/v2/service_instances/x", Err: fmt.Errorf("connection refused")}
+		return nil, &osb.TransportError{Method: "PUT", Path: "/v2/service_instances/x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	})
 }
 

@@ -101,13 +101,14 @@ func bomCases() []bomCase {
 		// The bind command builds its broker clients like the instance commands, so the
 		// test-only timeout applies: a minute otherwise.
 		// No answer: the broker may still be working, so the identical request is sent
-		// again (within the grace for the broker's work) instead of an unbind.
+		// again (once the grace for the broker's work has passed, 3s here) instead of an
+		// unbind.
 		{name: "bind client timeout (hang): sent again, not mitigated", plan: "hobby", faults: fault(bind, after, broker.ActionHang, 0),
-			env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"}, maxTook: 30 * time.Second,
+			env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s", cmdutil.TestMitigationGraceEnv + "=3s"}, maxTook: 30 * time.Second,
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
 			final: engine.StateSettled},
 		{name: "bind connection closed: sent again, not mitigated", plan: "hobby", faults: fault(bind, after, broker.ActionClose, 0),
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
+			env: []string{cmdutil.TestMitigationGraceEnv + "=3s"}, exit: 1, phase: v1alpha1.PhaseFailed, ready: bindRetry, retryReason: engine.ReasonBindCallFailed,
 			final: engine.StateSettled},
 		// Bind, asynchronous plan.
 		{name: "bind 202 malformed body: mitigate", plan: "ha", faults: fault(bind, after, broker.ActionMalformed, 0),

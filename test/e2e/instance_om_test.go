@@ -109,13 +109,14 @@ func instOMProvisionCases() []instOMCase {
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, om: omDone, retryReason: engine.ReasonProvisionCallFailed,
 			mitigation: true, final: engine.StateSettled},
 		// No answer: the broker may still be working, so the identical request is sent
-		// again (within the grace for the broker's work) instead of a DELETE.
+		// again (once the grace for the broker's work has passed, 3s here) instead of a
+		// DELETE.
 		{name: "provision client timeout (hang): sent again, not mitigated", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionHang, 0)},
-			env:  []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
+			env:  []string{cmdutil.TestBrokerTimeoutEnv + "=2s", cmdutil.TestMitigationGraceEnv + "=3s"},
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
 			final: engine.StateSettled},
 		{name: "provision connection closed: sent again, not mitigated", plan: "hobby", faults: []broker.Fault{instFault(p, after, broker.ActionClose, 0)},
-			exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
+			env: []string{cmdutil.TestMitigationGraceEnv + "=3s"}, exit: 1, phase: v1alpha1.PhaseFailed, ready: retryProvision, retryReason: engine.ReasonProvisionCallFailed,
 			final: engine.StateSettled},
 		// Provision, asynchronous plan.
 		{name: "provision 202 malformed body: mitigate", plan: "standard", faults: []broker.Fault{instFault(p, after, broker.ActionMalformed, 0)},
@@ -155,7 +156,7 @@ func instOMUpdateCases() []instOMCase {
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
 			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
 		{name: "update client timeout (hang): retried without mitigation", plan: "hobby", update: true,
-			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
+			faults: []broker.Fault{instFault(u, after, broker.ActionHang, 0)}, env: []string{cmdutil.TestBrokerTimeoutEnv + "=2s", cmdutil.TestMitigationGraceEnv + "=3s"},
 			exit: 1, phase: v1alpha1.PhaseFailed, ready: "False/" + engine.ReasonUpdateCallFailed,
 			retryReason: engine.ReasonUpdateCallFailed, final: engine.StateSettled},
 		{name: "update 422 ConcurrencyError: retried", plan: "hobby", update: true, faults: instRespond(u, before, 422, "ConcurrencyError"),

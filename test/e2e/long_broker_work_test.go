@@ -24,14 +24,15 @@ func longWorkDone(t *testing.T, b *broker.Broker, n int) {
 }
 
 // A provision the broker works on longer than the client's timeout is sent again, the
-// identical request, instead of being deleted (orphan mitigation) while the broker still
-// creates it: the broker is left with the one instance the record names.
+// identical request, once the grace for the broker's work has passed (6s here), instead
+// of being deleted (orphan mitigation) while the broker still creates it, or sent again
+// while it still works: the broker is left with the one instance the record names.
 func TestLongBrokerWork_ProvisionOutlastsTheClientTimeout_LeavesNoOrphan(t *testing.T) {
 	t.Parallel()
 	ns, b, st := openBrokerSetup(t)
 	assert.NilError(t, b.AddSlowWork(broker.SlowWork{Op: broker.OpProvision, Delay: 5 * time.Second}))
 
-	r := instRun(t, ns, []string{cmdutil.TestBrokerTimeoutEnv + "=2s"},
+	r := instRun(t, ns, []string{cmdutil.TestBrokerTimeoutEnv + "=2s", cmdutil.TestMitigationGraceEnv + "=6s"},
 		"provision", "db", "--class", "postgresql", "--plan", "hobby", "--wait", "--timeout", "60s")
 
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)

@@ -8,6 +8,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
 
@@ -33,7 +34,9 @@ func TestUncertainUpdate_AppliedButAnsweredAnError_StaysInFlightUntilTheBrokerSa
 			_, err := b.InjectFault(tc.fault)
 			assert.NilError(t, err)
 
-			r = instCatalog(t, ns, "update", "db", "--plan", "standard", "-p", "storage_gb=20")
+			// A request that got no answer is sent again once the broker's work on it
+			// may be over (3s here).
+			r = instRun(t, ns, []string{cmdutil.TestMitigationGraceEnv + "=3s"}, "update", "db", "--plan", "standard", "-p", "storage_gb=20")
 			t.Logf("update: exit %d: %s", r.ExitCode, r.Stderr)
 
 			inst, err := st.Instances().Get(ctx, ns, "db")

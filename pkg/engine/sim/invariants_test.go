@@ -170,6 +170,14 @@ func (w *world) checkBackoff(kind string, x metav1.Object, st *v1alpha1.Operatio
 	s.last = now
 	s.failed++
 	wait := r.NextRetryAt.Sub(r.LastAttemptAt.Time)
+	if u := r.BrokerMayWorkUntil; u != nil && !r.NextRetryAt.Before(u) {
+		// A call that got no answer waits for the broker's work on it (the grace), not
+		// a backoff: the next failure's backoff is judged against the one before.
+		if fam := family(r.Reason); fam != "" && fam != s.family {
+			s.family, s.wait = fam, 0
+		}
+		return
+	}
 	if fam := family(r.Reason); wait > 0 && fam != "" {
 		// Retries of one operation never wait much less than the last one did (the
 		// backoff doubles; jitter is ±20%).

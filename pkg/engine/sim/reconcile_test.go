@@ -68,6 +68,11 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	} else {
 		o.RetryHorizon = 10 * time.Second
 	}
+	g, err := p.joinGroup(ctx)
+	if err != nil {
+		return err
+	}
+	o.Group = g
 	p.apiFaults = 0
 	sum, err := p.rec.Run(ctx, o)
 	if err != nil {

@@ -40,6 +40,9 @@ func runSeed(seed uint64, n int) *world {
 	if len(w.failures) == 0 {
 		w.checkQuiescence()
 	}
+	if len(w.failures) == 0 {
+		w.checkEvents()
+	}
 	return w
 }
 
@@ -127,7 +130,7 @@ func tail(trace []string, n int) string {
 func TestSim_SameSeedSameTrace(t *testing.T) {
 	sameTraces(t)
 	// And in the world with every flag on.
-	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld}
+	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups}
 	was := make([]bool, len(flags))
 	for i, f := range flags {
 		was[i], *f = *f, true

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
@@ -94,6 +95,8 @@ type world struct {
 	limits          map[string]*limitHistory
 	bindingInstance map[string]string
 	bindingSeen     map[string]int
+	// recorded are the Events the processes' engines recorded (events_test.go).
+	recorded []recordedEvent
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -151,6 +154,10 @@ type proc struct {
 	waiting time.Time
 	// apiFaults counts the API server's faults and refusals the process met.
 	apiFaults int
+	// group is a reconcile process's membership of the shard group (shards_test.go),
+	// made for its lifetime groupGen.
+	group    *shard.Group
+	groupGen int
 }
 
 type kind int
@@ -280,6 +287,7 @@ func (p *proc) reset() {
 		// OSB ids and request ids come from the seed too, so a trace names the same ids.
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
+		c.Events = simEvents{p}
 		if *upShare || *fileProjections {
 			c.Projector = simProjector{p.w}
 		}
@@ -477,7 +485,10 @@ func (w *world) advance() {
 	// then one jumps there. No invariant is relaxed for it.
 	most := int(w.claimTTL / 6 / time.Second)
 	if *wideSkew {
-		most = int(store.MaxClockSkew / time.Second)
+		// The skew the engine tolerates is between two clocks (store.MaxClockSkew: how
+		// far a reader's clock may be ahead of a claim's writer's): each clock is at
+		// most half of it off the simulation's time, so two differ by up to all of it.
+		most = int(store.MaxClockSkew / 2 / time.Second)
 	}
 	p.skew = time.Duration(w.rng.IntN(2*most+1)-most) * time.Second
 	if w.chance(w.rates.jump * 10) {
@@ -487,6 +498,14 @@ func (w *world) advance() {
 		}
 	}
 	w.logf("%-14s clock skew now %s", p.name, p.skew)
+	if *wideSkew {
+		// The model stays within the skew the engine says it tolerates.
+		for _, q := range w.procs {
+			if d := p.skew - q.skew; d > store.MaxClockSkew || -d > store.MaxClockSkew {
+				w.fail("the model's clocks of %s and %s differ by %s, more than store.MaxClockSkew (%s)", p.name, q.name, d, store.MaxClockSkew)
+			}
+		}
+	}
 }
 
 // quiesce stops the faults, lets every process finish what it does, and runs reconcile

@@ -170,6 +170,10 @@ type RetryState struct {
 	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
 	// NextRetryAt is when the next attempt is due.
 	NextRetryAt *metav1.Time `json:"nextRetryAt,omitempty"`
+	// BrokerMayWorkUntil is set when the last attempt got no answer (a client timeout, a
+	// closed connection, a gateway's 504): the broker may still be working on that
+	// request until then, so no other request about the record is sent before.
+	BrokerMayWorkUntil *metav1.Time `json:"brokerMayWorkUntil,omitempty"`
 }
 
 // OrphanMitigationState is set while the broker must be asked to delete what an

@@ -736,6 +736,10 @@ func (in *RetryState) DeepCopyInto(out *RetryState) {
 		in, out := &in.NextRetryAt, &out.NextRetryAt
 		*out = (*in).DeepCopy()
 	}
+	if in.BrokerMayWorkUntil != nil {
+		in, out := &in.BrokerMayWorkUntil, &out.BrokerMayWorkUntil
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 
