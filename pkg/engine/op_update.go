@@ -134,7 +134,7 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 		e.event(ctx, ev)
 	}
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", updated, req.Follow)
-	return InstanceResult{Result: r, Changes: changes}, err
+	return InstanceResult{Result: r, Changes: changes, Rebind: rebind != ""}, err
 }
 
 // planRebindOnce records in inst, about to be written, the rebind "update --rebind"
