@@ -147,7 +147,7 @@ func (e *Engine) rotate(ctx context.Context, namespace, name string) (*v1alpha1.
 		if b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID() {
 			return fmt.Errorf("binding %q is not bound yet, so there is nothing to rotate: run \"kubectl catalog describe binding %s\"", name, name)
 		}
-		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID()}
+		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID(), PlanID: b.Status.Bound.PlanID}
 		b.Status.ExternalID = e.recordBoundID(b.UID)
 		return nil
 	})

@@ -402,3 +402,17 @@ func RebindOutcome(inst *v1alpha1.ServiceInstance) (msg string, ok bool) {
 	}
 	return c.Message, c.Status == metav1.ConditionTrue
 }
+
+// boundPlanOf is the plan the broker bound id of b under, when the record knows it (the
+// binding's current id, or the one a rotation replaces): an unbind names that plan,
+// not the one the instance has moved to since. Empty for a binding bound by an earlier
+// release, whose unbind names the instance's plan.
+func boundPlanOf(b *v1alpha1.ServiceBinding, id string) string {
+	if bs := b.Status.Bound; bs != nil && bs.BindingID == id {
+		return bs.PlanID
+	}
+	if p := b.Status.Predecessor; p != nil && p.ExternalID == id {
+		return p.PlanID
+	}
+	return ""
+}

@@ -320,3 +320,24 @@ func TestParseRebindPolicy(t *testing.T) {
 	_, ok := ParseRebindPolicy("sometimes")
 	assert.Assert(t, !ok)
 }
+
+// An unbind names the plan the broker bound the id under: after the instance moved to
+// another plan, the old id of a rotation is unbound with the old plan, and the new id,
+// bound under the new plan, with the new one.
+func TestUnbind_AfterAPlanChange_NamesThePlanTheIDWasBoundUnder(t *testing.T) {
+	f, _ := rebindFixture(t)
+
+	_, err := f.engine.Update(context.Background(), InstanceUpdateRequest{Namespace: ns, Name: "db",
+		UpdateRequest: UpdateRequest{Plan: "large"}, Rebind: true, Follow: Follow{Wait: true}})
+	assert.NilError(t, err)
+	assert.NilError(t, f.st.Bindings().Delete(context.Background(), ns, "a"))
+	assert.Equal(t, f.driveBinding("a").State, StateDeleted)
+
+	var got []string
+	for _, c := range f.broker.CallsTo(fake.MethodUnbind) {
+		r := c.Request.(osb.UnbindRequest)
+		got = append(got, r.BindingID+" "+r.PlanID)
+	}
+	newA := got[len(got)-1][:strings.Index(got[len(got)-1], " ")]
+	assert.DeepEqual(t, got, []string{"osb-a " + planSmall, "osb-b " + planSmall, newA + " " + planLarge})
+}
