@@ -196,6 +196,11 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 		return Result{}, err
 	}
 	state := rotationOf(b, cur)
+	if b != nil && !rebindCandidate(inst, b) {
+		// Not a binding the instance reaches (the cross-namespace rule), whatever the
+		// status names: never touched.
+		state = rotationGone
+	}
 	if state == rotationNotStarted {
 		if _, err := e.startRotation(ctx, cur.Namespace, cur.Name); err != nil {
 			if store.IsForbidden(err) {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // rebindFixture is a ready instance "db" with two bound bindings, "a" and "b", whose
@@ -340,4 +341,35 @@ func TestUnbind_AfterAPlanChange_NamesThePlanTheIDWasBoundUnder(t *testing.T) {
 	}
 	newA := got[len(got)-1][:strings.Index(got[len(got)-1], " ")]
 	assert.DeepEqual(t, got, []string{"osb-a " + planSmall, "osb-b " + planSmall, newA + " " + planLarge})
+}
+
+// A status.rebind naming a binding of a namespace the instance never granted rotates
+// nothing there: the binding is left as it is.
+func TestRebind_ForgedCurrentOfAnotherNamespace_IsNeverTouched(t *testing.T) {
+	f, _ := rebindFixture(t)
+	other, err := f.st.Bindings().Create(store.WithIntent(context.Background()), NewBinding(BindingIntent{
+		Namespace: "other", Name: "x", Instance: "db", InstanceNamespace: ns, SecretName: "x", ExternalID: "osb-x"}))
+	assert.NilError(t, err)
+	other.Status.Bound = &v1alpha1.BoundState{BindingID: "osb-x"}
+	other, err = f.st.Bindings().Update(context.Background(), other)
+	assert.NilError(t, err)
+	_, err = f.st.Instances().UpdateWithRetry(context.Background(), ns, "db", func(i *v1alpha1.ServiceInstance) error {
+		i.Status.Rebind = &v1alpha1.RebindStatus{Generation: i.Generation, Reason: "forged",
+			Current: &v1alpha1.RebindTarget{Namespace: "other", Name: "x", UID: string(other.UID), FromID: "osb-x"}}
+		return nil
+	})
+	assert.NilError(t, err)
+
+	for range 10 {
+		if f.step("db").State == StateSettled {
+			break
+		}
+	}
+
+	after, err := f.st.Bindings().Get(context.Background(), "other", "x")
+	assert.NilError(t, err)
+	assert.Equal(t, after.CurrentExternalID(), "osb-x")
+	assert.Equal(t, after.ResourceVersion, other.ResourceVersion)
+	assert.Assert(t, f.get("db").Status.Rebind == nil)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 2, brokerLog(f))
 }
