@@ -373,3 +373,16 @@ func TestRebind_ForgedCurrentOfAnotherNamespace_IsNeverTouched(t *testing.T) {
 	assert.Assert(t, f.get("db").Status.Rebind == nil)
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 2, brokerLog(f))
 }
+
+func TestUpdateRebind_DryRun_SaysWhatItWouldRotateAndWritesNothing(t *testing.T) {
+	f, _ := rebindFixture(t)
+	before := f.snapshot()
+
+	res, err := f.engine.Update(context.Background(), InstanceUpdateRequest{Namespace: ns, Name: "db",
+		UpdateRequest: UpdateRequest{Plan: "large"}, Rebind: true, DryRun: DryRunClient})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.Summary, `instance "db" in namespace "dev" would be updated (plan large), then its bindings are rotated (dev/a, dev/b)`)
+	assert.DeepEqual(t, f.snapshot(), before)
+	assert.Assert(t, is.Len(f.broker.Calls(), 0))
+}
