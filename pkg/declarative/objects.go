@@ -2,6 +2,7 @@ package declarative
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,6 +42,8 @@ type InstanceSpec struct {
 	Allowed             []string
 	SharedWith          []string
 	UserProvided        bool
+	// RebindOnUpdate is spec.rebindOnUpdate, empty for Never (RebindPolicy).
+	RebindOnUpdate v1alpha1.RebindPolicy
 }
 
 // BindingSpec is what a manifest asks of a binding.
@@ -111,7 +114,13 @@ func decodeOwn(d Document, kind string) (*Object, error) {
 		spec := &InstanceSpec{
 			Class: s.ClassExternalName, Broker: s.BrokerName, Plan: s.PlanExternalName, Params: s.Parameters, From: s.ParametersFrom,
 			ExternalID: s.ExternalID, MaxBindings: s.MaxBindings, Allowed: s.AllowedNamespaces, SharedWith: s.SharedWith,
-			UserProvided: s.UserProvided != nil,
+			UserProvided: s.UserProvided != nil, RebindOnUpdate: RebindPolicy(s.RebindOnUpdate),
+		}
+		if !slices.Contains(v1alpha1.RebindPolicies, s.RebindOnUpdate) && s.RebindOnUpdate != "" {
+			return nil, fmt.Errorf("ServiceInstance %q: spec.rebindOnUpdate %q is not one of Never, Always, PlanChange", r.Name, s.RebindOnUpdate)
+		}
+		if spec.UserProvided && spec.RebindOnUpdate != "" {
+			return nil, fmt.Errorf("ServiceInstance %q: spec.rebindOnUpdate is for an instance of a broker: the bindings of a user-provided instance get a copy of its credentials whenever they change; leave it out", r.Name)
 		}
 		if spec.Class == "" {
 			spec.Class = s.ClassID

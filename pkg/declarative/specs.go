@@ -163,7 +163,17 @@ func SameStrings(a, b []string) bool {
 func RecordInstanceSpec(r *v1alpha1.ServiceInstance) *InstanceSpec {
 	s := r.Spec
 	return &InstanceSpec{Class: s.ClassExternalName, Broker: s.BrokerName, Plan: s.PlanExternalName, Params: s.Parameters, From: s.ParametersFrom,
-		ExternalID: s.ExternalID, MaxBindings: s.MaxBindings, Allowed: s.AllowedNamespaces, SharedWith: s.SharedWith, UserProvided: s.UserProvided != nil}
+		ExternalID: s.ExternalID, MaxBindings: s.MaxBindings, Allowed: s.AllowedNamespaces, SharedWith: s.SharedWith, UserProvided: s.UserProvided != nil,
+		RebindOnUpdate: RebindPolicy(s.RebindOnUpdate)}
+}
+
+// RebindPolicy is spec.rebindOnUpdate as a manifest says it: Never, the default, is
+// empty.
+func RebindPolicy(p v1alpha1.RebindPolicy) v1alpha1.RebindPolicy {
+	if p == v1alpha1.RebindNever {
+		return ""
+	}
+	return p
 }
 
 // RecordBindingSpec is a binding record's spec as a manifest says it.

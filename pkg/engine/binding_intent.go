@@ -158,7 +158,7 @@ func (e *Engine) rotate(ctx context.Context, namespace, name string, tpl *v1alph
 		if tpl != nil {
 			b.Spec.SecretTemplate = tpl.DeepCopy()
 		}
-		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID()}
+		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID(), PlanID: b.Status.Bound.PlanID}
 		b.Status.ExternalID = e.recordBoundID(b.UID)
 		return nil
 	})

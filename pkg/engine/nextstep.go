@@ -57,6 +57,9 @@ func (instanceSteps) nextFresh(inst *v1alpha1.ServiceInstance, deleting bool, at
 		}
 		return NextStep{Action: NextProvision, At: at(actionProvision)}
 	}
+	if rebindDue(inst) && inst.Spec.PlanID == inst.Status.Provisioned.PlanID {
+		return NextStep{Action: NextRebind}
+	}
 	return NextStep{Action: NextUpdateOrSettle, At: at(actionUpdate)}
 }
 

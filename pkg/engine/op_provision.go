@@ -30,6 +30,9 @@ type InstanceResult struct {
 	// Unchanged: there was nothing to change, so nothing was written or driven; a
 	// Follow.Note said so.
 	Unchanged bool
+	// Rebind: the update recorded a rotation of the instance's bindings after it
+	// ("update --rebind"; its outcome is the BindingsRebound condition).
+	Rebind bool
 }
 
 // Limits are the consumer limits of an instance a user gave (--max-bindings,
@@ -111,6 +114,8 @@ type ProvisionRequest struct {
 	// Metadata are labels and annotations the record is created with ("kubectl catalog
 	// apply" gives a manifest's); keys of the catalog's own prefix are dropped.
 	Metadata RecordMetadata
+	// RebindOnUpdate is the instance's spec.rebindOnUpdate (--rebind); empty: Never.
+	RebindOnUpdate v1alpha1.RebindPolicy
 	// Ask asks for a missing class, plan or required parameter; nil when no one can
 	// be asked.
 	Ask    Asker
@@ -145,6 +150,7 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	}
 	class, plan := inst.Spec.ClassExternalName, inst.Spec.PlanExternalName
 	req.Limits.apply(&inst.Spec)
+	inst.Spec.RebindOnUpdate = req.RebindOnUpdate
 	req.Metadata.apply(&inst.ObjectMeta)
 	if req.DryRun.Enabled() {
 		return instanceVerbs{e}.dryRunCreate(ctx, req.DryRun, inst, fmt.Sprintf("instance %q of %s/%s would be provisioned in namespace %q", req.Name, class, plan, req.Namespace))

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -21,8 +24,13 @@ type InstanceUpdateRequest struct {
 	UpdateRequest
 	Limits      Limits
 	Credentials CredentialsInput
-	DryRun      DryRun
-	Follow      Follow
+	// Rebind asks for the instance's bindings to be rotated once this update settled
+	// ("update --rebind"; rebind.go), once.
+	Rebind bool
+	// RebindOnUpdate, when set, changes spec.rebindOnUpdate ("--rebind=always", ...).
+	RebindOnUpdate *v1alpha1.RebindPolicy
+	DryRun         DryRun
+	Follow         Follow
 }
 
 // brokered reports whether req changes what only a brokered instance has.
@@ -53,6 +61,9 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	if err := CheckChangeable(inst, e.now()); err != nil {
 		return InstanceResult{}, err
 	}
+	if inst.IsUserProvided() && (req.Rebind || req.RebindOnUpdate != nil) {
+		return InstanceResult{}, inputErrorf("instance %q is user-provided: its bindings get a copy of its credentials whenever they change, so --rebind has nothing to do; give it for an instance of a broker", req.Name)
+	}
 	if inst.IsUserProvided() {
 		return instanceVerbs{e}.updateUserProvided(ctx, inst, req)
 	}
@@ -67,16 +78,37 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 		req.Follow.note("%s", n)
 	}
 	inst, changes := prepared.Instance, prepared.Changes
+	brokerChanges := len(changes) > 0
 	changes = append(changes, req.Limits.apply(&inst.Spec)...)
+	if p := req.RebindOnUpdate; p != nil && *p != inst.Spec.RebindOnUpdate {
+		inst.Spec.RebindOnUpdate = *p
+		changes = append(changes, "rebind on update "+string(*p))
+	}
 	instanceVerbs{e}.noteOverLimit(ctx, inst, req.Limits, req.Follow)
-	if len(changes) == 0 {
+	rebind, err := instanceVerbs{e}.planRebindOnce(ctx, inst, req, len(changes) > 0, brokerChanges)
+	if err != nil {
+		return InstanceResult{}, err
+	}
+	if len(changes) == 0 && rebind == "" {
 		req.Follow.note("Nothing to update for instance %q.", req.Name)
 		return InstanceResult{Unchanged: true}, nil
 	}
 	if req.DryRun.Enabled() {
-		return instanceVerbs{e}.dryRunUpdate(ctx, req.DryRun, inst, changes, fmt.Sprintf("instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", ")))
+		what := fmt.Sprintf("instance %q in namespace %q would be updated (%s)", req.Name, req.Namespace, strings.Join(changes, ", "))
+		if len(changes) == 0 {
+			what = fmt.Sprintf("instance %q in namespace %q would not change", req.Name, req.Namespace)
+		}
+		if rebind != "" {
+			what += ", then " + rebind
+		}
+		return instanceVerbs{e}.dryRunUpdate(ctx, req.DryRun, inst, changes, what)
 	}
-	req.Follow.note("Updating instance %q in namespace %q (%s)...", req.Name, req.Namespace, strings.Join(changes, ", "))
+	if len(changes) > 0 {
+		req.Follow.note("Updating instance %q in namespace %q (%s)...", req.Name, req.Namespace, strings.Join(changes, ", "))
+	}
+	if rebind != "" {
+		req.Follow.note("Once the instance settled, %s, one at a time.", rebind)
+	}
 	// The instance's first step, moments later, takes the class as read here
 	// (preparedReads).
 	if prepared.Class != nil {
@@ -95,8 +127,67 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	ctx = withBrokerReadAhead(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName, func(ctx context.Context) (*v1alpha1.Broker, error) {
 		return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(updated), updated.Spec.BrokerName)
 	})
+	if rebind != "" {
+		ev := NewEvent(req.Namespace, store.ConfigMapName(v1alpha1.KindServiceInstance, req.Name), EventNormal, ReasonRebindRequested, "Rebind",
+			"once the instance settled, "+rebind+", one at a time ("+RebindOnce+")")
+		ev.UID = updated.GetUID()
+		e.event(ctx, ev)
+	}
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", updated, req.Follow)
-	return InstanceResult{Result: r, Changes: changes}, err
+	return InstanceResult{Result: r, Changes: changes, Rebind: rebind != ""}, err
+}
+
+// planRebindOnce records in inst, about to be written, the rebind "update --rebind"
+// asks for (the spec's generation it follows: the one this write makes when it changes
+// the spec), and says what it rotates; empty when it was not asked for or the instance
+// has no binding. changed: the write changes the spec; brokered: it changes what the
+// broker holds, so a refusal of that update drops the rebind. Bad input changes nothing.
+func (e instanceVerbs) planRebindOnce(ctx context.Context, inst *v1alpha1.ServiceInstance, req InstanceUpdateRequest, changed, brokered bool) (string, error) {
+	if !req.Rebind {
+		return "", nil
+	}
+	if !changed && meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionUpdateFailed) {
+		return "", inputErrorf("instance %q: --rebind rotates the bindings after an update, and its last update was refused: go back to what the broker holds with %s, or give the update to make with --rebind",
+			req.Name, hint.Quoted(req.Namespace, "update", req.Name, "--revert"))
+	}
+	listed, unseen, err := listBindingsOf(ctx, e.cfg.Store, inst)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, b := range listed {
+		if rebindCandidate(inst, b) {
+			names = append(names, bindingKey(b))
+		}
+	}
+	var blind []string
+	for _, ns := range unseen {
+		if ns == inst.Namespace || authority.Lets(inst, ns) {
+			blind = append(blind, ns)
+		}
+	}
+	if len(names) == 0 && len(blind) == 0 {
+		req.Follow.note("Instance %q has no bound binding: --rebind has nothing to rotate.", req.Name)
+		return "", nil
+	}
+	slices.Sort(names)
+	gen := inst.Generation
+	if changed {
+		gen++
+	}
+	if rb := inst.Status.Rebind; rb != nil {
+		rb.Generation, rb.Reason, rb.AfterUpdate = max(rb.Generation, gen), RebindOnce, rb.AfterUpdate || brokered
+	} else {
+		inst.Status.Rebind = &v1alpha1.RebindStatus{Generation: gen, Reason: RebindOnce, AfterUpdate: brokered, RequestedAt: metav1.NewTime(e.now())}
+	}
+	what := fmt.Sprintf("its bindings are rotated (%s)", strings.Join(names, ", "))
+	if len(names) == 0 {
+		what = "its bindings are rotated"
+	}
+	if len(blind) > 0 {
+		what += fmt.Sprintf(" with those of namespace(s) %s, which you may not list (reconcile rotates them)", strings.Join(blind, ", "))
+	}
+	return what, nil
 }
 
 // updateUserProvided changes the credentials (and limits) of a user-provided instance:

@@ -257,7 +257,7 @@ func (a bindAnswer) withCredentials(creds map[string]any) bindAnswer {
 // exists, not its URL; a volume mount without its mount_config.
 func (a bindAnswer) boundState(op *v1alpha1.Operation) *v1alpha1.BoundState {
 	bs := &v1alpha1.BoundState{
-		BindingID: op.BindingID, ParametersChecksum: op.ParametersChecksum,
+		BindingID: op.BindingID, PlanID: op.PlanID, ParametersChecksum: op.ParametersChecksum,
 		SyslogDrain: a.SyslogDrainURL != "", RouteService: a.RouteServiceURL != "",
 	}
 	for _, ep := range a.Endpoints {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 	}
 	op := &v1alpha1.Operation{
 		Type: v1alpha1.OperationUnbind, InstanceID: t.inst.CurrentExternalID(), BindingID: id,
-		ServiceID: t.inst.Spec.ClassID, PlanID: t.planID, RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
+		ServiceID: t.inst.Spec.ClassID, PlanID: cmp.Or(boundPlanOf(b, id), t.planID), RequestID: e.newRequestID(), StartedAt: metav1.NewTime(e.now()),
 	}
 	if prev != nil && prev.Type == v1alpha1.OperationUnbind {
 		op.InstanceID, op.ServiceID, op.PlanID = prev.InstanceID, prev.ServiceID, prev.PlanID

@@ -55,6 +55,10 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	miChange := targetMI != prov.MaintenanceInfoVersion
 	paramsChange := sent != nil || (!resend && !params.SameChecksum(prov.ParametersChecksum))
 	if !resend && !planChange && !miChange && !paramsChange {
+		if rebindDue(inst) {
+			// Settled: the bindings follow the update (rebind.go).
+			return e.stepRebind(ctx, inst)
+		}
 		return e.settle(ctx, inst)
 	}
 	if prev == nil && terminallyFailed(inst) {
@@ -88,6 +92,17 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 		sent = &changed
 	}
 	req, changes := updateRequest(inst, t, op, opts, kctx, planChange, miChange, sent)
+	if !resend {
+		// Written ahead with the call: the rebind spec.rebindOnUpdate asks for after it.
+		from, to := prov.PlanID, planID
+		if p := t.plan(from); p != nil {
+			from = p.ExternalName
+		}
+		if p := t.plan(to); p != nil {
+			to = p.ExternalName
+		}
+		planRebind(inst, planChange, from, to, e.now())
+	}
 	var resp *osb.UpdateResponse
 	call := brokerCall{
 		op: op, resend: resend, planID: req.PlanID, params: sent, osbOp: osb.OpUpdate,
@@ -324,6 +339,7 @@ func (e instanceSteps) updateFailed(x *v1alpha1.ServiceInstance, act osb.Action,
 func (e instanceSteps) updateRefused(x *v1alpha1.ServiceInstance, reason, msg string, now time.Time) {
 	msg += fmt.Sprintf(`: the instance still runs with its previous plan and parameters; go back to them with %s, or change the spec to try another update`, hint.Quoted(x.Namespace, "update", x.Name, "--revert"))
 	setCondition(x, v1alpha1.ConditionUpdateFailed, metav1.ConditionTrue, reason, msg, now)
+	dropRebindAfterRefusal(x, now)
 	if x.Status.Usable != nil && !*x.Status.Usable {
 		e.terminalFailure(x, reason, msg, now)
 		return

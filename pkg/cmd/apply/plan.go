@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,7 +134,7 @@ func (p *planner) provisionRequest(o *declarative.Object, params map[string]any)
 	lf := limitFlags(want, nil)
 	return engine.ProvisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Class: want.ClassRef(), Plan: want.Plan, ExternalID: want.ExternalID,
-		Parameters: in, Limits: lf.Limits(), Metadata: o.Metadata, DryRun: engine.DryRunClient,
+		Parameters: in, Limits: lf.Limits(), Metadata: o.Metadata, RebindOnUpdate: want.RebindOnUpdate, DryRun: engine.DryRunClient,
 	}, nil
 }
 
@@ -199,6 +200,11 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 	req.Limits = lf.Limits()
 	if lf.Given() {
 		a.changes = append(a.changes, "limits")
+	}
+	if want.RebindOnUpdate != declarative.RebindPolicy(cur.Spec.RebindOnUpdate) {
+		policy := cmp.Or(want.RebindOnUpdate, v1alpha1.RebindNever)
+		req.RebindOnUpdate = &policy
+		a.changes = append(a.changes, "rebindOnUpdate")
 	}
 	specChanged := len(a.changes) > 0
 	if err := p.planSharing(ctx, a, cur.Spec.SharedWith, true); err != nil {

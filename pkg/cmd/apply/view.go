@@ -20,7 +20,7 @@ func instanceView(s *declarative.InstanceSpec) map[string]any {
 	return compact(map[string]any{
 		"class": s.Class, "broker": s.Broker, "plan": s.Plan, "parameters": rawValue(s.Params), "parametersFrom": s.From,
 		"externalID": s.ExternalID, "maxBindings": s.MaxBindings, "allowedNamespaces": s.Allowed, "sharedWith": s.SharedWith,
-		"userProvided": s.UserProvided,
+		"userProvided": s.UserProvided, "rebindOnUpdate": string(s.RebindOnUpdate),
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/lifecycle"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil/complete"
@@ -68,6 +69,8 @@ type Options struct {
 	ExternalID string
 	Params     lifecycle.ParamFlags
 	Limits     lifecycle.LimitFlags
+	// Rebind is --rebind: whether the instance's bindings are rotated after each update.
+	Rebind string
 
 	UserProvided bool
 	Credentials  lifecycle.CredentialFlags
@@ -98,8 +101,10 @@ func NewCmdProvision(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.BoolVar(&o.UserProvided, "user-provided", false, "A user-provided instance: no broker is called; bindings get a copy of the credentials given with --credentials-*.")
 	o.Credentials.AddFlags(fs)
 	o.Limits.AddFlags(fs)
+	fs.StringVar(&o.Rebind, "rebind", "", "Rotate the instance's bindings after each update that settled: always, plan-change (only when the plan changes) or never (the default); kept in spec.rebindOnUpdate.")
 	o.AddFlags(cmd, "provision", "the instance record")
 	complete.Register(cmd, "plan", complete.Plans(f))
+	complete.Register(cmd, "rebind", complete.Fixed("always", "plan-change", "never"))
 	return cmd
 }
 
@@ -110,6 +115,12 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Params.Validate(); err != nil {
 		return err
+	}
+	if _, err := o.rebindPolicy(); err != nil {
+		return err
+	}
+	if o.UserProvided && o.Rebind != "" {
+		return cmdutil.UsageErrorf("--rebind is for an instance of a broker: the bindings of a user-provided instance get a copy of its credentials whenever they change")
 	}
 	if o.UserProvided {
 		if o.Class != "" || o.Plan != "" || o.ExternalID != "" || o.Params.Given() || len(o.Params.FromSecret) > 0 {
@@ -152,12 +163,28 @@ func (o *Options) Request(follow engine.Follow) (engine.ProvisionRequest, error)
 	if err != nil {
 		return engine.ProvisionRequest{}, err
 	}
+	rebind, err := o.rebindPolicy()
+	if err != nil {
+		return engine.ProvisionRequest{}, err
+	}
 	req := engine.ProvisionRequest{
 		Namespace: o.Namespace, Name: o.Name, Class: o.Class, Plan: o.Plan, ExternalID: o.ExternalID,
-		Parameters: params, Limits: o.Limits.Limits(), Metadata: o.Metadata, DryRun: o.DryRun.Engine(), Follow: follow,
+		Parameters: params, Limits: o.Limits.Limits(), Metadata: o.Metadata, RebindOnUpdate: rebind, DryRun: o.DryRun.Engine(), Follow: follow,
 	}
 	if o.Prompter != nil {
 		req.Ask = o.Prompter
 	}
 	return req, nil
+}
+
+// rebindPolicy is the spec.rebindOnUpdate --rebind asks for; empty when not given.
+func (o *Options) rebindPolicy() (v1alpha1.RebindPolicy, error) {
+	if o.Rebind == "" {
+		return "", nil
+	}
+	p, ok := engine.ParseRebindPolicy(o.Rebind)
+	if !ok {
+		return "", cmdutil.UsageErrorf("invalid value %q for --rebind: give --rebind=always, --rebind=plan-change or --rebind=never", o.Rebind)
+	}
+	return p, nil
 }

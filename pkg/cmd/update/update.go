@@ -3,6 +3,7 @@ package update
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +49,19 @@ var updateLong = cmdutil.LongDesc(`
 	(its bindings, from every namespace it is shared with); they need no
 	broker call. Bindings beyond a lowered limit stay; new ones are refused.
 	Bindings of other namespaces no longer allowed are removed, as by
-	"kubectl catalog unshare".`)
+	"kubectl catalog unshare".
+
+	--rebind rotates the instance's bindings once the update settled, one at
+	a time, as "kubectl catalog bind --rotate" does: a new binding id is
+	bound, its Secret gets the new credentials in one write (workloads it is
+	projected into see them), and only then is the old id unbound. This is
+	recorded before anything is sent, so "kubectl catalog reconcile" finishes
+	it when the command is interrupted. A binding whose rotation fails keeps
+	its old credentials, and the command says so (exit 1). An update the
+	broker refuses rotates nothing. Bindings of other namespaces the instance
+	is shared with are rotated too. --rebind alone (or --rebind=once) is for
+	this update; --rebind=always, --rebind=plan-change or --rebind=never sets
+	what is done after every update (spec.rebindOnUpdate), from this one on.`)
 
 var updateExample = cmdutil.Examples(`
 	# Move an instance to another plan
@@ -66,6 +79,12 @@ var updateExample = cmdutil.Examples(`
 	# Allow at most 5 bindings, from namespaces team-a and team-b only
 	kubectl catalog update db --max-bindings 5 --allowed-namespaces team-a,team-b
 
+	# Move to another plan, then rotate the bindings (new credentials, Secrets swapped)
+	kubectl catalog update db --plan standard --rebind --wait
+
+	# From now on, rotate the bindings after every update that changes the plan
+	kubectl catalog update db --rebind=plan-change
+
 	# Go back to what the broker holds after it refused an update
 	kubectl catalog update db --revert
 
@@ -80,6 +99,8 @@ type Options struct {
 	Revert  bool
 	Params  lifecycle.ParamFlags
 	Limits  lifecycle.LimitFlags
+	// Rebind is --rebind: once (alone), or the spec's choice (always, plan-change, never).
+	Rebind string
 
 	Credentials lifecycle.CredentialFlags
 
@@ -110,6 +131,9 @@ func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	o.Params.AddFlags(cmd.Flags())
 	o.Limits.AddFlags(cmd.Flags())
 	o.Credentials.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.Rebind, "rebind", "", "Rotate the instance's bindings once the update settled: alone (or =once) for this update; =always, =plan-change or =never after every update (spec.rebindOnUpdate).")
+	cmd.Flags().Lookup("rebind").NoOptDefVal = rebindOnce
+	complete.Register(cmd, "rebind", complete.Fixed(rebindOnce, "always", "plan-change", "never"))
 	o.AddFlags(cmd, "update", "the instance record")
 	return cmd
 }
@@ -125,7 +149,13 @@ func (o *Options) Validate() error {
 		return err
 	}
 	brokered := o.brokered()
-	changes := brokered || o.Limits.Given() || o.Credentials.Given()
+	if _, _, err := o.rebind(); err != nil {
+		return err
+	}
+	if o.Rebind != "" && o.Credentials.Given() {
+		return cmdutil.UsageErrorf("--rebind is for an instance of a broker: the bindings of a user-provided instance get a copy of its credentials whenever they change")
+	}
+	changes := brokered || o.Limits.Given() || o.Credentials.Given() || o.Rebind != ""
 	if brokered && o.Credentials.Given() {
 		return cmdutil.UsageErrorf("--credentials-*, --syslog-drain-url and --route-service-url change a user-provided instance, which has no plan or parameters: give them without --plan, parameters or --upgrade")
 	}
@@ -133,14 +163,14 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if o.Revert && changes {
-		return cmdutil.UsageErrorf("--revert sets the spec back to what the broker holds: give it alone, without --plan, parameters or --upgrade")
+		return cmdutil.UsageErrorf("--revert sets the spec back to what the broker holds: give it alone, without --plan, parameters, --upgrade or --rebind")
 	}
 	if !o.Revert && !changes && o.Wait.Wait && !o.DryRun.Enabled() {
 		o.attach = true
 		return o.ValidateFlags("records nothing")
 	}
 	if !o.Revert && !changes {
-		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces, --revert, or for a user-provided instance --credentials-json, --credentials-file, --credentials-from-secret, --credentials-keys, --syslog-drain-url or --route-service-url; --wait alone waits for the update under way")
+		return cmdutil.UsageErrorf("nothing to update: give --plan, parameters (-p, --params-json, --params-file, --params-from-secret), --upgrade, --max-bindings, --allowed-namespaces, --rebind, --revert, or for a user-provided instance --credentials-json, --credentials-file, --credentials-from-secret, --credentials-keys, --syslog-drain-url or --route-service-url; --wait alone waits for the update under way")
 	}
 	if err := o.Params.Validate(); err != nil {
 		return err
@@ -165,8 +195,56 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil {
 			return engine.InstanceResult{}, err
 		}
-		return o.Engine.Update(ctx, req)
+		res, err := o.Engine.Update(ctx, req)
+		if err == nil && req.Rebind && !o.DryRun.Enabled() {
+			err = rebound(res, follow)
+		}
+		return res, err
 	})
+}
+
+// rebindOnce is the value of --rebind given alone.
+const rebindOnce = "once"
+
+// rebind is what --rebind asks for: once (this update), or the spec's choice.
+func (o *Options) rebind() (once bool, policy *v1alpha1.RebindPolicy, err error) {
+	switch o.Rebind {
+	case "":
+		return false, nil, nil
+	case rebindOnce:
+		return true, nil, nil
+	}
+	p, ok := engine.ParseRebindPolicy(o.Rebind)
+	if !ok {
+		return false, nil, cmdutil.UsageErrorf("invalid value %q for --rebind: give --rebind alone (or --rebind=once) for this update, or --rebind=always, --rebind=plan-change or --rebind=never for every update", o.Rebind)
+	}
+	return false, &p, nil
+}
+
+// rebound says how the rotation of the bindings "update --rebind" asked for went: a
+// note when it is done, an error naming the bindings whose rotation failed.
+func rebound(res engine.InstanceResult, follow engine.Follow) error {
+	inst := res.Instance
+	if inst == nil || !res.Rebind {
+		return nil
+	}
+	if inst.Status.Rebind != nil {
+		if follow.Note != nil {
+			follow.Note(fmt.Sprintf("The bindings of instance %q are still being rotated (%s): %s finishes it.", inst.Name, res.Message, hint.Quoted(inst.Namespace, "reconcile")))
+		}
+		return nil
+	}
+	msg, ok := engine.RebindOutcome(inst)
+	if msg == "" {
+		return nil
+	}
+	if !ok {
+		return fmt.Errorf("instance %q: %s; see %s", inst.Name, msg, hint.Quoted(inst.Namespace, "describe", "instance", inst.Name))
+	}
+	if follow.Note != nil {
+		follow.Note("Rebind: " + msg + ".")
+	}
+	return nil
 }
 
 // Request is the request of the change the flags ask for, the parameters read.
@@ -178,6 +256,7 @@ func (o *Options) Request(follow engine.Follow) (engine.InstanceUpdateRequest, e
 		DryRun:        o.DryRun.Engine(),
 		Follow:        follow,
 	}
+	req.Rebind, req.RebindOnUpdate, _ = o.rebind()
 	if o.Credentials.Given() {
 		req.Credentials = o.Credentials.Input(o.Streams.In, o.Prompter)
 	}

@@ -27,13 +27,14 @@ func (in *ServicePlanSchemas) HasPendingWork() bool { return false }
 
 // HasPendingWork reports whether the instance is not settled: deletion requested, a spec
 // the engine has not acted on yet, a broker call in flight, a retry scheduled, or orphan
-// mitigation to do, or bindings of a withdrawn grant to revoke (RevokePending). A
+// mitigation to do, bindings of a withdrawn grant to revoke (RevokePending), or bindings
+// to rotate after an update (status.rebind). A
 // terminal failure (retry cleared, generation observed) is settled until the spec
 // changes.
 func (in *ServiceInstance) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
 		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
-		in.RevokePending()
+		in.RevokePending() || in.Status.Rebind != nil
 }
 
 // RevokePending reports whether the instance's spec no longer lets a namespace it was

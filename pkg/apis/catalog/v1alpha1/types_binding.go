@@ -66,6 +66,9 @@ type WorkloadProjection struct {
 type BindingReference struct {
 	Name       string `json:"name"`
 	ExternalID string `json:"externalID"`
+	// PlanID is the plan the broker bound ExternalID under, when known: its unbind
+	// names it, whatever plan the instance has moved to since.
+	PlanID string `json:"planID,omitempty"`
 }
 
 // SecretTransform is one change to the credentials before they are written. Exactly one
@@ -147,6 +150,9 @@ type BoundState struct {
 	// BindingID is the OSB binding id the broker holds; it differs from the id in use
 	// (status.externalID, else spec.externalID) while a rotation binds the new id.
 	BindingID string `json:"bindingID"`
+	// PlanID is the plan of the instance the broker bound BindingID under (empty for a
+	// binding bound by an earlier release): the unbind of that id names it.
+	PlanID string `json:"planID,omitempty"`
 	// ParametersChecksum identifies the parameters the broker accepted.
 	ParametersChecksum string `json:"parametersChecksum,omitempty"`
 	// SyslogDrain is true when the broker returned a syslog_drain_url.

@@ -55,7 +55,24 @@ type ServiceInstanceSpec struct {
 	// called; the broker, class and plan fields are empty, and each binding gets a copy
 	// of the credentials, which are kept in a Secret owned by the instance's record.
 	UserProvided *UserProvidedService `json:"userProvided,omitempty"`
+	// RebindOnUpdate says whether the instance's bindings are rotated once an update of
+	// the instance settled: Never (also when empty), Always, or PlanChange (only after an
+	// update that changed the plan). See status.rebind.
+	RebindOnUpdate RebindPolicy `json:"rebindOnUpdate,omitempty"`
 }
+
+// RebindPolicy is an instance's spec.rebindOnUpdate.
+type RebindPolicy string
+
+// The values of spec.rebindOnUpdate.
+const (
+	RebindNever      RebindPolicy = "Never"
+	RebindAlways     RebindPolicy = "Always"
+	RebindPlanChange RebindPolicy = "PlanChange"
+)
+
+// RebindPolicies are the values spec.rebindOnUpdate accepts (empty aside).
+var RebindPolicies = []RebindPolicy{RebindNever, RebindAlways, RebindPlanChange}
 
 // UserProvidedService is what a user-provided service instance offers its bindings.
 type UserProvidedService struct {
@@ -99,6 +116,42 @@ type ServiceInstanceStatus struct {
 	// of sharedBefore is no longer granted and this is not the spec's generation, the
 	// instance has pending work (see RevokePending).
 	RevokedGeneration int64 `json:"revokedGeneration,omitempty"`
+	// Rebind is the rotation of the instance's bindings that follows an update ("update
+	// --rebind", or spec.rebindOnUpdate): recorded before the update is sent, carried out
+	// one binding at a time once the instance settled, and removed when every binding
+	// was rotated. Nil when there is none to do.
+	Rebind *RebindStatus `json:"rebind,omitempty"`
+}
+
+// RebindStatus is the rotation of an instance's bindings after an update.
+type RebindStatus struct {
+	// Generation is the spec generation the bindings follow: nothing is rotated before
+	// the instance settled that generation.
+	Generation int64 `json:"generation"`
+	// Reason says why the bindings are rotated, for the Events and the conditions.
+	Reason string `json:"reason"`
+	// AfterUpdate: the rotation follows an update to the broker, so an update the broker
+	// refused (the instance holds what it held) rotates nothing.
+	AfterUpdate bool        `json:"afterUpdate,omitempty"`
+	RequestedAt metav1.Time `json:"requestedAt"`
+	// Current is the binding being rotated: one at a time, the next once its old
+	// credentials were unbound, or its rotation failed.
+	Current *RebindTarget `json:"current,omitempty"`
+	// Rotated, Failed and Gone are the bindings done, as NAMESPACE/NAME: rotated,
+	// whose rotation failed (they keep their old credentials), or deleted meanwhile.
+	Rotated []string `json:"rotated,omitempty"`
+	Failed  []string `json:"failed,omitempty"`
+	Gone    []string `json:"gone,omitempty"`
+}
+
+// RebindTarget is the binding a rebind rotates now.
+type RebindTarget struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// UID is the binding record's uid: a record re-created under the name is not it.
+	UID string `json:"uid"`
+	// FromID is the OSB binding id the rotation replaces.
+	FromID string `json:"fromID"`
 }
 
 // ConsumerReservation is a binding's place under an instance's spec.maxBindings.
