@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/credentials"
 )
 
 // The bounds of a template.
@@ -298,7 +299,7 @@ func execReason(key string, err error, d Data) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "template: "+key+":")
 	msg = strings.Replace(msg, fmt.Sprintf("executing %q ", key), "", 1)
-	if mentionsValue(msg, d.Credentials) {
+	if credentials.MentionsValue(msg, d.Credentials) {
 		// Keep where it failed (template text, not data) and drop why.
 		if i := strings.Index(msg, ">: "); i >= 0 {
 			msg = msg[:i+1] + ": the credentials' values do not fit this expression"
@@ -343,56 +344,4 @@ func Apply(t *v1alpha1.SecretTemplate, data map[string][]byte, d Data) (map[stri
 	}
 	maps.Copy(out, rendered)
 	return out, nil
-}
-
-// mentionsValue reports whether msg contains any scalar value found in v, as text, as a
-// whole word.
-func mentionsValue(msg string, v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case map[string]any:
-		for _, e := range v {
-			if mentionsValue(msg, e) {
-				return true
-			}
-		}
-		return false
-	case []any:
-		for _, e := range v {
-			if mentionsValue(msg, e) {
-				return true
-			}
-		}
-		return false
-	case string:
-		return containsWord(msg, v)
-	default:
-		return containsWord(msg, fmt.Sprint(v))
-	}
-}
-
-// containsWord reports whether s occurs in msg not flanked by a letter or digit where s
-// itself begins or ends with one.
-func containsWord(msg, s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i+len(s) <= len(msg); {
-		j := strings.Index(msg[i:], s)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(s)
-		if !(isWordByte(s[0]) && start > 0 && isWordByte(msg[start-1])) &&
-			!(isWordByte(s[len(s)-1]) && end < len(msg) && isWordByte(msg[end])) {
-			return true
-		}
-		i = start + 1
-	}
-	return false
-}
-
-func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
 }

@@ -149,7 +149,7 @@ func evalJSONPath(expr string, creds map[string]any) ([]byte, error) {
 		// The evaluator may quote the data it failed on: say why only when that quotes
 		// no credential.
 		why := err.Error()
-		if mentionsValue(why, creds) {
+		if MentionsValue(why, creds) {
 			why = "it does not match the credentials' structure"
 		}
 		return nil, fmt.Errorf("jsonPathExpression %q cannot be evaluated against the credentials (keys: %s): %s",
@@ -158,23 +158,23 @@ func evalJSONPath(expr string, creds map[string]any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// mentionsValue reports whether msg contains any scalar value found in v, as text, as a
+// MentionsValue reports whether msg contains any scalar value found in v, as text, as a
 // whole word: "a" is not found in "hostname", so that short values do not hide every
-// reason.
-func mentionsValue(msg string, v any) bool {
+// reason. A message that mentions a credential's value is never shown.
+func MentionsValue(msg string, v any) bool {
 	switch v := v.(type) {
 	case nil:
 		return false
 	case map[string]any:
 		for _, e := range v {
-			if mentionsValue(msg, e) {
+			if MentionsValue(msg, e) {
 				return true
 			}
 		}
 		return false
 	case []any:
 		for _, e := range v {
-			if mentionsValue(msg, e) {
+			if MentionsValue(msg, e) {
 				return true
 			}
 		}
