@@ -62,23 +62,12 @@ func (s *Store) WriteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBindi
 	if b.UID == "" {
 		return nil, fmt.Errorf("writing the Secret of service binding %q: the binding has no uid; read it from the store first", b.Name)
 	}
-	name := b.Spec.SecretName
-	if name == "" {
-		return nil, &Error{Reason: ReasonInvalid, Op: "write", Kind: kindSecret, Namespace: b.Namespace,
-			Detail: fmt.Sprintf("service binding %q has no secret name", b.Name)}
+	want, err := bindingSecret(b, data)
+	if err != nil {
+		return nil, err
 	}
+	name := want.Name
 	secrets := s.core.CoreV1().Secrets(b.Namespace)
-	want := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: b.Namespace,
-			Labels: map[string]string{
-				LabelManagedBy: ManagedBy, LabelBinding: LabelValue(b.Name), LabelInstance: LabelValue(b.Spec.InstanceName),
-			},
-			OwnerReferences: []metav1.OwnerReference{bindingOwnerReference(b)},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}
 	created, err := secrets.Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
 		return created, nil
@@ -164,14 +153,28 @@ func (s *Store) WriteBindingSecretOver(ctx context.Context, b *v1alpha1.ServiceB
 // WriteBindingSecretNew creates the credentials Secret of binding b with data, as
 // WriteBindingSecret does when there is none; IsAlreadyExists when there is one.
 func (s *Store) WriteBindingSecretNew(ctx context.Context, b *v1alpha1.ServiceBinding, data map[string][]byte) (*corev1.Secret, error) {
-	name := b.Spec.SecretName
-	if name == "" {
+	want, err := bindingSecret(b, data)
+	if err != nil {
+		return nil, err
+	}
+	created, err := s.core.CoreV1().Secrets(b.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	if err != nil {
+		return nil, apiError("create", kindSecret, b.Namespace, want.Name, err)
+	}
+	return created, nil
+}
+
+// bindingSecret is the credentials Secret of binding b holding data: named
+// b.Spec.SecretName in b's namespace, labelled with its binding and instance, owned by
+// b's ConfigMap.
+func bindingSecret(b *v1alpha1.ServiceBinding, data map[string][]byte) (*corev1.Secret, error) {
+	if b.Spec.SecretName == "" {
 		return nil, &Error{Reason: ReasonInvalid, Op: "write", Kind: kindSecret, Namespace: b.Namespace,
 			Detail: fmt.Sprintf("service binding %q has no secret name", b.Name)}
 	}
-	created, err := s.core.CoreV1().Secrets(b.Namespace).Create(ctx, &corev1.Secret{
+	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: b.Namespace,
+			Name: b.Spec.SecretName, Namespace: b.Namespace,
 			Labels: map[string]string{
 				LabelManagedBy: ManagedBy, LabelBinding: LabelValue(b.Name), LabelInstance: LabelValue(b.Spec.InstanceName),
 			},
@@ -179,11 +182,7 @@ func (s *Store) WriteBindingSecretNew(ctx context.Context, b *v1alpha1.ServiceBi
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, apiError("create", kindSecret, b.Namespace, name, err)
-	}
-	return created, nil
+	}, nil
 }
 
 // bindingSecretNames are the Secrets DeleteBindingSecret deletes of b: its spec's, and
