@@ -202,7 +202,43 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	} else {
 		kv("Bindings", "none")
 	}
+	kv("Rebind on update", rebindPolicy(i.Spec.RebindOnUpdate))
+	if r := i.Status.Rebind; r != nil {
+		describeRebind(&b, r)
+	}
 	return b.String()
+}
+
+// rebindPolicy says which updates rotate the instance's bindings ("": never set).
+func rebindPolicy(p v1alpha1.RebindPolicy) string {
+	switch p {
+	case v1alpha1.RebindAlways:
+		return "always (each settled update rotates every binding)"
+	case v1alpha1.RebindPlanChange:
+		return "plan-change (a settled update to another plan rotates every binding)"
+	case v1alpha1.RebindNever:
+		return "never"
+	}
+	return string(p)
+}
+
+// describeRebind shows the rotation of the instance's bindings under way after an
+// update: why, the binding rotated now, and those done.
+func describeRebind(b *strings.Builder, r *v1alpha1.RebindStatus) {
+	fmt.Fprintf(b, "Rebinding:\n  %-16s%s\n", "Why:", r.Reason)
+	if c := r.Current; c != nil {
+		fmt.Fprintf(b, "  %-16s%s/%s (replacing binding id %s)\n", "Now:", c.Namespace, c.Name, c.FromID)
+	} else {
+		fmt.Fprintf(b, "  %-16s%s\n", "Now:", "waiting for the update to settle")
+	}
+	for _, l := range []struct {
+		name  string
+		names []string
+	}{{"Rotated:", r.Rotated}, {"Failed:", r.Failed}, {"Gone:", r.Gone}} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(b, "  %-16s%s\n", l.name, strings.Join(l.names, ", "))
+		}
+	}
 }
 
 // externalID is the OSB instance id in use at the broker, saying so when it is not the

@@ -8,6 +8,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
@@ -39,4 +40,23 @@ func TestDescribeInstance_ShowsTheIDInUseAtTheBroker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An instance whose bindings follow its updates says so, and a rotation under way shows
+// the binding rotated now and those done.
+func TestDescribeInstance_ShowsTheRebindPolicyAndItsProgress(t *testing.T) {
+	i := storetest.SampleInstance()
+	i.Spec.RebindOnUpdate = v1alpha1.RebindPlanChange
+	i.Status.Rebind = &v1alpha1.RebindStatus{Reason: "the plan changed from small to large",
+		Current: &v1alpha1.RebindTarget{Namespace: "dev", Name: "web", FromID: "b-1"},
+		Rotated: []string{"dev/api"}, Failed: []string{"team-b/old"}}
+
+	out := InstanceView(i, nil, nil, time.Now())
+
+	assert.Assert(t, is.Contains(out, "Rebind on update: plan-change (a settled update to another plan rotates every binding)\n"))
+	assert.Assert(t, is.Contains(out, "Rebinding:\n  Why:            the plan changed from small to large\n  Now:            dev/web (replacing binding id b-1)\n  Rotated:        dev/api\n  Failed:         team-b/old\n"), out)
+
+	i.Spec.RebindOnUpdate, i.Status.Rebind = "", nil
+	out = InstanceView(i, nil, nil, time.Now())
+	assert.Assert(t, !strings.Contains(out, "Rebind"), out)
 }
