@@ -7,6 +7,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -48,4 +50,25 @@ func installReconcileWithoutTrustPolicy(t *testing.T, admin kubernetes.Interface
 		return saKubectl(t, kubeconfig, append([]string{"auth", "can-i"}, canI...)...) == "yes"
 	})
 	return kubeconfig
+}
+
+// waitForGarbageCollector waits until the controller-manager's garbage collector
+// collects the dependent of a ConfigMap deleted in namespace ns: one started with the
+// control plane acts only once its monitors synced.
+func waitForGarbageCollector(t *testing.T, admin kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	cms := admin.CoreV1().ConfigMaps(ns)
+	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "gc-probe-owner-"}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	dep, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "gc-probe-",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	assert.NilError(t, cms.Delete(ctx, owner.Name, metav1.DeleteOptions{}))
+	start := time.Now()
+	instWaitFor(t, "the garbage collector to collect a dependent", 180*time.Second, func() bool {
+		_, err := cms.Get(ctx, dep.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	t.Logf("the garbage collector collected a dependent after %s", time.Since(start).Round(time.Millisecond))
 }

@@ -82,10 +82,25 @@ func TestIDsClaims_AClaimOutlivesTheDeletionOfItsRecord(t *testing.T) {
 		r := kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.teamB, store.ConfigMapName(v1alpha1.KindServiceInstance, "fg"),
 			"--cascade=foreground", "--wait=false")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
+		// The garbage collector of a controller-manager just started acts only once its
+		// monitors synced: wait for it to collect a dependent first.
+		waitForGarbageCollector(t, e.admin, e.teamB)
+		start := time.Now()
+		t.Cleanup(func() {
+			if t.Failed() {
+				rec, errR := e.admin.CoreV1().ConfigMaps(e.teamB).Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, "fg"), metav1.GetOptions{})
+				cm, errC := e.admin.CoreV1().ConfigMaps(e.teamB).Get(ctx, claim, metav1.GetOptions{})
+				if errR == nil && errC == nil {
+					t.Logf("record: deletion %v, finalizers %v; claim: deletion %v, finalizers %v, owners %+v",
+						rec.DeletionTimestamp, rec.Finalizers, cm.DeletionTimestamp, cm.Finalizers, cm.OwnerReferences)
+				}
+			}
+		})
 		instWaitFor(t, "the garbage collector to delete the record's dependents", 60*time.Second, func() bool {
 			cm, err := e.admin.CoreV1().ConfigMaps(e.teamB).Get(ctx, claim, metav1.GetOptions{})
 			return apierrors.IsNotFound(err) || err == nil && cm.DeletionTimestamp != nil
 		})
+		t.Logf("the garbage collector acted on the claim after %s", time.Since(start).Round(time.Millisecond))
 		trustReconcile(t, e, e.teamB)
 		assert.Equal(t, refusal("fg"), "", "bob's record is refused")
 		assert.Assert(t, deprovisioned(first), "the DELETE reached the broker")
