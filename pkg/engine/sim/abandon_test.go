@@ -5,7 +5,9 @@ import (
 	"flag"
 	"strings"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // --abandon (-sim.abandon): the users of dev also deprovision and unbind with --abandon,
@@ -43,4 +45,15 @@ func (w *world) abandoning() bool {
 // or a binding of an abandoned instance's.
 func (w *world) abandonedID(id, instanceID string) bool {
 	return w.abandoned[id] || instanceID != "" && w.abandoned[instanceID]
+}
+
+// instanceAbandoned reports a binding whose instance's record an --abandon dropped and
+// that is not there again.
+func (w *world) instanceAbandoned(b *v1alpha1.ServiceBinding) bool {
+	ns, name := b.InstanceRef()
+	if !w.abandonedRecords[ns+"/"+store.ConfigMapName(v1alpha1.KindServiceInstance, name)] {
+		return false
+	}
+	_, err := w.checker.Instances().Get(context.Background(), ns, name)
+	return store.IsNotFound(err)
 }

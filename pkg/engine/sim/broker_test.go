@@ -298,7 +298,7 @@ func (w *world) checkNamespace(p *proc, method, id string) {
 	default:
 		return
 	}
-	if ok && h.Namespace != "t" && !w.releasedAfterALie(id) {
+	if ok && h.Namespace != "t" && !w.releasedAfterALie(id) && !w.releasedByAbandon(id) {
 		w.fail("%s for record %s (%s) changes id %s, which namespace %s holds", method, p.record, p.name, id, h.Namespace)
 	}
 }
@@ -313,6 +313,22 @@ func (w *world) releasedAfterALie(id string) bool {
 	if v1alpha1.IsBoundID(id) || !w.book.lied(id) {
 		return false
 	}
+	return w.namedOnlyByTenant(id)
+}
+
+// releasedByAbandon reports an OSB id an --abandon left at the broker (its record
+// dropped without the broker, its id claim with it) that no record of another
+// namespace than the tenant's names any more: the id is then bound to nothing in the
+// cluster, as the owner asked, and a record that names it (--external-id) adopts it,
+// the tenant's too. While a record of another namespace names it again, its id claim
+// keeps the tenant's calls away (invariant 6 holds).
+func (w *world) releasedByAbandon(id string) bool {
+	return w.abandoned[id] && w.namedOnlyByTenant(id)
+}
+
+// namedOnlyByTenant reports an OSB id no record of another namespace than the tenant's
+// names, in its spec or its status.
+func (w *world) namedOnlyByTenant(id string) bool {
 	insts, binds := w.records()
 	for _, x := range insts {
 		if x.Namespace != "t" && (x.Spec.ExternalID == id || slices.Contains(instanceIDs(x), id)) {

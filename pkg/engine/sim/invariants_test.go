@@ -242,6 +242,16 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 			return true
 		}
 	}
+	if w.instanceAbandoned(b) {
+		// Its instance's record was dropped by an --abandon: without it the engine
+		// cannot call the broker for the binding, whatever the broker holds of it (the
+		// instance's owner hurts its consumers, as abandoning may). It waits, refused,
+		// for a person (the instance provisioned again under its id, or the binding
+		// dropped with unbind --abandon).
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRefused); c != nil && c.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
 	if b.DeletionTimestamp != nil || b.Status.Bound != nil || len(st.ExternalIDs) > 0 || len(b.Status.Retired) > 0 ||
 		st.InFlight != nil || st.OrphanMitigation != nil {
 		return false
@@ -367,6 +377,7 @@ func (w *world) checkForgotten(keys []string, insts []*v1alpha1.ServiceInstance,
 			for _, id := range before {
 				w.abandoned[id] = true
 			}
+			w.abandonedRecords[key] = true
 			delete(w.book.holds, key)
 			continue
 		}

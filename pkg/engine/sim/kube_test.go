@@ -268,9 +268,13 @@ func (w *world) garbageCollect(all bool) {
 }
 
 // refuseInTerminating is the API server refusing to create an object in a namespace
-// being deleted.
+// being deleted. Once the namespace is gone it refuses no more: a create admitted before
+// the deletion that lands after it makes the namespace's content anew (the model's own
+// processes create there again too, creatableIn), and the engine's requests that follow
+// it (the Secret of a binding whose record so landed) are not refused as if the
+// namespace were still being deleted.
 func (w *world) refuseInTerminating(verb string, gr schema.GroupResource, ns, name string) error {
-	if verb != "create" || !w.terminatingNamespace(ns) {
+	if verb != "create" || w.creatableIn(ns) {
 		return nil
 	}
 	return apierrors.NewForbidden(gr, name, errors.New(fmt.Sprintf("sim: unable to create new content in namespace %s because it is being terminated", ns)))

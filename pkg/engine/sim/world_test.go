@@ -77,6 +77,8 @@ type world struct {
 	// --abandon dropped them (abandon_test.go).
 	last      *proc
 	abandoned map[string]bool
+	// abandonedRecords are the records (ConfigMaps, namespace/name) an --abandon dropped.
+	abandonedRecords map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
 	// releases is what the processes of other releases hold (release_test.go).
@@ -175,7 +177,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, abandoned: map[string]bool{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, abandoned: map[string]bool{}, abandonedRecords: map[string]bool{},
 		workloads: workloads{},
 	}
 	w.rates = rates{
