@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -133,6 +135,9 @@ func (e *Engine) refusedConsumer(ctx context.Context, b *v1alpha1.ServiceBinding
 		if err == nil || store.IsNotFound(err) {
 			e.event(ctx, NewEvent(b.Namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, b.Name), EventNormal, ReasonRevoked, "Unbind",
 				fmt.Sprintf("instance %s/%s no longer lets namespace %q bind to it: the binding is deleted, and the broker unbinds it", inst.Namespace, inst.Name, b.Namespace)))
+			// The next step is the deletion's: it starts from the record as the deletion
+			// left it, not from this step's copy, which would be refused again at once.
+			b = revokedCopy(ctx, e, b)
 			return Result{Binding: b, State: StateWaiting, Message: "revoked: " + cause.Error()}, nil
 		}
 		if !store.IsForbidden(err) {
@@ -141,4 +146,16 @@ func (e *Engine) refusedConsumer(ctx context.Context, b *v1alpha1.ServiceBinding
 		// A driver who may not delete it leaves it refused, for reconcile.
 	}
 	return preCallFailure(e, ctx, b, ReasonRefusedNotShared, cause)
+}
+
+// revokedCopy is binding b as its deletion mark left it: read again, or (unreadable, or
+// gone) b marked for deletion now, so that whoever steps it next unbinds it.
+func revokedCopy(ctx context.Context, e *Engine, b *v1alpha1.ServiceBinding) *v1alpha1.ServiceBinding {
+	if fresh, err := e.cfg.Store.Bindings().Get(ctx, b.Namespace, b.Name); err == nil && fresh.UID == b.UID {
+		return fresh
+	}
+	marked := b.DeepCopy()
+	now := metav1.NewTime(e.now())
+	marked.DeletionTimestamp = &now
+	return marked
 }

@@ -310,6 +310,10 @@ func assertRevoked(t *testing.T, f *fixture, ns, name string, res Result) {
 	got, err := f.bindingIn(ns, name)
 	assert.NilError(t, err)
 	assert.Assert(t, got.DeletionTimestamp != nil, "the binding of a namespace the instance does not let bind is marked for deletion")
+	// Whoever steps it next from this result (reconcile's queue does) starts its
+	// deletion, not the refused step again (-sim.asyncbind seed 3714 polled at once, for
+	// ever).
+	assert.Assert(t, res.Binding != nil && res.Binding.DeletionTimestamp != nil, "the result is the binding as its deletion mark left it")
 	assert.Assert(t, got.Status.Bound == nil || got.Status.Bound.UserProvided, "nothing is bound")
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 0, "no bind is sent")
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 0, "no credentials are fetched")
