@@ -259,16 +259,17 @@ func rtVerbs(cfg rtConfig) []rtVerb {
 	}
 	// outcome is the group of a call's outcome, with its Event; for an asynchronous
 	// broker, the write of the operation accepted, then each poll (one here): the
-	// records it reads first (first), the broker with what goes out with it (withBroker:
+	// records it reads first, together (first: a binding's poll reads the binding and
+	// its instance in one group), the broker with what goes out with it (withBroker:
 	// the class, for a deletion), the broker's Secret, what the poll's answer needs
 	// written before the record (then: a binding's Secret) and the write of what the
 	// poll found, with the Event of the outcome.
-	outcome := func(action string, first [][]string, withBroker []string, then ...[]string) [][]string {
+	outcome := func(action string, first []string, withBroker []string, then ...[]string) [][]string {
 		if !cfg.async {
 			return [][]string{{update, succeeded(action)}}
 		}
 		out := [][]string{{update}}
-		out = append(out, first...)
+		out = append(out, first)
 		out = append(out, with([]string{broker}, withBroker))
 		if secret != nil {
 			out = append(out, secret)
@@ -288,7 +289,7 @@ func rtVerbs(cfg rtConfig) []rtVerb {
 			groups: append([][]string{
 				with([]string{"list configmaps", "list configmaps", access, user}, policy, osbContext),
 				{"get configmaps " + schemas, broker}, with([]string{"create configmaps"}, secret), {broker}, {update},
-			}, outcome("Provision", [][]string{{instance}}, nil)...),
+			}, outcome("Provision", []string{instance}, nil)...),
 		},
 		{args: []string{"get", "instances"}, groups: [][]string{{"list configmaps"}}},
 		{args: []string{"marketplace"}, groups: [][]string{{"list configmaps", "list configmaps", access}}},
@@ -318,7 +319,7 @@ func rtVerbs(cfg rtConfig) []rtVerb {
 				if !cfg.async {
 					return append(g, []string{"create secrets"}, []string{update, succeeded("Bind")})
 				}
-				return append(g, outcome("Bind", [][]string{{binding}, {instance}}, nil, []string{"create secrets"})...)
+				return append(g, outcome("Bind", []string{binding, instance}, nil, []string{"create secrets"})...)
 			}(),
 		},
 		{
@@ -331,7 +332,7 @@ func rtVerbs(cfg rtConfig) []rtVerb {
 			groups: append([][]string{
 				with([]string{instance, user}, policy, osbContext),
 				with([]string{"get configmaps " + class, "get configmaps " + schemas, broker}), with([]string{update}, secret), {broker, idList}, {update},
-			}, outcome("Update", [][]string{{instance}}, nil)...),
+			}, outcome("Update", []string{instance}, nil)...),
 		},
 		{
 			// The binding and who the user is (and the trust state); the deletion mark,
@@ -348,16 +349,7 @@ func rtVerbs(cfg rtConfig) []rtVerb {
 				with([]string{binding, user}, policy), {"delete configmaps catalog-binding.app", instance},
 				{binding, "get secrets app", instance, osbContext[0], osbContext[1], broker},
 				with([]string{"delete secrets app", broker, "get configmaps " + class, idList, idList}, secret), {update},
-			}, func() [][]string {
-				g := outcome("Unbind", [][]string{{binding}, {instance}}, classOf)
-				if cfg.async {
-					// The poll's step, which read the instance before the call, reads it
-					// again after the outcome, to give back a place it may hold for
-					// the binding under a limit.
-					g = append(g, []string{instance})
-				}
-				return g
-			}()...),
+			}, outcome("Unbind", []string{binding, instance}, classOf)...),
 		},
 		{
 			// The instance and its bindings (and who the user is, the trust state); the
@@ -371,7 +363,7 @@ func rtVerbs(cfg rtConfig) []rtVerb {
 			groups: append([][]string{
 				with([]string{instance, "list configmaps", user}, policy), {"delete configmaps catalog-instance.db", broker},
 				with([]string{instance, broker, "get configmaps " + class, idList, "list configmaps", "list configmaps", osbContext[0], osbContext[1]}, secret), {update},
-			}, outcome("Deprovision", [][]string{{instance}}, classOf)...),
+			}, outcome("Deprovision", []string{instance}, classOf)...),
 		},
 		{args: []string{"graph"}, groups: [][]string{{"list configmaps", "list configmaps"}}},
 	}

@@ -34,13 +34,13 @@ func (e *Engine) DriveInstance(ctx context.Context, namespace, name string, o Dr
 	if inst, ok := o.Created.(*v1alpha1.ServiceInstance); ok && inst != nil {
 		ownCreated(e, inst)
 	}
-	return drive(e, ctx, namespace, name, o, e.StepInstance, "deprovisioned")
+	return drive(e, ctx, namespace, name, o, e.StepInstance, "deprovisioned", nil)
 }
 
 // DriveBinding calls StepBinding until the binding settles, needs the user, is gone, or
 // ctx ends, like DriveInstance.
 func (e *Engine) DriveBinding(ctx context.Context, namespace, name string, o DriveOptions) (Result, error) {
-	return drive(e, ctx, namespace, name, o, e.StepBinding, "unbound")
+	return drive(e, ctx, namespace, name, o, e.StepBinding, "unbound", e.bindingPollAhead)
 }
 
 // recordOf is the record a result carries, of T's kind (nil when it carries none).
@@ -55,7 +55,11 @@ func recordOf[T driven[T]](r Result) T {
 	return x.(T)
 }
 
-func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, o DriveOptions, step func(context.Context, T) (Result, error), gone string) (Result, error) {
+// readAhead, when not nil, starts the reads the next step needs besides the record, from
+// the record as the last step left it, together with the drive's read of the record: it
+// returns the context that carries them for that step.
+func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, o DriveOptions, step func(context.Context, T) (Result, error), gone string,
+	readAhead func(context.Context, T) context.Context) (Result, error) {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
@@ -67,9 +71,13 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 	for {
 		var x T
 		var err error
+		sctx := ctx
 		if ok {
 			x, ok = created, false
 		} else {
+			if prev := recordOf[T](last); readAhead != nil && any(prev) != any(T(nil)) {
+				sctx = readAhead(ctx, prev)
+			}
 			x, err = records.Get(ctx, namespace, name)
 		}
 		if store.IsNotFound(err) {
@@ -78,7 +86,7 @@ func drive[T driven[T]](e *Engine, ctx context.Context, namespace, name string, 
 		if err != nil {
 			return last, err
 		}
-		res, err := step(ctx, x)
+		res, err := step(sctx, x)
 		if store.IsNotFound(err) {
 			// Another driver may have finished the record during this step (removed
 			// its finalizer, and the API server deleted it): gone is done. Anything

@@ -434,3 +434,56 @@ func (e *Engine) instanceSecretAhead(ctx context.Context, namespace, name string
 		e.brokerSecretAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
 	})
 }
+
+// pollInstanceAhead is the read of a binding's instance that a drive starts together
+// with its read of the binding, when the binding as the last step left it has an
+// asynchronous operation to poll: the poll's step takes it (takePollInstanceRead)
+// instead of reading the instance after the binding, and only for the instance the
+// binding names as that step read it. Like every read of the instance, it is checked
+// (reaches) before anything of it is used.
+type pollInstanceAhead struct {
+	namespace, name         string
+	instNamespace, instName string
+	mu                      sync.Mutex
+	read                    *ahead.Read[*v1alpha1.ServiceInstance]
+}
+
+type pollInstanceAheadKey struct{}
+
+// bindingPollAhead starts the read of the instance of prev, the binding as the drive's
+// last step left it, when the next step is to poll its asynchronous operation (one due,
+// on a binding no other driver holds), and returns a context that carries it for that
+// step; else ctx.
+func (e *Engine) bindingPollAhead(ctx context.Context, prev *v1alpha1.ServiceBinding) context.Context {
+	op := prev.Status.InFlight
+	if op == nil || !op.Async || (op.NextPollAt != nil && e.now().Before(op.NextPollAt.Time)) {
+		return ctx
+	}
+	if l, ok := store.LeaseOf(prev); ok && l.Holder != e.cfg.Holder && e.claimLeft(prev, l) > 0 {
+		return ctx
+	}
+	r := &pollInstanceAhead{namespace: prev.Namespace, name: prev.Name}
+	r.instNamespace, r.instName = prev.InstanceRef()
+	r.read = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
+		return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
+	})
+	return context.WithValue(ctx, pollInstanceAheadKey{}, r)
+}
+
+// takePollInstanceRead returns, once, the read of the instance b names that ctx carries
+// for b's poll; nil when it carries none of that binding and instance.
+func takePollInstanceRead(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Read[*v1alpha1.ServiceInstance] {
+	r, _ := ctx.Value(pollInstanceAheadKey{}).(*pollInstanceAhead)
+	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
+		return nil
+	}
+	ns, name := b.InstanceRef()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.instNamespace != ns || r.instName != name {
+		return nil
+	}
+	read := r.read
+	r.read = nil
+	return read
+}

@@ -25,7 +25,7 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if op.NextPollAt != nil && now.Before(op.NextPollAt.Time) {
 		return resultOf(e.Engine, b), nil
 	}
-	t, err := e.bindTarget(ctx, b)
+	t, err := e.pollTarget(ctx, b)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBrokerUnavailable, err)
 	}
@@ -55,7 +55,12 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	act, msg := p.act, p.msg
 	if act.Result == osb.ResultSucceeded {
 		if op.Type == v1alpha1.OperationUnbind {
-			return e.unbound(ctx, b, op)
+			res, err := e.unbound(ctx, b, op)
+			// The instance, read in this step (after the binding's deletion mark, made
+			// before the unbind was sent), holds no place for the binding: none is to
+			// be given back once it is gone.
+			res.noPlace = !reserved(t.inst, b)
+			return res, err
 		}
 		return e.fetchBound(ctx, b, t, op, opts)
 	}
@@ -72,6 +77,19 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 			e.unbindFailed(x, act, "the asynchronous unbind failed: "+msg, true, now)
 		}
 	})
+}
+
+// pollTarget is bindTarget for b's poll: on the read of the instance the drive started
+// with its read of b (bindingPollAhead) when it carries one of the instance b names,
+// else on a read made now. The cross-namespace rule is checked on it first either way
+// (bindTargetOf).
+func (e bindingSteps) pollTarget(ctx context.Context, b *v1alpha1.ServiceBinding) (bindTarget, error) {
+	read := takePollInstanceRead(ctx, b)
+	if read == nil {
+		return e.bindTarget(ctx, b)
+	}
+	inst, err := read.Wait()
+	return e.bindTargetOf(ctx, b, inst, err)
 }
 
 // settleBinding projects the Secret into the workloads the spec names (and out of
