@@ -49,27 +49,27 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 
 	// Without the CA, TLS fails: the broker is recorded with the error (in the catalog
 	// namespace, now created) and the command says how to fix it.
-	r := e.run(t, "register", "acme", "--url", tb.URL())
+	r := e.run(t, "register", "tls-acme", "--url", tb.URL())
 	assert.Equal(t, r.ExitCode, 1)
-	assert.Assert(t, is.Contains(r.Stderr, `broker "acme" is registered, but cannot fetch the catalog`))
+	assert.Assert(t, is.Contains(r.Stderr, `broker "tls-acme" is registered, but cannot fetch the catalog`))
 	assert.Assert(t, is.Contains(r.Stderr, "--ca-file"))
 	_, err = e.admin.CoreV1().Namespaces().Get(context.Background(), e.catalogNS, metav1.GetOptions{})
 	assert.NilError(t, err)
-	b, err := e.st.Brokers().Get(context.Background(), e.catalogNS, "acme")
+	b, err := e.st.Brokers().Get(context.Background(), e.catalogNS, "tls-acme")
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(b.Status.LastCatalogError, "certificate"))
-	catalogAssertOK(t, e.run(t, "deregister", "acme"))
+	catalogAssertOK(t, e.run(t, "deregister", "tls-acme"))
 
 	e.secret(t, e.catalogNS, "acme-auth", map[string]string{"username": "admin", "password": "s3cret"})
-	r = e.run(t, "register", "acme", "--url", tb.URL(), "--basic-auth-secret", "acme-auth", "--ca-file", caFile)
+	r = e.run(t, "register", "tls-acme", "--url", tb.URL(), "--basic-auth-secret", "acme-auth", "--ca-file", caFile)
 	catalogAssertOK(t, r)
-	assert.Assert(t, is.Contains(r.Stdout, `broker "acme" registered: 4 classes and 8 plans offered`))
+	assert.Assert(t, is.Contains(r.Stdout, `broker "tls-acme" registered: 4 classes and 8 plans offered`))
 	assert.Assert(t, is.Contains(r.Stderr, "Registering broker"))
 	assert.Assert(t, !strings.Contains(r.Stdout+r.Stderr, "s3cret"))
 
 	// Registering again is refused and changes nothing.
 	before := catalogSnapshot(t, e, e.catalogNS)
-	r = e.run(t, "register", "acme", "--url", tb.URL(), "--basic-auth-secret", "acme-auth", "--ca-file", caFile)
+	r = e.run(t, "register", "tls-acme", "--url", tb.URL(), "--basic-auth-secret", "acme-auth", "--ca-file", caFile)
 	assert.Equal(t, r.ExitCode, 1)
 	assert.Assert(t, is.Contains(r.Stderr, `already registered`))
 	assert.DeepEqual(t, catalogSnapshot(t, e, e.catalogNS), before)
@@ -77,7 +77,7 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 	// What users see.
 	r = e.run(t, "marketplace")
 	catalogAssertOK(t, r)
-	for _, want := range []string{"CLASS", "postgresql", "hobby, standard, ha", "acme", "redis", "object-storage", "log-drain"} {
+	for _, want := range []string{"CLASS", "postgresql", "hobby, standard, ha", "tls-acme", "redis", "object-storage", "log-drain"} {
 		assert.Assert(t, is.Contains(r.Stdout, want))
 	}
 	r = e.run(t, "mp", "--class", "postgresql")
@@ -87,7 +87,7 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 	r = e.run(t, "get", "brokers")
 	catalogAssertOK(t, r)
 	assert.Assert(t, is.Contains(r.Stdout, "Ready"))
-	r = e.run(t, "get", "cl", "-b", "acme", "-o", "name")
+	r = e.run(t, "get", "cl", "-b", "tls-acme", "-o", "name")
 	catalogAssertOK(t, r)
 	assert.Equal(t, strings.Count(r.Stdout, "\n"), 4)
 	r = e.run(t, "get", "plans", "-c", "redis")
@@ -103,7 +103,7 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 	r = e.run(t, "describe", "plan", "postgresql/hobby", "--show-schemas")
 	catalogAssertOK(t, r)
 	assert.Assert(t, is.Contains(r.Stdout, `"properties"`))
-	r = e.run(t, "describe", "broker", "acme")
+	r = e.run(t, "describe", "broker", "tls-acme")
 	catalogAssertOK(t, r)
 	assert.Assert(t, is.Contains(r.Stdout, `Basic, from secret "acme-auth"`))
 	assert.Assert(t, is.Contains(r.Stdout, "CA bundle (1 certificates)"))
@@ -134,12 +134,12 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 	next = append(next, broker.GenerateCatalog(1, 2).Services[0])
 	assert.NilError(t, tb.ReplaceCatalog(broker.Catalog{Services: next}))
 
-	r = e.run(t, "sync", "broker", "acme")
+	r = e.run(t, "sync", "broker", "tls-acme")
 	catalogAssertOK(t, r)
-	assert.Assert(t, is.Contains(r.Stdout, `broker "acme" synced: 3 classes and 5 plans offered`))
+	assert.Assert(t, is.Contains(r.Stdout, `broker "tls-acme" synced: 3 classes and 5 plans offered`))
 	assert.Assert(t, is.Contains(r.Stdout, "kept while instances use them"))
 
-	cs := e.classes(t, e.catalogNS, "acme")
+	cs := e.classes(t, e.catalogNS, "tls-acme")
 	assert.Equal(t, len(cs), 4, "postgres, object-storage, the new class, and redis kept")
 	pg := cs[broker.DemoPostgresServiceID]
 	assert.Equal(t, pg.Spec.ExternalName, "postgres")
@@ -160,7 +160,7 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 	before = catalogSnapshot(t, e, e.catalogNS)
 	_, err = tb.InjectFault(broker.Fault{Op: broker.OpCatalog, Action: broker.ActionRespond, Status: 500, Description: "database on fire"})
 	assert.NilError(t, err)
-	r = e.run(t, "sync", "broker", "acme")
+	r = e.run(t, "sync", "broker", "tls-acme")
 	assert.Equal(t, r.ExitCode, 1)
 	assert.Assert(t, is.Contains(r.Stderr, "database on fire"))
 	after := catalogSnapshot(t, e, e.catalogNS)
@@ -174,16 +174,16 @@ func TestCatalogBrokers_ClusterBrokerWithTLSAndBasicAuth_RegisterSyncDeregister(
 	assert.Assert(t, is.Contains(r.Stdout, "Failed"))
 
 	// Deregister is refused while instances exist, then forced.
-	r = e.run(t, "deregister", "acme")
+	r = e.run(t, "deregister", "tls-acme")
 	assert.Equal(t, r.ExitCode, 1)
 	// Both of this test's instances are named; a parallel test's instance of a cluster
 	// broker of the same name (in its own catalog namespace) may be counted too.
 	assert.Assert(t, is.Contains(r.Stderr, e.userNS+"/cache"))
 	assert.Assert(t, is.Contains(r.Stderr, e.userNS+"/db"))
-	assert.Equal(t, len(e.classes(t, e.catalogNS, "acme")), 4)
-	r = e.run(t, "deregister", "acme", "--force")
+	assert.Equal(t, len(e.classes(t, e.catalogNS, "tls-acme")), 4)
+	r = e.run(t, "deregister", "tls-acme", "--force")
 	catalogAssertOK(t, r)
-	assert.Assert(t, is.Contains(r.Stdout, `broker "acme" deregistered: 4 classes removed`))
+	assert.Assert(t, is.Contains(r.Stdout, `broker "tls-acme" deregistered: 4 classes removed`))
 	assert.DeepEqual(t, catalogSnapshot(t, e, e.catalogNS), map[string]string{})
 }
 
@@ -194,7 +194,7 @@ func catalogInstance(t *testing.T, e *catalogEnv, name, classID, planID string) 
 	ctx := context.Background()
 	in, err := e.st.Instances().Create(ctx, &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.userNS, Name: name},
-		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: "acme", ClassID: classID,
+		Spec: v1alpha1.ServiceInstanceSpec{Scope: v1alpha1.ScopeCluster, BrokerName: "tls-acme", ClassID: classID,
 			ClassExternalName: "c", PlanID: planID, PlanExternalName: "p", ExternalID: name + "-id"},
 	})
 	assert.NilError(t, err)

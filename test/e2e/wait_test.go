@@ -281,6 +281,11 @@ func TestWait_TimeoutExits124_InterruptExits130_AndTheOperationGoesOn(t *testing
 	assert.Assert(t, inst.Status.InFlight != nil && inst.Status.InFlight.Type == v1alpha1.OperationProvision, "%+v", inst.Status.InFlight)
 
 	s := startCatalog(t, e.ns, "wait", "instance/db")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the second wait's output:\n%s", s.stderr.String())
+		}
+	})
 	instWaitFor(t, "the wait to show its progress", 30*time.Second, func() bool {
 		return strings.Contains(s.stderr.String(), "Provisioning")
 	})
