@@ -152,6 +152,7 @@ func (w *world) paramSecretTask(e *engine.Engine, ns, inst string, follow engine
 // checkSentParams is checked as a provision or update reaches the broker, for the
 // request of id requestID carrying params.
 func (w *world) checkSentParams(method, instanceID, requestID string, params json.RawMessage) {
+	w.checkVaultSent(method, instanceID, requestID, params)
 	if !*paramSecret {
 		return
 	}

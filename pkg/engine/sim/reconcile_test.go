@@ -61,7 +61,7 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 			return err
 		}
 	}
-	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: true, Observer: simObserver{p}}
+	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: reconcileTrustsWriters(), Observer: simObserver{p}}
 	if !quiescing && w.rng.IntN(2) == 0 {
 		// --serve: each run lasts at most --serve-interval, and waits for retries.
 		o.MaxDuration = 30 * time.Second
@@ -84,7 +84,10 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 
 // rotateDue rotates each bound binding one time in five, as --rotate-due does.
 func (p *proc) rotateDue(ctx context.Context) error {
-	ctx = engine.WithRunnersRights(engine.AsReconcile(ctx))
+	ctx = engine.AsReconcile(ctx)
+	if reconcileTrustsWriters() {
+		ctx = engine.WithRunnersRights(ctx)
+	}
 	binds, err := p.st.Bindings().List(ctx, "", store.Filter{})
 	if _, unreadable := store.Unreadable(err); err != nil && !unreadable {
 		return err

@@ -99,6 +99,8 @@ type world struct {
 	bindingSeen     map[string]int
 	// recorded are the Events the processes' engines recorded (events_test.go).
 	recorded []recordedEvent
+	// trust is what the trust policy's world keeps (trust_test.go; nil without it).
+	trust *trustState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -202,6 +204,7 @@ func newWorld(seed uint64) *world {
 	w.setupBroker()
 	w.setupCatalog()
 	w.setupKube()
+	w.setupTrust()
 	w.procs = []*proc{
 		w.newProc("alice", verbs, "dev"),
 		// alice2 and bob may list and write records only in their own namespace.
@@ -216,6 +219,7 @@ func newWorld(seed uint64) *world {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
 	w.addModelProcs()
+	w.addTrustProcs()
 	if w.brokersOn {
 		w.setupBrokersWorld()
 		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
@@ -274,15 +278,17 @@ func (p *proc) reset() {
 	// their first wait as the seed decides, so that one seed is still one interleaving.
 	p.ctx, p.stop = context.WithCancel(ahead.WithSchedule(context.Background(), func() bool { return p.w.rng.IntN(2) == 0 }))
 	// The store stamps the process's user as the author of each spec it writes.
-	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, store.WithClock(p.now),
-		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
+	tr := p.trustReader()
+	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, append([]store.Option{store.WithClock(p.now),
+		store.WithIdentity(p.identity)}, p.trustStore(tr)...)...)
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
 		c.Holder = p.holderName()
 		if p.kind == reconciler {
 			// As "kubectl catalog reconcile" configures its engine.
 			c.Unattended, c.TargetCacheTTL = true, reconcile.TargetCacheTTL
 		}
-		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
+		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.user(), UID: "u-" + p.user()}}
+		p.configureTrust(c, tr)
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
 		c.Sleep = p.sleep
@@ -347,6 +353,7 @@ func (p *proc) sleep(ctx context.Context, d time.Duration) error {
 // start runs task in the process's goroutine until its first pause.
 func (p *proc) start(name string, task func(ctx context.Context) error) {
 	p.alive, p.task = true, name
+	p.w.trustTaskStarted(p)
 	p.sleeps = p.w.pick(0, 3, 20)
 	p.w.logf("%-14s begins %s", p.name, name)
 	go func() {
@@ -445,6 +452,7 @@ func (w *world) step() {
 	if w.wrote {
 		w.wrote = false
 		w.checkStep()
+		w.checkAuthors()
 	}
 }
 
