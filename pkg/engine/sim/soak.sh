@@ -38,6 +38,8 @@ worlds='-sim.rogue=false
 -sim.limits
 -sim.rogue -sim.asyncbind -sim.limits
 -sim.shards
+-sim.trust
+-sim.trust -sim.crossns -sim.rogue -sim.asyncbind
 -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
