@@ -20,6 +20,8 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -48,7 +50,9 @@ import (
 // Checked as it happens: a Secret of the vault read for a record, or its value sent to a
 // broker, only for a record that a user who may read it wrote (the record's verified
 // author, as some version of its spec the process could have read names it: a re-send
-// repeats what a first send carried); after every step: the verified author of every
+// repeats what a first send carried); a call made for its record's verified author (one
+// of a spec the process could have read) or for no one when reconcile makes it, never
+// for reconcile's ServiceAccount, and for its user when a verb makes it; after every step: the verified author of every
 // record is the user who wrote its spec (what the policy guarantees, checked against the
 // writes the model admitted); and reconcile is never a record's author. At quiescence
 // mallory deletes her own records and alice writes back the spec of each record mallory
@@ -57,7 +61,9 @@ import (
 // To see the invariants fail, break the check they guard: make
 // authority.Authority.Authorize return nil for a verified author the Authorizer refuses
 // (the "if !ans.allowed" branch), and a seed of -sim.trust reports a vault read for one
-// of mallory's records (docs/engine.md).
+// of mallory's records; make authority.Authority.OriginatingIdentity send the runner's
+// identity for an unverified author, and a seed reports a call carrying reconcile's own
+// (docs/engine.md).
 
 var trustPolicy = flag.Bool("sim.trust", false, "install the trust policy: the API server admits records' ConfigMap writes as the policy does, answers SubjectAccessReviews, and reconcile checks each record's verified author (no --trust-namespace-writers); mallory attacks dev's records")
 
@@ -201,6 +207,7 @@ func (p *proc) configureTrust(c *engine.Config, r *trust.Reader) {
 	}
 	c.Trust = kube.ClusterTrust{Reader: r}
 	c.Authorizer = simAuthorizer{p}
+	c.Brokers = fake.Brokers{Client: trustClient{Client: p.w.broker, p: p}}
 }
 
 // reconcileTrustsWriters is reconcile.Options.TrustUnverifiedAuthors of the world: a
@@ -732,4 +739,68 @@ func (w *world) trustQuiesce() {
 			}
 		}
 	}
+}
+
+// trustClient is a process's broker client in the trust world: as each call of a record
+// leaves, the originating identity it carries is checked (checkIdentity).
+type trustClient struct {
+	osb.Client
+	p *proc
+}
+
+func (c trustClient) Provision(ctx context.Context, r *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+	c.p.checkIdentity("Provision", r.InstanceID, r.RequestOptions)
+	return c.Client.Provision(ctx, r)
+}
+
+func (c trustClient) Update(ctx context.Context, r *osb.UpdateRequest) (*osb.UpdateResponse, error) {
+	c.p.checkIdentity("Update", r.InstanceID, r.RequestOptions)
+	return c.Client.Update(ctx, r)
+}
+
+func (c trustClient) Deprovision(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
+	c.p.checkIdentity("Deprovision", r.InstanceID, r.RequestOptions)
+	return c.Client.Deprovision(ctx, r)
+}
+
+func (c trustClient) Bind(ctx context.Context, r *osb.BindRequest) (*osb.BindResponse, error) {
+	c.p.checkIdentity("Bind", r.BindingID, r.RequestOptions)
+	return c.Client.Bind(ctx, r)
+}
+
+func (c trustClient) Unbind(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
+	c.p.checkIdentity("Unbind", r.BindingID, r.RequestOptions)
+	return c.Client.Unbind(ctx, r)
+}
+
+// checkIdentity is checked as a call leaves a process: a verb's call is made for its
+// user; reconcile's for the verified author of a spec of the record it could have read,
+// or for no one, never for reconcile itself (a broker that authorizes by the header must
+// never see reconcile's rights for a request a tenant wrote: docs/security.md).
+func (p *proc) checkIdentity(method, id string, o osb.RequestOptions) {
+	w := p.w
+	who := o.OriginatingIdentity
+	if o.OmitOriginatingIdentity || who == nil {
+		return
+	}
+	if p.kind != reconciler {
+		if who.Username != p.user() {
+			w.fail("%s %s by %s (user %s) is made for %q", method, id, p.name, p.user(), who.Username)
+		}
+		return
+	}
+	if who.Username == p.user() {
+		w.fail("%s %s by %s for record %q carries reconcile's own identity", method, id, p.name, p.record)
+		return
+	}
+	for i, v := range w.trust.versions[p.record] {
+		vs := w.trust.versions[p.record]
+		if i+1 < len(vs) && vs[i+1].seq <= w.trust.started[p] {
+			continue
+		}
+		if v.verified && v.author == who.Username {
+			return
+		}
+	}
+	w.fail("%s %s by %s for record %q is made for %q, who is the verified author of no spec of it since the task began", method, id, p.name, p.record, who.Username)
 }
