@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -803,4 +804,34 @@ func (p *proc) checkIdentity(method, id string, o osb.RequestOptions) {
 		}
 	}
 	w.fail("%s %s by %s for record %q is made for %q, who is the verified author of no spec of it since the task began", method, id, p.name, p.record, who.Username)
+}
+
+// TestSim_TrustWorld runs a few seeds of -sim.trust with -sim.crossns as part of the
+// default seeds (make soak runs many more), and checks that a seed of it gives one trace;
+// a run naming seeds leaves it out.
+func TestSim_TrustWorld(t *testing.T) {
+	if *firstSeed != 0 || *seeds != 0 {
+		t.Skip("a run of chosen seeds")
+	}
+	count := 12
+	if testing.Short() {
+		count = 4
+	}
+	flags := []*bool{trustPolicy, crossNamespace}
+	was := make([]bool, len(flags))
+	for i, f := range flags {
+		was[i], *f = *f, true
+	}
+	defer func() {
+		for i, f := range flags {
+			*f = was[i]
+		}
+	}()
+	for seed, w := range runSeeds(1, count) {
+		if len(w.failures) > 0 {
+			t.Errorf("seed %d: %s\nreplay: go test ./pkg/engine/sim -run 'TestSim$' -sim.trust -sim.crossns -sim.seed=%d -v\n%s",
+				seed, w.failures[0], seed, tail(w.trace, 60))
+		}
+	}
+	sameTraces(t)
 }
