@@ -313,11 +313,50 @@ func takeStepBindingLists(ctx context.Context, inst *v1alpha1.ServiceInstance) (
 // only for the names of the binding as that step read it, after the mark; it reads any
 // other name itself.
 type unbindReadsAhead struct {
+	namespace, name string
+	mu              sync.Mutex
+	inst            *boundInstanceRead
+	secrets         *store.SecretReads
+}
+
+// boundInstanceRead is a read of the instance a binding names, started ahead for one
+// step of the binding's drive (an unbind's, withUnbindReadsAhead; a poll's,
+// bindingPollAhead). The step takes it once (take), and only for that binding and the
+// instance that binding names as the step read it: any other read of the instance is
+// made afresh. Like every read of the instance, it is checked (reaches) before anything
+// of it is used.
+type boundInstanceRead struct {
 	namespace, name         string
-	mu                      sync.Mutex
 	instNamespace, instName string
-	inst                    *ahead.Read[*v1alpha1.ServiceInstance]
-	secrets                 *store.SecretReads
+	mu                      sync.Mutex
+	read                    *ahead.Read[*v1alpha1.ServiceInstance]
+}
+
+// startBoundInstanceRead starts the read of the instance b names.
+func (e *Engine) startBoundInstanceRead(ctx context.Context, b *v1alpha1.ServiceBinding) *boundInstanceRead {
+	r := &boundInstanceRead{namespace: b.Namespace, name: b.Name}
+	r.instNamespace, r.instName = b.InstanceRef()
+	r.read = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
+		return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
+	})
+	return r
+}
+
+// take returns, once, the read of the instance b names; nil when r is nil, is of
+// another binding or instance, or was taken already.
+func (r *boundInstanceRead) take(b *v1alpha1.ServiceBinding) *ahead.Read[*v1alpha1.ServiceInstance] {
+	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
+		return nil
+	}
+	ns, name := b.InstanceRef()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.instNamespace != ns || r.instName != name {
+		return nil
+	}
+	read := r.read
+	r.read = nil
+	return read
 }
 
 type unbindReadsAheadKey struct{}
@@ -330,11 +369,8 @@ type stepUnbindReadsKey struct{}
 func withUnbindReadsAhead(e *Engine, ctx context.Context, b *v1alpha1.ServiceBinding) context.Context {
 	r := &unbindReadsAhead{namespace: b.Namespace, name: b.Name, secrets: e.cfg.Store.StartBindingSecretReads(ctx, b)}
 	if len(bindingIDsAtBroker(b)) > 0 {
-		r.instNamespace, r.instName = b.InstanceRef()
-		r.inst = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
-			return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
-		})
-		e.auth.ReadNamespaceKeysAhead(ctx, bindingIDsAtBroker(b), b.Namespace, r.instNamespace)
+		r.inst = e.startBoundInstanceRead(ctx, b)
+		e.auth.ReadNamespaceKeysAhead(ctx, bindingIDsAtBroker(b), b.Namespace, r.inst.instNamespace)
 	}
 	return context.WithValue(ctx, unbindReadsAheadKey{}, r)
 }
@@ -351,7 +387,7 @@ func stepUnbindReads(ctx context.Context, b *v1alpha1.ServiceBinding) context.Co
 	if r.secrets == nil {
 		return ctx
 	}
-	step := &unbindReadsAhead{namespace: r.namespace, name: r.name, instNamespace: r.instNamespace, instName: r.instName, inst: r.inst, secrets: r.secrets}
+	step := &unbindReadsAhead{namespace: r.namespace, name: r.name, inst: r.inst, secrets: r.secrets}
 	r.inst, r.secrets = nil, nil
 	return context.WithValue(ctx, stepUnbindReadsKey{}, step)
 }
@@ -371,15 +407,10 @@ func takeInstanceRead(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Re
 	if r == nil {
 		return nil
 	}
-	ns, name := b.InstanceRef()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.instNamespace != ns || r.instName != name {
-		return nil
-	}
-	read := r.inst
-	r.inst = nil
-	return read
+	inst := r.inst
+	r.mu.Unlock()
+	return inst.take(b)
 }
 
 // secretReads returns this step's reads of b's Secrets (nil: none).
@@ -435,19 +466,11 @@ func (e *Engine) instanceSecretAhead(ctx context.Context, namespace, name string
 	})
 }
 
-// pollInstanceAhead is the read of a binding's instance that a drive starts together
-// with its read of the binding, when the binding as the last step left it has an
-// asynchronous operation to poll: the poll's step takes it (takePollInstanceRead)
-// instead of reading the instance after the binding, and only for the instance the
-// binding names as that step read it. Like every read of the instance, it is checked
-// (reaches) before anything of it is used.
-type pollInstanceAhead struct {
-	namespace, name         string
-	instNamespace, instName string
-	mu                      sync.Mutex
-	read                    *ahead.Read[*v1alpha1.ServiceInstance]
-}
-
+// The read of a binding's instance that a drive starts together with its read of the
+// binding, when the binding as the last step left it has an asynchronous operation to
+// poll (bindingPollAhead), is a boundInstanceRead the drive's context carries under
+// pollInstanceAheadKey: the poll's step takes it (takePollInstanceRead) instead of
+// reading the instance after the binding.
 type pollInstanceAheadKey struct{}
 
 // bindingPollAhead starts the read of the instance of prev, the binding as the drive's
@@ -462,28 +485,12 @@ func (e *Engine) bindingPollAhead(ctx context.Context, prev *v1alpha1.ServiceBin
 	if l, ok := store.LeaseOf(prev); ok && l.Holder != e.cfg.Holder && e.claimLeft(prev, l) > 0 {
 		return ctx
 	}
-	r := &pollInstanceAhead{namespace: prev.Namespace, name: prev.Name}
-	r.instNamespace, r.instName = prev.InstanceRef()
-	r.read = ahead.Start(ctx, func() (*v1alpha1.ServiceInstance, error) {
-		return e.cfg.Store.Instances().Get(ctx, r.instNamespace, r.instName)
-	})
-	return context.WithValue(ctx, pollInstanceAheadKey{}, r)
+	return context.WithValue(ctx, pollInstanceAheadKey{}, e.startBoundInstanceRead(ctx, prev))
 }
 
 // takePollInstanceRead returns, once, the read of the instance b names that ctx carries
 // for b's poll; nil when it carries none of that binding and instance.
 func takePollInstanceRead(ctx context.Context, b *v1alpha1.ServiceBinding) *ahead.Read[*v1alpha1.ServiceInstance] {
-	r, _ := ctx.Value(pollInstanceAheadKey{}).(*pollInstanceAhead)
-	if r == nil || r.namespace != b.Namespace || r.name != b.Name {
-		return nil
-	}
-	ns, name := b.InstanceRef()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.instNamespace != ns || r.instName != name {
-		return nil
-	}
-	read := r.read
-	r.read = nil
-	return read
+	r, _ := ctx.Value(pollInstanceAheadKey{}).(*boundInstanceRead)
+	return r.take(b)
 }

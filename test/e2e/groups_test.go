@@ -189,6 +189,7 @@ func startGroups() (wait func() bool, err error) {
 	if err != nil {
 		return nil, err
 	}
+	names, byGroup = splitGroups(names, byGroup)
 	runs := groupRuns(self, names, byGroup, passed, runRest)
 	// The parent-death signal goes with the thread that started a process, not with
 	// the process: start them from a thread that lives as long as this process.
@@ -215,6 +216,90 @@ func startGroups() (wait func() bool, err error) {
 		}
 		return ok
 	}, nil
+}
+
+// groupProcesses is how many processes the tests of a group are divided among, each
+// with a control plane of its own, for the groups that need more than one: the group
+// whose tests, one after another, take longest ends the whole run, and most of a serial
+// test's time is spent waiting (on role bindings and policies to take effect, on
+// reconcile's runs), which a second process overlaps.
+var groupProcesses = map[string]int{
+	"cluster-wide":    2,
+	"every-namespace": 2,
+}
+
+// serialSeconds is about how long the slowest serial tests take, in seconds (measured
+// on a busy machine of 2 cores: go test -json ./test/e2e/); any other counts as
+// defaultSerialSeconds. splitGroups balances the processes of a group by it.
+var serialSeconds = map[string]int{
+	"TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle":                       180,
+	"TestEventsScope_AForbiddenEventInOneNamespaceLeavesTheOthersEvents":                   40,
+	"TestEnvShape_TheOwnerOfASharedInstance_DoesNotChooseTheConsumersEnvironment":          31,
+	"TestLimits_DocumentedRoles_MaxBindingsBelowTheBindingsThatExist_CountsEveryNamespace": 27,
+	"TestXNS_TheCrossNamespaceRule":                                                        24,
+	"TestIDsClaims_AClaimOutlivesTheDeletionOfItsRecord":                                   24,
+	"TestIDsKeyed_ANamespaceCreatedAgainCannotUseTheOldOnesIDs":                            21,
+	"TestTrustTarpits_SlowBrokersOfOneTenantStarveNobody":                                  19,
+	"TestMigrateSvcat_MigratesThenReconcileAndVerbsFinishUnderTheOriginalIDs":              18,
+	"TestTrust_DocumentedRoles_TwoUsersDoctorGraphAndCallsLeftToReconcile":                 17,
+	"TestIDsWindow_AForgedStatusDoesNotBindAnotherTenantsUnclaimedID":                      17,
+}
+
+const defaultSerialSeconds = 10
+
+// splitGroups divides each group of groupProcesses among its processes, named after the
+// group ("cluster-wide", "cluster-wide 2", ...): its tests, slowest first (serialSeconds,
+// then by name), each go to the process with the least time so far, and run there in
+// the order serialTests found them. A process left without tests is not started.
+func splitGroups(names []string, byGroup map[string][]string) ([]string, map[string][]string) {
+	var outNames []string
+	out := map[string][]string{}
+	for _, group := range names {
+		n := groupProcesses[group]
+		tests := byGroup[group]
+		if n < 2 || len(tests) < 2 {
+			outNames = append(outNames, group)
+			out[group] = tests
+			continue
+		}
+		seconds := func(name string) int {
+			if s, ok := serialSeconds[name]; ok {
+				return s
+			}
+			return defaultSerialSeconds
+		}
+		order := slices.Clone(tests)
+		slices.SortStableFunc(order, func(a, b string) int {
+			if c := seconds(b) - seconds(a); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+		load := make([]int, n)
+		process := map[string]int{}
+		for _, name := range order {
+			i := slices.Index(load, slices.Min(load))
+			process[name] = i
+			load[i] += seconds(name)
+		}
+		for i := range n {
+			name := group
+			if i > 0 {
+				name = fmt.Sprintf("%s %d", group, i+1)
+			}
+			var mine []string
+			for _, test := range tests {
+				if process[test] == i {
+					mine = append(mine, test)
+				}
+			}
+			if len(mine) > 0 {
+				outNames = append(outNames, name)
+				out[name] = mine
+			}
+		}
+	}
+	return outNames, out
 }
 
 // groupRuns are the processes of the groups names, each with its tests byGroup.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,5 +26,30 @@ func TestEveryTestRunsInParallelOrSaysWhyNot(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		t.Errorf("these tests neither call t.Parallel() nor serial(t, \"why\") first:\n%s", strings.Join(missing, "\n"))
+	}
+}
+
+// A group of groupProcesses is dealt among its processes, slowest tests first, each
+// test to exactly one process, in the order the group lists them; other groups stay
+// whole.
+func TestSplitGroups_DealsEachTestToOneProcess(t *testing.T) {
+	t.Parallel()
+	slowest := "TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle"
+	names, byGroup := splitGroups([]string{"every-namespace", "plain-path"}, map[string][]string{
+		"every-namespace": {"TestA", slowest, "TestB", "TestC"},
+		"plain-path":      {"TestD", "TestE"},
+	})
+	want := []string{"every-namespace", "every-namespace 2", "plain-path"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("processes %v, want %v", names, want)
+	}
+	if got := byGroup["every-namespace"]; !slices.Equal(got, []string{slowest}) {
+		t.Errorf("the slowest test's process runs %v", got)
+	}
+	if got := byGroup["every-namespace 2"]; !slices.Equal(got, []string{"TestA", "TestB", "TestC"}) {
+		t.Errorf("the other process runs %v", got)
+	}
+	if got := byGroup["plain-path"]; !slices.Equal(got, []string{"TestD", "TestE"}) {
+		t.Errorf("a group not split runs %v", got)
 	}
 }

@@ -75,8 +75,10 @@ func Reserved(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 // Reserve takes a place for b among the bindings of an instance with maxBindings,
 // before b's first bind call: a write of the instance's status guarded by its
 // resourceVersion, retried on conflicts, so that concurrent binds never take more places
-// than the limit. Every binding of the instance that exists counts (placesTaken): those
-// bound before the limit was set take their places in the same write. A place whose
+// than the limit. Every binding of the instance that exists counts (placesTaken), but
+// only a place the instance's status holds is kept in the write: a binding whose status
+// alone says the broker may hold it (bound before the limit was set, or a first bind
+// in flight) counts for as long as it says so, and gets no place by it. A place whose
 // binding record is gone is given back first. A user who may not write the instance's
 // record, or may not list the bindings of a namespace that counts, leaves the bind to
 // reconcile. read is the instance as this step read it: an instance without a limit is
@@ -113,8 +115,11 @@ func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, 
 		limit := *x.Spec.MaxBindings
 		places := placesTaken(x, listed, unseen, b, false)
 		// A rotation's bind is that of a binding that exists, made before the limit:
-		// it keeps the place it holds, even above a lowered limit.
-		rotation := b.Status.Bound != nil && b.RotatedFrom() != nil
+		// it keeps the place it holds, even above a lowered limit. Only its status
+		// says it is bound and rotates, and whoever may write its ConfigMap writes
+		// that: a binding created after a place was reserved under the limit was made
+		// under it, and takes a place like any other (madeBeforePlaces).
+		rotation := b.Status.Bound != nil && b.RotatedFrom() != nil && madeBeforePlaces(x, b)
 		if int32(len(places)) >= limit && !rotation {
 			places = auth.liveConsumers(ctx, places)
 		}
@@ -124,7 +129,14 @@ func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, 
 		if blind := Uncounted(x, unseen); len(blind) > 0 && !rotation {
 			return auth.env().LeftToReconcile(fmt.Sprintf("you may not list the bindings of namespace(s) %s, which count against the limit of %d bindings of instance %q in namespace %q, so reconcile, which sees every namespace, takes the binding's place and sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)", strings.Join(blind, ", "), limit, name, ns), nil)
 		}
-		x.Status.Consumers = append(places, v1alpha1.ConsumerReservation{
+		// The places kept are those the instance's status held: a binding counted
+		// because its status says the broker may hold it (bound before the limit, or
+		// a first bind in flight) counts, but takes no place of its own that way, or a
+		// status written by hand would give it one, and its bind would then pass as
+		// one that holds its place.
+		x.Status.Consumers = append(slices.DeleteFunc(places, func(c v1alpha1.ConsumerReservation) bool {
+			return !slices.ContainsFunc(x.Status.Consumers, func(k v1alpha1.ConsumerReservation) bool { return k.UID == c.UID })
+		}), v1alpha1.ConsumerReservation{
 			Namespace: b.Namespace, Name: b.Name, UID: string(b.UID), ReservedAt: metav1.NewTime(auth.env().Now()),
 		})
 		_, err = auth.env().Store.Instances().Update(ctx, x)
@@ -139,6 +151,19 @@ func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, 
 			return err
 		}
 	}
+}
+
+// madeBeforePlaces reports whether binding b was created no later than every place
+// reserved for another binding under inst's limit: a place is reserved only once the
+// limit is in force, so a binding created after one was made under the limit. The
+// creation time is the API server's, which no writer of the binding can change.
+func madeBeforePlaces(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	for _, c := range inst.Status.Consumers {
+		if c.UID != string(b.UID) && c.ReservedAt.Before(&b.CreationTimestamp) {
+			return false
+		}
+	}
+	return true
 }
 
 // limitReached is the refusal of a bind to inst, whose places are all taken by places:
