@@ -52,9 +52,10 @@ type limitHistory struct {
 }
 
 // noteLimits records the limits of the instances' specs as they are now, and the
-// step each binding record was first seen at.
+// step each binding record was first seen at (with -sim.limits, and with -sim.upcreds,
+// whose users change the limits too).
 func (w *world) noteLimits(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding) {
-	if !w.limitsOn {
+	if !w.limitsOn && !*upCreds {
 		return
 	}
 	for _, x := range insts {
@@ -212,4 +213,20 @@ func (w *world) limitsTask(e *engine.Engine, ns, inst string, follow engine.Foll
 		_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, Follow: follow})
 		return err
 	}, true
+}
+
+// letSince reports whether one of the versions of inst's spec in force since binding b's
+// record was first seen let b's namespace bind (its allowed namespaces were empty or
+// named it).
+func (w *world) letSince(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	h := w.limits[inst.Namespace+"/"+inst.Name+"/"+string(inst.UID)]
+	if h == nil {
+		return false
+	}
+	for _, v := range h.since(w.bindingSeen[string(b.UID)]) {
+		if v.anyNamespace || slices.Contains(v.namespaces, b.Namespace) {
+			return true
+		}
+	}
+	return false
 }
