@@ -25,7 +25,8 @@ import (
 // allowed (every namespace, while allowedNamespaces was empty), and the broker holds (or
 // is creating) fewer other bindings of the instance (but those it lied about or an
 // --abandon left there) than the largest of their maxBindings (none while one had no
-// limit). A limit lowered while binds race may leave more bindings than the new limit
+// limit); the ids of one binding record (a rotation's new id and the one it replaces)
+// are one binding. A limit lowered while binds race may leave more bindings than the new limit
 // (they stay; no new one is made), never more than a limit in force since.
 
 var limitsWorld = flag.Bool("sim.limits", false, "let dev's users change their instances' maxBindings and allowedNamespaces while bindings are made")
@@ -173,7 +174,19 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 			making[op.id] = true
 		}
 	}
-	held := len(making)
+	// A binding record holds one place whatever the ids the broker holds or makes of it:
+	// a rotation's new id and the one it replaces keep the one place (docs/instances.md).
+	places := map[string]bool{}
+	for id := range making {
+		place := "id " + id
+		for _, b := range binds {
+			if slices.Contains(bindingIDs(b), id) {
+				place = "record " + string(b.UID)
+			}
+		}
+		places[place] = true
+	}
+	held := len(places)
 	if held >= int(most) {
 		w.fail("a bind %s of instance %s/%s reached the broker, which holds or is making %d other bindings of it: more than any maxBindings it had since the binding was written (at most %d)",
 			bindingID, inst.Namespace, inst.Name, held, most)
