@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
@@ -26,7 +27,8 @@ import (
 // is creating) fewer other bindings of the instance (but those it lied about or an
 // --abandon left there) than the largest of their maxBindings (none while one had no
 // limit); the ids of one binding record (a rotation's new id and the one it replaces)
-// are one binding. A limit lowered while binds race may leave more bindings than the new limit
+// are one binding, and a binding of another namespace the instance no longer lets bind
+// (being revoked) is none. A limit lowered while binds race may leave more bindings than the new limit
 // (they stay; no new one is made), never more than a limit in force since.
 
 var limitsWorld = flag.Bool("sim.limits", false, "let dev's users change their instances' maxBindings and allowedNamespaces while bindings are made")
@@ -176,15 +178,23 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 	}
 	// A binding record holds one place whatever the ids the broker holds or makes of it:
 	// a rotation's new id and the one it replaces keep the one place (docs/instances.md).
+	// A binding of another namespace the instance no longer lets bind holds no place: it
+	// is being revoked, and a namespace affects the instance only through a grant in force
+	// (docs/security.md), though the broker holds it until it is unbound.
 	places := map[string]bool{}
 	for id := range making {
 		place := "id " + id
 		for _, b := range binds {
 			if slices.Contains(bindingIDs(b), id) {
 				place = "record " + string(b.UID)
+				if b.Namespace != inst.Namespace && !authority.Lets(inst, b.Namespace) {
+					place = ""
+				}
 			}
 		}
-		places[place] = true
+		if place != "" {
+			places[place] = true
+		}
 	}
 	held := len(places)
 	if held >= int(most) {
