@@ -43,9 +43,9 @@ func (auth *Authority) CheckConsumer(ctx context.Context, b *v1alpha1.ServiceBin
 	if b.CrossNamespace() && !Lets(inst, b.Namespace) {
 		return NotReached(b)
 	}
-	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, b.Namespace) {
+	if !allowedNamespace(inst, b) {
 		return Refused(ReasonRefusedNamespaceNotAllowed, "instance %q in namespace %q allows bindings only from namespaces %s, not from %q: its owner adds it with \"kubectl catalog update %s --allowed-namespaces ... -n %s\"",
-			inst.Name, inst.Namespace, strings.Join(allowed, ", "), b.Namespace, inst.Name, inst.Namespace)
+			inst.Name, inst.Namespace, strings.Join(inst.Spec.AllowedNamespaces, ", "), b.Namespace, inst.Name, inst.Namespace)
 	}
 	if !b.CrossNamespace() {
 		return nil
@@ -228,8 +228,9 @@ type consumersListed struct {
 // less those whose binding is gone (its namespace listed, the binding not among listed),
 // and every binding listed that the broker may hold and that holds no place (one bound
 // before the limit was set, or while there was none). Only the namespaces inst lets bind
-// now count: a namespace no longer granted affects the instance no more, and its
-// bindings are being removed.
+// now count, and its own (holdsPlaces): a namespace no longer granted affects the
+// instance no more, and its bindings are being removed, while the bindings of the
+// instance's own namespace stay when its allowed namespaces leave it out.
 func PlacesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBinding, unseen []string) []v1alpha1.ConsumerReservation {
 	return placesTaken(inst, listed, unseen, nil, true)
 }
@@ -245,7 +246,7 @@ func placesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBindi
 	var places []v1alpha1.ConsumerReservation
 	held := map[string]bool{}
 	for _, c := range inst.Status.Consumers {
-		if !Lets(inst, c.Namespace) || held[c.UID] || (self != nil && c.UID == string(self.UID)) {
+		if !holdsPlaces(inst, c.Namespace) || held[c.UID] || (self != nil && c.UID == string(self.UID)) {
 			continue
 		}
 		if prune && !byUID[c.UID] && !slices.Contains(unseen, c.Namespace) {
@@ -257,7 +258,7 @@ func placesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBindi
 	var adopted []v1alpha1.ConsumerReservation
 	for _, b := range listed {
 		uid := string(b.UID)
-		if held[uid] || (self != nil && uid == string(self.UID)) || !Lets(inst, b.Namespace) || !BindingHeldAtBroker(b) {
+		if held[uid] || (self != nil && uid == string(self.UID)) || !holdsPlaces(inst, b.Namespace) || !BindingHeldAtBroker(b) {
 			continue
 		}
 		if self != nil && firstBindInFlight(self) && firstBindInFlight(b) && madeBefore(self, b) {
@@ -278,7 +279,7 @@ func placesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBindi
 func Uncounted(inst *v1alpha1.ServiceInstance, unseen []string) []string {
 	var out []string
 	for _, ns := range unseen {
-		if Lets(inst, ns) && !slices.Contains(out, ns) {
+		if holdsPlaces(inst, ns) && !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
 	}
@@ -337,12 +338,42 @@ var (
 	ListConsumers    = records.ListConsumersUnreadable
 )
 
-// Granted reports whether inst (as its spec now stands) lets b's namespace bind to it.
+// Granted reports whether inst (as its spec now stands) lets b's namespace bind to it:
+// within its allowed namespaces (allowedNamespace), and of its own namespace or of one it
+// is shared with.
 func Granted(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
-	if allowed := inst.Spec.AllowedNamespaces; len(allowed) > 0 && !slices.Contains(allowed, b.Namespace) {
+	if !allowedNamespace(inst, b) {
 		return false
 	}
 	return !b.CrossNamespace() || slices.Contains(inst.Spec.SharedWith, b.Namespace)
+}
+
+// allowedNamespace reports whether inst's allowed namespaces let binding b use it: the
+// list is empty or names b's namespace, or b is a binding of inst's own namespace that is
+// bound already (OwnBindingStays).
+func allowedNamespace(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	allowed := inst.Spec.AllowedNamespaces
+	return len(allowed) == 0 || slices.Contains(allowed, b.Namespace) || OwnBindingStays(inst, b)
+}
+
+// OwnBindingStays reports whether b is a binding of inst's own namespace that is bound
+// (at the broker, or a copy of a user-provided instance's credentials). Such a binding
+// stays when inst's allowed namespaces leave its namespace out, and keeps following inst:
+// it is rotated, it gets the copy of new credentials, and it holds its place under the
+// limit. Only new binds of that namespace are refused. Its status is free to write for
+// whoever may write that namespace's ConfigMaps, who may as well write the instance's
+// spec (the allowed namespaces are no bound against the owner's own namespace), and a
+// copy is still made only of what the binding's author may read.
+func OwnBindingStays(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	ns, name := b.InstanceRef()
+	return b.Namespace == inst.Namespace && ns == inst.Namespace && name == inst.Name && b.Status.Bound != nil
+}
+
+// holdsPlaces reports whether the bindings of namespace ns hold places under inst's
+// limit: those of a namespace inst lets bind now, and those of its own namespace, which
+// stay when its allowed namespaces leave it out (OwnBindingStays).
+func holdsPlaces(inst *v1alpha1.ServiceInstance, ns string) bool {
+	return ns == inst.Namespace || Lets(inst, ns)
 }
 
 // BindingHeldAtBroker reports whether b's status says a broker may hold something of it,

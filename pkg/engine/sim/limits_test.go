@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/authority"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
@@ -25,7 +26,9 @@ import (
 // allowed (every namespace, while allowedNamespaces was empty), and the broker holds (or
 // is creating) fewer other bindings of the instance (but those it lied about or an
 // --abandon left there) than the largest of their maxBindings (none while one had no
-// limit). A limit lowered while binds race may leave more bindings than the new limit
+// limit); the ids of one binding record (a rotation's new id and the one it replaces)
+// are one binding, and a binding of another namespace the instance no longer lets bind
+// (being revoked) is none. A limit lowered while binds race may leave more bindings than the new limit
 // (they stay; no new one is made), never more than a limit in force since.
 
 var limitsWorld = flag.Bool("sim.limits", false, "let dev's users change their instances' maxBindings and allowedNamespaces while bindings are made")
@@ -52,9 +55,10 @@ type limitHistory struct {
 }
 
 // noteLimits records the limits of the instances' specs as they are now, and the
-// step each binding record was first seen at.
+// step each binding record was first seen at (with -sim.limits, and with -sim.upcreds,
+// whose users change the limits too).
 func (w *world) noteLimits(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding) {
-	if !w.limitsOn {
+	if !w.limitsOn && !*upCreds {
 		return
 	}
 	for _, x := range insts {
@@ -172,7 +176,27 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 			making[op.id] = true
 		}
 	}
-	held := len(making)
+	// A binding record holds one place whatever the ids the broker holds or makes of it:
+	// a rotation's new id and the one it replaces keep the one place (docs/instances.md).
+	// A binding of another namespace the instance no longer lets bind holds no place: it
+	// is being revoked, and a namespace affects the instance only through a grant in force
+	// (docs/security.md), though the broker holds it until it is unbound.
+	places := map[string]bool{}
+	for id := range making {
+		place := "id " + id
+		for _, b := range binds {
+			if slices.Contains(bindingIDs(b), id) {
+				place = "record " + string(b.UID)
+				if b.Namespace != inst.Namespace && !authority.Lets(inst, b.Namespace) {
+					place = ""
+				}
+			}
+		}
+		if place != "" {
+			places[place] = true
+		}
+	}
+	held := len(places)
 	if held >= int(most) {
 		w.fail("a bind %s of instance %s/%s reached the broker, which holds or is making %d other bindings of it: more than any maxBindings it had since the binding was written (at most %d)",
 			bindingID, inst.Namespace, inst.Name, held, most)
@@ -212,4 +236,20 @@ func (w *world) limitsTask(e *engine.Engine, ns, inst string, follow engine.Foll
 		_, err := e.Bind(ctx, engine.BindRequest{Namespace: ns, Instance: inst, Name: bind, Follow: follow})
 		return err
 	}, true
+}
+
+// letSince reports whether one of the versions of inst's spec in force since binding b's
+// record was first seen let b's namespace bind (its allowed namespaces were empty or
+// named it).
+func (w *world) letSince(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
+	h := w.limits[inst.Namespace+"/"+inst.Name+"/"+string(inst.UID)]
+	if h == nil {
+		return false
+	}
+	for _, v := range h.since(w.bindingSeen[string(b.UID)]) {
+		if v.anyNamespace || slices.Contains(v.namespaces, b.Namespace) {
+			return true
+		}
+	}
+	return false
 }
