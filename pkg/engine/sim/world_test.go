@@ -99,6 +99,10 @@ type world struct {
 	bindingSeen     map[string]int
 	// recorded are the Events the processes' engines recorded (events_test.go).
 	recorded []recordedEvent
+	// staticShardsOn: the reconcile replicas run with a static --shard each; steppedBy is
+	// the shard that stepped each record (staticshard_test.go).
+	staticShardsOn bool
+	steppedBy      map[string]int
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -192,6 +196,7 @@ func newWorld(seed uint64) *world {
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
 	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
+	w.staticShardsOn = withStaticShards(seed)
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
@@ -537,25 +542,22 @@ func (w *world) quiesce() {
 	}
 	w.landLateWork(true)
 	w.quiesceBrokers()
-	var r *proc
-	for _, p := range w.procs {
-		if p.kind == reconciler {
-			r = p
-		}
-	}
 	for round := 0; round < 40; round++ {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
 		w.kubeStep(true)
 		w.modelQuiesce()
-		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
-		for r.alive && !w.stuck {
-			// Nothing else moves: time goes to when the run waits for.
-			if w.t.Before(r.waiting) {
-				w.t = r.waiting
+		// The last replica, or one of each static shard in turn (staticshard_test.go).
+		for _, r := range w.quiescers() {
+			w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
+			for r.alive && !w.stuck {
+				// Nothing else moves: time goes to when the run waits for.
+				if w.t.Before(r.waiting) {
+					w.t = r.waiting
+				}
+				w.landLateWork(false)
+				w.run(r)
 			}
-			w.landLateWork(false)
-			w.run(r)
 		}
 		w.kubeStep(true)
 		if w.settled() || w.stuck {
