@@ -301,6 +301,7 @@ func (w *world) checkQuiescence() {
 		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
 	w.checkHeldPlans(insts)
+	w.checkHeldMaintenance(insts) // upgrade_test.go
 	w.checkNamespaceGone()
 	w.checkRevoked(insts)
 	w.checkReleases()

@@ -103,6 +103,10 @@ type world struct {
 	// the shard that stepped each record (staticshard_test.go).
 	staticShardsOn bool
 	steppedBy      map[string]int
+	// upgradeOn: plans have maintenance versions that move on in this seed; upgrade is
+	// what the broker keeps of them (upgrade_test.go).
+	upgradeOn bool
+	upgrade   upgradeState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -197,6 +201,7 @@ func newWorld(seed uint64) *world {
 	w.brokersOn = withBrokers(seed)
 	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
 	w.staticShardsOn = withStaticShards(seed)
+	w.upgradeOn = withUpgrade(seed)
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
@@ -225,6 +230,7 @@ func newWorld(seed uint64) *world {
 		w.setupBrokersWorld()
 		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
 	}
+	w.setupUpgrade()
 	return w
 }
 
@@ -301,6 +307,7 @@ func (p *proc) reset() {
 		if p.w.brokersOn {
 			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })
 		}
+		p.w.configureUpgrade(c, p.st, func() *engine.Engine { return p.eng }) // upgrade_test.go
 	})
 	if p.kind == reconciler {
 		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
@@ -423,6 +430,7 @@ func (w *world) step() {
 	w.advance()
 	w.landLateWork(false)
 	w.kubeStep(false)
+	w.upgradeStep()
 	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
 	// A claim shorter than the client's timeout cannot keep others away from the request
@@ -547,6 +555,7 @@ func (w *world) quiesce() {
 		w.landLateWork(true)
 		w.kubeStep(true)
 		w.modelQuiesce()
+		w.quiesceUpgrade()
 		// The last replica, or one of each static shard in turn (staticshard_test.go).
 		for _, r := range w.quiescers() {
 			w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
