@@ -75,6 +75,9 @@ func (w *world) acmeService() osb.Service {
 		BindingsRetrievable: w.rates.asyncBind,
 		Plans:               []osb.Plan{{ID: planSmall, Name: "small", Description: "small"}, {ID: planLarge, Name: "large", Description: "large"}}}
 	for i := range s.Plans {
+		if !w.upgradeOn {
+			break
+		}
 		s.Plans[i].MaintenanceInfo = &osb.MaintenanceInfo{Version: maintenanceVersion(w.upgrade.current[s.Plans[i].ID])}
 	}
 	return s

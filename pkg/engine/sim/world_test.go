@@ -107,6 +107,10 @@ type world struct {
 	// what the broker keeps of them (upgrade_test.go).
 	upgradeOn bool
 	upgrade   upgradeState
+	// migrateOn: svcat's objects are served and migrated in this seed; migration is what
+	// that world keeps (migrate_test.go).
+	migrateOn bool
+	migration migrateState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -202,6 +206,7 @@ func newWorld(seed uint64) *world {
 	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
 	w.staticShardsOn = withStaticShards(seed)
 	w.upgradeOn = withUpgrade(seed)
+	w.migrateOn = withMigrate(seed)
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
@@ -231,6 +236,7 @@ func newWorld(seed uint64) *world {
 		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
 	}
 	w.setupUpgrade()
+	w.setupMigrate()
 	return w
 }
 
@@ -556,6 +562,7 @@ func (w *world) quiesce() {
 		w.kubeStep(true)
 		w.modelQuiesce()
 		w.quiesceUpgrade()
+		w.quiesceMigrate()
 		// The last replica, or one of each static shard in turn (staticshard_test.go).
 		for _, r := range w.quiescers() {
 			w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
