@@ -321,7 +321,6 @@ func (w *world) checkMigratedRecord(o oldObject, x metav1.Object, annotations ma
 	}
 }
 
-
 // unmigrated reports an id of a svcat object that no record of its namespace names
 // yet: the tenant does not know it. An id svcat made is bound to nothing, so the first
 // record that adopts it keeps it (docs/security.md, "Adopting an id"): a tenant who
