@@ -254,7 +254,10 @@ func (w *world) checkMigrated(insts []*v1alpha1.ServiceInstance, binds []*v1alph
 		}
 		var own []string
 		mine := 0
-		_, heldI := w.ledger.Instance(o.id)
+		// (Once deprovisioned, the id is bound to nothing: the tenant's record may
+		// provision it anew, for her namespace.)
+		h, heldI := w.ledger.Instance(o.id)
+		heldI = heldI && h.Namespace == o.ns
 		heldB := false
 		for _, x := range insts {
 			if o.kind != "ServiceInstance" || !slices.Contains(append(instanceIDs(x), x.Spec.ExternalID), o.id) {
