@@ -10,13 +10,19 @@ import (
 )
 
 // cleanup deletes the old objects that were migrated, or hold nothing at the broker:
-// bindings first, then instances, then brokers none of whose instances stays behind.
-// Their finalizers are removed first, since no controller is left to remove them.
+// bindings first, then instances none of whose bindings stays behind, then brokers none
+// of whose instances stays behind (a binding left behind is migrated by a later run,
+// which resolves its instance through the old object). Their finalizers are removed
+// first, since no controller is left to remove them.
 func (m *Migrator) cleanup(ctx context.Context, o Options, out []Outcome) []Outcome {
 	stay := map[string]bool{} // brokers an old instance left behind still uses
+	kept := map[string]bool{} // old instances ("namespace/name") a binding left behind names
 	for _, oc := range out {
 		if oc.Kind == "ServiceInstance" && !oc.clean {
 			stay["any"] = true
+		}
+		if oc.Kind == "ServiceBinding" && !oc.clean {
+			kept[oc.Namespace+"/"+oc.instance] = true
 		}
 	}
 	for _, kind := range []string{"ServiceBinding", "ServiceInstance", "ServiceBroker", "ClusterServiceBroker"} {
@@ -27,6 +33,10 @@ func (m *Migrator) cleanup(ctx context.Context, o Options, out []Outcome) []Outc
 			}
 			if (kind == "ServiceBroker" || kind == "ClusterServiceBroker") && stay["any"] {
 				oc.Reason = join(oc.Reason, "old object kept: an instance that was not migrated may still use it")
+				continue
+			}
+			if kind == "ServiceInstance" && kept[oc.Namespace+"/"+oc.Name] {
+				oc.Reason = join(oc.Reason, "old object kept: a binding of it that was not migrated still names it")
 				continue
 			}
 			if o.DryRun {

@@ -72,6 +72,8 @@ type Outcome struct {
 	// clean says --cleanup may delete the old object: it was migrated, or the broker
 	// holds nothing of it.
 	clean bool
+	// instance is the name of a binding's instance (spec.instanceRef).
+	instance string
 }
 
 // NotServedError says the cluster serves no servicecatalog.k8s.io/v1beta1.
@@ -175,6 +177,9 @@ func (m *Migrator) Run(ctx context.Context, o Options) ([]Outcome, error) {
 			u := &items[i]
 			oc := res.one(ctx, o, u)
 			oc.Kind, oc.Namespace, oc.Name, oc.uid, oc.gvr = res.kind, u.GetNamespace(), u.GetName(), u.GetUID(), res.gvr
+			if res.gvr == ServiceBindings {
+				oc.instance = str(u, "spec", "instanceRef", "name")
+			}
 			if oc.Result == ResultWouldMigrate {
 				oc.clean = true // a dry run's cleanup says what the real one would delete
 			}

@@ -97,6 +97,9 @@ func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.
 	if name, task, ok := w.limitsTask(e, ns, inst, follow); ok {
 		return name, task
 	}
+	if name, task, ok := w.upgradeTask(e, ns, inst, follow); ok {
+		return name, task // upgrade_test.go
+	}
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
 	// An OSB id bound to nothing, as one taken over from another platform is
 	// (--external-id): the spec's id is the record's on the claim of who adopted it first.
@@ -333,7 +336,7 @@ func (w *world) foreignIDs(ns string) (foreign, instances, bindings []string) {
 		if !*foreignIDs {
 			break
 		}
-		if h.Namespace != ns {
+		if h.Namespace != ns && !w.unmigrated(h.ID) { // (migrate_test.go)
 			foreign, instances = append(foreign, h.ID), append(instances, h.ID)
 		}
 	}
@@ -341,7 +344,7 @@ func (w *world) foreignIDs(ns string) (foreign, instances, bindings []string) {
 		if !*foreignIDs {
 			break
 		}
-		if h.Namespace != ns {
+		if h.Namespace != ns && !w.unmigrated(h.ID) {
 			foreign, bindings = append(foreign, h.ID), append(bindings, h.ID)
 		}
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +21,7 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 		put := func() {
 			l.PutInstance(fake.Held{ID: r.InstanceID, Namespace: ns, PlanID: r.PlanID})
 			w.provisionedParams(r.InstanceID, r.Parameters)
+			w.provisionedMaintenance(r.InstanceID, r.PlanID, r.MaintenanceInfo) // upgrade_test.go
 		}
 		o := w.call(ctx, fake.MethodProvision, r.InstanceID, func() outcome {
 			if o, ok := w.rogue(rogueProvision, r.InstanceID, put, nil, nil); ok {
@@ -35,6 +37,9 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 					return outcome{what: "200 (identical request) with a 1.1 MB dashboard URL", status: 200, dashboard: hugeURL}
 				}
 				return outcome{what: "200 (identical request)", status: 200}
+			}
+			if o, ok := w.staleMaintenance(r.PlanID, r.MaintenanceInfo); ok {
+				return o // upgrade_test.go
 			}
 			if w.faulty() {
 				switch w.faultOf(7, 2) {
@@ -77,6 +82,7 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			}
 			if _, ok := l.Instance(r.InstanceID); ok {
 				w.updatedParams(r.InstanceID, r.Parameters)
+				w.updatedMaintenance(r.InstanceID, r.MaintenanceInfo) // upgrade_test.go
 			}
 		}
 		o := w.call(ctx, fake.MethodUpdate, r.InstanceID, func() outcome {
@@ -88,6 +94,12 @@ func (w *world) updateHandler(l *fake.Ledger) func(ctx context.Context, r *osb.U
 			}
 			if _, ok := l.Instance(r.InstanceID); !ok {
 				return outcome{what: "404 (no such instance)", err: httpErr(404, "", "no such instance")}
+			}
+			if h, _ := l.Instance(r.InstanceID); true {
+				plan := cmp.Or(r.PlanID, h.PlanID)
+				if o, ok := w.staleMaintenance(plan, r.MaintenanceInfo); ok {
+					return o // upgrade_test.go
+				}
 			}
 			if w.faulty() {
 				switch w.faultOf(4, 2) {
@@ -126,7 +138,9 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 			// (The tenant may forge her own records into deleting her instance under her own
 			// binding: only her namespace is hurt. A binding the broker said was gone while
 			// it held it is one the engine cannot know of.)
-			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool { return h.Namespace == "t" || w.book.lied(h.ID) || w.abandonedID(h.ID, "") }); len(bs) > 0 {
+			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool {
+				return h.Namespace == "t" || w.book.lied(h.ID) || w.abandonedID(h.ID, "") || w.unmigrated(h.ID)
+			}); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}
 			if bs := w.bindsUnderWay(r.InstanceID); len(bs) > 0 {

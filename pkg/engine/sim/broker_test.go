@@ -131,6 +131,7 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 		w.fail("two requests in flight at the broker for one id: %v", overlap)
 	}
 	w.checkNamespace(p, method, id)
+	w.checkMigrationCall(p, method, id) // migrate_test.go
 	start := w.t
 	o := decide()
 	work := &lateWork{req: req, until: start.Add(time.Duration(w.rng.IntN(int(callTimeout/time.Second))) * time.Second), o: o}

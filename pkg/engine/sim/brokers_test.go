@@ -494,7 +494,7 @@ func (w *world) ownTask(e *engine.Engine, follow engine.Follow) (string, func(co
 // first created through a broker whose record is gone (but what --force left behind),
 // and registers beta again if it is not, so that its records can settle.
 func (w *world) quiesceBrokers() {
-	if w.brokers == nil {
+	if w.brokers == nil || !w.brokersOn { // (the upgrade world serves acme's catalog only)
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.brokers.via)) {

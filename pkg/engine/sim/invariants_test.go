@@ -301,6 +301,8 @@ func (w *world) checkQuiescence() {
 		w.checkFinal("binding", x, &x.Status.OperationStatus, ids)
 	}
 	w.checkHeldPlans(insts)
+	w.checkHeldMaintenance(insts) // upgrade_test.go
+	w.checkMigrated(insts, binds) // migrate_test.go
 	w.checkNamespaceGone()
 	w.checkRevoked(insts)
 	w.checkReleases()
@@ -310,12 +312,12 @@ func (w *world) checkQuiescence() {
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied
 	for _, h := range w.ledger.Instances() {
-		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) && !w.abandonedID(h.ID, "") {
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) && !w.abandonedID(h.ID, "") && !w.leftBySvcat(h.ID) {
 			w.fail("the broker holds instance %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
 		}
 	}
 	for _, h := range w.ledger.Bindings() {
-		if w.abandonedID(h.ID, h.InstanceID) || w.nextReleaseOwns(h.ID) {
+		if w.abandonedID(h.ID, h.InstanceID) || w.nextReleaseOwns(h.ID) || w.leftBySvcat(h.ID) {
 			continue
 		}
 		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {

@@ -73,6 +73,7 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 		return err
 	}
 	o.Group = g
+	o.Shard = p.staticShard() // staticshard_test.go
 	p.apiFaults = 0
 	sum, err := p.rec.Run(ctx, o)
 	if err != nil {
@@ -93,7 +94,8 @@ func (p *proc) rotateDue(ctx context.Context) error {
 		return err
 	}
 	for _, b := range binds {
-		if b.Status.Bound == nil || b.DeletionTimestamp != nil || !p.w.chance(20) {
+		// (--rotate-due selects the bindings of the replica's shard: staticshard_test.go.)
+		if b.Status.Bound == nil || b.DeletionTimestamp != nil || !p.inShard(b.Namespace, b.Name) || !p.w.chance(20) {
 			continue
 		}
 		p.w.logf("%-14s rotation due %s/%s", p.name, b.Namespace, b.Name)
@@ -145,6 +147,7 @@ func (o simObserver) RecordQueued(reconcile.Ref) {}
 func (o simObserver) StepStarted(ref reconcile.Ref, action string) {
 	o.p.record = ref.Namespace + "/" + ref.Name
 	o.p.w.logf("%-14s step %s: %s", o.p.name, ref, action)
+	o.p.checkShard(ref) // staticshard_test.go
 }
 
 func (o simObserver) StepScheduled(ref reconcile.Ref, at time.Time, why string) {

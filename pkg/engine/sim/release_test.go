@@ -74,6 +74,10 @@ func (w *world) worldTask(p *proc) (string, func(context.Context) error) {
 		return w.secretEditorTask()
 	case "dry-run":
 		return w.dryRunTask(p)
+	case maintainerName:
+		return w.maintainerTask(p) // upgrade_test.go
+	case migratorName:
+		return w.migratorTask(p) // migrate_test.go
 	}
 	if p.name == "release-old" {
 		if !w.faults || w.rng.IntN(3) > 0 {

@@ -37,7 +37,7 @@ func (p *proc) shardGroup() *shard.Group {
 		h := fnv.New32a()
 		fmt.Fprintf(h, "member/%d/%s/%d", p.w.seed, p.name, p.gen)
 		p.group = &shard.Group{
-			Name: "sim", ID: fmt.Sprintf("%s-%08x", p.name, h.Sum32()), LeaseDuration: memberLease,
+			Name: p.groupName(), ID: fmt.Sprintf("%s-%08x", p.name, h.Sum32()), LeaseDuration: memberLease,
 			Leases: p.w.cluster.Core.CoordinationV1().Leases(storetest.CatalogNamespace),
 			Now:    p.now,
 			Logf: func(format string, args ...any) {

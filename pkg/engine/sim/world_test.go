@@ -101,6 +101,18 @@ type world struct {
 	recorded []recordedEvent
 	// trust is what the trust policy's world keeps (trust_test.go; nil without it).
 	trust *trustState
+	// staticShardsOn: the reconcile replicas run with a static --shard each; steppedBy is
+	// the shard that stepped each record (staticshard_test.go).
+	staticShardsOn bool
+	steppedBy      map[string]int
+	// upgradeOn: plans have maintenance versions that move on in this seed; upgrade is
+	// what the broker keeps of them (upgrade_test.go).
+	upgradeOn bool
+	upgrade   upgradeState
+	// migrateOn: svcat's objects are served and migrated in this seed; migration is what
+	// that world keeps (migrate_test.go).
+	migrateOn bool
+	migration migrateState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -194,6 +206,9 @@ func newWorld(seed uint64) *world {
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
 	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
+	w.staticShardsOn = withStaticShards(seed)
+	w.upgradeOn = withUpgrade(seed)
+	w.migrateOn = withMigrate(seed)
 	w.book = w.newBook()
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
@@ -224,6 +239,8 @@ func newWorld(seed uint64) *world {
 		w.setupBrokersWorld()
 		w.procs = append(w.procs, w.newProc("admin", verbs, ""))
 	}
+	w.setupUpgrade()
+	w.setupMigrate()
 	return w
 }
 
@@ -302,6 +319,7 @@ func (p *proc) reset() {
 		if p.w.brokersOn {
 			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })
 		}
+		p.w.configureUpgrade(c, p.st, func() *engine.Engine { return p.eng }) // upgrade_test.go
 	})
 	if p.kind == reconciler {
 		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
@@ -425,6 +443,7 @@ func (w *world) step() {
 	w.advance()
 	w.landLateWork(false)
 	w.kubeStep(false)
+	w.upgradeStep()
 	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
 	// A claim shorter than the client's timeout cannot keep others away from the request
@@ -545,25 +564,24 @@ func (w *world) quiesce() {
 	}
 	w.landLateWork(true)
 	w.quiesceBrokers()
-	var r *proc
-	for _, p := range w.procs {
-		if p.kind == reconciler {
-			r = p
-		}
-	}
 	for round := 0; round < 40; round++ {
 		w.t = w.t.Add(11 * time.Minute)
 		w.landLateWork(true)
 		w.kubeStep(true)
 		w.modelQuiesce()
-		w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
-		for r.alive && !w.stuck {
-			// Nothing else moves: time goes to when the run waits for.
-			if w.t.Before(r.waiting) {
-				w.t = r.waiting
+		w.quiesceUpgrade()
+		w.quiesceMigrate()
+		// The last replica, or one of each static shard in turn (staticshard_test.go).
+		for _, r := range w.quiescers() {
+			w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
+			for r.alive && !w.stuck {
+				// Nothing else moves: time goes to when the run waits for.
+				if w.t.Before(r.waiting) {
+					w.t = r.waiting
+				}
+				w.landLateWork(false)
+				w.run(r)
 			}
-			w.landLateWork(false)
-			w.run(r)
 		}
 		w.kubeStep(true)
 		if w.settled() || w.stuck {
