@@ -106,6 +106,12 @@ func listCosts(total, pending, runs int) error {
 		{"every record's metadata, pages of 500", func() (int, error) {
 			return metaList(metav1.ListOptions{LabelSelector: kinds, Limit: 500})
 		}},
+		{"every record's metadata, pages of 2000", func() (int, error) {
+			return metaList(metav1.ListOptions{LabelSelector: kinds, Limit: 2000})
+		}},
+		{"every record's metadata, pages of 5000", func() (int, error) {
+			return metaList(metav1.ListOptions{LabelSelector: kinds, Limit: 5000})
+		}},
 		{"every record's metadata, one page", func() (int, error) {
 			return metaList(metav1.ListOptions{LabelSelector: kinds})
 		}},
