@@ -119,7 +119,7 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.IntVar(&o.Workers, "workers", 8, "How many engine steps (broker calls) are taken at once; records waiting for their next poll or retry do not hold a worker.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due within this is waited for (also one set before the run); one due later is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows, and leave a record not due when the run starts for a later run (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
-	fs.DurationVar(&o.FullPassInterval, "full-pass-interval", DefaultFullPassInterval, "How often a run lists the metadata of every record in scope (a full pass), which finds a record deleted by \"kubectl delete configmap\"; the runs in between list only the records labelled pending and those of namespaces being deleted. The last full pass over every namespace is recorded in the catalog namespace, for the next processes. 0: every run.")
+	fs.DurationVar(&o.FullPassInterval, "full-pass-interval", DefaultFullPassInterval, "How often a run lists the metadata of every record in scope (a full pass), which finds a record deleted by \"kubectl delete configmap\"; the runs in between list only the records labelled pending and those of namespaces being deleted. The last full pass over every namespace is recorded in the catalog namespace, for the next processes. 0 (the default): every run; at scale, 10m or more.")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
 	cmd.Flags().Lookup("dry-run").Usage = `Must be "none" or "client". client: print what would be done, contacting no broker and writing nothing. "server" is not offered: reconcile writes only status, which a server-side dry run cannot show. A bare --dry-run means client.`
@@ -355,7 +355,7 @@ func (o *Options) noVoucherHint(sum reconcile.Summary) {
 }
 
 // DefaultFullPassInterval is --full-pass-interval's default.
-const DefaultFullPassInterval = 10 * time.Minute
+const DefaultFullPassInterval = 0
 
 // DefaultRetryHorizon is --retry-horizon's default for a run by hand.
 const DefaultRetryHorizon = 10 * time.Second
