@@ -354,7 +354,8 @@ func (o *Options) noVoucherHint(sum reconcile.Summary) {
 		n, strings.Join(spaces, ", "))
 }
 
-// DefaultFullPassInterval is --full-pass-interval's default.
+// DefaultFullPassInterval is --full-pass-interval's default: every run makes a full pass,
+// which finds a record deleted by "kubectl delete configmap" at once.
 const DefaultFullPassInterval = 0
 
 // DefaultRetryHorizon is --retry-horizon's default for a run by hand.
