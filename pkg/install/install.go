@@ -164,10 +164,12 @@ var Permissions = []Permission{
 	},
 	{
 		// The namespace's uid goes into the OSB context of every request.
-		// Without it the namespace's name is sent instead.
+		// Without it the namespace's name is sent instead. Listed: the runs
+		// between two full passes find the namespaces being deleted, whose
+		// records they list (store.ListWork).
 		PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"},
-			Verbs: []string{"get"}},
-		Why: "the namespace uid goes into the OSB context (the name is sent instead without it)",
+			Verbs: []string{"get", "list"}},
+		Why: "the namespace uid goes into the OSB context (the name is sent instead without it); the namespaces being deleted hold records to finish",
 	},
 	{
 		// Who is calling: the originating identity sent to brokers.

@@ -77,6 +77,16 @@ type Options struct {
 	// claim and no change for this long, and whose next step was due this long ago, is
 	// taken up. Default Group.StarvationBound(0).
 	StarvationBound time.Duration
+	// FullPassEvery: a run lists the metadata of every record of its namespaces (a
+	// full pass: the records deleted by "kubectl delete configmap", which only such a
+	// list finds, and the index of every record's OSB ids) when this has passed since
+	// the last full pass; the runs in between list only the records with work
+	// (store.ListWork). The last full pass is this process's or, for a run over every
+	// namespace, the one CatalogNamespace's marker records (store.FullPassMarker). 0:
+	// every run makes a full pass.
+	FullPassEvery time.Duration
+	// CatalogNamespace holds the marker of the last full pass over every namespace.
+	CatalogNamespace string
 
 	// owns is the run's share, set by Run: Shard's and Group's.
 	owns func(namespace, name string) bool
@@ -112,6 +122,8 @@ type Reconciler struct {
 
 	// floors is the run's own retry floor of the records that failed (retryfloor.go).
 	floors retryFloors
+	// fullPasses are the times of this process's full passes (fullpass.go).
+	fullPasses fullPassTimes
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
 	// stepInstance replaces the engine's StepInstance in tests.

@@ -40,20 +40,24 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 			s.gs.Owned = len(s.todo) + len(s.pre)
 		}
 	}()
-	pending, ids, err := r.Store.ListPendingWithIDs(ctx, o.Namespace)
+	pending, ids, err := r.listWork(ctx, o)
 	if err != nil {
 		return nil, nil, s.gs, s.owns, err
 	}
 	if s.gs != nil {
 		s.gs.Listed = len(pending)
 	}
-	// The same list tells which records use which OSB ids: the engine's check that no
-	// older record uses a record's id needs no list per record (the check is
-	// cluster-wide: only the index of a list of every namespace answers it).
+	// A full pass's list tells which records use which OSB ids: the engine's check
+	// that no older record uses a record's id needs no list per record (the check is
+	// cluster-wide: only the index of a list of every namespace answers it). A run
+	// that listed only the records with work has none: each check lists.
 	r.Engine.UseIDIndex(ids)
-	// Before any record is stepped: the id claims of records that have none yet, and
-	// the release of claims whose record is gone. What fails is tried again next run.
-	_ = r.Engine.SettleIDClaims(ctx, o.Namespace, ids)
+	if ids != nil {
+		// Before any record is stepped: the id claims of records that have none
+		// yet, and the release of claims whose record is gone. What fails is tried
+		// again at the next full pass.
+		_ = r.Engine.SettleIDClaims(ctx, o.Namespace, ids)
+	}
 	s.now, s.holder = r.now(), r.Engine.Holder()
 	s.addOversized(ids.Oversized())
 	s.addPending(pending)

@@ -71,7 +71,12 @@ type Options struct {
 	// for, one due later is left for a later run (0: none, as long as MaxDuration
 	// allows; see reconcile.Options.RetryHorizon).
 	RetryHorizon time.Duration
-	Serve        ServeFlags
+	// FullPassInterval: how often a run lists every record's metadata (see
+	// reconcile.Options.FullPassEvery).
+	FullPassInterval time.Duration
+	// CatalogNamespace holds the marker of the last full pass (Complete sets it).
+	CatalogNamespace string
+	Serve            ServeFlags
 	// TrustUnverifiedAuthors acts with the user's own rights on records whose author
 	// cannot be verified.
 	TrustUnverifiedAuthors bool
@@ -114,6 +119,7 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	fs.IntVar(&o.Workers, "workers", 8, "How many engine steps (broker calls) are taken at once; records waiting for their next poll or retry do not hold a worker.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due within this is waited for (also one set before the run); one due later is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows, and leave a record not due when the run starts for a later run (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
+	fs.DurationVar(&o.FullPassInterval, "full-pass-interval", DefaultFullPassInterval, "How often a run lists the metadata of every record in scope (a full pass), which finds a record deleted by \"kubectl delete configmap\"; the runs in between list only the records labelled pending and those of namespaces being deleted. The last full pass over every namespace is recorded in the catalog namespace, for the next processes. 0 (the default): every run; at scale, 10m or more.")
 	fs.StringVar(&o.ShardFlag, "shard", "", "Only the records of shard i of n (i/n, 0-based, by a stable hash of namespace/name), to split the work across CronJobs.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, "")
 	cmd.Flags().Lookup("dry-run").Usage = `Must be "none" or "client". client: print what would be done, contacting no broker and writing nothing. "server" is not offered: reconcile writes only status, which a server-side dry run cannot show. A bare --dry-run means client.`
@@ -155,6 +161,9 @@ func (o *Options) Validate() error {
 	if o.RetryHorizon < 0 {
 		return cmdutil.UsageErrorf("--retry-horizon must not be negative, not %s (0: no horizon)", o.RetryHorizon)
 	}
+	if o.FullPassInterval < 0 {
+		return cmdutil.UsageErrorf("--full-pass-interval must not be negative, not %s (0: every run lists every record)", o.FullPassInterval)
+	}
 	if o.Output != nil {
 		if err := o.Output.Validate(); err != nil {
 			return err
@@ -195,6 +204,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	f.UseBrokerOptions(brokerclient.WithNamespaceBrokerEgress(f.CatalogNamespace, rule))
+	o.CatalogNamespace = f.CatalogNamespace
 	for _, m := range o.Egress.Undetected {
 		if len(o.Egress.Deny) > 0 {
 			break // the administrator gave the ranges
@@ -230,6 +240,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard, DryRun: o.DryRun.Enabled(),
 		RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon, Interrupt: ctx.Done(),
 		TrustUnverifiedAuthors: o.TrustUnverifiedAuthors,
+		FullPassEvery:          o.FullPassInterval, CatalogNamespace: o.CatalogNamespace,
 	}
 	lend, err := o.askToLend(ctx, opts)
 	if err != nil {
@@ -342,6 +353,10 @@ func (o *Options) noVoucherHint(sum reconcile.Summary) {
 	fmt.Fprintf(o.Streams.ErrOut, "%d records were refused because no one vouches for their author: an administrator runs \"kubectl catalog init\" and their owners adopt them (\"kubectl catalog adopt -n NAMESPACE\"), or, trusting everyone who may write ConfigMaps in namespace %s, run again with --trust-namespace-writers\n",
 		n, strings.Join(spaces, ", "))
 }
+
+// DefaultFullPassInterval is --full-pass-interval's default: every run makes a full pass,
+// which finds a record deleted by "kubectl delete configmap" at once.
+const DefaultFullPassInterval = 0
 
 // DefaultRetryHorizon is --retry-horizon's default for a run by hand.
 const DefaultRetryHorizon = 10 * time.Second

@@ -182,6 +182,7 @@ func (o *Options) runServe(ctx context.Context) error {
 			Run: reconcile.Options{
 				Namespace: o.Namespace, Workers: o.Workers, MaxDuration: o.MaxDuration, Shard: o.Shard,
 				RotateDue: o.RotateDue, RetryHorizon: o.RetryHorizon,
+				FullPassEvery: o.FullPassInterval, CatalogNamespace: o.CatalogNamespace,
 			},
 			Interval:      s.Interval,
 			ShutdownGrace: s.ShutdownGrace,

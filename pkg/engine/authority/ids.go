@@ -72,7 +72,7 @@ func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id
 	users, ok := ids.Lookup(kind, "", id, rec.GetUID())
 	if !ok || older(users) != nil {
 		var err error
-		if users, err = auth.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
+		if users, err = auth.boundIDUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
 			return err
 		}
 	}
@@ -112,6 +112,22 @@ func (auth *Authority) idUsers(ctx context.Context, kind, namespace, id string) 
 		users, err = auth.env().Store.WithExternalID(ctx, kind, namespace, id)
 	}
 	return users, err
+}
+
+// boundIDUsers is idUsers for an id bound to a uid or a namespace that the check found
+// the record's own (CheckOwnIDIn): bound to the record's uid or to its namespace, so
+// that only a record of the record's namespace can hold it (holds), and the records of
+// that namespace alone are listed, unless a list of every namespace was started ahead
+// (Env.TakeIDList). A list of one namespace costs the API server that namespace's
+// records, not the cluster's.
+func (auth *Authority) boundIDUsers(ctx context.Context, kind, namespace, id string) ([]store.IDUser, error) {
+	if list, ok := auth.env().TakeIDList(ctx, kind, id); ok {
+		users, err := list.Wait()
+		if !store.IsForbidden(err) {
+			return users, err
+		}
+	}
+	return auth.env().Store.WithExternalID(ctx, kind, namespace, id)
 }
 
 // UseIDIndex makes the check that no older record uses an OSB id answer from idx, the id

@@ -59,6 +59,7 @@ type Cluster struct {
 	rv          int64
 	uid         int64
 	metaLists   atomic.Int64
+	metaItems   atomic.Int64
 	// metaListHeld, when set (ExpectGroups), is called with each list made through
 	// Metadata before it is served.
 	metaListHeld func(request string)
@@ -111,6 +112,9 @@ func (c *Cluster) ExpireContinueTokens(n int) {
 
 // MetadataLists counts the list requests made through Metadata.
 func (c *Cluster) MetadataLists() int { return int(c.metaLists.Load()) }
+
+// MetadataItems is how many objects the lists made through Metadata have served so far.
+func (c *Cluster) MetadataItems() int { return int(c.metaItems.Load()) }
 
 // DryRuns counts the writes (create, update, delete) made as a server-side dry run:
 // checked as a write would be, and stored nowhere.
@@ -403,6 +407,7 @@ func (r metadataResource) List(_ context.Context, opts metav1.ListOptions) (*met
 	if err != nil {
 		return nil, err
 	}
+	r.c.metaItems.Add(int64(len(items)))
 	lm, _ := meta.ListAccessor(obj)
 	out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{Continue: lm.GetContinue(), ResourceVersion: lm.GetResourceVersion()}}
 	for _, o := range items {
