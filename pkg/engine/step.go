@@ -75,6 +75,11 @@ func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Res
 		return r, err
 	}
 	op := x.OpStatus().InFlight
+	if until := sendMayRun(e, x); !until.IsZero() {
+		// Its sender stopped waiting for the call in flight with nothing stored: nothing
+		// about the record is sent before the broker's work on it may be over.
+		return sendRunning(e, x, until), nil
+	}
 	if until := brokerWorkUntil(e, x); !until.IsZero() && x.GetDeletionTimestamp() == nil && (op == nil || !op.Async) {
 		// A call got no answer and the broker may still be working on it: nothing about
 		// the record is sent before that work is over (brokerMayWork); a deletion says

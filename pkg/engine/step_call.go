@@ -288,12 +288,14 @@ func neverReachedBroker(err error) bool {
 }
 
 // brokerWorkUntil is until when the broker may still be working on a call of x that got
-// no answer (brokerMayWork): zero when none, or that time has passed.
+// no answer (brokerMayWork), or on the send in flight whose outcome no one stored
+// (sendMayRun): zero when none, or that time has passed.
 func brokerWorkUntil(e *Engine, x opRecord) time.Time {
-	if r := x.OpStatus().Retry; r != nil && r.BrokerMayWorkUntil != nil && e.now().Before(r.BrokerMayWorkUntil.Time) {
+	until := sendMayRun(e, x)
+	if r := x.OpStatus().Retry; r != nil && r.BrokerMayWorkUntil != nil && e.now().Before(r.BrokerMayWorkUntil.Time) && r.BrokerMayWorkUntil.After(until) {
 		return r.BrokerMayWorkUntil.Time
 	}
-	return time.Time{}
+	return until
 }
 
 // createMayRun is until when the broker may still be working on a call of x whose

@@ -41,6 +41,9 @@ type Claims struct {
 
 	mu   sync.Mutex
 	seen map[ClaimRef]sighting
+	// sends are the sends of calls whose outcome no one stored this process saw, one a
+	// record (SendLeft).
+	sends map[ClaimRef]sighting
 }
 
 // ClaimRef names the record a claim is on: its ConfigMap's uid, or its namespace and
@@ -83,7 +86,7 @@ const MaxClockSkew = 15 * time.Minute
 // newClaims returns the Claims of a store whose monotonic clock is clock and wall clock
 // wall.
 func newClaims(clock func() time.Duration, wall func() time.Time, seenEarlier time.Duration) *Claims {
-	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}}
+	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}, sends: map[ClaimRef]sighting{}}
 }
 
 // stamp identifies one writing of a claim: a renewal changes it.
@@ -167,3 +170,34 @@ func (c *Claims) Set(obj metav1.Object, holder string, ttl time.Duration, now ti
 
 // Now is this process's monotonic clock reading, for timing claims with Left.
 func (c *Claims) Now() time.Duration { return c.clock() }
+
+// SendLeft is how long the broker may still be working on a request sent about record
+// ref whose outcome no one stored (its sender may have ended during the call): grace
+// less how long this process has seen that send (send identifies it; sentAt is when its
+// sender wrote it ahead, by the sender's clock), timed on this process's monotonic
+// clock from its first sight, as another holder's claim is (Left). So a send first seen
+// now has the full grace from now, and no skew of the clocks shortens it. The bounded
+// exception of claims holds too: a send whose grace ran out more than MaxClockSkew ago
+// by this host's wall clock is over whatever this process saw of it.
+func (c *Claims) SendLeft(ref ClaimRef, send string, sentAt time.Time, grace time.Duration) time.Duration {
+	now := c.clock()
+	first := now
+	end := sentAt.Add(grace)
+	if c.seenEarlier > 0 && c.wall().After(end) {
+		first -= c.seenEarlier
+	}
+	c.mu.Lock()
+	s, ok := c.sends[ref]
+	if !ok || s.stamp != send {
+		if len(c.sends) >= maxSightings {
+			c.sends = map[ClaimRef]sighting{}
+		}
+		s = sighting{stamp: send, at: first}
+		c.sends[ref] = s
+	}
+	c.mu.Unlock()
+	if c.wall().After(end.Add(MaxClockSkew)) {
+		return 0
+	}
+	return max(grace-(now-s.at), 0)
+}
