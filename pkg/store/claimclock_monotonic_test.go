@@ -48,3 +48,41 @@ func TestClaims_WallClockSetForward_MonotonicClockTimesTheClaim(t *testing.T) {
 	_, err = b.Instances().Claim(ctx, seen, "b", ttl)
 	assert.NilError(t, err)
 }
+
+// The broker's work on a send no one saw answered is timed like another holder's claim:
+// from this process's first sight of the send, on its monotonic clock, whatever the
+// sender's stamp and this host's wall clock say; a new send of the record starts again;
+// a send whose grace ran out more than MaxClockSkew ago by this host's wall clock is over
+// (a process living shorter than the grace); the clock-skew test knob backdates a first
+// sight of a send whose grace this clock has passed.
+func TestClaims_SendLeft_TimedFromFirstSightOnTheMonotonicClock(t *testing.T) {
+	const grace = 10 * time.Minute
+	sim := storetest.SampleTime().Time
+	var skew time.Duration
+	start := sim
+	c := storetest.NewCluster().Store(store.WithClock(func() time.Time { return sim.Add(skew) }),
+		store.WithMonotonicClock(func() time.Duration { return sim.Sub(start) })).Claims()
+	ref := store.ClaimRef{Namespace: "dev", Name: "db"}
+	sentAt := sim.Add(-2 * time.Minute) // by the sender's clock
+
+	assert.Equal(t, c.SendLeft(ref, "r1@1", sentAt, grace), grace, "first seen now: the full grace")
+	sim = sim.Add(4 * time.Minute)
+	for _, s := range []time.Duration{0, 7 * time.Minute, -7 * time.Minute} {
+		skew = s
+		assert.Equal(t, c.SendLeft(ref, "r1@1", sentAt, grace), 6*time.Minute, "with the wall clock %s off", s)
+	}
+	assert.Equal(t, c.SendLeft(ref, "r1@2", sentAt, grace), grace, "a new send starts again")
+	sim = sim.Add(grace)
+	assert.Equal(t, c.SendLeft(ref, "r1@2", sentAt, grace), time.Duration(0))
+
+	skew = 0
+	assert.Equal(t, c.SendLeft(ref, "r2@1", sim.Add(-grace-store.MaxClockSkew-time.Second), grace), time.Duration(0),
+		"a send whose grace ran out more than MaxClockSkew ago")
+	assert.Equal(t, c.SendLeft(ref, "r2@2", sim.Add(-grace-store.MaxClockSkew+time.Minute), grace), grace)
+
+	knob := storetest.NewCluster().Store(store.WithClock(func() time.Time { return sim.Add(3 * time.Minute) }),
+		store.WithClaimsSeenEarlier(3*time.Minute)).Claims()
+	assert.Equal(t, knob.SendLeft(ref, "r3@1", sim.Add(-grace), grace), grace-3*time.Minute, "the knob's clock has passed the grace: seen 3 minutes already")
+	assert.Equal(t, knob.SendLeft(ref, "r3@2", sim, time.Minute), time.Duration(0), "a grace of a minute, passed by the knob's clock")
+	assert.Equal(t, knob.SendLeft(ref, "r3@3", sim, grace), grace, "the knob's clock has not passed this one's grace")
+}
