@@ -210,11 +210,34 @@ func sendMayRun(e *Engine, x opRecord) time.Time {
 		return time.Time{}
 	}
 	send := op.RequestID + "@" + op.SentAt.UTC().Format(time.RFC3339Nano)
-	left := e.cfg.Store.Claims().SendLeft(store.RefOf(x), send, op.SentAt.Time, e.cfg.MitigationGrace)
+	left := e.cfg.Store.Claims().WorkLeft(store.RefOf(x), "send", send, op.SentAt.Add(e.cfg.MitigationGrace), e.cfg.MitigationGrace)
 	if left == 0 {
 		return time.Time{}
 	}
 	return e.now().Add(left)
+}
+
+// unansweredMayRun is until when the broker may still be working on the call of x that
+// got no answer (status.retry.brokerMayWorkUntil, brokerMayWork): the stamp is its
+// writer's wall clock, which may be minutes off this process's, so each driver also
+// waits the grace from its own first sight of it, on its monotonic clock
+// (store.Claims.WorkLeft), and the writer from its writing. Zero: there is none, or it
+// is over.
+func unansweredMayRun(e *Engine, x opRecord) time.Time {
+	r := x.OpStatus().Retry
+	if r == nil || r.BrokerMayWorkUntil == nil {
+		return time.Time{}
+	}
+	until := r.BrokerMayWorkUntil.Time
+	left := e.cfg.Store.Claims().WorkLeft(store.RefOf(x), "retry", until.UTC().Format(time.RFC3339Nano), until, e.cfg.MitigationGrace)
+	now := e.now()
+	if left > 0 && now.Add(left).After(until) {
+		until = now.Add(left)
+	}
+	if !now.Before(until) {
+		return time.Time{}
+	}
+	return until
 }
 
 // sendRunning is the result of a step of x that waits until until for the broker's work

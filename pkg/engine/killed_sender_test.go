@@ -221,3 +221,50 @@ func TestStep_SenderKilledDuringTheCall_NoOtherRequestForTheIdWhileTheBrokerMayW
 		}
 	}
 }
+
+// A request that got no answer records until when the broker may work on it
+// (status.retry.brokerMayWorkUntil) by its driver's clock. Another driver whose clock is
+// minutes ahead (within store.MaxClockSkew of the first) does not take that time as
+// passed before it has waited the grace itself: nothing is sent for the id while the
+// broker may still work.
+func TestStep_UnansweredCall_OtherDriverWithAClockAhead_SendsNothingWhileTheBrokerMayWork(t *testing.T) {
+	const work = 5 * time.Minute
+	for _, tc := range []struct {
+		name    string
+		binding bool
+		method  string
+		setup   func(f *fixture)
+	}{
+		{name: "provision", method: fake.MethodProvision, setup: func(f *fixture) { f.create("db", planSmall, "") }},
+		{name: "deprovision", method: fake.MethodDeprovision, setup: func(f *fixture) {
+			f.provisioned("db", planSmall, "")
+			assert.NilError(f.t, f.st.Instances().Delete(context.Background(), ns, "db"))
+		}},
+		{name: "bind", binding: true, method: fake.MethodBind, setup: func(f *fixture) { f.createBinding("app", nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f *fixture
+			name := "db"
+			if tc.binding {
+				f, _ = bindingFixture(t, nil)
+				name = "app"
+			} else {
+				f = newFixture(t)
+			}
+			tc.setup(f)
+			b := newBusyBroker(f, work)
+			b.noAnswer = map[string]int{tc.method: 1}
+			if tc.binding {
+				f.stepBinding(name)
+			} else {
+				f.step(name)
+			}
+			assert.Assert(t, is.Len(b.arrived[tc.method], 1))
+
+			res := f.driveWith(f.otherProcess("reconcile@other/1", 9*time.Minute), tc.binding, name)
+
+			assert.Assert(t, res.State == StateSettled || res.State == StateDeleted, res.Message)
+			assert.Assert(t, is.Len(b.overlaps, 0), "%v", b.overlaps)
+		})
+	}
+}

@@ -263,6 +263,7 @@ func brokerMayWork(e *Engine, x opRecord, o osb.Outcome, callErr error, now time
 	}
 	until := now.Add(e.cfg.MitigationGrace)
 	r.BrokerMayWorkUntil = mtime(until)
+	unansweredMayRun(e, x) // this process times the grace from now
 	if r.NextRetryAt != nil && !r.NextRetryAt.Before(&metav1.Time{Time: until}) {
 		return
 	}
@@ -292,8 +293,8 @@ func neverReachedBroker(err error) bool {
 // (sendMayRun): zero when none, or that time has passed.
 func brokerWorkUntil(e *Engine, x opRecord) time.Time {
 	until := sendMayRun(e, x)
-	if r := x.OpStatus().Retry; r != nil && r.BrokerMayWorkUntil != nil && e.now().Before(r.BrokerMayWorkUntil.Time) && r.BrokerMayWorkUntil.After(until) {
-		return r.BrokerMayWorkUntil.Time
+	if u := unansweredMayRun(e, x); u.After(until) {
+		return u
 	}
 	return until
 }

@@ -55,7 +55,7 @@ func TestClaims_WallClockSetForward_MonotonicClockTimesTheClaim(t *testing.T) {
 // a send whose grace ran out more than MaxClockSkew ago by this host's wall clock is over
 // (a process living shorter than the grace); the clock-skew test knob backdates a first
 // sight of a send whose grace this clock has passed.
-func TestClaims_SendLeft_TimedFromFirstSightOnTheMonotonicClock(t *testing.T) {
+func TestClaims_WorkLeft_TimedFromFirstSightOnTheMonotonicClock(t *testing.T) {
 	const grace = 10 * time.Minute
 	sim := storetest.SampleTime().Time
 	var skew time.Duration
@@ -65,24 +65,24 @@ func TestClaims_SendLeft_TimedFromFirstSightOnTheMonotonicClock(t *testing.T) {
 	ref := store.ClaimRef{Namespace: "dev", Name: "db"}
 	sentAt := sim.Add(-2 * time.Minute) // by the sender's clock
 
-	assert.Equal(t, c.SendLeft(ref, "r1@1", sentAt, grace), grace, "first seen now: the full grace")
+	assert.Equal(t, c.WorkLeft(ref, "send", "r1@1", sentAt.Add(grace), grace), grace, "first seen now: the full grace")
 	sim = sim.Add(4 * time.Minute)
 	for _, s := range []time.Duration{0, 7 * time.Minute, -7 * time.Minute} {
 		skew = s
-		assert.Equal(t, c.SendLeft(ref, "r1@1", sentAt, grace), 6*time.Minute, "with the wall clock %s off", s)
+		assert.Equal(t, c.WorkLeft(ref, "send", "r1@1", sentAt.Add(grace), grace), 6*time.Minute, "with the wall clock %s off", s)
 	}
-	assert.Equal(t, c.SendLeft(ref, "r1@2", sentAt, grace), grace, "a new send starts again")
+	assert.Equal(t, c.WorkLeft(ref, "send", "r1@2", sentAt.Add(grace), grace), grace, "a new send starts again")
 	sim = sim.Add(grace)
-	assert.Equal(t, c.SendLeft(ref, "r1@2", sentAt, grace), time.Duration(0))
+	assert.Equal(t, c.WorkLeft(ref, "send", "r1@2", sentAt.Add(grace), grace), time.Duration(0))
 
 	skew = 0
-	assert.Equal(t, c.SendLeft(ref, "r2@1", sim.Add(-grace-store.MaxClockSkew-time.Second), grace), time.Duration(0),
+	assert.Equal(t, c.WorkLeft(ref, "send", "r2@1", sim.Add(-store.MaxClockSkew-time.Second), grace), time.Duration(0),
 		"a send whose grace ran out more than MaxClockSkew ago")
-	assert.Equal(t, c.SendLeft(ref, "r2@2", sim.Add(-grace-store.MaxClockSkew+time.Minute), grace), grace)
+	assert.Equal(t, c.WorkLeft(ref, "send", "r2@2", sim.Add(-store.MaxClockSkew+time.Minute), grace), grace)
 
 	knob := storetest.NewCluster().Store(store.WithClock(func() time.Time { return sim.Add(3 * time.Minute) }),
 		store.WithClaimsSeenEarlier(3*time.Minute)).Claims()
-	assert.Equal(t, knob.SendLeft(ref, "r3@1", sim.Add(-grace), grace), grace-3*time.Minute, "the knob's clock has passed the grace: seen 3 minutes already")
-	assert.Equal(t, knob.SendLeft(ref, "r3@2", sim, time.Minute), time.Duration(0), "a grace of a minute, passed by the knob's clock")
-	assert.Equal(t, knob.SendLeft(ref, "r3@3", sim, grace), grace, "the knob's clock has not passed this one's grace")
+	assert.Equal(t, knob.WorkLeft(ref, "send", "r3@1", sim, grace), grace-3*time.Minute, "the knob's clock has passed the grace: seen 3 minutes already")
+	assert.Equal(t, knob.WorkLeft(ref, "send", "r3@2", sim.Add(time.Minute), time.Minute), time.Duration(0), "a grace of a minute, passed by the knob's clock")
+	assert.Equal(t, knob.WorkLeft(ref, "send", "r3@3", sim.Add(grace), grace), grace, "the knob's clock has not passed this one's grace")
 }
