@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,4 +195,56 @@ func (e *Engine) claimLeft(x metav1.Object, l store.Lease) time.Duration {
 // process sees it run out.
 func (e *Engine) ownClaimLeft(x metav1.Object, l store.Lease) time.Duration {
 	return e.cfg.Store.Claims().OwnLeft(store.RefOf(x), l)
+}
+
+// sendMayRun is until when the broker may still be working on the send of the
+// synchronous call in flight on x whose outcome no one stored (Operation.SentAt): its
+// sender may have ended during the call (killed, interrupted, its claim lost) with the
+// request at the broker, which may go on with it for as long as with a request that got
+// no answer (Config.MitigationGrace, brokerMayWork). Each driver times that grace from
+// its own first sight of the send (store.Claims.SendLeft), so that no skew of the
+// clocks shortens it. Zero: there is no such send, or its grace has passed.
+func sendMayRun(e *Engine, x opRecord) time.Time {
+	op := x.OpStatus().InFlight
+	if op == nil || op.Async || op.SentAt == nil {
+		return time.Time{}
+	}
+	send := op.RequestID + "@" + op.SentAt.UTC().Format(time.RFC3339Nano)
+	left := e.cfg.Store.Claims().WorkLeft(store.RefOf(x), "send", send, op.SentAt.Add(e.cfg.MitigationGrace), e.cfg.MitigationGrace)
+	if left == 0 {
+		return time.Time{}
+	}
+	return e.now().Add(left)
+}
+
+// unansweredMayRun is until when the broker may still be working on the call of x that
+// got no answer (status.retry.brokerMayWorkUntil, brokerMayWork): the stamp is its
+// writer's wall clock, which may be minutes off this process's, so each driver also
+// waits the grace from its own first sight of it, on its monotonic clock
+// (store.Claims.WorkLeft), and the writer from its writing. Zero: there is none, or it
+// is over.
+func unansweredMayRun(e *Engine, x opRecord) time.Time {
+	r := x.OpStatus().Retry
+	if r == nil || r.BrokerMayWorkUntil == nil {
+		return time.Time{}
+	}
+	until := r.BrokerMayWorkUntil.Time
+	left := e.cfg.Store.Claims().WorkLeft(store.RefOf(x), "retry", until.UTC().Format(time.RFC3339Nano), until, e.cfg.MitigationGrace)
+	now := e.now()
+	if left > 0 && now.Add(left).After(until) {
+		until = now.Add(left)
+	}
+	if !now.Before(until) {
+		return time.Time{}
+	}
+	return until
+}
+
+// sendRunning is the result of a step of x that waits until until for the broker's work
+// on the send in flight (sendMayRun): no call is made, nothing is written.
+func sendRunning[T driven[T]](e *Engine, x T, until time.Time) Result {
+	op := x.OpStatus().InFlight
+	msg := fmt.Sprintf("the %s request sent at %s has no recorded answer (its sender stopped waiting for it) and the broker may still be working on it: nothing about this record is sent to the broker before %s (the grace for the broker's work)",
+		strings.ToLower(string(op.Type)), op.SentAt.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	return withRecord(Result{State: StateWaiting, RequeueAfter: until.Sub(e.now()), Message: msg}, x)
 }

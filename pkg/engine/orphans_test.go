@@ -63,7 +63,8 @@ func TestStepInstance_RefusedResendAfterACrash_DeletionStillDeprovisions(t *test
 			_, err := f.engine.StepInstance(ctx, f.get("db"))
 			assert.ErrorIs(t, err, context.Canceled)
 			provisionReturns(f, 0, tc.err)
-			f.advance(3 * time.Minute)
+			// Past the grace for the broker's work on the call no one saw answered.
+			f.advance(DefaultMitigationGrace)
 			f.step("db") // the re-send is refused
 			assert.Assert(t, f.get("db").Status.InFlight == nil)
 
@@ -180,7 +181,8 @@ func TestStepBinding_RefusedResendAfterACrash_DeletionStillUnbinds(t *testing.T)
 			_, err := f.engine.StepBinding(ctx, f.getBinding("app"))
 			assert.ErrorIs(t, err, context.Canceled)
 			f.broker.BindReturns(nil, tc.err)
-			f.advance(3 * time.Minute)
+			// Past the grace for the broker's work on the call no one saw answered.
+			f.advance(DefaultMitigationGrace)
 			f.stepBinding("app") // the re-send is refused
 			assert.Assert(t, f.getBinding("app").Status.InFlight == nil)
 

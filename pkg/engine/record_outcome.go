@@ -90,6 +90,9 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	st := x.OpStatus()
 	now := e.now()
 	replaced := st.InFlight
+	// Until its outcome is stored, this send may be at the broker whatever becomes of
+	// this driver (sendMayRun).
+	op.SentAt = mtime(now)
 	// An id a provision or bind is about to be sent for, or one whose uncertain call this
 	// one replaces, may exist at the broker from now on.
 	listExternalID(st, createdID(st.InFlight))
@@ -118,6 +121,7 @@ func writeAhead[T driven[T]](e *Engine, ctx context.Context, in T, op *v1alpha1.
 	}
 	statusEvents(e, ctx, in, stored)
 	dropSent(e, ctx, replaced, stored)
+	sendMayRun(e, stored) // this process times the send's grace from its write-ahead
 	stored, ok, err := freshClaim(e, ctx, stored)
 	return stored, ok, err
 }
@@ -172,6 +176,9 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 		x := cur.DeepCopy()
 		now := e.now()
 		mutate(x, now)
+		if f := x.OpStatus().InFlight; f != nil {
+			f.SentAt = nil // the send's outcome is stored (sendMayRun)
+		}
 		if any(cur) != any(in) {
 			// Re-applied to a record someone else wrote since the write-ahead: whatever
 			// the outcome says, an id listed there may be held at the broker (a re-send
@@ -252,6 +259,7 @@ func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in T, cause e
 	now := e.now()
 	e.retryLater(x, callFailedReason(op.Type), fmt.Sprintf("the broker's answer could not be recorded (%v); the request is sent again", cause), false, now)
 	st.InFlight = op.DeepCopy()
+	st.InFlight.SentAt = nil // the broker answered (sendMayRun)
 	if op.Async {
 		st.InFlight.NextPollAt = st.Retry.NextRetryAt
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -97,7 +96,8 @@ func TestStepInstance_ParametersSecretChangedBeforeTheResend_ResendsTheFirstValu
 
 	f.putSecret("db-params", map[string]string{"password": secondSecretValue})
 	provisionReturns(f, 200, nil)
-	f.advance(3 * time.Minute) // the dead command's claim has expired
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	res := f.step("db")
 
 	assert.Equal(t, res.State, StateSettled, res.Message)
@@ -128,7 +128,8 @@ func TestStepInstance_NamespaceUnreadableByTheVerb_ReconcileResendsTheSameSpaceG
 
 	reconciler := f.engineAs("reconcile", StaticPlatform{Cluster: "cluster-1", User: testUser, NamespaceUIDs: map[string]string{ns: "ns-uid-1"}})
 	provisionReturns(f, 200, nil)
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	res, err := reconciler.StepInstance(context.Background(), f.get("db"))
 	assert.NilError(t, err)
 
@@ -163,7 +164,8 @@ func TestStepBinding_NamespaceUnreadableAndSecretChanged_ReconcileResendsTheSame
 	f.broker.BindReturns(&osb.BindResponse{StatusCode: 200, Credentials: map[string]any{"password": secretValue}}, nil)
 	reconciler := f.engineAs("reconcile", StaticPlatform{Cluster: "cluster-1", User: testUser, NamespaceUIDs: map[string]string{ns: "ns-uid-1"}})
 	reconciler.cfg.Projector = f.engine.cfg.Projector
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	res, err := reconciler.StepBinding(context.Background(), f.getBinding("app"))
 	assert.NilError(t, err)
 
@@ -199,7 +201,8 @@ func TestStepInstance_UpdateResend_SendsTheKeptUpdateThenTheNewerSpec(t *testing
 	setInline(`{"a":1}`)
 	f.putSecret("db-params", map[string]string{"password": secondSecretValue})
 	f.broker.UpdateReturns(&osb.UpdateResponse{StatusCode: 200}, nil)
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	res := f.step("db")
 
 	calls := f.broker.CallsTo(fake.MethodUpdate)
@@ -233,7 +236,8 @@ func TestStepInstance_KeptParametersNotTheRecords_AreNeverSentAndTheInstanceIsMi
 	_, err := secrets.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Data: map[string][]byte{store.RequestParametersKey: []byte(`{"password":"` + secondSecretValue + `"}`)}}, metav1.CreateOptions{})
 	assert.NilError(t, err)
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	f.step("db")
 
 	assert.Assert(t, is.Len(f.broker.CallsTo(fake.MethodProvision), 1), "no re-send that is not the first request")
@@ -319,7 +323,8 @@ func TestStepInstance_ForgedPlatformFieldsOfAResend_AreNotSent(t *testing.T) {
 	f.forgeSent("db", "another-cluster", "uid-of-another-tenants-namespace")
 
 	provisionReturns(f, 200, nil)
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	res := f.step("db")
 
 	assert.Equal(t, res.State, StateSettled, res.Message)
@@ -348,7 +353,8 @@ func TestStepBinding_ForgedPlatformFieldsOfAResend_AreNotSent(t *testing.T) {
 	assert.NilError(t, err)
 
 	f.broker.BindReturns(&osb.BindResponse{StatusCode: 200, Credentials: map[string]any{"password": secretValue}}, nil)
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	_, err = f.engine.StepBinding(context.Background(), f.getBinding("app"))
 	assert.NilError(t, err)
 

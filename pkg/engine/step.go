@@ -75,11 +75,18 @@ func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Res
 		return r, err
 	}
 	op := x.OpStatus().InFlight
+	if until := sendMayRun(e, x); !until.IsZero() {
+		// Its sender stopped waiting for the call in flight with nothing stored: nothing
+		// about the record is sent before the broker's work on it may be over.
+		return sendRunning(e, x, until), nil
+	}
 	if until := brokerWorkUntil(e, x); !until.IsZero() && x.GetDeletionTimestamp() == nil && (op == nil || !op.Async) {
 		// A call got no answer and the broker may still be working on it: nothing about
 		// the record is sent before that work is over (brokerMayWork); a deletion says
-		// so in its own words (fresh).
-		return resultOf(e, x), nil
+		// so in its own words (fresh). Looked at again then, by this process's clock.
+		r := resultOf(e, x)
+		r.RequeueAfter = max(r.RequeueAfter, until.Sub(e.now()))
+		return r, nil
 	}
 	if op == nil || !op.Async && x.GetDeletionTimestamp() != nil && op.Type != k.finishing() {
 		return k.fresh(ctx, x)

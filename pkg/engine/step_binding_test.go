@@ -132,7 +132,8 @@ func TestStepBinding_InterruptedAfterTheBrokerAnswered_ReSendsIdenticallyAndWrit
 	b := f.getBinding("db")
 	assert.Assert(t, b.Status.InFlight != nil && b.Status.Secret == nil, "left with the call in flight and no Secret")
 
-	f.advance(3 * time.Minute) // past the claim
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	assert.Equal(t, f.stepBinding("db").State, StateSettled)
 
 	calls := f.broker.CallsTo(fake.MethodBind)

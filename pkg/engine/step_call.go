@@ -263,6 +263,7 @@ func brokerMayWork(e *Engine, x opRecord, o osb.Outcome, callErr error, now time
 	}
 	until := now.Add(e.cfg.MitigationGrace)
 	r.BrokerMayWorkUntil = mtime(until)
+	unansweredMayRun(e, x) // this process times the grace from now
 	if r.NextRetryAt != nil && !r.NextRetryAt.Before(&metav1.Time{Time: until}) {
 		return
 	}
@@ -288,12 +289,14 @@ func neverReachedBroker(err error) bool {
 }
 
 // brokerWorkUntil is until when the broker may still be working on a call of x that got
-// no answer (brokerMayWork): zero when none, or that time has passed.
+// no answer (brokerMayWork), or on the send in flight whose outcome no one stored
+// (sendMayRun): zero when none, or that time has passed.
 func brokerWorkUntil(e *Engine, x opRecord) time.Time {
-	if r := x.OpStatus().Retry; r != nil && r.BrokerMayWorkUntil != nil && e.now().Before(r.BrokerMayWorkUntil.Time) {
-		return r.BrokerMayWorkUntil.Time
+	until := sendMayRun(e, x)
+	if u := unansweredMayRun(e, x); u.After(until) {
+		return u
 	}
-	return time.Time{}
+	return until
 }
 
 // createMayRun is until when the broker may still be working on a call of x whose

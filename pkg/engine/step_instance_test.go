@@ -115,7 +115,8 @@ func TestStepInstance_InterruptedAfterTheCall_ResendsTheIdenticalRequest(t *test
 	assert.Assert(t, pending.Status.OrphanMitigation == nil, "an interruption is not a client timeout: re-send, no mitigation")
 
 	provisionReturns(f, 200, nil)
-	f.advance(3 * time.Minute) // the dead CLI's claim has expired
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 	res := f.step("db")
 
 	assert.Equal(t, res.State, StateSettled, res.Message)
@@ -430,7 +431,8 @@ func TestStepInstance_DeletionDuringUncertainProvision_DeprovisionsInsteadOfRese
 	_, _ = f.engine.StepInstance(ctx, f.get("db"))
 	assert.NilError(t, f.st.Instances().Delete(context.Background(), ns, "db"))
 	f.broker.DeprovisionReturns(nil, fake.Gone())
-	f.advance(3 * time.Minute)
+	// Past the grace for the broker's work on the call no one saw answered.
+	f.advance(DefaultMitigationGrace)
 
 	res := f.step("db")
 

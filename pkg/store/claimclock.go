@@ -41,6 +41,9 @@ type Claims struct {
 
 	mu   sync.Mutex
 	seen map[ClaimRef]sighting
+	// work is the broker's work on requests this process saw, of each kind on each
+	// record (WorkLeft).
+	work map[workKey]sighting
 }
 
 // ClaimRef names the record a claim is on: its ConfigMap's uid, or its namespace and
@@ -83,7 +86,7 @@ const MaxClockSkew = 15 * time.Minute
 // newClaims returns the Claims of a store whose monotonic clock is clock and wall clock
 // wall.
 func newClaims(clock func() time.Duration, wall func() time.Time, seenEarlier time.Duration) *Claims {
-	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}}
+	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}, work: map[workKey]sighting{}}
 }
 
 // stamp identifies one writing of a claim: a renewal changes it.
@@ -167,3 +170,41 @@ func (c *Claims) Set(obj metav1.Object, holder string, ttl time.Duration, now ti
 
 // Now is this process's monotonic clock reading, for timing claims with Left.
 func (c *Claims) Now() time.Duration { return c.clock() }
+
+// WorkLeft is how long the broker may still be working on a request about record ref
+// that got no answer, or whose outcome no one stored (its sender may have ended during
+// the call): grace less how long this process has seen that work's stamp (what names the
+// kind of stamp, one per record: "send", "retry"; stamp identifies its writing; end is
+// when the work is over by its writer's wall clock), timed on this process's monotonic
+// clock from its first sight, as another holder's claim is (Left). So work first seen
+// now has the full grace from now, and no skew of the clocks shortens it. The bounded
+// exception of claims holds too: work whose end passed more than MaxClockSkew ago by this
+// host's wall clock is over whatever this process saw of it.
+func (c *Claims) WorkLeft(ref ClaimRef, what, stamp string, end time.Time, grace time.Duration) time.Duration {
+	now := c.clock()
+	first := now
+	if c.seenEarlier > 0 && c.wall().After(end) {
+		first -= c.seenEarlier
+	}
+	key := workKey{ref: ref, what: what}
+	c.mu.Lock()
+	s, ok := c.work[key]
+	if !ok || s.stamp != stamp {
+		if len(c.work) >= maxSightings {
+			c.work = map[workKey]sighting{}
+		}
+		s = sighting{stamp: stamp, at: first}
+		c.work[key] = s
+	}
+	c.mu.Unlock()
+	if c.wall().After(end.Add(MaxClockSkew)) {
+		return 0
+	}
+	return max(grace-(now-s.at), 0)
+}
+
+// workKey names the broker's work of one kind on one record (WorkLeft).
+type workKey struct {
+	ref  ClaimRef
+	what string
+}

@@ -39,6 +39,8 @@ type Store struct {
 	// is their test knob.
 	claims            *Claims
 	claimsSeenEarlier time.Duration
+	// monotonic, when set, is the claims' monotonic clock (WithMonotonicClock).
+	monotonic func() time.Duration
 }
 
 // Option configures a Store.
@@ -53,6 +55,15 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // long; claims stamped by processes whose clocks are set alike are judged as usual).
 func WithClaimsSeenEarlier(d time.Duration) Option {
 	return func(s *Store) { s.claimsSeenEarlier = d }
+}
+
+// WithMonotonicClock sets the monotonic clock claims are timed by (Claims): the time
+// elapsed since some start, which no setting of the wall clock moves. By default it is
+// the clock WithClock set, measured from the store's creation (with time.Now, Go's
+// monotonic reading); a clock that WithClock makes jump (a simulated process whose wall
+// clock is set) needs one of its own.
+func WithMonotonicClock(elapsed func() time.Duration) Option {
+	return func(s *Store) { s.monotonic = elapsed }
 }
 
 // Claims is how this store's process judges claims (claimclock.go). Its monotonic clock
@@ -72,7 +83,11 @@ func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *St
 		o(s)
 	}
 	epoch := s.now()
-	s.claims = newClaims(func() time.Duration { return s.now().Sub(epoch) }, s.now, s.claimsSeenEarlier)
+	monotonic := s.monotonic
+	if monotonic == nil {
+		monotonic = func() time.Duration { return s.now().Sub(epoch) }
+	}
+	s.claims = newClaims(monotonic, s.now, s.claimsSeenEarlier)
 	return s
 }
 

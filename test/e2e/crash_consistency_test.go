@@ -384,8 +384,9 @@ func TestCrashConsistency_CallSlowerThanTheClaim_NeverSentTwiceAtOnce(t *testing
 	e := instSetupCatalog(t, nil)
 	const claim = 2 * time.Second
 	// Both reconciles claim for 2 s, with clocks past the claim the killed provision
-	// left, and wait for the broker longer than it takes to answer.
-	env := []string{cmdutil.TestClaimTTLEnv + "=" + claim.String(), cmdutil.TestClockSkewEnv + "=3m", cmdutil.TestBrokerTimeoutEnv + "=60s"}
+	// left and the grace for its unsent PUT, and wait for the broker longer than it
+	// takes to answer.
+	env := []string{cmdutil.TestClaimTTLEnv + "=" + claim.String(), cmdutil.TestClockSkewEnv + "=3m", cmdutil.TestBrokerTimeoutEnv + "=60s", cmdutil.TestMitigationGraceEnv + "=1s"}
 	ccKillAtPause(t, e.ns, nil, engine.HookBeforeBrokerCall, 0, "provision", "db", "--class", "postgresql", "--plan", "hobby")
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpProvision, Action: broker.ActionDelay, Delay: broker.Duration(8 * claim)})
 	assert.NilError(t, err)

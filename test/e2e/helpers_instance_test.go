@@ -73,11 +73,13 @@ func instSetup(t *testing.T) (string, *broker.Broker, *store.Store) {
 // that finish records: its clock runs 3 minutes ahead of the wall clock (past any claim
 // a killed CLI left behind, ClaimTTL being 2 minutes, and past any backoff it scheduled,
 // as a reconcile run a few minutes later would be), with short retries and broker
-// timeouts so the tests stay fast.
+// timeouts so the tests stay fast. The test brokers are done with a request once it is
+// answered, so the grace for the broker's work on a call a killed CLI sent is short too.
 var instReconcileEnv = []string{
 	cmdutil.TestClockSkewEnv + "=3m",
 	cmdutil.TestRetryBackoffEnv + "=100ms,1s",
 	cmdutil.TestBrokerTimeoutEnv + "=2s",
+	cmdutil.TestMitigationGraceEnv + "=1s",
 }
 
 // instReconcile runs the real "kubectl catalog reconcile -n NS" until the record name

@@ -294,10 +294,12 @@ func (p *proc) reset() {
 	// Reads the engine starts ahead run in the process's goroutine, at their start or at
 	// their first wait as the seed decides, so that one seed is still one interleaving.
 	p.ctx, p.stop = context.WithCancel(ahead.WithSchedule(context.Background(), func() bool { return p.w.rng.IntN(2) == 0 }))
-	// The store stamps the process's user as the author of each spec it writes.
+	// The store stamps the process's user as the author of each spec it writes. Its
+	// claims are timed by the process's monotonic clock, the simulation's time since the
+	// process started, which no setting of its wall clock (skew) moves.
 	tr := p.trustReader()
 	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, append([]store.Option{store.WithClock(p.now),
-		store.WithIdentity(p.identity)}, p.trustStore(tr)...)...)
+		store.WithMonotonicClock(p.monotonic()), store.WithIdentity(p.identity)}, p.trustStore(tr)...)...)
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
 		c.Holder = p.holderName()
 		if p.kind == reconciler {
@@ -329,6 +331,13 @@ func (p *proc) reset() {
 }
 
 func (p *proc) now() time.Time { return p.w.t.Add(p.skew) }
+
+// monotonic is a monotonic clock of the process started now: the simulation's time
+// elapsed since, whatever its wall clock's skew does.
+func (p *proc) monotonic() func() time.Duration {
+	start := p.w.t
+	return func() time.Duration { return p.w.t.Sub(start) }
+}
 
 // pause hands control back to the scheduler at where, until the process is resumed.
 func (p *proc) pause(where string) {

@@ -119,6 +119,12 @@ type Operation struct {
 	RequestID string `json:"requestID,omitempty"`
 	// StartedAt is when the operation was first recorded.
 	StartedAt metav1.Time `json:"startedAt"`
+	// SentAt is when this send of a synchronous call was written ahead (by its sender's
+	// clock); nil once its outcome is stored, and on operations earlier releases wrote.
+	// While it is set, the sender may have ended with the request at the broker, which
+	// may work on it for the grace (status.retry.brokerMayWorkUntil): no other request
+	// for the id is sent before then.
+	SentAt *metav1.Time `json:"sentAt,omitempty"`
 	// Async is true once the broker answered 202 Accepted: the outcome comes from polling.
 	Async bool `json:"async,omitempty"`
 	// OperationKey is the broker's operation key from the 202 answer, if it sent one.

@@ -476,6 +476,10 @@ func (in *Operation) DeepCopyInto(out *Operation) {
 		}
 	}
 	in.StartedAt.DeepCopyInto(&out.StartedAt)
+	if in.SentAt != nil {
+		in, out := &in.SentAt, &out.SentAt
+		*out = (*in).DeepCopy()
+	}
 	if in.NextPollAt != nil {
 		in, out := &in.NextPollAt, &out.NextPollAt
 		*out = (*in).DeepCopy()
