@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -149,11 +150,11 @@ func rotationOf(b *v1alpha1.ServiceBinding, cur *v1alpha1.RebindTarget) rotation
 		return rotationNotStarted
 	case id != cur.FromID && boundNow && st.InFlight == nil && !slices.Contains(st.Retired, cur.FromID):
 		return rotationDone
-	case id != cur.FromID && !boundNow && st.InFlight == nil && st.Retry == nil && st.OrphanMitigation == nil:
+	case !boundNow && st.InFlight == nil && st.Retry == nil && st.OrphanMitigation == nil && terminallyFailed(b):
 		// The bind of the new id stopped with no retry to come: the Secret and the old
-		// id are as they were.
-		return rotationFailed
-	case id == cur.FromID && !boundNow && st.InFlight == nil && st.Retry == nil && st.OrphanMitigation == nil:
+		// id are as they were. (A new id whose bind was not sent yet, a rotation just
+		// started by another driver or one killed before its write-ahead, is under way:
+		// the binding's next step binds it.)
 		return rotationFailed
 	}
 	return rotationUnderWay
@@ -202,7 +203,8 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 		state = rotationGone
 	}
 	if state == rotationNotStarted {
-		if _, err := e.startRotation(ctx, cur.Namespace, cur.Name); err != nil {
+		moved, err := e.startRebindRotation(ctx, cur)
+		if err != nil {
 			if store.IsForbidden(err) {
 				return e.rebindLeftToReconcile(inst, cur.Namespace), nil
 			}
@@ -210,6 +212,16 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 				return e.rebindOne(ctx, inst, rotationGone, nil, "")
 			}
 			return Result{}, err
+		}
+		if moved != nil {
+			// Another driver of the rebind started this rotation (or the binding changed)
+			// since it was read: where it stands now decides, and it is never started
+			// twice.
+			if state = rotationOf(moved, cur); state == rotationNotStarted {
+				return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second),
+					Message: fmt.Sprintf("binding %s/%s changed while its rotation was being started", cur.Namespace, cur.Name)}, inst), nil
+			}
+			b = moved
 		}
 	}
 	if state == rotationNotStarted || state == rotationUnderWay {
@@ -249,6 +261,39 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 		}
 	}
 	return e.rebindOne(ctx, inst, state, b, msg)
+}
+
+// errRebindMoved: the binding a rebind names is no longer bound under the id it rotates
+// from, as it was read (another driver of the rebind started the rotation meanwhile).
+var errRebindMoved = errors.New("the binding moved on since it was read")
+
+// startRebindRotation starts the rotation of the binding cur names, as startRotation
+// does, only while that binding (its uid) is still bound under cur.FromID with nothing
+// in flight: two drivers of one rebind that both read it before either started never
+// rotate it twice. moved is the binding as it is now when it had moved on (nothing was
+// written then).
+func (e instanceSteps) startRebindRotation(ctx context.Context, cur *v1alpha1.RebindTarget) (moved *v1alpha1.ServiceBinding, err error) {
+	b, err := e.cfg.Store.Bindings().UpdateWithRetry(ctx, cur.Namespace, cur.Name, func(b *v1alpha1.ServiceBinding) error {
+		if string(b.UID) != cur.UID || b.DeletionTimestamp != nil || b.Status.InFlight != nil ||
+			b.CurrentExternalID() != cur.FromID || b.Status.Bound == nil || b.Status.Bound.BindingID != cur.FromID {
+			moved = b.DeepCopy()
+			return errRebindMoved
+		}
+		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID(), PlanID: b.Status.Bound.PlanID}
+		b.Status.ExternalID = e.recordBoundID(b.UID)
+		return nil
+	})
+	if errors.Is(err, errRebindMoved) {
+		return moved, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ev := NewEvent(cur.Namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, cur.Name), EventNormal, "RotationRequested", "Rotation",
+		"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones")
+	ev.UID = b.GetUID()
+	e.event(ctx, ev)
+	return nil, nil
 }
 
 // rebindLeftToReconcile is the step of a rebind whose driver may not read or write the

@@ -30,6 +30,10 @@ func runSeed(seed uint64, n int) *world {
 		// A broker that is down long enough for retries to reach long waits.
 		n *= 3
 	}
+	if w.rebind.on {
+		// Instances bound, updated, then rebound take longer (rebind_test.go).
+		n *= 3
+	}
 	for range n {
 		w.step()
 		if len(w.failures) > 0 {

@@ -99,6 +99,8 @@ type world struct {
 	bindingSeen     map[string]int
 	// recorded are the Events the processes' engines recorded (events_test.go).
 	recorded []recordedEvent
+	// rebind is what the rebind world follows (rebind_test.go).
+	rebind rebindState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -193,6 +195,11 @@ func newWorld(seed uint64) *world {
 	w.brokersOn = withBrokers(seed)
 	w.limitsOn, w.limits, w.bindingInstance, w.bindingSeen = withLimits(seed), map[string]*limitHistory{}, map[string]string{}, map[string]int{}
 	w.book = w.newBook()
+	w.rebind = newRebindState(seed)
+	if w.rebind.on {
+		// Rotations under limits (limits_test.go).
+		w.limitsOn = true
+	}
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
 	w.cluster.SetClock(func() time.Time { return w.t })
@@ -338,7 +345,9 @@ func (p *proc) sleep(ctx context.Context, d time.Duration) error {
 	if p.dead {
 		return errKilled
 	}
-	if p.sleeps--; p.sleeps < 0 {
+	if p.sleeps--; p.sleeps < 0 && p.kind != reconciler {
+		// (A reconcile step that drives a record, as a rebind drives its bindings,
+		// sleeps between immediate steps as long as it needs: it has no --wait.)
 		return context.DeadlineExceeded
 	}
 	return nil
