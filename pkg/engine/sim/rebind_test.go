@@ -63,6 +63,9 @@ type rebindState struct {
 	settledAt map[string]int
 	// sent are the request ids of the updates seen written ahead.
 	sent map[string]bool
+	// seq orders the binds and settlements seen (the steps of quiescence share one
+	// number).
+	seq int
 	// rebinds, rotated and failed count the rebinds seen and the rotations they
 	// recorded, to show that a run of seeds exercised them.
 	rebinds, rotated, failed int
@@ -157,10 +160,11 @@ func (w *world) instancesWithBindings(ns string) (withBindings, ready []string) 
 	return withBindings, ready
 }
 
-// rebindAtBind notes the step the first bind of a binding id reaches the broker at.
+// rebindAtBind notes when the first bind of a binding id reaches the broker at.
 func (w *world) rebindAtBind(r *osb.BindRequest) {
 	if _, ok := w.rebind.boundAt[r.BindingID]; !ok {
-		w.rebind.boundAt[r.BindingID] = w.steps
+		w.rebind.seq++
+		w.rebind.boundAt[r.BindingID] = w.rebind.seq
 	}
 }
 
@@ -250,6 +254,16 @@ func (w *world) checkRebinds(insts []*v1alpha1.ServiceInstance) {
 	}
 }
 
+// checkRebindsQuiescing is checkRebinds once the faults stopped, when the steps are not
+// checked one by one: after every move, on every instance record.
+func (w *world) checkRebindsQuiescing() {
+	if !w.rebind.on || !w.wrote {
+		return
+	}
+	insts, _ := w.records()
+	w.checkRebinds(insts)
+}
+
 // noteSettled notes the first step x was seen settled for its generation.
 func (w *world) noteSettled(x *v1alpha1.ServiceInstance) {
 	if x.Status.InFlight != nil || x.Status.Retry != nil || x.Status.Phase != v1alpha1.PhaseReady || x.Status.ObservedGeneration != x.Generation {
@@ -257,7 +271,8 @@ func (w *world) noteSettled(x *v1alpha1.ServiceInstance) {
 	}
 	k := fmt.Sprintf("%s/%d", x.UID, x.Generation)
 	if _, ok := w.rebind.settledAt[k]; !ok {
-		w.rebind.settledAt[k] = w.steps
+		w.rebind.seq++
+		w.rebind.settledAt[k] = w.rebind.seq
 	}
 }
 
@@ -368,7 +383,7 @@ func (w *world) checkRotationOutcome(x *v1alpha1.ServiceInstance, list, key stri
 		}
 		settled, ok := w.rebind.settledAt[fmt.Sprintf("%s/%d", x.UID, rb.Generation)]
 		if at, bound := w.rebind.boundAt[bound.BindingID]; ok && bound && at < settled {
-			w.fail("instance %s/%s: its rebind (%s, generation %d) recorded binding %s as rotated under id %s, whose bind reached the broker at step %d, before the instance settled that generation (step %d): its credentials may not follow the update",
+			w.fail("instance %s/%s: its rebind (%s, generation %d) recorded binding %s as rotated under id %s, whose bind reached the broker at %d, before the instance settled that generation (%d, in the order of binds and settlements): its credentials may not follow the update",
 				x.Namespace, x.Name, rb.Reason, rb.Generation, key, b.Status.Bound.BindingID, at, settled)
 		}
 	case "failed":
@@ -415,7 +430,7 @@ func (w *world) rebindEnded(x *v1alpha1.ServiceInstance, tr *rebindTrack) {
 			// Bound under a new id since the update the rebind follows settled.
 			continue
 		}
-		w.fail("instance %s/%s: its rebind (%s, generation %d) ended and binding %s, bound when it was asked for, holds id %s bound at step %d, before the instance settled that generation (step %d), and is not recorded as failed or gone (rotated: %v; condition: %s)",
+		w.fail("instance %s/%s: its rebind (%s, generation %d) ended and binding %s, bound when it was asked for, holds id %s bound at %d, before the instance settled that generation (%d, in the order of binds and settlements), and is not recorded as failed or gone (rotated: %v; condition: %s)",
 			x.Namespace, x.Name, tr.last.Reason, tr.last.Generation, k, id, at, settled, tr.last.Rotated, c.Message)
 	}
 }

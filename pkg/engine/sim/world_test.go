@@ -535,6 +535,7 @@ func (w *world) quiesce() {
 			if p.alive {
 				w.run(p)
 				w.last = p
+				w.checkRebindsQuiescing()
 				if w.wrote && w.abandoning() {
 					// What an --abandon drops is noted (abandon_test.go).
 					w.wrote = false
@@ -565,6 +566,7 @@ func (w *world) quiesce() {
 			}
 			w.landLateWork(false)
 			w.run(r)
+			w.checkRebindsQuiescing()
 		}
 		w.kubeStep(true)
 		if w.settled() || w.stuck {
