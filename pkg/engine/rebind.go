@@ -70,6 +70,7 @@ func planRebind(inst *v1alpha1.ServiceInstance, planChange bool, from, to string
 	if rb := inst.Status.Rebind; rb != nil {
 		rb.Generation = max(rb.Generation, inst.Generation)
 		rb.AfterUpdate = true
+		restartRebind(rb)
 		return
 	}
 	var reason string
@@ -85,6 +86,23 @@ func planRebind(inst *v1alpha1.ServiceInstance, planChange bool, from, to string
 		return
 	}
 	inst.Status.Rebind = &v1alpha1.RebindStatus{Generation: inst.Generation, Reason: reason, AfterUpdate: true, RequestedAt: metav1.NewTime(now)}
+}
+
+// restartRebind starts rb over, for an update sent to the broker while it was under way:
+// the bindings it rotated (or is rotating) got credentials before that update, so each
+// is rotated again once it settled. A rotation under way goes on by the binding's own
+// steps, and the binding is taken again once it ended (see nextRebind).
+func restartRebind(rb *v1alpha1.RebindStatus) {
+	rb.Current, rb.Rotated, rb.Failed, rb.Gone = nil, nil, nil, nil
+}
+
+// rotatingOnItsOwn reports a binding whose rotation to a new id is under way, started
+// by something else than the rebind (bind --rotate, a scheduled rotation, an earlier
+// rebind): its new id may have been bound before the update the rebind follows, so it
+// is taken once that rotation ended. One whose rotation failed for good is taken at
+// once (its rotation is recorded as failed).
+func rotatingOnItsOwn(b *v1alpha1.ServiceBinding) bool {
+	return b.Status.Bound != nil && b.Status.Bound.BindingID != b.CurrentExternalID() && !terminallyFailed(b)
 }
 
 // dropRebindAfterRefusal removes from x, whose update the broker refused for good, a
@@ -314,14 +332,36 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 	done := func(k string) bool {
 		return slices.Contains(rb.Rotated, k) || slices.Contains(rb.Failed, k) || slices.Contains(rb.Gone, k)
 	}
-	var next *v1alpha1.ServiceBinding
+	var next, busy *v1alpha1.ServiceBinding
 	for _, b := range listed {
 		if !rebindCandidate(inst, b) || done(bindingKey(b)) {
+			continue
+		}
+		if rotatingOnItsOwn(b) {
+			if busy == nil || bindingKey(b) < bindingKey(busy) {
+				busy = b
+			}
 			continue
 		}
 		if next == nil || bindingKey(b) < bindingKey(next) {
 			next = b
 		}
+	}
+	if next == nil && busy != nil {
+		// That rotation is driven on here as its own steps would (reconcile drives it
+		// too), and the binding is taken once it ended.
+		msg := fmt.Sprintf("binding %s is being rotated (%s): it is rotated again once that rotation ended", bindingKey(busy), rb.Reason)
+		if _, err := e.DriveBinding(ctx, busy.Namespace, busy.Name, DriveOptions{StopWhenWaiting: true}); err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return interrupted(inst, ctx.Err())
+			case store.IsForbidden(err):
+				return e.rebindLeftToReconcile(inst, busy.Namespace), nil
+			case !store.IsNotFound(err):
+				return Result{}, err
+			}
+		}
+		return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second), Message: msg}, inst), nil
 	}
 	if next == nil {
 		var blind []string

@@ -324,6 +324,11 @@ func (w *world) rebindable(x *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBindi
 // checkRebindProgress checks what a write of x did to its rebind since the last one seen.
 func (w *world) checkRebindProgress(x *v1alpha1.ServiceInstance, tr *rebindTrack, rb *v1alpha1.RebindStatus) {
 	name := x.Namespace + "/" + x.Name
+	if rb.Generation > tr.last.Generation && rb.Current == nil && len(rb.Rotated)+len(rb.Failed)+len(rb.Gone) == 0 {
+		// Started over for an update sent while it was under way: every binding is
+		// rotated again after that update.
+		tr.last.Current, tr.last.Rotated, tr.last.Failed, tr.last.Gone = nil, nil, nil, nil
+	}
 	seen := map[string]string{}
 	for list, keys := range map[string][]string{"rotated": rb.Rotated, "failed": rb.Failed, "gone": rb.Gone} {
 		for _, k := range keys {
