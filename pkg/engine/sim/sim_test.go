@@ -134,7 +134,7 @@ func tail(trace []string, n int) string {
 func TestSim_SameSeedSameTrace(t *testing.T) {
 	sameTraces(t)
 	// And in the world with every flag on.
-	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups}
+	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups, rebindWorld}
 	was := make([]bool, len(flags))
 	for i, f := range flags {
 		was[i], *f = *f, true

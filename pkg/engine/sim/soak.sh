@@ -38,7 +38,9 @@ worlds='-sim.rogue=false
 -sim.limits
 -sim.rogue -sim.asyncbind -sim.limits
 -sim.shards
--sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards'
+-sim.rebind
+-sim.rebind -sim.asyncbind
+-sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.rebind'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
 per=$(( (SEEDS + n - 1) / n ))
