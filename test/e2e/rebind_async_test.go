@@ -92,7 +92,7 @@ func (e *rebindAsyncEnv) watchOldUnbinds(t *testing.T) (stop func() map[string]a
 	var wg sync.WaitGroup
 	for _, n := range rebindNames {
 		old := e.oldIDs[n]
-		_, err := e.b.InjectFault(broker.Fault{Op: broker.OpUnbind, BindingID: old, Action: broker.ActionDelay, Delay: broker.Duration(time.Second)})
+		_, err := e.b.InjectFault(broker.Fault{Op: broker.OpUnbind, BindingID: old, Action: broker.ActionDelay, Delay: broker.Duration(400 * time.Millisecond)})
 		assert.NilError(t, err)
 		wg.Add(1)
 		go func() {
