@@ -177,6 +177,9 @@ func (e instanceVerbs) planRebindOnce(ctx context.Context, inst *v1alpha1.Servic
 	}
 	if rb := inst.Status.Rebind; rb != nil {
 		rb.Generation, rb.Reason, rb.AfterUpdate = max(rb.Generation, gen), RebindOnce, rb.AfterUpdate || brokered
+		if brokered {
+			restartRebind(rb)
+		}
 	} else {
 		inst.Status.Rebind = &v1alpha1.RebindStatus{Generation: gen, Reason: RebindOnce, AfterUpdate: brokered, RequestedAt: metav1.NewTime(e.now())}
 	}

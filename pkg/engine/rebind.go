@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,6 +70,7 @@ func planRebind(inst *v1alpha1.ServiceInstance, planChange bool, from, to string
 	if rb := inst.Status.Rebind; rb != nil {
 		rb.Generation = max(rb.Generation, inst.Generation)
 		rb.AfterUpdate = true
+		restartRebind(rb)
 		return
 	}
 	var reason string
@@ -84,6 +86,23 @@ func planRebind(inst *v1alpha1.ServiceInstance, planChange bool, from, to string
 		return
 	}
 	inst.Status.Rebind = &v1alpha1.RebindStatus{Generation: inst.Generation, Reason: reason, AfterUpdate: true, RequestedAt: metav1.NewTime(now)}
+}
+
+// restartRebind starts rb over, for an update sent to the broker while it was under way:
+// the bindings it rotated (or is rotating) got credentials before that update, so each
+// is rotated again once it settled. A rotation under way goes on by the binding's own
+// steps, and the binding is taken again once it ended (see nextRebind).
+func restartRebind(rb *v1alpha1.RebindStatus) {
+	rb.Current, rb.Rotated, rb.Failed, rb.Gone = nil, nil, nil, nil
+}
+
+// rotatingOnItsOwn reports a binding whose rotation to a new id is under way, started
+// by something else than the rebind (bind --rotate, a scheduled rotation, an earlier
+// rebind): its new id may have been bound before the update the rebind follows, so it
+// is taken once that rotation ended. One whose rotation failed for good is taken at
+// once (its rotation is recorded as failed).
+func rotatingOnItsOwn(b *v1alpha1.ServiceBinding) bool {
+	return b.Status.Bound != nil && b.Status.Bound.BindingID != b.CurrentExternalID() && !terminallyFailed(b)
 }
 
 // dropRebindAfterRefusal removes from x, whose update the broker refused for good, a
@@ -149,11 +168,11 @@ func rotationOf(b *v1alpha1.ServiceBinding, cur *v1alpha1.RebindTarget) rotation
 		return rotationNotStarted
 	case id != cur.FromID && boundNow && st.InFlight == nil && !slices.Contains(st.Retired, cur.FromID):
 		return rotationDone
-	case id != cur.FromID && !boundNow && st.InFlight == nil && st.Retry == nil && st.OrphanMitigation == nil:
+	case !boundNow && st.InFlight == nil && st.Retry == nil && st.OrphanMitigation == nil && terminallyFailed(b):
 		// The bind of the new id stopped with no retry to come: the Secret and the old
-		// id are as they were.
-		return rotationFailed
-	case id == cur.FromID && !boundNow && st.InFlight == nil && st.Retry == nil && st.OrphanMitigation == nil:
+		// id are as they were. (A new id whose bind was not sent yet, a rotation just
+		// started by another driver or one killed before its write-ahead, is under way:
+		// the binding's next step binds it.)
 		return rotationFailed
 	}
 	return rotationUnderWay
@@ -202,7 +221,8 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 		state = rotationGone
 	}
 	if state == rotationNotStarted {
-		if _, err := e.startRotation(ctx, cur.Namespace, cur.Name); err != nil {
+		moved, err := e.startRebindRotation(ctx, cur)
+		if err != nil {
 			if store.IsForbidden(err) {
 				return e.rebindLeftToReconcile(inst, cur.Namespace), nil
 			}
@@ -210,6 +230,16 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 				return e.rebindOne(ctx, inst, rotationGone, nil, "")
 			}
 			return Result{}, err
+		}
+		if moved != nil {
+			// Another driver of the rebind started this rotation (or the binding changed)
+			// since it was read: where it stands now decides, and it is never started
+			// twice.
+			if state = rotationOf(moved, cur); state == rotationNotStarted {
+				return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second),
+					Message: fmt.Sprintf("binding %s/%s changed while its rotation was being started", cur.Namespace, cur.Name)}, inst), nil
+			}
+			b = moved
 		}
 	}
 	if state == rotationNotStarted || state == rotationUnderWay {
@@ -251,6 +281,39 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 	return e.rebindOne(ctx, inst, state, b, msg)
 }
 
+// errRebindMoved: the binding a rebind names is no longer bound under the id it rotates
+// from, as it was read (another driver of the rebind started the rotation meanwhile).
+var errRebindMoved = errors.New("the binding moved on since it was read")
+
+// startRebindRotation starts the rotation of the binding cur names, as startRotation
+// does, only while that binding (its uid) is still bound under cur.FromID with nothing
+// in flight: two drivers of one rebind that both read it before either started never
+// rotate it twice. moved is the binding as it is now when it had moved on (nothing was
+// written then).
+func (e instanceSteps) startRebindRotation(ctx context.Context, cur *v1alpha1.RebindTarget) (moved *v1alpha1.ServiceBinding, err error) {
+	b, err := e.cfg.Store.Bindings().UpdateWithRetry(ctx, cur.Namespace, cur.Name, func(b *v1alpha1.ServiceBinding) error {
+		if string(b.UID) != cur.UID || b.DeletionTimestamp != nil || b.Status.InFlight != nil ||
+			b.CurrentExternalID() != cur.FromID || b.Status.Bound == nil || b.Status.Bound.BindingID != cur.FromID {
+			moved = b.DeepCopy()
+			return errRebindMoved
+		}
+		b.Status.Predecessor = &v1alpha1.BindingReference{Name: b.Name, ExternalID: b.CurrentExternalID(), PlanID: b.Status.Bound.PlanID}
+		b.Status.ExternalID = e.recordBoundID(b.UID)
+		return nil
+	})
+	if errors.Is(err, errRebindMoved) {
+		return moved, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ev := NewEvent(cur.Namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, cur.Name), EventNormal, "RotationRequested", "Rotation",
+		"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones")
+	ev.UID = b.GetUID()
+	e.event(ctx, ev)
+	return nil, nil
+}
+
 // rebindLeftToReconcile is the step of a rebind whose driver may not read or write the
 // bindings of namespace ns: reconcile, which may, rotates them.
 func (e instanceSteps) rebindLeftToReconcile(inst *v1alpha1.ServiceInstance, ns string) Result {
@@ -269,14 +332,36 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 	done := func(k string) bool {
 		return slices.Contains(rb.Rotated, k) || slices.Contains(rb.Failed, k) || slices.Contains(rb.Gone, k)
 	}
-	var next *v1alpha1.ServiceBinding
+	var next, busy *v1alpha1.ServiceBinding
 	for _, b := range listed {
 		if !rebindCandidate(inst, b) || done(bindingKey(b)) {
+			continue
+		}
+		if rotatingOnItsOwn(b) {
+			if busy == nil || bindingKey(b) < bindingKey(busy) {
+				busy = b
+			}
 			continue
 		}
 		if next == nil || bindingKey(b) < bindingKey(next) {
 			next = b
 		}
+	}
+	if next == nil && busy != nil {
+		// That rotation is driven on here as its own steps would (reconcile drives it
+		// too), and the binding is taken once it ended.
+		msg := fmt.Sprintf("binding %s is being rotated (%s): it is rotated again once that rotation ended", bindingKey(busy), rb.Reason)
+		if _, err := e.DriveBinding(ctx, busy.Namespace, busy.Name, DriveOptions{StopWhenWaiting: true}); err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return interrupted(inst, ctx.Err())
+			case store.IsForbidden(err):
+				return e.rebindLeftToReconcile(inst, busy.Namespace), nil
+			case !store.IsNotFound(err):
+				return Result{}, err
+			}
+		}
+		return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second), Message: msg}, inst), nil
 	}
 	if next == nil {
 		var blind []string

@@ -100,6 +100,9 @@ func (w *world) userTask(e *engine.Engine, ns, inst, bind string, follow engine.
 	if name, task, ok := w.upgradeTask(e, ns, inst, follow); ok {
 		return name, task // upgrade_test.go
 	}
+	if name, task, ok := w.rebindTask(e, ns, inst, follow); ok {
+		return name, task
+	}
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
 	// An OSB id bound to nothing, as one taken over from another platform is
 	// (--external-id): the spec's id is the record's on the claim of who adopted it first.

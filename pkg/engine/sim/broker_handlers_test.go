@@ -219,6 +219,7 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 			ns = w.bindingNamespace(r)
 		}
 		w.limitsAtBind(ns, r) // limits_test.go
+		w.rebindAtBind(r)     // rebind_test.go
 		creds := map[string]any{"password": fmt.Sprintf("pw-%d", w.rng.IntN(1_000_000))}
 		putWith := func(creds map[string]any) {
 			l.PutBinding(fake.Held{ID: r.BindingID, InstanceID: r.InstanceID, Namespace: ns, Credentials: creds})
@@ -279,6 +280,7 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 func (w *world) unbindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
 	return func(ctx context.Context, r *osb.UnbindRequest) (*osb.UnbindResponse, error) {
 		drop := func() { l.DropBinding(r.BindingID) }
+		w.rebindAtUnbind(r.BindingID) // rebind_test.go
 		o := w.call(ctx, fake.MethodUnbind, r.BindingID, func() outcome {
 			if o, ok := w.rogue(rogueUnbind, r.BindingID, drop, nil, nil); ok {
 				return o

@@ -96,6 +96,7 @@ func (w *world) checkStep() {
 	w.checkReleases()
 	w.checkFiles(false)
 	w.checkUpSource()
+	w.checkRebinds(insts)
 	if w.rates.rogue > 0 || *paramSecret {
 		w.checkNoSecrets(keys)
 	}
@@ -215,6 +216,9 @@ func (w *world) settled() bool {
 		return false
 	}
 	insts, binds := w.records()
+	if rebindPending(insts) {
+		return false
+	}
 	for _, x := range insts {
 		if x.Namespace != "t" && !terminal(x, &x.Status.OperationStatus) {
 			return false
@@ -308,6 +312,7 @@ func (w *world) checkQuiescence() {
 	w.checkReleases()
 	w.checkFiles(true)
 	w.checkUpCopies(insts, binds)
+	w.checkRebindsQuiet(insts)
 	// 1: everything the broker holds is owned by a record, except what the broker said
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied

@@ -30,6 +30,10 @@ func runSeed(seed uint64, n int) *world {
 		// A broker that is down long enough for retries to reach long waits.
 		n *= 3
 	}
+	if w.rebind.on {
+		// Instances bound, updated, then rebound take longer (rebind_test.go).
+		n *= 3
+	}
 	for range n {
 		w.step()
 		if len(w.failures) > 0 {
@@ -130,7 +134,7 @@ func tail(trace []string, n int) string {
 func TestSim_SameSeedSameTrace(t *testing.T) {
 	sameTraces(t)
 	// And in the world with every flag on.
-	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups, staticShards, upgradeWorld, migrateWorld}
+	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups, staticShards, upgradeWorld, migrateWorld, rebindWorld}
 	was := make([]bool, len(flags))
 	for i, f := range flags {
 		was[i], *f = *f, true

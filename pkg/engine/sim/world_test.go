@@ -113,6 +113,8 @@ type world struct {
 	// that world keeps (migrate_test.go).
 	migrateOn bool
 	migration migrateState
+	// rebind is what the rebind world follows (rebind_test.go).
+	rebind rebindState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -210,6 +212,11 @@ func newWorld(seed uint64) *world {
 	w.upgradeOn = withUpgrade(seed)
 	w.migrateOn = withMigrate(seed)
 	w.book = w.newBook()
+	w.rebind = newRebindState(seed)
+	if w.rebind.on {
+		// Rotations under limits (limits_test.go).
+		w.limitsOn = true
+	}
 	w.claimTTL = time.Duration(w.pick(120, 120, 30)) * time.Second
 	w.cluster = storetest.NewCluster()
 	w.cluster.SetClock(func() time.Time { return w.t })
@@ -371,7 +378,9 @@ func (p *proc) sleep(ctx context.Context, d time.Duration) error {
 	if p.dead {
 		return errKilled
 	}
-	if p.sleeps--; p.sleeps < 0 {
+	if p.sleeps--; p.sleeps < 0 && p.kind != reconciler {
+		// (A reconcile step that drives a record, as a rebind drives its bindings,
+		// sleeps between immediate steps as long as it needs: it has no --wait.)
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -562,6 +571,7 @@ func (w *world) quiesce() {
 			if p.alive {
 				w.run(p)
 				w.last = p
+				w.checkRebindsQuiescing()
 				if w.wrote && w.abandoning() {
 					// What an --abandon drops is noted (abandon_test.go).
 					w.wrote = false
@@ -590,6 +600,7 @@ func (w *world) quiesce() {
 				}
 				w.landLateWork(false)
 				w.run(r)
+				w.checkRebindsQuiescing()
 			}
 		}
 		w.kubeStep(true)
