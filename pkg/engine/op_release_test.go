@@ -133,4 +133,3 @@ func TestStep_ReleasedRecord_DroppedWithoutBrokerCall(t *testing.T) {
 		})
 	}
 }
-
