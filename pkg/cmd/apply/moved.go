@@ -3,10 +3,12 @@ package apply
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
 )
 
 // The manifests "kubectl catalog export" prints on another cluster carry the annotation
@@ -56,7 +58,10 @@ func (p *planner) planMoveInInstance(ctx context.Context, a *action) (*action, e
 		return nil, err
 	}
 	if _, err := p.clients.Engine.MoveInInstance(ctx, req); err != nil {
-		return nil, err
+		if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
+			return nil, err
+		}
+		a.deferred = "its class is of a broker this apply registers: it is checked once the broker's catalog is fetched"
 	}
 	a.op, a.moveInstance = opMovedIn, &req
 	a.changes = []string{"move in"}
