@@ -156,6 +156,8 @@ func TestComplete_Names(t *testing.T) {
 		{[]string{"touch", "instance", ""}, []string{"cache", "db"}},
 		{[]string{"share", ""}, []string{"cache", "db"}},
 		{[]string{"unshare", ""}, []string{"cache", "db"}},
+		{[]string{"export", ""}, []string{"cache", "db"}},
+		{[]string{"release", ""}, []string{"cache", "db"}},
 		{[]string{"bind", ""}, []string{"cache", "db"}},
 		{[]string{"get", "bindings", "--instance", ""}, []string{"cache", "db"}},
 		{[]string{"unbind", "--all", ""}, []string{"cache", "db"}},
@@ -322,6 +324,7 @@ var freeText = map[string]string{
 	"namespace-broker-allow-cidr": "a CIDR",
 	"namespace-broker-deny-cidr":  "a CIDR",
 	"add-key":                     "KEY=VALUE",
+	"confirm-context":             "a context of the file --confirm-with-kubeconfig names",
 	"as":                          "a user name the cluster knows, not listable",
 	"as-uid":                      "a uid",
 	"as-group":                    "a group name",
@@ -413,7 +416,7 @@ func TestComplete_EveryNameArgumentIsCompleted(t *testing.T) {
 		{"describe", "instance"}, {"get", "instances"}, {"deprovision"}, {"update"}, {"touch", "instance"}, {"share"}, {"unshare"},
 		{"bind"}, {"describe", "binding"}, {"get", "bindings"}, {"unbind"}, {"get", "brokers"}, {"describe", "broker"},
 		{"deregister"}, {"sync", "broker"}, {"get", "classes"}, {"describe", "class"}, {"access", "enable"},
-		{"access", "disable"}, {"get", "plans"}, {"describe", "plan"}, {"wait"},
+		{"access", "disable"}, {"get", "plans"}, {"describe", "plan"}, {"wait"}, {"export"}, {"release"},
 	} {
 		tested["kubectl catalog "+strings.Join(args, " ")] = true
 	}

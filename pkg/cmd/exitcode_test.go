@@ -76,6 +76,8 @@ var usageCases = []struct {
 	{"reconcile-uninstall-argument", []string{"reconcile", "uninstall", "x"}},
 	{"migrate-unknown-noun", []string{"migrate", "catalog"}},
 	{"migrate-svcat-argument", []string{"migrate", "svcat", "x"}},
+	{"export-names-with-all-namespaces", []string{"export", "db", "-A"}},
+	{"release-without-new-cluster", []string{"release", "-n", "shop"}},
 	{"doctor-argument", []string{"doctor", "x"}},
 	{"rbac-argument", []string{"rbac", "x"}},
 	// Checked before any cluster is contacted.

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/describe"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/doctor"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/export"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/graph"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/marketplace"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/migrate"
@@ -23,6 +24,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/rbac"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/register"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/release"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/setup"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/share"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmd/syncbroker"
@@ -114,6 +116,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		reconcile.NewCmdReconcile(f, nil),
 		adopt.NewCmdAdopt(f, nil),
 		migrate.NewCmdMigrate(f, nil),
+		export.NewCmdExport(f, nil),
+		release.NewCmdRelease(f, nil),
 		doctor.NewCmdDoctor(f, nil),
 		rbac.NewCmdRBAC(f),
 	)

@@ -50,6 +50,11 @@ type InstanceAdoption struct {
 	DashboardURL string
 	// InFlight is the asynchronous operation the broker is running, if any.
 	InFlight *AdoptedOperation
+	// ContextUpdate says the broker holds another platform's context and allows an
+	// update carrying only the context: the record asks for one (op_moved.go).
+	ContextUpdate bool
+	// Message is the Ready condition's message; empty: the one of a svcat migration.
+	Message string
 }
 
 // AdoptInstance creates, on the user's command, the record of an instance that the
@@ -90,8 +95,16 @@ func (e *Engine) AdoptInstance(ctx context.Context, a InstanceAdoption) (*v1alph
 		}
 		st.Provisioned = p
 		st.Phase = v1alpha1.PhaseReady
-		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAdopted,
-			"the broker holds the instance; its record was taken over from another platform", now)
+		msg := "the broker holds the instance; its record was taken over from another platform"
+		if a.Message != "" {
+			msg = a.Message
+		}
+		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAdopted, msg, now)
+		if a.ContextUpdate && a.InFlight == nil {
+			p.ContextOutdated = true
+			next := metav1.NewTime(now)
+			st.Retry = &v1alpha1.RetryState{Reason: ReasonUpdateRequested, LastError: "the new context is to be sent to the broker (moved from another cluster)", NextRetryAt: &next}
+		}
 	}
 	if op := a.InFlight; op != nil {
 		planID := op.PlanID

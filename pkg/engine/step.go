@@ -71,6 +71,10 @@ func step[T driven[T]](e *Engine, k stepKind[T], ctx context.Context, in T) (Res
 				Message: fmt.Sprintf("%s is working on it (claim until %s)", l.Holder, l.ExpiresAt.Format(time.RFC3339))}, x), nil
 		}
 	}
+	if r, done, err := stepReleased(e, ctx, x); done {
+		// Released to another cluster (op_release.go): no broker call, ever.
+		return r, err
+	}
 	if r, done, err := k.admit(ctx, x); done {
 		return r, err
 	}

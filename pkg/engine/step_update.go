@@ -54,7 +54,9 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	planChange := planID != prov.PlanID
 	miChange := targetMI != prov.MaintenanceInfoVersion
 	paramsChange := sent != nil || (!resend && !params.SameChecksum(prov.ParametersChecksum))
-	if !resend && !planChange && !miChange && !paramsChange {
+	// An instance moved from another cluster: the update carries only the new context.
+	contextChange := !resend && contextUpdateDue(inst)
+	if !resend && !planChange && !miChange && !paramsChange && !contextChange {
 		if rebindDue(inst) {
 			// Settled: the bindings follow the update (rebind.go).
 			return e.stepRebind(ctx, inst)
@@ -92,6 +94,9 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 		sent = &changed
 	}
 	req, changes := updateRequest(inst, t, op, opts, kctx, planChange, miChange, sent)
+	if len(changes) == 0 {
+		changes = []string{"this cluster's context only"}
+	}
 	if !resend {
 		// Written ahead with the call: the rebind spec.rebindOnUpdate asks for after it.
 		from, to := prov.PlanID, planID

@@ -85,6 +85,9 @@ type Options struct {
 	// error.
 	explicitNamespace bool
 	reader            *records.Reader
+	// carried are the data of the Secrets the manifests carry for bindings moved in
+	// ("NAMESPACE/NAME"; moved.go).
+	carried map[string]map[string][]byte
 }
 
 // NewCmdApply returns the apply command. runF, when not nil, is called with the
@@ -156,6 +159,12 @@ func (o *Options) load() ([]*declarative.Object, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", d.Where(), err))
 			continue
 		case obj == nil:
+			if carried, err := o.carriedSecret(d); carried {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
 			fmt.Fprintf(o.Streams.ErrOut, "%s: %s\n", d.Where(), iostreams.SafeText(fmt.Sprint(skip)))
 			continue
 		}
@@ -207,7 +216,7 @@ func (o *Options) placeIn(obj *declarative.Object) error {
 
 // planner is the planner of these options.
 func (o *Options) planner() *planner {
-	return &planner{clients: o.Clients, wait: o.Wait, reader: o.reader, catalogNS: o.CatalogNamespace}
+	return &planner{clients: o.Clients, wait: o.Wait, reader: o.reader, catalogNS: o.CatalogNamespace, carried: o.carried}
 }
 
 // Run checks every manifest, then acts.
@@ -273,7 +282,7 @@ func (o *Options) actOne(ctx context.Context, p *planner, a *action, follow engi
 	if err := o.call(ctx, p, a, follow); err != nil {
 		return err
 	}
-	if a.op != opCreate || !o.DryRun.Enabled() {
+	if a.op != opCreate && a.op != opMovedIn || !o.DryRun.Enabled() {
 		// A new instance's grant is checked by the plan: a dry run has no record to share.
 		if err := p.share(ctx, a, o.DryRun.Engine()); err != nil {
 			return err
@@ -293,6 +302,8 @@ func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine
 	case a.deferred != "" && o.DryRun.Enabled():
 		fmt.Fprintf(o.Streams.ErrOut, "%s: %s %q not checked by the dry run: %s\n", a.obj.Doc.Where(), a.obj.Kind, a.obj.Name, iostreams.SafeText(fmt.Sprint(a.deferred)))
 		return nil
+	case a.moveInstance != nil || a.moveBinding != nil:
+		return o.moveIn(ctx, a, follow)
 	case a.provision != nil:
 		req := *a.provision
 		req.DryRun, req.Follow = o.DryRun.Engine(), follow

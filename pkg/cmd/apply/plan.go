@@ -43,6 +43,10 @@ type action struct {
 	provision *engine.ProvisionRequest
 	update    *engine.InstanceUpdateRequest
 	bind      bool
+	// moveInstance and moveBinding move in a new instance or binding another cluster's
+	// catalog made (moved.go).
+	moveInstance *engine.MoveInInstanceRequest
+	moveBinding  *engine.MoveInBindingRequest
 	// register registers (opCreate) or changes (opConfigure) a broker.
 	register *lifecycle.Broker
 	// relabel changes the labels and annotations of an existing record to the
@@ -81,6 +85,8 @@ type planner struct {
 	// not found may be of one of them, and is checked by its provision once their
 	// catalogs are fetched.
 	newBrokers bool
+	// carried are the Secrets' data the manifests carry for bindings moved in.
+	carried map[string]map[string][]byte
 }
 
 // plan works out every action, each checked with a client dry run of its engine call;
@@ -100,7 +106,7 @@ func (p *planner) plan(ctx context.Context, objs []*declarative.Object) ([]*acti
 			}
 			continue
 		}
-		if a.op == opCreate && o.Kind == v1alpha1.KindServiceInstance {
+		if (a.op == opCreate || a.op == opMovedIn) && o.Kind == v1alpha1.KindServiceInstance {
 			p.created[o.Namespace+"/"+o.Name] = true
 		}
 		if a.op == opCreate && o.Kind == v1alpha1.KindBroker {
@@ -143,6 +149,11 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 	a := &action{obj: o, after: instanceView(want), afterMeta: engine.UserMetadata(o.Metadata.Labels, o.Metadata.Annotations)}
 	cur, err := p.reader.Instances().Get(ctx, o.Namespace, o.Name)
 	switch {
+	case records.IsNotFound(err) && engine.MovedFrom(o.Metadata.Annotations) != "":
+		if err := p.planSharing(ctx, a, nil, false); err != nil {
+			return nil, err
+		}
+		return p.planMoveInInstance(ctx, a)
 	case records.IsNotFound(err):
 		if want.UserProvided {
 			return nil, fmt.Errorf("instance %q is user-provided: its credentials are never in a manifest; record it with %s", o.Name, hint.Quoted(o.Namespace, "provision", o.Name, "--user-provided"))
@@ -318,6 +329,8 @@ func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*acti
 	a := &action{obj: o, after: bindingView(want), afterMeta: engine.UserMetadata(o.Metadata.Labels, o.Metadata.Annotations)}
 	cur, err := p.reader.Bindings().Get(ctx, o.Namespace, o.Name)
 	switch {
+	case records.IsNotFound(err) && engine.MovedFrom(o.Metadata.Annotations) != "":
+		return p.planMoveInBinding(ctx, a)
 	case records.IsNotFound(err):
 		if _, err := declarative.ParameterMap(want.Params); err != nil {
 			return nil, fmt.Errorf("binding %q: %w", o.Name, err)

@@ -183,6 +183,10 @@ type ProvisionedState struct {
 	// Nil when not known (an instance provisioned by an earlier release, or a spec
 	// edited while the call was in flight).
 	Parameters *AppliedParameters `json:"parameters,omitempty"`
+	// ContextOutdated says the broker holds the context of the cluster the instance was
+	// moved from (kubectl catalog export, apply -f): an update carrying only this
+	// cluster's context is due. A successful update clears it.
+	ContextOutdated bool `json:"contextOutdated,omitempty"`
 }
 
 // AppliedParameters are an instance's parameters as its spec named them when the broker
