@@ -146,7 +146,9 @@ func (e *Engine) AdoptInstance(ctx context.Context, a InstanceAdoption) (*v1alph
 	if err != nil {
 		return nil, err
 	}
-	e.ClaimSpecIDs(ctx, created)
+	if err := e.ClaimSpecIDs(ctx, created); err != nil {
+		return created, fmt.Errorf("instance %q is recorded, but %w; its bindings cannot be bound or unbound until it is made: run this again", created.Name, err)
+	}
 	return created, nil
 }
 
@@ -212,7 +214,9 @@ func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1
 	if err != nil {
 		return nil, err
 	}
-	e.ClaimSpecIDs(ctx, created)
+	if err := e.ClaimSpecIDs(ctx, created); err != nil {
+		return created, fmt.Errorf("binding %q is recorded, but %w; it cannot be unbound until it is made: run this again", created.Name, err)
+	}
 	if _, err := e.cfg.Store.AdoptBindingSecret(ctx, created, a.PreviousOwners...); err != nil {
 		return created, fmt.Errorf("binding %q is recorded, but its Secret %q could not be adopted: %w", b.Name, secret.Name, err)
 	}

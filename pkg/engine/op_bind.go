@@ -129,7 +129,7 @@ func (e *Engine) Bind(ctx context.Context, req BindRequest) (BindResult, error) 
 		}
 		return res, err
 	}
-	e.ClaimSpecIDs(ctx, created)
+	_ = e.ClaimSpecIDs(ctx, created) // the binding's own step makes it otherwise
 	// The binding's first step reads its instance again, and the broker the instance
 	// names: both after the create, which is what makes a deprovision, an unshare or a
 	// deregistration marked meanwhile seen. The broker is the one the instance named

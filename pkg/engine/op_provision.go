@@ -160,7 +160,7 @@ func (e *Engine) Provision(ctx context.Context, req ProvisionRequest) (InstanceR
 	if err != nil {
 		return InstanceResult{}, createError(err, req.Namespace, req.Name)
 	}
-	e.ClaimSpecIDs(ctx, created)
+	_ = e.ClaimSpecIDs(ctx, created) // the instance's own step makes it otherwise
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "provision", created, req.Follow)
 	return InstanceResult{Result: r}, err
 }

@@ -184,7 +184,9 @@ func (e *Engine) UseIDIndex(idx *store.IDIndex) { e.auth.UseIDIndex(idx) }
 // ClaimSpecIDs makes the id claims of a record just created whose spec names OSB ids
 // bound to nothing (adopted with --external-id, migrated, applied), so that the time
 // it adopted them is set now. A claim that cannot be made now is made before the
-// record's first call under the id.
-func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) {
-	e.auth.ClaimRecordSpecIDs(ctx, rec)
+// record's first call under the id: a record with work makes it in its next step. A
+// record adopted as it is (a migration) takes no step of its own: its caller reports the
+// error and makes the claim when it runs again.
+func (e *Engine) ClaimSpecIDs(ctx context.Context, rec v1alpha1.Record) error {
+	return e.auth.ClaimRecordSpecIDs(ctx, rec)
 }

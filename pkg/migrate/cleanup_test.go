@@ -7,8 +7,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
 )
 
@@ -43,4 +46,32 @@ func TestRun_CleanupKeepsTheOldInstanceOfABindingLeftBehind(t *testing.T) {
 	got = f.run(Options{Namespace: ns, Cleanup: true})
 	assert.Equal(t, got["ServiceBinding/creds"].Result, ResultMigrated, got["ServiceBinding/creds"].Reason)
 	assert.Assert(t, is.Contains(got["ServiceInstance/db"].Reason, "old object deleted"), got["ServiceInstance/db"].Reason)
+}
+
+// An instance recorded by a run whose claim of the spec's id failed (here: removed after
+// the run) gets its claim from the next run: once reconcile's first pass has swept the
+// cluster, nothing else makes it, and its bindings could never be bound or unbound.
+func TestRun_AnAlreadyMigratedInstanceWithoutItsIDClaim_GetsItFromTheNextRun(t *testing.T) {
+	f := newFixture(t, old("ServiceInstance", ns, "db", instanceSpec("hobby", "id-db"), provisioned(broker.DemoPostgresHobbyPlanID)))
+	got := f.run(Options{Namespace: ns})
+	assert.Equal(t, got["ServiceInstance/db"].Result, ResultMigrated, got["ServiceInstance/db"].Reason)
+	ctx := context.Background()
+	inst, err := f.st.Instances().Get(ctx, ns, "db")
+	assert.NilError(t, err)
+	claim := store.IDClaimName(v1alpha1.KindServiceInstance, inst.UID, inst.Spec.ExternalID)
+	_, err = f.cluster.Core.CoreV1().ConfigMaps(ns).Get(ctx, claim, metav1.GetOptions{})
+	assert.NilError(t, err, "the first run claims the id")
+	cm, err := f.cluster.Core.CoreV1().ConfigMaps(ns).Get(ctx, claim, metav1.GetOptions{})
+	assert.NilError(t, err)
+	cm.Finalizers = nil
+	_, err = f.cluster.Core.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	assert.NilError(t, f.cluster.Core.CoreV1().ConfigMaps(ns).Delete(ctx, claim, metav1.DeleteOptions{}))
+	_, err = f.cluster.Core.CoreV1().ConfigMaps(ns).Get(ctx, claim, metav1.GetOptions{})
+	assert.Assert(t, apierrors.IsNotFound(err), "the claim is gone: %v", err)
+
+	got = f.run(Options{Namespace: ns})
+	assert.Equal(t, got["ServiceInstance/db"].Result, ResultAlreadyMigrated, got["ServiceInstance/db"].Reason)
+	_, err = f.cluster.Core.CoreV1().ConfigMaps(ns).Get(ctx, claim, metav1.GetOptions{})
+	assert.NilError(t, err, "the next run makes the missing claim")
 }

@@ -333,6 +333,16 @@ func (m *Migrator) existingInstance(ctx context.Context, o Options, u *unstructu
 			m.wrote()
 			return Outcome{Result: ResultMigrated, Reason: "deprovision pending", clean: true}, true
 		}
+		if !o.DryRun && existing.DeletionTimestamp == nil {
+			// The claim of its spec's id, made when it was recorded, may have failed
+			// there (a fault, the run killed in between); once reconcile's first pass
+			// has swept the cluster, nothing else makes it, and a settled instance's
+			// bindings could never be bound or unbound without it. Making it is
+			// idempotent.
+			if err := m.cfg.Engine.ClaimSpecIDs(ctx, existing); err != nil {
+				return skipped(true, "instance %q is recorded, but %v: run this again", existing.Name, err), true
+			}
+		}
 		return Outcome{Result: ResultAlreadyMigrated, clean: true}, true
 	case !store.IsNotFound(err):
 		return skipped(true, "%v", err), true

@@ -532,8 +532,9 @@ func (auth *Authority) claimID(ctx context.Context, kind string, rec metav1.Obje
 // ClaimRecordSpecIDs makes the id claims of a record just created whose spec names OSB ids
 // bound to nothing (adopted with --external-id, migrated, applied), so that the time
 // it adopted them is set now (see checkAdoptedID). A claim that cannot be made now is
-// made before the record's first call under the id.
-func (auth *Authority) ClaimRecordSpecIDs(ctx context.Context, rec v1alpha1.Record) {
+// made before the record's first call under the id; the error says which could not be
+// made (none for a user who may not create ConfigMaps in the record's namespace).
+func (auth *Authority) ClaimRecordSpecIDs(ctx context.Context, rec v1alpha1.Record) error {
 	kind, ids := v1alpha1.KindServiceInstance, []string{}
 	switch r := rec.(type) {
 	case *v1alpha1.ServiceInstance:
@@ -544,11 +545,15 @@ func (auth *Authority) ClaimRecordSpecIDs(ctx context.Context, rec v1alpha1.Reco
 			ids = append(ids, p.ExternalID)
 		}
 	}
+	var errs []error
 	for _, id := range ids {
 		if id != "" && !v1alpha1.IsBoundID(id) {
-			_, _, _ = auth.claimID(ctx, kind, rec, id)
+			if _, _, err := auth.claimID(ctx, kind, rec, id); err != nil {
+				errs = append(errs, fmt.Errorf("the claim of OSB id %s: %w", id, err))
+			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // IDFree refuses an OSB id that a record other than namespace/name uses.
