@@ -44,7 +44,7 @@ func TestVouch_EverydayVerbsOnARecordAnotherPersonRewrote_ShowItAndAskFirst(t *t
 		r.(*v1alpha1.ServiceInstance).Spec.ParametersFrom = fromVault(rec)
 	}
 	paramsMean := func(rec string) string {
-		return `parameters from Secret "vault" (key "` + rec + `") go to broker "acme"`
+		return `parameters from Secret "vault" (key "` + rec + `") go to `
 	}
 	verbs := []verb{
 		{name: "update parameters", rec: "va", kind: v1alpha1.KindServiceInstance, edit: addParams,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -89,10 +90,59 @@ func (auth *Authority) VouchingOver(ctx context.Context, rec v1alpha1.Record) (*
 	if b := auth.of(ctx, rec); b.self || b.unverified != "" || b.author.Username == "" {
 		return nil, nil
 	}
-	if v := auth.vouch(ctx, rec); !v.Reaches {
+	v := auth.vouch(ctx, rec)
+	if !v.Reaches {
 		return nil, nil
 	}
-	return auth.Vouching(ctx, rec)
+	if err := auth.checkNamed(Adopting(ctx, map[types.UID]bool{rec.GetUID(): true}), rec); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// checkNamed refuses rec when the runner could not have named what it names herself:
+// its Secrets (parameters, keys copied), the namespaces it lets bind (she must be able to
+// write the instance's record), the workloads it changes. ctx is marked Adopting(rec), so
+// every check asks the runner's own rights. The broker and plan are the verb's to check
+// as ever (a verb whose user may not read the broker's credentials leaves the call to
+// reconcile), as is what checkAuthorship checks beyond these for adopt.
+func (auth *Authority) checkNamed(ctx context.Context, rec v1alpha1.Record) error {
+	secrets := auth.SecretsFor(rec)
+	read := func(ns, name string) error {
+		_, err := secrets(ctx, ns, name)
+		return err
+	}
+	switch r := rec.(type) {
+	case *v1alpha1.ServiceInstance:
+		for _, pf := range r.Spec.ParametersFrom {
+			if pf.SecretKeyRef != nil {
+				if err := read(r.Namespace, pf.SecretKeyRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		if len(r.Spec.SharedWith) > 0 {
+			return auth.runnerMay(ctx, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "update", Resource: "configmaps",
+				Name: store.ConfigMapName(v1alpha1.KindServiceInstance, r.Name)})
+		}
+	case *v1alpha1.ServiceBinding:
+		for _, pf := range r.Spec.ParametersFrom {
+			if pf.SecretKeyRef != nil {
+				if err := read(r.Namespace, pf.SecretKeyRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		for _, tr := range r.Spec.SecretTransforms {
+			if a := tr.AddKeysFrom; a != nil {
+				if err := read(r.Namespace, a.SecretRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		return auth.AuthorizeProjections(ctx, r)
+	}
+	return nil
 }
 
 // vouch describes what writing rec as the runner's own means.
