@@ -72,7 +72,7 @@ func TestEverydayVerbs_AnotherPersonsInstance_AskBeforeTheUserVouchesForIt(t *te
 				fx := &fixture{t: t, cluster: f.cluster}
 				_, err := writerStore(fx, tc.author, "tok").Instances().Create(store.WithIntent(ctx), &v1alpha1.ServiceInstance{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
-					Spec: v1alpha1.ServiceInstanceSpec{BrokerName: brokerName, ParametersFrom: tc.from, SharedWith: shared},
+					Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: brokerName, ParametersFrom: tc.from, SharedWith: shared},
 				})
 				assert.NilError(t, err)
 				var allow []authorizationv1.ResourceAttributes
