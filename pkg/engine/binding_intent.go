@@ -136,8 +136,8 @@ func (e *Engine) startRotation(ctx context.Context, namespace, name string) (*v1
 
 // startRotationWith is startRotation that also sets the binding's spec.secretTemplate to
 // tpl, in the same write, when tpl is not nil: the new credentials are rendered with it.
-func (e *Engine) startRotationWith(ctx context.Context, namespace, name string, tpl *v1alpha1.SecretTemplate) (*v1alpha1.ServiceBinding, error) {
-	b, err := e.rotate(ctx, namespace, name, tpl)
+func (e *Engine) startRotationWith(ctx context.Context, namespace, name string, tpl *v1alpha1.SecretTemplate, checks ...func(*v1alpha1.ServiceBinding) error) (*v1alpha1.ServiceBinding, error) {
+	b, err := e.rotate(ctx, namespace, name, tpl, checks...)
 	if err == nil {
 		ev := NewEvent(namespace, store.ConfigMapName(v1alpha1.KindServiceBinding, name), EventNormal, "RotationRequested", "Rotation",
 			"new credentials are to be bound under a new binding id; the replaced ones are unbound once the Secret holds the new ones")
@@ -147,8 +147,14 @@ func (e *Engine) startRotationWith(ctx context.Context, namespace, name string, 
 	return b, err
 }
 
-func (e *Engine) rotate(ctx context.Context, namespace, name string, tpl *v1alpha1.SecretTemplate) (*v1alpha1.ServiceBinding, error) {
+func (e *Engine) rotate(ctx context.Context, namespace, name string, tpl *v1alpha1.SecretTemplate, checks ...func(*v1alpha1.ServiceBinding) error) (*v1alpha1.ServiceBinding, error) {
 	return e.cfg.Store.Bindings().UpdateWithRetry(ctx, namespace, name, func(b *v1alpha1.ServiceBinding) error {
+		// checks: the binding is still the one its user saw.
+		for _, check := range checks {
+			if err := check(b); err != nil {
+				return err
+			}
+		}
 		if err := CheckBindingChangeable(b); err != nil {
 			return err
 		}

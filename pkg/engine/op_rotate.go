@@ -17,6 +17,9 @@ type RotateRequest struct {
 	// SecretTemplate, when not nil, replaces the binding's spec.secretTemplate: the new
 	// credentials are rendered with it. It is checked before anything is written.
 	SecretTemplate *v1alpha1.SecretTemplate
+	// Vouch asks the user before the rotation makes her the author of what another
+	// person wrote into the binding (see Voucher).
+	Vouch Voucher
 }
 
 // RotateResult is what a rotation did, for the verb to print.
@@ -62,7 +65,11 @@ func (e *Engine) Rotate(ctx context.Context, req RotateRequest) (RotateResult, e
 	if err := e.checkRotateTemplate(ctx, before, tpl); err != nil {
 		return res, err
 	}
-	b, err := e.startRotationWith(DryRunNone.writes(ctx), req.Namespace, req.Name, req.SecretTemplate)
+	shown, err := e.vouchBeforeWrite(ctx, before, "binding", DryRunNone, req.Vouch)
+	if err != nil {
+		return res, err
+	}
+	b, err := e.startRotationWith(DryRunNone.writes(ctx), req.Namespace, req.Name, req.SecretTemplate, func(cur *v1alpha1.ServiceBinding) error { return shown.still(cur) })
 	if err != nil {
 		return res, err
 	}

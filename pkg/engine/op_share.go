@@ -19,6 +19,9 @@ type ShareRequest struct {
 	Namespace, Name string
 	To              string
 	DryRun          DryRun
+	// Vouch asks the user before the share makes her the author of what another person
+	// wrote into the instance (see Voucher).
+	Vouch Voucher
 }
 
 // ShareResult is what a share did.
@@ -56,6 +59,10 @@ func (e *Engine) Share(ctx context.Context, req ShareRequest) (ShareResult, erro
 			req.Name, strings.Join(allowed, ", "), req.To, hint.Quoted(req.Namespace, "update", req.Name, "--allowed-namespaces", strings.Join(allowed, ",")+","+req.To))
 	}
 	var res ShareResult
+	shown, err := e.vouchBeforeWrite(ctx, inst, "instance", req.DryRun, req.Vouch)
+	if err != nil {
+		return res, err
+	}
 	switch _, err := e.cfg.Store.GetNamespace(ctx, req.To); {
 	case apierrors.IsNotFound(err):
 		return res, fmt.Errorf("namespace %q does not exist: create it first, or check the name given to --to-namespace; instance %q was not shared", req.To, req.Name)
@@ -64,7 +71,7 @@ func (e *Engine) Share(ctx context.Context, req ShareRequest) (ShareResult, erro
 	case err != nil:
 		return res, err
 	}
-	res.Instance, err = e.changeGrant(ctx, req.DryRun, inst, func(x *v1alpha1.ServiceInstance) {
+	res.Instance, err = e.changeGrant(ctx, req.DryRun, inst, shown, func(x *v1alpha1.ServiceInstance) {
 		if !slices.Contains(x.Spec.SharedWith, req.To) {
 			x.Spec.SharedWith = append(x.Spec.SharedWith, req.To)
 			slices.Sort(x.Spec.SharedWith)
@@ -83,6 +90,9 @@ type UnshareRequest struct {
 	// Confirm is given what the unshare removes, before anything is written (a dry run
 	// included): false stops it, nothing changed. Nil goes on.
 	Confirm func(Unsharing) (bool, error)
+	// Vouch asks the user before the unshare makes her the author of what another
+	// person wrote into the instance (see Voucher).
+	Vouch Voucher
 }
 
 // Unsharing is what an unshare removes.
@@ -129,6 +139,10 @@ func (e *Engine) Unshare(ctx context.Context, req UnshareRequest) (UnshareResult
 		return UnshareResult{}, err
 	}
 	res := UnshareResult{Unsharing: Unsharing{Instance: inst, Unseen: slices.Contains(unseen, req.From)}}
+	shown, err := e.vouchBeforeWrite(ctx, inst, "instance", req.DryRun, req.Vouch)
+	if err != nil {
+		return res, err
+	}
 	for _, b := range consumers {
 		if b.Namespace == req.From {
 			res.Bindings = append(res.Bindings, b.Name)
@@ -143,10 +157,13 @@ func (e *Engine) Unshare(ctx context.Context, req UnshareRequest) (UnshareResult
 	}
 	withdraw := func(x *v1alpha1.ServiceInstance) { x.Spec.SharedWith = withdrawn(x.Spec.SharedWith, req.From) }
 	if req.DryRun.Enabled() {
-		res.Record, err = e.changeGrant(ctx, req.DryRun, inst, withdraw)
+		res.Record, err = e.changeGrant(ctx, req.DryRun, inst, shown, withdraw)
 		return res, err
 	}
 	res.Record, err = e.cfg.Store.Instances().UpdateWithRetry(req.DryRun.writes(ctx), req.Namespace, req.Name, func(x *v1alpha1.ServiceInstance) error {
+		if err := shown.still(x); err != nil {
+			return err
+		}
 		withdraw(x)
 		return nil
 	})
@@ -172,9 +189,9 @@ func (e *Engine) sharedInstance(ctx context.Context, namespace, name string) (*v
 }
 
 // changeGrant writes change to the instance as the user's intent, provided it is still
-// the record inst was read from. A client dry run returns inst as change would leave it,
+// the record inst was read from, with the spec shown. A client dry run returns inst as change would leave it,
 // writing nothing; a server dry run sends the write to the API server as a dry run.
-func (e *Engine) changeGrant(ctx context.Context, dry DryRun, inst *v1alpha1.ServiceInstance, change func(*v1alpha1.ServiceInstance)) (*v1alpha1.ServiceInstance, error) {
+func (e *Engine) changeGrant(ctx context.Context, dry DryRun, inst *v1alpha1.ServiceInstance, shown shownSpec, change func(*v1alpha1.ServiceInstance)) (*v1alpha1.ServiceInstance, error) {
 	if dry == DryRunClient {
 		out := inst.DeepCopy()
 		change(out)
@@ -183,6 +200,9 @@ func (e *Engine) changeGrant(ctx context.Context, dry DryRun, inst *v1alpha1.Ser
 	out, err := e.cfg.Store.Instances().UpdateWithRetry(dry.writes(ctx), inst.Namespace, inst.Name, func(x *v1alpha1.ServiceInstance) error {
 		if x.UID != inst.UID {
 			return fmt.Errorf("instance %q changed meanwhile: run the command again", inst.Name)
+		}
+		if err := shown.still(x); err != nil {
+			return err
 		}
 		change(x)
 		return nil

@@ -15,6 +15,9 @@ type TouchRequest struct {
 	Namespace, Name string
 	DryRun          DryRun
 	Follow          Follow
+	// Vouch asks the user before the touch makes her the author of what another person
+	// wrote into the instance (see Voucher).
+	Vouch Voucher
 }
 
 // Touch asks for every parameter of an instance to be sent to its broker again, as an
@@ -26,15 +29,42 @@ func (e *Engine) Touch(ctx context.Context, req TouchRequest) (InstanceResult, e
 	if err := (instanceVerbs{e}).checkTouch(ctx, req.Namespace, req.Name); err != nil {
 		return InstanceResult{}, err
 	}
+	shown, err := instanceVerbs{e}.vouchTouch(ctx, req)
+	if err != nil {
+		return InstanceResult{}, err
+	}
 	if req.DryRun.Enabled() {
 		return instanceVerbs{e}.dryRunTouch(ctx, req)
 	}
 	req.Follow.note("Re-sending the parameters of instance %q in namespace %q...", req.Name, req.Namespace)
-	if _, err := e.markTouched(req.DryRun.writes(ctx), req.Namespace, req.Name); err != nil {
+	// Marked only on the spec checked (and shown) above.
+	_, err = e.cfg.Store.Instances().UpdateWithRetry(req.DryRun.writes(ctx), req.Namespace, req.Name, func(x *v1alpha1.ServiceInstance) error {
+		if shown != nil {
+			if err := shown.still(x); err != nil {
+				return err
+			}
+		}
+		return instanceVerbs{e}.touch(x)
+	})
+	if err != nil {
 		return InstanceResult{}, err
 	}
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
 	return InstanceResult{Result: r}, err
+}
+
+// vouchTouch checks the instance touch marks before it writes it as the user's intent
+// (Engine.vouchBeforeWrite); nil when it is not found, which the write then reports.
+func (e instanceVerbs) vouchTouch(ctx context.Context, req TouchRequest) (*shownSpec, error) {
+	inst, err := e.cfg.Store.Instances().Get(ctx, req.Namespace, req.Name)
+	if store.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	shown, err := e.vouchBeforeWrite(ctx, inst, "instance", req.DryRun, req.Vouch)
+	return &shown, err
 }
 
 // dryRunTouch is the instance record as touch would leave it: for DryRunServer, as the

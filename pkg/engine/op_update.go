@@ -31,6 +31,9 @@ type InstanceUpdateRequest struct {
 	RebindOnUpdate *v1alpha1.RebindPolicy
 	DryRun         DryRun
 	Follow         Follow
+	// Vouch asks the user before the update makes her the author of what another person
+	// wrote into the instance (see Voucher).
+	Vouch Voucher
 }
 
 // brokered reports whether req changes what only a brokered instance has.
@@ -63,6 +66,11 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	}
 	if inst.IsUserProvided() && (req.Rebind || req.RebindOnUpdate != nil) {
 		return InstanceResult{}, inputErrorf("instance %q is user-provided: its bindings get a copy of its credentials whenever they change, so --rebind has nothing to do; give it for an instance of a broker", req.Name)
+	}
+	// The update is written on the record as read here (its resourceVersion guards
+	// the write): what the user vouches for is what is written.
+	if _, err := e.vouchBeforeWrite(ctx, inst, "instance", req.DryRun, req.Vouch); err != nil {
+		return InstanceResult{}, err
 	}
 	if inst.IsUserProvided() {
 		return instanceVerbs{e}.updateUserProvided(ctx, inst, req)

@@ -312,6 +312,7 @@ func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine
 	case a.update != nil:
 		req := *a.update
 		req.DryRun, req.Follow = o.DryRun.Engine(), follow
+		req.Vouch = cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Prune.Yes, "apply")
 		_, err := o.Engine.Update(ctx, req)
 		return err
 	case a.bind:
@@ -325,6 +326,7 @@ func (o *Options) call(ctx context.Context, p *planner, a *action, follow engine
 	case a.rotate != nil:
 		req := *a.rotate
 		req.Follow = follow
+		req.Vouch = cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Prune.Yes, "apply")
 		_, err := o.Engine.Rotate(ctx, req)
 		return err
 	}

@@ -25,7 +25,7 @@ type PruneFlags struct {
 func (p *PruneFlags) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&p.Prune, "prune", false, "Unbind and deprovision the records of the applied namespaces that match -l and that the manifests no longer name.")
 	cmd.Flags().StringVarP(&p.Selector, "selector", "l", "", "With --prune: the label selector of the records apply manages (e.g. app=shop).")
-	cmd.Flags().BoolVarP(&p.Yes, "yes", "y", false, "With --prune: do not ask for confirmation (needed when not in a terminal).")
+	cmd.Flags().BoolVarP(&p.Yes, "yes", "y", false, "With --prune: do not ask for confirmation (needed when not in a terminal). Also: become the author of what another person wrote into a record the manifest changes without asking.")
 }
 
 // validate checks the flags without I/O.

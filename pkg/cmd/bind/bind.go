@@ -120,6 +120,9 @@ type Options struct {
 	Env               bool
 	EnvPrefix         string
 	Rotate            bool
+	// Yes is --yes: with --rotate, become the author of what another person wrote into
+	// the binding without asking.
+	Yes bool
 	// SecretTemplateFile is the file of --secret-template; SecretTemplate, when set,
 	// is the template itself (apply -f gives it).
 	SecretTemplateFile string
@@ -179,6 +182,7 @@ func NewCmdBind(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fs.StringVar(&o.EnvPrefix, "env-prefix", "", "With --to: prefix every environment variable's name with this (implies --env); required for the credentials of another namespace's instance.")
 	fs.StringVar(&o.SecretTemplateFile, FlagSecretTemplate, "", "Render Secret keys with Go templates from the credentials, the instance and the binding: a YAML or JSON `FILE` of keys (Secret key to template) and, optionally, only: true (the rendered keys alone). With --rotate, the new credentials are rendered with it.")
 	fs.BoolVar(&o.Rotate, "rotate", false, "Rotate the credentials of the binding named by the argument: new credentials in the same Secret, then the old ones unbound.")
+	fs.BoolVarP(&o.Yes, "yes", "y", false, "With --rotate: "+cmdutil.VouchYesUsage)
 	o.AddFlags(cmd, "bind", "the binding record and the changes to the --to workloads")
 	complete.Register(cmd, "to", complete.Workloads(f))
 	// A malformed transform is reported by its own message: pflag's wrapping would
@@ -202,6 +206,8 @@ func (o *Options) Validate(changed *pflag.FlagSet) error {
 		if err := rotateAlone(changed, o.DryRun); err != nil {
 			return err
 		}
+	} else if o.Yes {
+		return cmdutil.UsageErrorf("--yes is for --rotate: a new binding is yours, and bind asks nothing")
 	}
 	if err := o.ValidateFlags("records nothing"); err != nil {
 		return err
@@ -306,7 +312,8 @@ func (o *Options) rotate(ctx context.Context, fol *lifecycle.Following) error {
 	if err != nil {
 		return err
 	}
-	res, err := o.Engine.Rotate(ctx, engine.RotateRequest{Namespace: o.Namespace, Name: o.Instance, Follow: fol.Follow(o.Wait), SecretTemplate: tpl})
+	res, err := o.Engine.Rotate(ctx, engine.RotateRequest{Namespace: o.Namespace, Name: o.Instance, Follow: fol.Follow(o.Wait), SecretTemplate: tpl,
+		Vouch: cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Yes, "bind --rotate")})
 	fol.Done()
 	if res.Binding != nil && !o.Output.IsTable() {
 		if err := o.Output.PrintObject(res.Binding, o.Streams.Out); err != nil {

@@ -56,6 +56,9 @@ type Options struct {
 	Name string
 	// Target is the namespace given to --to-namespace (--from-namespace for unshare).
 	Target string
+	// Yes is --yes: for share, become the author of what another person wrote without
+	// asking; for unshare, that and remove the namespace's bindings without asking.
+	Yes bool
 
 	lifecycle.VerbOptions
 }
@@ -63,7 +66,6 @@ type Options struct {
 // UnshareOptions are the options of unshare.
 type UnshareOptions struct {
 	Options
-	Yes bool
 }
 
 // NewCmdShare returns the share command. runF, when not nil, is called with the
@@ -77,6 +79,7 @@ func NewCmdShare(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Example: shareExample,
 	}, &o.Name, o, runF)
 	cmd.Flags().StringVar(&o.Target, "to-namespace", "", "The namespace that may bind to the instance.")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, cmdutil.VouchYesUsage)
 	o.AddDryRunFlags(cmd, "the instance record with the grant added")
 	return cmd
 }
@@ -120,18 +123,16 @@ func validTarget(flag, ns string) error {
 	return nil
 }
 
-// Complete builds the clients.
-func (o *Options) Complete(f *cmdutil.Factory) (err error) {
-	o.Namespace, o.Engine, _, err = f.VerbClients(cmdutil.IOStreams{}, 0, nil)
-	return err
-}
+// Complete builds the clients and, in a terminal, the prompter.
+func (o *Options) Complete(f *cmdutil.Factory) error { return o.VerbOptions.Complete(f) }
 
 // Complete builds the clients and, in a terminal, the prompter.
 func (o *UnshareOptions) Complete(f *cmdutil.Factory) error { return o.VerbOptions.Complete(f) }
 
 // Run adds the grant (engine.Engine.Share).
 func (o *Options) Run(ctx context.Context) error {
-	res, err := o.Engine.Share(ctx, engine.ShareRequest{Namespace: o.Namespace, Name: o.Name, To: o.Target, DryRun: o.DryRun.Engine()})
+	res, err := o.Engine.Share(ctx, engine.ShareRequest{Namespace: o.Namespace, Name: o.Name, To: o.Target, DryRun: o.DryRun.Engine(),
+		Vouch: cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Yes, "share")})
 	if res.NamespaceUnchecked {
 		fmt.Fprintf(o.Streams.ErrOut, "Warning: you may not read namespace %q, so whether it exists was not checked.\n", o.Target)
 	}
@@ -153,7 +154,8 @@ func (o *Options) Run(ctx context.Context) error {
 // Run removes the grant, then the bindings it let the namespace make
 // (engine.Engine.Unshare).
 func (o *UnshareOptions) Run(ctx context.Context) error {
-	res, err := o.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.Namespace, Name: o.Name, From: o.Target, DryRun: o.DryRun.Engine(), Confirm: o.confirm})
+	res, err := o.Engine.Unshare(ctx, engine.UnshareRequest{Namespace: o.Namespace, Name: o.Name, From: o.Target, DryRun: o.DryRun.Engine(), Confirm: o.confirm,
+		Vouch: cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Yes, "unshare")})
 	if res.Withdrawn {
 		fmt.Fprintf(o.Streams.ErrOut, "instance %q is no longer shared with namespace %q\n", o.Name, o.Target)
 	}

@@ -14,6 +14,8 @@ import (
 // Options are the options of touch instance.
 type Options struct {
 	Name string
+	// Yes is --yes: become the author of what another person wrote without asking.
+	Yes bool
 
 	lifecycle.VerbOptions
 }
@@ -61,6 +63,7 @@ func newCmdTouchInstance(f *cmdutil.Factory, runF func(*Options) error) *cobra.C
 			kubectl catalog touch instance db --dry-run=server -o yaml`),
 		Aliases: []string{"inst"},
 	}, &o.Name, o, runF)
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, cmdutil.VouchYesUsage)
 	o.AddFlags(cmd, "update", "the instance record marked for its parameters to be re-sent")
 	return cmd
 }
@@ -71,6 +74,7 @@ func (o *Options) Validate() error { return o.ValidateFlags("records nothing") }
 // Run touches the instance (engine.Engine.Touch) and prints the outcome.
 func (o *Options) Run(ctx context.Context) error {
 	return o.RunOnInstance(o.Name, "configured", "update", func(follow engine.Follow) (engine.InstanceResult, error) {
-		return o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow})
+		return o.Engine.Touch(ctx, engine.TouchRequest{Namespace: o.Namespace, Name: o.Name, DryRun: o.DryRun.Engine(), Follow: follow,
+			Vouch: cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Yes, "touch")})
 	})
 }

@@ -101,6 +101,8 @@ type Options struct {
 	Limits  lifecycle.LimitFlags
 	// Rebind is --rebind: once (alone), or the spec's choice (always, plan-change, never).
 	Rebind string
+	// Yes is --yes: become the author of what another person wrote without asking.
+	Yes bool
 
 	Credentials lifecycle.CredentialFlags
 
@@ -134,6 +136,7 @@ func NewCmdUpdate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	cmd.Flags().StringVar(&o.Rebind, "rebind", "", "Rotate the instance's bindings once the update settled: alone (or =once) for this update; =always, =plan-change or =never after every update (spec.rebindOnUpdate).")
 	cmd.Flags().Lookup("rebind").NoOptDefVal = rebindOnce
 	complete.Register(cmd, "rebind", complete.Fixed(rebindOnce, "always", "plan-change", "never"))
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, cmdutil.VouchYesUsage)
 	o.AddFlags(cmd, "update", "the instance record")
 	return cmd
 }
@@ -255,6 +258,7 @@ func (o *Options) Request(follow engine.Follow) (engine.InstanceUpdateRequest, e
 		Limits:        o.Limits.Limits(),
 		DryRun:        o.DryRun.Engine(),
 		Follow:        follow,
+		Vouch:         cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Yes, "update"),
 	}
 	req.Rebind, req.RebindOnUpdate, _ = o.rebind()
 	if o.Credentials.Given() {

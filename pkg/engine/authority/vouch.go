@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -25,6 +26,11 @@ type Vouch struct {
 	// Means lists what the engine does on the runner's authority once she is the author:
 	// which Secret goes to which URL, which is copied where, which workload is changed.
 	Means []string
+	// Reaches says that the record names what her authority then reaches beyond the
+	// record and its broker: a Secret whose contents the engine sends or copies, a
+	// workload it changes, another namespace it lets bind, a broker's URL. The everyday
+	// verbs ask only then (a record naming none of these gives a broker nothing of hers).
+	Reaches bool
 }
 
 // Written says who wrote the record, as far as anyone can tell.
@@ -73,6 +79,72 @@ func (auth *Authority) Vouching(ctx context.Context, rec v1alpha1.Record) (*Vouc
 	return &v, nil
 }
 
+// VouchingOver is Vouching for an everyday verb (update, touch, share, unshare, bind
+// --rotate) about to write rec, which it changes, as its runner's intent: nil unless
+// the trust policy in force verifies that another person wrote rec and rec names what
+// the runner's authority then reaches (Vouch.Reaches). A record nobody can verify is
+// left to the verbs' other checks and to adopt, as before; one naming nothing beyond
+// itself and its broker gives nothing of hers away. Like Vouching, it refuses a record
+// the runner could not have written herself.
+func (auth *Authority) VouchingOver(ctx context.Context, rec v1alpha1.Record) (*Vouch, error) {
+	if b := auth.of(ctx, rec); b.self || b.unverified != "" || b.author.Username == "" {
+		return nil, nil
+	}
+	v := auth.vouch(ctx, rec)
+	if !v.Reaches {
+		return nil, nil
+	}
+	if err := auth.checkNamed(Adopting(ctx, map[types.UID]bool{rec.GetUID(): true}), rec); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// checkNamed refuses rec when the runner could not have named what it names herself:
+// its Secrets (parameters, keys copied), the namespaces it lets bind (she must be able to
+// write the instance's record), the workloads it changes. ctx is marked Adopting(rec), so
+// every check asks the runner's own rights. The broker and plan are the verb's to check
+// as ever (a verb whose user may not read the broker's credentials leaves the call to
+// reconcile), as is what checkAuthorship checks beyond these for adopt.
+func (auth *Authority) checkNamed(ctx context.Context, rec v1alpha1.Record) error {
+	secrets := auth.SecretsFor(rec)
+	read := func(ns, name string) error {
+		_, err := secrets(ctx, ns, name)
+		return err
+	}
+	switch r := rec.(type) {
+	case *v1alpha1.ServiceInstance:
+		for _, pf := range r.Spec.ParametersFrom {
+			if pf.SecretKeyRef != nil {
+				if err := read(r.Namespace, pf.SecretKeyRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		if len(r.Spec.SharedWith) > 0 {
+			return auth.runnerMay(ctx, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "update", Resource: "configmaps",
+				Name: store.ConfigMapName(v1alpha1.KindServiceInstance, r.Name)})
+		}
+	case *v1alpha1.ServiceBinding:
+		for _, pf := range r.Spec.ParametersFrom {
+			if pf.SecretKeyRef != nil {
+				if err := read(r.Namespace, pf.SecretKeyRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		for _, tr := range r.Spec.SecretTransforms {
+			if a := tr.AddKeysFrom; a != nil {
+				if err := read(r.Namespace, a.SecretRef.Name); err != nil {
+					return err
+				}
+			}
+		}
+		return auth.AuthorizeProjections(ctx, r)
+	}
+	return nil
+}
+
 // vouch describes what writing rec as the runner's own means.
 func (auth *Authority) vouch(ctx context.Context, rec v1alpha1.Record) Vouch {
 	au := store.AuthorOf(rec)
@@ -80,6 +152,8 @@ func (auth *Authority) vouch(ctx context.Context, rec v1alpha1.Record) Vouch {
 	v := Vouch{Kind: kindOf(rec), Namespace: rec.GetNamespace(), Name: rec.GetName(), Was: au.Username,
 		Verified: au.Username != "" && b.unverified == ""}
 	add := func(format string, args ...any) { v.Means = append(v.Means, fmt.Sprintf(format, args...)) }
+	// reach is add for what the runner's authority reaches beyond the record.
+	reach := func(format string, args ...any) { add(format, args...); v.Reaches = true }
 	via := func(t Target, err error) string {
 		if err != nil || t == nil || t.TargetBroker() == nil {
 			return "its broker"
@@ -90,14 +164,15 @@ func (auth *Authority) vouch(ctx context.Context, rec v1alpha1.Record) Vouch {
 	params := func(from []v1alpha1.ParametersFromSource, to string) {
 		for _, pf := range from {
 			if r := pf.SecretKeyRef; r != nil && r.Key != "" {
-				add("parameters from Secret %q (key %q) go to %s", r.Name, r.Key, to)
+				reach("parameters from Secret %q (key %q) go to %s", r.Name, r.Key, to)
 			} else if r != nil {
-				add("parameters from Secret %q (every key) go to %s", r.Name, to)
+				reach("parameters from Secret %q (every key) go to %s", r.Name, to)
 			}
 		}
 	}
 	switch r := rec.(type) {
 	case *v1alpha1.Broker:
+		v.Reaches = true
 		if a := r.Spec.Auth; a != nil {
 			add("its credentials, Secret %q in namespace %q, go to %q with every call", a.SecretRef.Name, r.Namespace, r.Spec.URL)
 		}
@@ -111,10 +186,14 @@ func (auth *Authority) vouch(ctx context.Context, rec v1alpha1.Record) Vouch {
 	case *v1alpha1.ServiceInstance:
 		t, _, err := auth.env().InstanceTarget(ctx, r)
 		to := via(t, err)
-		add("it is provisioned, updated and deprovisioned through %s", to)
+		if up := r.Spec.UserProvided; up != nil {
+			reach("its credentials, Secret %q, are copied into the Secrets of its bindings", up.CredentialsSecret)
+		} else {
+			add("it is provisioned, updated and deprovisioned through %s", to)
+		}
 		params(r.Spec.ParametersFrom, to)
 		for _, ns := range r.Spec.SharedWith {
-			add("namespace %q may bind it (its credentials go to bindings there)", ns)
+			reach("namespace %q may bind it (its credentials go to bindings there)", ns)
 		}
 	case *v1alpha1.ServiceBinding:
 		t, _, err := auth.env().BindingTarget(ctx, r)
@@ -127,11 +206,11 @@ func (auth *Authority) vouch(ctx context.Context, rec v1alpha1.Record) Vouch {
 		params(r.Spec.ParametersFrom, to)
 		for _, tr := range r.Spec.SecretTransforms {
 			if a := tr.AddKeysFrom; a != nil {
-				add("the keys of Secret %q are copied into Secret %q", a.SecretRef.Name, r.Spec.SecretName)
+				reach("the keys of Secret %q are copied into Secret %q", a.SecretRef.Name, r.Spec.SecretName)
 			}
 		}
 		for _, p := range r.Spec.Projections {
-			add("%s %q is changed to read Secret %q", p.Kind, p.Name, r.Spec.SecretName)
+			reach("%s %q is changed to read Secret %q", p.Kind, p.Name, r.Spec.SecretName)
 		}
 	}
 	return v
