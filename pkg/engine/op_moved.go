@@ -153,8 +153,8 @@ func (e *Engine) checkHeldInstance(ctx context.Context, t target, inst *v1alpha1
 	})
 	err = bounded(err, got, http.StatusOK, "GET", "/v2/service_instances/"+id)
 	if notHeld(err) {
-		return refused(ReasonRefusedNotHeld, "instance %q cannot be moved in: broker %q holds no instance with id %s (GET instance: %s); nothing was written: check spec.externalID against the cluster it comes from (\"kubectl catalog describe instance %s\" there)",
-			inst.Name, t.broker.Name, id, describe(err, 0), inst.Name)
+		return refused(ReasonRefusedNotHeld, "instance %q cannot be moved in: broker %q holds no instance with id %s (GET instance: %s); nothing was written: check spec.externalID against the cluster it comes from (%s there)",
+			inst.Name, t.broker.Name, id, describe(err, 0), hint.Quoted(inst.Namespace, "describe", "instance", inst.Name))
 	}
 	if err != nil {
 		return fmt.Errorf("instance %q: whether broker %q holds id %s could not be checked (GET instance: %s); nothing was written: try again", inst.Name, t.broker.Name, id, describe(err, 0))

@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 )
 
 // The manifests "kubectl catalog export" prints on another cluster carry the annotation
@@ -71,7 +72,7 @@ func (p *planner) planMoveInInstance(ctx context.Context, a *action) (*action, e
 func (p *planner) moveInInstanceRequest(o *declarative.Object) (engine.MoveInInstanceRequest, error) {
 	want := o.Inst
 	if want.UserProvided {
-		return engine.MoveInInstanceRequest{}, fmt.Errorf("instance %q is user-provided: no broker holds it, so there is nothing to move in; record it here with \"kubectl catalog provision %s --user-provided\"", o.Name, o.Name)
+		return engine.MoveInInstanceRequest{}, fmt.Errorf("instance %q is user-provided: no broker holds it, so there is nothing to move in; record it here with %s", o.Name, hint.Quoted(o.Namespace, "provision", o.Name, "--user-provided"))
 	}
 	params, err := declarative.ParameterMap(want.Params)
 	if err != nil {

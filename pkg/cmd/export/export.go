@@ -144,7 +144,7 @@ func (o *Options) Run(ctx context.Context) error {
 			continue
 		}
 		if inst.IsUserProvided() {
-			fmt.Fprintf(o.Streams.ErrOut, "instance %q of namespace %q is user-provided and is not exported: no broker holds it; record it on the other cluster with \"kubectl catalog provision %s --user-provided\"\n", inst.Name, inst.Namespace, inst.Name)
+			fmt.Fprintf(o.Streams.ErrOut, "instance %q of namespace %q is user-provided and is not exported: no broker holds it; record it on the other cluster with %s\n", inst.Name, inst.Namespace, hint.Quoted(inst.Namespace, "provision", inst.Name, "--user-provided"))
 			continue
 		}
 		key := inst.Namespace + "/" + inst.Spec.BrokerName
