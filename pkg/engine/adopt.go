@@ -212,51 +212,9 @@ func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1
 	if err != nil {
 		return nil, err
 	}
-	if err := e.instanceNotDeleting(ctx, created); err != nil {
-		return nil, err
-	}
 	e.ClaimSpecIDs(ctx, created)
 	if _, err := e.cfg.Store.AdoptBindingSecret(ctx, created, a.PreviousOwners...); err != nil {
 		return created, fmt.Errorf("binding %q is recorded, but its Secret %q could not be adopted: %w", b.Name, secret.Name, err)
 	}
 	return created, nil
-}
-
-// instanceNotDeleting refuses the adoption of binding b, whose record was just created,
-// when its instance is being deleted: the deletion's wait for the instance's bindings may
-// have listed them before b's record was made, and its DELETE would then reach the broker
-// under the binding adopted. Read after the create, the instance shows the deletion mark
-// of any deletion whose list may have missed b (the mark precedes the list); one marked
-// later lists b and waits for it. b's record is removed again, unbound: the broker's
-// binding stays as it was, recorded where it was before. A record a deletion marked and
-// whose unbind is under way meanwhile is left to that unbind.
-func (e *Engine) instanceNotDeleting(ctx context.Context, b *v1alpha1.ServiceBinding) error {
-	instNS, instName := b.InstanceRef()
-	inst, err := e.cfg.Store.Instances().Get(ctx, instNS, instName)
-	if err != nil || inst.DeletionTimestamp == nil {
-		return nil // no instance, or one this user may not read: adopted as before
-	}
-	refusal := fmt.Errorf("binding %q was not adopted: its instance %q of namespace %q is being deleted, and its deprovision may already be on its way to the broker; "+
-		"the broker's binding %s is left as it was: unbind it where it is recorded now, or adopt it once the instance exists again", b.Name, instName, instNS, b.Spec.ExternalID)
-	if err := e.cfg.Store.Bindings().Delete(ctx, b.Namespace, b.Name); err != nil && !store.IsNotFound(err) {
-		return fmt.Errorf("%w (its record %q could not be removed: %v; remove it with \"kubectl catalog unbind %s --abandon -n %s\")", refusal, b.Name, err, b.Name, b.Namespace)
-	}
-	for range 5 {
-		cur, err := e.cfg.Store.Bindings().Get(ctx, b.Namespace, b.Name)
-		if store.IsNotFound(err) {
-			return refusal
-		}
-		if err == nil && (cur.Status.InFlight != nil || cur.Status.OrphanMitigation != nil) {
-			return refusal
-		}
-		if err == nil {
-			if _, err = e.cfg.Store.Bindings().RemoveFinalizer(ctx, cur); err == nil || store.IsNotFound(err) {
-				return refusal
-			}
-		}
-		if !store.IsConflict(err) {
-			return fmt.Errorf("%w (its record %q could not be removed: %v; remove it with \"kubectl catalog unbind %s --abandon -n %s\")", refusal, b.Name, err, b.Name, b.Namespace)
-		}
-	}
-	return refusal
 }
