@@ -157,7 +157,10 @@ func (w *world) checkLimits(ns, bindingID, instanceID string) {
 		}
 		most = max(most, v.most)
 	}
-	if !allowed {
+	// A bound binding of the instance's own namespace stays, and is rotated, when the
+	// allowed namespaces leave that namespace out (authority.OwnBindingStays): only new
+	// binds of it are refused.
+	if !allowed && !(rotation && ns == inst.Namespace) {
 		w.fail("a bind %s of instance %s/%s for a binding of namespace %s reached the broker, which none of the instance's allowedNamespaces since the binding was written listed (%s)",
 			bindingID, inst.Namespace, inst.Name, ns, strings.Join(lists, ", "))
 	}

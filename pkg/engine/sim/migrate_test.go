@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -373,6 +372,6 @@ func (w *world) leftBySvcat(id string) bool {
 // from svcat's word that the broker holds it (docs/svcat.md: run --cleanup once
 // migrated). Such a record says what the broker no longer holds until its next call.
 func (w *world) deletedOnce(id string) bool {
-	a := w.answersFor(id)
-	return strings.Contains(a, "Deprovision") || strings.Contains(a, "Unbind")
+	t := w.book.ids[id]
+	return t != nil && t.deleted
 }

@@ -76,6 +76,9 @@ type idTrack struct {
 	handed map[string]any
 	// answers are the last answers given, for messages.
 	answers []string
+	// deleted: a DELETE (deprovision or unbind) of the id was answered, whatever came
+	// of it (answers keeps only the last ones).
+	deleted bool
 	// failed are the times of answers the engine cannot take as done (failures, no
 	// answer), requests the times of every request: bounded effort.
 	failed, requests []time.Time
@@ -383,6 +386,7 @@ func (w *world) answered(method, id string, status int, err error, state osb.Las
 		}
 	}
 	t.answers = append(t.answers, desc)
+	t.deleted = t.deleted || strings.Contains(desc, "Deprovision") || strings.Contains(desc, "Unbind")
 	if len(t.answers) > 8 {
 		t.answers = t.answers[len(t.answers)-8:]
 	}
