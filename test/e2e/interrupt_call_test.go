@@ -40,11 +40,11 @@ func TestInterrupt_CtrlCDuringBrokerCall(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			var e *instEnv
-			op, kind := broker.OpProvision, "instance"
+			op, kind, recordKind := broker.OpProvision, "instance", v1alpha1.KindServiceInstance
 			args := []string{"provision", "db", "--class", "postgresql", "--plan", tc.plan}
 			if tc.verb == "bind" {
 				e = bndSetup(t, tc.plan, nil).instEnv
-				op, kind = broker.OpBind, "binding"
+				op, kind, recordKind = broker.OpBind, "binding", v1alpha1.KindServiceBinding
 				args = []string{"bind", "db", "--name", "db-app"}
 			} else {
 				e = instSetupCatalog(t, nil)
@@ -86,6 +86,14 @@ func TestInterrupt_CtrlCDuringBrokerCall(t *testing.T) {
 				assert.Equal(t, r.ExitCode, 0, r.Stderr)
 				want := regexp.MustCompile(`the broker may still be working on the (Provision|Bind) sent at \S+; nothing is sent for this ` + kind + ` until \S+`)
 				assert.Assert(t, want.MatchString(r.Stdout), "describe does not show the wait:\n%s", r.Stdout)
+				// Reconcile by hand sends nothing for it, and says why.
+				sent := len(e.b.RequestsFor(op))
+				sum, _ := recRun(t, e.ns, nil, "--max-duration", "5s")
+				it, ok := recKindItem(sum, recordKind, e.ns, name)
+				assert.Assert(t, ok, "%+v", sum)
+				says := regexp.MustCompile(`the broker may still be working on the (Provision|Bind) sent at \S+, .*; nothing is sent for this ` + kind + ` until \S+`)
+				assert.Assert(t, says.MatchString(it.Detail), "reconcile does not say what it waits for: %q", it.Detail)
+				assert.Equal(t, len(e.b.RequestsFor(op)), sent, "nothing is sent during the grace")
 				t.Logf("took %s", time.Since(start))
 				return
 			}
