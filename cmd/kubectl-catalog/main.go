@@ -25,25 +25,29 @@ func run() int {
 	return cmd.Execute(ctx, cmdutil.NewFactory(cmdutil.NewStdIOStreams()), os.Args[1:])
 }
 
-// interruptContext returns a context cancelled by the first SIGINT or
-// SIGTERM, so a command can stop cleanly and say how to resume. A second
-// signal exits at once.
+// interruptContext returns a context cancelled by the first SIGINT or SIGTERM, so a
+// command can stop cleanly and say how to resume; a verb waiting for a broker's answer
+// is let record it first (cmdutil.Interrupt). A second signal exits at once.
 func interruptContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, in := cmdutil.NewInterrupt(context.Background(), os.Stderr)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	go func() {
-		select {
-		case <-signals:
-			cancel()
-		case <-ctx.Done():
-			return
+		for {
+			select {
+			case <-signals:
+				if in.Signal() {
+					os.Exit(cmdutil.ExitInterrupted)
+				}
+			case <-done:
+				return
+			}
 		}
-		<-signals
-		os.Exit(cmdutil.ExitInterrupted)
 	}()
 	return ctx, func() {
 		signal.Stop(signals)
-		cancel()
+		close(done)
+		in.Stop()
 	}
 }

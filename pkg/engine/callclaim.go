@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -244,7 +243,11 @@ func unansweredMayRun(e *Engine, x opRecord) time.Time {
 // on the send in flight (sendMayRun): no call is made, nothing is written.
 func sendRunning[T driven[T]](e *Engine, x T, until time.Time) Result {
 	op := x.OpStatus().InFlight
-	msg := fmt.Sprintf("the %s request sent at %s has no recorded answer (its sender stopped waiting for it) and the broker may still be working on it: nothing about this record is sent to the broker before %s (the grace for the broker's work)",
-		strings.ToLower(string(op.Type)), op.SentAt.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	kind := "instance"
+	if _, ok := any(x).(*v1alpha1.ServiceBinding); ok {
+		kind = "binding"
+	}
+	msg := fmt.Sprintf("the broker may still be working on the %s sent at %s, whose answer no one recorded (its sender stopped waiting for it); nothing is sent for this %s until %s (the grace for the broker's work)",
+		op.Type, op.SentAt.UTC().Format(time.RFC3339), kind, until.UTC().Format(time.RFC3339))
 	return withRecord(Result{State: StateWaiting, RequeueAfter: until.Sub(e.now()), Message: msg}, x)
 }

@@ -139,6 +139,7 @@ func (e *Engine) FollowBinding(ctx context.Context, namespace, name, verb string
 func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb string, f Follow) (Result, error) {
 	// The user's own command: what it reads and changes, it does with the user's rights.
 	dctx := WithRunnersRights(ctx)
+	dctx = gatedByVerb(dctx) // an interrupt lets a broker call under way finish (callgate.go)
 	if f.Wait && f.Timeout > 0 {
 		var cancel context.CancelFunc
 		dctx, cancel = context.WithTimeout(dctx, f.Timeout)
@@ -150,6 +151,11 @@ func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb s
 	cancel()
 	hint := fmt.Sprintf(`follow it with "kubectl catalog describe %s %s -n %s"; "kubectl catalog reconcile" finishes it`, d.kind, name, namespace)
 	switch {
+	case err == nil && ctx.Err() != nil && res.Done():
+		// Interrupted during a broker call, which was let finish (callgate.go).
+		return res, &InterruptedError{Message: fmt.Sprintf("interrupted once the broker's answer was recorded: %s %q: %s; nothing is left to do", d.kind, name, res.Message), Cause: ctx.Err()}
+	case err == nil && ctx.Err() != nil:
+		return res, &InterruptedError{Message: fmt.Sprintf("interrupted once the broker's answer was recorded: %s %q is left pending (%s): %s", d.kind, name, res.Message, hint), Cause: ctx.Err()}
 	case err == nil:
 		return res, nil
 	case ctx.Err() == nil && waitRanOut(dctx, err):

@@ -101,6 +101,14 @@ type brokerCall struct {
 // failed) or interrupted stores nothing.
 func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, outcome func(stored T, act osb.Action, callErr error) (Result, error)) (Result, error) {
 	op := c.op
+	// A verb interrupted from here on makes the call and stores its outcome first: an
+	// answer no one records would leave the record waiting for the grace (callgate.go).
+	// Interrupted before, it writes nothing.
+	end, begun := beginCall(ctx)
+	if !begun {
+		return interrupted(x, context.Canceled)
+	}
+	defer end()
 	if opens := c.osbOp == osb.OpProvision || c.osbOp == osb.OpUpdate || c.osbOp == osb.OpBind; opens && !c.resend {
 		// Checked after the record was read, so a deregister that marks the broker and
 		// then finds no instance has no provision left to race (op_deregister.go).

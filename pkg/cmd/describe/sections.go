@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
@@ -48,6 +49,9 @@ func describeWork(b *strings.Builder, st *v1alpha1.OperationStatus, withBindingI
 		if r.NextRetryAt != nil {
 			fmt.Fprintf(b, "  next retry: %s\n", ts(r.NextRetryAt.Time))
 		}
+	}
+	if line := brokerMayWork(st, withBindingID, ts, now); line != "" {
+		fmt.Fprintf(b, "Waiting for the broker:\n  %s\n", line)
 	}
 	if om := st.OrphanMitigation; om != nil {
 		fmt.Fprintf(b, "Orphan mitigation:\n  %s: %s (since %s)\n", om.Reason, om.Message, ts(om.StartedAt.Time))
@@ -97,4 +101,40 @@ func describeBound(out *strings.Builder, b *v1alpha1.ServiceBinding, ts func(tim
 		}
 		fmt.Fprintf(out, "  renew before: %s%s\n", ts(bs.RenewBefore.Time), due)
 	}
+}
+
+// brokerMayWork says, when a request of the record got no recorded answer (its sender
+// stopped waiting: interrupted twice, killed, timed out), that the broker may still be
+// working on it and until when nothing is sent for the record: the grace
+// (engine.DefaultMitigationGrace) from the send, or the time the record holds. Each
+// driver also times the grace from its own first sight of the send, so this is the
+// earliest time. Empty when there is none, or it is over.
+func brokerMayWork(st *v1alpha1.OperationStatus, binding bool, ts func(time.Time) string, now time.Time) string {
+	op := st.InFlight
+	var sent, until time.Time
+	if op != nil && !op.Async && op.SentAt != nil {
+		sent, until = op.SentAt.Time, op.SentAt.Add(engine.DefaultMitigationGrace)
+	}
+	if r := st.Retry; r != nil && r.BrokerMayWorkUntil != nil && r.BrokerMayWorkUntil.After(until) {
+		until = r.BrokerMayWorkUntil.Time
+		if sent.IsZero() && op != nil {
+			sent = op.StartedAt.Time
+		}
+	}
+	if until.IsZero() || !now.Before(until) {
+		return ""
+	}
+	what := "request"
+	if op != nil {
+		what = string(op.Type)
+	}
+	kind := "instance"
+	if binding {
+		kind = "binding"
+	}
+	sentAt := ""
+	if !sent.IsZero() {
+		sentAt = " sent at " + ts(sent)
+	}
+	return fmt.Sprintf("the broker may still be working on the %s%s; nothing is sent for this %s until %s, unless its sender records the answer first", what, sentAt, kind, ts(until))
 }
