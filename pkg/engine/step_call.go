@@ -88,10 +88,6 @@ type brokerCall struct {
 	reason, msg string
 	// call makes the request, returning the answer's status and the bounded failure.
 	call func(ctx context.Context) (int, error)
-	// recheck, when set, looks again once the call is written ahead (the record as
-	// stored): a call it blocks is not sent; it stays written ahead for the record's
-	// next step, and recheck's result is the step's.
-	recheck func(ctx context.Context, stored any) (Result, bool, error)
 }
 
 // sendCall makes c, a call about x: it vets the call, checks where its parameters go,
@@ -140,11 +136,6 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 			dropSent(e, ctx, op, x) // not sent: someone else drives the record
 		}
 		return reread(e, ctx, x, err)
-	}
-	if c.recheck != nil {
-		if res, blocked, err := c.recheck(ctx, stored); blocked || err != nil {
-			return res, err
-		}
 	}
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var status int

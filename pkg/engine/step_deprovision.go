@@ -90,18 +90,6 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 		op: op, keepsNothing: true, broker: t.broker, osbOp: osb.OpDeprovision,
 		phase: phase, reason: reason, msg: msg,
 		vet: func(ctx context.Context) error { return e.auth.VetInstanceCall(ctx, inst, t, op.InstanceID, "") },
-		recheck: func(ctx context.Context, stored any) (Result, bool, error) {
-			if !deleting {
-				return Result{}, false, nil
-			}
-			// A binding adopted (migrate svcat, a moved record: bound at the broker
-			// already) after the wait above listed the bindings: listed again now that
-			// the call is written ahead, it keeps the DELETE unsent, written ahead for
-			// the next step, which waits for it to be unbound. (A binding made by bind
-			// has its record before its bind is sent, and its step binds no instance
-			// being deleted.)
-			return e.waitForBindings(ctx, stored.(*v1alpha1.ServiceInstance))
-		},
 		call: func(ctx context.Context) (int, error) {
 			var callErr error
 			resp, callErr = t.client.Deprovision(ctx, req)
