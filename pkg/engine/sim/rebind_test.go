@@ -463,7 +463,7 @@ func (w *world) checkRebindsQuiet(insts []*v1alpha1.ServiceInstance) {
 // openRebindSeeds are the seeds of TestSim_RebindWorld's range that fail for a reason
 // not fixed yet, each listed in docs/engine.md's "Known limits": they are logged, and
 // every other seed's failure fails the test.
-var openRebindSeeds = map[string]map[int]bool{
+var openRebindSeeds = map[string]map[uint64]bool{
 	"-sim.rebind": {5: true},
 }
 
