@@ -59,7 +59,10 @@ func sgStart(t *testing.T, ns, catalogNS string) *sgReplica {
 	r.cmd = exec.Command(cp.Binaries.Kubectl, "catalog", "reconcile", "-n", ns, "--serve", "--shard-group", sgGroup,
 		"--lease-duration", sgLease.String(), "--listen", serveListen, "--serve-interval", "5s", "--interval", "300ms", "--workers", "8")
 	r.cmd.Env = append(instEnviron(t), append(recEnv,
-		cmdutil.CatalogNamespaceEnv+"="+catalogNS, cmdutil.TestClaimTTLEnv+"="+sgClaimTTL.String())...)
+		cmdutil.CatalogNamespaceEnv+"="+catalogNS, cmdutil.TestClaimTTLEnv+"="+sgClaimTTL.String(),
+		// The test broker is done with a request once it answers: a killed replica's
+		// unanswered call needs no longer grace than its claim.
+		cmdutil.TestMitigationGraceEnv+"="+sgClaimTTL.String())...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	assert.NilError(t, r.cmd.Start())
 	go func() { r.exited <- r.cmd.Wait() }()
