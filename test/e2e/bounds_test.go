@@ -105,5 +105,6 @@ func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T
 	assert.Check(t, is.Equal(reported, boundsJunk))
 	// Far below the Pod's 256 MiB; the list of every label of these ConfigMaps alone
 	// took more than that.
-	assert.Check(t, maxRSS < 160<<20, "reconcile's peak resident set was %d MiB", maxRSS>>20)
+	// 1061 MiB before the bounds; 131-163 MiB since, as the binary grew: 192 keeps a margin and still catches the defect.
+	assert.Check(t, maxRSS < 192<<20, "reconcile's peak resident set was %d MiB", maxRSS>>20)
 }
