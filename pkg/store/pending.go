@@ -102,7 +102,14 @@ func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func
 	if err != nil {
 		return err
 	}
-	opts := metav1.ListOptions{LabelSelector: labels.NewSelector().Add(*req).String(), Limit: s.pageSize}
+	return s.eachMetaPage(ctx, namespace, labels.NewSelector().Add(*req).String(), reset, visit)
+}
+
+// eachMetaPage visits the metadata of the ConfigMaps of namespace ("" for all) that match
+// selector, a page at a time (pages sized by the largest metadata seen); an expired
+// continue token starts the list again after reset.
+func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, reset func(), visit func(*metav1.ObjectMeta)) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: s.pageSize}
 	if opts.Limit > 0 {
 		opts.Limit = min(opts.Limit, firstMetaPage)
 	}

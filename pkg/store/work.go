@@ -139,33 +139,7 @@ func (s *Store) eachRecordMetaSelected(ctx context.Context, namespace string, re
 	if req != nil {
 		sel = sel.Add(*req)
 	}
-	opts := metav1.ListOptions{LabelSelector: sel.String(), Limit: s.pageSize}
-	if opts.Limit > 0 {
-		opts.Limit = min(opts.Limit, firstMetaPage)
-	}
-	for {
-		list, err := s.meta.Resource(configMapsResource()).Namespace(namespace).List(ctx, opts)
-		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-			reset()
-			opts.Continue, opts.Limit = "", 0
-			continue
-		}
-		if err != nil {
-			return apiError("list", "", namespace, "", err)
-		}
-		largest := 0
-		for i := range list.Items {
-			largest = max(largest, metadataBytes(&list.Items[i].ObjectMeta))
-			visit(&list.Items[i].ObjectMeta)
-		}
-		if list.Continue == "" {
-			return nil
-		}
-		opts.Continue = list.Continue
-		if opts.Limit > 0 {
-			opts.Limit = nextMetaPage(opts.Limit, s.pageSize, largest)
-		}
-	}
+	return s.eachMetaPage(ctx, namespace, sel.String(), reset, visit)
 }
 
 // FullPassMarker is the ConfigMap, in the catalog namespace, whose annotation
