@@ -116,3 +116,35 @@ func forgedRotation(t *testing.T, f *fixture, name string, self bool) *v1alpha1.
 	assert.NilError(t, err)
 	return b
 }
+
+// A binding bound before the limit but created within store.MaxClockSkew of the first
+// place reserved under it cannot be told from one written after the place: above the
+// limit, its rotation is refused until a place is free, and it keeps what it is bound
+// to.
+func TestConsumers_ARotationMadeJustBeforeThePlaces_IsRefusedAboveTheLimit_AndKeepsItsBinding(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.SharedWith = []string{consumerNS} })
+	f.consumerBinding(nil, consumerNS, "one")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "one").State, StateSettled)
+	before, err := f.bindingIn(consumerNS, "one")
+	assert.NilError(t, err)
+	f.now = f.now.Add(5 * time.Minute)
+	two, one := int32(2), int32(1)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &two })
+	f.consumerBinding(nil, consumerNS, "two")
+	assert.Equal(t, f.stepBindingIn(consumerNS, "two").State, StateSettled)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &one })
+	binds := len(f.broker.CallsTo(fake.MethodBind))
+
+	_, err = f.engine.startRotation(store.WithIntent(context.Background()), consumerNS, "one")
+	assert.NilError(t, err)
+	res := f.stepBindingIn(consumerNS, "one")
+
+	assert.Assert(t, res.Refused, "%+v", res)
+	assert.Assert(t, is.Contains(res.Message, "limit of 1 bindings"), res.Message)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), binds)
+	after, err := f.bindingIn(consumerNS, "one")
+	assert.NilError(t, err)
+	assert.Equal(t, after.Status.Bound.BindingID, before.Status.Bound.BindingID, "still bound as before")
+	assert.Equal(t, after.Status.Secret.Name, before.Status.Secret.Name)
+}
