@@ -153,18 +153,28 @@ func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, 
 	}
 }
 
-// madeBeforePlaces reports whether binding b was created no later than every place
-// reserved for another binding under inst's limit: a place is reserved only once the
-// limit is in force, so a binding created after one was made under the limit. The
-// creation time is the API server's, which no writer of the binding can change.
+// madeBeforePlaces reports whether binding b was created before every place reserved
+// for another binding under inst's limit: a place is reserved only once the limit is in
+// force, so a binding created after one was made under the limit. The creation time is
+// the API server's, which no writer of the binding can change; a place's time is the
+// clock of the process that reserved it, read before its write. Both are kept in whole
+// seconds, and that clock may run ahead of the API server's: so b counts as made before
+// a place only when it was created more than reservedAtMargin before the place's time.
+// A binding created in the same second as a place, or within a clock's lead of it, may
+// have been created after it (written by hand, with a status that says it rotates),
+// and takes a place like any other.
 func madeBeforePlaces(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 	for _, c := range inst.Status.Consumers {
-		if c.UID != string(b.UID) && c.ReservedAt.Before(&b.CreationTimestamp) {
+		if c.UID != string(b.UID) && !b.CreationTimestamp.Add(reservedAtMargin).Before(c.ReservedAt.Time) {
 			return false
 		}
 	}
 	return true
 }
+
+// reservedAtMargin is how far the clock of a process that reserves a place may run
+// ahead of the API server's (store.MaxClockSkew, what claims allow for).
+const reservedAtMargin = store.MaxClockSkew
 
 // limitReached is the refusal of a bind to inst, whose places are all taken by places:
 // it names the bindings that hold them.
