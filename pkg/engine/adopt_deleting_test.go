@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -204,4 +205,53 @@ func TestBind_DeletionStartedDuringTheBind_WaitsForTheBinding(t *testing.T) {
 			assert.DeepEqual(t, f.broker.MethodNames(), []string{fake.MethodBind})
 		})
 	}
+}
+
+// An adopter that ended between its mark and the binding's record (killed) holds the
+// deletion up only for the mark's time, timed from when the deleting process first saw
+// it; then the deletion goes on. An adopter that took longer than most of that time to
+// mark the instance writes no record and clears its mark.
+func TestAdoptBinding_PendingMark_HoldsTheDeletionForItsTimeOnly(t *testing.T) {
+	t.Run("adopter killed after its mark", func(t *testing.T) {
+		f := newFixture(t)
+		ctx := context.Background()
+		f.provisioned("db", planSmall, "")
+		_, err := f.engine.markAdoption(ctx, adoptedBinding("app", "db", "old-binding").Record)
+		assert.NilError(t, err)
+		assert.NilError(t, f.st.Instances().Delete(ctx, ns, "db"))
+		res := f.step("db")
+		assert.Equal(t, res.State, StateWaiting, res.Message)
+		assert.Assert(t, is.Contains(res.Message, "waiting for the adoption of binding(s) app to finish"))
+		f.advance(f.engine.cfg.ClaimTTL - time.Second)
+		assert.Equal(t, f.step("db").State, StateWaiting)
+		assert.Assert(t, is.Len(f.broker.Calls(), 0))
+		f.advance(2 * time.Second)
+		res = f.step("db")
+		assert.Equal(t, res.State, StateDeleted, res.Message)
+		assert.DeepEqual(t, f.broker.MethodNames(), []string{fake.MethodDeprovision})
+	})
+	t.Run("mark older than most of its time", func(t *testing.T) {
+		f := newFixture(t)
+		ctx := context.Background()
+		f.provisioned("db", planSmall, "")
+		_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, secret("app", map[string]string{"password": "p"}), metav1.CreateOptions{})
+		assert.NilError(t, err)
+		f.hook = func(p HookPoint, _ *v1alpha1.Operation) {
+			if p == HookAdoptionMarked {
+				f.advance(f.engine.cfg.ClaimTTL * 7 / 8)
+			}
+		}
+		_, err = f.engine.AdoptBinding(ctx, adoptedBinding("app", "db", "old-binding"))
+		assert.ErrorContains(t, err, `binding "app" is not adopted: marking its instance "db" took longer than the mark holds; nothing else was written: run this again`)
+		_, err = f.st.Bindings().Get(ctx, ns, "app")
+		assert.Assert(t, store.IsNotFound(err), "%v", err)
+		assert.Assert(t, is.Len(f.engine.pendingAdoptions(f.get("db")), 0))
+		// Run again, it adopts the binding.
+		f.hook = nil
+		_, err = f.engine.AdoptBinding(ctx, adoptedBinding("app", "db", "old-binding"))
+		assert.NilError(t, err)
+		_, adopted := adoptionsOf(f.get("db"))
+		assert.Assert(t, adopted, "the instance keeps the mark that a binding was adopted under it")
+		assert.Assert(t, is.Len(f.engine.pendingAdoptions(f.get("db")), 0))
+	})
 }
