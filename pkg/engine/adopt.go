@@ -162,13 +162,20 @@ type BindingAdoption struct {
 	PreviousOwners []types.UID
 }
 
+// HookAdoptionMarked: AdoptBinding marked the binding's instance with the pending
+// adoption; the binding's record is not created yet.
+const HookAdoptionMarked HookPoint = "adoption-marked"
+
 // AdoptBinding creates, on the user's command, the record of a binding the broker holds
 // and whose credentials are in an existing Secret, marked as bound (status.bound,
 // status.secret with the Secret's key names), then makes the binding's ConfigMap the
 // Secret's owner in place of a.PreviousOwners, without touching the Secret's data.
 // A record that exists already (an adoption interrupted before the Secret was adopted)
 // gets its Secret adopted. It refuses (RefusedError) an OSB id another record uses and
-// fails when the Secret is missing. Nothing is sent to the broker.
+// fails when the Secret is missing, and refuses a binding whose instance is missing or
+// whose deprovision was written ahead (adopt_mark.go): under an instance marked for
+// deletion with nothing sent yet it is adopted, and the deletion unbinds it first.
+// Nothing is sent to the broker.
 func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1.ServiceBinding, error) {
 	b := a.Record.DeepCopy()
 	id := b.Spec.ExternalID
@@ -204,7 +211,19 @@ func (e *Engine) AdoptBinding(ctx context.Context, a BindingAdoption) (*v1alpha1
 	setCondition(b, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAdopted,
 		fmt.Sprintf("the broker holds the binding; the credentials are in Secret %q, taken over from another platform", secret.Name), now)
 	b.ResourceVersion, b.UID = "", ""
+	// The instance is marked first, so that its deletion cannot list its bindings before
+	// the record lands and delete it at the broker after (adopt_mark.go).
+	mark, err := e.markAdoption(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	e.hook(ctx, HookAdoptionMarked, nil)
+	if !mark.fresh(e) {
+		e.unmarkAdoption(ctx, mark)
+		return nil, fmt.Errorf("binding %q is not adopted: marking its instance %q took longer than the mark holds; nothing else was written: run this again", b.Name, b.Spec.InstanceName)
+	}
 	created, err := e.cfg.Store.Bindings().Create(store.WithIntent(ctx), b)
+	e.unmarkAdoption(ctx, mark)
 	if store.IsAlreadyExists(err) {
 		created, err = e.cfg.Store.Bindings().Get(ctx, b.Namespace, b.Name)
 		if err == nil && created.Spec.ExternalID != id {

@@ -32,6 +32,9 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 	mitigating := !deleting
 	if deleting {
 		e.auth.ReadNamespaceKeysAhead(ctx, instanceIDsAtBroker(inst), inst.Namespace)
+		if res, blocked, err := e.waitForAdoptions(ctx, inst); blocked || err != nil {
+			return res, err
+		}
 		if res, blocked, err := e.waitForBindings(ctx, inst); blocked || err != nil {
 			return res, err
 		}
@@ -166,6 +169,11 @@ func (e instanceSteps) waitForBindings(ctx context.Context, inst *v1alpha1.Servi
 	}
 	// A deletion's verb started both lists (after the mark) for its drive's first step.
 	own, all, started := takeStepBindingLists(ctx, inst)
+	if _, adopted := adoptionsOf(inst); adopted {
+		// Lists started before this read of the instance may have missed a binding
+		// adopted since (adopt_mark.go): they are made again.
+		started = false
+	}
 	consumers := ahead.Start(ctx, func() (listed, error) {
 		var l listed
 		var err error

@@ -139,7 +139,7 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 			// binding: only her namespace is hurt. A binding the broker said was gone while
 			// it held it is one the engine cannot know of.)
 			if bs := slices.DeleteFunc(l.BindingsOf(r.InstanceID), func(h fake.Held) bool {
-				return h.Namespace == "t" || w.book.lied(h.ID) || w.abandonedID(h.ID, "") || w.unmigrated(h.ID)
+				return h.Namespace == "t" || w.book.lied(h.ID) || w.abandonedID(h.ID, "") || w.unmigratedUnderDelete(h.ID)
 			}); len(bs) > 0 {
 				w.fail("DELETE of instance %s while the broker holds its binding %s (namespace %s)", r.InstanceID, bs[0].ID, bs[0].Namespace)
 			}

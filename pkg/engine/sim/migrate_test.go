@@ -89,6 +89,9 @@ type migrateState struct {
 	disco   *fakediscovery.FakeDiscovery
 	// final: the migration once the faults stopped ran.
 	final bool
+	// orphaned are the ids of svcat's bindings the broker held, not migrated, when a
+	// DELETE of their instance reached it (unmigratedUnderDelete).
+	orphaned map[string]bool
 }
 
 var svcatListKinds = map[schema.GroupVersionResource]string{
@@ -298,7 +301,7 @@ func (w *world) checkMigrated(insts []*v1alpha1.ServiceInstance, binds []*v1alph
 		if mine == 0 && !o.deleting {
 			// Gone through its record (kubectl delete of its ConfigMap), or never
 			// migrated: then the broker still holds it, and nobody can delete it.
-			if o.kind == "ServiceInstance" && heldI || o.kind == "ServiceBinding" && !w.unbound(o.id) {
+			if o.kind == "ServiceInstance" && heldI || o.kind == "ServiceBinding" && !w.unbound(o.id) && !w.migration.orphaned[o.id] {
 				w.fail("svcat %s %s/%s ends as no record while the broker holds it (answers: %s)", o.kind, o.ns, o.name, w.answersFor(o.id))
 			}
 			continue
@@ -347,6 +350,22 @@ func (w *world) unmigrated(id string) bool {
 	return err != nil || x.Spec.ExternalID != id
 }
 
+// unmigratedUnderDelete reports (and remembers) a svcat binding, not migrated, that the
+// broker holds when a DELETE of its instance reaches it: a user deleted the instance's
+// record before the binding was migrated. Migration then refuses the binding (its
+// instance's deprovision was sent), and svcat's object stays, saying so: the broker
+// keeps it under the deleted instance.
+func (w *world) unmigratedUnderDelete(id string) bool {
+	if !w.unmigrated(id) {
+		return false
+	}
+	if w.migration.orphaned == nil {
+		w.migration.orphaned = map[string]bool{}
+	}
+	w.migration.orphaned[id] = true
+	return true
+}
+
 // unbound reports whether the broker holds binding id no more.
 func (w *world) unbound(id string) bool {
 	_, held := w.ledger.Binding(id)
@@ -361,9 +380,10 @@ func (w *world) svcatOwner(uid types.UID) bool {
 
 // leftBySvcat reports an id of a svcat object of a namespace deleted in this seed: the
 // model leaves svcat's objects there, so they may never be migrated, and what the
-// broker holds under them is left behind, as svcat's controller, gone, would leave it.
+// broker holds under them is left behind, as svcat's controller, gone, would leave it;
+// or of a binding its instance's deletion went ahead of (unmigratedUnderDelete).
 func (w *world) leftBySvcat(id string) bool {
-	return w.migrateOn && slices.ContainsFunc(w.migration.objects, func(o oldObject) bool { return o.id == id && w.kube.terminating == o.ns })
+	return w.migrateOn && w.migration.orphaned[id] || w.migrateOn && slices.ContainsFunc(w.migration.objects, func(o oldObject) bool { return o.id == id && w.kube.terminating == o.ns })
 }
 
 // deletedOnce reports an id a DELETE was sent for: the record migrated from a svcat
