@@ -47,7 +47,7 @@ func TestRun_BetweenFullPasses_ManyRecordsOfANamespace_OneListOfIt(t *testing.T)
 			// The first run of the process was a full pass; the next is due in an hour.
 			f.run(fullPassEvery())
 			f.now = f.now.Add(time.Minute)
-			n := 2 * IDChecksPerNamespace
+			n := 100
 			for i := range n {
 				f.instanceOf(scope, fmt.Sprintf("new-%02d", i))
 			}
@@ -86,4 +86,51 @@ func (f *fixture) instanceOf(scope v1alpha1.Scope, name string) {
 			ClassID: classID, PlanExternalName: "small", PlanID: planID, ExternalID: v1alpha1.NewNamespaceBoundID(ns)},
 	})
 	assert.NilError(f.t, err)
+}
+
+// The id checks answered by the lists of the namespaces with many records with work
+// refuse what a full pass's refuse: a copy of an older record's id bound to the
+// namespace, a copy of an id bound to nothing adopted first in another namespace (still
+// checked over every namespace), and a copy of an id another namespace's record holds
+// (bound to that namespace: not the copy's own). The other records are driven.
+func TestRun_BetweenFullPasses_NamespaceListsRefuseAsAFullPass(t *testing.T) {
+	for _, fullPass := range []bool{true, false} {
+		t.Run(fmt.Sprintf("full pass %v", fullPass), func(t *testing.T) {
+			f := newFixture(t)
+			owned := v1alpha1.NewNamespaceBoundID(ns)
+			f.instanceWithID(ns, "owner", owned)
+			f.instanceWithID("team-z", "adopter", "osb-adopted")
+			theirs := v1alpha1.NewNamespaceBoundID("team-z")
+			f.instanceWithID("team-z", "theirs", theirs)
+			assert.Equal(t, f.run(fullPassEvery()).Counts[Done], 3)
+			f.broker.ResetCalls()
+			f.now = f.now.Add(time.Minute)
+			f.instanceWithID(ns, "copy", owned)
+			f.instanceWithID(ns, "adopted-copy", "osb-adopted")
+			f.instanceWithID(ns, "theirs-copy", theirs)
+			for i := range IDChecksPerNamespace {
+				f.instance(fmt.Sprintf("new-%02d", i))
+			}
+			if fullPass {
+				f.now = f.now.Add(2 * time.Hour)
+			}
+			idLists := f.idLists()
+
+			sum := f.run(fullPassEvery())
+
+			for _, name := range []string{"copy", "adopted-copy", "theirs-copy"} {
+				assert.Equal(t, f.item(sum, name).Outcome, Refused, "%s: %s", name, f.item(sum, name).Detail)
+			}
+			assert.Equal(t, sum.Counts[Done], IDChecksPerNamespace, "%+v", sum.Items)
+			assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), IDChecksPerNamespace)
+			if !fullPass {
+				// Lists of one id's users: the id bound to nothing's (its check, and
+				// again once its claim is made, over every namespace), and the copy's
+				// of the namespace's id (a refusal is never made on the index alone);
+				// none for the records the index clears.
+				lists := f.idLists() - idLists
+				assert.Assert(t, lists >= 2 && lists <= 3, "%d", lists)
+			}
+		})
+	}
 }
