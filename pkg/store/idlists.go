@@ -113,3 +113,11 @@ func (x *IDIndex) merge(o *IDIndex) {
 	maps.Copy(x.incomplete, o.incomplete)
 	x.oversized = append(x.oversized, o.oversized...)
 }
+
+// Listed is how many instances and bindings the list (or lists) of x held.
+func (x *IDIndex) Listed() int {
+	if x == nil {
+		return 0
+	}
+	return len(x.listed)
+}

@@ -170,8 +170,12 @@ func listCosts(total, pending, runs int) error {
 	// Between full passes, the id checks of a namespace with many records with work
 	// are answered by one list of its instances and bindings (store.ListIDUsersIn):
 	// of one namespace, and of each namespace with pending records.
+	allPending, err := cms.List(ctx, metav1.ListOptions{LabelSelector: kinds + "," + store.LabelPending + "=true"})
+	if err != nil {
+		return err
+	}
 	withWork := map[string]bool{}
-	for _, m := range pend.Items {
+	for _, m := range allPending.Items {
 		withWork[m.Namespace] = true
 	}
 	var busy []string
@@ -183,14 +187,14 @@ func listCosts(total, pending, runs int) error {
 			what string
 			list func() (int, error)
 		}{"store.ListIDUsersIn, one namespace", func() (int, error) {
-			items, _, err := e.st.ListIDUsersIn(ctx, busy[:1])
-			return len(items), err
+			_, ids, err := e.st.ListIDUsersIn(ctx, busy[:1])
+			return ids.Listed(), err
 		}}, struct {
 			what string
 			list func() (int, error)
 		}{fmt.Sprintf("store.ListIDUsersIn, the %d namespaces with work", len(busy)), func() (int, error) {
-			items, _, err := e.st.ListIDUsersIn(ctx, busy)
-			return len(items), err
+			_, ids, err := e.st.ListIDUsersIn(ctx, busy)
+			return ids.Listed(), err
 		}})
 	}
 	costs := make([][]listCost, len(ways))
