@@ -89,8 +89,9 @@ func TestRun_BetweenFullPasses_ListsOnlyTheRecordsWithWork(t *testing.T) {
 // A record deleted by "kubectl delete configmap" (a deletionTimestamp, no label) is
 // finished: at once when its namespace is being deleted or a full pass is due, else by
 // the next full pass; the runs in between do not see it. A run that cannot list the
-// namespaces, or would check the ids of many records of one namespace, makes a full
-// pass.
+// namespaces makes a full pass; one with many records with work in the record's
+// namespace lists that namespace's instances and bindings (for their id checks), which
+// finds it, and one with many in another namespace does not.
 func TestRun_DeletedByKubectl_IsFinishedByAFullPass(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -115,6 +116,11 @@ func TestRun_DeletedByKubectl_IsFinishedByAFullPass(t *testing.T) {
 				f.instance(fmt.Sprintf("new-%02d", i))
 			}
 		}, atOnce: true},
+		{name: "many records with work in another namespace", setup: func(f *fixture) {
+			for i := range IDChecksPerNamespace {
+				f.instanceWithID("team-z", fmt.Sprintf("new-%02d", i), v1alpha1.NewNamespaceBoundID("team-z"))
+			}
+		}},
 		{name: "many records with work in many namespaces", setup: func(f *fixture) {
 			for i := range IDChecksPerNamespace {
 				other := fmt.Sprintf("team-%02d", i)

@@ -50,9 +50,11 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 	// A full pass's list tells which records use which OSB ids: the engine's check
 	// that no older record uses a record's id needs no list per record (the check is
 	// cluster-wide: only the index of a list of every namespace answers it). A run
-	// that listed only the records with work has none: each check lists.
+	// that listed only the records with work has none, or one of the namespaces with
+	// many of them (the checks of ids bound to a uid or a namespace): the other checks
+	// list. Id claims are settled on a full pass's index only.
 	r.Engine.UseIDIndex(ids)
-	if ids != nil {
+	if ids != nil && !ids.Partial() {
 		// Before any record is stepped: the id claims of records that have none
 		// yet, and the release of claims whose record is gone. What fails is tried
 		// again at the next full pass.

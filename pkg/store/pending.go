@@ -247,6 +247,8 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 // dozen bytes a record): reconcile holds one for the records of a whole cluster.
 type IDIndex struct {
 	namespace string
+	// within, when not nil, are the only namespaces the index covers (ListIDUsersIn).
+	within map[string]bool
 	// users: the records labelled with an id, the first in first, any more in more.
 	first map[idKey]idUser
 	more  map[idKey][]idUser
@@ -351,6 +353,12 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if !listed || x.incomplete[ns] {
 		return nil, false
 	}
+	// An index of some namespaces answers only for an id bound to a uid or a
+	// namespace: only a record of the checked record's own namespace, which it
+	// covers, can hold one (see above).
+	if x.within != nil && (!x.within[ns] || !v1alpha1.IsBoundID(id)) {
+		return nil, false
+	}
 	// An id bound to a uid or a namespace is a real record's only in the namespace it
 	// is bound to, the record's own: other namespaces' missing labels hide no user of
 	// it. Any other id may be another namespace's.
@@ -401,7 +409,7 @@ func (x *IDIndex) Stray() []StrayIDClaim {
 // in namespace for OSB id id, and whether that claim holds IDClaimFinalizer; ok is false
 // when the index cannot tell (it does not cover namespace, or did not list the record).
 func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (claimed, held, ok bool) {
-	if x == nil || (x.namespace != "" && x.namespace != namespace) {
+	if x == nil || (x.namespace != "" && x.namespace != namespace) || (x.within != nil && !x.within[namespace]) {
 		return false, false, false
 	}
 	if _, listed := x.listed[uid]; !listed {

@@ -69,6 +69,7 @@ func main() {
 	flag.IntVar(&so.Workers, "workers", 16, "reconcile --workers in the scale figures.")
 	flag.BoolVar(&so.Shard, "shard-group", true, "The figure of three reconcile --serve --shard-group replicas against one process (skipped when the build has no --shard-group).")
 	flag.IntVar(&so.ShardWorkers, "shard-workers", 4, "reconcile --workers of each process in the shard group figure: few enough that one process's workers bound it, not the machine's CPUs.")
+	flag.DurationVar(&so.FullPassInterval, "full-pass-interval", 0, "reconcile --full-pass-interval in the timed reconcile runs of the scale figures; the bench's timed list of every record before each run counts as its full pass (0: every run makes one).")
 	flag.IntVar(&so.ListRuns, "list-runs", 3, "Runs of get instances -A, graph -A, marketplace and their kubectl floors after each reconcile run of the scale figures (0: none).")
 	flag.IntVar(&so.RegisterRuns, "register-runs", 3, "Runs of register (500 x 20 catalog) and of its kubectl create floor.")
 	flag.Parse()

@@ -64,6 +64,8 @@ type Cluster struct {
 	// Metadata before it is served.
 	metaListHeld func(request string)
 	dryRuns      atomic.Int64
+	// metaSelectors are the label selectors of the lists made through Metadata.
+	metaSelectors []string
 }
 
 // NewCluster returns a cluster holding objects. Objects without a resourceVersion get one
@@ -112,6 +114,14 @@ func (c *Cluster) ExpireContinueTokens(n int) {
 
 // MetadataLists counts the list requests made through Metadata.
 func (c *Cluster) MetadataLists() int { return int(c.metaLists.Load()) }
+
+// MetadataSelectors are the label selectors of the lists made through Metadata so far,
+// in order.
+func (c *Cluster) MetadataSelectors() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.metaSelectors)
+}
 
 // MetadataItems is how many objects the lists made through Metadata have served so far.
 func (c *Cluster) MetadataItems() int { return int(c.metaItems.Load()) }
@@ -395,6 +405,7 @@ func (r metadataResource) List(_ context.Context, opts metav1.ListOptions) (*met
 	r.c.metaLists.Add(1)
 	r.c.mu.Lock()
 	held := r.c.metaListHeld
+	r.c.metaSelectors = append(r.c.metaSelectors, opts.LabelSelector)
 	r.c.mu.Unlock()
 	if held != nil {
 		held(MetadataList + " " + r.gvr.Resource)
