@@ -255,6 +255,12 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRefused); c != nil && c.Status == metav1.ConditionTrue {
 			return true
 		}
+		// A bind in flight when the instance was abandoned (it may be held at the
+		// broker) waits so too, retried with backoff in case the instance comes back,
+		// its condition naming "unbind --abandon".
+		if r := st.Retry; r != nil && st.InFlight != nil && r.Reason == "BindWaitingForInstance" && strings.Contains(r.LastError, "--abandon") {
+			return true
+		}
 	}
 	if w.staleSvcatBinding(b) { // migrate_test.go
 		return true
