@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -200,6 +202,11 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 			return resultOf(e, stored), nil
 		}
 		if !store.IsConflict(err) {
+			if stored, ok := landedAnyway(e, ctx, cur, x); ok {
+				statusEvents(e, ctx, cur, stored, sent...)
+				dropSent(e, ctx, op, stored)
+				return resultOf(e, stored), nil
+			}
 			notRecorded(err, again)
 			return outcomeNotStored(e, ctx, cur, err)
 		}
@@ -223,6 +230,29 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 	}
 	notRecorded(errors.New("the record kept changing"), again)
 	return reread(e, ctx, cur, nil)
+}
+
+// landedAnyway reports whether a write of x over cur that failed with an error other
+// than a conflict (a timeout, a broken connection, a 500) landed all the same, its
+// answer lost on the way back: the record, read again, is newer than cur and holds x's
+// status. It is then the record stored, and the caller goes on as if the write had been
+// answered (the Events of what it stored included), instead of leaving a stored outcome
+// without them. Only this error path reads the record again.
+func landedAnyway[T driven[T]](e *Engine, ctx context.Context, cur, x T) (T, bool) {
+	var none T
+	if ctx.Err() != nil {
+		return none, false
+	}
+	fresh, err := recordsOf[T](e.cfg.Store).Get(ctx, cur.GetNamespace(), cur.GetName())
+	if err != nil || fresh.GetUID() != cur.GetUID() || fresh.GetResourceVersion() == cur.GetResourceVersion() {
+		return none, false
+	}
+	want, err1 := json.Marshal(x.OpStatus())
+	got, err2 := json.Marshal(fresh.OpStatus())
+	if err1 != nil || err2 != nil || !bytes.Equal(want, got) {
+		return none, false
+	}
+	return fresh, true
 }
 
 // askedAgain says how the broker is asked again about op, a call still in flight whose

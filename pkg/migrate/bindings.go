@@ -123,6 +123,15 @@ func (m *Migrator) existingBinding(ctx context.Context, o Options, u *unstructur
 			m.wrote()
 			result = ResultMigrated
 		}
+		if !o.DryRun && existing.DeletionTimestamp == nil {
+			// The claim of its spec's ids, made when it was recorded, may have failed
+			// there, as an instance's may (existingInstance); a binding being deleted
+			// without one loses the id, at its unbind, to an older record whose spec
+			// names it. Making it is idempotent.
+			if err := m.cfg.Engine.ClaimSpecIDs(ctx, existing); err != nil {
+				return skipped(true, "binding %q is recorded, but %v: run this again", existing.Name, err), true
+			}
+		}
 		if deleting && existing.DeletionTimestamp == nil {
 			if o.DryRun {
 				return Outcome{Result: ResultWouldMigrate, Reason: "its unbind is still to be recorded"}, true

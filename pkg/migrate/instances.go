@@ -327,6 +327,11 @@ func (m *Migrator) existingInstance(ctx context.Context, o Options, u *unstructu
 			if o.DryRun {
 				return Outcome{Result: ResultWouldMigrate, Reason: "its deprovision is still to be recorded"}, true
 			}
+			// Its claim first (see below): a record being deleted without one loses the
+			// id, at its deprovision, to an older record whose spec names it.
+			if err := m.cfg.Engine.ClaimSpecIDs(ctx, existing); err != nil {
+				return skipped(true, "instance %q is recorded, but %v: run this again", existing.Name, err), true
+			}
 			if err := m.cfg.Store.Instances().Delete(ctx, existing.Namespace, existing.Name); err != nil {
 				return skipped(true, "%v", err), true
 			}

@@ -255,6 +255,15 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRefused); c != nil && c.Status == metav1.ConditionTrue {
 			return true
 		}
+		// A bind in flight when the instance was abandoned (it may be held at the
+		// broker) waits so too, retried with backoff in case the instance comes back,
+		// its condition naming "unbind --abandon".
+		if r := st.Retry; r != nil && st.InFlight != nil && r.Reason == "BindWaitingForInstance" && strings.Contains(r.LastError, "--abandon") {
+			return true
+		}
+	}
+	if w.staleSvcatBinding(b) { // migrate_test.go
+		return true
 	}
 	if b.DeletionTimestamp != nil || b.Status.Bound != nil || len(st.ExternalIDs) > 0 || len(b.Status.Retired) > 0 ||
 		st.InFlight != nil || st.OrphanMitigation != nil {
@@ -430,6 +439,11 @@ func (w *world) checkCredentials(id string, creds map[string]any, binds []*v1alp
 	for _, b := range binds {
 		if b.Status.Bound == nil || b.Status.Bound.BindingID != id {
 			continue
+		}
+		if b.DeletionTimestamp != nil && w.staleSvcatBinding(b) {
+			// (Its unbind removed its Secret first, then could not reach the broker:
+			// its instance is gone. It waits for a person: see staleSvcatBinding.)
+			return
 		}
 		s, err := w.cluster.Core.CoreV1().Secrets(b.Namespace).Get(context.Background(), b.Spec.SecretName, metav1.GetOptions{})
 		if err != nil {

@@ -260,7 +260,7 @@ func (w *world) checkMigrated(insts []*v1alpha1.ServiceInstance, binds []*v1alph
 		// provision it anew, for her namespace.)
 		h, heldI := w.ledger.Instance(o.id)
 		heldI = heldI && h.Namespace == o.ns
-		heldB := false
+		heldB, stale := false, false
 		for _, x := range insts {
 			if o.kind != "ServiceInstance" || !slices.Contains(append(instanceIDs(x), x.Spec.ExternalID), o.id) {
 				continue
@@ -282,6 +282,12 @@ func (w *world) checkMigrated(insts []*v1alpha1.ServiceInstance, binds []*v1alph
 			if x.Namespace != o.ns && x.Namespace != "t" {
 				own = append(own, "binding "+x.Namespace+"/"+x.Name)
 			}
+			if x.Namespace == o.ns && x.Name == o.name && w.staleSvcatBinding(x) {
+				// (It waits for a person, and the broker held nothing of its instance
+				// since: see staleSvcatBinding.)
+				stale = true
+				continue
+			}
 			if x.Namespace == o.ns && x.Name == o.name {
 				mine++
 				w.checkMigratedRecord(o, x, x.Annotations, x.Spec.ExternalID, x.Status.Bound != nil)
@@ -297,6 +303,9 @@ func (w *world) checkMigrated(insts []*v1alpha1.ServiceInstance, binds []*v1alph
 		}
 		if len(own) > 0 {
 			w.fail("svcat %s %s/%s's id %s is taken by %v, of another namespace (answers: %s)", o.kind, o.ns, o.name, o.id, own, w.answersFor(o.id))
+		}
+		if stale {
+			continue
 		}
 		if mine == 0 && !o.deleting {
 			// Gone through its record (kubectl delete of its ConfigMap), or never
@@ -384,6 +393,33 @@ func (w *world) svcatOwner(uid types.UID) bool {
 // or of a binding its instance's deletion went ahead of (unmigratedUnderDelete).
 func (w *world) leftBySvcat(id string) bool {
 	return w.migrateOn && w.migration.orphaned[id] || w.migrateOn && slices.ContainsFunc(w.migration.objects, func(o oldObject) bool { return o.id == id && w.kube.terminating == o.ns })
+}
+
+// staleSvcatBinding reports a binding migrated from a svcat binding whose instance's id
+// a DELETE was sent for (deletedOnce): a user deleted the instance's record (kubectl
+// delete of its ConfigMap) while svcat's binding of it was not migrated yet, so no
+// binding record held the deletion back, and reconcile deprovisioned it; a later
+// "migrate svcat" then made the binding's record (and, without --cleanup having removed
+// the old objects, the instance's again) from svcat's word. The broker holds no instance
+// for it: its bind or unbind cannot succeed, and it waits for a person ("unbind
+// --abandon", as its condition says). The engine cannot know of a binding the broker
+// holds that no record names; docs/svcat.md asks for the migration to finish (and
+// --cleanup) before records are deleted.
+func (w *world) staleSvcatBinding(b *v1alpha1.ServiceBinding) bool {
+	if !w.migrateOn || b.Annotations[store.AnnotationMigratedFrom] == "" {
+		return false
+	}
+	for _, o := range w.migration.objects {
+		if o.kind != "ServiceBinding" || o.ns != b.Namespace || o.name != b.Name || b.Annotations[store.AnnotationMigratedFrom] != o.origin() {
+			continue
+		}
+		for _, i := range w.migration.objects {
+			if i.kind == "ServiceInstance" && i.ns == o.ns && i.name == o.instance {
+				return w.deletedOnce(i.id)
+			}
+		}
+	}
+	return false
 }
 
 // deletedOnce reports an id a DELETE was sent for: the record migrated from a svcat

@@ -458,6 +458,10 @@ func (w *world) await(p *proc) {
 // process moves (perhaps killed or interrupted first).
 func (w *world) step() {
 	w.steps++
+	// The fake clientset records every request it serves, with a copy of each object
+	// written, for as long as the world lives; nothing here reads them, and keeping them
+	// costs the garbage collector more at each step.
+	w.cluster.Core.ClearActions()
 	w.advance()
 	w.landLateWork(false)
 	w.kubeStep(false)
