@@ -98,3 +98,21 @@ func TestMoveInInstance_GeneratedID_NeedsTheOldClustersTicket(t *testing.T) {
 		})
 	}
 }
+
+// Moved in with its ticket, an instance under an id generated on the old cluster is
+// driven here as its own: the context update is sent under the id.
+func TestMoveInInstance_GeneratedID_IsTheRecordsOwnAfterTheMove(t *testing.T) {
+	f := movingFixture(t, true, true)
+	f.broker.GetInstanceReturns(&osb.GetInstanceResponse{PlanID: planSmall}, nil)
+	id := v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, "shop", oldKey)
+	req := moveInRequest()
+	req.ExternalID, req.Ticket = id, ticketTo(id)
+	res, err := f.engine.MoveInInstance(context.Background(), req)
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	updates := f.broker.CallsTo(fake.MethodUpdate)
+	assert.Assert(t, is.Len(updates, 1))
+	assert.Equal(t, updates[0].Request.(osb.UpdateRequest).InstanceID, id)
+	f.broker.ResetCalls()
+	assert.Equal(t, f.step("db").State, StateSettled)
+}

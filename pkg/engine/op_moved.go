@@ -107,7 +107,7 @@ func (e *Engine) MoveInInstance(ctx context.Context, req MoveInInstanceRequest) 
 		inst.Annotations = map[string]string{}
 	}
 	inst.Annotations[AnnotationMovedFrom] = req.From
-	if err := e.movableID(ctx, "instance", inst.Name, inst.Namespace, req.ExternalID, inst.OwnsExternalIDIn, req.Ticket); err != nil {
+	if err := e.movableID(ctx, "instance", inst, req.ExternalID, inst.OwnsExternalIDIn, req.Ticket); err != nil {
 		return res, err
 	}
 	if err := e.auth.IDFree(ctx, v1alpha1.KindServiceInstance, inst.Namespace, inst.Name, req.ExternalID); err != nil {
@@ -254,7 +254,7 @@ func (e *Engine) MoveInBinding(ctx context.Context, req MoveInBindingRequest) (M
 	}
 	req.Metadata.apply(&b.ObjectMeta)
 	b.Annotations[AnnotationMovedFrom] = req.From
-	if err := e.movableID(ctx, "binding", b.Name, b.Namespace, req.ExternalID, b.OwnsExternalIDIn, req.Ticket); err != nil {
+	if err := e.movableID(ctx, "binding", b, req.ExternalID, b.OwnsExternalIDIn, req.Ticket); err != nil {
 		return res, err
 	}
 	if err := e.auth.CheckConsumer(WithRunnersRights(ctx), b, inst); err != nil {
@@ -371,8 +371,11 @@ func contextUpdateDue(inst *v1alpha1.ServiceInstance) bool {
 // made on, and belongs to nothing else whoever names it (docs/security.md#osb-id-ownership),
 // unless the old cluster's move ticket gives it to this namespace of this cluster
 // (CheckMoveTicket); an id given with --external-id, or taken over from another platform,
-// is the record's whose spec names it.
-func (e *Engine) movableID(ctx context.Context, kind, name, namespace, id string, owns func(string, v1alpha1.NamespaceKey) bool, ticket *MoveTicket) error {
+// is the record's whose spec names it. A ticket's id is then annotated on rec
+// (v1alpha1.AnnotationMovedKey) with the key it was generated for, which makes it rec's
+// own here (v1alpha1.MovedIDIn).
+func (e *Engine) movableID(ctx context.Context, kind string, rec metav1.Object, id string, owns func(string, v1alpha1.NamespaceKey) bool, ticket *MoveTicket) error {
+	name, namespace := rec.GetName(), rec.GetNamespace()
 	key, err := e.auth.NamespaceKey(ctx, namespace)
 	if err != nil {
 		return err
@@ -387,5 +390,18 @@ func (e *Engine) movableID(ctx context.Context, kind, name, namespace, id string
 	if err != nil {
 		return err
 	}
-	return CheckMoveTicket(ticket, cluster, namespace, kind, name, id)
+	if err := CheckMoveTicket(ticket, cluster, namespace, kind, name, id); err != nil {
+		return err
+	}
+	moved := v1alpha1.NamespaceKey{ClusterID: ticket.FromClusterID, UID: ticket.FromNamespaceUID}
+	a := rec.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[v1alpha1.AnnotationMovedKey] = moved.String()
+	rec.SetAnnotations(a)
+	if !owns(id, key) {
+		return refused(ReasonRefusedIDInUse, "%s %q cannot be moved in: its OSB id %s is not one of namespace %q of cluster %q (this cluster is %q); nothing was written", kind, name, id, ticket.FromNamespace, ticket.FromClusterID, cluster)
+	}
+	return nil
 }
