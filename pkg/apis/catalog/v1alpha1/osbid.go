@@ -200,7 +200,6 @@ func MovedIDIn(id string, annotations map[string]string, key NamespaceKey) bool 
 		!IDBoundToNamespace(id, NamespaceKey{UID: moved.UID})
 }
 
-
 // OwnsExternalID reports whether the OSB binding id id is this binding's to use at its
 // broker, on the rule of ServiceInstance.OwnsExternalID; the id the spec says the
 // binding rotates is named by the spec too.
