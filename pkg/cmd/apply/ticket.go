@@ -77,6 +77,10 @@ func (r *ticketReader) ticket(ctx context.Context, here, namespace string) (*eng
 		return nil, fmt.Errorf("--moved-from-kubeconfig names this cluster (id %s): give the kubeconfig of the cluster the manifests were exported from; nothing was applied", here)
 	}
 	nsObj, err := core.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		r.read[namespace] = nil // no namespace there, no ticket
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the cluster moved from (--moved-from-kubeconfig): namespace %q: %w", namespace, err)
 	}
