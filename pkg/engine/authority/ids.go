@@ -243,7 +243,7 @@ func (auth *Authority) CheckOwnIDIn(ctx context.Context, kind string, rec IDOwne
 // rec nor to its namespace here, it is owned as an id bound to nothing is, by the record
 // whose id claim is oldest (checkAdoptedID).
 func (auth *Authority) movedID(ctx context.Context, rec IDOwner, id string) (bool, error) {
-	if !v1alpha1.IsBoundID(id) || v1alpha1.IDBoundTo(id, rec.GetNamespace(), rec.GetUID()) {
+	if !v1alpha1.MovedKey(rec.GetAnnotations()).Valid() || !v1alpha1.IsBoundID(id) || v1alpha1.IDBoundTo(id, rec.GetNamespace(), rec.GetUID()) {
 		return false, nil
 	}
 	key, err := auth.NamespaceKey(ctx, rec.GetNamespace())
