@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,15 +153,51 @@ func (in *ServiceInstance) OwnsExternalID(id string) bool {
 }
 
 // OwnsExternalIDIn is OwnsExternalID, an id bound to key (the key of the instance's
-// namespace) also the instance's own.
+// namespace) also the instance's own, and so is an id its spec names that was moved in
+// with it (MovedIDIn).
 func (in *ServiceInstance) OwnsExternalIDIn(id string, key NamespaceKey) bool {
-	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key)
+	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key) ||
+		id == in.Spec.ExternalID && MovedIDIn(id, in.Annotations, key)
 }
 
 // OwnsExternalIDIn is OwnsExternalID, an id bound to key (the key of the binding's
-// namespace) also the binding's own.
+// namespace) also the binding's own, and so is its spec's id moved in with it
+// (MovedIDIn).
 func (in *ServiceBinding) OwnsExternalIDIn(id string, key NamespaceKey) bool {
-	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key)
+	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key) ||
+		id == in.Spec.ExternalID && MovedIDIn(id, in.Annotations, key)
+}
+
+// AnnotationMovedKey, on a record moved in from another cluster, is the key of the
+// namespace its id was generated for there ("CLUSTER-ID/NAMESPACE-UID"), written by the
+// move once the old cluster's move ticket gave the id to this namespace.
+const AnnotationMovedKey = GroupName + "/moved-key"
+
+// MovedKey is the key annotations (a record's) name in AnnotationMovedKey, not Valid
+// when they name none.
+func MovedKey(annotations map[string]string) NamespaceKey {
+	v := annotations[AnnotationMovedKey]
+	i := strings.LastIndexByte(v, '/')
+	if i <= 0 || i == len(v)-1 {
+		return NamespaceKey{}
+	}
+	return NamespaceKey{ClusterID: v[:i], UID: types.UID(v[i+1:])}
+}
+
+// String is the key as AnnotationMovedKey holds it.
+func (k NamespaceKey) String() string { return k.ClusterID + "/" + string(k.UID) }
+
+// MovedIDIn reports whether id, generated on another cluster, is one a record with
+// annotations, in the namespace of key on this cluster, took over by a move: bound to
+// the key its AnnotationMovedKey names, whose cluster is not this one. Such an id is
+// then owned as an id bound to nothing is (the spec names it): among the records that
+// own it, the one whose id claim is oldest keeps it. An id of this cluster is never
+// moved: it stays with the namespace it is bound to.
+func MovedIDIn(id string, annotations map[string]string, key NamespaceKey) bool {
+	moved := MovedKey(annotations)
+	return moved.Valid() && moved.ClusterID != "" && key.ClusterID != "" && moved.ClusterID != key.ClusterID &&
+		IDBoundToNamespace(id, NamespaceKey{ClusterID: moved.ClusterID, UID: moved.UID}) &&
+		!IDBoundToNamespace(id, NamespaceKey{UID: moved.UID})
 }
 
 // OwnsExternalID reports whether the OSB binding id id is this binding's to use at its
