@@ -21,6 +21,20 @@ func ticketTo(ids ...string) *MoveTicket {
 		ToClusterID: "cluster-1", ToNamespace: ns, IDs: ids}
 }
 
+// continuing makes namespace of the fixture's cluster continue the namespaces of other
+// clusters keys names, as an administrator's AnnotationMovedKeys on its Namespace says.
+func continuing(f *fixture, namespace string, keys ...v1alpha1.NamespaceKey) {
+	p := f.engine.cfg.Platform.(StaticPlatform)
+	p.NamespaceMoved = map[string]string{}
+	for k, v := range f.engine.cfg.Platform.(StaticPlatform).NamespaceMoved {
+		p.NamespaceMoved[k] = v
+	}
+	for _, k := range keys {
+		p.NamespaceMoved[namespace] = v1alpha1.MovedKeysAnnotation(map[string]string{v1alpha1.AnnotationMovedKeys: p.NamespaceMoved[namespace]}, k)
+	}
+	f.engine.cfg.Platform = p
+}
+
 func TestCheckMoveTicket(t *testing.T) {
 	id := v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, "shop", oldKey)
 	otherNs := v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, "other", v1alpha1.NamespaceKey{ClusterID: "old-cluster", UID: "other-uid"})
@@ -70,6 +84,8 @@ func TestMoveInInstance_GeneratedID_NeedsTheOldClustersTicket(t *testing.T) {
 		name   string
 		ticket *MoveTicket
 		want   string
+		// continues are the keys the namespace's Namespace object lists (nil: oldKey).
+		continues []v1alpha1.NamespaceKey
 	}{
 		{name: "a ticket for this namespace", ticket: ticketTo(id)},
 		{name: "no ticket", want: "holds no move ticket"},
@@ -78,9 +94,17 @@ func TestMoveInInstance_GeneratedID_NeedsTheOldClustersTicket(t *testing.T) {
 		{name: "a ticket for another cluster", want: "names cluster",
 			ticket: func() *MoveTicket { t := ticketTo(id); t.ToClusterID = "cluster-2"; return t }()},
 		{name: "a ticket without the id", ticket: ticketTo("x"), want: "does not name it"},
+		{name: "a ticket, the namespace continuing another one", ticket: ticketTo(id), want: "does not say it continues",
+			continues: []v1alpha1.NamespaceKey{{ClusterID: oldKey.ClusterID, UID: "other-uid"}}},
+		{name: "a ticket, the namespace continuing none", ticket: ticketTo(id), want: "kubectl annotate namespace " + ns,
+			continues: []v1alpha1.NamespaceKey{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := movingFixture(t, true, true)
+			if tc.continues == nil {
+				tc.continues = []v1alpha1.NamespaceKey{oldKey}
+			}
+			continuing(f, ns, tc.continues...)
 			f.broker.GetInstanceReturns(&osb.GetInstanceResponse{PlanID: planSmall}, nil)
 			req := moveInRequest()
 			req.ExternalID, req.Ticket, req.DryRun = id, tc.ticket, DryRunClient
@@ -103,6 +127,7 @@ func TestMoveInInstance_GeneratedID_NeedsTheOldClustersTicket(t *testing.T) {
 // driven here as its own: the context update is sent under the id.
 func TestMoveInInstance_GeneratedID_IsTheRecordsOwnAfterTheMove(t *testing.T) {
 	f := movingFixture(t, true, true)
+	continuing(f, ns, oldKey)
 	f.broker.GetInstanceReturns(&osb.GetInstanceResponse{PlanID: planSmall}, nil)
 	id := v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, "shop", oldKey)
 	req := moveInRequest()

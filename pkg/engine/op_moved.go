@@ -370,7 +370,8 @@ func contextUpdateDue(inst *v1alpha1.ServiceInstance) bool {
 // generated is bound to the namespace (or record) it was made for, on the cluster it was
 // made on, and belongs to nothing else whoever names it (docs/security.md#osb-id-ownership),
 // unless the old cluster's move ticket gives it to this namespace of this cluster
-// (CheckMoveTicket); an id given with --external-id, or taken over from another platform,
+// (CheckMoveTicket) and this namespace's Namespace object says it continues the ticket's
+// namespace (v1alpha1.AnnotationMovedKeys, which a tenant cannot write); an id given with --external-id, or taken over from another platform,
 // is the record's whose spec names it. A ticket's id is then annotated on rec
 // (v1alpha1.AnnotationMovedKey) with the key it was generated for, which makes it rec's
 // own here (v1alpha1.MovedIDIn).
@@ -400,6 +401,11 @@ func (e *Engine) movableID(ctx context.Context, kind string, rec metav1.Object, 
 	}
 	a[v1alpha1.AnnotationMovedKey] = moved.String()
 	rec.SetAnnotations(a)
+	if v1alpha1.IDBoundToNamespace(id, moved) && !key.Continues(moved) {
+		return refused(ReasonRefusedIDInUse, "%s %q cannot be moved in: its OSB id %s was generated for namespace %q of cluster %q, which namespace %q here does not say it continues (annotation %s on the Namespace, which only who may update the Namespace writes); nothing was written: %s",
+			kind, name, id, ticket.FromNamespace, ticket.FromClusterID, namespace, v1alpha1.AnnotationMovedKeys,
+			fmt.Sprintf("an administrator of this cluster runs \"kubectl annotate namespace %s --overwrite %s='%s'\", then apply again", namespace, v1alpha1.AnnotationMovedKeys, v1alpha1.MovedKeysAnnotation(map[string]string{v1alpha1.AnnotationMovedKeys: key.Moved}, moved)))
+	}
 	if !owns(id, key) {
 		return refused(ReasonRefusedIDInUse, "%s %q cannot be moved in: its OSB id %s is not one of namespace %q of cluster %q (this cluster is %q); nothing was written", kind, name, id, ticket.FromNamespace, ticket.FromClusterID, cluster)
 	}

@@ -203,7 +203,18 @@ func (auth *Authority) NamespaceKey(ctx context.Context, namespace string) (v1al
 	if err != nil || uid == namespace {
 		return v1alpha1.NamespaceKey{}, err
 	}
-	return v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}, nil
+	key := v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}
+	if m, ok := p.(namespaceMovedKeys); ok {
+		// Not read: the namespace continues none, and no moved id is its.
+		key.Moved, _ = m.NamespaceMovedKeys(ctx, namespace)
+	}
+	return key, nil
+}
+
+// namespaceMovedKeys is a platform that reads which namespaces of other clusters a
+// namespace continues (v1alpha1.AnnotationMovedKeys on its Namespace object).
+type namespaceMovedKeys interface {
+	NamespaceMovedKeys(ctx context.Context, namespace string) (string, error)
 }
 
 // ReadNamespaceKeysAhead starts reading the keys of namespaces (NamespaceKey), which the
