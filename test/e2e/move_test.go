@@ -170,6 +170,27 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 	assert.Assert(t, is.Len(insts, 0), "nothing written on the new cluster")
 	assertBrokerChanged(t, b, 0)
 
+	// The ticket alone is not enough: the new cluster's Namespace must say it continues
+	// the old namespace (an annotation only an administrator writes), or a record written
+	// directly in any namespace could claim the old namespace's ids.
+	r = onNew("apply", "-f", file, "--moved-from-kubeconfig", oldKubeconfig)
+	assert.Equal(t, r.ExitCode, 1, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "does not say it continues"), r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "kubectl annotate namespace "+ns), r.Stderr)
+	insts, err = newSt.Instances().List(ctx, ns, store.Filter{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(insts, 0), "nothing written on the new cluster")
+	oldNs, err := oldAdmin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	assert.NilError(t, err)
+	newNs, err := newAdmin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	assert.NilError(t, err)
+	if newNs.Annotations == nil {
+		newNs.Annotations = map[string]string{}
+	}
+	newNs.Annotations[v1alpha1.AnnotationMovedKeys] = clusterIDOf(t, oldAdmin) + "/" + string(oldNs.UID)
+	_, err = newAdmin.CoreV1().Namespaces().Update(ctx, newNs, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
 	// The move in: no create, no delete, one context update where allowed.
 	b.ClearRequests()
 	r = onNew("apply", "-f", file, "--wait")
