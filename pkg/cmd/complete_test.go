@@ -325,6 +325,8 @@ var freeText = map[string]string{
 	"namespace-broker-deny-cidr":  "a CIDR",
 	"add-key":                     "KEY=VALUE",
 	"confirm-context":             "a context of the file --confirm-with-kubeconfig names",
+	"moved-from-context":          "a context of the file --moved-from-kubeconfig names",
+	"to-cluster-id":               "the id of another cluster, read there",
 	"as":                          "a user name the cluster knows, not listable",
 	"as-uid":                      "a uid",
 	"as-group":                    "a group name",

@@ -167,6 +167,12 @@ func InlineParameterHashes(inline *runtime.RawExtension) (map[string]string, err
 // parameters Secret's values changed since, which an update then sends. It returns the
 // record written and what changed; no change writes nothing.
 func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alpha1.ServiceInstance, []string, error) {
+	return e.revertSpecVouched(ctx, namespace, name, Voucher{})
+}
+
+// revertSpecVouched is revertSpec, vouch asking the user before the revert makes her
+// the author of what another person wrote into the instance (none: refused).
+func (e *Engine) revertSpecVouched(ctx context.Context, namespace, name string, vouch Voucher) (*v1alpha1.ServiceInstance, []string, error) {
 	inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 	if err != nil {
 		return nil, nil, err
@@ -205,6 +211,15 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 	if err != nil {
 		return nil, nil, err
 	}
+	// The revert writes the spec as the user's intent, the rest of it (sharing, limits,
+	// what else another person wrote) with it: she vouches for it first, as for an update
+	// (vouchBeforeWrite), once something is to be reverted, for the spec as the revert
+	// writes it (any change meanwhile refuses the write below).
+	if reverted := inst.DeepCopy(); len(revertChanges(reverted, prov, planName, inline, from)) > 0 {
+		if _, err := e.vouchBeforeWrite(ctx, reverted, "instance", DryRunNone, vouch); err != nil {
+			return nil, nil, err
+		}
+	}
 	var changes []string
 	stored, err := e.cfg.Store.Instances().UpdateWithRetry(store.WithIntent(ctx), namespace, name, func(x *v1alpha1.ServiceInstance) error {
 		if err := CheckChangeable(x, e.now()); err != nil {
@@ -213,23 +228,7 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 		if x.Status.Provisioned == nil || !reflect.DeepEqual(x.Status.Provisioned, prov) || !reflect.DeepEqual(x.Spec, inst.Spec) {
 			return fmt.Errorf("instance %q changed meanwhile: run the command again", name)
 		}
-		changes = nil
-		if x.Spec.PlanID != prov.PlanID {
-			x.Spec.PlanID, x.Spec.PlanExternalName = prov.PlanID, planName
-			changes = append(changes, "plan "+planName)
-		}
-		if x.Spec.MaintenanceInfoVersion != "" && x.Spec.MaintenanceInfoVersion != prov.MaintenanceInfoVersion {
-			x.Spec.MaintenanceInfoVersion = prov.MaintenanceInfoVersion
-			changes = append(changes, "maintenance version "+orNone(prov.MaintenanceInfoVersion))
-		}
-		if !sameJSON(x.Spec.Parameters, inline) {
-			x.Spec.Parameters = inline
-			changes = append(changes, "parameters "+orNone(string(compact(rawOf(inline)))))
-		}
-		if !reflect.DeepEqual(normalFrom(x.Spec.ParametersFrom), normalFrom(from)) {
-			x.Spec.ParametersFrom = from
-			changes = append(changes, "parameters from "+secretRefs(from))
-		}
+		changes = revertChanges(x, prov, planName, inline, from)
 		if len(changes) == 0 {
 			return errNothingToRevert
 		}
@@ -245,6 +244,29 @@ func (e *Engine) revertSpec(ctx context.Context, namespace, name string) (*v1alp
 		return nil, nil, err
 	}
 	return stored, changes, nil
+}
+
+// revertChanges sets x's spec back to what the broker holds (prov, the plan's name
+// planName, the parameters inline and from) and says what changed.
+func revertChanges(x *v1alpha1.ServiceInstance, prov *v1alpha1.ProvisionedState, planName string, inline *runtime.RawExtension, from []v1alpha1.ParametersFromSource) []string {
+	var changes []string
+	if x.Spec.PlanID != prov.PlanID {
+		x.Spec.PlanID, x.Spec.PlanExternalName = prov.PlanID, planName
+		changes = append(changes, "plan "+planName)
+	}
+	if x.Spec.MaintenanceInfoVersion != "" && x.Spec.MaintenanceInfoVersion != prov.MaintenanceInfoVersion {
+		x.Spec.MaintenanceInfoVersion = prov.MaintenanceInfoVersion
+		changes = append(changes, "maintenance version "+orNone(prov.MaintenanceInfoVersion))
+	}
+	if !sameJSON(x.Spec.Parameters, inline) {
+		x.Spec.Parameters = inline
+		changes = append(changes, "parameters "+orNone(string(compact(rawOf(inline)))))
+	}
+	if !reflect.DeepEqual(normalFrom(x.Spec.ParametersFrom), normalFrom(from)) {
+		x.Spec.ParametersFrom = from
+		changes = append(changes, "parameters from "+secretRefs(from))
+	}
+	return changes
 }
 
 var errNothingToRevert = errors.New("nothing to revert")

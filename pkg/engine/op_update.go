@@ -309,6 +309,9 @@ func (e instanceVerbs) dryRunUpdate(ctx context.Context, d DryRun, inst *v1alpha
 type RevertRequest struct {
 	Namespace, Name string
 	Follow          Follow
+	// Vouch asks the user before the revert makes her the author of what another
+	// person wrote into the instance, as for Update (see Voucher).
+	Vouch Voucher
 }
 
 // Revert sets the instance's spec back to what its broker holds (see revertSpec) and
@@ -316,7 +319,7 @@ type RevertRequest struct {
 // changed parameters Secret needs). Nothing to revert writes nothing; it is an error
 // when the instance's refused update came from elsewhere than its spec.
 func (e *Engine) Revert(ctx context.Context, req RevertRequest) (InstanceResult, error) {
-	inst, changes, err := e.revertSpec(ctx, req.Namespace, req.Name)
+	inst, changes, err := e.revertSpecVouched(ctx, req.Namespace, req.Name, req.Vouch)
 	if err != nil {
 		return InstanceResult{}, err
 	}

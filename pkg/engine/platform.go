@@ -26,6 +26,9 @@ type StaticPlatform struct {
 	// NamespaceUIDs maps namespaces to uids; a namespace not in it gets "uid-<name>".
 	NamespaceUIDs map[string]string
 	User          *osb.OriginatingIdentity
+	// NamespaceMoved maps namespaces to the keys of the namespaces of other clusters
+	// they continue (v1alpha1.AnnotationMovedKeys); a namespace not in it continues none.
+	NamespaceMoved map[string]string
 }
 
 // ClusterID returns Cluster.
@@ -37,6 +40,11 @@ func (s StaticPlatform) NamespaceUID(_ context.Context, ns string) (string, erro
 		return uid, nil
 	}
 	return "uid-" + ns, nil
+}
+
+// NamespaceMovedKeys returns NamespaceMoved's keys for ns.
+func (s StaticPlatform) NamespaceMovedKeys(_ context.Context, ns string) (string, error) {
+	return s.NamespaceMoved[ns], nil
 }
 
 // Identity returns User.

@@ -65,11 +65,11 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 	old := func(args ...string) result { t.Helper(); return instCatalog(t, ns, args...) }
 	ok := func(r result) { t.Helper(); assert.Equal(t, r.ExitCode, 0, r.Stderr) }
 	ok(old("register", "acme", "--url", b.URL(), "--basic-auth-secret", "broker-auth", "--scope", "namespace"))
-	// Ids given with --external-id move; ids kubectl catalog generates stay with their
-	// namespace (the "generated" instance, refused below).
-	ok(old("provision", "db", "--class", "postgresql", "--plan", "hobby", "-p", "storage_gb=2", "--external-id", uuid.NewString(), "--wait"))
+	// Ids given with --external-id move as they are; ids kubectl catalog generates (db,
+	// app, and "generated", refused below) move only with the old cluster's move ticket.
+	ok(old("provision", "db", "--class", "postgresql", "--plan", "hobby", "-p", "storage_gb=2", "--wait"))
 	ok(old("provision", "cache", "--class", "redis", "--plan", "cache-small", "--external-id", uuid.NewString(), "--wait"))
-	ok(old("bind", "db", "--name", "app", "--external-id", uuid.NewString(), "--wait"))
+	ok(old("bind", "db", "--name", "app", "--wait"))
 	ok(old("provision", "generated", "--class", "postgresql", "--plan", "hobby", "--wait"))
 	oldSt := store.New(oldAdmin, nil)
 	dbID := getInstance(t, oldSt, ns, "db").CurrentExternalID()
@@ -77,6 +77,7 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 	appB, err := oldSt.Bindings().Get(ctx, ns, "app")
 	assert.NilError(t, err)
 	appID := appB.CurrentExternalID()
+	assert.Assert(t, v1alpha1.IsBoundID(dbID) && v1alpha1.IsBoundID(appID), "generated ids")
 
 	// Export: the records with their ids, no credentials.
 	exp := old("export", "db", "cache")
@@ -132,14 +133,69 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 	r = onNew("apply", "-f", genFile)
 	assert.Equal(t, r.ExitCode, 1, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stderr, `instance "generated" cannot be moved in: its OSB id`))
+	assert.Assert(t, is.Contains(r.Stderr, "holds no move ticket"))
+	insts, err = newSt.Instances().List(ctx, ns, store.Filter{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(insts, 0), "nothing written on the new cluster")
+
+	// The move ticket: written on the old cluster for this cluster and namespace, with
+	// db's and app's ids, not generated's.
+	newClusterID := clusterIDOf(t, newAdmin)
+	r = old("export", "db", "cache", "--to-cluster-id", newClusterID)
+	assert.Equal(t, r.ExitCode, 2, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "--to-namespace"))
+	ok(old("export", "db", "cache", "--to-cluster-id", newClusterID, "--to-namespace", ns))
+	oldKubeconfig := cp.Kubeconfig(controlplane.AdminUser)
+	r = onNew("apply", "-f", genFile, "--moved-from-kubeconfig", oldKubeconfig)
+	assert.Equal(t, r.ExitCode, 1, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "the move ticket does not name it"))
+	// The same export applied in another namespace of the new cluster is refused: the
+	// ticket names ns only.
+	other := ns + "-copy"
+	_, err = newAdmin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = newAdmin.CoreV1().Secrets(other).Create(ctx, brokerAuth, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	ok(runWith(t, newEnv, plugin, "-n", other, "register", "acme", "--url", b.URL(), "--basic-auth-secret", "broker-auth", "--scope", "namespace"))
+	copied := filepath.Join(t.TempDir(), "copy.yaml")
+	assert.NilError(t, os.WriteFile(copied, []byte(strings.ReplaceAll(exp.Stdout, "namespace: "+ns+"\n", "namespace: "+other+"\n")), 0o600))
+	r = runWith(t, newEnv, plugin, "-n", other, "apply", "-f", copied, "--moved-from-kubeconfig", oldKubeconfig)
+	assert.Equal(t, r.ExitCode, 1, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, `instance "db" cannot be moved in`), r.Stderr)
+	insts, err = newSt.Instances().List(ctx, other, store.Filter{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(insts, 0), "nothing written in the other namespace")
 	insts, err = newSt.Instances().List(ctx, ns, store.Filter{})
 	assert.NilError(t, err)
 	assert.Assert(t, is.Len(insts, 0), "nothing written on the new cluster")
 	assertBrokerChanged(t, b, 0)
 
+	// The ticket alone is not enough: the new cluster's Namespace must say it continues
+	// the old namespace (an annotation only an administrator writes), or a record written
+	// directly in any namespace could claim the old namespace's ids.
+	r = onNew("apply", "-f", file, "--moved-from-kubeconfig", oldKubeconfig)
+	assert.Equal(t, r.ExitCode, 1, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "does not say it continues"), r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "kubectl annotate namespace "+ns), r.Stderr)
+	insts, err = newSt.Instances().List(ctx, ns, store.Filter{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(insts, 0), "nothing written on the new cluster")
+	oldNs, err := oldAdmin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	assert.NilError(t, err)
+	newNs, err := newAdmin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	assert.NilError(t, err)
+	if newNs.Annotations == nil {
+		newNs.Annotations = map[string]string{}
+	}
+	newNs.Annotations[v1alpha1.AnnotationMovedKeys] = clusterIDOf(t, oldAdmin) + "/" + string(oldNs.UID)
+	_, err = newAdmin.CoreV1().Namespaces().Update(ctx, newNs, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
 	// The move in: no create, no delete, one context update where allowed.
 	b.ClearRequests()
 	r = onNew("apply", "-f", file, "--wait")
+	assert.Equal(t, r.ExitCode, 1, "generated ids need the ticket: %s", r.Stderr)
+	r = onNew("apply", "-f", file, "--wait", "--moved-from-kubeconfig", oldKubeconfig)
 	ok(r)
 	assert.Assert(t, is.Contains(r.Stderr, "does not allow context updates"))
 	assert.Assert(t, is.Contains(r.Stderr, "taken on your word"))
@@ -149,7 +205,6 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 	var body map[string]any
 	assert.NilError(t, json.Unmarshal(updates[0].Body, &body))
 	assert.Assert(t, body["plan_id"] == nil && body["parameters"] == nil, "a context-only update: %s", updates[0].Body)
-	newClusterID := clusterIDOf(t, newAdmin)
 	assert.Equal(t, body["context"].(map[string]any)["clusterid"], newClusterID)
 	assert.Assert(t, is.Len(requestsFor(b, broker.OpGetInstance, dbID), 2), "checked by the plan and by the move")
 	assert.Assert(t, is.Len(requestsFor(b, broker.OpGetInstance, cacheID), 0), "redis does not serve GET instance")

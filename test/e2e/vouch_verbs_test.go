@@ -9,6 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -62,6 +63,14 @@ func TestVouch_EverydayVerbsOnARecordAnotherPersonRewrote_ShowItAndAskFirst(t *t
 		{name: "share after alice shared it with her namespace", rec: "ve", kind: v1alpha1.KindServiceInstance,
 			edit: func(_ string, r v1alpha1.Record) { r.(*v1alpha1.ServiceInstance).Spec.SharedWith = []string{e.teamA} },
 			args: []string{"share", "ve", "--to-namespace", e.victim}, means: `namespace "` + e.teamA + `" may bind it`},
+		{name: "update --revert after alice shared it with her namespace", rec: "vg", kind: v1alpha1.KindServiceInstance,
+			edit: func(_ string, r v1alpha1.Record) {
+				inst := r.(*v1alpha1.ServiceInstance)
+				inst.Spec.SharedWith = []string{e.teamA}
+				// Something to revert: parameters the broker does not hold.
+				inst.Spec.Parameters = &runtime.RawExtension{Raw: []byte(`{"size":9}`)}
+			},
+			args: []string{"update", "vg", "--revert"}, means: `namespace "` + e.teamA + `" may bind it`, noDryRun: true},
 		{name: "bind --rotate", rec: "vf", kind: v1alpha1.KindServiceBinding,
 			edit: func(rec string, r v1alpha1.Record) { r.(*v1alpha1.ServiceBinding).Spec.ParametersFrom = fromVault(rec) },
 			args: []string{"bind", "--rotate", "vf"}, means: paramsMean("vf"), noDryRun: true},

@@ -88,6 +88,9 @@ type Options struct {
 	// carried are the data of the Secrets the manifests carry for bindings moved in
 	// ("NAMESPACE/NAME"; moved.go).
 	carried map[string]map[string][]byte
+	// MovedFrom names the cluster the manifests were exported from (ticket.go).
+	MovedFrom MovedFromFlags
+	tickets   *ticketReader
 }
 
 // NewCmdApply returns the apply command. runF, when not nil, is called with the
@@ -108,6 +111,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o.Files.AddFlags(cmd, "to apply")
 	o.Prune.AddFlags(cmd)
 	o.AddFlags(cmd, "work of every record", "the records")
+	o.MovedFrom.AddFlags(cmd)
 	return cmd
 }
 
@@ -139,6 +143,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		return err
 	}
 	o.explicitNamespace, o.CatalogNamespace = explicit, f.CatalogNamespace
+	o.tickets = newTicketReader(o.MovedFrom, f, o.Streams)
 	o.reader, err = f.Reader()
 	return err
 }
@@ -216,7 +221,7 @@ func (o *Options) placeIn(obj *declarative.Object) error {
 
 // planner is the planner of these options.
 func (o *Options) planner() *planner {
-	return &planner{clients: o.Clients, wait: o.Wait, reader: o.reader, catalogNS: o.CatalogNamespace, carried: o.carried}
+	return &planner{clients: o.Clients, wait: o.Wait, reader: o.reader, catalogNS: o.CatalogNamespace, carried: o.carried, tickets: o.tickets}
 }
 
 // Run checks every manifest, then acts.

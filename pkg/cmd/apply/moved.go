@@ -58,6 +58,9 @@ func (p *planner) planMoveInInstance(ctx context.Context, a *action) (*action, e
 	if err != nil {
 		return nil, err
 	}
+	if req.Ticket, err = p.ticketFor(ctx, o.Namespace, req.ExternalID); err != nil {
+		return nil, err
+	}
 	if _, err := p.clients.Engine.MoveInInstance(ctx, req); err != nil {
 		if !p.newBrokers || !errors.As(err, new(*marketplace.Error)) {
 			return nil, err
@@ -109,6 +112,10 @@ func (p *planner) planMoveInBinding(ctx context.Context, a *action) (*action, er
 		secretName = o.Name
 	}
 	req.Credentials = p.carried[o.Namespace+"/"+secretName]
+	var err error
+	if req.Ticket, err = p.ticketFor(ctx, o.Namespace, req.ExternalID); err != nil {
+		return nil, err
+	}
 	a.op, a.moveBinding, a.changes = opMovedIn, &req, []string{"move in"}
 	if p.created[o.Namespace+"/"+want.Instance] {
 		a.deferred = "its instance is moved in by this apply: it is checked when it is moved in"

@@ -87,6 +87,8 @@ type planner struct {
 	newBrokers bool
 	// carried are the Secrets' data the manifests carry for bindings moved in.
 	carried map[string]map[string][]byte
+	// tickets reads the old cluster's move tickets (--moved-from-kubeconfig).
+	tickets *ticketReader
 }
 
 // plan works out every action, each checked with a client dry run of its engine call;

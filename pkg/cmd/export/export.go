@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -61,6 +63,10 @@ var exportExample = cmdutil.Examples(`
 type Options struct {
 	AllNamespaces bool
 	ShowSecrets   bool
+	// ToClusterID and ToNamespace, when given, write a move ticket (engine.MoveTicket)
+	// giving the exported ids kubectl catalog generated here to that namespace of that
+	// cluster.
+	ToClusterID, ToNamespace string
 	// Output is -o: yaml (the default) or json.
 	Output *printers.OutputFlags
 	// Names are the instances to export; none: all of the namespace.
@@ -70,7 +76,9 @@ type Options struct {
 	CatalogNamespace string
 	Reader           *records.Reader
 	Engine           *engine.Engine
-	Streams          cmdutil.IOStreams
+	// Core writes the move ticket.
+	Core    kubernetes.Interface
+	Streams cmdutil.IOStreams
 }
 
 // NewCmdExport returns the export command. runF, when not nil, is called with the
@@ -94,6 +102,8 @@ func NewCmdExport(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Export the instances of every namespace.")
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "Add the bindings' credentials Secrets to the output, for bindings whose broker does not serve GET binding.")
+	fs.StringVar(&o.ToClusterID, "to-cluster-id", "", `The id of the cluster the services move to (its ConfigMap catalog-cluster-id): writes a move ticket here that lets that cluster move in the ids kubectl catalog generated (with --to-namespace; "apply --moved-from-kubeconfig" there reads it).`)
+	fs.StringVar(&o.ToNamespace, "to-namespace", "", "The namespace of --to-cluster-id the services move to.")
 	o.Output.AddFlags(cmd)
 	return cmd
 }
@@ -105,6 +115,12 @@ func (o *Options) Validate() error {
 	}
 	if o.AllNamespaces && len(o.Names) > 0 {
 		return cmdutil.UsageErrorf("instance names are of one namespace: give -n NAMESPACE, not -A")
+	}
+	if (o.ToClusterID == "") != (o.ToNamespace == "") {
+		return cmdutil.UsageErrorf("a move ticket names a cluster and a namespace: give both --to-cluster-id and --to-namespace, or neither; nothing was exported")
+	}
+	if o.ToClusterID != "" && o.AllNamespaces {
+		return cmdutil.UsageErrorf("a move ticket is of one namespace: give -n NAMESPACE with --to-cluster-id, not -A; nothing was exported")
 	}
 	return nil
 }
@@ -118,6 +134,9 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 	o.Engine, o.Namespace, o.CatalogNamespace = e, ns, f.CatalogNamespace
 	if o.AllNamespaces {
 		o.Namespace = ""
+	}
+	if o.Core, err = f.KubernetesClient(); err != nil {
+		return err
 	}
 	o.Reader, err = f.Reader()
 	return err
@@ -138,6 +157,7 @@ func (o *Options) Run(ctx context.Context) error {
 	var secrets []any
 	brokers := map[string]*v1alpha1.Broker{}
 	var problems []string
+	var ids []string
 	for _, inst := range insts {
 		if why := unsettled("instance", inst, inst.Status.Provisioned == nil); why != "" {
 			problems = append(problems, why)
@@ -160,6 +180,7 @@ func (o *Options) Run(ctx context.Context) error {
 			brokers[key] = b
 		}
 		items = append(items, instanceManifest(inst, from))
+		ids = append(ids, inst.Spec.ExternalID)
 		bs, err := o.Reader.Bindings().List(ctx, inst.Namespace, records.Filter{Instance: inst.Name})
 		if err != nil {
 			return err
@@ -173,6 +194,7 @@ func (o *Options) Run(ctx context.Context) error {
 				continue
 			}
 			bindings = append(bindings, bindingManifest(b, from))
+			ids = append(ids, b.Spec.ExternalID)
 			if o.ShowSecrets {
 				s, err := o.Reader.Secret(ctx, b.Namespace, secretName(b))
 				if err != nil {
@@ -184,6 +206,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("nothing was exported: only settled records can be moved:\n  %s", joinLines(problems))
+	}
+	if o.ToClusterID != "" {
+		if err := o.writeTicket(ctx, from, ids); err != nil {
+			return err
+		}
 	}
 	keys := make([]string, 0, len(brokers))
 	for k := range brokers {
@@ -340,4 +367,42 @@ func (o *Options) print(list map[string]any) error {
 	}
 	_, err = o.Streams.Out.Write(data)
 	return err
+}
+
+// writeTicket writes, in the exported namespace, the move ticket giving the ids
+// kubectl catalog generated among ids to namespace ToNamespace of cluster ToClusterID,
+// with the user's rights here; the ids of an earlier ticket to the same place are kept.
+func (o *Options) writeTicket(ctx context.Context, from string, ids []string) error {
+	if o.ToClusterID == from {
+		return fmt.Errorf("--to-cluster-id %s is this cluster's id: give the id of the cluster the services move to (its ConfigMap catalog-cluster-id in the catalog namespace); nothing was exported", from)
+	}
+	var generated []string
+	for _, id := range ids {
+		if v1alpha1.IsBoundID(id) {
+			generated = append(generated, id)
+		}
+	}
+	if len(generated) == 0 {
+		return nil
+	}
+	cms := o.Core.CoreV1()
+	t := engine.MoveTicket{FromClusterID: from, FromNamespace: o.Namespace, ToClusterID: o.ToClusterID, ToNamespace: o.ToNamespace, IDs: generated}
+	want := t.ConfigMap()
+	cur, err := cms.ConfigMaps(o.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = cms.ConfigMaps(o.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	case err == nil:
+		if old := engine.MoveTicketFrom(cur, ""); old != nil {
+			t.IDs = append(t.IDs, old.IDs...)
+		}
+		cur.Data = t.ConfigMap().Data
+		cur.Labels = want.Labels
+		_, err = cms.ConfigMaps(o.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("the move ticket to cluster %s, namespace %q (ConfigMap %s in namespace %q): %w; nothing was exported", o.ToClusterID, o.ToNamespace, want.Name, o.Namespace, err)
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "move ticket %s: %d id(s) of namespace %q may move to namespace %q of cluster %s\n", want.Name, len(generated), o.Namespace, o.ToNamespace, o.ToClusterID)
+	return nil
 }

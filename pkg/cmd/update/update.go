@@ -192,7 +192,8 @@ func (o *Options) Run(ctx context.Context) error {
 			return engine.InstanceResult{Result: r}, err
 		}
 		if o.Revert {
-			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow})
+			return o.Engine.Revert(ctx, engine.RevertRequest{Namespace: o.Namespace, Name: o.Name, Follow: follow,
+				Vouch: cmdutil.Voucher(o.Prompter, o.Streams.ErrOut, o.Yes, "update")})
 		}
 		req, err := o.Request(follow)
 		if err != nil {

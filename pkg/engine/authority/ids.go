@@ -54,6 +54,12 @@ func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id
 	if !v1alpha1.IsBoundID(id) {
 		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
 	}
+	if moved, err := auth.movedID(ctx, rec, id); err != nil || moved {
+		if err != nil {
+			return err
+		}
+		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
+	}
 	created := rec.GetCreationTimestamp()
 	older := func(users []store.IDUser) *store.IDUser {
 		for _, u := range users {
@@ -197,7 +203,18 @@ func (auth *Authority) NamespaceKey(ctx context.Context, namespace string) (v1al
 	if err != nil || uid == namespace {
 		return v1alpha1.NamespaceKey{}, err
 	}
-	return v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}, nil
+	key := v1alpha1.NamespaceKey{ClusterID: cluster, UID: types.UID(uid)}
+	if m, ok := p.(namespaceMovedKeys); ok {
+		// Not read: the namespace continues none, and no moved id is its.
+		key.Moved, _ = m.NamespaceMovedKeys(ctx, namespace)
+	}
+	return key, nil
+}
+
+// namespaceMovedKeys is a platform that reads which namespaces of other clusters a
+// namespace continues (v1alpha1.AnnotationMovedKeys on its Namespace object).
+type namespaceMovedKeys interface {
+	NamespaceMovedKeys(ctx context.Context, namespace string) (string, error)
 }
 
 // ReadNamespaceKeysAhead starts reading the keys of namespaces (NamespaceKey), which the
@@ -232,8 +249,30 @@ func (auth *Authority) CheckOwnIDIn(ctx context.Context, kind string, rec IDOwne
 	return CheckOwnID(kind, rec, id)
 }
 
+// movedID reports whether OSB id, which rec owns (CheckOwnIDIn), is an id generated on
+// another cluster that rec took over by a move (v1alpha1.MovedIDIn): bound neither to
+// rec nor to its namespace here, it is owned as an id bound to nothing is, by the record
+// whose id claim is oldest (checkAdoptedID).
+func (auth *Authority) movedID(ctx context.Context, rec IDOwner, id string) (bool, error) {
+	if !v1alpha1.MovedKey(rec.GetAnnotations()).Valid() || !v1alpha1.IsBoundID(id) || v1alpha1.IDBoundTo(id, rec.GetNamespace(), rec.GetUID()) {
+		return false, nil
+	}
+	key, err := auth.NamespaceKey(ctx, rec.GetNamespace())
+	if err != nil {
+		return false, err
+	}
+	return !v1alpha1.IDBoundToNamespace(id, key) && v1alpha1.MovedIDIn(id, rec.GetAnnotations(), key), nil
+}
+
 // holds is store.HoldsExternalIDIn for u, with the key of u's namespace.
 func (auth *Authority) holds(ctx context.Context, kind string, u store.IDUser, id string) (bool, error) {
+	return auth.holdsAs(ctx, kind, u, id, false)
+}
+
+// holdsAs is holds; moved: id may be one generated on another cluster and moved in
+// (v1alpha1.MovedIDIn), which any record that names it may hold, and u is read whatever
+// the id is bound to.
+func (auth *Authority) holdsAs(ctx context.Context, kind string, u store.IDUser, id string, moved bool) (bool, error) {
 	var key v1alpha1.NamespaceKey
 	if v1alpha1.IsBoundID(id) {
 		var err error
@@ -244,7 +283,7 @@ func (auth *Authority) holds(ctx context.Context, kind string, u store.IDUser, i
 		// namespace it is bound to: a ConfigMap elsewhere labelled with it cannot
 		// hold it, whatever it contains, and is not read (a tenant's labelled junk
 		// would otherwise cost every check one read each).
-		if !v1alpha1.IDBoundTo(id, u.Namespace, u.UID) && !v1alpha1.IDBoundToNamespace(id, key) {
+		if !moved && !v1alpha1.IDBoundTo(id, u.Namespace, u.UID) && !v1alpha1.IDBoundToNamespace(id, key) {
 			return false, nil
 		}
 	}
@@ -339,7 +378,7 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		if u.UID == self.UID || c > 0 && known {
 			continue
 		}
-		holds, err := auth.holds(ctx, kind, u, id)
+		holds, err := auth.holdsAs(ctx, kind, u, id, true)
 		if store.IsForbidden(err) {
 			holds, err = true, nil // nobody can tell: it counts
 		}
@@ -419,7 +458,7 @@ func (auth *Authority) claimOlderUsers(ctx context.Context, kind string, self st
 		if c, _ := compareAdoption(u, self); c >= 0 {
 			continue
 		}
-		holds, err := auth.holds(ctx, kind, u, id)
+		holds, err := auth.holdsAs(ctx, kind, u, id, true)
 		if err != nil && !store.IsForbidden(err) {
 			return claimed, older, err
 		}
@@ -573,7 +612,7 @@ func (auth *Authority) IDFree(ctx context.Context, kind, namespace, name, id str
 			continue
 		}
 		// Only a real record that uses the id counts (see olderHolder).
-		holds, err := auth.holds(ctx, kind, u, id)
+		holds, err := auth.holdsAs(ctx, kind, u, id, true)
 		if err != nil && !store.IsForbidden(err) {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -40,6 +41,8 @@ type Platform struct {
 	clusterID string
 	nsMu      sync.Mutex
 	nsUIDs    map[string]string
+	// nsMoved are the namespaces' v1alpha1.AnnotationMovedKeys, read with their uids.
+	nsMoved map[string]string
 }
 
 // NewPlatform returns a Platform reading the cluster through core.
@@ -50,7 +53,7 @@ func NewPlatform(core kubernetes.Interface, catalogNamespace string) *Platform {
 // NewPlatformAs is NewPlatform with the user shared with the store
 // (store.WithClusterUser): the process asks the API server who it is once.
 func NewPlatformAs(core kubernetes.Interface, catalogNamespace string, user *store.ClusterUser) *Platform {
-	return &Platform{core: core, catalogNamespace: catalogNamespace, user: user, nsUIDs: map[string]string{}}
+	return &Platform{core: core, catalogNamespace: catalogNamespace, user: user, nsUIDs: map[string]string{}, nsMoved: map[string]string{}}
 }
 
 // ClusterID reads the cluster id, creating it (and the catalog namespace) on first use.
@@ -134,12 +137,25 @@ func (p *Platform) NamespaceUID(ctx context.Context, namespace string) (string, 
 	switch {
 	case err == nil:
 		p.nsUIDs[namespace] = string(ns.UID)
+		p.nsMoved[namespace] = ns.Annotations[v1alpha1.AnnotationMovedKeys]
 	case apierrors.IsForbidden(err):
 		p.nsUIDs[namespace] = namespace
 	default:
 		return "", fmt.Errorf("cannot read namespace %q: %w", namespace, err)
 	}
 	return p.nsUIDs[namespace], nil
+}
+
+// NamespaceMovedKeys returns the keys of the namespaces of other clusters that namespace
+// continues, as its Namespace object's v1alpha1.AnnotationMovedKeys lists them (read
+// with its uid, NamespaceUID): none when the user may not read it.
+func (p *Platform) NamespaceMovedKeys(ctx context.Context, namespace string) (string, error) {
+	if _, err := p.NamespaceUID(ctx, namespace); err != nil {
+		return "", err
+	}
+	p.nsMu.Lock()
+	defer p.nsMu.Unlock()
+	return p.nsMoved[namespace], nil
 }
 
 // Identity asks the API server who the user is (SelfSubjectReview), so the broker sees

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,11 @@ const (
 type NamespaceKey struct {
 	ClusterID string
 	UID       types.UID
+	// Moved are the keys of the namespaces of other clusters this namespace continues,
+	// as its Namespace object's AnnotationMovedKeys lists them (MovedKeysAnnotation):
+	// only ids of these may be moved in to it (MovedIDIn). It takes no part in the ids
+	// the key binds.
+	Moved string
 }
 
 // Valid reports whether k names a namespace: its uid is known. An id made where the
@@ -152,15 +158,80 @@ func (in *ServiceInstance) OwnsExternalID(id string) bool {
 }
 
 // OwnsExternalIDIn is OwnsExternalID, an id bound to key (the key of the instance's
-// namespace) also the instance's own.
+// namespace) also the instance's own, and so is an id its spec names that was moved in
+// with it (MovedIDIn).
 func (in *ServiceInstance) OwnsExternalIDIn(id string, key NamespaceKey) bool {
-	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key)
+	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key) ||
+		id == in.Spec.ExternalID && MovedIDIn(id, in.Annotations, key)
 }
 
 // OwnsExternalIDIn is OwnsExternalID, an id bound to key (the key of the binding's
-// namespace) also the binding's own.
+// namespace) also the binding's own, and so is its spec's id moved in with it
+// (MovedIDIn).
 func (in *ServiceBinding) OwnsExternalIDIn(id string, key NamespaceKey) bool {
-	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key)
+	return in.OwnsExternalID(id) || IDBoundToNamespace(id, key) ||
+		id == in.Spec.ExternalID && MovedIDIn(id, in.Annotations, key)
+}
+
+// AnnotationMovedKey, on a record moved in from another cluster, is the key of the
+// namespace its id was generated for there ("CLUSTER-ID/NAMESPACE-UID"), written by the
+// move once the old cluster's move ticket gave the id to this namespace.
+const AnnotationMovedKey = GroupName + "/moved-key"
+
+// MovedKey is the key annotations (a record's) name in AnnotationMovedKey, not Valid
+// when they name none.
+func MovedKey(annotations map[string]string) NamespaceKey {
+	v := annotations[AnnotationMovedKey]
+	i := strings.LastIndexByte(v, '/')
+	if i <= 0 || i == len(v)-1 {
+		return NamespaceKey{}
+	}
+	return NamespaceKey{ClusterID: v[:i], UID: types.UID(v[i+1:])}
+}
+
+// String is the key as AnnotationMovedKey holds it.
+func (k NamespaceKey) String() string { return k.ClusterID + "/" + string(k.UID) }
+
+// AnnotationMovedKeys, on a Namespace object, lists (separated by spaces or commas) the
+// keys ("CLUSTER-ID/NAMESPACE-UID") of the namespaces of other clusters whose ids kubectl
+// catalog generated may be moved in to it. Only who may update the Namespace object (an
+// administrator, not a tenant working in the namespace) writes it: it is the new
+// cluster's word, which the engine reads whenever it checks a moved id, that the
+// namespace continues those namespaces; a record's own moved-key annotation, which
+// anyone who may write the record writes, proves nothing without it.
+const AnnotationMovedKeys = GroupName + "/moved-keys"
+
+// MovedKeysAnnotation is the value of AnnotationMovedKeys that lists the keys of
+// annotations (a Namespace's) and key too, for "kubectl annotate".
+func MovedKeysAnnotation(annotations map[string]string, key NamespaceKey) string {
+	keys := strings.FieldsFunc(annotations[AnnotationMovedKeys], movedKeySep)
+	if !slices.Contains(keys, key.String()) {
+		keys = append(keys, key.String())
+	}
+	return strings.Join(keys, " ")
+}
+
+func movedKeySep(r rune) bool { return r == ' ' || r == ',' || r == '\n' || r == '\t' }
+
+// Continues reports whether k's namespace continues the namespace old of another
+// cluster: its Moved lists old.
+func (k NamespaceKey) Continues(old NamespaceKey) bool {
+	return old.Valid() && slices.Contains(strings.FieldsFunc(k.Moved, movedKeySep), old.String())
+}
+
+// MovedIDIn reports whether id, generated on another cluster, is one a record with
+// annotations, in the namespace of key on this cluster, took over by a move: bound to
+// the key its AnnotationMovedKey names, whose cluster is not this one and which the
+// namespace's own Namespace object lists (key.Continues: the record's annotation alone,
+// which whoever may write the record writes, is no proof). Such an id is
+// then owned as an id bound to nothing is (the spec names it): among the records that
+// own it, the one whose id claim is oldest keeps it. An id of this cluster is never
+// moved: it stays with the namespace it is bound to.
+func MovedIDIn(id string, annotations map[string]string, key NamespaceKey) bool {
+	moved := MovedKey(annotations)
+	return moved.Valid() && moved.ClusterID != "" && key.ClusterID != "" && moved.ClusterID != key.ClusterID &&
+		IDBoundToNamespace(id, NamespaceKey{ClusterID: moved.ClusterID, UID: moved.UID}) &&
+		!IDBoundToNamespace(id, NamespaceKey{UID: moved.UID}) && key.Continues(moved)
 }
 
 // OwnsExternalID reports whether the OSB binding id id is this binding's to use at its
