@@ -87,8 +87,10 @@ type moveState struct {
 	exported     []*v1alpha1.ServiceInstance
 	exportedB    []*v1alpha1.ServiceBinding
 	exportedData map[string]map[string][]byte
-	// everExported: instance names exported once (old-dev makes them no more).
-	everExported map[string]bool
+	// everExported: instance names exported once (old-dev makes them no more);
+	// withdrawn, those old-dev deprovisions between the export and the apply: they are
+	// exported and applied no more.
+	everExported, withdrawn map[string]bool
 	// moved are the ids a record of the new cluster took over (kind by id).
 	moved map[string]string
 	// released are the ids the old cluster marked released; releasedKeys its ConfigMaps
@@ -109,7 +111,7 @@ func (w *world) setupMove() {
 	}
 	m := &w.move
 	m.on = true
-	m.exportedData, m.everExported, m.moved = map[string]map[string][]byte{}, map[string]bool{}, map[string]string{}
+	m.exportedData, m.everExported, m.moved, m.withdrawn = map[string]map[string][]byte{}, map[string]bool{}, map[string]string{}, map[string]bool{}
 	m.released, m.releasedKeys, m.contextDone = map[string]bool{}, map[string]bool{}, map[string][]string{}
 	m.applying, m.releasing = map[*proc]bool{}, map[*proc]bool{}
 	m.retrievable, m.contexts = w.rng.IntN(2) == 0, w.rng.IntN(4) > 0
@@ -510,7 +512,7 @@ func (w *world) export() {
 	secrets := w.rng.IntN(2) == 0
 	for _, name := range moveInstances {
 		x, err := w.checker.Instances().Get(ctx, "dev", name)
-		if err != nil {
+		if err != nil || w.move.withdrawn[name] {
 			continue
 		}
 		if !terminal(x, &x.Status.OperationStatus) || x.Status.Provisioned == nil || x.DeletionTimestamp != nil || x.Annotations[engine.AnnotationReleasedTo] != "" {
@@ -565,7 +567,7 @@ func (w *world) apply(p *proc) func(context.Context) error {
 		defer delete(w.move.applying, p)
 		from := enginetest.Cluster
 		for _, x := range insts {
-			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil {
+			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] {
 				continue
 			}
 			res, err := p.eng.MoveInInstance(ctx, engine.MoveInInstanceRequest{
@@ -742,7 +744,8 @@ func (w *world) oldDevTask(p *proc) (string, func(context.Context) error) {
 	case berr == nil && bind == "mvb-1" && w.rng.IntN(3) == 0:
 		// Its id was generated here: it cannot move; unbound, its instance may.
 		return unbind("it cannot move")
-	case err == nil && w.move.retrievable && w.move.everExported[inst] && !w.appliedOnNew(inst) && w.rng.IntN(12) == 0:
+	case err == nil && w.move.retrievable && w.move.everExported[inst] && !w.appliedOnNew(inst) && len(w.move.applying) == 0 && w.rng.IntN(12) == 0:
+		w.move.withdrawn[inst] = true
 		// Between the export and the apply: the move of this one is abandoned (the apply
 		// finds the id gone with GET instance; without it, the id is taken on the user's
 		// word, moving.md's limit).
@@ -815,31 +818,51 @@ func (w *world) quiesceMove() {
 	byName := func(name string) *proc { return w.procNamed(name) }
 	if !w.move.final {
 		w.move.final = true
-		if len(w.move.exported) > 0 && w.rng.IntN(2) == 0 {
+		w.noteReleased()
+		// A release begun (a record marked) is finished; else half of the seeds release.
+		if len(w.move.exported) > 0 && (len(w.move.released) > 0 || w.rng.IntN(2) == 0) {
 			r := byName(releaserName)
-			var names []string
-			for _, x := range w.move.exported {
-				if w.appliedOnNew(x.Name) {
-					names = append(names, x.Name)
+			for range 3 {
+				w.runNewReconcile()
+				var names []string
+				for _, x := range w.move.exported {
+					if w.appliedOnNew(x.Name) {
+						names = append(names, x.Name)
+					}
+				}
+				if len(names) == 0 {
+					break
+				}
+				var err error
+				w.runToEnd(r, "release --confirm-with-kubeconfig new (quiescence)", func(ctx context.Context) error {
+					err = w.release(r, engine.ReleaseRequest{Namespace: "dev", Instances: names, Confirm: confirmer{w, newClusterID, w.move.checker}})(ctx)
+					return err
+				})
+				if err == nil {
+					break
 				}
 			}
-			w.runToEnd(r, "release --confirm-with-kubeconfig new (quiescence)", w.release(r, engine.ReleaseRequest{Namespace: "dev", Instances: names, Confirm: confirmer{w, newClusterID, w.move.checker}}))
 		}
 		w.noteReleased()
 		w.giveBack(byName(newDevName))
 	}
-	r := byName(newRecName)
 	for range 3 {
-		r.rec = (&reconcile.Reconciler{Store: r.st, Engine: r.eng, Now: r.now, Logf: func(format string, args ...any) {
-			w.logf("%-14s %s", r.name, firstLine(fmt.Sprintf(format, args...)))
-		}}).WithRunClock(runClock{r})
-		w.runToEnd(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
+		w.runNewReconcile()
 		if w.newSettled() {
 			break
 		}
 	}
 	w.noteReleased()
 	w.noteMoved()
+}
+
+// runNewReconcile runs reconcile on the new cluster once, to its end.
+func (w *world) runNewReconcile() {
+	r := w.procNamed(newRecName)
+	r.rec = (&reconcile.Reconciler{Store: r.st, Engine: r.eng, Now: r.now, Logf: func(format string, args ...any) {
+		w.logf("%-14s %s", r.name, firstLine(fmt.Sprintf(format, args...)))
+	}}).WithRunClock(runClock{r})
+	w.runToEnd(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })
 }
 
 // giveBack drops, with --abandon on the new cluster, the records moved in whose ids a
@@ -980,7 +1003,11 @@ func (w *world) checkMoved(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.
 		if !store.OwnedBy(s, x) {
 			w.fail("binding %s/%s of the new cluster does not own its Secret %q (owners: %v)", x.Namespace, x.Name, x.Spec.SecretName, s.OwnerReferences)
 		}
-		if got, want := string(s.Data["password"]), fmt.Sprint(creds["password"]); got != want {
+		want := ""
+		if p, ok := creds["password"]; ok {
+			want = fmt.Sprint(p)
+		}
+		if got := string(s.Data["password"]); got != want {
 			w.fail("binding %s/%s of the new cluster is bound as %s but its Secret holds other credentials than the broker holds", x.Namespace, x.Name, b.BindingID)
 		}
 	}
