@@ -19,7 +19,7 @@ import (
 
 // AnnotationReleasedTo, on a record, is the id of the cluster it was released to: the
 // record is dropped without a broker call.
-const AnnotationReleasedTo = v1alpha1.GroupName + "/released-to"
+const AnnotationReleasedTo = v1alpha1.AnnotationReleasedTo
 
 // ReleaseConfirmer reads the cluster the records were moved to.
 type ReleaseConfirmer interface {

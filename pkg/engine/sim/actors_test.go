@@ -339,7 +339,7 @@ func (w *world) foreignIDs(ns string) (foreign, instances, bindings []string) {
 		if !*foreignIDs {
 			break
 		}
-		if h.Namespace != ns && !w.unmigrated(h.ID) { // (migrate_test.go)
+		if h.Namespace != ns && !w.unmigrated(h.ID) && !w.movable(h.ID) { // (migrate_test.go, move_test.go)
 			foreign, instances = append(foreign, h.ID), append(instances, h.ID)
 		}
 	}
@@ -347,7 +347,7 @@ func (w *world) foreignIDs(ns string) (foreign, instances, bindings []string) {
 		if !*foreignIDs {
 			break
 		}
-		if h.Namespace != ns && !w.unmigrated(h.ID) {
+		if h.Namespace != ns && !w.unmigrated(h.ID) && !w.movable(h.ID) {
 			foreign, bindings = append(foreign, h.ID), append(bindings, h.ID)
 		}
 	}

@@ -127,11 +127,12 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	if until, ok := w.unguarded[id]; ok && !w.t.Before(until) {
 		delete(w.unguarded, id)
 	}
-	if _, ok := w.unguarded[id]; overlap != nil && !ok {
+	if _, ok := w.unguarded[id]; overlap != nil && !ok && !w.bothHoldBeforeRelease(id, overlap) {
 		w.fail("two requests in flight at the broker for one id: %v", overlap)
 	}
 	w.checkNamespace(p, method, id)
 	w.checkMigrationCall(p, method, id) // migrate_test.go
+	w.checkMoveCall(p, method, id)      // move_test.go
 	start := w.t
 	o := decide()
 	work := &lateWork{req: req, until: start.Add(time.Duration(w.rng.IntN(int(callTimeout/time.Second))) * time.Second), o: o}

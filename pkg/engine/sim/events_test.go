@@ -57,6 +57,9 @@ func (w *world) checkEvents() {
 	}
 	last := map[ref]recordedEvent{}
 	for _, r := range w.recorded {
+		if w.move.on && w.procNamed(r.by).onNew() {
+			continue // the new cluster's, checked by checkNewEvents (move_test.go)
+		}
 		last[ref{r.ev.Namespace, r.ev.Name, r.ev.UID}] = r
 	}
 	for k, r := range last {

@@ -97,6 +97,7 @@ func (w *world) checkStep() {
 	w.checkFiles(false)
 	w.checkUpSource()
 	w.checkRebinds(insts)
+	w.checkMoveStep() // move_test.go
 	if w.rates.rogue > 0 || *paramSecret {
 		w.checkNoSecrets(keys)
 	}
@@ -219,6 +220,9 @@ func (w *world) settled() bool {
 	if rebindPending(insts) {
 		return false
 	}
+	if !w.newSettled() {
+		return false // the new cluster of the move world (move_test.go)
+	}
 	for _, x := range insts {
 		if x.Namespace != "t" && !terminal(x, &x.Status.OperationStatus) {
 			return false
@@ -316,6 +320,7 @@ func (w *world) checkQuiescence() {
 	w.checkHeldPlans(insts)
 	w.checkHeldMaintenance(insts) // upgrade_test.go
 	w.checkMigrated(insts, binds) // migrate_test.go
+	w.checkMoved(insts, binds)    // move_test.go
 	w.checkNamespaceGone()
 	w.checkRevoked(insts)
 	w.checkReleases()
@@ -326,12 +331,12 @@ func (w *world) checkQuiescence() {
 	// it did not hold (a delete's success it did not apply): the engine cannot know.
 	lied := w.book.lied
 	for _, h := range w.ledger.Instances() {
-		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) && !w.abandonedID(h.ID, "") && !w.leftBySvcat(h.ID) {
+		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" && !lied(h.ID) && !w.abandonedID(h.ID, "") && !w.leftBySvcat(h.ID) && !w.heldByNew(h.ID) {
 			w.fail("the broker holds instance %s (namespace %s) and no record owns it (answers: %s)", h.ID, h.Namespace, w.answersFor(h.ID))
 		}
 	}
 	for _, h := range w.ledger.Bindings() {
-		if w.abandonedID(h.ID, h.InstanceID) || w.nextReleaseOwns(h.ID) || w.leftBySvcat(h.ID) {
+		if w.abandonedID(h.ID, h.InstanceID) || w.nextReleaseOwns(h.ID) || w.leftBySvcat(h.ID) || w.heldByNew(h.ID) {
 			continue
 		}
 		if _, ok := owned[h.ID]; !ok && h.Namespace != "t" {
@@ -388,6 +393,11 @@ func (w *world) checkForgotten(keys []string, insts []*v1alpha1.ServiceInstance,
 			continue
 		}
 		ids, before := now[key], w.book.holds[key]
+		if _, there := now[key]; !there && w.releasedRecord(key) {
+			// Released to the new cluster of the move world, which holds it now (move_test.go).
+			delete(w.book.holds, key)
+			continue
+		}
 		if _, there := now[key]; !there && w.abandoning() {
 			// Dropped by an --abandon: what it held stays at the broker.
 			for _, id := range before {

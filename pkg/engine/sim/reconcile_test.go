@@ -95,7 +95,7 @@ func (p *proc) rotateDue(ctx context.Context) error {
 	}
 	for _, b := range binds {
 		// (--rotate-due selects the bindings of the replica's shard: staticshard_test.go.)
-		if b.Status.Bound == nil || b.DeletionTimestamp != nil || !p.inShard(b.Namespace, b.Name) || !p.w.chance(20) {
+		if b.Status.Bound == nil || b.DeletionTimestamp != nil || !p.inShard(b.Namespace, b.Name) || p.w.noRotation(p, b) || !p.w.chance(20) {
 			continue
 		}
 		p.w.logf("%-14s rotation due %s/%s", p.name, b.Namespace, b.Name)

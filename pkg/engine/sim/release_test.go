@@ -78,6 +78,8 @@ func (w *world) worldTask(p *proc) (string, func(context.Context) error) {
 		return w.maintainerTask(p) // upgrade_test.go
 	case migratorName:
 		return w.migratorTask(p) // migrate_test.go
+	case moverName, releaserName, oldDevName, newDevName, newRecName:
+		return w.moveTask(p) // move_test.go
 	}
 	if p.name == "release-old" {
 		if !w.faults || w.rng.IntN(3) > 0 {

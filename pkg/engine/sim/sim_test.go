@@ -34,6 +34,10 @@ func runSeed(seed uint64, n int) *world {
 		// Instances bound, updated, then rebound take longer (rebind_test.go).
 		n *= 3
 	}
+	if w.move.on {
+		// Records made, exported, moved in and released take longer (move_test.go).
+		n *= 3
+	}
 	for range n {
 		w.step()
 		if len(w.failures) > 0 {
@@ -134,7 +138,7 @@ func tail(trace []string, n int) string {
 func TestSim_SameSeedSameTrace(t *testing.T) {
 	sameTraces(t)
 	// And in the world with every flag on.
-	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups, staticShards, upgradeWorld, migrateWorld, rebindWorld}
+	flags := []*bool{rogueAll, asyncBindAll, wideSkew, longWork, lostAnswers, gcLag, nsDelete, heldPlan, crossNamespace, abandon, upShare, otherReleases, paramSecret, dryRuns, upCreds, fileProjections, brokersWorld, limitsWorld, shardGroups, staticShards, upgradeWorld, migrateWorld, rebindWorld, moveWorld}
 	was := make([]bool, len(flags))
 	for i, f := range flags {
 		was[i], *f = *f, true

@@ -115,6 +115,8 @@ type world struct {
 	migration migrateState
 	// rebind is what the rebind world follows (rebind_test.go).
 	rebind rebindState
+	// move is what the move world keeps: the new cluster and the moves (move_test.go).
+	move moveState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -176,6 +178,9 @@ type proc struct {
 	// made for its lifetime groupGen.
 	group    *shard.Group
 	groupGen int
+	// cluster is the API server of the process's cluster: nil for the world's, the new
+	// cluster of the move world for its processes there (move_test.go).
+	cluster *storetest.Cluster
 }
 
 type kind int
@@ -248,6 +253,7 @@ func newWorld(seed uint64) *world {
 	}
 	w.setupUpgrade()
 	w.setupMigrate()
+	w.setupMove()
 	return w
 }
 
@@ -305,7 +311,11 @@ func (p *proc) reset() {
 	// claims are timed by the process's monotonic clock, the simulation's time since the
 	// process started, which no setting of its wall clock (skew) moves.
 	tr := p.trustReader()
-	p.st = store.New(simClient{Interface: p.w.cluster.Core, p: p}, p.w.cluster.Metadata, append([]store.Option{store.WithClock(p.now),
+	cl := p.w.cluster
+	if p.cluster != nil {
+		cl = p.cluster // the new cluster of the move world (move_test.go)
+	}
+	p.st = store.New(simClient{Interface: cl.Core, p: p}, cl.Metadata, append([]store.Option{store.WithClock(p.now),
 		store.WithMonotonicClock(p.monotonic()), store.WithIdentity(p.identity)}, p.trustStore(tr)...)...)
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
 		c.Holder = p.holderName()
@@ -329,6 +339,7 @@ func (p *proc) reset() {
 			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })
 		}
 		p.w.configureUpgrade(c, p.st, func() *engine.Engine { return p.eng }) // upgrade_test.go
+		p.configureMove(c)                                                    // move_test.go
 	})
 	if p.kind == reconciler {
 		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
@@ -594,6 +605,7 @@ func (w *world) quiesce() {
 		w.modelQuiesce()
 		w.quiesceUpgrade()
 		w.quiesceMigrate()
+		w.quiesceMove()
 		// The last replica, or one of each static shard in turn (staticshard_test.go).
 		for _, r := range w.quiescers() {
 			w.begin(r, "reconcile (quiescence)", func(ctx context.Context) error { return r.reconcileRun(ctx, true) })

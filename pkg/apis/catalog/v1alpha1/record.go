@@ -27,14 +27,25 @@ func (in *ServicePlanSchemas) HasPendingWork() bool { return false }
 
 // HasPendingWork reports whether the instance is not settled: deletion requested, a spec
 // the engine has not acted on yet, a broker call in flight, a retry scheduled, or orphan
-// mitigation to do, bindings of a withdrawn grant to revoke (RevokePending), or bindings
-// to rotate after an update (status.rebind). A
-// terminal failure (retry cleared, generation observed) is settled until the spec
-// changes.
+// mitigation to do, bindings of a withdrawn grant to revoke (RevokePending), bindings
+// to rotate after an update (status.rebind), or a release's mark to finish
+// (AnnotationReleasedTo). A terminal failure (retry cleared, generation observed) is
+// settled until the spec changes.
 func (in *ServiceInstance) HasPendingWork() bool {
 	return in.DeletionTimestamp != nil || in.Generation != in.Status.ObservedGeneration ||
 		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
-		in.RevokePending() || in.Status.Rebind != nil
+		in.RevokePending() || in.Status.Rebind != nil || Released(in)
+}
+
+// AnnotationReleasedTo, on an instance or binding, is the id of the cluster "kubectl
+// catalog release" released it to: the record is to be dropped without a broker call,
+// which is pending work until it is gone (a release interrupted after its mark is
+// finished by reconcile).
+const AnnotationReleasedTo = GroupName + "/released-to"
+
+// Released reports a record marked released to another cluster (AnnotationReleasedTo).
+func Released(x interface{ GetAnnotations() map[string]string }) bool {
+	return x.GetAnnotations()[AnnotationReleasedTo] != ""
 }
 
 // RevokePending reports whether the instance's spec no longer lets a namespace it was
@@ -60,7 +71,7 @@ func (in *ServiceBinding) HasPendingWork() bool {
 		in.Status.InFlight != nil || in.Status.Retry != nil || in.Status.OrphanMitigation != nil ||
 		len(in.Status.Retired) > 0 || !SameProjections(in.Spec.Projections, in.Status.Projected) ||
 		(in.Status.Bound != nil && in.Status.Bound.BindingID != in.CurrentExternalID()) ||
-		len(in.Status.Projecting) > 0
+		len(in.Status.Projecting) > 0 || Released(in)
 }
 
 // IsUserProvided reports whether the instance is a user-provided service instance, which
