@@ -510,3 +510,28 @@ func TestSim_RebindWorld(t *testing.T) {
 		}
 	}
 }
+
+// rebindBindingNamespace is the namespace of the binding a bind of id is made for, ns
+// that of the record the process works on: a rebind drives the bindings of its instance
+// from the instance's step (or the verb's drive), so that record is the instance's, and
+// the binding may be of another namespace the instance lets bind. The binding is the
+// one whose write-ahead names id: one of ns when there is one, else the only other.
+func (w *world) rebindBindingNamespace(id, ns string) string {
+	if !w.rebind.on {
+		return ns
+	}
+	_, binds := w.records()
+	var others []string
+	for _, b := range binds {
+		if op := b.Status.InFlight; op != nil && op.Type == v1alpha1.OperationBind && op.BindingID == id {
+			if b.Namespace == ns {
+				return ns
+			}
+			others = append(others, b.Namespace)
+		}
+	}
+	if len(others) == 1 {
+		return others[0]
+	}
+	return ns
+}
