@@ -547,3 +547,26 @@ func (w *world) waitsForAPlace(id string, binds []*v1alpha1.ServiceBinding) bool
 		return op != nil && op.Type == v1alpha1.OperationBind && op.BindingID == id && b.Status.Bound == nil && w.waitsForAPerson(b)
 	})
 }
+
+// rebindCallRecord is the record ("namespace/name") a bind or unbind of binding id is
+// made for, record the one the process works on: a rebind drives its instance's bindings
+// from the instance's step, so a call of that step under a binding's id is the binding's
+// (whose write-ahead names the id), made for the binding's author.
+func (w *world) rebindCallRecord(id, record string) string {
+	if !w.rebind.on {
+		return record
+	}
+	_, binds := w.records()
+	var found []string
+	for _, b := range binds {
+		if op := b.Status.InFlight; op != nil && op.BindingID == id && (op.Type == v1alpha1.OperationBind || op.Type == v1alpha1.OperationUnbind) {
+			found = append(found, b.Namespace+"/"+b.Name)
+		}
+	}
+	if len(found) != 1 {
+		// The process's own record, or none known for sure (another record's status
+		// copied the id).
+		return record
+	}
+	return found[0]
+}
