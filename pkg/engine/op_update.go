@@ -184,8 +184,13 @@ func (e instanceVerbs) planRebindOnce(ctx context.Context, inst *v1alpha1.Servic
 		gen++
 	}
 	if rb := inst.Status.Rebind; rb != nil {
-		rb.Generation, rb.Reason, rb.AfterUpdate = max(rb.Generation, gen), RebindOnce, rb.AfterUpdate || brokered
+		// Asked again while one is under way: with an update for the broker, it starts
+		// over after that update; else it still follows the update it followed (a change
+		// of the record only leaves the broker's credentials as they were), and what it
+		// rotated since that update settled stays rotated.
+		rb.Reason, rb.AfterUpdate = RebindOnce, rb.AfterUpdate || brokered
 		if brokered {
+			rb.Generation = max(rb.Generation, gen)
 			restartRebind(rb)
 		}
 	} else {

@@ -177,3 +177,50 @@ func TestRebind_UpdateSentWhileARebindIsUnderWay_RotatesEveryBindingAgainAfterIt
 		})
 	}
 }
+
+// "update --rebind" asked again while a rebind is under way, with no change the broker
+// is sent (nothing, or a change of the record only: the rebind policy, a limit), joins
+// that rebind: it still follows the update it followed, so the generation it follows
+// stays, and the bindings it rotated (after that update settled) stay rotated. A rebind
+// said to follow the newer generation would have recorded as rotated after it bindings
+// whose credentials the broker made before it.
+func TestRebind_AskedAgainWithNoBrokerChange_StillFollowsTheUpdateItFollowed(t *testing.T) {
+	never := v1alpha1.RebindNever
+	two := int32(2)
+	for _, tc := range []struct {
+		name string
+		req  InstanceUpdateRequest
+	}{
+		{"nothing else", InstanceUpdateRequest{}},
+		{"the rebind policy", InstanceUpdateRequest{RebindOnUpdate: &never}},
+		{"a limit", InstanceUpdateRequest{Limits: Limits{MaxBindings: &two}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := rebindFixture(t)
+			// The instance settled an update at generation 1 and a rebind follows it: a
+			// was rotated, b is next.
+			var followed int64
+			f.editInstance(func(i *v1alpha1.ServiceInstance) {
+				followed = i.Generation
+				i.Status.Rebind = &v1alpha1.RebindStatus{Generation: i.Generation, Reason: RebindOnce, AfterUpdate: true, RequestedAt: metav1.Now(),
+					Rotated: []string{ns + "/a"}}
+			})
+			// b's rotation waits for an asynchronous bind, so the rebind is still under
+			// way when the verb returns.
+			f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "op-b"}, nil)
+			f.broker.OnBindingLastOperation(func(context.Context, *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
+				return &osb.LastOperationResponse{State: osb.StateInProgress}, nil
+			})
+			req := tc.req
+			req.Namespace, req.Name, req.Rebind = ns, "db", true
+			_, err := f.engine.Update(context.Background(), req)
+			assert.NilError(t, err)
+
+			rb := f.get("db").Status.Rebind
+			assert.Assert(t, rb != nil)
+			assert.Equal(t, rb.Generation, followed, "the rebind follows generation %d, not the update it followed (%d)", rb.Generation, followed)
+			assert.DeepEqual(t, rb.Rotated, []string{ns + "/a"})
+			assert.DeepEqual(t, brokerLog(f), []string{"bind predecessor="})
+		})
+	}
+}

@@ -268,9 +268,10 @@ func (w *world) setupBroker() {
 }
 
 // bindingNamespace is the namespace of the binding a bind request is made for: the
-// process's record's, else the process's.
-func (w *world) bindingNamespace(*osb.BindRequest) string {
-	return w.current().recordNamespace()
+// process's record's, else the process's; a rebind's bind, made from its instance's
+// step, is the binding's whose write-ahead names the id (rebind_test.go).
+func (w *world) bindingNamespace(r *osb.BindRequest) string {
+	return w.rebindBindingNamespace(r.BindingID, w.current().recordNamespace())
 }
 
 func (p *proc) recordNamespace() string {

@@ -350,7 +350,7 @@ func (w *world) checkQuiescence() {
 		// keeps). A binding it holds after refusing it is a lie too, and so is one whose
 		// bind it answered as done without carrying it out: which credentials the engine
 		// keeps then is no guarantee.
-		if t := w.book.ids[h.ID]; h.Namespace != "t" && !lied(h.ID) && (t == nil || !t.unheldSuccess) {
+		if t := w.book.ids[h.ID]; h.Namespace != "t" && !lied(h.ID) && (t == nil || !t.unheldSuccess) && !w.waitsForAPlace(h.ID, binds) {
 			creds := h.Credentials
 			if t := w.book.ids[h.ID]; t != nil && t.handed != nil {
 				creds = t.handed

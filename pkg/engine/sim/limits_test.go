@@ -111,10 +111,11 @@ func (w *world) limitsAtBind(ns string, r *osb.BindRequest) {
 
 // counts reports whether binding id held at the broker counts against its instance's
 // limit as far as the engine can know: not one the broker lied about, nor one an
-// --abandon left there.
+// --abandon left there, nor one a newer release made, in a format this release cannot
+// read (release_test.go; docs/engine.md, "Known limits").
 func (w *world) counts(id string) bool {
 	t := w.book.ids[id]
-	return !w.abandoned[id] && (t == nil || !t.rogue && !t.lied)
+	return !w.abandoned[id] && (t == nil || !t.rogue && !t.lied) && !w.nextReleaseOwns(id)
 }
 
 // checkLimits checks the bind of binding id, a new one, of instance id instanceID for a

@@ -794,8 +794,12 @@ func (p *proc) checkIdentity(method, id string, o osb.RequestOptions) {
 		w.fail("%s %s by %s for record %q carries reconcile's own identity", method, id, p.name, p.record)
 		return
 	}
-	for i, v := range w.trust.versions[p.record] {
-		vs := w.trust.versions[p.record]
+	record := p.record
+	if method == "Bind" || method == "Unbind" {
+		record = w.rebindCallRecord(id, record) // rebind_test.go
+	}
+	for i, v := range w.trust.versions[record] {
+		vs := w.trust.versions[record]
 		if i+1 < len(vs) && vs[i+1].seq <= w.trust.started[p] {
 			continue
 		}
@@ -803,7 +807,7 @@ func (p *proc) checkIdentity(method, id string, o osb.RequestOptions) {
 			return
 		}
 	}
-	w.fail("%s %s by %s for record %q is made for %q, who is the verified author of no spec of it since the task began", method, id, p.name, p.record, who.Username)
+	w.fail("%s %s by %s for record %q is made for %q, who is the verified author of no spec of it since the task began", method, id, p.name, record, who.Username)
 }
 
 // TestSim_TrustWorld runs a few seeds of -sim.trust with -sim.crossns as part of the

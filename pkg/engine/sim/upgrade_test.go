@@ -63,6 +63,10 @@ type upgradeState struct {
 	held map[string]string
 	// quiesced: the maintainer upgraded every instance once the faults stopped.
 	quiesced bool
+	// upgradedAtEnd are the instances (uids) the maintainer's upgrade at the window's
+	// end was sent for: one busy then (an update left in flight) is upgraded in a later
+	// round.
+	upgradedAtEnd map[string]bool
 }
 
 func maintenanceVersion(n int) string { return fmt.Sprintf("1.%d.0", n) }
@@ -89,7 +93,7 @@ func (w *world) setupUpgrade() {
 	if !w.upgradeOn {
 		return
 	}
-	w.upgrade = upgradeState{current: map[string]int{planSmall: 1, planLarge: 1}, held: map[string]string{}}
+	w.upgrade = upgradeState{current: map[string]int{planSmall: 1, planLarge: 1}, held: map[string]string{}, upgradedAtEnd: map[string]bool{}}
 	if w.brokers == nil {
 		w.brokers = &brokerWorld{offers: map[string][]osb.Service{}, via: map[string]string{}, forced: map[string]bool{}}
 	}
@@ -248,7 +252,7 @@ func (w *world) quiesceUpgrade() {
 			if x.DeletionTimestamp != nil || x.Spec.UserProvided != nil || v == maintenanceVersion(w.upgrade.current[x.Spec.PlanID]) {
 				continue
 			}
-			if v == "" && w.upgrade.quiesced {
+			if v == "" && w.upgrade.quiesced && w.upgrade.upgradedAtEnd[string(x.UID)] {
 				// (Once, the maintenance window's end: every instance is upgraded.)
 				continue
 			}
@@ -257,6 +261,8 @@ func (w *world) quiesceUpgrade() {
 			}
 			if _, err := m.eng.Update(ctx, engine.InstanceUpdateRequest{Namespace: x.Namespace, Name: x.Name, UpdateRequest: engine.UpdateRequest{Upgrade: true}}); err != nil {
 				w.logf("%-14s update %s --upgrade: %s", m.name, x.Name, firstLine(err.Error()))
+			} else if v == "" {
+				w.upgrade.upgradedAtEnd[string(x.UID)] = true
 			}
 		}
 		return nil
@@ -269,6 +275,27 @@ func (w *world) quiesceUpgrade() {
 			w.run(m)
 		}
 	}
+}
+
+// upgradeLeft reports, once the maintainer's upgrade at the window's end ran, an
+// instance of dev it skipped (busy then: an update in flight, say) that is settled and
+// ready now, with no maintenance version in its spec: the quiescence takes another round,
+// in which the maintainer upgrades it.
+func (w *world) upgradeLeft() bool {
+	if !w.upgradeOn || !w.upgrade.quiesced {
+		return false
+	}
+	insts, _ := w.records()
+	for _, x := range insts {
+		if x.Namespace != "dev" || x.DeletionTimestamp != nil || x.Spec.UserProvided != nil || x.Spec.BrokerName != brokerName ||
+			x.Spec.MaintenanceInfoVersion != "" || w.upgrade.upgradedAtEnd[string(x.UID)] || !terminal(x, &x.Status.OperationStatus) || x.Status.Provisioned == nil {
+			continue
+		}
+		if _, ready := readyMessage(&x.Status.OperationStatus); ready {
+			return true
+		}
+	}
+	return false
 }
 
 // checkHeldMaintenance is the check of the upgrade world at quiescence.

@@ -620,7 +620,7 @@ func (w *world) quiesce() {
 			}
 		}
 		w.kubeStep(true)
-		if w.settled() || w.stuck {
+		if w.settled() && !w.upgradeLeft() || w.stuck {
 			return
 		}
 	}
