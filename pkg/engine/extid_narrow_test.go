@@ -297,3 +297,26 @@ func TestExtID_ATenantWhoCannotListOtherNamespaces_LeavesABindUnderSuchAnIDToRec
 		})
 	}
 }
+
+// A record taken over from svcat (migrate's AdoptInstance) names an id bound to
+// nothing: its tenant's own deletion, by a process that cannot list other namespaces,
+// sends no DELETE under the id and leaves it to reconcile, which deprovisions it.
+func TestExtID_AMigratedRecordsDeletionByATenantWhoCannotListOtherNamespaces_IsLeftToReconcile(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.engine.AdoptInstance(ctx, InstanceAdoption{Record: forgedInstance("hers", consumerNS, svcatID, nil), HeldPlanID: planSmall})
+	assert.NilError(t, err)
+	assert.Equal(t, f.hers().Status.Phase, v1alpha1.PhaseReady)
+	limited := f.onlyNamespace(consumerNS)
+	assert.NilError(t, f.st.Instances().Delete(ctx, consumerNS, "hers"))
+
+	res := f.stepHers(false)
+
+	assert.Assert(t, res.State == StateWaiting && !res.Refused, "%+v", res)
+	assert.Equal(t, len(f.broker.Calls()), 0)
+	assert.Assert(t, WaitingForReconcile(f.hers()))
+	*limited = false
+	assert.Equal(t, f.stepHers(true).State, StateDeleted)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+	assert.Equal(t, callInstanceID(f.broker.CallsTo(fake.MethodDeprovision)[0]), svcatID)
+}
