@@ -107,17 +107,31 @@ func (auth *Authority) NoteOwnID(kind string, rec metav1.Object, id string) {
 
 // idUsers lists the records of kind, in every namespace, that use OSB id id (the list
 // ctx carries, if any: Env.TakeIDList); for a user who may not list records of
-// every namespace, those of namespace, which they may see.
-func (auth *Authority) idUsers(ctx context.Context, kind, namespace, id string) ([]store.IDUser, error) {
+// every namespace, those of namespace, which they may see, and narrowed is the refusal of
+// the list of every namespace: the list then says nothing of the records of others.
+func (auth *Authority) idUsers(ctx context.Context, kind, namespace, id string) (users []store.IDUser, narrowed, err error) {
 	list, ok := auth.env().TakeIDList(ctx, kind, id)
 	if !ok {
 		list = ahead.Done(auth.env().Store.WithExternalID(ctx, kind, "", id))
 	}
-	users, err := list.Wait()
+	users, err = list.Wait()
 	if store.IsForbidden(err) {
+		narrowed = err
 		users, err = auth.env().Store.WithExternalID(ctx, kind, namespace, id)
+		return users, narrowed, err
 	}
-	return users, err
+	return users, nil, err
+}
+
+// unseenIDUsers is the error of a check of OSB id, bound to nothing, for rec that could
+// list only the records of rec's namespace: a record of another namespace may have
+// adopted the id first, and nothing this user may read says whether one did. The call is
+// left to reconcile, which lists every namespace (Env.LeftToReconcile); cause is the
+// refusal of the list.
+func (auth *Authority) unseenIDUsers(kind string, rec IDOwner, id string, cause error) error {
+	what := kindWord(kind)
+	return auth.env().LeftToReconcile(fmt.Sprintf("you may not list the records of every namespace, and OSB id %s of %s %q in namespace %q is bound to nothing (taken over with --external-id or by a migration): a record of another namespace may have adopted it first, so reconcile, which sees every namespace, checks it and sends the request (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)",
+		id, what, rec.GetName(), rec.GetNamespace()), cause)
 }
 
 // boundIDUsers is idUsers for an id bound to a uid or a namespace that the check found
@@ -341,9 +355,14 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 			return nil
 		}
 	}
-	users, err := auth.idUsers(ctx, kind, rec.GetNamespace(), id)
+	users, narrowed, err := auth.idUsers(ctx, kind, rec.GetNamespace(), id)
 	if err != nil {
 		return err
+	}
+	if narrowed != nil {
+		// Checked before any claim is made: a claim made by who cannot see an older
+		// record's use of the id elsewhere would be taken as the first.
+		return auth.unseenIDUsers(kind, rec, id, narrowed)
 	}
 	if u, claimed := find(users); claimed {
 		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
@@ -367,7 +386,10 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		if claimed {
 			// A claim another record made while this one was made is in a list read
 			// after it; which of the two is older, both checks agree.
-			if users, err = auth.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil {
+			if users, narrowed, err = auth.idUsers(ctx, kind, rec.GetNamespace(), id); err != nil || narrowed != nil {
+				if err == nil {
+					err = auth.unseenIDUsers(kind, rec, id, narrowed)
+				}
 				return err
 			}
 		}
@@ -524,10 +546,13 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 	for _, u := range uses {
 		// Older records of any namespace that use the id without a claim get theirs
 		// first, as before a record's first call (checkAdoptedID).
-		users, err := auth.idUsers(ctx, u.Kind, u.Namespace, u.ID)
+		users, narrowed, err := auth.idUsers(ctx, u.Kind, u.Namespace, u.ID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if narrowed != nil {
+			continue // left to the record's own step, which leaves it to a reconcile that sees every namespace
 		}
 		_, older, err := auth.claimOlderUsers(ctx, u.Kind, u.IDUser, u.ID, users)
 		if err != nil {
