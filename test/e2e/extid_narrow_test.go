@@ -4,11 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,26 +43,10 @@ func TestExtIDNarrow_ATenantsProvisionOfAnotherNamespacesIDIsLeftToReconcile(t *
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 
 	// bob may write ConfigMaps in namespace B and read those of the catalog namespace.
-	for ns, verbs := range map[string][]string{nsB: {"*"}, catalogNS: {"get", "list", "watch"}} {
-		_, err = admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "extid-configmaps"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbs}},
-		}, metav1.CreateOptions{})
-		assert.NilError(t, err)
-		_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "bob-extid-configmaps"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extid-configmaps"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.BobUser}},
-		}, metav1.CreateOptions{})
-		assert.NilError(t, err)
-	}
 	bob, err := cp.Client(controlplane.BobUser)
 	assert.NilError(t, err)
-	instWaitFor(t, "bob's role bindings to take effect", 30*time.Second, func() bool {
-		_, errB := bob.CoreV1().ConfigMaps(nsB).List(ctx, metav1.ListOptions{Limit: 1})
-		_, errC := bob.CoreV1().ConfigMaps(catalogNS).List(ctx, metav1.ListOptions{Limit: 1})
-		return errB == nil && errC == nil
-	})
+	grantRole(t, admin, nsB, "extid-configmaps", configMapRules("*"), listsConfigMaps(bob, nsB), controlplane.BobUser)
+	grantRole(t, admin, catalogNS, "extid-configmaps", configMapRules("get", "list", "watch"), listsConfigMaps(bob, catalogNS), controlplane.BobUser)
 
 	sent := func(id string) int {
 		n := 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -60,7 +59,6 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 	ns := e.ns
 	admin, err := cp.Client(controlplane.AdminUser)
 	assert.NilError(t, err)
-	ctx := context.Background()
 
 	for _, args := range [][]string{
 		{"provision", "db", "--class", "postgresql", "--plan", "hobby"},
@@ -137,24 +135,13 @@ func TestGraph_TwoAppsThreeInstances_GoldenTreeAndDot(t *testing.T) {
 	})
 
 	t.Run("a user who may not list Deployments sees the rest and a warning", func(t *testing.T) {
-		_, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "graph-reader"},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{""}, Resources: []string{"configmaps", "pods"}, Verbs: []string{"get", "list"}},
-				{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
-				{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list"}},
-			},
-		}, metav1.CreateOptions{})
-		assert.NilError(t, err)
-		_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "graph-reader-alice"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "graph-reader"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.AliceUser}},
-		}, metav1.CreateOptions{})
-		assert.NilError(t, err)
-		instWaitFor(t, "alice's role binding to take effect", 30*time.Second, func() bool {
+		grantRole(t, admin, ns, "graph-reader", []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "pods"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list"}},
+		}, func() bool {
 			return kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "cronjobs.batch", "-n", ns).ExitCode == 0
-		})
+		}, controlplane.AliceUser)
 		assert.Assert(t, kubectl(t, controlplane.AliceUser, "auth", "can-i", "list", "deployments.apps", "-n", ns).ExitCode != 0)
 
 		before := snapshotRecords(t, ns)

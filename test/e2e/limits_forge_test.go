@@ -9,7 +9,6 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -78,23 +77,9 @@ func limitsForge(t *testing.T, scope string) {
 	placed := []string{b1.Spec.ExternalID, b2.Spec.ExternalID}
 
 	// bob may write ConfigMaps in namespace B, nothing else.
-	_, err = admin.RbacV1().Roles(nsB).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "configmaps"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	_, err = admin.RbacV1().RoleBindings(nsB).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "bob-configmaps"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.BobUser}},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
 	bob, err := cp.Client(controlplane.BobUser)
 	assert.NilError(t, err)
-	instWaitFor(t, "bob's role binding to take effect", 30*time.Second, func() bool {
-		_, err := bob.CoreV1().ConfigMaps(nsB).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
+	grantRole(t, admin, nsB, "configmaps", configMapRules("*"), listsConfigMaps(bob, nsB), controlplane.BobUser)
 	write := func(rec *v1alpha1.ServiceBinding, update bool) {
 		t.Helper()
 		cm, err := store.Encode(rec)

@@ -11,7 +11,6 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -83,28 +82,14 @@ func TestTrustPolicy_APIServerRefusesRecordsNotWrittenByTheirAuthor(t *testing.T
 	assert.Assert(t, is.Contains(r.Stdout, "configmap/"+store.TrustConfigMap+" unchanged\n"))
 
 	// alice and bob may write ConfigMaps in the namespace, nothing more.
-	_, err = admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "configmap-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
-			Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "configmap-writer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-writer"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.AliceUser},
-			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.BobUser}},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
 	alice, err := cp.Client(controlplane.AliceUser)
 	assert.NilError(t, err)
 	bob, err := cp.Client(controlplane.BobUser)
 	assert.NilError(t, err)
+	grantRole(t, admin, ns, "configmap-writer", configMapRules("get", "list", "create", "update", "patch", "delete"),
+		func() bool { return listsConfigMaps(alice, ns)() && listsConfigMaps(bob, ns)() },
+		controlplane.AliceUser, controlplane.BobUser)
 	clients := map[string]kubernetes.Interface{controlplane.AliceUser: alice, controlplane.BobUser: bob}
-	instWaitFor(t, "the RoleBinding to take effect", 30*time.Second, func() bool {
-		_, err := alice.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
 
 	token := st.Token
 	stamp := func(cm *corev1.ConfigMap, user string) *corev1.ConfigMap {

@@ -9,7 +9,6 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -117,22 +116,7 @@ func TestVouch_SyncBrokerAndAdopt_ShowTheSecretAndURLAndAskFirst(t *testing.T) {
 // else there.
 func vouchAliceWritesConfigMaps(t *testing.T, e *trustEnv, ns string) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := e.admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "alice-configmaps"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	_, err = e.admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "alice-configmaps"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "alice-configmaps"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controlplane.AliceUser}},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	instWaitFor(t, "alice's role to take effect", 30*time.Second, func() bool {
-		_, err := e.alice.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
+	grantRole(t, e.admin, ns, "alice-configmaps", configMapRules("*"), listsConfigMaps(e.alice, ns), controlplane.AliceUser)
 }
 
 // The password of bob's broker credentials, which must reach no server bob did not
