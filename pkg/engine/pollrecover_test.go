@@ -72,6 +72,13 @@ func pollCases() []pollCase {
 				f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "bop-1"}, nil)
 				f.createBinding("app", nil)
 			}},
+		{name: "unbind of orphan mitigation", binding: true, op: v1alpha1.OperationUnbind, phase: v1alpha1.PhaseOrphanMitigation, reason: ReasonOrphanMitigationInProgress,
+			setup: func(f *fixture) {
+				f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "bop-1"}, nil)
+				f.broker.SetBindingPollSequence("bop-1", fakePoll(osb.StateFailed), fakePoll(osb.StateSucceeded))
+				f.broker.UnbindReturns(&osb.UnbindResponse{StatusCode: 202, Async: true, Operation: "ubop-1"}, nil)
+				f.createBinding("app", nil)
+			}},
 		{name: "unbind", binding: true, op: v1alpha1.OperationUnbind, phase: v1alpha1.PhaseUnbinding, reason: ReasonUnbindInProgress,
 			setup: func(f *fixture) {
 				f.createBinding("app", nil)
@@ -223,7 +230,7 @@ func TestPoll_FailureFromTheStepsOwnDeadline_IsAnInterruption_NothingWritten(t *
 	for _, kind := range []struct {
 		name string
 		c    pollCase
-	}{{"instance", pollCases()[0]}, {"binding", pollCases()[4]}} {
+	}{{"instance", pollCases()[0]}, {"binding", pollCases()[4]}} { // provision, bind
 		for _, tc := range []struct {
 			name string
 			// ctx is the step's context; readErr fails the read before the poll, callErr
@@ -302,4 +309,53 @@ func TestPoll_FailureFromTheStepsOwnDeadline_IsAnInterruption_NothingWritten(t *
 			})
 		}
 	}
+}
+
+// A retry kept from an earlier send of the call (its attempts count the backoff) is no
+// failure shown: once the re-sent call is accepted, its polls answered "in progress"
+// stay quiet, and the retry stays until the outcome.
+func TestPoll_RetryOfAnEarlierSend_KeptAndPollsStayQuiet(t *testing.T) {
+	f := newFixture(t)
+	sent := 0
+	f.broker.OnProvision(func(context.Context, *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		sent++
+		if sent == 1 {
+			return nil, &osb.HTTPStatusError{Method: "PUT", Path: "/v2/service_instances/" + instanceOSB, StatusCode: 500}
+		}
+		return &osb.ProvisionResponse{StatusCode: 202, Async: true, Operation: "op-1"}, nil
+	})
+	f.create("db", planSmall, "")
+	res := f.step("db")
+	assert.Assert(t, f.get("db").Status.Retry != nil, res.Message)
+	for range 10 {
+		if op := f.get("db").Status.InFlight; op != nil && op.Async {
+			break
+		}
+		f.advance(max(res.RequeueAfter, time.Second))
+		res = f.step("db")
+	}
+	st := f.get("db").Status
+	assert.Assert(t, st.InFlight != nil && st.InFlight.Async, "not accepted: %+v", st)
+	assert.Assert(t, st.Retry != nil, "the earlier send's retry is kept until the outcome")
+	assert.Equal(t, st.Phase, v1alpha1.PhaseProvisioning)
+
+	f.broker.SetPollSequence("op-1", fake.InProgress("10%"), fake.InProgress("50%"), fake.InProgress("90%"), fakePoll(osb.StateSucceeded))
+	cur := f.get("db")
+	updates := countUpdates(f)
+	for range 4 {
+		f.advance(max(res.RequeueAfter, time.Second))
+		var err error
+		res, err = f.engine.StepInstance(context.Background(), cur)
+		assert.NilError(t, err)
+		if res.Instance != nil {
+			cur = res.Instance
+		}
+		if res.State == StateWaiting {
+			assert.Equal(t, cur.Status.Phase, v1alpha1.PhaseProvisioning)
+		}
+	}
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	// The claim, written before the first poll, is still fresh: only the outcome is written.
+	assert.Equal(t, int(updates.Load()), 1, "record writes for 4 polls")
+	assert.Assert(t, f.get("db").Status.Retry == nil)
 }
