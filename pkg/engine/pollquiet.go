@@ -29,6 +29,10 @@ func quietPoll[T driven[T]](e *Engine, x T, p polled) (Result, bool) {
 	if p.act.Result != osb.ResultInProgress || p.callErr != nil || p.resp == nil || p.resp.RetryAfter > 0 {
 		return Result{}, false
 	}
+	if failureShown(x) {
+		// The record shows a failure this answer ends (resumeShown): written now.
+		return Result{}, false
+	}
 	l, ok := store.LeaseOf(x)
 	if !ok || l.Holder != e.cfg.Holder {
 		return Result{}, false

@@ -44,8 +44,9 @@ func persistTerminal[T driven[T]](e *Engine, ctx context.Context, in T, reason, 
 // parameters Secret, cluster id, the instance of a binding) and schedules a retry. An
 // operation in flight stays as it is: it is still to be re-sent or polled.
 func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason string, cause error) (Result, error) {
-	if ctx.Err() != nil {
-		return interrupted(in, ctx.Err())
+	if err := cutShort(ctx, cause); err != nil {
+		// The step's own context ended it (a wait's deadline): not a failure (cutShort).
+		return interrupted(in, err)
 	}
 	if ltr, ok := AsLeftToReconcile(cause); ok {
 		if !isReconcile(ctx) {

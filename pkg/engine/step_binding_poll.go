@@ -48,8 +48,8 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
 		ServiceID: op.ServiceID, PlanID: op.PlanID, OperationKey: op.OperationKey,
 	})
-	if ctx.Err() != nil {
-		return interrupted(b, ctx.Err())
+	if err := cutShort(ctx, callErr); err != nil {
+		return interrupted(b, err)
 	}
 	p := judgePoll(e.Engine, op, pollOp, resp, callErr)
 	act, msg := p.act, p.msg
@@ -71,12 +71,35 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 		switch {
 		case act.Result == osb.ResultInProgress:
 			p.inProgress(e.Engine, x.Status.InFlight, now)
+			if callErr == nil {
+				phase, reason, msg := inProgressShownBinding(x)
+				resumeShown(x, phase, reason, msg, now)
+			}
 		case op.Type == v1alpha1.OperationBind:
 			e.startBindMitigation(x, act.Reason, "the asynchronous bind failed: "+msg, act.Retry || act.Reason == osb.ReasonPollingExpired, now)
 		default:
 			e.unbindFailed(x, act, "the asynchronous unbind failed: "+msg, true, now)
 		}
 	})
+}
+
+// inProgressShownBinding is what x shows while its asynchronous operation in flight
+// goes on: the phase, reason and message its write-ahead and acceptance recorded
+// (unbindWriteAhead, bindingAccepted).
+func inProgressShownBinding(x *v1alpha1.ServiceBinding) (v1alpha1.Phase, string, string) {
+	op := x.Status.InFlight
+	if op.Type == v1alpha1.OperationBind {
+		return v1alpha1.PhaseBinding, ReasonBindInProgress, "the broker is binding"
+	}
+	deleting := x.DeletionTimestamp != nil
+	retiring := slices.Contains(x.Status.Retired, op.BindingID)
+	switch {
+	case !deleting && !retiring:
+		return v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress, "the broker is unbinding"
+	case !deleting:
+		return v1alpha1.PhaseReady, ReasonUnbindInProgress, "the broker is unbinding"
+	}
+	return v1alpha1.PhaseUnbinding, ReasonUnbindInProgress, "the broker is unbinding"
 }
 
 // pollTarget is bindTarget for b's poll: on the read of the instance the drive started
@@ -196,8 +219,8 @@ func (e bindingSteps) fetchBound(ctx context.Context, b *v1alpha1.ServiceBinding
 	got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
 		InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
 	err = bounded(err, got, http.StatusOK, "GET", bindingPath(op))
-	if ctx.Err() != nil {
-		return interrupted(b, ctx.Err())
+	if cerr := cutShort(ctx, err); cerr != nil {
+		return interrupted(b, cerr)
 	}
 	if err == nil {
 		return e.bound(ctx, b, t, answerOf(got))

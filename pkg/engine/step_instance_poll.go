@@ -53,8 +53,8 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	resp, callErr := t.client.LastOperation(ctx, &osb.LastOperationRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: planID, OperationKey: op.OperationKey,
 	})
-	if ctx.Err() != nil {
-		return interrupted(inst, ctx.Err())
+	if err := cutShort(ctx, callErr); err != nil {
+		return interrupted(inst, err)
 	}
 	p := judgePoll(e.Engine, op, pollOp, resp, callErr)
 	act, outcome, msg := p.act, p.outcome, p.msg
@@ -68,6 +68,10 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 		switch {
 		case act.Result == osb.ResultInProgress:
 			p.inProgress(e.Engine, x.Status.InFlight, now)
+			if callErr == nil {
+				phase, reason, msg := e.inProgressShown(x)
+				resumeShown(x, phase, reason, msg, now)
+			}
 		case act.Result == osb.ResultSucceeded:
 			e.succeeded(x, "", now)
 		case op.Type == v1alpha1.OperationProvision:
@@ -78,6 +82,21 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 			e.deleteFailed(x, act, outcome, "the asynchronous deprovision failed: "+msg, true, now)
 		}
 	})
+}
+
+// inProgressShown is what x shows while its asynchronous operation in flight goes on:
+// the phase, reason and message its acceptance recorded (accepted).
+func (e instanceSteps) inProgressShown(x *v1alpha1.ServiceInstance) (v1alpha1.Phase, string, string) {
+	switch x.Status.InFlight.Type {
+	case v1alpha1.OperationUpdate:
+		return v1alpha1.PhaseUpdating, ReasonUpdateInProgress, "the broker is updating"
+	case v1alpha1.OperationDeprovision:
+		if x.DeletionTimestamp == nil {
+			return v1alpha1.PhaseOrphanMitigation, ReasonOrphanMitigationInProgress, "the broker is deprovisioning"
+		}
+		return v1alpha1.PhaseDeprovisioning, ReasonDeprovisionInProgress, "the broker is deprovisioning"
+	}
+	return v1alpha1.PhaseProvisioning, ReasonProvisionInProgress, "the broker is provisioning"
 }
 
 // pollDelay honours Retry-After; without it, polls slow down as the operation ages (a
