@@ -568,7 +568,10 @@ func (w *world) apply(p *proc) func(context.Context) error {
 		from := enginetest.Cluster
 		for _, x := range insts {
 			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] {
-				continue
+				// As apply's plan: a record an interrupted apply left unfinished is finished.
+				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceInstance, x.Namespace, x.Name); len(missing) == 0 || w.move.withdrawn[x.Name] {
+					continue
+				}
 			}
 			res, err := p.eng.MoveInInstance(ctx, engine.MoveInInstanceRequest{
 				Namespace: x.Namespace, Name: x.Name, Class: "db", Plan: x.Spec.PlanExternalName, ExternalID: x.CurrentExternalID(), From: from,
@@ -581,7 +584,9 @@ func (w *world) apply(p *proc) func(context.Context) error {
 		}
 		for _, x := range binds {
 			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil {
-				continue
+				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceBinding, x.Namespace, x.Name); len(missing) == 0 {
+					continue
+				}
 			}
 			res, err := p.eng.MoveInBinding(ctx, engine.MoveInBindingRequest{
 				Namespace: x.Namespace, Name: x.Name, Instance: x.Spec.InstanceName, SecretName: x.Spec.SecretName,
