@@ -347,6 +347,8 @@ func (e *Engine) MoveInBinding(ctx context.Context, req MoveInBindingRequest) (M
 			}
 			if ierr != nil {
 				inst = nil
+			} else if err := e.auth.CheckConsumer(WithRunnersRights(ctx), cur, inst); err != nil {
+				return res, err
 			}
 			if done, err := e.finishMoveIn(ctx, v1alpha1.KindServiceBinding, cur, req.ExternalID, req.From, inst, req.DryRun, &res); done || err != nil {
 				return res, err
