@@ -105,7 +105,7 @@ type moveState struct {
 	// finishOnly: the apply run again at quiescence touches only the records an
 	// interrupted apply left unfinished.
 	finishOnly bool
-	final               bool
+	final      bool
 }
 
 func (w *world) setupMove() {
