@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +73,113 @@ type MoveInResult struct {
 	CredentialsFrom string
 	// Notes say, for the user, what was checked and what the broker keeps.
 	Notes []string
+	// Finished: the record was there already, written by an earlier run of the same
+	// move that was interrupted, and what that run left undone is done (or would be).
+	Finished bool
+}
+
+// UnfinishedMoveIn says what an interrupted move in left undone on the record of kind
+// namespace/name: "the id claim" (an id bound to nothing whose record has no claim yet)
+// and, for a binding, "the Secret" (its Secret not yet handed from the instance's record
+// to the binding's). Nil for a record that was not moved in, or one complete; an error
+// when the record cannot be read (store.IsNotFound when there is none).
+func (e *Engine) UnfinishedMoveIn(ctx context.Context, kind, namespace, name string) ([]string, error) {
+	var rec v1alpha1.Record
+	var id string
+	switch kind {
+	case v1alpha1.KindServiceInstance:
+		inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		rec, id = inst, inst.Spec.ExternalID
+	case v1alpha1.KindServiceBinding:
+		b, err := e.cfg.Store.Bindings().Get(ctx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		rec, id = b, b.Spec.ExternalID
+	default:
+		return nil, fmt.Errorf("no move in of a %s", kind)
+	}
+	return e.unfinishedMoveIn(ctx, kind, rec, id)
+}
+
+func (e *Engine) unfinishedMoveIn(ctx context.Context, kind string, rec v1alpha1.Record, id string) ([]string, error) {
+	if MovedFrom(rec.GetAnnotations()) == "" || rec.GetDeletionTimestamp() != nil || id == "" {
+		return nil, nil
+	}
+	var missing []string
+	if !v1alpha1.IsBoundID(id) {
+		users, err := e.cfg.Store.WithExternalID(ctx, kind, rec.GetNamespace(), id)
+		if err != nil {
+			return nil, err
+		}
+		claimed := false
+		for _, u := range users {
+			if u.UID == rec.GetUID() && !u.Adopted.IsZero() {
+				claimed = true
+			}
+		}
+		if !claimed {
+			missing = append(missing, "the id claim")
+		}
+	}
+	if b, ok := rec.(*v1alpha1.ServiceBinding); ok {
+		s, err := e.cfg.Store.GetSecret(ctx, b.Namespace, b.Spec.SecretName)
+		if err != nil && !store.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil && (!store.OwnedBy(s, b) || len(s.OwnerReferences) > 1) {
+			missing = append(missing, "the Secret")
+		}
+	}
+	return missing, nil
+}
+
+// finishMoveIn finishes rec, a record of this move (annotated moved-from from, and naming
+// id) that an interrupted run of the same move wrote and left unfinished: its id is
+// claimed and, for a binding, its Secret handed from inst's record (instance) to the
+// binding's, each step done only when missing, nothing sent to the broker: the record
+// holds what the first run found (its context update due, if any, is sent once by its
+// step). It reports false for a record that is not this move's or is complete, which the
+// caller refuses as it refuses any record of that name.
+func (e *Engine) finishMoveIn(ctx context.Context, kind string, rec v1alpha1.Record, id, from string, instance *v1alpha1.ServiceInstance, dry DryRun, res *MoveInResult) (bool, error) {
+	if from == "" || MovedFrom(rec.GetAnnotations()) != from {
+		return false, nil
+	}
+	missing, err := e.unfinishedMoveIn(ctx, kind, rec, id)
+	if err != nil || len(missing) == 0 {
+		return false, err
+	}
+	res.Finished = true
+	res.Notes = append(res.Notes, fmt.Sprintf("an earlier apply of this move was interrupted: %s %s made now; nothing is asked of the broker", strings.Join(missing, " and "), map[bool]string{true: "is", false: "are"}[len(missing) == 1]))
+	if dry.Enabled() {
+		return true, nil
+	}
+	if err := e.auth.IDFree(ctx, kind, rec.GetNamespace(), rec.GetName(), id); err != nil {
+		return true, fmt.Errorf("%s %q cannot be finished: %w", kindName(kind), rec.GetName(), err)
+	}
+	if err := e.ClaimSpecIDs(ctx, rec); err != nil {
+		return true, fmt.Errorf("%s %q is recorded, but %w: apply again", kindName(kind), rec.GetName(), err)
+	}
+	if b, ok := rec.(*v1alpha1.ServiceBinding); ok && slices.Contains(missing, "the Secret") {
+		var owners []types.UID
+		if instance != nil {
+			owners = append(owners, instance.UID)
+		}
+		if _, err := e.cfg.Store.AdoptBindingSecret(ctx, b, owners...); err != nil {
+			return true, fmt.Errorf("binding %q is recorded, but its Secret %q could not be adopted: %w: apply again", b.Name, b.Spec.SecretName, err)
+		}
+	}
+	return true, nil
+}
+
+func kindName(kind string) string {
+	if kind == v1alpha1.KindServiceBinding {
+		return "binding"
+	}
+	return "instance"
 }
 
 // MoveInInstance records an instance the broker already holds under req.ExternalID,
@@ -89,6 +198,11 @@ func (e *Engine) MoveInInstance(ctx context.Context, req MoveInInstanceRequest) 
 	}
 	if err := req.Limits.check(); err != nil {
 		return res, err
+	}
+	if cur, err := e.cfg.Store.Instances().Get(ctx, req.Namespace, req.Name); err == nil && cur.Spec.ExternalID == req.ExternalID {
+		if done, err := e.finishMoveIn(ctx, v1alpha1.KindServiceInstance, cur, req.ExternalID, req.From, nil, req.DryRun, &res); done || err != nil {
+			return res, err
+		}
 	}
 	if err := (instanceVerbs{e}).checkNameFree(ctx, req.Namespace, req.Name); err != nil {
 		return res, err
@@ -225,7 +339,21 @@ func (e *Engine) MoveInBinding(ctx context.Context, req MoveInBindingRequest) (M
 	if req.SecretName == "" {
 		req.SecretName = req.Name
 	}
-	if _, err := e.cfg.Store.Bindings().Get(ctx, req.Namespace, req.Name); err == nil {
+	if cur, err := e.cfg.Store.Bindings().Get(ctx, req.Namespace, req.Name); err == nil {
+		if cur.Spec.ExternalID == req.ExternalID && cur.Spec.InstanceName == req.Instance && cur.Spec.SecretName == req.SecretName {
+			inst, ierr := e.cfg.Store.Instances().Get(ctx, req.Namespace, req.Instance)
+			if ierr != nil && !store.IsNotFound(ierr) {
+				return res, ierr
+			}
+			if ierr != nil {
+				inst = nil
+			} else if err := e.auth.CheckConsumer(WithRunnersRights(ctx), cur, inst); err != nil {
+				return res, err
+			}
+			if done, err := e.finishMoveIn(ctx, v1alpha1.KindServiceBinding, cur, req.ExternalID, req.From, inst, req.DryRun, &res); done || err != nil {
+				return res, err
+			}
+		}
 		return res, fmt.Errorf("binding %q already exists in namespace %q: see it with %s, or remove it first", req.Name, req.Namespace, hint.Quoted(req.Namespace, "describe", "binding", req.Name))
 	} else if !store.IsNotFound(err) {
 		return res, err

@@ -221,6 +221,34 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 		assert.Assert(t, !inst.HasPendingWork(), name)
 	}
 
+	// An apply interrupted after the records were written: cache without its id claim,
+	// app's Secret still owned by db's record. Applying again finishes both, with no
+	// change at the broker.
+	cacheRec := getInstance(t, newSt, ns, "cache")
+	claims := newAdmin.CoreV1().ConfigMaps(ns)
+	claimName := store.IDClaimName(v1alpha1.KindServiceInstance, cacheRec.UID, cacheID)
+	claim, err := claims.Get(ctx, claimName, metav1.GetOptions{})
+	assert.NilError(t, err)
+	claim.Finalizers = nil
+	_, err = claims.Update(ctx, claim, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	assert.NilError(t, claims.Delete(ctx, claimName, metav1.DeleteOptions{}))
+	dbRec := getInstance(t, newSt, ns, "db")
+	yes := true
+	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "db"), UID: dbRec.UID, Controller: &yes}}
+	_, err = newAdmin.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	b.ClearRequests()
+	r = onNew("apply", "-f", file, "--moved-from-kubeconfig", oldKubeconfig)
+	ok(r)
+	assert.Assert(t, is.Contains(r.Stderr, "an earlier apply of this move was interrupted"), r.Stderr)
+	assertBrokerChanged(t, b, 0)
+	_, err = claims.Get(ctx, claimName, metav1.GetOptions{})
+	assert.NilError(t, err, "cache's id claim is made again")
+	secret, err = newAdmin.CoreV1().Secrets(ns).Get(ctx, "app", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Assert(t, store.OwnedBy(secret, moved) && len(secret.OwnerReferences) == 1, "app owns its Secret: %v", secret.OwnerReferences)
+
 	// Release on the old cluster: refused without the new cluster, or confirmed by itself.
 	b.ClearRequests()
 	r = old("release")

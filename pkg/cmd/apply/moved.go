@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/declarative"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/marketplace"
@@ -102,16 +104,7 @@ func (p *planner) planMoveInBinding(ctx context.Context, a *action) (*action, er
 	if want.InstanceNamespace != "" && want.InstanceNamespace != o.Namespace {
 		return nil, fmt.Errorf("binding %q is of instance %q of namespace %q: a binding of another namespace's instance is not moved in; bind it again here once that instance is moved", o.Name, want.Instance, want.InstanceNamespace)
 	}
-	req := engine.MoveInBindingRequest{
-		Namespace: o.Namespace, Name: o.Name, Instance: want.Instance, SecretName: want.SecretName, ExternalID: want.ExternalID,
-		Parameters: want.Params, ParametersFrom: want.From, Transforms: want.Transforms, SecretTemplate: want.SecretTemplate,
-		Metadata: o.Metadata, From: engine.MovedFrom(o.Metadata.Annotations), DryRun: engine.DryRunClient,
-	}
-	secretName := req.SecretName
-	if secretName == "" {
-		secretName = o.Name
-	}
-	req.Credentials = p.carried[o.Namespace+"/"+secretName]
+	req := p.moveInBindingRequest(o)
 	var err error
 	if req.Ticket, err = p.ticketFor(ctx, o.Namespace, req.ExternalID); err != nil {
 		return nil, err
@@ -128,6 +121,55 @@ func (p *planner) planMoveInBinding(ctx context.Context, a *action) (*action, er
 		return nil, err
 	}
 	return a, nil
+}
+
+func (p *planner) moveInBindingRequest(o *declarative.Object) engine.MoveInBindingRequest {
+	want := o.Bind
+	req := engine.MoveInBindingRequest{
+		Namespace: o.Namespace, Name: o.Name, Instance: want.Instance, SecretName: want.SecretName, ExternalID: want.ExternalID,
+		Parameters: want.Params, ParametersFrom: want.From, Transforms: want.Transforms, SecretTemplate: want.SecretTemplate,
+		Metadata: o.Metadata, From: engine.MovedFrom(o.Metadata.Annotations), DryRun: engine.DryRunClient,
+	}
+	secretName := req.SecretName
+	if secretName == "" {
+		secretName = o.Name
+	}
+	req.Credentials = p.carried[o.Namespace+"/"+secretName]
+	return req
+}
+
+// planFinishMoveIn plans, for a manifest of a move whose record exists here, moved in
+// from the same cluster by an earlier apply that was interrupted (engine.UnfinishedMoveIn
+// says what it left undone), the engine call that finishes it; ok is false where there is
+// nothing to finish, and the record is planned as any other.
+func (p *planner) planFinishMoveIn(ctx context.Context, a *action, kind string, recorded map[string]string) (_ *action, ok bool, _ error) {
+	o := a.obj
+	from := engine.MovedFrom(o.Metadata.Annotations)
+	if from == "" || engine.MovedFrom(recorded) != from {
+		return nil, false, nil
+	}
+	missing, err := p.clients.Engine.UnfinishedMoveIn(ctx, kind, o.Namespace, o.Name)
+	if err != nil || len(missing) == 0 {
+		return nil, false, err
+	}
+	a.op, a.changes = opMovedIn, []string{"finish the interrupted move in (" + strings.Join(missing, ", ") + ")"}
+	if kind == v1alpha1.KindServiceInstance {
+		req, err := p.moveInInstanceRequest(o)
+		if err != nil {
+			return nil, true, err
+		}
+		if _, err := p.clients.Engine.MoveInInstance(ctx, req); err != nil {
+			return nil, true, err
+		}
+		a.moveInstance = &req
+		return a, true, nil
+	}
+	req := p.moveInBindingRequest(o)
+	if _, err := p.clients.Engine.MoveInBinding(ctx, req); err != nil {
+		return nil, true, err
+	}
+	a.moveBinding = &req
+	return a, true, nil
 }
 
 // moveIn makes the engine call of a moved-in instance or binding.

@@ -183,6 +183,9 @@ func (p *planner) planInstance(ctx context.Context, o *declarative.Object) (*act
 	case err != nil:
 		return nil, err
 	}
+	if fin, ok, err := p.planFinishMoveIn(ctx, a, v1alpha1.KindServiceInstance, cur.Annotations); ok || err != nil {
+		return fin, err
+	}
 	if cur.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("instance %q is being deprovisioned: apply it again once it is gone", o.Name)
 	}
@@ -355,6 +358,9 @@ func (p *planner) planBinding(ctx context.Context, o *declarative.Object) (*acti
 		return a, nil
 	case err != nil:
 		return nil, err
+	}
+	if fin, ok, err := p.planFinishMoveIn(ctx, a, v1alpha1.KindServiceBinding, cur.Annotations); ok || err != nil {
+		return fin, err
 	}
 	if cur.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("binding %q is being unbound: apply it again once it is gone", o.Name)

@@ -102,7 +102,10 @@ type moveState struct {
 	contextDone map[string][]string
 	// working: the processes applying an export or releasing now.
 	applying, releasing map[*proc]bool
-	final               bool
+	// finishOnly: the apply run again at quiescence touches only the records an
+	// interrupted apply left unfinished.
+	finishOnly bool
+	final      bool
 }
 
 func (w *world) setupMove() {
@@ -567,8 +570,11 @@ func (w *world) apply(p *proc) func(context.Context) error {
 		defer delete(w.move.applying, p)
 		from := enginetest.Cluster
 		for _, x := range insts {
-			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] {
-				continue
+			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] || w.move.finishOnly {
+				// As apply's plan: a record an interrupted apply left unfinished is finished.
+				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceInstance, x.Namespace, x.Name); len(missing) == 0 || w.move.withdrawn[x.Name] {
+					continue
+				}
 			}
 			res, err := p.eng.MoveInInstance(ctx, engine.MoveInInstanceRequest{
 				Namespace: x.Namespace, Name: x.Name, Class: "db", Plan: x.Spec.PlanExternalName, ExternalID: x.CurrentExternalID(), From: from,
@@ -580,8 +586,10 @@ func (w *world) apply(p *proc) func(context.Context) error {
 			}
 		}
 		for _, x := range binds {
-			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil {
-				continue
+			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil || w.move.finishOnly {
+				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceBinding, x.Namespace, x.Name); len(missing) == 0 {
+					continue
+				}
 			}
 			res, err := p.eng.MoveInBinding(ctx, engine.MoveInBindingRequest{
 				Namespace: x.Namespace, Name: x.Name, Instance: x.Spec.InstanceName, SecretName: x.Spec.SecretName,
@@ -818,6 +826,13 @@ func (w *world) quiesceMove() {
 	byName := func(name string) *proc { return w.procNamed(name) }
 	if !w.move.final {
 		w.move.final = true
+		// An apply that failed is run again by its user: what an interrupted apply left
+		// unfinished is finished.
+		if len(w.move.exported) > 0 {
+			w.move.finishOnly = true
+			w.runToEnd(byName(moverName), "apply -f export again (quiescence: finishes what an interrupted apply left)", w.apply(byName(moverName)))
+			w.move.finishOnly = false
+		}
 		w.noteReleased()
 		// A release begun (a record marked) is finished; else half of the seeds release.
 		if len(w.move.exported) > 0 && (len(w.move.released) > 0 || w.rng.IntN(2) == 0) {
