@@ -71,7 +71,11 @@ var applyExample = cmdutil.Examples(`
 	kubectl catalog apply -f services/ --dry-run=server
 
 	# Also deprovision the instances labelled app=shop that the files no longer name
-	kubectl catalog apply -f services/ --prune -l app=shop --yes`)
+	kubectl catalog apply -f services/ --prune -l app=shop --yes
+
+	# Move in an export whose ids kubectl catalog generated on the old cluster, checked
+	# against the move ticket there (the namespace annotated as continuing the old one)
+	kubectl catalog apply -f shop.yaml --moved-from-kubeconfig ~/.kube/config --moved-from-context old`)
 
 // Options are the options of apply.
 type Options struct {

@@ -56,6 +56,10 @@ var exportExample = cmdutil.Examples(`
 	# Export one instance and its bindings, with the bindings' credentials
 	kubectl catalog export db -n shop --show-secrets > db.yaml
 
+	# Move ids kubectl catalog generated too: a move ticket for namespace shop of the
+	# cluster whose id is NEW-ID, read there by "apply --moved-from-kubeconfig"
+	kubectl catalog export -n shop --to-cluster-id NEW-ID --to-namespace shop > shop.yaml
+
 	# Then forget them here, once the new cluster confirms it holds them
 	kubectl catalog release -n shop --confirm-with-kubeconfig ~/.kube/config --confirm-context new`)
 
