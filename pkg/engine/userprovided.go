@@ -241,7 +241,7 @@ func (e bindingSteps) copyCredentials(ctx context.Context, b *v1alpha1.ServiceBi
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonBindCredentialsNotCopied, err)
 	}
-	if err := e.auth.Reserve(ctx, b, inst); err != nil {
+	if err := e.auth.ReserveCopy(ctx, b, inst, secret.UID); err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonRefusedLimitReached, err)
 	}
 	creds := make(map[string]any, len(secret.Data))

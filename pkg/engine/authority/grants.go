@@ -8,6 +8,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/ahead"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -88,6 +89,20 @@ func Reserved(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
 // remembers the grant it binds under (status.sharedBefore, rememberGrant): after an
 // unshare, the binding then still counts as a consumer until it is unbound (Counts).
 func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance) error {
+	return auth.reserve(ctx, b, read, "")
+}
+
+// ReserveCopy is Reserve for a copy of the credentials of a user-provided instance to b,
+// source being the UID of the instance's credentials Secret: a binding whose status says
+// it holds a copy of that Secret under its current id is one that stays, and, as a
+// rotation does, gets its copy above a lowered limit when it was created before every
+// place reserved under it (madeBeforePlaces), writing no place. A copy claimed of
+// another Secret (another instance's, or none) takes a place like a first copy.
+func (auth *Authority) ReserveCopy(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance, source types.UID) error {
+	return auth.reserve(ctx, b, read, source)
+}
+
+func (auth *Authority) reserve(ctx context.Context, b *v1alpha1.ServiceBinding, read *v1alpha1.ServiceInstance, source types.UID) error {
 	if err := auth.rememberGrant(ctx, b, read); err != nil {
 		return err
 	}
@@ -123,6 +138,12 @@ func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, 
 		if int32(len(places)) >= limit && !rotation {
 			places = auth.liveConsumers(ctx, places)
 		}
+		if int32(len(places)) >= limit && copiedFrom(b, source) && madeBeforePlaces(x, b) {
+			// A binding that stays above a lowered limit: it counts through its status,
+			// as before, and its copy takes no place of its own (which, reserved now,
+			// would make its siblings made before the limit look made under it).
+			return nil
+		}
 		if int32(len(places)) >= limit && !rotation {
 			return limitReached(x, places)
 		}
@@ -151,6 +172,14 @@ func (auth *Authority) Reserve(ctx context.Context, b *v1alpha1.ServiceBinding, 
 			return err
 		}
 	}
+}
+
+// copiedFrom reports whether b's status says it holds a copy, under its current id, of
+// the credentials Secret whose UID is source ("" never).
+func copiedFrom(b *v1alpha1.ServiceBinding, source types.UID) bool {
+	bd := b.Status.Bound
+	return source != "" && bd != nil && bd.UserProvided && bd.BindingID == b.CurrentExternalID() &&
+		strings.HasPrefix(bd.SourceVersion, string(source)+"/")
 }
 
 // madeBeforePlaces reports whether binding b was created before every place reserved
