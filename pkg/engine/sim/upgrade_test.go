@@ -259,7 +259,8 @@ func (w *world) quiesceUpgrade() {
 			if engine.CheckChangeable(x, m.now()) != nil {
 				continue
 			}
-			if _, err := m.eng.Update(ctx, engine.InstanceUpdateRequest{Namespace: x.Namespace, Name: x.Name, UpdateRequest: engine.UpdateRequest{Upgrade: true}}); err != nil {
+			if _, err := m.eng.Update(ctx, engine.InstanceUpdateRequest{Namespace: x.Namespace, Name: x.Name, UpdateRequest: engine.UpdateRequest{Upgrade: true},
+				Vouch: maintainerVoucher(v)}); err != nil {
 				w.logf("%-14s update %s --upgrade: %s", m.name, x.Name, firstLine(err.Error()))
 			} else if v == "" {
 				w.upgrade.upgradedAtEnd[string(x.UID)] = true
