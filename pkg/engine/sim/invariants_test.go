@@ -269,6 +269,9 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 	if w.staleSvcatBinding(b) { // migrate_test.go
 		return true
 	}
+	if w.copyWaitsForAPlace(b) { // simmisc_test.go
+		return true
+	}
 	if b.DeletionTimestamp != nil || b.Status.Bound != nil || len(st.ExternalIDs) > 0 || len(b.Status.Retired) > 0 ||
 		st.InFlight != nil || st.OrphanMitigation != nil {
 		return false
@@ -292,7 +295,7 @@ func (w *world) checkQuiescence() {
 		for _, id := range instanceIDs(x) {
 			owned[id] = "instance " + x.Namespace + "/" + x.Name
 		}
-		if w.waitsForCredentials(x) {
+		if w.waitsForCredentials(x) || w.copiesWaitForAPlace(x, binds) { // simmisc_test.go
 			continue
 		}
 		w.checkFinal("instance", x, &x.Status.OperationStatus, instanceIDs(x))
