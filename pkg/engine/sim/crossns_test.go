@@ -83,6 +83,7 @@ func (p *proc) editRetired(ctx context.Context) error {
 	x.Status.Retired = append(x.Status.Retired, id)
 	p.record = x.Namespace + "/" + x.Name
 	w.edited[p.record] = true
+	w.forgedInto(x, id)
 	w.logf("%-14s edits the status of binding %s: retired %s", p.name, x.Name, id)
 	_, err = p.st.Bindings().Update(ctx, x)
 	return err

@@ -97,3 +97,11 @@ func (w *world) copiesWaitForAPlace(x *v1alpha1.ServiceInstance, binds []*v1alph
 	}
 	return waiting
 }
+
+// forgedInto records that team-b's user wrote OSB id into binding x's status by hand:
+// the record never held it (it is another record's, or junk), so the engine dropping it
+// (UnownedIDsForgotten) forgets nothing the broker holds for the record
+// (checkForgotten).
+func (w *world) forgedInto(x *v1alpha1.ServiceBinding, id string) {
+	w.forgedIDs[x.Namespace+"/"+store.ConfigMapName(v1alpha1.KindServiceBinding, x.Name)+" "+id] = true
+}

@@ -73,6 +73,9 @@ type world struct {
 	grants crossGrants
 	// edited are the records ("namespace/name") team-b's user forged.
 	edited map[string]bool
+	// forgedIDs are the OSB ids team-b's user wrote into his records' statuses, by
+	// ConfigMap ("namespace/configmap id", simmisc_test.go).
+	forgedIDs map[string]bool
 	// last is the process that moved last; abandoned, the ids records held when an
 	// --abandon dropped them (abandon_test.go).
 	last      *proc
@@ -198,7 +201,7 @@ func newWorld(seed uint64) *world {
 		seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
-		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, abandoned: map[string]bool{}, abandonedRecords: map[string]bool{},
+		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, forgedIDs: map[string]bool{}, abandoned: map[string]bool{}, abandonedRecords: map[string]bool{},
 		workloads: workloads{},
 	}
 	w.rates = rates{
