@@ -209,7 +209,7 @@ func finish[T driven[T]](e *Engine, ctx context.Context, in T, requestID string,
 				return resultOf(e, stored), nil
 			}
 			notRecorded(err, again)
-			return outcomeNotStored(e, ctx, cur, err)
+			return outcomeNotStored(e, ctx, cur, x, err)
 		}
 		fresh, err := records.Get(ctx, cur.GetNamespace(), cur.GetName())
 		if err != nil {
@@ -278,8 +278,11 @@ func keepListed(st *v1alpha1.OperationStatus, ids []string) {
 // a conflict (a record too large, say). The record keeps its operation in flight, since
 // nothing records what the broker did, and gets a retry with backoff and a short reason
 // in a write small enough to succeed: the next step re-sends the identical request (or
-// polls again) after the backoff instead of at once. The write error is still returned.
-func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in T, cause error) (Result, error) {
+// polls again) after the backoff instead of at once. outcome is the record the failed
+// write carried: when it said the call got no answer (status.retry.brokerMayWorkUntil,
+// brokerMayWork), the retry keeps that grace, so nothing is sent for the record while
+// the broker may still be working on the call. The write error is still returned.
+func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in, outcome T, cause error) (Result, error) {
 	failed := withRecord(Result{State: StateWaiting, Message: "the outcome could not be stored; the call will be re-sent"}, in)
 	op := in.OpStatus().InFlight
 	if ctx.Err() != nil || op == nil {
@@ -290,7 +293,17 @@ func outcomeNotStored[T driven[T]](e *Engine, ctx context.Context, in T, cause e
 	now := e.now()
 	e.retryLater(x, callFailedReason(op.Type), fmt.Sprintf("the broker's answer could not be recorded (%v); the request is sent again", cause), false, now)
 	st.InFlight = op.DeepCopy()
-	st.InFlight.SentAt = nil // the broker answered (sendMayRun)
+	st.InFlight.SentAt = nil // the broker answered (sendMayRun), or brokerMayWorkUntil below says until when it may work
+	if r := outcome.OpStatus().Retry; r != nil && r.BrokerMayWorkUntil != nil {
+		// The call got no answer (brokerMayWork): the broker may still be working on it,
+		// and nothing about the record is sent before that work is over, whether its
+		// outcome was stored or not.
+		st.Retry.BrokerMayWorkUntil = r.BrokerMayWorkUntil
+		if st.Retry.NextRetryAt == nil || st.Retry.NextRetryAt.Before(r.BrokerMayWorkUntil) {
+			st.Retry.NextRetryAt = r.BrokerMayWorkUntil
+		}
+		st.Retry.LastError += fmt.Sprintf(" once the broker's work on it may be over (%s)", r.BrokerMayWorkUntil.UTC().Format(time.RFC3339))
+	}
 	if op.Async {
 		st.InFlight.NextPollAt = st.Retry.NextRetryAt
 	}
