@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // refuseFirstOutcomeWrite makes the write of the first broker call's outcome fail, as an
@@ -116,5 +115,3 @@ func (f *fixture) opStatus(binding bool, name string) *v1alpha1.OperationStatus 
 	assert.NilError(f.t, err)
 	return &inst.Status.OperationStatus
 }
-
-var _ = store.IsNotFound
