@@ -162,7 +162,14 @@ func AsLeftToReconcile(err error) (*LeftToReconcileError, bool) {
 
 // leaveToReconcile records that the call is reconcile's to make: no failure, no backoff
 // (reconcile takes it up at once), the record as pending as it was.
+//
+// A record with no pending work (a settled one a verb stepped only to check it) has
+// nothing to leave: reconcile, which takes up only pending records, would never come
+// back to it, and the condition would stay. It is left as it was, unwritten.
 func leaveToReconcile[T driven[T]](e *Engine, ctx context.Context, in T, cause *LeftToReconcileError) (Result, error) {
+	if !in.HasPendingWork() {
+		return resultOf(e, in), nil
+	}
 	x := in.DeepCopy()
 	now := e.now()
 	msg := cause.Error()

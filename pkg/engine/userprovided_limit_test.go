@@ -75,3 +75,25 @@ func TestUserProvided_ACopyClaimedByItsStatusAlone_TakesAPlaceUnderTheLimit(t *t
 	_, err = f.st.GetSecret(context.Background(), ns, "forged")
 	assert.Assert(t, store.IsNotFound(err), "no copy was written: %v", err)
 }
+
+// A verb whose user may not read the credentials of a settled user-provided instance (a
+// touch, a wait that steps it) has nothing to leave to reconcile: the record has no
+// pending work, so reconcile would never take it up, and a Ready=False
+// "WaitingForReconcile" written there would stay for good. The record is left as it was.
+func TestUserProvided_ASettledInstanceSteppedByAUserWhoMayNotReadItsCredentials_StaysAsItWas(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	assert.NilError(t, f.engine.AbandonInstance(context.Background(), f.get("db")))
+	res := f.userProvided(map[string]string{"password": upsPassword})
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	before := f.get("db")
+	forbid, _ := f.forbidSecretReads(CredentialsSecretName("db"))
+	forbid.Store(true)
+
+	res, err := f.engine.StepInstance(context.Background(), f.get("db"))
+
+	assert.NilError(t, err)
+	after := f.get("db")
+	assert.Assert(t, !WaitingForReconcile(after), "nothing is left to reconcile: %+v", after.Status.Conditions)
+	assert.Equal(t, after.ResourceVersion, before.ResourceVersion, "nothing was written")
+	assert.Equal(t, res.State, StateSettled, res.Message)
+}
