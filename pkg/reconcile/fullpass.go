@@ -14,7 +14,8 @@ import (
 // finds the records whose own deletion set only their deletionTimestamp, and indexes
 // the OSB ids of every record. The runs between two full passes list only the records
 // with work (store.ListWork: those labelled pending and every record of a namespace
-// being deleted); each namespace with IDChecksPerNamespace instances and bindings with
+// being deleted; and those Options.Deleted gives, records deleted whose deletion no label
+// marks, as serve's watch saw them); each namespace with IDChecksPerNamespace instances and bindings with
 // work or more has its instances and bindings listed once (store.ListIDUsersIn), whose
 // index answers the id checks of its records (the others list the users of their id,
 // each). When that list cannot be made (the namespaces may not be listed), the run
@@ -23,6 +24,7 @@ func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem,
 	if !r.fullPassDue(ctx, o) {
 		items, err := r.Store.ListWork(ctx, o.Namespace)
 		if err == nil {
+			items = addWork(items, deletedIn(o))
 			busy := namespacesWithManyIDChecks(items)
 			if len(busy) == 0 {
 				return items, nil, nil
@@ -128,6 +130,20 @@ func namespacesWithManyIDChecks(items []store.WorkItem) []string {
 		}
 	}
 	return busy
+}
+
+// deletedIn are the records o.Deleted gives, of the run's namespaces.
+func deletedIn(o Options) []store.WorkItem {
+	if o.Deleted == nil {
+		return nil
+	}
+	var in []store.WorkItem
+	for _, it := range o.Deleted() {
+		if it.Deleting && (o.Namespace == "" || it.Namespace == o.Namespace) {
+			in = append(in, it)
+		}
+	}
+	return in
 }
 
 // addWork is items and those of more that items does not hold (by kind, namespace and

@@ -85,6 +85,16 @@ func (s *Store) ListWork(ctx context.Context, namespace string) ([]WorkItem, err
 	return items, nil
 }
 
+// WorkItemOf is the WorkItem of a record's metadata as a watch of the records sees it,
+// if it has work to do (labelled pending, or carrying a deletionTimestamp) and its labels
+// and annotations are within MaxRecordMetadataBytes: what ListPending would make of it.
+func WorkItemOf(m *metav1.ObjectMeta) (WorkItem, bool) {
+	if metadataBytes(m) > MaxRecordMetadataBytes {
+		return WorkItem{}, false
+	}
+	return workItem(m)
+}
+
 // namespacesBeingDeleted are the namespaces of namespace ("" for all) that are being
 // deleted (Terminating, or carrying a deletionTimestamp).
 func (s *Store) namespacesBeingDeleted(ctx context.Context, namespace string) ([]string, error) {
