@@ -128,6 +128,8 @@ type Reconciler struct {
 	floors retryFloors
 	// fullPasses are the times of this process's full passes (fullpass.go).
 	fullPasses fullPassTimes
+	// sizes are the namespaces' sizes its last lists found (listcost.go).
+	sizes namespaceSizes
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
 	// stepInstance replaces the engine's StepInstance in tests.
