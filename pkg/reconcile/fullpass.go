@@ -17,8 +17,8 @@ import (
 // marks, as serve's watch saw them); each namespace whose id checks cost less so
 // (namespaceSizes.namespacesToList, by the namespace's size when last listed) has its
 // instances and bindings listed once (store.ListIDUsersIn), whose index answers the id
-// checks of its records (the others list the users of their id, each). When that list cannot be made (the namespaces may not be listed), the run
-// makes a full pass.
+// checks of its records (the others list the users of their id, each). When that list
+// cannot be made (the namespaces may not be listed), the run makes a full pass.
 func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem, *store.IDIndex, error) {
 	if !r.fullPassDue(ctx, o) {
 		items, err := r.Store.ListWork(ctx, o.Namespace)
