@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -14,21 +13,24 @@ import (
 // finds the records whose own deletion set only their deletionTimestamp, and indexes
 // the OSB ids of every record. The runs between two full passes list only the records
 // with work (store.ListWork: those labelled pending and every record of a namespace
-// being deleted); each namespace with IDChecksPerNamespace instances and bindings with
-// work or more has its instances and bindings listed once (store.ListIDUsersIn), whose
-// index answers the id checks of its records (the others list the users of their id,
-// each). When that list cannot be made (the namespaces may not be listed), the run
-// makes a full pass.
+// being deleted; and those Options.Deleted gives, records deleted whose deletion no label
+// marks, as serve's watch saw them); each namespace whose id checks cost less so
+// (namespaceSizes.namespacesToList, by the namespace's size when last listed) has its
+// instances and bindings listed once (store.ListIDUsersIn), whose index answers the id
+// checks of its records (the others list the users of their id, each). When that list
+// cannot be made (the namespaces may not be listed), the run makes a full pass.
 func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem, *store.IDIndex, error) {
 	if !r.fullPassDue(ctx, o) {
 		items, err := r.Store.ListWork(ctx, o.Namespace)
 		if err == nil {
-			busy := namespacesWithManyIDChecks(items)
+			items = addWork(items, deletedIn(o))
+			busy := r.sizes.namespacesToList(r.Store, items)
 			if len(busy) == 0 {
 				return items, nil, nil
 			}
 			more, ids, lerr := r.Store.ListIDUsersIn(ctx, busy)
 			if lerr == nil {
+				r.sizes.note(ids.Sizes(), false)
 				return addWork(items, more), ids, nil
 			}
 			err = lerr
@@ -43,9 +45,14 @@ func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem,
 		return nil, nil, err
 	}
 	r.fullPasses.note(o.Namespace, start)
+	sizes := ids.Sizes()
+	if _, ok := sizes[o.Namespace]; !ok && o.Namespace != "" {
+		sizes[o.Namespace] = 0
+	}
+	r.sizes.note(sizes, o.Namespace == "")
 	if o.Namespace == "" && o.FullPassEvery > 0 && o.CatalogNamespace != "" && !o.DryRun {
 		// For the next processes: a run by hand or a CronJob's is a process of its own.
-		_ = r.Store.MarkFullPass(ctx, o.CatalogNamespace, start)
+		_ = r.Store.MarkFullPass(ctx, o.CatalogNamespace, start, store.NewFullPassSizes(sizes))
 	}
 	return items, ids, nil
 }
@@ -61,8 +68,12 @@ func (r *Reconciler) fullPassDue(ctx context.Context, o Options) bool {
 	now := r.now()
 	last := r.fullPasses.last(o.Namespace)
 	if o.Namespace == "" && o.CatalogNamespace != "" && now.Sub(last) >= o.FullPassEvery {
-		if at := r.Store.LastFullPass(ctx, o.CatalogNamespace); at.After(last) {
+		if at, sizes := r.Store.LastFullPass(ctx, o.CatalogNamespace); at.After(last) {
 			last = at
+			if sizes != nil {
+				// The namespaces' sizes that full pass found weigh the id lists.
+				r.sizes.noteMarked(sizes)
+			}
 		}
 	}
 	// A marker dated in the future (a skewed clock) counts as now.
@@ -104,30 +115,27 @@ func (f *fullPassTimes) last(namespace string) time.Time {
 	return t
 }
 
-// IDChecksPerNamespace is how many instances and bindings with work one namespace may
-// hold for a run between full passes whose id checks each list the records of the
-// namespace that use the record's OSB id (one list of the namespace, which the API
-// server filters from its cache: about 2 us a record of the namespace). From this many
-// on, the run lists the namespace's instances and bindings once instead
-// (store.ListIDUsersIn: the serialisation of their metadata, some 20 to 60 us a record)
-// and answers their checks from that list. An id label is a key of its own per id: no
-// one label selector finds the users of several ids.
+// IDChecksPerNamespace is how many instances and bindings with work one namespace of
+// unknown size (no full pass or list of this process read it) may hold for a run between
+// full passes whose id checks each list the records of the namespace that use the
+// record's OSB id. From this many on, the run lists the namespace's instances and
+// bindings once instead (store.ListIDUsersIn) and answers their checks from that list.
+// Of a namespace whose size is known, listNamespace decides. An id label is a key of its
+// own per id: no one label selector finds the users of several ids.
 const IDChecksPerNamespace = 16
 
-// namespacesWithManyIDChecks are the namespaces that hold IDChecksPerNamespace
-// instances and bindings with work or more.
-func namespacesWithManyIDChecks(items []store.WorkItem) []string {
-	per := map[string]int{}
-	var busy []string
-	for _, it := range items {
-		if it.Kind == v1alpha1.KindBroker {
-			continue
-		}
-		if per[it.Namespace]++; per[it.Namespace] == IDChecksPerNamespace {
-			busy = append(busy, it.Namespace)
+// deletedIn are the records o.Deleted gives, of the run's namespaces.
+func deletedIn(o Options) []store.WorkItem {
+	if o.Deleted == nil {
+		return nil
+	}
+	var in []store.WorkItem
+	for _, it := range o.Deleted() {
+		if it.Deleting && (o.Namespace == "" || it.Namespace == o.Namespace) {
+			in = append(in, it)
 		}
 	}
-	return busy
+	return in
 }
 
 // addWork is items and those of more that items does not hold (by kind, namespace and

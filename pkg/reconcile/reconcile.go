@@ -87,6 +87,10 @@ type Options struct {
 	FullPassEvery time.Duration
 	// CatalogNamespace holds the marker of the last full pass over every namespace.
 	CatalogNamespace string
+	// Deleted, when set, are the records of the run's namespaces the caller saw
+	// carrying a deletionTimestamp (serve's watch): a run between full passes drives
+	// them too, although no label marks a deletion the engine did not write.
+	Deleted func() []store.WorkItem
 
 	// owns is the run's share, set by Run: Shard's and Group's.
 	owns func(namespace, name string) bool
@@ -124,6 +128,8 @@ type Reconciler struct {
 	floors retryFloors
 	// fullPasses are the times of this process's full passes (fullpass.go).
 	fullPasses fullPassTimes
+	// sizes are the namespaces' sizes its last lists found (listcost.go).
+	sizes namespaceSizes
 	// holdClaimFor replaces the constant of that name in tests.
 	holdClaimFor time.Duration
 	// stepInstance replaces the engine's StepInstance in tests.

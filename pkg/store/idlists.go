@@ -121,3 +121,22 @@ func (x *IDIndex) Listed() int {
 	}
 	return len(x.listed)
 }
+
+// Sizes is how many instances, bindings and id claims the list (or lists) of x held in
+// each namespace: what a list of a namespace's id users reads there (ListIDUsersIn).
+func (x *IDIndex) Sizes() map[string]int {
+	if x == nil {
+		return nil
+	}
+	n := map[string]int{}
+	for _, ns := range x.listed {
+		n[ns]++
+	}
+	for k := range x.claims {
+		n[k.Namespace]++
+	}
+	for ns := range x.within {
+		n[ns] += 0
+	}
+	return n
+}

@@ -109,7 +109,7 @@ func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func
 // selector, a page at a time (pages sized by the largest metadata seen); an expired
 // continue token starts the list again after reset.
 func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, reset func(), visit func(*metav1.ObjectMeta)) error {
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: s.pageSize}
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: s.metaPageSize}
 	if opts.Limit > 0 {
 		opts.Limit = min(opts.Limit, firstMetaPage)
 	}
@@ -133,7 +133,7 @@ func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, re
 		}
 		opts.Continue = list.Continue
 		if opts.Limit > 0 {
-			opts.Limit = nextMetaPage(opts.Limit, s.pageSize, largest)
+			opts.Limit = nextMetaPage(opts.Limit, s.metaPageSize, largest)
 		}
 	}
 }
@@ -170,6 +170,21 @@ func metadataBytes(m *metav1.ObjectMeta) int {
 		n += len(k) + len(v)
 	}
 	return n
+}
+
+// MetaPages is how many requests a metadata list of n records makes (its pages: the
+// first of firstMetaPage records, each next twice as many, up to the store's metadata
+// page size), records of ordinary size.
+func (s *Store) MetaPages(n int) int {
+	limit, pages := min(int64(firstMetaPage), max(s.metaPageSize, 1)), 1
+	if s.metaPageSize <= 0 {
+		return 1
+	}
+	for left := int64(n) - limit; left > 0; left -= limit {
+		limit = nextMetaPage(limit, s.metaPageSize, 0)
+		pages++
+	}
+	return pages
 }
 
 // nextMetaPage is the size of the page after one of size limit whose largest record's

@@ -23,6 +23,11 @@ import (
 // DefaultPageSize is how many ConfigMaps a list asks for per page.
 const DefaultPageSize = 500
 
+// DefaultMetaPageSize is the most records a page of a metadata-only list holds
+// (ListPendingWithIDs, ListWork, ListIDUsersIn): docs/reconcile.md "The first pass" has
+// the measures it was chosen by.
+const DefaultMetaPageSize = 500
+
 // Store reads and writes records. It holds no state of its own beyond its clients and is
 // safe for concurrent use.
 type Store struct {
@@ -30,6 +35,8 @@ type Store struct {
 	meta     metadata.Interface
 	now      func() time.Time
 	pageSize int64
+	// metaPageSize bounds the pages of metadata-only lists.
+	metaPageSize int64
 
 	identity   func(context.Context) (*Identity, error)
 	trustToken func(context.Context) (string, error)
@@ -72,13 +79,17 @@ func WithMonotonicClock(elapsed func() time.Duration) Option {
 func (s *Store) Claims() *Claims { return s.claims }
 
 // WithPageSize sets how many ConfigMaps a list asks for per page (default
-// DefaultPageSize).
-func WithPageSize(n int64) Option { return func(s *Store) { s.pageSize = n } }
+// DefaultPageSize), metadata-only lists included.
+func WithPageSize(n int64) Option { return func(s *Store) { s.pageSize, s.metaPageSize = n, n } }
+
+// WithMetaPageSize sets the most records a page of a metadata-only list holds (default
+// DefaultMetaPageSize).
+func WithMetaPageSize(n int64) Option { return func(s *Store) { s.metaPageSize = n } }
 
 // New returns a Store using core for ConfigMaps and Secrets and meta for metadata-only
 // lists (ListPending; meta may be nil if ListPending is not used).
 func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *Store {
-	s := &Store{core: core, meta: meta, now: time.Now, pageSize: DefaultPageSize}
+	s := &Store{core: core, meta: meta, now: time.Now, pageSize: DefaultPageSize, metaPageSize: DefaultMetaPageSize}
 	for _, o := range opts {
 		o(s)
 	}

@@ -1,8 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +90,16 @@ func (s *Store) ListWork(ctx context.Context, namespace string) ([]WorkItem, err
 	return items, nil
 }
 
+// WorkItemOf is the WorkItem of a record's metadata as a watch of the records sees it,
+// if it has work to do (labelled pending, or carrying a deletionTimestamp) and its labels
+// and annotations are within MaxRecordMetadataBytes: what ListPending would make of it.
+func WorkItemOf(m *metav1.ObjectMeta) (WorkItem, bool) {
+	if metadataBytes(m) > MaxRecordMetadataBytes {
+		return WorkItem{}, false
+	}
+	return workItem(m)
+}
+
 // namespacesBeingDeleted are the namespaces of namespace ("" for all) that are being
 // deleted (Terminating, or carrying a deletionTimestamp).
 func (s *Store) namespacesBeingDeleted(ctx context.Context, namespace string) ([]string, error) {
@@ -152,30 +167,92 @@ const FullPassMarker = "catalog-reconcile-full-pass"
 // started (RFC 3339).
 const AnnotationFullPassAt = Prefix + "full-pass-at"
 
+// AnnotationFullPassSizes is how many instances, bindings and id claims the largest
+// namespaces held at the last full pass over every namespace (JSON, FullPassSizes): what
+// a run between full passes weighs its id lists by.
+const AnnotationFullPassSizes = Prefix + "full-pass-sizes"
+
+// FullPassSizes are namespaces' sizes (instances, bindings and id claims) a full pass
+// found: Sizes names the largest, and every namespace it does not name held fewer than
+// Below.
+type FullPassSizes struct {
+	Below int            `json:"below"`
+	Sizes map[string]int `json:"sizes"`
+}
+
+// The sizes a marker keeps: of namespaces of minMarkedSize records or more, at most
+// maxMarkedSizes of them (the largest; some 60 KB), so that the marker stays far within
+// what a ConfigMap's annotations may hold.
+const (
+	minMarkedSize  = 64
+	maxMarkedSizes = 2000
+)
+
+// NewFullPassSizes is what a marker keeps of sizes, every namespace's (IDIndex.Sizes of
+// a full pass over every namespace).
+func NewFullPassSizes(sizes map[string]int) *FullPassSizes {
+	type nsSize struct {
+		ns string
+		n  int
+	}
+	var big []nsSize
+	for ns, n := range sizes {
+		if n >= minMarkedSize {
+			big = append(big, nsSize{ns, n})
+		}
+	}
+	slices.SortFunc(big, func(a, b nsSize) int { return cmp.Or(b.n-a.n, strings.Compare(a.ns, b.ns)) })
+	out := &FullPassSizes{Below: minMarkedSize, Sizes: map[string]int{}}
+	if len(big) > maxMarkedSizes {
+		out.Below = big[maxMarkedSizes].n + 1
+		big = big[:maxMarkedSizes]
+	}
+	for _, b := range big {
+		out.Sizes[b.ns] = b.n
+	}
+	return out
+}
+
 // LastFullPass is when the last full pass over every namespace started, as
-// FullPassMarker says; zero when there is none or it cannot be read.
-func (s *Store) LastFullPass(ctx context.Context, catalogNamespace string) time.Time {
+// FullPassMarker says, and the namespaces' sizes it found (nil when it does not say);
+// zero when there is none or it cannot be read.
+func (s *Store) LastFullPass(ctx context.Context, catalogNamespace string) (time.Time, *FullPassSizes) {
 	cm, err := s.core.CoreV1().ConfigMaps(catalogNamespace).Get(ctx, FullPassMarker, metav1.GetOptions{})
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339, cm.Annotations[AnnotationFullPassAt])
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, nil
 	}
-	return t
+	var sizes *FullPassSizes
+	if raw := cm.Annotations[AnnotationFullPassSizes]; raw != "" {
+		sizes = &FullPassSizes{}
+		if json.Unmarshal([]byte(raw), sizes) != nil || sizes.Below <= 0 {
+			sizes = nil
+		}
+	}
+	return t, sizes
 }
 
 // MarkFullPass records in FullPassMarker that a full pass over every namespace started
-// at.
-func (s *Store) MarkFullPass(ctx context.Context, catalogNamespace string, at time.Time) error {
+// at, and the namespaces' sizes it found (none when sizes is nil).
+func (s *Store) MarkFullPass(ctx context.Context, catalogNamespace string, at time.Time, sizes *FullPassSizes) error {
 	cms := s.core.CoreV1().ConfigMaps(catalogNamespace)
 	want := at.UTC().Format(time.RFC3339)
+	annotations := map[string]string{AnnotationFullPassAt: want}
+	if sizes != nil {
+		raw, err := json.Marshal(sizes)
+		if err != nil {
+			return err
+		}
+		annotations[AnnotationFullPassSizes] = string(raw)
+	}
 	cm, err := cms.Get(ctx, FullPassMarker, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Namespace: catalogNamespace, Name: FullPassMarker, Labels: map[string]string{LabelManagedBy: ManagedBy},
-			Annotations: map[string]string{AnnotationFullPassAt: want},
+			Annotations: annotations,
 		}}, metav1.CreateOptions{})
 		return err
 	}
@@ -189,7 +266,8 @@ func (s *Store) MarkFullPass(ctx context.Context, catalogNamespace string, at ti
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[AnnotationFullPassAt] = want
+	delete(cm.Annotations, AnnotationFullPassSizes)
+	maps.Copy(cm.Annotations, annotations)
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	return err
 }

@@ -4,12 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -24,6 +30,8 @@ type listCost struct {
 	Took                   time.Duration
 	APIServer, Etcd, Local time.Duration
 	Items                  int
+	// PeakRSS is the peak memory of the process that listed, when it was one of its own.
+	PeakRSS int64
 }
 
 // selfCPU is the CPU time (user and system) this process has used so far.
@@ -147,7 +155,7 @@ func listCosts(total, pending, runs int) error {
 		}
 	}
 	idKinds := store.LabelKind + " in (" + v1alpha1.KindServiceInstance + "," + v1alpha1.KindServiceInstance + "IDClaim)"
-	for _, scope := range []string{"cluster", "namespace"} {
+	for _, scope := range []string{"cluster", "namespace", "empty namespace"} {
 		ways = append(ways, struct {
 			what string
 			list func() (int, error)
@@ -155,8 +163,12 @@ func listCosts(total, pending, runs int) error {
 			n := 0
 			for _, id := range ids {
 				ns := ""
-				if scope == "namespace" {
+				switch scope {
+				case "namespace":
 					ns = id.ns
+				case "empty namespace":
+					// What a list costs whatever the namespace holds.
+					ns = "bench-empty"
 				}
 				l, err := cms.Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: idKinds + "," + id.label + "=true"})
 				if err != nil {
@@ -197,6 +209,16 @@ func listCosts(total, pending, runs int) error {
 			return ids.Listed(), err
 		}})
 	}
+	// Reconcile's full pass as a process of its own makes it, at each metadata page
+	// size: its peak memory (RSS), beside the API server's CPU and its own.
+	for _, page := range []int64{500, 2000, 5000} {
+		ways = append(ways, struct {
+			what string
+			list func() (int, error)
+		}{fmt.Sprintf("store.ListPendingWithIDs, pages of %d, a process of its own", page), func() (int, error) {
+			return metaListChild(e.direct, page)
+		}})
+	}
 	costs := make([][]listCost, len(ways))
 	for range runs {
 		for i, w := range ways {
@@ -206,7 +228,11 @@ func listCosts(total, pending, runs int) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", w.what, err)
 			}
-			costs[i] = append(costs[i], listCost{What: w.what, Took: time.Since(t0), APIServer: ticks(apiPid) - a0, Etcd: ticks(etcdPid) - e0, Local: selfCPU() - l0, Items: n})
+			c := listCost{What: w.what, Took: time.Since(t0), APIServer: ticks(apiPid) - a0, Etcd: ticks(etcdPid) - e0, Local: selfCPU() - l0, Items: n}
+			if ch := lastChild; ch.items == n && ch.cpu > 0 {
+				c.Local, c.PeakRSS, lastChild = ch.cpu, ch.rss, childUsage{}
+			}
+			costs[i] = append(costs[i], c)
 		}
 	}
 	var load string
@@ -215,7 +241,7 @@ func listCosts(total, pending, runs int) error {
 	}
 	fmt.Printf("%d records (%d pending), %d namespaces, catalog namespace %s; medians of %d runs; load average %s\n",
 		total, pending, len(namespaces), reconcilebench.CatalogNamespace, runs, load)
-	fmt.Printf("%-64s %10s %12s %10s %10s %7s\n", "LIST", "WALL", "APISERVER", "ETCD", "CLIENT", "ITEMS")
+	fmt.Printf("%-64s %10s %12s %10s %10s %7s %10s\n", "LIST", "WALL", "APISERVER", "ETCD", "CLIENT", "ITEMS", "PEAK RSS")
 	for _, c := range costs {
 		pick := func(f func(listCost) time.Duration) time.Duration {
 			vs := make([]time.Duration, len(c))
@@ -224,11 +250,110 @@ func listCosts(total, pending, runs int) error {
 			}
 			return median(vs)
 		}
-		fmt.Printf("%-64s %10s %12s %10s %10s %7d\n", c[0].What,
+		rss := ""
+		if c[0].PeakRSS > 0 {
+			vs := make([]time.Duration, len(c))
+			for i := range c {
+				vs[i] = time.Duration(c[i].PeakRSS)
+			}
+			rss = fmt.Sprintf("%.1f MiB", float64(median(vs))/(1<<20))
+		}
+		fmt.Printf("%-64s %10s %12s %10s %10s %7d %10s\n", c[0].What,
 			pick(func(x listCost) time.Duration { return x.Took }).Round(time.Millisecond),
 			pick(func(x listCost) time.Duration { return x.APIServer }).Round(time.Millisecond),
 			pick(func(x listCost) time.Duration { return x.Etcd }).Round(time.Millisecond),
-			pick(func(x listCost) time.Duration { return x.Local }).Round(time.Millisecond), c[0].Items)
+			pick(func(x listCost) time.Duration { return x.Local }).Round(time.Millisecond), c[0].Items, rss)
 	}
+	return nil
+}
+
+// The environment of the bench run again as the process that makes a full pass's list
+// (metaListChild): the kubeconfig, and the page size of the store's metadata lists.
+const (
+	envMetaListKubeconfig = "BENCH_METALIST_KUBECONFIG"
+	envMetaListPage       = "BENCH_METALIST_PAGE"
+)
+
+// childUsage is what the last process of metaListChild used.
+type childUsage struct {
+	items int
+	cpu   time.Duration
+	rss   int64
+}
+
+var lastChild childUsage
+
+// metaListChild runs this program again to make reconcile's full pass
+// (store.ListPendingWithIDs over every namespace) with metadata pages of page records, as
+// a process of its own, and notes its CPU time and peak RSS in lastChild.
+func metaListChild(kubeconfig string, page int64) (int, error) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), envMetaListKubeconfig+"="+kubeconfig, envMetaListPage+"="+strconv.FormatInt(page, 10))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("the listing process: %w", err)
+	}
+	var n int
+	var hwm int64
+	if _, err := fmt.Sscan(string(out), &n, &hwm); err != nil {
+		return 0, fmt.Errorf("the listing process printed %q", out)
+	}
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if ru != nil {
+		// Its own peak (VmHWM): the rusage's maxrss also counts the memory of this
+		// process, which the child shared until it ran the program again.
+		lastChild = childUsage{items: n, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: hwm << 10}
+	}
+	return n, nil
+}
+
+// The process metaListChild starts lists, prints how many records have work, and exits.
+func init() {
+	kc := os.Getenv(envMetaListKubeconfig)
+	if kc == "" {
+		return
+	}
+	page, err := strconv.ParseInt(os.Getenv(envMetaListPage), 10, 64)
+	if err == nil {
+		err = metaListOnce(kc, page)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func metaListOnce(kubeconfig string, page int64) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 5000, 10000
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	st := store.New(core, meta, store.WithMetaPageSize(page))
+	items, ids, err := st.ListPendingWithIDs(context.Background(), "")
+	if err != nil {
+		return err
+	}
+	// The index is held to the end, as a run holds it.
+	runtime.KeepAlive(ids)
+	var hwm int64
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				hwm, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			}
+		}
+	}
+	fmt.Println(len(items), hwm)
 	return nil
 }

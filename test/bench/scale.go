@@ -309,7 +309,8 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 	}
 	// What reconcile's first list costs alone: the metadata of every record, page by page.
 	listStart := time.Now()
-	if _, _, err := e.st.ListPendingWithIDs(ctx, ""); err != nil {
+	_, ids, err := e.st.ListPendingWithIDs(ctx, "")
+	if err != nil {
 		return r, err
 	}
 	r.MetaList = time.Since(listStart)
@@ -322,7 +323,7 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 		if err := e.st.MarkIDClaimsSwept(ctx, reconcilebench.CatalogNamespace); err != nil {
 			return r, err
 		}
-		if err := e.st.MarkFullPass(ctx, reconcilebench.CatalogNamespace, listStart); err != nil {
+		if err := e.st.MarkFullPass(ctx, reconcilebench.CatalogNamespace, listStart, store.NewFullPassSizes(ids.Sizes())); err != nil {
 			return r, err
 		}
 		args = append(args, "--full-pass-interval", o.FullPassInterval.String())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile/shard"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // Options configure a Server.
@@ -103,6 +104,9 @@ type Server struct {
 	regrouped bool
 	apiMu     sync.Mutex // serialises API checks; held while one is under way
 	api       apiCheck
+	// deleted are the records the watch saw deleted (recordWatch.Deleted); set by Serve
+	// before the first run.
+	deleted func() []store.WorkItem
 }
 
 type apiCheck struct {
@@ -171,6 +175,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 				}
 			},
 		}
+		s.deleted = w.Deleted
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -256,6 +261,10 @@ func (s *Server) runOnce(ctx, hard context.Context) RunReport {
 	runCtx, endRun := context.WithCancel(ctx)
 	defer endRun()
 	opts.Drain = runCtx.Done()
+	if opts.Deleted == nil {
+		// Between full passes, what the watch saw deleted is driven too.
+		opts.Deleted = s.deleted
+	}
 	if s.Group != nil {
 		opts.Group = s.Group
 		if opts.StarvationBound <= 0 {

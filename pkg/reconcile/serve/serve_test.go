@@ -43,6 +43,7 @@ const (
 type serveFixture struct {
 	t       *testing.T
 	st      *store.Store
+	cluster *storetest.Cluster
 	apiDown atomic.Bool
 	syncs   atomic.Int32
 	// sync, when set, replaces the catalog fetch of brokers.
@@ -56,7 +57,7 @@ func newServeFixture(t *testing.T, o Options) *serveFixture {
 	f := &serveFixture{t: t, reports: make(chan RunReport, 100)}
 	cluster := storetest.NewCluster()
 	meta := flakyMeta{Interface: cluster.Metadata, down: &f.apiDown}
-	f.st = store.New(cluster.Core, meta)
+	f.st, f.cluster = store.New(cluster.Core, meta), cluster
 	eng := enginetest.New(f.st, fake.New(), func(c *engine.Config) {
 		c.Holder, c.Jitter = "serve-test", func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval = time.Millisecond, time.Millisecond

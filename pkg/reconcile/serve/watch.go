@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +57,39 @@ type recordWatch struct {
 
 	// withWork holds the records known to have work, by uid.
 	withWork map[types.UID]bool
+
+	// deleted holds the records last seen carrying a deletionTimestamp, by uid: a run
+	// between full passes drives them (Deleted), although a deletion the engine did not
+	// write ("kubectl delete configmap") sets no label its list of the records with
+	// work selects.
+	mu      sync.Mutex
+	deleted map[types.UID]store.WorkItem
+}
+
+// Deleted are the records the watch last saw carrying a deletionTimestamp, until it sees
+// them gone or no longer deleted (reconcile.Options.Deleted).
+func (w *recordWatch) Deleted() []store.WorkItem {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]store.WorkItem, 0, len(w.deleted))
+	for _, it := range w.deleted {
+		out = append(out, it)
+	}
+	return out
+}
+
+// seen notes m's deletion, or its end (gone: the record's ConfigMap was deleted).
+func (w *recordWatch) seen(m *metav1.ObjectMeta, gone bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deleted == nil {
+		w.deleted = map[types.UID]store.WorkItem{}
+	}
+	if it, ok := store.WorkItemOf(m); ok && it.Deleting && !gone {
+		w.deleted[m.UID] = it
+		return
+	}
+	delete(w.deleted, m.UID)
 }
 
 // run lists and watches until ctx is done.
@@ -130,11 +164,12 @@ func (w *recordWatch) run(ctx context.Context) {
 func (w *recordWatch) list(ctx context.Context, sel string) (string, error) {
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: w.pageSize}
 	withWork := map[types.UID]bool{}
+	deleted := map[types.UID]store.WorkItem{}
 	rv := ""
 	for {
 		list, err := w.records.List(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-			opts.Continue, rv, withWork = "", "", map[types.UID]bool{}
+			opts.Continue, rv, withWork, deleted = "", "", map[types.UID]bool{}, map[types.UID]store.WorkItem{}
 			continue
 		}
 		if err != nil {
@@ -144,12 +179,19 @@ func (w *recordWatch) list(ctx context.Context, sel string) (string, error) {
 			rv = list.ResourceVersion
 		}
 		for i := range list.Items {
-			if m := &list.Items[i].ObjectMeta; metaHasWork(m) {
+			m := &list.Items[i].ObjectMeta
+			if metaHasWork(m) {
 				withWork[m.UID] = true
+			}
+			if it, ok := store.WorkItemOf(m); ok && it.Deleting {
+				deleted[m.UID] = it
 			}
 		}
 		if list.Continue == "" {
 			w.withWork = withWork
+			w.mu.Lock()
+			w.deleted = deleted
+			w.mu.Unlock()
 			return rv, nil
 		}
 		opts.Continue = list.Continue
@@ -187,6 +229,7 @@ func (w *recordWatch) consume(ctx context.Context, wi watch.Interface, rv string
 		}
 		switch ev.Type {
 		case watch.Added, watch.Modified:
+			w.seen(m, false)
 			if metaHasWork(m) {
 				if !w.withWork[m.UID] {
 					w.withWork[m.UID] = true
@@ -196,6 +239,7 @@ func (w *recordWatch) consume(ctx context.Context, wi watch.Interface, rv string
 				delete(w.withWork, m.UID)
 			}
 		case watch.Deleted:
+			w.seen(m, true)
 			delete(w.withWork, m.UID)
 		}
 	}
