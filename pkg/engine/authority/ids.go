@@ -371,9 +371,11 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		return Refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s of %s %q in namespace %q: its spec names the id, bound to nothing, and it has no id claim for it yet, so nothing shows it adopted the id before another record (a status saying it is provisioned proves nothing); the %s's own next step, or reconcile, makes its claim after those of older records that use the id",
 			id, what, rec.GetName(), rec.GetNamespace(), what)
 	} else {
-		claimed, older, err := auth.claimOlderUsers(ctx, kind, self, id, users)
-		if err != nil {
-			return err
+		var claimed, older bool
+		if !auth.claimsSwept(ctx) {
+			if claimed, older, err = auth.claimOlderUsers(ctx, kind, self, id, users); err != nil {
+				return err
+			}
 		}
 		if !older {
 			var t metav1.Time
@@ -431,6 +433,39 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		auth.NoteOwnID(kind, rec, id)
 	}
 	return nil
+}
+
+// claimsSwept reports whether reconcile's first pass claimed the spec ids of every record
+// of the cluster (store.IDClaimsMarker, in the catalog namespace, which tenants do not
+// write). From then on a record that uses an id bound to nothing without a claim is not
+// one of an earlier release that used it all along: its writer could not make its claim
+// (a migration, an apply or a provision --external-id interrupted between the record and
+// its claim), or its spec was rewritten since to name the id, and its creationTimestamp
+// says nothing about when it took the id. checkAdoptedID then claims no older record
+// before rec (claimOlderUsers): the first claim made keeps the id. A marker that cannot
+// be read counts as absent.
+func (auth *Authority) claimsSwept(ctx context.Context) bool {
+	auth.cache.mu.Lock()
+	done := auth.cache.swept[""]
+	auth.cache.mu.Unlock()
+	if done {
+		return true
+	}
+	env := auth.env()
+	if env.CatalogNamespace == "" {
+		return false
+	}
+	swept, err := env.Store.IDClaimsSwept(ctx, env.CatalogNamespace)
+	if err != nil || !swept {
+		return false
+	}
+	auth.cache.mu.Lock()
+	if auth.cache.swept == nil {
+		auth.cache.swept = map[string]bool{}
+	}
+	auth.cache.swept[""] = true
+	auth.cache.mu.Unlock()
+	return true
 }
 
 // compareAdoption orders records that use an OSB id bound to nothing by when they
@@ -543,6 +578,10 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 		uses = append(uses, u...)
 	}
 	slices.SortStableFunc(uses, func(a, b store.SpecIDUse) int { c, _ := compareAdoption(a.IDUser, b.IDUser); return c })
+	// left: a claim could not be made (a namespace being deleted, a claim refused); the
+	// cluster is not marked done, since a record without a claim then counts as one
+	// of an earlier release no longer (claimsSwept).
+	left := false
 	for _, u := range uses {
 		// Older records of any namespace that use the id without a claim get theirs
 		// first, as before a record's first call (checkAdoptedID).
@@ -552,6 +591,7 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 			continue
 		}
 		if narrowed != nil {
+			left = true
 			continue // left to the record's own step, which leaves it to a reconcile that sees every namespace
 		}
 		_, older, err := auth.claimOlderUsers(ctx, u.Kind, u.IDUser, u.ID, users)
@@ -560,13 +600,16 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 			continue
 		}
 		if older {
+			left = true
 			continue
 		}
-		if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
+		_, _, err = st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID)
+		left = left || store.IsForbidden(err)
+		if err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
+	if len(errs) == 0 && !left {
 		auth.cache.mu.Lock()
 		if auth.cache.swept == nil {
 			auth.cache.swept = map[string]bool{}

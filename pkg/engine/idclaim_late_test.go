@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// Once reconcile's first pass has claimed every record of the cluster (the marker
+// store.IDClaimsMarker), a record without a claim is one whose writer could not make it
+// (a migration interrupted between the record and its claim), or one whose spec was
+// rewritten since to name the id: its creationTimestamp says nothing about when it
+// took the id, and it gets no claim before the record whose step claims first. A tenant
+// who rewrites an older record of hers to name a migrated id whose claim is late keeps
+// nothing: the migrated record's own step claims it, and her record is refused.
+func TestIDClaimLate_AnOlderRewrittenRecordWithoutAClaim_DoesNotTakeALateClaimedID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// hersBeforeSweep: her record exists when the first pass runs (it gets the
+		// claim of the id it named then).
+		hersBeforeSweep bool
+		// deleted: the migrated record's step is its deprovision, else a touch.
+		deleted bool
+	}{
+		{"her record older than the first pass, the migrated record deprovisioned", true, true},
+		{"her record older than the first pass, the migrated record updated", true, false},
+		{"her record younger than the first pass, the migrated record deprovisioned", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if !tc.hersBeforeSweep {
+				f.sweepIDClaims()
+				f.advance(time.Minute)
+			}
+			hers, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("hers", "team-b", "hers-own-id", nil))
+			assert.NilError(t, err)
+			f.advance(time.Hour)
+			if tc.hersBeforeSweep {
+				f.sweepIDClaims()
+				f.advance(time.Minute)
+			}
+			// The migration wrote its record and was interrupted before the claim.
+			db := f.unclaimedProvisioned(ns, "db", svcatID)
+			assert.Assert(t, !f.hasIDClaim(db, svcatID))
+			f.advance(time.Minute)
+			f.rewriteToID("team-b", "hers", svcatID)
+
+			var res Result
+			if tc.deleted {
+				assert.NilError(t, f.st.Instances().Delete(ctx, ns, "db"))
+				res = f.step("db")
+				assert.Equal(t, res.State, StateDeleted, "%+v", res)
+				assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1)
+			} else {
+				_, err := f.engine.Update(ctx, InstanceUpdateRequest{Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Plan: "large"}})
+				assert.NilError(t, err)
+				assert.Equal(t, len(f.broker.CallsTo(fake.MethodUpdate)), 1, "%+v", f.get("db").Status.Conditions)
+				assert.Assert(t, f.hasIDClaim(db, svcatID))
+			}
+			for _, c := range f.broker.Calls() {
+				assert.Equal(t, callInstanceID(c), svcatID)
+			}
+			assert.Assert(t, !f.hasIDClaim(hers, svcatID), "her record got no claim before the migrated one's")
+
+			f.broker.ResetCalls()
+			res = f.stepRecord(&v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "hers"}})
+			if tc.deleted {
+				return // released at the broker and by every record: bound to nothing again
+			}
+			assertRefused(t, f, res, "team-b", "hers", ReasonRefusedIDInUse)
+			assert.Equal(t, len(f.broker.Calls()), 0, "%+v", f.broker.Calls())
+		})
+	}
+}
+
+// sweepIDClaims runs reconcile's first pass over every namespace, which marks the
+// cluster done.
+func (f *fixture) sweepIDClaims() {
+	f.t.Helper()
+	ctx := context.Background()
+	_, idx, err := f.st.ListPendingWithIDs(ctx, "")
+	assert.NilError(f.t, err)
+	assert.NilError(f.t, f.engine.SettleIDClaims(ctx, "", idx))
+	swept, err := f.st.IDClaimsSwept(ctx, f.engine.cfg.CatalogNamespace)
+	assert.NilError(f.t, err)
+	assert.Assert(f.t, swept)
+}
