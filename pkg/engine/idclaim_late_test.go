@@ -93,3 +93,55 @@ func (f *fixture) sweepIDClaims() {
 	assert.NilError(f.t, err)
 	assert.Assert(f.t, swept)
 }
+
+// dropIDClaim deletes the id claim of instance name of namespace ns for id, as a
+// migration interrupted between its record and its claim leaves it.
+func (f *fixture) dropIDClaim(name, id string) {
+	f.t.Helper()
+	ctx := context.Background()
+	inst := f.get(name)
+	cms := f.cluster.Core.CoreV1().ConfigMaps(ns)
+	claim, err := cms.Get(ctx, store.IDClaimName(v1alpha1.KindServiceInstance, inst.UID, id), metav1.GetOptions{})
+	assert.NilError(f.t, err)
+	claim.Finalizers = nil
+	_, err = cms.Update(ctx, claim, metav1.UpdateOptions{})
+	assert.NilError(f.t, err)
+	assert.NilError(f.t, cms.Delete(ctx, claim.Name, metav1.DeleteOptions{}))
+	assert.Assert(f.t, !f.hasIDClaim(inst, id))
+}
+
+// An instance without its id claim for the id bound to nothing its spec names, being
+// deleted under a binding, makes its claim while it waits for the binding: the
+// binding's unbind, which sends the instance's id only once the instance has its claim
+// (CheckTargetID), goes on, and so does the deprovision after it. Without it neither
+// ever would, and the first other record to claim the id would take it.
+func TestIDClaimLate_AnInstanceWaitingForItsBindings_MakesItsClaim(t *testing.T) {
+	for _, swept := range []bool{false, true} {
+		t.Run(map[bool]string{false: "before the first pass", true: "after the first pass"}[swept], func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			f.adoptedInstance("db")
+			f.createBinding("app", nil)
+			assert.Equal(t, f.driveBinding("app").State, StateSettled)
+			if swept {
+				f.sweepIDClaims()
+			}
+			f.dropIDClaim("db", svcatID)
+			f.broker.ResetCalls()
+
+			assert.NilError(t, f.st.Instances().Delete(ctx, ns, "db"))
+			res := f.step("db")
+			assert.Equal(t, res.State, StateWaiting, "%+v", res)
+			assert.Assert(t, f.hasIDClaim(f.get("db"), svcatID), "the instance made its claim while waiting")
+			assert.Equal(t, f.driveBinding("app").State, StateDeleted, "%+v", f.broker.Calls())
+			assert.Equal(t, f.step("db").State, StateDeleted)
+			calls := f.broker.Calls()
+			assert.Equal(t, len(calls), 2, "%+v", calls)
+			assert.Equal(t, calls[0].Method, fake.MethodUnbind)
+			assert.Equal(t, calls[1].Method, fake.MethodDeprovision)
+			for _, c := range calls {
+				assert.Equal(t, callInstanceID(c), svcatID)
+			}
+		})
+	}
+}

@@ -666,6 +666,20 @@ func (auth *Authority) ClaimRecordSpecIDs(ctx context.Context, rec v1alpha1.Reco
 	return errors.Join(errs...)
 }
 
+// ClaimOwnID makes rec's id claim for OSB id, bound to nothing and named by rec's spec,
+// as the check before a call of rec's does (CheckID, with the claims of older records
+// it makes first), at a step that sends no call under the id yet: an instance being
+// deleted that waits for its bindings, whose unbinds send the instance's id only once
+// the instance has its claim (CheckTargetID). Without it neither would ever be sent,
+// and the first other record to claim the id would take it. A refusal (another record
+// adopted the id first) or an error is left to the check of the call itself.
+func (auth *Authority) ClaimOwnID(ctx context.Context, kind string, rec IDOwner, id string) {
+	if id == "" || v1alpha1.IsBoundID(id) || !rec.OwnsExternalID(id) {
+		return
+	}
+	_ = auth.checkAdoptedID(ctx, kind, rec, id, true)
+}
+
 // IDFree refuses an OSB id that a record other than namespace/name uses.
 func (auth *Authority) IDFree(ctx context.Context, kind, namespace, name, id string) error {
 	users, err := auth.env().Store.WithExternalID(ctx, kind, "", id)
