@@ -145,3 +145,50 @@ func TestIDClaimLate_AnInstanceWaitingForItsBindings_MakesItsClaim(t *testing.T)
 		})
 	}
 }
+
+// An unbind sends the instance's id without the instance's id claim (one that cannot be
+// made: a namespace being deleted refuses every new ConfigMap), unless another record
+// adopted the id first: it only takes away the binding, whose own id is checked as
+// always. A bind still needs the claim
+// (TestIDsWindow_AForgedProvisionedStatusWithoutAClaimIsNotBindable).
+func TestIDClaimLate_AnUnbindUnderAnInstanceWithoutAClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other bool // a record of team-b claimed the id first
+	}{
+		{"no other record uses the id", false},
+		{"another record claimed the id first", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			f.adoptedInstance("db")
+			f.createBinding("app", nil)
+			assert.Equal(t, f.driveBinding("app").State, StateSettled)
+			f.sweepIDClaims()
+			f.dropIDClaim("db", svcatID)
+			if tc.other {
+				f.advance(time.Minute)
+				hers := f.unclaimedProvisioned("team-b", "hers", svcatID)
+				_, _, err := f.st.ClaimExternalID(ctx, v1alpha1.KindServiceInstance, hers, svcatID)
+				assert.NilError(t, err)
+			}
+			f.broker.ResetCalls()
+
+			assert.NilError(t, f.st.Bindings().Delete(ctx, ns, "app"))
+			// Reconcile, a process that never saw the instance's id its own.
+			rec := f.otherProcess("reconcile", 0)
+			res, err := rec.StepBinding(ctx, f.getBinding("app"))
+			assert.NilError(t, err)
+			if tc.other {
+				assert.Assert(t, res.Refused, "%+v", res)
+				assert.Equal(t, len(f.broker.Calls()), 0, "%+v", f.broker.Calls())
+				return
+			}
+			assert.Equal(t, f.driveWith(rec, true, "app").State, StateDeleted, "%+v", res)
+			calls := f.broker.CallsTo(fake.MethodUnbind)
+			assert.Equal(t, len(calls), 1, "%+v", f.broker.Calls())
+			assert.Equal(t, callInstanceID(calls[0]), svcatID)
+		})
+	}
+}

@@ -40,6 +40,40 @@ func (auth *Authority) CheckTargetID(ctx context.Context, kind string, rec IDOwn
 }
 
 func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id string, mayClaim bool) error {
+	return auth.checkIDAs(ctx, kind, rec, id, claimModeOf(mayClaim))
+}
+
+// claimMode is what a check of an OSB id bound to nothing does about the record's id
+// claim: make it (claimOwn), refuse without one (needClaim), or neither (unclaimedOK:
+// an unbind, which only takes away a binding, under an instance whose claim cannot be
+// made, in a namespace being deleted).
+type claimMode int
+
+const (
+	claimOwn claimMode = iota
+	needClaim
+	unclaimedOK
+)
+
+func claimModeOf(mayClaim bool) claimMode {
+	if mayClaim {
+		return claimOwn
+	}
+	return needClaim
+}
+
+// CheckUnbindTargetID is CheckTargetID for an unbind's instance id: an instance without
+// an id claim is refused only when another record that uses the id adopted it first (a
+// claim, or, among records without one, an older record). An unbind takes away the
+// binding, whose own id is checked as always (CheckID), and gives nobody anything; an
+// instance being deleted in a namespace being deleted, which refuses every new
+// ConfigMap, can make no claim, and its bindings would otherwise never be unbound nor
+// the instance deprovisioned.
+func (auth *Authority) CheckUnbindTargetID(ctx context.Context, kind string, rec IDOwner, id string) error {
+	return auth.checkIDAs(ctx, kind, rec, id, unclaimedOK)
+}
+
+func (auth *Authority) checkIDAs(ctx context.Context, kind string, rec IDOwner, id string, mode claimMode) error {
 	if err := auth.CheckOwnIDIn(ctx, kind, rec, id); err != nil {
 		return err
 	}
@@ -52,13 +86,13 @@ func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id
 		return nil
 	}
 	if !v1alpha1.IsBoundID(id) {
-		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
+		return auth.checkAdoptedID(ctx, kind, rec, id, mode)
 	}
 	if moved, err := auth.movedID(ctx, rec, id); err != nil || moved {
 		if err != nil {
 			return err
 		}
-		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
+		return auth.checkAdoptedID(ctx, kind, rec, id, mode)
 	}
 	created := rec.GetCreationTimestamp()
 	older := func(users []store.IDUser) *store.IDUser {
@@ -336,7 +370,7 @@ func CheckOwnID(kind string, rec IDOwner, id string) error {
 // first by whoever calls first would otherwise take the id from them. Among records
 // without one (a user who may not create ConfigMaps in an older record's namespace
 // leaves its claim to reconcile), the older record keeps the id.
-func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string, mayClaim bool) error {
+func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string, mode claimMode) error {
 	self := store.IDUser{Namespace: rec.GetNamespace(), Name: rec.GetName(), UID: rec.GetUID(), Created: rec.GetCreationTimestamp()}
 	find := func(users []store.IDUser) (store.IDUser, bool) {
 		if i := slices.IndexFunc(users, func(u store.IDUser) bool { return u.UID == self.UID }); i >= 0 {
@@ -366,7 +400,9 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 	}
 	if u, claimed := find(users); claimed {
 		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
-	} else if !mayClaim {
+	} else if mode == unclaimedOK {
+		// No claim made, none needed: the records that adopted the id first refuse it.
+	} else if mode == needClaim {
 		what := kindWord(kind)
 		return Refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s of %s %q in namespace %q: its spec names the id, bound to nothing, and it has no id claim for it yet, so nothing shows it adopted the id before another record (a status saying it is provisioned proves nothing); the %s's own next step, or reconcile, makes its claim after those of older records that use the id",
 			id, what, rec.GetName(), rec.GetNamespace(), what)
@@ -677,7 +713,7 @@ func (auth *Authority) ClaimOwnID(ctx context.Context, kind string, rec IDOwner,
 	if id == "" || v1alpha1.IsBoundID(id) || !rec.OwnsExternalID(id) {
 		return
 	}
-	_ = auth.checkAdoptedID(ctx, kind, rec, id, true)
+	_ = auth.checkAdoptedID(ctx, kind, rec, id, claimOwn)
 }
 
 // IDFree refuses an OSB id that a record other than namespace/name uses.
