@@ -192,3 +192,42 @@ func TestIDClaimLate_AnUnbindUnderAnInstanceWithoutAClaim(t *testing.T) {
 		})
 	}
 }
+
+// A record "migrate svcat" wrote whose id claim failed (a fault, the run killed between
+// the record and its claim) gets it at reconcile's next run, when no other record uses
+// the id: before a tenant who later names the id can claim it first. When another
+// record uses it too, the pass leaves it to the first of their own steps.
+func TestIDClaimLate_ReconcileClaimsAMigratedRecordsLateClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		contest bool // a tenant's record names the id too, without a claim
+		want    bool
+	}{
+		{"the only record that uses the id", false, true},
+		{"another record uses the id too", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			f.sweepIDClaims()
+			f.advance(time.Minute)
+			migrated, err := f.st.Instances().Create(store.WithIntent(ctx), forgedInstance("old", ns, svcatID, func(inst *v1alpha1.ServiceInstance) {
+				inst.Annotations = map[string]string{store.AnnotationMigratedFrom: "servicecatalog.k8s.io/ServiceInstance/dev/old/uid-1"}
+			}))
+			assert.NilError(t, err)
+			var hers *v1alpha1.ServiceInstance
+			if tc.contest {
+				hers = f.unclaimedProvisioned("team-b", "hers", svcatID)
+			}
+
+			_, idx, err := f.st.ListPendingWithIDs(ctx, "")
+			assert.NilError(t, err)
+			assert.NilError(t, f.engine.SettleIDClaims(ctx, "", idx))
+
+			assert.Equal(t, f.hasIDClaim(migrated, svcatID), tc.want)
+			if hers != nil {
+				assert.Assert(t, !f.hasIDClaim(hers, svcatID))
+			}
+		})
+	}
+}

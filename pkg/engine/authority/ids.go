@@ -602,7 +602,7 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 		done, _ = st.IDClaimsSwept(ctx, catalogNS)
 	}
 	if done {
-		return errors.Join(errs...)
+		return errors.Join(append(errs, auth.claimLoneMigrated(ctx, idx))...)
 	}
 	var uses []store.SpecIDUse
 	for _, w := range idx.Unclaimed() {
@@ -654,6 +654,40 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 		auth.cache.mu.Unlock()
 		if namespace == "" && idx != nil {
 			_ = st.MarkIDClaimsSwept(ctx, catalogNS)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// claimLoneMigrated makes, at every reconcile run once the cluster is swept, the id claims
+// of the records "migrate svcat" wrote without one (its claim failed: a fault, the run
+// killed between the record and its claim) for the spec ids bound to nothing that no
+// other record uses: such a record is settled and has no step of its own to make it,
+// and a tenant who names the id later would otherwise claim it first. An id another
+// record uses too is left to the first of their steps to claim (checkAdoptedID): the
+// pass takes no side. A tenant who writes the annotation on her own record gains
+// nothing her record's own step would not make.
+func (auth *Authority) claimLoneMigrated(ctx context.Context, idx *store.IDIndex) error {
+	var errs []error
+	st := auth.env().Store
+	for _, w := range idx.UnclaimedMigrated() {
+		uses, err := st.SpecIDsOf(ctx, w.Kind, w.Namespace, w.Name, w.UID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, u := range uses {
+			users, narrowed, err := auth.idUsers(ctx, u.Kind, u.Namespace, u.ID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if narrowed != nil || slices.ContainsFunc(users, func(o store.IDUser) bool { return o.UID != u.UID }) {
+				continue
+			}
+			if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
