@@ -2,11 +2,17 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
@@ -230,4 +236,36 @@ func TestIDClaimLate_ReconcileClaimsAMigratedRecordsLateClaim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A first pass that may not make a claim (a namespace being deleted refuses new
+// ConfigMaps) does not mark the cluster: a record without a claim there is one of an
+// earlier release, which keeps its precedence until its claim is made.
+func TestIDClaimLate_AFirstPassWithAClaimRefused_DoesNotMarkTheCluster(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	old := f.unclaimedProvisioned("team-b", "old", svcatID)
+	refuse := true
+	f.cluster.Core.PrependReactor("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if refuse && a.GetNamespace() == "team-b" && strings.HasPrefix(a.(clienttesting.CreateAction).GetObject().(metav1.Object).GetName(), "catalog-idclaim-") {
+			return true, nil, apierrors.NewForbidden(k8sschema.GroupResource{Resource: "configmaps"}, "", errors.New("namespace team-b is being terminated"))
+		}
+		return false, nil, nil
+	})
+
+	_, idx, err := f.st.ListPendingWithIDs(ctx, "")
+	assert.NilError(t, err)
+	assert.NilError(t, f.engine.SettleIDClaims(ctx, "", idx))
+	swept, err := f.st.IDClaimsSwept(ctx, f.engine.cfg.CatalogNamespace)
+	assert.NilError(t, err)
+	assert.Assert(t, !swept, "a claim was refused: the cluster is not marked")
+
+	refuse = false
+	_, idx, err = f.st.ListPendingWithIDs(ctx, "")
+	assert.NilError(t, err)
+	assert.NilError(t, f.engine.SettleIDClaims(ctx, "", idx))
+	assert.Assert(t, f.hasIDClaim(old, svcatID))
+	swept, err = f.st.IDClaimsSwept(ctx, f.engine.cfg.CatalogNamespace)
+	assert.NilError(t, err)
+	assert.Assert(t, swept)
 }
