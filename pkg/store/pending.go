@@ -255,7 +255,8 @@ type IDIndex struct {
 	// listed: the records the list held, with their namespaces.
 	listed map[types.UID]string
 	// migrated: the records the list held that "migrate svcat" wrote
-	// (AnnotationMigratedFrom).
+	// (AnnotationMigratedFrom), not being deleted (a record being deleted makes its
+	// own claims at its steps, and one released waits only for its claims to go).
 	migrated map[types.UID]bool
 	// claims: when each id claim the list held was made, by namespace and name.
 	claims map[types.NamespacedName]idClaim
@@ -318,7 +319,7 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 		return
 	}
 	x.listed[m.UID] = m.Namespace
-	if m.Annotations[AnnotationMigratedFrom] != "" {
+	if m.Annotations[AnnotationMigratedFrom] != "" && m.DeletionTimestamp == nil {
 		if x.migrated == nil {
 			x.migrated = map[types.UID]bool{}
 		}

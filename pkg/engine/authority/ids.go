@@ -660,7 +660,7 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 }
 
 // claimLoneMigrated makes, at every reconcile run once the cluster is swept, the id claims
-// of the records "migrate svcat" wrote without one (its claim failed: a fault, the run
+// of the records "migrate svcat" wrote, not being deleted, without one (its claim failed: a fault, the run
 // killed between the record and its claim) for the spec ids bound to nothing that no
 // other record uses: such a record is settled and has no step of its own to make it,
 // and a tenant who names the id later would otherwise claim it first. An id another
