@@ -258,6 +258,8 @@ func (e instanceSteps) waitForBindings(ctx context.Context, inst *v1alpha1.Servi
 	if len(unreadable) > 0 {
 		msg += fmt.Sprintf("; binding record(s) %s carry the catalog's finalizer in a format this release cannot read (a newer release's, or an unreadable spec): they are marked for deletion, and the release that wrote them unbinds them (or, if they are junk, their finalizer is removed by hand)", strings.Join(unreadable, ", "))
 	}
+	// The unbinds send the instance's id only once it has its id claim.
+	e.auth.ClaimOwnID(ctx, v1alpha1.KindServiceInstance, inst, inst.Spec.ExternalID)
 	return e.blockedByBindings(ctx, inst, msg)
 }
 

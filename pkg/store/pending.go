@@ -269,6 +269,10 @@ type IDIndex struct {
 	more  map[idKey][]idUser
 	// listed: the records the list held, with their namespaces.
 	listed map[types.UID]string
+	// migrated: the records the list held that "migrate svcat" wrote
+	// (AnnotationMigratedFrom), not being deleted (a record being deleted makes its
+	// own claims at its steps, and one released waits only for its claims to go).
+	migrated map[types.UID]bool
 	// claims: when each id claim the list held was made, by namespace and name.
 	claims map[types.NamespacedName]idClaim
 	// indexed counts the id labels kept of each namespace's records; incomplete holds
@@ -330,6 +334,12 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 		return
 	}
 	x.listed[m.UID] = m.Namespace
+	if m.Annotations[AnnotationMigratedFrom] != "" && m.DeletionTimestamp == nil {
+		if x.migrated == nil {
+			x.migrated = map[types.UID]bool{}
+		}
+		x.migrated[m.UID] = true
+	}
 	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
 	for k, v := range m.Labels {
 		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
@@ -432,6 +442,18 @@ func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (cla
 	}
 	c, claimed := x.claims[types.NamespacedName{Namespace: namespace, Name: IDClaimName(kind, uid, id)}]
 	return claimed, c.held, true
+}
+
+// UnclaimedMigrated is Unclaimed, of the records "migrate svcat" wrote
+// (AnnotationMigratedFrom): one whose id claim failed when it was written.
+func (x *IDIndex) UnclaimedMigrated() []WorkItem {
+	var out []WorkItem
+	for _, w := range x.Unclaimed() {
+		if x.migrated[w.UID] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Unclaimed is the instances and bindings the list held that carry an OSB id label and

@@ -234,7 +234,12 @@ func (auth *Authority) VetBindingCall(ctx context.Context, b *v1alpha1.ServiceBi
 	bindingID := ahead.Start(ctx, func() (struct{}, error) {
 		return struct{}{}, auth.CheckID(ctx, v1alpha1.KindServiceBinding, b, op.BindingID)
 	})
-	if err := auth.CheckTargetID(ctx, v1alpha1.KindServiceInstance, t.TargetInstance(), op.InstanceID); err != nil {
+	checkTarget := auth.CheckTargetID
+	if !bind && op.Type != v1alpha1.OperationBind {
+		// An unbind (or its poll) needs no id claim of the instance's.
+		checkTarget = auth.CheckUnbindTargetID
+	}
+	if err := checkTarget(ctx, v1alpha1.KindServiceInstance, t.TargetInstance(), op.InstanceID); err != nil {
 		return err
 	}
 	if _, err := bindingID.Wait(); err != nil {

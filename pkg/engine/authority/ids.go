@@ -40,6 +40,40 @@ func (auth *Authority) CheckTargetID(ctx context.Context, kind string, rec IDOwn
 }
 
 func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id string, mayClaim bool) error {
+	return auth.checkIDAs(ctx, kind, rec, id, claimModeOf(mayClaim))
+}
+
+// claimMode is what a check of an OSB id bound to nothing does about the record's id
+// claim: make it (claimOwn), refuse without one (needClaim), or neither (unclaimedOK:
+// an unbind, which only takes away a binding, under an instance whose claim cannot be
+// made, in a namespace being deleted).
+type claimMode int
+
+const (
+	claimOwn claimMode = iota
+	needClaim
+	unclaimedOK
+)
+
+func claimModeOf(mayClaim bool) claimMode {
+	if mayClaim {
+		return claimOwn
+	}
+	return needClaim
+}
+
+// CheckUnbindTargetID is CheckTargetID for an unbind's instance id: an instance without
+// an id claim is refused only when another record that uses the id adopted it first (a
+// claim, or, among records without one, an older record). An unbind takes away the
+// binding, whose own id is checked as always (CheckID), and gives nobody anything; an
+// instance being deleted in a namespace being deleted, which refuses every new
+// ConfigMap, can make no claim, and its bindings would otherwise never be unbound nor
+// the instance deprovisioned.
+func (auth *Authority) CheckUnbindTargetID(ctx context.Context, kind string, rec IDOwner, id string) error {
+	return auth.checkIDAs(ctx, kind, rec, id, unclaimedOK)
+}
+
+func (auth *Authority) checkIDAs(ctx context.Context, kind string, rec IDOwner, id string, mode claimMode) error {
 	if err := auth.CheckOwnIDIn(ctx, kind, rec, id); err != nil {
 		return err
 	}
@@ -52,13 +86,13 @@ func (auth *Authority) checkID(ctx context.Context, kind string, rec IDOwner, id
 		return nil
 	}
 	if !v1alpha1.IsBoundID(id) {
-		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
+		return auth.checkAdoptedID(ctx, kind, rec, id, mode)
 	}
 	if moved, err := auth.movedID(ctx, rec, id); err != nil || moved {
 		if err != nil {
 			return err
 		}
-		return auth.checkAdoptedID(ctx, kind, rec, id, mayClaim)
+		return auth.checkAdoptedID(ctx, kind, rec, id, mode)
 	}
 	created := rec.GetCreationTimestamp()
 	older := func(users []store.IDUser) *store.IDUser {
@@ -336,7 +370,7 @@ func CheckOwnID(kind string, rec IDOwner, id string) error {
 // first by whoever calls first would otherwise take the id from them. Among records
 // without one (a user who may not create ConfigMaps in an older record's namespace
 // leaves its claim to reconcile), the older record keeps the id.
-func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string, mayClaim bool) error {
+func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOwner, id string, mode claimMode) error {
 	self := store.IDUser{Namespace: rec.GetNamespace(), Name: rec.GetName(), UID: rec.GetUID(), Created: rec.GetCreationTimestamp()}
 	find := func(users []store.IDUser) (store.IDUser, bool) {
 		if i := slices.IndexFunc(users, func(u store.IDUser) bool { return u.UID == self.UID }); i >= 0 {
@@ -366,14 +400,18 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 	}
 	if u, claimed := find(users); claimed {
 		self.Adopted, self.AdoptedVersion = u.Adopted, u.AdoptedVersion
-	} else if !mayClaim {
+	} else if mode == unclaimedOK {
+		// No claim made, none needed: the records that adopted the id first refuse it.
+	} else if mode == needClaim {
 		what := kindWord(kind)
 		return Refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s of %s %q in namespace %q: its spec names the id, bound to nothing, and it has no id claim for it yet, so nothing shows it adopted the id before another record (a status saying it is provisioned proves nothing); the %s's own next step, or reconcile, makes its claim after those of older records that use the id",
 			id, what, rec.GetName(), rec.GetNamespace(), what)
 	} else {
-		claimed, older, err := auth.claimOlderUsers(ctx, kind, self, id, users)
-		if err != nil {
-			return err
+		var claimed, older bool
+		if !auth.claimsSwept(ctx) {
+			if claimed, older, err = auth.claimOlderUsers(ctx, kind, self, id, users); err != nil {
+				return err
+			}
 		}
 		if !older {
 			var t metav1.Time
@@ -431,6 +469,39 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		auth.NoteOwnID(kind, rec, id)
 	}
 	return nil
+}
+
+// claimsSwept reports whether reconcile's first pass claimed the spec ids of every record
+// of the cluster (store.IDClaimsMarker, in the catalog namespace, which tenants do not
+// write). From then on a record that uses an id bound to nothing without a claim is not
+// one of an earlier release that used it all along: its writer could not make its claim
+// (a migration, an apply or a provision --external-id interrupted between the record and
+// its claim), or its spec was rewritten since to name the id, and its creationTimestamp
+// says nothing about when it took the id. checkAdoptedID then claims no older record
+// before rec (claimOlderUsers): the first claim made keeps the id. A marker that cannot
+// be read counts as absent.
+func (auth *Authority) claimsSwept(ctx context.Context) bool {
+	auth.cache.mu.Lock()
+	done := auth.cache.swept[""]
+	auth.cache.mu.Unlock()
+	if done {
+		return true
+	}
+	env := auth.env()
+	if env.CatalogNamespace == "" {
+		return false
+	}
+	swept, err := env.Store.IDClaimsSwept(ctx, env.CatalogNamespace)
+	if err != nil || !swept {
+		return false
+	}
+	auth.cache.mu.Lock()
+	if auth.cache.swept == nil {
+		auth.cache.swept = map[string]bool{}
+	}
+	auth.cache.swept[""] = true
+	auth.cache.mu.Unlock()
+	return true
 }
 
 // compareAdoption orders records that use an OSB id bound to nothing by when they
@@ -531,7 +602,7 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 		done, _ = st.IDClaimsSwept(ctx, catalogNS)
 	}
 	if done {
-		return errors.Join(errs...)
+		return errors.Join(append(errs, auth.claimLoneMigrated(ctx, idx))...)
 	}
 	var uses []store.SpecIDUse
 	for _, w := range idx.Unclaimed() {
@@ -543,6 +614,10 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 		uses = append(uses, u...)
 	}
 	slices.SortStableFunc(uses, func(a, b store.SpecIDUse) int { c, _ := compareAdoption(a.IDUser, b.IDUser); return c })
+	// left: a claim could not be made (a namespace being deleted, a claim refused); the
+	// cluster is not marked done, since a record without a claim then counts as one
+	// of an earlier release no longer (claimsSwept).
+	left := false
 	for _, u := range uses {
 		// Older records of any namespace that use the id without a claim get theirs
 		// first, as before a record's first call (checkAdoptedID).
@@ -552,6 +627,7 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 			continue
 		}
 		if narrowed != nil {
+			left = true
 			continue // left to the record's own step, which leaves it to a reconcile that sees every namespace
 		}
 		_, older, err := auth.claimOlderUsers(ctx, u.Kind, u.IDUser, u.ID, users)
@@ -560,13 +636,16 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 			continue
 		}
 		if older {
+			left = true
 			continue
 		}
-		if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
+		_, _, err = st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID)
+		left = left || store.IsForbidden(err)
+		if err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
+	if len(errs) == 0 && !left {
 		auth.cache.mu.Lock()
 		if auth.cache.swept == nil {
 			auth.cache.swept = map[string]bool{}
@@ -575,6 +654,40 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 		auth.cache.mu.Unlock()
 		if namespace == "" && idx != nil {
 			_ = st.MarkIDClaimsSwept(ctx, catalogNS)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// claimLoneMigrated makes, at every reconcile run once the cluster is swept, the id claims
+// of the records "migrate svcat" wrote, not being deleted, without one (its claim failed: a fault, the run
+// killed between the record and its claim) for the spec ids bound to nothing that no
+// other record uses: such a record is settled and has no step of its own to make it,
+// and a tenant who names the id later would otherwise claim it first. An id another
+// record uses too is left to the first of their steps to claim (checkAdoptedID): the
+// pass takes no side. A tenant who writes the annotation on her own record gains
+// nothing her record's own step would not make.
+func (auth *Authority) claimLoneMigrated(ctx context.Context, idx *store.IDIndex) error {
+	var errs []error
+	st := auth.env().Store
+	for _, w := range idx.UnclaimedMigrated() {
+		uses, err := st.SpecIDsOf(ctx, w.Kind, w.Namespace, w.Name, w.UID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, u := range uses {
+			users, narrowed, err := auth.idUsers(ctx, u.Kind, u.Namespace, u.ID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if narrowed != nil || slices.ContainsFunc(users, func(o store.IDUser) bool { return o.UID != u.UID }) {
+				continue
+			}
+			if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -621,6 +734,20 @@ func (auth *Authority) ClaimRecordSpecIDs(ctx context.Context, rec v1alpha1.Reco
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ClaimOwnID makes rec's id claim for OSB id, bound to nothing and named by rec's spec,
+// as the check before a call of rec's does (CheckID, with the claims of older records
+// it makes first), at a step that sends no call under the id yet: an instance being
+// deleted that waits for its bindings, whose unbinds send the instance's id only once
+// the instance has its claim (CheckTargetID). Without it neither would ever be sent,
+// and the first other record to claim the id would take it. A refusal (another record
+// adopted the id first) or an error is left to the check of the call itself.
+func (auth *Authority) ClaimOwnID(ctx context.Context, kind string, rec IDOwner, id string) {
+	if id == "" || v1alpha1.IsBoundID(id) || !rec.OwnsExternalID(id) {
+		return
+	}
+	_ = auth.checkAdoptedID(ctx, kind, rec, id, claimOwn)
 }
 
 // IDFree refuses an OSB id that a record other than namespace/name uses.
