@@ -100,6 +100,10 @@ type moveState struct {
 	// contextDone are the request ids of the context updates answered as done, by
 	// instance id.
 	contextDone map[string][]string
+	// handedNew are the credentials the broker last handed a process of the new cluster
+	// for a binding id (by GET binding or a bind): the new cluster's Secret holds them,
+	// the old cluster's what the broker handed the old one.
+	handedNew map[string]map[string]any
 	// working: the processes applying an export or releasing now.
 	applying, releasing map[*proc]bool
 	// finishOnly: the apply run again at quiescence touches only the records an
@@ -117,6 +121,7 @@ func (w *world) setupMove() {
 	m.exportedData, m.everExported, m.moved, m.withdrawn = map[string]map[string][]byte{}, map[string]bool{}, map[string]string{}, map[string]bool{}
 	m.released, m.releasedKeys, m.contextDone = map[string]bool{}, map[string]bool{}, map[string][]string{}
 	m.applying, m.releasing = map[*proc]bool{}, map[*proc]bool{}
+	m.handedNew = map[string]map[string]any{}
 	m.retrievable, m.contexts = w.rng.IntN(2) == 0, w.rng.IntN(4) > 0
 	bindRetrievable := w.rates.asyncBind || w.rng.IntN(2) == 0
 	ctx := context.Background()
@@ -947,6 +952,22 @@ func (w *world) newSettled() bool {
 	return true
 }
 
+// handedToNew notes the credentials the broker handed a process of the new cluster for
+// binding id, and reports whether it did: the two clusters' Secrets of one moved id hold
+// what each was handed (a rogue answer to the mover's GET binding is no credential the
+// old cluster was given).
+func (w *world) handedToNew(id string, creds map[string]any) bool {
+	p := w.current()
+	if !w.move.on || p == nil || !p.onNew() {
+		return false
+	}
+	if creds == nil {
+		creds = map[string]any{}
+	}
+	w.move.handedNew[id] = creds
+	return true
+}
+
 // checkMoved is the check of the move world at quiescence.
 func (w *world) checkMoved(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding) {
 	if !w.move.on {
@@ -1002,13 +1023,11 @@ func (w *world) checkMoved(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.
 			continue
 		}
 		creds := h.Credentials
-		if t := w.book.ids[b.BindingID]; t != nil {
-			if t.unheldSuccess {
-				continue
-			}
-			if t.handed != nil {
-				creds = t.handed
-			}
+		if t := w.book.ids[b.BindingID]; t != nil && t.unheldSuccess {
+			continue
+		}
+		if handed, ok := w.move.handedNew[b.BindingID]; ok {
+			creds = handed
 		}
 		s, err := w.move.cluster.Core.CoreV1().Secrets(x.Namespace).Get(context.Background(), x.Spec.SecretName, metav1.GetOptions{})
 		if err != nil {
