@@ -100,6 +100,16 @@ type moveState struct {
 	// contextDone are the request ids of the context updates answered as done, by
 	// instance id.
 	contextDone map[string][]string
+	// confirmEng is an engine of the new cluster, reading as the user releasing does
+	// there ("release --confirm-with-kubeconfig").
+	confirmEng *engine.Engine
+	// appliedI and appliedB are the manifests the mover applied at least once, by name
+	// (the last one applied of each), appliedData their Secrets: at quiescence the
+	// mover applies again what an interrupted apply left unfinished, from the file it
+	// was in.
+	appliedI    map[string]*v1alpha1.ServiceInstance
+	appliedB    map[string]*v1alpha1.ServiceBinding
+	appliedData map[string]map[string][]byte
 	// handedNew are the credentials the broker last handed a process of the new cluster
 	// for a binding id (by GET binding or a bind): the new cluster's Secret holds them,
 	// the old cluster's what the broker handed the old one.
@@ -122,6 +132,7 @@ func (w *world) setupMove() {
 	m.released, m.releasedKeys, m.contextDone = map[string]bool{}, map[string]bool{}, map[string][]string{}
 	m.applying, m.releasing = map[*proc]bool{}, map[*proc]bool{}
 	m.handedNew = map[string]map[string]any{}
+	m.appliedI, m.appliedB, m.appliedData = map[string]*v1alpha1.ServiceInstance{}, map[string]*v1alpha1.ServiceBinding{}, map[string]map[string][]byte{}
 	m.retrievable, m.contexts = w.rng.IntN(2) == 0, w.rng.IntN(4) > 0
 	bindRetrievable := w.rates.asyncBind || w.rng.IntN(2) == 0
 	ctx := context.Background()
@@ -136,6 +147,9 @@ func (w *world) setupMove() {
 	m.cluster = storetest.NewCluster()
 	m.cluster.SetClock(func() time.Time { return w.t })
 	m.checker = m.cluster.Store(store.WithClock(func() time.Time { return w.t }))
+	m.confirmEng = enginetest.New(m.checker, nil, func(c *engine.Config) {
+		c.Platform, c.Now = engine.StaticPlatform{Cluster: newClusterID}, func() time.Time { return w.t }
+	})
 	if _, err := m.cluster.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}, metav1.CreateOptions{}); err != nil {
 		panic(err)
 	}
@@ -569,7 +583,11 @@ func (w *world) export() {
 // apply is "kubectl catalog apply -f" of the last export on the new cluster: each
 // record not there yet is moved in; a refusal goes on with the next document.
 func (w *world) apply(p *proc) func(context.Context) error {
-	insts, binds, data := w.move.exported, w.move.exportedB, w.move.exportedData
+	return w.applyOf(p, w.move.exported, w.move.exportedB, w.move.exportedData)
+}
+
+// applyOf is "kubectl catalog apply -f" of a file with these manifests.
+func (w *world) applyOf(p *proc, insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding, data map[string]map[string][]byte) func(context.Context) error {
 	return func(ctx context.Context) error {
 		w.move.applying[p] = true
 		defer delete(w.move.applying, p)
@@ -581,6 +599,7 @@ func (w *world) apply(p *proc) func(context.Context) error {
 					continue
 				}
 			}
+			w.move.appliedI[x.Name] = x
 			res, err := p.eng.MoveInInstance(ctx, engine.MoveInInstanceRequest{
 				Namespace: x.Namespace, Name: x.Name, Class: "db", Plan: x.Spec.PlanExternalName, ExternalID: x.CurrentExternalID(), From: from,
 				Follow: engine.Follow{Wait: w.rng.IntN(2) == 0},
@@ -596,6 +615,7 @@ func (w *world) apply(p *proc) func(context.Context) error {
 					continue
 				}
 			}
+			w.move.appliedB[x.Name], w.move.appliedData[x.Name] = x, data[x.Name]
 			res, err := p.eng.MoveInBinding(ctx, engine.MoveInBindingRequest{
 				Namespace: x.Namespace, Name: x.Name, Instance: x.Spec.InstanceName, SecretName: x.Spec.SecretName,
 				ExternalID: x.Status.Bound.BindingID, Credentials: data[x.Name], From: from,
@@ -644,6 +664,10 @@ func (c confirmer) Confirm(ctx context.Context, kind, namespace, name, id, from 
 		return fmt.Errorf("the new cluster's record was not moved in from %s", from)
 	case x.GetDeletionTimestamp() != nil || !made || st.InFlight != nil || st.Retry != nil:
 		return fmt.Errorf("the new cluster's record is not settled yet (%s)", st.Phase)
+	}
+	if c.id == newClusterID {
+		// As "release" does, with an engine of that cluster.
+		return c.w.move.confirmEng.CheckMoveInFinished(ctx, kind, namespace, name)
 	}
 	return nil
 }
@@ -833,9 +857,16 @@ func (w *world) quiesceMove() {
 		w.move.final = true
 		// An apply that failed is run again by its user: what an interrupted apply left
 		// unfinished is finished.
-		if len(w.move.exported) > 0 {
+		if len(w.move.appliedI)+len(w.move.appliedB) > 0 {
 			w.move.finishOnly = true
-			w.runToEnd(byName(moverName), "apply -f export again (quiescence: finishes what an interrupted apply left)", w.apply(byName(moverName)))
+			insts, binds := make([]*v1alpha1.ServiceInstance, 0, len(w.move.appliedI)), make([]*v1alpha1.ServiceBinding, 0, len(w.move.appliedB))
+			for _, name := range sortedKeys(w.move.appliedI) {
+				insts = append(insts, w.move.appliedI[name])
+			}
+			for _, name := range sortedKeys(w.move.appliedB) {
+				binds = append(binds, w.move.appliedB[name])
+			}
+			w.runToEnd(byName(moverName), "apply -f of each export applied, again (quiescence: finishes what an interrupted apply left)", w.applyOf(byName(moverName), insts, binds, w.move.appliedData))
 			w.move.finishOnly = false
 		}
 		w.noteReleased()
