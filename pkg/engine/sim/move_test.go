@@ -593,7 +593,12 @@ func (w *world) applyOf(p *proc, insts []*v1alpha1.ServiceInstance, binds []*v1a
 		defer delete(w.move.applying, p)
 		from := enginetest.Cluster
 		for _, x := range insts {
-			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] || w.move.finishOnly {
+			// A manifest whose id was released is spent: the new cluster owns the id and
+			// may have deprovisioned it since; its user applies it no more (applied again,
+			// an id the broker cannot be asked about is taken on her word, moving.md's
+			// limit). Only an unfinished record of it is finished.
+			spent := w.releasedID(x.CurrentExternalID())
+			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] || w.move.finishOnly || spent {
 				// As apply's plan: a record an interrupted apply left unfinished is finished.
 				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceInstance, x.Namespace, x.Name); len(missing) == 0 || w.move.withdrawn[x.Name] {
 					continue
@@ -610,7 +615,8 @@ func (w *world) applyOf(p *proc, insts []*v1alpha1.ServiceInstance, binds []*v1a
 			}
 		}
 		for _, x := range binds {
-			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil || w.move.finishOnly {
+			spent := w.releasedID(x.Status.Bound.BindingID)
+			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil || w.move.finishOnly || spent {
 				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceBinding, x.Namespace, x.Name); len(missing) == 0 {
 					continue
 				}
