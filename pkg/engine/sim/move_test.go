@@ -1060,7 +1060,10 @@ func (w *world) checkMoved(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.
 			continue
 		}
 		creds := h.Credentials
-		if t := w.book.ids[b.BindingID]; t != nil && t.unheldSuccess {
+		if t := w.book.ids[b.BindingID]; t != nil && (t.unheldSuccess || t.rogue) {
+			// (Answers off the spec, a GET binding's among them, may disagree with what
+			// the broker keeps: a Secret an interrupted apply wrote from a rogue answer
+			// is adopted as it is when applied again, whatever a later answer says.)
 			continue
 		}
 		if handed, ok := w.move.handedNew[b.BindingID]; ok {
