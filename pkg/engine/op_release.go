@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -126,6 +127,23 @@ func (e *Engine) ReleaseMoved(ctx context.Context, req ReleaseRequest) (ReleaseR
 		}
 	}
 	return res, nil
+}
+
+// CheckMoveInFinished, run by an engine of the cluster the records were moved to (the
+// ReleaseConfirmer's, with the user's rights there), refuses a record of kind
+// namespace/name there that an interrupted apply left unfinished (UnfinishedMoveIn: its
+// id claim not made, or a binding's Secret still owned by its instance's record). Released
+// then, nothing would finish it but applying the export again, and until then a bind of
+// the binding there (a rotation) cannot write its own Secret and fails for good.
+func (e *Engine) CheckMoveInFinished(ctx context.Context, kind, namespace, name string) error {
+	missing, err := e.UnfinishedMoveIn(ctx, kind, namespace, name)
+	if err != nil {
+		return fmt.Errorf("whether its move in there is finished could not be read: %w", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the apply that moved it in there was interrupted before %s: apply the export there again (\"kubectl catalog apply -f\" with the same file), then release again", strings.Join(missing, " and "))
+	}
+	return nil
 }
 
 // releasable reads the instances to release and their bindings of the namespace, and

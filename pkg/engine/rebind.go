@@ -132,7 +132,8 @@ func rebindDue(inst *v1alpha1.ServiceInstance) bool {
 // namespace whose grant was withdrawn is being revoked, not rotated), bound, and not
 // being deleted.
 func rebindCandidate(inst *v1alpha1.ServiceInstance, b *v1alpha1.ServiceBinding) bool {
-	if b.DeletionTimestamp != nil || b.Status.Bound == nil || b.Status.Bound.BindingID == "" {
+	if b.DeletionTimestamp != nil || b.Status.Bound == nil || b.Status.Bound.BindingID == "" || released(b) {
+		// (Released to another cluster, op_release.go: its id is that cluster's.)
 		return false
 	}
 	if ns, name := b.InstanceRef(); ns != inst.Namespace || name != inst.Name {
@@ -157,7 +158,7 @@ const (
 // rotationOf says where b's rotation away from id "from" stands (cur names the binding
 // the rebind rotates).
 func rotationOf(b *v1alpha1.ServiceBinding, cur *v1alpha1.RebindTarget) rotation {
-	if b == nil || string(b.UID) != cur.UID || b.DeletionTimestamp != nil {
+	if b == nil || string(b.UID) != cur.UID || b.DeletionTimestamp != nil || released(b) {
 		return rotationGone
 	}
 	st := b.Status
@@ -292,7 +293,7 @@ var errRebindMoved = errors.New("the binding moved on since it was read")
 // written then).
 func (e instanceSteps) startRebindRotation(ctx context.Context, cur *v1alpha1.RebindTarget) (moved *v1alpha1.ServiceBinding, err error) {
 	b, err := e.cfg.Store.Bindings().UpdateWithRetry(ctx, cur.Namespace, cur.Name, func(b *v1alpha1.ServiceBinding) error {
-		if string(b.UID) != cur.UID || b.DeletionTimestamp != nil || b.Status.InFlight != nil ||
+		if string(b.UID) != cur.UID || b.DeletionTimestamp != nil || b.Status.InFlight != nil || released(b) ||
 			b.CurrentExternalID() != cur.FromID || b.Status.Bound == nil || b.Status.Bound.BindingID != cur.FromID {
 			moved = b.DeepCopy()
 			return errRebindMoved

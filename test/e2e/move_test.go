@@ -238,6 +238,12 @@ func TestMove_NamespaceToAnotherCluster_BrokerSeesNoCreateNoDelete(t *testing.T)
 	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: store.ConfigMapName(v1alpha1.KindServiceInstance, "db"), UID: dbRec.UID, Controller: &yes}}
 	_, err = newAdmin.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{})
 	assert.NilError(t, err)
+	// Not released while so: nothing but applying again would finish it.
+	r = old("release", "db", "cache", "--confirm-with-kubeconfig", newKubeconfig)
+	assert.Equal(t, r.ExitCode, 1, r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "interrupted before the Secret"), r.Stderr)
+	assert.Assert(t, is.Contains(r.Stderr, "apply the export there again"), r.Stderr)
+	getInstance(t, oldSt, ns, "db")
 	b.ClearRequests()
 	r = onNew("apply", "-f", file, "--moved-from-kubeconfig", oldKubeconfig)
 	ok(r)

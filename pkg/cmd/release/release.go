@@ -29,8 +29,9 @@ var releaseLong = cmdutil.LongDesc(`
 	The other cluster must confirm it: --confirm-with-kubeconfig (and
 	--confirm-context) name it, and for every record released it must hold a
 	settled record of the same namespace and name under the same OSB id,
-	moved in from this cluster. Otherwise nothing is released. A record with
-	work under way here is refused too.
+	moved in from this cluster, its move in finished (an apply interrupted
+	there is applied again first). Otherwise nothing is released. A record
+	with work under way here is refused too.
 
 	Each record is first marked released (the write-ahead); from then on no
 	deprovision or unbind here, by a command, by reconcile or by the
@@ -114,7 +115,11 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 		if err != nil {
 			return fmt.Errorf("the cluster to confirm with (--confirm-with-kubeconfig %s): %w", o.ConfirmKubeconfig, err)
 		}
-		o.Confirm = &otherCluster{f: other, reader: r}
+		oe, err := other.Engine(cmdutil.EngineOptions{})
+		if err != nil {
+			return fmt.Errorf("the cluster to confirm with (--confirm-with-kubeconfig %s): %w", o.ConfirmKubeconfig, err)
+		}
+		o.Confirm = &otherCluster{f: other, reader: r, eng: oe.Engine}
 	}
 	return nil
 }
@@ -143,6 +148,8 @@ func (o *Options) Run(ctx context.Context) error {
 type otherCluster struct {
 	f      *cmdutil.Factory
 	reader *records.Reader
+	// eng reads there whether each record's move in is finished.
+	eng *engine.Engine
 }
 
 // ClusterID reads the other cluster's id; it never creates one.
@@ -166,7 +173,8 @@ func (c *otherCluster) ClusterID(ctx context.Context) (string, error) {
 }
 
 // Confirm checks that the other cluster holds, settled, the record of kind namespace/name
-// under OSB id id, moved in from cluster from.
+// under OSB id id, moved in from cluster from, its move in finished (an interrupted
+// apply's record is not: engine.CheckMoveInFinished).
 func (c *otherCluster) Confirm(ctx context.Context, kind, namespace, name, id, from string) error {
 	var x interface {
 		v1alpha1.Record
@@ -197,7 +205,7 @@ func (c *otherCluster) Confirm(ctx context.Context, kind, namespace, name, id, f
 	case x.GetDeletionTimestamp() != nil || !made || st.InFlight != nil || st.Retry != nil:
 		return fmt.Errorf("the new cluster's record is not settled yet (%s): wait for it there (\"kubectl catalog wait\"), then release again", st.Phase)
 	}
-	return nil
+	return c.eng.CheckMoveInFinished(ctx, kind, namespace, name)
 }
 
 func confirmError(err error, kind, namespace, name string) error {

@@ -100,6 +100,20 @@ type moveState struct {
 	// contextDone are the request ids of the context updates answered as done, by
 	// instance id.
 	contextDone map[string][]string
+	// confirmEng is an engine of the new cluster, reading as the user releasing does
+	// there ("release --confirm-with-kubeconfig").
+	confirmEng *engine.Engine
+	// appliedI and appliedB are the manifests the mover applied at least once, by name
+	// (the last one applied of each), appliedData their Secrets: at quiescence the
+	// mover applies again what an interrupted apply left unfinished, from the file it
+	// was in.
+	appliedI    map[string]*v1alpha1.ServiceInstance
+	appliedB    map[string]*v1alpha1.ServiceBinding
+	appliedData map[string]map[string][]byte
+	// handedNew are the credentials the broker last handed a process of the new cluster
+	// for a binding id (by GET binding or a bind): the new cluster's Secret holds them,
+	// the old cluster's what the broker handed the old one.
+	handedNew map[string]map[string]any
 	// working: the processes applying an export or releasing now.
 	applying, releasing map[*proc]bool
 	// finishOnly: the apply run again at quiescence touches only the records an
@@ -117,6 +131,8 @@ func (w *world) setupMove() {
 	m.exportedData, m.everExported, m.moved, m.withdrawn = map[string]map[string][]byte{}, map[string]bool{}, map[string]string{}, map[string]bool{}
 	m.released, m.releasedKeys, m.contextDone = map[string]bool{}, map[string]bool{}, map[string][]string{}
 	m.applying, m.releasing = map[*proc]bool{}, map[*proc]bool{}
+	m.handedNew = map[string]map[string]any{}
+	m.appliedI, m.appliedB, m.appliedData = map[string]*v1alpha1.ServiceInstance{}, map[string]*v1alpha1.ServiceBinding{}, map[string]map[string][]byte{}
 	m.retrievable, m.contexts = w.rng.IntN(2) == 0, w.rng.IntN(4) > 0
 	bindRetrievable := w.rates.asyncBind || w.rng.IntN(2) == 0
 	ctx := context.Background()
@@ -131,6 +147,9 @@ func (w *world) setupMove() {
 	m.cluster = storetest.NewCluster()
 	m.cluster.SetClock(func() time.Time { return w.t })
 	m.checker = m.cluster.Store(store.WithClock(func() time.Time { return w.t }))
+	m.confirmEng = enginetest.New(m.checker, nil, func(c *engine.Config) {
+		c.Platform, c.Now = engine.StaticPlatform{Cluster: newClusterID}, func() time.Time { return w.t }
+	})
 	if _, err := m.cluster.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}, metav1.CreateOptions{}); err != nil {
 		panic(err)
 	}
@@ -564,18 +583,28 @@ func (w *world) export() {
 // apply is "kubectl catalog apply -f" of the last export on the new cluster: each
 // record not there yet is moved in; a refusal goes on with the next document.
 func (w *world) apply(p *proc) func(context.Context) error {
-	insts, binds, data := w.move.exported, w.move.exportedB, w.move.exportedData
+	return w.applyOf(p, w.move.exported, w.move.exportedB, w.move.exportedData)
+}
+
+// applyOf is "kubectl catalog apply -f" of a file with these manifests.
+func (w *world) applyOf(p *proc, insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding, data map[string]map[string][]byte) func(context.Context) error {
 	return func(ctx context.Context) error {
 		w.move.applying[p] = true
 		defer delete(w.move.applying, p)
 		from := enginetest.Cluster
 		for _, x := range insts {
-			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] || w.move.finishOnly {
+			// A manifest whose id was released is spent: the new cluster owns the id and
+			// may have deprovisioned it since; its user applies it no more (applied again,
+			// an id the broker cannot be asked about is taken on her word, moving.md's
+			// limit). Only an unfinished record of it is finished.
+			spent := w.releasedID(x.CurrentExternalID())
+			if _, err := p.st.Instances().Get(ctx, x.Namespace, x.Name); err == nil || w.move.withdrawn[x.Name] || w.move.finishOnly || spent {
 				// As apply's plan: a record an interrupted apply left unfinished is finished.
 				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceInstance, x.Namespace, x.Name); len(missing) == 0 || w.move.withdrawn[x.Name] {
 					continue
 				}
 			}
+			w.move.appliedI[x.Name] = x
 			res, err := p.eng.MoveInInstance(ctx, engine.MoveInInstanceRequest{
 				Namespace: x.Namespace, Name: x.Name, Class: "db", Plan: x.Spec.PlanExternalName, ExternalID: x.CurrentExternalID(), From: from,
 				Follow: engine.Follow{Wait: w.rng.IntN(2) == 0},
@@ -586,11 +615,13 @@ func (w *world) apply(p *proc) func(context.Context) error {
 			}
 		}
 		for _, x := range binds {
-			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil || w.move.finishOnly {
+			spent := w.releasedID(x.Status.Bound.BindingID)
+			if _, err := p.st.Bindings().Get(ctx, x.Namespace, x.Name); err == nil || w.move.finishOnly || spent {
 				if missing, _ := p.eng.UnfinishedMoveIn(ctx, v1alpha1.KindServiceBinding, x.Namespace, x.Name); len(missing) == 0 {
 					continue
 				}
 			}
+			w.move.appliedB[x.Name], w.move.appliedData[x.Name] = x, data[x.Name]
 			res, err := p.eng.MoveInBinding(ctx, engine.MoveInBindingRequest{
 				Namespace: x.Namespace, Name: x.Name, Instance: x.Spec.InstanceName, SecretName: x.Spec.SecretName,
 				ExternalID: x.Status.Bound.BindingID, Credentials: data[x.Name], From: from,
@@ -639,6 +670,10 @@ func (c confirmer) Confirm(ctx context.Context, kind, namespace, name, id, from 
 		return fmt.Errorf("the new cluster's record was not moved in from %s", from)
 	case x.GetDeletionTimestamp() != nil || !made || st.InFlight != nil || st.Retry != nil:
 		return fmt.Errorf("the new cluster's record is not settled yet (%s)", st.Phase)
+	}
+	if c.id == newClusterID {
+		// As "release" does, with an engine of that cluster.
+		return c.w.move.confirmEng.CheckMoveInFinished(ctx, kind, namespace, name)
 	}
 	return nil
 }
@@ -828,9 +863,16 @@ func (w *world) quiesceMove() {
 		w.move.final = true
 		// An apply that failed is run again by its user: what an interrupted apply left
 		// unfinished is finished.
-		if len(w.move.exported) > 0 {
+		if len(w.move.appliedI)+len(w.move.appliedB) > 0 {
 			w.move.finishOnly = true
-			w.runToEnd(byName(moverName), "apply -f export again (quiescence: finishes what an interrupted apply left)", w.apply(byName(moverName)))
+			insts, binds := make([]*v1alpha1.ServiceInstance, 0, len(w.move.appliedI)), make([]*v1alpha1.ServiceBinding, 0, len(w.move.appliedB))
+			for _, name := range sortedKeys(w.move.appliedI) {
+				insts = append(insts, w.move.appliedI[name])
+			}
+			for _, name := range sortedKeys(w.move.appliedB) {
+				binds = append(binds, w.move.appliedB[name])
+			}
+			w.runToEnd(byName(moverName), "apply -f of each export applied, again (quiescence: finishes what an interrupted apply left)", w.applyOf(byName(moverName), insts, binds, w.move.appliedData))
 			w.move.finishOnly = false
 		}
 		w.noteReleased()
@@ -947,6 +989,22 @@ func (w *world) newSettled() bool {
 	return true
 }
 
+// handedToNew notes the credentials the broker handed a process of the new cluster for
+// binding id, and reports whether it did: the two clusters' Secrets of one moved id hold
+// what each was handed (a rogue answer to the mover's GET binding is no credential the
+// old cluster was given).
+func (w *world) handedToNew(id string, creds map[string]any) bool {
+	p := w.current()
+	if !w.move.on || p == nil || !p.onNew() {
+		return false
+	}
+	if creds == nil {
+		creds = map[string]any{}
+	}
+	w.move.handedNew[id] = creds
+	return true
+}
+
 // checkMoved is the check of the move world at quiescence.
 func (w *world) checkMoved(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.ServiceBinding) {
 	if !w.move.on {
@@ -1002,13 +1060,14 @@ func (w *world) checkMoved(insts []*v1alpha1.ServiceInstance, binds []*v1alpha1.
 			continue
 		}
 		creds := h.Credentials
-		if t := w.book.ids[b.BindingID]; t != nil {
-			if t.unheldSuccess {
-				continue
-			}
-			if t.handed != nil {
-				creds = t.handed
-			}
+		if t := w.book.ids[b.BindingID]; t != nil && (t.unheldSuccess || t.rogue) {
+			// (Answers off the spec, a GET binding's among them, may disagree with what
+			// the broker keeps: a Secret an interrupted apply wrote from a rogue answer
+			// is adopted as it is when applied again, whatever a later answer says.)
+			continue
+		}
+		if handed, ok := w.move.handedNew[b.BindingID]; ok {
+			creds = handed
 		}
 		s, err := w.move.cluster.Core.CoreV1().Secrets(x.Namespace).Get(context.Background(), x.Spec.SecretName, metav1.GetOptions{})
 		if err != nil {

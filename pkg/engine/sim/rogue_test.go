@@ -470,9 +470,11 @@ func describeLastOperation(resp *osb.LastOperationResponse, err error) string {
 // handedOut records the credentials a caller was given for binding id, and adds their
 // password to what no ConfigMap may hold.
 func (w *world) handedOut(id string, creds map[string]any) {
-	w.book.track(id).handed = creds
-	if creds == nil {
-		w.book.track(id).handed = map[string]any{}
+	if !w.handedToNew(id, creds) { // (move_test.go: the new cluster keeps its own account)
+		w.book.track(id).handed = creds
+		if creds == nil {
+			w.book.track(id).handed = map[string]any{}
+		}
 	}
 	if p, ok := creds["password"].(string); ok && p != "" {
 		w.book.secrets = append(w.book.secrets, p)
