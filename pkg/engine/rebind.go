@@ -373,6 +373,14 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 		if len(blind) > 0 && !isReconcile(ctx) {
 			return e.rebindLeftToReconcile(inst, strings.Join(blind, ", ")), nil
 		}
+		if len(blind) > 0 {
+			// Reconcile was refused the list too (an admission refusal, a role being
+			// changed): the rebind never ends over bindings it did not see; it lists
+			// them again.
+			return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second),
+				Message: fmt.Sprintf("cannot list the bindings of namespace %q to rotate them (%s): the rebind goes on once they can be listed (reconcile needs to list ConfigMaps there)",
+					strings.Join(blind, ", "), rb.Reason)}, inst), nil
+		}
 		return e.endRebind(ctx, inst)
 	}
 	x := inst.DeepCopy()
