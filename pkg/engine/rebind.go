@@ -258,7 +258,11 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 			b = nil
 		}
 		if state = rotationOf(b, cur); state == rotationUnderWay {
-			if r.State == StateNeedsUser {
+			if r.State == StateNeedsUser || r.NeedsPerson {
+				// Stopped, or refused in a way only a person can lift (every place under
+				// the instance's limit taken, say): the binding keeps its old id and
+				// credentials, and its own rotation goes on once that changes; the rebind
+				// does not wait for a person.
 				state = rotationFailed
 			} else {
 				wait := max(r.RequeueAfter, e.cfg.PollInterval, time.Second)

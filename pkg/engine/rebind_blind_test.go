@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -14,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
 
@@ -93,4 +97,63 @@ func TestRebind_BindingsThatCouldNotBeListed_NeverEndTheRebind(t *testing.T) {
 			assert.Assert(t, is.Contains(c.Message, "dev/a, dev/b"))
 		})
 	}
+}
+
+// A rotation the rebind starts may be refused in a way only a person can lift: under
+// its instance's limit, a binding made after a place was kept takes a place like any
+// bind (authority.Reserve), and every place is taken. The rebind records that rotation
+// as failed (the binding keeps its old id and credentials; its own rotation goes on
+// once a place frees) and goes on, rather than wait for a person for ever. Found by the
+// simulation (-sim.rebind, seed 1241: "its rebind ... never ended: current ... app-1").
+func TestRebind_RotationRefusedAtTheLimit_IsRecordedAsFailedAndTheRebindEnds(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var n atomic.Int32
+	f.broker.OnBind(func(_ context.Context, req *osb.BindRequest) (*osb.BindResponse, error) {
+		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": fmt.Sprintf("pw-%d", n.Add(1))}}, nil
+	})
+	// A place kept from an earlier limit, before the bindings were made.
+	f.createBinding("kept", func(in *BindingIntent) { in.ExternalID = "osb-kept" })
+	kept := f.getBinding("kept")
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "kept", UID: string(kept.UID), ReservedAt: metav1.NewTime(f.now)}}
+	})
+	f.advance(time.Hour)
+	for _, name := range []string{"a", "b"} {
+		f.createBinding(name, func(in *BindingIntent) { in.ExternalID = "osb-" + name })
+		assert.Equal(t, f.driveBinding(name).State, StateSettled)
+		f.advance(time.Minute)
+	}
+	two := int32(2)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &two })
+
+	// The update settled; its rebind is due.
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Status.ObservedGeneration = i.Generation
+		i.Status.Rebind = &v1alpha1.RebindStatus{Generation: i.Generation, Reason: RebindOnce, AfterUpdate: true, RequestedAt: metav1.NewTime(f.now)}
+	})
+	var res Result
+	var err error
+	for range 30 {
+		if f.get("db").Status.Rebind == nil {
+			break
+		}
+		res, err = f.engine.StepInstance(ctx, f.get("db"))
+		assert.NilError(t, err)
+		f.advance(max(res.RequeueAfter, time.Second))
+	}
+
+	inst := f.get("db")
+	assert.Assert(t, inst.Status.Rebind == nil, "the rebind waits for ever: %s", res.Message)
+	c := meta.FindStatusCondition(inst.Status.Conditions, ConditionBindingsRebound)
+	assert.Assert(t, c != nil && c.Status == metav1.ConditionFalse, "%+v", c)
+	assert.Assert(t, is.Contains(c.Message, "rotation failed, old credentials kept: dev/a, dev/b"))
+	for i, name := range []string{"a", "b"} {
+		b := f.getBinding(name)
+		assert.Equal(t, b.Status.Bound.BindingID, "osb-"+name)
+		assert.Equal(t, string(f.secretData(name)["password"]), fmt.Sprintf("pw-%d", i+1))
+		assert.Assert(t, is.Contains(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady).Message, "has reached its limit of 2 bindings"))
+	}
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodUnbind)), 0)
 }

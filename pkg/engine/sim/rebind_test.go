@@ -528,14 +528,14 @@ func (w *world) rebindBindingNamespace(id, ns string) string {
 }
 
 // waitsForAPlace reports a binding id the broker may hold whose record waits, its first
-// bind in flight, for a place under its instance's limit (a limit set, or lowered, after
+// bind (or its rotation's bind) in flight, for a place under its instance's limit (a limit set, or lowered, after
 // the bind was written ahead: waitsForAPerson): its credentials reach its Secret once a
 // place frees or the owner raises the limit, and deleting the binding unbinds the id.
 // Reached most often where rebinds rotate bindings under limits that change.
 func (w *world) waitsForAPlace(id string, binds []*v1alpha1.ServiceBinding) bool {
 	return slices.ContainsFunc(binds, func(b *v1alpha1.ServiceBinding) bool {
 		op := b.Status.InFlight
-		return op != nil && op.Type == v1alpha1.OperationBind && op.BindingID == id && b.Status.Bound == nil && w.waitsForAPerson(b)
+		return op != nil && op.Type == v1alpha1.OperationBind && op.BindingID == id && (b.Status.Bound == nil || b.Status.Bound.BindingID != id) && w.waitsForAPerson(b)
 	})
 }
 
