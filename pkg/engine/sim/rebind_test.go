@@ -549,8 +549,28 @@ func (w *world) rebindBindingNamespace(id, ns string) string {
 func (w *world) waitsForAPlace(id string, binds []*v1alpha1.ServiceBinding) bool {
 	return slices.ContainsFunc(binds, func(b *v1alpha1.ServiceBinding) bool {
 		op := b.Status.InFlight
-		return op != nil && op.Type == v1alpha1.OperationBind && op.BindingID == id && (b.Status.Bound == nil || b.Status.Bound.BindingID != id) && w.waitsForAPerson(b)
+		if op != nil && op.Type == v1alpha1.OperationBind && op.BindingID == id && (b.Status.Bound == nil || b.Status.Bound.BindingID != id) {
+			return w.waitsForAPerson(b)
+		}
+		return op == nil && b.Status.Bound == nil && slices.Contains(b.Status.ExternalIDs, id) && w.waitsForAPerson(b)
 	})
+}
+
+// waitsToBind reports a binding whose bind waits to be sent: a first bind or a
+// rotation's bind in flight (to be sent again), a rotation's bind not sent yet, or a
+// first bind to be sent again with nothing in flight and an id of an earlier attempt
+// kept.
+func waitsToBind(b *v1alpha1.ServiceBinding) bool {
+	if op := b.Status.InFlight; op != nil {
+		return op.Type == v1alpha1.OperationBind && (b.Status.Bound == nil || b.Status.Bound.BindingID != op.BindingID)
+	}
+	if b.Status.OrphanMitigation != nil {
+		return false
+	}
+	if bound := b.Status.Bound; bound != nil {
+		return bound.BindingID != b.CurrentExternalID() // a rotation's bind not sent yet
+	}
+	return len(b.Status.ExternalIDs) > 0
 }
 
 // rebindCallRecord is the record ("namespace/name") a bind or unbind of binding id is
