@@ -59,19 +59,18 @@ func resumeShown(x opRecord, phase v1alpha1.Phase, reason, msg string, now time.
 // deadline and it has passed (a request's context, derived from ctx, may report its end
 // a moment before ctx does); or a request refused to start so close to ctx's deadline
 // that it could not finish (client-go's rate limiter says "would exceed context
-// deadline", wrapping nothing); or err is a cancellation (only ctx is cancelled under
-// a step). Such an error is an interruption: nothing is recorded (interrupted). A
-// timeout of the request's own (a broker that does not answer within the client's
-// timeout) is a failure, recorded.
+// deadline", wrapping nothing). Such an error is an interruption: nothing is recorded
+// (interrupted). A timeout of the request's own (a broker that does not answer within
+// the client's timeout) is a failure, recorded; so is a cancellation while ctx is live
+// (a broker client or an API call that returns a Canceled error of its own): a
+// cancellation of ctx reaches ctx before any context derived from it, so ctx.Err()
+// already says so when it is the step's.
 func cutShort(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
 	if err == nil {
 		return nil
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
 	}
 	deadline, bounded := ctx.Deadline()
 	if !bounded {

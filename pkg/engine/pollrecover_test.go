@@ -248,7 +248,11 @@ func TestPoll_FailureFromTheStepsOwnDeadline_IsAnInterruption_NothingWritten(t *
 					return deadlinePassed{context.Background(), time.Now().Add(-time.Millisecond)}, func() {}
 				}},
 			{name: "read cancelled", readErr: cancelled, interrupted: true,
-				ctx: func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+				ctx: func() (context.Context, context.CancelFunc) {
+					ctx, cancel := context.WithCancel(context.Background())
+					cancel()
+					return ctx, cancel
+				}},
 			{name: "poll timed out at the deadline", interrupted: true,
 				callErr: &osb.TransportError{Method: "GET", Path: "/v2", Timeout: true, Err: context.DeadlineExceeded},
 				ctx: func() (context.Context, context.CancelFunc) {
@@ -306,6 +310,63 @@ func TestPoll_FailureFromTheStepsOwnDeadline_IsAnInterruption_NothingWritten(t *
 				if tc.readErr != nil {
 					assert.Equal(t, int(updates.Load()), 0, "record writes")
 				}
+			})
+		}
+	}
+}
+
+// A cancellation that is not the step's (a broker client or an API call that returns a
+// Canceled error of its own while the step's context is live) is a failure of the poll,
+// recorded like any other (a failure before the poll with a retry, a failed poll as
+// the poll's outcome); only the step's own context ending is an
+// interruption. The read before the poll and the poll itself, of an instance and a
+// binding, under a context with and without a deadline.
+func TestPoll_CancellationNotOfTheStepsContext_IsAFailure_Recorded(t *testing.T) {
+	cancelled := fmt.Errorf("reading broker %q: %w", brokerName, context.Canceled)
+	pollCancelled := &osb.TransportError{Method: "GET", Path: "/v2", Canceled: true, Err: context.Canceled}
+	for _, kind := range []struct {
+		name string
+		c    pollCase
+	}{{"instance", pollCases()[0]}, {"binding", pollCases()[4]}} { // provision, bind
+		for _, tc := range []struct {
+			name             string
+			readErr, callErr error
+			deadline         bool
+		}{
+			{name: "read cancelled, no deadline", readErr: cancelled},
+			{name: "read cancelled, well before the deadline", readErr: cancelled, deadline: true},
+			{name: "poll cancelled, no deadline", callErr: pollCancelled},
+			{name: "poll cancelled, well before the deadline", callErr: pollCancelled, deadline: true},
+		} {
+			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
+				r := newPollRig(t, kind.c)
+				f := r.f
+				if tc.readErr != nil {
+					f.engine.cfg.Brokers = failingBrokers{tc.readErr}
+				}
+				if tc.callErr != nil {
+					fail := func() (*osb.LastOperationResponse, error) { return nil, tc.callErr }
+					f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) { return fail() })
+					f.broker.OnBindingLastOperation(func(context.Context, *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
+						return fail()
+					})
+				}
+				r.toNextPoll()
+				before := r.record()
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if tc.deadline {
+					ctx, cancel = context.WithTimeout(ctx, time.Hour)
+				}
+				defer cancel()
+				_, err := r.step(ctx)
+				assert.NilError(t, err, "a cancellation not of the step's context was taken for an interruption")
+				after := r.record()
+				assert.Assert(t, after.GetResourceVersion() != before.GetResourceVersion(), "the failure was not recorded")
+				st := after.OpStatus()
+				if tc.readErr != nil {
+					assert.Assert(t, st.Retry != nil, "no retry recorded: %+v", st)
+				}
+				assert.Assert(t, st.InFlight != nil && st.InFlight.Type == kind.c.op, "the operation in flight was lost: %+v", st.InFlight)
 			})
 		}
 	}

@@ -259,7 +259,11 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 			b = nil
 		}
 		if state = rotationOf(b, cur); state == rotationUnderWay {
-			if r.State == StateNeedsUser {
+			if r.State == StateNeedsUser || r.NeedsPerson {
+				// Stopped, or refused in a way only a person can lift (every place under
+				// the instance's limit taken, say): the binding keeps its old id and
+				// credentials, and its own rotation goes on once that changes; the rebind
+				// does not wait for a person.
 				state = rotationFailed
 			} else {
 				wait := max(r.RequeueAfter, e.cfg.PollInterval, time.Second)
@@ -373,6 +377,14 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 		}
 		if len(blind) > 0 && !isReconcile(ctx) {
 			return e.rebindLeftToReconcile(inst, strings.Join(blind, ", ")), nil
+		}
+		if len(blind) > 0 {
+			// Reconcile was refused the list too (an admission refusal, a role being
+			// changed): the rebind never ends over bindings it did not see; it lists
+			// them again.
+			return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second),
+				Message: fmt.Sprintf("cannot list the bindings of namespace %q to rotate them (%s): the rebind goes on once they can be listed (reconcile needs to list ConfigMaps there)",
+					strings.Join(blind, ", "), rb.Reason)}, inst), nil
 		}
 		return e.endRebind(ctx, inst)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -298,12 +299,16 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 	if err == nil {
 		leftOut = shapeEnvData(b, data)
 		data = credentials.WithServiceBindingKeys(data, serviceBindingType(t), t.inst.Spec.BrokerName)
-		_, err = e.cfg.Store.WriteBindingSecret(ctx, b, data)
+		b, err = e.writeBoundSecret(ctx, b, data)
 		retriable = err != nil && !store.IsNotOwned(err)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(b, ctx.Err())
+		}
+		if errors.Is(err, errClaimNotKept) {
+			// Another driver took the record over: nothing of this answer is stored.
+			return interrupted(b, err)
 		}
 		msg := fmt.Sprintf("the credentials could not be written to Secret %q: %v", b.Spec.SecretName, err)
 		if isTemplateError(err) {

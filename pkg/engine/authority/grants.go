@@ -300,9 +300,10 @@ func placesTaken(inst *v1alpha1.ServiceInstance, listed []*v1alpha1.ServiceBindi
 		if held[uid] || (self != nil && uid == string(self.UID)) || !holdsPlaces(inst, b.Namespace) || !BindingHeldAtBroker(b) {
 			continue
 		}
-		if self != nil && firstBindInFlight(self) && firstBindInFlight(b) && madeBefore(self, b) {
-			// Two first binds in flight with no place kept (written before the limit):
-			// the older goes first, or each would refuse the other for ever.
+		if self != nil && waitsForAPlace(self) && waitsForAPlace(b) && madeBefore(self, b) {
+			// Two bindings with no place kept (made before the limit), each waiting to
+			// bind with something the broker may hold: the older goes first, or each
+			// would refuse the other for ever.
 			continue
 		}
 		held[uid] = true
@@ -422,10 +423,18 @@ func BindingHeldAtBroker(b *v1alpha1.ServiceBinding) bool {
 	return st.Bound != nil || len(st.ExternalIDs) > 0 || st.InFlight != nil || len(st.Retired) > 0 || st.OrphanMitigation != nil
 }
 
-// firstBindInFlight reports whether b's first bind is in flight: the broker may hold
-// it, and b was never bound.
-func firstBindInFlight(b *v1alpha1.ServiceBinding) bool {
-	return b.Status.Bound == nil && b.Status.InFlight != nil && b.Status.InFlight.Type == v1alpha1.OperationBind
+// waitsForAPlace reports whether b, which the broker may hold something of
+// (BindingHeldAtBroker), waits to bind: its first bind (in flight, or to be sent again
+// after one whose id it keeps), or its rotation's bind (a new id not bound yet). Such a
+// binding with no place kept counts against the limit and needs a place for its bind.
+func waitsForAPlace(b *v1alpha1.ServiceBinding) bool {
+	if b.DeletionTimestamp != nil || !BindingHeldAtBroker(b) || b.Status.OrphanMitigation != nil {
+		return false
+	}
+	if op := b.Status.InFlight; op != nil && op.Type != v1alpha1.OperationBind {
+		return false
+	}
+	return b.Status.Bound == nil || b.Status.Bound.BindingID != b.CurrentExternalID()
 }
 
 // madeBefore reports whether binding a was created before b (by creation time, then

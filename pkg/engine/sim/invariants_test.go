@@ -242,10 +242,14 @@ func (w *world) settled() bool {
 // can settle it; its retries look again now and then.
 func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 	st := &b.Status.OperationStatus
-	if op := st.InFlight; op != nil && op.Type == v1alpha1.OperationBind && b.Status.Bound == nil && b.DeletionTimestamp == nil {
+	if waitsToBind(b) && b.DeletionTimestamp == nil {
 		// A first bind sent before its instance's limit was set, whose re-send found
 		// every place taken (an older one of them went first): it waits, in flight,
-		// for a place or for its owner to raise the limit.
+		// for a place or for its owner to raise the limit. So does a rotation's bind of
+		// a binding made after a place was kept (it takes a place like any bind,
+		// authority.Reserve), which keeps its old id and credentials meanwhile; and a
+		// first bind to be sent again, an id of an earlier attempt kept, whose older
+		// peer went first (authority.waitsForAPlace).
 		if msg, _ := readyMessage(st); strings.Contains(msg, "has reached its limit of") {
 			return true
 		}
