@@ -140,6 +140,9 @@ type work struct {
 	broker                *v1alpha1.Broker // read already (brokers are listed in full)
 	// rotate: a binding whose renew_before has passed, to be rotated (--rotate-due).
 	rotate bool
+	// listed is the instance or binding as the run's list of the records with work
+	// read it (listed.go); nil: it is read on its own.
+	listed engineRecord
 }
 
 func (w work) key() string { return w.kind + "/" + w.namespace + "/" + w.name }

@@ -91,3 +91,29 @@ func TestUnclaimedSpecIDs_ReadsFewOneAtATimeAndManyByPages(t *testing.T) {
 		})
 	}
 }
+
+// An index of one namespace answers a check of every namespace for an id bound to a
+// namespace or a uid (only a record of that namespace can hold one), never for an id
+// bound to nothing (another namespace's record may use it).
+func TestIDIndex_OfOneNamespace_AnswersForBoundIDsOnly(t *testing.T) {
+	ctx := context.Background()
+	_, st, _ := newCluster(t)
+	ns := storetest.UserNamespace
+	bound := v1alpha1.NewNamespaceBoundID(ns)
+	a, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},
+		Spec: v1alpha1.ServiceInstanceSpec{ExternalID: bound, PlanID: "p"}})
+	assert.NilError(t, err)
+	b, err := st.Instances().Create(ctx, &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"},
+		Spec: v1alpha1.ServiceInstanceSpec{ExternalID: "svcat-b", PlanID: "p"}})
+	assert.NilError(t, err)
+	_, idx, err := st.ListPendingWithIDs(ctx, ns)
+	assert.NilError(t, err)
+
+	users, ok := idx.Lookup(v1alpha1.KindServiceInstance, "", bound, a.UID)
+	assert.Assert(t, ok, "a bound id is answered")
+	assert.Equal(t, len(users), 1)
+	_, ok = idx.Lookup(v1alpha1.KindServiceInstance, "", "svcat-b", b.UID)
+	assert.Assert(t, !ok, "an id bound to nothing is not")
+	_, ok = idx.Lookup(v1alpha1.KindServiceInstance, "team-b", bound, a.UID)
+	assert.Assert(t, !ok, "nor a check of another namespace")
+}
