@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -52,7 +53,7 @@ func (r *Reconciler) listCopies(ctx context.Context, o Options, todo []work) {
 		}
 	}
 	listed := func(kind string) bool {
-		return count[kind] >= listedCopiesMin && count[kind] <= listedCopiesMax
+		return count[kind] >= cmp.Or(o.ListedCopiesMin, listedCopiesMin) && count[kind] <= listedCopiesMax
 	}
 	if listed(v1alpha1.KindServiceInstance) {
 		insts, _ := r.Store.Instances().List(ctx, o.Namespace, store.Filter{PendingOnly: true})

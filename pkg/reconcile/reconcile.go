@@ -87,6 +87,10 @@ type Options struct {
 	FullPassEvery time.Duration
 	// CatalogNamespace holds the marker of the last full pass over every namespace.
 	CatalogNamespace string
+	// ListedCopiesMin is how many instances (or bindings) with work a run needs before
+	// it lists them in full and steps their due polls on that list's copies
+	// (listed.go). 0: listedCopiesMin.
+	ListedCopiesMin int
 
 	// owns is the run's share, set by Run: Shard's and Group's.
 	owns func(namespace, name string) bool
