@@ -356,7 +356,14 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 		// That rotation is driven on here as its own steps would (reconcile drives it
 		// too), and the binding is taken once it ended.
 		msg := fmt.Sprintf("binding %s is being rotated (%s): it is rotated again once that rotation ended", bindingKey(busy), rb.Reason)
-		if _, err := e.DriveBinding(ctx, busy.Namespace, busy.Name, DriveOptions{StopWhenWaiting: true}); err != nil {
+		// It waits as long as that binding waits (a retry's backoff), not a poll
+		// interval: a run by hand would otherwise look at it again and again.
+		wait := max(e.cfg.PollInterval, time.Second)
+		r, err := e.DriveBinding(ctx, busy.Namespace, busy.Name, DriveOptions{StopWhenWaiting: true})
+		if err == nil && r.State == StateWaiting {
+			wait = max(wait, r.RequeueAfter)
+		}
+		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 				return interrupted(inst, ctx.Err())
@@ -366,7 +373,7 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 				return Result{}, err
 			}
 		}
-		return withRecord(Result{State: StateWaiting, RequeueAfter: max(e.cfg.PollInterval, time.Second), Message: msg}, inst), nil
+		return withRecord(Result{State: StateWaiting, RequeueAfter: wait, Message: msg}, inst), nil
 	}
 	if next == nil {
 		var blind []string

@@ -91,6 +91,10 @@ type Options struct {
 	// carrying a deletionTimestamp (serve's watch): a run between full passes drives
 	// them too, although no label marks a deletion the engine did not write.
 	Deleted func() []store.WorkItem
+	// ListedCopiesMin is how many instances (or bindings) with work a run needs before
+	// it lists them in full and steps their due polls on that list's copies
+	// (listed.go). 0: listedCopiesMin.
+	ListedCopiesMin int
 
 	// owns is the run's share, set by Run: Shard's and Group's.
 	owns func(namespace, name string) bool
@@ -146,6 +150,9 @@ type work struct {
 	broker                *v1alpha1.Broker // read already (brokers are listed in full)
 	// rotate: a binding whose renew_before has passed, to be rotated (--rotate-due).
 	rotate bool
+	// listed is the instance or binding as the run's list of the records with work
+	// read it (listed.go); nil: it is read on its own.
+	listed engineRecord
 }
 
 func (w work) key() string { return w.kind + "/" + w.namespace + "/" + w.name }

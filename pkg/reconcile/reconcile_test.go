@@ -58,6 +58,11 @@ type fixtureOptions struct {
 	pollInterval time.Duration
 	// retryBase is the engine's RetryBase (its default when 0).
 	retryBase time.Duration
+	// events is the engine's recorder of Events (none when nil).
+	events engine.EventRecorder
+	// targetCache keeps brokers' records and classes between steps, as reconcile's
+	// engine does (TargetCacheTTL).
+	targetCache bool
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOptions{}) }
@@ -82,6 +87,10 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	eng := enginetest.New(f.st, f.broker, func(c *engine.Config) {
 		c.Holder, c.Now, c.Jitter = "reconcile-test", clock, func() float64 { return 0.5 }
 		c.PollInterval, c.MaxPollInterval, c.RetryBase = poll, poll, o.retryBase
+		c.Events = o.events
+		if o.targetCache {
+			c.TargetCacheTTL = TargetCacheTTL
+		}
 		c.Catalogs = catalogsync.New(f.st, nil, catalogsync.WithSync(func(ctx context.Context, b *v1alpha1.Broker) error {
 			if f.sync != nil {
 				return f.sync(ctx, b)
@@ -469,9 +478,14 @@ func TestRun_AllNamespaces_ChecksOSBIDsOnItsOwnList(t *testing.T) {
 	// The pending list alone.
 	assert.Equal(t, f.cluster.MetadataLists()-before, 1)
 
-	// In one namespace the check is cluster-wide all the same: a list per record.
+	// In one namespace, an id bound to the namespace (as a provision generates) is
+	// checked on the run's list of it too: only a record of the namespace can hold it.
+	// An id bound to nothing is checked cluster-wide all the same: a list per record.
 	for i := range 3 {
 		f.instance(fmt.Sprintf("ns-%d", i))
+	}
+	for i := range 2 {
+		f.instanceWithID(ns, fmt.Sprintf("adopted-%d", i), fmt.Sprintf("osb-adopted-%d", i))
 	}
 	f.now = f.now.Add(time.Minute)
 	// The pending list's pages (their size follows the records' metadata).
@@ -481,8 +495,10 @@ func TestRun_AllNamespaces_ChecksOSBIDsOnItsOwnList(t *testing.T) {
 	pages := f.cluster.MetadataLists() - before
 	before = f.cluster.MetadataLists()
 	sum = f.run(Options{Namespace: ns})
-	assert.Equal(t, sum.Counts[Done], 3, "%+v", sum.Items)
-	assert.Equal(t, f.cluster.MetadataLists()-before, pages+3)
+	assert.Equal(t, sum.Counts[Done], 5, "%+v", sum.Items)
+	// The lists of every namespace of the two ids bound to nothing (the check, and
+	// the claim's of the older users); none for the bound ones.
+	assert.Equal(t, f.cluster.MetadataLists()-before, pages+2*2)
 }
 
 // A copy of an older record's OSB id is refused on the run's list as on a list of its

@@ -65,8 +65,12 @@ func (r *Reconciler) bindingOps() *kindOps[*v1alpha1.ServiceBinding] {
 // from or stored by the API server, and the calls of its kind. It is used by one
 // worker at a time.
 type record interface {
-	// read gets the record from the API server; false when it is gone.
+	// read gets the record from the API server; false when it is gone. The first read
+	// of a record the run's list read in full takes that copy (fromList).
 	read(ctx context.Context) (bool, error)
+	// fromList reports whether the copy read last is the run's list's, not the record
+	// as it is now.
+	fromList() bool
 	// loaded reports whether a copy was read or stored.
 	loaded() bool
 	next() engine.NextStep
@@ -84,9 +88,13 @@ type record interface {
 // recordOf is the record a work item names, of its kind.
 func (r *Reconciler) recordOf(w work) record {
 	if w.kind == v1alpha1.KindServiceBinding {
-		return &typed[*v1alpha1.ServiceBinding]{ops: r.bindingOps(), namespace: w.namespace, name: w.name}
+		t := &typed[*v1alpha1.ServiceBinding]{ops: r.bindingOps(), namespace: w.namespace, name: w.name}
+		t.listed, t.hasListed = w.listed.(*v1alpha1.ServiceBinding)
+		return t
 	}
-	return &typed[*v1alpha1.ServiceInstance]{ops: r.instanceOps(), namespace: w.namespace, name: w.name}
+	t := &typed[*v1alpha1.ServiceInstance]{ops: r.instanceOps(), namespace: w.namespace, name: w.name}
+	t.listed, t.hasListed = w.listed.(*v1alpha1.ServiceInstance)
+	return t
 }
 
 // typed implements record for one kind.
@@ -95,9 +103,20 @@ type typed[T engineRecord] struct {
 	namespace, name string
 	cur             T
 	ok              bool
+	// listed is the copy of the run's list, which the first read takes instead of a
+	// request (hasListed), and isListed says that cur is that copy.
+	listed              T
+	hasListed, isListed bool
 }
 
 func (t *typed[T]) read(ctx context.Context) (bool, error) {
+	t.isListed = false
+	if t.hasListed {
+		t.cur, t.ok, t.isListed, t.hasListed = t.listed, true, true, false
+		var zero T
+		t.listed = zero
+		return true, nil
+	}
 	x, err := t.ops.get(ctx, t.namespace, t.name)
 	if store.IsNotFound(err) {
 		return false, nil
@@ -111,12 +130,14 @@ func (t *typed[T]) read(ctx context.Context) (bool, error) {
 
 func (t *typed[T]) loaded() bool { return t.ok }
 
+func (t *typed[T]) fromList() bool { return t.isListed }
+
 func (t *typed[T]) next() engine.NextStep { return t.ops.next(t.cur) }
 
 func (t *typed[T]) step(ctx context.Context) (engine.Result, error) {
 	res, err := t.ops.step(ctx, t.cur)
 	if x, ok := t.ops.stored(res); ok {
-		t.cur = x
+		t.cur, t.isListed = x, false
 	}
 	return res, err
 }

@@ -73,6 +73,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 			return nil, nil, s.gs, s.owns, err
 		}
 	}
+	r.listCopies(ctx, o, s.todo)
 	return s.todo, s.pre, s.gs, s.owns, nil
 }
 

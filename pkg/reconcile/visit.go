@@ -53,6 +53,15 @@ func (r *Reconciler) ready(ctx context.Context, t *task, o Options, first bool) 
 	if !r.read(ctx, t) {
 		return false
 	}
+	if t.rec.fromList() && !r.pollsListedCopy(t, o, first) {
+		// The run's list's copy, which may be older than the record: only a poll,
+		// whose claim is written guarded by that copy's resourceVersion before the
+		// broker is called, acts on it. Anything else is decided on the record as it
+		// is now.
+		if !r.read(ctx, t) {
+			return false
+		}
+	}
 	next := t.rec.next()
 	if next.ClaimedBy != "" && !o.DryRun {
 		// A claim its process (of this host) can no longer renew: a killed

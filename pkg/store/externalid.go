@@ -412,6 +412,12 @@ func (s *Store) SpecIDsOf(ctx context.Context, kind, namespace, name string, uid
 	if cm.UID != uid {
 		return nil, nil
 	}
+	return specIDsIn(kind, cm), nil
+}
+
+// specIDsIn is SpecIDsOf of the record cm holds, of kind.
+func specIDsIn(kind string, cm *corev1.ConfigMap) []SpecIDUse {
+	namespace, name, uid := cm.Namespace, strings.TrimPrefix(cm.Name, configMapPrefix(kind)), cm.UID
 	var rec interface {
 		v1alpha1.Record
 		OwnsExternalID(string) bool
@@ -420,17 +426,17 @@ func (s *Store) SpecIDsOf(ctx context.Context, kind, namespace, name string, uid
 	case v1alpha1.KindServiceInstance:
 		r, err := decode(instanceKind(), cm)
 		if err != nil {
-			return nil, nil
+			return nil
 		}
 		rec = r
 	case v1alpha1.KindServiceBinding:
 		r, err := decode(bindingKind(), cm)
 		if err != nil {
-			return nil, nil
+			return nil
 		}
 		rec = r
 	default:
-		return nil, nil
+		return nil
 	}
 	var out []SpecIDUse
 	for _, id := range specIDs(rec) {
@@ -441,7 +447,7 @@ func (s *Store) SpecIDsOf(ctx context.Context, kind, namespace, name string, uid
 			Namespace: namespace, Name: name, UID: uid, Created: cm.CreationTimestamp,
 		}})
 	}
-	return out, nil
+	return out
 }
 
 // IDClaimsMarker is the ConfigMap, in the catalog namespace, that says every record of

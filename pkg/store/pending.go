@@ -371,7 +371,13 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 // list, which finds this record) refuses it. ok is false when the index cannot answer:
 // list with WithExternalID.
 func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDUser, ok bool) {
-	if x == nil || namespace != x.namespace {
+	if x == nil {
+		return nil, false
+	}
+	// An index of one namespace answers a check of every namespace for an id bound to
+	// a uid or a namespace, as an index of some namespaces does (below): only a record
+	// of the checked record's own namespace, which it covers, can hold one.
+	if namespace != x.namespace && (namespace != "" || !v1alpha1.IsBoundID(id)) {
 		return nil, false
 	}
 	ns, listed := x.listed[uid]

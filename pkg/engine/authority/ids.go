@@ -604,14 +604,10 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 	if done {
 		return errors.Join(append(errs, auth.claimLoneMigrated(ctx, idx))...)
 	}
-	var uses []store.SpecIDUse
-	for _, w := range idx.Unclaimed() {
-		u, err := st.SpecIDsOf(ctx, w.Kind, w.Namespace, w.Name, w.UID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		uses = append(uses, u...)
+	// One read of each record's spec, or pages of a list of them all when most need one.
+	uses, err := st.UnclaimedSpecIDs(ctx, idx)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	slices.SortStableFunc(uses, func(a, b store.SpecIDUse) int { c, _ := compareAdoption(a.IDUser, b.IDUser); return c })
 	// left: a claim could not be made (a namespace being deleted, a claim refused); the
