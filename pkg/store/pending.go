@@ -386,7 +386,7 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 		return nil, true
 	}
 	for _, u := range append([]idUser{u}, x.more[key]...) {
-		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)}
+		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0), Migrated: x.migrated[u.uid]}
 		if c, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
 			user.Adopted, user.AdoptedVersion = c.made, c.version
 		}
