@@ -31,8 +31,8 @@ type IDUser struct {
 	// AdoptedVersion is the resourceVersion of the id claim: of two claims made in the
 	// same second, the API server gave the one made first the lower (an etcd revision).
 	AdoptedVersion string
-	// Migrated: the record is one "migrate svcat" wrote (AnnotationMigratedFrom), not
-	// being deleted.
+	// Migrated: the record is one "migrate svcat" wrote (AnnotationMigratedFrom), being
+	// deleted or not.
 	Migrated bool
 }
 
@@ -103,7 +103,7 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 			continue
 		}
 		users = append(users, IDUser{Namespace: m.Namespace, Name: name, UID: m.UID, Created: m.CreationTimestamp,
-			Migrated: m.Annotations[AnnotationMigratedFrom] != "" && m.DeletionTimestamp == nil})
+			Migrated: m.Annotations[AnnotationMigratedFrom] != ""})
 	}
 	// A claim counts for the record its name says (by uid, kind and id), in the record's
 	// namespace; its labels are free to write and say nothing.

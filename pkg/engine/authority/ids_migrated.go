@@ -7,7 +7,8 @@ import (
 )
 
 // lateMigratedUser finds, once the cluster is swept, a record other than rec that
-// "migrate svcat" wrote (store.IDUser.Migrated), using OSB id bound to nothing without
+// "migrate svcat" wrote (store.IDUser.Migrated; being deleted too: its own step then
+// makes its claim), using OSB id bound to nothing without
 // an id claim yet, when rec is not such a record itself: the migration writes its
 // record, then the record's claim, and a record rewritten to name the id between the
 // two (or after a claim that failed) would otherwise claim it first and take the id
