@@ -40,9 +40,12 @@ func TestIDClaimMigrated_ARewrittenRecordDoesNotClaimFirstAMigratedRecordsID(t *
 		name string
 		// migrated: the other record without a claim is one "migrate svcat" wrote.
 		migrated bool
+		// deleting: the migrated record is being deleted (its own step makes its claim).
+		deleting bool
 	}{
-		{"a migrated record", true},
-		{"a record that is not a migrated one: the first claim made keeps the id", false},
+		{"a migrated record", true, false},
+		{"a migrated record being deleted", true, true},
+		{"a record that is not a migrated one: the first claim made keeps the id", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -54,6 +57,9 @@ func TestIDClaimMigrated_ARewrittenRecordDoesNotClaimFirstAMigratedRecordsID(t *
 				db = f.migratedUnclaimed(ns, "db", svcatID)
 			} else {
 				db = f.unclaimedProvisioned(ns, "db", svcatID)
+			}
+			if tc.deleting {
+				assert.NilError(t, f.st.Instances().Delete(ctx, ns, "db"))
 			}
 			// Her record, rewritten to name the id (spec and status), before db's claim.
 			hers := f.unclaimedProvisioned("team-b", "hers", svcatID)
@@ -71,6 +77,13 @@ func TestIDClaimMigrated_ARewrittenRecordDoesNotClaimFirstAMigratedRecordsID(t *
 			assert.Assert(t, !f.hasIDClaim(hers, svcatID), "her record made no claim")
 			assert.Assert(t, strings.Contains(condition(f.getIn("team-b", "hers"), v1alpha1.ConditionRefused).Message, `"migrate svcat" wrote`))
 
+			if tc.deleting {
+				// Its own step makes its claim, and deprovisions it.
+				assert.Equal(t, f.step("db").State, StateDeleted)
+				assert.Equal(t, len(f.broker.CallsTo(fake.MethodDeprovision)), 1, "%+v", f.broker.Calls())
+				assert.Assert(t, !f.hasIDClaim(hers, svcatID), "her record made no claim")
+				return
+			}
 			// Reconcile's next run makes the migrated record's claim.
 			_, idx, err := f.st.ListPendingWithIDs(ctx, "")
 			assert.NilError(t, err)
