@@ -201,16 +201,20 @@ func TestIDClaimLate_AnUnbindUnderAnInstanceWithoutAClaim(t *testing.T) {
 
 // A record "migrate svcat" wrote whose id claim failed (a fault, the run killed between
 // the record and its claim) gets it at reconcile's next run, when no other record uses
-// the id: before a tenant who later names the id can claim it first. When another
-// record uses it too, the pass leaves it to the first of their own steps.
+// the id but records without a claim that are not migrated ones (whose claims wait for
+// it: lateMigratedUser): before a tenant who later names the id can claim it first.
+// When another migrated record, or one with a claim, uses it too, the pass leaves it to
+// the first of their own steps.
 func TestIDClaimLate_ReconcileClaimsAMigratedRecordsLateClaim(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		contest bool // a tenant's record names the id too, without a claim
-		want    bool
+		name     string
+		contest  bool // a tenant's record names the id too, without a claim
+		migrated bool // hers carries the migrated annotation too
+		want     bool
 	}{
-		{"the only record that uses the id", false, true},
-		{"another record uses the id too", true, false},
+		{"the only record that uses the id", false, false, true},
+		{"another record, not a migrated one, uses the id too", true, false, true},
+		{"another migrated record uses the id too", true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -222,7 +226,9 @@ func TestIDClaimLate_ReconcileClaimsAMigratedRecordsLateClaim(t *testing.T) {
 			}))
 			assert.NilError(t, err)
 			var hers *v1alpha1.ServiceInstance
-			if tc.contest {
+			if tc.contest && tc.migrated {
+				hers = f.migratedUnclaimed("team-b", "hers", svcatID)
+			} else if tc.contest {
 				hers = f.unclaimedProvisioned("team-b", "hers", svcatID)
 			}
 

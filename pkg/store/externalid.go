@@ -31,6 +31,9 @@ type IDUser struct {
 	// AdoptedVersion is the resourceVersion of the id claim: of two claims made in the
 	// same second, the API server gave the one made first the lower (an etcd revision).
 	AdoptedVersion string
+	// Migrated: the record is one "migrate svcat" wrote (AnnotationMigratedFrom), being
+	// deleted or not.
+	Migrated bool
 }
 
 // idClaim is an id claim as a list finds it.
@@ -99,7 +102,8 @@ func (s *Store) WithExternalID(ctx context.Context, kind, namespace, id string) 
 		if !ok {
 			continue
 		}
-		users = append(users, IDUser{Namespace: m.Namespace, Name: name, UID: m.UID, Created: m.CreationTimestamp})
+		users = append(users, IDUser{Namespace: m.Namespace, Name: name, UID: m.UID, Created: m.CreationTimestamp,
+			Migrated: m.Annotations[AnnotationMigratedFrom] != ""})
 	}
 	// A claim counts for the record its name says (by uid, kind and id), in the record's
 	// namespace; its labels are free to write and say nothing.

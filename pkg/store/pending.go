@@ -273,6 +273,9 @@ type IDIndex struct {
 	// (AnnotationMigratedFrom), not being deleted (a record being deleted makes its
 	// own claims at its steps, and one released waits only for its claims to go).
 	migrated map[types.UID]bool
+	// migratedAny: the records the list held that "migrate svcat" wrote, being deleted
+	// or not.
+	migratedAny map[types.UID]bool
 	// claims: when each id claim the list held was made, by namespace and name.
 	claims map[types.NamespacedName]idClaim
 	// indexed counts the id labels kept of each namespace's records; incomplete holds
@@ -334,6 +337,12 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 		return
 	}
 	x.listed[m.UID] = m.Namespace
+	if m.Annotations[AnnotationMigratedFrom] != "" {
+		if x.migratedAny == nil {
+			x.migratedAny = map[types.UID]bool{}
+		}
+		x.migratedAny[m.UID] = true
+	}
 	if m.Annotations[AnnotationMigratedFrom] != "" && m.DeletionTimestamp == nil {
 		if x.migrated == nil {
 			x.migrated = map[types.UID]bool{}
@@ -407,7 +416,7 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 		return nil, true
 	}
 	for _, u := range append([]idUser{u}, x.more[key]...) {
-		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0)}
+		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0), Migrated: x.migratedAny[u.uid]}
 		if c, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
 			user.Adopted, user.AdoptedVersion = c.made, c.version
 		}

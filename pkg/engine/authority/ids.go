@@ -412,6 +412,8 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 			if claimed, older, err = auth.claimOlderUsers(ctx, kind, self, id, users); err != nil {
 				return err
 			}
+		} else if u, ok := lateMigratedUser(rec, users); ok {
+			return lateMigratedRefusal(kind, rec, id, u)
 		}
 		if !older {
 			var t metav1.Time
@@ -678,7 +680,9 @@ func (auth *Authority) claimLoneMigrated(ctx context.Context, idx *store.IDIndex
 				errs = append(errs, err)
 				continue
 			}
-			if narrowed != nil || slices.ContainsFunc(users, func(o store.IDUser) bool { return o.UID != u.UID }) {
+			// Records that are not migrated ones and have no claim do not contest it
+			// (lateMigratedUser refuses their claim meanwhile).
+			if narrowed != nil || slices.ContainsFunc(users, func(o store.IDUser) bool { return o.UID != u.UID && (o.Migrated || !o.Adopted.IsZero()) }) {
 				continue
 			}
 			if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {

@@ -126,6 +126,7 @@ func (w *world) deprovisionHandler(l *fake.Ledger) func(ctx context.Context, r *
 	return func(ctx context.Context, r *osb.DeprovisionRequest) (*osb.DeprovisionResponse, error) {
 		drop := func() { l.DropInstance(r.InstanceID) }
 		o := w.call(ctx, fake.MethodDeprovision, r.InstanceID, func() outcome {
+			w.noteUnmigratedUnderDelete(l, r.InstanceID)
 			if o, ok := w.rogue(rogueDeprovision, r.InstanceID, drop, nil, nil); ok {
 				return o
 			}
