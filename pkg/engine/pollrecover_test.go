@@ -151,6 +151,21 @@ func (r *pollRig) step(ctx context.Context) (Result, error) {
 }
 
 // toNextPoll moves the clock to the record's next poll.
+// failWith makes the step's read of the broker fail with readErr, and its poll (of an
+// instance or a binding) with callErr, each when not nil.
+func (r *pollRig) failWith(readErr, callErr error) {
+	if readErr != nil {
+		r.f.engine.cfg.Brokers = failingBrokers{readErr}
+	}
+	if callErr != nil {
+		fail := func() (*osb.LastOperationResponse, error) { return nil, callErr }
+		r.f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) { return fail() })
+		r.f.broker.OnBindingLastOperation(func(context.Context, *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
+			return fail()
+		})
+	}
+}
+
 func (r *pollRig) toNextPoll() {
 	if op := r.status().InFlight; op != nil && op.NextPollAt != nil && op.NextPollAt.After(r.f.now) {
 		r.f.now = op.NextPollAt.Time
@@ -278,16 +293,7 @@ func TestPoll_FailureFromTheStepsOwnDeadline_IsAnInterruption_NothingWritten(t *
 			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
 				r := newPollRig(t, kind.c)
 				f := r.f
-				if tc.readErr != nil {
-					f.engine.cfg.Brokers = failingBrokers{tc.readErr}
-				}
-				if tc.callErr != nil {
-					fail := func() (*osb.LastOperationResponse, error) { return nil, tc.callErr }
-					f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) { return fail() })
-					f.broker.OnBindingLastOperation(func(context.Context, *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
-						return fail()
-					})
-				}
+				r.failWith(tc.readErr, tc.callErr)
 				r.toNextPoll()
 				before := r.record()
 				updates := countUpdates(f)
@@ -340,17 +346,7 @@ func TestPoll_CancellationNotOfTheStepsContext_IsAFailure_Recorded(t *testing.T)
 		} {
 			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
 				r := newPollRig(t, kind.c)
-				f := r.f
-				if tc.readErr != nil {
-					f.engine.cfg.Brokers = failingBrokers{tc.readErr}
-				}
-				if tc.callErr != nil {
-					fail := func() (*osb.LastOperationResponse, error) { return nil, tc.callErr }
-					f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) { return fail() })
-					f.broker.OnBindingLastOperation(func(context.Context, *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
-						return fail()
-					})
-				}
+				r.failWith(tc.readErr, tc.callErr)
 				r.toNextPoll()
 				before := r.record()
 				ctx, cancel := context.Background(), context.CancelFunc(func() {})
