@@ -44,9 +44,10 @@ func (a pollAnswer) response() (*osb.LastOperationResponse, error) {
 // A poll whose answer changes nothing the next step or a reader needs at once (the
 // broker says "in progress" again, with or without a new description) writes nothing:
 // what it learnt goes with the record's next write. The claim taken for the first poll
-// is written once, and the last poll's outcome once. A poll the broker paces
-// (Retry-After), a failed poll, and a poll long after the record was last written
-// are written. Each step starts from the copy the last one returned, as reconcile
+// is written once (and renewed as it runs low), and the last poll's outcome once. A
+// poll the broker paces (Retry-After), a failed poll, and a new description long after
+// the record was last written are written; the same description again is not, however
+// long after. Each step starts from the copy the last one returned, as reconcile
 // and a --wait drive do; each record kind, and every answer kind.
 func TestPoll_InProgressAnswersWriteNothingUntilTheOutcome(t *testing.T) {
 	inProgress := pollAnswer{state: osb.StateInProgress, desc: "working"}
@@ -63,7 +64,14 @@ func TestPoll_InProgressAnswersWriteNothingUntilTheOutcome(t *testing.T) {
 			{state: osb.StateInProgress, desc: "90%"}, succeeded}, time.Second, 1},
 		{"paced by Retry-After", []pollAnswer{{state: osb.StateInProgress, retryAfter: 2 * time.Second}, {state: osb.StateInProgress, retryAfter: 2 * time.Second}, succeeded}, 2 * time.Second, 3},
 		{"a failed poll", []pollAnswer{{err: errors.New("connection reset")}, inProgress, succeeded}, time.Second, 2},
-		{"polls far apart", []pollAnswer{inProgress, inProgress, succeeded}, quietPollWriteAfter + time.Second, 3},
+		// The first answer's description is new (the acceptance stored none): written.
+		{"the same description, polls far apart", []pollAnswer{inProgress, inProgress, succeeded}, quietPollWriteAfter + time.Second, 2},
+		{"a new description each time, polls far apart", []pollAnswer{{state: osb.StateInProgress, desc: "10%"}, {state: osb.StateInProgress, desc: "50%"},
+			succeeded}, quietPollWriteAfter + time.Second, 3},
+		// The first description, then the claim (2 minutes), renewed before a poll
+		// once less than half of it is left (at 75 s and 150 s): the renewal carries
+		// what the quiet polls learnt. Then the outcome.
+		{"the same description for minutes", []pollAnswer{inProgress, inProgress, inProgress, inProgress, inProgress, inProgress, succeeded}, 25 * time.Second, 4},
 	}
 	for _, kind := range []string{v1alpha1.KindServiceInstance, v1alpha1.KindServiceBinding} {
 		for _, c := range cases {
