@@ -134,7 +134,7 @@ type Reconciler struct {
 	fullPasses fullPassTimes
 	// sizes are the namespaces' sizes its last lists found (listcost.go).
 	sizes namespaceSizes
-	// holdClaimFor replaces the constant of that name in tests.
+	// holdClaimFor replaces holdsClaimUpTo's answer in tests.
 	holdClaimFor time.Duration
 	// stepInstance replaces the engine's StepInstance in tests.
 	stepInstance func(context.Context, *v1alpha1.ServiceInstance) (engine.Result, error)

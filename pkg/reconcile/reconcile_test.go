@@ -56,6 +56,8 @@ type fixtureOptions struct {
 	virtualClock bool
 	// pollInterval is the engine's PollInterval and MaxPollInterval.
 	pollInterval time.Duration
+	// maxPollInterval, when set, is the engine's MaxPollInterval instead.
+	maxPollInterval time.Duration
 	// retryBase is the engine's RetryBase (its default when 0).
 	retryBase time.Duration
 	// events is the engine's recorder of Events (none when nil).
@@ -86,7 +88,7 @@ func newFixtureWith(t *testing.T, o fixtureOptions) *fixture {
 	f.st = f.cluster.Store(store.WithClock(clock))
 	eng := enginetest.New(f.st, f.broker, func(c *engine.Config) {
 		c.Holder, c.Now, c.Jitter = "reconcile-test", clock, func() float64 { return 0.5 }
-		c.PollInterval, c.MaxPollInterval, c.RetryBase = poll, poll, o.retryBase
+		c.PollInterval, c.MaxPollInterval, c.RetryBase = poll, cmp.Or(o.maxPollInterval, poll), o.retryBase
 		c.Events = o.events
 		if o.targetCache {
 			c.TargetCacheTTL = TargetCacheTTL

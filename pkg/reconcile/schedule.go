@@ -32,16 +32,20 @@ import (
 //
 // Claims. An asynchronous operation's poll claims the record and renews the claim in
 // the engine (StepInstance, StepBinding) as it runs low, so the run holds the claim of
-// a record it polls. A record whose next step is due within holdClaimFor keeps that
-// claim while it is queued, so that no other reconcile or command takes it over between
-// two polls; its next step uses the copy the last step stored. A record due later is
-// released when it is queued (the claim never outlives the wait unrenewed) and read
+// a record it polls. A record whose next step is due within a quarter of the claim's
+// duration (holdsClaimUpTo: 30 s, the engine's longest interval between polls, of a
+// 2-minute claim; at least holdClaimFor) keeps that claim while it is queued, when the
+// claim outlasts the wait by holdClaimFor, so that no other reconcile or command takes
+// it over between two polls; its next step uses the copy the last step stored (with
+// what the polls that wrote nothing learnt: engine's pollquiet.go). A record due later
+// is released when it is queued (the claim never outlives the wait unrenewed) and read
 // again when it is due, and a live claim someone else took meanwhile is respected. When
 // the run stops working on a record (it settled, failed, the run's time is up or it
 // was interrupted), its claim is released.
 
 // holdClaimFor: a record whose next step is due within this keeps its claim while it
-// waits in the queue. It must stay well below the engine's claim TTL.
+// waits in the queue, whatever the claim's duration (holdsClaimUpTo), and a kept claim
+// outlasts the wait by this much. It must stay well below the engine's claim TTL.
 const holdClaimFor = 5 * time.Second
 
 // minPollWait is the shortest wait between two polls of an operation.

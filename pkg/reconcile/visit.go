@@ -318,14 +318,21 @@ func (r *Reconciler) read(ctx context.Context, t *task) bool {
 }
 
 // keepsClaim reports whether a record queued for wait keeps the run's claim: the wait
-// is short and the claim outlasts it comfortably.
+// is short beside the claim (holdsClaimUpTo) and the claim outlasts it by holdClaimFor.
 func (r *Reconciler) keepsClaim(rec record, wait time.Duration) bool {
-	hold := cmp.Or(r.holdClaimFor, holdClaimFor)
-	if wait >= hold {
+	l, ok := store.LeaseOf(rec.object())
+	if !ok || l.Holder != r.Engine.Holder() || wait > r.holdsClaimUpTo(l) {
 		return false
 	}
-	l, ok := store.LeaseOf(rec.object())
-	return ok && l.Holder == r.Engine.Holder() && r.Store.Claims().OwnLeft(store.RefOf(rec.object()), l) > wait+hold
+	return r.Store.Claims().OwnLeft(store.RefOf(rec.object()), l) > wait+holdClaimFor
+}
+
+// holdsClaimUpTo is the longest wait for its next step a record keeps the run's claim
+// l over: a quarter of the claim's duration (30 s of a 2-minute claim: the engine's
+// longest interval between two polls, so that an operation polled for minutes is
+// claimed once, its claim renewed once a minute), at least holdClaimFor.
+func (r *Reconciler) holdsClaimUpTo(l store.Lease) time.Duration {
+	return cmp.Or(r.holdClaimFor, max(holdClaimFor, l.Duration()/4))
 }
 
 // finish makes it the task's final item and releases the run's claim on the record.
