@@ -6,7 +6,9 @@
 //
 // The records live on the fake cluster of pkg/store/storetest: what is measured is
 // reconcile's scheduling, not the API server. The API requests reconcile sends are
-// counted all the same, per record.
+// counted all the same, per record, its Events included: they are written as the
+// command writes them (pkg/engine/kube's recorder, in the background, flushed before
+// the run is timed as over).
 package reconcilebench
 
 import (
@@ -26,6 +28,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
@@ -52,7 +55,8 @@ var Default = Config{Records: 1000, Workers: 16, PollTime: 50 * time.Millisecond
 // Result is what a run measured.
 type Result struct {
 	Config
-	// Took is reconcile's run, from its list to its summary.
+	// Took is reconcile's run, from its list to its summary, and the flush of its
+	// Events that follows, as a command ends.
 	Took time.Duration
 	// Floor is the broker's time: the sum of its answers' durations over the workers.
 	Floor time.Duration
@@ -60,7 +64,8 @@ type Result struct {
 	TotalPolls int
 	// Done is how many records the run finished.
 	Done int
-	// Requests counts the API requests of the run by verb (get, update, list...).
+	// Requests counts the API requests of the run by verb (get, update, list...); the
+	// creates and updates of Events count as "event".
 	Requests map[string]int
 	// Steps is the engine steps of the run.
 	Steps int
@@ -85,7 +90,7 @@ func (r Result) RequestsPerRecord() float64 {
 // RequestsLine says the requests per record by verb, e.g. "get 1.0, update 3.0".
 func (r Result) RequestsLine() string {
 	var parts []string
-	for _, verb := range []string{"list", "get", "create", "update", "delete"} {
+	for _, verb := range []string{"list", "get", "create", "update", "delete", "event"} {
 		if c := r.Requests[verb]; c > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.3g", verb, float64(c)/float64(r.Records)))
 		}
@@ -163,8 +168,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var mu sync.Mutex
 	cluster.Core.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if counting.Load() {
+			verb := a.GetVerb()
+			if a.GetResource().Resource == "events" {
+				verb = "event"
+			}
 			mu.Lock()
-			res.Requests[a.GetVerb()]++
+			res.Requests[verb]++
 			mu.Unlock()
 		}
 		return false, nil, nil
@@ -173,6 +182,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := seed(ctx, st, cfg.Records); err != nil {
 		return res, err
 	}
+	// As "kubectl catalog reconcile" records them: one writer of Events per worker.
+	events := kube.EventRecorder(cluster.Core, "reconcile-bench@bench/1", cfg.Workers)
 	eng := engine.New(engine.Config{
 		Store: st, Brokers: fake.Brokers{Client: client}, Platform: engine.StaticPlatform{Cluster: "bench"},
 		CatalogNamespace: catalogNamespace, Holder: "reconcile-bench",
@@ -180,6 +191,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
 		// As "kubectl catalog reconcile" configures it.
 		TargetCacheTTL: reconcile.TargetCacheTTL,
+		Events:         events,
 	})
 	rec := &reconcile.Reconciler{Store: st, Engine: eng}
 
@@ -187,6 +199,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	counting.Store(true)
 	// Every namespace, as "reconcile -A" (a CronJob's, the real API server's figure).
 	sum, err := rec.Run(ctx, reconcile.Options{Workers: cfg.Workers, MaxDuration: 10 * time.Minute})
+	flushStart := time.Now()
+	if f, ok := events.(interface{ Flush(context.Context) }); ok {
+		f.Flush(ctx)
+	}
+	flushed := time.Since(flushStart)
 	counting.Store(false)
 	if err != nil {
 		return res, err
@@ -196,6 +213,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	res.Took += flushed
 	res.Done = sum.Counts[reconcile.Done]
 	for _, it := range sum.Items {
 		res.Steps += it.Steps
