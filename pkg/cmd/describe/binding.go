@@ -140,11 +140,12 @@ func BindingView(b *v1alpha1.ServiceBinding, sv SecretView, now time.Time) strin
 	if b.DeletionTimestamp != nil {
 		kv("Deletion", "requested "+ago(b.DeletionTimestamp.Time))
 	}
-	if l, ok := records.LeaseOf(b); ok && l.Live(now) {
+	d := driverOf(b, now)
+	if l := d.claim; l != nil {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, ts(l.ExpiresAt)))
 	}
 	refusal(&out, "binding", b.Namespace, &b.Status.OperationStatus)
-	describeWork(&out, &b.Status.OperationStatus, true, ts, now)
+	describeWork(&out, &b.Status.OperationStatus, true, d, ts, now)
 	describeBound(&out, b, ts, now)
 	describeSecret(&out, b, sv, ts)
 	describeProjections(&out, b)

@@ -171,11 +171,12 @@ func InstanceView(i *v1alpha1.ServiceInstance, class *v1alpha1.ServiceClass, bin
 	if i.Status.Usable != nil && !*i.Status.Usable {
 		kv("Usable", "no (the broker says so after a failed operation)")
 	}
-	if l, ok := records.LeaseOf(i); ok && l.Live(now) {
+	d := driverOf(i, now)
+	if l := d.claim; l != nil {
 		kv("Claimed by", fmt.Sprintf("%s until %s", l.Holder, l.ExpiresAt.Format(time.RFC3339)))
 	}
 	refusal(&b, "instance", i.Namespace, &i.Status.OperationStatus)
-	describeWork(&b, &i.Status.OperationStatus, false, func(t time.Time) string { return t.Format(time.RFC3339) }, now)
+	describeWork(&b, &i.Status.OperationStatus, false, d, func(t time.Time) string { return t.Format(time.RFC3339) }, now)
 	if rows := notApplied(i, class); len(rows) > 0 {
 		title := "Not applied yet (the broker holds the applied values):"
 		if meta.IsStatusConditionTrue(i.Status.Conditions, v1alpha1.ConditionUpdateFailed) {

@@ -5,18 +5,20 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/hint"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/printers"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/records"
 )
 
 // describeWork writes the work under way on a record: the call in flight, the retry,
 // the orphan mitigation, then the conditions. withBindingID names the binding id the
-// call is for; ts prints a point in time.
-func describeWork(b *strings.Builder, st *v1alpha1.OperationStatus, withBindingID bool, ts func(time.Time) string, now time.Time) {
+// call is for; d is who drives the record; ts prints a point in time.
+func describeWork(b *strings.Builder, st *v1alpha1.OperationStatus, withBindingID bool, d driver, ts func(time.Time) string, now time.Time) {
 	ago := func(t time.Time) string { return duration.HumanDuration(now.Sub(t)) + " ago" }
 	if op := st.InFlight; op != nil {
 		b.WriteString("Operation in flight:\n")
@@ -34,7 +36,7 @@ func describeWork(b *strings.Builder, st *v1alpha1.OperationStatus, withBindingI
 			fmt.Fprintf(b, "  progress: %s\n", op.LastDescription)
 		}
 		if op.NextPollAt != nil {
-			fmt.Fprintf(b, "  next poll: %s\n", ts(op.NextPollAt.Time))
+			fmt.Fprintf(b, "  next poll: %s\n", nextPoll(op.NextPollAt.Time, d, ts, now))
 		}
 		if op.PollDeadline != nil {
 			fmt.Fprintf(b, "  gives up at: %s\n", ts(op.PollDeadline.Time))
@@ -137,4 +139,42 @@ func brokerMayWork(st *v1alpha1.OperationStatus, binding bool, ts func(time.Time
 		sentAt = " sent at " + ts(sent)
 	}
 	return fmt.Sprintf("the broker may still be working on the %s%s; nothing is sent for this %s until %s, unless its sender records the answer first", what, sentAt, kind, ts(until))
+}
+
+// driver is who drives a record, as describe shows it: the record's namespace, and the
+// claim on it when one is shown live (Lease.Shown), nil otherwise.
+type driver struct {
+	namespace string
+	claim     *records.Lease
+}
+
+// driverOf is the driver of obj: its namespace and its live claim, if any.
+func driverOf(obj metav1.Object, now time.Time) driver {
+	d := driver{namespace: obj.GetNamespace()}
+	if l, ok := records.LeaseOf(obj); ok && l.Live(now) {
+		d.claim = &l
+	}
+	return d
+}
+
+// nextPoll is the time of an operation's next poll as describe shows it, saying, once it
+// has passed, who polls. A driver polling under the record's claim writes the record
+// only when the broker's description changes, when it renews its claim, and with the
+// outcome (docs/engine.md, "Polls that write nothing"), so the time stored is the last
+// one written and may be past while the driver polls on its own schedule. Without a
+// live claim, the poll is due and the next reconcile makes it; a claim whose process is
+// seen to have ended (on this host) is taken over at once by a reconcile of this host.
+func nextPoll(at time.Time, d driver, ts func(time.Time) string, now time.Time) string {
+	if now.Before(at) {
+		return ts(at)
+	}
+	run := hint.Quoted(d.namespace, "reconcile")
+	switch l := d.claim; {
+	case l != nil && l.Abandoned():
+		return fmt.Sprintf("%s (past: due; the claim of %s, whose process has ended, runs until %s: %s run on this host takes it over and polls it at once, elsewhere once the claim runs out)",
+			ts(at), l.Holder, ts(l.ExpiresAt), run)
+	case l != nil:
+		return fmt.Sprintf("%s (past: %s is polling it; its claim runs until %s)", ts(at), l.Holder, ts(l.ExpiresAt))
+	}
+	return fmt.Sprintf("%s (past: due, and no one holds the record's claim: the next run of reconcile polls it, the installed one (a --serve Deployment within seconds, a CronJob at its next run) or %s run now)", ts(at), run)
 }
