@@ -34,7 +34,7 @@ func TestCheckPolicy_SaysWhetherThePolicyCoversMigratedFrom(t *testing.T) {
 		covers, inForce bool
 	}{
 		{name: "this release's", policy: Policy(), covers: true, inForce: true},
-		{name: "the earlier release's", policy: priorPolicy(), inForce: true},
+		{name: "the earlier release's", policy: PriorPolicy(), inForce: true},
 		{name: "the earlier release's with its migrated-from check taken out", inForce: false, policy: func() *admissionv1.ValidatingAdmissionPolicy {
 			p := Policy()
 			p.Spec.Validations[2].Expression = "true"
@@ -78,20 +78,20 @@ func TestPolicy_ChecksWhoSetsMigratedFrom(t *testing.T) {
 	assert.Assert(t, is.Contains(all, "'"+store.AnnotationMigratedFrom+"'"))
 	assert.Assert(t, is.Contains(all, "authorizer.group('servicecatalog.k8s.io')"))
 	assert.Assert(t, is.Contains(all, "variables.stamped"))
-	assert.Equal(t, len(p.Spec.Validations), len(priorPolicy().Spec.Validations)+1)
+	assert.Equal(t, len(p.Spec.Validations), len(PriorPolicy().Spec.Validations)+1)
 }
 
 // init upgrades the earlier release's policy in place: it vouched for authors the same
 // way, so the token stays. A policy that is neither is no upgrade.
 func TestUpgradedInPlace_TheEarlierReleasesPolicies(t *testing.T) {
-	prior := priorPolicy()
-	priorOldStamped := priorPolicy()
+	prior := PriorPolicy()
+	priorOldStamped := PriorPolicy()
 	for i, v := range priorOldStamped.Spec.Variables {
 		if v.Name == "stamped" {
 			priorOldStamped.Spec.Variables[i].Expression = priorStamped[0]
 		}
 	}
-	weakened := priorPolicy()
+	weakened := PriorPolicy()
 	weakened.Spec.Validations[0].Expression = "true"
 	assert.Assert(t, UpgradedInPlace(prior))
 	assert.Assert(t, UpgradedInPlace(priorOldStamped))

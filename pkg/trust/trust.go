@@ -150,7 +150,7 @@ const SvcatGroup = "servicecatalog.k8s.io"
 
 // Policy is the ValidatingAdmissionPolicy store.TrustPolicyName.
 func Policy() *admissionv1.ValidatingAdmissionPolicy {
-	p := priorPolicy()
+	p := PriorPolicy()
 	p.Spec.Variables = append(p.Spec.Variables,
 		admissionv1.Variable{Name: "migratedFrom", Expression: exprMigratedFrom},
 		admissionv1.Variable{Name: "setsMigratedFrom", Expression: exprSetsMigratedFrom})
@@ -163,11 +163,11 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 	return p
 }
 
-// priorPolicy is the policy of the earlier release: Policy without the check of who
+// PriorPolicy is the policy of the earlier release: Policy without the check of who
 // sets the migrated-from annotation. It vouched for authors as Policy does, so where it
 // is installed the policy is in force, but the annotation is anyone's who may write the
 // record's ConfigMap (State.MigratedFrom is false).
-func priorPolicy() *admissionv1.ValidatingAdmissionPolicy {
+func PriorPolicy() *admissionv1.ValidatingAdmissionPolicy {
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: store.TrustPolicyName, Labels: labels()},
@@ -350,7 +350,7 @@ func (o objects) state(catalogNamespace string) (State, error) {
 		switch why := policyDiffers(o.pol, Policy()); {
 		case why == "":
 			st.MigratedFrom = true
-		case policyDiffers(o.pol, priorPolicy()) == "":
+		case policyDiffers(o.pol, PriorPolicy()) == "":
 			st.Older = fmt.Sprintf("ValidatingAdmissionPolicy %s is an earlier release's: it does not check who sets a record's annotation %s, so the engine gives a migrated record no precedence over an OSB id in another namespace: %s (it upgrades the policy in place and keeps the token)",
 				store.TrustPolicyName, store.AnnotationMigratedFrom, fix)
 		default:

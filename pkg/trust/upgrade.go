@@ -18,7 +18,7 @@ var priorStamped = []string{
 // UpgradedInPlace reports whether before, the trust policy as the API server held it
 // before this release applied Policy(), is an earlier release's that vouched for every
 // author the same way: Policy() but for the "stamped" variable, which was one of an
-// earlier release's (priorStamped), or the earlier release's policy (priorPolicy: no
+// earlier release's (priorStamped), or the earlier release's policy (PriorPolicy: no
 // check of who sets the migrated-from annotation), with either form of "stamped". The
 // policy was in force all along, so the records' trust token stays valid and no record
 // is stranded by the upgrade.
@@ -30,7 +30,7 @@ func UpgradedInPlace(before runtime.Object) bool {
 	if same, prior := matchesUpTo(old, Policy()); same && prior {
 		return true
 	}
-	same, _ := matchesUpTo(old, priorPolicy())
+	same, _ := matchesUpTo(old, PriorPolicy())
 	return same
 }
 
