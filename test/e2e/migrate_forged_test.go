@@ -112,4 +112,30 @@ func TestMigrateForged_AForgedMigratedFromTakesNoOtherNamespacesID(t *testing.T)
 	assert.Assert(t, c != nil && c.Reason == engine.ReasonRefusedIDInUse, "%+v", c)
 	assert.Assert(t, strings.Contains(c.Message, `"db" in namespace "`+e.teamB+`"`), c.Message)
 	assert.Equal(t, updates(), 1, "her touch sent nothing")
+
+	t.Run("the policy refuses the annotation from who is neither the author nor a Service Catalog reader", func(t *testing.T) {
+		// An administrator's record in her namespace; she may write its ConfigMap.
+		admins := store.New(e.admin, nil,
+			store.WithIdentity(func(context.Context) (*store.Identity, error) {
+				return &store.Identity{Username: controlplane.AdminUser, Groups: []string{"system:masters", authenticatedGroups}}, nil
+			}),
+			store.WithTrustToken(func(context.Context) (string, error) { return e.token, nil }))
+		spec := db.Spec
+		spec.ExternalID = ""
+		_, err := admins.Instances().Create(store.WithIntent(ctx), &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: e.teamA, Name: "adm"}, Spec: spec})
+		assert.NilError(t, err)
+		cm, err := e.alice.CoreV1().ConfigMaps(e.teamA).Get(ctx, store.ConfigMapName(v1alpha1.KindServiceInstance, "adm"), metav1.GetOptions{})
+		assert.NilError(t, err)
+		cm.Annotations[store.AnnotationMigratedFrom] = "ServiceInstance/" + e.teamA + "/adm/4b1e0c7a-forged"
+		_, err = e.alice.CoreV1().ConfigMaps(e.teamA).Update(ctx, cm, metav1.UpdateOptions{})
+		assert.Assert(t, apierrors.IsForbidden(err) || apierrors.IsInvalid(err), "%v", err)
+		assert.ErrorContains(t, err, store.AnnotationMigratedFrom)
+		assert.ErrorContains(t, err, "servicecatalog.k8s.io")
+		// The administrator, who may read the Service Catalog's objects, may.
+		cm, err = e.admin.CoreV1().ConfigMaps(e.teamA).Get(ctx, cm.Name, metav1.GetOptions{})
+		assert.NilError(t, err)
+		cm.Annotations[store.AnnotationMigratedFrom] = "ServiceInstance/" + e.teamA + "/adm/0c3d"
+		_, err = e.admin.CoreV1().ConfigMaps(e.teamA).Update(ctx, cm, metav1.UpdateOptions{})
+		assert.NilError(t, err)
+	})
 }
