@@ -28,7 +28,12 @@ func Trust(ctx context.Context, c *Config) []Finding {
 		if st.TokenOnly {
 			detail = fmt.Sprintf("in force as far as the token ConfigMap %s/%s tells (you may not read the policy or its binding)", c.CatalogNamespace, store.TrustConfigMap)
 		}
-		return append([]Finding{{Object: name, Severity: OK, Detail: detail}}, unverified(ctx, c, st.Token)...)
+		fs := []Finding{{Object: name, Severity: OK, Detail: detail}}
+		if st.Older != "" {
+			fs = append(fs, Finding{Object: name, Severity: Warn, Detail: st.Older,
+				Fix: "kubectl catalog init (upgrades the policy in place; the token stays, so no record is stranded)"})
+		}
+		return append(fs, unverified(ctx, c, st.Token)...)
 	}
 	return []Finding{{Object: name, Severity: Warn, Detail: "not in force: " + st.Reason + "; every record has an unverified author, and reconcile refuses what needs its author's authority",
 		Fix: "kubectl catalog init (installs the policy and writes a new token, as \"kubectl catalog reconcile install\" also does; needs the ValidatingAdmissionPolicy API, Kubernetes 1.30+); records written before then are adopted by their owner with \"kubectl catalog adopt -n NAMESPACE\""}}

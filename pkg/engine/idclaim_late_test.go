@@ -204,17 +204,22 @@ func TestIDClaimLate_AnUnbindUnderAnInstanceWithoutAClaim(t *testing.T) {
 // the id but records without a claim that are not migrated ones (whose claims wait for
 // it: lateMigratedUser): before a tenant who later names the id can claim it first.
 // When another migrated record, or one with a claim, uses it too, the pass leaves it to
-// the first of their own steps.
+// the first of their own steps. Without a trust policy that verifies the migration, a
+// record of another namespace that uses the id contests it too
+// (TestIDClaimMigrated_OnlyAVerifiedMigrationTakesAnotherNamespacesID).
 func TestIDClaimLate_ReconcileClaimsAMigratedRecordsLateClaim(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		contest  bool // a tenant's record names the id too, without a claim
 		migrated bool // hers carries the migrated annotation too
 		want     bool
+		// otherNS: hers is of another namespace.
+		otherNS bool
 	}{
-		{"the only record that uses the id", false, false, true},
-		{"another record, not a migrated one, uses the id too", true, false, true},
-		{"another migrated record uses the id too", true, true, false},
+		{"the only record that uses the id", false, false, true, false},
+		{"another record, not a migrated one, uses the id too", true, false, true, false},
+		{"another record of another namespace, not a migrated one, uses the id too, and nothing verifies the migration", true, false, false, true},
+		{"another migrated record uses the id too", true, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -226,10 +231,14 @@ func TestIDClaimLate_ReconcileClaimsAMigratedRecordsLateClaim(t *testing.T) {
 			}))
 			assert.NilError(t, err)
 			var hers *v1alpha1.ServiceInstance
+			hersNS := ns
+			if tc.otherNS {
+				hersNS = "team-b"
+			}
 			if tc.contest && tc.migrated {
-				hers = f.migratedUnclaimed("team-b", "hers", svcatID)
+				hers = f.migratedUnclaimed(hersNS, "hers", svcatID)
 			} else if tc.contest {
-				hers = f.unclaimedProvisioned("team-b", "hers", svcatID)
+				hers = f.unclaimedProvisioned(hersNS, "hers", svcatID)
 			}
 
 			_, idx, err := f.st.ListPendingWithIDs(ctx, "")

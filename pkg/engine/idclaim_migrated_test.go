@@ -34,7 +34,9 @@ func (f *fixture) migratedUnclaimed(namespace, name, id string) *v1alpha1.Servic
 // claim under way or failed), makes no claim of its own: it is refused and sends
 // nothing, and reconcile's next run makes the migrated record's claim, contested by
 // records that are not migrated ones only. A tenant who rewrites a record of hers (of
-// any age) to name the id between the migrated record and its claim keeps nothing.
+// any age) to name the id between the migrated record and its claim keeps nothing. The
+// migration is an administrator's, under a trust policy that verifies it (without one,
+// see TestIDClaimMigrated_OnlyAVerifiedMigrationTakesAnotherNamespacesID).
 func TestIDClaimMigrated_ARewrittenRecordDoesNotClaimFirstAMigratedRecordsID(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -50,6 +52,8 @@ func TestIDClaimMigrated_ARewrittenRecordDoesNotClaimFirstAMigratedRecordsID(t *
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
+			f.trustMigrations(true)
+			f.st = writerStore(f, "admin", "tok")
 			f.sweepIDClaims()
 			f.advance(time.Minute)
 			var db *v1alpha1.ServiceInstance

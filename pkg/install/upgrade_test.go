@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
 )
 
 // The earlier release's policy compared an author's groups joined with "," only; this
@@ -60,4 +61,35 @@ func TestApply_ThePolicyOfTheEarlierReleaseIsUpgradedInPlace_TheTokenStays(t *te
 			}
 		})
 	}
+}
+
+// This release's policy also checks who sets a record's migrated-from annotation; the
+// earlier release's vouched for authors the same way: applied over it, the policy is
+// upgraded in place and the token stays.
+func TestApply_TheEarlierReleasesPolicyWithoutTheMigratedFromCheck_IsUpgradedInPlace(t *testing.T) {
+	ctx := context.Background()
+	o := Defaults()
+	o.Image = "example.invalid/kubectl-catalog:test"
+	opts := ApplyOptions{SkipEnforcementCheck: true}
+	core := fake.NewClientset()
+	_, err := Apply(ctx, core, Build(o), opts)
+	assert.NilError(t, err)
+	cm, err := core.CoreV1().ConfigMaps(o.TrustNamespace()).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
+	assert.NilError(t, err)
+	before := cm.Data[store.TrustTokenKey]
+	p, err := core.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+	assert.NilError(t, err)
+	p.Spec = trust.PriorPolicy().Spec
+	_, err = core.AdmissionregistrationV1().ValidatingAdmissionPolicies().Update(ctx, p, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
+	res, err := Apply(ctx, core, Build(o), opts)
+	assert.NilError(t, err)
+	assert.Equal(t, res[len(res)-1].String(), "configmap/catalog-trust "+Unchanged)
+	p, err = core.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, store.TrustPolicyName, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, p.Spec.Validations, trust.Policy().Spec.Validations)
+	cm, err = core.CoreV1().ConfigMaps(o.TrustNamespace()).Get(ctx, store.TrustConfigMap, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, cm.Data[store.TrustTokenKey], before)
 }

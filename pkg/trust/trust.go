@@ -100,6 +100,22 @@ var (
 		" may only be written by the user the annotation " + store.AnnotationAuthor + " names, with the groups " +
 		store.AnnotationAuthorGroups + " lists; you are ' + request.userInfo.username + '." +
 		" Write records with kubectl catalog, which stamps you as their author.'"
+	// exprMigratedFrom is the write's migrated-from annotation, which gives a record
+	// "migrate svcat" wrote precedence over an OSB id bound to nothing while its id claim
+	// is not made (authority.lateMigratedUser).
+	exprMigratedFrom = "object.metadata.?annotations[?" + q(store.AnnotationMigratedFrom) + "].orValue('')"
+	// exprSetsMigratedFrom: the write sets or changes the migrated-from annotation.
+	exprSetsMigratedFrom = "variables.migratedFrom != (request.operation == 'UPDATE' ? oldObject.metadata.?annotations[?" + q(store.AnnotationMigratedFrom) + "].orValue('') : '')"
+	// exprSvcatResource is the retired Service Catalog's resource of the record's kind.
+	exprSvcatResource = "variables.kind == 'ServiceBinding' ? 'servicebindings' : variables.kind == 'ServiceInstance' ? 'serviceinstances' : 'servicebrokers'"
+	// exprMigratedValidation: the migrated-from annotation is set or changed only by the
+	// record's author (the write stamps the requesting user) or by a user who may read
+	// the Service Catalog's objects of the record's kind in its namespace (who may run
+	// "migrate svcat" there).
+	exprMigratedValidation = "!variables.setsMigratedFrom || variables.stamped || authorizer.group(" + q(SvcatGroup) + ").resource(" + exprSvcatResource + ").namespace(object.metadata.namespace).check('get').allowed()"
+	exprMigratedMessage    = "'ConfigMap ' + object.metadata.name + ' is a kubectl-catalog record: its annotation " + store.AnnotationMigratedFrom +
+		" may only be set or changed by the author of the record or by a user who may read the objects of the retired Service Catalog (" + SvcatGroup + ") in namespace ' + object.metadata.namespace + '; you are ' + request.userInfo.username + '." +
+		" Records are migrated by kubectl catalog migrate svcat.'"
 	exprLabelsValidation = "variables.keepsLabels && (!variables.authored || variables.labelled)"
 	exprLabelsMessage    = "'ConfigMap ' + object.metadata.name + ' is a kubectl-catalog record: it carries the labels " +
 		store.LabelManagedBy + "=" + store.ManagedBy + " and " + store.LabelKind + "=' + variables.kind + ', which may not be removed or changed." +
@@ -129,8 +145,29 @@ func recordKindsMap() string {
 	return "{" + strings.Join(entries, ", ") + "}"
 }
 
+// SvcatGroup is the API group of the retired Service Catalog's objects.
+const SvcatGroup = "servicecatalog.k8s.io"
+
 // Policy is the ValidatingAdmissionPolicy store.TrustPolicyName.
 func Policy() *admissionv1.ValidatingAdmissionPolicy {
+	p := PriorPolicy()
+	p.Spec.Variables = append(p.Spec.Variables,
+		admissionv1.Variable{Name: "migratedFrom", Expression: exprMigratedFrom},
+		admissionv1.Variable{Name: "setsMigratedFrom", Expression: exprSetsMigratedFrom})
+	p.Spec.Validations = append(p.Spec.Validations, admissionv1.Validation{
+		Expression:        exprMigratedValidation,
+		MessageExpression: exprMigratedMessage,
+		Message:           "a kubectl-catalog record's migrated-from annotation may only be set or changed by its author or by a user who may read the retired Service Catalog's objects in its namespace",
+		Reason:            ptr.To(metav1.StatusReasonForbidden),
+	})
+	return p
+}
+
+// PriorPolicy is the policy of the earlier release: Policy without the check of who
+// sets the migrated-from annotation. It vouched for authors as Policy does, so where it
+// is installed the policy is in force, but the annotation is anyone's who may write the
+// record's ConfigMap (State.MigratedFrom is false).
+func PriorPolicy() *admissionv1.ValidatingAdmissionPolicy {
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: store.TrustPolicyName, Labels: labels()},
@@ -211,6 +248,15 @@ type State struct {
 	// Reason says why the policy is not in force, and what to run. Empty
 	// when it is.
 	Reason string
+	// MigratedFrom: the policy in force is this release's, which admits a write that
+	// sets or changes a record's migrated-from annotation only from the record's author
+	// or a user who may read the retired Service Catalog's objects in its namespace. False
+	// when not in force, when the installed policy is an earlier release's (Older), and
+	// when it may not be read (TokenOnly).
+	MigratedFrom bool
+	// Older says, when the policy in force is an earlier release's, what it lacks and
+	// what to run. Empty otherwise.
+	Older string
 	// TokenOnly is true when reading the policy or its binding was forbidden
 	// (ordinary users may not read them): Token then rests on the token
 	// ConfigMap alone, which only those who may install the policy should be
@@ -301,7 +347,13 @@ func (o objects) state(catalogNamespace string) (State, error) {
 	case err != nil:
 		return st, fmt.Errorf("cannot read ValidatingAdmissionPolicy %s: %w", store.TrustPolicyName, err)
 	default:
-		if why := policyDiffers(o.pol); why != "" {
+		switch why := policyDiffers(o.pol, Policy()); {
+		case why == "":
+			st.MigratedFrom = true
+		case policyDiffers(o.pol, PriorPolicy()) == "":
+			st.Older = fmt.Sprintf("ValidatingAdmissionPolicy %s is an earlier release's: it does not check who sets a record's annotation %s, so the engine gives a migrated record no precedence over an OSB id in another namespace: %s (it upgrades the policy in place and keeps the token)",
+				store.TrustPolicyName, store.AnnotationMigratedFrom, fix)
+		default:
 			return notInForce("ValidatingAdmissionPolicy %s %s: %s", store.TrustPolicyName, why, fix)
 		}
 		newest = o.pol.CreationTimestamp
@@ -342,13 +394,17 @@ func (o objects) state(catalogNamespace string) (State, error) {
 		return notInForce("the token ConfigMap %s/%s is older than the policy or its binding (they were created anew since): %s", catalogNamespace, store.TrustConfigMap, fix)
 	}
 	st.Token = token
+	if st.TokenOnly {
+		st.MigratedFrom, st.Older = false, ""
+	}
 	return st, nil
 }
 
-// policyDiffers says how a served policy falls short of Policy, or "". Only
-// the fields Policy sets and the API server does not default are compared.
-func policyDiffers(got *admissionv1.ValidatingAdmissionPolicy) string {
-	want := Policy().Spec
+// policyDiffers says how a served policy falls short of want (Policy, or the earlier
+// release's), or "". Only the fields Policy sets and the API server does not default are
+// compared.
+func policyDiffers(got, wantPolicy *admissionv1.ValidatingAdmissionPolicy) string {
+	want := wantPolicy.Spec
 	s := got.Spec
 	switch {
 	case s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail:

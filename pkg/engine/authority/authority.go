@@ -104,6 +104,11 @@ type TrustState struct {
 	Token string
 	// Reason says why the policy is not in force (or how it was checked).
 	Reason string
+	// MigratedFrom: the policy in force admits a record's migrated-from annotation only
+	// from its author or a user who may read the Service Catalog's objects in its
+	// namespace (trust.State.MigratedFrom), so the annotation of a record whose verified
+	// author may read them is one "migrate svcat" could have written (migrationOf).
+	MigratedFrom bool
 	// unreadable: the state could not be read; reading it again may find it in force.
 	unreadable bool
 }

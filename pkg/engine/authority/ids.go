@@ -412,8 +412,8 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 			if claimed, older, err = auth.claimOlderUsers(ctx, kind, self, id, users); err != nil {
 				return err
 			}
-		} else if u, ok := lateMigratedUser(rec, users); ok {
-			return lateMigratedRefusal(kind, rec, id, u)
+		} else if err := auth.checkLateMigrated(ctx, kind, rec, id, users); err != nil {
+			return err
 		}
 		if !older {
 			var t metav1.Time
@@ -663,8 +663,9 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 // other record uses: such a record is settled and has no step of its own to make it,
 // and a tenant who names the id later would otherwise claim it first. An id another
 // record uses too is left to the first of their steps to claim (checkAdoptedID): the
-// pass takes no side. A tenant who writes the annotation on her own record gains
-// nothing her record's own step would not make.
+// pass takes no side. The annotation counts only as loneMigrated says: under a trust
+// policy that covers it, only when the record's verified author may read the Service
+// Catalog's objects; without one, never against a record of another namespace.
 func (auth *Authority) claimLoneMigrated(ctx context.Context, idx *store.IDIndex) error {
 	var errs []error
 	st := auth.env().Store
@@ -681,8 +682,15 @@ func (auth *Authority) claimLoneMigrated(ctx context.Context, idx *store.IDIndex
 				continue
 			}
 			// Records that are not migrated ones and have no claim do not contest it
-			// (lateMigratedUser refuses their claim meanwhile).
-			if narrowed != nil || slices.ContainsFunc(users, func(o store.IDUser) bool { return o.UID != u.UID && (o.Migrated || !o.Adopted.IsZero()) }) {
+			// (lateMigratedUser refuses their claim meanwhile), unless nothing verifies
+			// the migration and they are of another namespace (loneMigrated).
+			if narrowed != nil {
+				continue
+			}
+			if lone, err := auth.loneMigrated(ctx, u.Kind, u.IDUser, users); err != nil || !lone {
+				if err != nil {
+					errs = append(errs, err)
+				}
 				continue
 			}
 			if _, _, err := st.ClaimExternalIDOf(ctx, u.Kind, u.IDUser, u.ID); err != nil && !store.IsForbidden(err) && !store.IsNotFound(err) {

@@ -30,7 +30,7 @@ func (c ClusterTrust) TrustState(ctx context.Context) (authority.TrustState, err
 	if err != nil {
 		return authority.TrustState{}, err
 	}
-	return authority.TrustState{Token: st.Token, Reason: st.Reason}, nil
+	return authority.TrustState{Token: st.Token, Reason: st.Reason, MigratedFrom: st.MigratedFrom}, nil
 }
 
 var _ authority.TrustSource = ClusterTrust{}

@@ -369,6 +369,18 @@ func (p *proc) admit(op string, cm, old *corev1.ConfigMap) error {
 	if !keepsLabels || authored && !labelled {
 		return refuse("a record keeps its managed-by and kind labels")
 	}
+	// The third validation (exprMigratedValidation): a write that sets or changes the
+	// migrated-from annotation is stamped, or its user may read the Service Catalog's
+	// objects of the record's kind in its namespace.
+	if ann(cm, store.AnnotationMigratedFrom) != ann(old, store.AnnotationMigratedFrom) && !stamped {
+		res := map[string]string{v1alpha1.KindServiceInstance: "serviceinstances", v1alpha1.KindServiceBinding: "servicebindings"}[kind]
+		if res == "" {
+			res = "servicebrokers"
+		}
+		if ok, why := may(user, "get", trust.SvcatGroup, res, cm.Namespace); !ok {
+			return refuse("its migrated-from annotation may only be set by its author or a Service Catalog reader: " + why)
+		}
+	}
 	if authored {
 		w.trust.admitted[p]++
 	}
