@@ -46,6 +46,7 @@ func (m *Migrator) markMigrated(ctx context.Context, res schema.GroupVersionReso
 		return err
 	}
 	u.SetAnnotations(p.GetAnnotations())
+	m.wrote()
 	return nil
 }
 
