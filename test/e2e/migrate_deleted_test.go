@@ -36,7 +36,7 @@ func TestMigrateSvcat_ARecordDeletedAfterItsMigration_IsNotMadeAgain(t *testing.
 	assert.NilError(t, err)
 	rec, err := e.st.Instances().Get(ctx, e.ns, "ready")
 	assert.NilError(t, err)
-	assert.Equal(t, old.GetAnnotations()["catalog.kubectl-catalog.io/migrated-to"], string(rec.UID), "the old object names its record")
+	assert.Check(t, is.Equal(old.GetAnnotations()["catalog.kubectl-catalog.io/migrated-to"], string(rec.UID)), "the old object names its record")
 
 	// The user deletes them with the product; the binding svcat lost the Secret of is
 	// unbound at the broker by hand, as its row said.
