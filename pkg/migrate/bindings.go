@@ -44,6 +44,9 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 	if oc, done := m.existingBinding(ctx, o, u, from, secretName, deleting); done {
 		return oc
 	}
+	if oc, done := deletedSince("binding", u); done {
+		return oc
+	}
 	id := str(u, "spec", "externalID")
 	if id == "" {
 		return skipped(true, "it has no spec.externalID, so the broker's binding cannot be named")
@@ -82,11 +85,15 @@ func (m *Migrator) binding(ctx context.Context, o Options, u *unstructured.Unstr
 			SecretName: secretName, SecretTransforms: tr,
 		},
 	}
-	if _, err := m.cfg.Engine.AdoptBinding(ctx, engine.BindingAdoption{Record: rec, PreviousOwners: []types.UID{u.GetUID()}}); err != nil {
+	made, err := m.cfg.Engine.AdoptBinding(ctx, engine.BindingAdoption{Record: rec, PreviousOwners: []types.UID{u.GetUID()}})
+	if err != nil {
 		return skipped(true, "%v", err)
 	}
 	m.wrote()
 	reason := fmt.Sprintf("Secret %q adopted", secretName)
+	if err := m.markMigrated(ctx, ServiceBindings, u, made.UID); err != nil {
+		reason = join(reason, markNote(err))
+	}
 	if deleting {
 		if err := m.cfg.Store.Bindings().Delete(ctx, ns, rec.Name); err != nil {
 			return skipped(true, "recorded, but its unbind could not be: %v; run this again", err)
@@ -108,7 +115,13 @@ func (m *Migrator) existingBinding(ctx context.Context, o Options, u *unstructur
 		if existing.Annotations[store.AnnotationMigratedFrom] != from {
 			return skipped(true, "a binding record %q exists already in namespace %q that was not migrated from this object: rename or remove one of them, then run this again", u.GetName(), ns), true
 		}
-		result := ResultAlreadyMigrated
+		result, note := ResultAlreadyMigrated, ""
+		if !o.DryRun {
+			// The mark a run stopped after the record left to this one.
+			if err := m.markMigrated(ctx, ServiceBindings, u, existing.UID); err != nil {
+				note = markNote(err)
+			}
+		}
 		secret, err := m.cfg.Store.GetSecret(ctx, ns, existing.Spec.SecretName)
 		if err != nil && !store.IsNotFound(err) {
 			return skipped(true, "%v", err), true
@@ -142,7 +155,7 @@ func (m *Migrator) existingBinding(ctx context.Context, o Options, u *unstructur
 			m.wrote()
 			result = ResultMigrated
 		}
-		return Outcome{Result: result, clean: true}, true
+		return Outcome{Result: result, Reason: note, clean: true}, true
 	case !store.IsNotFound(err):
 		return skipped(true, "%v", err), true
 	}
@@ -155,6 +168,9 @@ func (m *Migrator) unmigratableBinding(u *unstructured.Unstructured, id, instNam
 	stop := func(needsPerson bool, format string, args ...any) *Outcome {
 		oc := skipped(needsPerson, format, args...)
 		return &oc
+	}
+	if m.gone[u.GetNamespace()+"/"+instName] {
+		return stop(true, "its instance %q was migrated, and its record deleted since: the broker may still hold this binding (id %s) under it; ask the broker's operator, then remove this object", instName, id)
 	}
 	if why, ok := m.instances[u.GetNamespace()+"/"+instName]; !ok || why != "" {
 		if !ok {

@@ -271,6 +271,10 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 	if oc, done := m.existingInstance(ctx, o, u, from, deleting); done {
 		return oc
 	}
+	if oc, done := deletedSince("instance", u); done {
+		m.gone[key] = true
+		return oc
+	}
 
 	id := str(u, "spec", "externalID")
 	if id == "" {
@@ -301,17 +305,22 @@ func (m *Migrator) instance(ctx context.Context, o Options, u *unstructured.Unst
 	if o.DryRun {
 		return Outcome{Result: ResultWouldMigrate, Reason: describeInstance(a, deleting, mitigating)}
 	}
-	if _, err := m.cfg.Engine.AdoptInstance(ctx, a); err != nil {
+	rec, err := m.cfg.Engine.AdoptInstance(ctx, a)
+	if err != nil {
 		return skipped(true, "%v", err)
 	}
 	m.wrote()
+	reason := describeInstance(a, deleting, mitigating)
+	if err := m.markMigrated(ctx, ServiceInstances, u, rec.UID); err != nil {
+		reason = join(reason, markNote(err))
+	}
 	if deleting {
 		if err := m.cfg.Store.Instances().Delete(ctx, a.Record.Namespace, a.Record.Name); err != nil {
 			return skipped(true, "recorded, but its deprovision could not be: %v; run this again", err)
 		}
 		m.wrote()
 	}
-	return Outcome{Result: ResultMigrated, Reason: describeInstance(a, deleting, mitigating), clean: true}
+	return Outcome{Result: ResultMigrated, Reason: reason, clean: true}
 }
 
 // existingInstance is the outcome for an object whose instance record exists already
@@ -322,6 +331,13 @@ func (m *Migrator) existingInstance(ctx context.Context, o Options, u *unstructu
 	case err == nil:
 		if existing.Annotations[store.AnnotationMigratedFrom] != from {
 			return skipped(true, "an instance record %q exists already in namespace %q that was not migrated from this object: rename or remove one of them, then run this again", u.GetName(), u.GetNamespace()), true
+		}
+		note := ""
+		if !o.DryRun {
+			// The mark a run stopped after the record left to this one.
+			if err := m.markMigrated(ctx, ServiceInstances, u, existing.UID); err != nil {
+				note = markNote(err)
+			}
 		}
 		if deleting && existing.DeletionTimestamp == nil {
 			if o.DryRun {
@@ -336,7 +352,7 @@ func (m *Migrator) existingInstance(ctx context.Context, o Options, u *unstructu
 				return skipped(true, "%v", err), true
 			}
 			m.wrote()
-			return Outcome{Result: ResultMigrated, Reason: "deprovision pending", clean: true}, true
+			return Outcome{Result: ResultMigrated, Reason: join("deprovision pending", note), clean: true}, true
 		}
 		if !o.DryRun && existing.DeletionTimestamp == nil {
 			// The claim of its spec's id, made when it was recorded, may have failed
@@ -348,7 +364,7 @@ func (m *Migrator) existingInstance(ctx context.Context, o Options, u *unstructu
 				return skipped(true, "instance %q is recorded, but %v: run this again", existing.Name, err), true
 			}
 		}
-		return Outcome{Result: ResultAlreadyMigrated, clean: true}, true
+		return Outcome{Result: ResultAlreadyMigrated, Reason: note, clean: true}, true
 	case !store.IsNotFound(err):
 		return skipped(true, "%v", err), true
 	}

@@ -121,6 +121,9 @@ type Migrator struct {
 	brokers map[string]string
 	// instances: "NS/NAME" to why it is not migrated ("" when it is).
 	instances map[string]string
+	// gone: "NS/NAME" of old instances migrated before whose record was deleted since
+	// (deletedSince).
+	gone map[string]bool
 	// classCache holds the class lists read (classes).
 	classCache map[string][]*v1alpha1.ServiceClass
 }
@@ -154,6 +157,7 @@ func (m *Migrator) Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	m.brokers, m.instances, m.classCache = map[string]string{}, map[string]string{}, map[string][]*v1alpha1.ServiceClass{}
+	m.gone = map[string]bool{}
 	var out []Outcome
 	for _, res := range []struct {
 		gvr  schema.GroupVersionResource

@@ -48,7 +48,10 @@ var svcatLong = cmdutil.LongDesc(`
 	reason. The table says per object: migrated, already migrated, would
 	migrate (--dry-run) or skipped; the command exits 1 when a skipped object
 	needs a person. Running it again is safe: what is migrated is reported as
-	already migrated, and a run that was interrupted is finished.
+	already migrated, and a run that was interrupted is finished. Each old
+	object migrated is marked with its record's uid (annotation
+	catalog.kubectl-catalog.io/migrated-to): a record deleted since (deprovisioned,
+	unbound or abandoned) is not made again.
 
 	With --cleanup, once an object is migrated (or holds nothing at the
 	broker), the old object's finalizers are removed and it is deleted; the

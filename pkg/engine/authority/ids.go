@@ -408,7 +408,11 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 			id, what, rec.GetName(), rec.GetNamespace(), what)
 	} else {
 		var claimed, older bool
-		if !auth.claimsSwept(ctx) {
+		swept, err := auth.claimsSwept(ctx)
+		if err != nil {
+			return err
+		}
+		if !swept {
 			if claimed, older, err = auth.claimOlderUsers(ctx, kind, self, id, users); err != nil {
 				return err
 			}
@@ -435,9 +439,13 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		}
 	}
 	slices.SortFunc(users, func(a, b store.IDUser) int { c, _ := compareAdoption(a, b); return c })
+	first, err := auth.migratedFirst(ctx, kind, rec, self)
+	if err != nil {
+		return err
+	}
 	for _, u := range users {
 		c, known := compareAdoption(u, self)
-		if u.UID == self.UID || c > 0 && known {
+		if u.UID == self.UID || c > 0 && known || first(u) {
 			continue
 		}
 		holds, err := auth.holdsAs(ctx, kind, u, id, true)
@@ -480,22 +488,26 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 // (a migration, an apply or a provision --external-id interrupted between the record and
 // its claim), or its spec was rewritten since to name the id, and its creationTimestamp
 // says nothing about when it took the id. checkAdoptedID then claims no older record
-// before rec (claimOlderUsers): the first claim made keeps the id. A marker that cannot
-// be read counts as absent.
-func (auth *Authority) claimsSwept(ctx context.Context) bool {
+// before rec (claimOlderUsers): the first claim made keeps the id. A marker its reader
+// may not read counts as absent; one whose read failed (a fault) is the error: taking
+// the cluster for one never swept would give the first claim to the older record.
+func (auth *Authority) claimsSwept(ctx context.Context) (bool, error) {
 	auth.cache.mu.Lock()
 	done := auth.cache.swept[""]
 	auth.cache.mu.Unlock()
 	if done {
-		return true
+		return true, nil
 	}
 	env := auth.env()
 	if env.CatalogNamespace == "" {
-		return false
+		return false, nil
 	}
 	swept, err := env.Store.IDClaimsSwept(ctx, env.CatalogNamespace)
-	if err != nil || !swept {
-		return false
+	if err != nil && !store.IsForbidden(err) {
+		return false, fmt.Errorf("cannot tell whether reconcile claimed the OSB ids of every record: %w", err)
+	}
+	if !swept {
+		return false, nil
 	}
 	auth.cache.mu.Lock()
 	if auth.cache.swept == nil {
@@ -503,7 +515,7 @@ func (auth *Authority) claimsSwept(ctx context.Context) bool {
 	}
 	auth.cache.swept[""] = true
 	auth.cache.mu.Unlock()
-	return true
+	return true, nil
 }
 
 // compareAdoption orders records that use an OSB id bound to nothing by when they
@@ -601,7 +613,12 @@ func (auth *Authority) ClaimSpecIDs(ctx context.Context, namespace string, idx *
 	if !done {
 		// Once every record of the cluster has its claims, records get theirs when
 		// they are created: the marker saves each later run the reads.
-		done, _ = st.IDClaimsSwept(ctx, catalogNS)
+		var err error
+		if done, err = st.IDClaimsSwept(ctx, catalogNS); err != nil && !store.IsForbidden(err) {
+			// Not a cluster never swept: the pass would give the first claims to the
+			// older records (claimOlderUsers). The next run looks again.
+			return errors.Join(append(errs, fmt.Errorf("cannot tell whether reconcile claimed the OSB ids of every record: %w", err))...)
+		}
 	}
 	if done {
 		return errors.Join(append(errs, auth.claimLoneMigrated(ctx, idx))...)

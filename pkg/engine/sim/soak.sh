@@ -65,6 +65,7 @@ worlds='-sim.rogue=false
 -sim.upgrade -sim.heldplan -sim.brokers
 -sim.migrate
 -sim.migrate -sim.upgrade -sim.brokers -sim.staticshard -sim.shards
+-sim.migrate -sim.gc -sim.nsdelete
 -sim.rebind
 -sim.rebind -sim.asyncbind
 -sim.move
