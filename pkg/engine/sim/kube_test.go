@@ -331,6 +331,9 @@ func (w *world) checkNamespaceGone() {
 	if err != nil {
 		panic(err)
 	}
+	if w.stalledMigrationIn(ns) { // migrate_unverified_test.go
+		return
+	}
 	var left []string
 	for _, cm := range cms.Items {
 		left = append(left, fmt.Sprintf("%s (finalizers %v)", cm.Name, cm.Finalizers))
