@@ -840,6 +840,9 @@ func (w *world) newDevTask(p *proc) (string, func(context.Context) error) {
 			return err
 		}
 	case n < 8:
+		if w.movedInNotReleased(bind) {
+			return "nothing", nothing
+		}
 		return "unbind " + bind + " (new cluster)", func(ctx context.Context) error {
 			_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: "dev", Bindings: []string{bind}})
 			return err
@@ -849,6 +852,15 @@ func (w *world) newDevTask(p *proc) (string, func(context.Context) error) {
 		_, err := e.Deprovision(ctx, engine.DeprovisionRequest{Namespace: "dev", Name: inst})
 		return err
 	}
+}
+
+// movedInNotReleased reports a binding of dev the new cluster moved in whose id the old
+// cluster has not released: the instance drawn being released says nothing of it (it may
+// be another instance's), and until its release the old cluster still drives it (a
+// rotation there retires the id the new cluster's unbind would delete).
+func (w *world) movedInNotReleased(name string) bool {
+	b, err := w.move.checker.Bindings().Get(context.Background(), "dev", name)
+	return err == nil && engine.MovedFrom(b.Annotations) != "" && !w.releasedID(b.Spec.ExternalID)
 }
 
 // quiesceMove, in each round of quiescence: once, a last release (half of the seeds)
