@@ -889,25 +889,26 @@ func (w *world) quiesceMove() {
 		}
 		w.noteReleased()
 		// A release begun (a record marked) is finished; else half of the seeds release.
-		if len(w.move.exported) > 0 && (len(w.move.released) > 0 || w.rng.IntN(2) == 0) {
+		if len(w.move.everExported) > 0 && (len(w.move.released) > 0 || w.rng.IntN(2) == 0) {
 			r := byName(releaserName)
 			for range 3 {
 				w.runNewReconcile()
-				var names []string
-				for _, x := range w.move.exported {
-					if w.appliedOnNew(x.Name) {
-						names = append(names, x.Name)
-					}
-				}
+				names := w.toRelease()
 				if len(names) == 0 {
 					break
 				}
-				var err error
-				w.runToEnd(r, "release --confirm-with-kubeconfig new (quiescence)", func(ctx context.Context) error {
-					err = w.release(r, engine.ReleaseRequest{Namespace: "dev", Instances: names, Confirm: confirmer{w, newClusterID, w.move.checker}})(ctx)
-					return err
-				})
-				if err == nil {
+				// One at a time: an instance that cannot be released (a binding of it being
+				// deleted here) holds back no other.
+				refused := false
+				for _, name := range names {
+					var err error
+					w.runToEnd(r, "release "+name+" --confirm-with-kubeconfig new (quiescence)", func(ctx context.Context) error {
+						err = w.release(r, engine.ReleaseRequest{Namespace: "dev", Instances: []string{name}, Confirm: confirmer{w, newClusterID, w.move.checker}})(ctx)
+						return err
+					})
+					refused = refused || err != nil
+				}
+				if !refused {
 					break
 				}
 			}
@@ -923,6 +924,22 @@ func (w *world) quiesceMove() {
 	}
 	w.noteReleased()
 	w.noteMoved()
+}
+
+// toRelease are the instances the last release names: each exported once (not only by
+// the last export, which leaves out a record an earlier release marked, or one not
+// settled then) that both clusters hold, the old one's not being deleted. A release
+// interrupted after it marked an instance's bindings and before the instance is finished
+// so: its bindings are the new cluster's already.
+func (w *world) toRelease() []string {
+	var names []string
+	for _, name := range sortedKeys(w.move.everExported) {
+		x, err := w.checker.Instances().Get(context.Background(), "dev", name)
+		if err == nil && x.DeletionTimestamp == nil && w.appliedOnNew(name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // runNewReconcile runs reconcile on the new cluster once, to its end.
