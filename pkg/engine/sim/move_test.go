@@ -972,8 +972,15 @@ func (w *world) giveBack(p *proc) {
 			})
 		}
 	}
+	// An instance moved in whose id the old cluster deprovisioned before releasing it
+	// (its record deleted there: kubectl, the namespace's deletion) is answered 404 at
+	// every update: moving.md says to drop such a record with --abandon.
+	goneBeforeRelease := func(id string) bool {
+		_, held := w.ledger.Instance(id)
+		return !held && !w.releasedID(id)
+	}
 	for _, x := range insts {
-		if engine.MovedFrom(x.Annotations) != "" && named(x.Spec.ExternalID) {
+		if engine.MovedFrom(x.Annotations) != "" && (named(x.Spec.ExternalID) || goneBeforeRelease(x.Spec.ExternalID)) {
 			w.runToEnd(p, "deprovision "+x.Name+" --abandon (new cluster: the move is abandoned)", func(ctx context.Context) error {
 				_, err := p.eng.Deprovision(ctx, engine.DeprovisionRequest{Namespace: x.Namespace, Name: x.Name, Abandon: true})
 				return err
