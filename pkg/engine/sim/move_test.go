@@ -840,6 +840,9 @@ func (w *world) newDevTask(p *proc) (string, func(context.Context) error) {
 			return err
 		}
 	case n < 8:
+		if w.movedInNotReleased(bind) {
+			return "nothing", nothing
+		}
 		return "unbind " + bind + " (new cluster)", func(ctx context.Context) error {
 			_, err := e.Unbind(ctx, engine.UnbindRequest{Namespace: "dev", Bindings: []string{bind}})
 			return err
@@ -849,6 +852,15 @@ func (w *world) newDevTask(p *proc) (string, func(context.Context) error) {
 		_, err := e.Deprovision(ctx, engine.DeprovisionRequest{Namespace: "dev", Name: inst})
 		return err
 	}
+}
+
+// movedInNotReleased reports a binding of dev the new cluster moved in whose id the old
+// cluster has not released: the instance drawn being released says nothing of it (it may
+// be another instance's), and until its release the old cluster still drives it (a
+// rotation there retires the id the new cluster's unbind would delete).
+func (w *world) movedInNotReleased(name string) bool {
+	b, err := w.move.checker.Bindings().Get(context.Background(), "dev", name)
+	return err == nil && engine.MovedFrom(b.Annotations) != "" && !w.releasedID(b.Spec.ExternalID)
 }
 
 // quiesceMove, in each round of quiescence: once, a last release (half of the seeds)
@@ -877,25 +889,26 @@ func (w *world) quiesceMove() {
 		}
 		w.noteReleased()
 		// A release begun (a record marked) is finished; else half of the seeds release.
-		if len(w.move.exported) > 0 && (len(w.move.released) > 0 || w.rng.IntN(2) == 0) {
+		if len(w.move.everExported) > 0 && (len(w.move.released) > 0 || w.rng.IntN(2) == 0) {
 			r := byName(releaserName)
 			for range 3 {
 				w.runNewReconcile()
-				var names []string
-				for _, x := range w.move.exported {
-					if w.appliedOnNew(x.Name) {
-						names = append(names, x.Name)
-					}
-				}
+				names := w.toRelease()
 				if len(names) == 0 {
 					break
 				}
-				var err error
-				w.runToEnd(r, "release --confirm-with-kubeconfig new (quiescence)", func(ctx context.Context) error {
-					err = w.release(r, engine.ReleaseRequest{Namespace: "dev", Instances: names, Confirm: confirmer{w, newClusterID, w.move.checker}})(ctx)
-					return err
-				})
-				if err == nil {
+				// One at a time: an instance that cannot be released (a binding of it being
+				// deleted here) holds back no other.
+				refused := false
+				for _, name := range names {
+					var err error
+					w.runToEnd(r, "release "+name+" --confirm-with-kubeconfig new (quiescence)", func(ctx context.Context) error {
+						err = w.release(r, engine.ReleaseRequest{Namespace: "dev", Instances: []string{name}, Confirm: confirmer{w, newClusterID, w.move.checker}})(ctx)
+						return err
+					})
+					refused = refused || err != nil
+				}
+				if !refused {
 					break
 				}
 			}
@@ -911,6 +924,22 @@ func (w *world) quiesceMove() {
 	}
 	w.noteReleased()
 	w.noteMoved()
+}
+
+// toRelease are the instances the last release names: each exported once (not only by
+// the last export, which leaves out a record an earlier release marked, or one not
+// settled then) that both clusters hold, the old one's not being deleted. A release
+// interrupted after it marked an instance's bindings and before the instance is finished
+// so: its bindings are the new cluster's already.
+func (w *world) toRelease() []string {
+	var names []string
+	for _, name := range sortedKeys(w.move.everExported) {
+		x, err := w.checker.Instances().Get(context.Background(), "dev", name)
+		if err == nil && x.DeletionTimestamp == nil && w.appliedOnNew(name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // runNewReconcile runs reconcile on the new cluster once, to its end.
@@ -943,8 +972,15 @@ func (w *world) giveBack(p *proc) {
 			})
 		}
 	}
+	// An instance moved in whose id the old cluster deprovisioned before releasing it
+	// (its record deleted there: kubectl, the namespace's deletion) is answered 404 at
+	// every update: moving.md says to drop such a record with --abandon.
+	goneBeforeRelease := func(id string) bool {
+		_, held := w.ledger.Instance(id)
+		return !held && !w.releasedID(id)
+	}
 	for _, x := range insts {
-		if engine.MovedFrom(x.Annotations) != "" && named(x.Spec.ExternalID) {
+		if engine.MovedFrom(x.Annotations) != "" && (named(x.Spec.ExternalID) || goneBeforeRelease(x.Spec.ExternalID)) {
 			w.runToEnd(p, "deprovision "+x.Name+" --abandon (new cluster: the move is abandoned)", func(ctx context.Context) error {
 				_, err := p.eng.Deprovision(ctx, engine.DeprovisionRequest{Namespace: x.Namespace, Name: x.Name, Abandon: true})
 				return err
