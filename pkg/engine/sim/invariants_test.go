@@ -273,6 +273,9 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 	if w.staleSvcatBinding(b) { // migrate_test.go
 		return true
 	}
+	if w.bindsStaleSvcatInstance(b) { // simevery_test.go
+		return true
+	}
 	if w.copyWaitsForAPlace(b) { // simmisc_test.go
 		return true
 	}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"context"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -29,4 +31,16 @@ func (w *world) staleSvcatInstance(x *v1alpha1.ServiceInstance) bool {
 		return !held
 	}
 	return false
+}
+
+// bindsStaleSvcatInstance reports a binding of an instance that staleSvcatInstance
+// reports, not bound: the broker holds no instance for its bind, which is answered "no
+// such instance" for ever. It waits for a person with its instance.
+func (w *world) bindsStaleSvcatInstance(b *v1alpha1.ServiceBinding) bool {
+	if !w.migrateOn || b.Status.Bound != nil {
+		return false
+	}
+	ns, name := b.InstanceRef()
+	x, err := w.checker.Instances().Get(context.Background(), ns, name)
+	return err == nil && w.staleSvcatInstance(x)
 }
