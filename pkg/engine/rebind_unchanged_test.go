@@ -2,12 +2,19 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
 
 // An update --rebind whose parameters (or maintenance version) are those the spec
@@ -95,4 +102,69 @@ func rebindAtEachBind(f *fixture, seen *[]*v1alpha1.RebindStatus) func(HookPoint
 			*seen = append(*seen, f.get("db").Status.Rebind.DeepCopy())
 		}
 	}
+}
+
+// A rotation a rebind recorded as failed at the limit goes on on its own (it binds once
+// a place frees). A later rebind finds that binding rotating on its own, refused in a
+// way only a person can lift: it takes it as its current and records it as failed
+// again, rather than wait for that rotation to end for ever. Found by the simulation
+// (-sim.rebind seed 377: "its rebind ("update --rebind") never ended: current <nil>,
+// rotated [dev/app-0 dev/app-1]").
+func TestRebind_BindingLeftRotatingAtTheLimitByAnEarlierRebind_IsRecordedAsFailedAndTheRebindEnds(t *testing.T) {
+	f, _ := bindingFixture(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var n atomic.Int32
+	f.broker.OnBind(func(_ context.Context, req *osb.BindRequest) (*osb.BindResponse, error) {
+		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": fmt.Sprintf("pw-%d", n.Add(1))}}, nil
+	})
+	// A place kept from an earlier limit, before the bindings were made.
+	f.createBinding("kept", func(in *BindingIntent) { in.ExternalID = "osb-kept" })
+	kept := f.getBinding("kept")
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "kept", UID: string(kept.UID), ReservedAt: metav1.NewTime(f.now)}}
+	})
+	f.advance(time.Hour)
+	for _, name := range []string{"a", "b"} {
+		f.createBinding(name, func(in *BindingIntent) { in.ExternalID = "osb-" + name })
+		assert.Equal(t, f.driveBinding(name).State, StateSettled)
+		f.advance(time.Minute)
+	}
+	two := int32(2)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &two })
+
+	rebind := func(what string) {
+		t.Helper()
+		f.editInstance(func(i *v1alpha1.ServiceInstance) {
+			i.Status.ObservedGeneration = i.Generation
+			i.Status.Rebind = &v1alpha1.RebindStatus{Generation: i.Generation, Reason: RebindOnce, AfterUpdate: true, RequestedAt: metav1.NewTime(f.now)}
+		})
+		var res Result
+		for range 30 {
+			if f.get("db").Status.Rebind == nil {
+				break
+			}
+			var err error
+			res, err = f.engine.StepInstance(ctx, f.get("db"))
+			assert.NilError(t, err)
+			f.advance(max(res.RequeueAfter, time.Second))
+		}
+		inst := f.get("db")
+		assert.Assert(t, inst.Status.Rebind == nil, "%s: the rebind waits for ever: %s", what, res.Message)
+		c := meta.FindStatusCondition(inst.Status.Conditions, ConditionBindingsRebound)
+		assert.Assert(t, c != nil && c.Status == metav1.ConditionFalse, "%s: %+v", what, c)
+		assert.Assert(t, is.Contains(c.Message, "rotation failed, old credentials kept: dev/a, dev/b"), what)
+	}
+	rebind("the first rebind")
+	for _, name := range []string{"a", "b"} {
+		assert.Assert(t, f.getBinding(name).CurrentExternalID() != "osb-"+name, "%s's rotation goes on on its own", name)
+	}
+	rebind("the second rebind")
+
+	for i, name := range []string{"a", "b"} {
+		b := f.getBinding(name)
+		assert.Equal(t, b.Status.Bound.BindingID, "osb-"+name)
+		assert.Equal(t, string(f.secretData(name)["password"]), fmt.Sprintf("pw-%d", i+1))
+	}
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodUnbind)), 0)
 }
