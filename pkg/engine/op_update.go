@@ -85,15 +85,19 @@ func (e *Engine) Update(ctx context.Context, req InstanceUpdateRequest) (Instanc
 	for _, n := range prepared.Notes {
 		req.Follow.note("%s", n)
 	}
+	// What changes the spec, for the rebind: the store's spec hash, as it counts the
+	// generation. Parameters or a maintenance version the spec already holds are listed as
+	// changes, but make no generation and send no update.
+	held := specHashOf(inst)
 	inst, changes := prepared.Instance, prepared.Changes
-	brokerChanges := len(changes) > 0
+	brokerChanges := len(changes) > 0 && specChangedFrom(held, inst)
 	changes = append(changes, req.Limits.apply(&inst.Spec)...)
 	if p := req.RebindOnUpdate; p != nil && *p != inst.Spec.RebindOnUpdate {
 		inst.Spec.RebindOnUpdate = *p
 		changes = append(changes, "rebind on update "+string(*p))
 	}
 	instanceVerbs{e}.noteOverLimit(ctx, inst, req.Limits, req.Follow)
-	rebind, err := instanceVerbs{e}.planRebindOnce(ctx, inst, req, len(changes) > 0, brokerChanges)
+	rebind, err := instanceVerbs{e}.planRebindOnce(ctx, inst, req, len(changes) > 0 && specChangedFrom(held, inst), brokerChanges)
 	if err != nil {
 		return InstanceResult{}, err
 	}
@@ -339,4 +343,18 @@ func (e *Engine) Revert(ctx context.Context, req RevertRequest) (InstanceResult,
 	req.Follow.note("Reverting instance %q in namespace %q to what the broker holds (%s)...", req.Name, req.Namespace, strings.Join(changes, "; "))
 	r, err := e.FollowInstance(ctx, req.Namespace, req.Name, "update", nil, req.Follow)
 	return InstanceResult{Result: r, Changes: changes}, err
+}
+
+// specHashOf is inst's spec as the store hashes it to count its generation; empty when
+// it cannot be hashed.
+func specHashOf(inst *v1alpha1.ServiceInstance) string {
+	h, _ := store.SpecHash(inst)
+	return h
+}
+
+// specChangedFrom reports whether inst's spec differs from the one hashed as held (a
+// spec that cannot be hashed counts as changed).
+func specChangedFrom(held string, inst *v1alpha1.ServiceInstance) bool {
+	h := specHashOf(inst)
+	return held == "" || h == "" || h != held
 }

@@ -259,11 +259,12 @@ func (e instanceSteps) rotateCurrent(ctx context.Context, inst *v1alpha1.Service
 			b = nil
 		}
 		if state = rotationOf(b, cur); state == rotationUnderWay {
-			if r.State == StateNeedsUser || r.NeedsPerson {
+			if r.State == StateNeedsUser || r.NeedsPerson || refusedAtTheLimit(b) {
 				// Stopped, or refused in a way only a person can lift (every place under
 				// the instance's limit taken, say): the binding keeps its old id and
 				// credentials, and its own rotation goes on once that changes; the rebind
-				// does not wait for a person.
+				// does not wait for a person, nor for that rotation's retries, each refused
+				// the same until a person acts.
 				state = rotationFailed
 			} else {
 				wait := max(r.RequeueAfter, e.cfg.PollInterval, time.Second)
@@ -373,7 +374,15 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 				return Result{}, err
 			}
 		}
-		return withRecord(Result{State: StateWaiting, RequeueAfter: wait, Message: msg}, inst), nil
+		if err != nil || r.Binding == nil || !rotatingOnItsOwn(r.Binding) || !(r.State == StateNeedsUser || r.NeedsPerson || refusedAtTheLimit(r.Binding)) {
+			return withRecord(Result{State: StateWaiting, RequeueAfter: wait, Message: msg}, inst), nil
+		}
+		// That rotation stopped, or was refused in a way only a person can lift (every
+		// place under the instance's limit taken, say: a rotation an earlier rebind
+		// recorded as failed goes on on its own): the rebind takes the binding as its
+		// current, whose rotation is then recorded as failed (it keeps its old id and
+		// credentials), rather than wait for a person for ever.
+		next = r.Binding
 	}
 	if next == nil {
 		var blind []string
@@ -406,6 +415,14 @@ func (e instanceSteps) nextRebind(ctx context.Context, inst *v1alpha1.ServiceIns
 		return Result{}, err
 	}
 	return withRecord(Result{State: StateWaiting, Message: fmt.Sprintf("rotating binding %s (%s)", bindingKey(next), rb.Reason)}, stored), nil
+}
+
+// refusedAtTheLimit reports a binding whose last bind was refused because every place
+// under its instance's limit is taken, which only a person lifts (a binding unbound, the
+// limit raised); its retries look again now and then.
+func refusedAtTheLimit(b *v1alpha1.ServiceBinding) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionRefused)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonRefusedLimitReached
 }
 
 // rebindOne records how the rotation of the current binding ended, with an Event on the

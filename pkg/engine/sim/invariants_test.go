@@ -224,7 +224,7 @@ func (w *world) settled() bool {
 		return false // the new cluster of the move world (move_test.go)
 	}
 	for _, x := range insts {
-		if x.Namespace != "t" && !terminal(x, &x.Status.OperationStatus) {
+		if x.Namespace != "t" && !terminal(x, &x.Status.OperationStatus) && !w.staleSvcatInstance(x) { // simevery_test.go
 			return false
 		}
 	}
@@ -273,6 +273,9 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 	if w.staleSvcatBinding(b) { // migrate_test.go
 		return true
 	}
+	if w.bindsStaleSvcatInstance(b) { // simevery_test.go
+		return true
+	}
 	if w.copyWaitsForAPlace(b) { // simmisc_test.go
 		return true
 	}
@@ -300,6 +303,12 @@ func (w *world) checkQuiescence() {
 			owned[id] = "instance " + x.Namespace + "/" + x.Name
 		}
 		if w.waitsForCredentials(x) || w.copiesWaitForAPlace(x, binds) { // simmisc_test.go
+			continue
+		}
+		if w.staleSvcatInstance(x) { // simevery_test.go
+			if msg, _ := readyMessage(&x.Status.OperationStatus); msg == "" {
+				w.fail("instance %s/%s waits for a person and no condition says why", x.Namespace, x.Name)
+			}
 			continue
 		}
 		w.checkFinal("instance", x, &x.Status.OperationStatus, instanceIDs(x))

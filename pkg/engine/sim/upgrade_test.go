@@ -274,6 +274,9 @@ func (w *world) quiesceUpgrade() {
 		w.tick()
 		if m.alive {
 			w.run(m)
+			// (Its update may rotate bindings, spec.rebindOnUpdate asking for it: the
+			// rebinds are checked after each of its moves, as reconcile's.)
+			w.checkRebindsQuiescing()
 		}
 	}
 }
