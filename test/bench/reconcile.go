@@ -53,20 +53,20 @@ const (
 // namespaces of their own after the earlier runs' records (all settled by then): the
 // figure of the 16-worker run of as many pending records, on 64 workers. It returns the
 // figure, its note and how many records it wrote.
-func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconcilebench.Broker, seeded int) (figure, string, int, error) {
+func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconcilebench.Broker, seeded int) ([]figure, string, int, error) {
 	namespaces := make([]string, 10)
 	for j := range namespaces {
 		namespaces[j] = fmt.Sprintf("bench-w%d-%02d", highWorkers, j)
 	}
 	if err := e.seed(ctx, namespaces, o.Pending, 0); err != nil {
-		return figure{}, "", 0, err
+		return nil, "", 0, err
 	}
 	ho := o
 	ho.Workers = highWorkers
 	fmt.Fprintf(os.Stderr, "seeded %d records (%d pending); reconcile on %d records, %d workers...\n", o.Pending, o.Pending, seeded+o.Pending, ho.Workers)
 	r, err := e.runReconcile(ctx, ho, b, seeded+o.Pending)
 	if err != nil {
-		return figure{}, "", 0, err
+		return nil, "", 0, err
 	}
 	fmt.Fprintf(os.Stderr, "reconcile on %d records, %d workers: %s (floor %s)\n", r.Total, ho.Workers, r.Took.Round(time.Millisecond), r.Floor.Round(time.Millisecond))
 	f := figure{Name: fmt.Sprintf("reconcile -A, %d records (%d pending), %d workers: wall time", r.Total, r.Pending, ho.Workers),
@@ -75,7 +75,11 @@ func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconc
 	note := fmt.Sprintf("reconcile -A on %d records, %d workers: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 		r.Total, ho.Workers, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
 		float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none"))
-	return f, note, o.Pending, nil
+	api, err := e.apiWriteFigure(ctx, namespaces, o.Pending, ho.Workers, r.Took)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return []figure{f, api}, note, o.Pending, nil
 }
 
 // reconcileTarget is the target of a reconcile -A run on the real API server with

@@ -316,7 +316,7 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 	r.MetaList = time.Since(listStart)
 	args := []string{e.plugin, "reconcile", "-A", "--catalog-namespace", reconcilebench.CatalogNamespace,
 		"--trust-namespace-writers", "--workers", fmt.Sprint(o.Workers), "--interval", "1ms",
-		"--retry-horizon", "0", "--max-duration", "10m", "--qps", "500", "--burst", "1000", "-o", "json"}
+		"--retry-horizon", "0", "--max-duration", "10m", "-o", "json"} // the client's rate limits as --workers sets them
 	if o.FullPassInterval > 0 {
 		// The seeded records' ids are bound to their namespaces and need no id
 		// claims: the cluster is as a first full pass leaves it.
@@ -443,7 +443,7 @@ func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reco
 				return nil, nil, err
 			}
 			seeded += added
-			high, highNote = append(high, f), n
+			high, highNote = append(high, f...), n
 		}
 	}
 	small, large := runs[0], runs[1]

@@ -3,7 +3,11 @@ package sim
 import (
 	"context"
 	"flag"
+	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
@@ -56,4 +60,27 @@ func (w *world) instanceAbandoned(b *v1alpha1.ServiceBinding) bool {
 	}
 	_, err := w.checker.Instances().Get(context.Background(), ns, name)
 	return store.IsNotFound(err)
+}
+
+// abandonedThenUnshared reports a binding of another namespace whose instance's record
+// an --abandon dropped and that is there again (provisioned anew, under the same name)
+// without sharing it with the binding's namespace: the grant went with the dropped
+// record, so the engine refuses the binding (RefusedNotShared), whatever the broker
+// holds of it, until the owner shares the instance again or the binding is dropped with
+// "unbind --abandon". It waits for a person.
+func (w *world) abandonedThenUnshared(b *v1alpha1.ServiceBinding) bool {
+	ns, name := b.InstanceRef()
+	if ns == b.Namespace || !w.abandonedRecords[ns+"/"+store.ConfigMapName(v1alpha1.KindServiceInstance, name)] {
+		return false
+	}
+	inst, err := w.checker.Instances().Get(context.Background(), ns, name)
+	if err != nil || slices.Contains(inst.Spec.SharedWith, b.Namespace) {
+		return false
+	}
+	st := &b.Status.OperationStatus
+	if r := st.Retry; r != nil && r.Reason == "RefusedNotShared" {
+		return true
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRefused)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "RefusedNotShared"
 }

@@ -269,8 +269,17 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 		if r := st.Retry; r != nil && st.InFlight != nil && r.Reason == "BindWaitingForInstance" && strings.Contains(r.LastError, "--abandon") {
 			return true
 		}
+		// So does its orphan mitigation (the bind's answer was lost): the binding's
+		// DELETE needs its instance, and its retries say to drop it with "unbind
+		// --abandon".
+		if r := st.Retry; r != nil && st.OrphanMitigation != nil && strings.Contains(r.LastError, "is gone, so the broker cannot be asked") && strings.Contains(r.LastError, "--abandon") {
+			return true
+		}
 	}
 	if w.staleSvcatBinding(b) { // migrate_test.go
+		return true
+	}
+	if w.abandonedThenUnshared(b) { // abandon_test.go
 		return true
 	}
 	if w.bindsStaleSvcatInstance(b) { // simevery_test.go
