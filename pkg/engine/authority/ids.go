@@ -205,10 +205,7 @@ func (auth *Authority) olderHolder(ctx context.Context, kind string, rec metav1.
 		if u.UID == rec.GetUID() || created.Time.Before(u.Created.Time) {
 			continue
 		}
-		holds, err := auth.holds(ctx, kind, u, id)
-		if store.IsForbidden(err) {
-			holds, err = true, nil
-		}
+		holds, err := auth.holdsCounting(ctx, kind, u, id, false)
 		if err != nil {
 			return nil, err
 		}
@@ -315,6 +312,16 @@ func (auth *Authority) movedID(ctx context.Context, rec IDOwner, id string) (boo
 // holds is store.HoldsExternalIDIn for u, with the key of u's namespace.
 func (auth *Authority) holds(ctx context.Context, kind string, u store.IDUser, id string) (bool, error) {
 	return auth.holdsAs(ctx, kind, u, id, false)
+}
+
+// holdsCounting is holdsAs, where a record the reader may not read counts as holding
+// the id: nobody can tell.
+func (auth *Authority) holdsCounting(ctx context.Context, kind string, u store.IDUser, id string, moved bool) (bool, error) {
+	holds, err := auth.holdsAs(ctx, kind, u, id, moved)
+	if store.IsForbidden(err) {
+		return true, nil
+	}
+	return holds, err
 }
 
 // holdsAs is holds; moved: id may be one generated on another cluster and moved in
@@ -448,10 +455,7 @@ func (auth *Authority) checkAdoptedID(ctx context.Context, kind string, rec IDOw
 		if u.UID == self.UID || c > 0 && known || first(u) {
 			continue
 		}
-		holds, err := auth.holdsAs(ctx, kind, u, id, true)
-		if store.IsForbidden(err) {
-			holds, err = true, nil // nobody can tell: it counts
-		}
+		holds, err := auth.holdsCounting(ctx, kind, u, id, true)
 		if err != nil {
 			return err
 		}

@@ -204,10 +204,7 @@ func (auth *Authority) unverifiedTake(ctx context.Context, kind string, rec IDOw
 		if u.UID == rec.GetUID() || u.Namespace == rec.GetNamespace() || !u.Adopted.IsZero() {
 			continue
 		}
-		holds, err := auth.holdsAs(ctx, kind, u, id, true)
-		if store.IsForbidden(err) {
-			holds, err = true, nil // nobody can tell: it counts
-		}
+		holds, err := auth.holdsCounting(ctx, kind, u, id, true)
 		if err != nil {
 			return err
 		}
