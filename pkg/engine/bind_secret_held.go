@@ -49,3 +49,14 @@ func (e bindingSteps) boundHeld(ctx context.Context, b *v1alpha1.ServiceBinding,
 		e.markBound(x, a, op, s.Data, nil, now)
 	})
 }
+
+// answeredBindPolledAgain records in x that a poll of its asynchronous bind, whose
+// credentials reached the Secret before, got no usable answer (msg): the operation is
+// polled again after the backoff (its polling deadline notwithstanding), instead of
+// orphan mitigation.
+func (e bindingSteps) answeredBindPolledAgain(x *v1alpha1.ServiceBinding, msg string, now time.Time) {
+	op := x.Status.InFlight
+	e.retryLater(x, ReasonBindFailed, fmt.Sprintf("%s; the broker finished this bind before and Secret %q holds its credentials (only recording them failed): the operation is polled again until the broker answers, and the binding id is not unbound meanwhile", msg, x.Spec.SecretName), false, now)
+	x.Status.InFlight = op
+	op.NextPollAt = x.Status.Retry.NextRetryAt
+}

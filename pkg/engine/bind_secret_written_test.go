@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
@@ -91,6 +92,62 @@ func TestStep_BindWhoseSecretWasWrittenAndOutcomeNotStored_NeverMitigatesTheIDTh
 				f.advance(max(res.RequeueAfter, 10*time.Minute))
 			}
 			f.broker.BindReturns(&osb.BindResponse{StatusCode: 200, Credentials: map[string]any{"password": "fresh"}}, nil)
+			assert.Equal(t, f.driveBinding("app").State, StateSettled)
+			b := f.getBinding("app")
+			assert.Assert(t, b.Status.Bound != nil && b.Status.Bound.BindingID == newID, "%+v", b.Status.Bound)
+			assert.Equal(t, string(f.secretData("app")["password"]), "fresh")
+			for _, c := range f.broker.CallsTo(fake.MethodUnbind) {
+				assert.Assert(t, c.Request.(osb.UnbindRequest).BindingID != newID)
+			}
+		})
+	}
+}
+
+// The same for an asynchronous bind: its credentials fetched (GET binding) and written
+// to the Secret, its outcome's write refused, the polls that follow get no answer until
+// the operation's polling deadline has passed; the id is not unbound, and the binding
+// ends bound under it once the broker answers, for a first bind and a rotation.
+func TestStep_AsyncBindWhoseSecretWasWrittenAndOutcomeNotStored_NeverMitigatesTheIDTheSecretHolds(t *testing.T) {
+	for _, rotate := range []bool{false, true} {
+		t.Run(map[bool]string{false: "bind", true: "rotation"}[rotate], func(t *testing.T) {
+			f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = true })
+			f.createBinding("app", nil)
+			if rotate {
+				assert.Equal(t, f.driveBinding("app").State, StateSettled)
+				_, err := f.engine.startRotation(context.Background(), ns, "app")
+				assert.NilError(t, err)
+			}
+			newID := f.getBinding("app").CurrentExternalID()
+			f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Operation: "op-1"}, nil)
+			poll := func() (*osb.LastOperationResponse, error) {
+				return &osb.LastOperationResponse{State: osb.StateSucceeded}, nil
+			}
+			f.broker.OnBindingLastOperation(func(context.Context, *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
+				return poll()
+			})
+			f.broker.GetBindingReturns(&osb.GetBindingResponse{Credentials: map[string]any{"password": "fresh"}}, nil)
+			f.stepBinding("app")
+			op := f.getBinding("app").Status.InFlight
+			assert.Assert(t, op != nil && op.Async, "%+v", op)
+			f.advance(time.Minute)
+			refuseOutcomeAfterSecretWrite(f)
+
+			_, err := f.engine.StepBinding(context.Background(), f.getBinding("app"))
+			assert.Assert(t, err != nil, "the outcome's write is refused")
+			assert.Equal(t, string(f.secretData("app")["password"]), "fresh")
+
+			poll = func() (*osb.LastOperationResponse, error) { return nil, fake.Timeout() }
+			for range 30 {
+				res, _ := f.engine.StepBinding(context.Background(), f.getBinding("app"))
+				for _, c := range f.broker.CallsTo(fake.MethodUnbind) {
+					assert.Assert(t, c.Request.(osb.UnbindRequest).BindingID != newID,
+						"id %s unbound while the Secret holds its credentials: %s", newID, res.Message)
+				}
+				f.advance(max(res.RequeueAfter, 2*time.Hour))
+			}
+			poll = func() (*osb.LastOperationResponse, error) {
+				return &osb.LastOperationResponse{State: osb.StateSucceeded}, nil
+			}
 			assert.Equal(t, f.driveBinding("app").State, StateSettled)
 			b := f.getBinding("app")
 			assert.Assert(t, b.Status.Bound != nil && b.Status.Bound.BindingID == newID, "%+v", b.Status.Bound)
