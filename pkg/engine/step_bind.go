@@ -96,11 +96,15 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 			return e.bindSucceeded(ctx, stored, t, op, prev, resp)
 		}
 		outcome := osb.OutcomeOf(resp.Status(), callErr)
+		// A re-send of a bind whose answer reached the Secret: see secretHoldsBind.
+		held := act.OrphanMitigation && prev != nil && e.secretHoldsBind(ctx, stored, op)
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			msg := describe(callErr, resp.Status())
 			switch {
 			case act.Poll:
 				e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)
+			case held:
+				e.answeredBindRetried(x, msg, now)
 			case act.OrphanMitigation && mayStillWork(outcome) && now.Before(e.graceEnd(op)):
 				awaitAnswer(e.Engine, x, ReasonBindCallFailed, msg, now)
 			case act.OrphanMitigation:
@@ -202,6 +206,10 @@ func (e bindingSteps) bindSucceeded(ctx context.Context, stored *v1alpha1.Servic
 			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
 			answer = answerOf(got)
 		}
+	}
+	if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK && e.secretHoldsBind(ctx, stored, op) {
+		// The credentials reached the Secret before: only the answer's record failed.
+		return e.boundHeld(ctx, stored, answer)
 	}
 	if prev != nil && answer.empty() && resp.StatusCode == http.StatusOK {
 		// The credentials went to a command that died before writing them, and the
@@ -324,19 +332,25 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 	}
 	e.envLeftOutEvent(ctx, b, leftOut)
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-		if old := x.Status.Bound; old != nil && old.BindingID != "" && old.BindingID != op.BindingID && !slices.Contains(x.Status.Retired, old.BindingID) {
-			x.Status.Retired = append(x.Status.Retired, old.BindingID)
-		}
-		x.Status.Bound = a.boundState(op)
-		x.Status.Secret = &v1alpha1.CredentialsSecret{Name: x.Spec.SecretName, Keys: credentials.Keys(data), WrittenAt: metav1.NewTime(now)}
-		x.Status.InFlight, x.Status.Retry, x.Status.OrphanMitigation = nil, nil, nil
-		x.Status.ObservedGeneration = x.Generation
-		x.Status.Phase = v1alpha1.PhaseReady
-		setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
-			fmt.Sprintf("the broker bound it; the credentials are in Secret %q", x.Spec.SecretName)+envLeftOutNote(leftOut), now)
-		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
-		meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
+		e.markBound(x, a, op, data, leftOut, now)
 	})
+}
+
+// markBound records in x that op's bind is bound with answer a, its credentials (data)
+// in the binding's Secret.
+func (e bindingSteps) markBound(x *v1alpha1.ServiceBinding, a bindAnswer, op *v1alpha1.Operation, data map[string][]byte, leftOut []string, now time.Time) {
+	if old := x.Status.Bound; old != nil && old.BindingID != "" && old.BindingID != op.BindingID && !slices.Contains(x.Status.Retired, old.BindingID) {
+		x.Status.Retired = append(x.Status.Retired, old.BindingID)
+	}
+	x.Status.Bound = a.boundState(op)
+	x.Status.Secret = &v1alpha1.CredentialsSecret{Name: x.Spec.SecretName, Keys: credentials.Keys(data), WrittenAt: metav1.NewTime(now)}
+	x.Status.InFlight, x.Status.Retry, x.Status.OrphanMitigation = nil, nil, nil
+	x.Status.ObservedGeneration = x.Generation
+	x.Status.Phase = v1alpha1.PhaseReady
+	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBound,
+		fmt.Sprintf("the broker bound it; the credentials are in Secret %q", x.Spec.SecretName)+envLeftOutNote(leftOut), now)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionFailed)
+	meta.RemoveStatusCondition(&x.Status.Conditions, v1alpha1.ConditionOrphanMitigation)
 }
 
 // serviceBindingType is the servicebinding.io "type" of a binding: the class's first

@@ -67,6 +67,8 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if res, quiet := quietPoll(e.Engine, b, p); quiet {
 		return res, nil
 	}
+	// A bind whose answer reached the Secret: see secretHoldsBind.
+	held := act.Result != osb.ResultInProgress && op.Type == v1alpha1.OperationBind && e.secretHoldsBind(ctx, b, op)
 	return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		switch {
 		case act.Result == osb.ResultInProgress:
@@ -75,6 +77,8 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 				phase, reason, msg := inProgressShownBinding(x)
 				resumeShown(x, phase, reason, msg, now)
 			}
+		case held:
+			e.answeredBindPolledAgain(x, msg, now)
 		case op.Type == v1alpha1.OperationBind:
 			e.startBindMitigation(x, act.Reason, "the asynchronous bind failed: "+msg, act.Retry || act.Reason == osb.ReasonPollingExpired, now)
 		default:

@@ -91,6 +91,7 @@ func (s *Store) WriteBindingSecret(ctx context.Context, b *v1alpha1.ServiceBindi
 			existing.Labels = map[string]string{}
 		}
 		maps.Copy(existing.Labels, want.Labels)
+		markHeldID(&existing.ObjectMeta, b)
 		written, err = secrets.Update(ctx, existing, metav1.UpdateOptions{})
 		return err
 	})
@@ -140,6 +141,7 @@ func (s *Store) WriteBindingSecretOver(ctx context.Context, b *v1alpha1.ServiceB
 		existing.Labels = map[string]string{}
 	}
 	maps.Copy(existing.Labels, map[string]string{LabelManagedBy: ManagedBy, LabelBinding: LabelValue(b.Name), LabelInstance: LabelValue(b.Spec.InstanceName)})
+	markHeldID(&existing.ObjectMeta, b)
 	written, err := secrets.Update(ctx, existing, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		return nil, conflict(err)
@@ -172,7 +174,7 @@ func bindingSecret(b *v1alpha1.ServiceBinding, data map[string][]byte) (*corev1.
 		return nil, &Error{Reason: ReasonInvalid, Op: "write", Kind: kindSecret, Namespace: b.Namespace,
 			Detail: fmt.Sprintf("service binding %q has no secret name", b.Name)}
 	}
-	return &corev1.Secret{
+	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: b.Spec.SecretName, Namespace: b.Namespace,
 			Labels: map[string]string{
@@ -182,7 +184,9 @@ func bindingSecret(b *v1alpha1.ServiceBinding, data map[string][]byte) (*corev1.
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
-	}, nil
+	}
+	markHeldID(&s.ObjectMeta, b)
+	return s, nil
 }
 
 // bindingSecretNames are the Secrets DeleteBindingSecret deletes of b: its spec's, and
