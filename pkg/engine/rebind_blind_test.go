@@ -106,27 +106,9 @@ func TestRebind_BindingsThatCouldNotBeListed_NeverEndTheRebind(t *testing.T) {
 // once a place frees) and goes on, rather than wait for a person for ever. Found by the
 // simulation (-sim.rebind, seed 1241: "its rebind ... never ended: current ... app-1").
 func TestRebind_RotationRefusedAtTheLimit_IsRecordedAsFailedAndTheRebindEnds(t *testing.T) {
-	f, _ := bindingFixture(t, nil)
+	f := keptPlaceAndTwoBindings(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var n atomic.Int32
-	f.broker.OnBind(func(_ context.Context, req *osb.BindRequest) (*osb.BindResponse, error) {
-		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": fmt.Sprintf("pw-%d", n.Add(1))}}, nil
-	})
-	// A place kept from an earlier limit, before the bindings were made.
-	f.createBinding("kept", func(in *BindingIntent) { in.ExternalID = "osb-kept" })
-	kept := f.getBinding("kept")
-	f.editInstance(func(i *v1alpha1.ServiceInstance) {
-		i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "kept", UID: string(kept.UID), ReservedAt: metav1.NewTime(f.now)}}
-	})
-	f.advance(time.Hour)
-	for _, name := range []string{"a", "b"} {
-		f.createBinding(name, func(in *BindingIntent) { in.ExternalID = "osb-" + name })
-		assert.Equal(t, f.driveBinding(name).State, StateSettled)
-		f.advance(time.Minute)
-	}
-	two := int32(2)
-	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &two })
 
 	// The update settled; its rebind is due.
 	f.editInstance(func(i *v1alpha1.ServiceInstance) {
@@ -156,4 +138,32 @@ func TestRebind_RotationRefusedAtTheLimit_IsRecordedAsFailedAndTheRebindEnds(t *
 		assert.Assert(t, is.Contains(meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady).Message, "has reached its limit of 2 bindings"))
 	}
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodUnbind)), 0)
+}
+
+// keptPlaceAndTwoBindings is a binding fixture whose instance keeps a place for binding
+// "kept" (from an earlier limit), with bindings "a" and "b" settled after it and a limit
+// of 2 set since: every place is taken. Its broker answers each bind with new
+// credentials.
+func keptPlaceAndTwoBindings(t *testing.T) *fixture {
+	t.Helper()
+	f, _ := bindingFixture(t, nil)
+	var n atomic.Int32
+	f.broker.OnBind(func(_ context.Context, req *osb.BindRequest) (*osb.BindResponse, error) {
+		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": fmt.Sprintf("pw-%d", n.Add(1))}}, nil
+	})
+	// A place kept from an earlier limit, before the bindings were made.
+	f.createBinding("kept", func(in *BindingIntent) { in.ExternalID = "osb-kept" })
+	kept := f.getBinding("kept")
+	f.editInstance(func(i *v1alpha1.ServiceInstance) {
+		i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "kept", UID: string(kept.UID), ReservedAt: metav1.NewTime(f.now)}}
+	})
+	f.advance(time.Hour)
+	for _, name := range []string{"a", "b"} {
+		f.createBinding(name, func(in *BindingIntent) { in.ExternalID = "osb-" + name })
+		assert.Equal(t, f.driveBinding(name).State, StateSettled)
+		f.advance(time.Minute)
+	}
+	two := int32(2)
+	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &two })
+	return f
 }

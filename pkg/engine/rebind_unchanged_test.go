@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 )
 
@@ -111,27 +109,9 @@ func rebindAtEachBind(f *fixture, seen *[]*v1alpha1.RebindStatus) func(HookPoint
 // (-sim.rebind seed 377: "its rebind ("update --rebind") never ended: current <nil>,
 // rotated [dev/app-0 dev/app-1]").
 func TestRebind_BindingLeftRotatingAtTheLimitByAnEarlierRebind_IsRecordedAsFailedAndTheRebindEnds(t *testing.T) {
-	f, _ := bindingFixture(t, nil)
+	f := keptPlaceAndTwoBindings(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var n atomic.Int32
-	f.broker.OnBind(func(_ context.Context, req *osb.BindRequest) (*osb.BindResponse, error) {
-		return &osb.BindResponse{StatusCode: 201, Credentials: map[string]any{"password": fmt.Sprintf("pw-%d", n.Add(1))}}, nil
-	})
-	// A place kept from an earlier limit, before the bindings were made.
-	f.createBinding("kept", func(in *BindingIntent) { in.ExternalID = "osb-kept" })
-	kept := f.getBinding("kept")
-	f.editInstance(func(i *v1alpha1.ServiceInstance) {
-		i.Status.Consumers = []v1alpha1.ConsumerReservation{{Namespace: ns, Name: "kept", UID: string(kept.UID), ReservedAt: metav1.NewTime(f.now)}}
-	})
-	f.advance(time.Hour)
-	for _, name := range []string{"a", "b"} {
-		f.createBinding(name, func(in *BindingIntent) { in.ExternalID = "osb-" + name })
-		assert.Equal(t, f.driveBinding(name).State, StateSettled)
-		f.advance(time.Minute)
-	}
-	two := int32(2)
-	f.editInstance(func(i *v1alpha1.ServiceInstance) { i.Spec.MaxBindings = &two })
 
 	rebind := func(what string) {
 		t.Helper()
