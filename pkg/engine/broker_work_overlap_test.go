@@ -174,14 +174,7 @@ func TestStep_UnansweredCall_NoOtherRequestForTheIdWhileTheBrokerMayWork(t *test
 			}, want: StateDeleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var f *fixture
-			name := "db"
-			if tc.binding {
-				f, _ = bindingFixture(t, nil)
-				name = "app"
-			} else {
-				f = newFixture(t)
-			}
+			f, name := recordFixture(t, tc.binding)
 			tc.setup(f)
 			b := newBusyBroker(f, work)
 			b.noAnswer = tc.noAnswer
@@ -236,4 +229,15 @@ func TestStep_CallThatNeverReachedTheBroker_IsRetriedAfterTheBackoff(t *testing.
 			assert.Assert(t, r.NextRetryAt.Time.Equal(want), "%s", r.NextRetryAt)
 		})
 	}
+}
+
+// recordFixture is a fixture for a test of an instance ("db") or, when binding, of a
+// binding ("app", of a ready instance), and the record's name.
+func recordFixture(t *testing.T, binding bool) (*fixture, string) {
+	t.Helper()
+	if binding {
+		f, _ := bindingFixture(t, nil)
+		return f, "app"
+	}
+	return newFixture(t), "db"
 }

@@ -174,14 +174,7 @@ func TestStep_SenderKilledDuringTheCall_NoOtherRequestForTheIdWhileTheBrokerMayW
 	} {
 		for _, skew := range []time.Duration{0, store.MaxClockSkew / 2, -store.MaxClockSkew / 2} {
 			t.Run(fmt.Sprintf("%s, the other driver's clock %s off", tc.name, skew), func(t *testing.T) {
-				var f *fixture
-				name := "db"
-				if tc.binding {
-					f, _ = bindingFixture(t, nil)
-					name = "app"
-				} else {
-					f = newFixture(t)
-				}
+				f, name := recordFixture(t, tc.binding)
 				tc.setup(f)
 				b := newBusyBroker(f, work)
 				ctx, cancel := context.WithCancel(context.Background())
@@ -243,14 +236,7 @@ func TestStep_UnansweredCall_OtherDriverWithAClockAhead_SendsNothingWhileTheBrok
 		{name: "bind", binding: true, method: fake.MethodBind, setup: func(f *fixture) { f.createBinding("app", nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var f *fixture
-			name := "db"
-			if tc.binding {
-				f, _ = bindingFixture(t, nil)
-				name = "app"
-			} else {
-				f = newFixture(t)
-			}
+			f, name := recordFixture(t, tc.binding)
 			tc.setup(f)
 			b := newBusyBroker(f, work)
 			b.noAnswer = map[string]int{tc.method: 1}

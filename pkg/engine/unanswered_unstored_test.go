@@ -71,14 +71,7 @@ func TestStep_UnansweredCallWhoseOutcomeWasNotStored_NoOtherRequestForTheIdWhile
 			}, want: StateDeleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var f *fixture
-			name := "db"
-			if tc.binding {
-				f, _ = bindingFixture(t, nil)
-				name = "app"
-			} else {
-				f = newFixture(t)
-			}
+			f, name := recordFixture(t, tc.binding)
 			tc.setup(f)
 			b := newBusyBroker(f, work)
 			b.noAnswer = map[string]int{tc.method: 1}
