@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
@@ -59,4 +61,29 @@ func (e bindingSteps) answeredBindPolledAgain(x *v1alpha1.ServiceBinding, msg st
 	e.retryLater(x, ReasonBindFailed, fmt.Sprintf("%s; the broker finished this bind before and Secret %q holds its credentials (only recording them failed): the operation is polled again until the broker answers, and the binding id is not unbound meanwhile", msg, x.Spec.SecretName), false, now)
 	x.Status.InFlight = op
 	op.NextPollAt = x.Status.Retry.NextRetryAt
+}
+
+// lostBindHeld finishes op, b's bind in flight, whose kept request cannot be read back
+// (cause: it cannot be sent again as it was) while b's Secret holds the credentials of
+// its answer. Where the service serves GET binding, the broker's binding is read: found,
+// b is recorded bound with the Secret as it is (the answer's other fields from the
+// read); any other answer is read again after the backoff, the call kept in flight.
+// Where it does not, nothing can be asked of the broker, and the Secret is the record of
+// its answer: b is recorded bound at once. The id is never unbound for it.
+func (e bindingSteps) lostBindHeld(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, op *v1alpha1.Operation, cause error) (Result, error) {
+	if !t.retrievable() {
+		return e.boundHeld(ctx, b, bindAnswer{})
+	}
+	opts, err := e.requestOptions(ctx, b, "", false)
+	if err != nil {
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
+	}
+	got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
+		InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+	if err = bounded(err, got, http.StatusOK, "GET", bindingPath(op)); err == nil {
+		return e.boundHeld(ctx, b, answerOf(got))
+	}
+	return preCallFailure(e.Engine, ctx, b, ReasonBindCallFailed, fmt.Errorf(
+		"%v; the broker answered this bind before and Secret %q holds its credentials (only recording the answer failed), but the binding could not be read back from the broker (%s): it is read again until the broker answers, and the binding id is not unbound meanwhile",
+		cause, b.Spec.SecretName, describe(err, 0)))
 }

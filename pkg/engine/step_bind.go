@@ -52,7 +52,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 	resend := prev != nil && prev.Sent != nil
 	in, reason, err := readCallInputs(e.Engine, ctx, b, t.inst, prev, resend, func(ctx context.Context) (Parameters, error) { return e.bindingParameters(ctx, b) })
 	if isSentLost(err) {
-		return e.bindLost(ctx, b, prev, err)
+		return e.bindLost(ctx, b, t, prev, err)
 	}
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, reason, err)
@@ -224,8 +224,13 @@ func (e bindingSteps) bindSucceeded(ctx context.Context, stored *v1alpha1.Servic
 
 // bindLost handles an interrupted bind whose kept request cannot be read back: the broker
 // may hold a binding made from a request that cannot be repeated, so it is unbound first
-// (orphan mitigation), then bound again under a new id.
-func (e bindingSteps) bindLost(ctx context.Context, b *v1alpha1.ServiceBinding, prev *v1alpha1.Operation, cause error) (Result, error) {
+// (orphan mitigation), then bound again under a new id. Not when the binding's Secret
+// holds that bind's credentials (secretHoldsBind): the bind was answered, and its id is
+// recorded bound instead (lostBindHeld).
+func (e bindingSteps) bindLost(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, prev *v1alpha1.Operation, cause error) (Result, error) {
+	if e.secretHoldsBind(ctx, b, prev) {
+		return e.lostBindHeld(ctx, b, t, prev, cause)
+	}
 	return finish(e.Engine, ctx, b, prev.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 		e.startBindMitigation(x, osb.ReasonPlatformError, cause.Error(), true, now)
 	})
@@ -321,6 +326,12 @@ func (e bindingSteps) bound(ctx context.Context, b *v1alpha1.ServiceBinding, t b
 		msg := fmt.Sprintf("the credentials could not be written to Secret %q: %v", b.Spec.SecretName, err)
 		if isTemplateError(err) {
 			e.secretTemplateEvent(ctx, b, err)
+		}
+		if e.secretHoldsBind(ctx, b, op) {
+			// The Secret holds this id's credentials from an earlier answer whose
+			// record failed, and the broker answered again: recorded bound with the
+			// Secret as it is, never unbound (secretHoldsBind).
+			return e.boundHeld(ctx, b, a)
 		}
 		return finish(e.Engine, ctx, b, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
 			e.startBindMitigation(x, osb.ReasonPlatformError, msg, retriable, now)
