@@ -99,7 +99,7 @@ func (e bindingSteps) bindKnowing(ctx context.Context, b *v1alpha1.ServiceBindin
 		// A re-send of a bind whose answer reached the Secret: see secretHoldsBind.
 		held := act.OrphanMitigation && prev != nil && e.secretHoldsBind(ctx, stored, op)
 		return finish(e.Engine, ctx, stored, op.RequestID, func(x *v1alpha1.ServiceBinding, now time.Time) {
-			msg := describe(callErr, resp.Status())
+			msg := describe(callErr, resp.Status()) + bindingNotFoundNote(x, op, callErr)
 			switch {
 			case act.Poll:
 				e.bindingAccepted(x, t, resp.Operation, ReasonBindInProgress, "the broker is binding", now)

@@ -113,7 +113,7 @@ func (e instanceSteps) deprovision(ctx context.Context, inst *v1alpha1.ServiceIn
 				e.accepted(x, t, resp.Operation, "", r, "the broker is deprovisioning", now)
 				return
 			}
-			e.deleteFailed(x, act, outcome, describe(callErr, resp.Status()), false, now)
+			e.deleteFailed(x, act, outcome, describe(callErr, resp.Status())+instanceNotFoundNote(x, op.InstanceID, callErr), false, now)
 			brokerMayWork(e.Engine, x, outcome, callErr, now)
 		})
 	})

@@ -134,7 +134,7 @@ func (e bindingSteps) unbind(ctx context.Context, b *v1alpha1.ServiceBinding, pr
 				e.bindingAccepted(x, t, resp.Operation, r, "the broker is unbinding", now)
 				return
 			}
-			e.unbindFailed(x, act, describe(callErr, resp.Status()), false, now)
+			e.unbindFailed(x, act, describe(callErr, resp.Status())+bindingNotFoundNote(x, op, callErr), false, now)
 			brokerMayWork(e.Engine, x, osb.OutcomeOf(resp.Status(), callErr), callErr, now)
 		})
 	})

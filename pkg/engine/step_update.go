@@ -122,7 +122,7 @@ func (e instanceSteps) update(ctx context.Context, inst *v1alpha1.ServiceInstanc
 	}
 	return e.send(ctx, inst, t, call, func(stored *v1alpha1.ServiceInstance, act osb.Action, callErr error) (Result, error) {
 		var outcome osb.Outcome = osb.OutcomeOf(resp.Status(), callErr)
-		msg := describe(callErr, resp.Status())
+		msg := describe(callErr, resp.Status()) + instanceNotFoundNote(stored, op.InstanceID, callErr)
 		// A refusal of a re-send says nothing of the first send: where the broker serves
 		// GET instance, it says which plan it holds.
 		refusedResend := resend && act.Result == osb.ResultFailed && (act.Terminal || act.RefetchCatalog)
