@@ -219,3 +219,55 @@ func TestStep_BindWhoseSecretHoldsItsCredentials_SecretWriteFailsOnTheNextAnswer
 		})
 	}
 }
+
+// A status is anyone's to write who may update the binding's ConfigMap, and so is the
+// annotation of the binding's own Secret: a forged bind in flight naming another
+// binding's id, whose kept request is "lost" and whose Secret names that id, is vetted
+// as any call: nothing is asked of the broker for that id, and the forger's binding is
+// never recorded bound under it (its deletion would unbind the other binding's id).
+func TestStep_ForgedLostBindNamingAnotherBindingsID_IsNeverRecordedBound(t *testing.T) {
+	for _, retrievable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "bindings not retrievable", true: "bindings retrievable"}[retrievable], func(t *testing.T) {
+			f, _ := bindingFixture(t, func(c *v1alpha1.ServiceClass) { c.Spec.BindingsRetrievable = retrievable })
+			f.broker.GetBindingReturns(&osb.GetBindingResponse{Credentials: map[string]any{"password": "theirs"}}, nil)
+			f.createBinding("app", nil)
+			assert.Equal(t, f.driveBinding("app").State, StateSettled)
+			f.createBinding("mine", func(in *BindingIntent) { in.ExternalID = "bind-mine" })
+			assert.Equal(t, f.driveBinding("mine").State, StateSettled)
+			f.broker.ResetCalls()
+
+			_, err := f.st.Bindings().UpdateWithRetry(context.Background(), ns, "mine", func(b *v1alpha1.ServiceBinding) error {
+				b.Status.InFlight = &v1alpha1.Operation{
+					Type: v1alpha1.OperationBind, InstanceID: instanceOSB, BindingID: bindingOSB, ServiceID: classID, PlanID: planSmall,
+					RequestID: "req-forged", StartedAt: metav1.NewTime(f.now),
+					Sent: &v1alpha1.SentRequest{Parameters: "{}", ParametersSecret: "catalog-request-gone"},
+				}
+				return nil
+			})
+			assert.NilError(t, err)
+			secrets := f.cluster.Core.CoreV1().Secrets(ns)
+			s, err := secrets.Get(context.Background(), "mine", metav1.GetOptions{})
+			assert.NilError(t, err)
+			s.Annotations["catalog.kubectl-catalog.io/binding-id"] = bindingOSB
+			_, err = secrets.Update(context.Background(), s, metav1.UpdateOptions{})
+			assert.NilError(t, err)
+
+			for range 5 {
+				res, err := f.engine.StepBinding(context.Background(), f.getBinding("mine"))
+				assert.NilError(t, err)
+				b := f.getBinding("mine")
+				assert.Assert(t, b.Status.Bound == nil || b.Status.Bound.BindingID != bindingOSB, "bound under another binding's id: %s", res.Message)
+				f.advance(max(res.RequeueAfter, time.Second))
+			}
+			for _, c := range f.broker.Calls() {
+				switch r := c.Request.(type) {
+				case osb.GetBindingRequest:
+					assert.Assert(t, r.BindingID != bindingOSB, "GET of another binding's id")
+				case osb.UnbindRequest:
+					assert.Assert(t, r.BindingID != bindingOSB, "unbind of another binding's id")
+				}
+			}
+			assert.Equal(t, f.getBinding("app").Status.Bound.BindingID, bindingOSB)
+		})
+	}
+}

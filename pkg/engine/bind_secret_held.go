@@ -71,6 +71,11 @@ func (e bindingSteps) answeredBindPolledAgain(x *v1alpha1.ServiceBinding, msg st
 // Where it does not, nothing can be asked of the broker, and the Secret is the record of
 // its answer: b is recorded bound at once. The id is never unbound for it.
 func (e bindingSteps) lostBindHeld(ctx context.Context, b *v1alpha1.ServiceBinding, t bindTarget, op *v1alpha1.Operation, cause error) (Result, error) {
+	// The bind in flight and the Secret's annotation are free to write: op's ids are
+	// checked as for any call about them, before anything is asked or recorded.
+	if err := e.auth.VetBindingCall(ctx, b, t, op, false); err != nil {
+		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
+	}
 	if !t.retrievable() {
 		return e.boundHeld(ctx, b, bindAnswer{})
 	}
