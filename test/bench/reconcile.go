@@ -64,7 +64,23 @@ func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconc
 	ho := o
 	ho.Workers = highWorkers
 	fmt.Fprintf(os.Stderr, "seeded %d records (%d pending); reconcile on %d records, %d workers...\n", o.Pending, o.Pending, seeded+o.Pending, ho.Workers)
+	var prof *profiles
+	if profileDir != "" {
+		plugin, err := profiledPlugin(e.dir)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		defer func(p string) { e.plugin = p }(e.plugin)
+		e.plugin = plugin
+		prof = e.startProfiles(ctx)
+	}
 	r, err := e.runReconcile(ctx, ho, b, seeded+o.Pending)
+	if prof != nil {
+		if perr := prof.wait(); perr != nil && err == nil {
+			err = perr
+		}
+		fmt.Fprintf(os.Stderr, "profiles of the %d-worker run: %s\n", ho.Workers, profileDir)
+	}
 	if err != nil {
 		return nil, "", 0, err
 	}
