@@ -49,8 +49,8 @@ type profiles struct {
 	e     *scaleEnv
 	bench *os.File
 	wg    sync.WaitGroup
-	mu   sync.Mutex
-	errs []error
+	mu    sync.Mutex
+	errs  []error
 }
 
 // startProfiles starts the API server's and etcd's CPU profiles and points the plugin
