@@ -74,7 +74,9 @@ func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconc
 		e.plugin = plugin
 		prof = e.startProfiles(ctx)
 	}
+	cpuFrom := readRunCPU(e.cp.Dir)
 	r, err := e.runReconcile(ctx, ho, b, seeded+o.Pending)
+	cpuNote := runCPUNote(fmt.Sprintf("reconcile -A on %d records, %d workers", seeded+o.Pending, ho.Workers), cpuFrom, readRunCPU(e.cp.Dir), o.Pending)
 	if prof != nil {
 		if perr := prof.wait(); perr != nil && err == nil {
 			err = perr
@@ -95,7 +97,7 @@ func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconc
 	if err != nil {
 		return nil, "", 0, err
 	}
-	return []figure{f, api}, note, o.Pending, nil
+	return []figure{f, api}, note + "\n" + cpuNote, o.Pending, nil
 }
 
 // reconcileTarget is the target of a reconcile -A run on the real API server with
