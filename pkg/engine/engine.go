@@ -172,6 +172,8 @@ func New(cfg Config) *Engine {
 type targetCache struct {
 	mu sync.Mutex
 	m  map[string]cachedTarget
+	// reading are the reads under way, by key (getOrRead).
+	reading map[string]*targetRead
 	// now is the clock (Config.TargetCacheClock); nil: time.Now.
 	now func() time.Time
 }
@@ -188,15 +190,60 @@ type cachedTarget struct {
 	at time.Time
 }
 
-func (c *targetCache) get(key string, ttl time.Duration) (target, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ct, ok := c.m[key]
-	if !ok || c.clock().Sub(ct.at) > ttl {
-		return target{}, false
-	}
-	return ct.t, true
+// targetRead is a read of a target under way, which the steps that need the same
+// target meanwhile wait for.
+type targetRead struct {
+	done chan struct{}
+	t    target
+	err  error
 }
+
+// getOrRead returns the target under key when it is younger than ttl, and otherwise
+// reads it with read and keeps it. Steps that need the same target while it is read
+// (reconcile's workers taking up many records of one broker at once) wait for that
+// read and share its target, as they would share it once it is kept, instead of each
+// reading the broker and its class again. A read that fails is not shared: each of
+// them then reads for itself, and its error is its own.
+func (c *targetCache) getOrRead(ctx context.Context, key string, ttl time.Duration, read func() (target, error)) (target, error) {
+	c.mu.Lock()
+	if ct, ok := c.m[key]; ok && c.clock().Sub(ct.at) <= ttl {
+		c.mu.Unlock()
+		return ct.t, nil
+	}
+	if r, ok := c.reading[key]; ok {
+		c.mu.Unlock()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return target{}, ctx.Err()
+		}
+		if r.err == nil {
+			return r.t, nil
+		}
+		return read()
+	}
+	if c.reading == nil {
+		c.reading = map[string]*targetRead{}
+	}
+	r := &targetRead{done: make(chan struct{}), err: errTargetReadAbandoned}
+	c.reading[key] = r
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.reading, key)
+		c.mu.Unlock()
+		close(r.done)
+	}()
+	r.t, r.err = read()
+	if r.err == nil {
+		c.put(key, r.t)
+	}
+	return r.t, r.err
+}
+
+// errTargetReadAbandoned is a read of a target that never returned (it panicked): the
+// steps that waited for it read for themselves.
+var errTargetReadAbandoned = errors.New("the read of the broker was abandoned")
 
 func (c *targetCache) put(key string, t target) {
 	c.mu.Lock()

@@ -175,14 +175,7 @@ func (e *Engine) target(ctx context.Context, inst *v1alpha1.ServiceInstance) (ta
 		return e.readTarget(ctx, inst)
 	}
 	key := e.brokerNamespace(inst) + "/" + inst.Spec.BrokerName + "/" + inst.Spec.ClassID
-	if t, ok := e.targets.get(key, e.cfg.TargetCacheTTL); ok {
-		return t, nil
-	}
-	t, err := e.readTarget(ctx, inst)
-	if err == nil {
-		e.targets.put(key, t)
-	}
-	return t, err
+	return e.targets.getOrRead(ctx, key, e.cfg.TargetCacheTTL, func() (target, error) { return e.readTarget(ctx, inst) })
 }
 
 func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance) (target, error) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -137,7 +138,67 @@ type ClientConfig struct {
 	// broker whose URL someone else chose: the answer may come from a server that
 	// is no broker, and the error ends in a record's status.
 	BareErrors bool
+	// Transports, when set, gives the client the transport (and so the idle
+	// connections) of the earlier clients built with it and the same TLS settings
+	// (CAData, InsecureSkipVerify) and DialControl set or not; every client built
+	// with one Transports that sets DialControl must set the same one. Without it
+	// each client has a transport of its own. Ignored with HTTPClient or Transport.
+	Transports *Transports
 }
+
+// Transports are the transports of the clients built with them (ClientConfig.Transports),
+// one per TLS setting and dial rule: a process that builds a client per broker and per
+// while (reconcile, whose workers share a broker's client for a few seconds, then
+// build it again) keeps its connections to a broker across clients, instead of opening
+// new ones (a TCP connection and a TLS handshake per call) and leaving the old ones
+// idle. Requests carry their own credentials: a connection carries nothing of the
+// client that opened it. The zero value is ready to use and safe for concurrent use.
+type Transports struct {
+	mu sync.Mutex
+	m  map[transportKey]*http.Transport
+}
+
+// transportKey is what makes two clients' transports differ.
+type transportKey struct {
+	ca                string
+	insecure, dialing bool
+}
+
+// maxSharedTransports bounds the transports kept (brokers with a CA bundle of their
+// own each have one); past it, a client has its own transport.
+const maxSharedTransports = 256
+
+func (t *Transports) get(key transportKey, build func() (*http.Transport, error)) (*http.Transport, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tr, ok := t.m[key]; ok {
+		return tr, nil
+	}
+	tr, err := build()
+	if err != nil || len(t.m) >= maxSharedTransports {
+		return tr, err
+	}
+	if t.m == nil {
+		t.m = map[transportKey]*http.Transport{}
+	}
+	t.m[key] = tr
+	return tr, nil
+}
+
+// CloseIdleConnections closes the idle connections of every transport kept.
+func (t *Transports) CloseIdleConnections() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range t.m {
+		tr.CloseIdleConnections()
+	}
+}
+
+// maxIdleConnsPerHost is how many idle connections a client keeps to its broker: as
+// many as the calls a process makes to it at once (reconcile's workers), up to the
+// transport's bound on idle connections in all. The default, 2, closes a connection
+// after every call beyond the second made at once, and opens one for the next.
+const maxIdleConnsPerHost = 100
 
 type client struct {
 	base           *url.URL
@@ -256,23 +317,16 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 	case cfg.Transport != nil:
 		hc.Transport = cfg.Transport
 	default:
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // only when asked
-		if len(cfg.CAData) > 0 {
-			pool, err := x509.SystemCertPool()
-			if err != nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(cfg.CAData) {
-				return nil, errors.New("osb: CA data holds no PEM certificate")
-			}
-			tlsConfig.RootCAs = pool
+		build := func() (*http.Transport, error) { return newTransport(cfg) }
+		var tr *http.Transport
+		var err error
+		if cfg.Transports != nil {
+			tr, err = cfg.Transports.get(transportKey{ca: string(cfg.CAData), insecure: cfg.InsecureSkipVerify, dialing: cfg.DialControl != nil}, build)
+		} else {
+			tr, err = build()
 		}
-		tr.TLSClientConfig = tlsConfig
-		if cfg.DialControl != nil {
-			d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: cfg.DialControl}
-			tr.DialContext = d.DialContext
-			tr.Proxy = nil
+		if err != nil {
+			return nil, err
 		}
 		hc.Transport = tr
 	}
@@ -284,6 +338,30 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 	hc.Timeout = 0
 	hc.CheckRedirect = sameOriginRedirects(base)
 	return &hc, nil
+}
+
+// newTransport is the transport of a client of cfg: its TLS settings and dial rule.
+func newTransport(cfg *ClientConfig) (*http.Transport, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // only when asked
+	if len(cfg.CAData) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(cfg.CAData) {
+			return nil, errors.New("osb: CA data holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	tr.TLSClientConfig = tlsConfig
+	if cfg.DialControl != nil {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: cfg.DialControl}
+		tr.DialContext = d.DialContext
+		tr.Proxy = nil
+	}
+	return tr, nil
 }
 
 // sameOriginRedirects follows redirects of a GET only, and only within the

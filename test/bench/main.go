@@ -72,6 +72,7 @@ func main() {
 	flag.DurationVar(&so.FullPassInterval, "full-pass-interval", 0, "reconcile --full-pass-interval in the timed reconcile runs of the scale figures; the bench's timed list of every record before each run counts as its full pass (0: every run makes one).")
 	flag.IntVar(&so.ListRuns, "list-runs", 3, "Runs of get instances -A, graph -A, marketplace and their kubectl floors after each reconcile run of the scale figures (0: none).")
 	flag.IntVar(&so.RegisterRuns, "register-runs", 3, "Runs of register (500 x 20 catalog) and of its kubectl create floor.")
+	flag.StringVar(&profileDir, "profile", "", "With -scale-only: write the CPU profiles of the API server, etcd and reconcile during the 64-worker run into this directory.")
 	flag.Parse()
 	var err error
 	if *listCostsOnly {

@@ -64,7 +64,25 @@ func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconc
 	ho := o
 	ho.Workers = highWorkers
 	fmt.Fprintf(os.Stderr, "seeded %d records (%d pending); reconcile on %d records, %d workers...\n", o.Pending, o.Pending, seeded+o.Pending, ho.Workers)
+	var prof *profiles
+	if profileDir != "" {
+		plugin, err := profiledPlugin(e.dir)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		defer func(p string) { e.plugin = p }(e.plugin)
+		e.plugin = plugin
+		prof = e.startProfiles(ctx)
+	}
+	cpuFrom := readRunCPU(e.cp.Dir)
 	r, err := e.runReconcile(ctx, ho, b, seeded+o.Pending)
+	cpuNote := runCPUNote(fmt.Sprintf("reconcile -A on %d records, %d workers", seeded+o.Pending, ho.Workers), cpuFrom, readRunCPU(e.cp.Dir), o.Pending)
+	if prof != nil {
+		if perr := prof.wait(); perr != nil && err == nil {
+			err = perr
+		}
+		fmt.Fprintf(os.Stderr, "profiles of the %d-worker run: %s\n", ho.Workers, profileDir)
+	}
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -79,7 +97,7 @@ func (e *scaleEnv) highWorkersRun(ctx context.Context, o scaleOptions, b *reconc
 	if err != nil {
 		return nil, "", 0, err
 	}
-	return []figure{f, api}, note, o.Pending, nil
+	return []figure{f, api}, note + "\n" + cpuNote, o.Pending, nil
 }
 
 // reconcileTarget is the target of a reconcile -A run on the real API server with

@@ -68,6 +68,9 @@ type ControlPlane struct {
 	Server string
 	// CAFile is the certificate the API server serves (self-signed).
 	CAFile string
+	// EtcdURL is etcd's client URL (plain HTTP on loopback); its /debug/pprof
+	// endpoints are on, for the bench's profiles.
+	EtcdURL string
 	// Binaries are the programs in use, including kubectl.
 	Binaries Binaries
 
@@ -185,7 +188,8 @@ func (c *ControlPlane) startServers(ctx context.Context, saKey string) error {
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "default=" + peerURL,
-		"--unsafe-no-fsync", "--log-level", "warn"}
+		"--unsafe-no-fsync", "--log-level", "warn", "--enable-pprof"}
+	c.EtcdURL = etcdURL
 	if c.etcdQuota > 0 {
 		etcdArgs = append(etcdArgs, "--quota-backend-bytes", fmt.Sprint(c.etcdQuota))
 	}

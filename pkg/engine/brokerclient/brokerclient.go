@@ -57,6 +57,9 @@ type Factory struct {
 	nsTimeout time.Duration
 	// secrets are the reads of credentials Secrets started ahead (ReadSecretAhead).
 	secrets secretsAhead
+	// transports are shared by the clients built (osb.Transports): a broker's
+	// connections outlive the client, which reconcile builds again every few seconds.
+	transports *osb.Transports
 }
 
 // Option configures a Factory.
@@ -108,7 +111,7 @@ func WithNamespaceBrokerTimeout(d time.Duration) Option {
 
 // New returns a Factory that reads broker Secrets with core.
 func New(core kubernetes.Interface, opts ...Option) *Factory {
-	f := &Factory{core: core, maxCatalogBytes: DefaultMaxCatalogBytes, nsTimeout: NamespaceBrokerTimeout}
+	f := &Factory{core: core, maxCatalogBytes: DefaultMaxCatalogBytes, nsTimeout: NamespaceBrokerTimeout, transports: &osb.Transports{}}
 	for _, o := range opts {
 		o(f)
 	}
@@ -172,6 +175,11 @@ func (f *Factory) ClientFor(ctx context.Context, b *v1alpha1.Broker) (osb.Client
 		UserAgent:           f.userAgent,
 		Transport:           f.transport,
 		WrapTransport:       f.observe(ctx, b),
+	}
+	if f.transport == nil {
+		// One dial rule per Factory (f.egress), so clients with the same TLS settings
+		// and rule or none may share a transport.
+		cfg.Transports = f.transports
 	}
 	if b.Spec.CABundle != "" {
 		cfg.CAData = []byte(b.Spec.CABundle)

@@ -156,9 +156,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	b := NewBroker(cfg)
 	srv := httptest.NewServer(b)
 	defer srv.Close()
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Workers * 2, MaxIdleConns: cfg.Workers * 2}
-	defer tr.CloseIdleConnections()
-	client, err := osb.NewClient(&osb.ClientConfig{URL: srv.URL, Transport: tr})
+	// The client's own transport, as reconcile's (it keeps a connection per worker).
+	transports := &osb.Transports{}
+	defer transports.CloseIdleConnections()
+	client, err := osb.NewClient(&osb.ClientConfig{URL: srv.URL, Transports: transports})
 	if err != nil {
 		return res, err
 	}
