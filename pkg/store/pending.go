@@ -258,24 +258,24 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 }
 
 // IDIndex is the OSB id labels of the instances and bindings one consistent list read
-// (ListPendingWithIDs): which records used which ids then. It is kept small (a few
-// dozen bytes a record): reconcile holds one for the records of a whole cluster.
+// (ListPendingWithIDs): which records used which ids then. It is kept small (about 150
+// bytes a record, idindex.go): reconcile holds one for the records of a whole cluster,
+// and the garbage collector lets the process grow to twice what it holds.
 type IDIndex struct {
 	namespace string
 	// within, when not nil, are the only namespaces the index covers (ListIDUsersIn).
 	within map[string]bool
+	// recs are the instances and bindings the list held; byUID finds one by its uid.
+	recs  idRecs
+	byUID map[uidKey]uint32
+	// otherUIDs are the uids that are not UUIDs (uidKey), by their key.
+	otherUIDs map[uidKey]types.UID
+	// names and nss hold the records' names and namespaces (each namespace once).
+	names nameArena
+	nss   namespaceTable
 	// users: the records labelled with an id, the first in first, any more in more.
-	first map[idKey]idUser
-	more  map[idKey][]idUser
-	// listed: the records the list held, with their namespaces.
-	listed map[types.UID]string
-	// migrated: the records the list held that "migrate svcat" wrote
-	// (AnnotationMigratedFrom), not being deleted (a record being deleted makes its
-	// own claims at its steps, and one released waits only for its claims to go).
-	migrated map[types.UID]bool
-	// migratedAny: the records the list held that "migrate svcat" wrote, being deleted
-	// or not.
-	migratedAny map[types.UID]bool
+	first map[idKey]uint32
+	more  map[idKey][]uint32
 	// claims: when each id claim the list held was made, by namespace and name.
 	claims map[types.NamespacedName]idClaim
 	// indexed counts the id labels kept of each namespace's records; incomplete holds
@@ -312,15 +312,9 @@ type idKey struct {
 	sum     [20]byte
 }
 
-type idUser struct {
-	namespace, name string
-	uid             types.UID
-	created         int64 // Unix seconds, as creationTimestamp has them
-}
-
 func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]string{}, claims: map[types.NamespacedName]idClaim{},
-		indexed: map[string]int{}, incomplete: map[string]bool{}}
+	return &IDIndex{namespace: namespace, first: map[idKey]uint32{}, more: map[idKey][]uint32{}, byUID: map[uidKey]uint32{},
+		claims: map[types.NamespacedName]idClaim{}, indexed: map[string]int{}, incomplete: map[string]bool{}}
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
@@ -336,20 +330,25 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	if !ok {
 		return
 	}
-	x.listed[m.UID] = m.Namespace
+	if len(name) > maxIndexedName {
+		// No record has one (a ConfigMap's name is at most 253 bytes): the checks of
+		// the namespace list.
+		x.incomplete[m.Namespace] = true
+		return
+	}
+	rec := idRec{uid: x.keepUID(m.UID), ns: x.nss.of(m.Namespace), name: x.names.add(name), nameLen: uint8(len(name)),
+		created: m.CreationTimestamp.Unix()}
+	if kind == v1alpha1.KindServiceBinding {
+		rec.flags |= recBinding
+	}
 	if m.Annotations[AnnotationMigratedFrom] != "" {
-		if x.migratedAny == nil {
-			x.migratedAny = map[types.UID]bool{}
+		rec.flags |= recMigratedAny
+		if m.DeletionTimestamp == nil {
+			rec.flags |= recMigrated
 		}
-		x.migratedAny[m.UID] = true
 	}
-	if m.Annotations[AnnotationMigratedFrom] != "" && m.DeletionTimestamp == nil {
-		if x.migrated == nil {
-			x.migrated = map[types.UID]bool{}
-		}
-		x.migrated[m.UID] = true
-	}
-	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
+	at := x.recs.add(rec)
+	x.byUID[rec.uid] = at
 	for k, v := range m.Labels {
 		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
 		key := idKey{binding: kind == v1alpha1.KindServiceBinding}
@@ -364,12 +363,29 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 			continue
 		}
 		x.indexed[m.Namespace]++
+		x.recs.at(at).flags |= recLabelled
 		if _, taken := x.first[key]; taken {
-			x.more[key] = append(x.more[key], u)
+			x.more[key] = append(x.more[key], at)
 		} else {
-			x.first[key] = u
+			x.first[key] = at
 		}
 	}
+}
+
+// user is the IDUser of the record at position i (its claim not filled in).
+func (x *IDIndex) user(i uint32) IDUser {
+	r := x.recs.at(i)
+	return IDUser{Namespace: x.nss.name(r.ns), Name: x.names.get(r.name, r.nameLen), UID: x.uidOf(r.uid),
+		Created: metav1.Unix(r.created, 0), Migrated: r.flags&recMigratedAny != 0}
+}
+
+// listedIn is the namespace of the record with uid uid, if the list held it.
+func (x *IDIndex) listedIn(uid types.UID) (string, bool) {
+	i, ok := x.byUID[uidKeyOf(uid)]
+	if !ok {
+		return "", false
+	}
+	return x.nss.name(x.recs.at(i).ns), true
 }
 
 // Lookup answers WithExternalID(kind, namespace, id) for the record uid, if the index
@@ -389,7 +405,7 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if namespace != x.namespace && (namespace != "" || !v1alpha1.IsBoundID(id)) {
 		return nil, false
 	}
-	ns, listed := x.listed[uid]
+	ns, listed := x.listedIn(uid)
 	if !listed || x.incomplete[ns] {
 		return nil, false
 	}
@@ -411,13 +427,13 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
 		return nil, true
 	}
-	u, found := x.first[key]
+	i, found := x.first[key]
 	if !found {
 		return nil, true
 	}
-	for _, u := range append([]idUser{u}, x.more[key]...) {
-		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0), Migrated: x.migratedAny[u.uid]}
-		if c, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
+	for _, i := range append([]uint32{i}, x.more[key]...) {
+		user := x.user(i)
+		if c, ok := x.claims[types.NamespacedName{Namespace: user.Namespace, Name: IDClaimName(kind, user.UID, id)}]; ok {
 			user.Adopted, user.AdoptedVersion = c.made, c.version
 		}
 		users = append(users, user)
@@ -437,7 +453,7 @@ func (x *IDIndex) Stray() []StrayIDClaim {
 	}
 	var out []StrayIDClaim
 	for key, c := range x.claims {
-		if _, listed := x.listed[c.owner]; listed || !c.held || c.ownerName == "" {
+		if _, listed := x.listedIn(c.owner); listed || !c.held || c.ownerName == "" {
 			continue
 		}
 		out = append(out, StrayIDClaim{Kind: c.kind, Namespace: key.Namespace, Name: key.Name, OwnerName: c.ownerName, OwnerUID: c.owner})
@@ -452,7 +468,7 @@ func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (cla
 	if x == nil || (x.namespace != "" && x.namespace != namespace) || (x.within != nil && !x.within[namespace]) {
 		return false, false, false
 	}
-	if _, listed := x.listed[uid]; !listed {
+	if _, listed := x.listedIn(uid); !listed {
 		return false, false, false
 	}
 	c, claimed := x.claims[types.NamespacedName{Namespace: namespace, Name: IDClaimName(kind, uid, id)}]
@@ -460,50 +476,44 @@ func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (cla
 }
 
 // UnclaimedMigrated is Unclaimed, of the records "migrate svcat" wrote
-// (AnnotationMigratedFrom): one whose id claim failed when it was written.
+// (AnnotationMigratedFrom): one whose id claim failed when it was written. It costs the
+// migrated records, not every record.
 func (x *IDIndex) UnclaimedMigrated() []WorkItem {
-	var out []WorkItem
-	for _, w := range x.Unclaimed() {
-		if x.migrated[w.UID] {
-			out = append(out, w)
-		}
-	}
-	return out
+	return x.unclaimed(recMigrated)
 }
 
 // Unclaimed is the instances and bindings the list held that carry an OSB id label and
 // no id claim that holds IDClaimFinalizer: the records whose spec may name an id bound
 // to nothing without a claim (the labels tell no more), oldest first.
 func (x *IDIndex) Unclaimed() []WorkItem {
+	return x.unclaimed(0)
+}
+
+// unclaimed is Unclaimed, of the records with every flag of only.
+func (x *IDIndex) unclaimed(only uint8) []WorkItem {
 	if x == nil {
 		return nil
 	}
-	held := map[types.UID]bool{}
+	held := map[uidKey]bool{}
 	for _, c := range x.claims {
 		if c.held {
-			held[c.owner] = true
+			held[uidKeyOf(c.owner)] = true
 		}
 	}
-	seen := map[types.UID]bool{}
 	var out []WorkItem
 	var created []int64
-	add := func(kind string, u idUser) {
-		if held[u.uid] || seen[u.uid] {
-			return
+	for i := range uint32(x.recs.n) {
+		r := x.recs.at(i)
+		if r.flags&recLabelled == 0 || r.flags&only != only || held[r.uid] {
+			continue
 		}
-		seen[u.uid] = true
-		out = append(out, WorkItem{Kind: kind, Namespace: u.namespace, Name: u.name, UID: u.uid})
-		created = append(created, u.created)
-	}
-	for key, u := range x.first {
 		kind := v1alpha1.KindServiceInstance
-		if key.binding {
+		if r.flags&recBinding != 0 {
 			kind = v1alpha1.KindServiceBinding
 		}
-		add(kind, u)
-		for _, m := range x.more[key] {
-			add(kind, m)
-		}
+		u := x.user(i)
+		out = append(out, WorkItem{Kind: kind, Namespace: u.Namespace, Name: u.Name, UID: u.UID})
+		created = append(created, r.created)
 	}
 	idx := make([]int, len(out))
 	for i := range idx {
