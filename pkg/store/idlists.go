@@ -90,7 +90,14 @@ func (s *Store) ListIDUsersIn(ctx context.Context, namespaces []string) ([]WorkI
 // Partial reports whether x covers only some namespaces (ListIDUsersIn): it answers the
 // checks of ids bound to a uid or a namespace for the records of those namespaces, and
 // nothing else (no id claims are made or released on its word).
-func (x *IDIndex) Partial() bool { return x != nil && x.within != nil }
+func (x *IDIndex) Partial() bool {
+	if x == nil {
+		return false
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.within != nil || x.listing
+}
 
 // merge adds to x what o indexed, a list of other namespaces than x's.
 func (x *IDIndex) merge(o *IDIndex) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -262,6 +263,12 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 // bytes a record, idindex.go): reconcile holds one for the records of a whole cluster,
 // and the garbage collector lets the process grow to twice what it holds.
 type IDIndex struct {
+	// mu guards what the list adds while it is read (ListPendingWithIDsAsListed)
+	// against Lookup; listing says it is, and passed are the namespaces it has read in
+	// full since it started (nil: none can be answered for before the list ends).
+	mu        sync.RWMutex
+	listing   bool
+	passed    map[string]bool
 	namespace string
 	// within, when not nil, are the only namespaces the index covers (ListIDUsersIn).
 	within map[string]bool
@@ -298,6 +305,8 @@ func (x *IDIndex) Oversized() []OversizedRecord {
 
 // addOversized notes m, a record's ConfigMap whose metadata holds n bytes.
 func (x *IDIndex) addOversized(m *metav1.ObjectMeta, n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.incomplete[m.Namespace] = true
 	kind := m.Labels[LabelKind]
 	name, ok := strings.CutPrefix(m.Name, configMapPrefix(kind))
@@ -313,11 +322,53 @@ type idKey struct {
 }
 
 func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, first: map[idKey]uint32{}, more: map[idKey][]uint32{}, byUID: map[uidKey]uint32{},
-		claims: map[types.NamespacedName]idClaim{}, indexed: map[string]int{}, incomplete: map[string]bool{}}
+	x := &IDIndex{namespace: namespace}
+	x.init()
+	return x
+}
+
+func (x *IDIndex) init() {
+	x.first, x.more, x.byUID = map[idKey]uint32{}, map[idKey][]uint32{}, map[uidKey]uint32{}
+	x.claims, x.indexed, x.incomplete = map[types.NamespacedName]idClaim{}, map[string]int{}, map[string]bool{}
+}
+
+// clear empties x for a list that starts over.
+func (x *IDIndex) clear() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.init()
+	x.recs, x.otherUIDs, x.names, x.nss, x.oversized = idRecs{}, nil, nameArena{}, namespaceTable{}, nil
+	x.passed = map[string]bool{}
+}
+
+// pass notes that the list has read every record of namespace ns.
+func (x *IDIndex) pass(ns string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.passed == nil {
+		x.passed = map[string]bool{}
+	}
+	x.passed[ns] = true
+}
+
+// unordered notes that the list's records did not come in the order of their keys: no
+// namespace is answered for before the list ends.
+func (x *IDIndex) unordered() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.passed = nil
+}
+
+// listed notes that the list has been read in full.
+func (x *IDIndex) listed() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.listing, x.passed = false, nil
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	kind := m.Labels[LabelKind]
 	if c, ok := idClaimOf(m); ok {
 		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = c
@@ -399,6 +450,8 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if x == nil {
 		return nil, false
 	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	// An index of one namespace answers a check of every namespace for an id bound to
 	// a uid or a namespace, as an index of some namespaces does (below): only a record
 	// of the checked record's own namespace, which it covers, can hold one.
@@ -413,6 +466,11 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	// namespace: only a record of the checked record's own namespace, which it
 	// covers, can hold one (see above).
 	if x.within != nil && (!x.within[ns] || !v1alpha1.IsBoundID(id)) {
+		return nil, false
+	}
+	// While the list is read: of the namespaces it has passed, as an index of some
+	// namespaces.
+	if x.listing && (!x.passed[ns] || !v1alpha1.IsBoundID(id)) {
 		return nil, false
 	}
 	// An id bound to a uid or a namespace is a real record's only in the namespace it
