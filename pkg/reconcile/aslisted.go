@@ -41,9 +41,14 @@ type listing struct {
 	late chan lateWork
 	stop context.CancelFunc
 	done chan struct{}
-	// err: the list failed on its own (not because the run ended before it).
-	err error
+	// err: the list failed on its own (not because the run ended before it); read:
+	// the list was read to its end.
+	err  error
+	read bool
 }
+
+// listed says whether the list was read to its end (after end).
+func (l *listing) listed() bool { return l != nil && l.read }
 
 // more is the channel that brings the work of the list, nil for no listing.
 func (l *listing) more() <-chan lateWork {
@@ -167,6 +172,7 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *li
 			l.err = listErr
 			return
 		}
+		l.read = true
 		// The whole list is read: its index answers every check now.
 		if !ids.Partial() {
 			_ = r.Engine.SettleIDClaims(lctx, o.Namespace, ids)

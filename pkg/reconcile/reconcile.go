@@ -267,6 +267,14 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil && !sum.Interrupted
 	sum.Took = clk.Since(start).Round(time.Millisecond).String()
+	if len(sum.Items) == 0 && (listErr != nil || sum.Interrupted && !al.listed()) {
+		// Nothing was done before the list failed, or before the interruption: as
+		// when the work could not be listed.
+		sum.Items = nil
+		if listErr == nil && ctx.Err() == nil {
+			listErr = fmt.Errorf("interrupted: %w", context.Canceled)
+		}
+	}
 	if listErr != nil && ctx.Err() == nil {
 		return sum, listErr
 	}
