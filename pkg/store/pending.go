@@ -103,14 +103,19 @@ func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func
 	if err != nil {
 		return err
 	}
-	return s.eachMetaPage(ctx, namespace, labels.NewSelector().Add(*req).String(), reset, visit)
+	return s.eachMetaPageOf(ctx, namespace, labels.NewSelector().Add(*req).String(), s.fullPassPageSize, reset, visit)
 }
 
 // eachMetaPage visits the metadata of the ConfigMaps of namespace ("" for all) that match
 // selector, a page at a time (pages sized by the largest metadata seen); an expired
 // continue token starts the list again after reset.
 func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, reset func(), visit func(*metav1.ObjectMeta)) error {
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: s.metaPageSize}
+	return s.eachMetaPageOf(ctx, namespace, selector, s.metaPageSize, reset, visit)
+}
+
+// eachMetaPageOf is eachMetaPage with pages of at most pageSize records.
+func (s *Store) eachMetaPageOf(ctx context.Context, namespace, selector string, pageSize int64, reset func(), visit func(*metav1.ObjectMeta)) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: pageSize}
 	if opts.Limit > 0 {
 		opts.Limit = min(opts.Limit, firstMetaPage)
 	}
@@ -134,7 +139,7 @@ func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, re
 		}
 		opts.Continue = list.Continue
 		if opts.Limit > 0 {
-			opts.Limit = nextMetaPage(opts.Limit, s.metaPageSize, largest)
+			opts.Limit = nextMetaPage(opts.Limit, pageSize, largest)
 		}
 	}
 }

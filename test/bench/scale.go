@@ -485,7 +485,7 @@ func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reco
 	}
 	for _, r := range runs {
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: its first list alone (the metadata of every record, pages of %d) took %s",
-			r.Total, store.DefaultPageSize, r.MetaList.Round(time.Millisecond)))
+			r.Total, store.DefaultFullPassPageSize, r.MetaList.Round(time.Millisecond)))
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
 			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none")))

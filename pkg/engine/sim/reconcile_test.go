@@ -17,7 +17,6 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 // Reconcile processes run the real pkg/reconcile: each is a replica of "reconcile
@@ -64,9 +63,6 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	}
 	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: reconcileTrustsWriters(), Observer: simObserver{p}}
 	o.ListedCopiesMin = p.listedCopiesMin() // listed_test.go
-	// As the command gives it: a full pass over records that all have their id claims
-	// steps them while its list is read (reconcile's aslisted.go).
-	o.CatalogNamespace = storetest.CatalogNamespace
 	if !quiescing && w.rng.IntN(2) == 0 {
 		// --serve: each run lasts at most --serve-interval, and waits for retries.
 		o.MaxDuration = 30 * time.Second
