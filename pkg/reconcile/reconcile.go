@@ -267,7 +267,7 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil && !sum.Interrupted
 	sum.Took = clk.Since(start).Round(time.Millisecond).String()
-	if len(sum.Items) == 0 && (listErr != nil || sum.Interrupted && !al.listed()) {
+	if al != nil && len(sum.Items) == 0 && (listErr != nil || sum.Interrupted && !al.listed()) {
 		// Nothing was done before the list failed, or before the interruption: as
 		// when the work could not be listed.
 		sum.Items = nil
