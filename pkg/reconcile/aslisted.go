@@ -113,6 +113,8 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *li
 	}
 	var ids *store.IDIndex
 	var listErr error
+	// stopped: the list ended because the run did, before the list's end.
+	var stopped bool
 	start := r.now()
 	go func() {
 		defer close(listed)
@@ -123,7 +125,7 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *li
 			signal()
 		})
 		if listErr != nil && lctx.Err() != nil {
-			listErr = nil // the run ended before the list
+			listErr, stopped = nil, true // the run ended before the list
 		}
 	}()
 	send := func(lw lateWork) bool {
@@ -168,7 +170,8 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *li
 				return
 			}
 		}
-		if listErr != nil {
+		if listErr != nil || stopped {
+			// Not a full pass: nothing is settled or noted on what it read.
 			l.err = listErr
 			return
 		}

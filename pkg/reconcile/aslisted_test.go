@@ -147,7 +147,13 @@ func TestRun_FullPass_InterruptedWhileItsListIsRead(t *testing.T) {
 			f := asListedFixture(t, 20)
 			assert.Equal(t, f.run(fullPassAlways()).Counts[Done], 20)
 			f.swept()
+			before := f.cluster.MetadataItems()
+			f.run(fullPassAlways())
+			fullList := f.cluster.MetadataItems() - before
 			f.instanceWithID("a-first", "new", v1alpha1.NewNamespaceBoundID("a-first"))
+			lastFull := f.rec.fullPasses.last("")
+			f.now = f.now.Add(time.Minute)
+			before = f.cluster.MetadataItems()
 			stop := make(chan struct{})
 			var once atomic.Bool
 			f.cluster.OnMetadataList(func(cont string) {
@@ -173,6 +179,10 @@ func TestRun_FullPass_InterruptedWhileItsListIsRead(t *testing.T) {
 			}
 			assert.Equal(t, sum.Interrupted, how == "interrupt", "%+v", sum)
 			assert.Assert(t, sum.Counts[Failed] == 0, "%+v", sum.Items)
+			// A list not read to its end is no full pass.
+			if f.cluster.MetadataItems()-before < fullList {
+				assert.Equal(t, f.rec.fullPasses.last(""), lastFull)
+			}
 		})
 	}
 }
