@@ -19,8 +19,8 @@ import (
 // instances and bindings listed once (store.ListIDUsersIn), whose index answers the id
 // checks of its records (the others list the users of their id, each). When that list
 // cannot be made (the namespaces may not be listed), the run makes a full pass.
-func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem, *store.IDIndex, error) {
-	if !r.fullPassDue(ctx, o) {
+func (r *Reconciler) listWork(ctx context.Context, o Options, full bool) ([]store.WorkItem, *store.IDIndex, error) {
+	if !full {
 		items, err := r.Store.ListWork(ctx, o.Namespace)
 		if err == nil {
 			items = addWork(items, deletedIn(o))
@@ -44,6 +44,14 @@ func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem,
 	if err != nil {
 		return nil, nil, err
 	}
+	r.fullPassListed(ctx, o, start, ids)
+	return items, ids, nil
+}
+
+// fullPassListed notes a full pass that started at start and whose list made ids: its
+// time, the namespaces' sizes, and (over every namespace) the marker of the catalog
+// namespace.
+func (r *Reconciler) fullPassListed(ctx context.Context, o Options, start time.Time, ids *store.IDIndex) {
 	r.fullPasses.note(o.Namespace, start)
 	sizes := ids.Sizes()
 	if _, ok := sizes[o.Namespace]; !ok && o.Namespace != "" {
@@ -54,7 +62,6 @@ func (r *Reconciler) listWork(ctx context.Context, o Options) ([]store.WorkItem,
 		// For the next processes: a run by hand or a CronJob's is a process of its own.
 		_ = r.Store.MarkFullPass(ctx, o.CatalogNamespace, start, store.NewFullPassSizes(sizes))
 	}
-	return items, ids, nil
 }
 
 // fullPassDue says whether the run lists every record: FullPassEvery is 0, or it has

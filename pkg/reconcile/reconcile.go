@@ -238,7 +238,7 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		stopped()
 		return interrupted.Load()
 	}
-	todo, pre, group, owns, err := r.selectWork(listCtx, o)
+	todo, pre, group, owns, al, err := r.selectWork(listCtx, o, true)
 	sum.Group = group
 	o.owns = owns
 	if err != nil {
@@ -253,7 +253,9 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 		obs.RecordQueued(RefOf(it))
 		obs.RecordFinished(it)
 	}
-	items, left := r.schedule(ctx, runCtx, todo, pre, o, isInterrupted)
+	items, left := r.schedule(ctx, runCtx, todo, pre, o, isInterrupted, al.more())
+	// A full pass whose list the run ended before is not waited for.
+	listErr := al.end()
 	sum.Items = append(pre, items...)
 	Sort(sum.Items)
 	for _, it := range sum.Items {
@@ -265,5 +267,16 @@ func (r *Reconciler) Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	sum.TimeUp = runCtx.Err() != nil && ctx.Err() == nil && !sum.Interrupted
 	sum.Took = clk.Since(start).Round(time.Millisecond).String()
+	if al != nil && len(sum.Items) == 0 && (listErr != nil || sum.Interrupted && !al.listed()) {
+		// Nothing was done before the list failed, or before the interruption: as
+		// when the work could not be listed.
+		sum.Items = nil
+		if listErr == nil && ctx.Err() == nil {
+			listErr = fmt.Errorf("interrupted: %w", context.Canceled)
+		}
+	}
+	if listErr != nil && ctx.Err() == nil {
+		return sum, listErr
+	}
 	return sum, ctx.Err()
 }

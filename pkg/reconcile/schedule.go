@@ -109,7 +109,12 @@ type task struct {
 // how many records were left with a step still to take. Records of pre have their item
 // already and are not taken up. interrupted says whether runCtx ended by
 // Options.Interrupt.
-func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []Item, o Options, interrupted func() bool) ([]Item, int) {
+//
+// late, when not nil, brings more work while the run goes on (a full pass whose list is
+// still read: aslisted.go), until it is closed: the run does not end before, unless
+// runCtx does. The items of the records it brings with their item already (its pre) are
+// returned with the others.
+func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []Item, o Options, interrupted func() bool, late <-chan lateWork) ([]Item, int) {
 	s := newScheduler(r, o, pre)
 	for _, w := range todo {
 		if t := s.add(w); t != nil {
@@ -117,13 +122,33 @@ func (r *Reconciler) schedule(ctx, runCtx context.Context, todo []work, pre []It
 		}
 	}
 	s.seq = len(s.tasks)
-	s.run(ctx, runCtx)
+	s.run(ctx, runCtx, late)
 	left := s.leaveAll(ctx, interrupted)
-	items := make([]Item, len(s.tasks))
+	items := make([]Item, len(s.tasks), len(s.tasks)+len(s.latePre))
 	for i, t := range s.tasks {
 		items[i] = finalItem(t)
 	}
-	return items, left
+	return append(items, s.latePre...), left
+}
+
+// addLate takes up the work late brought.
+func (s *scheduler) addLate(lw lateWork) {
+	for _, it := range lw.pre {
+		key := work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()
+		if s.known[key] {
+			continue
+		}
+		s.known[key] = true
+		s.latePre = append(s.latePre, it)
+		s.obs.RecordQueued(RefOf(it))
+		s.obs.RecordFinished(it)
+	}
+	for _, w := range lw.todo {
+		if t := s.add(w); t != nil {
+			t.seq = s.nextSeq()
+			s.q.push(t)
+		}
+	}
 }
 
 // scheduler is the state of one run's schedule.
@@ -148,6 +173,8 @@ type scheduler struct {
 	// until a binding they wait for is gone, by work key.
 	openBindings, goneBindings int
 	blocked                    map[string]*task
+	// latePre are the items, final already, that late work brought.
+	latePre []Item
 }
 
 func newScheduler(r *Reconciler, o Options, pre []Item) *scheduler {
@@ -202,11 +229,15 @@ func (s *scheduler) finish(t *task) {
 
 // run hands the due tasks to the workers, and takes them back when their visit is over,
 // until no task is left or runCtx is done.
-func (s *scheduler) run(ctx, runCtx context.Context) {
+func (s *scheduler) run(ctx, runCtx context.Context, late <-chan lateWork) {
 	in := make(chan *task, s.workers)
 	out := make(chan *task, s.workers)
 	var wg sync.WaitGroup
-	for range min(s.workers, len(s.tasks)) {
+	workers := min(s.workers, len(s.tasks))
+	if late != nil {
+		workers = s.workers
+	}
+	for range workers {
 		wg.Go(func() {
 			for t := range in {
 				s.r.visitSafely(ctx, t, s.o)
@@ -224,13 +255,14 @@ func (s *scheduler) run(ctx, runCtx context.Context) {
 		if running {
 			busy = s.start(in, busy)
 		}
-		if busy == 0 && (s.q.len() == 0 || !running) {
+		if busy == 0 && (s.q.len() == 0 || !running) && (late == nil || !running) {
 			break
 		}
 		var wake <-chan time.Time
 		var stop <-chan struct{}
+		var more <-chan lateWork
 		if running {
-			stop = runCtx.Done()
+			stop, more = runCtx.Done(), late
 			if at, ok := s.q.earliest(s.q.share(s.workers)); busy < s.workers && ok {
 				timer.Reset(at.Sub(s.clk.Now()))
 				wake = timer.C()
@@ -240,6 +272,12 @@ func (s *scheduler) run(ctx, runCtx context.Context) {
 		case t := <-out:
 			busy--
 			s.visited(t)
+		case lw, ok := <-more:
+			if !ok {
+				late = nil
+				break
+			}
+			s.addLate(lw)
 		case <-wake:
 		case <-stop:
 		}

@@ -18,12 +18,25 @@ import (
 // shard group, in this member's share). Records another driver holds a live claim on
 // are not read: they come back as Skipped items.
 func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, error) {
-	todo, pre, _, _, err := r.selectWork(ctx, o)
+	todo, pre, _, _, _, err := r.selectWork(ctx, o, false)
 	return todo, pre, err
 }
 
-// selectWork is Select, with the shard group's summary and the run's share.
-func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, err error) {
+// selectWork is Select, with the shard group's summary and the run's share. With
+// asListed, a full pass may hand its records with work to the run as its list passes
+// their namespaces (aslisted.go): al is then not nil, and brings them.
+func (r *Reconciler) selectWork(ctx context.Context, o Options, asListed bool) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, al *listing, err error) {
+	full := r.fullPassDue(ctx, o)
+	if asListed && r.stepsAsListed(ctx, o, full) {
+		todo, al, err = r.selectAsListed(ctx, o)
+		return todo, nil, nil, o.Shard.Owns, al, err
+	}
+	todo, pre, gs, owns, err = r.selectListed(ctx, o, full)
+	return todo, pre, gs, owns, nil, err
+}
+
+// selectListed is selectWork once the first pass's list is read.
+func (r *Reconciler) selectListed(ctx context.Context, o Options, full bool) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, err error) {
 	s := &selection{r: r, o: o, owns: o.Shard.Owns, index: map[string]int{},
 		starved: func(string, string, string, string, store.ClaimRef, *store.Lease, *time.Time) bool { return false }}
 	if g := o.Group; g != nil {
@@ -40,7 +53,7 @@ func (r *Reconciler) selectWork(ctx context.Context, o Options) (todo []work, pr
 			s.gs.Owned = len(s.todo) + len(s.pre)
 		}
 	}()
-	pending, ids, err := r.listWork(ctx, o)
+	pending, ids, err := r.listWork(ctx, o, full)
 	if err != nil {
 		return nil, nil, s.gs, s.owns, err
 	}

@@ -90,22 +90,38 @@ func (s *Store) ListIDUsersIn(ctx context.Context, namespaces []string) ([]WorkI
 // Partial reports whether x covers only some namespaces (ListIDUsersIn): it answers the
 // checks of ids bound to a uid or a namespace for the records of those namespaces, and
 // nothing else (no id claims are made or released on its word).
-func (x *IDIndex) Partial() bool { return x != nil && x.within != nil }
+func (x *IDIndex) Partial() bool {
+	if x == nil {
+		return false
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.within != nil || x.listing
+}
 
 // merge adds to x what o indexed, a list of other namespaces than x's.
 func (x *IDIndex) merge(o *IDIndex) {
-	for k, u := range o.first {
-		if _, taken := x.first[k]; taken {
-			x.more[k] = append(x.more[k], u)
-		} else {
-			x.first[k] = u
+	at := make([]uint32, o.recs.n)
+	for i := range uint32(o.recs.n) {
+		r := *o.recs.at(i)
+		name := o.names.get(r.name, r.nameLen)
+		r.ns, r.name = x.nss.of(o.nss.name(r.ns)), x.names.add(name)
+		if uid, ok := o.otherUIDs[r.uid]; ok {
+			x.keepUID(uid)
 		}
-		x.more[k] = append(x.more[k], o.more[k]...)
-		if len(x.more[k]) == 0 {
-			delete(x.more, k)
+		at[i] = x.recs.add(r)
+		x.byUID[r.uid] = at[i]
+	}
+	for k, i := range o.first {
+		if _, taken := x.first[k]; taken {
+			x.more[k] = append(x.more[k], at[i])
+		} else {
+			x.first[k] = at[i]
+		}
+		for _, j := range o.more[k] {
+			x.more[k] = append(x.more[k], at[j])
 		}
 	}
-	maps.Copy(x.listed, o.listed)
 	maps.Copy(x.claims, o.claims)
 	for ns, n := range o.indexed {
 		x.indexed[ns] += n
@@ -119,7 +135,7 @@ func (x *IDIndex) Listed() int {
 	if x == nil {
 		return 0
 	}
-	return len(x.listed)
+	return x.recs.n
 }
 
 // Sizes is how many instances, bindings and id claims the list (or lists) of x held in
@@ -129,8 +145,8 @@ func (x *IDIndex) Sizes() map[string]int {
 		return nil
 	}
 	n := map[string]int{}
-	for _, ns := range x.listed {
-		n[ns]++
+	for i := range uint32(x.recs.n) {
+		n[x.nss.name(x.recs.at(i).ns)]++
 	}
 	for k := range x.claims {
 		n[k.Namespace]++

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,14 +103,19 @@ func (s *Store) eachRecordMeta(ctx context.Context, namespace string, reset func
 	if err != nil {
 		return err
 	}
-	return s.eachMetaPage(ctx, namespace, labels.NewSelector().Add(*req).String(), reset, visit)
+	return s.eachMetaPageOf(ctx, namespace, labels.NewSelector().Add(*req).String(), s.fullPassPageSize, reset, visit)
 }
 
 // eachMetaPage visits the metadata of the ConfigMaps of namespace ("" for all) that match
 // selector, a page at a time (pages sized by the largest metadata seen); an expired
 // continue token starts the list again after reset.
 func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, reset func(), visit func(*metav1.ObjectMeta)) error {
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: s.metaPageSize}
+	return s.eachMetaPageOf(ctx, namespace, selector, s.metaPageSize, reset, visit)
+}
+
+// eachMetaPageOf is eachMetaPage with pages of at most pageSize records.
+func (s *Store) eachMetaPageOf(ctx context.Context, namespace, selector string, pageSize int64, reset func(), visit func(*metav1.ObjectMeta)) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: pageSize}
 	if opts.Limit > 0 {
 		opts.Limit = min(opts.Limit, firstMetaPage)
 	}
@@ -133,7 +139,7 @@ func (s *Store) eachMetaPage(ctx context.Context, namespace, selector string, re
 		}
 		opts.Continue = list.Continue
 		if opts.Limit > 0 {
-			opts.Limit = nextMetaPage(opts.Limit, s.metaPageSize, largest)
+			opts.Limit = nextMetaPage(opts.Limit, pageSize, largest)
 		}
 	}
 }
@@ -258,24 +264,30 @@ func workItem(m *metav1.ObjectMeta) (WorkItem, bool) {
 }
 
 // IDIndex is the OSB id labels of the instances and bindings one consistent list read
-// (ListPendingWithIDs): which records used which ids then. It is kept small (a few
-// dozen bytes a record): reconcile holds one for the records of a whole cluster.
+// (ListPendingWithIDs): which records used which ids then. It is kept small (about 150
+// bytes a record, idindex.go): reconcile holds one for the records of a whole cluster,
+// and the garbage collector lets the process grow to twice what it holds.
 type IDIndex struct {
+	// mu guards what the list adds while it is read (ListPendingWithIDsAsListed)
+	// against Lookup; listing says it is, and passed are the namespaces it has read in
+	// full since it started (nil: none can be answered for before the list ends).
+	mu        sync.RWMutex
+	listing   bool
+	passed    map[string]bool
 	namespace string
 	// within, when not nil, are the only namespaces the index covers (ListIDUsersIn).
 	within map[string]bool
+	// recs are the instances and bindings the list held; byUID finds one by its uid.
+	recs  idRecs
+	byUID map[uidKey]uint32
+	// otherUIDs are the uids that are not UUIDs (uidKey), by their key.
+	otherUIDs map[uidKey]types.UID
+	// names and nss hold the records' names and namespaces (each namespace once).
+	names nameArena
+	nss   namespaceTable
 	// users: the records labelled with an id, the first in first, any more in more.
-	first map[idKey]idUser
-	more  map[idKey][]idUser
-	// listed: the records the list held, with their namespaces.
-	listed map[types.UID]string
-	// migrated: the records the list held that "migrate svcat" wrote
-	// (AnnotationMigratedFrom), not being deleted (a record being deleted makes its
-	// own claims at its steps, and one released waits only for its claims to go).
-	migrated map[types.UID]bool
-	// migratedAny: the records the list held that "migrate svcat" wrote, being deleted
-	// or not.
-	migratedAny map[types.UID]bool
+	first map[idKey]uint32
+	more  map[idKey][]uint32
 	// claims: when each id claim the list held was made, by namespace and name.
 	claims map[types.NamespacedName]idClaim
 	// indexed counts the id labels kept of each namespace's records; incomplete holds
@@ -298,6 +310,8 @@ func (x *IDIndex) Oversized() []OversizedRecord {
 
 // addOversized notes m, a record's ConfigMap whose metadata holds n bytes.
 func (x *IDIndex) addOversized(m *metav1.ObjectMeta, n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.incomplete[m.Namespace] = true
 	kind := m.Labels[LabelKind]
 	name, ok := strings.CutPrefix(m.Name, configMapPrefix(kind))
@@ -312,18 +326,54 @@ type idKey struct {
 	sum     [20]byte
 }
 
-type idUser struct {
-	namespace, name string
-	uid             types.UID
-	created         int64 // Unix seconds, as creationTimestamp has them
+func newIDIndex(namespace string) *IDIndex {
+	x := &IDIndex{namespace: namespace}
+	x.init()
+	return x
 }
 
-func newIDIndex(namespace string) *IDIndex {
-	return &IDIndex{namespace: namespace, first: map[idKey]idUser{}, more: map[idKey][]idUser{}, listed: map[types.UID]string{}, claims: map[types.NamespacedName]idClaim{},
-		indexed: map[string]int{}, incomplete: map[string]bool{}}
+func (x *IDIndex) init() {
+	x.first, x.more, x.byUID = map[idKey]uint32{}, map[idKey][]uint32{}, map[uidKey]uint32{}
+	x.claims, x.indexed, x.incomplete = map[types.NamespacedName]idClaim{}, map[string]int{}, map[string]bool{}
+}
+
+// clear empties x for a list that starts over.
+func (x *IDIndex) clear() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.init()
+	x.recs, x.otherUIDs, x.names, x.nss, x.oversized = idRecs{}, nil, nameArena{}, namespaceTable{}, nil
+	x.passed = map[string]bool{}
+}
+
+// pass notes that the list has read every record of namespace ns.
+func (x *IDIndex) pass(ns string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.passed == nil {
+		x.passed = map[string]bool{}
+	}
+	x.passed[ns] = true
+}
+
+// unordered notes that the list's records did not come in the order of their keys: no
+// namespace is answered for before the list ends.
+func (x *IDIndex) unordered() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.passed = nil
+}
+
+// listed notes that the list has been read in full.
+func (x *IDIndex) listed() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.listing, x.passed = false, nil
 }
 
 func (x *IDIndex) add(m *metav1.ObjectMeta) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	kind := m.Labels[LabelKind]
 	if c, ok := idClaimOf(m); ok {
 		x.claims[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = c
@@ -336,20 +386,25 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 	if !ok {
 		return
 	}
-	x.listed[m.UID] = m.Namespace
+	if len(name) > maxIndexedName {
+		// No record has one (a ConfigMap's name is at most 253 bytes): the checks of
+		// the namespace list.
+		x.incomplete[m.Namespace] = true
+		return
+	}
+	rec := idRec{uid: x.keepUID(m.UID), ns: x.nss.of(m.Namespace), name: x.names.add(name), nameLen: uint8(len(name)),
+		created: m.CreationTimestamp.Unix()}
+	if kind == v1alpha1.KindServiceBinding {
+		rec.flags |= recBinding
+	}
 	if m.Annotations[AnnotationMigratedFrom] != "" {
-		if x.migratedAny == nil {
-			x.migratedAny = map[types.UID]bool{}
+		rec.flags |= recMigratedAny
+		if m.DeletionTimestamp == nil {
+			rec.flags |= recMigrated
 		}
-		x.migratedAny[m.UID] = true
 	}
-	if m.Annotations[AnnotationMigratedFrom] != "" && m.DeletionTimestamp == nil {
-		if x.migrated == nil {
-			x.migrated = map[types.UID]bool{}
-		}
-		x.migrated[m.UID] = true
-	}
-	u := idUser{namespace: m.Namespace, name: name, uid: m.UID, created: m.CreationTimestamp.Unix()}
+	at := x.recs.add(rec)
+	x.byUID[rec.uid] = at
 	for k, v := range m.Labels {
 		rest, ok := strings.CutPrefix(k, IDLabelPrefix)
 		key := idKey{binding: kind == v1alpha1.KindServiceBinding}
@@ -364,12 +419,29 @@ func (x *IDIndex) add(m *metav1.ObjectMeta) {
 			continue
 		}
 		x.indexed[m.Namespace]++
+		x.recs.at(at).flags |= recLabelled
 		if _, taken := x.first[key]; taken {
-			x.more[key] = append(x.more[key], u)
+			x.more[key] = append(x.more[key], at)
 		} else {
-			x.first[key] = u
+			x.first[key] = at
 		}
 	}
+}
+
+// user is the IDUser of the record at position i (its claim not filled in).
+func (x *IDIndex) user(i uint32) IDUser {
+	r := x.recs.at(i)
+	return IDUser{Namespace: x.nss.name(r.ns), Name: x.names.get(r.name, r.nameLen), UID: x.uidOf(r.uid),
+		Created: metav1.Unix(r.created, 0), Migrated: r.flags&recMigratedAny != 0}
+}
+
+// listedIn is the namespace of the record with uid uid, if the list held it.
+func (x *IDIndex) listedIn(uid types.UID) (string, bool) {
+	i, ok := x.byUID[uidKeyOf(uid)]
+	if !ok {
+		return "", false
+	}
+	return x.nss.name(x.recs.at(i).ns), true
 }
 
 // Lookup answers WithExternalID(kind, namespace, id) for the record uid, if the index
@@ -383,13 +455,15 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if x == nil {
 		return nil, false
 	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	// An index of one namespace answers a check of every namespace for an id bound to
 	// a uid or a namespace, as an index of some namespaces does (below): only a record
 	// of the checked record's own namespace, which it covers, can hold one.
 	if namespace != x.namespace && (namespace != "" || !v1alpha1.IsBoundID(id)) {
 		return nil, false
 	}
-	ns, listed := x.listed[uid]
+	ns, listed := x.listedIn(uid)
 	if !listed || x.incomplete[ns] {
 		return nil, false
 	}
@@ -397,6 +471,11 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	// namespace: only a record of the checked record's own namespace, which it
 	// covers, can hold one (see above).
 	if x.within != nil && (!x.within[ns] || !v1alpha1.IsBoundID(id)) {
+		return nil, false
+	}
+	// While the list is read: of the namespaces it has passed, as an index of some
+	// namespaces.
+	if x.listing && (!x.passed[ns] || !v1alpha1.IsBoundID(id)) {
 		return nil, false
 	}
 	// An id bound to a uid or a namespace is a real record's only in the namespace it
@@ -411,13 +490,13 @@ func (x *IDIndex) Lookup(kind, namespace, id string, uid types.UID) (users []IDU
 	if kind != v1alpha1.KindServiceInstance && kind != v1alpha1.KindServiceBinding {
 		return nil, true
 	}
-	u, found := x.first[key]
+	i, found := x.first[key]
 	if !found {
 		return nil, true
 	}
-	for _, u := range append([]idUser{u}, x.more[key]...) {
-		user := IDUser{Namespace: u.namespace, Name: u.name, UID: u.uid, Created: metav1.Unix(u.created, 0), Migrated: x.migratedAny[u.uid]}
-		if c, ok := x.claims[types.NamespacedName{Namespace: u.namespace, Name: IDClaimName(kind, u.uid, id)}]; ok {
+	for _, i := range append([]uint32{i}, x.more[key]...) {
+		user := x.user(i)
+		if c, ok := x.claims[types.NamespacedName{Namespace: user.Namespace, Name: IDClaimName(kind, user.UID, id)}]; ok {
 			user.Adopted, user.AdoptedVersion = c.made, c.version
 		}
 		users = append(users, user)
@@ -437,7 +516,7 @@ func (x *IDIndex) Stray() []StrayIDClaim {
 	}
 	var out []StrayIDClaim
 	for key, c := range x.claims {
-		if _, listed := x.listed[c.owner]; listed || !c.held || c.ownerName == "" {
+		if _, listed := x.listedIn(c.owner); listed || !c.held || c.ownerName == "" {
 			continue
 		}
 		out = append(out, StrayIDClaim{Kind: c.kind, Namespace: key.Namespace, Name: key.Name, OwnerName: c.ownerName, OwnerUID: c.owner})
@@ -452,7 +531,7 @@ func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (cla
 	if x == nil || (x.namespace != "" && x.namespace != namespace) || (x.within != nil && !x.within[namespace]) {
 		return false, false, false
 	}
-	if _, listed := x.listed[uid]; !listed {
+	if _, listed := x.listedIn(uid); !listed {
 		return false, false, false
 	}
 	c, claimed := x.claims[types.NamespacedName{Namespace: namespace, Name: IDClaimName(kind, uid, id)}]
@@ -460,50 +539,44 @@ func (x *IDIndex) Claimed(kind, namespace string, uid types.UID, id string) (cla
 }
 
 // UnclaimedMigrated is Unclaimed, of the records "migrate svcat" wrote
-// (AnnotationMigratedFrom): one whose id claim failed when it was written.
+// (AnnotationMigratedFrom): one whose id claim failed when it was written. It costs the
+// migrated records, not every record.
 func (x *IDIndex) UnclaimedMigrated() []WorkItem {
-	var out []WorkItem
-	for _, w := range x.Unclaimed() {
-		if x.migrated[w.UID] {
-			out = append(out, w)
-		}
-	}
-	return out
+	return x.unclaimed(recMigrated)
 }
 
 // Unclaimed is the instances and bindings the list held that carry an OSB id label and
 // no id claim that holds IDClaimFinalizer: the records whose spec may name an id bound
 // to nothing without a claim (the labels tell no more), oldest first.
 func (x *IDIndex) Unclaimed() []WorkItem {
+	return x.unclaimed(0)
+}
+
+// unclaimed is Unclaimed, of the records with every flag of only.
+func (x *IDIndex) unclaimed(only uint8) []WorkItem {
 	if x == nil {
 		return nil
 	}
-	held := map[types.UID]bool{}
+	held := map[uidKey]bool{}
 	for _, c := range x.claims {
 		if c.held {
-			held[c.owner] = true
+			held[uidKeyOf(c.owner)] = true
 		}
 	}
-	seen := map[types.UID]bool{}
 	var out []WorkItem
 	var created []int64
-	add := func(kind string, u idUser) {
-		if held[u.uid] || seen[u.uid] {
-			return
+	for i := range uint32(x.recs.n) {
+		r := x.recs.at(i)
+		if r.flags&recLabelled == 0 || r.flags&only != only || held[r.uid] {
+			continue
 		}
-		seen[u.uid] = true
-		out = append(out, WorkItem{Kind: kind, Namespace: u.namespace, Name: u.name, UID: u.uid})
-		created = append(created, u.created)
-	}
-	for key, u := range x.first {
 		kind := v1alpha1.KindServiceInstance
-		if key.binding {
+		if r.flags&recBinding != 0 {
 			kind = v1alpha1.KindServiceBinding
 		}
-		add(kind, u)
-		for _, m := range x.more[key] {
-			add(kind, m)
-		}
+		u := x.user(i)
+		out = append(out, WorkItem{Kind: kind, Namespace: u.Namespace, Name: u.Name, UID: u.UID})
+		created = append(created, r.created)
 	}
 	idx := make([]int, len(out))
 	for i := range idx {

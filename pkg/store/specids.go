@@ -30,7 +30,7 @@ func (s *Store) UnclaimedSpecIDs(ctx context.Context, idx *IDIndex) ([]SpecIDUse
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	if len(recs) < SpecIDReadsEach || len(recs)*8 < len(idx.listed) || idx.within != nil {
+	if len(recs) < SpecIDReadsEach || len(recs)*8 < idx.Listed() || idx.within != nil {
 		var uses []SpecIDUse
 		var errs []error
 		for _, w := range recs {

@@ -24,9 +24,15 @@ import (
 const DefaultPageSize = 500
 
 // DefaultMetaPageSize is the most records a page of a metadata-only list holds
-// (ListPendingWithIDs, ListWork, ListIDUsersIn): docs/reconcile.md "The first pass" has
-// the measures it was chosen by.
+// (ListWork, ListIDUsersIn; a list of every record: DefaultFullPassPageSize):
+// docs/reconcile.md "The first pass" has the measures it was chosen by.
 const DefaultMetaPageSize = 500
+
+// DefaultFullPassPageSize is the most records a page of a metadata-only list of every
+// record holds (a full pass: ListPendingWithIDs): the API server's CPU for such a list is
+// about half that of pages of 500, for about 14 MiB more in flight, which reconcile's
+// memory target has room for since its index shrank (docs/reconcile.md, "Run 4").
+const DefaultFullPassPageSize = 2000
 
 // Store reads and writes records. It holds no state of its own beyond its clients and is
 // safe for concurrent use.
@@ -35,8 +41,9 @@ type Store struct {
 	meta     metadata.Interface
 	now      func() time.Time
 	pageSize int64
-	// metaPageSize bounds the pages of metadata-only lists.
-	metaPageSize int64
+	// metaPageSize bounds the pages of metadata-only lists; fullPassPageSize, those of
+	// the lists of every record.
+	metaPageSize, fullPassPageSize int64
 
 	identity   func(context.Context) (*Identity, error)
 	trustToken func(context.Context) (string, error)
@@ -80,16 +87,21 @@ func (s *Store) Claims() *Claims { return s.claims }
 
 // WithPageSize sets how many ConfigMaps a list asks for per page (default
 // DefaultPageSize), metadata-only lists included.
-func WithPageSize(n int64) Option { return func(s *Store) { s.pageSize, s.metaPageSize = n, n } }
+func WithPageSize(n int64) Option {
+	return func(s *Store) { s.pageSize, s.metaPageSize, s.fullPassPageSize = n, n, n }
+}
 
-// WithMetaPageSize sets the most records a page of a metadata-only list holds (default
-// DefaultMetaPageSize).
-func WithMetaPageSize(n int64) Option { return func(s *Store) { s.metaPageSize = n } }
+// WithMetaPageSize sets the most records a page of a metadata-only list holds, lists of
+// every record included (defaults DefaultMetaPageSize and DefaultFullPassPageSize).
+func WithMetaPageSize(n int64) Option {
+	return func(s *Store) { s.metaPageSize, s.fullPassPageSize = n, n }
+}
 
 // New returns a Store using core for ConfigMaps and Secrets and meta for metadata-only
 // lists (ListPending; meta may be nil if ListPending is not used).
 func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *Store {
-	s := &Store{core: core, meta: meta, now: time.Now, pageSize: DefaultPageSize, metaPageSize: DefaultMetaPageSize}
+	s := &Store{core: core, meta: meta, now: time.Now, pageSize: DefaultPageSize, metaPageSize: DefaultMetaPageSize,
+		fullPassPageSize: DefaultFullPassPageSize}
 	for _, o := range opts {
 		o(s)
 	}

@@ -61,6 +61,7 @@ func main() {
 	roundTripsOnly := flag.Bool("round-trips-only", false, "Only the round-trip figures: each command with and without 40 ms added to every API request (a control plane of its own).")
 	skipRoundTrips := flag.Bool("skip-round-trips", false, "Skip the figures of -round-trips-only.")
 	rtRuns := flag.Int("round-trip-runs", 5, "Runs of each command in the round-trip figures, at each delay.")
+	holdScaleOnly := flag.Bool("hold-scale", false, "Seed -records records (-pending pending) on a control plane of their own and keep it until interrupted, to run reconcile on by hand (SIGUSR1 seeds -pending more pending records).")
 	listCostsOnly := flag.Bool("list-costs-only", false, "Only what each way of listing the records costs the API server, etcd and the client, at -records records of which -pending are pending (a control plane of its own).")
 	so := scaleOptions{PollTime: 50 * time.Millisecond, Polls: 2}
 	flag.IntVar(&so.Records, "records", 20000, "Instance records in all in the large reconcile run of the scale figures.")
@@ -75,7 +76,9 @@ func main() {
 	flag.StringVar(&profileDir, "profile", "", "With -scale-only: write the CPU profiles of the API server, etcd and reconcile during the 64-worker run into this directory.")
 	flag.Parse()
 	var err error
-	if *listCostsOnly {
+	if *holdScaleOnly {
+		err = holdScale(so)
+	} else if *listCostsOnly {
 		err = listCosts(so.Records, so.Pending, 3)
 	} else if *roundTripsOnly {
 		err = runRoundTrips(*rtRuns)

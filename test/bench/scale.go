@@ -126,6 +126,11 @@ const seedWorkers = 64
 // provision writes them: each ConfigMap is encoded here and created straight on the API
 // server (not through the counting proxy), seedWorkers at once.
 func (e *scaleEnv) seed(ctx context.Context, namespaces []string, pending, ready int) error {
+	return e.seedNamed(ctx, namespaces, pending, ready, "")
+}
+
+// seedNamed is seed, with prefix before each record's name.
+func (e *scaleEnv) seedNamed(ctx context.Context, namespaces []string, pending, ready int, prefix string) error {
 	keys := map[string]v1alpha1.NamespaceKey{}
 	for _, ns := range namespaces {
 		created, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -149,9 +154,9 @@ func (e *scaleEnv) seed(ctx context.Context, namespaces []string, pending, ready
 		wg.Go(func() {
 			for i := range jobs {
 				ns, p := namespaces[i%len(namespaces)], i < pending
-				name := fmt.Sprintf("ready-%06d", i)
+				name := fmt.Sprintf("%sready-%06d", prefix, i)
 				if p {
-					name = fmt.Sprintf("pending-%06d", i)
+					name = fmt.Sprintf("%spending-%06d", prefix, i)
 				}
 				inst := reconcilebench.Instance(ns, name, p)
 				inst.Spec.ExternalID = v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, ns, keys[ns])
@@ -480,7 +485,7 @@ func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reco
 	}
 	for _, r := range runs {
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: its first list alone (the metadata of every record, pages of %d) took %s",
-			r.Total, store.DefaultPageSize, r.MetaList.Round(time.Millisecond)))
+			r.Total, store.DefaultFullPassPageSize, r.MetaList.Round(time.Millisecond)))
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
 			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none")))

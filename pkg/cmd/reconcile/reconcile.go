@@ -231,6 +231,7 @@ func (o *Options) Complete(f *cmdutil.Factory) error {
 // Run reconciles and prints the summary.
 func (o *Options) Run(ctx context.Context) error {
 	setMemoryLimit()
+	defer startHeapProfile()()
 	if o.Serve.Enabled {
 		return o.runServe(ctx)
 	}

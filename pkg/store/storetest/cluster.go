@@ -63,7 +63,9 @@ type Cluster struct {
 	// metaListHeld, when set (ExpectGroups), is called with each list made through
 	// Metadata before it is served.
 	metaListHeld func(request string)
-	dryRuns      atomic.Int64
+	// onMetaList, when set (OnMetadataList), is called with each list's continue token.
+	onMetaList func(continueToken string)
+	dryRuns    atomic.Int64
 	// metaSelectors are the label selectors of the lists made through Metadata.
 	metaSelectors []string
 }
@@ -102,6 +104,15 @@ func (c *Cluster) SetMaxPageSize(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.maxPageSize = n
+}
+
+// OnMetadataList calls f before each list made through Metadata is served, with its
+// continue token: the namespace/name of the last object of the page before ("" for a
+// first page).
+func (c *Cluster) OnMetadataList(f func(continueToken string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onMetaList = f
 }
 
 // ExpireContinueTokens makes the next n list requests that carry a continue token fail
@@ -404,11 +415,14 @@ func partial(o runtime.Object, kind schema.GroupVersionKind) (*metav1.PartialObj
 func (r metadataResource) List(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	r.c.metaLists.Add(1)
 	r.c.mu.Lock()
-	held := r.c.metaListHeld
+	held, on := r.c.metaListHeld, r.c.onMetaList
 	r.c.metaSelectors = append(r.c.metaSelectors, opts.LabelSelector)
 	r.c.mu.Unlock()
 	if held != nil {
 		held(MetadataList + " " + r.gvr.Resource)
+	}
+	if on != nil {
+		on(opts.Continue)
 	}
 	obj, err := r.c.list(r.gvr, r.ns, opts)
 	if err != nil {

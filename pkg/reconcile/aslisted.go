@@ -1,0 +1,196 @@
+package reconcile
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+)
+
+// A full pass reads every record's metadata: at 100,000 records, 200 pages, seconds of
+// the API server's time, which grow with the cluster while the work does not. Its list
+// is in the order of the records' keys (namespace, then name), so each namespace's
+// records come one after the other: once the list has read a record of the next
+// namespace, it has read every record of the one before, as a list of that namespace
+// alone would, and the index of what it read answers the OSB id checks of that
+// namespace's records for the ids bound to a uid or a namespace, which only a record of
+// the same namespace can hold (store.ListPendingWithIDsAsListed). The run steps the
+// records with work of each namespace from then on, while the list goes on: a step whose
+// id check the index cannot answer yet (an id bound to nothing) lists the users of its
+// id, as between two full passes. What only the list's end tells (the index of every
+// namespace, the id claims to settle, the records whose metadata was too large to read,
+// the namespaces' sizes and the full pass's marker) is done when it ends, while the run
+// goes on.
+//
+// Only once every record has its id claims (store.IDClaimsSwept): the first full pass
+// of a cluster of an earlier release gives the older records their claims before any
+// record is stepped, and lists first. A shard group's member lists first too (its
+// share and summary are made of the whole list).
+
+// lateWork is work a run's first pass found after the run's steps started.
+type lateWork struct {
+	todo []work
+	pre  []Item
+}
+
+// listing is a full pass whose list is read while the run steps the records with work
+// it found so far.
+type listing struct {
+	late chan lateWork
+	stop context.CancelFunc
+	done chan struct{}
+	// err: the list failed on its own (not because the run ended before it); read:
+	// the list was read to its end.
+	err  error
+	read bool
+}
+
+// listed says whether the list was read to its end (after end).
+func (l *listing) listed() bool { return l != nil && l.read }
+
+// more is the channel that brings the work of the list, nil for no listing.
+func (l *listing) more() <-chan lateWork {
+	if l == nil {
+		return nil
+	}
+	return l.late
+}
+
+// end stops the list if it is still read (the run ended before it), waits for it, and
+// returns its error.
+func (l *listing) end() error {
+	if l == nil {
+		return nil
+	}
+	l.stop()
+	<-l.done
+	return l.err
+}
+
+// stepsAsListed says whether a run whose first pass is a full pass (full) steps records
+// while its list is read: over a cluster whose records all have their id claims, and
+// not as a member of a shard group.
+func (r *Reconciler) stepsAsListed(ctx context.Context, o Options, full bool) bool {
+	if !full || o.Group != nil || o.CatalogNamespace == "" {
+		return false
+	}
+	swept, err := r.Store.IDClaimsSwept(ctx, o.CatalogNamespace)
+	return err == nil && swept
+}
+
+// selectAsListed selects the work of a full pass whose records with work are stepped as
+// its list passes their namespaces: todo is the brokers' (and, with RotateDue, the
+// rotations') work, and the listing brings the records with work, a namespace at a time.
+func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *listing, error) {
+	s := &selection{r: r, o: o, owns: o.Shard.Owns, index: map[string]int{},
+		now: r.now(), holder: r.Engine.Holder(), starved: noStarvation}
+	if r.Engine.FetchesCatalogs() {
+		if err := s.addBrokers(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.RotateDue {
+		if err := s.addRotations(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	todo := slices.Clone(s.todo)
+	lctx, stop := context.WithCancel(ctx)
+	l := &listing{late: make(chan lateWork), stop: stop, done: make(chan struct{})}
+	// The list hands over each namespace's items at once; feed turns them into work
+	// (and lists the copies of their instances and bindings) and hands it to the run.
+	var mu sync.Mutex
+	var batches [][]store.WorkItem
+	ready := make(chan struct{}, 1)
+	listed := make(chan struct{})
+	signal := func() {
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	}
+	var ids *store.IDIndex
+	var listErr error
+	// stopped: the list ended because the run did, before the list's end.
+	var stopped bool
+	start := r.now()
+	go func() {
+		defer close(listed)
+		_, ids, listErr = r.Store.ListPendingWithIDsAsListed(lctx, o.Namespace, r.Engine.UseIDIndex, func(b []store.WorkItem) {
+			mu.Lock()
+			batches = append(batches, b)
+			mu.Unlock()
+			signal()
+		})
+		if listErr != nil && lctx.Err() != nil {
+			listErr, stopped = nil, true // the run ended before the list
+		}
+	}()
+	send := func(lw lateWork) bool {
+		select {
+		case l.late <- lw:
+			return true
+		case <-lctx.Done():
+			return false
+		}
+	}
+	feed := func() bool {
+		mu.Lock()
+		taken := batches
+		batches = nil
+		mu.Unlock()
+		for _, b := range taken {
+			from, pre := len(s.todo), len(s.pre)
+			s.addPending(b)
+			lw := lateWork{todo: slices.Clone(s.todo[from:]), pre: slices.Clone(s.pre[pre:])}
+			on := o
+			if len(b) > 0 && !slices.ContainsFunc(b, func(it store.WorkItem) bool { return it.Namespace != b[0].Namespace }) {
+				on.Namespace = b[0].Namespace
+			}
+			r.listCopies(lctx, on, lw.todo)
+			if !send(lw) {
+				return false
+			}
+		}
+		return true
+	}
+	go func() {
+		defer close(l.done)
+		defer close(l.late)
+		for end := false; !end; {
+			select {
+			case <-ready:
+			case <-listed:
+				end = true
+			}
+			if !feed() {
+				<-listed
+				return
+			}
+		}
+		if listErr != nil || stopped {
+			// Not a full pass: nothing is settled or noted on what it read.
+			l.err = listErr
+			return
+		}
+		l.read = true
+		// The whole list is read: its index answers every check now.
+		if !ids.Partial() {
+			_ = r.Engine.SettleIDClaims(lctx, o.Namespace, ids)
+		}
+		r.fullPassListed(lctx, o, start, ids)
+		from := len(s.pre)
+		s.addOversized(ids.Oversized())
+		if len(s.pre) > from {
+			send(lateWork{pre: slices.Clone(s.pre[from:])})
+		}
+	}()
+	return todo, l, nil
+}
+
+// noStarvation takes up no record of another member's share: outside a shard group.
+func noStarvation(string, string, string, string, store.ClaimRef, *store.Lease, *time.Time) bool {
+	return false
+}
