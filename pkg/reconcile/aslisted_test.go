@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -185,4 +186,81 @@ func TestRun_FullPass_InterruptedWhileItsListIsRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A full pass whose list's snapshot expires after it has handed namespaces to the run
+// (410 Gone on a continue token) reads the list again from its start: the records with
+// work it handed over before are stepped once, each reported once.
+func TestRun_FullPass_ListExpiredWhileItsListIsRead_StepsEachRecordOnce(t *testing.T) {
+	f := asListedFixture(t, 20)
+	const first, last = "a-first", "z-last"
+	assert.Equal(t, f.run(fullPassAlways()).Counts[Done], 20)
+	f.swept()
+	f.instanceWithID(first, "new", v1alpha1.NewNamespaceBoundID(first))
+	f.instanceWithID(last, "late", v1alpha1.NewNamespaceBoundID(last))
+	f.kubectlDelete(last, "settled-13")
+	var expired atomic.Bool
+	var restarts atomic.Int32
+	f.cluster.OnMetadataList(func(cont string) {
+		if cont == "" && expired.Load() {
+			restarts.Add(1)
+		}
+		if strings.HasPrefix(cont, last+"/") && !expired.Swap(true) {
+			// This page, in the last namespace, is answered 410 Gone.
+			f.cluster.ExpireContinueTokens(1)
+		}
+	})
+	var steps atomic.Int32
+	f.rec.stepInstance = func(ctx context.Context, inst *v1alpha1.ServiceInstance) (engine.Result, error) {
+		if inst.Namespace == first && inst.Name == "new" {
+			steps.Add(1)
+		}
+		return f.rec.Engine.StepInstance(ctx, inst)
+	}
+
+	sum := f.run(fullPassAlways())
+
+	assert.Assert(t, expired.Load(), "the list was not read in pages")
+	assert.Assert(t, restarts.Load() >= 1, "the list did not start again")
+	assert.Equal(t, f.itemIn(sum, first, "new").Outcome, Done, "%+v", sum.Items)
+	assert.Equal(t, f.itemIn(sum, last, "late").Outcome, Done, "%+v", sum.Items)
+	assert.Equal(t, f.itemIn(sum, last, "settled-13").Outcome, Done, "%+v", sum.Items)
+	assert.Equal(t, sum.Counts[Done], 3, "%+v", sum.Items)
+	assert.Equal(t, len(sum.Items), 3, "%+v", sum.Items)
+	assert.Equal(t, steps.Load(), int32(1))
+}
+
+// A full pass whose list fails after it has handed namespaces to the run returns the
+// list's error with what it did: the records of the namespaces it passed are stepped and
+// reported, those of the namespaces it did not read are left as they were for the next
+// run, and the run is no full pass.
+func TestRun_FullPass_ListFailsWhileItsListIsRead_ReportsWhatItDidAndTheError(t *testing.T) {
+	f := asListedFixture(t, 20)
+	const first, last = "a-first", "z-last"
+	assert.Equal(t, f.run(fullPassAlways()).Counts[Done], 20)
+	f.swept()
+	lastFull := f.rec.fullPasses.last("")
+	f.now = f.now.Add(time.Minute)
+	f.instanceWithID(first, "new", v1alpha1.NewNamespaceBoundID(first))
+	f.instanceWithID(last, "late", v1alpha1.NewNamespaceBoundID(last))
+	started := f.stepStarted()
+	failed := errors.New("connection reset by peer")
+	f.cluster.FailMetadataLists(func(cont string) error {
+		if !strings.HasPrefix(cont, last+"/") {
+			return nil
+		}
+		// The first namespace was handed over: its step has started.
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+		}
+		return failed
+	})
+
+	sum, err := f.rec.Run(context.Background(), fullPassAlways())
+
+	assert.ErrorIs(t, err, failed)
+	assert.Equal(t, f.itemIn(sum, first, "new").Outcome, Done, "%+v", sum.Items)
+	assert.Equal(t, len(sum.Items), 1, "%+v", sum.Items)
+	assert.Equal(t, f.rec.fullPasses.last(""), lastFull)
 }

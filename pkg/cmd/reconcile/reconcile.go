@@ -271,7 +271,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return perr
 	}
 	if err != nil {
-		return err
+		return errors.New(listFailedPart(err, "run reconcile again for the others"))
 	}
 	o.noVoucherHint(sum)
 	if sum.Interrupted {

@@ -216,6 +216,12 @@ func (o *Options) runServe(ctx context.Context) error {
 	return nil
 }
 
+// listFailedPart says that a run's list of the records failed before its end, after the
+// run had stepped the records of the namespaces it had read, and what lists the others.
+func listFailedPart(err error, then string) string {
+	return fmt.Sprintf("the list of the records failed before its end (the records of the namespaces read before it were reconciled; %s): %v", then, err)
+}
+
 // RunLine is the log line of one run of --serve: when it ended, how long it took, and
 // its counts.
 func RunLine(rep serve.RunReport) string {
@@ -223,12 +229,17 @@ func RunLine(rep serve.RunReport) string {
 	fmt.Fprintf(&b, "%s reconcile run took %s: ", rep.End.UTC().Format(time.RFC3339), rep.End.Sub(rep.Start).Round(time.Millisecond))
 	interrupted := errors.Is(rep.Err, context.Canceled)
 	switch {
-	case rep.Err != nil && !interrupted:
+	case rep.Err != nil && !interrupted && len(rep.Summary.Items) == 0:
 		fmt.Fprintf(&b, "cannot list the pending records: %v", rep.Err)
 	case len(rep.Summary.Items) == 0:
 		b.WriteString("nothing to do")
 	default:
 		b.WriteString(CountsLine(rep.Summary))
+		if rep.Err != nil && !interrupted {
+			// A full pass steps records while its list is read: the list failed after
+			// some were.
+			fmt.Fprintf(&b, "; %s", listFailedPart(rep.Err, "the next run lists the others"))
+		}
 	}
 	if g := rep.Summary.Group; g != nil {
 		fmt.Fprintf(&b, "; shard group %s: %d members, %d of %d records with work taken", g.Name, len(g.Members), g.Owned, g.Listed)

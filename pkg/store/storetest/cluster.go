@@ -65,6 +65,9 @@ type Cluster struct {
 	metaListHeld func(request string)
 	// onMetaList, when set (OnMetadataList), is called with each list's continue token.
 	onMetaList func(continueToken string)
+	// failMetaList, when set (FailMetadataLists), answers a list made through Metadata
+	// with the error it returns, if any.
+	failMetaList func(continueToken string) error
 	dryRuns    atomic.Int64
 	// metaSelectors are the label selectors of the lists made through Metadata.
 	metaSelectors []string
@@ -113,6 +116,14 @@ func (c *Cluster) OnMetadataList(f func(continueToken string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onMetaList = f
+}
+
+// FailMetadataLists answers each list made through Metadata with the error f returns for
+// its continue token, when f returns one (nil f: none fails).
+func (c *Cluster) FailMetadataLists(f func(continueToken string) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failMetaList = f
 }
 
 // ExpireContinueTokens makes the next n list requests that carry a continue token fail
@@ -415,7 +426,7 @@ func partial(o runtime.Object, kind schema.GroupVersionKind) (*metav1.PartialObj
 func (r metadataResource) List(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	r.c.metaLists.Add(1)
 	r.c.mu.Lock()
-	held, on := r.c.metaListHeld, r.c.onMetaList
+	held, on, fail := r.c.metaListHeld, r.c.onMetaList, r.c.failMetaList
 	r.c.metaSelectors = append(r.c.metaSelectors, opts.LabelSelector)
 	r.c.mu.Unlock()
 	if held != nil {
@@ -423,6 +434,11 @@ func (r metadataResource) List(_ context.Context, opts metav1.ListOptions) (*met
 	}
 	if on != nil {
 		on(opts.Continue)
+	}
+	if fail != nil {
+		if err := fail(opts.Continue); err != nil {
+			return nil, err
+		}
 	}
 	obj, err := r.c.list(r.gvr, r.ns, opts)
 	if err != nil {
