@@ -68,7 +68,7 @@ type Cluster struct {
 	// failMetaList, when set (FailMetadataLists), answers a list made through Metadata
 	// with the error it returns, if any.
 	failMetaList func(continueToken string) error
-	dryRuns    atomic.Int64
+	dryRuns      atomic.Int64
 	// metaSelectors are the label selectors of the lists made through Metadata.
 	metaSelectors []string
 }
