@@ -502,8 +502,8 @@ func TestSim_RebindWorld(t *testing.T) {
 		for seed, w := range runSeeds(1, count) {
 			rebinds, rotated, failed = rebinds+w.rebind.rebinds, rotated+w.rebind.rotated, failed+w.rebind.failed
 			if len(w.failures) > 0 {
-				t.Errorf("%s, seed %d: %s\nreplay: go test ./pkg/engine/sim -run 'TestSim$' %s -sim.seed=%d -v\n%s",
-					world.name, seed, w.failures[0], world.name, seed, tail(w.trace, 60))
+				t.Errorf("%s, seed %d: %s\nreplay: %s\n%s",
+					world.name, seed, w.failures[0], replay(world.name, seed), tail(w.trace, 60))
 			}
 		}
 		for i, f := range world.flags {
