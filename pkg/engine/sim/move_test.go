@@ -329,7 +329,7 @@ func (w *world) noteMoveUpdate(p *proc, r *osb.UpdateRequest, err error) {
 		done = append(done, r.RequestIdentity)
 		w.move.contextDone[r.InstanceID] = done
 	}
-	if len(done) > 1 {
+	if len(done) > 1 && !w.contextUpdateLiedAbout(r.InstanceID) { // move_rogue_test.go
 		w.fail("instance %s's context update was answered as done %d times (request ids %v): at most once per move", r.InstanceID, len(done), done)
 	}
 	if !w.move.contexts {
