@@ -981,6 +981,7 @@ func (w *world) giveBack(p *proc) {
 	}
 	for _, x := range insts {
 		if engine.MovedFrom(x.Annotations) != "" && (named(x.Spec.ExternalID) || goneBeforeRelease(x.Spec.ExternalID)) {
+			w.noteGivenBack(x, binds, named) // move_giveback_test.go
 			w.runToEnd(p, "deprovision "+x.Name+" --abandon (new cluster: the move is abandoned)", func(ctx context.Context) error {
 				_, err := p.eng.Deprovision(ctx, engine.DeprovisionRequest{Namespace: x.Namespace, Name: x.Name, Abandon: true})
 				return err
