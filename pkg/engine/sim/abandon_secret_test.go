@@ -17,9 +17,10 @@ import (
 // workloads by the user's hand, whatever the engine unbinds next, so the checks that the
 // binding's Secret holds its credentials leave such a missing Secret out.
 
-// noteSecretDeleted notes a Secret an --abandon deleted: err is the delete's.
+// noteSecretDeleted notes a Secret an --abandon deleted (on the cluster the checks
+// read, not the move world's new one): err is the delete's.
 func (w *world) noteSecretDeleted(p *proc, ns, name string, err error) {
-	if err != nil || !strings.Contains(p.task, "--abandon") {
+	if err != nil || !strings.Contains(p.task, "--abandon") || p.onNew() {
 		return
 	}
 	if w.abandonedSecrets == nil {
