@@ -38,3 +38,15 @@ func (w *world) secretAbandoned(b *v1alpha1.ServiceBinding) bool {
 	_, err := w.cluster.Core.CoreV1().Secrets(b.Namespace).Get(context.Background(), b.Spec.SecretName, metav1.GetOptions{})
 	return apierrors.IsNotFound(err)
 }
+
+// unbindWaitsForAbandonedInstance reports a binding whose instance's record an
+// --abandon dropped (instanceAbandoned) with an unbind left to do that no bind in flight
+// or orphan mitigation is: its deletion, or an id a rotation retired. The DELETE needs
+// the instance, so the engine retries with backoff, its condition naming "unbind
+// --abandon": it waits for a person, as the bind in flight and the orphan mitigation
+// of such a binding do.
+func (w *world) unbindWaitsForAbandonedInstance(b *v1alpha1.ServiceBinding) bool {
+	r := b.Status.Retry
+	return r != nil && (b.DeletionTimestamp != nil || len(b.Status.Retired) > 0) &&
+		strings.Contains(r.LastError, "is gone, so the broker cannot be asked") && strings.Contains(r.LastError, "--abandon")
+}
