@@ -275,6 +275,11 @@ func (w *world) waitsForAPerson(b *v1alpha1.ServiceBinding) bool {
 		if r := st.Retry; r != nil && st.OrphanMitigation != nil && strings.Contains(r.LastError, "is gone, so the broker cannot be asked") && strings.Contains(r.LastError, "--abandon") {
 			return true
 		}
+		// And any other unbind of it (its deletion, the ids a rotation retired): every
+		// DELETE of a binding names its instance (abandon_secret_test.go).
+		if w.unbindWaitsForAbandonedInstance(b) {
+			return true
+		}
 	}
 	if w.staleSvcatBinding(b) { // migrate_test.go
 		return true

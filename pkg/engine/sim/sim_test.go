@@ -76,8 +76,8 @@ func TestSim(t *testing.T) {
 		}
 		failed++
 		if failed <= 3 {
-			t.Errorf("seed %d: %s\nreplay: go test ./pkg/engine/sim -run TestSim -sim.seed=%d -v\n%s",
-				seed, w.failures[0], seed, tail(w.trace, 60))
+			t.Errorf("seed %d: %s\nreplay: %s\n%s",
+				seed, w.failures[0], replay("", seed), tail(w.trace, 60))
 		} else {
 			t.Errorf("seed %d: %s", seed, firstLine(w.failures[0]))
 		}

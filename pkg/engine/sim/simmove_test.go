@@ -37,8 +37,8 @@ func TestSim_MoveWorld(t *testing.T) {
 				released++
 			}
 			if len(w.failures) > 0 {
-				t.Errorf("%s, seed %d: %s\nreplay: go test ./pkg/engine/sim -run 'TestSim$' %s -sim.seed=%d -v\n%s",
-					world.name, seed, w.failures[0], world.name, seed, tail(w.trace, 60))
+				t.Errorf("%s, seed %d: %s\nreplay: %s\n%s",
+					world.name, seed, w.failures[0], replay(world.name, seed), tail(w.trace, 60))
 			}
 		}
 		for i, f := range world.flags {

@@ -845,8 +845,8 @@ func TestSim_TrustWorld(t *testing.T) {
 	}()
 	for seed, w := range runSeeds(1, count) {
 		if len(w.failures) > 0 {
-			t.Errorf("seed %d: %s\nreplay: go test ./pkg/engine/sim -run 'TestSim$' -sim.trust -sim.crossns -sim.seed=%d -v\n%s",
-				seed, w.failures[0], seed, tail(w.trace, 60))
+			t.Errorf("seed %d: %s\nreplay: %s\n%s",
+				seed, w.failures[0], replay("-sim.trust -sim.crossns", seed), tail(w.trace, 60))
 		}
 	}
 	sameTraces(t)

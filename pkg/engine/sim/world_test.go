@@ -82,6 +82,8 @@ type world struct {
 	abandoned map[string]bool
 	// abandonedRecords are the records (ConfigMaps, namespace/name) an --abandon dropped.
 	abandonedRecords map[string]bool
+	// abandonedSecrets are the Secrets (namespace/name) an --abandon deleted (abandon_secret_test.go).
+	abandonedSecrets map[string]bool
 	// workloads are the projections the workloads hold (upshare_test.go).
 	workloads workloads
 	// releases is what the processes of other releases hold (release_test.go).
