@@ -21,7 +21,7 @@ import (
 // it runs: the API server's (apiserver.pprof, from its /debug/pprof), etcd's
 // (etcd.pprof), the reconcile process's (reconcile.pprof, from a build of the
 // plugin that profiles itself: test/bench/profiled) and the bench's own (bench.pprof:
-// the counting proxy between reconcile and the API server, and the broker), and the
+// the counting proxy the profiled run goes through, and the broker), and the
 // run's API requests, one a line (requests.txt).
 var profileDir string
 

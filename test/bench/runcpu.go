@@ -11,8 +11,8 @@ import (
 // runCPU is the CPU time, in clock ticks, that each process of a timed run on the real
 // API server has used so far: this control plane's API server, etcd and controller
 // manager (found by their command line, which names the control plane's directory:
-// other control planes on the machine are left out), the bench itself (the broker and
-// the counting proxy) and its children that have ended (the reconcile process, through
+// other control planes on the machine are left out), the bench itself (the broker, and
+// the counting proxy with -profile) and its children that have ended (the reconcile process, through
 // the helper that measures its memory); and the machine's.
 type runCPU struct {
 	parts   map[string]uint64
@@ -21,7 +21,7 @@ type runCPU struct {
 }
 
 // runCPUParts are the parts of runCPU, in the order they are reported.
-var runCPUParts = []string{"kube-apiserver", "etcd", "kube-controller-manager", "reconcile (and the floor's kubectl LIST)", "bench (broker, counting proxy)"}
+var runCPUParts = []string{"kube-apiserver", "etcd", "kube-controller-manager", "reconcile (and the floor's kubectl LIST)", "bench (broker)"}
 
 // readRunCPU reads runCPU for the control plane in dir.
 func readRunCPU(dir string) runCPU {
@@ -41,7 +41,7 @@ func readRunCPU(dir string) runCPU {
 		}
 	}
 	if t, ok := procTicks(os.Getpid()); ok {
-		c.parts["bench (broker, counting proxy)"] = t
+		c.parts["bench (broker)"] = t
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err == nil {
