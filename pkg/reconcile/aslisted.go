@@ -82,21 +82,22 @@ func (r *Reconciler) stepsAsListed(ctx context.Context, o Options, full bool) bo
 
 // selectAsListed selects the work of a full pass whose records with work are stepped as
 // its list passes their namespaces: todo is the brokers' (and, with RotateDue, the
-// rotations') work, and the listing brings the records with work, a namespace at a time.
-func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *listing, error) {
+// rotations') work, pre what they found done already (a broker's ConfigMap that cannot
+// be read), and the listing brings the records with work, a namespace at a time.
+func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, []Item, *listing, error) {
 	s := &selection{r: r, o: o, owns: o.Shard.Owns, index: map[string]int{},
 		now: r.now(), holder: r.Engine.Holder(), starved: noStarvation}
 	if r.Engine.FetchesCatalogs() {
 		if err := s.addBrokers(ctx); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if o.RotateDue {
 		if err := s.addRotations(ctx); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	todo := slices.Clone(s.todo)
+	todo, pre := slices.Clone(s.todo), slices.Clone(s.pre)
 	lctx, stop := context.WithCancel(ctx)
 	l := &listing{late: make(chan lateWork), stop: stop, done: make(chan struct{})}
 	// The list hands over each namespace's items at once; feed turns them into work
@@ -187,7 +188,7 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, *li
 			send(lateWork{pre: slices.Clone(s.pre[from:])})
 		}
 	}()
-	return todo, l, nil
+	return todo, pre, l, nil
 }
 
 // noStarvation takes up no record of another member's share: outside a shard group.

@@ -28,8 +28,8 @@ func (r *Reconciler) Select(ctx context.Context, o Options) ([]work, []Item, err
 func (r *Reconciler) selectWork(ctx context.Context, o Options, asListed bool) (todo []work, pre []Item, gs *GroupSummary, owns func(namespace, name string) bool, al *listing, err error) {
 	full := r.fullPassDue(ctx, o)
 	if asListed && r.stepsAsListed(ctx, o, full) {
-		todo, al, err = r.selectAsListed(ctx, o)
-		return todo, nil, nil, o.Shard.Owns, al, err
+		todo, pre, al, err = r.selectAsListed(ctx, o)
+		return todo, pre, nil, o.Shard.Owns, al, err
 	}
 	todo, pre, gs, owns, err = r.selectListed(ctx, o, full)
 	return todo, pre, gs, owns, nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 func TestRun_UndecodableConfigMapsAreFailedItems_TheOthersAreDriven(t *testing.T) {
@@ -28,7 +29,13 @@ func TestRun_UndecodableConfigMapsAreFailedItems_TheOthersAreDriven(t *testing.T
 	junk(v1alpha1.KindBroker, "pending", map[string]string{store.LabelPending: "true"}, nil)
 	junk(v1alpha1.KindServiceInstance, "junk", map[string]string{store.LabelPending: "true"}, nil)
 
-	for i, o := range []Options{{}, {RotateDue: true}} {
+	// And a full pass over a cluster whose records have their id claims, which steps
+	// records while its list is read (aslisted.go).
+	assert.NilError(t, f.st.MarkIDClaimsSwept(ctx, storetest.CatalogNamespace))
+	asListed := fullPassAlways()
+	asListedRotating := fullPassAlways()
+	asListedRotating.RotateDue = true
+	for i, o := range []Options{{}, {RotateDue: true}, asListed, asListedRotating} {
 		db := fmt.Sprintf("db-%d", i)
 		f.instance(db)
 		sum, err := f.rec.Run(ctx, o)
