@@ -499,6 +499,9 @@ func (w *world) checkCredentials(id string, creds map[string]any, binds []*v1alp
 		}
 		return
 	}
+	if w.refusedWhileHeld(id) { // simnew_test.go
+		return
+	}
 	w.fail("the broker holds binding %s with credentials no binding record is bound to", id)
 }
 

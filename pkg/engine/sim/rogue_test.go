@@ -69,6 +69,9 @@ type idTrack struct {
 	unheldSuccess bool
 	// rogue: the id got an answer off the spec.
 	rogue bool
+	// refusedHeld: a bind of the id was refused (a 4xx) while the broker held it, which
+	// the honest broker answers 200 (simnew_test.go).
+	refusedHeld bool
 	// last is the last mutating method sent for the id (what its polls are about).
 	last string
 	// handed are the credentials of the last success the broker answered a bind or GET
@@ -365,6 +368,7 @@ func (w *world) answered(method, id string, status int, err error, state osb.Las
 		refused := delivered && out.StatusCode >= 400 && out.StatusCode < 500
 		gone = refused && !t.effective
 		t.effective = t.effective || !refused
+		t.refusedHeld = t.refusedHeld || refused && method == fake.MethodBind && w.holds(method, id) // simnew_test.go
 		if ok && (out.StatusCode == http.StatusOK || out.StatusCode == http.StatusCreated) && !w.holds(method, id) {
 			t.unheldSuccess = true
 		}
