@@ -19,11 +19,18 @@ import (
 
 // refuseOutcomeAfterBindingSecretWrite is refuseOutcomeAfterSecretWrite armed by a write
 // of the binding's Secret (name) only, not of the Secret that keeps a request's
-// parameters from Secrets.
+// parameters from Secrets ("": by a write of any Secret).
 func refuseOutcomeAfterBindingSecretWrite(f *fixture, name string) {
 	armed, done := false, false
 	secretWritten := func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if o, ok := a.(interface{ GetObject() runtime.Object }); ok && !done {
+		if done {
+			return false, nil, nil
+		}
+		if name == "" {
+			armed = true
+			return false, nil, nil
+		}
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
 			if s, ok := o.GetObject().(interface{ GetName() string }); ok && s.GetName() == name {
 				armed = true
 			}

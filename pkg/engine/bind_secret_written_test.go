@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
@@ -19,22 +16,7 @@ import (
 // Secret was written fail with 413, as an API server refusing a record too large: the
 // bind's outcome is not stored, while the Secret holds the answer's credentials.
 func refuseOutcomeAfterSecretWrite(f *fixture) {
-	armed, done := false, false
-	secretWritten := func(clienttesting.Action) (bool, runtime.Object, error) {
-		if !done {
-			armed = true
-		}
-		return false, nil, nil
-	}
-	f.cluster.Core.PrependReactor("create", "secrets", secretWritten)
-	f.cluster.Core.PrependReactor("update", "secrets", secretWritten)
-	f.cluster.Core.PrependReactor("update", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if !armed {
-			return false, nil, nil
-		}
-		armed, done = false, true
-		return true, nil, apierrors.NewRequestEntityTooLargeError("the record is too large")
-	})
+	refuseOutcomeAfterBindingSecretWrite(f, "")
 }
 
 // A bind whose credentials reached the binding's Secret and whose outcome could not be
