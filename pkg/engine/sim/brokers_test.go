@@ -499,7 +499,7 @@ func (w *world) quiesceBrokers() {
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.brokers.via)) {
 		key := w.brokers.via[id]
-		if w.registered(key) || w.brokers.forced[key] {
+		if w.registered(key) || w.brokers.forced[key] || w.liedGone(id) { // simrogue_test.go
 			continue
 		}
 		if h, ok := w.ledger.Instance(id); ok {
