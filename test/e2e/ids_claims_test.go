@@ -79,12 +79,14 @@ func TestIDsClaims_AClaimOutlivesTheDeletionOfItsRecord(t *testing.T) {
 	t.Run("a foreground deletion of the record", func(t *testing.T) {
 		fg := bobs["fg"]
 		claim := store.IDClaimName(v1alpha1.KindServiceInstance, fg.UID, first)
+		// The garbage collector of a controller-manager just started acts only once its
+		// monitors synced: wait for it to collect a dependent before the record's
+		// foreground deletion, so that the deletion meets a collector whose graph holds
+		// the record's id claim.
+		waitForGarbageCollector(t, e.admin, e.teamB)
 		r := kubectl(t, controlplane.AdminUser, "delete", "configmap", "-n", e.teamB, store.ConfigMapName(v1alpha1.KindServiceInstance, "fg"),
 			"--cascade=foreground", "--wait=false")
 		assert.Equal(t, r.ExitCode, 0, r.Stderr)
-		// The garbage collector of a controller-manager just started acts only once its
-		// monitors synced: wait for it to collect a dependent first.
-		waitForGarbageCollector(t, e.admin, e.teamB)
 		start := time.Now()
 		t.Cleanup(func() {
 			if t.Failed() {
