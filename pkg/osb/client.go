@@ -168,6 +168,12 @@ type transportKey struct {
 // own each have one); past it, a client has its own transport.
 const maxSharedTransports = 256
 
+// maxSharedCABytes bounds the CA bundle of a shared transport: a namespace-scoped
+// broker's bundle is its tenant's to write, and a kept transport holds it (and the
+// certificates parsed from it) for the life of the process. A client trusting a larger
+// bundle has a transport of its own, dropped with it.
+const maxSharedCABytes = 16 << 10
+
 func (t *Transports) get(key transportKey, build func() (*http.Transport, error)) (*http.Transport, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -320,7 +326,7 @@ func buildHTTPClient(cfg *ClientConfig, base *url.URL) (*http.Client, error) {
 		build := func() (*http.Transport, error) { return newTransport(cfg) }
 		var tr *http.Transport
 		var err error
-		if cfg.Transports != nil {
+		if cfg.Transports != nil && len(cfg.CAData) <= maxSharedCABytes {
 			tr, err = cfg.Transports.get(transportKey{ca: string(cfg.CAData), insecure: cfg.InsecureSkipVerify, dialing: cfg.DialControl != nil}, build)
 		} else {
 			tr, err = build()

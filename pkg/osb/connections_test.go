@@ -1,6 +1,7 @@
 package osb
 
 import (
+	"bytes"
 	"io"
 	"log"
 	"net"
@@ -120,8 +121,17 @@ func TestTransports_ShareConnectionsOnlyBetweenTheSameTLSSettingsAndDialRule(t *
 		{"one dialing under a rule", func(cfg *ClientConfig) { cfg.CAData, cfg.DialControl = ca, allow }, 4},
 		{"another dialing under the rule", func(cfg *ClientConfig) { cfg.CAData, cfg.DialControl = ca, allow }, 4},
 		{"a third with the CA alone", withCA, 4},
+		// A bundle larger than a shared transport may hold is its client's alone.
+		{"one with a large bundle", func(cfg *ClientConfig) { cfg.CAData = largeBundle(ca) }, 5},
+		{"another with the same large bundle", func(cfg *ClientConfig) { cfg.CAData = largeBundle(ca) }, 6},
 	} {
 		call(step.mutate)
 		assert.Equal(t, opened.Load(), step.opened, "%d: %s", i, step.name)
 	}
+}
+
+// largeBundle is ca followed by comments (text outside PEM blocks, which a bundle may
+// hold) up to more than maxSharedCABytes.
+func largeBundle(ca []byte) []byte {
+	return append(append([]byte{}, ca...), bytes.Repeat([]byte("# a comment line of a large bundle\n"), maxSharedCABytes/32)...)
 }
