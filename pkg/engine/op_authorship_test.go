@@ -181,3 +181,43 @@ func TestAdoptAuthorship_RecordsBeingDeletedWhoseAuthorLostHisRights(t *testing.
 	assert.DeepEqual(t, got, map[string]string{"broker/nb": AuthorshipAdopted, "serviceinstance/db2": AuthorshipAdopted})
 	assert.Equal(t, store.AuthorOf(f.get("db2")).Username, "alice")
 }
+
+// failingSelfReview answers no SelfSubjectAccessReview: the API server is unreachable or
+// overloaded.
+type failingSelfReview struct{ *rbac }
+
+func (failingSelfReview) SelfAllowed(context.Context, authorizationv1.ResourceAttributes) (bool, string, error) {
+	return false, "", errors.New("the server is currently unable to handle the request")
+}
+
+// TestAdoptAuthorship_ASelfReviewThatFails_IsAnErrorNotARefusal: when the API server
+// cannot answer whether the runner may do what a record needs, adopt fails and adopts
+// nothing: no record is reported refused for a permission it may well have.
+func TestAdoptAuthorship_ASelfReviewThatFails_IsAnErrorNotARefusal(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "tok"}}
+	_, err := f.cluster.Core.CoreV1().Secrets(ns).Create(ctx, secret("mine", map[string]string{"password": "s3cret"}), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	before := writerStore(f, "mallory", "")
+	_, err = before.Instances().Create(store.WithIntent(ctx), forgedInstance("plain", ns, "id-plain", nil))
+	assert.NilError(t, err)
+	_, err = before.Instances().Create(store.WithIntent(ctx), forgedInstance("own-secret", ns, "id-own", func(i *v1alpha1.ServiceInstance) {
+		i.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: "mine"}}}
+	}))
+	assert.NilError(t, err)
+	f.engine.cfg.Authorizer = failingSelfReview{rbac: &rbac{}}
+	f.engine.cfg.Store = writerStore(f, "alice", "tok")
+
+	res, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, Confirm: yes})
+
+	assert.ErrorContains(t, err, "unable to handle the request")
+	assert.ErrorContains(t, err, `instance "own-secret"`)
+	assert.ErrorContains(t, err, "nothing was adopted")
+	assert.Equal(t, res.Refused(), 0)
+	for _, name := range []string{"plain", "own-secret"} {
+		inst, gerr := f.st.Instances().Get(ctx, ns, name)
+		assert.NilError(t, gerr)
+		assert.Equal(t, store.AuthorOf(inst).Username, "mallory", "%s is left as it was", name)
+	}
+}

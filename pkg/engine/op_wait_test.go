@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store/storetest"
 )
 
 // asyncUpdateUnderWay leaves instance db with an asynchronous update in flight, as an
@@ -99,4 +101,31 @@ func TestWaitOp_WhatThereIsNothingToDriveFor(t *testing.T) {
 			assert.Equal(t, len(f.broker.Calls()), 0)
 		})
 	}
+}
+
+// TestWaitOp_RefusedWhilePolling_SaysWhyNotTheBrokersDescription: a wait on an
+// asynchronous operation that the engine then refuses to poll (here the broker's record
+// names credentials out of its namespace) ends with the refusal's reason, not the
+// broker's last description of the operation ("halfway").
+func TestWaitOp_RefusedWhilePolling_SaysWhyNotTheBrokersDescription(t *testing.T) {
+	f := newFixture(t)
+	asyncUpdateUnderWay(t, f)
+	f.broker.SetPollSequence("up", fake.InProgress("halfway"))
+	x := f.get("db")
+	x.Status.InFlight.LastDescription = "halfway" // as a poll stores it
+	_, err := f.st.Instances().Update(context.Background(), x)
+	assert.NilError(t, err)
+	_, err = f.st.Brokers().UpdateWithRetry(store.WithIntent(context.Background()), storetest.CatalogNamespace, brokerName, func(b *v1alpha1.Broker) error {
+		b.Spec.Auth = &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Namespace: "elsewhere", Name: "creds"}}
+		return nil
+	})
+	assert.NilError(t, err)
+	f.advance(time.Hour)
+
+	res, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceInstance, Namespace: ns, Name: "db", For: WaitForReady})
+
+	assert.Assert(t, res.Refused, "%+v", res)
+	assert.ErrorContains(t, err, `instance "db" was refused: `)
+	assert.ErrorContains(t, err, `names credentials in namespace "elsewhere"`)
+	assert.Assert(t, !strings.Contains(err.Error(), "halfway"), err.Error())
 }

@@ -81,6 +81,11 @@ func preCallFailure[T driven[T]](e *Engine, ctx context.Context, in T, reason st
 	}
 	res.Refused = isRefusal
 	res.NeedsPerson = isRefusal && r.NeedsPerson()
+	if isRefusal && err == nil {
+		// What the user reads is why nothing is sent, not the broker's last word on an
+		// operation in flight (resultOf's message for one).
+		res.Message = cause.Error()
+	}
 	return res, err
 }
 

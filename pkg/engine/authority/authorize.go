@@ -95,7 +95,8 @@ func (auth *Authority) runnerMay(ctx context.Context, attrs authorizationv1.Reso
 	}
 	allowed, reason, err := sa.SelfAllowed(ctx, attrs)
 	if err != nil {
-		return Refused(ReasonRefusedAuthorUnverified, "%v", err)
+		// Not an answer: the runner may well have the right.
+		return fmt.Errorf("could not ask the API server whether you may %s: %w", describeRequest(attrs), err)
 	}
 	if !allowed {
 		return Refused(ReasonRefusedNotAuthorized, "you may not %s (%s)", describeRequest(attrs), authzReason(reason))

@@ -103,6 +103,11 @@ func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient
 		default:
 			adopted[rec.GetUID()] = true
 			if err := auth.checkAuthorship(Adopting(ctx, adopted), rec); err != nil {
+				if _, refused := AsRefused(err); !refused {
+					// No answer about this record (the API server failed): nothing is
+					// written, rather than a refusal of a record the runner may adopt.
+					return AdoptAuthorshipResult{}, fmt.Errorf("%s %q: %w; nothing was adopted: run it again", strings.ToLower(kr.kind), rec.GetName(), err)
+				}
 				delete(adopted, rec.GetUID())
 				out.Outcome, out.Detail = AuthorshipRefused, err.Error()
 				break
