@@ -73,7 +73,7 @@ func TestRefused_ShownAsARefusalNotAFailure(t *testing.T) {
 	rtAsyncInstances(t, e, "db")
 	r := instRun(t, e.ns, rtEnv, "reconcile", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
-	assert.Assert(t, is.Contains(r.Stderr, "1 records: 1 refused"))
+	assert.Assert(t, is.Contains(r.Stderr, "1 record: 1 refused"))
 
 	r = instCatalog(t, e.ns, "get", "instances")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)

@@ -22,7 +22,7 @@ func rqQuestion(t *testing.T, e *instEnv, env []string, keys string) *instTermin
 	cmd, term := startInPTY(t, e.ns, env, 200, "reconcile", "--interval", "200ms")
 	term.answer("with your own rights, trusting everyone who may write ConfigMaps in namespace "+e.ns+"?", keys)
 	_ = term.exited(cmd, 60*time.Second, "reconcile did not finish")
-	term.waitShows("1 records: ")
+	term.waitShows("1 record: ")
 	out := term.text()
 	assert.Check(t, is.Contains(out, "  serviceinstance "+e.ns+"/db\r\n"))
 	assert.Check(t, is.Contains(out, `      Secret "broker-auth" (credentials of broker "acme") goes to `+e.b.URL()))
@@ -39,7 +39,7 @@ func TestReconcileQuestion_YesFinishesTheRecordsShown(t *testing.T) {
 
 	term := rqQuestion(t, e, rtEnv, "y\r")
 
-	term.waitShows("1 records: 1 done")
+	term.waitShows("1 record: 1 done")
 	inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")
 	assert.NilError(t, err)
 	assert.Equal(t, inst.Status.Phase, v1alpha1.PhaseReady)
@@ -60,13 +60,13 @@ func TestReconcileQuestion_NoRefusesAndChangesNothing(t *testing.T) {
 	r := instRun(t, e.ns, rtEnv, "reconcile", "--interval", "200ms")
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Check(t, !strings.Contains(r.Stderr, "Act on "), "no question without a terminal: %s", r.Stderr)
-	assert.Check(t, is.Contains(r.Stderr, "1 records: 1 refused"))
+	assert.Check(t, is.Contains(r.Stderr, "1 record: 1 refused"))
 	assert.Check(t, is.Contains(r.Stderr, "run again with --trust-namespace-writers"))
 
 	// At a terminal, once the refusal's retry is due: a no.
 	term := rqQuestion(t, e, []string{cmdutil.TestBrokerTimeoutEnv + "=30s", cmdutil.TestClockSkewEnv + "=2m"}, "n\r")
 
-	term.waitShows("1 records: 1 refused")
+	term.waitShows("1 record: 1 refused")
 	assert.Check(t, is.Contains(term.text(), "Your rights are not lent"))
 	assert.Equal(t, len(e.b.Requests()), 0, "the broker hears nothing")
 	inst, err := e.st.Instances().Get(context.Background(), e.ns, "db")

@@ -78,7 +78,7 @@ func TestReconcileTerminal_LiveLineOnATerminal(t *testing.T) {
 	assert.NilError(t, err)
 
 	cmd, term := startInPTY(t, e.ns, rtEnv, 200, "reconcile", asRunner)
-	code := rtWaitExit(t, cmd, term, 60*time.Second, "1 records: 1 done")
+	code := rtWaitExit(t, cmd, term, 60*time.Second, "1 record: 1 done")
 	assert.Equal(t, code, 0)
 
 	out := term.text()
@@ -205,7 +205,7 @@ func TestReconcileTerminal_CtrlCFinishesTheCallUnderWayAndExits130(t *testing.T)
 
 	assert.Assert(t, !strings.Contains(out, "context canceled"), out)
 	assert.Assert(t, is.Contains(out, "interrupted: finishing the broker calls under way"))
-	assert.Assert(t, is.Contains(out, "interrupted: 1 records left"))
+	assert.Assert(t, is.Contains(out, "interrupted: 1 record left"))
 	assert.Assert(t, is.Contains(out, "NAMESPACE"))
 	assert.Assert(t, is.Contains(out, "not reached: interrupted"))
 

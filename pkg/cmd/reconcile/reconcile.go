@@ -275,7 +275,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	o.noVoucherHint(sum)
 	if sum.Interrupted {
-		fmt.Fprintf(o.Streams.ErrOut, "interrupted: %d records left, pending as they were (a step under way was finished and recorded); run reconcile again to go on\n", sum.Left)
+		fmt.Fprintf(o.Streams.ErrOut, "interrupted: %s left, pending as they were (a step under way was finished and recorded); run reconcile again to go on\n", printers.Plural(sum.Left, "record", "records"))
 		return &cmdutil.SilentError{Code: cmdutil.ExitInterrupted}
 	}
 	if sum.Failed() {
@@ -352,8 +352,9 @@ func (o *Options) noVoucherHint(sum reconcile.Summary) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(o.Streams.ErrOut, "%d records were refused because no one vouches for their author: an administrator runs \"kubectl catalog init\" and their owners adopt them (\"kubectl catalog adopt -n NAMESPACE\"), or, trusting everyone who may write ConfigMaps in namespace %s, run again with --trust-namespace-writers\n",
-		n, strings.Join(spaces, ", "))
+	were := printers.Plural(n, "record was", "records were")
+	fmt.Fprintf(o.Streams.ErrOut, "%s refused because no one vouches for their author: an administrator runs \"kubectl catalog init\" and their owners adopt them (\"kubectl catalog adopt -n NAMESPACE\"), or, trusting everyone who may write ConfigMaps in namespace %s, run again with --trust-namespace-writers\n",
+		were, strings.Join(spaces, ", "))
 }
 
 // DefaultFullPassInterval is --full-pass-interval's default: every run makes a full pass,
@@ -391,7 +392,7 @@ func CountsLine(sum reconcile.Summary) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, oc))
 		}
 	}
-	line := fmt.Sprintf("%d records: %s", len(sum.Items), strings.Join(parts, ", "))
+	line := fmt.Sprintf("%s: %s", printers.Plural(len(sum.Items), "record", "records"), strings.Join(parts, ", "))
 	if sum.DryRun {
 		line += " (dry run: nothing was called or written)"
 	}

@@ -113,7 +113,7 @@ func TestRunLine(t *testing.T) {
 		{name: "list failed after steps", rep: serve.RunReport{Err: errors.New("connection refused"), Summary: reconcile.Summary{
 			Counts: map[reconcile.Outcome]int{reconcile.Done: 1},
 			Items:  []reconcile.Item{{Outcome: reconcile.Done}},
-		}}, want: []string{"took 1.5s: 1 records: 1 done; the list of the records failed before its end (the records of the namespaces read before it were reconciled; the next run lists the others): connection refused; next run by"}},
+		}}, want: []string{"took 1.5s: 1 record: 1 done; the list of the records failed before its end (the records of the namespaces read before it were reconciled; the next run lists the others): connection refused; next run by"}},
 		{name: "interrupted", rep: serve.RunReport{Err: context.Canceled}, want: []string{"nothing to do; interrupted: the shutdown grace period ran out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
