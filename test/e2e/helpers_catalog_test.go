@@ -3,9 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -123,12 +121,15 @@ func (s *streamed) interrupt(t *testing.T) int {
 // startCatalog starts "kubectl catalog -n ns ARGS" as admin and reads its output.
 func startCatalog(t *testing.T, ns string, args ...string) *streamed {
 	t.Helper()
+	return startCatalogIn(t, instEnviron(t), ns, args...)
+}
+
+// startCatalogIn is startCatalog in environment env (environ: a user's kubeconfig, and
+// whatever else the user's environment names, such as the catalog namespace).
+func startCatalogIn(t *testing.T, env []string, ns string, args ...string) *streamed {
+	t.Helper()
 	cmd := exec.Command(cp.Binaries.Kubectl, append([]string{"catalog", "-n", ns}, args...)...)
-	cmd.Env = append(os.Environ(),
-		"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(cp.Binaries.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+cp.Kubeconfig(controlplane.AdminUser),
-		"HOME="+t.TempDir(),
-	)
+	cmd.Env = env
 	s := &streamed{cmd: cmd, done: make(chan error, 1)}
 	stdout, err := cmd.StdoutPipe()
 	assert.NilError(t, err)

@@ -280,7 +280,9 @@ func TestWait_TimeoutExits124_InterruptExits130_AndTheOperationGoesOn(t *testing
 	inst := e.instance(t, "db")
 	assert.Assert(t, inst.Status.InFlight != nil && inst.Status.InFlight.Type == v1alpha1.OperationProvision, "%+v", inst.Status.InFlight)
 
-	s := startCatalog(t, e.ns, "wait", "instance/db")
+	// Run as printed, by the user who provisioned, in her environment (her catalog
+	// namespace: the record's ids are bound to its cluster id).
+	s := startCatalogIn(t, append(environ(t, controlplane.AliceUser), cmdutil.CatalogNamespaceEnv+"="+e.catalogNS), e.ns, "wait", "instance/db")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the second wait's output:\n%s", s.stderr.String())

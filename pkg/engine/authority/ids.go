@@ -291,7 +291,15 @@ func (auth *Authority) CheckOwnIDIn(ctx context.Context, kind string, rec IDOwne
 	if rec.OwnsExternalIDIn(id, key) {
 		return nil
 	}
-	return CheckOwnID(kind, rec, id)
+	also := ""
+	if v1alpha1.IsBoundID(id) && key.ClusterID != "" {
+		// An id bound to the namespace's key under another cluster id is most often one
+		// made by the catalog of another catalog namespace: said first, before the ways
+		// that drop the record.
+		also = fmt.Sprintf(" (or made by the catalog of another catalog namespace: this catalog's namespace is %q, its cluster id %q; run the command with the --catalog-namespace, or KUBECTL_CATALOG_NAMESPACE, of the catalog that made the record)",
+			auth.env().CatalogNamespace, key.ClusterID)
+	}
+	return checkOwnID(kind, rec, id, also)
 }
 
 // movedID reports whether OSB id, which rec owns (CheckOwnIDIn), is an id generated on
@@ -351,6 +359,11 @@ func (auth *Authority) holdsAs(ctx context.Context, kind string, u store.IDUser,
 // status is free to write for anyone who may update the ConfigMap, so an id copied into
 // an older record's status would otherwise make it the id's first user.
 func CheckOwnID(kind string, rec IDOwner, id string) error {
+	return checkOwnID(kind, rec, id, "")
+}
+
+// checkOwnID is CheckOwnID, also said after why an id bound to another owner is not rec's.
+func checkOwnID(kind string, rec IDOwner, id, also string) error {
 	if rec.OwnsExternalID(id) {
 		return nil
 	}
@@ -359,7 +372,7 @@ func CheckOwnID(kind string, rec IDOwner, id string) error {
 		what, map[string]string{"instance": "provision", "binding": "bind"}[what], id, hint.Quoted(rec.GetNamespace(), map[string]string{"instance": "deprovision", "binding": "unbind"}[what], "--abandon", rec.GetName()))
 	why := "its spec does not name it"
 	if v1alpha1.IsBoundID(id) {
-		why = "it was generated for another record or namespace"
+		why = "it was generated for another record or namespace" + also
 	}
 	return Refused(ReasonRefusedIDNotOwned, "refused to send OSB id %s for %s %q in namespace %q: %s, and a status proves nothing (whoever may update the ConfigMap writes it): %s",
 		id, what, rec.GetName(), rec.GetNamespace(), why, how)
