@@ -200,7 +200,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err := e.auth.CheckBroker(ctx, b); err != nil {
 		return target{}, err
 	}
-	c, err := e.cfg.Brokers.ClientFor(ctx, b)
+	client, err := e.cfg.Brokers.ClientFor(ctx, b)
 	if err != nil {
 		if b.Namespace == e.cfg.CatalogNamespace && apierrors.IsForbidden(err) {
 			if isReconcile(ctx) {
@@ -212,6 +212,7 @@ func (e *Engine) readTarget(ctx context.Context, inst *v1alpha1.ServiceInstance)
 		}
 		return target{}, fmt.Errorf("cannot talk to broker %q: %w", b.Name, err)
 	}
+	c := slotted{client} // each request holds a broker slot of its context (brokerslots.go)
 	if classKept {
 		return target{broker: b, client: c, class: prepared}, nil
 	}

@@ -110,10 +110,17 @@ func pollDelay(e *Engine, op *v1alpha1.Operation, retryAfter time.Duration, now 
 }
 
 func (e instanceSteps) refreshCatalog(ctx context.Context, b *v1alpha1.Broker) {
-	if e.cfg.RefreshCatalog != nil {
-		// A failed refresh shows up as the conflict again on the retry.
-		_ = e.cfg.RefreshCatalog(ctx, b)
+	if e.cfg.RefreshCatalog == nil {
+		return
 	}
+	// The catalog's fetch is a broker call too: it holds a broker slot (brokerslots.go).
+	release, err := TakeBrokerSlot(ctx)
+	if err != nil {
+		return
+	}
+	defer release()
+	// A failed refresh shows up as the conflict again on the retry.
+	_ = e.cfg.RefreshCatalog(WithBrokerSlots(ctx, nil), b)
 }
 
 // NoBrokerCallMessage is the Ready condition of an instance whose spec changed in what

@@ -10,7 +10,18 @@ import (
 // visitBroker takes a broker's step (engine.Engine.StepBroker) and makes its item
 // final, unless instances still hold the broker being deleted: it is then parked, and
 // visited again once the run has no instance or binding of its namespace left to drive.
+//
+// A broker's step (its catalog's fetch, its deletion) holds one of the run's broker
+// slots throughout, its API requests included: its calls go through the catalog's own
+// clients, not the engine's, and take no slot of their own.
 func (r *Reconciler) visitBroker(ctx context.Context, t *task, o Options) {
+	release, err := engine.TakeBrokerSlot(ctx)
+	if err != nil {
+		t.it.Outcome, t.it.Detail, t.done = InProgress, "interrupted; left pending", true
+		return
+	}
+	defer release()
+	ctx = engine.WithBrokerSlots(ctx, nil)
 	o.observer().StepStarted(t.ref(), ActionBroker)
 	it, waits := r.driveBroker(ctx, t.w, t.it, o.DryRun)
 	t.it, t.done = it, true

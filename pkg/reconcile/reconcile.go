@@ -25,9 +25,12 @@ import (
 type Options struct {
 	// Namespace to reconcile; "" for all namespaces.
 	Namespace string
-	// Workers is how many engine steps are taken at once; default 8. A worker is
-	// busy only during a step: records waiting for their next poll or retry wait in
-	// the run's queue, not on a worker.
+	// Workers is how many broker calls the run has in flight at once (its broker
+	// slots, slots.go); default 8. A step holds one only around its broker call, and
+	// the run steps up to stepsPerSlot times as many records at once (one at a time on
+	// one worker), so that one step's reads and writes of records overlap another's
+	// call. Records waiting for their next poll or retry wait in the run's queue,
+	// holding neither.
 	Workers int
 	// MaxDuration bounds the run; steps under way finish their broker call. 0: no bound.
 	MaxDuration time.Duration

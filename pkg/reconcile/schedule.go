@@ -175,10 +175,14 @@ type scheduler struct {
 	blocked                    map[string]*task
 	// latePre are the items, final already, that late work brought.
 	latePre []Item
+
+	// slots bound the run's broker calls in flight (Options.Workers); workers, the steps
+	// it takes at once, are more (stepsFor, slots.go).
+	slots *brokerSlots
 }
 
 func newScheduler(r *Reconciler, o Options, pre []Item) *scheduler {
-	s := &scheduler{r: r, o: o, obs: o.observer(), clk: r.runClock(), workers: max(o.Workers, 1), q: newFairQueue(),
+	s := &scheduler{r: r, o: o, obs: o.observer(), clk: r.runClock(), workers: stepsFor(o.Workers), slots: newBrokerSlots(o.Workers), q: newFairQueue(),
 		known: map[string]bool{}, open: map[string]int{}, finished: map[string]int{}, blocked: map[string]*task{}}
 	for _, it := range pre {
 		s.known[work{kind: it.Kind, namespace: it.Namespace, name: it.Name}.key()] = true
@@ -240,7 +244,7 @@ func (s *scheduler) run(ctx, runCtx context.Context, late <-chan lateWork) {
 	for range workers {
 		wg.Go(func() {
 			for t := range in {
-				s.r.visitSafely(ctx, t, s.o)
+				s.r.visitSafely(engine.WithBrokerSlots(ctx, s.slots.of(t.w.namespace)), t, s.o)
 				out <- t
 			}
 		})
@@ -298,6 +302,7 @@ func (s *scheduler) start(in chan<- *task, busy int) int {
 			break
 		}
 		busy++
+		s.slots.begin(t.w.namespace)
 		t.finishedAtStart = s.finished[t.w.namespace]
 		t.bindingsAtStart = s.goneBindings
 		in <- t
@@ -309,6 +314,7 @@ func (s *scheduler) start(in chan<- *task, busy int) int {
 // queues t again, parks it or finishes it, and takes up what waited for it.
 func (s *scheduler) visited(t *task) {
 	s.q.done(t)
+	s.slots.end(t.w.namespace)
 	for _, w := range t.more {
 		if n := s.add(w); n != nil {
 			n.seq = s.nextSeq()

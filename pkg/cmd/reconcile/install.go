@@ -153,7 +153,7 @@ func NewCmdInstall(f *cmdutil.Factory) *cobra.Command {
 	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "Namespace of the ServiceAccount and the CronJob (created if missing).")
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the ServiceAccount and the CronJob.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "Bound of each run (reconcile --max-duration); keep it below the schedule's interval.")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "How many records each run drives at once (reconcile --workers).")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "How many broker calls each run makes at once (reconcile --workers).")
 	fs.BoolVar(&o.Serve, "serve", false, "Run \"reconcile --serve\" from a Deployment, continuously, instead of a CronJob.")
 	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "With --serve: pods of the Deployment; above 1, they split the records as a shard group (with a Role on Leases in the catalog namespace, and a PodDisruptionBudget that keeps one).")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Split the records between this many CronJobs (or Deployments) NAME-0..NAME-N-1, the i-th running reconcile --shard i/N.")

@@ -27,7 +27,7 @@ var reconcileLong = cmdutil.LongDesc(`
 	plain "kubectl delete configmap", or a namespace being deleted).
 
 	reconcile lists the records labelled pending or being deleted and drives
-	each with the step function the verbs use, --workers steps at once.
+	each with the step function the verbs use, --workers broker calls at once.
 	Records another command or reconcile holds a claim on are skipped. A run
 	by hand waits for the retries and polls due within --retry-horizon,
 	shows its progress on stderr and stops at the first Ctrl-C (exit 130);
@@ -117,7 +117,7 @@ func NewCmdReconcile(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comma
 	}
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Reconcile every namespace (the catalog namespace included).")
-	fs.IntVar(&o.Workers, "workers", 8, "How many engine steps (broker calls) are taken at once; records waiting for their next poll or retry do not hold a worker. The client's rate limits follow it (30 queries a second per worker, the burst twice that, never below the defaults) unless --qps or --burst is given.")
+	fs.IntVar(&o.Workers, "workers", 8, "How many broker calls are in flight at once. A step holds one of these workers only around its broker call, so up to twice as many records are stepped at once (their reads and writes of records overlap other records' calls; one at a time with --workers 1), and records waiting for their next poll or retry hold none. The client's rate limits follow it (30 queries a second per worker, the burst twice that, never below the defaults) unless --qps or --burst is given.")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 5*time.Minute, "Bound of the run; calls under way finish, claims are released and the summary says what is left. 0: no bound.")
 	fs.DurationVar(&o.RetryHorizon, "retry-horizon", DefaultRetryHorizon, "A record whose next retry or poll is due within this is waited for (also one set before the run); one due later is reported as waiting until then, and the run ends when nothing can progress sooner. 0: wait for retries as long as --max-duration allows, and leave a record not due when the run starts for a later run (the CronJob of \"reconcile install\" passes 0; --serve defaults to 0).")
 	fs.DurationVar(&o.FullPassInterval, "full-pass-interval", DefaultFullPassInterval, "How often a run lists the metadata of every record in scope (a full pass), which finds a record deleted by \"kubectl delete configmap\"; the runs in between list only the records labelled pending and those of namespaces being deleted. The last full pass over every namespace is recorded in the catalog namespace, for the next processes. 0 (the default): every run; at scale, 10m or more.")

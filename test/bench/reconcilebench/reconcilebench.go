@@ -22,8 +22,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -46,6 +49,10 @@ type Config struct {
 	PollTime time.Duration
 	// Polls is how many polls each operation needs: "succeeded" at the last one.
 	Polls int
+	// APILatency, when positive, is added to each read and write of a ConfigMap the run
+	// sends (the fake cluster answers in microseconds; a loaded API server takes
+	// milliseconds), so that what a step's API requests add to its broker call shows.
+	APILatency time.Duration
 }
 
 // Default is the benchmark of "make bench": 1,000 instances, 2 polls of 50 ms each,
@@ -183,10 +190,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := seed(ctx, st, cfg.Records); err != nil {
 		return res, err
 	}
+	runStore := st
+	if cfg.APILatency > 0 {
+		runStore = store.New(slowCore{Interface: cluster.Core, d: cfg.APILatency}, cluster.Metadata)
+	}
 	// As "kubectl catalog reconcile" records them: one writer of Events per worker.
 	events := kube.EventRecorder(cluster.Core, "reconcile-bench@bench/1", cfg.Workers)
 	eng := engine.New(engine.Config{
-		Store: st, Brokers: fake.Brokers{Client: client}, Platform: engine.StaticPlatform{Cluster: "bench"},
+		Store: runStore, Brokers: fake.Brokers{Client: client}, Platform: engine.StaticPlatform{Cluster: "bench"},
 		CatalogNamespace: catalogNamespace, Holder: "reconcile-bench",
 		// The floor is the broker's latency, not the engine's wait between polls.
 		PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
@@ -194,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		TargetCacheTTL: reconcile.TargetCacheTTL,
 		Events:         events,
 	})
-	rec := &reconcile.Reconciler{Store: st, Engine: eng}
+	rec := &reconcile.Reconciler{Store: runStore, Engine: eng}
 
 	metaLists := cluster.MetadataLists()
 	counting.Store(true)
@@ -343,4 +354,44 @@ func Instance(namespace, name string, pending bool) *v1alpha1.ServiceInstance {
 		}
 	}
 	return inst
+}
+
+// slowCore is a clientset whose reads and writes of ConfigMaps each take d more: an API
+// server under load (Config.APILatency).
+type slowCore struct {
+	kubernetes.Interface
+	d time.Duration
+}
+
+func (c slowCore) CoreV1() corev1client.CoreV1Interface {
+	return slowCoreV1{CoreV1Interface: c.Interface.CoreV1(), d: c.d}
+}
+
+type slowCoreV1 struct {
+	corev1client.CoreV1Interface
+	d time.Duration
+}
+
+func (c slowCoreV1) ConfigMaps(namespace string) corev1client.ConfigMapInterface {
+	return slowConfigMaps{ConfigMapInterface: c.CoreV1Interface.ConfigMaps(namespace), d: c.d}
+}
+
+type slowConfigMaps struct {
+	corev1client.ConfigMapInterface
+	d time.Duration
+}
+
+func (c slowConfigMaps) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.ConfigMap, error) {
+	time.Sleep(c.d)
+	return c.ConfigMapInterface.Get(ctx, name, o)
+}
+
+func (c slowConfigMaps) Create(ctx context.Context, cm *corev1.ConfigMap, o metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	time.Sleep(c.d)
+	return c.ConfigMapInterface.Create(ctx, cm, o)
+}
+
+func (c slowConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, o metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	time.Sleep(c.d)
+	return c.ConfigMapInterface.Update(ctx, cm, o)
 }
