@@ -76,6 +76,9 @@ type scaleEnv struct {
 	core       kubernetes.Interface
 	meta       metadata.Interface
 	st         *store.Store
+	// seeded is when the last seed ended: the pending records' operations started
+	// about then.
+	seeded time.Time
 }
 
 func startScaleEnv(bins controlplane.Binaries, plugin, dir string) (*scaleEnv, error) {
@@ -154,6 +157,7 @@ func (e *scaleEnv) seedNamed(ctx context.Context, namespaces []string, pending, 
 		// each record would first be given an id claim by reconcile's first run).
 		keys[ns] = v1alpha1.NamespaceKey{UID: created.UID}
 	}
+	recs := seedRecords(namespaces, pending, ready, prefix)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -163,12 +167,8 @@ func (e *scaleEnv) seedNamed(ctx context.Context, namespaces []string, pending, 
 	for range seedWorkers {
 		wg.Go(func() {
 			for i := range jobs {
-				ns, p := namespaces[i%len(namespaces)], i < pending
-				name := fmt.Sprintf("%sready-%06d", prefix, i)
-				if p {
-					name = fmt.Sprintf("%spending-%06d", prefix, i)
-				}
-				inst := reconcilebench.Instance(ns, name, p)
+				ns, name := recs[i].namespace, recs[i].name
+				inst := reconcilebench.Instance(ns, name, recs[i].pending)
 				inst.Spec.ExternalID = v1alpha1.NewKeyedNamespaceBoundIDFrom(nil, ns, keys[ns])
 				if inst.Status.InFlight != nil {
 					inst.Status.InFlight.InstanceID = inst.Spec.ExternalID
@@ -190,7 +190,7 @@ func (e *scaleEnv) seedNamed(ctx context.Context, namespaces []string, pending, 
 			}
 		})
 	}
-	for i := range pending + ready {
+	for i := range recs {
 		if ctx.Err() != nil {
 			break
 		}
@@ -198,7 +198,34 @@ func (e *scaleEnv) seedNamed(ctx context.Context, namespaces []string, pending, 
 	}
 	close(jobs)
 	wg.Wait()
+	e.seeded = time.Now()
 	return firstErr
+}
+
+// seedRecord is an instance record seed creates.
+type seedRecord struct {
+	namespace, name string
+	pending         bool
+}
+
+// seedRecords are the records seed creates, in the order it creates them: pending of
+// them pending and ready ready, spread round robin over namespaces, the records named
+// after their number with prefix before it. The pending ones come last: the engine
+// polls an operation every tenth of its age (at least --interval), and their
+// operations are as old when the run starts whether a few thousand or a hundred
+// thousand records were seeded before them. (Seeded first, at 100,000 records they
+// were minutes old, and the run waited some 15 s for each record's second poll.)
+func seedRecords(namespaces []string, pending, ready int, prefix string) []seedRecord {
+	recs := make([]seedRecord, 0, pending+ready)
+	for j := range pending + ready {
+		i := (j + pending) % (pending + ready) // the ready records (pending and up), then the pending
+		r := seedRecord{namespace: namespaces[i%len(namespaces)], name: fmt.Sprintf("%sready-%06d", prefix, i), pending: i < pending}
+		if r.pending {
+			r.name = fmt.Sprintf("%spending-%06d", prefix, i)
+		}
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 func isAlreadyExists(err error) bool {
@@ -240,6 +267,9 @@ type reconcileRun struct {
 	// MetaList is reconcile's first list alone (store.ListPendingWithIDs), timed
 	// before the run.
 	MetaList time.Duration
+	// OpAge is how long before the run its pending records' operations were seeded:
+	// the engine waits a tenth of an operation's age between two polls.
+	OpAge    time.Duration
 	RSSKiB   int64
 	Requests apicount.Counts
 	// Failed: the requests answered with an error status, by verb, resource and status.
@@ -322,17 +352,25 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 		"/api/v1/configmaps?labelSelector=" + store.LabelPending + "%3Dtrue"}); err != nil {
 		return r, err
 	}
-	// What reconcile's first list costs alone: the metadata of every record, page by page.
-	listStart := time.Now()
-	_, ids, err := e.st.ListPendingWithIDs(ctx, "")
-	if err != nil {
-		return r, err
+	// What reconcile's first list costs alone: the metadata of every record, page by
+	// page. Timed after the run (the same records, none pending then), so that the
+	// pending operations are no older when the run starts at 100,000 records than at
+	// 2,000 (seedRecords); before it only where the run needs the full pass's marker.
+	var listStart time.Time
+	metaList := func() (*store.IDIndex, error) {
+		listStart = time.Now()
+		_, ids, err := e.st.ListPendingWithIDs(ctx, "")
+		r.MetaList = time.Since(listStart)
+		return ids, err
 	}
-	r.MetaList = time.Since(listStart)
 	args := []string{e.plugin, "reconcile", "-A", "--catalog-namespace", reconcilebench.CatalogNamespace,
 		"--trust-namespace-writers", "--workers", fmt.Sprint(o.Workers), "--interval", "1ms",
 		"--retry-horizon", "0", "--max-duration", "10m", "-o", "json"} // the client's rate limits as --workers sets them
 	if o.FullPassInterval > 0 {
+		ids, err := metaList()
+		if err != nil {
+			return r, err
+		}
 		// The seeded records' ids are bound to their namespaces and need no id
 		// claims: the cluster is as a first full pass leaves it.
 		if err := e.st.MarkIDClaimsSwept(ctx, reconcilebench.CatalogNamespace); err != nil {
@@ -357,6 +395,7 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 		kc = e.kc
 	}
 	start := time.Now()
+	r.OpAge = start.Sub(e.seeded)
 	r.RSSKiB, err = peakMemory(kc, args)
 	r.Took = time.Since(start)
 	if err != nil {
@@ -377,6 +416,11 @@ func (e *scaleEnv) runReconcile(ctx context.Context, o scaleOptions, b *reconcil
 	}
 	if left != 0 || r.Polls != r.Pending*o.Polls {
 		return r, fmt.Errorf("reconcile left %d of %d records pending; the broker answered %d polls, want %d", left, r.Pending, r.Polls, r.Pending*o.Polls)
+	}
+	if o.FullPassInterval <= 0 {
+		if _, err := metaList(); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }
@@ -511,6 +555,8 @@ func (e *scaleEnv) reconcileFigures(ctx context.Context, o scaleOptions, b *reco
 	for _, r := range runs {
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: its first list alone (the metadata of every record, pages of %d) took %s",
 			r.Total, store.DefaultFullPassPageSize, r.MetaList.Round(time.Millisecond)))
+		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: its pending records' operations were seeded %s before the run (the engine waits a tenth of an operation's age between polls)",
+			r.Total, r.OpAge.Round(time.Millisecond)))
 		notes = append(notes, fmt.Sprintf("reconcile -A on %d records: floor = %s broker + %s LIST; API requests per polled record %.2f (%s); answered with an error: %s",
 			r.Total, r.BrokerShare.Round(time.Millisecond), r.List.Round(time.Millisecond),
 			float64(r.Requests.Total())/float64(r.Pending), r.Requests.Line(r.Pending), cmp.Or(r.Failed.Line(1), "none")))

@@ -50,3 +50,35 @@ func TestCPUBusy(t *testing.T) {
 		t.Errorf("/proc/stat read but no CPU counted")
 	}
 }
+
+// The pending records are seeded last: their operations' age when the run starts is then
+// the same at 2,000 and at 100,000 records, and so is the engine's wait between two
+// polls (a tenth of an operation's age). Seeded first, they were minutes old at 100,000
+// records, and the run waited some 15 s for each second poll.
+func TestSeedRecords_PendingLast(t *testing.T) {
+	namespaces := []string{"a", "b", "c"}
+	recs := seedRecords(namespaces, 4, 5, "x-")
+	if len(recs) != 9 {
+		t.Fatalf("%d records, want 9", len(recs))
+	}
+	names := map[string]bool{}
+	for i, r := range recs {
+		if want := i >= 5; r.pending != want {
+			t.Errorf("record %d (%s/%s) pending=%v, want %v: the pending records come last", i, r.namespace, r.name, r.pending, want)
+		}
+		names[r.namespace+"/"+r.name] = true
+	}
+	if len(names) != 9 {
+		t.Errorf("%d distinct records, want 9", len(names))
+	}
+	// Spread round robin over the namespaces, as before.
+	per := map[string]int{}
+	for _, r := range recs {
+		if r.pending {
+			per[r.namespace]++
+		}
+	}
+	if per["a"] != 2 || per["b"] != 1 || per["c"] != 1 {
+		t.Errorf("pending records per namespace %v, want a:2 b:1 c:1", per)
+	}
+}
