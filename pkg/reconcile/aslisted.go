@@ -33,6 +33,32 @@ import (
 type lateWork struct {
 	todo []work
 	pre  []Item
+	// turn: a listing that runs on the run's turns (ListingTurns) asks for its next
+	// one; the run that takes the ask waits for what the listing hands over next (its
+	// work, or the end of the listing) and does nothing else meanwhile.
+	turn bool
+}
+
+// ListingTurns is a run clock (Reconciler.WithRunClock) under which a run keeps to one
+// goroutine at a time: the engine's simulation's, which runs one goroutine of a process
+// at a time so that one seed is one interleaving. A full pass that steps records while
+// its list is read then reads its list on the run's turns: the list and the work it
+// hands over (the copies it lists, the id claims it settles, its marker) run while the
+// run waits for them, with no step under way, and the steps run while the list waits.
+// The list's reads interleave with the steps as the run draws them, not as the Go
+// scheduler does. A command never sets such a clock: its list overlaps its steps.
+type ListingTurns interface {
+	// ListingTurn is asked when the run has a record due and no step under way: true
+	// lets the list read on until it hands over the records of its next namespace
+	// (or ends) first; false takes the steps due first. The list reads on anyway
+	// when no record is due.
+	ListingTurn() bool
+}
+
+// listingTurns is the run clock's ListingTurns, nil when it has none.
+func (r *Reconciler) listingTurns() ListingTurns {
+	lt, _ := r.runClock().(ListingTurns)
+	return lt
 }
 
 // listing is a full pass whose list is read while the run steps the records with work
@@ -45,6 +71,9 @@ type listing struct {
 	// the list was read to its end.
 	err  error
 	read bool
+	// quit, for a listing on the run's turns (ListingTurns): closed by end, it gives
+	// the listing its last turn, to end in.
+	quit chan struct{}
 }
 
 // listed says whether the list was read to its end (after end).
@@ -65,6 +94,9 @@ func (l *listing) end() error {
 		return nil
 	}
 	l.stop()
+	if l.quit != nil {
+		close(l.quit)
+	}
 	<-l.done
 	return l.err
 }
@@ -100,6 +132,11 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, []I
 	todo, pre := slices.Clone(s.todo), slices.Clone(s.pre)
 	lctx, stop := context.WithCancel(ctx)
 	l := &listing{late: make(chan lateWork), stop: stop, done: make(chan struct{})}
+	if r.listingTurns() != nil {
+		l.quit = make(chan struct{})
+		go r.listInTurns(lctx, o, s, l)
+		return todo, pre, l, nil
+	}
 	// The list hands over each namespace's items at once; feed turns them into work
 	// (and lists the copies of their instances and bindings) and hands it to the run.
 	var mu sync.Mutex
@@ -189,6 +226,67 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, []I
 		}
 	}()
 	return todo, pre, l, nil
+}
+
+// listInTurns is the listing of selectAsListed on the run's turns (ListingTurns): one
+// goroutine that asks the run for a turn before its list starts and after each
+// namespace's work it hands over, and runs only once the run took the ask, until the
+// run ends it (end closes l.quit, its last turn).
+func (r *Reconciler) listInTurns(lctx context.Context, o Options, s *selection, l *listing) {
+	defer close(l.done)
+	defer close(l.late)
+	ended := false
+	next := func() bool {
+		if !ended {
+			select {
+			case l.late <- lateWork{turn: true}:
+			case <-l.quit:
+				ended = true
+			}
+		}
+		return !ended
+	}
+	// hand gives the run the work found (the run waits for it: the turn is the
+	// listing's), and waits for the next turn.
+	hand := func(lw lateWork) bool {
+		l.late <- lw
+		return next()
+	}
+	if !next() {
+		return // the run ended before the list started
+	}
+	start := r.now()
+	_, ids, err := r.Store.ListPendingWithIDsAsListed(lctx, o.Namespace, r.Engine.UseIDIndex, func(b []store.WorkItem) {
+		if ended {
+			return
+		}
+		from, pre := len(s.todo), len(s.pre)
+		s.addPending(b)
+		lw := lateWork{todo: slices.Clone(s.todo[from:]), pre: slices.Clone(s.pre[pre:])}
+		on := o
+		if len(b) > 0 && !slices.ContainsFunc(b, func(it store.WorkItem) bool { return it.Namespace != b[0].Namespace }) {
+			on.Namespace = b[0].Namespace
+		}
+		r.listCopies(lctx, on, lw.todo)
+		hand(lw)
+	})
+	if ended || err != nil && lctx.Err() != nil {
+		return // the run ended before the list: not a full pass, nothing is settled
+	}
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.read = true
+	if !ids.Partial() {
+		_ = r.Engine.SettleIDClaims(lctx, o.Namespace, ids)
+	}
+	r.fullPassListed(lctx, o, start, ids)
+	from := len(s.pre)
+	s.addOversized(ids.Oversized())
+	if len(s.pre) > from {
+		l.late <- lateWork{pre: slices.Clone(s.pre[from:])}
+	}
 }
 
 // noStarvation takes up no record of another member's share: outside a shard group.

@@ -251,11 +251,20 @@ func (s *scheduler) run(ctx, runCtx context.Context, late <-chan lateWork) {
 	}
 	timer := s.clk.NewTimer(time.Hour)
 	timer.Stop()
+	// turns: late is a listing on the run's turns (aslisted.go): it reads only while
+	// the run waits for it.
+	turns, _ := s.clk.(ListingTurns)
 	busy := 0
 	for {
 		// Drain and Interrupt end runCtx; looking at them too starts no step once
 		// they are closed, even before runCtx says so.
 		running := runCtx.Err() == nil && !closed(s.o.Drain) && !closed(s.o.Interrupt)
+		if running && turns != nil && late != nil && busy == 0 && s.listingsTurn(turns) {
+			if !s.takeTurn(late) {
+				late = nil
+			}
+			continue
+		}
 		if running {
 			busy = s.start(in, busy)
 		}
@@ -266,7 +275,10 @@ func (s *scheduler) run(ctx, runCtx context.Context, late <-chan lateWork) {
 		var stop <-chan struct{}
 		var more <-chan lateWork
 		if running {
-			stop, more = runCtx.Done(), late
+			stop = runCtx.Done()
+			if turns == nil {
+				more = late
+			}
 			if at, ok := s.q.earliest(s.q.share(s.workers)); busy < s.workers && ok {
 				timer.Reset(at.Sub(s.clk.Now()))
 				wake = timer.C()
@@ -289,6 +301,31 @@ func (s *scheduler) run(ctx, runCtx context.Context, late <-chan lateWork) {
 	}
 	close(in)
 	wg.Wait()
+}
+
+// listingsTurn says whether the listing on the run's turns reads on now, the run having
+// no step under way: when no record is due, or as turns draws it.
+func (s *scheduler) listingsTurn(turns ListingTurns) bool {
+	at, ok := s.q.earliest(s.q.share(s.workers))
+	if !ok || at.After(s.clk.Now()) {
+		return true
+	}
+	return turns.ListingTurn()
+}
+
+// takeTurn gives the listing on the run's turns its turn: it takes the listing's ask and
+// waits for what it hands over then, and takes that up; false once the listing is over.
+func (s *scheduler) takeTurn(late <-chan lateWork) bool {
+	for {
+		lw, ok := <-late
+		if !ok {
+			return false
+		}
+		if !lw.turn {
+			s.addLate(lw)
+			return true
+		}
+	}
 }
 
 // start hands the due tasks to free workers, of which busy are busy, and returns how

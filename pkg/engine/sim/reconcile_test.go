@@ -62,7 +62,8 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 		}
 	}
 	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: reconcileTrustsWriters(), Observer: simObserver{p}}
-	o.ListedCopiesMin = p.listedCopiesMin() // listed_test.go
+	o.ListedCopiesMin = p.listedCopiesMin()   // listed_test.go
+	o.CatalogNamespace = p.catalogNamespace() // aslisted_test.go
 	if !quiescing && w.rng.IntN(2) == 0 {
 		// --serve: each run lasts at most --serve-interval, and waits for retries.
 		o.MaxDuration = 30 * time.Second

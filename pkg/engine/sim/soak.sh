@@ -69,6 +69,8 @@ worlds='-sim.rogue=false
 -sim.rebind
 -sim.rebind -sim.asyncbind
 -sim.move
+-sim.aslisted=1
+-sim.aslisted=1 -sim.listed=1 -sim.rogue -sim.asyncbind -sim.gc -sim.nsdelete
 -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind -sim.move'
 
 n=$(printf '%s\n' "$worlds" | wc -l)

@@ -122,6 +122,9 @@ type world struct {
 	rebind rebindState
 	// move is what the move world keeps: the new cluster and the moves (move_test.go).
 	move moveState
+	// listingTurns counts the draws of full passes that step records while their list
+	// is read: the list's turn first, the steps' first (aslisted_test.go).
+	listingTurns [2]int
 }
 
 // rates are one seed's chances of each fault, in percent.
