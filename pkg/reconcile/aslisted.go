@@ -180,15 +180,7 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, []I
 		batches = nil
 		mu.Unlock()
 		for _, b := range taken {
-			from, pre := len(s.todo), len(s.pre)
-			s.addPending(b)
-			lw := lateWork{todo: slices.Clone(s.todo[from:]), pre: slices.Clone(s.pre[pre:])}
-			on := o
-			if len(b) > 0 && !slices.ContainsFunc(b, func(it store.WorkItem) bool { return it.Namespace != b[0].Namespace }) {
-				on.Namespace = b[0].Namespace
-			}
-			r.listCopies(lctx, on, lw.todo)
-			if !send(lw) {
+			if !send(r.workOfBatch(lctx, o, s, b)) {
 				return false
 			}
 		}
@@ -214,15 +206,8 @@ func (r *Reconciler) selectAsListed(ctx context.Context, o Options) ([]work, []I
 			return
 		}
 		l.read = true
-		// The whole list is read: its index answers every check now.
-		if !ids.Partial() {
-			_ = r.Engine.SettleIDClaims(lctx, o.Namespace, ids)
-		}
-		r.fullPassListed(lctx, o, start, ids)
-		from := len(s.pre)
-		s.addOversized(ids.Oversized())
-		if len(s.pre) > from {
-			send(lateWork{pre: slices.Clone(s.pre[from:])})
+		if pre := r.listRead(lctx, o, s, start, ids); len(pre) > 0 {
+			send(lateWork{pre: pre})
 		}
 	}()
 	return todo, pre, l, nil
@@ -260,15 +245,7 @@ func (r *Reconciler) listInTurns(lctx context.Context, o Options, s *selection, 
 		if ended {
 			return
 		}
-		from, pre := len(s.todo), len(s.pre)
-		s.addPending(b)
-		lw := lateWork{todo: slices.Clone(s.todo[from:]), pre: slices.Clone(s.pre[pre:])}
-		on := o
-		if len(b) > 0 && !slices.ContainsFunc(b, func(it store.WorkItem) bool { return it.Namespace != b[0].Namespace }) {
-			on.Namespace = b[0].Namespace
-		}
-		r.listCopies(lctx, on, lw.todo)
-		hand(lw)
+		hand(r.workOfBatch(lctx, o, s, b))
 	})
 	if ended || err != nil && lctx.Err() != nil {
 		return // the run ended before the list: not a full pass, nothing is settled
@@ -278,15 +255,36 @@ func (r *Reconciler) listInTurns(lctx context.Context, o Options, s *selection, 
 		return
 	}
 	l.read = true
+	if pre := r.listRead(lctx, o, s, start, ids); len(pre) > 0 {
+		l.late <- lateWork{pre: pre}
+	}
+}
+
+// workOfBatch is the work of one batch b the list handed over (a namespace's records,
+// read to their end), with the copies of its instances and bindings listed.
+func (r *Reconciler) workOfBatch(lctx context.Context, o Options, s *selection, b []store.WorkItem) lateWork {
+	from, pre := len(s.todo), len(s.pre)
+	s.addPending(b)
+	lw := lateWork{todo: slices.Clone(s.todo[from:]), pre: slices.Clone(s.pre[pre:])}
+	on := o
+	if len(b) > 0 && !slices.ContainsFunc(b, func(it store.WorkItem) bool { return it.Namespace != b[0].Namespace }) {
+		on.Namespace = b[0].Namespace
+	}
+	r.listCopies(lctx, on, lw.todo)
+	return lw
+}
+
+// listRead does what the end of a full pass's list tells, the whole list read: its index
+// answers every check now, so the id claims are settled and the full pass noted; it
+// returns the items of the records whose metadata was too large to read.
+func (r *Reconciler) listRead(lctx context.Context, o Options, s *selection, start time.Time, ids *store.IDIndex) []Item {
 	if !ids.Partial() {
 		_ = r.Engine.SettleIDClaims(lctx, o.Namespace, ids)
 	}
 	r.fullPassListed(lctx, o, start, ids)
 	from := len(s.pre)
 	s.addOversized(ids.Oversized())
-	if len(s.pre) > from {
-		l.late <- lateWork{pre: slices.Clone(s.pre[from:])}
-	}
+	return slices.Clone(s.pre[from:])
 }
 
 // noStarvation takes up no record of another member's share: outside a shard group.
