@@ -262,7 +262,7 @@ func (s *docSession) manifestObjects(c docCommand, file, ns string) []docObject 
 
 // reconcileCounts is the line a reconcile run by hand ends with: "3 records: 2 done, 1
 // failed".
-var reconcileCounts = regexp.MustCompile(`(?m)^\d+ records: (.*?)(;.*)?$`)
+var reconcileCounts = regexp.MustCompile(`(?m)^\d+ records?: (.*?)(;.*)?$`)
 
 func (s *docSession) assertSecretGone(c docCommand, ns, name string) {
 	_, err := s.admin.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})

@@ -198,7 +198,7 @@ func TestReconcileTerminal_CtrlCFinishesTheCallUnderWayAndExits130(t *testing.T)
 	interruptedAt := time.Now()
 	_, err = term.pty.Write([]byte{3}) // Ctrl-C: SIGINT to the foreground process
 	assert.NilError(t, err)
-	code := rtWaitExit(t, cmd, term, 60*time.Second, "records left")
+	code := rtWaitExit(t, cmd, term, 60*time.Second, "left, pending as they were")
 	assert.Equal(t, code, 130)
 	out := term.text()
 	t.Logf("exited %s after Ctrl-C", time.Since(interruptedAt).Round(time.Millisecond))
