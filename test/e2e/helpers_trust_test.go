@@ -117,11 +117,7 @@ func trustSetup(t *testing.T) *trustEnv {
 	trustRoles(t, admin, e)
 
 	// reconcile's ServiceAccount, with a token as the CronJob's pod would get it.
-	tok, err := admin.CoreV1().ServiceAccounts(e.catalogNS).CreateToken(ctx, install.DefaultName, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	e.saKubeconfig = writeTokenKubeconfig(t, tok.Status.Token)
+	e.saKubeconfig = saTokenKubeconfig(t, admin, e.catalogNS)
 
 	// The authorizer sees new bindings through informers: wait for all of them.
 	instWaitFor(t, "the role bindings to take effect", 30*time.Second, func() bool {
@@ -308,4 +304,17 @@ func provisionParameters(t *testing.T, b *broker.Broker, id string) map[string]a
 		}
 	}
 	return params
+}
+
+// saTokenKubeconfig is a kubeconfig with a token of reconcile's ServiceAccount in
+// namespace ns, as the CronJob's pod gets it: a ServiceAccount deleted and made again
+// (uninstall, install) takes new tokens, its earlier ones being refused once the API
+// server's cache of authenticated tokens forgets them.
+func saTokenKubeconfig(t *testing.T, admin kubernetes.Interface, ns string) string {
+	t.Helper()
+	tok, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), install.DefaultName, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	return writeTokenKubeconfig(t, tok.Status.Token)
 }

@@ -66,6 +66,10 @@ func TestReconcileReinstall_KeepsTheTrustToken_AStrandedNamespaceIsNamedAndEndsA
 	assert.Equal(t, r.ExitCode, 0, r.Stderr)
 	assert.Assert(t, is.Contains(r.Stdout, "configmap/"+store.TrustConfigMap+" unchanged"))
 	assert.Equal(t, token(), e.token, "reinstalling keeps the token in place")
+	// The ServiceAccount was made again: the new installation's pods get tokens of it.
+	adminClient, err := cp.Client(controlplane.AdminUser)
+	assert.NilError(t, err)
+	e.saKubeconfig = saTokenKubeconfig(t, adminClient, e.catalogNS)
 
 	// bob's records move: his own verb, and plain reconcile (the installed ServiceAccount)
 	// finishing an instance deleted with kubectl.
