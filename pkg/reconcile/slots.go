@@ -20,9 +20,11 @@ import (
 // brokers' own time ÷ workers.
 //
 // Fairness holds for slots as for steps (fairqueue.go): a namespace holds at most its
-// share of the slots (the slots divided among the namespaces with a step under way, at
-// least one) while another namespace's step waits for one, and
-// the steps waiting take the slots given back first come, first served within that
+// share of the slots, the slots divided among the namespaces with a step under way (at
+// least one), even while no step of another namespace waits for one yet: a broker call
+// may last as long as the client allows, and a step of another namespace, on its API
+// requests now, must find its share free when it asks. A namespace alone has every slot.
+// The steps waiting take the slots given back first come, first served within their
 // share. A tenant's broker that answers as late as the client allows holds its
 // namespace's share of the slots only.
 
