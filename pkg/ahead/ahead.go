@@ -65,6 +65,26 @@ func Start[T any](ctx context.Context, read func() (T, error)) *Read[T] {
 	return r
 }
 
+// StartWarm is Start for a read that only saves a later one (the code that would wait
+// for it can read for itself): under a context given WithSchedule, a read the schedule
+// does not run at once is not started at all, and StartWarm returns nil, as Go does.
+func StartWarm[T any](ctx context.Context, read func() (T, error)) *Read[T] {
+	if s := scheduleOf(ctx); s != nil && !s() {
+		return nil
+	}
+	r := &Read[T]{done: make(chan struct{})}
+	run := func() {
+		defer close(r.done)
+		r.v, r.err = read()
+	}
+	if scheduleOf(ctx) != nil {
+		run()
+	} else {
+		go run()
+	}
+	return r
+}
+
 // Done is a read whose result is known already.
 func Done[T any](v T, err error) *Read[T] {
 	r := &Read[T]{done: make(chan struct{}), v: v, err: err}

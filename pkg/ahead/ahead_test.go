@@ -59,3 +59,24 @@ func TestDone_IsKnown(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, v, 3)
 }
+
+func TestStartWarm_Schedule_RunsAtOnceOrNotAtAll(t *testing.T) {
+	var ran int
+	read := func() (int, error) { ran++; return ran, nil }
+	now := WithSchedule(context.Background(), func() bool { return true })
+	r := StartWarm(now, read)
+	if ran != 1 {
+		t.Fatalf("a read the schedule runs at once ran %d times at its start", ran)
+	}
+	if v, err := r.Wait(); v != 1 || err != nil {
+		t.Fatalf("Wait = %d, %v", v, err)
+	}
+	never := WithSchedule(context.Background(), func() bool { return false })
+	if r := StartWarm(never, read); r != nil || ran != 1 {
+		t.Fatalf("a read the schedule defers is not started: got %v, ran %d", r, ran)
+	}
+	r = StartWarm(context.Background(), read)
+	if v, err := r.Wait(); v != 2 || err != nil {
+		t.Fatalf("without a schedule: Wait = %d, %v", v, err)
+	}
+}

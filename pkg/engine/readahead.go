@@ -427,9 +427,10 @@ func secretReads(ctx context.Context, b *v1alpha1.ServiceBinding) *store.SecretR
 }
 
 // secretReadAhead is a broker client factory that can start reading a broker's
-// credentials Secret before the call that needs it (brokerclient.Factory).
+// credentials Secret before the call that needs it (brokerclient.Factory): find reads
+// the broker record that names it.
 type secretReadAhead interface {
-	ReadSecretAhead(ctx context.Context, b *v1alpha1.Broker)
+	ReadSecretAhead(ctx context.Context, find func() (*v1alpha1.Broker, error))
 }
 
 // brokerSecretAhead starts, for a verb, the read of broker namespace/name and, once it
@@ -444,25 +445,24 @@ func (e *Engine) brokerSecretAhead(ctx context.Context, namespace, name string) 
 	if !ok || name == "" {
 		return
 	}
-	ahead.Go(ctx, func() {
-		if b, err := e.cfg.Store.Brokers().Get(ctx, namespace, name); err == nil {
-			r.ReadSecretAhead(ctx, b)
-		}
+	r.ReadSecretAhead(ctx, func() (*v1alpha1.Broker, error) {
+		return e.cfg.Store.Brokers().Get(ctx, namespace, name)
 	})
 }
 
 // instanceSecretAhead is brokerSecretAhead for the broker of instance namespace/name,
 // read first: unbind starts it from a binding, which names only its instance.
 func (e *Engine) instanceSecretAhead(ctx context.Context, namespace, name string) {
-	if _, ok := e.cfg.Brokers.(secretReadAhead); !ok {
+	r, ok := e.cfg.Brokers.(secretReadAhead)
+	if !ok {
 		return
 	}
-	ahead.Go(ctx, func() {
+	r.ReadSecretAhead(ctx, func() (*v1alpha1.Broker, error) {
 		inst, err := e.cfg.Store.Instances().Get(ctx, namespace, name)
 		if err != nil || inst.IsUserProvided() {
-			return
+			return nil, err
 		}
-		e.brokerSecretAhead(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
+		return e.cfg.Store.Brokers().Get(ctx, e.brokerNamespace(inst), inst.Spec.BrokerName)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,9 @@ func TestReadSecretAhead_UsedOnceByTheBrokerNamingIt(t *testing.T) {
 	f := brokerclient.New(core)
 	basic := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "basic"}})
 	bearer := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBearer, SecretRef: v1alpha1.SecretReference{Name: "bearer"}})
+	found := func(b *v1alpha1.Broker) func() (*v1alpha1.Broker, error) {
+		return func() (*v1alpha1.Broker, error) { return b, nil }
+	}
 	works := func(b *v1alpha1.Broker) {
 		t.Helper()
 		c, err := f.ClientFor(ctx, b)
@@ -48,27 +52,63 @@ func TestReadSecretAhead_UsedOnceByTheBrokerNamingIt(t *testing.T) {
 		assert.NilError(t, err)
 	}
 
-	f.ReadSecretAhead(ctx, basic)
+	f.ReadSecretAhead(ctx, found(basic))
 	works(basic)
 	assert.Equal(t, gets.Load(), int32(1), "the client takes the Secret read ahead")
 	works(basic)
 	assert.Equal(t, gets.Load(), int32(2), "a read ahead is taken once")
 
-	f.ReadSecretAhead(ctx, basic)
+	f.ReadSecretAhead(ctx, found(basic))
 	works(bearer)
 	works(basic)
 	assert.Equal(t, gets.Load(), int32(4), "a broker naming another Secret reads its own, and leaves the read ahead to the one naming it")
 
 	fail.Store(true)
-	f.ReadSecretAhead(ctx, bearer)
+	f.ReadSecretAhead(ctx, found(bearer))
 	_, err := f.ClientFor(ctx, bearer)
 	assert.ErrorContains(t, err, `broker "b1": cannot read secret "bearer" in namespace "team": connection refused`)
 	assert.Equal(t, gets.Load(), int32(6), "a failed read ahead is read again")
 	fail.Store(false)
 
 	elsewhere := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "basic", Namespace: "other"}})
-	f.ReadSecretAhead(ctx, elsewhere)
+	f.ReadSecretAhead(ctx, found(elsewhere))
 	_, err = f.ClientFor(ctx, elsewhere)
 	assert.ErrorContains(t, err, "a broker's credentials must be in its own namespace")
 	assert.Equal(t, gets.Load(), int32(6), "another namespace's Secret is not read")
+}
+
+// A client built while the broker read ahead is still under way waits for it and takes
+// its Secret, instead of reading the Secret a second time.
+func TestReadSecretAhead_AClientBuiltBeforeTheBrokerIsRead_WaitsForTheReadAhead(t *testing.T) {
+	ctx := context.Background()
+	tb := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	core := k8sfake.NewClientset(secret("team", "basic", map[string]string{"username": "u", "password": "p"}))
+	var gets atomic.Int32
+	core.PrependReactor("get", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		gets.Add(1)
+		return false, nil, nil
+	})
+	f := brokerclient.New(core)
+	basic := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "basic"}})
+	release := make(chan struct{})
+	f.ReadSecretAhead(ctx, func() (*v1alpha1.Broker, error) {
+		<-release
+		return basic, nil
+	})
+	built := make(chan error, 1)
+	go func() {
+		c, err := f.ClientFor(ctx, basic)
+		if err == nil {
+			_, err = c.GetCatalog(ctx, nil)
+		}
+		built <- err
+	}()
+	select {
+	case err := <-built:
+		t.Fatalf("the client was built before the broker read ahead ended (err %v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	assert.NilError(t, <-built)
+	assert.Equal(t, gets.Load(), int32(1), "the Secret is read once")
 }
