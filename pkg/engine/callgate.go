@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // CallGate lets a command interrupted while the engine waits for a broker's answer
 // finish that call: a request whose answer no one records leaves the record waiting for
@@ -49,4 +53,64 @@ func beginCall(ctx context.Context) (end func(), ok bool) {
 		return func() {}, false
 	}
 	return g.EndCall, true
+}
+
+// timeoutGate is how a verb's --wait --timeout ends its drive: once the time is up,
+// nothing new starts, and the broker calls under way (polls among them) end and their
+// outcomes are stored before the drive's context is cancelled, with
+// context.DeadlineExceeded as its cause (waitRanOut). An answer cut off by the timeout
+// would be lost: a call's leaves the record waiting for the grace, a poll's the broker's
+// Retry-After and what it said. A call under way is bounded by the broker client's
+// timeout. The gate goes through the command's own (an interrupt) as well.
+type timeoutGate struct {
+	outer  CallGate
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex
+	calls int
+	out   bool
+}
+
+// withWaitTimeout returns ctx under a timeoutGate of d, and the func that ends it.
+func withWaitTimeout(ctx context.Context, d time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	outer, _ := ctx.Value(verbGateKey{}).(CallGate)
+	g := &timeoutGate{outer: outer, cancel: cancel}
+	timer := time.AfterFunc(d, g.runOut)
+	return context.WithValue(ctx, verbGateKey{}, CallGate(g)), func() {
+		timer.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+func (g *timeoutGate) BeginCall() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.out || (g.outer != nil && !g.outer.BeginCall()) {
+		return false
+	}
+	g.calls++
+	return true
+}
+
+func (g *timeoutGate) EndCall() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls--
+	if g.outer != nil {
+		g.outer.EndCall()
+	}
+	if g.calls == 0 && g.out {
+		g.cancel(context.DeadlineExceeded)
+	}
+}
+
+// runOut is the timer's: the time is up.
+func (g *timeoutGate) runOut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.out = true
+	if g.calls == 0 {
+		g.cancel(context.DeadlineExceeded)
+	}
 }

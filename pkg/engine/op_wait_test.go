@@ -129,3 +129,61 @@ func TestWaitOp_RefusedWhilePolling_SaysWhyNotTheBrokersDescription(t *testing.T
 	assert.ErrorContains(t, err, `names credentials in namespace "elsewhere"`)
 	assert.Assert(t, !strings.Contains(err.Error(), "halfway"), err.Error())
 }
+
+// A --wait whose time runs out while a poll waits for the broker's answer lets that poll
+// end and stores its outcome (the broker's Retry-After above all) before it says the
+// time is up: the next poll, reconcile's, comes when the broker asked, not earlier.
+func TestWaitOp_TimeoutDuringAPoll_StoresThePollsOutcomeFirst(t *testing.T) {
+	f := newFixture(t)
+	asyncUpdateUnderWay(t, f)
+	f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
+		f.advance(max(d, time.Second))
+		return ctx.Err()
+	}
+	var polledAt time.Time
+	f.broker.OnLastOperation(func(ctx context.Context, _ *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+		polledAt = f.now
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(300 * time.Millisecond): // the wait's 50 ms run out meanwhile
+		}
+		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "halfway", RetryAfter: 5 * time.Second}, nil
+	})
+
+	_, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceInstance, Namespace: ns, Name: "db", For: WaitForReady,
+		Follow: Follow{Timeout: 50 * time.Millisecond}})
+
+	var timeout *TimeoutError
+	assert.Assert(t, errors.As(err, &timeout), "%v", err)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodLastOperation)), 1)
+	op := f.get("db").Status.InFlight
+	assert.Assert(t, op != nil)
+	assert.Equal(t, op.LastDescription, "halfway", "the poll's answer is stored")
+	assert.Assert(t, op.NextPollAt != nil && !op.NextPollAt.Time.Before(polledAt.Add(5*time.Second)),
+		"the next poll honours the broker's Retry-After: %v, polled at %v", op.NextPollAt, polledAt)
+}
+
+// The same for a synchronous call: a provision whose answer comes after the wait's time
+// is up is recorded (the instance is Ready), not cut off and left waiting for the grace.
+func TestFollow_TimeoutDuringACall_StoresTheCallsOutcomeFirst(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	f.broker.OnProvision(func(ctx context.Context, _ *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(300 * time.Millisecond): // the wait's 50 ms run out meanwhile
+		}
+		return &osb.ProvisionResponse{StatusCode: 201}, nil
+	})
+
+	res, err := f.engine.follow(context.Background(), instanceFollowed(f.engine, nil), ns, "db", "provision", Follow{Wait: true, Timeout: 50 * time.Millisecond})
+
+	assert.NilError(t, err)
+	assert.Equal(t, res.State, StateSettled, res.Message)
+	inst := f.get("db")
+	assert.Assert(t, inst.Status.InFlight == nil)
+	assert.Assert(t, inst.Status.Provisioned != nil, "the provision's answer is recorded")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+}

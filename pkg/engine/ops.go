@@ -141,9 +141,10 @@ func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb s
 	dctx := WithRunnersRights(ctx)
 	dctx = gatedByVerb(dctx) // an interrupt lets a broker call under way finish (callgate.go)
 	if f.Wait && f.Timeout > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(dctx, f.Timeout)
-		defer cancel()
+		// The calls under way when the time is up end, and their outcomes are stored.
+		var stop func()
+		dctx, stop = withWaitTimeout(dctx, f.Timeout)
+		defer stop()
 	}
 	res, err := d.drive(dctx, namespace, name, DriveOptions{StopWhenWaiting: !f.Wait, Progress: f.Progress, Created: d.created})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -158,7 +159,7 @@ func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb s
 		return res, &InterruptedError{Message: fmt.Sprintf("interrupted once the broker's answer was recorded: %s %q is left pending (%s): %s", d.kind, name, res.Message, hint), Cause: ctx.Err()}
 	case err == nil:
 		return res, nil
-	case ctx.Err() == nil && waitRanOut(dctx, err):
+	case ctx.Err() == nil && waitRanOut(dctx, err, f.Wait && f.Timeout > 0):
 		again := d.again
 		if again == "" {
 			again = fmt.Sprintf(`, or wait again with "%s"`, WaitCommand(d.recordKind(), namespace, name, followedFor(verb, res)))
@@ -207,14 +208,17 @@ func (e *InterruptedError) Error() string { return e.Message }
 func (e *InterruptedError) Unwrap() error { return e.Cause }
 
 // waitRanOut says whether err ended a wait because its timeout ran out: the drive says
-// so, the wait's context has expired, or a request refused to start so close to the
-// deadline that it could not finish in time (client-go's rate limiter then says "would
-// exceed context deadline", wrapping nothing).
-func waitRanOut(dctx context.Context, err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(dctx.Err(), context.DeadlineExceeded) {
+// so, the wait's timeout ended its context (withWaitTimeout), or, the wait being
+// bounded (by its own timeout or its parent's deadline), a request refused to start so
+// close to a deadline that it could not finish in time (client-go's rate limiter then
+// says "would exceed context deadline", wrapping nothing).
+func waitRanOut(dctx context.Context, err error, bounded bool) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(dctx), context.DeadlineExceeded) {
 		return true
 	}
-	_, bounded := dctx.Deadline()
+	if _, parent := dctx.Deadline(); parent {
+		bounded = true
+	}
 	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
 }
 

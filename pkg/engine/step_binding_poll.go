@@ -37,6 +37,14 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
+	// A verb's poll, once it starts, is let finish and its outcome stored, whether the
+	// command is interrupted or its --wait runs out meanwhile (callgate.go): its answer
+	// (a Retry-After above all) would be lost.
+	end, begun := beginCall(ctx)
+	if !begun {
+		return interrupted(b, context.Canceled)
+	}
+	defer end()
 	if b, err = claimToPoll(e.Engine, ctx, b, now); err != nil {
 		return pollNotClaimed(e.Engine, ctx, b, err)
 	}

@@ -34,6 +34,14 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
+	// A verb's poll, once it starts, is let finish and its outcome stored, whether the
+	// command is interrupted or its --wait runs out meanwhile (callgate.go): its answer
+	// (a Retry-After above all) would be lost.
+	end, begun := beginCall(ctx)
+	if !begun {
+		return interrupted(inst, context.Canceled)
+	}
+	defer end()
 	// Polling is a broker call too: hold the claim while doing it, renewing it only
 	// when it runs low so a long --wait costs one write per poll at most.
 	if inst, err = claimToPoll(e.Engine, ctx, inst, now); err != nil {
