@@ -55,16 +55,19 @@ func beginCall(ctx context.Context) (end func(), ok bool) {
 	return g.EndCall, true
 }
 
-// timeoutGate is how a verb's --wait --timeout ends its drive: once the time is up,
-// nothing new starts, and the broker calls under way (polls among them) end and their
-// outcomes are stored before the drive's context is cancelled, with
-// context.DeadlineExceeded as its cause (waitRanOut). An answer cut off by the timeout
-// would be lost: a call's leaves the record waiting for the grace, a poll's the broker's
-// Retry-After and what it said. A call under way is bounded by the broker client's
-// timeout. The gate goes through the command's own (an interrupt) as well.
+// timeoutGate is how a verb's --wait --timeout ends its drive. A broker request under
+// way (a call or a poll) is cut off when the time is up, as the wait promised (its
+// context, waitBoundContext, has the wait's deadline): its answer is then unknown, as after a
+// crash, and the record waits as it does then. But an answer that came in time is
+// stored: the drive's context is cancelled, with context.DeadlineExceeded as its cause
+// (waitRanOut), only once no request's outcome is being stored, and nothing new starts
+// after the time is up. Cut off while it was stored, a call's answer would leave the
+// record waiting for the grace, and a poll's would lose the broker's Retry-After. The
+// gate goes through the command's own (an interrupt) as well.
 type timeoutGate struct {
-	outer  CallGate
-	cancel context.CancelCauseFunc
+	outer    CallGate
+	cancel   context.CancelCauseFunc
+	deadline time.Time
 
 	mu    sync.Mutex
 	calls int
@@ -75,12 +78,31 @@ type timeoutGate struct {
 func withWaitTimeout(ctx context.Context, d time.Duration) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	outer, _ := ctx.Value(verbGateKey{}).(CallGate)
-	g := &timeoutGate{outer: outer, cancel: cancel}
+	g := &timeoutGate{outer: outer, cancel: cancel, deadline: time.Now().Add(d)}
 	timer := time.AfterFunc(d, g.runOut)
 	return context.WithValue(ctx, verbGateKey{}, CallGate(g)), func() {
 		timer.Stop()
 		cancel(context.Canceled)
 	}
+}
+
+// waitBoundContext is the context of a broker request made under ctx: under a wait's
+// timeout, it ends when the time is up (timeoutGate).
+func waitBoundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if g, ok := ctx.Value(verbGateKey{}).(*timeoutGate); ok {
+		return context.WithDeadline(ctx, g.deadline)
+	}
+	return context.WithCancel(ctx)
+}
+
+// cutOff reports the error of a broker request made under cctx (waitBoundContext) that the
+// wait's time running out cut off, so that it got no answer; nil when it got one (an
+// answer that came in time is stored however late it is now) or failed on its own.
+func cutOff(cctx context.Context, callErr error) error {
+	if callErr == nil {
+		return nil
+	}
+	return cutShort(cctx, callErr)
 }
 
 func (g *timeoutGate) BeginCall() bool {

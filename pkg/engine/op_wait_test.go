@@ -130,10 +130,10 @@ func TestWaitOp_RefusedWhilePolling_SaysWhyNotTheBrokersDescription(t *testing.T
 	assert.Assert(t, !strings.Contains(err.Error(), "halfway"), err.Error())
 }
 
-// A --wait whose time runs out while a poll waits for the broker's answer lets that poll
-// end and stores its outcome (the broker's Retry-After above all) before it says the
-// time is up: the next poll, reconcile's, comes when the broker asked, not earlier.
-func TestWaitOp_TimeoutDuringAPoll_StoresThePollsOutcomeFirst(t *testing.T) {
+// A --wait whose time runs out once a poll's answer came (here: while it came) stores
+// that answer (the broker's Retry-After above all) before it says the time is up: the
+// next poll, reconcile's, comes when the broker asked, not earlier.
+func TestWaitOp_TimeoutOnceAPollsAnswerCame_StoresItFirst(t *testing.T) {
 	f := newFixture(t)
 	asyncUpdateUnderWay(t, f)
 	f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
@@ -141,13 +141,9 @@ func TestWaitOp_TimeoutDuringAPoll_StoresThePollsOutcomeFirst(t *testing.T) {
 		return ctx.Err()
 	}
 	var polledAt time.Time
-	f.broker.OnLastOperation(func(ctx context.Context, _ *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+	f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
 		polledAt = f.now
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(300 * time.Millisecond): // the wait's 50 ms run out meanwhile
-		}
+		time.Sleep(150 * time.Millisecond) // the wait's 50 ms run out while the answer comes
 		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "halfway", RetryAfter: 5 * time.Second}, nil
 	})
 
@@ -164,17 +160,13 @@ func TestWaitOp_TimeoutDuringAPoll_StoresThePollsOutcomeFirst(t *testing.T) {
 		"the next poll honours the broker's Retry-After: %v, polled at %v", op.NextPollAt, polledAt)
 }
 
-// The same for a synchronous call: a provision whose answer comes after the wait's time
-// is up is recorded (the instance is Ready), not cut off and left waiting for the grace.
-func TestFollow_TimeoutDuringACall_StoresTheCallsOutcomeFirst(t *testing.T) {
+// The same for a synchronous call: a provision answered as the wait's time runs out is
+// recorded (the instance is Ready), not dropped and left waiting for the grace.
+func TestFollow_TimeoutOnceACallsAnswerCame_StoresItFirst(t *testing.T) {
 	f := newFixture(t)
 	f.create("db", planSmall, "")
-	f.broker.OnProvision(func(ctx context.Context, _ *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(300 * time.Millisecond): // the wait's 50 ms run out meanwhile
-		}
+	f.broker.OnProvision(func(context.Context, *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		time.Sleep(150 * time.Millisecond) // the wait's 50 ms run out while the answer comes
 		return &osb.ProvisionResponse{StatusCode: 201}, nil
 	})
 
@@ -186,4 +178,30 @@ func TestFollow_TimeoutDuringACall_StoresTheCallsOutcomeFirst(t *testing.T) {
 	assert.Assert(t, inst.Status.InFlight == nil)
 	assert.Assert(t, inst.Status.Provisioned != nil, "the provision's answer is recorded")
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodProvision)), 1)
+}
+
+// But a broker that has not answered when the time is up is not waited for: the wait
+// ends on time (exit 124) and the call stays in flight, its answer unknown, as after a
+// crash (reconcile finishes it once the broker's work may be over).
+func TestFollow_TimeoutBeforeACallsAnswer_EndsOnTime(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	f.broker.OnProvision(func(ctx context.Context, _ *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+		}
+		return &osb.ProvisionResponse{StatusCode: 201}, nil
+	})
+
+	start := time.Now()
+	_, err := f.engine.follow(context.Background(), instanceFollowed(f.engine, nil), ns, "db", "provision", Follow{Wait: true, Timeout: 50 * time.Millisecond})
+
+	var timeout *TimeoutError
+	assert.Assert(t, errors.As(err, &timeout), "%v", err)
+	assert.Assert(t, time.Since(start) < 30*time.Second, "the wait ended on time, not with the broker's work: %s", time.Since(start))
+	inst := f.get("db")
+	assert.Assert(t, inst.Status.InFlight != nil, "the call stays in flight")
+	assert.Assert(t, inst.Status.Provisioned == nil)
 }

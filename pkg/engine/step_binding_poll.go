@@ -37,9 +37,9 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
-	// A verb's poll, once it starts, is let finish and its outcome stored, whether the
-	// command is interrupted or its --wait runs out meanwhile (callgate.go): its answer
-	// (a Retry-After above all) would be lost.
+	// A verb's poll goes through its gate (callgate.go): the first interrupt lets it
+	// finish and its outcome be stored, and so does a --wait whose time runs out once
+	// the answer came (a Retry-After above all would be lost).
 	end, begun := beginCall(ctx)
 	if !begun {
 		return interrupted(b, context.Canceled)
@@ -52,12 +52,18 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if op.Type == v1alpha1.OperationUnbind {
 		pollOp = osb.OpPollUnbind
 	}
-	resp, callErr := t.client.BindingLastOperation(ctx, &osb.BindingLastOperationRequest{
+	pctx, cancel := waitBoundContext(ctx)
+	resp, callErr := t.client.BindingLastOperation(pctx, &osb.BindingLastOperationRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
 		ServiceID: op.ServiceID, PlanID: op.PlanID, OperationKey: op.OperationKey,
 	})
+	cut := cutOff(pctx, callErr)
+	cancel()
 	if err := cutShort(ctx, callErr); err != nil {
 		return interrupted(b, err)
+	}
+	if cut != nil {
+		return interrupted(b, cut)
 	}
 	p := judgePoll(e.Engine, op, pollOp, resp, callErr)
 	act, msg := p.act, p.msg

@@ -140,7 +140,16 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 	e.hook(ctx, HookBeforeBrokerCall, op)
 	var status int
 	var callErr error
-	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) { status, callErr = c.call(ctx) })
+	var cut error
+	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) {
+		cctx, cancel := waitBoundContext(ctx)
+		defer cancel()
+		status, callErr = c.call(cctx)
+		cut = cutOff(cctx, callErr)
+	})
+	if err == nil {
+		err = cut // cut off by the wait's time running out: no answer to store
+	}
 	if err != nil {
 		return interrupted(stored, err)
 	}

@@ -34,9 +34,9 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, inst, ReasonPlatformUnavailable, err)
 	}
-	// A verb's poll, once it starts, is let finish and its outcome stored, whether the
-	// command is interrupted or its --wait runs out meanwhile (callgate.go): its answer
-	// (a Retry-After above all) would be lost.
+	// A verb's poll goes through its gate (callgate.go): the first interrupt lets it
+	// finish and its outcome be stored, and so does a --wait whose time runs out once
+	// the answer came (a Retry-After above all would be lost).
 	end, begun := beginCall(ctx)
 	if !begun {
 		return interrupted(inst, context.Canceled)
@@ -58,11 +58,17 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	case v1alpha1.OperationDeprovision:
 		pollOp = osb.OpPollDeprovision
 	}
-	resp, callErr := t.client.LastOperation(ctx, &osb.LastOperationRequest{
+	pctx, cancel := waitBoundContext(ctx)
+	resp, callErr := t.client.LastOperation(pctx, &osb.LastOperationRequest{
 		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: planID, OperationKey: op.OperationKey,
 	})
+	cut := cutOff(pctx, callErr)
+	cancel()
 	if err := cutShort(ctx, callErr); err != nil {
 		return interrupted(inst, err)
+	}
+	if cut != nil {
+		return interrupted(inst, cut)
 	}
 	p := judgePoll(e.Engine, op, pollOp, resp, callErr)
 	act, outcome, msg := p.act, p.outcome, p.msg

@@ -33,7 +33,7 @@ type WaitFlags struct {
 func (w *WaitFlags) AddFlags(fs *pflag.FlagSet, what string) {
 	fs.BoolVar(&w.Wait, "wait", false, "Wait until the "+what+" is finished at the broker, showing progress.")
 	w.Timeout = 5 * time.Minute
-	fs.Var((*cmdutil.WaitTimeout)(&w.Timeout), "timeout", "How long --wait waits, e.g. 10m; 0 or -1 waits without limit. A request to the broker under way then is let finish and its answer recorded; the operation goes on after a timeout.")
+	fs.Var((*cmdutil.WaitTimeout)(&w.Timeout), "timeout", "How long --wait waits, e.g. 10m; 0 or -1 waits without limit. An answer of the broker that came in time is recorded first; the operation goes on after a timeout.")
 	fs.DurationVar(&w.Interval, "interval", 2*time.Second, "Shortest interval between polls of the broker when it sends no Retry-After.")
 }
 

@@ -112,7 +112,7 @@ func NewCmdWait(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd.Flags().StringVar(&o.For, "for", string(engine.WaitForReady), "What to wait for: condition=Ready (the operation under way finished and the record is ready) or delete (the record is gone).")
 	complete.Register(cmd, "for", complete.Fixed(string(engine.WaitForReady), string(engine.WaitForDelete)))
 	o.Timeout = 5 * time.Minute
-	cmd.Flags().Var((*cmdutil.WaitTimeout)(&o.Timeout), "timeout", "How long to wait for all the records, e.g. 10m; 0 or -1 waits without limit. A request to the broker under way then is let finish and its answer recorded; the operations go on after a timeout.")
+	cmd.Flags().Var((*cmdutil.WaitTimeout)(&o.Timeout), "timeout", "How long to wait for all the records, e.g. 10m; 0 or -1 waits without limit. An answer of the broker that came in time is recorded first; the operations go on after a timeout.")
 	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "Shortest interval between polls of the broker when it sends no Retry-After.")
 	return cmd
 }
