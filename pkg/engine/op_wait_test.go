@@ -130,20 +130,23 @@ func TestWaitOp_RefusedWhilePolling_SaysWhyNotTheBrokersDescription(t *testing.T
 	assert.Assert(t, !strings.Contains(err.Error(), "halfway"), err.Error())
 }
 
-// A --wait whose time runs out once a poll's answer came (here: while it came) stores
+// A --wait whose time runs out once a poll's answer came (here: as it came) stores
 // that answer (the broker's Retry-After above all) before it says the time is up: the
 // next poll, reconcile's, comes when the broker asked, not earlier.
 func TestWaitOp_TimeoutOnceAPollsAnswerCame_StoresItFirst(t *testing.T) {
 	f := newFixture(t)
 	asyncUpdateUnderWay(t, f)
+	var polledAt time.Time
 	f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
 		f.advance(max(d, time.Second))
+		if !polledAt.IsZero() {
+			<-ctx.Done() // one poll: the drive waits for the next one until the wait ends
+		}
 		return ctx.Err()
 	}
-	var polledAt time.Time
-	f.broker.OnLastOperation(func(context.Context, *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+	f.broker.OnLastOperation(func(ctx context.Context, _ *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
 		polledAt = f.now
-		time.Sleep(150 * time.Millisecond) // the wait's 50 ms run out while the answer comes
+		<-ctx.Done() // the answer comes as the wait's 50 ms run out
 		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "halfway", RetryAfter: 5 * time.Second}, nil
 	})
 
@@ -165,8 +168,8 @@ func TestWaitOp_TimeoutOnceAPollsAnswerCame_StoresItFirst(t *testing.T) {
 func TestFollow_TimeoutOnceACallsAnswerCame_StoresItFirst(t *testing.T) {
 	f := newFixture(t)
 	f.create("db", planSmall, "")
-	f.broker.OnProvision(func(context.Context, *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
-		time.Sleep(150 * time.Millisecond) // the wait's 50 ms run out while the answer comes
+	f.broker.OnProvision(func(ctx context.Context, _ *osb.ProvisionRequest) (*osb.ProvisionResponse, error) {
+		<-ctx.Done() // the answer comes as the wait's 50 ms run out
 		return &osb.ProvisionResponse{StatusCode: 201}, nil
 	})
 
@@ -204,4 +207,39 @@ func TestFollow_TimeoutBeforeACallsAnswer_EndsOnTime(t *testing.T) {
 	inst := f.get("db")
 	assert.Assert(t, inst.Status.InFlight != nil, "the call stays in flight")
 	assert.Assert(t, inst.Status.Provisioned == nil)
+}
+
+// The same for a binding's poll: an answer that came as the time ran out is stored.
+func TestWaitOp_TimeoutOnceABindingPollsAnswerCame_StoresItFirst(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "bop-1"}, nil)
+	f.createBinding("app", nil)
+	f.stepBinding("app")
+	assert.Assert(t, f.getBinding("app").Status.InFlight != nil)
+	var polledAt time.Time
+	f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
+		f.advance(max(d, time.Second))
+		if !polledAt.IsZero() {
+			<-ctx.Done() // one poll: the drive waits for the next one until the wait ends
+		}
+		return ctx.Err()
+	}
+	f.broker.OnBindingLastOperation(func(ctx context.Context, _ *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
+		polledAt = f.now
+		<-ctx.Done() // the answer comes as the wait's 50 ms run out
+		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "binding", RetryAfter: 5 * time.Second}, nil
+	})
+
+	_, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceBinding, Namespace: ns, Name: "app", For: WaitForReady,
+		Follow: Follow{Timeout: 50 * time.Millisecond}})
+
+	var timeout *TimeoutError
+	assert.Assert(t, errors.As(err, &timeout), "%v", err)
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBindingLastOperation)), 1)
+	op := f.getBinding("app").Status.InFlight
+	assert.Assert(t, op != nil)
+	assert.Equal(t, op.LastDescription, "binding", "the poll's answer is stored")
+	assert.Assert(t, op.NextPollAt != nil && !op.NextPollAt.Time.Before(polledAt.Add(5*time.Second)),
+		"the next poll honours the broker's Retry-After: %v, polled at %v", op.NextPollAt, polledAt)
 }
