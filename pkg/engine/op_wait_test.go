@@ -130,39 +130,6 @@ func TestWaitOp_RefusedWhilePolling_SaysWhyNotTheBrokersDescription(t *testing.T
 	assert.Assert(t, !strings.Contains(err.Error(), "halfway"), err.Error())
 }
 
-// A --wait whose time runs out once a poll's answer came (here: as it came) stores
-// that answer (the broker's Retry-After above all) before it says the time is up: the
-// next poll, reconcile's, comes when the broker asked, not earlier.
-func TestWaitOp_TimeoutOnceAPollsAnswerCame_StoresItFirst(t *testing.T) {
-	f := newFixture(t)
-	asyncUpdateUnderWay(t, f)
-	var polledAt time.Time
-	f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
-		f.advance(max(d, time.Second))
-		if !polledAt.IsZero() {
-			<-ctx.Done() // one poll: the drive waits for the next one until the wait ends
-		}
-		return ctx.Err()
-	}
-	f.broker.OnLastOperation(func(ctx context.Context, _ *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
-		polledAt = f.now
-		<-ctx.Done() // the answer comes as the wait's 50 ms run out
-		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "halfway", RetryAfter: 5 * time.Second}, nil
-	})
-
-	_, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceInstance, Namespace: ns, Name: "db", For: WaitForReady,
-		Follow: Follow{Timeout: 50 * time.Millisecond}})
-
-	var timeout *TimeoutError
-	assert.Assert(t, errors.As(err, &timeout), "%v", err)
-	assert.Equal(t, len(f.broker.CallsTo(fake.MethodLastOperation)), 1)
-	op := f.get("db").Status.InFlight
-	assert.Assert(t, op != nil)
-	assert.Equal(t, op.LastDescription, "halfway", "the poll's answer is stored")
-	assert.Assert(t, op.NextPollAt != nil && !op.NextPollAt.Time.Before(polledAt.Add(5*time.Second)),
-		"the next poll honours the broker's Retry-After: %v, polled at %v", op.NextPollAt, polledAt)
-}
-
 // The same for a synchronous call: a provision answered as the wait's time runs out is
 // recorded (the instance is Ready), not dropped and left waiting for the grace.
 func TestFollow_TimeoutOnceACallsAnswerCame_StoresItFirst(t *testing.T) {
@@ -209,37 +176,70 @@ func TestFollow_TimeoutBeforeACallsAnswer_EndsOnTime(t *testing.T) {
 	assert.Assert(t, inst.Status.Provisioned == nil)
 }
 
-// The same for a binding's poll: an answer that came as the time ran out is stored.
-func TestWaitOp_TimeoutOnceABindingPollsAnswerCame_StoresItFirst(t *testing.T) {
-	f := newFixture(t)
-	f.provisioned("db", planSmall, "")
-	f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "bop-1"}, nil)
-	f.createBinding("app", nil)
-	f.stepBinding("app")
-	assert.Assert(t, f.getBinding("app").Status.InFlight != nil)
-	var polledAt time.Time
-	f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
-		f.advance(max(d, time.Second))
-		if !polledAt.IsZero() {
-			<-ctx.Done() // one poll: the drive waits for the next one until the wait ends
-		}
-		return ctx.Err()
-	}
-	f.broker.OnBindingLastOperation(func(ctx context.Context, _ *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
-		polledAt = f.now
+// A --wait whose time runs out once a poll's answer came (here: as it came) stores
+// that answer (the broker's Retry-After above all) before it says the time is up: the
+// next poll, reconcile's, comes when the broker asked, not earlier. For an instance's
+// poll and a binding's.
+func TestWaitOp_TimeoutOnceAPollsAnswerCame_StoresItFirst(t *testing.T) {
+	answer := func(ctx context.Context) (*osb.LastOperationResponse, error) {
 		<-ctx.Done() // the answer comes as the wait's 50 ms run out
-		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "binding", RetryAfter: 5 * time.Second}, nil
-	})
+		return &osb.LastOperationResponse{State: osb.StateInProgress, Description: "halfway", RetryAfter: 5 * time.Second}, nil
+	}
+	for _, tc := range []struct {
+		kind, name string
+		// underWay leaves the record with an asynchronous operation in flight, and has
+		// the broker answer its polls with answer after calling polled.
+		underWay func(f *fixture, polled func())
+		inFlight func(f *fixture) *v1alpha1.Operation
+		method   string
+	}{{
+		kind: v1alpha1.KindServiceInstance, name: "db", method: fake.MethodLastOperation,
+		underWay: func(f *fixture, polled func()) {
+			asyncUpdateUnderWay(f.t, f)
+			f.broker.OnLastOperation(func(ctx context.Context, _ *osb.LastOperationRequest) (*osb.LastOperationResponse, error) {
+				polled()
+				return answer(ctx)
+			})
+		},
+		inFlight: func(f *fixture) *v1alpha1.Operation { return f.get("db").Status.InFlight },
+	}, {
+		kind: v1alpha1.KindServiceBinding, name: "app", method: fake.MethodBindingLastOperation,
+		underWay: func(f *fixture, polled func()) {
+			f.provisioned("db", planSmall, "")
+			f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "bop-1"}, nil)
+			f.createBinding("app", nil)
+			f.stepBinding("app")
+			f.broker.OnBindingLastOperation(func(ctx context.Context, _ *osb.BindingLastOperationRequest) (*osb.LastOperationResponse, error) {
+				polled()
+				return answer(ctx)
+			})
+		},
+		inFlight: func(f *fixture) *v1alpha1.Operation { return f.getBinding("app").Status.InFlight },
+	}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			f := newFixture(t)
+			var polledAt time.Time
+			tc.underWay(f, func() { polledAt = f.now })
+			assert.Assert(t, tc.inFlight(f) != nil)
+			f.engine.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
+				f.advance(max(d, time.Second))
+				if !polledAt.IsZero() {
+					<-ctx.Done() // one poll: the drive waits for the next one until the wait ends
+				}
+				return ctx.Err()
+			}
 
-	_, err := f.engine.Wait(context.Background(), WaitRequest{Kind: v1alpha1.KindServiceBinding, Namespace: ns, Name: "app", For: WaitForReady,
-		Follow: Follow{Timeout: 50 * time.Millisecond}})
+			_, err := f.engine.Wait(context.Background(), WaitRequest{Kind: tc.kind, Namespace: ns, Name: tc.name, For: WaitForReady,
+				Follow: Follow{Timeout: 50 * time.Millisecond}})
 
-	var timeout *TimeoutError
-	assert.Assert(t, errors.As(err, &timeout), "%v", err)
-	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBindingLastOperation)), 1)
-	op := f.getBinding("app").Status.InFlight
-	assert.Assert(t, op != nil)
-	assert.Equal(t, op.LastDescription, "binding", "the poll's answer is stored")
-	assert.Assert(t, op.NextPollAt != nil && !op.NextPollAt.Time.Before(polledAt.Add(5*time.Second)),
-		"the next poll honours the broker's Retry-After: %v, polled at %v", op.NextPollAt, polledAt)
+			var timeout *TimeoutError
+			assert.Assert(t, errors.As(err, &timeout), "%v", err)
+			assert.Equal(t, len(f.broker.CallsTo(tc.method)), 1)
+			op := tc.inFlight(f)
+			assert.Assert(t, op != nil)
+			assert.Equal(t, op.LastDescription, "halfway", "the poll's answer is stored")
+			assert.Assert(t, op.NextPollAt != nil && !op.NextPollAt.Time.Before(polledAt.Add(5*time.Second)),
+				"the next poll honours the broker's Retry-After: %v, polled at %v", op.NextPollAt, polledAt)
+		})
+	}
 }
