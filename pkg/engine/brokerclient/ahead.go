@@ -75,8 +75,8 @@ func (f *Factory) ReadSecretAhead(ctx context.Context, find func() (*v1alpha1.Br
 	f.secrets.reads = append(f.secrets.young(), &secretAhead{read: read, at: time.Now()})
 }
 
-// young returns the reads started within SecretAheadTTL (at most the last 100); the
-// caller holds mu.
+// young drops the reads older than SecretAheadTTL (and all but the last 100) and
+// returns those left; the caller holds mu.
 func (s *secretsAhead) young() []*secretAhead {
 	kept := s.reads[:0]
 	for _, r := range s.reads {
@@ -84,10 +84,11 @@ func (s *secretsAhead) young() []*secretAhead {
 			kept = append(kept, r)
 		}
 	}
-	if len(kept) > 100 {
-		kept = kept[len(kept)-100:]
-	}
 	clear(s.reads[len(kept):])
+	if n := len(kept) - 100; n > 0 {
+		kept = slices.Delete(kept, 0, n)
+	}
+	s.reads = kept
 	return kept
 }
 

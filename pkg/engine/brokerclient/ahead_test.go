@@ -112,3 +112,22 @@ func TestReadSecretAhead_AClientBuiltBeforeTheBrokerIsRead_WaitsForTheReadAhead(
 	assert.NilError(t, <-built)
 	assert.Equal(t, gets.Load(), int32(1), "the Secret is read once")
 }
+
+// Many reads ahead at once (an apply of many records): the oldest beyond the last 100
+// are dropped, and every client is still built.
+func TestReadSecretAhead_ManyAtOnce_KeepsTheLast100(t *testing.T) {
+	ctx := context.Background()
+	tb := broker.NewTestBroker(t, broker.Options{Username: "u", Password: "p"})
+	core := k8sfake.NewClientset(secret("team", "basic", map[string]string{"username": "u", "password": "p"}))
+	f := brokerclient.New(core)
+	basic := brokerRecord(tb.URL(), &v1alpha1.BrokerAuth{Type: v1alpha1.AuthBasic, SecretRef: v1alpha1.SecretReference{Name: "basic"}})
+	for range 150 {
+		f.ReadSecretAhead(ctx, func() (*v1alpha1.Broker, error) { return basic, nil })
+	}
+	for range 150 {
+		c, err := f.ClientFor(ctx, basic)
+		assert.NilError(t, err)
+		_, err = c.GetCatalog(ctx, nil)
+		assert.NilError(t, err)
+	}
+}
