@@ -80,11 +80,13 @@ func TestReconcileByHand_FinishesAProvisionStoppedWithCtrlC(t *testing.T) {
 func TestReconcileByHand_WaitsForTheBrokersRetryAfter(t *testing.T) {
 	t.Parallel()
 	e := instSetupCatalog(t, nil)
-	e.b.SetAsyncDelay(2 * time.Second)
+	// The operation outlasts the wait: its time (4 s) leaves room for the first poll
+	// (200 ms after the 202) on a busy machine, and ends before the second (5 s later).
+	e.b.SetAsyncDelay(9 * time.Second)
 	_, err := e.b.InjectFault(broker.Fault{Op: broker.OpLastOperation, When: broker.After, Action: broker.ActionRespond,
 		Header: map[string]string{"Retry-After": "5"}})
 	assert.NilError(t, err)
-	r := instCatalog(t, e.ns, "provision", "cache", "--class", "postgresql", "--plan", "standard", "--wait", "--interval", "200ms", "--timeout", "1s")
+	r := instCatalog(t, e.ns, "provision", "cache", "--class", "postgresql", "--plan", "standard", "--wait", "--interval", "200ms", "--timeout", "4s")
 	assert.Equal(t, r.ExitCode, cmdutil.ExitTimeout, r.Stderr)
 	first := e.b.RequestsFor(broker.OpLastOperation)
 	assert.Equal(t, len(first), 1, "one poll, answered in progress with Retry-After: 5")
