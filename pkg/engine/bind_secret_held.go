@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -83,8 +84,19 @@ func (e bindingSteps) lostBindHeld(ctx context.Context, b *v1alpha1.ServiceBindi
 	if err != nil {
 		return preCallFailure(e.Engine, ctx, b, ReasonPlatformUnavailable, err)
 	}
-	got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
-		InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+	// A verb's read goes through its gate as its calls do (callgate.go).
+	end, begun := beginCall(ctx)
+	if !begun {
+		return interrupted(b, context.Canceled)
+	}
+	defer end()
+	got, cut, err := waitBound(ctx, func(ctx context.Context) (*osb.GetBindingResponse, error) {
+		return t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
+			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+	})
+	if cerr := cmp.Or(cutShort(ctx, err), cut); cerr != nil {
+		return interrupted(b, cerr)
+	}
 	if err = bounded(err, got, http.StatusOK, "GET", bindingPath(op)); err == nil {
 		return e.boundHeld(ctx, b, answerOf(got))
 	}

@@ -57,42 +57,74 @@ func beginCall(ctx context.Context) (end func(), ok bool) {
 
 // timeoutGate is how a verb's --wait --timeout ends its drive. A broker request under
 // way (a call or a poll) is cut off when the time is up, as the wait promised (its
-// context, waitBoundContext, has the wait's deadline): its answer is then unknown, as after a
-// crash, and the record waits as it does then. But an answer that came in time is
-// stored: the drive's context is cancelled, with context.DeadlineExceeded as its cause
-// (waitRanOut), only once no request's outcome is being stored, and nothing new starts
-// after the time is up. Cut off while it was stored, a call's answer would leave the
-// record waiting for the grace, and a poll's would lose the broker's Retry-After. The
-// gate goes through the command's own (an interrupt) as well.
+// context, waitBoundContext, ends then): its answer is then unknown, as after a crash,
+// and the record waits as it does then. But an answer that came in time is stored: the
+// drive's context is cancelled, with context.DeadlineExceeded as its cause (waitRanOut),
+// only once no request's outcome is being stored, and nothing new starts after the time
+// is up. Cut off while it was stored, a call's answer would leave the record waiting
+// for the grace, and a poll's would lose the broker's Retry-After. The gate goes
+// through the command's own (an interrupt) as well. Its time is Config.AfterFunc's.
 type timeoutGate struct {
-	outer    CallGate
-	cancel   context.CancelCauseFunc
-	deadline time.Time
+	outer  CallGate
+	cancel context.CancelCauseFunc
 
 	mu    sync.Mutex
 	calls int
 	out   bool
+	// requests are the broker requests under way (waitBoundContext), which the time
+	// running out cuts off.
+	requests map[*int]context.CancelCauseFunc
 }
 
-// withWaitTimeout returns ctx under a timeoutGate of d, and the func that ends it.
-func withWaitTimeout(ctx context.Context, d time.Duration) (context.Context, func()) {
+// withWaitTimeout returns ctx under a timeoutGate of d timed by afterFunc
+// (Config.AfterFunc; nil: the wall clock's), and the func that ends it.
+func withWaitTimeout(ctx context.Context, d time.Duration, afterFunc func(time.Duration, func()) func() bool) (context.Context, func()) {
+	if afterFunc == nil {
+		afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	outer, _ := ctx.Value(verbGateKey{}).(CallGate)
-	g := &timeoutGate{outer: outer, cancel: cancel, deadline: time.Now().Add(d)}
-	timer := time.AfterFunc(d, g.runOut)
+	g := &timeoutGate{outer: outer, cancel: cancel, requests: map[*int]context.CancelCauseFunc{}}
+	stopTimer := afterFunc(d, g.runOut)
 	return context.WithValue(ctx, verbGateKey{}, CallGate(g)), func() {
-		timer.Stop()
+		stopTimer()
 		cancel(context.Canceled)
 	}
 }
 
 // waitBoundContext is the context of a broker request made under ctx: under a wait's
-// timeout, it ends when the time is up (timeoutGate).
+// timeout, it ends (with context.DeadlineExceeded as its cause) when the time is up
+// (timeoutGate).
 func waitBoundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if g, ok := ctx.Value(verbGateKey{}).(*timeoutGate); ok {
-		return context.WithDeadline(ctx, g.deadline)
+	g, ok := ctx.Value(verbGateKey{}).(*timeoutGate)
+	if !ok {
+		return context.WithCancel(ctx)
 	}
-	return context.WithCancel(ctx)
+	rctx, cancel := context.WithCancelCause(ctx)
+	key := new(int)
+	g.mu.Lock()
+	if g.out {
+		cancel(context.DeadlineExceeded)
+	} else {
+		g.requests[key] = cancel
+	}
+	g.mu.Unlock()
+	return rctx, func() {
+		g.mu.Lock()
+		delete(g.requests, key)
+		g.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// waitBound makes req, a broker request of a verb's drive, under waitBoundContext: its
+// answer, cutOff's error (non-nil when the wait's time ran out first, so that there is
+// no answer to store) and its own error.
+func waitBound[T any](ctx context.Context, req func(context.Context) (T, error)) (resp T, cut, err error) {
+	rctx, cancel := waitBoundContext(ctx)
+	defer cancel()
+	resp, err = req(rctx)
+	return resp, cutOff(rctx, err), err
 }
 
 // cutOff reports the error of a broker request made under cctx (waitBoundContext) that the
@@ -101,6 +133,9 @@ func waitBoundContext(ctx context.Context) (context.Context, context.CancelFunc)
 func cutOff(cctx context.Context, callErr error) error {
 	if callErr == nil {
 		return nil
+	}
+	if cctx.Err() != nil {
+		return context.Cause(cctx)
 	}
 	return cutShort(cctx, callErr)
 }
@@ -132,6 +167,10 @@ func (g *timeoutGate) runOut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.out = true
+	for key, cancel := range g.requests {
+		cancel(context.DeadlineExceeded)
+		delete(g.requests, key)
+	}
 	if g.calls == 0 {
 		g.cancel(context.DeadlineExceeded)
 	}

@@ -108,6 +108,10 @@ type Config struct {
 	// ctx's error. With it set, no timer renews a claim during a broker call either:
 	// the broker renews it with KeepClaim as its time passes.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// AfterFunc, when set, is how a verb's --wait --timeout is timed instead of the wall
+	// clock's timers (a simulation's): it calls f once d has passed, unless stop was
+	// called first; default time.AfterFunc.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// IDs, when set, is the random source of the OSB ids and request ids the engine
 	// generates (a simulation's seeded source, one per engine, so that runs are
 	// reproducible side by side); default uuid's (crypto/rand).

@@ -243,3 +243,36 @@ func TestWaitOp_TimeoutOnceAPollsAnswerCame_StoresItFirst(t *testing.T) {
 		})
 	}
 }
+
+// The GET of an asynchronous bind's credentials, once its poll said it succeeded, is part
+// of the poll: a --wait whose time runs out while the broker has not answered it ends on
+// time (it used to wait for the broker client's own timeout), and the bind stays in
+// flight, to be fetched again.
+func TestFollow_TimeoutDuringTheCredentialsFetch_EndsOnTime(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db", planSmall, "")
+	f.broker.BindReturns(&osb.BindResponse{StatusCode: 202, Async: true, Operation: "bop-1"}, nil)
+	f.createBinding("app", nil)
+	f.stepBinding("app")
+	f.advance(time.Minute) // the poll is due
+	f.broker.SetBindingPollSequence("bop-1", fakePoll(osb.StateSucceeded))
+	f.broker.OnGetBinding(func(ctx context.Context, _ *osb.GetBindingRequest) (*osb.GetBindingResponse, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+		}
+		return &osb.GetBindingResponse{Credentials: map[string]any{"password": "late"}}, nil
+	})
+
+	start := time.Now()
+	_, err := f.engine.follow(context.Background(), bindingFollowed(f.engine, nil), ns, "app", "bind", Follow{Wait: true, Timeout: 50 * time.Millisecond})
+
+	var timeout *TimeoutError
+	assert.Assert(t, errors.As(err, &timeout), "%v", err)
+	assert.Assert(t, time.Since(start) < 30*time.Second, "the wait ended on time, not with the broker's work: %s", time.Since(start))
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodGetBinding)), 1)
+	b := f.getBinding("app")
+	assert.Assert(t, b.Status.InFlight != nil && b.Status.InFlight.Async, "the bind stays in flight: %+v", b.Status)
+	assert.Assert(t, b.Status.Phase != v1alpha1.PhaseReady)
+}

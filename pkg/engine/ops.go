@@ -143,7 +143,7 @@ func (e *Engine) follow(ctx context.Context, d followed, namespace, name, verb s
 	if f.Wait && f.Timeout > 0 {
 		// The calls under way when the time is up end, and their outcomes are stored.
 		var stop func()
-		dctx, stop = withWaitTimeout(dctx, f.Timeout)
+		dctx, stop = withWaitTimeout(dctx, f.Timeout, e.cfg.AfterFunc)
 		defer stop()
 	}
 	res, err := d.drive(dctx, namespace, name, DriveOptions{StopWhenWaiting: !f.Wait, Progress: f.Progress, Created: d.created})

@@ -202,8 +202,16 @@ func (e bindingSteps) bindSucceeded(ctx context.Context, stored *v1alpha1.Servic
 	if prev != nil && answer.empty() && t.retrievable() {
 		// A re-sent bind answered 200 without credentials: the broker may hand
 		// them out only once. GET the binding for them.
-		if got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
-			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID}); bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
+		// (Part of the call, under its gate; the wait's time running out cuts it off, and
+		// the bind's answer is then not stored: callgate.go.)
+		got, cut, err := waitBound(ctx, func(ctx context.Context) (*osb.GetBindingResponse, error) {
+			return t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: osb.RequestOptions{RequestIdentity: op.RequestID},
+				InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+		})
+		if cut != nil {
+			return interrupted(stored, cut)
+		}
+		if bounded(err, got, http.StatusOK, "GET", bindingPath(op)) == nil {
 			answer = answerOf(got)
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -234,10 +235,13 @@ func (e bindingSteps) fetchBound(ctx context.Context, b *v1alpha1.ServiceBinding
 			e.startBindMitigation(x, ReasonRefusedNotShared, "the bind succeeded, but its credentials are not fetched: "+err.Error(), false, now)
 		})
 	}
-	got, err := t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
-		InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+	// (Part of the poll, under its gate: callgate.go.)
+	got, cut, err := waitBound(ctx, func(ctx context.Context) (*osb.GetBindingResponse, error) {
+		return t.client.GetBinding(ctx, &osb.GetBindingRequest{RequestOptions: opts,
+			InstanceID: op.InstanceID, BindingID: op.BindingID, ServiceID: op.ServiceID, PlanID: op.PlanID})
+	})
 	err = bounded(err, got, http.StatusOK, "GET", bindingPath(op))
-	if cerr := cutShort(ctx, err); cerr != nil {
+	if cerr := cmp.Or(cutShort(ctx, err), cut); cerr != nil {
 		return interrupted(b, cerr)
 	}
 	if err == nil {

@@ -30,12 +30,12 @@ import (
 // boundsJunk is how many junk ConfigMaps the tenant writes, each with boundsLabels
 // OSB-id-shaped labels (about 1.3 MB).
 const (
-	boundsJunk   = 80
+	boundsJunk   = 24
 	boundsLabels = 17000
 )
 
 // TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle: a tenant who may write
-// ConfigMaps in her namespace creates eighty named like instance records,
+// ConfigMaps in her namespace creates twenty-four named like instance records,
 // each with about 1.3 MB of labels shaped like OSB id labels (no author: the trust
 // policy lets them through). One "reconcile -A" run reports each once as not read,
 // drives another namespace's instance, and its peak memory stays far below the 256 MiB
@@ -105,6 +105,8 @@ func TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle(t *testing.T
 	assert.Check(t, is.Equal(reported, boundsJunk))
 	// Far below the Pod's 256 MiB; the list of every label of these ConfigMaps alone
 	// took more than that.
-	// 1061 MiB before the bounds; 131-163 MiB since, as the binary grew: 192 keeps a margin and still catches the defect.
+	// 1061 MiB before the bounds with eighty such records (about 320 MiB with these
+	// twenty-four); 131-163 MiB since, as the binary grew: 192 keeps a margin and still
+	// catches the defect.
 	assert.Check(t, maxRSS < 192<<20, "reconcile's peak resident set was %d MiB", maxRSS>>20)
 }

@@ -232,7 +232,7 @@ var groupProcesses = map[string]int{
 // on a busy machine of 2 cores: go test -json ./test/e2e/); any other counts as
 // defaultSerialSeconds. splitGroups balances the processes of a group by it.
 var serialSeconds = map[string]int{
-	"TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle":                       180,
+	"TestBounds_JunkRecordsWithMegabytesOfLabelsCostReconcileLittle":                       60,
 	"TestEventsScope_AForbiddenEventInOneNamespaceLeavesTheOthersEvents":                   40,
 	"TestEnvShape_TheOwnerOfASharedInstance_DoesNotChooseTheConsumersEnvironment":          31,
 	"TestLimits_DocumentedRoles_MaxBindingsBelowTheBindingsThatExist_CountsEveryNamespace": 27,

@@ -45,7 +45,7 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	}
 	inst := instanceNames[w.rng.IntN(len(instanceNames))]
 	bind := bindingNames[w.rng.IntN(len(bindingNames))]
-	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
+	follow := w.follow()
 	e, ns := p.eng, p.ns
 	if w.brokersOn {
 		// Brokers registered, synced and deregistered (brokers_test.go).

@@ -122,6 +122,12 @@ func (w *world) current() *proc { return w.running }
 // every step to renew its claim when that is due, as the engine's timer would.
 func (w *world) call(ctx context.Context, method, id string, decide func() outcome) outcome {
 	p := w.current()
+	if err := ctx.Err(); err != nil {
+		// Not sent, as an HTTP client sends nothing under an ended context.
+		w.logf("%-14s broker %s %s not sent: %v", p.name, method, id, err)
+		return outcome{err: &osb.TransportError{Method: method, Path: "/sim", Err: err, Canceled: true}}
+	}
+	inCall := w.checkGateSend(p, method, id) // callgate_test.go
 	req, overlap := w.ledger.Begin(method, id, p.name)
 	w.sent(method, id)
 	if until, ok := w.unguarded[id]; ok && !w.t.Before(until) {
@@ -163,6 +169,7 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	}
 	p.inCall, p.atBroker, p.tick = false, false, false
 	if p.dead || ctx.Err() != nil {
+		w.checkCutOff(p, method, id, inCall) // callgate_test.go
 		w.logf("%-14s stopped waiting for %s; the broker goes on (%s) until %s", p.name, req, o.what, work.until.Format("15:04:05"))
 		if !work.landed && w.claimTTL < callTimeout {
 			// The call was given up (its claim could not be renewed): the broker goes on
@@ -181,6 +188,7 @@ func (w *world) call(ctx context.Context, method, id string, decide func() outco
 	if !work.landed {
 		w.land(work)
 	}
+	w.checkGateAnswer(p, method, id) // callgate_test.go
 	w.logf("%-14s broker %s: %s", p.name, req, o.what)
 	return o
 }

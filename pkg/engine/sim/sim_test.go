@@ -67,7 +67,9 @@ func TestSim(t *testing.T) {
 	}
 	start := time.Now()
 	failed := 0
+	var reached gateReached
 	for seed, w := range runSeeds(from, count) {
+		reached.add(w.gateReached)
 		if len(w.failures) == 0 {
 			if *firstSeed != 0 && testing.Verbose() {
 				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
@@ -83,6 +85,10 @@ func TestSim(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
+	t.Logf("the call gate: %+v", reached)
+	if count >= 100 && *firstSeed == 0 {
+		reached.check(t)
+	}
 }
 
 // runSeeds runs count seeds from from, as many at once as Go runs goroutines in

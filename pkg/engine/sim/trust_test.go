@@ -566,7 +566,7 @@ func (w *world) trustTask(p *proc) (string, func(context.Context) error) {
 	if !w.faults {
 		return "nothing", func(context.Context) error { return nil }
 	}
-	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
+	follow := w.follow()
 	fromVault := []v1alpha1.ParametersFromSource{{SecretKeyRef: &v1alpha1.SecretKeyReference{Name: vaultSecret, Key: vaultKey}}}
 	addVault := []v1alpha1.SecretTransform{{AddKeysFrom: &v1alpha1.AddKeysFromTransform{SecretRef: v1alpha1.SecretReference{Name: vaultSecret}}}}
 	devInstances := append(slices.Clone(instanceNames), "vault-0", "vault-1")

@@ -145,7 +145,7 @@ func (w *world) upgradeStep() {
 func (w *world) maintainerTask(p *proc) (string, func(context.Context) error) {
 	e := p.eng
 	inst := instanceNames[w.rng.IntN(len(instanceNames))]
-	follow := engine.Follow{Wait: w.rng.IntN(3) == 0}
+	follow := w.follow()
 	switch n := w.rng.IntN(10); {
 	case n < 3 && w.faults:
 		plan := []string{planSmall, planLarge}[w.rng.IntN(2)]

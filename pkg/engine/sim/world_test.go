@@ -125,6 +125,9 @@ type world struct {
 	// listingTurns counts the draws of full passes that step records while their list
 	// is read: the list's turn first, the steps' first (aslisted_test.go).
 	listingTurns [2]int
+	// gateRng draws the verbs' --timeout (callgate_test.go).
+	gateRng     *rand.Rand
+	gateReached gateReached
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -186,6 +189,8 @@ type proc struct {
 	// made for its lifetime groupGen.
 	group    *shard.Group
 	groupGen int
+	// gate is the signal handling of a process that runs commands (callgate_test.go).
+	gate *gate
 	// cluster is the API server of the process's cluster: nil for the world's, the new
 	// cluster of the move world for its processes there (move_test.go).
 	cluster *storetest.Cluster
@@ -217,6 +222,7 @@ func newWorld(seed uint64) *world {
 		w.rates.brokerFault = 90
 	}
 	w.rates.slow = w.pick(0, 10, 30)
+	w.gateRng = newGateRand(seed)
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
@@ -315,6 +321,7 @@ func (p *proc) reset() {
 	// Reads the engine starts ahead run in the process's goroutine, at their start or at
 	// their first wait as the seed decides, so that one seed is still one interleaving.
 	p.ctx, p.stop = context.WithCancel(ahead.WithSchedule(context.Background(), func() bool { return p.w.rng.IntN(2) == 0 }))
+	p.ctx = p.withGate(p.ctx) // callgate_test.go
 	// The store stamps the process's user as the author of each spec it writes. Its
 	// claims are timed by the process's monotonic clock, the simulation's time since the
 	// process started, which no setting of its wall clock (skew) moves.
@@ -336,6 +343,9 @@ func (p *proc) reset() {
 		c.Now = p.now
 		c.Jitter = p.w.rng.Float64
 		c.Sleep = p.sleep
+		if p.gated() {
+			c.AfterFunc, c.Hook = p.afterFunc, p.gateHook // callgate_test.go
+		}
 		// OSB ids and request ids come from the seed too, so a trace names the same ids.
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
@@ -461,6 +471,7 @@ func (w *world) await(p *proc) {
 		w.fail("process %s panicked in %s (record %s): %s", p.name, p.task, p.record, ev.panic)
 	}
 	if ev.done {
+		w.checkGateEnd(p)
 		p.alive = false
 		p.record = ""
 		w.logf("%-14s ends %s", p.name, p.task)
@@ -503,8 +514,7 @@ func (w *world) step() {
 			p.dead = true
 			p.stop()
 		case w.chance(w.rates.interrupt * boost):
-			w.logf("%-14s interrupted (its context ends)", p.name)
-			p.stop()
+			p.interrupt() // callgate_test.go
 		}
 	}
 	w.run(p)
