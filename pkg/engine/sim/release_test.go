@@ -293,7 +293,7 @@ func TestSim_ModelWorlds(t *testing.T) {
 	if *firstSeed != 0 || *seeds != 0 {
 		t.Skip("a run of chosen seeds")
 	}
-	count := 25
+	count := 20
 	if testing.Short() {
 		count = 8
 	}

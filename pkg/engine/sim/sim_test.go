@@ -55,9 +55,9 @@ func runSeed(seed uint64, n int) *world {
 }
 
 func TestSim(t *testing.T) {
-	count, from := 400, uint64(1)
+	count, from := 150, uint64(1)
 	if testing.Short() {
-		count = 100
+		count = 60
 	}
 	if *firstSeed != 0 {
 		from, count = *firstSeed, 1
@@ -86,7 +86,7 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
 	t.Logf("the call gate: %+v", reached)
-	if count >= 100 && *firstSeed == 0 {
+	if count >= 150 && *firstSeed == 0 {
 		reached.check(t)
 	}
 }

@@ -17,8 +17,8 @@ func TestSim_MoveWorld(t *testing.T) {
 		flags []*bool
 		count int
 	}{
-		{"-sim.move", []*bool{moveWorld}, 16},
-		{"-sim.move -sim.asyncbind", []*bool{moveWorld, asyncBindAll}, 6},
+		{"-sim.move", []*bool{moveWorld}, 8},
+		{"-sim.move -sim.asyncbind", []*bool{moveWorld, asyncBindAll}, 3},
 	} {
 		count := world.count
 		if testing.Short() {
