@@ -34,6 +34,9 @@ func (w *world) provisionHandler(l *fake.Ledger) func(ctx context.Context, r *os
 				if o, ok := otherProvision(h, r); ok {
 					return o // simrogue_test.go
 				}
+				if o, ok := w.otherMaintenance(h.ID, r.MaintenanceInfo); ok {
+					return o // upgrade_test.go
+				}
 				if w.oversized[r.InstanceID] && w.faults {
 					// A broker that answered with an oversized field answers so again
 					// (until the faults stop).

@@ -200,6 +200,18 @@ func (w *world) staleMaintenance(plan string, mi *osb.MaintenanceInfo) (outcome,
 	return outcome{}, false
 }
 
+// otherMaintenance is the broker's answer to a provision of an instance it holds at
+// another maintenance version than the request names: a provision with other attributes
+// than the instance it holds, 409 Conflict (OSB).
+func (w *world) otherMaintenance(id string, mi *osb.MaintenanceInfo) (outcome, bool) {
+	held, ok := w.upgrade.held[id]
+	if !w.upgradeOn || !ok || mi == nil || mi.Version == held {
+		return outcome{}, false
+	}
+	return outcome{what: fmt.Sprintf("409 (held at maintenance version %s, %s asked)", held, mi.Version),
+		err: httpErr(409, "", "the instance exists with other attributes")}, true
+}
+
 // provisionedMaintenance is what a provision the broker carries out leaves: the
 // instance at the version it named, or its plan's current one.
 func (w *world) provisionedMaintenance(id, plan string, mi *osb.MaintenanceInfo) {
