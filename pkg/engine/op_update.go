@@ -162,6 +162,17 @@ func (e instanceVerbs) planRebindOnce(ctx context.Context, inst *v1alpha1.Servic
 		return "", inputErrorf("instance %q: --rebind rotates the bindings after an update, and its last update was refused: go back to what the broker holds with %s, or give the update to make with --rebind",
 			req.Name, hint.Quoted(req.Namespace, "update", req.Name, "--revert"))
 	}
+	if inst.Status.Provisioned == nil {
+		// No binding of it holds credentials the broker handed out: they get theirs
+		// when they are bound. A rebind recorded now would wait for a provision that
+		// may never come, unanswered.
+		if !changed {
+			return "", inputErrorf("instance %q: --rebind rotates the credentials of its bindings, and the broker has not provisioned it: its bindings have none to rotate yet (see it with %s)",
+				req.Name, hint.Quoted(req.Namespace, "describe", "instance", req.Name))
+		}
+		req.Follow.note("Instance %q is not provisioned: --rebind has nothing to rotate.", req.Name)
+		return "", nil
+	}
 	listed, unseen, err := listBindingsOf(ctx, e.cfg.Store, inst)
 	if err != nil {
 		return "", err

@@ -118,6 +118,21 @@ func dropRebindAfterRefusal(x *v1alpha1.ServiceInstance, now time.Time) {
 		fmt.Sprintf("no binding was rotated (asked for by %s): the update was refused, so the broker holds the instance as before and the bindings keep their credentials", rb.Reason), now)
 }
 
+// dropRebindOfUnprovisioned removes from inst, failed for good before the broker ever
+// provisioned it, the rebind it was to follow: that rebind waits for the instance to
+// settle its generation, which a refused provision never does, and the broker holds no
+// credentials of it to rotate. It would otherwise be left asked for, and unanswered,
+// until the spec changed.
+func dropRebindOfUnprovisioned(inst *v1alpha1.ServiceInstance, now time.Time) {
+	rb := inst.Status.Rebind
+	if rb == nil || inst.Status.Provisioned != nil {
+		return
+	}
+	inst.Status.Rebind = nil
+	setCondition(inst, ConditionBindingsRebound, metav1.ConditionFalse, ReasonRebindSkipped,
+		fmt.Sprintf("no binding was rotated (asked for by %s): the instance's provision failed, so the broker holds no instance whose bindings could be rotated", rb.Reason), now)
+}
+
 // rebindDue reports whether inst, settled for the generation its rebind follows, has
 // bindings to rotate now.
 func rebindDue(inst *v1alpha1.ServiceInstance) bool {

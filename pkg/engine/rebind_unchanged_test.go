@@ -148,3 +148,32 @@ func TestRebind_BindingLeftRotatingAtTheLimitByAnEarlierRebind_IsRecordedAsFaile
 	}
 	assert.Equal(t, len(f.broker.CallsTo(fake.MethodUnbind)), 0)
 }
+
+// update --rebind of an instance the broker never provisioned (its provision refused
+// for good): with no change, it is refused as bad input and the record is left as it
+// was; with a change (a new plan, so a new provision), the change is made and no rebind
+// is recorded, since no binding of it holds credentials to rotate. A rebind recorded
+// there waited, unanswered, for a provision that might never come (found by the
+// simulation: -sim.aslisted=1 seed 198).
+func TestUpdateRebind_AnInstanceNeverProvisioned_HasNothingToRotate(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	provisionReturns(f, 0, fake.HTTPError("PUT", 400, "", "bad parameter"))
+	f.step("db")
+	before := f.get("db")
+	assert.Equal(t, condition(before, v1alpha1.ConditionFailed).Status, metav1.ConditionTrue)
+
+	_, err := f.engine.Update(context.Background(), InstanceUpdateRequest{Namespace: ns, Name: "db", Rebind: true})
+	assert.ErrorContains(t, err, `instance "db": --rebind rotates the credentials of its bindings, and the broker has not provisioned it`)
+	after := f.get("db")
+	assert.DeepEqual(t, after, before)
+
+	var notes []string
+	_, err = f.engine.Update(context.Background(), InstanceUpdateRequest{Namespace: ns, Name: "db", UpdateRequest: UpdateRequest{Plan: "large"}, Rebind: true,
+		Follow: Follow{Note: func(s string) { notes = append(notes, s) }}})
+	assert.NilError(t, err)
+	after = f.get("db")
+	assert.Equal(t, after.Generation, before.Generation+1, "the plan's change is made")
+	assert.Assert(t, after.Status.Rebind == nil, "%+v", after.Status.Rebind)
+	assert.Assert(t, is.Contains(fmt.Sprint(notes), "--rebind has nothing to rotate"))
+}

@@ -157,6 +157,9 @@ func (e *Engine) terminalFailure(x opRecord, reason, msg string, now time.Time) 
 	st.Phase = v1alpha1.PhaseFailed
 	setCondition(x, v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg, now)
 	setCondition(x, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg, now)
+	if inst, ok := x.(*v1alpha1.ServiceInstance); ok {
+		dropRebindOfUnprovisioned(inst, now)
+	}
 }
 
 // pollDeadline is when polling op gives up: its recorded deadline, else (a status that

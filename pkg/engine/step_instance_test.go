@@ -459,3 +459,30 @@ func TestStepInstance_DeprovisionWithBindings_UnbindsFirst(t *testing.T) {
 	methods := f.broker.MethodNames()
 	assert.Assert(t, indexOf(methods, fake.MethodUnbind) < indexOf(methods, fake.MethodDeprovision), "%v", methods)
 }
+
+// A rebind asked for ("update --rebind") on an instance the broker never provisioned,
+// whose provision it then refused for good, ends with the refusal and says why, instead
+// of staying asked for, unanswered, until the spec changes (found by the simulation:
+// -sim.aslisted=1 seed 198).
+func TestStepInstance_ProvisionRefusedForGood_DropsTheRebindItWasToFollow(t *testing.T) {
+	f := newFixture(t)
+	f.create("db", planSmall, "")
+	ctx := context.Background()
+	_, err := f.st.Instances().UpdateWithRetry(ctx, ns, "db", func(x *v1alpha1.ServiceInstance) error {
+		x.Status.Rebind = &v1alpha1.RebindStatus{Generation: x.Generation, Reason: RebindOnce, AfterUpdate: true, RequestedAt: metav1.NewTime(f.now)}
+		return nil
+	})
+	assert.NilError(t, err)
+	provisionReturns(f, 0, fake.HTTPError("PUT", 400, "", "bad parameter"))
+
+	res := f.step("db")
+
+	assert.Equal(t, res.State, StateNeedsUser, res.Message)
+	inst := f.get("db")
+	assert.Assert(t, inst.Status.Rebind == nil, "%+v", inst.Status.Rebind)
+	c := condition(inst, ConditionBindingsRebound)
+	assert.Equal(t, c.Status, metav1.ConditionFalse)
+	assert.Equal(t, c.Reason, ReasonRebindSkipped)
+	assert.Assert(t, is.Contains(c.Message, "provision failed"))
+	assert.Assert(t, !inst.HasPendingWork())
+}
