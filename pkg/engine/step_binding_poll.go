@@ -53,13 +53,12 @@ func (e bindingSteps) poll(ctx context.Context, b *v1alpha1.ServiceBinding) (Res
 	if op.Type == v1alpha1.OperationUnbind {
 		pollOp = osb.OpPollUnbind
 	}
-	pctx, cancel := waitBoundContext(ctx)
-	resp, callErr := t.client.BindingLastOperation(pctx, &osb.BindingLastOperationRequest{
-		RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
-		ServiceID: op.ServiceID, PlanID: op.PlanID, OperationKey: op.OperationKey,
+	resp, cut, callErr := waitBound(ctx, func(ctx context.Context) (*osb.LastOperationResponse, error) {
+		return t.client.BindingLastOperation(ctx, &osb.BindingLastOperationRequest{
+			RequestOptions: opts, InstanceID: op.InstanceID, BindingID: op.BindingID,
+			ServiceID: op.ServiceID, PlanID: op.PlanID, OperationKey: op.OperationKey,
+		})
 	})
-	cut := cutOff(pctx, callErr)
-	cancel()
 	if err := cutShort(ctx, callErr); err != nil {
 		return interrupted(b, err)
 	}

@@ -142,10 +142,7 @@ func sendCall[T driven[T]](e *Engine, ctx context.Context, x T, c brokerCall, ou
 	var callErr error
 	var cut error
 	stored, err = callUnderClaim(e, ctx, stored, func(ctx context.Context) {
-		cctx, cancel := waitBoundContext(ctx)
-		defer cancel()
-		status, callErr = c.call(cctx)
-		cut = cutOff(cctx, callErr)
+		status, cut, callErr = waitBound(ctx, c.call)
 	})
 	if err == nil {
 		err = cut // cut off by the wait's time running out: no answer to store

@@ -58,12 +58,11 @@ func (e instanceSteps) poll(ctx context.Context, inst *v1alpha1.ServiceInstance)
 	case v1alpha1.OperationDeprovision:
 		pollOp = osb.OpPollDeprovision
 	}
-	pctx, cancel := waitBoundContext(ctx)
-	resp, callErr := t.client.LastOperation(pctx, &osb.LastOperationRequest{
-		RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: planID, OperationKey: op.OperationKey,
+	resp, cut, callErr := waitBound(ctx, func(ctx context.Context) (*osb.LastOperationResponse, error) {
+		return t.client.LastOperation(ctx, &osb.LastOperationRequest{
+			RequestOptions: opts, InstanceID: op.InstanceID, ServiceID: op.ServiceID, PlanID: planID, OperationKey: op.OperationKey,
+		})
 	})
-	cut := cutOff(pctx, callErr)
-	cancel()
 	if err := cutShort(ctx, callErr); err != nil {
 		return interrupted(inst, err)
 	}
