@@ -13,7 +13,9 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/test/broker"
+	"github.com/kubectl-catalog/kubectl-catalog/test/controlplane"
 )
 
 // rebindEnv is instance "db" of postgresql/hobby with bindings "one" and "two", and what
@@ -191,4 +193,66 @@ func TestRebind_BadInput_ChangesNothing(t *testing.T) {
 
 	assert.DeepEqual(t, snapshotRecords(t, e.ns), before)
 	assert.Equal(t, len(e.b.RequestsFor(broker.OpUpdate)), 0)
+}
+
+// "update --rebind" of an instance the broker never provisioned (its provision refused
+// with a 400), through a namespace-scoped and a cluster-scoped broker, for a plan the
+// broker provisions synchronously and one it provisions asynchronously: --rebind alone
+// is bad input (exit 2, naming describe instance) and changes no record or Secret; with a
+// change of plan, the change is made and provisioned, the verb says --rebind has nothing
+// to rotate, and no rebind is left recorded on the instance.
+func TestRebind_AnInstanceNeverProvisioned_HasNothingToRotate(t *testing.T) {
+	t.Parallel()
+	for _, scope := range []string{"namespace", "cluster"} {
+		for _, tc := range []struct{ plan, then string }{{"hobby", "standard"}, {"standard", "hobby"}} {
+			t.Run(scope+"/"+tc.plan, func(t *testing.T) {
+				t.Parallel()
+				b := broker.NewTestBroker(t, broker.Options{AsyncDelay: 300 * time.Millisecond, RetryAfter: -1})
+				ns := cp.NewNamespace(t)
+				var extra []string
+				namespaces := []string{ns}
+				if scope == "cluster" {
+					catNS := cp.NewNamespace(t)
+					extra = []string{"--catalog-namespace", catNS}
+					namespaces = append(namespaces, catNS)
+				}
+				cli := func(args ...string) result {
+					t.Helper()
+					return instCatalog(t, ns, append(args, extra...)...)
+				}
+				r := cli("register", "acme", "--url", b.URL(), "--scope", scope)
+				assert.Equal(t, r.ExitCode, 0, r.Stderr)
+				_, err := b.InjectFault(broker.Fault{Op: broker.OpProvision, When: broker.Before, Action: broker.ActionRespond, Status: 400, Description: "size not offered here"})
+				assert.NilError(t, err)
+				r = cli("provision", "db", "--class", "postgresql", "--plan", tc.plan, "--wait", "--interval", "200ms")
+				assert.Equal(t, r.ExitCode, 1, r.Stderr)
+				assert.Assert(t, is.Contains(r.Stderr, "size not offered here"))
+				b.ClearFaults()
+				sent := len(b.Requests())
+				before := snapshotRecords(t, namespaces...)
+
+				r = cli("update", "db", "--rebind")
+				assert.Equal(t, r.ExitCode, 2, r.Stderr)
+				assert.Assert(t, is.Contains(r.Stderr, `instance "db": --rebind rotates the credentials of its bindings, and the broker has not provisioned it`))
+				assert.Assert(t, is.Contains(r.Stderr, "describe instance db"))
+				assert.DeepEqual(t, snapshotRecords(t, namespaces...), before)
+				assert.Equal(t, len(b.Requests()), sent, "the refused update sent the broker nothing")
+
+				r = cli("update", "db", "--plan", tc.then, "--rebind", "--wait", "--interval", "200ms")
+				assert.Equal(t, r.ExitCode, 0, r.Stderr)
+				assert.Assert(t, is.Contains(r.Stderr, `Instance "db" is not provisioned: --rebind has nothing to rotate.`))
+				admin, err := cp.Client(controlplane.AdminUser)
+				assert.NilError(t, err)
+				st := store.New(admin, nil)
+				inst, err := st.Instances().Get(context.Background(), ns, "db")
+				assert.NilError(t, err)
+				assert.Assert(t, inst.Status.Provisioned != nil, "%+v", inst.Status)
+				assert.Equal(t, inst.Status.Provisioned.PlanID, b.Instances()[0].PlanID)
+				assert.Assert(t, inst.Status.Rebind == nil, "%+v", inst.Status.Rebind)
+				assert.Assert(t, !inst.HasPendingWork(), "%+v", inst.Status)
+				assert.Assert(t, is.Len(b.Instances(), 1))
+				assert.Assert(t, is.Len(b.Violations(), 0))
+			})
+		}
+	}
 }
