@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -43,11 +44,19 @@ func (w *world) dryRunTask(p *proc) (string, func(context.Context) error) {
 	bind := bindingNames[w.rng.IntN(len(bindingNames))]
 	plan := []string{"small", "large"}[w.rng.IntN(2)]
 	broker := fake.New()
-	st := store.New(dryRunClient{simClient: simClient{Interface: w.cluster.Core, p: p}}, w.cluster.Metadata, store.WithClock(p.now),
-		store.WithIdentity(func(context.Context) (*store.Identity, error) { return &store.Identity{Username: p.name}, nil }))
+	// The administrator is who the other processes are: under the trust policy, her
+	// store stamps her user and groups and the policy's token, and her engine checks the
+	// policy's state and her rights, as a command's does (the broker answers nothing).
+	tr := p.trustReader()
+	st := store.New(dryRunClient{simClient: simClient{Interface: w.cluster.Core, p: p}}, w.cluster.Metadata,
+		append([]store.Option{store.WithClock(p.now), store.WithIdentity(p.identity)}, p.trustStore(tr)...)...)
 	e := enginetest.New(st, broker, func(c *engine.Config) {
 		c.Holder = p.holderName()
-		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.name, UID: "u-" + p.name}}
+		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.user(), UID: "u-" + p.user()}}
+		if tr != nil {
+			c.Trust = kube.ClusterTrust{Reader: tr}
+			c.Authorizer = simAuthorizer{p}
+		}
 		c.Now, c.Jitter, c.Sleep, c.IDs, c.ClaimTTL = p.now, w.rng.Float64, p.sleep, w.rngReader(), w.claimTTL
 		if *upShare || *fileProjections {
 			c.Projector = simProjector{w}

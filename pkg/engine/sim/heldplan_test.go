@@ -77,7 +77,7 @@ func (w *world) checkHeldPlans(insts []*v1alpha1.ServiceInstance) {
 		if x.Spec.Parameters != nil && len(x.Spec.Parameters.Raw) > 0 {
 			_ = json.Unmarshal(x.Spec.Parameters.Raw, &want)
 		}
-		got := withoutSecretParams(x, w.params[id])
+		got := w.withoutSecretParams(w.params[id])
 		if got == nil {
 			got = map[string]any{}
 		}

@@ -71,6 +71,8 @@ worlds='-sim.rogue=false
 -sim.move
 -sim.aslisted=1
 -sim.aslisted=1 -sim.listed=1 -sim.rogue -sim.asyncbind -sim.gc -sim.nsdelete
+-sim.trust -sim.migrate -sim.upgrade -sim.heldplan -sim.oldrelease -sim.aslisted=1 -sim.listed=1 -sim.gc -sim.nsdelete -sim.rogue -sim.asyncbind
+-sim.trust -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind
 -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind -sim.move'
 
 n=$(printf '%s\n' "$worlds" | wc -l)
