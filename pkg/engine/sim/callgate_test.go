@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/cmdutil"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // The verbs' call gate (engine/callgate.go), as a command has it. Each process that runs
@@ -250,17 +253,23 @@ func (w *world) checkGateEnd(p *proc) {
 		return op != nil && op.SentAt != nil && op.RequestID == h.op.RequestID &&
 			(h.op.SentAt == nil || op.SentAt.Unix() == h.op.SentAt.Unix()) // (stored to the second)
 	}
+	// A record released (its deletion confirmed by the broker, the engine's finalizer
+	// removed) keeps what it held: releasing it is what stores such an answer, and its
+	// ConfigMap stays only while a foreground deletion waits for its dependents.
+	released := func(x metav1.Object) bool {
+		return x.GetDeletionTimestamp() != nil && !slices.Contains(x.GetFinalizers(), store.Finalizer)
+	}
 	for _, h := range held {
 		if p.apiFaults > h.apiFaults {
 			continue
 		}
 		for _, x := range insts {
-			if sameSend(x.Status.InFlight, h) {
+			if sameSend(x.Status.InFlight, h) && !released(x) {
 				w.fail("%s ended with the answer to its %s for %s unstored (request %s): instance %s/%s still holds that send written ahead", p.name, h.op.Type, h.op.InstanceID, h.op.RequestID, x.Namespace, x.Name)
 			}
 		}
 		for _, x := range binds {
-			if sameSend(x.Status.InFlight, h) {
+			if sameSend(x.Status.InFlight, h) && !released(x) {
 				w.fail("%s ended with the answer to its %s for %s unstored (request %s): binding %s/%s still holds that send written ahead", p.name, h.op.Type, h.op.BindingID, h.op.RequestID, x.Namespace, x.Name)
 			}
 		}

@@ -131,13 +131,26 @@ func (w *world) setupTrust() {
 	}
 	// The vault's value must never reach a ConfigMap or an Event (invariant 9).
 	w.book.secrets = append(w.book.secrets, w.trust.canary)
+	w.putVault()
+}
+
+// putVault creates the vault in dev, unless it is there or dev is being deleted.
+func (w *world) putVault() bool {
+	if !w.creatableIn("dev") {
+		return false
+	}
 	data := fmt.Sprintf(`{"vault":%q}`, w.trust.canary)
-	if _, err := w.cluster.Core.CoreV1().Secrets("dev").Create(ctx, &corev1.Secret{
+	_, err := w.cluster.Core.CoreV1().Secrets("dev").Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "dev", Name: vaultSecret},
 		Data:       map[string][]byte{vaultKey: []byte(data), "extra": []byte(w.trust.canary)},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return false
+	}
+	if err != nil {
 		panic(err)
 	}
+	return true
 }
 
 // addTrustProcs adds alice's process naming the vault and mallory's attacks on dev.
@@ -710,6 +723,11 @@ func (w *world) writeRecord(ctx context.Context, p *proc, as string, token bool,
 func (w *world) trustQuiesce() {
 	if w.trust == nil {
 		return
+	}
+	// The deletion of namespace dev (-sim.nsdelete) took the vault with it: its owner
+	// creates it again, as the records waiting on it say to.
+	if w.putVault() {
+		w.logf("%-14s Secret dev/%s created again", "alice", vaultSecret)
 	}
 	ctx := context.Background()
 	st := store.New(w.cluster.Core, w.cluster.Metadata, store.WithClock(func() time.Time { return w.t }),
