@@ -170,6 +170,10 @@ test-release: $(BIN_DIR)/goreleaser $(BIN_DIR)/krew ## Quick release checks, thi
 soak: ## The engine's simulation over SOAK_SEEDS seeds (default 100000) spread over every world it models, in shards; resumes where it stopped (SOAK_DIR, default bin/soak)
 	SEEDS=$(or $(SOAK_SEEDS),100000) DIR=$(or $(SOAK_DIR),bin/soak) GO=$(GO) sh pkg/engine/sim/soak.sh
 
+.PHONY: soak-pairs
+soak-pairs: ## The simulation over every pair of its world flags (378 worlds), SOAK_SEEDS seeds in all (default 37800: 100 each); resumes as soak does (SOAK_DIR, default bin/soak-pairs)
+	PAIRS=1 SEEDS=$(or $(SOAK_SEEDS),37800) DIR=$(or $(SOAK_DIR),bin/soak-pairs) GO=$(GO) sh pkg/engine/sim/soak.sh
+
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for FUZZTIME executions from its seed corpus (default 10000x; FUZZTIME_SLOW for FUZZ_SLOW_TARGETS)
 	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; cache=$(or $(FUZZCACHEDIR),$$tmp/fuzz); \

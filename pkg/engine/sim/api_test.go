@@ -161,7 +161,7 @@ func (c simConfigMaps) Create(ctx context.Context, cm *corev1.ConfigMap, o metav
 		return nil, err
 	}
 	out, err := c.ConfigMapInterface.Create(ctx, cm, o)
-	if err == nil && out != nil {
+	if err == nil && out != nil && c.p.underPolicy() {
 		c.p.w.noteWrite(c.ns, out.Name, c.p.user())
 	}
 	return landed(c.p, out, err, "create", configMaps, c.ns, cm.Name)
@@ -171,13 +171,13 @@ func (c simConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, o metav
 	if err := c.p.request(ctx, "update", configMaps, c.ns, cm.Name); err != nil {
 		return nil, err
 	}
-	if old, err := c.p.w.cluster.Core.CoreV1().ConfigMaps(c.ns).Get(ctx, cm.Name, metav1.GetOptions{}); err == nil {
+	if old, err := c.ConfigMapInterface.Get(ctx, cm.Name, metav1.GetOptions{}); err == nil {
 		if err := c.p.admit("UPDATE", cm, old); err != nil {
 			return nil, err
 		}
 	}
 	out, err := c.ConfigMapInterface.Update(ctx, cm, o)
-	if err == nil {
+	if err == nil && c.p.underPolicy() {
 		c.p.w.noteWrite(c.ns, cm.Name, c.p.user())
 	}
 	return landed(c.p, out, err, "update", configMaps, c.ns, cm.Name)

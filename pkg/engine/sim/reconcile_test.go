@@ -61,7 +61,7 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 			return err
 		}
 	}
-	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: reconcileTrustsWriters(), Observer: simObserver{p}}
+	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: p.trustsWriters(), Observer: simObserver{p}}
 	o.ListedCopiesMin = p.listedCopiesMin()   // listed_test.go
 	o.CatalogNamespace = p.catalogNamespace() // aslisted_test.go
 	if !quiescing && w.rng.IntN(2) == 0 {
@@ -88,7 +88,7 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 // rotateDue rotates each bound binding one time in five, as --rotate-due does.
 func (p *proc) rotateDue(ctx context.Context) error {
 	ctx = engine.AsReconcile(ctx)
-	if reconcileTrustsWriters() {
+	if p.trustsWriters() {
 		ctx = engine.WithRunnersRights(ctx)
 	}
 	binds, err := p.st.Bindings().List(ctx, "", store.Filter{})

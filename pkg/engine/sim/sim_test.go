@@ -55,11 +55,6 @@ func runSeed(seed uint64, n int) *world {
 }
 
 func TestSim(t *testing.T) {
-	if *moveWorld && *trustPolicy {
-		// The second cluster of the move world has no trust policy of its own, and the
-		// checks of authorship key records by namespace and name, which both clusters hold.
-		t.Fatal("-sim.move and -sim.trust are not modelled together: the move world's second cluster has no trust policy (docs/engine.md, \"What the simulation models\")")
-	}
 	count, from := 150, uint64(1)
 	if testing.Short() {
 		count = 60

@@ -5,7 +5,8 @@
 # on one core; JOBS=1 runs one shard at a time on every core). A shard that passed is
 # recorded in DIR (default bin/soak) and skipped when the soak is run again, so an
 # interrupted soak resumes; a failed shard's output (each failing seed with its replay
-# command) is kept in DIR, and the soak exits 1.
+# command) is kept in DIR, and the soak exits 1. PAIRS=1 runs every pair of flags as the
+# worlds instead (make soak-pairs).
 set -u
 SEEDS=${SEEDS:-100000}
 SHARD=${SHARD:-500}
@@ -72,8 +73,42 @@ worlds='-sim.rogue=false
 -sim.aslisted=1
 -sim.aslisted=1 -sim.listed=1 -sim.rogue -sim.asyncbind -sim.gc -sim.nsdelete
 -sim.trust -sim.migrate -sim.upgrade -sim.heldplan -sim.oldrelease -sim.aslisted=1 -sim.listed=1 -sim.gc -sim.nsdelete -sim.rogue -sim.asyncbind
+-sim.move -sim.trust -sim.rebind -sim.asyncbind
 -sim.trust -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind
 -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind -sim.move'
+
+# PAIRS=1: instead, every pair of the single worlds below (each flag, with every other).
+if [ "${PAIRS:-0}" = 1 ]; then
+	single='-sim.rogue
+-sim.asyncbind
+-sim.skew
+-sim.longwork
+-sim.lostanswer
+-sim.gc
+-sim.nsdelete
+-sim.heldplan
+-sim.crossns
+-sim.abandon
+-sim.upshare
+-sim.oldrelease
+-sim.paramsecret
+-sim.dryrun
+-sim.upshare -sim.upcreds
+-sim.files
+-sim.brokers
+-sim.limits
+-sim.shards
+-sim.staticshard
+-sim.upgrade
+-sim.rebind
+-sim.move
+-sim.trust
+-sim.migrate
+-sim.foreign=false
+-sim.aslisted=1
+-sim.listed=1'
+	worlds=$(printf '%s\n' "$single" | awk '{ w[NR] = $0 } END { for (i = 1; i <= NR; i++) for (j = i + 1; j <= NR; j++) print w[i] " " w[j] }')
+fi
 
 n=$(printf '%s\n' "$worlds" | wc -l)
 per=$(( (SEEDS + n - 1) / n ))

@@ -208,7 +208,7 @@ func (p *proc) trustStore(r *trust.Reader) []store.Option {
 // It reads without the API server's faults: the reader keeps a reading for a time of
 // the wall clock, so a fault drawn there would make a seed's path depend on it.
 func (p *proc) trustReader() *trust.Reader {
-	if p.w.trust == nil {
+	if p.w.trust == nil || !p.underPolicy() {
 		return nil
 	}
 	return trust.NewReader(p.w.cluster.Core, storetest.CatalogNamespace)
@@ -224,9 +224,14 @@ func (p *proc) configureTrust(c *engine.Config, r *trust.Reader) {
 	c.Brokers = fake.Brokers{Client: trustClient{Client: p.w.broker, p: p}}
 }
 
-// reconcileTrustsWriters is reconcile.Options.TrustUnverifiedAuthors of the world: a
-// run by hand with --trust-namespace-writers without the policy, never with it.
-func reconcileTrustsWriters() bool { return !*trustPolicy }
+// trustsWriters is reconcile.Options.TrustUnverifiedAuthors of the process: a run by
+// hand with --trust-namespace-writers on a cluster without the policy, never with it.
+func (p *proc) trustsWriters() bool { return !p.underPolicy() }
+
+// underPolicy reports whether the process works on a cluster with the trust policy: the
+// world's, with -sim.trust; the new cluster of the move world (move_test.go) has none,
+// so records moved from a cluster with the policy to one without it are modelled too.
+func (p *proc) underPolicy() bool { return *trustPolicy && !p.onNew() }
 
 // simAuthorizer answers SubjectAccessReviews (and SelfSubjectAccessReviews) from the
 // world's RBAC model. Only users who may create SubjectAccessReviews ask.
@@ -297,7 +302,7 @@ func recordKind(name string) (kind, record string) {
 // nil for a CREATE) by the process's user. It mirrors the CEL of pkg/trust.Policy.
 func (p *proc) admit(op string, cm, old *corev1.ConfigMap) error {
 	w := p.w
-	if w.trust == nil || old != nil && cm.ResourceVersion != "" && cm.ResourceVersion != old.ResourceVersion {
+	if w.trust == nil || !p.underPolicy() || old != nil && cm.ResourceVersion != "" && cm.ResourceVersion != old.ResourceVersion {
 		// The API server checks an update's resourceVersion before admission: the write
 		// is a conflict.
 		return nil
@@ -480,7 +485,7 @@ func (w *world) vouched(p *proc, rec string) (bool, string) {
 // checkSecretRead is checked as a process reads Secret ns/name: the vault is read only
 // for a record whose verified author may read it (reconcile), or by a user who may.
 func (w *world) checkSecretRead(p *proc, ns, name string) {
-	if w.trust == nil || ns != "dev" || name != vaultSecret {
+	if w.trust == nil || ns != "dev" || name != vaultSecret || !p.underPolicy() {
 		return
 	}
 	if p.kind != reconciler {
@@ -516,7 +521,7 @@ func (w *world) checkVaultSent(method, instanceID, requestID string, params json
 // (its write-ahead of parameters from Secrets) holds the vault's value only for a record
 // whose verified author may read it; the call's re-sends repeat it.
 func (w *world) checkVaultCopied(p *proc, s *corev1.Secret) {
-	if w.trust == nil || !strings.HasPrefix(s.Name, "catalog-request-") {
+	if w.trust == nil || !strings.HasPrefix(s.Name, "catalog-request-") || p != nil && !p.underPolicy() {
 		return
 	}
 	carries := false
