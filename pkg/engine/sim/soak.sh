@@ -33,53 +33,8 @@ fi
 mkdir -p "$DIR"
 $GO test -c -o "$bin" ./pkg/engine/sim/ || exit 2
 
-# One world a line: the flags of the simulation that make it.
-worlds='-sim.rogue=false
--sim.rogue
--sim.asyncbind
--sim.rogue -sim.asyncbind
--sim.foreign=false
--sim.skew
--sim.longwork
--sim.lostanswer
--sim.gc
--sim.nsdelete
--sim.heldplan
--sim.crossns
--sim.abandon
--sim.upshare
--sim.oldrelease
--sim.paramsecret
--sim.dryrun
--sim.upshare -sim.upcreds
--sim.files
--sim.brokers
--sim.rogue -sim.asyncbind -sim.brokers
--sim.limits
--sim.rogue -sim.asyncbind -sim.limits
--sim.shards
--sim.trust
--sim.trust -sim.crossns -sim.rogue -sim.asyncbind
--sim.staticshard
--sim.staticshard -sim.shards
--sim.upgrade
--sim.upgrade -sim.heldplan -sim.brokers
--sim.migrate
--sim.migrate -sim.upgrade -sim.brokers -sim.staticshard -sim.shards
--sim.migrate -sim.gc -sim.nsdelete
--sim.rebind
--sim.rebind -sim.asyncbind
--sim.move
--sim.aslisted=1
--sim.aslisted=1 -sim.listed=1 -sim.rogue -sim.asyncbind -sim.gc -sim.nsdelete
--sim.trust -sim.migrate -sim.upgrade -sim.heldplan -sim.oldrelease -sim.aslisted=1 -sim.listed=1 -sim.gc -sim.nsdelete -sim.rogue -sim.asyncbind
--sim.move -sim.trust -sim.rebind -sim.asyncbind
--sim.trust -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind
--sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind -sim.move'
-
-# PAIRS=1: instead, every pair of the single worlds below (each flag, with every other).
-if [ "${PAIRS:-0}" = 1 ]; then
-	single='-sim.rogue
+# Each flag of a world, a line each (one line may need two flags).
+single='-sim.rogue
 -sim.asyncbind
 -sim.skew
 -sim.longwork
@@ -107,6 +62,28 @@ if [ "${PAIRS:-0}" = 1 ]; then
 -sim.foreign=false
 -sim.aslisted=1
 -sim.listed=1'
+
+# One world a line: the flags of the simulation that make it. The default world, each
+# flag alone, then flags together.
+worlds="-sim.rogue=false
+$single
+-sim.rogue -sim.asyncbind
+-sim.rogue -sim.asyncbind -sim.brokers
+-sim.rogue -sim.asyncbind -sim.limits
+-sim.trust -sim.crossns -sim.rogue -sim.asyncbind
+-sim.staticshard -sim.shards
+-sim.upgrade -sim.heldplan -sim.brokers
+-sim.migrate -sim.upgrade -sim.brokers -sim.staticshard -sim.shards
+-sim.migrate -sim.gc -sim.nsdelete
+-sim.rebind -sim.asyncbind
+-sim.aslisted=1 -sim.listed=1 -sim.rogue -sim.asyncbind -sim.gc -sim.nsdelete
+-sim.trust -sim.migrate -sim.upgrade -sim.heldplan -sim.oldrelease -sim.aslisted=1 -sim.listed=1 -sim.gc -sim.nsdelete -sim.rogue -sim.asyncbind
+-sim.move -sim.trust -sim.rebind -sim.asyncbind
+-sim.trust -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind
+-sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind -sim.move"
+
+# PAIRS=1: instead, every pair of the single flags (each with every other).
+if [ "${PAIRS:-0}" = 1 ]; then
 	worlds=$(printf '%s\n' "$single" | awk '{ w[NR] = $0 } END { for (i = 1; i <= NR; i++) for (j = i + 1; j <= NR; j++) print w[i] " " w[j] }')
 fi
 
