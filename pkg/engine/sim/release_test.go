@@ -290,7 +290,8 @@ func (w *world) modelQuiesce() {
 }
 
 // TestSim_ModelWorlds runs a few seeds of each world of release_test.go,
-// paramsecret_test.go, dryrun_test.go, upcreds_test.go and files_test.go as part of the default seeds
+// paramsecret_test.go, dryrun_test.go, upcreds_test.go and files_test.go, and of the
+// trust policy beside some of them, as part of the default seeds
 // (make soak runs many more); a run naming seeds or flags leaves it out.
 func TestSim_ModelWorlds(t *testing.T) {
 	if *firstSeed != 0 || *seeds != 0 {
@@ -309,12 +310,19 @@ func TestSim_ModelWorlds(t *testing.T) {
 		{"-sim.dryrun", []*bool{dryRuns}},
 		{"-sim.upshare -sim.upcreds", []*bool{upShare, upCreds}},
 		{"-sim.files", []*bool{fileProjections}},
+		// The trust policy beside the model's own processes (docs/engine.md, "Worlds
+		// together").
+		{"-sim.trust -sim.dryrun -sim.heldplan -sim.oldrelease", []*bool{trustPolicy, dryRuns, heldPlan, otherReleases}},
 	} {
+		n := count
+		if len(world.flags) > 2 {
+			n = count * 3 / 10 // (a world of several flags costs more a seed)
+		}
 		was := make([]bool, len(world.flags))
 		for i, f := range world.flags {
 			was[i], *f = *f, true
 		}
-		for seed, w := range runSeeds(1, count) {
+		for seed, w := range runSeeds(1, n) {
 			if len(w.failures) > 0 {
 				t.Errorf("%s, seed %d: %s\nreplay: %s\n%s",
 					world.name, seed, w.failures[0], replay(world.name, seed), tail(w.trace, 60))
