@@ -315,8 +315,10 @@ func (w *world) checkMigrated(insts []*v1alpha1.ServiceInstance, binds []*v1alph
 		}
 		if mine == 0 && !o.deleting {
 			// Gone through its record (kubectl delete of its ConfigMap), or never
-			// migrated: then the broker still holds it, and nobody can delete it.
-			if o.kind == "ServiceInstance" && heldI || o.kind == "ServiceBinding" && !w.unbound(o.id) && !w.migration.orphaned[o.id] {
+			// migrated: then the broker still holds it, and nobody can delete it; unless
+			// the broker answered a deprovision of it done while it held it (a rogue
+			// broker's lie, which nobody can know of).
+			if o.kind == "ServiceInstance" && heldI && !w.book.lied(o.id) || o.kind == "ServiceBinding" && !w.unbound(o.id) && !w.migration.orphaned[o.id] {
 				w.fail("svcat %s %s/%s ends as no record while the broker holds it (answers: %s)", o.kind, o.ns, o.name, w.answersFor(o.id))
 			}
 			continue
