@@ -304,7 +304,9 @@ func WaitEnforced(ctx context.Context, core kubernetes.Interface, namespace stri
 // sameObject reports whether an apply changed nothing: the API server keeps
 // the resourceVersion of an object it did not write; failing that (a dry
 // run, which writes nothing and so keeps the resourceVersion whatever it
-// would change), the objects are compared without their managed fields.
+// would change, or an object whose status the API server or a controller
+// wrote meanwhile), the objects are compared without their managed fields and
+// status.
 func sameObject(before, after runtime.Object, dryRun bool) bool {
 	bm, _ := meta.Accessor(before)
 	am, _ := meta.Accessor(after)
@@ -316,6 +318,10 @@ func sameObject(before, after runtime.Object, dryRun bool) bool {
 		if md, ok := m["metadata"].(map[string]any); ok {
 			delete(md, "resourceVersion")
 		}
+		// An apply writes no status; the API server and controllers write it on their
+		// own (the trust policy's type checking, a Deployment's replicas), and may do
+		// so between the read and the apply. A change there is none of the apply's.
+		delete(m, "status")
 	}
 	return equality.Semantic.DeepEqual(a, b)
 }

@@ -10,12 +10,14 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/trust"
@@ -360,6 +362,21 @@ func TestApply_TrustTokenIsRenewedWhenThePolicyHadToBeCreatedOrIsNewer(t *testin
 			cm := trust.TokenConfigMap(o.TrustNamespace(), "")
 			_, err := core.CoreV1().ConfigMaps(o.TrustNamespace()).Update(ctx, cm, metav1.UpdateOptions{})
 			assert.NilError(t, err)
+		}},
+		// The API server writes the policy's status (its type checking) on its own,
+		// a while after the policy is created: between the next apply's read and its
+		// write it changes nothing that was applied, and the token stays.
+		{name: "the policy's status written during the next apply", want: Unchanged, change: func(t *testing.T, core *fake.Clientset) {
+			gvr := admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+			core.PrependReactor("patch", "validatingadmissionpolicies", func(clienttesting.Action) (bool, runtime.Object, error) {
+				obj, err := core.Tracker().Get(gvr, "", store.TrustPolicyName)
+				assert.NilError(t, err)
+				p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).DeepCopy()
+				p.Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{ObservedGeneration: p.Generation,
+					TypeChecking: &admissionregistrationv1.TypeChecking{}}
+				assert.NilError(t, core.Tracker().Update(gvr, p, ""))
+				return false, nil, nil
+			})
 		}},
 		{name: "token deleted", want: Created, change: func(t *testing.T, core *fake.Clientset) {
 			assert.NilError(t, core.CoreV1().ConfigMaps(o.TrustNamespace()).Delete(ctx, store.TrustConfigMap, metav1.DeleteOptions{}))
