@@ -40,6 +40,7 @@ func (w *world) setupCatalog() {
 			panic(err)
 		}
 	}
+	putWorkloads(w.cluster, "dev", "team-b", "t") // workloads_test.go
 	if _, err := w.checker.Brokers().Create(ctx, &v1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storetest.CatalogNamespace, Name: brokerName},
 		Spec:       v1alpha1.BrokerSpec{URL: "https://broker.example", Scope: v1alpha1.ScopeCluster},

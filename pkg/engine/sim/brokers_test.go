@@ -257,11 +257,20 @@ func recordOf(p *proc) string {
 
 func brokerKey(b *v1alpha1.Broker) string { return b.Namespace + "/" + b.Name + "/" + string(b.UID) }
 
-// registered reports whether the broker record of key ("namespace/name/uid") is there.
+// onNewCluster prefixes the key of a broker record of the move world's new cluster, whose
+// uids are its own (move_test.go).
+const onNewCluster = "new-cluster:"
+
+// registered reports whether the broker record of key ("namespace/name/uid", prefixed
+// with onNewCluster for one of the move world's new cluster) is there.
 func (w *world) registered(key string) bool {
+	checker := w.checker
+	if k, ok := strings.CutPrefix(key, onNewCluster); ok {
+		key, checker = k, w.move.checker
+	}
 	ns, rest, _ := strings.Cut(key, "/")
 	name, uid, _ := strings.Cut(rest, "/")
-	b, err := w.checker.Brokers().Get(context.Background(), ns, name)
+	b, err := checker.Brokers().Get(context.Background(), ns, name)
 	return err == nil && string(b.UID) == uid
 }
 
@@ -270,6 +279,9 @@ func (w *world) registered(key string) bool {
 func (w *world) through(b *v1alpha1.Broker, what, id string, creates bool) {
 	p := w.current()
 	key := brokerKey(b)
+	if p != nil && p.onNew() {
+		key = onNewCluster + key
+	}
 	if b.Namespace != storetest.CatalogNamespace && p.recordNamespace() != b.Namespace {
 		w.fail("%s %s for record %s (%s) went through broker %s/%s, a broker of another namespace", what, id, recordOf(p), p.name, b.Namespace, b.Name)
 	}

@@ -58,8 +58,8 @@ func (w *world) dryRunTask(p *proc) (string, func(context.Context) error) {
 			c.Authorizer = simAuthorizer{p}
 		}
 		c.Now, c.Jitter, c.Sleep, c.IDs, c.ClaimTTL = p.now, w.rng.Float64, p.sleep, w.rngReader(), w.claimTTL
-		if *upShare || *fileProjections {
-			c.Projector = simProjector{w}
+		if workloadsOn() {
+			c.Projector = p.dryRunProjector(w.cluster) // workloads_test.go
 		}
 	})
 	var name string

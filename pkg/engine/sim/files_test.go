@@ -12,7 +12,7 @@ import (
 // File projections (-sim.files): the users' binds of brokered instances (dev's own, and
 // team-b's of what dev shares) also project the binding's Secret as files into the
 // workloads of their namespace (Deployment web, StatefulSet api, both, or none). Workloads
-// are modelled by the world's projector, as with -sim.upshare.
+// are objects of the simulated API server, as with -sim.upshare (workloads_test.go).
 //
 // Checked after every step: every projection a workload holds is of a binding record of
 // its own namespace (being deleted, perhaps), of that binding's own Secret, and one the
@@ -46,8 +46,9 @@ func (w *world) checkFiles(quiet bool) {
 	}
 	ctx := context.Background()
 	held := map[string][]v1alpha1.WorkloadProjection{}
-	for _, k := range slices.Sorted(maps.Keys(w.workloads)) {
-		h := w.workloads[k]
+	held0 := w.heldWorkloads() // workloads_test.go
+	for _, k := range slices.Sorted(maps.Keys(held0)) {
+		h := held0[k]
 		if h.namespace == "t" || !isFiles(h.w) {
 			continue
 		}

@@ -149,6 +149,7 @@ func (w *world) namespaceController(ns string) {
 			w.kubeDelete("secrets", ns, s.Name, metav1.DeletePropagationBackground)
 		}
 	}
+	left += w.deleteWorkloads(ns) // workloads_test.go
 	if left == 0 {
 		if err := core.Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			panic(err)

@@ -153,6 +153,7 @@ func (w *world) setupMove() {
 	if _, err := m.cluster.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}, metav1.CreateOptions{}); err != nil {
 		panic(err)
 	}
+	putWorkloads(m.cluster, "dev") // workloads_test.go
 	b, err := w.checker.Brokers().Get(ctx, storetest.CatalogNamespace, brokerName)
 	if err != nil {
 		panic(err)

@@ -322,11 +322,16 @@ func TestSim_ModelWorlds(t *testing.T) {
 		for i, f := range world.flags {
 			was[i], *f = *f, true
 		}
+		projected := 0
 		for seed, w := range runSeeds(1, n) {
+			projected += w.workloadWrites
 			if len(w.failures) > 0 {
 				t.Errorf("%s, seed %d: %s\nreplay: %s\n%s",
 					world.name, seed, w.failures[0], replay(world.name, seed), tail(w.trace, 60))
 			}
+		}
+		if workloadsOn() && projected == 0 {
+			t.Errorf("%s: no seed projected a binding into a workload or took one back (workloads_test.go)", world.name)
 		}
 		for i, f := range world.flags {
 			*f = was[i]

@@ -24,8 +24,8 @@ import (
 // ordinary keys; team-b's user binds them into a workload as environment variables,
 // without a prefix, with an ordinary one, and with one that makes a key a loader
 // variable (BASH_ + ENV); dev's user binds them into her own workload without a prefix.
-// Bind refuses some of these: the model tries them all the same. Workloads are modelled
-// by the world's projector (the projections each workload holds). Checked after every
+// Bind refuses some of these: the model tries them all the same. Workloads are objects
+// of the simulated API server, changed by the real projector (workloads_test.go). Checked after every
 // step: no Secret of a binding whose spec projects environment variables holds a key
 // its projection would make a loader or interpreter variable; no workload holds, and no
 // binding records, a projection as environment variables without a prefix of the
@@ -195,8 +195,8 @@ func keyNames(creds map[string][]byte) string {
 	return "{" + strings.Join(slices.Sorted(maps.Keys(creds)), ",") + "}"
 }
 
-// workloads are the projections the workloads hold, as the world's projector made them,
-// by "namespace/binding/kind/name".
+// workloads are the projections the workloads hold, as read from them
+// (workloads_test.go), by "namespace/binding/kind/name".
 type workloads map[string]heldProjection
 
 type heldProjection struct {
@@ -204,29 +204,8 @@ type heldProjection struct {
 	w                          v1alpha1.WorkloadProjection
 }
 
-// simProjector is the workloads of the world: it records what each projection would
-// change (engine.Projector, engine.ProjectionPreviewer).
-type simProjector struct{ w *world }
-
 func projectionKey(namespace, binding string, p v1alpha1.WorkloadProjection) string {
 	return namespace + "/" + binding + "/" + p.Kind + "/" + p.Name
-}
-
-func (s simProjector) Project(_ context.Context, namespace, binding, secretName string, p v1alpha1.WorkloadProjection) error {
-	s.w.logf("%-14s workload %s/%s %s receives Secret %s (env %v, prefix %q)", "kube", namespace, p.Kind, p.Name, secretName, p.Env, p.EnvPrefix)
-	s.w.workloads[projectionKey(namespace, binding, p)] = heldProjection{namespace: namespace, binding: binding, secret: secretName, w: p}
-	s.w.wrote = true
-	return nil
-}
-
-func (s simProjector) Unproject(_ context.Context, namespace, binding string, p v1alpha1.WorkloadProjection) error {
-	delete(s.w.workloads, projectionKey(namespace, binding, p))
-	s.w.wrote = true
-	return nil
-}
-
-func (s simProjector) PreviewProjection(_ context.Context, _, _, _ string, _ v1alpha1.WorkloadProjection, _ bool) (engine.WorkloadChange, error) {
-	return engine.WorkloadChange{Changed: true}, nil
 }
 
 // checkEnv is checked after every step, for the bindings written in it, and at
@@ -248,8 +227,9 @@ func (w *world) checkEnv(binds []*v1alpha1.ServiceBinding) {
 			}
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.workloads)) {
-		h := w.workloads[k]
+	held := w.heldWorkloads() // workloads_test.go
+	for _, k := range slices.Sorted(maps.Keys(held)) {
+		h := held[k]
 		if h.namespace == "t" || !projectsEnv([]v1alpha1.WorkloadProjection{h.w}) {
 			continue
 		}

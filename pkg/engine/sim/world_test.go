@@ -84,8 +84,8 @@ type world struct {
 	abandonedRecords map[string]bool
 	// abandonedSecrets are the Secrets (namespace/name) an --abandon deleted (abandon_secret_test.go).
 	abandonedSecrets map[string]bool
-	// workloads are the projections the workloads hold (upshare_test.go).
-	workloads workloads
+	// workloadWrites counts the workload writes that landed (workloads_test.go).
+	workloadWrites int
 	// releases is what the processes of other releases hold (release_test.go).
 	releases releaseState
 	// fromSecret is what the Secret of parameters held (paramsecret_test.go).
@@ -212,7 +212,6 @@ func newWorld(seed uint64) *world {
 		t:      time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		events: make(chan event), faults: true, ops: map[string]*asyncOp{}, streaks: map[string]*streak{}, oversized: map[string]bool{},
 		unguarded: map[string]time.Time{}, written: map[string]bool{}, params: map[string]map[string]any{}, grants: crossGrants{}, edited: map[string]bool{}, forgedIDs: map[string]bool{}, abandoned: map[string]bool{}, abandonedRecords: map[string]bool{},
-		workloads: workloads{},
 	}
 	w.rates = rates{
 		apiFault: w.pick(0, 3, 8), kill: w.pick(0, 2, 5), interrupt: w.pick(0, 2, 5),
@@ -350,8 +349,8 @@ func (p *proc) reset() {
 		c.IDs = p.w.rngReader()
 		c.ClaimTTL = p.w.claimTTL
 		c.Events = simEvents{p}
-		if *upShare || *fileProjections {
-			c.Projector = simProjector{p.w}
+		if workloadsOn() {
+			c.Projector = p.projector(cl) // workloads_test.go
 		}
 		if p.w.brokersOn {
 			p.w.configureBrokers(c, p.st, func() *engine.Engine { return p.eng })

@@ -94,6 +94,18 @@ func newCluster(core *fake.Clientset) *Cluster {
 	return c
 }
 
+// ServeWorkloads makes the cluster serve Deployments and StatefulSets as it serves
+// ConfigMaps and Secrets: a uid and a resourceVersion on create, an update of an older
+// resourceVersion refused as a conflict, server-side dry runs stored nowhere. (The fake
+// clientset alone stores any update, dry run or not, whatever its resourceVersion.)
+func (c *Cluster) ServeWorkloads() {
+	for _, resource := range []string{"deployments", "statefulsets"} {
+		c.Core.PrependReactor("create", resource, c.create)
+		c.Core.PrependReactor("update", resource, c.update)
+		c.Core.PrependReactor("delete", resource, c.delete)
+	}
+}
+
 // SetClock sets the clock for creation and deletion timestamps.
 func (c *Cluster) SetClock(now func() time.Time) {
 	c.mu.Lock()
