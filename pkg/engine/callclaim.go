@@ -155,7 +155,7 @@ func (e *Engine) TakeOverBinding(ctx context.Context, b *v1alpha1.ServiceBinding
 }
 
 // takeOver removes another driver's live claim on x when the process that wrote it, a
-// process of this host, has ended (store.Lease.Abandoned: a killed "--wait", say), in
+// process of this host, has ended (store.Claims.Abandoned: a killed "--wait", say), in
 // one write guarded by resourceVersion. A claim that may still guard a broker call is
 // kept: one over a synchronous call in flight (the killed process may have sent it, and
 // the broker may still be working on it: the claim outlasts that, see "Write-ahead and
@@ -163,7 +163,7 @@ func (e *Engine) TakeOverBinding(ctx context.Context, b *v1alpha1.ServiceBinding
 // at once. A record changed meanwhile is left as it is (false, no error).
 func takeOver[T driven[T]](e *Engine, ctx context.Context, x T) (T, bool, error) {
 	l, ok := store.LeaseOf(x)
-	if !ok || l.Holder == e.cfg.Holder || e.claimLeft(x, l) == 0 || !l.Abandoned() {
+	if !ok || l.Holder == e.cfg.Holder || e.claimLeft(x, l) == 0 || !e.cfg.Store.Claims().Abandoned(l) {
 		return x, false, nil
 	}
 	if op := x.OpStatus().InFlight; op != nil && !op.Async {

@@ -146,7 +146,7 @@ func (s *selection) inGroup(ctx context.Context, g *shard.Group, keep map[string
 // when no one else does.
 func (s *selection) skip(kind, namespace, name string, ref store.ClaimRef, l *store.Lease) bool {
 	// A claim whose process has ended is looked at in full: it may be taken over.
-	if l == nil || l.Holder == s.holder || l.Abandoned() {
+	if l == nil || l.Holder == s.holder || s.r.Store.Claims().Abandoned(*l) {
 		return false
 	}
 	// Judged by what this process saw of the claim (store.Claims), not by its stamp.

@@ -80,10 +80,12 @@ func LeaseOf(obj metav1.Object) (Lease, bool) {
 // SetClaim judges another holder's claim by the wall clock now (Lease.Live); drivers use
 // Claims.Set, which judges it by what their process saw.
 func SetClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time) error {
-	return setClaim(obj, holder, ttl, now, func(l Lease) bool { return l.Live(now) })
+	return setClaim(obj, holder, ttl, now, self(), func(l Lease) bool { return l.Live(now) })
 }
 
-func setClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time, live func(Lease) bool) error {
+// setClaim is SetClaim, the claim naming process me, another holder's claim judged by
+// live.
+func setClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time, me *Process, live func(Lease) bool) error {
 	if l, ok := LeaseOf(obj); ok && l.Holder != holder && live(l) {
 		return &Error{Reason: ReasonClaimed, Op: "claim", Kind: kindOf(obj), Namespace: obj.GetNamespace(),
 			Name: obj.GetName(), Holder: l.Holder, Expires: l.ExpiresAt}
@@ -93,7 +95,7 @@ func setClaim(obj metav1.Object, holder string, ttl time.Duration, now time.Time
 		expires = expires.Truncate(time.Second).Add(time.Second)
 	}
 	seconds := int64((ttl + time.Second - 1) / time.Second)
-	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC(), Process: self(), Seconds: max(seconds, 1)})
+	v, err := json.Marshal(Lease{Holder: holder, ExpiresAt: expires.UTC(), Process: me, Seconds: max(seconds, 1)})
 	if err != nil {
 		return err
 	}

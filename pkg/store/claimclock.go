@@ -38,6 +38,9 @@ type Claims struct {
 	// such a claim as watched that long already, as a process judging by stamps would;
 	// the claims of processes whose clocks are set alike are judged as any other).
 	seenEarlier time.Duration
+	// processes are what this process knows of processes: the process its claims name,
+	// and whether the process of another holder's claim has ended (Abandoned).
+	processes ProcessTable
 
 	mu   sync.Mutex
 	seen map[ClaimRef]sighting
@@ -83,10 +86,11 @@ const maxSightings = 100000
 // (Claims): the only way wall clocks enter the judgement of a claim.
 const MaxClockSkew = 15 * time.Minute
 
-// newClaims returns the Claims of a store whose monotonic clock is clock and wall clock
-// wall.
-func newClaims(clock func() time.Duration, wall func() time.Time, seenEarlier time.Duration) *Claims {
-	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, seen: map[ClaimRef]sighting{}, work: map[workKey]sighting{}}
+// newClaims returns the Claims of a store whose monotonic clock is clock, wall clock
+// wall and processes processes.
+func newClaims(clock func() time.Duration, wall func() time.Time, seenEarlier time.Duration, processes ProcessTable) *Claims {
+	return &Claims{clock: clock, wall: wall, seenEarlier: seenEarlier, processes: processes, seen: map[ClaimRef]sighting{},
+		work: map[workKey]sighting{}}
 }
 
 // stamp identifies one writing of a claim: a renewal changes it.
@@ -162,11 +166,17 @@ func (c *Claims) wrote(obj metav1.Object, start time.Duration) {
 	}
 }
 
-// Set claims obj in memory for holder until now+ttl, like SetClaim, but judges
-// another holder's claim by what this process saw of it (Live).
+// Set claims obj in memory for holder until now+ttl, like SetClaim, but names this
+// store's process (WithProcesses) and judges another holder's claim by what this process
+// saw of it (Live).
 func (c *Claims) Set(obj metav1.Object, holder string, ttl time.Duration, now time.Time) error {
-	return setClaim(obj, holder, ttl, now, func(l Lease) bool { return c.Live(RefOf(obj), l) })
+	return setClaim(obj, holder, ttl, now, c.processes.Self, func(l Lease) bool { return c.Live(RefOf(obj), l) })
 }
+
+// Abandoned reports whether the claim l's holder is a process of this store's process's
+// host that has ended, as this store's process judges it (Process.Gone, by the
+// ProcessTable of WithProcesses): nobody renews the claim, though it has not expired yet.
+func (c *Claims) Abandoned(l Lease) bool { return l.Process.goneTo(c.processes) }
 
 // Now is this process's monotonic clock reading, for timing claims with Left.
 func (c *Claims) Now() time.Duration { return c.clock() }

@@ -42,10 +42,14 @@ var self = sync.OnceValue(func() *Process {
 // such process), or the process alive under that pid is not p (it started at another
 // time, or it is a zombie). A process of another host or container, or one this
 // process cannot tell about, is never gone, and neither is this process itself.
-func (p *Process) Gone() bool {
-	me := self()
+func (p *Process) Gone() bool { return p.goneTo(SystemProcesses()) }
+
+// goneTo is Gone as the process of t judges it, by what t tells of the processes of its
+// pid namespace.
+func (p *Process) goneTo(t ProcessTable) bool {
+	me := t.Self
 	switch {
-	case p == nil || me == nil || p.Host != me.Host || p.PID <= 0 || p.PID == me.PID:
+	case p == nil || me == nil || t.Running == nil || p.Host != me.Host || p.PID <= 0 || p.PID == me.PID:
 		return false
 	case p.Boot != "" && me.Boot != "" && p.Boot != me.Boot:
 		// Another boot: its pids are not this boot's, and whether a pid is alive now
@@ -55,16 +59,41 @@ func (p *Process) Gone() bool {
 		// Another container: its pids cannot be seen from here.
 		return false
 	}
-	if processSignalGone(p.PID) {
-		return true
-	}
-	start, zombie := processStart(p.PID)
-	return zombie || (p.Start != "" && start != "" && start != p.Start)
+	start, running := t.Running(p.PID)
+	return !running || p.Start != "" && start != "" && start != p.Start
 }
 
 // Abandoned reports whether the claim's holder is a process of this host that has
 // ended (see Process.Gone): nobody renews the claim, though it has not expired yet.
+// Drivers ask their store's Claims (Claims.Abandoned), which judge as the store's
+// process.
 func (l Lease) Abandoned() bool { return l.Process.Gone() }
+
+// A ProcessTable is what a process knows of processes: itself, as the claims it writes
+// name it, and which processes run under the pids of its pid namespace. It is what
+// judges whether the process named in another holder's claim has ended
+// (Claims.Abandoned).
+type ProcessTable struct {
+	// Self is the process; nil when the system does not tell it (its claims then
+	// name no process, and no claim is judged abandoned).
+	Self *Process
+	// Running reports whether a process runs under pid (one that has ended and not
+	// been waited for, a zombie, does not), and its start time ("" when not known).
+	Running func(pid int) (start string, running bool)
+}
+
+// SystemProcesses is this process's ProcessTable as the system tells it: signal 0
+// to a pid, and on Linux /proc/PID/stat.
+func SystemProcesses() ProcessTable { return ProcessTable{Self: self(), Running: systemRunning} }
+
+// systemRunning is ProcessTable.Running as the system tells it.
+func systemRunning(pid int) (string, bool) {
+	if processSignalGone(pid) {
+		return "", false
+	}
+	start, zombie := processStart(pid)
+	return start, !zombie
+}
 
 // HolderName names this process in claims: "prefix@host/pid.nonce". The nonce is drawn
 // once per process, so the name is unique per process lifetime: a container restarted in

@@ -110,3 +110,46 @@ func TestHolderName_IsUniquePerProcessLifetime(t *testing.T) {
 	assert.Assert(t, first != second, "two process lifetimes share the holder part %q", first)
 	assert.Assert(t, first != lifetime(store.HolderName("reconcile")))
 }
+
+// Two stores of one OS process, each given its own process (as a simulation runs many):
+// each names its own in the claims it writes, and judges another's claim by what its
+// ProcessTable tells.
+func TestWithProcesses_NamesTheStoresProcessAndJudgesByItsTable(t *testing.T) {
+	running := map[int]bool{10: true, 11: true}
+	table := func(pid int) store.ProcessTable {
+		return store.ProcessTable{Self: &store.Process{Host: "laptop", PID: pid, PIDNamespace: "pid:[1]"},
+			Running: func(pid int) (string, bool) { return "", running[pid] }}
+	}
+	_, first, _ := newCluster(t, store.WithProcesses(table(10)))
+	_, second, _ := newCluster(t, store.WithProcesses(table(11)))
+	inst := instance("db")
+	assert.NilError(t, first.Claims().Set(inst, "first", time.Minute, time.Now()))
+	l, ok := store.LeaseOf(inst)
+	assert.Assert(t, ok)
+	assert.DeepEqual(t, l.Process, &store.Process{Host: "laptop", PID: 10, PIDNamespace: "pid:[1]"})
+
+	assert.Assert(t, !second.Claims().Abandoned(l), "its process runs")
+	assert.Assert(t, !first.Claims().Abandoned(l), "a process never judges itself gone")
+	running[10] = false
+	assert.Assert(t, second.Claims().Abandoned(l), "its process has ended")
+	assert.Assert(t, !l.Abandoned(), "this OS process is of another host")
+
+	_, elsewhere, _ := newCluster(t, store.WithProcesses(store.ProcessTable{
+		Self: &store.Process{Host: "pod-1", PID: 1, PIDNamespace: "pid:[2]"}, Running: func(int) (string, bool) { return "", false }}))
+	assert.Assert(t, !elsewhere.Claims().Abandoned(l), "a process of another host is never gone")
+}
+
+// By default a store's claims name this process, and judge as Lease.Abandoned does.
+func TestWithProcesses_DefaultsToTheSystemsView(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no process is judged gone on Windows")
+	}
+	_, st, _ := newCluster(t)
+	inst := instance("db")
+	assert.NilError(t, st.Claims().Set(inst, "kubectl-catalog@here/1", time.Minute, time.Now()))
+	l, _ := store.LeaseOf(inst)
+	assert.DeepEqual(t, l.Process, ownClaim(t).Process)
+	assert.Assert(t, !st.Claims().Abandoned(l))
+	l.Process.PID = storetest.EndedPID(t)
+	assert.Assert(t, st.Claims().Abandoned(l) && l.Abandoned())
+}

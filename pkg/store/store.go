@@ -55,6 +55,8 @@ type Store struct {
 	claimsSeenEarlier time.Duration
 	// monotonic, when set, is the claims' monotonic clock (WithMonotonicClock).
 	monotonic func() time.Duration
+	// processes, when set, are what the claims know of processes (WithProcesses).
+	processes *ProcessTable
 }
 
 // Option configures a Store.
@@ -78,6 +80,14 @@ func WithClaimsSeenEarlier(d time.Duration) Option {
 // clock is set) needs one of its own.
 func WithMonotonicClock(elapsed func() time.Duration) Option {
 	return func(s *Store) { s.monotonic = elapsed }
+}
+
+// WithProcesses sets what the store's claims know of processes: the process they name as
+// their writer, and which processes run beside it, by which a claim of another holder is
+// judged abandoned (Claims.Abandoned). By default it is SystemProcesses, this process as
+// the system tells it; a simulated process, one of many in one process, needs its own.
+func WithProcesses(t ProcessTable) Option {
+	return func(s *Store) { s.processes = &t }
 }
 
 // Claims is how this store's process judges claims (claimclock.go). Its monotonic clock
@@ -110,7 +120,11 @@ func New(core kubernetes.Interface, meta metadata.Interface, opts ...Option) *St
 	if monotonic == nil {
 		monotonic = func() time.Duration { return s.now().Sub(epoch) }
 	}
-	s.claims = newClaims(monotonic, s.now, s.claimsSeenEarlier)
+	processes := SystemProcesses()
+	if s.processes != nil {
+		processes = *s.processes
+	}
+	s.claims = newClaims(monotonic, s.now, s.claimsSeenEarlier, processes)
 	return s
 }
 

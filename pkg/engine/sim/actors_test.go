@@ -25,7 +25,7 @@ func (w *world) taskFor(p *proc) (string, func(context.Context) error) {
 	switch p.kind {
 	case modelProc:
 		return w.worldTask(p)
-	case reconciler:
+	case reconciler, reconcileByHand:
 		return "reconcile run", func(ctx context.Context) error { return p.reconcileRun(ctx, false) }
 	case tenant:
 		if p.ns == "team-b" {

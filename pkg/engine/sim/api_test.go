@@ -171,12 +171,16 @@ func (c simConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, o metav
 	if err := c.p.request(ctx, "update", configMaps, c.ns, cm.Name); err != nil {
 		return nil, err
 	}
-	if old, err := c.ConfigMapInterface.Get(ctx, cm.Name, metav1.GetOptions{}); err == nil {
+	old, err := c.ConfigMapInterface.Get(ctx, cm.Name, metav1.GetOptions{})
+	if err == nil {
 		if err := c.p.admit("UPDATE", cm, old); err != nil {
 			return nil, err
 		}
 	}
 	out, err := c.ConfigMapInterface.Update(ctx, cm, o)
+	if err == nil && old != nil {
+		c.p.noteTakeOver(old, cm) // takeover_test.go
+	}
 	if err == nil && c.p.underPolicy() {
 		c.p.w.noteWrite(c.ns, cm.Name, c.p.user())
 	}

@@ -39,7 +39,11 @@ var oldHolder = flag.Bool("sim.oldholder", false, "name reconcile replicas' clai
 // holderName is the claims' holder of process p in its generation gen: for a reconcile
 // replica "reconcile@HOST/1.NONCE", the nonce drawn per process lifetime.
 func (p *proc) holderName() string {
-	if p.kind != reconciler {
+	switch p.kind {
+	case reconcileByHand:
+		return p.handHolder() // takeover_test.go
+	case reconciler:
+	default:
 		return fmt.Sprintf("%s/%d", p.name, p.gen)
 	}
 	if *oldHolder {
@@ -56,7 +60,7 @@ func (p *proc) holderName() string {
 // renew_before has passed.
 func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	w := p.w
-	if !quiescing {
+	if !quiescing && p.kind == reconciler {
 		if err := p.rotateDue(ctx); err != nil {
 			return err
 		}
@@ -64,7 +68,11 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: p.trustsWriters(), Observer: simObserver{p}}
 	o.ListedCopiesMin = p.listedCopiesMin()   // listed_test.go
 	o.CatalogNamespace = p.catalogNamespace() // aslisted_test.go
-	if !quiescing && w.rng.IntN(2) == 0 {
+	if p.kind == reconcileByHand {
+		// As a person runs it, on her namespace (takeover_test.go).
+		o.Namespace, o.CatalogNamespace = p.ns, ""
+	}
+	if !quiescing && p.kind == reconciler && w.rng.IntN(2) == 0 {
 		// --serve: each run lasts at most --serve-interval, and waits for retries.
 		o.MaxDuration = 30 * time.Second
 	} else {

@@ -68,8 +68,13 @@ func TestSim(t *testing.T) {
 	start := time.Now()
 	failed := 0
 	var reached gateReached
+	takeovers, tookOver := 0, []uint64{}
 	for seed, w := range runSeeds(from, count) {
 		reached.add(w.gateReached)
+		if w.takeovers > 0 {
+			takeovers += w.takeovers
+			tookOver = append(tookOver, seed)
+		}
 		if len(w.failures) == 0 {
 			if *firstSeed != 0 && testing.Verbose() {
 				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
@@ -86,8 +91,13 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
 	t.Logf("the call gate: %+v", reached)
+	t.Logf("claims of ended processes taken over: %d (seeds %v)", takeovers, tookOver)
 	if count >= 150 && *firstSeed == 0 {
 		reached.check(t)
+		if takeovers == 0 {
+			// takeover_test.go
+			t.Errorf("no seed took over the claim of a process that ended")
+		}
 	}
 }
 

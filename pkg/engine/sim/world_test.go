@@ -128,6 +128,10 @@ type world struct {
 	// gateRng draws the verbs' --timeout (callgate_test.go).
 	gateRng     *rand.Rand
 	gateReached gateReached
+	// pids is the last pid given on each person's machine; takeovers counts the claims
+	// of ended processes taken over (takeover_test.go).
+	pids      map[string]int
+	takeovers int
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -194,6 +198,8 @@ type proc struct {
 	// cluster is the API server of the process's cluster: nil for the world's, the new
 	// cluster of the move world for its processes there (move_test.go).
 	cluster *storetest.Cluster
+	// process is the process of its lifetime, as its claims name it (takeover_test.go).
+	process *store.Process
 }
 
 type kind int
@@ -258,6 +264,7 @@ func newWorld(seed uint64) *world {
 	if *crossNamespace {
 		w.procs = append(w.procs, w.newProc("bob-edits", tenant, "team-b", "team-b"))
 	}
+	w.addHandReconcile() // takeover_test.go
 	w.addModelProcs()
 	w.addTrustProcs()
 	if w.brokersOn {
@@ -316,6 +323,7 @@ func (w *world) newProc(name string, k kind, ns string, sees ...string) *proc {
 func (p *proc) reset() {
 	p.gen++
 	p.dead = false
+	p.newProcess() // takeover_test.go
 	p.timers = nil
 	// Reads the engine starts ahead run in the process's goroutine, at their start or at
 	// their first wait as the seed decides, so that one seed is still one interleaving.
@@ -330,10 +338,11 @@ func (p *proc) reset() {
 		cl = p.cluster // the new cluster of the move world (move_test.go)
 	}
 	p.st = store.New(simClient{Interface: cl.Core, p: p}, cl.Metadata, append([]store.Option{store.WithClock(p.now),
-		store.WithMonotonicClock(p.monotonic()), store.WithIdentity(p.identity)}, p.trustStore(tr)...)...)
+		store.WithMonotonicClock(p.monotonic()), store.WithIdentity(p.identity), store.WithProcesses(p.processes())},
+		p.trustStore(tr)...)...)
 	p.eng = enginetest.New(p.st, p.w.broker, func(c *engine.Config) {
 		c.Holder = p.holderName()
-		if p.kind == reconciler {
+		if p.reconciles() {
 			// As "kubectl catalog reconcile" configures its engine.
 			c.Unattended, c.TargetCacheTTL = true, reconcile.TargetCacheTTL
 		}
@@ -358,7 +367,7 @@ func (p *proc) reset() {
 		p.w.configureUpgrade(c, p.st, func() *engine.Engine { return p.eng }) // upgrade_test.go
 		p.configureMove(c)                                                    // move_test.go
 	})
-	if p.kind == reconciler {
+	if p.reconciles() {
 		p.rec = (&reconcile.Reconciler{Store: p.st, Engine: p.eng, Now: p.now, Logf: func(format string, args ...any) {
 			p.w.logf("%-14s %s", p.name, firstLine(fmt.Sprintf(format, args...)))
 		}}).WithRunClock(runClock{p})
@@ -406,7 +415,7 @@ func (p *proc) sleep(ctx context.Context, d time.Duration) error {
 	if p.dead {
 		return errKilled
 	}
-	if p.sleeps--; p.sleeps < 0 && p.kind != reconciler {
+	if p.sleeps--; p.sleeps < 0 && !p.reconciles() {
 		// (A reconcile step that drives a record, as a rebind drives its bindings,
 		// sleeps between immediate steps as long as it needs: it has no --wait.)
 		return context.DeadlineExceeded
