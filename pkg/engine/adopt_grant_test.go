@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	authorizationv1 "k8s.io/api/authorization/v1"
 
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -66,4 +68,36 @@ func TestAdoptAuthorship_ACrossNamespaceBindingWhoseGrantTheRunnerMayNotAskAbout
 	res, err = f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: consumerNS, Confirm: yes})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Records[0].Outcome, AuthorshipRefused)
+}
+
+// A namespace holding an instance whose broker was deregistered: adopt lists that
+// instance as refused (no one could write its spec now: the broker is gone) and adopts
+// the others, instead of adopting nothing as if the API server had failed.
+func TestAdoptAuthorship_AnInstanceOfABrokerGone_IsRefusedAndTheOthersAdopted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "new"}}
+	old := writerStore(f, "alice", "old")
+	_, err := old.Instances().Create(store.WithIntent(ctx), forgedInstance("gone", ns, "id-gone", func(i *v1alpha1.ServiceInstance) {
+		i.Spec.BrokerName = "deregistered"
+	}))
+	assert.NilError(t, err)
+	_, err = old.Instances().Create(store.WithIntent(ctx), forgedInstance("plain", ns, "id-plain", nil))
+	assert.NilError(t, err)
+
+	f.engine.cfg.Authorizer = selfRBAC{rbac: &rbac{}, user: "alice"}
+	f.engine.cfg.Store = writerStore(f, "alice", "new")
+	res, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, Confirm: yes})
+	assert.NilError(t, err)
+	got := map[string]string{}
+	for _, r := range res.Records {
+		got[r.Name] = r.Outcome
+		if r.Name == "gone" {
+			assert.Check(t, strings.Contains(r.Detail, `"deregistered"`), r.Detail)
+		}
+	}
+	assert.DeepEqual(t, got, map[string]string{"gone": AuthorshipRefused, "plain": AuthorshipAdopted})
+	inst, err := f.st.Instances().Get(ctx, ns, "plain")
+	assert.NilError(t, err)
+	assert.Equal(t, store.AuthorOf(inst).Token, "new")
 }

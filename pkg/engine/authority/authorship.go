@@ -103,9 +103,11 @@ func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient
 		default:
 			adopted[rec.GetUID()] = true
 			if err := auth.checkAuthorship(Adopting(ctx, adopted), rec); err != nil {
-				if _, refused := AsRefused(err); !refused {
+				if _, refused := AsRefused(err); !refused && !store.IsNotFound(err) {
 					// No answer about this record (the API server failed): nothing is
-					// written, rather than a refusal of a record the runner may adopt.
+					// written, rather than a refusal of a record the runner may adopt. What
+					// its spec names being gone (its broker deregistered) is an answer: no
+					// one could write that spec now, and it is refused like a failed check.
 					return AdoptAuthorshipResult{}, fmt.Errorf("%s %q: %w; nothing was adopted: run it again", strings.ToLower(kr.kind), rec.GetName(), err)
 				}
 				delete(adopted, rec.GetUID())
