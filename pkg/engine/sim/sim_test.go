@@ -68,8 +68,12 @@ func TestSim(t *testing.T) {
 	start := time.Now()
 	failed := 0
 	var reached gateReached
+	var renewed renewReached
 	for seed, w := range runSeeds(from, count) {
 		reached.add(w.gateReached)
+		if w.trust != nil {
+			renewed.add(w.trust.renew.reached)
+		}
 		if len(w.failures) == 0 {
 			if *firstSeed != 0 && testing.Verbose() {
 				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
@@ -88,6 +92,14 @@ func TestSim(t *testing.T) {
 	t.Logf("the call gate: %+v", reached)
 	if count >= 150 && *firstSeed == 0 {
 		reached.check(t)
+	}
+	if *trustPolicy {
+		t.Logf("the trust token created anew: %+v", renewed)
+		// (The brokers world's broker clients are its own: the calls' identities are
+		// not checked there, so reconcile's calls after an adopt are not counted.)
+		if count >= 100 && !*brokersWorld {
+			renewed.check(t) // renew_test.go
+		}
 	}
 }
 
