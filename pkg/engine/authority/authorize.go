@@ -59,6 +59,7 @@ func (auth *Authority) Authorize(ctx context.Context, rec v1alpha1.Record, attrs
 		if err != nil && !runners && runnersRights(ctx, rec) && !IsReconcile(ctx) {
 			// The user's own command, on a record another person wrote, and the user may not
 			// ask the API server about that person: reconcile, which may, decides.
+			noteLeftToReconcile(ctx)
 			return auth.env().LeftToReconcile(fmt.Sprintf("you may not ask the API server whether %q, who wrote record %s/%s, may %s, so reconcile, which may, decides and sends what is due (the installed CronJob or \"kubectl catalog reconcile\" run by an administrator)",
 				a.author.Username, rec.GetNamespace(), rec.GetName(), what), err)
 		}

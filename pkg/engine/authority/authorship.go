@@ -103,9 +103,11 @@ func (auth *Authority) AdoptAuthorship(ctx context.Context, ns string, dryClient
 		default:
 			adopted[rec.GetUID()] = true
 			if err := auth.checkAuthorship(Adopting(ctx, adopted), rec); err != nil {
-				if _, refused := AsRefused(err); !refused {
+				if _, refused := AsRefused(err); !refused && !store.IsNotFound(err) {
 					// No answer about this record (the API server failed): nothing is
-					// written, rather than a refusal of a record the runner may adopt.
+					// written, rather than a refusal of a record the runner may adopt. What
+					// its spec names being gone (its broker deregistered) is an answer: no
+					// one could write that spec now, and it is refused like a failed check.
 					return AdoptAuthorshipResult{}, fmt.Errorf("%s %q: %w; nothing was adopted: run it again", strings.ToLower(kr.kind), rec.GetName(), err)
 				}
 				delete(adopted, rec.GetUID())
@@ -233,12 +235,40 @@ func (auth *Authority) checkAuthorship(ctx context.Context, rec v1alpha1.Record)
 		if err != nil {
 			return err
 		}
-		if err := auth.CheckConsumer(ctx, r, t.TargetInstance()); err != nil {
+		if err := auth.checkConsumerAdopted(ctx, r, t.TargetInstance()); err != nil {
 			return err
 		}
 		return auth.CheckPlan(ctx, r.Namespace, t, planID)
 	}
 	return nil
+}
+
+// checkConsumerAdopted is CheckConsumer for a binding the runner adopts, as her bind of
+// it would check it: a grant of another namespace's instance is its author's, and a
+// runner who may not ask the API server what that author may do (a namespace's users
+// may not create SubjectAccessReviews) leaves the grant to reconcile, which checks it at
+// every step, as her bind does; the binding's namespace is still checked against her
+// own rights. A grant that does not count (no grant, one whose author is not verified
+// or may not write the instance's record) refuses it.
+func (auth *Authority) checkConsumerAdopted(ctx context.Context, b *v1alpha1.ServiceBinding, inst *v1alpha1.ServiceInstance) error {
+	var left bool
+	err := auth.CheckConsumer(context.WithValue(WithRunnersRights(ctx), leftToReconcileKey{}, &left), b, inst)
+	if err == nil || !left {
+		return err
+	}
+	return auth.Authorize(ctx, b, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "create", Resource: "configmaps"})
+}
+
+// leftToReconcileKey marks a context whose checks note (in the *bool it holds) a
+// question about a record's author left to reconcile.
+type leftToReconcileKey struct{}
+
+// noteLeftToReconcile notes, in a context marked so, that a question was left to
+// reconcile.
+func noteLeftToReconcile(ctx context.Context) {
+	if left, ok := ctx.Value(leftToReconcileKey{}).(*bool); ok {
+		*left = true
+	}
 }
 
 // restamp writes rec again as the runner's intent: the store stamps the runner as its

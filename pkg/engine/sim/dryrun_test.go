@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/enginetest"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -54,7 +53,7 @@ func (w *world) dryRunTask(p *proc) (string, func(context.Context) error) {
 		c.Holder = p.holderName()
 		c.Platform = engine.StaticPlatform{Cluster: enginetest.Cluster, User: &osb.OriginatingIdentity{Username: p.user(), UID: "u-" + p.user()}}
 		if tr != nil {
-			c.Trust = kube.ClusterTrust{Reader: tr}
+			c.Trust = tr
 			c.Authorizer = simAuthorizer{p}
 		}
 		c.Now, c.Jitter, c.Sleep, c.IDs, c.ClaimTTL = p.now, w.rng.Float64, p.sleep, w.rngReader(), w.claimTTL

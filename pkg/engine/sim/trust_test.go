@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine/kube"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/osb/fake"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -59,6 +58,9 @@ import (
 // mallory deletes her own records and alice writes back the spec of each record mallory
 // took over, and every record outside t is settled, as elsewhere.
 //
+// The policy removed and installed again, its token created anew, during a seed, and the
+// owners' adopt: renew_test.go.
+//
 // To see the invariants fail, break the check they guard: make
 // authority.Authority.Authorize return nil for a verified author the Authorizer refuses
 // (the "if !ans.allowed" branch), and a seed of -sim.trust reports a vault read for one
@@ -79,12 +81,19 @@ const (
 type trustState struct {
 	token  string
 	canary string
+	// tokens are every token the world's policy was in force with, in order (the last
+	// is token); renewals counts the renewals (renew_test.go).
+	tokens   []string
+	renewals int
+	renew    renewState
 	// seq counts the record writes the API server admitted; versions are the specs each
 	// record ("namespace/name" of the record) had, in order.
 	seq      int
 	versions map[string][]specVersion
-	// started is the seq when each process began its current task.
-	started map[*proc]int
+	// started is the seq when each process began its current task; startedRenewals,
+	// the renewals before it.
+	started         map[*proc]int
+	startedRenewals map[*proc]int
 	// sent are the request ids whose first send carried the vault's value for a record
 	// whose author may read it.
 	sent map[string]bool
@@ -95,16 +104,25 @@ type trustState struct {
 }
 
 // specVersion is one spec of a record as written: who wrote it (the requesting user),
-// the author its annotations name, whether that author is verified (current token,
-// labels) and whether the spec names the vault.
+// the author its annotations name, whether the record kept its labels and whether the
+// spec names the vault. Whether its author is verified depends on the token in force
+// when that is asked (verifiedUnder): a renewal of the token strands it.
 type specVersion struct {
 	seq      int
 	writer   string
 	author   string
-	verified bool
+	labelled bool
 	vault    bool
 	// data and token are the spec's bytes and token as stored.
 	data, token string
+	// adopted: an adopt re-stamped it (renew_test.go).
+	adopted bool
+}
+
+// verifiedUnder reports whether the version's author is verified under token: it names
+// an author, carries that token and kept its labels.
+func (v specVersion) verifiedUnder(token string) bool {
+	return v.author != "" && token != "" && v.token == token && v.labelled
 }
 
 // setupTrust installs the trust policy, its binding and its token, and the vault.
@@ -116,8 +134,10 @@ func (w *world) setupTrust() {
 	w.trust = &trustState{
 		token:    fmt.Sprintf("token-%d", w.seed),
 		canary:   fmt.Sprintf("vault-canary-%08x", w.rng.Uint32()),
-		versions: map[string][]specVersion{}, started: map[*proc]int{}, sent: map[string]bool{}, admitted: map[*proc]int{},
+		versions: map[string][]specVersion{}, started: map[*proc]int{}, startedRenewals: map[*proc]int{}, sent: map[string]bool{}, admitted: map[*proc]int{},
 	}
+	w.trust.tokens = []string{w.trust.token}
+	w.trust.renew = newRenewState(w.seed) // renew_test.go
 	adm := w.cluster.Core.AdmissionregistrationV1()
 	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, trust.Policy(), metav1.CreateOptions{}); err != nil {
 		panic(err)
@@ -196,30 +216,29 @@ func (p *proc) identity(context.Context) (*store.Identity, error) {
 }
 
 // trustStore are the options of a process's store in the trust world: it stamps the
-// token, read as the commands read it (trust.Reader, shared with the engine's checks).
-func (p *proc) trustStore(r *trust.Reader) []store.Option {
-	if r == nil {
+// token of the process's view of the policy's state (shared with the engine's checks).
+func (p *proc) trustStore(v *trustView) []store.Option {
+	if v == nil {
 		return nil
 	}
-	return []store.Option{store.WithTrustToken(r.Token)}
+	return []store.Option{store.WithTrustToken(v.Token)}
 }
 
-// trustReader is the process's reader of the policy's state; nil without -sim.trust.
-// It reads without the API server's faults: the reader keeps a reading for a time of
-// the wall clock, so a fault drawn there would make a seed's path depend on it.
-func (p *proc) trustReader() *trust.Reader {
+// trustReader is a new view of the policy's state for an engine of the process; nil
+// without -sim.trust (renew_test.go).
+func (p *proc) trustReader() *trustView {
 	if p.w.trust == nil || !p.underPolicy() {
 		return nil
 	}
-	return trust.NewReader(p.w.cluster.Core, storetest.CatalogNamespace)
+	return &trustView{w: p.w}
 }
 
 // configureTrust gives an engine the policy's state and the Authorizer.
-func (p *proc) configureTrust(c *engine.Config, r *trust.Reader) {
-	if r == nil {
+func (p *proc) configureTrust(c *engine.Config, v *trustView) {
+	if v == nil {
 		return
 	}
-	c.Trust = kube.ClusterTrust{Reader: r}
+	c.Trust = v
 	c.Authorizer = simAuthorizer{p}
 	c.Brokers = fake.Brokers{Client: trustClient{Client: p.w.broker, p: p}}
 }
@@ -428,7 +447,7 @@ func (w *world) noteWrite(ns, name, user string) {
 	w.trust.seq++
 	v := specVersion{seq: w.trust.seq, writer: user, author: cm.Annotations[store.AnnotationAuthor],
 		data: cm.Data[store.DataKey], token: cm.Annotations[store.AnnotationTrustToken]}
-	v.verified = v.author != "" && v.token == w.trust.token && cm.Labels[store.LabelManagedBy] == store.ManagedBy
+	v.labelled = cm.Labels[store.LabelManagedBy] == store.ManagedBy
 	if kind == v1alpha1.KindServiceInstance {
 		if i, err := w.checker.Instances().Get(context.Background(), ns, rec); err == nil {
 			v.vault = namesVault(i.Spec.ParametersFrom, nil)
@@ -436,6 +455,7 @@ func (w *world) noteWrite(ns, name, user string) {
 	} else if b, err := w.checker.Bindings().Get(context.Background(), ns, rec); err == nil {
 		v.vault = namesVault(b.Spec.ParametersFrom, b.Spec.SecretTransforms)
 	}
+	w.checkAdoptWrite(key, vs, &v) // renew_test.go
 	w.trust.versions[key] = append(vs, v)
 }
 
@@ -457,22 +477,30 @@ func namesVault(from []v1alpha1.ParametersFromSource, trs []v1alpha1.SecretTrans
 func (w *world) trustTaskStarted(p *proc) {
 	if w.trust != nil {
 		w.trust.started[p] = w.trust.seq
+		w.trust.startedRenewals[p] = w.trust.renewals
 	}
 }
 
 // vouched reports whether some spec of record rec (namespace/name) that p could have
 // read in its task, one current at some time since the task began, names the vault and
-// has a verified author who may read it.
+// has a verified author who may read it: verified under the token of p's view of the
+// policy's state, which is the current token or, for a task begun before the token was
+// created anew, the one it replaced (renew_test.go).
 func (w *world) vouched(p *proc, rec string) (bool, string) {
 	vs := w.trust.versions[rec]
 	start := w.trust.started[p]
+	token, why := p.actingToken()
+	if why != "" {
+		return false, why
+	}
 	var seen []string
 	for i, v := range vs {
 		if i+1 < len(vs) && vs[i+1].seq <= start {
 			continue // replaced before the task began
 		}
-		seen = append(seen, fmt.Sprintf("author %q (verified %v, written by %s, names the vault %v)", v.author, v.verified, v.writer, v.vault))
-		if ok, _ := may(v.author, "get", "", "secrets", "dev"); ok && v.verified && v.vault {
+		verified := v.verifiedUnder(token)
+		seen = append(seen, fmt.Sprintf("author %q (verified %v, token %s, written by %s, names the vault %v)", v.author, verified, v.token, v.writer, v.vault))
+		if ok, _ := may(v.author, "get", "", "secrets", "dev"); ok && verified && v.vault {
 			return true, ""
 		}
 	}
@@ -561,8 +589,9 @@ func procRecord(p *proc) string {
 }
 
 // checkAuthors is checked after every step: the verified author of every record (its
-// author annotation, under the current token, with its labels) is the user who wrote
-// its spec, as the API server admitted the write: what the policy guarantees.
+// author annotation, under the current token or one it replaced, with its labels) is the
+// user who wrote its spec, as the API server admitted the write: what the policy
+// guarantees, which was in force all along.
 func (w *world) checkAuthors() {
 	if w.trust == nil {
 		return
@@ -570,7 +599,7 @@ func (w *world) checkAuthors() {
 	for _, rec := range slices.Sorted(maps.Keys(w.trust.versions)) {
 		vs := w.trust.versions[rec]
 		v := vs[len(vs)-1]
-		if v.verified && v.author != v.writer {
+		if slices.ContainsFunc(w.trust.tokens, v.verifiedUnder) && v.author != v.writer {
 			w.fail("record %s names %q as its verified author, but %s wrote its spec (the policy admitted it)", rec, v.author, v.writer)
 		}
 		if v.author == reconcileSA {
@@ -833,16 +862,22 @@ func (p *proc) checkIdentity(method, id string, o osb.RequestOptions) {
 	if method == "Bind" || method == "Unbind" {
 		record = w.rebindCallRecord(id, record) // rebind_test.go
 	}
+	token, why := p.actingToken()
+	if why != "" {
+		w.fail("%s %s by %s for record %q is made for %q: %s", method, id, p.name, record, who.Username, why)
+		return
+	}
 	for i, v := range w.trust.versions[record] {
 		vs := w.trust.versions[record]
 		if i+1 < len(vs) && vs[i+1].seq <= w.trust.started[p] {
 			continue
 		}
-		if v.verified && v.author == who.Username {
+		if v.verifiedUnder(token) && v.author == who.Username {
+			w.noteAdoptedCall(record, v) // renew_test.go
 			return
 		}
 	}
-	w.fail("%s %s by %s for record %q is made for %q, who is the verified author of no spec of it since the task began", method, id, p.name, record, who.Username)
+	w.fail("%s %s by %s for record %q is made for %q, who is the verified author (under token %s) of no spec of it since the task began", method, id, p.name, record, who.Username, token)
 }
 
 // TestSim_TrustWorld runs a few seeds of -sim.trust with -sim.crossns as part of the
@@ -866,11 +901,28 @@ func TestSim_TrustWorld(t *testing.T) {
 			*f = was[i]
 		}
 	}()
+	var reached renewReached
 	for seed, w := range runSeeds(1, count) {
+		reached.add(w.trust.renew.reached)
 		if len(w.failures) > 0 {
 			t.Errorf("seed %d: %s\nreplay: %s\n%s",
 				seed, w.failures[0], replay("-sim.trust -sim.crossns", seed), tail(w.trace, 60))
 		}
 	}
+	sameTraces(t)
+	// And a few seeds that each create the token anew (renew_test.go), which must reach
+	// an adopt re-stamping a record that reconcile then acts for.
+	renewWas := *renewAll
+	*renewAll = true
+	defer func() { *renewAll = renewWas }()
+	for seed, w := range runSeeds(1, count/3) {
+		reached.add(w.trust.renew.reached)
+		if len(w.failures) > 0 {
+			t.Errorf("seed %d: %s\nreplay: %s\n%s",
+				seed, w.failures[0], replay("-sim.trust -sim.crossns -sim.renew", seed), tail(w.trace, 60))
+		}
+	}
+	t.Logf("the trust token created anew: %+v", reached)
+	reached.check(t)
 	sameTraces(t)
 }

@@ -200,6 +200,8 @@ type proc struct {
 	cluster *storetest.Cluster
 	// process is the process of its lifetime, as its claims name it (takeover_test.go).
 	process *store.Process
+	// view is its engine's view of the trust policy's state (renew_test.go).
+	view *trustView
 }
 
 type kind int
@@ -333,6 +335,7 @@ func (p *proc) reset() {
 	// claims are timed by the process's monotonic clock, the simulation's time since the
 	// process started, which no setting of its wall clock (skew) moves.
 	tr := p.trustReader()
+	p.view = tr
 	cl := p.w.cluster
 	if p.cluster != nil {
 		cl = p.cluster // the new cluster of the move world (move_test.go)
@@ -467,6 +470,7 @@ func (w *world) run(p *proc) {
 
 // begin starts a task in p and waits for its first pause or its end.
 func (w *world) begin(p *proc, name string, task func(context.Context) error) {
+	w.renewViewStale(p) // renew_test.go
 	w.running = p
 	p.start(name, task)
 	w.await(p)
@@ -504,6 +508,7 @@ func (w *world) step() {
 	w.landLateWork(false)
 	w.kubeStep(false)
 	w.upgradeStep()
+	w.renewStep() // renew_test.go
 	w.tick()
 	p := w.procs[w.rng.IntN(len(w.procs))]
 	// A claim shorter than the client's timeout cannot keep others away from the request
@@ -629,6 +634,7 @@ func (w *world) quiesce() {
 		w.landLateWork(true)
 		w.kubeStep(true)
 		w.modelQuiesce()
+		w.adoptStranded() // renew_test.go
 		w.quiesceUpgrade()
 		w.quiesceMigrate()
 		w.quiesceMove()
