@@ -101,3 +101,58 @@ func TestAdoptAuthorship_AnInstanceOfABrokerGone_IsRefusedAndTheOthersAdopted(t 
 	assert.NilError(t, err)
 	assert.Equal(t, store.AuthorOf(inst).Token, "new")
 }
+
+// The trust token was created anew, stranding alice's user-provided instance and its
+// binding. Her adopt re-stamps both: a user-provided instance goes through no broker,
+// and what its spec sends is its credentials Secret, which she may read. Before, adopt
+// read a broker of no name for each and adopted nothing ("run it again"), so neither
+// could ever be adopted. A runner who may not read that Secret gets both refused.
+func TestAdoptAuthorship_AUserProvidedInstanceAndItsBinding_AreCheckedByTheirCredentialsSecret(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.engine.cfg.Trust = staticTrust{TrustState{Token: "new"}}
+	old := writerStore(f, "alice", "old")
+	inst, err := old.Instances().Create(store.WithIntent(ctx),
+		NewUserProvidedInstance(ns, "up", v1alpha1.UserProvidedService{CredentialsSecret: CredentialsSecretName("up")}))
+	assert.NilError(t, err)
+	assert.NilError(t, f.engine.WriteUserProvidedCredentials(ctx, inst, toBytes(map[string]string{"password": "s3cret"})))
+	_, err = old.Bindings().Create(store.WithIntent(ctx),
+		NewBinding(BindingIntent{Namespace: ns, Name: "upb", Instance: "up", SecretName: "upb"}))
+	assert.NilError(t, err)
+
+	adopt := func(may []authorizationv1.ResourceAttributes) map[string]string {
+		t.Helper()
+		f.engine.cfg.Authorizer = selfRBAC{rbac: &rbac{allow: map[string][]authorizationv1.ResourceAttributes{"alice": may}}, user: "alice"}
+		f.engine.cfg.Store = writerStore(f, "alice", "new")
+		res, err := f.engine.AdoptAuthorship(ctx, AdoptAuthorshipRequest{Namespace: ns, Confirm: yes})
+		assert.NilError(t, err)
+		got := map[string]string{}
+		for _, r := range res.Records {
+			got[r.Kind+"/"+r.Name] = r.Outcome
+		}
+		return got
+	}
+	readCreds := authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: CredentialsSecretName("up")}
+	createRecords := authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "configmaps"}
+	assert.DeepEqual(t, adopt([]authorizationv1.ResourceAttributes{createRecords}),
+		map[string]string{"serviceinstance/up": AuthorshipRefused, "servicebinding/upb": AuthorshipRefused})
+	for _, name := range []string{"up", "upb"} {
+		var rec v1alpha1.Record
+		if name == "up" {
+			rec, err = f.st.Instances().Get(ctx, ns, name)
+		} else {
+			rec, err = f.st.Bindings().Get(ctx, ns, name)
+		}
+		assert.NilError(t, err)
+		assert.Equal(t, store.AuthorOf(rec).Token, "old", name)
+	}
+
+	assert.DeepEqual(t, adopt([]authorizationv1.ResourceAttributes{createRecords, readCreds}),
+		map[string]string{"serviceinstance/up": AuthorshipAdopted, "servicebinding/upb": AuthorshipAdopted})
+	up, err := f.st.Instances().Get(ctx, ns, "up")
+	assert.NilError(t, err)
+	assert.Equal(t, store.AuthorOf(up).Token, "new")
+	b, err := f.st.Bindings().Get(ctx, ns, "upb")
+	assert.NilError(t, err)
+	assert.Equal(t, store.AuthorOf(b).Token, "new")
+}

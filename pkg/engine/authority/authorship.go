@@ -3,11 +3,11 @@ package authority
 import (
 	"context"
 	"fmt"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
@@ -209,6 +209,12 @@ func (auth *Authority) checkAuthorship(ctx context.Context, rec v1alpha1.Record)
 		if r.DeletionTimestamp != nil {
 			return nil
 		}
+		if up := r.Spec.UserProvided; up != nil {
+			// No broker: what the spec sends anywhere is its credentials, the Secret its
+			// record owns (written by the verb, perhaps not yet), copied into its
+			// bindings' Secrets.
+			return auth.Authorize(ctx, r, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "get", Resource: "secrets", Name: up.CredentialsSecret})
+		}
 		t, planID, err := auth.env().InstanceTarget(ctx, r)
 		if err != nil {
 			return err
@@ -231,6 +237,17 @@ func (auth *Authority) checkAuthorship(ctx context.Context, rec v1alpha1.Record)
 		if r.DeletionTimestamp != nil {
 			return nil
 		}
+		if inst, up, err := auth.userProvidedOf(ctx, r); err != nil || up {
+			if err != nil {
+				return err
+			}
+			if inst.Namespace != r.Namespace {
+				// Another namespace's shared instance: its grant, as below.
+				return auth.checkConsumerAdopted(ctx, r, inst)
+			}
+			// A copy of its own namespace's credentials Secret.
+			return auth.Authorize(ctx, r, authorizationv1.ResourceAttributes{Namespace: r.Namespace, Verb: "get", Resource: "secrets", Name: inst.Spec.UserProvided.CredentialsSecret})
+		}
 		t, planID, err := auth.env().BindingTarget(ctx, r)
 		if err != nil {
 			return err
@@ -241,6 +258,20 @@ func (auth *Authority) checkAuthorship(ctx context.Context, rec v1alpha1.Record)
 		return auth.CheckPlan(ctx, r.Namespace, t, planID)
 	}
 	return nil
+}
+
+// userProvidedOf reads the instance binding b names and reports whether it is
+// user-provided (no broker: its bindings get a copy of its credentials Secret).
+func (auth *Authority) userProvidedOf(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, bool, error) {
+	ins, name := b.InstanceRef()
+	inst, err := auth.env().Store.Instances().Get(ctx, ins, name)
+	if store.IsNotFound(err) {
+		return nil, false, nil // (what BindingTarget then says of it)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return inst, inst.IsUserProvided(), nil
 }
 
 // checkConsumerAdopted is CheckConsumer for a binding the runner adopts, as her bind of
