@@ -49,6 +49,9 @@ func runSeed(seed uint64, n int) *world {
 		w.checkQuiescence()
 	}
 	if len(w.failures) == 0 {
+		w.checkRotatedAtQuiescence() // rotatedue_test.go
+	}
+	if len(w.failures) == 0 {
 		w.checkEvents()
 	}
 	return w
@@ -68,8 +71,10 @@ func TestSim(t *testing.T) {
 	start := time.Now()
 	failed := 0
 	var reached gateReached
+	rotated := 0
 	for seed, w := range runSeeds(from, count) {
 		reached.add(w.gateReached)
+		rotated += w.rot.count
 		if len(w.failures) == 0 {
 			if *firstSeed != 0 && testing.Verbose() {
 				t.Log("trace:\n" + strings.Join(w.trace, "\n"))
@@ -86,8 +91,12 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
 	t.Logf("the call gate: %+v", reached)
+	t.Logf("reconcile --rotate-due rotated %d bindings whose renew_before had passed", rotated)
 	if count >= 150 && *firstSeed == 0 {
 		reached.check(t)
+		if rotated == 0 {
+			t.Errorf("%d seeds: no reconcile --rotate-due run rotated a binding", count)
+		}
 	}
 }
 

@@ -128,6 +128,9 @@ type world struct {
 	// gateRng draws the verbs' --timeout (callgate_test.go).
 	gateRng     *rand.Rand
 	gateReached gateReached
+	// rot is what the world keeps of binding lifetimes and scheduled rotations
+	// (rotatedue_test.go).
+	rot rotationState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -194,6 +197,10 @@ type proc struct {
 	// cluster is the API server of the process's cluster: nil for the world's, the new
 	// cluster of the move world for its processes there (move_test.go).
 	cluster *storetest.Cluster
+	// runs counts a reconcile process's runs; clockHigh is the latest its clock read
+	// during the current one (rotatedue_test.go).
+	runs      int
+	clockHigh time.Time
 }
 
 type kind int
@@ -223,6 +230,7 @@ func newWorld(seed uint64) *world {
 	}
 	w.rates.slow = w.pick(0, 10, 30)
 	w.gateRng = newGateRand(seed)
+	w.rot = newRotationState(seed)
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
@@ -453,6 +461,9 @@ func (w *world) run(p *proc) {
 		return
 	}
 	w.running = p
+	if now := p.now(); now.After(p.clockHigh) {
+		p.clockHigh = now
+	}
 	p.resume <- struct{}{}
 	w.await(p)
 }
@@ -635,10 +646,15 @@ func (w *world) quiesce() {
 				w.landLateWork(false)
 				w.run(r)
 				w.checkRebindsQuiescing()
+				w.noteQuiescentRotations(r) // rotatedue_test.go
 			}
 		}
 		w.kubeStep(true)
-		if w.settled() && !w.upgradeLeft() || w.stuck {
+		w.rot.quiescing = false
+		if w.stuck {
+			return
+		}
+		if w.settled() && !w.upgradeLeft() && !w.rotateAtQuiescence() { // rotatedue_test.go
 			return
 		}
 	}
