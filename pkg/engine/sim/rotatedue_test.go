@@ -61,12 +61,12 @@ type rotationState struct {
 // renewBefore of the id it replaces, and the latest the process's clock read during
 // that run up to then.
 type rotationStart struct {
-	p      *proc
-	run    int
-	from   string
-	renew  *metav1.Time
-	clock  time.Time
-	reason string
+	p     *proc
+	run   int
+	from  string
+	to    string
+	renew *metav1.Time
+	clock time.Time
 }
 
 type rotatedBinding struct{ key, from string }
@@ -176,10 +176,10 @@ func (w *world) noteRotationStart(p *proc, b *v1alpha1.ServiceBinding) {
 		return
 	}
 	key := b.Namespace + "/" + b.Name
-	if s, ok := w.rot.started[key]; ok && s.from == bs.BindingID {
+	if s, ok := w.rot.started[key]; ok && s.to == b.CurrentExternalID() {
 		return
 	}
-	w.rot.started[key] = rotationStart{p: p, run: p.runs, from: bs.BindingID, renew: bs.RenewBefore, clock: p.clockHigh}
+	w.rot.started[key] = rotationStart{p: p, run: p.runs, from: bs.BindingID, to: b.CurrentExternalID(), renew: bs.RenewBefore, clock: p.clockHigh}
 }
 
 // rotationMargin is how far a process's clock may go back between two of its steps (a
@@ -313,10 +313,14 @@ func (w *world) noteQuiescentRotations(r *proc) {
 	}
 }
 
-// checkRotatedAtQuiescence checks, once everything is quiet, each binding a --rotate-due
-// run rotated: bound under another id than the one it replaced, failed with a reason, or
+// checkRotatedAtQuiescence checks, once everything is quiet, what every binding stores
+// of its lifetime, and each binding a --rotate-due run rotated: bound under another id than the one it replaced, failed with a reason, or
 // gone.
 func (w *world) checkRotatedAtQuiescence() {
+	_, binds := w.records()
+	for _, b := range binds {
+		w.checkLifetime(b)
+	}
 	for _, r := range w.rot.rotated {
 		ns, name, _ := strings.Cut(r.key, "/")
 		b, err := w.checker.Bindings().Get(context.Background(), ns, name)
