@@ -77,7 +77,9 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 		due = p.rotationsDue()
 		w.logf("%-14s run with --rotate-due (%d bindings due)", p.name, len(due))
 	}
+	p.rotating = o.RotateDue
 	sum, err := p.rec.Run(ctx, o)
+	p.rotating = false
 	if o.RotateDue && !p.onNew() {
 		p.checkRotateDueRun(o, due, sum, err)
 	}

@@ -229,6 +229,12 @@ func (p *proc) checkRotateDueRun(o reconcile.Options, due map[string]string, sum
 	if p.onNew() {
 		chk = w.move.checker
 	}
+	// The rotations begun in the step the run ended in, not checked yet.
+	if binds, err := chk.Bindings().List(context.Background(), "", store.Filter{}); err == nil {
+		for _, b := range binds {
+			w.noteRotationStart(p, b)
+		}
+	}
 	items := map[string]reconcile.Item{}
 	for _, it := range sum.Items {
 		if it.Kind != v1alpha1.KindServiceBinding {
@@ -301,10 +307,10 @@ func (w *world) rotateAtQuiescence() bool {
 	return false
 }
 
-// noteQuiescentRotations notes the rotations a step of r began during the quiescence's
-// round of --rotate-due (the quiescence checks no step otherwise).
+// noteQuiescentRotations notes the rotations a step of r began once the faults stopped,
+// in a --rotate-due run (the quiescence checks no step otherwise).
 func (w *world) noteQuiescentRotations(r *proc) {
-	if !w.rot.quiescing || !w.wrote || r.onNew() {
+	if !r.rotating || !w.wrote || r.onNew() {
 		return
 	}
 	_, binds := w.records()

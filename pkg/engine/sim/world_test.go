@@ -201,6 +201,7 @@ type proc struct {
 	// during the current one (rotatedue_test.go).
 	runs      int
 	clockHigh time.Time
+	rotating  bool
 }
 
 type kind int
@@ -616,6 +617,7 @@ func (w *world) quiesce() {
 				w.run(p)
 				w.last = p
 				w.checkRebindsQuiescing()
+				w.noteQuiescentRotations(p) // rotatedue_test.go
 				if w.wrote && w.abandoning() {
 					// What an --abandon drops is noted (abandon_test.go).
 					w.wrote = false
