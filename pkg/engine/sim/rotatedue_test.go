@@ -46,8 +46,8 @@ type rotationState struct {
 	rng *rand.Rand
 	// life is the metadata the broker gives each binding id (nil: none).
 	life map[string]*osb.BindingMetadata
-	// started is the last rotation seen beginning on each binding (namespace/name).
-	started map[string]rotationStart
+	// started are the rotations seen beginning on each binding (namespace/name).
+	started map[string][]rotationStart
 	// rotated are the bindings --rotate-due runs rotated, for the check at quiescence.
 	rotated []rotatedBinding
 	// count is how many bindings --rotate-due runs rotated.
@@ -73,7 +73,7 @@ type rotatedBinding struct{ key, from string }
 
 func newRotationState(seed uint64) rotationState {
 	return rotationState{rng: rand.New(rand.NewPCG(seed^0x452821e638d01377, seed+7)),
-		life: map[string]*osb.BindingMetadata{}, started: map[string]rotationStart{}}
+		life: map[string]*osb.BindingMetadata{}, started: map[string][]rotationStart{}}
 }
 
 // bindingLifetime is the metadata the broker gives binding id, drawn at the first bind
@@ -176,10 +176,11 @@ func (w *world) noteRotationStart(p *proc, b *v1alpha1.ServiceBinding) {
 		return
 	}
 	key := b.Namespace + "/" + b.Name
-	if s, ok := w.rot.started[key]; ok && s.to == b.CurrentExternalID() {
+	ss := w.rot.started[key]
+	if len(ss) > 0 && ss[len(ss)-1].to == b.CurrentExternalID() {
 		return
 	}
-	w.rot.started[key] = rotationStart{p: p, run: p.runs, from: bs.BindingID, to: b.CurrentExternalID(), renew: bs.RenewBefore, clock: p.clockHigh}
+	w.rot.started[key] = append(ss, rotationStart{p: p, run: p.runs, from: bs.BindingID, to: b.CurrentExternalID(), renew: bs.RenewBefore, clock: p.clockHigh})
 }
 
 // rotationMargin is how far a process's clock may go back between two of its steps (a
@@ -245,8 +246,14 @@ func (p *proc) checkRotateDueRun(o reconcile.Options, due map[string]string, sum
 		if !it.Rotated {
 			continue
 		}
-		s, ok := w.rot.started[key]
-		if !ok || s.p != p || s.run != p.runs {
+		var s rotationStart
+		ok := false
+		for _, x := range w.rot.started[key] {
+			if x.p == p && x.run == p.runs && !ok { // the first: --rotate-due rotates before any other step of the binding
+				s, ok = x, true
+			}
+		}
+		if !ok {
 			w.fail("%s's --rotate-due run reports binding %s rotated, and the model saw no rotation of it begin in that run", p.name, key)
 			continue
 		}
