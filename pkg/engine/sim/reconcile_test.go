@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
+	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
 
 // Reconcile processes run the real pkg/reconcile: each is a replica of "reconcile
@@ -237,19 +238,26 @@ func (p *proc) waitUntil(at time.Time) bool {
 }
 
 // failedForGood reports an item of a record that failed for good and waits for its
-// user: its detail is its Failed condition's.
+// user: its detail is its Failed condition's. A record its user deleted since (released
+// at once, the broker holding nothing of it) is taken as one that went meanwhile.
 func (w *world) failedForGood(it reconcile.Item) bool {
 	ctx := context.Background()
 	var st *v1alpha1.OperationStatus
+	var err error
 	switch it.Kind {
 	case v1alpha1.KindServiceInstance:
-		if x, err := w.checker.Instances().Get(ctx, it.Namespace, it.Name); err == nil {
+		var x *v1alpha1.ServiceInstance
+		if x, err = w.checker.Instances().Get(ctx, it.Namespace, it.Name); err == nil {
 			st = &x.Status.OperationStatus
 		}
 	case v1alpha1.KindServiceBinding:
-		if x, err := w.checker.Bindings().Get(ctx, it.Namespace, it.Name); err == nil {
+		var x *v1alpha1.ServiceBinding
+		if x, err = w.checker.Bindings().Get(ctx, it.Namespace, it.Name); err == nil {
 			st = &x.Status.OperationStatus
 		}
+	}
+	if store.IsNotFound(err) {
+		return true
 	}
 	if st == nil {
 		return false
