@@ -118,9 +118,11 @@ var RotationDue = records.RotationDue
 // RotateScheduled asks for new credentials for a ready binding whose rotation is due,
 // on no one's command but the schedule's (reconcile --rotate-due): see startRotation.
 // The write keeps the record's author, so the binding goes on being driven on its
-// author's authority, not on the authority of whoever runs the schedule.
-func (e *Engine) RotateScheduled(ctx context.Context, namespace, name string) (*v1alpha1.ServiceBinding, error) {
-	return e.startRotation(ctx, namespace, name)
+// author's authority, not on the authority of whoever runs the schedule. checks are run
+// on the binding as it is when written (each write retried after a conflict): one that
+// fails leaves it as it is and is the error returned.
+func (e *Engine) RotateScheduled(ctx context.Context, namespace, name string, checks ...func(*v1alpha1.ServiceBinding) error) (*v1alpha1.ServiceBinding, error) {
+	return e.startRotationWith(ctx, namespace, name, nil, checks...)
 }
 
 // startRotation asks for new credentials for a ready binding: the record's status gets

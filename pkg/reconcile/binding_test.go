@@ -10,6 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
@@ -182,4 +183,49 @@ func TestRun_RotationDue(t *testing.T) {
 	// Nothing due any more.
 	sum = f.run(Options{RotateDue: true})
 	assert.Assert(t, is.Len(sum.Items, 0))
+}
+
+// A binding another driver begins to rotate between the run's read of it and the run's
+// own rotation (a second replica, a user's "bind --rotate") is not rotated a second
+// time, and its item is no failure: the run drives the rotation under way.
+func TestRun_RotateDueLeavesARotationBegunMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	f.provisioned("db")
+	f.bindAnswers("old", f.now.Add(-time.Minute))
+	f.binding("app")
+	f.run(Options{})
+	f.broker.ResetCalls()
+
+	ctx := context.Background()
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	cm := store.ConfigMapName(v1alpha1.KindServiceBinding, "app")
+	tr := f.cluster.Core.Tracker()
+	read, err := tr.Get(gvr, ns, cm)
+	assert.NilError(t, err)
+	// The other driver's rotation, as it lands after the run read the binding.
+	other, err := f.rec.Engine.RotateScheduled(ctx, ns, "app")
+	assert.NilError(t, err)
+	rotated, err := tr.Get(gvr, ns, cm)
+	assert.NilError(t, err)
+	assert.NilError(t, tr.Update(gvr, read, ns))
+	landed := false
+	f.cluster.Core.PrependReactor("update", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == ns && a.(clienttesting.UpdateAction).GetObject().(metav1.Object).GetName() == cm && !landed {
+			landed = true
+			o := rotated.DeepCopyObject()
+			o.(metav1.Object).SetResourceVersion("rotated-meanwhile")
+			assert.NilError(t, tr.Update(gvr, o, ns))
+		}
+		return false, nil, nil
+	})
+
+	f.bindAnswers("new", f.now.Add(time.Hour))
+	sum := f.run(Options{RotateDue: true})
+	assert.Assert(t, landed)
+	it := f.bindingItem(sum, "app")
+	assert.Equal(t, it.Outcome, Done, it.Detail)
+	after, err := f.st.Bindings().Get(ctx, ns, "app")
+	assert.NilError(t, err)
+	assert.Equal(t, after.Status.Bound.BindingID, other.CurrentExternalID(), "the rotation under way is the one carried out")
+	assert.Equal(t, len(f.broker.CallsTo(fake.MethodBind)), 1)
 }

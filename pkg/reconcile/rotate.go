@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +27,22 @@ func (r *Reconciler) rotate(ctx context.Context, t *task, dryRun bool) bool {
 		t.it.Outcome, t.it.Detail, t.done = WouldDrive, "rotate the credentials: "+rotationReason(b), true
 		return false
 	}
-	if _, err := r.Engine.RotateScheduled(ctx, b.Namespace, b.Name); err != nil {
+	// The binding as it is when the rotation is written: another driver (a second
+	// replica, a user's "bind --rotate") may have rotated it, or begun an operation on
+	// it, since it was read. It is then driven as it is, and not rotated again.
+	id := b.Status.Bound.BindingID
+	_, err := r.Engine.RotateScheduled(ctx, b.Namespace, b.Name, func(cur *v1alpha1.ServiceBinding) error {
+		if engine.CheckBindingChangeable(cur) != nil || cur.Status.Bound == nil || cur.Status.Bound.BindingID != id ||
+			cur.CurrentExternalID() != id || !engine.RotationDue(cur, r.now()) {
+			return errChangedMeanwhile
+		}
+		return nil
+	})
+	if errors.Is(err, errChangedMeanwhile) {
+		t.rotationBlocked = true
+		return r.read(ctx, t)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			t.it.Outcome, t.it.Detail, t.done = InProgress, "interrupted; left pending", true
 			return false
@@ -37,6 +53,9 @@ func (r *Reconciler) rotate(ctx context.Context, t *task, dryRun bool) bool {
 	t.it.Rotated = true
 	return r.read(ctx, t)
 }
+
+// errChangedMeanwhile: the binding changed between the run's read of it and its rotation.
+var errChangedMeanwhile = errors.New("the binding changed since it was read")
 
 func rotationReason(b *v1alpha1.ServiceBinding) string {
 	return "the broker's renew_before passed at " + b.Status.Bound.RenewBefore.UTC().Format(time.RFC3339)

@@ -232,6 +232,7 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 			l.PutBinding(fake.Held{ID: r.BindingID, InstanceID: r.InstanceID, Namespace: ns, Credentials: creds})
 		}
 		put := func() { putWith(creds) }
+		md := w.bindingLifetime(r.BindingID) // rotatedue_test.go
 		o := w.call(ctx, fake.MethodBind, r.BindingID, func() outcome {
 			// Whatever it answers, a broker creates no binding of an instance it does not
 			// hold (one it said it created and did not, say).
@@ -248,9 +249,9 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 			}
 			if h, ok := l.Binding(r.BindingID); ok {
 				if w.oversized[r.BindingID] && w.faults {
-					return outcome{what: "200 (identical request) with 5,000 endpoints", status: 200, creds: h.Credentials, endpoints: manyEndpoints}
+					return outcome{what: "200 (identical request) with 5,000 endpoints", status: 200, creds: h.Credentials, endpoints: manyEndpoints, meta: md}
 				}
-				return outcome{what: "200 (identical request)", status: 200, creds: h.Credentials}
+				return outcome{what: "200 (identical request)", status: 200, creds: h.Credentials, meta: md}
 			}
 			if o, ok := w.asyncBind(r, ns, put); ok {
 				return o
@@ -265,14 +266,14 @@ func (w *world) bindHandler(l *fake.Ledger) func(ctx context.Context, r *osb.Bin
 					return w.internalError(put)
 				case 3:
 					w.oversized[r.BindingID] = true
-					return outcome{what: "201 with 5,000 endpoints", apply: put, status: 201, creds: creds, endpoints: manyEndpoints}
+					return outcome{what: "201 with 5,000 endpoints", apply: put, status: 201, creds: creds, endpoints: manyEndpoints, meta: md}
 				default:
 					return w.timedOut(put)
 				}
 			}
-			return outcome{what: "201", apply: put, status: 201, creds: creds}
+			return outcome{what: "201", apply: put, status: 201, creds: creds, meta: md}
 		})
-		resp, err := &osb.BindResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, Credentials: o.creds, Endpoints: o.endpoints}, o.err
+		resp, err := &osb.BindResponse{StatusCode: o.status, Async: o.status == 202, Operation: o.key, Credentials: o.creds, Endpoints: o.endpoints, Metadata: o.meta}, o.err
 		if o.wire != nil {
 			resp, err = wire(w, o, func(c osb.Client) (*osb.BindResponse, error) { return c.Bind(ctx, r) })
 		}

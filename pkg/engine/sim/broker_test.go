@@ -76,6 +76,8 @@ type outcome struct {
 	endpoints []osb.Endpoint
 	// wire is an answer off the spec (rogue_test.go), given through the real client.
 	wire *wireAnswer
+	// meta is a bind answer's binding metadata (rotatedue_test.go).
+	meta *osb.BindingMetadata
 }
 
 // hugeURL is a dashboard URL of 1.1 MB: no record can store it.

@@ -110,6 +110,8 @@ func (w *world) checkStep() {
 		w.checkBackoff("binding", x, &x.Status.OperationStatus)
 		w.checkAuthor("binding", x)
 		w.checkStorable("binding", x, &x.Status.OperationStatus)
+		w.checkLifetime(x)             // rotatedue_test.go
+		w.noteRotationStart(w.last, x) // rotatedue_test.go
 		if w.rates.asyncBind {
 			w.checkServedCredentials(x)
 		}

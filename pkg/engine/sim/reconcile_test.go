@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/apis/catalog/v1alpha1"
 
-	"github.com/kubectl-catalog/kubectl-catalog/pkg/engine"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/reconcile"
 	"github.com/kubectl-catalog/kubectl-catalog/pkg/store"
 )
@@ -55,16 +54,10 @@ func (p *proc) holderName() string {
 }
 
 // reconcileRun is one run of the real reconcile on every namespace, the engine acting
-// with its runner's rights (no trust policy in the simulated cluster). Before it, a
-// replica rotates now and then a bound binding, as --rotate-due does once the broker's
-// renew_before has passed.
+// with its runner's rights (no trust policy in the simulated cluster). Half of the runs
+// are "reconcile --rotate-due" (rotatedue_test.go).
 func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	w := p.w
-	if !quiescing && p.kind == reconciler {
-		if err := p.rotateDue(ctx); err != nil {
-			return err
-		}
-	}
 	o := reconcile.Options{Workers: 1, TrustUnverifiedAuthors: p.trustsWriters(), Observer: simObserver{p}}
 	o.ListedCopiesMin = p.listedCopiesMin()   // listed_test.go
 	o.CatalogNamespace = p.catalogNamespace() // aslisted_test.go
@@ -78,6 +71,9 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	} else {
 		o.RetryHorizon = 10 * time.Second
 	}
+	// (A run by hand on one namespace does not rotate: rotatedue_test.go checks the
+	// replicas' runs over every namespace.)
+	o.RotateDue = p.kind == reconciler && (!quiescing && w.rot.rng.IntN(3) > 0 || quiescing && w.rot.quiescing)
 	g, err := p.joinGroup(ctx)
 	if err != nil {
 		return err
@@ -85,39 +81,23 @@ func (p *proc) reconcileRun(ctx context.Context, quiescing bool) error {
 	o.Group = g
 	o.Shard = p.staticShard() // staticshard_test.go
 	p.apiFaults = 0
+	p.runs++
+	p.clockHigh = p.now()
+	var due map[string]string
+	if o.RotateDue && !p.onNew() {
+		due = p.rotationsDue()
+		w.logf("%-14s run with --rotate-due (%d bindings due)", p.name, len(due))
+	}
+	p.rotating = o.RotateDue
 	sum, err := p.rec.Run(ctx, o)
+	p.rotating = false
+	if o.RotateDue && !p.onNew() {
+		p.checkRotateDueRun(o, due, sum, err)
+	}
 	if err != nil {
 		return err
 	}
 	w.logf("%-14s run took %s: %v", p.name, sum.Took, sum.Counts)
-	return nil
-}
-
-// rotateDue rotates each bound binding one time in five, as --rotate-due does.
-func (p *proc) rotateDue(ctx context.Context) error {
-	ctx = engine.AsReconcile(ctx)
-	if p.trustsWriters() {
-		ctx = engine.WithRunnersRights(ctx)
-	}
-	binds, err := p.st.Bindings().List(ctx, "", store.Filter{})
-	if _, unreadable := store.Unreadable(err); err != nil && !unreadable {
-		return err
-	}
-	for _, b := range binds {
-		// (--rotate-due selects the bindings of the replica's shard: staticshard_test.go.)
-		if b.Status.Bound == nil || b.DeletionTimestamp != nil || !p.inShard(b.Namespace, b.Name) || p.w.noRotation(p, b) || !p.w.chance(20) {
-			continue
-		}
-		p.w.logf("%-14s rotation due %s/%s", p.name, b.Namespace, b.Name)
-		p.record = b.Namespace + "/" + b.Name
-		if _, err := p.eng.RotateScheduled(ctx, b.Namespace, b.Name); err != nil {
-			p.w.logf("%-14s rotation of %s/%s: %s", p.name, b.Namespace, b.Name, firstLine(err.Error()))
-		}
-		p.record = ""
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 	return nil
 }
 
@@ -268,19 +248,26 @@ func (p *proc) waitUntil(at time.Time) bool {
 }
 
 // failedForGood reports an item of a record that failed for good and waits for its
-// user: its detail is its Failed condition's.
+// user: its detail is its Failed condition's. A record its user deleted since (released
+// at once, the broker holding nothing of it) is taken as one that went meanwhile.
 func (w *world) failedForGood(it reconcile.Item) bool {
 	ctx := context.Background()
 	var st *v1alpha1.OperationStatus
+	var err error
 	switch it.Kind {
 	case v1alpha1.KindServiceInstance:
-		if x, err := w.checker.Instances().Get(ctx, it.Namespace, it.Name); err == nil {
+		var x *v1alpha1.ServiceInstance
+		if x, err = w.checker.Instances().Get(ctx, it.Namespace, it.Name); err == nil {
 			st = &x.Status.OperationStatus
 		}
 	case v1alpha1.KindServiceBinding:
-		if x, err := w.checker.Bindings().Get(ctx, it.Namespace, it.Name); err == nil {
+		var x *v1alpha1.ServiceBinding
+		if x, err = w.checker.Bindings().Get(ctx, it.Namespace, it.Name); err == nil {
 			st = &x.Status.OperationStatus
 		}
+	}
+	if store.IsNotFound(err) {
+		return true
 	}
 	if st == nil {
 		return false

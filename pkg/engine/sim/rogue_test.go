@@ -247,6 +247,8 @@ func (w *world) rogueTable(op rogueOp) []wireAnswer {
 			wireAnswer{422, errBody("RequiresApp2")},
 			wireAnswer{201, `{"credentials":"pw"}`},
 			wireAnswer{201, fmt.Sprintf(`{"credentials":{"password":%q},"volume_mounts":7}`, s)},
+			// Binding metadata that does not decode (rotatedue_test.go).
+			wireAnswer{201, fmt.Sprintf(`{"credentials":{"password":%q},"metadata":{"renew_before":17}}`, s)},
 		)
 	default: // GET binding (the engine never fetches an instance)
 		return append(leaky(),
@@ -254,6 +256,7 @@ func (w *world) rogueTable(op rogueOp) []wireAnswer {
 			wireAnswer{204, ``},
 			wireAnswer{410, `{}`},
 			wireAnswer{200, `{"credentials":`},
+			wireAnswer{200, `{"credentials":{},"metadata":{"expires_at":["tomorrow"]}}`},
 			wireAnswer{422, errBody("ConcurrencyError")},
 		)
 	}
@@ -528,7 +531,7 @@ func (w *world) setupBindingReads() {
 			if !ok {
 				return outcome{what: "404 (no such binding)", err: fake.HTTPError(http.MethodGet, http.StatusNotFound, "", "no such binding")}
 			}
-			resp = &osb.GetBindingResponse{Credentials: h.Credentials}
+			resp = &osb.GetBindingResponse{Credentials: h.Credentials, Metadata: w.rot.life[r.BindingID]}
 			return outcome{what: "200"}
 		})
 		err := o.err

@@ -49,6 +49,9 @@ func runSeed(seed uint64, n int) *world {
 		w.checkQuiescence()
 	}
 	if len(w.failures) == 0 {
+		w.checkRotatedAtQuiescence() // rotatedue_test.go
+	}
+	if len(w.failures) == 0 {
 		w.checkEvents()
 	}
 	return w
@@ -70,8 +73,10 @@ func TestSim(t *testing.T) {
 	var reached gateReached
 	takeovers, tookOver := 0, []uint64{}
 	var renewed renewReached
+	rotated := 0
 	for seed, w := range runSeeds(from, count) {
 		reached.add(w.gateReached)
+		rotated += w.rot.count
 		if w.takeovers > 0 {
 			takeovers += w.takeovers
 			tookOver = append(tookOver, seed)
@@ -96,11 +101,15 @@ func TestSim(t *testing.T) {
 	t.Logf("%d seeds (from %d) in %s, %d failed", count, from, time.Since(start).Round(time.Millisecond), failed)
 	t.Logf("the call gate: %+v", reached)
 	t.Logf("claims of ended processes taken over: %d (seeds %v)", takeovers, tookOver)
+	t.Logf("reconcile --rotate-due rotated %d bindings whose renew_before had passed", rotated)
 	if count >= 150 && *firstSeed == 0 {
 		reached.check(t)
 		if takeovers == 0 {
 			// takeover_test.go
 			t.Errorf("no seed took over the claim of a process that ended")
+		}
+		if rotated == 0 {
+			t.Errorf("%d seeds: no reconcile --rotate-due run rotated a binding", count)
 		}
 	}
 	if *trustPolicy {

@@ -132,6 +132,9 @@ type world struct {
 	// of ended processes taken over (takeover_test.go).
 	pids      map[string]int
 	takeovers int
+	// rot is what the world keeps of binding lifetimes and scheduled rotations
+	// (rotatedue_test.go).
+	rot rotationState
 }
 
 // rates are one seed's chances of each fault, in percent.
@@ -202,6 +205,11 @@ type proc struct {
 	process *store.Process
 	// view is its engine's view of the trust policy's state (renew_test.go).
 	view *trustView
+	// runs counts a reconcile process's runs; clockHigh is the latest its clock read
+	// during the current one (rotatedue_test.go).
+	runs      int
+	clockHigh time.Time
+	rotating  bool
 }
 
 type kind int
@@ -230,6 +238,7 @@ func newWorld(seed uint64) *world {
 	}
 	w.rates.slow = w.pick(0, 10, 30)
 	w.gateRng = newGateRand(seed)
+	w.rot = newRotationState(seed)
 	w.rates.rogue = rogueRate(seed)
 	w.rates.asyncBind = asyncBinding(seed)
 	w.brokersOn = withBrokers(seed)
@@ -464,6 +473,9 @@ func (w *world) run(p *proc) {
 		return
 	}
 	w.running = p
+	if now := p.now(); now.After(p.clockHigh) {
+		p.clockHigh = now
+	}
 	p.resume <- struct{}{}
 	w.await(p)
 }
@@ -618,6 +630,7 @@ func (w *world) quiesce() {
 				w.run(p)
 				w.last = p
 				w.checkRebindsQuiescing()
+				w.noteQuiescentRotations(p) // rotatedue_test.go
 				if w.wrote && w.abandoning() {
 					// What an --abandon drops is noted (abandon_test.go).
 					w.wrote = false
@@ -649,10 +662,15 @@ func (w *world) quiesce() {
 				w.landLateWork(false)
 				w.run(r)
 				w.checkRebindsQuiescing()
+				w.noteQuiescentRotations(r) // rotatedue_test.go
 			}
 		}
 		w.kubeStep(true)
-		if w.settled() && !w.upgradeLeft() || w.stuck {
+		w.rot.quiescing = false
+		if w.stuck {
+			return
+		}
+		if w.settled() && !w.upgradeLeft() && !w.rotateAtQuiescence() { // rotatedue_test.go
 			return
 		}
 	}
