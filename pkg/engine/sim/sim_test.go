@@ -104,10 +104,6 @@ func TestSim(t *testing.T) {
 	t.Logf("reconcile --rotate-due rotated %d bindings whose renew_before had passed", rotated)
 	if count >= 150 && *firstSeed == 0 {
 		reached.check(t)
-		if takeovers == 0 {
-			// takeover_test.go
-			t.Errorf("no seed took over the claim of a process that ended")
-		}
 		if rotated == 0 {
 			t.Errorf("%d seeds: no reconcile --rotate-due run rotated a binding", count)
 		}

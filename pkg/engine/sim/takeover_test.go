@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -147,4 +148,32 @@ func (p *proc) noteTakeOver(old, cm *corev1.ConfigMap) {
 	}
 	p.w.takeovers++
 	p.w.logf("%-14s takes over %s/%s from %s, whose process %s/%d has ended", p.name, cm.Namespace, cm.Name, l.Holder, l.Process.Host, l.Process.PID)
+}
+
+// TestSim_TakeOver runs seeds of -sim.handreconcile until two of them have taken over the
+// claim of an ended process (a few dozen seeds: the path needs a command of alice's
+// killed holding a claim over no call in flight, then her run of reconcile by hand while
+// that claim is live), and fails if none of the first 600 has, or if a seed fails.
+func TestSim_TakeOver(t *testing.T) {
+	if *firstSeed != 0 || *seeds != 0 {
+		t.Skip("a run of chosen seeds")
+	}
+	was := *handReconcileFlag
+	*handReconcileFlag = true
+	defer func() { *handReconcileFlag = was }()
+	var tookOver []uint64
+	for seed, w := range runSeeds(1, 600) {
+		if len(w.failures) > 0 {
+			t.Errorf("-sim.handreconcile, seed %d: %s\nreplay: %s\n%s", seed, w.failures[0], replay("-sim.handreconcile", seed), tail(w.trace, 60))
+		}
+		if w.takeovers > 0 {
+			if tookOver = append(tookOver, seed); len(tookOver) == 2 {
+				break
+			}
+		}
+	}
+	t.Logf("seeds that took over the claim of an ended process: %v", tookOver)
+	if len(tookOver) == 0 {
+		t.Errorf("no seed of 600 took over the claim of a process that ended")
+	}
 }
