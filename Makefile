@@ -171,8 +171,8 @@ soak: ## The engine's simulation over SOAK_SEEDS seeds (default 100000) spread o
 	SEEDS=$(or $(SOAK_SEEDS),100000) DIR=$(or $(SOAK_DIR),bin/soak) GO=$(GO) sh pkg/engine/sim/soak.sh
 
 .PHONY: soak-pairs
-soak-pairs: ## The simulation over every pair of its world flags (378 worlds), SOAK_SEEDS seeds in all (default 37800: 100 each); resumes as soak does (SOAK_DIR, default bin/soak-pairs)
-	PAIRS=1 SEEDS=$(or $(SOAK_SEEDS),37800) DIR=$(or $(SOAK_DIR),bin/soak-pairs) GO=$(GO) sh pkg/engine/sim/soak.sh
+soak-pairs: ## The simulation over every pair of its world flags (435 worlds), SOAK_SEEDS seeds in all (default 43500: 100 each); resumes as soak does (SOAK_DIR, default bin/soak-pairs)
+	PAIRS=1 SEEDS=$(or $(SOAK_SEEDS),43500) DIR=$(or $(SOAK_DIR),bin/soak-pairs) GO=$(GO) sh pkg/engine/sim/soak.sh
 
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for FUZZTIME executions from its seed corpus (default 10000x; FUZZTIME_SLOW for FUZZ_SLOW_TARGETS)

@@ -58,6 +58,8 @@ single='-sim.rogue
 -sim.rebind
 -sim.move
 -sim.trust
+-sim.trust -sim.renew
+-sim.handreconcile
 -sim.migrate
 -sim.foreign=false
 -sim.aslisted=1
@@ -79,7 +81,8 @@ $single
 -sim.aslisted=1 -sim.listed=1 -sim.rogue -sim.asyncbind -sim.gc -sim.nsdelete
 -sim.trust -sim.migrate -sim.upgrade -sim.heldplan -sim.oldrelease -sim.aslisted=1 -sim.listed=1 -sim.gc -sim.nsdelete -sim.rogue -sim.asyncbind
 -sim.move -sim.trust -sim.rebind -sim.asyncbind
--sim.trust -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind
+-sim.trust -sim.renew -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind
+-sim.handreconcile -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade
 -sim.rogue -sim.asyncbind -sim.skew -sim.longwork -sim.lostanswer -sim.gc -sim.nsdelete -sim.heldplan -sim.crossns -sim.abandon -sim.upshare -sim.oldrelease -sim.paramsecret -sim.dryrun -sim.upcreds -sim.files -sim.brokers -sim.limits -sim.shards -sim.staticshard -sim.upgrade -sim.rebind -sim.move"
 
 # PAIRS=1: instead, every pair of the single flags (each with every other).
